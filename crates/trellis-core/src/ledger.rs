@@ -1,0 +1,79 @@
+//! The tool-call ledger of one session: calls in arrival order, indexed by id.
+//!
+//! Invariant: `index[id] == position of the call with that id in calls`; ids are unique.
+
+use std::collections::HashMap;
+
+use crate::tool_call::{ToolCall, ToolCallPatch, ToolStatus};
+
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    calls: Vec<ToolCall>,
+    index: HashMap<String, usize>,
+}
+
+/// What applying a message to the ledger did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    pub index: usize,
+    /// The call did not exist before this message.
+    pub created: bool,
+    /// Status before, when the message changed it.
+    pub previous_status: Option<ToolStatus>,
+}
+
+impl Ledger {
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    pub fn calls(&self) -> &[ToolCall] {
+        &self.calls
+    }
+
+    pub fn get(&self, id: &str) -> Option<&ToolCall> {
+        self.index.get(id).map(|&i| &self.calls[i])
+    }
+
+    pub fn get_mut(&mut self, id: &str) -> Option<&mut ToolCall> {
+        self.index.get(id).map(|&i| &mut self.calls[i])
+    }
+
+    pub fn at(&self, index: usize) -> &ToolCall {
+        &self.calls[index]
+    }
+
+    pub fn at_mut(&mut self, index: usize) -> &mut ToolCall {
+        &mut self.calls[index]
+    }
+
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.index.get(id).copied()
+    }
+
+    /// Applies one message about a call. A `tool_call` for a known id and an update for an
+    /// unknown id are both upserts: the first creates a placeholder, the merge rule is the same.
+    /// `announce` is true for `tool_call` messages (the agent introduced the call).
+    pub fn apply(&mut self, patch: ToolCallPatch, announce: bool, t: f64, turn: u32) -> Applied {
+        let (index, created) = match self.index.get(&patch.tool_call_id) {
+            Some(&i) => (i, false),
+            None => {
+                let i = self.calls.len();
+                self.index.insert(patch.tool_call_id.clone(), i);
+                self.calls
+                    .push(ToolCall::placeholder(patch.tool_call_id.clone(), t, turn));
+                (i, true)
+            }
+        };
+        let call = &mut self.calls[index];
+        if announce {
+            call.announced = true;
+        }
+        let previous_status = call.apply(patch, t);
+        Applied { index, created, previous_status }
+    }
+}

@@ -1,0 +1,28 @@
+//! Trellis core: the pure session model.
+//!
+//! Everything that happens to a session is an [`Action`]; [`update`] folds it into a
+//! [`Session`] and returns [`Effect`]s for the edges to perform. No I/O, no clocks, no
+//! threads: time arrives inside actions, so replaying a log reproduces a session exactly.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod enrich;
+pub mod event;
+pub mod glob;
+pub mod ledger;
+mod local;
+pub mod log;
+pub mod permission;
+mod requests;
+pub mod session;
+mod session_update;
+pub mod summary;
+pub mod tool_call;
+pub mod update;
+pub mod wire;
+
+pub use event::{Event, EventBody, SCHEMA_VERSION};
+pub use ledger::Ledger;
+pub use permission::{Decider, Outcome, Policy, Verdict};
+pub use session::{LocalRecord, Session};
+pub use tool_call::{ToolCall, ToolCallPatch, ToolKind, ToolStatus};
+pub use update::{Action, Choice, Effect, update};

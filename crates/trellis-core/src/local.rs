@@ -1,0 +1,49 @@
+//! Applying client-side log records.
+
+use crate::event::EventBody;
+use crate::session::{LocalRecord, TERMINAL_OUTPUT_CAP};
+use crate::update::{Ctx, end_turn};
+
+pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
+    match record {
+        LocalRecord::SessionLog { cwd, .. } => {
+            if cx.s.cwd.is_none() {
+                cx.s.cwd = Some(cwd);
+            }
+        }
+        LocalRecord::PermissionDecided { request_id, decider } => {
+            cx.s.deciders.insert(request_id, decider);
+        }
+        LocalRecord::TerminalOutput { terminal_id, data } => {
+            let term = cx.s.terminals.entry(terminal_id).or_default();
+            term.output.push_str(&data);
+            if term.output.len() > TERMINAL_OUTPUT_CAP {
+                let mut cut = term.output.len() - TERMINAL_OUTPUT_CAP;
+                while !term.output.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                term.output.drain(..cut);
+                term.dropped += cut;
+            }
+        }
+        LocalRecord::TerminalExited { terminal_id, status } => {
+            crate::requests::terminal_exited(cx, terminal_id, status);
+        }
+        LocalRecord::AgentExited { code, message } => {
+            cx.s.agent_exited = Some(message.clone());
+            cx.notice(format!("agent exited: {message}"));
+            cx.emit(EventBody::AgentExited { code, message });
+            end_turn(cx, "agent_exited".into());
+            // Nobody is left to answer: open requests are closed on our side.
+            for (id, _) in cx.s.open_permissions() {
+                cx.s.agent_requests.remove(&id);
+            }
+        }
+        LocalRecord::SessionEnded { reason } => {
+            end_turn(cx, "cancelled".into());
+            cx.s.ended = Some(reason.clone());
+            cx.emit(EventBody::SessionEnded { reason });
+        }
+        LocalRecord::Mark { text } => cx.notice(text),
+    }
+}

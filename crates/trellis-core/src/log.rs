@@ -1,0 +1,194 @@
+//! The session log format: JSON Lines of `{"t": seconds, "dir": …, "msg": {…}}`, the same
+//! shape as recorded ACP sessions, plus client records (`"dir": "client"`), agent stderr
+//! (`"dir": "agent_stderr"`, `"line"`) and invalid lines kept verbatim (`"raw"`).
+//!
+//! Invariant: encoding then parsing a record gives back the same entry; frames are embedded
+//! byte-for-byte as the agent or client wrote them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::session::LocalRecord;
+use crate::update::Action;
+use crate::wire::{Dir, Message};
+
+/// Direction values of log records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogDir {
+    ClientToAgent,
+    AgentToClient,
+    Client,
+    AgentStderr,
+}
+
+impl From<Dir> for LogDir {
+    fn from(d: Dir) -> LogDir {
+        match d {
+            Dir::ClientToAgent => LogDir::ClientToAgent,
+            Dir::AgentToClient => LogDir::AgentToClient,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RecordLine<'a> {
+    t: f64,
+    dir: LogDir,
+    #[serde(borrow, default)]
+    msg: Option<&'a RawValue>,
+    #[serde(default)]
+    raw: Option<String>,
+    #[serde(default)]
+    line: Option<String>,
+}
+
+/// One parsed log record.
+#[derive(Debug, Clone)]
+pub enum LogEntry {
+    Frame { t: f64, dir: Dir, msg: Message, text: Box<RawValue> },
+    Invalid { t: f64, dir: Dir, raw: String },
+    Local { t: f64, record: LocalRecord },
+    Stderr { t: f64, line: String },
+}
+
+/// Why a log line could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LogError {
+    #[error("not a log record: {0}")]
+    Record(String),
+    #[error("record has no `msg`")]
+    NoMessage,
+    #[error("client record not understood: {0}")]
+    Local(String),
+}
+
+/// Parses one log line.
+pub fn parse_record(line: &str) -> Result<LogEntry, LogError> {
+    let r: RecordLine = serde_json::from_str(line).map_err(|e| LogError::Record(e.to_string()))?;
+    let frame_dir = match r.dir {
+        LogDir::ClientToAgent => Some(Dir::ClientToAgent),
+        LogDir::AgentToClient => Some(Dir::AgentToClient),
+        _ => None,
+    };
+    match (r.dir, frame_dir) {
+        (_, Some(dir)) => match (r.msg, r.raw) {
+            (Some(msg), _) => match Message::parse(msg.get()) {
+                Ok(m) => Ok(LogEntry::Frame { t: r.t, dir, msg: m, text: msg.to_owned() }),
+                Err(_) => Ok(LogEntry::Invalid { t: r.t, dir, raw: msg.get().to_string() }),
+            },
+            (None, Some(raw)) => Ok(LogEntry::Invalid { t: r.t, dir, raw }),
+            (None, None) => Err(LogError::NoMessage),
+        },
+        (LogDir::Client, _) => {
+            let msg = r.msg.ok_or(LogError::NoMessage)?;
+            let record = serde_json::from_str(msg.get()).map_err(|e| LogError::Local(e.to_string()))?;
+            Ok(LogEntry::Local { t: r.t, record })
+        }
+        _ => Ok(LogEntry::Stderr { t: r.t, line: r.line.unwrap_or_default() }),
+    }
+}
+
+impl LogEntry {
+    /// The reducer action this record stands for (stderr lines have none).
+    pub fn into_action(self, seq: u64) -> Option<Action> {
+        match self {
+            LogEntry::Frame { t, dir, msg, .. } => Some(Action::Frame { seq, t, dir, msg }),
+            LogEntry::Invalid { t, dir, raw } => Some(Action::InvalidLine {
+                t,
+                dir,
+                len: raw.len(),
+                error: "not a JSON-RPC message".into(),
+            }),
+            LogEntry::Local { t, record } => Some(Action::Local { t, record }),
+            LogEntry::Stderr { .. } => None,
+        }
+    }
+}
+
+fn fmt_t(t: f64) -> String {
+    format!("{:.3}", t.max(0.0))
+}
+
+/// A frame record. `json` must be one valid JSON value (callers check with [`Message::parse`]).
+pub fn encode_frame(t: f64, dir: Dir, json: &str) -> String {
+    let dir = match dir {
+        Dir::ClientToAgent => "client_to_agent",
+        Dir::AgentToClient => "agent_to_client",
+    };
+    let mut s = String::with_capacity(json.len() + 48);
+    s.push_str("{\"t\":");
+    s.push_str(&fmt_t(t));
+    s.push_str(",\"dir\":\"");
+    s.push_str(dir);
+    s.push_str("\",\"msg\":");
+    s.push_str(json.trim());
+    s.push_str("}\n");
+    s
+}
+
+#[derive(Serialize)]
+struct RawRecord<'a, T: Serialize> {
+    #[serde(serialize_with = "ser_t")]
+    t: f64,
+    dir: LogDir,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    msg: Option<&'a T>,
+}
+
+fn ser_t<S: serde::Serializer>(t: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((t.max(0.0) * 1000.0).round() / 1000.0)
+}
+
+fn encode<T: Serialize>(rec: RawRecord<'_, T>) -> String {
+    // Serializing plain structs of strings and numbers cannot fail.
+    let mut s = serde_json::to_string(&rec).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// A line that was not JSON-RPC, kept verbatim.
+pub fn encode_invalid(t: f64, dir: Dir, raw: &str) -> String {
+    encode::<()>(RawRecord { t, dir: dir.into(), raw: Some(raw), line: None, msg: None })
+}
+
+/// A client record.
+pub fn encode_local(t: f64, record: &LocalRecord) -> String {
+    encode(RawRecord { t, dir: LogDir::Client, raw: None, line: None, msg: Some(record) })
+}
+
+/// A line the agent wrote on stderr.
+pub fn encode_stderr(t: f64, line: &str) -> String {
+    encode::<()>(RawRecord { t, dir: LogDir::AgentStderr, raw: None, line: Some(line), msg: None })
+}
+
+/// Folds log lines into a session, as `trellis log show` and replays do. Lines that cannot
+/// be read become warnings in the returned list (with their 1-based line number); the rest
+/// of the log is still applied.
+pub fn rebuild<'a>(
+    session: &mut crate::session::Session,
+    lines: impl IntoIterator<Item = &'a str>,
+    mut on_effect: impl FnMut(crate::update::Effect),
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (n, line) in lines.into_iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match parse_record(line) {
+            Ok(entry) => {
+                if let Some(action) = entry.into_action(n as u64 + 1) {
+                    for fx in crate::update::update(session, action) {
+                        on_effect(fx);
+                    }
+                }
+            }
+            Err(e) => problems.push(format!("line {}: {e}", n + 1)),
+        }
+    }
+    problems
+}

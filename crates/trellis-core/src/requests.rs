@@ -1,0 +1,340 @@
+//! Requests and responses in both directions: turns, session setup, permissions, and the
+//! client services (fs, terminal) as seen on the wire.
+
+use serde_json::value::RawValue;
+
+use crate::event::EventBody;
+use crate::permission::{Decider, Outcome, PermissionRecord, Verdict};
+use crate::session::{AgentRequest, ClientRequest, Entry, MessageBlock};
+use crate::tool_call::{ToolCallPatch, ToolContent, ToolKind};
+use crate::update::{Choice, Ctx, decide, end_turn};
+use crate::wire::{self, ExitStatus, Message};
+
+/// A request from the agent to the client.
+pub(crate) fn agent_request(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
+    let (Some(id), Some(method)) = (msg.id.clone(), msg.method.as_deref()) else { return };
+    let req = match method {
+        "session/request_permission" => match msg.params_as::<wire::PermissionParams>() {
+            Ok(p) => permission_asked(cx, seq, &id, p),
+            Err(e) => {
+                malformed(cx, method, &e);
+                AgentRequest::Other
+            }
+        },
+        "fs/write_text_file" => match msg.params_as::<wire::WriteParams>() {
+            Ok(p) => AgentRequest::Write { bytes: p.content.len(), path: p.path },
+            Err(_) => AgentRequest::Other,
+        },
+        "terminal/create" => match msg.params_as::<wire::TerminalCreateParams>() {
+            Ok(p) => {
+                let mut command = p.command;
+                for a in p.args {
+                    command.push(' ');
+                    command.push_str(&a);
+                }
+                AgentRequest::TerminalCreate { command }
+            }
+            Err(_) => AgentRequest::Other,
+        },
+        "terminal/wait_for_exit" => match msg.params_as::<wire::TerminalIdParams>() {
+            Ok(p) => AgentRequest::TerminalWait { terminal_id: p.terminal_id },
+            Err(_) => AgentRequest::Other,
+        },
+        "terminal/output" => match msg.params_as::<wire::TerminalIdParams>() {
+            Ok(p) => AgentRequest::TerminalOutput { terminal_id: p.terminal_id },
+            Err(_) => AgentRequest::Other,
+        },
+        "terminal/release" => {
+            if let Ok(p) = msg.params_as::<wire::TerminalIdParams>() {
+                cx.s.terminals.entry(p.terminal_id).or_default().released = true;
+            }
+            AgentRequest::Other
+        }
+        _ => AgentRequest::Other,
+    };
+    cx.s.agent_requests.insert(id, req);
+}
+
+fn malformed(cx: &mut Ctx<'_>, what: &str, error: &str) {
+    *cx.s.counters.malformed.entry(what.to_string()).or_default() += 1;
+    cx.emit(EventBody::Warning { message: format!("skipped a malformed {what}: {error}") });
+}
+
+fn permission_asked(cx: &mut Ctx<'_>, seq: u64, id: &str, p: wire::PermissionParams) -> AgentRequest {
+    let options: Vec<_> = p.options.into_iter().filter_map(|o| o.0).collect();
+    let patch: ToolCallPatch = p.tool_call;
+    let call_id = patch.tool_call_id.clone();
+    let (turn, t) = (cx.s.turn, cx.t);
+    let applied = cx.s.ledger.apply(patch, false, t, turn);
+    if applied.created {
+        cx.s.counters.unannounced_calls += 1;
+        cx.s.transcript.push(Entry::ToolCall { index: applied.index });
+    }
+    let call = cx.s.ledger.at_mut(applied.index);
+    call.frames.push(seq);
+    call.permissions.push(PermissionRecord {
+        request_id: id.to_string(),
+        options: options.clone(),
+        asked_at: t,
+        outcome: None,
+        decider: None,
+        decided_at: None,
+    });
+    let call = call.clone();
+    if applied.created {
+        cx.emit(EventBody::ToolCallCreated { call: call.clone() });
+    }
+    cx.emit(EventBody::PermissionRequested {
+        request_id: id.to_string(),
+        call_id: call_id.clone(),
+        title: crate::enrich::card_title(&call),
+        kind: call.kind,
+        options: options.clone(),
+    });
+    let (verdict, decider) = cx.s.policy.decide(&call);
+    cx.s.agent_requests.insert(
+        id.to_string(),
+        AgentRequest::Permission { call_id: call_id.clone(), options: options.clone(), answering: false },
+    );
+    if verdict != Verdict::Ask {
+        // Cannot fail: the request was inserted just above and is not answering.
+        let _ = decide(cx, id, Choice::Verdict(verdict), decider);
+    }
+    let answering = matches!(
+        cx.s.agent_requests.get(id),
+        Some(AgentRequest::Permission { answering: true, .. })
+    );
+    AgentRequest::Permission { call_id, options, answering }
+}
+
+/// The client's answer to an agent request.
+pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
+    let Some(id) = msg.id.as_deref() else { return };
+    let Some(req) = cx.s.agent_requests.remove(id) else {
+        cx.warn_once(format!("resp:{id}"), format!("client answered unknown agent request {id}"));
+        return;
+    };
+    let ok = msg.error.is_none();
+    match req {
+        AgentRequest::Permission { call_id, options, .. } => {
+            let outcome = match (&msg.error, msg.result_as::<wire::PermissionResult>()) {
+                (Some(e), _) => Outcome::Error { message: e.message.clone() },
+                (None, Ok(r)) if r.outcome.outcome == "selected" => {
+                    let option_id = r.outcome.option_id.unwrap_or_default();
+                    let kind = options.iter().find(|o| o.option_id == option_id).map(|o| o.kind);
+                    Outcome::Selected { option_id, kind }
+                }
+                (None, Ok(_)) => Outcome::Cancelled,
+                (None, Err(e)) => Outcome::Error { message: format!("unreadable answer: {e}") },
+            };
+            let decider = cx.s.deciders.remove(id).unwrap_or(Decider::Unrecorded);
+            let t = cx.t;
+            if let Some(call) = cx.s.ledger.get_mut(&call_id) {
+                call.frames.push(seq);
+                if let Some(rec) = call.permissions.iter_mut().rev().find(|r| r.request_id == id) {
+                    rec.outcome = Some(outcome.clone());
+                    rec.decider = Some(decider.clone());
+                    rec.decided_at = Some(t);
+                }
+            }
+            cx.emit(EventBody::PermissionResolved {
+                request_id: id.to_string(),
+                call_id,
+                outcome,
+                decider,
+            });
+        }
+        AgentRequest::Write { path, bytes } if ok => {
+            let call_id = edit_call_for_path(cx, &path);
+            cx.emit(EventBody::FileWritten { path, call_id, bytes });
+        }
+        AgentRequest::TerminalCreate { command } if ok => {
+            if let Ok(r) = msg.result_as::<wire::TerminalIdResult>() {
+                cx.s.terminals.entry(r.terminal_id).or_default().command = command;
+            }
+        }
+        AgentRequest::TerminalWait { terminal_id } if ok => {
+            if let Ok(status) = msg.result_as::<ExitStatus>() {
+                terminal_exited(cx, terminal_id, status);
+            }
+        }
+        AgentRequest::TerminalOutput { terminal_id } if ok => {
+            #[derive(serde::Deserialize)]
+            #[serde(rename_all = "camelCase")]
+            struct Out {
+                #[serde(default)]
+                output: String,
+                #[serde(default)]
+                exit_status: Option<ExitStatus>,
+            }
+            if let Ok(out) = msg.result_as::<Out>() {
+                let term = cx.s.terminals.entry(terminal_id.clone()).or_default();
+                // Output recorded live is authoritative; a recording without it uses this.
+                if term.output.len() < out.output.len() {
+                    term.output = out.output;
+                }
+                if let Some(status) = out.exit_status {
+                    terminal_exited(cx, terminal_id, status);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The edit call a write belongs to: the latest edit call naming `path`, preferring one
+/// that is still running.
+pub(crate) fn edit_call_for_path(cx: &Ctx<'_>, path: &str) -> Option<String> {
+    let names = |c: &&crate::tool_call::ToolCall| {
+        c.kind == ToolKind::Edit && crate::enrich::paths_of(c).iter().any(|p| p == path)
+    };
+    let calls = cx.s.ledger.calls();
+    calls
+        .iter()
+        .rev()
+        .filter(names)
+        .find(|c| !c.status.is_terminal())
+        .or_else(|| calls.iter().rev().find(names))
+        .map(|c| c.id.clone())
+}
+
+/// Records a terminal's exit once and emits `terminal_exited`.
+pub(crate) fn terminal_exited(cx: &mut Ctx<'_>, terminal_id: String, status: ExitStatus) {
+    let term = cx.s.terminals.entry(terminal_id.clone()).or_default();
+    if term.exit.is_some() {
+        return;
+    }
+    term.exit = Some(status.clone());
+    let call_id = cx
+        .s
+        .ledger
+        .calls()
+        .iter()
+        .rev()
+        .find(|c| {
+            c.content
+                .iter()
+                .any(|x| matches!(x, ToolContent::Terminal { terminal_id: t } if *t == terminal_id))
+        })
+        .map(|c| c.id.clone());
+    cx.emit(EventBody::TerminalExited { terminal_id, call_id, status });
+}
+
+/// A request from the client to the agent.
+pub(crate) fn client_request(cx: &mut Ctx<'_>, msg: Message) {
+    let (Some(id), Some(method)) = (msg.id.clone(), msg.method.as_deref()) else { return };
+    let req = match method {
+        "initialize" => ClientRequest::Initialize,
+        "session/new" => ClientRequest::NewSession {
+            cwd: msg.params_as::<wire::NewSessionParams>().ok().and_then(|p| p.cwd),
+        },
+        "session/load" => ClientRequest::LoadSession {
+            cwd: msg.params_as::<wire::NewSessionParams>().ok().and_then(|p| p.cwd),
+        },
+        "session/prompt" => {
+            let text = msg
+                .params_as::<wire::PromptParams>()
+                .map(|p| prompt_text(&p.prompt))
+                .unwrap_or_default();
+            cx.s.turn += 1;
+            cx.s.turn_open = true;
+            let turn = cx.s.turn;
+            cx.s.transcript.push(Entry::Message(MessageBlock {
+                role: crate::event::Role::User,
+                message_id: None,
+                text: text.clone(),
+                turn,
+            }));
+            cx.emit(EventBody::TurnStarted { turn, prompt: text });
+            ClientRequest::Prompt
+        }
+        _ => ClientRequest::Other,
+    };
+    cx.s.client_requests.insert(id, req);
+}
+
+/// Text of a prompt: text blocks joined, links and resources as `@name`.
+fn prompt_text(blocks: &[Box<RawValue>]) -> String {
+    let mut out = String::new();
+    for b in blocks {
+        if let Ok(tb) = serde_json::from_str::<wire::TextBlock>(b.get()) {
+            let piece = match (tb.ty.as_str(), tb.text, tb.name, tb.uri) {
+                ("text", Some(text), _, _) => text,
+                (_, _, Some(name), _) => format!("@{name}"),
+                (_, _, _, Some(uri)) => format!("@{uri}"),
+                _ => continue,
+            };
+            if !out.is_empty() && !out.ends_with(char::is_whitespace) {
+                out.push(' ');
+            }
+            out.push_str(&piece);
+        }
+    }
+    out
+}
+
+/// The agent's answer to a client request.
+pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
+    let Some(id) = msg.id.as_deref() else { return };
+    let Some(req) = cx.s.client_requests.remove(id) else {
+        cx.warn_once(format!("aresp:{id}"), format!("agent answered unknown request {id}"));
+        return;
+    };
+    if let Some(err) = &msg.error {
+        let what = match req {
+            ClientRequest::Initialize => "initialize",
+            ClientRequest::NewSession { .. } => "session/new",
+            ClientRequest::LoadSession { .. } => "session/load",
+            ClientRequest::Prompt => "session/prompt",
+            ClientRequest::Other => "request",
+        };
+        cx.emit(EventBody::Warning { message: format!("agent refused {what}: {err}") });
+        if req == ClientRequest::Prompt {
+            end_turn(cx, "protocol_error".into());
+        }
+        return;
+    }
+    match req {
+        ClientRequest::Initialize => {
+            if let Ok(r) = msg.result_as::<wire::InitializeResult>() {
+                cx.s.agent = r.agent_info.unwrap_or_default();
+                cx.s.agent_capabilities = r.agent_capabilities;
+                cx.s.auth_methods = r.auth_methods;
+            }
+        }
+        ClientRequest::NewSession { cwd } | ClientRequest::LoadSession { cwd } => {
+            let r = msg.result_as::<wire::NewSessionResult>().unwrap_or_default();
+            if let Some(id) = r.session_id {
+                cx.s.id = Some(id);
+            }
+            if cwd.is_some() {
+                cx.s.cwd = cwd;
+            }
+            if let Some(modes) = r.modes {
+                cx.s.mode = Some(modes.current_mode_id);
+            }
+            let load_session = cx
+                .s
+                .agent_capabilities
+                .as_ref()
+                .and_then(|c| c.get("loadSession"))
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false);
+            cx.emit(EventBody::SessionStarted {
+                agent: cx.s.agent.clone(),
+                cwd: cx.s.cwd.clone(),
+                load_session,
+                mode: cx.s.mode.clone(),
+            });
+        }
+        ClientRequest::Prompt => {
+            let stop = msg
+                .result_as::<wire::PromptResult>()
+                .map(|r| r.stop_reason)
+                .unwrap_or_default();
+            let stop = if stop.is_empty() { "end_turn".to_string() } else { stop };
+            end_turn(cx, stop);
+        }
+        ClientRequest::Other => {}
+    }
+}

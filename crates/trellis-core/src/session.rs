@@ -1,0 +1,187 @@
+//! The state of one ACP session, everything the log can rebuild.
+//!
+//! Invariants: the state is a pure fold of frames and local records (see `update`), so a
+//! live session and a replay of its log end in equal states; open permission requests are
+//! exactly those the agent asked and the client has not yet answered.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::event::Role;
+use crate::ledger::Ledger;
+use crate::permission::{Decider, PermissionOption, Policy};
+use crate::wire::{AgentInfo, AvailableCommand, ExitStatus, PlanEntry, Usage};
+
+/// One block of the transcript.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Entry {
+    /// Consecutive chunks of one role and one message id, joined.
+    Message(MessageBlock),
+    /// A tool call, by its position in the ledger.
+    ToolCall { index: usize },
+    /// A client-side note (agent exit, bad input…), shown in the transcript.
+    Notice { text: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessageBlock {
+    pub role: Role,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    pub text: String,
+    pub turn: u32,
+}
+
+/// A client terminal as the session saw it (live output kept after release).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TerminalState {
+    pub command: String,
+    pub output: String,
+    /// Bytes dropped from the front to respect the cap.
+    pub dropped: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ExitStatus>,
+    pub released: bool,
+}
+
+/// An agent request the client has not answered yet.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum AgentRequest {
+    Permission { call_id: String, options: Vec<PermissionOption>, answering: bool },
+    Write { path: String, bytes: usize },
+    TerminalCreate { command: String },
+    TerminalWait { terminal_id: String },
+    TerminalOutput { terminal_id: String },
+    Other,
+}
+
+/// A client request the agent has not answered yet.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ClientRequest {
+    Initialize,
+    NewSession { cwd: Option<String> },
+    LoadSession { cwd: Option<String> },
+    Prompt,
+    Other,
+}
+
+/// Counters of input that was skipped, for diagnostics.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Counters {
+    /// `session/update` kinds Trellis does not know, by tag.
+    pub unknown_updates: BTreeMap<String, u64>,
+    /// Notifications with a method Trellis does not know, by method.
+    pub unknown_notifications: BTreeMap<String, u64>,
+    /// Lines that were not JSON-RPC.
+    pub invalid_lines: u64,
+    /// Updates naming a call id never announced.
+    pub unannounced_calls: u64,
+    /// Messages that could not be decoded (bad params), by method or update kind.
+    pub malformed: BTreeMap<String, u64>,
+    /// Frames seen, both directions.
+    pub frames: u64,
+    /// `session/update` notifications applied.
+    pub updates: u64,
+}
+
+/// Cap on terminal output kept per terminal (the front is dropped beyond it).
+pub const TERMINAL_OUTPUT_CAP: usize = 4 << 20;
+
+#[derive(Debug, Clone, Default)]
+pub struct Session {
+    pub id: Option<String>,
+    pub cwd: Option<String>,
+    pub agent: AgentInfo,
+    pub agent_capabilities: Option<serde_json::Value>,
+    pub auth_methods: Vec<serde_json::Value>,
+    pub transcript: Vec<Entry>,
+    pub ledger: Ledger,
+    pub plan: Vec<PlanEntry>,
+    pub usage: Option<Usage>,
+    pub commands: Vec<AvailableCommand>,
+    pub mode: Option<String>,
+    pub title: Option<String>,
+    pub config_options: Option<Box<RawValue>>,
+    pub terminals: BTreeMap<String, TerminalState>,
+    /// Turns started so far (the current one, if open, is `turn`).
+    pub turn: u32,
+    pub turn_open: bool,
+    /// Stop reason of the last finished turn.
+    pub last_stop: Option<String>,
+    pub counters: Counters,
+    /// Set once the agent process has ended.
+    pub agent_exited: Option<String>,
+    pub ended: Option<String>,
+    /// How permission requests are answered without the user.
+    pub policy: Policy,
+    pub(crate) agent_requests: HashMap<String, AgentRequest>,
+    pub(crate) client_requests: HashMap<String, ClientRequest>,
+    pub(crate) deciders: HashMap<String, Decider>,
+    pub(crate) warned: std::collections::HashSet<String>,
+}
+
+impl Session {
+    pub fn new(policy: Policy) -> Session {
+        Session { policy, ..Session::default() }
+    }
+
+    /// Permission requests still waiting for an answer: (request id, call id).
+    pub fn open_permissions(&self) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = self
+            .agent_requests
+            .iter()
+            .filter_map(|(id, r)| match r {
+                AgentRequest::Permission { call_id, .. } => Some((id.clone(), call_id.clone())),
+                _ => None,
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Plan progress: (completed, total).
+    pub fn plan_progress(&self) -> (usize, usize) {
+        let done = self.plan.iter().filter(|e| e.status == "completed").count();
+        (done, self.plan.len())
+    }
+}
+
+/// A record the client writes into the session log beside the raw frames
+/// (`"dir": "client"`). Replaying them with the frames rebuilds the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LocalRecord {
+    /// First record of a Trellis log.
+    SessionLog {
+        schema: u32,
+        agent: String,
+        cwd: String,
+        trellis: String,
+        /// Wall-clock start, seconds since the Unix epoch.
+        started: f64,
+    },
+    /// Who answered a permission request (written just before the answer frame).
+    PermissionDecided { request_id: String, decider: Decider },
+    /// Output a client terminal produced.
+    TerminalOutput { terminal_id: String, data: String },
+    /// A client terminal's command ended.
+    TerminalExited {
+        terminal_id: String,
+        #[serde(flatten)]
+        status: ExitStatus,
+    },
+    /// The agent process ended.
+    AgentExited {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<i32>,
+        message: String,
+    },
+    /// The client closed the session.
+    SessionEnded { reason: String },
+    /// A user's note in the log.
+    Mark { text: String },
+}

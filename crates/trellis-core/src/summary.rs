@@ -1,0 +1,137 @@
+//! Plain-text renderings of a session: one line per tool call, the transcript, and the
+//! ledger summary printed by `trellis log show` and `trellis run --format text`.
+
+use std::fmt::Write as _;
+
+use crate::enrich::{card_title, diff_stat};
+use crate::event::Role;
+use crate::session::{Entry, Session};
+use crate::tool_call::{ToolCall, ToolStatus};
+
+pub fn status_glyph(s: ToolStatus) -> &'static str {
+    match s {
+        ToolStatus::Pending => "…",
+        ToolStatus::InProgress => "▸",
+        ToolStatus::Completed => "✓",
+        ToolStatus::Failed => "✗",
+        ToolStatus::Cancelled => "⊘",
+        ToolStatus::Unfinished => "◌",
+    }
+}
+
+/// Size or exit summary of a call: `exit 1`, `+3 −1`, `42 lines`.
+pub fn size_summary(call: &ToolCall, session: &Session) -> Option<String> {
+    for c in &call.content {
+        if let crate::tool_call::ToolContent::Terminal { terminal_id } = c {
+            if let Some(exit) = session.terminals.get(terminal_id).and_then(|t| t.exit.as_ref()) {
+                return Some(match (&exit.exit_code, &exit.signal) {
+                    (Some(code), _) => format!("exit {code}"),
+                    (None, Some(sig)) => format!("killed by {sig}"),
+                    _ => "exited".into(),
+                });
+            }
+        }
+    }
+    if let Some((add, del)) = diff_stat(call) {
+        return Some(format!("+{add} −{del}"));
+    }
+    let (_, lines) = call.output_size();
+    let term_lines: usize = call
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            crate::tool_call::ToolContent::Terminal { terminal_id } => session.terminals.get(terminal_id),
+            _ => None,
+        })
+        .map(|t| crate::tool_call::count_lines(&t.output))
+        .sum();
+    match lines + term_lines {
+        0 => None,
+        1 => Some("1 line".into()),
+        n => Some(format!("{n} lines")),
+    }
+}
+
+/// The permission part of a card: `allowed once by user`.
+pub fn permission_summary(call: &ToolCall) -> Option<String> {
+    let rec = call.permissions.last()?;
+    Some(match (&rec.outcome, &rec.decider) {
+        (Some(o), Some(d)) => format!("{} by {d}", o.label()),
+        (Some(o), None) => o.label(),
+        (None, _) => "awaiting permission".into(),
+    })
+}
+
+/// One line for a call, as headless text mode prints it.
+pub fn tool_line(call: &ToolCall, session: &Session) -> String {
+    let mut line = format!("{} {:<7} {}", status_glyph(call.status), call.kind.as_str(), card_title(call));
+    if let Some(d) = call.duration() {
+        let _ = write!(line, " · {d:.1}s");
+    }
+    if let Some(s) = size_summary(call, session) {
+        let _ = write!(line, " · {s}");
+    }
+    if let Some(p) = permission_summary(call) {
+        let _ = write!(line, " · {p}");
+    }
+    if matches!(call.status, ToolStatus::Cancelled | ToolStatus::Unfinished) {
+        let _ = write!(line, " · {}", call.status.as_str());
+    }
+    line
+}
+
+/// The whole transcript as plain text.
+pub fn transcript_text(session: &Session) -> String {
+    let mut out = String::new();
+    for entry in &session.transcript {
+        match entry {
+            Entry::Message(m) => {
+                let prefix = match m.role {
+                    Role::User => "> ",
+                    Role::Agent => "",
+                    Role::Thought => "(thinking) ",
+                };
+                let _ = writeln!(out, "{prefix}{}", m.text.trim_end());
+            }
+            Entry::ToolCall { index } => {
+                let _ = writeln!(out, "{}", tool_line(session.ledger.at(*index), session));
+            }
+            Entry::Notice { text } => {
+                let _ = writeln!(out, "! {text}");
+            }
+        }
+    }
+    out
+}
+
+/// Counts per status and the list of calls, for `trellis log show`.
+pub fn ledger_summary(session: &Session) -> String {
+    let mut out = String::new();
+    let calls = session.ledger.calls();
+    let count = |s: ToolStatus| calls.iter().filter(|c| c.status == s).count();
+    let _ = writeln!(
+        out,
+        "{} tool calls: {} completed, {} failed, {} cancelled, {} unfinished, {} open",
+        calls.len(),
+        count(ToolStatus::Completed),
+        count(ToolStatus::Failed),
+        count(ToolStatus::Cancelled),
+        count(ToolStatus::Unfinished),
+        count(ToolStatus::Pending) + count(ToolStatus::InProgress),
+    );
+    for c in calls {
+        let _ = writeln!(out, "  {:<40} {}", c.id, tool_line(c, session));
+    }
+    if let Some(stop) = &session.last_stop {
+        let _ = writeln!(out, "last turn: {stop} (turns: {})", session.turn);
+    }
+    let k = &session.counters;
+    if k.invalid_lines + k.unannounced_calls > 0 || !k.unknown_updates.is_empty() || !k.malformed.is_empty() {
+        let _ = writeln!(
+            out,
+            "skipped input: {} invalid lines, {} unannounced calls, unknown updates {:?}, malformed {:?}",
+            k.invalid_lines, k.unannounced_calls, k.unknown_updates, k.malformed
+        );
+    }
+    out
+}

@@ -1,0 +1,476 @@
+//! One tool call and the ACP v1 merge rule.
+//!
+//! Invariants:
+//! - A [`ToolCallPatch`] is what one `tool_call` / `tool_call_update` (or the `toolCall` of a
+//!   permission request) says about a call. A field that is absent *or* JSON `null` is `None`
+//!   and never changes the stored value (ACP v1).
+//! - Present fields replace the stored value; `content` and `locations` are replaced whole.
+//! - Patches compose: `apply(apply(c, a), b) == apply(c, a.then(b))`.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+
+/// What a tool does, as the agent declares it. Unknown strings fall back to `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    Read,
+    Edit,
+    Delete,
+    Move,
+    Search,
+    Execute,
+    Think,
+    Fetch,
+    SwitchMode,
+    #[default]
+    Other,
+}
+
+impl ToolKind {
+    pub const ALL: [ToolKind; 10] = [
+        ToolKind::Read,
+        ToolKind::Edit,
+        ToolKind::Delete,
+        ToolKind::Move,
+        ToolKind::Search,
+        ToolKind::Execute,
+        ToolKind::Think,
+        ToolKind::Fetch,
+        ToolKind::SwitchMode,
+        ToolKind::Other,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolKind::Read => "read",
+            ToolKind::Edit => "edit",
+            ToolKind::Delete => "delete",
+            ToolKind::Move => "move",
+            ToolKind::Search => "search",
+            ToolKind::Execute => "execute",
+            ToolKind::Think => "think",
+            ToolKind::Fetch => "fetch",
+            ToolKind::SwitchMode => "switch_mode",
+            ToolKind::Other => "other",
+        }
+    }
+
+    pub fn parse(s: &str) -> ToolKind {
+        ToolKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .unwrap_or(ToolKind::Other)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Ok(ToolKind::parse(&s))
+    }
+}
+
+/// Lifecycle of a call. `Cancelled` and `Unfinished` are client-side marks for calls still
+/// open when a turn ends (cancelled turn, or a turn that ended without closing them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    #[default]
+    Pending,
+    InProgress,
+    Completed,
+    Failed,
+    Cancelled,
+    Unfinished,
+}
+
+impl ToolStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Pending => "pending",
+            ToolStatus::InProgress => "in_progress",
+            ToolStatus::Completed => "completed",
+            ToolStatus::Failed => "failed",
+            ToolStatus::Cancelled => "cancelled",
+            ToolStatus::Unfinished => "unfinished",
+        }
+    }
+
+    /// The four statuses an agent may send. Client marks are never parsed from the wire.
+    pub fn parse_wire(s: &str) -> Option<ToolStatus> {
+        match s {
+            "pending" => Some(ToolStatus::Pending),
+            "in_progress" => Some(ToolStatus::InProgress),
+            "completed" => Some(ToolStatus::Completed),
+            "failed" => Some(ToolStatus::Failed),
+            _ => None,
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, ToolStatus::Pending | ToolStatus::InProgress)
+    }
+}
+
+/// A status a patch may carry: an unknown string is treated as absent rather than failing
+/// the whole update.
+fn de_status<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ToolStatus>, D::Error> {
+    let s = Option::<std::borrow::Cow<'de, str>>::deserialize(d)?;
+    Ok(s.and_then(|s| ToolStatus::parse_wire(&s)))
+}
+
+/// A location the call touches (absolute path, optional 1-based line).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Location {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+/// One item of a call's `content`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolContent {
+    /// A text content block (the common case: tool output).
+    Text { text: String },
+    /// Any other content block (image, resource, link…), kept verbatim.
+    Block { block: Box<RawValue> },
+    /// A file change.
+    Diff {
+        path: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        old_text: Option<String>,
+        new_text: String,
+    },
+    /// Live output of a client terminal.
+    Terminal { terminal_id: String },
+}
+
+/// Wire shape of one content item: every field optional so that one malformed item is
+/// skipped instead of failing the update (lenient, like the reference SDK).
+#[derive(Deserialize)]
+struct WireContent<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    path: Option<String>,
+    #[serde(rename = "oldText")]
+    old_text: Option<String>,
+    #[serde(rename = "newText")]
+    new_text: Option<String>,
+    #[serde(rename = "terminalId")]
+    terminal_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireTextBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: std::borrow::Cow<'a, str>,
+    text: Option<String>,
+}
+
+impl PartialEq for ToolContent {
+    fn eq(&self, other: &Self) -> bool {
+        use ToolContent::*;
+        match (self, other) {
+            (Text { text: a }, Text { text: b }) => a == b,
+            (Block { block: a }, Block { block: b }) => a.get() == b.get(),
+            (
+                Diff { path: p1, old_text: o1, new_text: n1 },
+                Diff { path: p2, old_text: o2, new_text: n2 },
+            ) => p1 == p2 && o1 == o2 && n1 == n2,
+            (Terminal { terminal_id: a }, Terminal { terminal_id: b }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl ToolContent {
+    fn from_wire(w: WireContent<'_>) -> Option<ToolContent> {
+        match w.ty.as_deref()? {
+            "content" => {
+                let raw = w.content?;
+                match serde_json::from_str::<WireTextBlock>(raw.get()) {
+                    Ok(WireTextBlock { ty, text: Some(text) }) if ty == "text" => {
+                        Some(ToolContent::Text { text })
+                    }
+                    Ok(_) => Some(ToolContent::Block { block: raw.to_owned() }),
+                    Err(_) => None,
+                }
+            }
+            "diff" => Some(ToolContent::Diff {
+                path: w.path?,
+                old_text: w.old_text,
+                new_text: w.new_text?,
+            }),
+            "terminal" => Some(ToolContent::Terminal { terminal_id: w.terminal_id? }),
+            _ => None,
+        }
+    }
+
+    /// Bytes and lines of displayable text in this item (diffs count the new text).
+    pub fn text_size(&self) -> (usize, usize) {
+        let text = match self {
+            ToolContent::Text { text } => text.as_str(),
+            ToolContent::Diff { new_text, .. } => new_text.as_str(),
+            _ => return (0, 0),
+        };
+        (text.len(), count_lines(text))
+    }
+}
+
+/// Number of lines as a user counts them: a trailing newline does not open a new line.
+pub fn count_lines(text: &str) -> usize {
+    if text.is_empty() {
+        return 0;
+    }
+    let n = memchr_count(text.as_bytes(), b'\n');
+    if text.ends_with('\n') { n } else { n + 1 }
+}
+
+fn memchr_count(hay: &[u8], needle: u8) -> usize {
+    hay.iter().filter(|b| **b == needle).count()
+}
+
+fn de_content<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<ToolContent>>, D::Error> {
+    let items = Option::<Vec<LenientItem<WireContent<'de>>>>::deserialize(d)?;
+    Ok(items.map(|v| {
+        v.into_iter()
+            .filter_map(|i| i.0.and_then(ToolContent::from_wire))
+            .collect()
+    }))
+}
+
+fn de_locations<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Location>>, D::Error> {
+    let items = Option::<Vec<LenientItem<Location>>>::deserialize(d)?;
+    Ok(items.map(|v| v.into_iter().filter_map(|i| i.0).collect()))
+}
+
+/// Deserializes `T` or swallows the item (as `None`) when it does not fit.
+pub struct LenientItem<T>(pub Option<T>);
+
+/// Element type for lists where one malformed item must not sink the rest.
+pub type LenientList<T> = LenientItem<T>;
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for LenientItem<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = <&'de RawValue>::deserialize(d)?;
+        Ok(LenientItem(serde_json::from_str(raw.get()).ok()))
+    }
+}
+
+/// Optional verbatim JSON: `null` is absent.
+fn de_raw<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    let raw = Option::<Box<RawValue>>::deserialize(d)?;
+    Ok(raw.filter(|r| r.get() != "null"))
+}
+
+fn de_kind<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ToolKind>, D::Error> {
+    let s = Option::<std::borrow::Cow<'de, str>>::deserialize(d)?;
+    Ok(s.map(|s| ToolKind::parse(&s)))
+}
+
+/// What one message says about a call. `None` means "not said".
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallPatch {
+    #[serde(default)]
+    pub tool_call_id: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default, deserialize_with = "de_kind")]
+    pub kind: Option<ToolKind>,
+    #[serde(default, deserialize_with = "de_status")]
+    pub status: Option<ToolStatus>,
+    #[serde(default, deserialize_with = "de_content")]
+    pub content: Option<Vec<ToolContent>>,
+    #[serde(default, deserialize_with = "de_locations")]
+    pub locations: Option<Vec<Location>>,
+    #[serde(default, deserialize_with = "de_raw")]
+    pub raw_input: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "de_raw")]
+    pub raw_output: Option<Box<RawValue>>,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl ToolCallPatch {
+    /// True when the patch says nothing but the id (e.g. a `_meta`-only update).
+    pub fn is_empty(&self) -> bool {
+        self.title.is_none()
+            && self.kind.is_none()
+            && self.status.is_none()
+            && self.content.is_none()
+            && self.locations.is_none()
+            && self.raw_input.is_none()
+            && self.raw_output.is_none()
+            && self.name.is_none()
+    }
+
+    /// The single patch equivalent to applying `self` then `later`.
+    pub fn then(mut self, later: ToolCallPatch) -> ToolCallPatch {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if later.$f.is_some() { self.$f = later.$f; } )* };
+        }
+        take!(title, kind, status, content, locations, raw_input, raw_output, name);
+        self
+    }
+}
+
+/// A call as the ledger holds it after merging every message about it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolCall {
+    pub id: String,
+    /// Empty until a message carries a title (a placeholder for an unannounced call).
+    pub title: String,
+    pub kind: ToolKind,
+    pub status: ToolStatus,
+    pub content: Vec<ToolContent>,
+    pub locations: Vec<Location>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_input: Option<Box<RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_output: Option<Box<RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// False while the call exists only because an update or permission request named it.
+    pub announced: bool,
+    /// Every status the call went through, with the session time it was entered.
+    pub status_history: Vec<StatusChange>,
+    /// Permission requests about this call, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub permissions: Vec<crate::permission::PermissionRecord>,
+    /// Sequence numbers of the raw frames (in the session log) that touched this call.
+    #[serde(skip)]
+    pub frames: Vec<u64>,
+    /// Turn in which the call was first seen.
+    pub turn: u32,
+}
+
+/// One entry of a call's status history.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StatusChange {
+    pub status: ToolStatus,
+    /// Seconds since the session started.
+    pub t: f64,
+}
+
+impl PartialEq for ToolCall {
+    fn eq(&self, o: &Self) -> bool {
+        self.id == o.id
+            && self.title == o.title
+            && self.kind == o.kind
+            && self.status == o.status
+            && self.content == o.content
+            && self.locations == o.locations
+            && raw_eq(&self.raw_input, &o.raw_input)
+            && raw_eq(&self.raw_output, &o.raw_output)
+            && self.name == o.name
+    }
+}
+
+impl PartialEq for ToolCallPatch {
+    fn eq(&self, o: &Self) -> bool {
+        self.tool_call_id == o.tool_call_id
+            && self.title == o.title
+            && self.kind == o.kind
+            && self.status == o.status
+            && self.content == o.content
+            && self.locations == o.locations
+            && raw_eq(&self.raw_input, &o.raw_input)
+            && raw_eq(&self.raw_output, &o.raw_output)
+            && self.name == o.name
+    }
+}
+
+pub(crate) fn raw_eq(a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>) -> bool {
+    a.as_ref().map(|r| r.get()) == b.as_ref().map(|r| r.get())
+}
+
+impl ToolCall {
+    /// A call known only by id.
+    pub fn placeholder(id: String, t: f64, turn: u32) -> ToolCall {
+        ToolCall {
+            id,
+            title: String::new(),
+            kind: ToolKind::Other,
+            status: ToolStatus::Pending,
+            content: Vec::new(),
+            locations: Vec::new(),
+            raw_input: None,
+            raw_output: None,
+            name: None,
+            announced: false,
+            status_history: vec![StatusChange { status: ToolStatus::Pending, t }],
+            permissions: Vec::new(),
+            frames: Vec::new(),
+            turn,
+        }
+    }
+
+    /// Applies the merge rule. Returns the previous status when the status changed.
+    pub fn apply(&mut self, patch: ToolCallPatch, t: f64) -> Option<ToolStatus> {
+        if let Some(title) = patch.title {
+            self.title = title;
+        }
+        if let Some(kind) = patch.kind {
+            self.kind = kind;
+        }
+        if let Some(content) = patch.content {
+            self.content = content;
+        }
+        if let Some(locations) = patch.locations {
+            self.locations = locations;
+        }
+        if let Some(raw) = patch.raw_input {
+            self.raw_input = Some(raw);
+        }
+        if let Some(raw) = patch.raw_output {
+            self.raw_output = Some(raw);
+        }
+        if let Some(name) = patch.name {
+            self.name = Some(name);
+        }
+        match patch.status {
+            Some(status) => self.set_status(status, t),
+            None => None,
+        }
+    }
+
+    /// Moves to `status`, recording it. Returns the previous status if it changed.
+    pub fn set_status(&mut self, status: ToolStatus, t: f64) -> Option<ToolStatus> {
+        if status == self.status {
+            return None;
+        }
+        let prev = self.status;
+        self.status = status;
+        self.status_history.push(StatusChange { status, t });
+        Some(prev)
+    }
+
+    /// Seconds between the first and the last recorded status.
+    pub fn duration(&self) -> Option<f64> {
+        let first = self.status_history.first()?;
+        let last = self.status_history.last()?;
+        self.status.is_terminal().then(|| (last.t - first.t).max(0.0))
+    }
+
+    /// Bytes and lines of displayable output held for this call.
+    pub fn output_size(&self) -> (usize, usize) {
+        self.content.iter().fold((0, 0), |(b, l), c| {
+            let (cb, cl) = c.text_size();
+            (b + cb, l + cl)
+        })
+    }
+
+    /// Title to show: the agent's, or a placeholder naming the id.
+    pub fn display_title(&self) -> String {
+        if self.title.is_empty() {
+            format!("(unannounced call {})", self.id)
+        } else {
+            self.title.clone()
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The reducer: `update(state, action) -> effects`.
+//!
+//! Invariants:
+//! - State changes come only from frames and local records, never from user intents, so the
+//!   log alone rebuilds a session. Intents (`Cancel`, `Decide`) only produce effects; their
+//!   consequences come back as frames.
+//! - A permission request gets at most one `Effect::Answer`: `answering` is set when the
+//!   answer is issued, and further decisions for it are refused.
+
+use crate::event::{Event, EventBody, SCHEMA_VERSION};
+use crate::permission::{Decider, Outcome, Verdict, choose_option};
+use crate::session::{AgentRequest, Entry, LocalRecord, Session};
+use crate::tool_call::ToolStatus;
+use crate::wire::{Dir, Message};
+
+/// Everything that can happen to a session.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Action {
+    /// A JSON-RPC message on the agent's stdio. `seq` numbers frames in log order.
+    Frame { seq: u64, t: f64, dir: Dir, msg: Message },
+    /// A line that was not JSON-RPC (it is kept verbatim in the log).
+    InvalidLine { t: f64, dir: Dir, len: usize, error: String },
+    /// A client-side record (also written to the log).
+    Local { t: f64, record: LocalRecord },
+    /// The user (or an extension) answers an open permission request.
+    Decide { t: f64, request_id: String, choice: Choice, decider: Decider },
+    /// The user wants the running turn cancelled.
+    Cancel { t: f64 },
+}
+
+/// An answer to a permission request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Choice {
+    /// A specific option id.
+    Option(String),
+    /// The narrowest option for a verdict.
+    Verdict(Verdict),
+    Cancelled,
+}
+
+/// What the edges must do.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Effect {
+    /// Deliver a normalized event (headless output, UI, extensions).
+    Emit(Event),
+    /// Answer the agent's permission request `request_id`, recording `decider` first.
+    Answer { request_id: String, outcome: Outcome, decider: Decider },
+    /// Send `session/cancel` for the session.
+    SendCancel,
+    /// Make the log durable (end of a turn).
+    Sync,
+}
+
+/// Why a decision was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DecideError {
+    #[error("no open permission request {0}")]
+    NotOpen(String),
+    #[error("permission request {0} was already answered")]
+    AlreadyAnswered(String),
+    #[error("option {option} was not offered for request {request}")]
+    InvalidOption { request: String, option: String },
+}
+
+pub(crate) struct Ctx<'a> {
+    pub s: &'a mut Session,
+    pub fx: Vec<Effect>,
+    pub t: f64,
+}
+
+impl Ctx<'_> {
+    pub fn emit(&mut self, body: EventBody) {
+        self.fx.push(Effect::Emit(Event {
+            schema: SCHEMA_VERSION,
+            t: self.t,
+            session: self.s.id.clone(),
+            body,
+        }));
+    }
+
+    /// A warning event, once per `key` per session.
+    pub fn warn_once(&mut self, key: String, message: String) {
+        if self.s.warned.insert(key) {
+            self.emit(EventBody::Warning { message });
+        }
+    }
+
+    pub fn notice(&mut self, text: String) {
+        self.s.transcript.push(Entry::Notice { text });
+    }
+}
+
+/// Applies `action` to `state` and returns the effects the edges must perform.
+pub fn update(state: &mut Session, action: Action) -> Vec<Effect> {
+    let t = match &action {
+        Action::Frame { t, .. }
+        | Action::InvalidLine { t, .. }
+        | Action::Local { t, .. }
+        | Action::Decide { t, .. }
+        | Action::Cancel { t } => *t,
+    };
+    let mut cx = Ctx { s: state, fx: Vec::new(), t };
+    match action {
+        Action::Frame { seq, dir, msg, .. } => {
+            cx.s.counters.frames += 1;
+            frame(&mut cx, seq, dir, msg);
+        }
+        Action::InvalidLine { dir, len, error, .. } => {
+            cx.s.counters.invalid_lines += 1;
+            let who = match dir {
+                Dir::AgentToClient => "agent",
+                Dir::ClientToAgent => "client",
+            };
+            cx.emit(EventBody::Warning {
+                message: format!("skipped an invalid line from the {who} ({len} bytes): {error}"),
+            });
+        }
+        Action::Local { record, .. } => crate::local::apply(&mut cx, record),
+        Action::Decide { request_id, choice, decider, .. } => {
+            if let Err(e) = decide(&mut cx, &request_id, choice, decider) {
+                cx.emit(EventBody::Warning { message: e.to_string() });
+            }
+        }
+        Action::Cancel { .. } => {
+            if cx.s.turn_open {
+                cx.fx.push(Effect::SendCancel);
+            }
+        }
+    }
+    cx.fx
+}
+
+/// Issues the answer to an open permission request.
+pub(crate) fn decide(
+    cx: &mut Ctx<'_>,
+    request_id: &str,
+    choice: Choice,
+    decider: Decider,
+) -> Result<(), DecideError> {
+    let Some(AgentRequest::Permission { options, answering, .. }) =
+        cx.s.agent_requests.get_mut(request_id)
+    else {
+        return Err(DecideError::NotOpen(request_id.to_string()));
+    };
+    if *answering {
+        return Err(DecideError::AlreadyAnswered(request_id.to_string()));
+    }
+    let outcome = match choice {
+        Choice::Cancelled => Outcome::Cancelled,
+        Choice::Option(id) => match options.iter().find(|o| o.option_id == id) {
+            Some(o) => Outcome::Selected { option_id: id, kind: Some(o.kind) },
+            None => {
+                return Err(DecideError::InvalidOption {
+                    request: request_id.to_string(),
+                    option: id,
+                });
+            }
+        },
+        Choice::Verdict(v) => match choose_option(options, v) {
+            Some(o) => Outcome::Selected { option_id: o.option_id.clone(), kind: Some(o.kind) },
+            // Nothing to allow with: refuse rather than approve anything else.
+            None => match choose_option(options, Verdict::Reject) {
+                Some(o) => Outcome::Selected { option_id: o.option_id.clone(), kind: Some(o.kind) },
+                None => Outcome::Cancelled,
+            },
+        },
+    };
+    *answering = true;
+    cx.fx.push(Effect::Answer { request_id: request_id.to_string(), outcome, decider });
+    Ok(())
+}
+
+fn frame(cx: &mut Ctx<'_>, seq: u64, dir: Dir, msg: Message) {
+    match (dir, msg.method.is_some(), msg.id.is_some()) {
+        (Dir::AgentToClient, true, true) => crate::requests::agent_request(cx, seq, msg),
+        (Dir::AgentToClient, true, false) => match msg.method.as_deref() {
+            Some("session/update") => crate::session_update::apply(cx, seq, &msg),
+            Some(other) => {
+                let other = other.to_string();
+                *cx.s.counters.unknown_notifications.entry(other.clone()).or_default() += 1;
+                cx.warn_once(format!("notif:{other}"), format!("ignored unknown notification {other}"));
+            }
+            None => {}
+        },
+        (Dir::AgentToClient, false, _) => crate::requests::agent_response(cx, msg),
+        (Dir::ClientToAgent, true, true) => crate::requests::client_request(cx, msg),
+        (Dir::ClientToAgent, true, false) => {
+            if msg.method.as_deref() == Some("session/cancel") {
+                cancel_seen(cx);
+            }
+        }
+        (Dir::ClientToAgent, false, _) => crate::requests::client_response(cx, seq, msg),
+    }
+}
+
+/// The client sent `session/cancel`: open calls of the turn are marked cancelled at once and
+/// every open permission request is answered `cancelled`. Updates are still accepted.
+fn cancel_seen(cx: &mut Ctx<'_>) {
+    let turn = cx.s.turn;
+    mark_open_calls(cx, turn, ToolStatus::Cancelled);
+    for (request_id, _) in cx.s.open_permissions() {
+        // Already-answered requests are refused inside `decide`; that is expected here.
+        let _ = decide(cx, &request_id, Choice::Cancelled, Decider::Cancel);
+    }
+}
+
+/// Marks every still-open call of `turn` with `status`; returns their ids.
+pub(crate) fn mark_open_calls(cx: &mut Ctx<'_>, turn: u32, status: ToolStatus) -> Vec<String> {
+    let t = cx.t;
+    let mut marked = Vec::new();
+    for i in 0..cx.s.ledger.len() {
+        let call = cx.s.ledger.at(i);
+        if call.turn != turn || call.status.is_terminal() {
+            continue;
+        }
+        let call = cx.s.ledger.at_mut(i);
+        let prev = call.set_status(status, t);
+        marked.push(call.id.clone());
+        let call = call.clone();
+        cx.emit(EventBody::ToolCallUpdated { previous_status: prev, status, call });
+    }
+    marked
+}
+
+/// Ends the open turn with `stop_reason`, marking calls left open.
+pub(crate) fn end_turn(cx: &mut Ctx<'_>, stop_reason: String) {
+    if !cx.s.turn_open {
+        return;
+    }
+    cx.s.turn_open = false;
+    let mark = if stop_reason == "cancelled" { ToolStatus::Cancelled } else { ToolStatus::Unfinished };
+    let unfinished = mark_open_calls(cx, cx.s.turn, mark);
+    cx.s.last_stop = Some(stop_reason.clone());
+    let turn = cx.s.turn;
+    cx.emit(EventBody::TurnEnded { turn, stop_reason, unfinished });
+    cx.fx.push(Effect::Sync);
+}

@@ -1,0 +1,351 @@
+//! JSON-RPC envelopes and the ACP payloads the session model reads, decoded leniently.
+//!
+//! Invariants: decoding never fails on unknown fields or unknown enum strings; a request is
+//! told from a response by the presence of `method` (agents reuse the client's id numbers).
+//! Ids are kept as their canonical JSON text (`0`, `"abc"`), so numbers and strings never
+//! collide.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::permission::PermissionOption;
+use crate::tool_call::ToolCallPatch;
+
+/// Direction of a frame on the agent's stdio.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dir {
+    ClientToAgent,
+    AgentToClient,
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct RpcError {
+    #[serde(default)]
+    pub code: i64,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)?;
+        if let Some(d) = &self.data {
+            write!(f, ": {d}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One JSON-RPC message, with params/result kept verbatim until someone needs them.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub id: Option<String>,
+    pub method: Option<String>,
+    pub params: Option<Box<RawValue>>,
+    pub result: Option<Box<RawValue>>,
+    pub error: Option<RpcError>,
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
+    #[serde(default)]
+    result: Option<Box<RawValue>>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+/// Why a line is not a usable JSON-RPC message.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not valid JSON: {0}")]
+    Json(String),
+    #[error("not a JSON-RPC message: it has neither `method` nor `id`")]
+    NotJsonRpc,
+}
+
+impl Message {
+    /// Parses one line of the ACP stream.
+    pub fn parse(line: &str) -> Result<Message, DecodeError> {
+        let env: Envelope = serde_json::from_str(line).map_err(|e| DecodeError::Json(e.to_string()))?;
+        let id = env.id.map(|r| r.get().trim().to_string()).filter(|s| s != "null");
+        if env.method.is_none() && id.is_none() {
+            return Err(DecodeError::NotJsonRpc);
+        }
+        Ok(Message {
+            id,
+            method: env.method,
+            params: env.params,
+            result: env.result,
+            error: env.error,
+        })
+    }
+
+    pub fn is_request(&self) -> bool {
+        self.method.is_some() && self.id.is_some()
+    }
+
+    pub fn is_notification(&self) -> bool {
+        self.method.is_some() && self.id.is_none()
+    }
+
+    pub fn is_response(&self) -> bool {
+        self.method.is_none() && self.id.is_some()
+    }
+
+    /// Decodes `params` as `T`.
+    pub fn params_as<'a, T: Deserialize<'a>>(&'a self) -> Result<T, String> {
+        let raw = self.params.as_deref().map(RawValue::get).unwrap_or("{}");
+        serde_json::from_str(raw).map_err(|e| e.to_string())
+    }
+
+    /// Decodes `result` as `T`.
+    pub fn result_as<'a, T: Deserialize<'a>>(&'a self) -> Result<T, String> {
+        let raw = self.result.as_deref().map(RawValue::get).unwrap_or("null");
+        serde_json::from_str(raw).map_err(|e| e.to_string())
+    }
+}
+
+/// `session/update` params, with the update tag read first so unknown kinds are counted.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateParams<'a> {
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(borrow)]
+    pub update: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateTag<'a> {
+    #[serde(borrow)]
+    pub session_update: std::borrow::Cow<'a, str>,
+}
+
+/// A message chunk (`user_message_chunk`, `agent_message_chunk`, `agent_thought_chunk`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChunkUpdate {
+    pub content: Box<RawValue>,
+    #[serde(default)]
+    pub message_id: Option<String>,
+}
+
+/// A content block reduced to what the transcript needs.
+#[derive(Deserialize)]
+pub struct TextBlock {
+    #[serde(rename = "type", default)]
+    pub ty: String,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub uri: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// One plan entry.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct PlanEntry {
+    #[serde(default)]
+    pub content: String,
+    #[serde(default)]
+    pub priority: String,
+    #[serde(default)]
+    pub status: String,
+}
+
+#[derive(Deserialize)]
+pub struct PlanUpdate {
+    #[serde(default)]
+    pub entries: Vec<crate::tool_call::LenientList<PlanEntry>>,
+}
+
+/// A slash command the agent offers.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct AvailableCommand {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandsUpdate {
+    #[serde(default)]
+    pub available_commands: Vec<crate::tool_call::LenientList<AvailableCommand>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModeUpdate {
+    #[serde(alias = "modeId")]
+    pub current_mode_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfoUpdate {
+    #[serde(default)]
+    pub title: Option<Option<String>>,
+}
+
+/// Token usage and cost.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub used: u64,
+    #[serde(default)]
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct Cost {
+    #[serde(default)]
+    pub amount: f64,
+    #[serde(default)]
+    pub currency: String,
+}
+
+/// `session/request_permission` params.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionParams {
+    #[serde(default)]
+    pub session_id: Option<String>,
+    pub tool_call: ToolCallPatch,
+    #[serde(default)]
+    pub options: Vec<crate::tool_call::LenientList<PermissionOption>>,
+}
+
+/// The outcome of a permission response.
+#[derive(Deserialize)]
+pub struct PermissionResult {
+    pub outcome: WireOutcome,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireOutcome {
+    pub outcome: String,
+    #[serde(default)]
+    pub option_id: Option<String>,
+}
+
+/// `initialize` result, the parts Trellis uses.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    #[serde(default)]
+    pub protocol_version: Option<serde_json::Value>,
+    #[serde(default)]
+    pub agent_capabilities: Option<serde_json::Value>,
+    #[serde(default)]
+    pub agent_info: Option<AgentInfo>,
+    #[serde(default)]
+    pub auth_methods: Vec<serde_json::Value>,
+}
+
+/// Name and version an agent reports.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, Deserialize)]
+pub struct AgentInfo {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub version: String,
+}
+
+/// `session/new` / `session/load` result.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewSessionResult {
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub modes: Option<Modes>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Modes {
+    #[serde(default)]
+    pub current_mode_id: String,
+    #[serde(default)]
+    pub available_modes: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptParams {
+    #[serde(default)]
+    pub prompt: Vec<Box<RawValue>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptResult {
+    #[serde(default)]
+    pub stop_reason: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewSessionParams {
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteParams {
+    pub path: String,
+    #[serde(default)]
+    pub content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalCreateParams {
+    #[serde(default)]
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalIdParams {
+    pub terminal_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalIdResult {
+    pub terminal_id: String,
+}
+
+/// How a terminal command ended.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExitStatus {
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    #[serde(default)]
+    pub signal: Option<String>,
+}

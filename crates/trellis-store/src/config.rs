@@ -1,0 +1,210 @@
+//! `config.toml`: agent presets, the default agent and the permission policy.
+//!
+//! Invariant: a config error always names the file, the line and the key at fault.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use trellis_core::permission::{Rule, Verdict};
+
+/// How to start one agent.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentPreset {
+    /// Program to run (looked up on `PATH`).
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Client capabilities to advertise differently for this agent (quirks).
+    #[serde(default)]
+    pub capabilities: CapabilityOverrides,
+    /// Authentication method id to use when the agent requires one (default: the first).
+    #[serde(default)]
+    pub auth_method: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilityOverrides {
+    pub read_text_file: Option<bool>,
+    pub write_text_file: Option<bool>,
+    pub terminal: Option<bool>,
+}
+
+/// `[permissions]`: the policy for requests nobody answers interactively.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionConfig {
+    /// `reject`, `allow-once`, `allow-reads` or `rules`.
+    pub policy: Option<String>,
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<Rule>,
+    /// What `rules` does when no rule decides (default `reject`).
+    pub fallback: Option<Verdict>,
+}
+
+/// A rules file given to `--permission`: `[[rule]]` entries and an optional `fallback`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RulesFile {
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<Rule>,
+    pub fallback: Option<Verdict>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Preset used when no `--agent` is given.
+    pub default_agent: Option<String>,
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentPreset>,
+    #[serde(default)]
+    pub permissions: PermissionConfig,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}:{line}: {key}: {message}")]
+    Invalid { path: PathBuf, line: usize, key: String, message: String },
+    #[error("{path}: cannot read: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+/// The presets Trellis knows without any config, with their documented commands.
+pub fn builtin_presets() -> BTreeMap<String, AgentPreset> {
+    let preset = |command: &str, args: &[&str]| AgentPreset {
+        command: command.into(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        env: BTreeMap::new(),
+        capabilities: CapabilityOverrides::default(),
+        auth_method: None,
+    };
+    let mut m = BTreeMap::new();
+    m.insert("claude".into(), preset("npx", &["-y", "@zed-industries/claude-agent-acp"]));
+    let mut gemini = preset("gemini", &["--acp"]);
+    // Gemini CLI cannot create new files when the client advertises reads (it misreads the
+    // not-found answer), so it gets writes only.
+    gemini.capabilities.read_text_file = Some(false);
+    m.insert("gemini".into(), gemini);
+    m.insert("codex".into(), preset("npx", &["-y", "@zed-industries/codex-acp"]));
+    m.insert("goose".into(), preset("goose", &["acp"]));
+    m.insert("opencode".into(), preset("opencode", &["acp"]));
+    m
+}
+
+impl Config {
+    /// Loads `path`; a missing file is an empty config.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::parse(&text, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(source) => Err(ConfigError::Io { path: path.to_path_buf(), source }),
+        }
+    }
+
+    /// Parses config text; `path` is only used in error messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        parse_toml(text, path)
+    }
+
+    /// The preset called `name`: the user's definition wins over the built-in one.
+    pub fn preset(&self, name: &str) -> Option<AgentPreset> {
+        self.agents
+            .get(name)
+            .cloned()
+            .or_else(|| builtin_presets().remove(name))
+    }
+}
+
+/// Parses any TOML document into `T`, with errors that name file, line and key.
+pub fn parse_toml<T: for<'de> Deserialize<'de>>(text: &str, path: &Path) -> Result<T, ConfigError> {
+    toml::from_str(text).map_err(|e| {
+        let offset = e.span().map(|s| s.start).unwrap_or(0).min(text.len());
+        let line = text[..offset].matches('\n').count() + 1;
+        let message = e.message().trim().to_string();
+        let key = key_at(text, offset, &message);
+        ConfigError::Invalid { path: path.to_path_buf(), line, key, message }
+    })
+}
+
+/// The dotted key an error points at: the table header above `offset` plus the key on its
+/// line (or the field the message names).
+fn key_at(text: &str, offset: usize, message: &str) -> String {
+    let before = &text[..offset];
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line_end = text[offset..].find('\n').map(|i| offset + i).unwrap_or(text.len());
+    let line = &text[line_start..line_end];
+    let mut table = String::new();
+    for l in before[..line_start].lines() {
+        let l = l.trim();
+        if l.starts_with('[') {
+            table = l.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+        }
+    }
+    let own = line.trim();
+    let key = if own.starts_with('[') {
+        own.trim_matches(|c| c == '[' || c == ']').trim().to_string()
+    } else if let Some((k, _)) = own.split_once('=') {
+        let k = k.trim().trim_matches('"').to_string();
+        if table.is_empty() { k } else { format!("{table}.{k}") }
+    } else {
+        table
+    };
+    // "unknown field `x`" names the key better than the span does.
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        if let Some(field) = rest.split('`').next() {
+            return if key.is_empty() || key.ends_with(field) { format!("{key}{}", if key.is_empty() { field } else { "" }) } else { format!("{key}.{field}") };
+        }
+    }
+    if key.is_empty() { "(top level)".into() } else { key }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        Config::parse(text, Path::new("config.toml")).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parses_presets_and_rules() {
+        let c = Config::parse(
+            r#"
+default_agent = "mine"
+[agents.mine]
+command = "my-agent"
+args = ["--acp"]
+env = { TOKEN = "x" }
+capabilities = { read_text_file = false }
+
+[permissions]
+policy = "rules"
+fallback = "reject"
+[[permissions.rule]]
+action = "allow"
+kind = "read"
+"#,
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.default_agent.as_deref(), Some("mine"));
+        assert_eq!(c.preset("mine").unwrap().args, vec!["--acp"]);
+        assert_eq!(c.preset("gemini").unwrap().capabilities.read_text_file, Some(false));
+        assert_eq!(c.permissions.rules.len(), 1);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let e = err("default_agent = \"x\"\n[agents.a]\ncommand = 5\n");
+        assert!(e.starts_with("config.toml:3: agents.a.command:"), "{e}");
+        let e = err("[agents.a]\ncommand = \"x\"\ncomand = \"y\"\n");
+        assert!(e.starts_with("config.toml:3: agents.a.comand:"), "{e}");
+        let e = err("default_agent = \n");
+        assert!(e.starts_with("config.toml:1:"), "{e}");
+    }
+}

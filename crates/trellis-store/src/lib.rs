@@ -1,0 +1,10 @@
+//! Trellis storage: XDG paths, TOML configuration and append-only session logs.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod config;
+pub mod paths;
+pub mod session_log;
+
+pub use config::{AgentPreset, Config, ConfigError};
+pub use paths::Paths;
+pub use session_log::{LogWriter, read_log};

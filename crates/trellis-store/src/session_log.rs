@@ -1,0 +1,119 @@
+//! Append-only session log files.
+//!
+//! Invariants: each record is written with a single `write` of a whole line (no buffering),
+//! so a crash loses at most the line being written; `sync` makes everything durable and is
+//! called at the end of every turn.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+#[derive(Debug)]
+pub struct LogWriter {
+    file: File,
+    path: PathBuf,
+    bytes: u64,
+}
+
+impl LogWriter {
+    /// Creates a new log file under `sessions_dir/YYYY-MM-DD/`, named after the time and agent.
+    pub fn create_in(sessions_dir: &Path, agent: &str) -> io::Result<LogWriter> {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let (date, time) = civil(now.as_secs());
+        let dir = sessions_dir.join(date);
+        std::fs::create_dir_all(&dir)?;
+        let slug: String = agent
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .take(32)
+            .collect();
+        let base = format!("{time}-{slug}-{}", std::process::id());
+        for n in 0..1000 {
+            let name = if n == 0 { format!("{base}.jsonl") } else { format!("{base}-{n}.jsonl") };
+            let path = dir.join(name);
+            match OpenOptions::new().append(true).create_new(true).open(&path) {
+                Ok(file) => return Ok(LogWriter { file, path, bytes: 0 }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free log file name"))
+    }
+
+    /// Opens (or creates) a log at an explicit path, appending.
+    pub fn open(path: &Path) -> io::Result<LogWriter> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let file = OpenOptions::new().append(true).create(true).open(path)?;
+        let bytes = file.metadata()?.len();
+        Ok(LogWriter { file, path: path.to_path_buf(), bytes })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Appends one complete record line (it must end with `\n`).
+    pub fn append(&mut self, line: &str) -> io::Result<()> {
+        self.file.write_all(line.as_bytes())?;
+        self.bytes += line.len() as u64;
+        Ok(())
+    }
+
+    /// Makes every appended line durable.
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// Reads a whole log (or fixture) file.
+pub fn read_log(path: &Path) -> io::Result<String> {
+    std::fs::read_to_string(path)
+}
+
+/// UTC date `YYYY-MM-DD` and time `HHMMSS` for a Unix timestamp (civil-from-days).
+fn civil(secs: u64) -> (String, String) {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    (
+        format!("{y:04}-{m:02}-{d:02}"),
+        format!("{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil(0), ("1970-01-01".into(), "000000".into()));
+        assert_eq!(civil(1795996800 + 3661), ("2026-11-30".into(), "010101".into()));
+    }
+
+    #[test]
+    fn append_and_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = LogWriter::create_in(dir.path(), "demo agent").unwrap();
+        w.append("{\"t\":0}\n").unwrap();
+        w.sync().unwrap();
+        assert_eq!(read_log(w.path()).unwrap(), "{\"t\":0}\n");
+        assert!(w.path().to_string_lossy().contains("demo_agent"));
+    }
+}
