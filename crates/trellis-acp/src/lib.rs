@@ -1,1 +1,15 @@
-//! placeholder
+//! Trellis ACP client: connects to an agent process through the `agent-client-protocol`
+//! SDK, serves the client methods (fs, terminal) confined to the session's roots, and taps
+//! every line in both directions into the [`recorder::Recorder`], which logs it and turns
+//! it into reducer actions in one order.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod client;
+pub mod fs;
+pub mod recorder;
+pub mod roots;
+pub mod terminal;
+
+pub use client::{AgentSpec, Caps, Command, Handle, Input, start};
+pub use recorder::{LogSink, Recorder};
+pub use roots::Roots;

@@ -1,1 +1,108 @@
-fn main() {}
+//! `trellis`: the command-line entry point.
+
+mod agents;
+mod output;
+mod run;
+mod stats;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "trellis", version, about = "A fast terminal client for ACP coding agents")]
+struct Cli {
+    /// Config file (default: $XDG_CONFIG_HOME/trellis/config.toml).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one prompt headless and stream what happens.
+    Run(run::RunArgs),
+    /// Session logs.
+    Log {
+        #[command(subcommand)]
+        command: LogCmd,
+    },
+    /// Built-in ACP agents (they speak ACP on stdin/stdout).
+    Agent {
+        #[command(subcommand)]
+        command: AgentCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum LogCmd {
+    /// Rebuild a session from its log (or a recorded fixture) and print it.
+    Show { file: PathBuf },
+}
+
+#[derive(Subcommand)]
+enum AgentCmd {
+    /// The scripted demo agent; with --calls, a load generator.
+    Demo {
+        /// Load mode: tool calls per prompt.
+        #[arg(long, default_value_t = 0)]
+        calls: usize,
+        /// Load mode: output lines per call.
+        #[arg(long, default_value_t = 20)]
+        lines: usize,
+        /// Pause between story steps, in milliseconds.
+        #[arg(long, default_value_t = 120)]
+        delay_ms: u64,
+    },
+    /// Play the agent side of a recorded session (fixture or Trellis log).
+    Replay { file: PathBuf },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Run(args) => run::main(args, cli.config),
+        Cmd::Log { command: LogCmd::Show { file } } => log_show(&file),
+        Cmd::Agent { command } => agent(command),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("trellis: {e:#}");
+            ExitCode::from(run::EXIT_USAGE)
+        }
+    }
+}
+
+fn log_show(file: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let text = trellis_store::read_log(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let mut session = trellis_core::Session::new(trellis_core::Policy::Ask);
+    let problems = trellis_core::log::rebuild(&mut session, text.lines(), |_| {});
+    print!("{}", trellis_core::summary::transcript_text(&session));
+    println!();
+    print!("{}", trellis_core::summary::ledger_summary(&session));
+    for p in &problems {
+        eprintln!("{}: {p}", file.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
+    match cmd {
+        AgentCmd::Demo { calls, lines, delay_ms } => {
+            let opts = trellis_testkit::demo::DemoOptions {
+                calls,
+                lines,
+                delay: std::time::Duration::from_millis(delay_ms),
+            };
+            trellis_testkit::demo::run(opts)?;
+        }
+        AgentCmd::Replay { file } => {
+            let text = std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            trellis_testkit::replay::run(&text)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

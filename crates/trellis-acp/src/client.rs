@@ -1,0 +1,443 @@
+//! The agent connection: spawn, initialize, authenticate when required, `session/new`,
+//! prompts and cancel, and the client methods the agent calls.
+//!
+//! Invariants:
+//! - Handlers never await anything long: permission requests park their responder in
+//!   [`Responders`] for the driver to answer; fs/terminal requests are served on spawned tasks.
+//! - Session state is built only from the frame tap (via [`Recorder`]); handlers only route.
+//! - Every permission responder is answered exactly once: by the driver, or `cancelled` when
+//!   the connection shuts down with it still open.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
+    Implementation, InitializeRequest, NewSessionRequest, PromptRequest, ResourceLink, TextContent,
+};
+use agent_client_protocol::{
+    AcpAgent, AcpAgentConfig, Dispatch, Handled, LineDirection, Responder, UntypedMessage, V1,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use trellis_core::permission::Outcome;
+use trellis_core::update::Action;
+use trellis_core::wire::Dir;
+
+use crate::recorder::{LogSink, Recorder};
+use crate::roots::Roots;
+use crate::terminal::{Spawn, Terminals};
+
+/// Client capabilities to advertise.
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    pub read_text_file: bool,
+    pub write_text_file: bool,
+    pub terminal: bool,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps { read_text_file: true, write_text_file: true, terminal: true }
+    }
+}
+
+/// How to start and talk to one agent.
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub caps: Caps,
+    /// Method to use if the agent requires authentication (default: its first).
+    pub auth_method: Option<String>,
+    /// Session working directory (absolute).
+    pub cwd: PathBuf,
+    /// Directories besides `cwd` the agent may read and write.
+    pub extra_roots: Vec<PathBuf>,
+}
+
+/// From the connection to the driver.
+#[derive(Debug)]
+pub enum Input {
+    /// A reducer action (frames and client records, in log order).
+    Action(Action),
+    /// A line of the agent's stderr.
+    Stderr(String),
+    /// Something went wrong on our side that the user should see.
+    Warning(String),
+    /// The session is set up; prompts may be sent.
+    Ready,
+    /// The connection is over; `error` says why if it was not a clean shutdown.
+    Closed { error: Option<String> },
+}
+
+/// From the driver to the connection.
+#[derive(Debug)]
+pub enum Command {
+    /// Send a prompt: text, and files to attach as resource links.
+    Prompt { text: String, files: Vec<PathBuf> },
+    Cancel,
+    Shutdown,
+}
+
+/// Permission responders waiting for the driver's answer (or answers waiting for their
+/// responder: the tap sees a request before its handler runs).
+#[derive(Default)]
+struct Responders {
+    waiting: HashMap<String, Responder<Value, V1>>,
+    answers: HashMap<String, Value>,
+}
+
+/// The driver's handle on a running connection.
+#[derive(Clone)]
+pub struct Handle {
+    cmd: UnboundedSender<Command>,
+    responders: Arc<Mutex<Responders>>,
+    recorder: Recorder,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+fn outcome_json(outcome: &Outcome) -> Value {
+    match outcome {
+        Outcome::Selected { option_id, .. } => json!({"outcome": {"outcome": "selected", "optionId": option_id}}),
+        Outcome::Cancelled | Outcome::Error { .. } => json!({"outcome": {"outcome": "cancelled"}}),
+    }
+}
+
+impl Handle {
+    pub fn send(&self, c: Command) {
+        let _ = self.cmd.send(c);
+    }
+
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    /// Answers permission request `request_id` (canonical JSON id) with `outcome`.
+    pub fn answer_permission(&self, request_id: &str, outcome: &Outcome) {
+        let value = outcome_json(outcome);
+        let mut r = lock(&self.responders);
+        match r.waiting.remove(request_id) {
+            Some(responder) => {
+                let _ = responder.respond(value);
+            }
+            None => {
+                r.answers.insert(request_id.to_string(), value);
+            }
+        }
+    }
+}
+
+fn id_key(responder: &Responder<Value, V1>) -> String {
+    serde_json::to_string(responder.raw_id()).unwrap_or_default()
+}
+
+/// Starts the agent and the connection on the current tokio runtime.
+pub fn start(spec: AgentSpec, sink: Box<dyn LogSink>) -> (Handle, UnboundedReceiver<Input>) {
+    let (tx, rx) = unbounded_channel();
+    let (cmd_tx, cmd_rx) = unbounded_channel();
+    let recorder = Recorder::new(sink, tx.clone());
+    let responders = Arc::new(Mutex::new(Responders::default()));
+    let handle = Handle { cmd: cmd_tx, responders: responders.clone(), recorder: recorder.clone() };
+    tokio::spawn(async move {
+        let result = run(spec, recorder, responders.clone(), tx.clone(), cmd_rx).await;
+        // Nobody will answer what is still open: say `cancelled`, exactly once each.
+        let open: Vec<_> = lock(&responders).waiting.drain().collect();
+        for (_, responder) in open {
+            let _ = responder.respond(json!({"outcome": {"outcome": "cancelled"}}));
+        }
+        let _ = tx.send(Input::Closed { error: result.err() });
+    });
+    (handle, rx)
+}
+
+async fn run(
+    spec: AgentSpec,
+    recorder: Recorder,
+    responders: Arc<Mutex<Responders>>,
+    tx: UnboundedSender<Input>,
+    mut cmd_rx: UnboundedReceiver<Command>,
+) -> Result<(), String> {
+    let config = AcpAgentConfig::new(&spec.command)
+        .args(spec.args.iter().cloned())
+        .envs(spec.env.iter().cloned());
+    let tap = recorder.clone();
+    let agent = AcpAgent::new(config).with_debug(move |line, dir| match dir {
+        LineDirection::Stdin => tap.line(Dir::ClientToAgent, line),
+        LineDirection::Stdout => tap.line(Dir::AgentToClient, line),
+        LineDirection::Stderr => tap.stderr(line),
+    });
+    let mut roots = vec![spec.cwd.clone()];
+    roots.extend(spec.extra_roots.iter().cloned());
+    let services = Services {
+        roots: Roots::new(roots),
+        cwd: spec.cwd.clone(),
+        caps: spec.caps,
+        terminals: Terminals::new(recorder.clone()),
+    };
+    let terminals = services.terminals.clone();
+    let handler_responders = responders.clone();
+    let result = agent_client_protocol::Client
+        .v1()
+        .name("trellis")
+        .on_receive_dispatch(
+            async move |d: Dispatch<UntypedMessage, UntypedMessage, V1>, _cx| match d {
+                Dispatch::Request(req, responder) => {
+                    route(&services, &handler_responders, req, responder);
+                    Ok(Handled::Yes)
+                }
+                // State comes from the frame tap; nothing else to do here.
+                Dispatch::Notification(_) => Ok(Handled::Yes),
+                other @ Dispatch::Response(..) => Ok(Handled::No { message: other, retry: false }),
+            },
+            agent_client_protocol::on_receive_dispatch!(),
+        )
+        .connect_with(agent, async |cx| {
+            let caps = ClientCapabilities::new()
+                .fs(FileSystemCapabilities::new()
+                    .read_text_file(spec.caps.read_text_file)
+                    .write_text_file(spec.caps.write_text_file))
+                .terminal(spec.caps.terminal);
+            let init = cx
+                .send_request(
+                    InitializeRequest::new(ProtocolVersion::V1)
+                        .client_capabilities(caps)
+                        .client_info(Implementation::new("trellis", env!("CARGO_PKG_VERSION"))),
+                )
+                .block_task()
+                .await?;
+            let session = match cx.send_request(NewSessionRequest::new(spec.cwd.clone())).block_task().await {
+                Ok(s) => s,
+                Err(e) if i32::from(e.code) == -32000 && !init.auth_methods.is_empty() => {
+                    let method = spec
+                        .auth_method
+                        .clone()
+                        .or_else(|| init.auth_methods.first().map(|m| m.id().to_string()))
+                        .unwrap_or_default();
+                    cx.send_request(AuthenticateRequest::new(method)).block_task().await?;
+                    cx.send_request(NewSessionRequest::new(spec.cwd.clone())).block_task().await?
+                }
+                Err(e) => return Err(e),
+            };
+            let session_id = session.session_id;
+            let _ = tx.send(Input::Ready);
+            let mut turn: Option<std::pin::Pin<Box<dyn Future<Output = Result<(), agent_client_protocol::Error>> + Send>>> = None;
+            loop {
+                tokio::select! {
+                    cmd = cmd_rx.recv() => match cmd {
+                        Some(Command::Prompt { text, files }) if turn.is_none() => {
+                            let mut blocks = vec![ContentBlock::Text(TextContent::new(text))];
+                            for f in files {
+                                let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                                blocks.push(ContentBlock::ResourceLink(ResourceLink::new(name, file_uri(&f))));
+                            }
+                            let sent = cx.send_request(PromptRequest::new(session_id.clone(), blocks));
+                            turn = Some(Box::pin(async move { sent.block_task().await.map(|_| ()) }));
+                        }
+                        Some(Command::Prompt { .. }) => {
+                            let _ = tx.send(Input::Warning("a turn is already running; prompt not sent".into()));
+                        }
+                        Some(Command::Cancel) => {
+                            cx.send_notification(CancelNotification::new(session_id.clone()))?;
+                        }
+                        Some(Command::Shutdown) | None => break,
+                    },
+                    result = async { match turn.as_mut() { Some(f) => f.await, None => std::future::pending().await } } => {
+                        turn = None;
+                        // An error answer is already in the frame stream; a closed
+                        // connection means the agent is gone.
+                        if result.is_err() && cx.is_incoming_closed() {
+                            break;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+        .await;
+    terminals.kill_all();
+    result.map_err(|e| match e.data.as_ref() {
+        Some(d) => format!("{} ({d})", e.message),
+        None => e.message.clone(),
+    })
+}
+
+fn file_uri(p: &Path) -> String {
+    format!("file://{}", p.display())
+}
+
+struct Services {
+    roots: Roots,
+    cwd: PathBuf,
+    caps: Caps,
+    terminals: Terminals,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadParams {
+    path: PathBuf,
+    line: Option<u32>,
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WriteParams {
+    path: PathBuf,
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct EnvVar {
+    name: String,
+    value: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateParams {
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: Vec<EnvVar>,
+    cwd: Option<PathBuf>,
+    output_byte_limit: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TermParams {
+    terminal_id: String,
+}
+
+fn rpc_error(code: i32, message: impl Into<String>) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::new(code, message)
+}
+
+fn params<T: for<'de> Deserialize<'de>>(v: &Value) -> Result<T, agent_client_protocol::Error> {
+    serde_json::from_value(v.clone()).map_err(|e| rpc_error(-32602, format!("invalid params: {e}")))
+}
+
+/// Routes one agent request. Never awaits: slow work goes to a spawned task.
+fn route(s: &Services, responders: &Arc<Mutex<Responders>>, req: UntypedMessage, responder: Responder<Value, V1>) {
+    let (method, p) = req.into_parts();
+    let answer = |responder: Responder<Value, V1>, r: Result<Value, agent_client_protocol::Error>| {
+        let _ = match r {
+            Ok(v) => responder.respond(v),
+            Err(e) => responder.respond_with_error(e),
+        };
+    };
+    match method.as_str() {
+        "session/request_permission" => {
+            let key = id_key(&responder);
+            let mut r = lock(responders);
+            match r.answers.remove(&key) {
+                Some(v) => {
+                    let _ = responder.respond(v);
+                }
+                None => {
+                    r.waiting.insert(key, responder);
+                }
+            }
+        }
+        "fs/read_text_file" if s.caps.read_text_file => {
+            let r = params::<ReadParams>(&p).and_then(|p| {
+                let path = s.roots.check(&p.path).map_err(|e| rpc_error(-32602, e.to_string()))?;
+                crate::fs::read_text(&path, p.line, p.limit)
+                    .map(|content| json!({"content": content}))
+                    .map_err(|e| match e.kind() {
+                        std::io::ErrorKind::NotFound => {
+                            rpc_error(-32002, format!("file not found: {}", p.path.display()))
+                        }
+                        _ => rpc_error(-32603, format!("cannot read {}: {e}", p.path.display())),
+                    })
+            });
+            answer(responder, r);
+        }
+        "fs/write_text_file" if s.caps.write_text_file => {
+            let r = params::<WriteParams>(&p).and_then(|p| {
+                let path = s.roots.check(&p.path).map_err(|e| rpc_error(-32602, e.to_string()))?;
+                crate::fs::write_text(&path, &p.content)
+                    .map(|_| json!({}))
+                    .map_err(|e| rpc_error(-32603, format!("cannot write {}: {e}", p.path.display())))
+            });
+            answer(responder, r);
+        }
+        "terminal/create" if s.caps.terminal => {
+            let r = params::<CreateParams>(&p).and_then(|p| {
+                let cwd = match &p.cwd {
+                    Some(c) => s.roots.check(c).map_err(|e| rpc_error(-32602, e.to_string()))?,
+                    None => s.cwd.clone(),
+                };
+                s.terminals
+                    .create(Spawn {
+                        command: p.command,
+                        args: p.args,
+                        env: p.env.into_iter().map(|e| (e.name, e.value)).collect(),
+                        cwd,
+                        output_byte_limit: p.output_byte_limit,
+                    })
+                    .map(|id| json!({"terminalId": id}))
+                    .map_err(|e| rpc_error(-32603, e.to_string()))
+            });
+            answer(responder, r);
+        }
+        "terminal/output" if s.caps.terminal => {
+            let r = params::<TermParams>(&p).and_then(|p| {
+                s.terminals
+                    .output(&p.terminal_id)
+                    .map(|o| {
+                        let mut v = json!({"output": o.output, "truncated": o.truncated});
+                        if let Some(exit) = o.exit {
+                            v["exitStatus"] = json!({"exitCode": exit.exit_code, "signal": exit.signal});
+                        }
+                        v
+                    })
+                    .map_err(|e| rpc_error(-32602, e.to_string()))
+            });
+            answer(responder, r);
+        }
+        "terminal/wait_for_exit" if s.caps.terminal => match params::<TermParams>(&p) {
+            Ok(p) => {
+                let terms = s.terminals.clone();
+                tokio::spawn(async move {
+                    let r = terms
+                        .wait_for_exit(&p.terminal_id)
+                        .await
+                        .map(|e| json!({"exitCode": e.exit_code, "signal": e.signal}))
+                        .map_err(|e| rpc_error(-32602, e.to_string()));
+                    answer(responder, r);
+                });
+            }
+            Err(e) => answer(responder, Err(e)),
+        },
+        "terminal/kill" if s.caps.terminal => {
+            let r = params::<TermParams>(&p)
+                .and_then(|p| s.terminals.kill(&p.terminal_id).map_err(|e| rpc_error(-32602, e.to_string())))
+                .map(|_| json!({}));
+            answer(responder, r);
+        }
+        "terminal/release" if s.caps.terminal => {
+            let r = params::<TermParams>(&p)
+                .and_then(|p| s.terminals.release(&p.terminal_id).map_err(|e| rpc_error(-32602, e.to_string())))
+                .map(|_| json!({}));
+            answer(responder, r);
+        }
+        other => {
+            let msg = format!("Method not found: {other} (not supported or not advertised by Trellis)");
+            answer(responder, Err(rpc_error(-32601, msg)));
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! Client terminals (`terminal/*`): processes started for the agent, their output kept
+//! within the requested byte limit (dropping from the front at a character boundary) and
+//! recorded live.
+//!
+//! Invariants: a terminal id stays valid until `release`; `kill` keeps it; output is
+//! recorded before the exit (readers finish before the exit is published).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::AsyncReadExt;
+use tokio::sync::watch;
+use trellis_core::session::LocalRecord;
+use trellis_core::wire::ExitStatus;
+
+use crate::recorder::Recorder;
+
+struct Term {
+    output: String,
+    truncated: bool,
+    limit: Option<usize>,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    pgid: Option<u32>,
+}
+
+#[derive(Clone)]
+pub struct Terminals {
+    inner: Arc<Mutex<HashMap<String, Term>>>,
+    next: Arc<std::sync::atomic::AtomicU64>,
+    recorder: Recorder,
+}
+
+/// What to start.
+pub struct Spawn {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub output_byte_limit: Option<u64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TerminalError {
+    #[error("unknown terminal {0}")]
+    Unknown(String),
+    #[error("cannot start {command}: {source}")]
+    Spawn { command: String, source: std::io::Error },
+}
+
+/// Snapshot for `terminal/output`.
+pub struct Output {
+    pub output: String,
+    pub truncated: bool,
+    pub exit: Option<ExitStatus>,
+}
+
+impl Terminals {
+    pub fn new(recorder: Recorder) -> Terminals {
+        Terminals {
+            inner: Arc::new(Mutex::new(HashMap::new())),
+            next: Arc::new(std::sync::atomic::AtomicU64::new(1)),
+            recorder,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Term>> {
+        match self.inner.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Starts a command. A command without args is a shell line, run with `sh -c`.
+    pub fn create(&self, spec: Spawn) -> Result<String, TerminalError> {
+        let mut cmd = if spec.args.is_empty() {
+            let mut c = tokio::process::Command::new("sh");
+            c.arg("-c").arg(&spec.command);
+            c
+        } else {
+            let mut c = tokio::process::Command::new(&spec.command);
+            c.args(&spec.args);
+            c
+        };
+        cmd.current_dir(&spec.cwd)
+            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(false);
+        let mut child = cmd
+            .spawn()
+            .map_err(|source| TerminalError::Spawn { command: spec.command.clone(), source })?;
+        let id = format!("term-{}", self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let (exit_tx, exit_rx) = watch::channel(None);
+        self.lock().insert(
+            id.clone(),
+            Term {
+                output: String::new(),
+                truncated: false,
+                limit: spec.output_byte_limit.map(|l| l as usize),
+                exit: exit_rx,
+                pgid: child.id(),
+            },
+        );
+        let readers: Vec<_> = [
+            child.stdout.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+            child.stderr.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|r| tokio::spawn(self.clone().pump(id.clone(), r)))
+        .collect();
+        let this = self.clone();
+        let tid = id.clone();
+        tokio::spawn(async move {
+            for r in readers {
+                let _ = r.await;
+            }
+            let status = match child.wait().await {
+                Ok(s) => ExitStatus {
+                    exit_code: s.code().map(i64::from),
+                    signal: std::os::unix::process::ExitStatusExt::signal(&s).map(signal_name),
+                },
+                Err(_) => ExitStatus::default(),
+            };
+            this.recorder.local(LocalRecord::TerminalExited { terminal_id: tid, status: status.clone() });
+            let _ = exit_tx.send(Some(status));
+        });
+        Ok(id)
+    }
+
+    async fn pump(self, id: String, mut r: Box<dyn tokio::io::AsyncRead + Send + Unpin>) {
+        let mut buf = vec![0u8; 8192];
+        let mut carry: Vec<u8> = Vec::new();
+        loop {
+            let n = match r.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            carry.extend_from_slice(&buf[..n]);
+            // Keep an incomplete UTF-8 sequence at the end for the next read.
+            let valid = match std::str::from_utf8(&carry) {
+                Ok(_) => carry.len(),
+                Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                Err(_) => carry.len(),
+            };
+            let text = String::from_utf8_lossy(&carry[..valid]).into_owned();
+            carry.drain(..valid);
+            self.push(&id, &text);
+        }
+        if !carry.is_empty() {
+            let text = String::from_utf8_lossy(&carry).into_owned();
+            self.push(&id, &text);
+        }
+    }
+
+    fn push(&self, id: &str, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if let Some(term) = self.lock().get_mut(id) {
+            term.output.push_str(text);
+            if let Some(limit) = term.limit {
+                if term.output.len() > limit {
+                    let mut cut = term.output.len() - limit;
+                    while !term.output.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    term.output.drain(..cut);
+                    term.truncated = true;
+                }
+            }
+        }
+        self.recorder.local(LocalRecord::TerminalOutput { terminal_id: id.to_string(), data: text.to_string() });
+    }
+
+    pub fn output(&self, id: &str) -> Result<Output, TerminalError> {
+        let map = self.lock();
+        let t = map.get(id).ok_or_else(|| TerminalError::Unknown(id.to_string()))?;
+        Ok(Output { output: t.output.clone(), truncated: t.truncated, exit: t.exit.borrow().clone() })
+    }
+
+    pub async fn wait_for_exit(&self, id: &str) -> Result<ExitStatus, TerminalError> {
+        let mut rx = {
+            let map = self.lock();
+            map.get(id).ok_or_else(|| TerminalError::Unknown(id.to_string()))?.exit.clone()
+        };
+        loop {
+            if let Some(s) = rx.borrow_and_update().clone() {
+                return Ok(s);
+            }
+            if rx.changed().await.is_err() {
+                return Ok(ExitStatus::default());
+            }
+        }
+    }
+
+    /// Kills the command (and its process group); the terminal stays valid.
+    pub fn kill(&self, id: &str) -> Result<(), TerminalError> {
+        let map = self.lock();
+        let t = map.get(id).ok_or_else(|| TerminalError::Unknown(id.to_string()))?;
+        if t.exit.borrow().is_none() {
+            if let Some(pgid) = t.pgid {
+                kill_group(pgid);
+            }
+        }
+        Ok(())
+    }
+
+    /// Kills if running and forgets the terminal.
+    pub fn release(&self, id: &str) -> Result<(), TerminalError> {
+        self.kill(id)?;
+        self.lock().remove(id);
+        Ok(())
+    }
+
+    /// Kills every running command (session end).
+    pub fn kill_all(&self) {
+        let ids: Vec<String> = self.lock().keys().cloned().collect();
+        for id in ids {
+            let _ = self.kill(&id);
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+fn kill_group(pgid: u32) {
+    // SAFETY: kill(2) with a negative pid signals a process group; it has no memory effects.
+    unsafe {
+        libc::kill(-(pgid as i32), libc::SIGKILL);
+    }
+}
+
+fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGKILL => "SIGKILL".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGSEGV => "SIGSEGV".into(),
+        libc::SIGPIPE => "SIGPIPE".into(),
+        n => format!("signal {n}"),
+    }
+}

@@ -1,0 +1,378 @@
+//! `trellis agent demo`: a real ACP agent with a scripted session.
+//!
+//! The story works in `<session cwd>/demo-workspace`, which it creates and seeds: a thought,
+//! a plan, a read, a search, an edit with a diff that asks permission, a command run through
+//! the client's terminal with live output, a failing command, and messages in between. It
+//! uses the client's fs and terminal services when they are advertised and the disk
+//! otherwise. Between steps it honours `session/cancel` (the cancel point of the script).
+//!
+//! With `calls > 0` it is a load generator: `calls` execute cards of `lines` lines each,
+//! streamed as fast as the pipe takes them.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::peer::{Incoming, Peer, PeerError};
+
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    /// Load mode: number of tool calls per prompt (0 = the scripted story).
+    pub calls: usize,
+    /// Load mode: output lines per call.
+    pub lines: usize,
+    /// Pause between story steps.
+    pub delay: Duration,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        DemoOptions { calls: 0, lines: 20, delay: Duration::from_millis(120) }
+    }
+}
+
+#[derive(Default)]
+struct ClientCaps {
+    read: bool,
+    write: bool,
+    terminal: bool,
+}
+
+struct Demo {
+    peer: Peer,
+    opts: DemoOptions,
+    caps: ClientCaps,
+    session_id: String,
+    workspace: PathBuf,
+    prompts: usize,
+}
+
+/// Runs the agent until the client closes stdin.
+pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
+    let mut demo = Demo {
+        peer: Peer::stdio(),
+        opts,
+        caps: ClientCaps::default(),
+        session_id: String::new(),
+        workspace: PathBuf::new(),
+        prompts: 0,
+    };
+    loop {
+        let msg = match demo.peer.recv(None) {
+            Some(Incoming::Message(v)) => v,
+            Some(Incoming::Closed) | None => return Ok(()),
+        };
+        let (Some(method), Some(id)) = (msg.get("method").and_then(Value::as_str), msg.get("id")) else {
+            continue; // notifications outside a turn (a late cancel) and stray responses
+        };
+        let id = id.clone();
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        match method {
+            "initialize" => {
+                let caps = &params["clientCapabilities"];
+                demo.caps = ClientCaps {
+                    read: caps["fs"]["readTextFile"].as_bool().unwrap_or(false),
+                    write: caps["fs"]["writeTextFile"].as_bool().unwrap_or(false),
+                    terminal: caps["terminal"].as_bool().unwrap_or(false),
+                };
+                demo.peer.respond(
+                    &id,
+                    json!({
+                        "protocolVersion": 1,
+                        "agentCapabilities": {"loadSession": false, "promptCapabilities": {"embeddedContext": true}},
+                        "agentInfo": {"name": "trellis-demo", "title": "Trellis demo agent", "version": env!("CARGO_PKG_VERSION")},
+                        "authMethods": []
+                    }),
+                )?;
+            }
+            "session/new" => {
+                let cwd = params["cwd"].as_str().unwrap_or(".").to_string();
+                demo.workspace = Path::new(&cwd).join("demo-workspace");
+                if let Err(e) = seed_workspace(&demo.workspace) {
+                    demo.peer.respond_error(&id, -32603, &format!("cannot create the demo workspace: {e}"))?;
+                    continue;
+                }
+                demo.session_id = format!("demo-{}", std::process::id());
+                demo.peer.respond(
+                    &id,
+                    json!({
+                        "sessionId": demo.session_id,
+                        "modes": {"currentModeId": "default", "availableModes": [
+                            {"id": "default", "name": "Default"}, {"id": "yolo", "name": "Allow everything"}]}
+                    }),
+                )?;
+            }
+            "session/set_mode" => demo.peer.respond(&id, json!({}))?,
+            "session/prompt" => {
+                demo.prompts += 1;
+                let stop = if demo.opts.calls > 0 { demo.load()? } else { demo.story()? };
+                demo.peer.respond(&id, json!({"stopReason": stop}))?;
+            }
+            other => demo.peer.respond_error(&id, -32601, &format!("Method not found: {other}"))?,
+        }
+    }
+}
+
+const README: &str = "# demo-workspace\n\nA scratch project the Trellis demo agent plays in.\n";
+const LIB_RS: &str = "/// Adds two numbers.\npub fn add(a: i32, b: i32) -> i32 {\n    // TODO: check for overflow\n    a + b\n}\n";
+
+fn seed_workspace(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir.join("src"))?;
+    for (name, text) in [("README.md", README), ("src/lib.rs", LIB_RS)] {
+        let p = dir.join(name);
+        if !p.exists() {
+            std::fs::write(p, text)?;
+        }
+    }
+    Ok(())
+}
+
+impl Demo {
+    fn update(&mut self, update: Value) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        self.peer.notify("session/update", json!({"sessionId": sid, "update": update}))?;
+        Ok(())
+    }
+
+    fn say(&mut self, kind: &str, text: &str) -> Result<(), PeerError> {
+        let mid = format!("m{}-{kind}-{}", self.prompts, text.len());
+        // Stream in a few chunks, as real agents do.
+        let words: Vec<&str> = text.split_inclusive(' ').collect();
+        for part in words.chunks(6) {
+            self.update(json!({"sessionUpdate": kind, "messageId": mid,
+                "content": {"type": "text", "text": part.concat()}}))?;
+        }
+        Ok(())
+    }
+
+    /// Pauses between steps; true when the turn was cancelled meanwhile.
+    fn pause(&mut self) -> bool {
+        self.peer.cancelled(self.opts.delay)
+    }
+
+    fn call(&mut self, id: &str, fields: Value) -> Result<(), PeerError> {
+        let mut u = json!({"sessionUpdate": "tool_call", "toolCallId": id});
+        merge(&mut u, fields);
+        self.update(u)
+    }
+
+    fn call_update(&mut self, id: &str, fields: Value) -> Result<(), PeerError> {
+        let mut u = json!({"sessionUpdate": "tool_call_update", "toolCallId": id});
+        merge(&mut u, fields);
+        self.update(u)
+    }
+
+    fn plan(&mut self, done: usize) -> Result<(), PeerError> {
+        let steps = ["Read the README", "Find TODOs", "Fix the TODO in src/lib.rs", "Run the tests"];
+        let entries: Vec<Value> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let status = if i < done { "completed" } else if i == done { "in_progress" } else { "pending" };
+                json!({"content": s, "priority": if i == 2 { "high" } else { "medium" }, "status": status})
+            })
+            .collect();
+        self.update(json!({"sessionUpdate": "plan", "entries": entries}))
+    }
+
+    fn path(&self, rel: &str) -> String {
+        self.workspace.join(rel).to_string_lossy().into_owned()
+    }
+
+    fn read_file(&mut self, path: &str) -> Result<String, PeerError> {
+        if self.caps.read {
+            let sid = self.session_id.clone();
+            let r = self.peer.request("fs/read_text_file", json!({"sessionId": sid, "path": path}))?;
+            Ok(r["content"].as_str().unwrap_or_default().to_string())
+        } else {
+            Ok(std::fs::read_to_string(path).unwrap_or_default())
+        }
+    }
+
+    fn write_file(&mut self, path: &str, content: &str) -> Result<(), PeerError> {
+        if self.caps.write {
+            let sid = self.session_id.clone();
+            self.peer
+                .request("fs/write_text_file", json!({"sessionId": sid, "path": path, "content": content}))?;
+        } else {
+            std::fs::write(path, content).map_err(PeerError::Io)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `command` through the client's terminal (or locally); returns (output, exit code).
+    fn run_command(&mut self, call_id: &str, command: &str) -> Result<(String, i64), PeerError> {
+        let cwd = self.workspace.to_string_lossy().into_owned();
+        if !self.caps.terminal {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(command)
+                .current_dir(&cwd)
+                .output()
+                .map_err(PeerError::Io)?;
+            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&out.stderr));
+            return Ok((text, out.status.code().unwrap_or(-1) as i64));
+        }
+        let sid = self.session_id.clone();
+        let created = self.peer.request(
+            "terminal/create",
+            json!({"sessionId": sid, "command": command, "cwd": cwd, "outputByteLimit": 65536}),
+        )?;
+        let tid = created["terminalId"].as_str().unwrap_or_default().to_string();
+        self.call_update(call_id, json!({"status": "in_progress", "content": [{"type": "terminal", "terminalId": tid}]}))?;
+        let exit = self.peer.request("terminal/wait_for_exit", json!({"sessionId": sid, "terminalId": tid}))?;
+        let out = self.peer.request("terminal/output", json!({"sessionId": sid, "terminalId": tid}))?;
+        self.peer.request("terminal/release", json!({"sessionId": sid, "terminalId": tid}))?;
+        let code = exit["exitCode"].as_i64().unwrap_or(-1);
+        Ok((out["output"].as_str().unwrap_or_default().to_string(), code))
+    }
+
+    /// The scripted session. Returns the stop reason.
+    fn story(&mut self) -> Result<&'static str, PeerError> {
+        macro_rules! step {
+            () => {
+                if self.pause() {
+                    return Ok("cancelled");
+                }
+            };
+        }
+        self.update(json!({"sessionUpdate": "available_commands_update", "availableCommands": [
+            {"name": "explain", "description": "Explain the workspace"},
+            {"name": "test", "description": "Run the tests", "input": {"hint": "filter"}}]}))?;
+        self.say("agent_thought_chunk", "The user wants the TODO fixed. I should read the README, find the TODO, fix it, and run the tests.")?;
+        self.plan(0)?;
+        self.update(json!({"sessionUpdate": "session_info_update", "title": "Fix the TODO in the demo workspace"}))?;
+        self.say("agent_message_chunk", "I'll start by reading the README of the demo workspace.")?;
+        step!();
+
+        // A read.
+        let readme = self.path("README.md");
+        self.call("read-1", json!({"title": "Read README.md", "kind": "read", "status": "pending",
+            "locations": [{"path": readme, "line": 1}], "rawInput": {"path": readme}}))?;
+        self.call_update("read-1", json!({"status": "in_progress"}))?;
+        let text = self.read_file(&readme)?;
+        self.call_update("read-1", json!({"status": "completed",
+            "content": [{"type": "content", "content": {"type": "text", "text": text}}]}))?;
+        self.plan(1)?;
+        step!();
+
+        // A search.
+        let lib = self.path("src/lib.rs");
+        self.call("search-1", json!({"title": "Search for TODO", "kind": "search", "status": "in_progress",
+            "rawInput": {"pattern": "TODO", "path": self.workspace.to_string_lossy()}}))?;
+        let old = std::fs::read_to_string(&lib).unwrap_or_default();
+        let hits: Vec<String> = old
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.contains("TODO"))
+            .map(|(i, l)| format!("src/lib.rs:{}: {}", i + 1, l.trim()))
+            .collect();
+        self.call_update("search-1", json!({"status": "completed", "locations": [{"path": lib, "line": 3}],
+            "content": [{"type": "content", "content": {"type": "text", "text": hits.join("\n")}}]}))?;
+        self.plan(2)?;
+        self.say("agent_message_chunk", "Found one TODO. I'll make `add` check for overflow.")?;
+        step!();
+
+        // An edit with a diff that asks permission.
+        let new = old.replace(
+            "    // TODO: check for overflow\n    a + b\n",
+            "    a.checked_add(b).expect(\"overflow in add\")\n",
+        );
+        self.call("edit-1", json!({"title": "Edit src/lib.rs", "kind": "edit", "status": "pending",
+            "locations": [{"path": lib, "line": 3}], "rawInput": {"path": lib, "old_string": "a + b", "new_string": "a.checked_add(b)"},
+            "content": [{"type": "diff", "path": lib, "oldText": old, "newText": new}]}))?;
+        let sid = self.session_id.clone();
+        let answer = self.peer.request("session/request_permission", json!({"sessionId": sid,
+            "toolCall": {"toolCallId": "edit-1", "title": "Edit src/lib.rs", "kind": "edit"},
+            "options": [
+                {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "allow-always", "name": "Always allow edits", "kind": "allow_always"},
+                {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+                {"optionId": "reject-always", "name": "Never allow edits", "kind": "reject_always"}]}));
+        let outcome = match answer {
+            Ok(r) => r["outcome"].clone(),
+            Err(PeerError::Rpc(_)) => json!({"outcome": "cancelled"}),
+            Err(e) => return Err(e),
+        };
+        let allowed = outcome["outcome"] == "selected"
+            && matches!(outcome["optionId"].as_str(), Some("allow" | "allow-always"));
+        if outcome["outcome"] == "cancelled" {
+            return Ok("cancelled");
+        }
+        if allowed {
+            self.call_update("edit-1", json!({"status": "in_progress"}))?;
+            self.write_file(&lib, &new)?;
+            self.call_update("edit-1", json!({"status": "completed"}))?;
+            self.say("agent_message_chunk", "The edit is in. Now the tests.")?;
+        } else {
+            self.call_update("edit-1", json!({"status": "failed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "The user rejected this edit."}}]}))?;
+            self.say("agent_message_chunk", "Understood, I left the file alone. I'll still run the tests.")?;
+        }
+        self.plan(3)?;
+        step!();
+
+        // A command with live output through the client's terminal.
+        let cmd = "for i in 1 2 3; do echo \"test add_$i ... \\033[32mok\\033[0m\"; sleep 0.05; done; echo '3 passed'";
+        self.call("exec-1", json!({"title": "Run the tests", "kind": "execute", "status": "pending",
+            "rawInput": {"command": cmd, "cwd": self.workspace.to_string_lossy()}}))?;
+        let (out, code) = self.run_command("exec-1", cmd)?;
+        let status = if code == 0 { "completed" } else { "failed" };
+        let mut fields = json!({"status": status, "rawOutput": {"exitCode": code}});
+        if !self.caps.terminal {
+            fields["content"] = json!([{"type": "content", "content": {"type": "text", "text": out}}]);
+        }
+        self.call_update("exec-1", fields)?;
+        step!();
+
+        // A failing command.
+        let bad = "cat missing-file.txt";
+        self.call("exec-2", json!({"title": "Show the changelog", "kind": "execute", "status": "pending",
+            "rawInput": {"command": bad}}))?;
+        let (out, code) = self.run_command("exec-2", bad)?;
+        let mut fields = json!({"status": if code == 0 { "completed" } else { "failed" }, "rawOutput": {"exitCode": code}});
+        if !self.caps.terminal {
+            fields["content"] = json!([{"type": "content", "content": {"type": "text", "text": out}}]);
+        }
+        self.call_update("exec-2", fields)?;
+        self.plan(4)?;
+        self.update(json!({"sessionUpdate": "usage_update", "used": 5321, "size": 200000,
+            "cost": {"amount": 0.0123, "currency": "USD"}}))?;
+        self.say("agent_message_chunk", "Done: the TODO is fixed and the tests pass. There is no changelog yet, so that last command failed.")?;
+        Ok("end_turn")
+    }
+
+    /// Load mode: `calls` execute calls of `lines` lines each, as fast as possible.
+    fn load(&mut self) -> Result<&'static str, PeerError> {
+        let sid = self.session_id.clone();
+        let line = "0123456789 the quick brown fox jumps over the lazy dog 0123456789";
+        let mut body = String::with_capacity(self.opts.lines * (line.len() + 8));
+        for i in 0..self.opts.calls {
+            let id = format!("load-{i}");
+            self.peer.send_buffered(&json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid,
+                "update": {"sessionUpdate": "tool_call", "toolCallId": id, "title": format!("Generate chunk {i}"),
+                    "kind": "execute", "status": "in_progress", "rawInput": {"command": format!("gen {i}")}}}}))?;
+            body.clear();
+            for l in 0..self.opts.lines {
+                body.push_str(&format!("{l:>4} {line}\n"));
+            }
+            self.peer.send_buffered(&json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid,
+                "update": {"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed",
+                    "content": [{"type": "content", "content": {"type": "text", "text": body}}]}}}))?;
+            if i % 256 == 255 && self.peer.cancelled(Duration::ZERO) {
+                self.peer.flush()?;
+                return Ok("cancelled");
+            }
+        }
+        self.peer.flush()?;
+        Ok("end_turn")
+    }
+}
+
+fn merge(into: &mut Value, fields: Value) {
+    if let (Some(a), Value::Object(b)) = (into.as_object_mut(), fields) {
+        a.extend(b);
+    }
+}

@@ -1,0 +1,128 @@
+//! Turning `--agent NAME|COMMAND` into something to launch.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use trellis_acp::{AgentSpec, Caps};
+use trellis_store::Config;
+
+/// Splits a command line like a POSIX shell would for plain words and quotes.
+pub fn split_words(line: &str) -> anyhow::Result<Vec<String>> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(ch) => cur.push(ch),
+                        None => bail!("unclosed ' in agent command: {line}"),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => cur.extend(chars.next()),
+                        Some(ch) => cur.push(ch),
+                        None => bail!("unclosed \" in agent command: {line}"),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                cur.extend(chars.next());
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Ok(words)
+}
+
+/// A launchable agent and a short name for logs.
+pub struct Resolved {
+    pub name: String,
+    pub spec: AgentSpec,
+    /// The demo runs in a scratch directory of its own unless `--cwd` is given.
+    pub scratch: bool,
+}
+
+fn this_exe() -> anyhow::Result<String> {
+    Ok(std::env::current_exe().context("cannot find the trellis executable")?.to_string_lossy().into_owned())
+}
+
+pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Result<Resolved> {
+    let (name, command, args, env, caps, auth, scratch) = if agent == "demo" {
+        ("demo".to_string(), this_exe()?, vec!["agent".into(), "demo".into()], vec![], Caps::default(), None, true)
+    } else if let Some(p) = config.preset(agent) {
+        let o = &p.capabilities;
+        let d = Caps::default();
+        let caps = Caps {
+            read_text_file: o.read_text_file.unwrap_or(d.read_text_file),
+            write_text_file: o.write_text_file.unwrap_or(d.write_text_file),
+            terminal: o.terminal.unwrap_or(d.terminal),
+        };
+        (agent.to_string(), p.command, p.args, p.env.into_iter().collect(), caps, p.auth_method, false)
+    } else {
+        let mut words = split_words(agent)?;
+        if words.is_empty() {
+            bail!("--agent is empty");
+        }
+        let mut command = words.remove(0);
+        if command == "trellis" {
+            command = this_exe()?;
+        }
+        let name = Path::new(&command)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "agent".into());
+        (name, command, words, vec![], Caps::default(), None, false)
+    };
+    let cwd = match cwd {
+        Some(c) => std::fs::canonicalize(c).with_context(|| format!("--cwd {}", c.display()))?,
+        None if scratch => {
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or_default();
+            let dir = std::env::temp_dir().join(format!("trellis-demo-{}-{stamp}", std::process::id()));
+            std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            std::fs::canonicalize(&dir)?
+        }
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    Ok(Resolved {
+        name,
+        spec: AgentSpec { command, args, env, caps, auth_method: auth, cwd, extra_roots: Vec::<PathBuf>::new() },
+        scratch,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_words;
+
+    #[test]
+    fn splits_like_a_shell() {
+        assert_eq!(split_words("a 'b c' \"d\\\"e\" f\\ g").unwrap(), vec!["a", "b c", "d\"e", "f g"]);
+        assert!(split_words("a 'b").is_err());
+    }
+}

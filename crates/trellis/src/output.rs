@@ -1,0 +1,100 @@
+//! Headless output: normalized events as JSON Lines, or a readable transcript.
+
+use std::io::Write;
+
+use trellis_core::event::{Event, EventBody, Role};
+use trellis_core::summary::tool_line;
+use trellis_core::{Session, ToolStatus};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Jsonl,
+    Text,
+}
+
+pub struct Output<W: Write> {
+    out: W,
+    format: Format,
+    /// Role of the message being streamed on the current text line, if any.
+    open_role: Option<Role>,
+}
+
+impl<W: Write> Output<W> {
+    pub fn new(out: W, format: Format) -> Self {
+        Output { out, format, open_role: None }
+    }
+
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+
+    pub fn event(&mut self, ev: &Event, session: &Session) -> std::io::Result<()> {
+        match self.format {
+            Format::Jsonl => {
+                serde_json::to_writer(&mut self.out, ev)?;
+                self.out.write_all(b"\n")
+            }
+            Format::Text => self.text(ev, session),
+        }
+    }
+
+    fn end_line(&mut self) -> std::io::Result<()> {
+        if self.open_role.take().is_some() {
+            self.out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    fn text(&mut self, ev: &Event, session: &Session) -> std::io::Result<()> {
+        match &ev.body {
+            EventBody::TurnStarted { prompt, .. } => {
+                self.end_line()?;
+                writeln!(self.out, "> {prompt}")
+            }
+            EventBody::MessageChunk { role: Role::User, .. } => Ok(()),
+            EventBody::MessageChunk { role, text, .. } => {
+                if self.open_role != Some(*role) {
+                    self.end_line()?;
+                    if *role == Role::Thought {
+                        write!(self.out, "(thinking) ")?;
+                    }
+                    self.open_role = Some(*role);
+                }
+                self.out.write_all(text.as_bytes())
+            }
+            EventBody::ToolCallUpdated { previous_status, status, call } => {
+                let newly_done = status.is_terminal() && previous_status.is_none_or(|p| !p.is_terminal());
+                if newly_done {
+                    self.end_line()?;
+                    writeln!(self.out, "{}", tool_line(call, session))?;
+                }
+                Ok(())
+            }
+            EventBody::ToolCallCreated { call } if call.status.is_terminal() => {
+                self.end_line()?;
+                writeln!(self.out, "{}", tool_line(call, session))
+            }
+            EventBody::TurnEnded { stop_reason, .. } => {
+                self.end_line()?;
+                let calls = session.ledger.calls().iter().filter(|c| c.turn == session.turn).count();
+                let failed = session
+                    .ledger
+                    .calls()
+                    .iter()
+                    .filter(|c| c.turn == session.turn && c.status == ToolStatus::Failed)
+                    .count();
+                writeln!(self.out, "— {stop_reason} · {calls} tool calls, {failed} failed")
+            }
+            EventBody::Warning { message } => {
+                eprintln!("trellis: warning: {message}");
+                Ok(())
+            }
+            EventBody::AgentExited { message, .. } => {
+                self.end_line()?;
+                eprintln!("trellis: agent exited: {message}");
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! `trellis run`: one prompt, headless, with a permission policy.
+//!
+//! Exit codes: 0 `end_turn`; 2 usage or config error; 3 `refusal`; 4 `max_tokens`;
+//! 5 `max_turn_requests`; 6 `cancelled`; 7 the agent crashed or exited mid-turn;
+//! 8 protocol error (the agent answered the prompt with an error, or setup failed).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use tokio::sync::mpsc::error::TryRecvError;
+use trellis_acp::{Command, Handle, Input, LogSink};
+use trellis_core::event::EventBody;
+use trellis_core::permission::{Policy, Verdict};
+use trellis_core::session::LocalRecord;
+use trellis_core::{Action, Effect, Session, update};
+use trellis_store::{Config, LogWriter, Paths};
+
+use crate::output::{Format, Output};
+
+pub const EXIT_USAGE: u8 = 2;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Agent preset name (demo, claude, gemini, codex, goose, opencode, or from config) or a
+    /// command line.
+    #[arg(long)]
+    agent: Option<String>,
+    /// The prompt to send.
+    #[arg(long)]
+    prompt: String,
+    /// Session working directory (default: the current directory; a scratch one for demo).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Output: jsonl (normalized events) or text.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// reject (default), allow-once, allow-reads, or a rules file (TOML).
+    #[arg(long)]
+    permission: Option<String>,
+    /// Write the session log here instead of the data directory.
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Attach a file to the prompt (as a resource link); may repeat.
+    #[arg(long = "file")]
+    files: Vec<PathBuf>,
+    /// Print resource usage as JSON on stderr at exit (for benchmarks).
+    #[arg(long, hide = true)]
+    stats: bool,
+}
+
+struct FileSink(LogWriter);
+
+impl LogSink for FileSink {
+    fn append(&mut self, line: &str) -> std::io::Result<()> {
+        self.0.append(line)
+    }
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.0.sync()
+    }
+}
+
+fn policy_from(arg: Option<&str>, config: &Config) -> anyhow::Result<(Policy, bool)> {
+    let from_config = config.permissions.policy.as_deref();
+    let name = arg.or(from_config);
+    let explicit = name.is_some();
+    let policy = match name.unwrap_or("reject") {
+        "reject" => Policy::Reject,
+        "allow-once" => Policy::AllowOnce,
+        "allow-reads" => Policy::AllowReads,
+        "rules" if arg.is_none() => Policy::Rules {
+            rules: config.permissions.rules.clone(),
+            fallback: config.permissions.fallback.unwrap_or(Verdict::Reject),
+        },
+        path => {
+            let path = PathBuf::from(path);
+            let text = std::fs::read_to_string(&path).with_context(|| {
+                format!("--permission {}: not a policy (reject, allow-once, allow-reads) nor a readable rules file", path.display())
+            })?;
+            let file: trellis_store::config::RulesFile = trellis_store::config::parse_toml(&text, &path)?;
+            Policy::Rules { rules: file.rules, fallback: file.fallback.unwrap_or(Verdict::Reject) }
+        }
+    };
+    Ok((policy, explicit))
+}
+
+fn exit_code(stop: Option<&str>) -> u8 {
+    match stop {
+        Some("end_turn") => 0,
+        Some("refusal") => 3,
+        Some("max_tokens") => 4,
+        Some("max_turn_requests") => 5,
+        Some("cancelled") => 6,
+        Some("agent_exited") | None => 7,
+        Some(_) => 8,
+    }
+}
+
+pub fn main(args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let paths = Paths::from_env();
+    let config_file = config_path.or_else(|| paths.as_ref().map(|p| p.config_file()));
+    let config = match &config_file {
+        Some(f) => Config::load(f)?,
+        None => Config::default(),
+    };
+    let agent = args
+        .agent
+        .clone()
+        .or_else(|| config.default_agent.clone())
+        .unwrap_or_else(|| "demo".into());
+    let resolved = crate::agents::resolve(&agent, &config, args.cwd.as_deref())?;
+    let (policy, explicit) = policy_from(args.permission.as_deref(), &config)?;
+    if !explicit {
+        eprintln!("trellis: permission policy: reject (the default of headless runs; use --permission to change)");
+    }
+    if resolved.scratch {
+        eprintln!("trellis: demo workspace: {}", resolved.spec.cwd.display());
+    }
+    let writer = match (&args.log, &paths) {
+        (Some(p), _) => LogWriter::open(p),
+        (None, Some(paths)) => LogWriter::create_in(&paths.sessions_dir(), &resolved.name),
+        (None, None) => anyhow::bail!("no data directory: pass --log FILE"),
+    }
+    .context("cannot create the session log")?;
+    let log_path = writer.path().to_path_buf();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
+    let stop = rt.block_on(drive(args.format, policy, resolved, writer, &args.prompt, &args.files, &cwd))?;
+    eprintln!("trellis: session log: {}", log_path.display());
+    if args.stats {
+        let (user, sys, rss) = crate::stats::self_usage();
+        eprintln!(
+            "{}",
+            serde_json::json!({"cpu_user_s": user, "cpu_sys_s": sys, "max_rss_kb": rss,
+                "updates": stop.updates, "output_bytes": stop.output_bytes})
+        );
+    }
+    Ok(ExitCode::from(exit_code(stop.reason.as_deref())))
+}
+
+struct Finished {
+    reason: Option<String>,
+    updates: u64,
+    output_bytes: usize,
+}
+
+async fn drive(
+    format: Format,
+    policy: Policy,
+    resolved: crate::agents::Resolved,
+    writer: LogWriter,
+    prompt: &str,
+    files: &[PathBuf],
+    cwd: &str,
+) -> anyhow::Result<Finished> {
+    let (handle, mut rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default();
+    handle.recorder().local(LocalRecord::SessionLog {
+        schema: trellis_core::SCHEMA_VERSION,
+        agent: resolved.name.clone(),
+        cwd: cwd.to_string(),
+        trellis: env!("CARGO_PKG_VERSION").into(),
+        started,
+    });
+    let stdout = std::io::stdout();
+    let mut out = Output::new(std::io::BufWriter::with_capacity(1 << 16, stdout.lock()), format);
+    let mut session = Session::new(policy);
+    let mut ctrl_c = 0u32;
+    let mut turn_done = false;
+    let mut closed = false;
+    loop {
+        let input = tokio::select! {
+            input = rx.recv() => input,
+            _ = tokio::signal::ctrl_c() => {
+                ctrl_c += 1;
+                if ctrl_c == 1 && session.turn_open {
+                    eprintln!("trellis: cancelling the turn (Ctrl-C again to stop the agent)");
+                    let t = handle.recorder().now();
+                    apply(&mut session, Action::Cancel { t }, &handle, &mut out)?;
+                } else {
+                    eprintln!("trellis: stopping the agent");
+                    handle.send(Command::Shutdown);
+                }
+                continue;
+            }
+        };
+        let Some(mut input) = input else { break };
+        loop {
+            match input {
+                Input::Action(a) => {
+                    let was_open = session.turn_open;
+                    apply(&mut session, a, &handle, &mut out)?;
+                    if was_open && !session.turn_open && !turn_done {
+                        turn_done = true;
+                        handle.recorder().local(LocalRecord::SessionEnded { reason: "headless run finished".into() });
+                        handle.send(Command::Shutdown);
+                    }
+                }
+                Input::Ready => {
+                    handle.send(Command::Prompt { text: prompt.to_string(), files: files.to_vec() });
+                }
+                Input::Stderr(_) => {}
+                Input::Warning(w) => eprintln!("trellis: warning: {w}"),
+                Input::Closed { error } => {
+                    if !turn_done {
+                        let message = error.unwrap_or_else(|| "the agent closed the connection".into());
+                        handle.recorder().local(LocalRecord::AgentExited { code: None, message });
+                    }
+                    closed = true;
+                }
+            }
+            match rx.try_recv() {
+                Ok(next) => input = next,
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        out.flush()?;
+        if closed && rx.is_empty() {
+            break;
+        }
+    }
+    handle.recorder().sync();
+    out.flush()?;
+    let output_bytes = session.ledger.calls().iter().map(|c| c.output_size().0).sum();
+    let reason = session.last_stop.clone().or_else(|| session.agent_exited.as_ref().map(|_| "agent_exited".into()));
+    Ok(Finished { reason, updates: session.counters.updates, output_bytes })
+}
+
+fn apply<W: Write>(session: &mut Session, action: Action, handle: &Handle, out: &mut Output<W>) -> anyhow::Result<()> {
+    for fx in update(session, action) {
+        match fx {
+            Effect::Emit(ev) => {
+                out.event(&ev, session)?;
+            }
+            Effect::Answer { request_id, outcome, decider } => {
+                handle.recorder().local(LocalRecord::PermissionDecided { request_id: request_id.clone(), decider });
+                handle.answer_permission(&request_id, &outcome);
+            }
+            Effect::SendCancel => handle.send(Command::Cancel),
+            Effect::Sync => handle.recorder().sync(),
+            _ => {}
+        }
+    }
+    Ok(())
+}
