@@ -78,7 +78,7 @@ impl Message {
     pub fn parse(line: &str) -> Result<Message, DecodeError> {
         let env: Envelope = serde_json::from_str(line).map_err(|e| DecodeError::Json(e.to_string()))?;
         let id = env.id.map(|r| r.get().trim().to_string()).filter(|s| s != "null");
-        if env.method.is_none() && id.is_none() {
+        if env.method.is_none() && id.is_none() && env.error.is_none() {
             return Err(DecodeError::NotJsonRpc);
         }
         Ok(Message {
@@ -340,11 +340,11 @@ pub struct TerminalIdResult {
     pub terminal_id: String,
 }
 
-/// How a terminal command ended.
+/// How a terminal command ended (snake_case in events and logs; camelCase accepted from
+/// the wire).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct ExitStatus {
-    #[serde(default)]
+    #[serde(default, alias = "exitCode")]
     pub exit_code: Option<i64>,
     #[serde(default)]
     pub signal: Option<String>,

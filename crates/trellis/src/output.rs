@@ -29,6 +29,12 @@ impl<W: Write> Output<W> {
     }
 
     pub fn event(&mut self, ev: &Event, session: &Session) -> std::io::Result<()> {
+        // Problems go to stderr in every format, so stdout stays machine-readable.
+        match &ev.body {
+            EventBody::Warning { message } => eprintln!("trellis: warning: {message}"),
+            EventBody::AgentExited { message, .. } => eprintln!("trellis: agent exited: {message}"),
+            _ => {}
+        }
         match self.format {
             Format::Jsonl => {
                 serde_json::to_writer(&mut self.out, ev)?;
@@ -85,15 +91,7 @@ impl<W: Write> Output<W> {
                     .count();
                 writeln!(self.out, "— {stop_reason} · {calls} tool calls, {failed} failed")
             }
-            EventBody::Warning { message } => {
-                eprintln!("trellis: warning: {message}");
-                Ok(())
-            }
-            EventBody::AgentExited { message, .. } => {
-                self.end_line()?;
-                eprintln!("trellis: agent exited: {message}");
-                Ok(())
-            }
+            EventBody::AgentExited { .. } => self.end_line(),
             _ => Ok(()),
         }
     }
