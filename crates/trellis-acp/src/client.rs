@@ -14,8 +14,9 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
-    Implementation, InitializeRequest, NewSessionRequest, PromptRequest, ResourceLink, TextContent,
+    AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock,
+    FileSystemCapabilities, Implementation, InitializeRequest, NewSessionRequest, PromptRequest,
+    ResourceLink, TextContent,
 };
 use agent_client_protocol::{
     AcpAgent, AcpAgentConfig, Dispatch, Handled, LineDirection, Responder, UntypedMessage, V1,
@@ -31,6 +32,10 @@ use crate::recorder::{LogSink, Recorder};
 use crate::roots::Roots;
 use crate::terminal::{Spawn, Terminals};
 
+/// The running `session/prompt` request.
+type TurnFuture =
+    std::pin::Pin<Box<dyn Future<Output = Result<(), agent_client_protocol::Error>> + Send>>;
+
 /// Client capabilities to advertise.
 #[derive(Debug, Clone, Copy)]
 pub struct Caps {
@@ -41,7 +46,11 @@ pub struct Caps {
 
 impl Default for Caps {
     fn default() -> Self {
-        Caps { read_text_file: true, write_text_file: true, terminal: true }
+        Caps {
+            read_text_file: true,
+            write_text_file: true,
+            terminal: true,
+        }
     }
 }
 
@@ -79,7 +88,10 @@ pub enum Input {
 #[derive(Debug)]
 pub enum Command {
     /// Send a prompt: text, and files to attach as resource links.
-    Prompt { text: String, files: Vec<PathBuf> },
+    Prompt {
+        text: String,
+        files: Vec<PathBuf>,
+    },
     Cancel,
     Shutdown,
 }
@@ -109,7 +121,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn outcome_json(outcome: &Outcome) -> Value {
     match outcome {
-        Outcome::Selected { option_id, .. } => json!({"outcome": {"outcome": "selected", "optionId": option_id}}),
+        Outcome::Selected { option_id, .. } => {
+            json!({"outcome": {"outcome": "selected", "optionId": option_id}})
+        }
         Outcome::Cancelled | Outcome::Error { .. } => json!({"outcome": {"outcome": "cancelled"}}),
     }
 }
@@ -148,7 +162,11 @@ pub fn start(spec: AgentSpec, sink: Box<dyn LogSink>) -> (Handle, UnboundedRecei
     let (cmd_tx, cmd_rx) = unbounded_channel();
     let recorder = Recorder::new(sink, tx.clone());
     let responders = Arc::new(Mutex::new(Responders::default()));
-    let handle = Handle { cmd: cmd_tx, responders: responders.clone(), recorder: recorder.clone() };
+    let handle = Handle {
+        cmd: cmd_tx,
+        responders: responders.clone(),
+        recorder: recorder.clone(),
+    };
     tokio::spawn(async move {
         let result = run(spec, recorder, responders.clone(), tx.clone(), cmd_rx).await;
         // Nobody will answer what is still open: say `cancelled`, exactly once each.
@@ -156,7 +174,9 @@ pub fn start(spec: AgentSpec, sink: Box<dyn LogSink>) -> (Handle, UnboundedRecei
         for (_, responder) in open {
             let _ = responder.respond(json!({"outcome": {"outcome": "cancelled"}}));
         }
-        let _ = tx.send(Input::Closed { error: result.err() });
+        let _ = tx.send(Input::Closed {
+            error: result.err(),
+        });
     });
     (handle, rx)
 }
@@ -231,7 +251,7 @@ async fn run(
             };
             let session_id = session.session_id;
             let _ = tx.send(Input::Ready);
-            let mut turn: Option<std::pin::Pin<Box<dyn Future<Output = Result<(), agent_client_protocol::Error>> + Send>>> = None;
+            let mut turn: Option<TurnFuture> = None;
             loop {
                 tokio::select! {
                     cmd = cmd_rx.recv() => match cmd {
@@ -331,9 +351,15 @@ fn params<T: for<'de> Deserialize<'de>>(v: &Value) -> Result<T, agent_client_pro
 }
 
 /// Routes one agent request. Never awaits: slow work goes to a spawned task.
-fn route(s: &Services, responders: &Arc<Mutex<Responders>>, req: UntypedMessage, responder: Responder<Value, V1>) {
+fn route(
+    s: &Services,
+    responders: &Arc<Mutex<Responders>>,
+    req: UntypedMessage,
+    responder: Responder<Value, V1>,
+) {
     let (method, p) = req.into_parts();
-    let answer = |responder: Responder<Value, V1>, r: Result<Value, agent_client_protocol::Error>| {
+    let answer = |responder: Responder<Value, V1>,
+                  r: Result<Value, agent_client_protocol::Error>| {
         let _ = match r {
             Ok(v) => responder.respond(v),
             Err(e) => responder.respond_with_error(e),
@@ -354,7 +380,10 @@ fn route(s: &Services, responders: &Arc<Mutex<Responders>>, req: UntypedMessage,
         }
         "fs/read_text_file" if s.caps.read_text_file => {
             let r = params::<ReadParams>(&p).and_then(|p| {
-                let path = s.roots.check(&p.path).map_err(|e| rpc_error(-32602, e.to_string()))?;
+                let path = s
+                    .roots
+                    .check(&p.path)
+                    .map_err(|e| rpc_error(-32602, e.to_string()))?;
                 crate::fs::read_text(&path, p.line, p.limit)
                     .map(|content| json!({"content": content}))
                     .map_err(|e| match e.kind() {
@@ -368,17 +397,25 @@ fn route(s: &Services, responders: &Arc<Mutex<Responders>>, req: UntypedMessage,
         }
         "fs/write_text_file" if s.caps.write_text_file => {
             let r = params::<WriteParams>(&p).and_then(|p| {
-                let path = s.roots.check(&p.path).map_err(|e| rpc_error(-32602, e.to_string()))?;
+                let path = s
+                    .roots
+                    .check(&p.path)
+                    .map_err(|e| rpc_error(-32602, e.to_string()))?;
                 crate::fs::write_text(&path, &p.content)
                     .map(|_| json!({}))
-                    .map_err(|e| rpc_error(-32603, format!("cannot write {}: {e}", p.path.display())))
+                    .map_err(|e| {
+                        rpc_error(-32603, format!("cannot write {}: {e}", p.path.display()))
+                    })
             });
             answer(responder, r);
         }
         "terminal/create" if s.caps.terminal => {
             let r = params::<CreateParams>(&p).and_then(|p| {
                 let cwd = match &p.cwd {
-                    Some(c) => s.roots.check(c).map_err(|e| rpc_error(-32602, e.to_string()))?,
+                    Some(c) => s
+                        .roots
+                        .check(c)
+                        .map_err(|e| rpc_error(-32602, e.to_string()))?,
                     None => s.cwd.clone(),
                 };
                 s.terminals
@@ -401,7 +438,8 @@ fn route(s: &Services, responders: &Arc<Mutex<Responders>>, req: UntypedMessage,
                     .map(|o| {
                         let mut v = json!({"output": o.output, "truncated": o.truncated});
                         if let Some(exit) = o.exit {
-                            v["exitStatus"] = json!({"exitCode": exit.exit_code, "signal": exit.signal});
+                            v["exitStatus"] =
+                                json!({"exitCode": exit.exit_code, "signal": exit.signal});
                         }
                         v
                     })
@@ -425,18 +463,27 @@ fn route(s: &Services, responders: &Arc<Mutex<Responders>>, req: UntypedMessage,
         },
         "terminal/kill" if s.caps.terminal => {
             let r = params::<TermParams>(&p)
-                .and_then(|p| s.terminals.kill(&p.terminal_id).map_err(|e| rpc_error(-32602, e.to_string())))
+                .and_then(|p| {
+                    s.terminals
+                        .kill(&p.terminal_id)
+                        .map_err(|e| rpc_error(-32602, e.to_string()))
+                })
                 .map(|_| json!({}));
             answer(responder, r);
         }
         "terminal/release" if s.caps.terminal => {
             let r = params::<TermParams>(&p)
-                .and_then(|p| s.terminals.release(&p.terminal_id).map_err(|e| rpc_error(-32602, e.to_string())))
+                .and_then(|p| {
+                    s.terminals
+                        .release(&p.terminal_id)
+                        .map_err(|e| rpc_error(-32602, e.to_string()))
+                })
                 .map(|_| json!({}));
             answer(responder, r);
         }
         other => {
-            let msg = format!("Method not found: {other} (not supported or not advertised by Trellis)");
+            let msg =
+                format!("Method not found: {other} (not supported or not advertised by Trellis)");
             answer(responder, Err(rpc_error(-32601, msg)));
         }
     }

@@ -23,7 +23,10 @@ pub fn write_text(path: &Path, content: &str) -> std::io::Result<Option<String>>
     let old = std::fs::read_to_string(path).ok();
     let parent = path.parent().unwrap_or(Path::new("/"));
     std::fs::create_dir_all(parent)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = parent.join(format!(".{name}.trellis-{}.tmp", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -51,7 +54,10 @@ mod tests {
         assert_eq!(write_text(&p, "1\n2\n3\n4\n").unwrap(), None);
         assert_eq!(read_text(&p, Some(2), Some(2)).unwrap(), "2\n3\n");
         assert_eq!(read_text(&p, None, Some(1)).unwrap(), "1\n");
-        assert_eq!(write_text(&p, "new").unwrap().as_deref(), Some("1\n2\n3\n4\n"));
+        assert_eq!(
+            write_text(&p, "new").unwrap().as_deref(),
+            Some("1\n2\n3\n4\n")
+        );
         assert_eq!(read_text(&p, None, None).unwrap(), "new");
         assert_eq!(std::fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
     }

@@ -47,7 +47,12 @@ pub struct Recorder {
 impl Recorder {
     pub fn new(sink: Box<dyn LogSink>, tx: UnboundedSender<Input>) -> Recorder {
         Recorder {
-            inner: Arc::new(Mutex::new(Inner { sink, seq: 0, tx, log_error_reported: false })),
+            inner: Arc::new(Mutex::new(Inner {
+                sink,
+                seq: 0,
+                tx,
+                log_error_reported: false,
+            })),
             start: Instant::now(),
         }
     }
@@ -66,11 +71,13 @@ impl Recorder {
     }
 
     fn append(inner: &mut Inner, line: &str) {
-        if let Err(e) = inner.sink.append(line) {
-            if !inner.log_error_reported {
-                inner.log_error_reported = true;
-                let _ = inner.tx.send(Input::Warning(format!("session log write failed: {e}")));
-            }
+        if let Err(e) = inner.sink.append(line)
+            && !inner.log_error_reported
+        {
+            inner.log_error_reported = true;
+            let _ = inner
+                .tx
+                .send(Input::Warning(format!("session log write failed: {e}")));
         }
     }
 
@@ -87,7 +94,12 @@ impl Recorder {
                 }
                 Err(e) => {
                     Self::append(inner, &encode_invalid(t, dir, line));
-                    Action::InvalidLine { t, dir, len: line.len(), error: e.to_string() }
+                    Action::InvalidLine {
+                        t,
+                        dir,
+                        len: line.len(),
+                        error: e.to_string(),
+                    }
                 }
             };
             let _ = inner.tx.send(Input::Action(action));
@@ -116,7 +128,9 @@ impl Recorder {
     pub fn sync(&self) {
         self.with(|inner| {
             if let Err(e) = inner.sink.sync() {
-                let _ = inner.tx.send(Input::Warning(format!("session log sync failed: {e}")));
+                let _ = inner
+                    .tx
+                    .send(Input::Warning(format!("session log sync failed: {e}")));
             }
         });
     }

@@ -51,7 +51,12 @@ impl Roots {
         } else {
             Err(RootsError::Outside {
                 path: shown,
-                roots: self.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", "),
+                roots: self
+                    .roots
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             })
         }
     }
@@ -69,7 +74,10 @@ fn resolve(path: &Path) -> PathBuf {
             }
             return out;
         }
-        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
+        match (
+            existing.file_name().map(|n| n.to_os_string()),
+            existing.parent(),
+        ) {
             (Some(name), Some(parent)) => {
                 rest.push(name);
                 existing = parent.to_path_buf();
@@ -90,10 +98,22 @@ mod tests {
         std::fs::create_dir_all(root.join("src")).unwrap();
         let roots = Roots::new([root.clone()]);
         assert!(roots.check(&root.join("src/new/file.rs")).is_ok());
-        assert!(matches!(roots.check(Path::new("src/a")), Err(RootsError::NotAbsolute(_))));
-        assert!(matches!(roots.check(&root.join("../x")), Err(RootsError::ParentDir(_))));
-        assert!(matches!(roots.check(Path::new("/etc/passwd")), Err(RootsError::Outside { .. })));
+        assert!(matches!(
+            roots.check(Path::new("src/a")),
+            Err(RootsError::NotAbsolute(_))
+        ));
+        assert!(matches!(
+            roots.check(&root.join("../x")),
+            Err(RootsError::ParentDir(_))
+        ));
+        assert!(matches!(
+            roots.check(Path::new("/etc/passwd")),
+            Err(RootsError::Outside { .. })
+        ));
         std::os::unix::fs::symlink("/etc", root.join("escape")).unwrap();
-        assert!(matches!(roots.check(&root.join("escape/passwd")), Err(RootsError::Outside { .. })));
+        assert!(matches!(
+            roots.check(&root.join("escape/passwd")),
+            Err(RootsError::Outside { .. })
+        ));
     }
 }

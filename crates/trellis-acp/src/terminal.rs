@@ -46,7 +46,10 @@ pub enum TerminalError {
     #[error("unknown terminal {0}")]
     Unknown(String),
     #[error("cannot start {command}: {source}")]
-    Spawn { command: String, source: std::io::Error },
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
 }
 
 /// Snapshot for `terminal/output`.
@@ -90,10 +93,14 @@ impl Terminals {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(false);
-        let mut child = cmd
-            .spawn()
-            .map_err(|source| TerminalError::Spawn { command: spec.command.clone(), source })?;
-        let id = format!("term-{}", self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let mut child = cmd.spawn().map_err(|source| TerminalError::Spawn {
+            command: spec.command.clone(),
+            source,
+        })?;
+        let id = format!(
+            "term-{}",
+            self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
         let (exit_tx, exit_rx) = watch::channel(None);
         self.lock().insert(
             id.clone(),
@@ -106,8 +113,14 @@ impl Terminals {
             },
         );
         let readers: Vec<_> = [
-            child.stdout.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
-            child.stderr.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
         ]
         .into_iter()
         .flatten()
@@ -126,7 +139,10 @@ impl Terminals {
                 },
                 Err(_) => ExitStatus::default(),
             };
-            this.recorder.local(LocalRecord::TerminalExited { terminal_id: tid, status: status.clone() });
+            this.recorder.local(LocalRecord::TerminalExited {
+                terminal_id: tid,
+                status: status.clone(),
+            });
             let _ = exit_tx.send(Some(status));
         });
         Ok(id)
@@ -163,30 +179,42 @@ impl Terminals {
         }
         if let Some(term) = self.lock().get_mut(id) {
             term.output.push_str(text);
-            if let Some(limit) = term.limit {
-                if term.output.len() > limit {
-                    let mut cut = term.output.len() - limit;
-                    while !term.output.is_char_boundary(cut) {
-                        cut += 1;
-                    }
-                    term.output.drain(..cut);
-                    term.truncated = true;
+            if let Some(limit) = term.limit
+                && term.output.len() > limit
+            {
+                let mut cut = term.output.len() - limit;
+                while !term.output.is_char_boundary(cut) {
+                    cut += 1;
                 }
+                term.output.drain(..cut);
+                term.truncated = true;
             }
         }
-        self.recorder.local(LocalRecord::TerminalOutput { terminal_id: id.to_string(), data: text.to_string() });
+        self.recorder.local(LocalRecord::TerminalOutput {
+            terminal_id: id.to_string(),
+            data: text.to_string(),
+        });
     }
 
     pub fn output(&self, id: &str) -> Result<Output, TerminalError> {
         let map = self.lock();
-        let t = map.get(id).ok_or_else(|| TerminalError::Unknown(id.to_string()))?;
-        Ok(Output { output: t.output.clone(), truncated: t.truncated, exit: t.exit.borrow().clone() })
+        let t = map
+            .get(id)
+            .ok_or_else(|| TerminalError::Unknown(id.to_string()))?;
+        Ok(Output {
+            output: t.output.clone(),
+            truncated: t.truncated,
+            exit: t.exit.borrow().clone(),
+        })
     }
 
     pub async fn wait_for_exit(&self, id: &str) -> Result<ExitStatus, TerminalError> {
         let mut rx = {
             let map = self.lock();
-            map.get(id).ok_or_else(|| TerminalError::Unknown(id.to_string()))?.exit.clone()
+            map.get(id)
+                .ok_or_else(|| TerminalError::Unknown(id.to_string()))?
+                .exit
+                .clone()
         };
         loop {
             if let Some(s) = rx.borrow_and_update().clone() {
@@ -201,11 +229,13 @@ impl Terminals {
     /// Kills the command (and its process group); the terminal stays valid.
     pub fn kill(&self, id: &str) -> Result<(), TerminalError> {
         let map = self.lock();
-        let t = map.get(id).ok_or_else(|| TerminalError::Unknown(id.to_string()))?;
-        if t.exit.borrow().is_none() {
-            if let Some(pgid) = t.pgid {
-                kill_group(pgid);
-            }
+        let t = map
+            .get(id)
+            .ok_or_else(|| TerminalError::Unknown(id.to_string()))?;
+        if t.exit.borrow().is_none()
+            && let Some(pgid) = t.pgid
+        {
+            kill_group(pgid);
         }
         Ok(())
     }

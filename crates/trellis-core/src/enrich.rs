@@ -32,7 +32,14 @@ fn value_word(v: &Value) -> String {
     }
 }
 
-const PATH_KEYS: [&str; 6] = ["path", "file_path", "filePath", "abs_path", "notebook_path", "uri"];
+const PATH_KEYS: [&str; 6] = [
+    "path",
+    "file_path",
+    "filePath",
+    "abs_path",
+    "notebook_path",
+    "uri",
+];
 
 /// Every path the call names: locations, diff paths, and common `rawInput` path keys.
 pub fn paths_of(call: &ToolCall) -> Vec<String> {
@@ -59,16 +66,27 @@ pub fn card_title(call: &ToolCall) -> String {
     let thin = call.title.trim().is_empty()
         || matches!(
             call.title.trim().to_ascii_lowercase().as_str(),
-            "terminal" | "bash" | "shell" | "run command" | "execute" | "read" | "read file"
-                | "edit" | "write" | "edit file" | "write file" | "search" | "fetch"
+            "terminal"
+                | "bash"
+                | "shell"
+                | "run command"
+                | "execute"
+                | "read"
+                | "read file"
+                | "edit"
+                | "write"
+                | "edit file"
+                | "write file"
+                | "search"
+                | "fetch"
         );
     if !thin {
         return call.title.clone();
     }
-    if call.kind == ToolKind::Execute {
-        if let Some(cmd) = command_of(call) {
-            return format!("$ {cmd}");
-        }
+    if call.kind == ToolKind::Execute
+        && let Some(cmd) = command_of(call)
+    {
+        return format!("$ {cmd}");
     }
     if let Some(path) = paths_of(call).into_iter().next() {
         let verb = match call.kind {
@@ -83,7 +101,11 @@ pub fn card_title(call: &ToolCall) -> String {
             Some(l) => format!("{path}:{l}"),
             None => path,
         };
-        return if verb.is_empty() { loc } else { format!("{verb} {loc}") };
+        return if verb.is_empty() {
+            loc
+        } else {
+            format!("{verb} {loc}")
+        };
     }
     call.display_title()
 }
@@ -93,7 +115,10 @@ pub fn diff_stat(call: &ToolCall) -> Option<(usize, usize)> {
     let mut any = false;
     let (mut add, mut del) = (0, 0);
     for c in &call.content {
-        if let ToolContent::Diff { old_text, new_text, .. } = c {
+        if let ToolContent::Diff {
+            old_text, new_text, ..
+        } = c
+        {
             any = true;
             let old: Vec<&str> = old_text.as_deref().unwrap_or("").lines().collect();
             let new: Vec<&str> = new_text.lines().collect();
@@ -116,7 +141,11 @@ fn lcs_len(a: &[&str], b: &[&str]) -> usize {
     let mut cur = vec![0usize; b.len() + 1];
     for x in a {
         for (j, y) in b.iter().enumerate() {
-            cur[j + 1] = if x == y { prev[j] + 1 } else { cur[j].max(prev[j + 1]) };
+            cur[j + 1] = if x == y {
+                prev[j] + 1
+            } else {
+                cur[j].max(prev[j + 1])
+            };
         }
         std::mem::swap(&mut prev, &mut cur);
     }

@@ -74,6 +74,10 @@ impl Ledger {
             call.announced = true;
         }
         let previous_status = call.apply(patch, t);
-        Applied { index, created, previous_status }
+        Applied {
+            index,
+            created,
+            previous_status,
+        }
     }
 }

@@ -11,7 +11,10 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
                 cx.s.cwd = Some(cwd);
             }
         }
-        LocalRecord::PermissionDecided { request_id, decider } => {
+        LocalRecord::PermissionDecided {
+            request_id,
+            decider,
+        } => {
             cx.s.deciders.insert(request_id, decider);
         }
         LocalRecord::TerminalOutput { terminal_id, data } => {
@@ -26,7 +29,10 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
                 term.dropped += cut;
             }
         }
-        LocalRecord::TerminalExited { terminal_id, status } => {
+        LocalRecord::TerminalExited {
+            terminal_id,
+            status,
+        } => {
             crate::requests::terminal_exited(cx, terminal_id, status);
         }
         LocalRecord::AgentExited { code, message } => {

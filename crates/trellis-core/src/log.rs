@@ -46,10 +46,25 @@ struct RecordLine<'a> {
 /// One parsed log record.
 #[derive(Debug, Clone)]
 pub enum LogEntry {
-    Frame { t: f64, dir: Dir, msg: Message, text: Box<RawValue> },
-    Invalid { t: f64, dir: Dir, raw: String },
-    Local { t: f64, record: LocalRecord },
-    Stderr { t: f64, line: String },
+    Frame {
+        t: f64,
+        dir: Dir,
+        msg: Message,
+        text: Box<RawValue>,
+    },
+    Invalid {
+        t: f64,
+        dir: Dir,
+        raw: String,
+    },
+    Local {
+        t: f64,
+        record: LocalRecord,
+    },
+    Stderr {
+        t: f64,
+        line: String,
+    },
 }
 
 /// Why a log line could not be read.
@@ -74,18 +89,31 @@ pub fn parse_record(line: &str) -> Result<LogEntry, LogError> {
     match (r.dir, frame_dir) {
         (_, Some(dir)) => match (r.msg, r.raw) {
             (Some(msg), _) => match Message::parse(msg.get()) {
-                Ok(m) => Ok(LogEntry::Frame { t: r.t, dir, msg: m, text: msg.to_owned() }),
-                Err(_) => Ok(LogEntry::Invalid { t: r.t, dir, raw: msg.get().to_string() }),
+                Ok(m) => Ok(LogEntry::Frame {
+                    t: r.t,
+                    dir,
+                    msg: m,
+                    text: msg.to_owned(),
+                }),
+                Err(_) => Ok(LogEntry::Invalid {
+                    t: r.t,
+                    dir,
+                    raw: msg.get().to_string(),
+                }),
             },
             (None, Some(raw)) => Ok(LogEntry::Invalid { t: r.t, dir, raw }),
             (None, None) => Err(LogError::NoMessage),
         },
         (LogDir::Client, _) => {
             let msg = r.msg.ok_or(LogError::NoMessage)?;
-            let record = serde_json::from_str(msg.get()).map_err(|e| LogError::Local(e.to_string()))?;
+            let record =
+                serde_json::from_str(msg.get()).map_err(|e| LogError::Local(e.to_string()))?;
             Ok(LogEntry::Local { t: r.t, record })
         }
-        _ => Ok(LogEntry::Stderr { t: r.t, line: r.line.unwrap_or_default() }),
+        _ => Ok(LogEntry::Stderr {
+            t: r.t,
+            line: r.line.unwrap_or_default(),
+        }),
     }
 }
 
@@ -153,17 +181,35 @@ fn encode<T: Serialize>(rec: RawRecord<'_, T>) -> String {
 
 /// A line that was not JSON-RPC, kept verbatim.
 pub fn encode_invalid(t: f64, dir: Dir, raw: &str) -> String {
-    encode::<()>(RawRecord { t, dir: dir.into(), raw: Some(raw), line: None, msg: None })
+    encode::<()>(RawRecord {
+        t,
+        dir: dir.into(),
+        raw: Some(raw),
+        line: None,
+        msg: None,
+    })
 }
 
 /// A client record.
 pub fn encode_local(t: f64, record: &LocalRecord) -> String {
-    encode(RawRecord { t, dir: LogDir::Client, raw: None, line: None, msg: Some(record) })
+    encode(RawRecord {
+        t,
+        dir: LogDir::Client,
+        raw: None,
+        line: None,
+        msg: Some(record),
+    })
 }
 
 /// A line the agent wrote on stderr.
 pub fn encode_stderr(t: f64, line: &str) -> String {
-    encode::<()>(RawRecord { t, dir: LogDir::AgentStderr, raw: None, line: Some(line), msg: None })
+    encode::<()>(RawRecord {
+        t,
+        dir: LogDir::AgentStderr,
+        raw: None,
+        line: Some(line),
+        msg: None,
+    })
 }
 
 /// Folds log lines into a session, as `trellis log show` and replays do. Lines that cannot

@@ -78,7 +78,9 @@ pub enum Outcome {
     },
     Cancelled,
     /// The client answered with a JSON-RPC error (e.g. shutdown) — recorded, never allowed.
-    Error { message: String },
+    Error {
+        message: String,
+    },
 }
 
 impl Outcome {
@@ -95,7 +97,10 @@ impl Outcome {
                 OptionKind::RejectAlways => "rejected always".into(),
                 OptionKind::Unknown => "answered".into(),
             },
-            Outcome::Selected { option_id, kind: None } => format!("chose {option_id}"),
+            Outcome::Selected {
+                option_id,
+                kind: None,
+            } => format!("chose {option_id}"),
             Outcome::Cancelled => "cancelled".into(),
             Outcome::Error { .. } => "errored".into(),
         }
@@ -160,15 +165,15 @@ pub struct Rule {
 
 impl Rule {
     pub fn matches(&self, call: &ToolCall) -> bool {
-        if let Some(kind) = &self.kind {
-            if kind != call.kind.as_str() {
-                return false;
-            }
+        if let Some(kind) = &self.kind
+            && kind != call.kind.as_str()
+        {
+            return false;
         }
-        if let Some(g) = &self.title {
-            if !glob_match_text(g, &call.title) {
-                return false;
-            }
+        if let Some(g) = &self.title
+            && !glob_match_text(g, &call.title)
+        {
+            return false;
         }
         if let Some(g) = &self.command {
             match crate::enrich::command_of(call) {
@@ -240,16 +245,21 @@ impl Policy {
                     call.kind,
                     ToolKind::Read | ToolKind::Search | ToolKind::Think | ToolKind::Fetch
                 );
-                (if read_only { Verdict::Allow } else { Verdict::Reject }, me)
+                (
+                    if read_only {
+                        Verdict::Allow
+                    } else {
+                        Verdict::Reject
+                    },
+                    me,
+                )
             }
-            Policy::Rules { rules, fallback } => {
-                match rules.iter().find(|r| r.matches(call)) {
-                    Some(rule) if rule.action != Verdict::Ask => {
-                        (rule.action, Decider::Rule(rule.describe()))
-                    }
-                    _ => (*fallback, me),
+            Policy::Rules { rules, fallback } => match rules.iter().find(|r| r.matches(call)) {
+                Some(rule) if rule.action != Verdict::Ask => {
+                    (rule.action, Decider::Rule(rule.describe()))
                 }
-            }
+                _ => (*fallback, me),
+            },
             Policy::Ask => (Verdict::Ask, Decider::User),
         }
     }

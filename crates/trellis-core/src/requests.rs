@@ -12,7 +12,9 @@ use crate::wire::{self, ExitStatus, Message};
 
 /// A request from the agent to the client.
 pub(crate) fn agent_request(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
-    let (Some(id), Some(method)) = (msg.id.clone(), msg.method.as_deref()) else { return };
+    let (Some(id), Some(method)) = (msg.id.clone(), msg.method.as_deref()) else {
+        return;
+    };
     let req = match method {
         "session/request_permission" => match msg.params_as::<wire::PermissionParams>() {
             Ok(p) => permission_asked(cx, seq, &id, p),
@@ -22,7 +24,10 @@ pub(crate) fn agent_request(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
             }
         },
         "fs/write_text_file" => match msg.params_as::<wire::WriteParams>() {
-            Ok(p) => AgentRequest::Write { bytes: p.content.len(), path: p.path },
+            Ok(p) => AgentRequest::Write {
+                bytes: p.content.len(),
+                path: p.path,
+            },
             Err(_) => AgentRequest::Other,
         },
         "terminal/create" => match msg.params_as::<wire::TerminalCreateParams>() {
@@ -37,11 +42,15 @@ pub(crate) fn agent_request(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
             Err(_) => AgentRequest::Other,
         },
         "terminal/wait_for_exit" => match msg.params_as::<wire::TerminalIdParams>() {
-            Ok(p) => AgentRequest::TerminalWait { terminal_id: p.terminal_id },
+            Ok(p) => AgentRequest::TerminalWait {
+                terminal_id: p.terminal_id,
+            },
             Err(_) => AgentRequest::Other,
         },
         "terminal/output" => match msg.params_as::<wire::TerminalIdParams>() {
-            Ok(p) => AgentRequest::TerminalOutput { terminal_id: p.terminal_id },
+            Ok(p) => AgentRequest::TerminalOutput {
+                terminal_id: p.terminal_id,
+            },
             Err(_) => AgentRequest::Other,
         },
         "terminal/release" => {
@@ -57,10 +66,17 @@ pub(crate) fn agent_request(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
 
 fn malformed(cx: &mut Ctx<'_>, what: &str, error: &str) {
     *cx.s.counters.malformed.entry(what.to_string()).or_default() += 1;
-    cx.emit(EventBody::Warning { message: format!("skipped a malformed {what}: {error}") });
+    cx.emit(EventBody::Warning {
+        message: format!("skipped a malformed {what}: {error}"),
+    });
 }
 
-fn permission_asked(cx: &mut Ctx<'_>, seq: u64, id: &str, p: wire::PermissionParams) -> AgentRequest {
+fn permission_asked(
+    cx: &mut Ctx<'_>,
+    seq: u64,
+    id: &str,
+    p: wire::PermissionParams,
+) -> AgentRequest {
     let options: Vec<_> = p.options.into_iter().filter_map(|o| o.0).collect();
     let patch: ToolCallPatch = p.tool_call;
     let call_id = patch.tool_call_id.clone();
@@ -68,7 +84,9 @@ fn permission_asked(cx: &mut Ctx<'_>, seq: u64, id: &str, p: wire::PermissionPar
     let applied = cx.s.ledger.apply(patch, false, t, turn);
     if applied.created {
         cx.s.counters.unannounced_calls += 1;
-        cx.s.transcript.push(Entry::ToolCall { index: applied.index });
+        cx.s.transcript.push(Entry::ToolCall {
+            index: applied.index,
+        });
     }
     let call = cx.s.ledger.at_mut(applied.index);
     call.frames.push(seq);
@@ -94,7 +112,11 @@ fn permission_asked(cx: &mut Ctx<'_>, seq: u64, id: &str, p: wire::PermissionPar
     let (verdict, decider) = cx.s.policy.decide(&call);
     cx.s.agent_requests.insert(
         id.to_string(),
-        AgentRequest::Permission { call_id: call_id.clone(), options: options.clone(), answering: false },
+        AgentRequest::Permission {
+            call_id: call_id.clone(),
+            options: options.clone(),
+            answering: false,
+        },
     );
     if verdict != Verdict::Ask {
         // Cannot fail: the request was inserted just above and is not answering.
@@ -102,36 +124,60 @@ fn permission_asked(cx: &mut Ctx<'_>, seq: u64, id: &str, p: wire::PermissionPar
     }
     let answering = matches!(
         cx.s.agent_requests.get(id),
-        Some(AgentRequest::Permission { answering: true, .. })
+        Some(AgentRequest::Permission {
+            answering: true,
+            ..
+        })
     );
-    AgentRequest::Permission { call_id, options, answering }
+    AgentRequest::Permission {
+        call_id,
+        options,
+        answering,
+    }
 }
 
 /// The client's answer to an agent request.
 pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
     let Some(id) = msg.id.as_deref() else { return };
     let Some(req) = cx.s.agent_requests.remove(id) else {
-        cx.warn_once(format!("resp:{id}"), format!("client answered unknown agent request {id}"));
+        cx.warn_once(
+            format!("resp:{id}"),
+            format!("client answered unknown agent request {id}"),
+        );
         return;
     };
     let ok = msg.error.is_none();
     match req {
-        AgentRequest::Permission { call_id, options, .. } => {
+        AgentRequest::Permission {
+            call_id, options, ..
+        } => {
             let outcome = match (&msg.error, msg.result_as::<wire::PermissionResult>()) {
-                (Some(e), _) => Outcome::Error { message: e.message.clone() },
+                (Some(e), _) => Outcome::Error {
+                    message: e.message.clone(),
+                },
                 (None, Ok(r)) if r.outcome.outcome == "selected" => {
                     let option_id = r.outcome.option_id.unwrap_or_default();
-                    let kind = options.iter().find(|o| o.option_id == option_id).map(|o| o.kind);
+                    let kind = options
+                        .iter()
+                        .find(|o| o.option_id == option_id)
+                        .map(|o| o.kind);
                     Outcome::Selected { option_id, kind }
                 }
                 (None, Ok(_)) => Outcome::Cancelled,
-                (None, Err(e)) => Outcome::Error { message: format!("unreadable answer: {e}") },
+                (None, Err(e)) => Outcome::Error {
+                    message: format!("unreadable answer: {e}"),
+                },
             };
             let decider = cx.s.deciders.remove(id).unwrap_or(Decider::Unrecorded);
             let t = cx.t;
             if let Some(call) = cx.s.ledger.get_mut(&call_id) {
                 call.frames.push(seq);
-                if let Some(rec) = call.permissions.iter_mut().rev().find(|r| r.request_id == id) {
+                if let Some(rec) = call
+                    .permissions
+                    .iter_mut()
+                    .rev()
+                    .find(|r| r.request_id == id)
+                {
                     rec.outcome = Some(outcome.clone());
                     rec.decider = Some(decider.clone());
                     rec.decided_at = Some(t);
@@ -146,7 +192,11 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
         }
         AgentRequest::Write { path, bytes } if ok => {
             let call_id = edit_call_for_path(cx, &path);
-            cx.emit(EventBody::FileWritten { path, call_id, bytes });
+            cx.emit(EventBody::FileWritten {
+                path,
+                call_id,
+                bytes,
+            });
         }
         AgentRequest::TerminalCreate { command } if ok => {
             if let Ok(r) = msg.result_as::<wire::TerminalIdResult>() {
@@ -205,31 +255,42 @@ pub(crate) fn terminal_exited(cx: &mut Ctx<'_>, terminal_id: String, status: Exi
         return;
     }
     term.exit = Some(status.clone());
-    let call_id = cx
-        .s
-        .ledger
-        .calls()
-        .iter()
-        .rev()
-        .find(|c| {
-            c.content
-                .iter()
-                .any(|x| matches!(x, ToolContent::Terminal { terminal_id: t } if *t == terminal_id))
-        })
-        .map(|c| c.id.clone());
-    cx.emit(EventBody::TerminalExited { terminal_id, call_id, status });
+    let call_id =
+        cx.s.ledger
+            .calls()
+            .iter()
+            .rev()
+            .find(|c| {
+                c.content.iter().any(
+                    |x| matches!(x, ToolContent::Terminal { terminal_id: t } if *t == terminal_id),
+                )
+            })
+            .map(|c| c.id.clone());
+    cx.emit(EventBody::TerminalExited {
+        terminal_id,
+        call_id,
+        status,
+    });
 }
 
 /// A request from the client to the agent.
 pub(crate) fn client_request(cx: &mut Ctx<'_>, msg: Message) {
-    let (Some(id), Some(method)) = (msg.id.clone(), msg.method.as_deref()) else { return };
+    let (Some(id), Some(method)) = (msg.id.clone(), msg.method.as_deref()) else {
+        return;
+    };
     let req = match method {
         "initialize" => ClientRequest::Initialize,
         "session/new" => ClientRequest::NewSession {
-            cwd: msg.params_as::<wire::NewSessionParams>().ok().and_then(|p| p.cwd),
+            cwd: msg
+                .params_as::<wire::NewSessionParams>()
+                .ok()
+                .and_then(|p| p.cwd),
         },
         "session/load" => ClientRequest::LoadSession {
-            cwd: msg.params_as::<wire::NewSessionParams>().ok().and_then(|p| p.cwd),
+            cwd: msg
+                .params_as::<wire::NewSessionParams>()
+                .ok()
+                .and_then(|p| p.cwd),
         },
         "session/prompt" => {
             let text = msg
@@ -277,7 +338,10 @@ fn prompt_text(blocks: &[Box<RawValue>]) -> String {
 pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
     let Some(id) = msg.id.as_deref() else { return };
     let Some(req) = cx.s.client_requests.remove(id) else {
-        cx.warn_once(format!("aresp:{id}"), format!("agent answered unknown request {id}"));
+        cx.warn_once(
+            format!("aresp:{id}"),
+            format!("agent answered unknown request {id}"),
+        );
         return;
     };
     if let Some(err) = &msg.error {
@@ -288,7 +352,9 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
             ClientRequest::Prompt => "session/prompt",
             ClientRequest::Other => "request",
         };
-        cx.emit(EventBody::Warning { message: format!("agent refused {what}: {err}") });
+        cx.emit(EventBody::Warning {
+            message: format!("agent refused {what}: {err}"),
+        });
         if req == ClientRequest::Prompt {
             end_turn(cx, "protocol_error".into());
         }
@@ -303,7 +369,9 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
             }
         }
         ClientRequest::NewSession { cwd } | ClientRequest::LoadSession { cwd } => {
-            let r = msg.result_as::<wire::NewSessionResult>().unwrap_or_default();
+            let r = msg
+                .result_as::<wire::NewSessionResult>()
+                .unwrap_or_default();
             if let Some(id) = r.session_id {
                 cx.s.id = Some(id);
             }
@@ -313,13 +381,12 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
             if let Some(modes) = r.modes {
                 cx.s.mode = Some(modes.current_mode_id);
             }
-            let load_session = cx
-                .s
-                .agent_capabilities
-                .as_ref()
-                .and_then(|c| c.get("loadSession"))
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false);
+            let load_session =
+                cx.s.agent_capabilities
+                    .as_ref()
+                    .and_then(|c| c.get("loadSession"))
+                    .and_then(|v| v.as_bool())
+                    .unwrap_or(false);
             cx.emit(EventBody::SessionStarted {
                 agent: cx.s.agent.clone(),
                 cwd: cx.s.cwd.clone(),
@@ -332,7 +399,11 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
                 .result_as::<wire::PromptResult>()
                 .map(|r| r.stop_reason)
                 .unwrap_or_default();
-            let stop = if stop.is_empty() { "end_turn".to_string() } else { stop };
+            let stop = if stop.is_empty() {
+                "end_turn".to_string()
+            } else {
+                stop
+            };
             end_turn(cx, stop);
         }
         ClientRequest::Other => {}

@@ -50,11 +50,24 @@ pub struct TerminalState {
 /// An agent request the client has not answered yet.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum AgentRequest {
-    Permission { call_id: String, options: Vec<PermissionOption>, answering: bool },
-    Write { path: String, bytes: usize },
-    TerminalCreate { command: String },
-    TerminalWait { terminal_id: String },
-    TerminalOutput { terminal_id: String },
+    Permission {
+        call_id: String,
+        options: Vec<PermissionOption>,
+        answering: bool,
+    },
+    Write {
+        path: String,
+        bytes: usize,
+    },
+    TerminalCreate {
+        command: String,
+    },
+    TerminalWait {
+        terminal_id: String,
+    },
+    TerminalOutput {
+        terminal_id: String,
+    },
     Other,
 }
 
@@ -125,7 +138,10 @@ pub struct Session {
 
 impl Session {
     pub fn new(policy: Policy) -> Session {
-        Session { policy, ..Session::default() }
+        Session {
+            policy,
+            ..Session::default()
+        }
     }
 
     /// Permission requests still waiting for an answer: (request id, call id).
@@ -165,7 +181,10 @@ pub enum LocalRecord {
         started: f64,
     },
     /// Who answered a permission request (written just before the answer frame).
-    PermissionDecided { request_id: String, decider: Decider },
+    PermissionDecided {
+        request_id: String,
+        decider: Decider,
+    },
     /// Output a client terminal produced.
     TerminalOutput { terminal_id: String, data: String },
     /// A client terminal's command ended.

@@ -11,24 +11,36 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
     let params = match msg.params_as::<wire::UpdateParams>() {
         Ok(p) => p,
         Err(e) => {
-            *cx.s.counters.malformed.entry("session/update".into()).or_default() += 1;
-            cx.emit(EventBody::Warning { message: format!("skipped a malformed session/update: {e}") });
+            *cx.s
+                .counters
+                .malformed
+                .entry("session/update".into())
+                .or_default() += 1;
+            cx.emit(EventBody::Warning {
+                message: format!("skipped a malformed session/update: {e}"),
+            });
             return;
         }
     };
-    if let (Some(mine), Some(theirs)) = (&cx.s.id, &params.session_id) {
-        if mine != theirs {
-            let key = format!("foreign:{theirs}");
-            cx.warn_once(key, format!("ignored updates for another session {theirs}"));
-            return;
-        }
+    if let (Some(mine), Some(theirs)) = (&cx.s.id, &params.session_id)
+        && mine != theirs
+    {
+        let key = format!("foreign:{theirs}");
+        cx.warn_once(key, format!("ignored updates for another session {theirs}"));
+        return;
     }
     let raw = params.update.get();
     let tag = match serde_json::from_str::<wire::UpdateTag>(raw) {
         Ok(t) => t.session_update.into_owned(),
         Err(e) => {
-            *cx.s.counters.malformed.entry("session/update".into()).or_default() += 1;
-            cx.emit(EventBody::Warning { message: format!("skipped a session/update without a kind: {e}") });
+            *cx.s
+                .counters
+                .malformed
+                .entry("session/update".into())
+                .or_default() += 1;
+            cx.emit(EventBody::Warning {
+                message: format!("skipped a session/update without a kind: {e}"),
+            });
             return;
         }
     };
@@ -45,13 +57,19 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
             cx.emit(EventBody::Plan { entries });
         }),
         "available_commands_update" => serde_json::from_str::<wire::CommandsUpdate>(raw).map(|c| {
-            cx.s.commands = c.available_commands.into_iter().filter_map(|e| e.0).collect();
+            cx.s.commands = c
+                .available_commands
+                .into_iter()
+                .filter_map(|e| e.0)
+                .collect();
             let commands = cx.s.commands.clone();
             cx.emit(EventBody::CommandsUpdated { commands });
         }),
         "current_mode_update" => serde_json::from_str::<wire::ModeUpdate>(raw).map(|m| {
             cx.s.mode = Some(m.current_mode_id.clone());
-            cx.emit(EventBody::ModeChanged { mode: m.current_mode_id });
+            cx.emit(EventBody::ModeChanged {
+                mode: m.current_mode_id,
+            });
         }),
         "session_info_update" => serde_json::from_str::<wire::SessionInfoUpdate>(raw).map(|i| {
             if let Some(title) = i.title {
@@ -69,14 +87,23 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
         }
         _ => {
             cx.s.counters.updates -= 1;
-            *cx.s.counters.unknown_updates.entry(tag.clone()).or_default() += 1;
-            cx.warn_once(format!("update:{tag}"), format!("ignored unknown session/update kind {tag}"));
+            *cx.s
+                .counters
+                .unknown_updates
+                .entry(tag.clone())
+                .or_default() += 1;
+            cx.warn_once(
+                format!("update:{tag}"),
+                format!("ignored unknown session/update kind {tag}"),
+            );
             Ok(())
         }
     };
     if let Err(e) = result {
         *cx.s.counters.malformed.entry(tag.clone()).or_default() += 1;
-        cx.emit(EventBody::Warning { message: format!("skipped a malformed {tag} update: {e}") });
+        cx.emit(EventBody::Warning {
+            message: format!("skipped a malformed {tag} update: {e}"),
+        });
     }
 }
 
@@ -105,11 +132,20 @@ fn chunk(cx: &mut Ctx<'_>, raw: &str, role: Role) -> Result<(), serde_json::Erro
             turn,
         }));
     }
-    cx.emit(EventBody::MessageChunk { role, message_id: c.message_id, text });
+    cx.emit(EventBody::MessageChunk {
+        role,
+        message_id: c.message_id,
+        text,
+    });
     Ok(())
 }
 
-fn tool_call(cx: &mut Ctx<'_>, seq: u64, raw: &str, announce: bool) -> Result<(), serde_json::Error> {
+fn tool_call(
+    cx: &mut Ctx<'_>,
+    seq: u64,
+    raw: &str,
+    announce: bool,
+) -> Result<(), serde_json::Error> {
     let patch: ToolCallPatch = serde_json::from_str(raw)?;
     if patch.tool_call_id.is_empty() {
         return Err(serde::de::Error::custom("missing toolCallId"));
@@ -120,7 +156,9 @@ fn tool_call(cx: &mut Ctx<'_>, seq: u64, raw: &str, announce: bool) -> Result<()
     let applied = cx.s.ledger.apply(patch, announce, t, turn);
     cx.s.ledger.at_mut(applied.index).frames.push(seq);
     if applied.created {
-        cx.s.transcript.push(Entry::ToolCall { index: applied.index });
+        cx.s.transcript.push(Entry::ToolCall {
+            index: applied.index,
+        });
         if !announce {
             cx.s.counters.unannounced_calls += 1;
             cx.emit(EventBody::Warning {

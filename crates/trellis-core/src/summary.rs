@@ -22,14 +22,17 @@ pub fn status_glyph(s: ToolStatus) -> &'static str {
 /// Size or exit summary of a call: `exit 1`, `+3 −1`, `42 lines`.
 pub fn size_summary(call: &ToolCall, session: &Session) -> Option<String> {
     for c in &call.content {
-        if let crate::tool_call::ToolContent::Terminal { terminal_id } = c {
-            if let Some(exit) = session.terminals.get(terminal_id).and_then(|t| t.exit.as_ref()) {
-                return Some(match (&exit.exit_code, &exit.signal) {
-                    (Some(code), _) => format!("exit {code}"),
-                    (None, Some(sig)) => format!("killed by {sig}"),
-                    _ => "exited".into(),
-                });
-            }
+        if let crate::tool_call::ToolContent::Terminal { terminal_id } = c
+            && let Some(exit) = session
+                .terminals
+                .get(terminal_id)
+                .and_then(|t| t.exit.as_ref())
+        {
+            return Some(match (&exit.exit_code, &exit.signal) {
+                (Some(code), _) => format!("exit {code}"),
+                (None, Some(sig)) => format!("killed by {sig}"),
+                _ => "exited".into(),
+            });
         }
     }
     if let Some((add, del)) = diff_stat(call) {
@@ -40,7 +43,9 @@ pub fn size_summary(call: &ToolCall, session: &Session) -> Option<String> {
         .content
         .iter()
         .filter_map(|c| match c {
-            crate::tool_call::ToolContent::Terminal { terminal_id } => session.terminals.get(terminal_id),
+            crate::tool_call::ToolContent::Terminal { terminal_id } => {
+                session.terminals.get(terminal_id)
+            }
             _ => None,
         })
         .map(|t| crate::tool_call::count_lines(&t.output))
@@ -64,7 +69,12 @@ pub fn permission_summary(call: &ToolCall) -> Option<String> {
 
 /// One line for a call, as headless text mode prints it.
 pub fn tool_line(call: &ToolCall, session: &Session) -> String {
-    let mut line = format!("{} {:<7} {}", status_glyph(call.status), call.kind.as_str(), card_title(call));
+    let mut line = format!(
+        "{} {:<7} {}",
+        status_glyph(call.status),
+        call.kind.as_str(),
+        card_title(call)
+    );
     if let Some(d) = call.duration() {
         let _ = write!(line, " · {d:.1}s");
     }
@@ -126,7 +136,10 @@ pub fn ledger_summary(session: &Session) -> String {
         let _ = writeln!(out, "last turn: {stop} (turns: {})", session.turn);
     }
     let k = &session.counters;
-    if k.invalid_lines + k.unannounced_calls > 0 || !k.unknown_updates.is_empty() || !k.malformed.is_empty() {
+    if k.invalid_lines + k.unannounced_calls > 0
+        || !k.unknown_updates.is_empty()
+        || !k.malformed.is_empty()
+    {
         let _ = writeln!(
             out,
             "skipped input: {} invalid lines, {} unannounced calls, unknown updates {:?}, malformed {:?}",

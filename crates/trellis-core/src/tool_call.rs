@@ -178,8 +178,16 @@ impl PartialEq for ToolContent {
             (Text { text: a }, Text { text: b }) => a == b,
             (Block { block: a }, Block { block: b }) => a.get() == b.get(),
             (
-                Diff { path: p1, old_text: o1, new_text: n1 },
-                Diff { path: p2, old_text: o2, new_text: n2 },
+                Diff {
+                    path: p1,
+                    old_text: o1,
+                    new_text: n1,
+                },
+                Diff {
+                    path: p2,
+                    old_text: o2,
+                    new_text: n2,
+                },
             ) => p1 == p2 && o1 == o2 && n1 == n2,
             (Terminal { terminal_id: a }, Terminal { terminal_id: b }) => a == b,
             _ => false,
@@ -193,10 +201,13 @@ impl ToolContent {
             "content" => {
                 let raw = w.content?;
                 match serde_json::from_str::<WireTextBlock>(raw.get()) {
-                    Ok(WireTextBlock { ty, text: Some(text) }) if ty == "text" => {
-                        Some(ToolContent::Text { text })
-                    }
-                    Ok(_) => Some(ToolContent::Block { block: raw.to_owned() }),
+                    Ok(WireTextBlock {
+                        ty,
+                        text: Some(text),
+                    }) if ty == "text" => Some(ToolContent::Text { text }),
+                    Ok(_) => Some(ToolContent::Block {
+                        block: raw.to_owned(),
+                    }),
                     Err(_) => None,
                 }
             }
@@ -205,7 +216,9 @@ impl ToolContent {
                 old_text: w.old_text,
                 new_text: w.new_text?,
             }),
-            "terminal" => Some(ToolContent::Terminal { terminal_id: w.terminal_id? }),
+            "terminal" => Some(ToolContent::Terminal {
+                terminal_id: w.terminal_id?,
+            }),
             _ => None,
         }
     }
@@ -314,7 +327,9 @@ impl ToolCallPatch {
         macro_rules! take {
             ($($f:ident),*) => { $( if later.$f.is_some() { self.$f = later.$f; } )* };
         }
-        take!(title, kind, status, content, locations, raw_input, raw_output, name);
+        take!(
+            title, kind, status, content, locations, raw_input, raw_output, name
+        );
         self
     }
 }
@@ -403,7 +418,10 @@ impl ToolCall {
             raw_output: None,
             name: None,
             announced: false,
-            status_history: vec![StatusChange { status: ToolStatus::Pending, t }],
+            status_history: vec![StatusChange {
+                status: ToolStatus::Pending,
+                t,
+            }],
             permissions: Vec::new(),
             frames: Vec::new(),
             turn,
@@ -454,7 +472,9 @@ impl ToolCall {
     pub fn duration(&self) -> Option<f64> {
         let first = self.status_history.first()?;
         let last = self.status_history.last()?;
-        self.status.is_terminal().then(|| (last.t - first.t).max(0.0))
+        self.status
+            .is_terminal()
+            .then(|| (last.t - first.t).max(0.0))
     }
 
     /// Bytes and lines of displayable output held for this call.

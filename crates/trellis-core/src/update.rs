@@ -18,13 +18,28 @@ use crate::wire::{Dir, Message};
 #[non_exhaustive]
 pub enum Action {
     /// A JSON-RPC message on the agent's stdio. `seq` numbers frames in log order.
-    Frame { seq: u64, t: f64, dir: Dir, msg: Message },
+    Frame {
+        seq: u64,
+        t: f64,
+        dir: Dir,
+        msg: Message,
+    },
     /// A line that was not JSON-RPC (it is kept verbatim in the log).
-    InvalidLine { t: f64, dir: Dir, len: usize, error: String },
+    InvalidLine {
+        t: f64,
+        dir: Dir,
+        len: usize,
+        error: String,
+    },
     /// A client-side record (also written to the log).
     Local { t: f64, record: LocalRecord },
     /// The user (or an extension) answers an open permission request.
-    Decide { t: f64, request_id: String, choice: Choice, decider: Decider },
+    Decide {
+        t: f64,
+        request_id: String,
+        choice: Choice,
+        decider: Decider,
+    },
     /// The user wants the running turn cancelled.
     Cancel { t: f64 },
 }
@@ -46,7 +61,11 @@ pub enum Effect {
     /// Deliver a normalized event (headless output, UI, extensions).
     Emit(Event),
     /// Answer the agent's permission request `request_id`, recording `decider` first.
-    Answer { request_id: String, outcome: Outcome, decider: Decider },
+    Answer {
+        request_id: String,
+        outcome: Outcome,
+        decider: Decider,
+    },
     /// Send `session/cancel` for the session.
     SendCancel,
     /// Make the log durable (end of a turn).
@@ -101,13 +120,19 @@ pub fn update(state: &mut Session, action: Action) -> Vec<Effect> {
         | Action::Decide { t, .. }
         | Action::Cancel { t } => *t,
     };
-    let mut cx = Ctx { s: state, fx: Vec::new(), t };
+    let mut cx = Ctx {
+        s: state,
+        fx: Vec::new(),
+        t,
+    };
     match action {
         Action::Frame { seq, dir, msg, .. } => {
             cx.s.counters.frames += 1;
             frame(&mut cx, seq, dir, msg);
         }
-        Action::InvalidLine { dir, len, error, .. } => {
+        Action::InvalidLine {
+            dir, len, error, ..
+        } => {
             cx.s.counters.invalid_lines += 1;
             let who = match dir {
                 Dir::AgentToClient => "agent",
@@ -118,9 +143,16 @@ pub fn update(state: &mut Session, action: Action) -> Vec<Effect> {
             });
         }
         Action::Local { record, .. } => crate::local::apply(&mut cx, record),
-        Action::Decide { request_id, choice, decider, .. } => {
+        Action::Decide {
+            request_id,
+            choice,
+            decider,
+            ..
+        } => {
             if let Err(e) = decide(&mut cx, &request_id, choice, decider) {
-                cx.emit(EventBody::Warning { message: e.to_string() });
+                cx.emit(EventBody::Warning {
+                    message: e.to_string(),
+                });
             }
         }
         Action::Cancel { .. } => {
@@ -139,8 +171,9 @@ pub(crate) fn decide(
     choice: Choice,
     decider: Decider,
 ) -> Result<(), DecideError> {
-    let Some(AgentRequest::Permission { options, answering, .. }) =
-        cx.s.agent_requests.get_mut(request_id)
+    let Some(AgentRequest::Permission {
+        options, answering, ..
+    }) = cx.s.agent_requests.get_mut(request_id)
     else {
         return Err(DecideError::NotOpen(request_id.to_string()));
     };
@@ -150,7 +183,10 @@ pub(crate) fn decide(
     let outcome = match choice {
         Choice::Cancelled => Outcome::Cancelled,
         Choice::Option(id) => match options.iter().find(|o| o.option_id == id) {
-            Some(o) => Outcome::Selected { option_id: id, kind: Some(o.kind) },
+            Some(o) => Outcome::Selected {
+                option_id: id,
+                kind: Some(o.kind),
+            },
             None => {
                 return Err(DecideError::InvalidOption {
                     request: request_id.to_string(),
@@ -159,16 +195,26 @@ pub(crate) fn decide(
             }
         },
         Choice::Verdict(v) => match choose_option(options, v) {
-            Some(o) => Outcome::Selected { option_id: o.option_id.clone(), kind: Some(o.kind) },
+            Some(o) => Outcome::Selected {
+                option_id: o.option_id.clone(),
+                kind: Some(o.kind),
+            },
             // Nothing to allow with: refuse rather than approve anything else.
             None => match choose_option(options, Verdict::Reject) {
-                Some(o) => Outcome::Selected { option_id: o.option_id.clone(), kind: Some(o.kind) },
+                Some(o) => Outcome::Selected {
+                    option_id: o.option_id.clone(),
+                    kind: Some(o.kind),
+                },
                 None => Outcome::Cancelled,
             },
         },
     };
     *answering = true;
-    cx.fx.push(Effect::Answer { request_id: request_id.to_string(), outcome, decider });
+    cx.fx.push(Effect::Answer {
+        request_id: request_id.to_string(),
+        outcome,
+        decider,
+    });
     Ok(())
 }
 
@@ -179,8 +225,15 @@ fn frame(cx: &mut Ctx<'_>, seq: u64, dir: Dir, msg: Message) {
             Some("session/update") => crate::session_update::apply(cx, seq, &msg),
             Some(other) => {
                 let other = other.to_string();
-                *cx.s.counters.unknown_notifications.entry(other.clone()).or_default() += 1;
-                cx.warn_once(format!("notif:{other}"), format!("ignored unknown notification {other}"));
+                *cx.s
+                    .counters
+                    .unknown_notifications
+                    .entry(other.clone())
+                    .or_default() += 1;
+                cx.warn_once(
+                    format!("notif:{other}"),
+                    format!("ignored unknown notification {other}"),
+                );
             }
             None => {}
         },
@@ -219,7 +272,11 @@ pub(crate) fn mark_open_calls(cx: &mut Ctx<'_>, turn: u32, status: ToolStatus) -
         let prev = call.set_status(status, t);
         marked.push(call.id.clone());
         let call = call.clone();
-        cx.emit(EventBody::ToolCallUpdated { previous_status: prev, status, call });
+        cx.emit(EventBody::ToolCallUpdated {
+            previous_status: prev,
+            status,
+            call,
+        });
     }
     marked
 }
@@ -230,10 +287,18 @@ pub(crate) fn end_turn(cx: &mut Ctx<'_>, stop_reason: String) {
         return;
     }
     cx.s.turn_open = false;
-    let mark = if stop_reason == "cancelled" { ToolStatus::Cancelled } else { ToolStatus::Unfinished };
+    let mark = if stop_reason == "cancelled" {
+        ToolStatus::Cancelled
+    } else {
+        ToolStatus::Unfinished
+    };
     let unfinished = mark_open_calls(cx, cx.s.turn, mark);
     cx.s.last_stop = Some(stop_reason.clone());
     let turn = cx.s.turn;
-    cx.emit(EventBody::TurnEnded { turn, stop_reason, unfinished });
+    cx.emit(EventBody::TurnEnded {
+        turn,
+        stop_reason,
+        unfinished,
+    });
     cx.fx.push(Effect::Sync);
 }

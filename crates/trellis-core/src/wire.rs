@@ -76,8 +76,12 @@ pub enum DecodeError {
 impl Message {
     /// Parses one line of the ACP stream.
     pub fn parse(line: &str) -> Result<Message, DecodeError> {
-        let env: Envelope = serde_json::from_str(line).map_err(|e| DecodeError::Json(e.to_string()))?;
-        let id = env.id.map(|r| r.get().trim().to_string()).filter(|s| s != "null");
+        let env: Envelope =
+            serde_json::from_str(line).map_err(|e| DecodeError::Json(e.to_string()))?;
+        let id = env
+            .id
+            .map(|r| r.get().trim().to_string())
+            .filter(|s| s != "null");
         if env.method.is_none() && id.is_none() && env.error.is_none() {
             return Err(DecodeError::NotJsonRpc);
         }

@@ -1,4 +1,5 @@
 //! Property tests of the ledger merge rule and reducer-level robustness.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use proptest::prelude::*;
 use serde_json::json;
@@ -22,20 +23,33 @@ fn arb_patch() -> impl Strategy<Value = ToolCallPatch> {
         proptest::option::of(0usize..10),
         arb_status(),
         proptest::option::of(proptest::collection::vec("[a-z\n]{0,6}", 0..3)),
-        proptest::option::of(proptest::collection::vec(("/[a-z]{1,4}", proptest::option::of(1u32..50)), 0..3)),
+        proptest::option::of(proptest::collection::vec(
+            ("/[a-z]{1,4}", proptest::option::of(1u32..50)),
+            0..3,
+        )),
         proptest::option::of("[a-z]{0,5}"),
     )
-        .prop_map(|(title, kind, status, content, locations, name)| ToolCallPatch {
-            tool_call_id: "c".into(),
-            title,
-            kind: kind.map(|k| ToolKind::ALL[k]),
-            status,
-            content: content.map(|v| v.into_iter().map(|text| ToolContent::Text { text }).collect()),
-            locations: locations.map(|v| v.into_iter().map(|(path, line)| Location { path, line }).collect()),
-            raw_input: None,
-            raw_output: None,
-            name,
-        })
+        .prop_map(
+            |(title, kind, status, content, locations, name)| ToolCallPatch {
+                tool_call_id: "c".into(),
+                title,
+                kind: kind.map(|k| ToolKind::ALL[k]),
+                status,
+                content: content.map(|v| {
+                    v.into_iter()
+                        .map(|text| ToolContent::Text { text })
+                        .collect()
+                }),
+                locations: locations.map(|v| {
+                    v.into_iter()
+                        .map(|(path, line)| Location { path, line })
+                        .collect()
+                }),
+                raw_input: None,
+                raw_output: None,
+                name,
+            },
+        )
 }
 
 fn applied(patches: &[ToolCallPatch]) -> ToolCall {
@@ -43,7 +57,9 @@ fn applied(patches: &[ToolCallPatch]) -> ToolCall {
     for p in patches {
         l.apply(p.clone(), true, 0.0, 1);
     }
-    l.get("c").cloned().unwrap_or_else(|| ToolCall::placeholder("c".into(), 0.0, 1))
+    l.get("c")
+        .cloned()
+        .unwrap_or_else(|| ToolCall::placeholder("c".into(), 0.0, 1))
 }
 
 /// Keeps only the fields of `p` in `mask` (a bit per field).
@@ -87,37 +103,82 @@ proptest! {
 #[test]
 fn null_and_absent_fields_keep_values_and_collections_are_replaced() {
     let mut l = Ledger::default();
-    let p1: ToolCallPatch = serde_json::from_str(&json!({"toolCallId":"x","title":"T","kind":"edit",
+    let p1: ToolCallPatch = serde_json::from_str(
+        &json!({"toolCallId":"x","title":"T","kind":"edit",
         "content":[{"type":"content","content":{"type":"text","text":"a"}},{"type":"bogus"}],
-        "locations":[{"path":"/a"},{"path":"/b"}]}).to_string()).unwrap();
+        "locations":[{"path":"/a"},{"path":"/b"}]})
+        .to_string(),
+    )
+    .unwrap();
     l.apply(p1, true, 0.0, 1);
-    let p2: ToolCallPatch = serde_json::from_str(&json!({"toolCallId":"x","title":null,"kind":"wat",
-        "status":"weird","locations":[{"path":"/c"}],"_meta":{"k":1}}).to_string()).unwrap();
+    let p2: ToolCallPatch = serde_json::from_str(
+        &json!({"toolCallId":"x","title":null,"kind":"wat",
+        "status":"weird","locations":[{"path":"/c"}],"_meta":{"k":1}})
+        .to_string(),
+    )
+    .unwrap();
     l.apply(p2, false, 1.0, 1);
     let c = l.get("x").unwrap();
     assert_eq!(c.title, "T");
     assert_eq!(c.kind, ToolKind::Other, "unknown kind falls back to other");
     assert_eq!(c.status, ToolStatus::Pending, "unknown status is ignored");
     assert_eq!(c.content.len(), 1, "the malformed item was skipped");
-    assert_eq!(c.locations, vec![Location { path: "/c".into(), line: None }]);
+    assert_eq!(
+        c.locations,
+        vec![Location {
+            path: "/c".into(),
+            line: None
+        }]
+    );
 }
 
 fn frame(seq: u64, dir: Dir, v: serde_json::Value) -> Action {
-    Action::Frame { seq, t: seq as f64, dir, msg: Message::parse(&v.to_string()).unwrap() }
+    Action::Frame {
+        seq,
+        t: seq as f64,
+        dir,
+        msg: Message::parse(&v.to_string()).unwrap(),
+    }
 }
 
 #[test]
 fn meta_only_update_changes_nothing_and_repeated_tool_call_is_an_update() {
     let mut s = Session::new(Policy::Ask);
     let up = |u: serde_json::Value| json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}});
-    update(&mut s, frame(1, Dir::AgentToClient, up(json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"A","status":"in_progress","kind":"read"}))));
+    update(
+        &mut s,
+        frame(
+            1,
+            Dir::AgentToClient,
+            up(
+                json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"A","status":"in_progress","kind":"read"}),
+            ),
+        ),
+    );
     let before = s.ledger.get("a").unwrap().clone();
-    let fx = update(&mut s, frame(2, Dir::AgentToClient, up(json!({"sessionUpdate":"tool_call_update","toolCallId":"a","_meta":{"x":1}}))));
+    let fx = update(
+        &mut s,
+        frame(
+            2,
+            Dir::AgentToClient,
+            up(json!({"sessionUpdate":"tool_call_update","toolCallId":"a","_meta":{"x":1}})),
+        ),
+    );
     assert!(fx.is_empty(), "a _meta-only update emits nothing");
     assert_eq!(s.ledger.get("a").unwrap(), &before);
-    update(&mut s, frame(3, Dir::AgentToClient, up(json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"A2"}))));
+    update(
+        &mut s,
+        frame(
+            3,
+            Dir::AgentToClient,
+            up(json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"A2"})),
+        ),
+    );
     let c = s.ledger.get("a").unwrap();
-    assert_eq!((c.title.as_str(), c.status, c.kind), ("A2", ToolStatus::InProgress, ToolKind::Read));
+    assert_eq!(
+        (c.title.as_str(), c.status, c.kind),
+        ("A2", ToolStatus::InProgress, ToolKind::Read)
+    );
     assert_eq!(s.ledger.len(), 1);
     assert_eq!(c.frames, vec![1, 2, 3]);
 }
@@ -125,26 +186,74 @@ fn meta_only_update_changes_nothing_and_repeated_tool_call_is_an_update() {
 #[test]
 fn cancel_answers_every_open_permission_once() {
     let mut s = Session::new(Policy::Ask);
-    update(&mut s, frame(1, Dir::ClientToAgent, json!({"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}})));
+    update(
+        &mut s,
+        frame(
+            1,
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}),
+        ),
+    );
     for id in [0, 1] {
-        update(&mut s, frame(2 + id, Dir::AgentToClient, json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission",
+        update(
+            &mut s,
+            frame(
+                2 + id,
+                Dir::AgentToClient,
+                json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission",
             "params":{"sessionId":"S","toolCall":{"toolCallId":format!("c{id}"),"title":"E"},
-            "options":[{"optionId":"ok","name":"OK","kind":"allow_once"}]}})));
+            "options":[{"optionId":"ok","name":"OK","kind":"allow_once"}]}}),
+            ),
+        );
     }
     // The user answers the first one, then cancels.
-    let fx = update(&mut s, Action::Decide { t: 4.0, request_id: "0".into(),
-        choice: trellis_core::Choice::Option("ok".into()), decider: trellis_core::Decider::User });
+    let fx = update(
+        &mut s,
+        Action::Decide {
+            t: 4.0,
+            request_id: "0".into(),
+            choice: trellis_core::Choice::Option("ok".into()),
+            decider: trellis_core::Decider::User,
+        },
+    );
     assert_eq!(fx.len(), 1);
     let fx = update(&mut s, Action::Cancel { t: 5.0 });
     assert!(matches!(fx.as_slice(), [trellis_core::Effect::SendCancel]));
-    let fx = update(&mut s, frame(6, Dir::ClientToAgent, json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"S"}})));
-    let answers: Vec<_> = fx.iter().filter_map(|f| match f {
-        trellis_core::Effect::Answer { request_id, outcome, .. } => Some((request_id.clone(), outcome.clone())),
-        _ => None,
-    }).collect();
-    assert_eq!(answers, vec![("1".to_string(), trellis_core::Outcome::Cancelled)]);
+    let fx = update(
+        &mut s,
+        frame(
+            6,
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"S"}}),
+        ),
+    );
+    let answers: Vec<_> = fx
+        .iter()
+        .filter_map(|f| match f {
+            trellis_core::Effect::Answer {
+                request_id,
+                outcome,
+                ..
+            } => Some((request_id.clone(), outcome.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        vec![("1".to_string(), trellis_core::Outcome::Cancelled)]
+    );
     // A second decision for an answered request is refused.
-    let fx = update(&mut s, Action::Decide { t: 7.0, request_id: "1".into(),
-        choice: trellis_core::Choice::Cancelled, decider: trellis_core::Decider::User });
-    assert!(fx.iter().all(|f| !matches!(f, trellis_core::Effect::Answer { .. })));
+    let fx = update(
+        &mut s,
+        Action::Decide {
+            t: 7.0,
+            request_id: "1".into(),
+            choice: trellis_core::Choice::Cancelled,
+            decider: trellis_core::Decider::User,
+        },
+    );
+    assert!(
+        fx.iter()
+            .all(|f| !matches!(f, trellis_core::Effect::Answer { .. }))
+    );
 }

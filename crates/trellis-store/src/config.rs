@@ -69,9 +69,17 @@ pub struct Config {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{path}:{line}: {key}: {message}")]
-    Invalid { path: PathBuf, line: usize, key: String, message: String },
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        key: String,
+        message: String,
+    },
     #[error("{path}: cannot read: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// The presets Trellis knows without any config, with their documented commands.
@@ -84,13 +92,19 @@ pub fn builtin_presets() -> BTreeMap<String, AgentPreset> {
         auth_method: None,
     };
     let mut m = BTreeMap::new();
-    m.insert("claude".into(), preset("npx", &["-y", "@zed-industries/claude-agent-acp"]));
+    m.insert(
+        "claude".into(),
+        preset("npx", &["-y", "@zed-industries/claude-agent-acp"]),
+    );
     let mut gemini = preset("gemini", &["--acp"]);
     // Gemini CLI cannot create new files when the client advertises reads (it misreads the
     // not-found answer), so it gets writes only.
     gemini.capabilities.read_text_file = Some(false);
     m.insert("gemini".into(), gemini);
-    m.insert("codex".into(), preset("npx", &["-y", "@zed-industries/codex-acp"]));
+    m.insert(
+        "codex".into(),
+        preset("npx", &["-y", "@zed-industries/codex-acp"]),
+    );
     m.insert("goose".into(), preset("goose", &["acp"]));
     m.insert("opencode".into(), preset("opencode", &["acp"]));
     m
@@ -102,7 +116,10 @@ impl Config {
         match std::fs::read_to_string(path) {
             Ok(text) => Config::parse(&text, path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-            Err(source) => Err(ConfigError::Io { path: path.to_path_buf(), source }),
+            Err(source) => Err(ConfigError::Io {
+                path: path.to_path_buf(),
+                source,
+            }),
         }
     }
 
@@ -127,7 +144,12 @@ pub fn parse_toml<T: for<'de> Deserialize<'de>>(text: &str, path: &Path) -> Resu
         let line = text[..offset].matches('\n').count() + 1;
         let message = e.message().trim().to_string();
         let key = key_at(text, offset, &message);
-        ConfigError::Invalid { path: path.to_path_buf(), line, key, message }
+        ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line,
+            key,
+            message,
+        }
     })
 }
 
@@ -136,7 +158,10 @@ pub fn parse_toml<T: for<'de> Deserialize<'de>>(text: &str, path: &Path) -> Resu
 fn key_at(text: &str, offset: usize, message: &str) -> String {
     let before = &text[..offset];
     let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let line_end = text[offset..].find('\n').map(|i| offset + i).unwrap_or(text.len());
+    let line_end = text[offset..]
+        .find('\n')
+        .map(|i| offset + i)
+        .unwrap_or(text.len());
     let line = &text[line_start..line_end];
     let mut table = String::new();
     for l in before[..line_start].lines() {
@@ -147,20 +172,37 @@ fn key_at(text: &str, offset: usize, message: &str) -> String {
     }
     let own = line.trim();
     let key = if own.starts_with('[') {
-        own.trim_matches(|c| c == '[' || c == ']').trim().to_string()
+        own.trim_matches(|c| c == '[' || c == ']')
+            .trim()
+            .to_string()
     } else if let Some((k, _)) = own.split_once('=') {
         let k = k.trim().trim_matches('"').to_string();
-        if table.is_empty() { k } else { format!("{table}.{k}") }
+        if table.is_empty() {
+            k
+        } else {
+            format!("{table}.{k}")
+        }
     } else {
         table
     };
     // "unknown field `x`" names the key better than the span does.
-    if let Some(rest) = message.strip_prefix("unknown field `") {
-        if let Some(field) = rest.split('`').next() {
-            return if key.is_empty() || key.ends_with(field) { format!("{key}{}", if key.is_empty() { field } else { "" }) } else { format!("{key}.{field}") };
-        }
+    if let Some(field) = message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        return if key.is_empty() {
+            field.to_string()
+        } else if key.ends_with(field) {
+            key
+        } else {
+            format!("{key}.{field}")
+        };
     }
-    if key.is_empty() { "(top level)".into() } else { key }
+    if key.is_empty() {
+        "(top level)".into()
+    } else {
+        key
+    }
 }
 
 #[cfg(test)]
@@ -168,7 +210,9 @@ mod tests {
     use super::*;
 
     fn err(text: &str) -> String {
-        Config::parse(text, Path::new("config.toml")).unwrap_err().to_string()
+        Config::parse(text, Path::new("config.toml"))
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -194,7 +238,10 @@ kind = "read"
         .unwrap();
         assert_eq!(c.default_agent.as_deref(), Some("mine"));
         assert_eq!(c.preset("mine").unwrap().args, vec!["--acp"]);
-        assert_eq!(c.preset("gemini").unwrap().capabilities.read_text_file, Some(false));
+        assert_eq!(
+            c.preset("gemini").unwrap().capabilities.read_text_file,
+            Some(false)
+        );
         assert_eq!(c.permissions.rules.len(), 1);
     }
 

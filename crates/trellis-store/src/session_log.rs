@@ -19,26 +19,47 @@ pub struct LogWriter {
 impl LogWriter {
     /// Creates a new log file under `sessions_dir/YYYY-MM-DD/`, named after the time and agent.
     pub fn create_in(sessions_dir: &Path, agent: &str) -> io::Result<LogWriter> {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         let (date, time) = civil(now.as_secs());
         let dir = sessions_dir.join(date);
         std::fs::create_dir_all(&dir)?;
         let slug: String = agent
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .take(32)
             .collect();
         let base = format!("{time}-{slug}-{}", std::process::id());
         for n in 0..1000 {
-            let name = if n == 0 { format!("{base}.jsonl") } else { format!("{base}-{n}.jsonl") };
+            let name = if n == 0 {
+                format!("{base}.jsonl")
+            } else {
+                format!("{base}-{n}.jsonl")
+            };
             let path = dir.join(name);
             match OpenOptions::new().append(true).create_new(true).open(&path) {
-                Ok(file) => return Ok(LogWriter { file, path, bytes: 0 }),
+                Ok(file) => {
+                    return Ok(LogWriter {
+                        file,
+                        path,
+                        bytes: 0,
+                    });
+                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
         }
-        Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free log file name"))
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "no free log file name",
+        ))
     }
 
     /// Opens (or creates) a log at an explicit path, appending.
@@ -48,7 +69,11 @@ impl LogWriter {
         }
         let file = OpenOptions::new().append(true).create(true).open(path)?;
         let bytes = file.metadata()?.len();
-        Ok(LogWriter { file, path: path.to_path_buf(), bytes })
+        Ok(LogWriter {
+            file,
+            path: path.to_path_buf(),
+            bytes,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -104,7 +129,10 @@ mod tests {
     #[test]
     fn civil_dates() {
         assert_eq!(civil(0), ("1970-01-01".into(), "000000".into()));
-        assert_eq!(civil(1795996800 + 3661), ("2026-11-30".into(), "010101".into()));
+        assert_eq!(
+            civil(1795996800 + 3661),
+            ("2026-11-30".into(), "010101".into())
+        );
     }
 
     #[test]

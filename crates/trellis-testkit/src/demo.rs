@@ -28,7 +28,11 @@ pub struct DemoOptions {
 
 impl Default for DemoOptions {
     fn default() -> Self {
-        DemoOptions { calls: 0, lines: 20, delay: Duration::from_millis(120) }
+        DemoOptions {
+            calls: 0,
+            lines: 20,
+            delay: Duration::from_millis(120),
+        }
     }
 }
 
@@ -63,7 +67,8 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
             Some(Incoming::Message(v)) => v,
             Some(Incoming::Closed) | None => return Ok(()),
         };
-        let (Some(method), Some(id)) = (msg.get("method").and_then(Value::as_str), msg.get("id")) else {
+        let (Some(method), Some(id)) = (msg.get("method").and_then(Value::as_str), msg.get("id"))
+        else {
             continue; // notifications outside a turn (a late cancel) and stray responses
         };
         let id = id.clone();
@@ -90,7 +95,11 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                 let cwd = params["cwd"].as_str().unwrap_or(".").to_string();
                 demo.workspace = Path::new(&cwd).join("demo-workspace");
                 if let Err(e) = seed_workspace(&demo.workspace) {
-                    demo.peer.respond_error(&id, -32603, &format!("cannot create the demo workspace: {e}"))?;
+                    demo.peer.respond_error(
+                        &id,
+                        -32603,
+                        &format!("cannot create the demo workspace: {e}"),
+                    )?;
                     continue;
                 }
                 demo.session_id = format!("demo-{}", std::process::id());
@@ -106,10 +115,16 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
             "session/set_mode" => demo.peer.respond(&id, json!({}))?,
             "session/prompt" => {
                 demo.prompts += 1;
-                let stop = if demo.opts.calls > 0 { demo.load()? } else { demo.story()? };
+                let stop = if demo.opts.calls > 0 {
+                    demo.load()?
+                } else {
+                    demo.story()?
+                };
                 demo.peer.respond(&id, json!({"stopReason": stop}))?;
             }
-            other => demo.peer.respond_error(&id, -32601, &format!("Method not found: {other}"))?,
+            other => demo
+                .peer
+                .respond_error(&id, -32601, &format!("Method not found: {other}"))?,
         }
     }
 }
@@ -131,7 +146,10 @@ fn seed_workspace(dir: &Path) -> std::io::Result<()> {
 impl Demo {
     fn update(&mut self, update: Value) -> Result<(), PeerError> {
         let sid = self.session_id.clone();
-        self.peer.notify("session/update", json!({"sessionId": sid, "update": update}))?;
+        self.peer.notify(
+            "session/update",
+            json!({"sessionId": sid, "update": update}),
+        )?;
         Ok(())
     }
 
@@ -164,7 +182,12 @@ impl Demo {
     }
 
     fn plan(&mut self, done: usize) -> Result<(), PeerError> {
-        let steps = ["Read the README", "Find TODOs", "Fix the TODO in src/lib.rs", "Run the tests"];
+        let steps = [
+            "Read the README",
+            "Find TODOs",
+            "Fix the TODO in src/lib.rs",
+            "Run the tests",
+        ];
         let entries: Vec<Value> = steps
             .iter()
             .enumerate()
@@ -183,7 +206,9 @@ impl Demo {
     fn read_file(&mut self, path: &str) -> Result<String, PeerError> {
         if self.caps.read {
             let sid = self.session_id.clone();
-            let r = self.peer.request("fs/read_text_file", json!({"sessionId": sid, "path": path}))?;
+            let r = self
+                .peer
+                .request("fs/read_text_file", json!({"sessionId": sid, "path": path}))?;
             Ok(r["content"].as_str().unwrap_or_default().to_string())
         } else {
             Ok(std::fs::read_to_string(path).unwrap_or_default())
@@ -193,8 +218,10 @@ impl Demo {
     fn write_file(&mut self, path: &str, content: &str) -> Result<(), PeerError> {
         if self.caps.write {
             let sid = self.session_id.clone();
-            self.peer
-                .request("fs/write_text_file", json!({"sessionId": sid, "path": path, "content": content}))?;
+            self.peer.request(
+                "fs/write_text_file",
+                json!({"sessionId": sid, "path": path, "content": content}),
+            )?;
         } else {
             std::fs::write(path, content).map_err(PeerError::Io)?;
         }
@@ -220,11 +247,26 @@ impl Demo {
             "terminal/create",
             json!({"sessionId": sid, "command": command, "cwd": cwd, "outputByteLimit": 65536}),
         )?;
-        let tid = created["terminalId"].as_str().unwrap_or_default().to_string();
-        self.call_update(call_id, json!({"status": "in_progress", "content": [{"type": "terminal", "terminalId": tid}]}))?;
-        let exit = self.peer.request("terminal/wait_for_exit", json!({"sessionId": sid, "terminalId": tid}))?;
-        let out = self.peer.request("terminal/output", json!({"sessionId": sid, "terminalId": tid}))?;
-        self.peer.request("terminal/release", json!({"sessionId": sid, "terminalId": tid}))?;
+        let tid = created["terminalId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        self.call_update(
+            call_id,
+            json!({"status": "in_progress", "content": [{"type": "terminal", "terminalId": tid}]}),
+        )?;
+        let exit = self.peer.request(
+            "terminal/wait_for_exit",
+            json!({"sessionId": sid, "terminalId": tid}),
+        )?;
+        let out = self.peer.request(
+            "terminal/output",
+            json!({"sessionId": sid, "terminalId": tid}),
+        )?;
+        self.peer.request(
+            "terminal/release",
+            json!({"sessionId": sid, "terminalId": tid}),
+        )?;
         let code = exit["exitCode"].as_i64().unwrap_or(-1);
         Ok((out["output"].as_str().unwrap_or_default().to_string(), code))
     }
@@ -238,30 +280,44 @@ impl Demo {
                 }
             };
         }
-        self.update(json!({"sessionUpdate": "available_commands_update", "availableCommands": [
+        self.update(
+            json!({"sessionUpdate": "available_commands_update", "availableCommands": [
             {"name": "explain", "description": "Explain the workspace"},
-            {"name": "test", "description": "Run the tests", "input": {"hint": "filter"}}]}))?;
+            {"name": "test", "description": "Run the tests", "input": {"hint": "filter"}}]}),
+        )?;
         self.say("agent_thought_chunk", "The user wants the TODO fixed. I should read the README, find the TODO, fix it, and run the tests.")?;
         self.plan(0)?;
         self.update(json!({"sessionUpdate": "session_info_update", "title": "Fix the TODO in the demo workspace"}))?;
-        self.say("agent_message_chunk", "I'll start by reading the README of the demo workspace.")?;
+        self.say(
+            "agent_message_chunk",
+            "I'll start by reading the README of the demo workspace.",
+        )?;
         step!();
 
         // A read.
         let readme = self.path("README.md");
-        self.call("read-1", json!({"title": "Read README.md", "kind": "read", "status": "pending",
-            "locations": [{"path": readme, "line": 1}], "rawInput": {"path": readme}}))?;
+        self.call(
+            "read-1",
+            json!({"title": "Read README.md", "kind": "read", "status": "pending",
+            "locations": [{"path": readme, "line": 1}], "rawInput": {"path": readme}}),
+        )?;
         self.call_update("read-1", json!({"status": "in_progress"}))?;
         let text = self.read_file(&readme)?;
-        self.call_update("read-1", json!({"status": "completed",
-            "content": [{"type": "content", "content": {"type": "text", "text": text}}]}))?;
+        self.call_update(
+            "read-1",
+            json!({"status": "completed",
+            "content": [{"type": "content", "content": {"type": "text", "text": text}}]}),
+        )?;
         self.plan(1)?;
         step!();
 
         // A search.
         let lib = self.path("src/lib.rs");
-        self.call("search-1", json!({"title": "Search for TODO", "kind": "search", "status": "in_progress",
-            "rawInput": {"pattern": "TODO", "path": self.workspace.to_string_lossy()}}))?;
+        self.call(
+            "search-1",
+            json!({"title": "Search for TODO", "kind": "search", "status": "in_progress",
+            "rawInput": {"pattern": "TODO", "path": self.workspace.to_string_lossy()}}),
+        )?;
         let old = std::fs::read_to_string(&lib).unwrap_or_default();
         let hits: Vec<String> = old
             .lines()
@@ -272,7 +328,10 @@ impl Demo {
         self.call_update("search-1", json!({"status": "completed", "locations": [{"path": lib, "line": 3}],
             "content": [{"type": "content", "content": {"type": "text", "text": hits.join("\n")}}]}))?;
         self.plan(2)?;
-        self.say("agent_message_chunk", "Found one TODO. I'll make `add` check for overflow.")?;
+        self.say(
+            "agent_message_chunk",
+            "Found one TODO. I'll make `add` check for overflow.",
+        )?;
         step!();
 
         // An edit with a diff that asks permission.
@@ -309,37 +368,50 @@ impl Demo {
         } else {
             self.call_update("edit-1", json!({"status": "failed",
                 "content": [{"type": "content", "content": {"type": "text", "text": "The user rejected this edit."}}]}))?;
-            self.say("agent_message_chunk", "Understood, I left the file alone. I'll still run the tests.")?;
+            self.say(
+                "agent_message_chunk",
+                "Understood, I left the file alone. I'll still run the tests.",
+            )?;
         }
         self.plan(3)?;
         step!();
 
         // A command with live output through the client's terminal.
         let cmd = "for i in 1 2 3; do echo \"test add_$i ... \\033[32mok\\033[0m\"; sleep 0.05; done; echo '3 passed'";
-        self.call("exec-1", json!({"title": "Run the tests", "kind": "execute", "status": "pending",
-            "rawInput": {"command": cmd, "cwd": self.workspace.to_string_lossy()}}))?;
+        self.call(
+            "exec-1",
+            json!({"title": "Run the tests", "kind": "execute", "status": "pending",
+            "rawInput": {"command": cmd, "cwd": self.workspace.to_string_lossy()}}),
+        )?;
         let (out, code) = self.run_command("exec-1", cmd)?;
         let status = if code == 0 { "completed" } else { "failed" };
         let mut fields = json!({"status": status, "rawOutput": {"exitCode": code}});
         if !self.caps.terminal {
-            fields["content"] = json!([{"type": "content", "content": {"type": "text", "text": out}}]);
+            fields["content"] =
+                json!([{"type": "content", "content": {"type": "text", "text": out}}]);
         }
         self.call_update("exec-1", fields)?;
         step!();
 
         // A failing command.
         let bad = "cat missing-file.txt";
-        self.call("exec-2", json!({"title": "Show the changelog", "kind": "execute", "status": "pending",
-            "rawInput": {"command": bad}}))?;
+        self.call(
+            "exec-2",
+            json!({"title": "Show the changelog", "kind": "execute", "status": "pending",
+            "rawInput": {"command": bad}}),
+        )?;
         let (out, code) = self.run_command("exec-2", bad)?;
         let mut fields = json!({"status": if code == 0 { "completed" } else { "failed" }, "rawOutput": {"exitCode": code}});
         if !self.caps.terminal {
-            fields["content"] = json!([{"type": "content", "content": {"type": "text", "text": out}}]);
+            fields["content"] =
+                json!([{"type": "content", "content": {"type": "text", "text": out}}]);
         }
         self.call_update("exec-2", fields)?;
         self.plan(4)?;
-        self.update(json!({"sessionUpdate": "usage_update", "used": 5321, "size": 200000,
-            "cost": {"amount": 0.0123, "currency": "USD"}}))?;
+        self.update(
+            json!({"sessionUpdate": "usage_update", "used": 5321, "size": 200000,
+            "cost": {"amount": 0.0123, "currency": "USD"}}),
+        )?;
         self.say("agent_message_chunk", "Done: the TODO is fixed and the tests pass. There is no changelog yet, so that last command failed.")?;
         Ok("end_turn")
     }

@@ -45,10 +45,10 @@ impl Peer {
             let stdin = io::stdin();
             for line in stdin.lock().lines() {
                 let Ok(line) = line else { break };
-                if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                    if tx.send(v).is_err() {
-                        break;
-                    }
+                if let Ok(v) = serde_json::from_str::<Value>(&line)
+                    && tx.send(v).is_err()
+                {
+                    break;
                 }
             }
         });
@@ -106,7 +106,8 @@ impl Peer {
     pub fn request(&mut self, method: &str, params: Value) -> Result<Value, PeerError> {
         let id = self.next_id();
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        let answer = self.wait_for(|v| v.get("method").is_none() && v.get("id") == Some(&json!(id)))?;
+        let answer =
+            self.wait_for(|v| v.get("method").is_none() && v.get("id") == Some(&json!(id)))?;
         match answer.get("error") {
             Some(e) => Err(PeerError::Rpc(e.clone())),
             None => Ok(answer.get("result").cloned().unwrap_or(Value::Null)),
@@ -115,10 +116,10 @@ impl Peer {
 
     /// Waits for the first message matching `pred` (from the backlog first).
     pub fn wait_for(&mut self, pred: impl Fn(&Value) -> bool) -> Result<Value, PeerError> {
-        if let Some(pos) = self.backlog.iter().position(&pred) {
-            if let Some(v) = self.backlog.remove(pos) {
-                return Ok(v);
-            }
+        if let Some(pos) = self.backlog.iter().position(&pred)
+            && let Some(v) = self.backlog.remove(pos)
+        {
+            return Ok(v);
         }
         loop {
             match self.recv_raw(None) {

@@ -31,7 +31,11 @@ pub enum ReplayError {
 #[derive(Debug, Clone)]
 enum Step {
     /// Wait for a client request with this method, remember its live id for the recorded id.
-    AwaitRequest { method: String, recorded_id: Value, params: Value },
+    AwaitRequest {
+        method: String,
+        recorded_id: Value,
+        params: Value,
+    },
     /// Send the agent's response to recorded client request `recorded_id`.
     Respond { recorded_id: Value, text: String },
     /// Send a notification or invalid line verbatim (after cwd rewriting).
@@ -48,24 +52,51 @@ fn steps_of(text: &str) -> Result<Vec<Step>, ReplayError> {
         if line.trim().is_empty() {
             continue;
         }
-        let entry = parse_record(line).map_err(|e| ReplayError::Record { line: n + 1, message: e.to_string() })?;
+        let entry = parse_record(line).map_err(|e| ReplayError::Record {
+            line: n + 1,
+            message: e.to_string(),
+        })?;
         match entry {
             LogEntry::Frame { dir, msg, text, .. } => {
-                let id: Value = msg.id.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or(Value::Null);
+                let id: Value = msg
+                    .id
+                    .as_deref()
+                    .and_then(|s| serde_json::from_str(s).ok())
+                    .unwrap_or(Value::Null);
                 let text = text.get().to_string();
                 match (dir, msg.method.is_some(), msg.id.is_some()) {
                     (Dir::ClientToAgent, true, true) => {
-                        let params: Value = msg.params.as_deref().and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
-                        steps.push(Step::AwaitRequest { method: msg.method.unwrap_or_default(), recorded_id: id, params })
+                        let params: Value = msg
+                            .params
+                            .as_deref()
+                            .and_then(|p| serde_json::from_str(p.get()).ok())
+                            .unwrap_or(Value::Null);
+                        steps.push(Step::AwaitRequest {
+                            method: msg.method.unwrap_or_default(),
+                            recorded_id: id,
+                            params,
+                        })
                     }
-                    (Dir::ClientToAgent, false, true) => steps.push(Step::AwaitAnswer { recorded_id: id }),
+                    (Dir::ClientToAgent, false, true) => {
+                        steps.push(Step::AwaitAnswer { recorded_id: id })
+                    }
                     (Dir::ClientToAgent, _, false) => {} // client notifications (cancel) are not awaited
-                    (Dir::AgentToClient, true, true) => steps.push(Step::Request { recorded_id: id, text }),
+                    (Dir::AgentToClient, true, true) => steps.push(Step::Request {
+                        recorded_id: id,
+                        text,
+                    }),
                     (Dir::AgentToClient, true, false) => steps.push(Step::Send { text }),
-                    (Dir::AgentToClient, false, _) => steps.push(Step::Respond { recorded_id: id, text }),
+                    (Dir::AgentToClient, false, _) => steps.push(Step::Respond {
+                        recorded_id: id,
+                        text,
+                    }),
                 }
             }
-            LogEntry::Invalid { dir: Dir::AgentToClient, raw, .. } => steps.push(Step::Send { text: raw }),
+            LogEntry::Invalid {
+                dir: Dir::AgentToClient,
+                raw,
+                ..
+            } => steps.push(Step::Send { text: raw }),
             _ => {}
         }
     }
@@ -86,7 +117,10 @@ fn rewrite(text: &str, from: &Option<(String, String)>) -> String {
 
 /// Replaces the top-level `id` of a JSON-RPC message text.
 fn with_id(text: &str, id: &Value) -> Result<String, ReplayError> {
-    let mut v: Value = serde_json::from_str(text).map_err(|e| ReplayError::Record { line: 0, message: e.to_string() })?;
+    let mut v: Value = serde_json::from_str(text).map_err(|e| ReplayError::Record {
+        line: 0,
+        message: e.to_string(),
+    })?;
     v["id"] = id.clone();
     Ok(v.to_string())
 }
@@ -101,24 +135,35 @@ pub fn run(recording: &str) -> Result<(), ReplayError> {
     let mut prompt_open = false;
     for step in steps {
         match step {
-            Step::AwaitRequest { method, recorded_id, params } => {
+            Step::AwaitRequest {
+                method,
+                recorded_id,
+                params,
+            } => {
                 let live = loop {
                     let msg = match peer.recv(None) {
                         Some(Incoming::Message(v)) => v,
                         _ => return Ok(()),
                     };
-                    let (Some(m), Some(id)) = (msg.get("method").and_then(Value::as_str), msg.get("id")) else {
+                    let (Some(m), Some(id)) =
+                        (msg.get("method").and_then(Value::as_str), msg.get("id"))
+                    else {
                         continue;
                     };
                     if m == method {
-                        if method == "session/new" || method == "session/load" {
-                            if let (Some(rec), Some(live)) = (params["cwd"].as_str(), msg["params"]["cwd"].as_str()) {
-                                cwd = Some((json_inner(rec), json_inner(live)));
-                            }
+                        if (method == "session/new" || method == "session/load")
+                            && let (Some(rec), Some(live)) =
+                                (params["cwd"].as_str(), msg["params"]["cwd"].as_str())
+                        {
+                            cwd = Some((json_inner(rec), json_inner(live)));
                         }
                         break id.clone();
                     }
-                    peer.respond_error(id, -32601, &format!("{m} is not in the recording (expected {method})"))?;
+                    peer.respond_error(
+                        id,
+                        -32601,
+                        &format!("{m} is not in the recording (expected {method})"),
+                    )?;
                 };
                 if method == "session/prompt" {
                     prompt_open = true;
@@ -126,7 +171,9 @@ pub fn run(recording: &str) -> Result<(), ReplayError> {
                 client_ids.insert(key(&recorded_id), live);
             }
             Step::Respond { recorded_id, text } => {
-                let Some(live) = client_ids.remove(&key(&recorded_id)) else { continue };
+                let Some(live) = client_ids.remove(&key(&recorded_id)) else {
+                    continue;
+                };
                 let text = rewrite(&text, &cwd);
                 if text.contains("\"stopReason\"") {
                     prompt_open = false;
@@ -140,7 +187,9 @@ pub fn run(recording: &str) -> Result<(), ReplayError> {
                 peer.send_raw(&with_id(&rewrite(&text, &cwd), &live)?)?;
             }
             Step::AwaitAnswer { recorded_id } => {
-                let Some(live) = agent_ids.remove(&key(&recorded_id)) else { continue };
+                let Some(live) = agent_ids.remove(&key(&recorded_id)) else {
+                    continue;
+                };
                 match peer.wait_for(|v| v.get("method").is_none() && v.get("id") == Some(&live)) {
                     Ok(_) => {}
                     Err(PeerError::Closed) => return Ok(()),
@@ -156,9 +205,14 @@ pub fn run(recording: &str) -> Result<(), ReplayError> {
     loop {
         match peer.recv(None) {
             Some(Incoming::Message(v)) => {
-                if let (Some(m), Some(id)) = (v.get("method").and_then(Value::as_str), v.get("id")) {
+                if let (Some(m), Some(id)) = (v.get("method").and_then(Value::as_str), v.get("id"))
+                {
                     let m = m.to_string();
-                    peer.respond_error(&id.clone(), -32603, &format!("the recording has no more turns ({m})"))?;
+                    peer.respond_error(
+                        &id.clone(),
+                        -32603,
+                        &format!("the recording has no more turns ({m})"),
+                    )?;
                 }
             }
             _ => return Ok(()),

@@ -1,1 +1,90 @@
-fn main(){}
+//! `trellis run` against `trellis agent demo --calls 10000 --lines 20`, headless, JSONL to
+//! /dev/null. Each sample is one whole run; the measured value is the client's own CPU time
+//! (user + system, from getrusage in the client), so the agent's work is not counted.
+//! Per-update cost and peak memory are printed beside criterion's figures.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+const CALLS: usize = 10_000;
+const LINES: usize = 20;
+
+struct Stats {
+    cpu: Duration,
+    updates: u64,
+    rss_kb: u64,
+    output_bytes: u64,
+}
+
+fn one_run() -> Stats {
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    let dir = std::env::temp_dir().join(format!("trellis-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(exe)
+        .args([
+            "run",
+            "--stats",
+            "--format",
+            "jsonl",
+            "--permission",
+            "allow-once",
+            "--prompt",
+            "load",
+            "--agent",
+        ])
+        .arg(format!("{exe} agent demo --calls {CALLS} --lines {LINES}"))
+        .arg("--cwd")
+        .arg(&dir)
+        .arg("--log")
+        .arg(dir.join("session.jsonl"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(dir.join("session.jsonl"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .expect("stats line");
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let cpu = v["cpu_user_s"].as_f64().unwrap() + v["cpu_sys_s"].as_f64().unwrap();
+    Stats {
+        cpu: Duration::from_secs_f64(cpu),
+        updates: v["updates"].as_u64().unwrap(),
+        rss_kb: v["max_rss_kb"].as_u64().unwrap(),
+        output_bytes: v["output_bytes"].as_u64().unwrap(),
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let first = one_run();
+    eprintln!(
+        "headless: {} updates, client CPU {:.3} s = {:.2} µs/update; peak RSS {:.1} MB for {:.1} MB of output held (target ≤ {:.1} MB)",
+        first.updates,
+        first.cpu.as_secs_f64(),
+        first.cpu.as_secs_f64() * 1e6 / first.updates as f64,
+        first.rss_kb as f64 / 1024.0,
+        first.output_bytes as f64 / 1e6,
+        2.0 * first.output_bytes as f64 / 1e6 + 30.0,
+    );
+    let mut g = c.benchmark_group("headless");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(20));
+    g.throughput(Throughput::Elements(first.updates));
+    g.bench_function("run_demo_10000x20_client_cpu", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| one_run().cpu).sum())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

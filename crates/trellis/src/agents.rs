@@ -66,12 +66,23 @@ pub struct Resolved {
 }
 
 fn this_exe() -> anyhow::Result<String> {
-    Ok(std::env::current_exe().context("cannot find the trellis executable")?.to_string_lossy().into_owned())
+    Ok(std::env::current_exe()
+        .context("cannot find the trellis executable")?
+        .to_string_lossy()
+        .into_owned())
 }
 
 pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Result<Resolved> {
     let (name, command, args, env, caps, auth, scratch) = if agent == "demo" {
-        ("demo".to_string(), this_exe()?, vec!["agent".into(), "demo".into()], vec![], Caps::default(), None, true)
+        (
+            "demo".to_string(),
+            this_exe()?,
+            vec!["agent".into(), "demo".into()],
+            vec![],
+            Caps::default(),
+            None,
+            true,
+        )
     } else if let Some(p) = config.preset(agent) {
         let o = &p.capabilities;
         let d = Caps::default();
@@ -80,7 +91,15 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             write_text_file: o.write_text_file.unwrap_or(d.write_text_file),
             terminal: o.terminal.unwrap_or(d.terminal),
         };
-        (agent.to_string(), p.command, p.args, p.env.into_iter().collect(), caps, p.auth_method, false)
+        (
+            agent.to_string(),
+            p.command,
+            p.args,
+            p.env.into_iter().collect(),
+            caps,
+            p.auth_method,
+            false,
+        )
     } else {
         let mut words = split_words(agent)?;
         if words.is_empty() {
@@ -103,15 +122,25 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_millis())
                 .unwrap_or_default();
-            let dir = std::env::temp_dir().join(format!("trellis-demo-{}-{stamp}", std::process::id()));
-            std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            let dir =
+                std::env::temp_dir().join(format!("trellis-demo-{}-{stamp}", std::process::id()));
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
             std::fs::canonicalize(&dir)?
         }
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     Ok(Resolved {
         name,
-        spec: AgentSpec { command, args, env, caps, auth_method: auth, cwd, extra_roots: Vec::<PathBuf>::new() },
+        spec: AgentSpec {
+            command,
+            args,
+            env,
+            caps,
+            auth_method: auth,
+            cwd,
+            extra_roots: Vec::<PathBuf>::new(),
+        },
         scratch,
     })
 }
@@ -122,7 +151,10 @@ mod tests {
 
     #[test]
     fn splits_like_a_shell() {
-        assert_eq!(split_words("a 'b c' \"d\\\"e\" f\\ g").unwrap(), vec!["a", "b c", "d\"e", "f g"]);
+        assert_eq!(
+            split_words("a 'b c' \"d\\\"e\" f\\ g").unwrap(),
+            vec!["a", "b c", "d\"e", "f g"]
+        );
         assert!(split_words("a 'b").is_err());
     }
 }

@@ -11,7 +11,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "trellis", version, about = "A fast terminal client for ACP coding agents")]
+#[command(
+    name = "trellis",
+    version,
+    about = "A fast terminal client for ACP coding agents"
+)]
 struct Cli {
     /// Config file (default: $XDG_CONFIG_HOME/trellis/config.toml).
     #[arg(long, global = true)]
@@ -64,7 +68,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Cmd::Run(args) => run::main(args, cli.config),
-        Cmd::Log { command: LogCmd::Show { file } } => log_show(&file),
+        Cmd::Log {
+            command: LogCmd::Show { file },
+        } => log_show(&file),
         Cmd::Agent { command } => agent(command),
     };
     match result {
@@ -77,7 +83,8 @@ fn main() -> ExitCode {
 }
 
 fn log_show(file: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let text = trellis_store::read_log(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let text =
+        trellis_store::read_log(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let mut session = trellis_core::Session::new(trellis_core::Policy::Ask);
     let problems = trellis_core::log::rebuild(&mut session, text.lines(), |_| {});
     print!("{}", trellis_core::summary::transcript_text(&session));
@@ -91,7 +98,11 @@ fn log_show(file: &std::path::Path) -> anyhow::Result<ExitCode> {
 
 fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
     match cmd {
-        AgentCmd::Demo { calls, lines, delay_ms } => {
+        AgentCmd::Demo {
+            calls,
+            lines,
+            delay_ms,
+        } => {
             let opts = trellis_testkit::demo::DemoOptions {
                 calls,
                 lines,
@@ -100,7 +111,8 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
             trellis_testkit::demo::run(opts)?;
         }
         AgentCmd::Replay { file } => {
-            let text = std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             trellis_testkit::replay::run(&text)?;
         }
     }

@@ -21,7 +21,11 @@ pub struct Output<W: Write> {
 
 impl<W: Write> Output<W> {
     pub fn new(out: W, format: Format) -> Self {
-        Output { out, format, open_role: None }
+        Output {
+            out,
+            format,
+            open_role: None,
+        }
     }
 
     pub fn flush(&mut self) -> std::io::Result<()> {
@@ -57,7 +61,9 @@ impl<W: Write> Output<W> {
                 self.end_line()?;
                 writeln!(self.out, "> {prompt}")
             }
-            EventBody::MessageChunk { role: Role::User, .. } => Ok(()),
+            EventBody::MessageChunk {
+                role: Role::User, ..
+            } => Ok(()),
             EventBody::MessageChunk { role, text, .. } => {
                 if self.open_role != Some(*role) {
                     self.end_line()?;
@@ -68,8 +74,13 @@ impl<W: Write> Output<W> {
                 }
                 self.out.write_all(text.as_bytes())
             }
-            EventBody::ToolCallUpdated { previous_status, status, call } => {
-                let newly_done = status.is_terminal() && previous_status.is_none_or(|p| !p.is_terminal());
+            EventBody::ToolCallUpdated {
+                previous_status,
+                status,
+                call,
+            } => {
+                let newly_done =
+                    status.is_terminal() && previous_status.is_none_or(|p| !p.is_terminal());
                 if newly_done {
                     self.end_line()?;
                     writeln!(self.out, "{}", tool_line(call, session))?;
@@ -82,14 +93,22 @@ impl<W: Write> Output<W> {
             }
             EventBody::TurnEnded { stop_reason, .. } => {
                 self.end_line()?;
-                let calls = session.ledger.calls().iter().filter(|c| c.turn == session.turn).count();
+                let calls = session
+                    .ledger
+                    .calls()
+                    .iter()
+                    .filter(|c| c.turn == session.turn)
+                    .count();
                 let failed = session
                     .ledger
                     .calls()
                     .iter()
                     .filter(|c| c.turn == session.turn && c.status == ToolStatus::Failed)
                     .count();
-                writeln!(self.out, "— {stop_reason} · {calls} tool calls, {failed} failed")
+                writeln!(
+                    self.out,
+                    "— {stop_reason} · {calls} tool calls, {failed} failed"
+                )
             }
             EventBody::AgentExited { .. } => self.end_line(),
             _ => Ok(()),

@@ -11,7 +11,6 @@ use std::process::ExitCode;
 use anyhow::Context;
 use tokio::sync::mpsc::error::TryRecvError;
 use trellis_acp::{Command, Handle, Input, LogSink};
-use trellis_core::event::EventBody;
 use trellis_core::permission::{Policy, Verdict};
 use trellis_core::session::LocalRecord;
 use trellis_core::{Action, Effect, Session, update};
@@ -78,8 +77,12 @@ fn policy_from(arg: Option<&str>, config: &Config) -> anyhow::Result<(Policy, bo
             let text = std::fs::read_to_string(&path).with_context(|| {
                 format!("--permission {}: not a policy (reject, allow-once, allow-reads) nor a readable rules file", path.display())
             })?;
-            let file: trellis_store::config::RulesFile = trellis_store::config::parse_toml(&text, &path)?;
-            Policy::Rules { rules: file.rules, fallback: file.fallback.unwrap_or(Verdict::Reject) }
+            let file: trellis_store::config::RulesFile =
+                trellis_store::config::parse_toml(&text, &path)?;
+            Policy::Rules {
+                rules: file.rules,
+                fallback: file.fallback.unwrap_or(Verdict::Reject),
+            }
         }
     };
     Ok((policy, explicit))
@@ -112,7 +115,9 @@ pub fn main(args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitC
     let resolved = crate::agents::resolve(&agent, &config, args.cwd.as_deref())?;
     let (policy, explicit) = policy_from(args.permission.as_deref(), &config)?;
     if !explicit {
-        eprintln!("trellis: permission policy: reject (the default of headless runs; use --permission to change)");
+        eprintln!(
+            "trellis: permission policy: reject (the default of headless runs; use --permission to change)"
+        );
     }
     if resolved.scratch {
         eprintln!("trellis: demo workspace: {}", resolved.spec.cwd.display());
@@ -130,7 +135,15 @@ pub fn main(args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitC
         .build()
         .context("cannot start the async runtime")?;
     let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
-    let stop = rt.block_on(drive(args.format, policy, resolved, writer, &args.prompt, &args.files, &cwd))?;
+    let stop = rt.block_on(drive(
+        args.format,
+        policy,
+        resolved,
+        writer,
+        &args.prompt,
+        &args.files,
+        &cwd,
+    ))?;
     eprintln!("trellis: session log: {}", log_path.display());
     if args.stats {
         let (user, sys, rss) = crate::stats::self_usage();
@@ -171,7 +184,10 @@ async fn drive(
         started,
     });
     let stdout = std::io::stdout();
-    let mut out = Output::new(std::io::BufWriter::with_capacity(1 << 16, stdout.lock()), format);
+    let mut out = Output::new(
+        std::io::BufWriter::with_capacity(1 << 16, stdout.lock()),
+        format,
+    );
     let mut session = Session::new(policy);
     let mut ctrl_c = 0u32;
     let mut turn_done = false;
@@ -200,19 +216,28 @@ async fn drive(
                     apply(&mut session, a, &handle, &mut out)?;
                     if was_open && !session.turn_open && !turn_done {
                         turn_done = true;
-                        handle.recorder().local(LocalRecord::SessionEnded { reason: "headless run finished".into() });
+                        handle.recorder().local(LocalRecord::SessionEnded {
+                            reason: "headless run finished".into(),
+                        });
                         handle.send(Command::Shutdown);
                     }
                 }
                 Input::Ready => {
-                    handle.send(Command::Prompt { text: prompt.to_string(), files: files.to_vec() });
+                    handle.send(Command::Prompt {
+                        text: prompt.to_string(),
+                        files: files.to_vec(),
+                    });
                 }
                 Input::Stderr(_) => {}
                 Input::Warning(w) => eprintln!("trellis: warning: {w}"),
                 Input::Closed { error } => {
                     if !turn_done {
-                        let message = error.unwrap_or_else(|| "the agent closed the connection".into());
-                        handle.recorder().local(LocalRecord::AgentExited { code: None, message });
+                        let message =
+                            error.unwrap_or_else(|| "the agent closed the connection".into());
+                        handle.recorder().local(LocalRecord::AgentExited {
+                            code: None,
+                            message,
+                        });
                     }
                     closed = true;
                 }
@@ -229,19 +254,43 @@ async fn drive(
     }
     handle.recorder().sync();
     out.flush()?;
-    let output_bytes = session.ledger.calls().iter().map(|c| c.output_size().0).sum();
-    let reason = session.last_stop.clone().or_else(|| session.agent_exited.as_ref().map(|_| "agent_exited".into()));
-    Ok(Finished { reason, updates: session.counters.updates, output_bytes })
+    let output_bytes = session
+        .ledger
+        .calls()
+        .iter()
+        .map(|c| c.output_size().0)
+        .sum();
+    let reason = session
+        .last_stop
+        .clone()
+        .or_else(|| session.agent_exited.as_ref().map(|_| "agent_exited".into()));
+    Ok(Finished {
+        reason,
+        updates: session.counters.updates,
+        output_bytes,
+    })
 }
 
-fn apply<W: Write>(session: &mut Session, action: Action, handle: &Handle, out: &mut Output<W>) -> anyhow::Result<()> {
+fn apply<W: Write>(
+    session: &mut Session,
+    action: Action,
+    handle: &Handle,
+    out: &mut Output<W>,
+) -> anyhow::Result<()> {
     for fx in update(session, action) {
         match fx {
             Effect::Emit(ev) => {
                 out.event(&ev, session)?;
             }
-            Effect::Answer { request_id, outcome, decider } => {
-                handle.recorder().local(LocalRecord::PermissionDecided { request_id: request_id.clone(), decider });
+            Effect::Answer {
+                request_id,
+                outcome,
+                decider,
+            } => {
+                handle.recorder().local(LocalRecord::PermissionDecided {
+                    request_id: request_id.clone(),
+                    decider,
+                });
                 handle.answer_permission(&request_id, &outcome);
             }
             Effect::SendCancel => handle.send(Command::Cancel),

@@ -1,5 +1,6 @@
 //! End-to-end tests of the `trellis` binary: fixtures replayed through the real client,
 //! the demo agent, bad input, and the TypeScript SDK's example agent.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -28,7 +29,10 @@ impl Run {
     fn events(&self) -> Vec<Value> {
         String::from_utf8_lossy(&self.out.stdout)
             .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {l}")))
+            .map(|l| {
+                serde_json::from_str(l)
+                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {l}"))
+            })
             .collect()
     }
     fn code(&self) -> i32 {
@@ -56,7 +60,9 @@ fn run(agent: &str, extra: &[&str]) -> Run {
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let out = Command::new(exe())
-        .args(["run", "--agent", agent, "--prompt", "go", "--format", "jsonl", "--cwd"])
+        .args([
+            "run", "--agent", agent, "--prompt", "go", "--format", "jsonl", "--cwd",
+        ])
         .arg(&work)
         .arg("--log")
         .arg(dir.path().join("session.jsonl"))
@@ -69,20 +75,37 @@ fn run(agent: &str, extra: &[&str]) -> Run {
 }
 
 fn replay(file: &Path, extra: &[&str]) -> Run {
-    run(&format!("{} agent replay '{}'", exe(), file.display()), extra)
+    run(
+        &format!("{} agent replay '{}'", exe(), file.display()),
+        extra,
+    )
 }
 
 /// A stable, readable summary of the final ledger.
 fn ledger_snapshot(s: &Session) -> String {
     let mut out = String::new();
     for c in s.ledger.calls() {
-        out.push_str(&format!("{} | {} | {} | {}", c.id, c.kind.as_str(), c.status.as_str(), trellis_core::enrich::card_title(c)));
+        out.push_str(&format!(
+            "{} | {} | {} | {}",
+            c.id,
+            c.kind.as_str(),
+            c.status.as_str(),
+            trellis_core::enrich::card_title(c)
+        ));
         if let Some((a, d)) = trellis_core::enrich::diff_stat(c) {
             out.push_str(&format!(" | +{a} -{d}"));
         }
         for p in &c.permissions {
-            let outcome = p.outcome.as_ref().map(|o| o.label()).unwrap_or_else(|| "open".into());
-            let decider = p.decider.as_ref().map(|d| d.to_string()).unwrap_or_default();
+            let outcome = p
+                .outcome
+                .as_ref()
+                .map(|o| o.label())
+                .unwrap_or_else(|| "open".into());
+            let decider = p
+                .decider
+                .as_ref()
+                .map(|d| d.to_string())
+                .unwrap_or_default();
             out.push_str(&format!(" | permission: {outcome} by {decider}"));
         }
         out.push('\n');
@@ -108,7 +131,11 @@ fn replayed_fixtures_give_the_recorded_ledger() {
         assert_eq!(r.code(), 0, "{name}: {}", r.stderr());
         let s = r.rebuilt();
         // The log rebuilds what the live run printed.
-        let last: Vec<_> = r.events().into_iter().filter(|e| e["type"] == "turn_ended").collect();
+        let last: Vec<_> = r
+            .events()
+            .into_iter()
+            .filter(|e| e["type"] == "turn_ended")
+            .collect();
         assert_eq!(last.len(), 1, "{name}");
         insta::assert_snapshot!(name, stable(&ledger_snapshot(&s), &r));
     }
@@ -116,7 +143,10 @@ fn replayed_fixtures_give_the_recorded_ledger() {
 
 #[test]
 fn demo_end_to_end() {
-    let r = run(&format!("{} agent demo --delay-ms 0", exe()), &["--permission", "allow-once"]);
+    let r = run(
+        &format!("{} agent demo --delay-ms 0", exe()),
+        &["--permission", "allow-once"],
+    );
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let events = r.events();
     assert!(events.iter().all(|e| e["schema"] == 1));
@@ -125,32 +155,65 @@ fn demo_end_to_end() {
     for c in s.ledger.calls() {
         assert!(c.status.is_terminal(), "{} is {:?}", c.id, c.status);
     }
-    let failed: Vec<_> = s.ledger.calls().iter().filter(|c| c.status == trellis_core::ToolStatus::Failed).collect();
+    let failed: Vec<_> = s
+        .ledger
+        .calls()
+        .iter()
+        .filter(|c| c.status == trellis_core::ToolStatus::Failed)
+        .collect();
     assert_eq!(failed.len(), 1);
     // The edit landed on disk.
     let lib = std::fs::read_to_string(r.cwd().join("demo-workspace/src/lib.rs")).unwrap();
     assert!(lib.contains("checked_add"), "{lib}");
-    assert!(events.iter().any(|e| e["type"] == "file_written" && e["call_id"] == "edit-1"));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "file_written" && e["call_id"] == "edit-1")
+    );
     // The decider is recorded in the events, the log and the ledger.
-    let resolved: Vec<_> = events.iter().filter(|e| e["type"] == "permission_resolved").collect();
+    let resolved: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "permission_resolved")
+        .collect();
     assert_eq!(resolved.len(), 1);
-    assert_eq!(resolved[0]["decider"], json!({"by": "policy", "name": "allow-once"}));
+    assert_eq!(
+        resolved[0]["decider"],
+        json!({"by": "policy", "name": "allow-once"})
+    );
     assert!(r.log().contains("\"type\":\"permission_decided\""));
     let edit = s.ledger.get("edit-1").unwrap();
-    assert_eq!(edit.permissions[0].decider, Some(trellis_core::Decider::Policy("allow-once".into())));
+    assert_eq!(
+        edit.permissions[0].decider,
+        Some(trellis_core::Decider::Policy("allow-once".into()))
+    );
     // Terminal output was captured live and kept.
-    let term = s.terminals.values().find(|t| t.output.contains("3 passed")).expect("terminal output");
+    let term = s
+        .terminals
+        .values()
+        .find(|t| t.output.contains("3 passed"))
+        .expect("terminal output");
     assert_eq!(term.exit.as_ref().unwrap().exit_code, Some(0));
-    assert!(events.iter().any(|e| e["type"] == "terminal_exited" && e["exit_code"] == 1));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "terminal_exited" && e["exit_code"] == 1)
+    );
 }
 
 #[test]
 fn headless_default_rejects_and_says_so() {
     let r = run(&format!("{} agent demo --delay-ms 0", exe()), &[]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
-    assert!(r.stderr().contains("permission policy: reject"), "{}", r.stderr());
+    assert!(
+        r.stderr().contains("permission policy: reject"),
+        "{}",
+        r.stderr()
+    );
     let s = r.rebuilt();
-    assert_eq!(s.ledger.get("edit-1").unwrap().status, trellis_core::ToolStatus::Failed);
+    assert_eq!(
+        s.ledger.get("edit-1").unwrap().status,
+        trellis_core::ToolStatus::Failed
+    );
     let lib = std::fs::read_to_string(r.cwd().join("demo-workspace/src/lib.rs")).unwrap();
     assert!(!lib.contains("checked_add"));
 }
@@ -163,21 +226,42 @@ fn rec(dir: &str, msg: Value) -> String {
 
 fn base_recording(body: Vec<String>, finish: bool) -> String {
     let mut lines = vec![
-        rec("client_to_agent", json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}})),
-        rec("agent_to_client", json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}})),
-        rec("client_to_agent", json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/rec/cwd","mcpServers":[]}})),
-        rec("agent_to_client", json!({"jsonrpc":"2.0","id":1,"result":{"sessionId":"S"}})),
-        rec("client_to_agent", json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}})),
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}),
+        ),
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/rec/cwd","mcpServers":[]}}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":1,"result":{"sessionId":"S"}}),
+        ),
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}),
+        ),
     ];
     lines.extend(body);
     if finish {
-        lines.push(rec("agent_to_client", json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}})));
+        lines.push(rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}),
+        ));
     }
     lines.join("\n") + "\n"
 }
 
 fn update(u: Value) -> String {
-    rec("agent_to_client", json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}}))
+    rec(
+        "agent_to_client",
+        json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}}),
+    )
 }
 
 fn replay_text(text: &str, extra: &[&str]) -> Run {
@@ -192,20 +276,32 @@ fn replay_text(text: &str, extra: &[&str]) -> Run {
 fn invalid_json_line_is_skipped_with_a_warning() {
     let text = base_recording(
         vec![
-            update(json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"before "}})),
+            update(
+                json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"before "}}),
+            ),
             json!({"t": 0.0, "dir": "agent_to_client", "raw": "{this is not json"}).to_string(),
-            update(json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"after"}})),
+            update(
+                json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"after"}}),
+            ),
         ],
         true,
     );
     let r = replay_text(&text, &[]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let events = r.events();
-    assert!(events.iter().any(|e| e["type"] == "warning" && e["message"].as_str().unwrap().contains("invalid line")));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "warning"
+                && e["message"].as_str().unwrap().contains("invalid line"))
+    );
     let s = r.rebuilt();
     assert_eq!(s.counters.invalid_lines, 1);
     assert!(trellis_core::summary::transcript_text(&s).contains("before after"));
-    assert!(r.log().contains("{this is not json"), "the bad line is kept verbatim");
+    assert!(
+        r.log().contains("{this is not json"),
+        "the bad line is kept verbatim"
+    );
 }
 
 #[test]
@@ -214,29 +310,44 @@ fn unknown_update_kind_is_counted_and_ignored() {
         vec![
             update(json!({"sessionUpdate":"hologram_update","stuff":1})),
             update(json!({"sessionUpdate":"hologram_update","stuff":2})),
-            update(json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"A","status":"completed"})),
+            update(
+                json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"A","status":"completed"}),
+            ),
         ],
         true,
     );
     let r = replay_text(&text, &[]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
-    let warnings = r.events().into_iter().filter(|e| e["type"] == "warning").count();
+    let warnings = r
+        .events()
+        .into_iter()
+        .filter(|e| e["type"] == "warning")
+        .count();
     assert_eq!(warnings, 1, "warned once per kind");
     let s = r.rebuilt();
     assert_eq!(s.counters.unknown_updates.get("hologram_update"), Some(&2));
-    assert_eq!(s.ledger.get("a").unwrap().status, trellis_core::ToolStatus::Completed);
+    assert_eq!(
+        s.ledger.get("a").unwrap().status,
+        trellis_core::ToolStatus::Completed
+    );
 }
 
 #[test]
 fn update_for_unknown_id_upserts_a_placeholder() {
     let text = base_recording(
-        vec![update(json!({"sessionUpdate":"tool_call_update","toolCallId":"ghost","status":"completed",
-            "content":[{"type":"content","content":{"type":"text","text":"hi"}}]}))],
+        vec![update(
+            json!({"sessionUpdate":"tool_call_update","toolCallId":"ghost","status":"completed",
+            "content":[{"type":"content","content":{"type":"text","text":"hi"}}]}),
+        )],
         true,
     );
     let r = replay_text(&text, &[]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
-    assert!(r.events().iter().any(|e| e["type"] == "warning" && e["message"].as_str().unwrap().contains("ghost")));
+    assert!(
+        r.events()
+            .iter()
+            .any(|e| e["type"] == "warning" && e["message"].as_str().unwrap().contains("ghost"))
+    );
     let s = r.rebuilt();
     let c = s.ledger.get("ghost").unwrap();
     assert!(!c.announced);
@@ -247,7 +358,12 @@ fn update_for_unknown_id_upserts_a_placeholder() {
 #[test]
 fn a_16_mib_line_goes_through() {
     let big = "x".repeat(16 << 20);
-    let text = base_recording(vec![update(json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":big}}))], true);
+    let text = base_recording(
+        vec![update(
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":big}}),
+        )],
+        true,
+    );
     let r = replay_text(&text, &[]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let s = r.rebuilt();
@@ -260,7 +376,9 @@ fn a_16_mib_line_goes_through() {
 #[test]
 fn agent_exiting_mid_turn_is_reported_and_logged() {
     let text = base_recording(
-        vec![update(json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"Slow","status":"in_progress"}))],
+        vec![update(
+            json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"Slow","status":"in_progress"}),
+        )],
         false,
     );
     let r = replay_text(&text, &[]);
@@ -268,9 +386,16 @@ fn agent_exiting_mid_turn_is_reported_and_logged() {
     assert!(r.stderr().contains("agent exited"), "{}", r.stderr());
     let events = r.events();
     assert!(events.iter().any(|e| e["type"] == "agent_exited"));
-    assert!(events.iter().any(|e| e["type"] == "turn_ended" && e["stop_reason"] == "agent_exited"));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "turn_ended" && e["stop_reason"] == "agent_exited")
+    );
     let s = r.rebuilt();
-    assert_eq!(s.ledger.get("a").unwrap().status, trellis_core::ToolStatus::Unfinished);
+    assert_eq!(
+        s.ledger.get("a").unwrap().status,
+        trellis_core::ToolStatus::Unfinished
+    );
     assert!(r.log().contains("\"type\":\"agent_exited\""));
 }
 
@@ -278,10 +403,22 @@ fn agent_exiting_mid_turn_is_reported_and_logged() {
 fn fs_request_outside_the_roots_is_refused() {
     let text = base_recording(
         vec![
-            rec("agent_to_client", json!({"jsonrpc":"2.0","id":0,"method":"fs/read_text_file","params":{"sessionId":"S","path":"/etc/passwd"}})),
-            rec("client_to_agent", json!({"jsonrpc":"2.0","id":0,"result":{"content":""}})),
-            rec("agent_to_client", json!({"jsonrpc":"2.0","id":1,"method":"fs/write_text_file","params":{"sessionId":"S","path":"/rec/cwd/../escape.txt","content":"x"}})),
-            rec("client_to_agent", json!({"jsonrpc":"2.0","id":1,"result":{}})),
+            rec(
+                "agent_to_client",
+                json!({"jsonrpc":"2.0","id":0,"method":"fs/read_text_file","params":{"sessionId":"S","path":"/etc/passwd"}}),
+            ),
+            rec(
+                "client_to_agent",
+                json!({"jsonrpc":"2.0","id":0,"result":{"content":""}}),
+            ),
+            rec(
+                "agent_to_client",
+                json!({"jsonrpc":"2.0","id":1,"method":"fs/write_text_file","params":{"sessionId":"S","path":"/rec/cwd/../escape.txt","content":"x"}}),
+            ),
+            rec(
+                "client_to_agent",
+                json!({"jsonrpc":"2.0","id":1,"result":{}}),
+            ),
         ],
         true,
     );
@@ -296,12 +433,20 @@ fn fs_request_outside_the_roots_is_refused() {
 // ---------- the TypeScript SDK's example agent ----------
 
 fn ts_agent() -> Option<String> {
-    let path = std::env::var("TRELLIS_TS_AGENT").map(PathBuf::from).unwrap_or_else(|_| {
-        repo().join(".ci/node/node_modules/@agentclientprotocol/sdk/dist/examples/agent.js")
-    });
-    let node = Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
+    let path = std::env::var("TRELLIS_TS_AGENT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            repo().join(".ci/node/node_modules/@agentclientprotocol/sdk/dist/examples/agent.js")
+        });
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !node || !path.exists() {
-        eprintln!("SKIPPED: node or {} missing (run .ci/run to install it)", path.display());
+        eprintln!(
+            "SKIPPED: node or {} missing (run .ci/run to install it)",
+            path.display()
+        );
         return None;
     }
     Some(format!("node '{}'", path.display()))
@@ -313,7 +458,10 @@ fn ts_agent_allow() {
     let r = run(&agent, &["--permission", "allow-once"]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let s = r.rebuilt();
-    assert_eq!(s.ledger.get("call_1").unwrap().status, trellis_core::ToolStatus::Completed);
+    assert_eq!(
+        s.ledger.get("call_1").unwrap().status,
+        trellis_core::ToolStatus::Completed
+    );
     let c2 = s.ledger.get("call_2").unwrap();
     assert_eq!(c2.status, trellis_core::ToolStatus::Completed);
     assert!(c2.permissions[0].outcome.as_ref().unwrap().is_allowed());
@@ -328,7 +476,10 @@ fn ts_agent_reject() {
     let c2 = s.ledger.get("call_2").unwrap();
     // The agent sends nothing more for a rejected call: it is closed at turn end.
     assert_eq!(c2.status, trellis_core::ToolStatus::Unfinished);
-    assert_eq!(c2.permissions[0].outcome.as_ref().unwrap().label(), "rejected once");
+    assert_eq!(
+        c2.permissions[0].outcome.as_ref().unwrap().label(),
+        "rejected once"
+    );
 }
 
 #[test]
@@ -336,7 +487,9 @@ fn ts_agent_cancel_with_ctrl_c() {
     let Some(agent) = ts_agent() else { return };
     let dir = tempfile::tempdir().unwrap();
     let child = Command::new(exe())
-        .args(["run", "--agent", &agent, "--prompt", "go", "--format", "jsonl", "--log"])
+        .args([
+            "run", "--agent", &agent, "--prompt", "go", "--format", "jsonl", "--log",
+        ])
         .arg(dir.path().join("session.jsonl"))
         .arg("--cwd")
         .arg(dir.path())
@@ -354,9 +507,17 @@ fn ts_agent_cancel_with_ctrl_c() {
         }
         std::thread::sleep(std::time::Duration::from_millis(25));
     }
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(6), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("session/cancel"));
     let mut s = Session::new(Policy::Ask);
