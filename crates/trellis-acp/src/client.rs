@@ -18,15 +18,12 @@ use agent_client_protocol::v1::schema::{
     FileSystemCapabilities, Implementation, InitializeRequest, NewSessionRequest, PromptRequest,
     ResourceLink, TextContent,
 };
-use agent_client_protocol::{
-    AcpAgent, AcpAgentConfig, Dispatch, Handled, LineDirection, Responder, UntypedMessage, V1,
-};
+use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use trellis_core::permission::Outcome;
 use trellis_core::update::Action;
-use trellis_core::wire::Dir;
 
 use crate::recorder::{LogSink, Recorder};
 use crate::roots::Roots;
@@ -188,15 +185,9 @@ async fn run(
     tx: UnboundedSender<Input>,
     mut cmd_rx: UnboundedReceiver<Command>,
 ) -> Result<(), String> {
-    let config = AcpAgentConfig::new(&spec.command)
-        .args(spec.args.iter().cloned())
-        .envs(spec.env.iter().cloned());
-    let tap = recorder.clone();
-    let agent = AcpAgent::new(config).with_debug(move |line, dir| match dir {
-        LineDirection::Stdin => tap.line(Dir::ClientToAgent, line),
-        LineDirection::Stdout => tap.line(Dir::AgentToClient, line),
-        LineDirection::Stderr => tap.stderr(line),
-    });
+    let (process, transport) =
+        crate::transport::spawn(&spec.command, &spec.args, &spec.env, &spec.cwd, recorder.clone())
+            .map_err(|e| format!("cannot start {}: {e}", spec.command))?;
     let mut roots = vec![spec.cwd.clone()];
     roots.extend(spec.extra_roots.iter().cloned());
     let services = Services {
@@ -222,7 +213,7 @@ async fn run(
             },
             agent_client_protocol::on_receive_dispatch!(),
         )
-        .connect_with(agent, async |cx| {
+        .connect_with(transport, async |cx| {
             let caps = ClientCapabilities::new()
                 .fs(FileSystemCapabilities::new()
                     .read_text_file(spec.caps.read_text_file)
@@ -286,10 +277,15 @@ async fn run(
         })
         .await;
     terminals.kill_all();
-    result.map_err(|e| match e.data.as_ref() {
-        Some(d) => format!("{} ({d})", e.message),
-        None => e.message.clone(),
-    })
+    let exit = process.finish(std::time::Duration::from_secs(1)).await;
+    match (result, exit) {
+        (_, Some(exit)) => Err(format!("the agent ended with {exit}")),
+        (Err(e), None) => Err(match e.data.as_ref() {
+            Some(d) => format!("{} ({d})", e.message),
+            None => e.message.clone(),
+        }),
+        (Ok(()), None) => Ok(()),
+    }
 }
 
 fn file_uri(p: &Path) -> String {

@@ -9,6 +9,7 @@ pub mod fs;
 pub mod recorder;
 pub mod roots;
 pub mod terminal;
+pub mod transport;
 
 pub use client::{AgentSpec, Caps, Command, Handle, Input, start};
 pub use recorder::{LogSink, Recorder};

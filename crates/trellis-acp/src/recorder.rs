@@ -81,29 +81,29 @@ impl Recorder {
         }
     }
 
-    /// One line on the agent's stdin or stdout.
-    pub fn line(&self, dir: Dir, line: &str) {
+    /// One line on the agent's stdin or stdout. Returns false for agent notifications,
+    /// which the SDK does not need to see (state comes from here).
+    pub fn line(&self, dir: Dir, line: &str) -> bool {
         let t = self.now();
         self.with(|inner| {
             inner.seq += 1;
             let seq = inner.seq;
-            let action = match Message::parse(line) {
+            let (action, forward) = match Message::parse(line) {
                 Ok(msg) => {
                     Self::append(inner, &encode_frame(t, dir, line));
-                    Action::Frame { seq, t, dir, msg }
+                    let forward = !(dir == Dir::AgentToClient && msg.is_notification());
+                    (Action::Frame { seq, t, dir, msg }, forward)
                 }
                 Err(e) => {
                     Self::append(inner, &encode_invalid(t, dir, line));
-                    Action::InvalidLine {
-                        t,
-                        dir,
-                        len: line.len(),
-                        error: e.to_string(),
-                    }
+                    let error = e.to_string();
+                    let action = Action::InvalidLine { t, dir, len: line.len(), error };
+                    (action, true)
                 }
             };
             let _ = inner.tx.send(Input::Action(action));
-        });
+            forward
+        })
     }
 
     /// A client record.

@@ -256,11 +256,16 @@ impl Terminals {
     }
 }
 
-#[allow(unsafe_code)]
 fn kill_group(pgid: u32) {
+    signal_group(pgid, libc::SIGKILL);
+}
+
+/// Sends `sig` to the process group `pgid` (an already-gone group is fine).
+#[allow(unsafe_code)]
+pub(crate) fn signal_group(pgid: u32, sig: i32) {
     // SAFETY: kill(2) with a negative pid signals a process group; it has no memory effects.
     unsafe {
-        libc::kill(-(pgid as i32), libc::SIGKILL);
+        libc::kill(-(pgid as i32), sig);
     }
 }
 
