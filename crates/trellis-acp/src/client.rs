@@ -185,9 +185,14 @@ async fn run(
     tx: UnboundedSender<Input>,
     mut cmd_rx: UnboundedReceiver<Command>,
 ) -> Result<(), String> {
-    let (process, transport) =
-        crate::transport::spawn(&spec.command, &spec.args, &spec.env, &spec.cwd, recorder.clone())
-            .map_err(|e| format!("cannot start {}: {e}", spec.command))?;
+    let (process, transport) = crate::transport::spawn(
+        &spec.command,
+        &spec.args,
+        &spec.env,
+        &spec.cwd,
+        recorder.clone(),
+    )
+    .map_err(|e| format!("cannot start {}: {e}", spec.command))?;
     let mut roots = vec![spec.cwd.clone()];
     roots.extend(spec.extra_roots.iter().cloned());
     let services = Services {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::mpsc::UnboundedSender;
-use trellis_core::log::{encode_frame, encode_invalid, encode_local, encode_stderr};
+use trellis_core::log::{encode_frame_into, encode_invalid, encode_local, encode_stderr};
 use trellis_core::session::LocalRecord;
 use trellis_core::update::Action;
 use trellis_core::wire::{Dir, Message};
@@ -36,6 +36,8 @@ struct Inner {
     seq: u64,
     tx: UnboundedSender<Input>,
     log_error_reported: bool,
+    /// Reused for every frame record.
+    buf: String,
 }
 
 #[derive(Clone)]
@@ -52,6 +54,7 @@ impl Recorder {
                 seq: 0,
                 tx,
                 log_error_reported: false,
+                buf: String::new(),
             })),
             start: Instant::now(),
         }
@@ -90,14 +93,22 @@ impl Recorder {
             let seq = inner.seq;
             let (action, forward) = match Message::parse(line) {
                 Ok(msg) => {
-                    Self::append(inner, &encode_frame(t, dir, line));
+                    let mut buf = std::mem::take(&mut inner.buf);
+                    encode_frame_into(&mut buf, t, dir, line);
+                    Self::append(inner, &buf);
+                    inner.buf = buf;
                     let forward = !(dir == Dir::AgentToClient && msg.is_notification());
                     (Action::Frame { seq, t, dir, msg }, forward)
                 }
                 Err(e) => {
                     Self::append(inner, &encode_invalid(t, dir, line));
                     let error = e.to_string();
-                    let action = Action::InvalidLine { t, dir, len: line.len(), error };
+                    let action = Action::InvalidLine {
+                        t,
+                        dir,
+                        len: line.len(),
+                        error,
+                    };
                     (action, true)
                 }
             };

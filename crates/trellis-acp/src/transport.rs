@@ -80,10 +80,10 @@ pub fn spawn(
         });
     }
     let tap_in = recorder.clone();
-    let incoming = futures::stream::unfold(BufReader::with_capacity(1 << 16, stdout), move |mut r| {
+    let reader = (BufReader::with_capacity(1 << 16, stdout), String::new());
+    let incoming = futures::stream::unfold(reader, move |(mut r, mut buf)| {
         let tap = tap_in.clone();
         async move {
-            let mut buf = String::new();
             loop {
                 buf.clear();
                 match r.read_line(&mut buf).await {
@@ -94,10 +94,11 @@ pub fn spawn(
                             continue;
                         }
                         if tap.line(Dir::AgentToClient, line) {
-                            return Some((Ok(line.to_string()), r));
+                            let line = line.to_string();
+                            return Some((Ok(line), (r, buf)));
                         }
                     }
-                    Err(e) => return Some((Err(e), r)),
+                    Err(e) => return Some((Err(e), (r, buf))),
                 }
             }
         }
@@ -116,7 +117,14 @@ pub fn spawn(
     });
     let pgid = child.id();
     let transport = Lines::new(Box::pin(outgoing) as _, incoming);
-    Ok((AgentProcess { child, pgid, stderr_tail }, transport))
+    Ok((
+        AgentProcess {
+            child,
+            pgid,
+            stderr_tail,
+        },
+        transport,
+    ))
 }
 
 impl AgentProcess {
@@ -147,12 +155,19 @@ impl AgentProcess {
             Ok(t) => t.iter().cloned().collect(),
             Err(p) => p.into_inner().iter().cloned().collect(),
         };
-        let what = match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+        let what = match (
+            status.code(),
+            std::os::unix::process::ExitStatusExt::signal(&status),
+        ) {
             (Some(code), _) => format!("exit status {code}"),
             (None, Some(sig)) => format!("signal {sig}"),
             _ => "unknown status".into(),
         };
-        Some(if tail.is_empty() { what } else { format!("{what}: {}", tail.join("\n")) })
+        Some(if tail.is_empty() {
+            what
+        } else {
+            format!("{what}: {}", tail.join("\n"))
+        })
     }
 
     fn signal(&self, sig: i32) {

@@ -134,25 +134,28 @@ impl LogEntry {
     }
 }
 
-fn fmt_t(t: f64) -> String {
-    format!("{:.3}", t.max(0.0))
-}
-
 /// A frame record. `json` must be one valid JSON value (callers check with [`Message::parse`]).
 pub fn encode_frame(t: f64, dir: Dir, json: &str) -> String {
+    let mut s = String::with_capacity(json.len() + 48);
+    encode_frame_into(&mut s, t, dir, json);
+    s
+}
+
+/// [`encode_frame`] into a reused buffer (cleared first).
+pub fn encode_frame_into(s: &mut String, t: f64, dir: Dir, json: &str) {
+    use std::fmt::Write as _;
     let dir = match dir {
         Dir::ClientToAgent => "client_to_agent",
         Dir::AgentToClient => "agent_to_client",
     };
-    let mut s = String::with_capacity(json.len() + 48);
+    s.clear();
     s.push_str("{\"t\":");
-    s.push_str(&fmt_t(t));
+    let _ = write!(s, "{:.3}", t.max(0.0));
     s.push_str(",\"dir\":\"");
     s.push_str(dir);
     s.push_str("\",\"msg\":");
     s.push_str(json.trim());
     s.push_str("}\n");
-    s
 }
 
 #[derive(Serialize)]

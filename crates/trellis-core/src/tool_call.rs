@@ -132,8 +132,9 @@ pub struct Location {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolContent {
-    /// A text content block (the common case: tool output).
-    Text { text: String },
+    /// A text content block (the common case: tool output). Shared, so snapshots of a
+    /// call (events, views) do not copy the output.
+    Text { text: std::sync::Arc<str> },
     /// Any other content block (image, resource, link…), kept verbatim.
     Block { block: Box<RawValue> },
     /// A file change.
@@ -204,7 +205,7 @@ impl ToolContent {
                     Ok(WireTextBlock {
                         ty,
                         text: Some(text),
-                    }) if ty == "text" => Some(ToolContent::Text { text }),
+                    }) if ty == "text" => Some(ToolContent::Text { text: text.into() }),
                     Ok(_) => Some(ToolContent::Block {
                         block: raw.to_owned(),
                     }),
@@ -226,7 +227,7 @@ impl ToolContent {
     /// Bytes and lines of displayable text in this item (diffs count the new text).
     pub fn text_size(&self) -> (usize, usize) {
         let text = match self {
-            ToolContent::Text { text } => text.as_str(),
+            ToolContent::Text { text } => text,
             ToolContent::Diff { new_text, .. } => new_text.as_str(),
             _ => return (0, 0),
         };
@@ -245,6 +246,82 @@ pub fn count_lines(text: &str) -> usize {
 
 fn memchr_count(hay: &[u8], needle: u8) -> usize {
     hay.iter().filter(|b| **b == needle).count()
+}
+
+/// Wire shape of a content item on the fast path: text blocks only, strict types.
+#[derive(Deserialize)]
+struct FastItem<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    content: Option<FastBlock<'a>>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default, rename = "oldText")]
+    old_text: Option<String>,
+    #[serde(default, rename = "newText")]
+    new_text: Option<String>,
+    #[serde(default, rename = "terminalId")]
+    terminal_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct FastBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+/// Parses a `content` array. The fast path reads text, diff and terminal items in one pass;
+/// anything else (another block type, a malformed item) falls back to the lenient path,
+/// which keeps non-text blocks verbatim and skips malformed items.
+pub fn parse_content(raw: &str) -> Result<Vec<ToolContent>, serde_json::Error> {
+    if let Ok(items) = serde_json::from_str::<Vec<FastItem>>(raw) {
+        let mut out = Vec::with_capacity(items.len());
+        let mut fast = true;
+        for it in items {
+            match (it.ty.as_ref(), it.content) {
+                (
+                    "content",
+                    Some(FastBlock {
+                        ty,
+                        text: Some(text),
+                    }),
+                ) if ty == "text" => out.push(ToolContent::Text { text: text.into() }),
+                ("diff", _) => match (it.path, it.new_text) {
+                    (Some(path), Some(new_text)) => out.push(ToolContent::Diff {
+                        path,
+                        old_text: it.old_text,
+                        new_text,
+                    }),
+                    _ => fast = false,
+                },
+                ("terminal", _) => match it.terminal_id {
+                    Some(terminal_id) => out.push(ToolContent::Terminal { terminal_id }),
+                    None => fast = false,
+                },
+                _ => fast = false,
+            }
+            if !fast {
+                break;
+            }
+        }
+        if fast {
+            return Ok(out);
+        }
+    }
+    let items: Vec<LenientItem<WireContent>> = serde_json::from_str(raw)?;
+    Ok(items
+        .into_iter()
+        .filter_map(|i| i.0.and_then(ToolContent::from_wire))
+        .collect())
+}
+
+/// Parses a `locations` array, skipping malformed items.
+pub fn parse_locations(raw: &str) -> Result<Vec<Location>, serde_json::Error> {
+    let items: Vec<LenientItem<Location>> = serde_json::from_str(raw)?;
+    Ok(items.into_iter().filter_map(|i| i.0).collect())
 }
 
 fn de_content<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<ToolContent>>, D::Error> {

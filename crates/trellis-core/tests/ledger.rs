@@ -37,7 +37,7 @@ fn arb_patch() -> impl Strategy<Value = ToolCallPatch> {
                 status,
                 content: content.map(|v| {
                     v.into_iter()
-                        .map(|text| ToolContent::Text { text })
+                        .map(|text| ToolContent::Text { text: text.into() })
                         .collect()
                 }),
                 locations: locations.map(|v| {
