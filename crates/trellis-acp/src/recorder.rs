@@ -1,6 +1,14 @@
 //! The single ordering point of a live session: every line on the agent's stdio and every
-//! client record passes through here, is appended to the session log, and becomes one
+//! client record passes through here, is written to the session log, and becomes one
 //! reducer action — under one lock, so the log order *is* the action order.
+//!
+//! Invariants:
+//! - A record reaches the log (one `write`, no user-space buffering across input) before
+//!   its action is handed to the reducer: nothing is acted on that is not on record.
+//! - Group commit: when the agent has sent several lines that arrived together (they are
+//!   already buffered in memory), their records are written with one `write` once the last
+//!   of them is read. No line ever waits for input that has not arrived yet; at an
+//!   interactive pace every line is its own write.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -36,14 +44,25 @@ struct Inner {
     seq: u64,
     tx: UnboundedSender<Input>,
     log_error_reported: bool,
-    /// Reused for every frame record.
-    buf: String,
+    /// Records not yet written (only while a batch of buffered lines is being read).
+    pending: String,
+    /// Their actions, released after the write.
+    actions: Vec<Input>,
 }
 
 #[derive(Clone)]
 pub struct Recorder {
     inner: Arc<Mutex<Inner>>,
     start: Instant,
+}
+
+/// Whether more input is already buffered behind the line being recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum More {
+    /// Write now.
+    No,
+    /// Another complete line is already in memory: write with it.
+    Buffered,
 }
 
 impl Recorder {
@@ -54,7 +73,8 @@ impl Recorder {
                 seq: 0,
                 tx,
                 log_error_reported: false,
-                buf: String::new(),
+                pending: String::new(),
+                actions: Vec::new(),
             })),
             start: Instant::now(),
         }
@@ -73,56 +93,71 @@ impl Recorder {
         f(&mut guard)
     }
 
-    fn append(inner: &mut Inner, line: &str) {
-        if let Err(e) = inner.sink.append(line)
-            && !inner.log_error_reported
-        {
-            inner.log_error_reported = true;
-            let _ = inner
-                .tx
-                .send(Input::Warning(format!("session log write failed: {e}")));
+    /// Writes pending records, then releases their actions.
+    fn commit(inner: &mut Inner) {
+        if !inner.pending.is_empty() {
+            if let Err(e) = inner.sink.append(&inner.pending)
+                && !inner.log_error_reported
+            {
+                inner.log_error_reported = true;
+                let _ = inner
+                    .tx
+                    .send(Input::Warning(format!("session log write failed: {e}")));
+            }
+            inner.pending.clear();
+        }
+        for input in inner.actions.drain(..) {
+            let _ = inner.tx.send(input);
         }
     }
 
     /// One line on the agent's stdin or stdout. Returns false for agent notifications,
     /// which the SDK does not need to see (state comes from here).
-    pub fn line(&self, dir: Dir, line: &str) -> bool {
+    pub fn line(&self, dir: Dir, line: &str, more: More) -> bool {
         let t = self.now();
         self.with(|inner| {
             inner.seq += 1;
             let seq = inner.seq;
             let (action, forward) = match Message::parse(line) {
                 Ok(msg) => {
-                    let mut buf = std::mem::take(&mut inner.buf);
-                    encode_frame_into(&mut buf, t, dir, line);
-                    Self::append(inner, &buf);
-                    inner.buf = buf;
+                    let mut record = std::mem::take(&mut inner.pending);
+                    let start = record.len();
+                    encode_frame_into(&mut record, start, t, dir, line);
+                    inner.pending = record;
                     let forward = !(dir == Dir::AgentToClient && msg.is_notification());
                     (Action::Frame { seq, t, dir, msg }, forward)
                 }
                 Err(e) => {
-                    Self::append(inner, &encode_invalid(t, dir, line));
+                    inner.pending.push_str(&encode_invalid(t, dir, line));
                     let error = e.to_string();
-                    let action = Action::InvalidLine {
-                        t,
-                        dir,
-                        len: line.len(),
-                        error,
-                    };
-                    (action, true)
+                    (
+                        Action::InvalidLine {
+                            t,
+                            dir,
+                            len: line.len(),
+                            error,
+                        },
+                        true,
+                    )
                 }
             };
-            let _ = inner.tx.send(Input::Action(action));
+            inner.actions.push(Input::Action(action));
+            if more == More::No {
+                Self::commit(inner);
+            }
             forward
         })
     }
 
-    /// A client record.
+    /// A client record (written at once, with anything pending before it).
     pub fn local(&self, record: LocalRecord) {
         let t = self.now();
         self.with(|inner| {
-            Self::append(inner, &encode_local(t, &record));
-            let _ = inner.tx.send(Input::Action(Action::Local { t, record }));
+            inner.pending.push_str(&encode_local(t, &record));
+            inner
+                .actions
+                .push(Input::Action(Action::Local { t, record }));
+            Self::commit(inner);
         });
     }
 
@@ -130,14 +165,16 @@ impl Recorder {
     pub fn stderr(&self, line: &str) {
         let t = self.now();
         self.with(|inner| {
-            Self::append(inner, &encode_stderr(t, line));
-            let _ = inner.tx.send(Input::Stderr(line.to_string()));
+            inner.pending.push_str(&encode_stderr(t, line));
+            inner.actions.push(Input::Stderr(line.to_string()));
+            Self::commit(inner);
         });
     }
 
     /// Makes the log durable.
     pub fn sync(&self) {
         self.with(|inner| {
+            Self::commit(inner);
             if let Err(e) = inner.sink.sync() {
                 let _ = inner
                     .tx

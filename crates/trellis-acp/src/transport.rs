@@ -22,7 +22,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use trellis_core::wire::Dir;
 
-use crate::recorder::Recorder;
+use crate::recorder::{More, Recorder};
 
 /// Lines of stderr kept to explain a crash.
 const STDERR_TAIL: usize = 20;
@@ -93,7 +93,13 @@ pub fn spawn(
                         if line.trim().is_empty() {
                             continue;
                         }
-                        if tap.line(Dir::AgentToClient, line) {
+                        // Group commit: another complete line already in memory?
+                        let more = if r.buffer().contains(&b'\n') {
+                            More::Buffered
+                        } else {
+                            More::No
+                        };
+                        if tap.line(Dir::AgentToClient, line, more) {
                             let line = line.to_string();
                             return Some((Ok(line), (r, buf)));
                         }
@@ -108,7 +114,7 @@ pub fn spawn(
     let outgoing = futures::sink::unfold(stdin, move |mut w: ChildStdin, line: String| {
         let tap = tap_out.clone();
         async move {
-            tap.line(Dir::ClientToAgent, &line);
+            tap.line(Dir::ClientToAgent, &line, More::No);
             w.write_all(line.as_bytes()).await?;
             w.write_all(b"\n").await?;
             w.flush().await?;

@@ -5,6 +5,8 @@
 //! the session started) and `session` (ACP session id once known). Fields are only ever
 //! added; consumers must ignore fields they do not know.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::permission::{Decider, Outcome, PermissionOption};
@@ -64,13 +66,13 @@ pub enum EventBody {
         text: String,
     },
     ToolCallCreated {
-        call: ToolCall,
+        call: Arc<ToolCall>,
     },
     ToolCallUpdated {
         #[serde(skip_serializing_if = "Option::is_none")]
         previous_status: Option<ToolStatus>,
         status: ToolStatus,
-        call: ToolCall,
+        call: Arc<ToolCall>,
     },
     PermissionRequested {
         request_id: String,

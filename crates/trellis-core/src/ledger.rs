@@ -2,14 +2,18 @@
 //!
 //! Invariant: `index[id] == position of the call with that id in calls`; ids are unique.
 
-use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::fxhash::FxHashMap;
 
 use crate::tool_call::{ToolCall, ToolCallPatch, ToolStatus};
 
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
-    calls: Vec<ToolCall>,
-    index: HashMap<String, usize>,
+    /// Shared so that snapshots (events, views) cost a reference count; mutation copies
+    /// only while an older snapshot is still alive.
+    calls: Vec<Arc<ToolCall>>,
+    index: FxHashMap<String, usize>,
 }
 
 /// What applying a message to the ledger did.
@@ -31,16 +35,18 @@ impl Ledger {
         self.calls.is_empty()
     }
 
-    pub fn calls(&self) -> &[ToolCall] {
-        &self.calls
+    pub fn calls(&self) -> impl DoubleEndedIterator<Item = &ToolCall> + ExactSizeIterator + Clone {
+        self.calls.iter().map(|c| &**c)
     }
 
     pub fn get(&self, id: &str) -> Option<&ToolCall> {
-        self.index.get(id).map(|&i| &self.calls[i])
+        self.index.get(id).map(|&i| &*self.calls[i])
     }
 
     pub fn get_mut(&mut self, id: &str) -> Option<&mut ToolCall> {
-        self.index.get(id).map(|&i| &mut self.calls[i])
+        self.index
+            .get(id)
+            .map(|&i| Arc::make_mut(&mut self.calls[i]))
     }
 
     pub fn at(&self, index: usize) -> &ToolCall {
@@ -48,7 +54,12 @@ impl Ledger {
     }
 
     pub fn at_mut(&mut self, index: usize) -> &mut ToolCall {
-        &mut self.calls[index]
+        Arc::make_mut(&mut self.calls[index])
+    }
+
+    /// A cheap, immutable snapshot of the call at `index`.
+    pub fn snapshot(&self, index: usize) -> Arc<ToolCall> {
+        self.calls[index].clone()
     }
 
     pub fn position(&self, id: &str) -> Option<usize> {
@@ -64,12 +75,15 @@ impl Ledger {
             None => {
                 let i = self.calls.len();
                 self.index.insert(patch.tool_call_id.clone(), i);
-                self.calls
-                    .push(ToolCall::placeholder(patch.tool_call_id.clone(), t, turn));
+                self.calls.push(Arc::new(ToolCall::placeholder(
+                    patch.tool_call_id.clone(),
+                    t,
+                    turn,
+                )));
                 (i, true)
             }
         };
-        let call = &mut self.calls[index];
+        let call = Arc::make_mut(&mut self.calls[index]);
         if announce {
             call.announced = true;
         }

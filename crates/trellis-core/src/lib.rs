@@ -7,7 +7,9 @@
 
 pub mod enrich;
 pub mod event;
+mod fxhash;
 pub mod glob;
+pub mod hot;
 pub mod ledger;
 mod local;
 pub mod log;

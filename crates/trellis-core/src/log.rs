@@ -137,18 +137,18 @@ impl LogEntry {
 /// A frame record. `json` must be one valid JSON value (callers check with [`Message::parse`]).
 pub fn encode_frame(t: f64, dir: Dir, json: &str) -> String {
     let mut s = String::with_capacity(json.len() + 48);
-    encode_frame_into(&mut s, t, dir, json);
+    encode_frame_into(&mut s, 0, t, dir, json);
     s
 }
 
-/// [`encode_frame`] into a reused buffer (cleared first).
-pub fn encode_frame_into(s: &mut String, t: f64, dir: Dir, json: &str) {
+/// [`encode_frame`] into a reused buffer, replacing what it holds after byte `at`.
+pub fn encode_frame_into(s: &mut String, at: usize, t: f64, dir: Dir, json: &str) {
     use std::fmt::Write as _;
     let dir = match dir {
         Dir::ClientToAgent => "client_to_agent",
         Dir::AgentToClient => "agent_to_client",
     };
-    s.clear();
+    s.truncate(at);
     s.push_str("{\"t\":");
     let _ = write!(s, "{:.3}", t.max(0.0));
     s.push_str(",\"dir\":\"");

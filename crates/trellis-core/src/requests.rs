@@ -98,7 +98,7 @@ fn permission_asked(
         decider: None,
         decided_at: None,
     });
-    let call = call.clone();
+    let call = cx.s.ledger.snapshot(applied.index);
     if applied.created {
         cx.emit(EventBody::ToolCallCreated { call: call.clone() });
     }
@@ -240,11 +240,11 @@ pub(crate) fn edit_call_for_path(cx: &Ctx<'_>, path: &str) -> Option<String> {
     };
     let calls = cx.s.ledger.calls();
     calls
-        .iter()
+        .clone()
         .rev()
         .filter(names)
         .find(|c| !c.status.is_terminal())
-        .or_else(|| calls.iter().rev().find(names))
+        .or_else(|| calls.rev().find(names))
         .map(|c| c.id.clone())
 }
 
@@ -258,7 +258,6 @@ pub(crate) fn terminal_exited(cx: &mut Ctx<'_>, terminal_id: String, status: Exi
     let call_id =
         cx.s.ledger
             .calls()
-            .iter()
             .rev()
             .find(|c| {
                 c.content.iter().any(

@@ -4,7 +4,9 @@
 //! live session and a replay of its log end in equal states; open permission requests are
 //! exactly those the agent asked and the client has not yet answered.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::fxhash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -130,9 +132,9 @@ pub struct Session {
     pub ended: Option<String>,
     /// How permission requests are answered without the user.
     pub policy: Policy,
-    pub(crate) agent_requests: HashMap<String, AgentRequest>,
-    pub(crate) client_requests: HashMap<String, ClientRequest>,
-    pub(crate) deciders: HashMap<String, Decider>,
+    pub(crate) agent_requests: FxHashMap<String, AgentRequest>,
+    pub(crate) client_requests: FxHashMap<String, ClientRequest>,
+    pub(crate) deciders: FxHashMap<String, Decider>,
     pub(crate) warned: std::collections::HashSet<String>,
 }
 

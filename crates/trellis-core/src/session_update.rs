@@ -2,119 +2,53 @@
 //! mode, title. Unknown kinds are counted and skipped.
 
 use crate::event::{EventBody, Role};
+use crate::hot::HotUpdate;
 use crate::session::{Entry, MessageBlock};
-use serde_json::value::RawValue;
-
-use crate::tool_call::{ToolCallPatch, ToolKind, ToolStatus, parse_content, parse_locations};
+use crate::tool_call::ToolCallPatch;
 use crate::update::Ctx;
 use crate::wire::{self, Message};
 
-/// `session/update` params read in one pass for the hot kinds (tool calls and chunks).
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct HotParams<'a> {
-    #[serde(default, borrow)]
-    session_id: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
-    update: Hot<'a>,
-}
-
-/// The union of the fields of the hot update kinds; big values stay raw until needed.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Hot<'a> {
-    #[serde(borrow)]
-    session_update: std::borrow::Cow<'a, str>,
-    #[serde(default)]
-    tool_call_id: Option<String>,
-    #[serde(default)]
-    title: Option<String>,
-    #[serde(default, borrow)]
-    kind: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    status: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    content: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    locations: Option<&'a RawValue>,
-    #[serde(default)]
-    raw_input: Option<Box<RawValue>>,
-    #[serde(default)]
-    raw_output: Option<Box<RawValue>>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    message_id: Option<String>,
-}
-
-impl Hot<'_> {
-    fn patch(self) -> Result<ToolCallPatch, serde_json::Error> {
-        let content = match self.content {
-            Some(raw) if raw.get() != "null" => Some(parse_content(raw.get())?),
-            _ => None,
-        };
-        let locations = match self.locations {
-            Some(raw) if raw.get() != "null" => Some(parse_locations(raw.get())?),
-            _ => None,
-        };
-        Ok(ToolCallPatch {
-            tool_call_id: self.tool_call_id.unwrap_or_default(),
-            title: self.title,
-            kind: self.kind.map(|k| ToolKind::parse(&k)),
-            status: self.status.and_then(|s| ToolStatus::parse_wire(&s)),
-            content,
-            locations,
-            raw_input: self.raw_input.filter(|r| r.get() != "null"),
-            raw_output: self.raw_output.filter(|r| r.get() != "null"),
-            name: self.name,
-        })
-    }
-}
-
-/// Applies one `session/update`: hot kinds in one pass, the rest (and anything the hot
-/// path cannot read) through the per-kind lenient decoders.
+/// Applies one `session/update`: hot kinds as decoded in one pass (see [`crate::hot`]), the
+/// rest (and anything the hot path cannot read) through the per-kind lenient decoders.
 pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
-    let raw = msg.params.as_deref().map(RawValue::get).unwrap_or("{}");
-    if let Ok(hot) = serde_json::from_str::<HotParams>(raw) {
-        if let (Some(mine), Some(theirs)) = (&cx.s.id, &hot.session_id)
-            && mine != theirs
-        {
-            let key = format!("foreign:{theirs}");
-            cx.warn_once(key, format!("ignored updates for another session {theirs}"));
-            return;
-        }
-        let tag = hot.update.session_update.clone();
-        let role = match tag.as_ref() {
-            "user_message_chunk" => Some(Role::User),
-            "agent_message_chunk" => Some(Role::Agent),
-            "agent_thought_chunk" => Some(Role::Thought),
-            _ => None,
-        };
-        let done = match (tag.as_ref(), role) {
-            ("tool_call" | "tool_call_update", _) => {
-                let announce = tag == "tool_call";
-                hot.update
-                    .patch()
-                    .map(|p| tool_call_patch(cx, seq, p, announce))
-            }
-            (_, Some(role)) => match hot.update.content {
-                Some(content) => chunk_block(cx, content.get(), hot.update.message_id, role),
-                None => Err(serde::de::Error::missing_field("content")),
-            },
-            _ => Err(serde::de::Error::custom("not a hot kind")),
-        };
-        if let Ok(result) = done {
-            cx.s.counters.updates += 1;
-            if let Err(e) = result {
+    let decoded = match &msg.decoded {
+        Some(d) => Some((**d).clone()),
+        None => msg
+            .params
+            .as_deref()
+            .and_then(|p| crate::hot::decode_params(p.get())),
+    };
+    let Some(d) = decoded else {
+        return slow(cx, seq, msg);
+    };
+    if let (Some(mine), Some(theirs)) = (&cx.s.id, &d.session_id)
+        && mine != theirs
+    {
+        let key = format!("foreign:{theirs}");
+        cx.warn_once(key, format!("ignored updates for another session {theirs}"));
+        return;
+    }
+    cx.s.counters.updates += 1;
+    match d.update {
+        HotUpdate::ToolCall { patch, announce } => {
+            let tag = if announce {
+                "tool_call"
+            } else {
+                "tool_call_update"
+            };
+            if let Err(e) = tool_call_patch(cx, seq, patch, announce) {
                 *cx.s.counters.malformed.entry(tag.to_string()).or_default() += 1;
                 cx.emit(EventBody::Warning {
                     message: format!("skipped a malformed {tag} update: {e}"),
                 });
             }
-            return;
         }
+        HotUpdate::Chunk {
+            role,
+            text,
+            message_id,
+        } => append_chunk(cx, text, message_id, role),
     }
-    slow(cx, seq, msg)
 }
 
 fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
@@ -219,24 +153,14 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
 
 fn chunk(cx: &mut Ctx<'_>, raw: &str, role: Role) -> Result<(), serde_json::Error> {
     let c: wire::ChunkUpdate = serde_json::from_str(raw)?;
-    chunk_block(cx, c.content.get(), c.message_id, role)?
+    let text = crate::hot::block_text(c.content.get())?;
+    append_chunk(cx, text, c.message_id, role);
+    Ok(())
 }
 
-/// Appends one content block to the transcript. The outer result is a decoding failure of
-/// the block; the inner one is always Ok (kept for symmetry with tool calls).
-fn chunk_block(
-    cx: &mut Ctx<'_>,
-    content: &str,
-    message_id: Option<String>,
-    role: Role,
-) -> Result<Result<(), serde_json::Error>, serde_json::Error> {
-    let block: wire::TextBlock = serde_json::from_str(content)?;
-    let text = match (block.ty.as_str(), block.text, block.name, block.uri) {
-        ("text", Some(text), _, _) => text,
-        (_, _, Some(name), _) => format!("[{}: {name}]", block.ty),
-        (_, _, _, Some(uri)) => format!("[{}: {uri}]", block.ty),
-        (ty, ..) => format!("[{ty}]"),
-    };
+/// Appends a chunk's text to the transcript (joined to the last block when role and
+/// message id match) and emits it.
+fn append_chunk(cx: &mut Ctx<'_>, text: String, message_id: Option<String>, role: Role) {
     let turn = cx.s.turn;
     let joined = match cx.s.transcript.last_mut() {
         Some(Entry::Message(m)) if m.role == role && m.message_id == message_id => {
@@ -258,7 +182,6 @@ fn chunk_block(
         message_id,
         text,
     });
-    Ok(Ok(()))
 }
 
 fn tool_call(
@@ -295,10 +218,10 @@ fn tool_call_patch(
                 message: format!("update for unknown tool call {id}: kept as a placeholder"),
             });
         }
-        let call = cx.s.ledger.at(applied.index).clone();
+        let call = cx.s.ledger.snapshot(applied.index);
         cx.emit(EventBody::ToolCallCreated { call });
     } else if !meta_only {
-        let call = cx.s.ledger.at(applied.index).clone();
+        let call = cx.s.ledger.snapshot(applied.index);
         cx.emit(EventBody::ToolCallUpdated {
             previous_status: applied.previous_status,
             status: call.status,

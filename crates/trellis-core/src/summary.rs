@@ -118,7 +118,7 @@ pub fn transcript_text(session: &Session) -> String {
 pub fn ledger_summary(session: &Session) -> String {
     let mut out = String::new();
     let calls = session.ledger.calls();
-    let count = |s: ToolStatus| calls.iter().filter(|c| c.status == s).count();
+    let count = |s: ToolStatus| calls.clone().filter(|c| c.status == s).count();
     let _ = writeln!(
         out,
         "{} tool calls: {} completed, {} failed, {} cancelled, {} unfinished, {} open",

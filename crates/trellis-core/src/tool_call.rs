@@ -134,7 +134,7 @@ pub struct Location {
 pub enum ToolContent {
     /// A text content block (the common case: tool output). Shared, so snapshots of a
     /// call (events, views) do not copy the output.
-    Text { text: std::sync::Arc<str> },
+    Text { text: std::sync::Arc<String> },
     /// Any other content block (image, resource, link…), kept verbatim.
     Block { block: Box<RawValue> },
     /// A file change.
@@ -221,6 +221,15 @@ impl ToolContent {
                 terminal_id: w.terminal_id?,
             }),
             _ => None,
+        }
+    }
+
+    /// Bytes of displayable text in this item (diffs count the new text).
+    pub fn text_size_bytes(&self) -> usize {
+        match self {
+            ToolContent::Text { text } => text.len(),
+            ToolContent::Diff { new_text, .. } => new_text.len(),
+            _ => 0,
         }
     }
 

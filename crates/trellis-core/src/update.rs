@@ -271,7 +271,7 @@ pub(crate) fn mark_open_calls(cx: &mut Ctx<'_>, turn: u32, status: ToolStatus) -
         let call = cx.s.ledger.at_mut(i);
         let prev = call.set_status(status, t);
         marked.push(call.id.clone());
-        let call = call.clone();
+        let call = cx.s.ledger.snapshot(i);
         cx.emit(EventBody::ToolCallUpdated {
             previous_status: prev,
             status,

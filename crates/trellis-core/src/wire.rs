@@ -41,6 +41,7 @@ impl std::fmt::Display for RpcError {
 }
 
 /// One JSON-RPC message, with params/result kept verbatim until someone needs them.
+/// A hot `session/update` comes already decoded (`decoded`, with `params` left out).
 #[derive(Debug, Clone)]
 pub struct Message {
     pub id: Option<String>,
@@ -48,6 +49,7 @@ pub struct Message {
     pub params: Option<Box<RawValue>>,
     pub result: Option<Box<RawValue>>,
     pub error: Option<RpcError>,
+    pub decoded: Option<Box<crate::hot::Decoded>>,
 }
 
 #[derive(Deserialize)]
@@ -76,6 +78,20 @@ pub enum DecodeError {
 impl Message {
     /// Parses one line of the ACP stream.
     pub fn parse(line: &str) -> Result<Message, DecodeError> {
+        if let Ok(hot) = serde_json::from_str::<crate::hot::HotEnvelope>(line)
+            && hot.id.is_none()
+            && hot.method.as_deref() == Some("session/update")
+            && let Some(decoded) = hot.params.decode()
+        {
+            return Ok(Message {
+                id: None,
+                method: Some("session/update".into()),
+                params: None,
+                result: None,
+                error: None,
+                decoded: Some(Box::new(decoded)),
+            });
+        }
         let env: Envelope =
             serde_json::from_str(line).map_err(|e| DecodeError::Json(e.to_string()))?;
         let id = env
@@ -91,6 +107,7 @@ impl Message {
             params: env.params,
             result: env.result,
             error: env.error,
+            decoded: None,
         })
     }
 

@@ -96,13 +96,11 @@ impl<W: Write> Output<W> {
                 let calls = session
                     .ledger
                     .calls()
-                    .iter()
                     .filter(|c| c.turn == session.turn)
                     .count();
                 let failed = session
                     .ledger
                     .calls()
-                    .iter()
                     .filter(|c| c.turn == session.turn && c.status == ToolStatus::Failed)
                     .count();
                 writeln!(

@@ -129,8 +129,7 @@ pub fn main(args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitC
     }
     .context("cannot create the session log")?;
     let log_path = writer.path().to_path_buf();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
@@ -257,8 +256,7 @@ async fn drive(
     let output_bytes = session
         .ledger
         .calls()
-        .iter()
-        .map(|c| c.output_size().0)
+        .map(|c| c.content.iter().map(|x| x.text_size_bytes()).sum::<usize>())
         .sum();
     let reason = session
         .last_stop

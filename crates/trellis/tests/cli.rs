@@ -158,7 +158,6 @@ fn demo_end_to_end() {
     let failed: Vec<_> = s
         .ledger
         .calls()
-        .iter()
         .filter(|c| c.status == trellis_core::ToolStatus::Failed)
         .collect();
     assert_eq!(failed.len(), 1);
