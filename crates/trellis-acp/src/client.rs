@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock,
-    FileSystemCapabilities, Implementation, InitializeRequest, NewSessionRequest, PromptRequest,
-    ResourceLink, TextContent,
+    FileSystemCapabilities, Implementation, InitializeRequest, LoadSessionRequest,
+    NewSessionRequest, PromptRequest, ResourceLink, SessionId, TextContent,
 };
 use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde::Deserialize;
@@ -64,6 +64,8 @@ pub struct AgentSpec {
     pub cwd: PathBuf,
     /// Directories besides `cwd` the agent may read and write.
     pub extra_roots: Vec<PathBuf>,
+    /// Resume this ACP session with `session/load` (when the agent advertises it).
+    pub load_session: Option<String>,
 }
 
 /// From the connection to the driver.
@@ -232,20 +234,41 @@ async fn run(
                 )
                 .block_task()
                 .await?;
-            let session = match cx.send_request(NewSessionRequest::new(spec.cwd.clone())).block_task().await {
-                Ok(s) => s,
-                Err(e) if i32::from(e.code) == -32000 && !init.auth_methods.is_empty() => {
-                    let method = spec
-                        .auth_method
-                        .clone()
-                        .or_else(|| init.auth_methods.first().map(|m| m.id().to_string()))
-                        .unwrap_or_default();
-                    cx.send_request(AuthenticateRequest::new(method)).block_task().await?;
-                    cx.send_request(NewSessionRequest::new(spec.cwd.clone())).block_task().await?
+            // `session/load` when asked for and advertised; authenticate once if required.
+            let load = spec.load_session.clone().filter(|_| init.agent_capabilities.load_session);
+            if let (Some(id), None) = (&spec.load_session, &load) {
+                let _ = tx.send(Input::Warning(format!(
+                    "the agent does not advertise session/load; starting a new session instead of {id}"
+                )));
+            }
+            let mut authenticated = false;
+            let session_id: SessionId = loop {
+                let attempt = match &load {
+                    Some(id) => cx
+                        .send_request(LoadSessionRequest::new(id.clone(), spec.cwd.clone()))
+                        .block_task()
+                        .await
+                        .map(|_| SessionId::from(id.clone())),
+                    None => cx
+                        .send_request(NewSessionRequest::new(spec.cwd.clone()))
+                        .block_task()
+                        .await
+                        .map(|s| s.session_id),
+                };
+                match attempt {
+                    Ok(id) => break id,
+                    Err(e) if !authenticated && i32::from(e.code) == -32000 && !init.auth_methods.is_empty() => {
+                        let method = spec
+                            .auth_method
+                            .clone()
+                            .or_else(|| init.auth_methods.first().map(|m| m.id().to_string()))
+                            .unwrap_or_default();
+                        cx.send_request(AuthenticateRequest::new(method)).block_task().await?;
+                        authenticated = true;
+                    }
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
             };
-            let session_id = session.session_id;
             let _ = tx.send(Input::Ready);
             let mut turn: Option<TurnFuture> = None;
             loop {

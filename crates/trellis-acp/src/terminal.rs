@@ -279,3 +279,66 @@ fn signal_name(sig: i32) -> String {
         n => format!("signal {n}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Input;
+    use crate::recorder::NullSink;
+
+    fn terminals() -> (Terminals, tokio::sync::mpsc::UnboundedReceiver<Input>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (Terminals::new(Recorder::new(Box::new(NullSink), tx)), rx)
+    }
+
+    fn spawn(cmd: &str, limit: Option<u64>) -> Spawn {
+        Spawn {
+            command: cmd.into(),
+            args: vec![],
+            env: vec![("GREETING".into(), "hi".into())],
+            cwd: std::env::temp_dir(),
+            output_byte_limit: limit,
+        }
+    }
+
+    #[tokio::test]
+    async fn shell_line_env_and_front_truncation_at_a_char_boundary() {
+        let (t, mut rx) = terminals();
+        // 20 two-byte characters then "end": 43 bytes, limited to 10.
+        let id = t
+            .create(spawn(
+                "printf 'ééééééééééééééééééééend'; echo \" $GREETING\"; exit 3",
+                Some(10),
+            ))
+            .unwrap();
+        let exit = t.wait_for_exit(&id).await.unwrap();
+        assert_eq!(exit.exit_code, Some(3));
+        let out = t.output(&id).unwrap();
+        assert!(out.truncated);
+        assert!(out.output.len() <= 10, "{:?}", out.output);
+        assert!(out.output.ends_with("end hi\n"), "{:?}", out.output);
+        // Live output and the exit were recorded, output first.
+        let mut kinds = Vec::new();
+        while let Ok(Input::Action(trellis_core::Action::Local { record, .. })) = rx.try_recv() {
+            kinds.push(match record {
+                LocalRecord::TerminalOutput { .. } => "output",
+                LocalRecord::TerminalExited { .. } => "exit",
+                _ => "other",
+            });
+        }
+        assert_eq!(kinds.last(), Some(&"exit"));
+        assert!(kinds.contains(&"output"));
+    }
+
+    #[tokio::test]
+    async fn kill_keeps_the_terminal_and_release_forgets_it() {
+        let (t, _rx) = terminals();
+        let id = t.create(spawn("sleep 30", None)).unwrap();
+        t.kill(&id).unwrap();
+        let exit = t.wait_for_exit(&id).await.unwrap();
+        assert_eq!(exit.signal.as_deref(), Some("SIGKILL"));
+        assert!(t.output(&id).is_ok(), "still valid after kill");
+        t.release(&id).unwrap();
+        assert!(matches!(t.output(&id), Err(TerminalError::Unknown(_))));
+    }
+}

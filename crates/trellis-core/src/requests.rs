@@ -285,12 +285,13 @@ pub(crate) fn client_request(cx: &mut Ctx<'_>, msg: Message) {
                 .ok()
                 .and_then(|p| p.cwd),
         },
-        "session/load" => ClientRequest::LoadSession {
-            cwd: msg
-                .params_as::<wire::NewSessionParams>()
-                .ok()
-                .and_then(|p| p.cwd),
-        },
+        "session/load" => {
+            let p = msg.params_as::<wire::NewSessionParams>().ok();
+            ClientRequest::LoadSession {
+                cwd: p.as_ref().and_then(|p| p.cwd.clone()),
+                session_id: p.and_then(|p| p.session_id),
+            }
+        }
         "session/prompt" => {
             let text = msg
                 .params_as::<wire::PromptParams>()
@@ -343,6 +344,10 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
         );
         return;
     };
+    let loaded = match &req {
+        ClientRequest::LoadSession { session_id, .. } => session_id.clone(),
+        _ => None,
+    };
     if let Some(err) = &msg.error {
         let what = match req {
             ClientRequest::Initialize => "initialize",
@@ -367,11 +372,11 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
                 cx.s.auth_methods = r.auth_methods;
             }
         }
-        ClientRequest::NewSession { cwd } | ClientRequest::LoadSession { cwd } => {
+        ClientRequest::NewSession { cwd } | ClientRequest::LoadSession { cwd, .. } => {
             let r = msg
                 .result_as::<wire::NewSessionResult>()
                 .unwrap_or_default();
-            if let Some(id) = r.session_id {
+            if let Some(id) = r.session_id.or(loaded) {
                 cx.s.id = Some(id);
             }
             if cwd.is_some() {

@@ -77,8 +77,13 @@ pub(crate) enum AgentRequest {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ClientRequest {
     Initialize,
-    NewSession { cwd: Option<String> },
-    LoadSession { cwd: Option<String> },
+    NewSession {
+        cwd: Option<String>,
+    },
+    LoadSession {
+        cwd: Option<String>,
+        session_id: Option<String>,
+    },
     Prompt,
     Other,
 }

@@ -330,6 +330,9 @@ pub struct PromptResult {
 pub struct NewSessionParams {
     #[serde(default)]
     pub cwd: Option<String>,
+    /// `session/load` only.
+    #[serde(default)]
+    pub session_id: Option<String>,
 }
 
 #[derive(Deserialize)]

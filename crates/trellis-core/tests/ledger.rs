@@ -257,3 +257,68 @@ fn cancel_answers_every_open_permission_once() {
             .all(|f| !matches!(f, trellis_core::Effect::Answer { .. }))
     );
 }
+
+#[test]
+fn hot_and_lenient_decoding_agree() {
+    // Every shape the hot path sees must decode exactly like the lenient path.
+    let updates = [
+        json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"T","kind":"read","status":"pending",
+            "content":[{"type":"content","content":{"type":"text","text":"x\ny"}}],"locations":[{"path":"/p","line":3}]}),
+        json!({"sessionUpdate":"tool_call_update","toolCallId":"a","content":[
+            {"type":"content","content":{"type":"image","data":"AAAA","mimeType":"image/png"}},
+            {"type":"diff","path":"/p","oldText":null,"newText":"n"},
+            {"type":"terminal","terminalId":"t1"},
+            {"type":"mystery"}]}),
+        json!({"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"nonsense","status":"weird","title":null}),
+        json!({"sessionUpdate":"agent_message_chunk","content":{"type":"resource_link","uri":"file:///x","name":"x"}}),
+    ];
+    let wrap = |u: &serde_json::Value| {
+        json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}})
+            .to_string()
+    };
+    let mut hot = Session::new(Policy::Ask);
+    let mut slow = Session::new(Policy::Ask);
+    for (i, u) in updates.iter().enumerate() {
+        let line = wrap(u);
+        let fast = Message::parse(&line).unwrap();
+        let mut lenient = fast.clone();
+        lenient.decoded = None;
+        lenient.params = Some(
+            serde_json::value::RawValue::from_string(
+                json!({"sessionId":"S","update":u}).to_string(),
+            )
+            .unwrap(),
+        );
+        update(
+            &mut hot,
+            Action::Frame {
+                seq: i as u64,
+                t: 0.0,
+                dir: Dir::AgentToClient,
+                msg: fast,
+            },
+        );
+        update(
+            &mut slow,
+            Action::Frame {
+                seq: i as u64,
+                t: 0.0,
+                dir: Dir::AgentToClient,
+                msg: lenient,
+            },
+        );
+    }
+    let a = hot.ledger.get("a").unwrap();
+    assert_eq!(a, slow.ledger.get("a").unwrap());
+    assert_eq!(
+        a.content.len(),
+        3,
+        "image kept, diff and terminal read, unknown item skipped"
+    );
+    assert!(matches!(a.content[0], ToolContent::Block { .. }));
+    assert_eq!(
+        (a.kind, a.status, a.title.as_str()),
+        (ToolKind::Other, ToolStatus::Pending, "T")
+    );
+    assert_eq!(hot.transcript, slow.transcript);
+}

@@ -140,6 +140,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             auth_method: auth,
             cwd,
             extra_roots: Vec::<PathBuf>::new(),
+            load_session: None,
         },
         scratch,
     })

@@ -41,6 +41,9 @@ pub struct RunArgs {
     /// Write the session log here instead of the data directory.
     #[arg(long)]
     log: Option<PathBuf>,
+    /// Resume an earlier ACP session of this agent with `session/load` (if it supports it).
+    #[arg(long, value_name = "SESSION_ID")]
+    load: Option<String>,
     /// Attach a file to the prompt (as a resource link); may repeat.
     #[arg(long = "file")]
     files: Vec<PathBuf>,
@@ -112,7 +115,8 @@ pub fn main(args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitC
         .clone()
         .or_else(|| config.default_agent.clone())
         .unwrap_or_else(|| "demo".into());
-    let resolved = crate::agents::resolve(&agent, &config, args.cwd.as_deref())?;
+    let mut resolved = crate::agents::resolve(&agent, &config, args.cwd.as_deref())?;
+    resolved.spec.load_session = args.load.clone();
     let (policy, explicit) = policy_from(args.permission.as_deref(), &config)?;
     if !explicit {
         eprintln!(

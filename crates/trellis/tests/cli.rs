@@ -523,3 +523,195 @@ fn ts_agent_cancel_with_ctrl_c() {
     trellis_core::log::rebuild(&mut s, text.lines(), |_| {});
     assert_eq!(s.last_stop.as_deref(), Some("cancelled"));
 }
+
+// ---------- session/load, stop reasons, policies, config ----------
+
+#[test]
+fn session_load_replays_history_before_the_prompt() {
+    let lines = [
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}),
+        ),
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"S","cwd":"/rec/cwd","mcpServers":[]}}),
+        ),
+        update(
+            json!({"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"earlier question"}}),
+        ),
+        update(
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"earlier answer"}}),
+        ),
+        update(
+            json!({"sessionUpdate":"tool_call","toolCallId":"old","title":"Old read","kind":"read","status":"completed"}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":1,"result":{}}),
+        ),
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}),
+        ),
+        update(
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"new answer"}}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}),
+        ),
+    ];
+    let r = replay_text(&(lines.join("\n") + "\n"), &["--load", "S"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert!(r.log().contains("\"method\":\"session/load\""));
+    let s = r.rebuilt();
+    assert_eq!(s.id.as_deref(), Some("S"));
+    let text = trellis_core::summary::transcript_text(&s);
+    assert!(
+        text.contains("> earlier question")
+            && text.contains("earlier answer")
+            && text.contains("new answer"),
+        "{text}"
+    );
+    assert_eq!(
+        s.ledger.get("old").unwrap().status,
+        trellis_core::ToolStatus::Completed
+    );
+}
+
+#[test]
+fn stop_reasons_map_to_exit_codes() {
+    for (stop, code) in [
+        ("end_turn", 0),
+        ("refusal", 3),
+        ("max_tokens", 4),
+        ("max_turn_requests", 5),
+        ("cancelled", 6),
+    ] {
+        let mut text = base_recording(vec![], false);
+        text.push_str(&rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":stop}}),
+        ));
+        text.push('\n');
+        let r = replay_text(&text, &[]);
+        assert_eq!(r.code(), code, "{stop}: {}", r.stderr());
+    }
+    // The agent answers the prompt with an error: a protocol error.
+    let mut text = base_recording(vec![], false);
+    text.push_str(&rec(
+        "agent_to_client",
+        json!({"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Internal error"}}),
+    ));
+    text.push('\n');
+    let r = replay_text(&text, &[]);
+    assert_eq!(r.code(), 8, "{}", r.stderr());
+    assert!(
+        r.stderr()
+            .contains("agent refused session/prompt: Internal error"),
+        "{}",
+        r.stderr()
+    );
+}
+
+#[test]
+fn allow_reads_and_rules_file_policies() {
+    let ask = |id: u64, call: &str, kind: &str, title: &str, input: Value| {
+        vec![
+            rec(
+                "agent_to_client",
+                json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission","params":{"sessionId":"S",
+                "toolCall":{"toolCallId":call,"title":title,"kind":kind,"rawInput":input},
+                "options":[{"optionId":"y","name":"Yes","kind":"allow_once"},{"optionId":"n","name":"No","kind":"reject_once"}]}}),
+            ),
+            rec(
+                "client_to_agent",
+                json!({"jsonrpc":"2.0","id":id,"result":{"outcome":{"outcome":"selected","optionId":"y"}}}),
+            ),
+        ]
+    };
+    let mut body = ask(0, "r", "read", "Read a", json!({"path":"/x/a"}));
+    body.extend(ask(
+        1,
+        "g",
+        "execute",
+        "git",
+        json!({"command":"git status"}),
+    ));
+    body.extend(ask(2, "e", "edit", "Edit b", json!({"path":"/x/secret/b"})));
+    let text = base_recording(body, true);
+    let outcomes = |r: &Run| -> Vec<(String, String)> {
+        let s = r.rebuilt();
+        s.ledger
+            .calls()
+            .map(|c| {
+                let p = &c.permissions[0];
+                (
+                    p.outcome.as_ref().unwrap().label(),
+                    p.decider.as_ref().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let r = replay_text(&text, &["--permission", "allow-reads"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert_eq!(
+        outcomes(&r),
+        vec![
+            ("allowed once".into(), "policy allow-reads".into()),
+            ("rejected once".into(), "policy allow-reads".into()),
+            ("rejected once".into(), "policy allow-reads".into()),
+        ]
+    );
+    let rules = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(rules.path(), "fallback = \"allow\"\n[[rule]]\naction = \"allow\"\ncommand = \"git *\"\n[[rule]]\naction = \"reject\"\npath = \"**/secret/**\"\n").unwrap();
+    let r = replay_text(&text, &["--permission", rules.path().to_str().unwrap()]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert_eq!(
+        outcomes(&r),
+        vec![
+            ("allowed once".into(), "policy rules".into()),
+            ("allowed once".into(), "rule allow command=git *".into()),
+            (
+                "rejected once".into(),
+                "rule reject path=**/secret/**".into()
+            ),
+        ]
+    );
+    // A broken rules file is a clear error naming file, line and key.
+    std::fs::write(rules.path(), "[[rule]]\naction = \"maybe\"\n").unwrap();
+    let r = replay_text(&text, &["--permission", rules.path().to_str().unwrap()]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains(":2: rule.action:"), "{}", r.stderr());
+}
+
+#[test]
+fn config_error_names_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("config.toml");
+    std::fs::write(
+        &conf,
+        "default_agent = \"demo\"\n\n[agents.x]\ncommand = [1]\n",
+    )
+    .unwrap();
+    let out = Command::new(exe())
+        .args([
+            "--config",
+            conf.to_str().unwrap(),
+            "run",
+            "--prompt",
+            "hi",
+            "--log",
+        ])
+        .arg(dir.path().join("s.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("config.toml:4: agents.x.command:"), "{err}");
+}
