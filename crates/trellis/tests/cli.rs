@@ -715,3 +715,40 @@ fn config_error_names_file_line_and_key() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("config.toml:4: agents.x.command:"), "{err}");
 }
+
+#[test]
+fn a_trellis_log_replays_like_a_fixture() {
+    let first = run(
+        &format!("{} agent demo --delay-ms 0", exe()),
+        &["--permission", "allow-once"],
+    );
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let log = first.dir.path().join("session.jsonl");
+    let again = replay(&log, &["--permission", "allow-once"]);
+    assert_eq!(again.code(), 0, "{}", again.stderr());
+    let summary = |s: &Session| -> Vec<(String, String, String)> {
+        s.ledger
+            .calls()
+            .map(|c| {
+                (
+                    c.id.clone(),
+                    c.kind.as_str().to_string(),
+                    c.status.as_str().to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(summary(&first.rebuilt()), summary(&again.rebuilt()));
+}
+
+#[test]
+fn an_agent_that_cannot_start_is_a_clear_crash() {
+    let r = run("/nonexistent/agent --acp", &[]);
+    assert_eq!(r.code(), 7, "{}", r.stderr());
+    assert!(
+        r.stderr().contains("cannot start /nonexistent/agent"),
+        "{}",
+        r.stderr()
+    );
+    assert!(r.log().contains("\"type\":\"agent_exited\""));
+}
