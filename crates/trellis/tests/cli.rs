@@ -95,6 +95,11 @@ fn ledger_snapshot(s: &Session) -> String {
         if let Some((a, d)) = trellis_core::enrich::diff_stat(c) {
             out.push_str(&format!(" | +{a} -{d}"));
         }
+        for item in &c.content {
+            if let trellis_core::tool_call::ToolContent::Diff { path, old_text, new_text } = item {
+                out.push_str(&format!("\n    diff {path}\n    --- {:?}\n    +++ {new_text:?}", old_text.as_deref().unwrap_or("")));
+            }
+        }
         for p in &c.permissions {
             let outcome = p
                 .outcome
