@@ -96,8 +96,16 @@ fn ledger_snapshot(s: &Session) -> String {
             out.push_str(&format!(" | +{a} -{d}"));
         }
         for item in &c.content {
-            if let trellis_core::tool_call::ToolContent::Diff { path, old_text, new_text } = item {
-                out.push_str(&format!("\n    diff {path}\n    --- {:?}\n    +++ {new_text:?}", old_text.as_deref().unwrap_or("")));
+            if let trellis_core::tool_call::ToolContent::Diff {
+                path,
+                old_text,
+                new_text,
+            } = item
+            {
+                out.push_str(&format!(
+                    "\n    diff {path}\n    --- {:?}\n    +++ {new_text:?}",
+                    old_text.as_deref().unwrap_or("")
+                ));
             }
         }
         for p in &c.permissions {
@@ -761,21 +769,54 @@ fn an_agent_that_cannot_start_is_a_clear_crash() {
 #[test]
 fn authenticates_when_the_agent_requires_it() {
     let lines = [
-        rec("client_to_agent", json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}})),
-        rec("agent_to_client", json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},
-            "authMethods":[{"id":"key","name":"API key"},{"id":"login","name":"Log in"}]}})),
-        rec("client_to_agent", json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/rec/cwd","mcpServers":[]}})),
-        rec("agent_to_client", json!({"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Authentication required"}})),
-        rec("client_to_agent", json!({"jsonrpc":"2.0","id":2,"method":"authenticate","params":{"methodId":"key"}})),
-        rec("agent_to_client", json!({"jsonrpc":"2.0","id":2,"result":{}})),
-        rec("client_to_agent", json!({"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/rec/cwd","mcpServers":[]}})),
-        rec("agent_to_client", json!({"jsonrpc":"2.0","id":3,"result":{"sessionId":"S"}})),
-        rec("client_to_agent", json!({"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}})),
-        rec("agent_to_client", json!({"jsonrpc":"2.0","id":4,"result":{"stopReason":"end_turn"}})),
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},
+            "authMethods":[{"id":"key","name":"API key"},{"id":"login","name":"Log in"}]}}),
+        ),
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/rec/cwd","mcpServers":[]}}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Authentication required"}}),
+        ),
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":2,"method":"authenticate","params":{"methodId":"key"}}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":2,"result":{}}),
+        ),
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/rec/cwd","mcpServers":[]}}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":3,"result":{"sessionId":"S"}}),
+        ),
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":4,"result":{"stopReason":"end_turn"}}),
+        ),
     ];
     let r = replay_text(&(lines.join("\n") + "\n"), &[]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let log = r.log();
-    assert!(log.contains("\"method\":\"authenticate\",\"params\":{\"methodId\":\"key\"}"), "{log}");
+    assert!(
+        log.contains("\"method\":\"authenticate\",\"params\":{\"methodId\":\"key\"}"),
+        "{log}"
+    );
     assert_eq!(r.rebuilt().id.as_deref(), Some("S"));
 }
