@@ -44,17 +44,19 @@ impl Ledger {
     }
 
     pub fn get_mut(&mut self, id: &str) -> Option<&mut ToolCall> {
-        self.index
-            .get(id)
-            .map(|&i| Arc::make_mut(&mut self.calls[i]))
+        let i = *self.index.get(id)?;
+        Some(self.at_mut(i))
     }
 
     pub fn at(&self, index: usize) -> &ToolCall {
         &self.calls[index]
     }
 
+    /// Mutable access; bumps the call's revision (views re-render on it).
     pub fn at_mut(&mut self, index: usize) -> &mut ToolCall {
-        Arc::make_mut(&mut self.calls[index])
+        let call = Arc::make_mut(&mut self.calls[index]);
+        call.rev = call.rev.wrapping_add(1);
+        call
     }
 
     /// A cheap, immutable snapshot of the call at `index`.
@@ -83,7 +85,7 @@ impl Ledger {
                 (i, true)
             }
         };
-        let call = Arc::make_mut(&mut self.calls[index]);
+        let call = self.at_mut(index);
         if announce {
             call.announced = true;
         }

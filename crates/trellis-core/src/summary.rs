@@ -61,6 +61,7 @@ pub fn size_summary(call: &ToolCall, session: &Session) -> Option<String> {
 pub fn permission_summary(call: &ToolCall) -> Option<String> {
     let rec = call.permissions.last()?;
     Some(match (&rec.outcome, &rec.decider) {
+        (Some(o), Some(crate::permission::Decider::Unrecorded)) => o.label(),
         (Some(o), Some(d)) => format!("{} by {d}", o.label()),
         (Some(o), None) => o.label(),
         (None, _) => "awaiting permission".into(),

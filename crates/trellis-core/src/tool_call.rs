@@ -448,6 +448,9 @@ pub struct ToolCall {
     pub frames: Vec<u64>,
     /// Turn in which the call was first seen.
     pub turn: u32,
+    /// Bumped on every change, so views can cache what they drew.
+    #[serde(skip)]
+    pub rev: u32,
 }
 
 /// One entry of a call's status history.
@@ -511,6 +514,7 @@ impl ToolCall {
             permissions: Vec::new(),
             frames: Vec::new(),
             turn,
+            rev: 0,
         }
     }
 

@@ -1,0 +1,320 @@
+//! The transcript layout: each entry rendered "width in, lines out" and cached by a key
+//! of what it shows, heights kept in prefix sums, so a frame renders only what is visible
+//! and finds it by binary search — its cost does not grow with the transcript.
+//!
+//! Invariants: `prefix[i]` is the line offset of entry `i` for every `i < valid`; an entry
+//! whose key changes (new text, a call's revision, the width) is re-measured and the sums
+//! after it recomputed lazily. Callers report changes to existing calls with
+//! [`TranscriptView::invalidate_call`]; new entries and message growth are found by `sync`.
+
+use std::sync::Arc;
+
+use ratatui_core::text::{Line, Span};
+use trellis_core::event::Role;
+use trellis_core::session::Entry;
+use trellis_core::{Session, ToolStatus};
+
+use crate::card::{CardCtx, OutputPolicies, card_height, card_line, preview_lines};
+use crate::theme::Theme;
+
+#[derive(Debug, Clone)]
+struct Cached {
+    key: u64,
+    height: usize,
+    /// Rendered lines (for a running card: only the lines under its first line).
+    lines: Option<Arc<Vec<Line<'static>>>>,
+}
+
+#[derive(Debug, Default)]
+pub struct TranscriptView {
+    width: usize,
+    entries: Vec<Cached>,
+    prefix: Vec<usize>,
+    valid: usize,
+    /// Transcript entry of each ledger index.
+    call_entry: Vec<usize>,
+    /// Entries invalidated since the last `sync`.
+    dirty: Vec<usize>,
+    pub policies: OutputPolicies,
+    pub thoughts_folded: bool,
+}
+
+fn mix(parts: &[u64]) -> u64 {
+    parts.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, p| {
+        (h ^ p).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl TranscriptView {
+    pub fn new() -> TranscriptView {
+        TranscriptView {
+            thoughts_folded: true,
+            ..TranscriptView::default()
+        }
+    }
+
+    fn key(&self, session: &Session, entry: &Entry) -> u64 {
+        let w = self.width as u64;
+        match entry {
+            Entry::Message(m) => mix(&[
+                1,
+                m.role as u64,
+                m.text.len() as u64,
+                w,
+                self.thoughts_folded as u64,
+            ]),
+            Entry::ToolCall { index } => {
+                let c = session.ledger.at(*index);
+                // Terminal output grows outside the call: count it in.
+                let term: usize = c
+                    .content
+                    .iter()
+                    .filter_map(|x| match x {
+                        trellis_core::tool_call::ToolContent::Terminal { terminal_id } => session
+                            .terminals
+                            .get(terminal_id)
+                            .map(|t| t.output.len() + t.exit.is_some() as usize),
+                        _ => None,
+                    })
+                    .sum();
+                mix(&[2, c.rev as u64, term as u64, w])
+            }
+            Entry::Notice { text } => mix(&[3, text.len() as u64, w]),
+        }
+    }
+
+    /// Marks the entry of ledger call `index` for re-measuring.
+    pub fn invalidate_call(&mut self, index: usize) {
+        if let Some(&e) = self.call_entry.get(index)
+            && let Some(c) = self.entries.get_mut(e)
+        {
+            c.key = 0;
+            c.lines = None;
+            self.dirty.push(e);
+        }
+    }
+
+    /// Forgets every cached entry (theme or policy change).
+    pub fn invalidate_all(&mut self) {
+        for c in &mut self.entries {
+            c.key = 0;
+            c.lines = None;
+        }
+        self.valid = 0;
+    }
+
+    /// Brings the layout up to date with `session` at `width`: new entries are measured,
+    /// invalidated ones and the last entry (which may be streaming) re-checked.
+    pub fn sync(&mut self, session: &Session, width: usize, theme: &Theme) {
+        if width != self.width {
+            self.width = width;
+            self.invalidate_all();
+        }
+        let n = session.transcript.len();
+        let first_new = self.entries.len();
+        for (i, e) in session.transcript.iter().enumerate().skip(first_new) {
+            if let Entry::ToolCall { index } = e {
+                if self.call_entry.len() <= *index {
+                    self.call_entry.resize(*index + 1, usize::MAX);
+                }
+                self.call_entry[*index] = i;
+            }
+            self.entries.push(Cached {
+                key: 0,
+                height: 0,
+                lines: None,
+            });
+        }
+        // Re-measure what may have changed: the new entries, the last old one (it may be a
+        // streaming message), and those invalidated since.
+        let start = first_new.saturating_sub(1).min(self.valid);
+        for i in start..n {
+            self.measure(session, i, theme);
+        }
+        for i in std::mem::take(&mut self.dirty) {
+            if i < n {
+                self.measure(session, i, theme);
+            }
+        }
+    }
+
+    fn measure(&mut self, session: &Session, i: usize, theme: &Theme) {
+        let entry = &session.transcript[i];
+        let key = self.key(session, entry);
+        if self.entries[i].key == key && key != 0 {
+            return;
+        }
+        let (height, lines) = match entry {
+            Entry::ToolCall { index } => {
+                let call = session.ledger.at(*index);
+                let policy = self.policies.for_call(call);
+                let cx = CardCtx {
+                    theme,
+                    width: self.width,
+                    now: 0.0,
+                    frame: 0,
+                    selected: false,
+                    highlighted: false,
+                };
+                let lines = preview_lines(call, session, &cx, policy);
+                debug_assert_eq!(lines.len() + 1, card_height(call, session, policy));
+                (lines.len() + 1, Some(Arc::new(lines)))
+            }
+            _ => {
+                let lines = self.render_entry(session, entry, theme);
+                (lines.len(), Some(Arc::new(lines)))
+            }
+        };
+        let old = self.entries[i].height;
+        self.entries[i] = Cached { key, height, lines };
+        if old != height || i >= self.valid {
+            self.valid = self.valid.min(i);
+        }
+    }
+
+    fn render_entry(&self, _session: &Session, entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
+        let w = self.width;
+        let mut out = match entry {
+            Entry::Message(m) => match m.role {
+                Role::User => {
+                    let line = Line::from(vec![
+                        Span::styled("› ", theme.user),
+                        Span::styled(m.text.clone(), theme.user),
+                    ]);
+                    trellis_text::wrap::wrap_line(&line, w)
+                }
+                Role::Agent => trellis_text::markdown::render(&m.text, w, theme.md),
+                Role::Thought => {
+                    if self.thoughts_folded {
+                        let first = m.text.lines().next().unwrap_or("").to_string();
+                        let more = m.text.lines().count() > 1 || m.text.len() > first.len();
+                        let text = format!("∴ {first}{}", if more { " …" } else { "" });
+                        vec![Line::styled(
+                            trellis_text::clip(&text, w).into_owned(),
+                            theme.thought,
+                        )]
+                    } else {
+                        trellis_text::wrap::wrap_line(
+                            &Line::styled(format!("∴ {}", m.text), theme.thought),
+                            w,
+                        )
+                    }
+                }
+            },
+            Entry::Notice { text } => {
+                trellis_text::wrap::wrap_line(&Line::styled(format!("! {text}"), theme.notice), w)
+            }
+            Entry::ToolCall { .. } => Vec::new(),
+        };
+        out.push(Line::default());
+        out
+    }
+
+    fn fix_prefix(&mut self) {
+        let n = self.entries.len();
+        self.prefix.resize(n + 1, 0);
+        for i in self.valid..n {
+            self.prefix[i + 1] = self.prefix[i] + self.entries[i].height;
+        }
+        self.valid = n;
+    }
+
+    /// Total height in lines.
+    pub fn total_height(&mut self) -> usize {
+        self.fix_prefix();
+        self.prefix.last().copied().unwrap_or(0)
+    }
+
+    /// First line of entry `i`.
+    pub fn offset_of(&mut self, i: usize) -> usize {
+        self.fix_prefix();
+        self.prefix[i.min(self.entries.len())]
+    }
+
+    /// The entry drawn at line `y` of the whole transcript.
+    pub fn entry_at(&mut self, y: usize) -> Option<usize> {
+        self.fix_prefix();
+        if self.entries.is_empty() || y >= self.prefix[self.entries.len()] {
+            return None;
+        }
+        Some(self.prefix.partition_point(|&p| p <= y) - 1)
+    }
+
+    /// Lines `top..top + height` of the transcript. `cursor` is the selected entry,
+    /// `highlight` the entry of a call waiting for permission.
+    #[allow(clippy::too_many_arguments)]
+    pub fn render(
+        &mut self,
+        session: &Session,
+        top: usize,
+        height: usize,
+        theme: &Theme,
+        now: f64,
+        frame: usize,
+        cursor: Option<usize>,
+        highlight: Option<usize>,
+    ) -> Vec<Line<'static>> {
+        self.fix_prefix();
+        let mut out = Vec::with_capacity(height);
+        let Some(mut i) = self.entry_at(top) else {
+            return out;
+        };
+        let mut skip = top - self.prefix[i];
+        while out.len() < height && i < self.entries.len() {
+            let want = height - out.len();
+            if let Entry::ToolCall { index } = &session.transcript[i] {
+                let call = session.ledger.at(*index);
+                let cx = CardCtx {
+                    theme,
+                    width: self.width,
+                    now,
+                    frame,
+                    selected: cursor == Some(i),
+                    highlighted: highlight == Some(i),
+                };
+                if skip == 0 {
+                    out.push(card_line(call, session, &cx));
+                }
+                if let Some(rest) = &self.entries[i].lines {
+                    let from = skip.saturating_sub(1);
+                    out.extend(
+                        rest.iter()
+                            .skip(from)
+                            .take(want.saturating_sub(usize::from(skip == 0)))
+                            .cloned(),
+                    );
+                }
+            } else if let Some(lines) = &self.entries[i].lines {
+                out.extend(lines.iter().skip(skip).take(want).cloned());
+            }
+            skip = 0;
+            i += 1;
+        }
+        out.truncate(height);
+        out
+    }
+
+    /// Entry indexes of tool calls, in order (for cursor moves).
+    pub fn call_entries(&self) -> impl Iterator<Item = usize> + '_ {
+        self.call_entry.iter().copied().filter(|&e| e != usize::MAX)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether any call is running (the spinner needs frames).
+    pub fn animating(session: &Session) -> bool {
+        session.turn_open
+            && session
+                .ledger
+                .calls()
+                .rev()
+                .take(64)
+                .any(|c| matches!(c.status, ToolStatus::Pending | ToolStatus::InProgress))
+    }
+}

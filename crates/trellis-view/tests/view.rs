@@ -1,0 +1,263 @@
+//! Snapshots of what users see (rendered lines, styles left out), and the transcript
+//! layout's invariants.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use ratatui_core::text::Line;
+use serde_json::{Value, json};
+use trellis_core::wire::{Dir, Message};
+use trellis_core::{Action, Policy, Session, ToolKind, update};
+use trellis_view::card::{CardCtx, card};
+use trellis_view::status::status_line;
+use trellis_view::{OutputPolicies, OutputPolicy, Theme, TranscriptView};
+
+fn text(lines: &[Line<'_>]) -> String {
+    lines
+        .iter()
+        .map(|l| {
+            l.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn fixture(name: &str) -> Session {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures/acp")
+        .join(name);
+    let log = std::fs::read_to_string(path).unwrap();
+    let mut s = Session::new(Policy::Ask);
+    trellis_core::log::rebuild(&mut s, log.lines(), |_| {});
+    s
+}
+
+struct Builder {
+    s: Session,
+    seq: u64,
+}
+
+impl Builder {
+    fn new() -> Builder {
+        let mut b = Builder {
+            s: Session::new(Policy::Ask),
+            seq: 0,
+        };
+        b.frame(Dir::ClientToAgent, json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}), 0.0);
+        b
+    }
+    fn frame(&mut self, dir: Dir, v: Value, t: f64) {
+        self.seq += 1;
+        update(
+            &mut self.s,
+            Action::Frame {
+                seq: self.seq,
+                t,
+                dir,
+                msg: Message::parse(&v.to_string()).unwrap(),
+            },
+        );
+    }
+    fn up(&mut self, u: Value, t: f64) {
+        self.frame(Dir::AgentToClient, json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}}), t);
+    }
+    fn call(&mut self, id: &str, fields: Value, t: f64) {
+        let mut u = json!({"sessionUpdate":"tool_call","toolCallId":id});
+        u.as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        self.up(u, t);
+    }
+    fn patch(&mut self, id: &str, fields: Value, t: f64) {
+        let mut u = json!({"sessionUpdate":"tool_call_update","toolCallId":id});
+        u.as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        self.up(u, t);
+    }
+}
+
+fn text_content(s: &str) -> Value {
+    json!([{"type":"content","content":{"type":"text","text":s}}])
+}
+
+fn every_status() -> Session {
+    let mut b = Builder::new();
+    b.call(
+        "p",
+        json!({"title":"Read src/main.rs","kind":"read","status":"pending"}),
+        1.0,
+    );
+    b.call("r", json!({"title":"terminal","kind":"execute","status":"in_progress","rawInput":{"command":"cargo test --workspace"}}), 1.0);
+    b.call("c", json!({"title":"Search for TODO","kind":"search","status":"completed","content":text_content("a:1\nb:2\nc:3\n")}), 2.0);
+    b.call(
+        "f",
+        json!({"title":"Run the tests","kind":"execute","status":"in_progress"}),
+        2.0,
+    );
+    b.patch("f", json!({"status":"failed","content":text_content("error[E0425]: cannot find value `x`\n --> src/lib.rs:3:5\n  |\n3 |     x\n  |     ^ not found\n")}), 4.5);
+    b.call("e", json!({"title":"Edit src/lib.rs","kind":"edit","status":"pending","content":[{"type":"diff","path":"/w/src/lib.rs","oldText":"a\nb\n","newText":"a\nc\nd\n"}]}), 5.0);
+    b.frame(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"S","toolCall":{"toolCallId":"e"},
+        "options":[{"optionId":"y","name":"Yes","kind":"allow_once"},{"optionId":"n","name":"No","kind":"reject_once"}]}}), 5.0);
+    b.frame(
+        Dir::ClientToAgent,
+        json!({"jsonrpc":"2.0","id":7,"result":{"outcome":{"outcome":"selected","optionId":"y"}}}),
+        6.0,
+    );
+    b.patch("e", json!({"status":"completed"}), 6.5);
+    b.call("x", json!({"title":"Fetch https://example.com/a/very/long/path/that/goes/on","kind":"fetch","status":"in_progress"}), 7.0);
+    b.frame(
+        Dir::ClientToAgent,
+        json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"S"}}),
+        8.0,
+    );
+    b.call(
+        "u",
+        json!({"title":"Think","kind":"think","status":"in_progress"}),
+        8.5,
+    );
+    b.frame(
+        Dir::AgentToClient,
+        json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}),
+        9.0,
+    );
+    b.s
+}
+
+fn cards(s: &Session, width: usize) -> String {
+    let theme = Theme::plain();
+    let policies = OutputPolicies::default();
+    let mut out = Vec::new();
+    for c in s.ledger.calls() {
+        let cx = CardCtx {
+            theme: &theme,
+            width,
+            now: 3.0,
+            frame: 2,
+            selected: false,
+            highlighted: false,
+        };
+        out.extend(card(c, s, &cx, &policies));
+    }
+    text(&out)
+}
+
+#[test]
+fn cards_in_every_status() {
+    let mut s = every_status();
+    insta::assert_snapshot!("cards_80", cards(&s, 80));
+    insta::assert_snapshot!("cards_40", cards(&s, 40));
+    insta::assert_snapshot!("cards_200", cards(&s, 200));
+    // Still running: spinner and live elapsed time.
+    let mut b = Builder::new();
+    b.call("r", json!({"title":"terminal","kind":"execute","status":"in_progress","rawInput":{"command":"sleep 5"}}), 1.0);
+    s = b.s;
+    insta::assert_snapshot!("card_running", cards(&s, 60));
+}
+
+#[test]
+fn output_preview_keeps_wide_chars_tabs_and_colours_within_width() {
+    let mut b = Builder::new();
+    b.call("o", json!({"title":"Show table","kind":"execute","status":"completed",
+        "content":text_content("名前\t値\n\x1b[32m成功\x1b[0m\tok\n👨‍👩‍👧 family\tx\na very long line that will certainly not fit in forty columns\n5\n6\n")}), 1.0);
+    let theme = Theme::plain();
+    let policies = OutputPolicies {
+        by_kind: vec![(ToolKind::Execute, OutputPolicy::Preview(5))],
+        failed_preview: 3,
+    };
+    let cx = CardCtx {
+        theme: &theme,
+        width: 40,
+        now: 2.0,
+        frame: 0,
+        selected: false,
+        highlighted: false,
+    };
+    let lines = card(b.s.ledger.at(0), &b.s, &cx, &policies);
+    assert!(lines.iter().all(|l| l.width() <= 40), "{lines:?}");
+    insta::assert_snapshot!(text(&lines));
+}
+
+#[test]
+fn status_bar_at_three_widths() {
+    let s = fixture("claude-agent-acp-0.23.1.jsonl");
+    let theme = Theme::plain();
+    for w in [40, 80, 200] {
+        let line = status_line(&s, "claude", "gT inspect · ? help", w, &theme);
+        assert_eq!(line.width(), w);
+        insta::assert_snapshot!(format!("status_{w}"), text(&[line]));
+    }
+}
+
+fn transcript(s: &Session, width: usize, height: usize) -> String {
+    let theme = Theme::plain();
+    let mut v = TranscriptView::new();
+    v.sync(s, width, &theme);
+    text(&v.render(s, 0, height, &theme, 100.0, 0, None, None))
+}
+
+#[test]
+fn fixture_transcripts() {
+    for name in [
+        "claude-agent-acp-0.23.1.jsonl",
+        "claude-agent-acp-0.23.1-rejected.jsonl",
+        "claude-code-acp-0.16.2-fs-terminal.jsonl",
+    ] {
+        let s = fixture(name);
+        insta::assert_snapshot!(format!("transcript_{name}"), transcript(&s, 80, 60));
+    }
+}
+
+#[test]
+fn windows_agree_with_the_whole_and_incremental_equals_fresh() {
+    let theme = Theme::plain();
+    // Build incrementally, syncing after every action, then compare with a fresh layout.
+    let mut b = Builder::new();
+    let mut v = TranscriptView::new();
+    v.policies = OutputPolicies {
+        by_kind: vec![(ToolKind::Search, OutputPolicy::Full)],
+        failed_preview: 3,
+    };
+    for i in 0..40 {
+        b.up(json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":format!("word{i} ")}}), i as f64);
+        v.sync(&b.s, 50, &theme);
+        if i % 5 == 0 {
+            let id = format!("c{i}");
+            b.call(
+                &id,
+                json!({"title":format!("Search {i}"),"kind":"search","status":"in_progress"}),
+                i as f64,
+            );
+            v.sync(&b.s, 50, &theme);
+        }
+    }
+    // A late update to an early call changes its height.
+    b.patch(
+        "c0",
+        json!({"status":"completed","content":text_content("one\ntwo\nthree\n")}),
+        50.0,
+    );
+    v.invalidate_call(0);
+    v.sync(&b.s, 50, &theme);
+    let mut fresh = TranscriptView::new();
+    fresh.policies = v.policies.clone();
+    fresh.sync(&b.s, 50, &theme);
+    let total = fresh.total_height();
+    assert_eq!(v.total_height(), total);
+    let whole = text(&fresh.render(&b.s, 0, total, &theme, 60.0, 0, None, None));
+    assert_eq!(
+        text(&v.render(&b.s, 0, total, &theme, 60.0, 0, None, None)),
+        whole
+    );
+    let whole: Vec<&str> = whole.split('\n').collect();
+    for top in 0..total {
+        for h in [1, 3, 7] {
+            let win = text(&v.render(&b.s, top, h, &theme, 60.0, 0, None, None));
+            let want = whole[top..(top + h).min(total)].join("\n");
+            assert_eq!(win, want, "top {top} height {h}");
+        }
+    }
+}
