@@ -104,6 +104,21 @@ fn elapsed(call: &ToolCall, now: f64) -> Option<String> {
     })
 }
 
+/// `exit 1` / `killed by SIGKILL` for a call with a finished terminal.
+pub fn exit_summary(call: &ToolCall, session: &Session) -> Option<String> {
+    call.content.iter().find_map(|c| match c {
+        ToolContent::Terminal { terminal_id } => {
+            let exit = session.terminals.get(terminal_id)?.exit.as_ref()?;
+            Some(match (&exit.exit_code, &exit.signal) {
+                (Some(code), _) => format!("exit {code}"),
+                (None, Some(sig)) => format!("killed by {sig}"),
+                _ => "exited".into(),
+            })
+        }
+        _ => None,
+    })
+}
+
 /// The card's first line, clipped to the width.
 pub fn card_line(call: &ToolCall, session: &Session, cx: &CardCtx<'_>) -> Line<'static> {
     let t = cx.theme;

@@ -4,6 +4,9 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod card;
+pub mod dialog;
+pub mod diff;
+pub mod inspector;
 pub mod status;
 pub mod theme;
 pub mod transcript;

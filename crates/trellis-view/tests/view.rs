@@ -261,3 +261,43 @@ fn windows_agree_with_the_whole_and_incremental_equals_fresh() {
         }
     }
 }
+
+use trellis_view::inspector::{InspectorView, fence_for, inspector_title, view_lines};
+
+#[test]
+fn inspector_views_of_every_fixture_call() {
+    let theme = Theme::plain();
+    let s = fixture("claude-code-acp-0.16.2-fs-terminal.jsonl");
+    let n = s.ledger.len();
+    let mut out = String::new();
+    for (i, c) in s.ledger.calls().enumerate() {
+        for view in [InspectorView::Result, InspectorView::Call] {
+            out.push_str(&format!("=== {}\n", inspector_title(c, view, i + 1, n)));
+            out.push_str(&text(&view_lines(c, &s, view, 80, &theme)));
+            out.push('\n');
+        }
+    }
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn call_view_fences_outgrow_backticks_and_split_execute_arguments() {
+    assert_eq!(fence_for("plain"), "```");
+    assert_eq!(fence_for("has ``` inside"), "````");
+    assert_eq!(fence_for("a ````` run"), "``````");
+    let mut b = Builder::new();
+    b.call("x", json!({"title":"Run","kind":"execute","status":"completed",
+        "rawInput":{"command":"echo '```'","cwd":"/w","timeout":5}}), 1.0);
+    b.call("y", json!({"title":"Write","kind":"edit","status":"completed",
+        "rawInput":{"path":"/w/a.md","content":"````md\n```\n````"}}), 1.0);
+    b.call("z", json!({"title":"Run","kind":"execute","status":"in_progress","rawInput":{"command":"ls"}}), 1.0);
+    let theme = Theme::plain();
+    let mut out = String::new();
+    for c in b.s.ledger.calls() {
+        out.push_str(&text(&view_lines(c, &b.s, InspectorView::Call, 60, &theme)));
+        out.push_str("\n---\n");
+        out.push_str(&text(&view_lines(c, &b.s, InspectorView::Result, 60, &theme)));
+        out.push_str("\n===\n");
+    }
+    insta::assert_snapshot!(out);
+}

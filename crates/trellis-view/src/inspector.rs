@@ -1,0 +1,190 @@
+//! The tool inspector's views of one call: Result (per-kind renderers) and Call (the
+//! arguments as sorted, pretty JSON in a fence; an execute call's command in a neutral
+//! fence with the rest under "Other arguments"). A fence is always longer than any
+//! backtick run inside it. A call with no result says why.
+
+use ratatui_core::text::{Line, Span};
+use serde_json::Value;
+use trellis_core::enrich::{card_title, command_of};
+use trellis_core::tool_call::ToolContent;
+use trellis_core::{Session, ToolCall, ToolKind, ToolStatus};
+
+use crate::card::output_text;
+use crate::theme::Theme;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InspectorView {
+    Result,
+    Call,
+}
+
+impl InspectorView {
+    pub fn toggled(self) -> InspectorView {
+        match self {
+            InspectorView::Result => InspectorView::Call,
+            InspectorView::Call => InspectorView::Result,
+        }
+    }
+}
+
+/// `Tool Result: <title> [i/n]` or `Tool Call: <title> [i/n]`.
+pub fn inspector_title(call: &ToolCall, view: InspectorView, i: usize, n: usize) -> String {
+    let what = match view {
+        InspectorView::Result => "Tool Result",
+        InspectorView::Call => "Tool Call",
+    };
+    format!("{what}: {} [{i}/{n}]", card_title(call))
+}
+
+/// A fence longer than the longest backtick run in `body` (at least three).
+pub fn fence_for(body: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in body.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+/// Sorts object keys recursively.
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let mut out = serde_json::Map::new();
+            for k in keys {
+                out.insert(k.clone(), sorted(&m[k]));
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(&sorted(v)).unwrap_or_else(|_| v.to_string())
+}
+
+/// The Call view as Markdown-ish text (fences included), before styling.
+pub fn call_view_text(call: &ToolCall) -> String {
+    let input: Option<Value> = call.raw_input.as_ref().and_then(|r| serde_json::from_str(r.get()).ok());
+    let mut out = String::new();
+    let fenced = |lang: &str, body: &str| {
+        let f = fence_for(body);
+        format!("{f}{lang}\n{body}\n{f}\n")
+    };
+    match (&input, call.kind) {
+        (Some(v), ToolKind::Execute) if command_of(call).is_some() => {
+            let cmd = command_of(call).unwrap_or_default();
+            out.push_str(&fenced("", &cmd));
+            let mut rest = v.as_object().cloned().unwrap_or_default();
+            rest.remove("command");
+            rest.remove("args");
+            if !rest.is_empty() {
+                out.push_str("\nOther arguments\n");
+                out.push_str(&fenced("json", &pretty(&Value::Object(rest))));
+            }
+        }
+        (Some(v), _) => out.push_str(&fenced("json", &pretty(v))),
+        (None, _) => out.push_str("(the agent sent no arguments for this call)\n"),
+    }
+    out
+}
+
+/// Why a call has no result to show, if it has none.
+pub fn no_result_reason(call: &ToolCall, session: &Session) -> Option<&'static str> {
+    if !output_text(call, session).trim().is_empty() || call.raw_output.is_some() {
+        return None;
+    }
+    Some(match call.status {
+        ToolStatus::Pending | ToolStatus::InProgress => "Still running: no output yet.",
+        ToolStatus::Failed => "The call failed without output.",
+        ToolStatus::Cancelled => "The call was cancelled before it produced output.",
+        ToolStatus::Unfinished => "The turn ended before the call finished.",
+        ToolStatus::Completed => "The call completed with no content.",
+    })
+}
+
+/// Lines of the Result view, per kind.
+pub fn result_lines(call: &ToolCall, session: &Session, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+    if let Some(reason) = no_result_reason(call, session) {
+        return vec![Line::styled(reason, theme.dim)];
+    }
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let head = |s: String| Line::styled(s, theme.title);
+    match call.kind {
+        ToolKind::Execute => {
+            if let Some(cmd) = command_of(call) {
+                out.push(head(format!("$ {cmd}")));
+            }
+            if let Some(s) = crate::card::exit_summary(call, session) {
+                out.push(Line::styled(s, theme.meta));
+            }
+        }
+        ToolKind::Read => {
+            if let Some(l) = call.locations.first() {
+                let at = l.line.map(|n| format!(":{n}")).unwrap_or_default();
+                out.push(head(format!("{}{at}", l.path)));
+            }
+        }
+        ToolKind::Fetch | ToolKind::Search => {
+            if let Some(p) = trellis_core::enrich::paths_of(call).first() {
+                out.push(head(p.clone()));
+            }
+        }
+        _ => {}
+    }
+    for c in &call.content {
+        if let ToolContent::Diff { path, old_text, new_text } = c {
+            out.push(head(format!("diff {path}")));
+            out.extend(crate::diff::unified(old_text.as_deref().unwrap_or(""), new_text, theme));
+        }
+    }
+    let text = output_text_without_diffs(call, session);
+    for l in trellis_text::ansi::ansi_lines(&text) {
+        out.extend(trellis_text::wrap::wrap_line(&l, width));
+    }
+    let has_diff = call.content.iter().any(|c| matches!(c, ToolContent::Diff { .. }));
+    if text.trim().is_empty()
+        && !has_diff
+        && let Some(raw) = &call.raw_output
+    {
+        let v: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+        for l in pretty(&v).lines() {
+            out.push(Line::styled(l.to_string(), theme.dim));
+        }
+    }
+    out
+}
+
+fn output_text_without_diffs(call: &ToolCall, session: &Session) -> String {
+    let mut c = call.clone();
+    c.content.retain(|x| !matches!(x, ToolContent::Diff { .. }));
+    output_text(&c, session)
+}
+
+/// Lines of the Call view.
+pub fn call_lines(call: &ToolCall, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+    let text = call_view_text(call);
+    let mut out = Vec::new();
+    for l in text.lines() {
+        let style = if l.starts_with("```") || l == "Other arguments" { theme.meta } else { theme.text };
+        out.extend(trellis_text::wrap::wrap_line(&Line::from(vec![Span::styled(l.to_string(), style)]), width));
+    }
+    out
+}
+
+/// The lines of `view` for `call`.
+pub fn view_lines(call: &ToolCall, session: &Session, view: InspectorView, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+    match view {
+        InspectorView::Result => result_lines(call, session, width, theme),
+        InspectorView::Call => call_lines(call, width, theme),
+    }
+}
