@@ -136,6 +136,36 @@ impl Handle {
         &self.recorder
     }
 
+    /// Performs a reducer effect that concerns the connection (answers, cancel, log sync);
+    /// returns the effect back when it is the caller's (events).
+    pub fn perform(&self, effect: trellis_core::Effect) -> Option<trellis_core::Effect> {
+        use trellis_core::Effect;
+        match effect {
+            Effect::Answer {
+                request_id,
+                outcome,
+                decider,
+            } => {
+                self.recorder
+                    .local(trellis_core::LocalRecord::PermissionDecided {
+                        request_id: request_id.clone(),
+                        decider,
+                    });
+                self.answer_permission(&request_id, &outcome);
+                None
+            }
+            Effect::SendCancel => {
+                self.send(Command::Cancel);
+                None
+            }
+            Effect::Sync => {
+                self.recorder.sync();
+                None
+            }
+            other => Some(other),
+        }
+    }
+
     /// Answers permission request `request_id` (canonical JSON id) with `outcome`.
     pub fn answer_permission(&self, request_id: &str, outcome: &Outcome) {
         let value = outcome_json(outcome);

@@ -165,6 +165,26 @@ impl Session {
         v
     }
 
+    /// Permission requests waiting for someone to decide, oldest first:
+    /// (request id, call id, options). Requests already being answered are left out.
+    pub fn pending_permissions(&self) -> Vec<(String, String, Vec<PermissionOption>)> {
+        let mut v: Vec<(String, String, Vec<PermissionOption>)> = self
+            .agent_requests
+            .iter()
+            .filter_map(|(id, r)| match r {
+                AgentRequest::Permission {
+                    call_id,
+                    options,
+                    answering: false,
+                } => Some((id.clone(), call_id.clone(), options.clone())),
+                _ => None,
+            })
+            .collect();
+        // Request ids are JSON numbers or strings: order numbers numerically.
+        v.sort_by(|a, b| (a.0.len(), &a.0).cmp(&(b.0.len(), &b.0)));
+        v
+    }
+
     /// Plan progress: (completed, total).
     pub fn plan_progress(&self) -> (usize, usize) {
         let done = self.plan.iter().filter(|e| e.status == "completed").count();

@@ -35,7 +35,11 @@ pub fn permission_dialog(
     width: usize,
     theme: &Theme,
 ) -> (String, Vec<Line<'static>>) {
-    let title = if total > 1 { format!("Permission {index} of {total}") } else { "Permission".to_string() };
+    let title = if total > 1 {
+        format!("Permission {index} of {total}")
+    } else {
+        "Permission".to_string()
+    };
     let mut out = vec![
         Line::styled(trellis_core::enrich::card_title(call), theme.title),
         Line::styled(format!("kind: {}", call.kind.as_str()), theme.meta),
@@ -48,17 +52,31 @@ pub fn permission_dialog(
         out.push(Line::from(trellis_text::clip(l, width).into_owned()));
     }
     if args.len() > MAX_ARGS {
-        out.push(Line::styled(format!("… {} more lines (K in the inspector shows all)", args.len() - MAX_ARGS), theme.dim));
+        out.push(Line::styled(
+            format!(
+                "… {} more lines (K in the inspector shows all)",
+                args.len() - MAX_ARGS
+            ),
+            theme.dim,
+        ));
     }
     for c in &call.content {
-        if let ToolContent::Diff { path, old_text, new_text } = c {
+        if let ToolContent::Diff {
+            path,
+            old_text,
+            new_text,
+        } = c
+        {
             out.push(Line::default());
             out.push(Line::styled(format!("diff {path}"), theme.title));
             let diff = crate::diff::unified(old_text.as_deref().unwrap_or(""), new_text, theme);
             let n = diff.len();
             out.extend(diff.into_iter().take(16));
             if n > 16 {
-                out.push(Line::styled(format!("… {} more diff lines", n - 16), theme.dim));
+                out.push(Line::styled(
+                    format!("… {} more diff lines", n - 16),
+                    theme.dim,
+                ));
             }
         }
     }
@@ -66,7 +84,11 @@ pub fn permission_dialog(
     let mut keys: Vec<Span<'static>> = Vec::new();
     for o in options {
         if let Some(k) = key_for(o.kind) {
-            let style = if o.kind.is_allow() { theme.ok } else { theme.failed };
+            let style = if o.kind.is_allow() {
+                theme.ok
+            } else {
+                theme.failed
+            };
             keys.push(Span::styled(format!("[{k}] "), style));
             keys.push(Span::raw(format!("{}   ", o.name)));
         }

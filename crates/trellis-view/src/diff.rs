@@ -12,7 +12,12 @@ pub fn unified(old: &str, new: &str, theme: &Theme) -> Vec<Line<'static>> {
     let ops = diff_ops(&a, &b);
     let mut out = Vec::new();
     let context = 3;
-    let changed: Vec<usize> = ops.iter().enumerate().filter(|(_, o)| !matches!(o, Op::Same(_))).map(|(i, _)| i).collect();
+    let changed: Vec<usize> = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| !matches!(o, Op::Same(_)))
+        .map(|(i, _)| i)
+        .collect();
     let near = |i: usize| changed.iter().any(|&c| c.abs_diff(i) <= context);
     let mut skipped = false;
     for (i, op) in ops.iter().enumerate() {
@@ -43,13 +48,21 @@ enum Op<'a> {
 fn diff_ops<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<Op<'a>> {
     // LCS table; agent edits are small. Beyond ~4M cells fall back to delete-all/add-all.
     if a.len().saturating_mul(b.len()) > 4_000_000 {
-        return a.iter().map(|l| Op::Del(l)).chain(b.iter().map(|l| Op::Add(l))).collect();
+        return a
+            .iter()
+            .map(|l| Op::Del(l))
+            .chain(b.iter().map(|l| Op::Add(l)))
+            .collect();
     }
     let (n, m) = (a.len(), b.len());
     let mut t = vec![vec![0u32; m + 1]; n + 1];
     for i in (0..n).rev() {
         for j in (0..m).rev() {
-            t[i][j] = if a[i] == b[j] { t[i + 1][j + 1] + 1 } else { t[i + 1][j].max(t[i][j + 1]) };
+            t[i][j] = if a[i] == b[j] {
+                t[i + 1][j + 1] + 1
+            } else {
+                t[i + 1][j].max(t[i][j + 1])
+            };
         }
     }
     let (mut i, mut j) = (0, 0);

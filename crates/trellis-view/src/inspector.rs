@@ -74,7 +74,10 @@ fn pretty(v: &Value) -> String {
 
 /// The Call view as Markdown-ish text (fences included), before styling.
 pub fn call_view_text(call: &ToolCall) -> String {
-    let input: Option<Value> = call.raw_input.as_ref().and_then(|r| serde_json::from_str(r.get()).ok());
+    let input: Option<Value> = call
+        .raw_input
+        .as_ref()
+        .and_then(|r| serde_json::from_str(r.get()).ok());
     let mut out = String::new();
     let fenced = |lang: &str, body: &str| {
         let f = fence_for(body);
@@ -113,7 +116,12 @@ pub fn no_result_reason(call: &ToolCall, session: &Session) -> Option<&'static s
 }
 
 /// Lines of the Result view, per kind.
-pub fn result_lines(call: &ToolCall, session: &Session, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+pub fn result_lines(
+    call: &ToolCall,
+    session: &Session,
+    width: usize,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
     if let Some(reason) = no_result_reason(call, session) {
         return vec![Line::styled(reason, theme.dim)];
     }
@@ -142,16 +150,28 @@ pub fn result_lines(call: &ToolCall, session: &Session, width: usize, theme: &Th
         _ => {}
     }
     for c in &call.content {
-        if let ToolContent::Diff { path, old_text, new_text } = c {
+        if let ToolContent::Diff {
+            path,
+            old_text,
+            new_text,
+        } = c
+        {
             out.push(head(format!("diff {path}")));
-            out.extend(crate::diff::unified(old_text.as_deref().unwrap_or(""), new_text, theme));
+            out.extend(crate::diff::unified(
+                old_text.as_deref().unwrap_or(""),
+                new_text,
+                theme,
+            ));
         }
     }
     let text = output_text_without_diffs(call, session);
     for l in trellis_text::ansi::ansi_lines(&text) {
         out.extend(trellis_text::wrap::wrap_line(&l, width));
     }
-    let has_diff = call.content.iter().any(|c| matches!(c, ToolContent::Diff { .. }));
+    let has_diff = call
+        .content
+        .iter()
+        .any(|c| matches!(c, ToolContent::Diff { .. }));
     if text.trim().is_empty()
         && !has_diff
         && let Some(raw) = &call.raw_output
@@ -175,14 +195,27 @@ pub fn call_lines(call: &ToolCall, width: usize, theme: &Theme) -> Vec<Line<'sta
     let text = call_view_text(call);
     let mut out = Vec::new();
     for l in text.lines() {
-        let style = if l.starts_with("```") || l == "Other arguments" { theme.meta } else { theme.text };
-        out.extend(trellis_text::wrap::wrap_line(&Line::from(vec![Span::styled(l.to_string(), style)]), width));
+        let style = if l.starts_with("```") || l == "Other arguments" {
+            theme.meta
+        } else {
+            theme.text
+        };
+        out.extend(trellis_text::wrap::wrap_line(
+            &Line::from(vec![Span::styled(l.to_string(), style)]),
+            width,
+        ));
     }
     out
 }
 
 /// The lines of `view` for `call`.
-pub fn view_lines(call: &ToolCall, session: &Session, view: InspectorView, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+pub fn view_lines(
+    call: &ToolCall,
+    session: &Session,
+    view: InspectorView,
+    width: usize,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
     match view {
         InspectorView::Result => result_lines(call, session, width, theme),
         InspectorView::Call => call_lines(call, width, theme),

@@ -286,17 +286,35 @@ fn call_view_fences_outgrow_backticks_and_split_execute_arguments() {
     assert_eq!(fence_for("has ``` inside"), "````");
     assert_eq!(fence_for("a ````` run"), "``````");
     let mut b = Builder::new();
-    b.call("x", json!({"title":"Run","kind":"execute","status":"completed",
-        "rawInput":{"command":"echo '```'","cwd":"/w","timeout":5}}), 1.0);
-    b.call("y", json!({"title":"Write","kind":"edit","status":"completed",
-        "rawInput":{"path":"/w/a.md","content":"````md\n```\n````"}}), 1.0);
-    b.call("z", json!({"title":"Run","kind":"execute","status":"in_progress","rawInput":{"command":"ls"}}), 1.0);
+    b.call(
+        "x",
+        json!({"title":"Run","kind":"execute","status":"completed",
+        "rawInput":{"command":"echo '```'","cwd":"/w","timeout":5}}),
+        1.0,
+    );
+    b.call(
+        "y",
+        json!({"title":"Write","kind":"edit","status":"completed",
+        "rawInput":{"path":"/w/a.md","content":"````md\n```\n````"}}),
+        1.0,
+    );
+    b.call(
+        "z",
+        json!({"title":"Run","kind":"execute","status":"in_progress","rawInput":{"command":"ls"}}),
+        1.0,
+    );
     let theme = Theme::plain();
     let mut out = String::new();
     for c in b.s.ledger.calls() {
         out.push_str(&text(&view_lines(c, &b.s, InspectorView::Call, 60, &theme)));
         out.push_str("\n---\n");
-        out.push_str(&text(&view_lines(c, &b.s, InspectorView::Result, 60, &theme)));
+        out.push_str(&text(&view_lines(
+            c,
+            &b.s,
+            InspectorView::Result,
+            60,
+            &theme,
+        )));
         out.push_str("\n===\n");
     }
     insta::assert_snapshot!(out);

@@ -3,7 +3,9 @@
 mod agents;
 mod output;
 mod run;
+mod setup;
 mod stats;
+mod ui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,12 +28,19 @@ struct Cli {
     /// Config file (default: $XDG_CONFIG_HOME/trellis/config.toml).
     #[arg(long, global = true)]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    ui: ui::UiArgs,
+    /// Without a command: the full-screen UI on the configured agent (else the demo).
     #[command(subcommand)]
-    command: Cmd,
+    command: Option<Cmd>,
 }
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// The full-screen UI on the built-in demo agent.
+    Demo,
+    /// A recorded session (Trellis log or ACP fixture) in the UI, without an agent.
+    Replay { file: PathBuf },
     /// Run one prompt headless and stream what happens.
     Run(run::RunArgs),
     /// Session logs.
@@ -73,11 +82,14 @@ enum AgentCmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Run(args) => run::main(args, cli.config),
-        Cmd::Log {
+        None => ui::main(cli.ui, cli.config, false),
+        Some(Cmd::Demo) => ui::main(cli.ui, cli.config, true),
+        Some(Cmd::Replay { file }) => ui::replay(&file),
+        Some(Cmd::Run(args)) => run::main(args, cli.ui, cli.config),
+        Some(Cmd::Log {
             command: LogCmd::Show { file },
-        } => log_show(&file),
-        Cmd::Agent { command } => agent(command),
+        }) => log_show(&file),
+        Some(Cmd::Agent { command }) => agent(command),
     };
     match result {
         Ok(code) => code,

@@ -10,34 +10,25 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use tokio::sync::mpsc::error::TryRecvError;
-use trellis_acp::{Command, Handle, Input, LogSink};
-use trellis_core::permission::{Policy, Verdict};
+use trellis_acp::{Command, Handle, Input};
+use trellis_core::permission::Policy;
 use trellis_core::session::LocalRecord;
 use trellis_core::{Action, Effect, Session, update};
 use trellis_store::{Config, LogWriter, Paths};
 
 use crate::output::{Format, Output};
+use crate::setup::{FileSink, policy_from};
 
 pub const EXIT_USAGE: u8 = 2;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// Agent preset name (demo, claude, gemini, codex, goose, opencode, or from config) or a
-    /// command line.
-    #[arg(long)]
-    agent: Option<String>,
     /// The prompt to send.
     #[arg(long)]
     prompt: String,
-    /// Session working directory (default: the current directory; a scratch one for demo).
-    #[arg(long)]
-    cwd: Option<PathBuf>,
     /// Output: jsonl (normalized events) or text.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
-    /// reject (default), allow-once, allow-reads, or a rules file (TOML).
-    #[arg(long)]
-    permission: Option<String>,
     /// Write the session log here instead of the data directory.
     #[arg(long)]
     log: Option<PathBuf>,
@@ -52,45 +43,6 @@ pub struct RunArgs {
     stats: bool,
 }
 
-struct FileSink(LogWriter);
-
-impl LogSink for FileSink {
-    fn append(&mut self, line: &str) -> std::io::Result<()> {
-        self.0.append(line)
-    }
-    fn sync(&mut self) -> std::io::Result<()> {
-        self.0.sync()
-    }
-}
-
-fn policy_from(arg: Option<&str>, config: &Config) -> anyhow::Result<(Policy, bool)> {
-    let from_config = config.permissions.policy.as_deref();
-    let name = arg.or(from_config);
-    let explicit = name.is_some();
-    let policy = match name.unwrap_or("reject") {
-        "reject" => Policy::Reject,
-        "allow-once" => Policy::AllowOnce,
-        "allow-reads" => Policy::AllowReads,
-        "rules" if arg.is_none() => Policy::Rules {
-            rules: config.permissions.rules.clone(),
-            fallback: config.permissions.fallback.unwrap_or(Verdict::Reject),
-        },
-        path => {
-            let path = PathBuf::from(path);
-            let text = std::fs::read_to_string(&path).with_context(|| {
-                format!("--permission {}: not a policy (reject, allow-once, allow-reads) nor a readable rules file", path.display())
-            })?;
-            let file: trellis_store::config::RulesFile =
-                trellis_store::config::parse_toml(&text, &path)?;
-            Policy::Rules {
-                rules: file.rules,
-                fallback: file.fallback.unwrap_or(Verdict::Reject),
-            }
-        }
-    };
-    Ok((policy, explicit))
-}
-
 fn exit_code(stop: Option<&str>) -> u8 {
     match stop {
         Some("end_turn") => 0,
@@ -103,21 +55,25 @@ fn exit_code(stop: Option<&str>) -> u8 {
     }
 }
 
-pub fn main(args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+pub fn main(
+    args: RunArgs,
+    common: crate::ui::UiArgs,
+    config_path: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env();
     let config_file = config_path.or_else(|| paths.as_ref().map(|p| p.config_file()));
     let config = match &config_file {
         Some(f) => Config::load(f)?,
         None => Config::default(),
     };
-    let agent = args
+    let agent = common
         .agent
         .clone()
         .or_else(|| config.default_agent.clone())
         .unwrap_or_else(|| "demo".into());
-    let mut resolved = crate::agents::resolve(&agent, &config, args.cwd.as_deref())?;
+    let mut resolved = crate::agents::resolve(&agent, &config, common.cwd.as_deref())?;
     resolved.spec.load_session = args.load.clone();
-    let (policy, explicit) = policy_from(args.permission.as_deref(), &config)?;
+    let (policy, explicit) = policy_from(common.permission.as_deref(), &config)?;
     if !explicit {
         eprintln!(
             "trellis: permission policy: reject (the default of headless runs; use --permission to change)"
@@ -280,24 +236,8 @@ fn apply<W: Write>(
     out: &mut Output<W>,
 ) -> anyhow::Result<()> {
     for fx in update(session, action) {
-        match fx {
-            Effect::Emit(ev) => {
-                out.event(&ev, session)?;
-            }
-            Effect::Answer {
-                request_id,
-                outcome,
-                decider,
-            } => {
-                handle.recorder().local(LocalRecord::PermissionDecided {
-                    request_id: request_id.clone(),
-                    decider,
-                });
-                handle.answer_permission(&request_id, &outcome);
-            }
-            Effect::SendCancel => handle.send(Command::Cancel),
-            Effect::Sync => handle.recorder().sync(),
-            _ => {}
+        if let Some(Effect::Emit(ev)) = handle.perform(fx) {
+            out.event(&ev, session)?;
         }
     }
     Ok(())

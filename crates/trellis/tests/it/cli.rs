@@ -1,6 +1,5 @@
-//! End-to-end tests of the `trellis` binary: fixtures replayed through the real client,
+//! Headless runs of the real binary: fixtures replayed through the real client,
 //! the demo agent, bad input, and the TypeScript SDK's example agent.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,0 +1,443 @@
+//! UI state and what keys do to it. Pure: keys in, intents out; the loop performs the
+//! intents (prompt, cancel, permission answers) and feeds the session.
+//!
+//! Invariants: the permission dialog shows the oldest pending request; one keypress
+//! answers at most one request; the transcript follows the bottom until the user scrolls
+//! away, and follows again once they scroll back to the bottom.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+use trellis_core::session::Entry;
+use trellis_core::{Session, ToolStatus};
+use trellis_view::inspector::InspectorView;
+use trellis_view::{Theme, TranscriptView};
+
+/// Something the loop must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Intent {
+    Prompt(String),
+    Cancel,
+    /// Answer permission request `request_id` with the option `option_id`.
+    Decide {
+        request_id: String,
+        option_id: String,
+    },
+    Quit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Prompt,
+    Transcript,
+}
+
+/// The floating inspector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inspector {
+    /// Ledger index of the call shown.
+    pub call: usize,
+    pub view: InspectorView,
+    pub scroll: usize,
+}
+
+#[derive(Debug, Default)]
+pub struct Prompt {
+    pub text: String,
+    /// Byte offset of the cursor.
+    pub cursor: usize,
+    pub history: Vec<String>,
+    hist_pos: Option<usize>,
+}
+
+impl Prompt {
+    fn insert(&mut self, s: &str) {
+        self.text.insert_str(self.cursor, s);
+        self.cursor += s.len();
+    }
+
+    fn backspace(&mut self) {
+        if let Some(c) = self.text[..self.cursor].chars().next_back() {
+            self.cursor -= c.len_utf8();
+            self.text.remove(self.cursor);
+        }
+    }
+
+    fn left(&mut self) {
+        if let Some(c) = self.text[..self.cursor].chars().next_back() {
+            self.cursor -= c.len_utf8();
+        }
+    }
+
+    fn right(&mut self) {
+        if let Some(c) = self.text[self.cursor..].chars().next() {
+            self.cursor += c.len_utf8();
+        }
+    }
+
+    fn history(&mut self, back: bool) {
+        if self.history.is_empty() {
+            return;
+        }
+        let pos = match (self.hist_pos, back) {
+            (None, true) => self.history.len() - 1,
+            (None, false) => return,
+            (Some(p), true) => p.saturating_sub(1),
+            (Some(p), false) if p + 1 < self.history.len() => p + 1,
+            (Some(_), false) => {
+                self.hist_pos = None;
+                self.text.clear();
+                self.cursor = 0;
+                return;
+            }
+        };
+        self.hist_pos = Some(pos);
+        self.text = self.history[pos].clone();
+        self.cursor = self.text.len();
+    }
+
+    fn take(&mut self) -> String {
+        self.hist_pos = None;
+        self.cursor = 0;
+        let text = std::mem::take(&mut self.text);
+        if !text.trim().is_empty() && self.history.last() != Some(&text) {
+            self.history.push(text.clone());
+        }
+        text
+    }
+}
+
+pub struct App {
+    pub session: Session,
+    pub agent: String,
+    pub theme: Theme,
+    pub view: TranscriptView,
+    /// First transcript line shown; `None` follows the bottom.
+    pub top: Option<usize>,
+    /// Height of the transcript area at the last draw.
+    pub page: usize,
+    /// Selected transcript entry (a card).
+    pub cursor: Option<usize>,
+    pub focus: Focus,
+    pub inspector: Option<Inspector>,
+    pub prompt: Prompt,
+    /// Replaying a recording: no agent, no prompt.
+    pub replay: bool,
+    pub message: Option<String>,
+    ctrl_c: bool,
+    pending_g: bool,
+    pending_bracket: Option<char>,
+    pub quit: bool,
+}
+
+impl App {
+    pub fn new(session: Session, agent: String, replay: bool) -> App {
+        App {
+            session,
+            agent,
+            theme: Theme::default(),
+            view: TranscriptView::new(),
+            top: None,
+            page: 20,
+            cursor: None,
+            focus: if replay {
+                Focus::Transcript
+            } else {
+                Focus::Prompt
+            },
+            inspector: None,
+            prompt: Prompt::default(),
+            replay,
+            message: None,
+            ctrl_c: false,
+            pending_g: false,
+            pending_bracket: None,
+            quit: false,
+        }
+    }
+
+    /// Card entries in transcript order.
+    fn cards(&self) -> Vec<usize> {
+        self.session
+            .transcript
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e, Entry::ToolCall { .. }))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    fn ledger_index(&self, entry: usize) -> Option<usize> {
+        match self.session.transcript.get(entry)? {
+            Entry::ToolCall { index } => Some(*index),
+            _ => None,
+        }
+    }
+
+    fn entry_of_call(&self, call: usize) -> Option<usize> {
+        self.session
+            .transcript
+            .iter()
+            .position(|e| matches!(e, Entry::ToolCall { index } if *index == call))
+    }
+
+    /// The request the dialog shows: (request id, call index, options, position, total).
+    pub fn dialog(
+        &self,
+    ) -> Option<(
+        String,
+        usize,
+        Vec<trellis_core::permission::PermissionOption>,
+        usize,
+        usize,
+    )> {
+        let pending = self.session.pending_permissions();
+        let total = pending.len();
+        let (req, call_id, options) = pending.into_iter().next()?;
+        let call = self.session.ledger.position(&call_id)?;
+        Some((req, call, options, 1, total))
+    }
+
+    fn scroll_by(&mut self, delta: isize) {
+        let total = self.view.total_height();
+        let max_top = total.saturating_sub(self.page);
+        let cur = self.top.unwrap_or(max_top) as isize;
+        let next = (cur + delta).clamp(0, max_top as isize) as usize;
+        self.top = if next >= max_top { None } else { Some(next) };
+    }
+
+    /// Moves the card cursor by `delta` cards and scrolls it into view.
+    fn move_cursor(&mut self, delta: isize) {
+        let cards = self.cards();
+        if cards.is_empty() {
+            self.message = Some("no tool calls yet".into());
+            return;
+        }
+        let pos = match self.cursor.and_then(|c| cards.iter().position(|&e| e == c)) {
+            Some(p) => (p as isize + delta).clamp(0, cards.len() as isize - 1) as usize,
+            // Entering the transcript (delta 0) or moving up starts from the latest card.
+            None if delta <= 0 => cards.len() - 1,
+            None => 0,
+        };
+        self.cursor = Some(cards[pos]);
+        self.reveal(cards[pos]);
+    }
+
+    fn reveal(&mut self, entry: usize) {
+        let y = self.view.offset_of(entry);
+        let total = self.view.total_height();
+        let max_top = total.saturating_sub(self.page);
+        let top = self.top.unwrap_or(max_top);
+        if y < top || y >= top + self.page {
+            let t = y.saturating_sub(self.page / 3).min(max_top);
+            self.top = if t >= max_top { None } else { Some(t) };
+        }
+    }
+
+    /// Opens (or re-targets) the inspector on the card at the cursor.
+    pub fn open_inspector(&mut self) {
+        let target = self.cursor.and_then(|e| self.ledger_index(e)).or_else(|| {
+            // No cursor yet: the latest call.
+            self.session.ledger.len().checked_sub(1)
+        });
+        match target {
+            Some(call) => {
+                let view = self
+                    .inspector
+                    .map(|i| i.view)
+                    .unwrap_or(InspectorView::Result);
+                self.inspector = Some(Inspector {
+                    call,
+                    view,
+                    scroll: 0,
+                });
+            }
+            None => self.message = Some("no tool call at the cursor".into()),
+        }
+    }
+
+    fn step_inspector(&mut self, forward: bool, only_failed: bool) {
+        let Some(ins) = self.inspector else { return };
+        let n = self.session.ledger.len();
+        if n == 0 {
+            return;
+        }
+        for k in 1..=n {
+            let i = if forward {
+                (ins.call + k) % n
+            } else {
+                (ins.call + n - k % n) % n
+            };
+            if !only_failed || self.session.ledger.at(i).status == ToolStatus::Failed {
+                self.inspector = Some(Inspector {
+                    call: i,
+                    view: ins.view,
+                    scroll: 0,
+                });
+                return;
+            }
+        }
+        self.message = Some("no failed call".into());
+    }
+
+    pub fn on_mouse(&mut self, m: MouseEvent) {
+        match m.kind {
+            MouseEventKind::ScrollUp => self.scroll_by(-3),
+            MouseEventKind::ScrollDown => self.scroll_by(3),
+            _ => {}
+        }
+    }
+
+    /// Handles a key; returns what the loop must do.
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<Intent> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            if self.ctrl_c || self.replay {
+                self.quit = true;
+                return vec![Intent::Quit];
+            }
+            self.ctrl_c = true;
+            self.message = Some("press Ctrl-C again to quit".into());
+            return Vec::new();
+        }
+        self.ctrl_c = false;
+        self.message = None;
+        if self.inspector.is_some() {
+            return self.inspector_key(key);
+        }
+        if let Some((req, _, options, _, _)) = self.dialog() {
+            if let KeyCode::Char(c) = key.code
+                && let Some(o) = trellis_view::dialog::option_for_key(&options, c)
+            {
+                return vec![Intent::Decide {
+                    request_id: req,
+                    option_id: o.option_id.clone(),
+                }];
+            }
+            if key.code == KeyCode::Esc {
+                return vec![Intent::Cancel];
+            }
+        }
+        match key.code {
+            KeyCode::PageUp => return self.scrolled(-(self.page as isize - 1)),
+            KeyCode::PageDown => return self.scrolled(self.page as isize - 1),
+            _ => {}
+        }
+        match self.focus {
+            Focus::Prompt => self.prompt_key(key),
+            Focus::Transcript => self.transcript_key(key),
+        }
+    }
+
+    fn scrolled(&mut self, d: isize) -> Vec<Intent> {
+        self.scroll_by(d);
+        Vec::new()
+    }
+
+    fn inspector_key(&mut self, key: KeyEvent) -> Vec<Intent> {
+        let g = std::mem::take(&mut self.pending_g);
+        let bracket = self.pending_bracket.take();
+        let Some(mut ins) = self.inspector else {
+            return Vec::new();
+        };
+        match key.code {
+            KeyCode::Char('q') | KeyCode::Esc => {
+                self.inspector = None;
+                return Vec::new();
+            }
+            KeyCode::Char('K') => ins.view = ins.view.toggled(),
+            KeyCode::Char('T') if g => {
+                self.inspector = None;
+                self.focus = Focus::Transcript;
+                if let Some(e) = self.entry_of_call(ins.call) {
+                    self.cursor = Some(e);
+                    self.reveal(e);
+                }
+                return Vec::new();
+            }
+            KeyCode::Char('g') => self.pending_g = true,
+            KeyCode::Tab => {
+                self.step_inspector(true, false);
+                return Vec::new();
+            }
+            KeyCode::BackTab => {
+                self.step_inspector(false, false);
+                return Vec::new();
+            }
+            KeyCode::Char('f') if bracket.is_some() => {
+                self.step_inspector(bracket == Some(']'), true);
+                return Vec::new();
+            }
+            KeyCode::Char(c @ (']' | '[')) => self.pending_bracket = Some(c),
+            KeyCode::Down | KeyCode::Char('j') => ins.scroll += 1,
+            KeyCode::Up | KeyCode::Char('k') => ins.scroll = ins.scroll.saturating_sub(1),
+            KeyCode::PageDown => ins.scroll += 10,
+            KeyCode::PageUp => ins.scroll = ins.scroll.saturating_sub(10),
+            _ => {}
+        }
+        self.inspector = Some(ins);
+        Vec::new()
+    }
+
+    fn transcript_key(&mut self, key: KeyEvent) -> Vec<Intent> {
+        let g = std::mem::take(&mut self.pending_g);
+        match key.code {
+            KeyCode::Char('T') if g => self.open_inspector(),
+            KeyCode::Char('g') => self.pending_g = true,
+            KeyCode::Char('j') | KeyCode::Down => self.move_cursor(1),
+            KeyCode::Char('k') | KeyCode::Up => self.move_cursor(-1),
+            KeyCode::Char('G') | KeyCode::End => {
+                self.top = None;
+            }
+            KeyCode::Char('i') | KeyCode::Enter if !self.replay => self.focus = Focus::Prompt,
+            KeyCode::Esc if self.session.turn_open && !self.replay => return vec![Intent::Cancel],
+            KeyCode::Esc if !self.replay => self.focus = Focus::Prompt,
+            KeyCode::Char('q') if self.replay => {
+                self.quit = true;
+                return vec![Intent::Quit];
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn prompt_key(&mut self, key: KeyEvent) -> Vec<Intent> {
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Enter if alt || shift => self.prompt.insert("\n"),
+            KeyCode::Enter => {
+                if self.prompt.text.trim().is_empty() {
+                    return Vec::new();
+                }
+                if self.session.turn_open {
+                    self.message = Some("the agent is still working (Esc cancels)".into());
+                    return Vec::new();
+                }
+                let text = self.prompt.take();
+                self.top = None;
+                return vec![Intent::Prompt(text)];
+            }
+            KeyCode::Esc if self.session.turn_open => return vec![Intent::Cancel],
+            KeyCode::Esc => {
+                self.focus = Focus::Transcript;
+                self.move_cursor(0);
+            }
+            KeyCode::Char('t') if ctrl => {
+                self.focus = Focus::Transcript;
+                self.open_inspector();
+            }
+            KeyCode::Char(c) if !ctrl => self.prompt.insert(c.encode_utf8(&mut [0; 4])),
+            KeyCode::Backspace => self.prompt.backspace(),
+            KeyCode::Left => self.prompt.left(),
+            KeyCode::Right => self.prompt.right(),
+            KeyCode::Up if !self.prompt.text.contains('\n') => self.prompt.history(true),
+            KeyCode::Down if !self.prompt.text.contains('\n') => self.prompt.history(false),
+            KeyCode::Tab => self.prompt.insert("    "),
+            _ => {}
+        }
+        Vec::new()
+    }
+}

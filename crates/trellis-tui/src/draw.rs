@@ -1,0 +1,191 @@
+//! Drawing a frame: transcript, prompt, status bar, and the floating permission dialog or
+//! inspector. Only visible lines are rendered (see `TranscriptView`).
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use trellis_view::inspector::{inspector_title, view_lines};
+use trellis_view::status::status_line;
+
+use crate::app::{App, Focus};
+
+/// Session time for elapsed times and the spinner frame.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    pub now: f64,
+    pub frame: usize,
+}
+
+fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
+    let area = f.area();
+    let prompt_lines = if app.replay {
+        0
+    } else {
+        app.prompt.text.split('\n').count().clamp(1, 6) as u16 + 2
+    };
+    let [main, prompt, status] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(prompt_lines),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+
+    // Transcript.
+    let width = main.width as usize;
+    let theme = app.theme.clone();
+    app.view.sync(&app.session, width, &theme);
+    app.page = main.height as usize;
+    let total = app.view.total_height();
+    let max_top = total.saturating_sub(app.page);
+    let top = app.top.map(|t| t.min(max_top)).unwrap_or(max_top);
+    let highlight = app.dialog().and_then(|(_, call, ..)| {
+        app.session.transcript.iter().position(
+            |e| matches!(e, trellis_core::session::Entry::ToolCall { index } if *index == call),
+        )
+    });
+    let cursor = if app.focus == Focus::Transcript {
+        app.cursor
+    } else {
+        None
+    };
+    let lines = app.view.render(
+        &app.session,
+        top,
+        app.page,
+        &theme,
+        clock.now,
+        clock.frame,
+        cursor,
+        highlight,
+    );
+    f.render_widget(Paragraph::new(lines), main);
+
+    // Prompt.
+    if !app.replay {
+        let title = match app.focus {
+            Focus::Prompt if app.session.turn_open => " working… Esc cancels ",
+            Focus::Prompt => " prompt · Enter send · Alt-Enter newline · Esc transcript ",
+            Focus::Transcript => " transcript · j/k cards · gT inspect · i prompt ",
+        };
+        let block = Block::default()
+            .borders(Borders::TOP | Borders::BOTTOM)
+            .title(title)
+            .border_style(theme.dim);
+        let text: Vec<Line<'static>> = app
+            .prompt
+            .text
+            .split('\n')
+            .map(|l| Line::from(format!("› {l}")))
+            .collect();
+        f.render_widget(Paragraph::new(text).block(block), prompt);
+        if app.focus == Focus::Prompt && app.inspector.is_none() {
+            let before = &app.prompt.text[..app.prompt.cursor];
+            let row = before.matches('\n').count() as u16;
+            let col =
+                trellis_text::display_width(before.rsplit('\n').next().unwrap_or("")) as u16 + 2;
+            f.set_cursor_position((
+                prompt.x + col.min(prompt.width.saturating_sub(1)),
+                prompt.y + 1 + row,
+            ));
+        }
+    }
+
+    // Status bar (a transient message takes the hint's place).
+    let hint = app.message.clone().unwrap_or_else(|| {
+        if app.replay {
+            "replay · j/k cards · gT inspect · q quit".into()
+        } else {
+            "Ctrl-T inspect · Ctrl-C twice quits".into()
+        }
+    });
+    f.render_widget(
+        Paragraph::new(status_line(
+            &app.session,
+            &app.agent,
+            &hint,
+            status.width as usize,
+            &theme,
+        )),
+        status,
+    );
+
+    if let Some(ins) = app.inspector {
+        draw_inspector(f, app, ins, main);
+    } else if let Some((_, call, options, i, n)) = app.dialog() {
+        let call = app.session.ledger.at(call);
+        let w = main.width.saturating_sub(4).min(100);
+        let (title, body) = trellis_view::dialog::permission_dialog(
+            call,
+            &app.session,
+            &options,
+            i,
+            n,
+            w.saturating_sub(2) as usize,
+            &theme,
+        );
+        let h = (body.len() as u16 + 2).min(main.height);
+        let r = centered(main, w, h);
+        f.render_widget(Clear, r);
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .title(format!(" {title} "))
+            .border_style(theme.cancelled);
+        f.render_widget(Paragraph::new(body).block(block), r);
+    }
+}
+
+fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, main: Rect) {
+    let theme = app.theme.clone();
+    let r = Rect {
+        x: main.x + 1,
+        y: main.y,
+        width: main.width.saturating_sub(2),
+        height: main.height,
+    };
+    if r.width < 4 || r.height < 3 {
+        return;
+    }
+    let call = app.session.ledger.at(ins.call);
+    let n = app.session.ledger.len();
+    let title = inspector_title(call, ins.view, ins.call + 1, n);
+    let body = view_lines(
+        call,
+        &app.session,
+        ins.view,
+        r.width.saturating_sub(2) as usize,
+        &theme,
+    );
+    let inner_h = r.height.saturating_sub(2) as usize;
+    let max_scroll = body.len().saturating_sub(inner_h);
+    let scroll = ins.scroll.min(max_scroll);
+    if let Some(i) = app.inspector.as_mut() {
+        i.scroll = scroll;
+    }
+    let visible: Vec<Line<'static>> = body.into_iter().skip(scroll).take(inner_h).collect();
+    let hints = Line::from(vec![Span::styled(
+        " K call/result · Tab next · ]f failed · gT jump · q close ",
+        theme.dim,
+    )]);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(
+            " {} ",
+            trellis_text::clip(&title, r.width.saturating_sub(4) as usize)
+        ))
+        .title_bottom(hints)
+        .border_style(theme.running);
+    f.render_widget(Clear, r);
+    f.render_widget(Paragraph::new(visible).block(block), r);
+}

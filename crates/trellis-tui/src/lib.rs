@@ -1,0 +1,215 @@
+//! The terminal UI: a crossterm + ratatui loop around the same core the headless mode
+//! uses. Keys, agent input and timer ticks are handled in one `select!`; frames are drawn
+//! once per batch (coalesced), and a batch of agent input is bounded so that keys are
+//! never kept waiting behind a flood of updates.
+//!
+//! Invariant: the terminal is always restored — on return, on error and on panic.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod app;
+pub mod draw;
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture, Event, EventStream};
+use futures::StreamExt;
+use tokio::sync::mpsc::UnboundedReceiver;
+use trellis_acp::{Command, Handle, Input};
+use trellis_core::event::EventBody;
+use trellis_core::session::LocalRecord;
+use trellis_core::{Action, Choice, Decider, Effect, update};
+
+pub use app::{App, Intent};
+pub use draw::{Clock, draw};
+
+/// A live agent behind the UI.
+pub struct Connection {
+    pub handle: Handle,
+    pub rx: UnboundedReceiver<Input>,
+}
+
+/// Most agent inputs applied between two looks at the keyboard.
+const BATCH: usize = 512;
+
+/// Applies one agent input to the app; returns false once the connection is gone.
+pub fn apply_input(app: &mut App, handle: &Handle, input: Input) -> bool {
+    match input {
+        Input::Action(action) => {
+            let terminal = match &action {
+                Action::Local {
+                    record: LocalRecord::TerminalOutput { terminal_id, .. },
+                    ..
+                } => Some(terminal_id.clone()),
+                _ => None,
+            };
+            for fx in update(&mut app.session, action) {
+                if let Some(Effect::Emit(ev)) = handle.perform(fx) {
+                    invalidate_for(app, &ev.body);
+                }
+            }
+            if let Some(tid) = terminal {
+                let pos = app.session.ledger.calls().rposition(|c| {
+                    c.content.iter().any(|x| {
+                        matches!(x, trellis_core::tool_call::ToolContent::Terminal { terminal_id } if *terminal_id == tid)
+                    })
+                });
+                if let Some(p) = pos {
+                    app.view.invalidate_call(p);
+                }
+            }
+            true
+        }
+        Input::Ready | Input::Stderr(_) => true,
+        Input::Warning(w) => {
+            app.message = Some(w);
+            true
+        }
+        Input::Closed { error } => {
+            if app.session.agent_exited.is_none() {
+                let message = error.unwrap_or_else(|| "the agent closed the connection".into());
+                handle.recorder().local(LocalRecord::AgentExited {
+                    code: None,
+                    message,
+                });
+            }
+            false
+        }
+    }
+}
+
+fn invalidate_for(app: &mut App, body: &EventBody) {
+    let id = match body {
+        EventBody::ToolCallUpdated { call, .. } | EventBody::ToolCallCreated { call } => {
+            Some(call.id.as_str())
+        }
+        EventBody::PermissionRequested { call_id, .. }
+        | EventBody::PermissionResolved { call_id, .. } => Some(call_id.as_str()),
+        EventBody::TerminalExited {
+            call_id: Some(call_id),
+            ..
+        } => Some(call_id.as_str()),
+        _ => None,
+    };
+    if let Some(p) = id.and_then(|id| app.session.ledger.position(id)) {
+        app.view.invalidate_call(p);
+    }
+}
+
+/// Carries out what a key asked for.
+pub fn perform_intent(app: &mut App, handle: Option<&Handle>, intent: Intent) {
+    let Some(handle) = handle else { return };
+    let t = handle.recorder().now();
+    let action = match intent {
+        Intent::Prompt(text) => {
+            handle.send(Command::Prompt {
+                text,
+                files: Vec::new(),
+            });
+            return;
+        }
+        Intent::Quit => {
+            handle.send(Command::Shutdown);
+            return;
+        }
+        Intent::Cancel => Action::Cancel { t },
+        Intent::Decide {
+            request_id,
+            option_id,
+        } => Action::Decide {
+            t,
+            request_id,
+            choice: Choice::Option(option_id),
+            decider: Decider::User,
+        },
+    };
+    for fx in update(&mut app.session, action) {
+        if let Some(Effect::Emit(ev)) = handle.perform(fx) {
+            invalidate_for(app, &ev.body);
+        }
+    }
+}
+
+fn restore() {
+    let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+    ratatui::restore();
+}
+
+/// Runs the UI until the user quits.
+pub async fn run(mut app: App, mut conn: Option<Connection>) -> std::io::Result<()> {
+    let mut terminal = ratatui::init();
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        hook(info);
+    }));
+    crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
+    let result = run_loop(&mut terminal, &mut app, &mut conn).await;
+    if let Some(c) = &conn {
+        c.handle.send(Command::Shutdown);
+    }
+    restore();
+    result
+}
+
+async fn run_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    app: &mut App,
+    conn: &mut Option<Connection>,
+) -> std::io::Result<()> {
+    let start = Instant::now();
+    let mut events = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut frame = 0usize;
+    let mut dirty = true;
+    loop {
+        if dirty {
+            let now = start.elapsed().as_secs_f64();
+            terminal.draw(|f| draw(f, app, Clock { now, frame }))?;
+            dirty = false;
+        }
+        if app.quit {
+            return Ok(());
+        }
+        let animating = trellis_view::TranscriptView::animating(&app.session);
+        tokio::select! {
+            ev = events.next() => match ev {
+                Some(Ok(Event::Key(k))) => {
+                    for intent in app.on_key(k) {
+                        perform_intent(app, conn.as_ref().map(|c| &c.handle), intent);
+                    }
+                    dirty = true;
+                }
+                Some(Ok(Event::Mouse(m))) => {
+                    app.on_mouse(m);
+                    dirty = true;
+                }
+                Some(Ok(_)) => dirty = true,
+                Some(Err(e)) => return Err(e),
+                None => return Ok(()),
+            },
+            input = async {
+                match conn.as_mut() {
+                    Some(c) => c.rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let Some(c) = conn.as_mut() else { continue };
+                let mut next = input;
+                let mut n = 0;
+                while let Some(input) = next.take() {
+                    apply_input(app, &c.handle, input);
+                    n += 1;
+                    if n < BATCH {
+                        next = c.rx.try_recv().ok();
+                    }
+                }
+                dirty = true;
+            },
+            _ = tick.tick(), if animating => {
+                frame = frame.wrapping_add(1);
+                dirty = true;
+            }
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! The real binary in a real terminal: tmux drives it (`send-keys`) and reads the screen
+//! (`capture-pane`). Skipped with a message when tmux is missing (`.ci/run` installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+struct Tmux {
+    socket: String,
+    _dir: tempfile::TempDir,
+    data: PathBuf,
+}
+
+impl Tmux {
+    fn start(args: &[&str]) -> Option<Tmux> {
+        if Command::new("tmux")
+            .arg("-V")
+            .output()
+            .map(|o| !o.status.success())
+            .unwrap_or(true)
+        {
+            eprintln!("SKIPPED: tmux is not installed (.ci/run installs it)");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let socket = format!(
+            "trellis-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let data = dir.path().join("data");
+        let mut cmd = vec![
+            format!("XDG_DATA_HOME={}", data.display()),
+            format!("XDG_CONFIG_HOME={}", dir.path().join("config").display()),
+        ];
+        cmd.push(env!("CARGO_BIN_EXE_trellis").to_string());
+        cmd.extend(args.iter().map(|a| format!("'{a}'")));
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "100",
+                "-y",
+                "32",
+                "-s",
+                "t",
+            ])
+            .arg(format!("env {}; sleep 30", cmd.join(" ")))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Some(Tmux {
+            socket,
+            _dir: dir,
+            data,
+        })
+    }
+
+    fn send(&self, keys: &[&str]) {
+        for k in keys {
+            let ok = Command::new("tmux")
+                .args(["-L", &self.socket, "send-keys", "-t", "t", k])
+                .status()
+                .unwrap();
+            assert!(ok.success());
+            std::thread::sleep(Duration::from_millis(40));
+        }
+    }
+
+    fn screen_with(&self, escapes: bool) -> String {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"]);
+        if escapes {
+            c.arg("-e");
+        }
+        String::from_utf8_lossy(&c.output().unwrap().stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.screen_with(false)
+    }
+
+    /// Waits until the screen satisfies `pred` (fails with the last screen after 20 s).
+    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                panic!("timed out waiting for {what}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_for(&self, text: &str) -> String {
+        self.wait(text, |s| s.contains(text))
+    }
+
+    fn log(&self) -> String {
+        let mut out = String::new();
+        for day in std::fs::read_dir(self.data.join("trellis/sessions"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            for f in std::fs::read_dir(day.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                out.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+#[test]
+fn demo_prompt_permission_inspector_and_jump() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = Tmux::start(&["demo", "--cwd", dir.path().to_str().unwrap()]) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["fix the TODO", "Enter"]);
+    let s = t.wait_for("[y] Allow");
+    assert!(
+        s.contains("Permission") && s.contains("+     a.checked_add(b)"),
+        "{s}"
+    );
+    t.send(&["y"]);
+    t.wait_for("Done: the TODO is fixed");
+    assert!(t.screen().contains("allowed once by user"));
+    // Into the transcript: the cursor starts on the latest card; two up is the edit.
+    t.send(&["Escape", "k", "k", "g", "T"]);
+    let s = t.wait_for("Tool Result: Edit src/lib.rs [3/5]");
+    assert!(s.contains("+     a.checked_add(b)"), "{s}");
+    t.send(&["K"]);
+    let s = t.wait_for("Tool Call: Edit src/lib.rs [3/5]");
+    assert!(s.contains("\"old_string\": \"a + b\""), "{s}");
+    t.send(&["Tab"]);
+    let s = t.wait_for("Tool Call: Run the tests [4/5]");
+    assert!(
+        s.contains("for i in 1 2 3"),
+        "the execute command in its own fence: {s}"
+    );
+    t.send(&["BTab"]);
+    t.wait_for("Tool Call: Edit src/lib.rs [3/5]");
+    t.send(&["]", "f"]);
+    t.wait_for("Tool Call: Show the changelog [5/5]");
+    t.send(&["q"]);
+    t.wait("the inspector to close", |s| !s.contains("Tool Call:"));
+    // Reopen, step to the test run, and jump back to its card.
+    t.send(&["g", "T"]);
+    t.wait_for("Tool Result: Edit src/lib.rs [3/5]");
+    t.send(&["Tab", "g", "T"]);
+    t.wait("the inspector to close", |s| !s.contains("Tool Result:"));
+    let styled = t.screen_with(true);
+    let line = styled
+        .lines()
+        .find(|l| l.contains("Run the tests"))
+        .unwrap();
+    assert!(
+        line.contains("\x1b[7m") || line.contains(";7m"),
+        "the jumped-to card is selected: {line:?}"
+    );
+    t.send(&["C-c", "C-c"]);
+    t.wait("the UI to exit", |s| {
+        !s.contains("Enter send") && !s.contains("j/k cards")
+    });
+    let log = t.log();
+    assert!(
+        log.contains("\"decider\":{\"by\":\"user\"}"),
+        "the user decided, on record"
+    );
+    assert!(
+        std::fs::read_to_string(dir.path().join("demo-workspace/src/lib.rs"))
+            .unwrap()
+            .contains("checked_add")
+    );
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures/acp")
+        .join(name)
+}
+
+#[test]
+fn replay_of_each_fixture() {
+    for name in [
+        "claude-agent-acp-0.23.1.jsonl",
+        "claude-agent-acp-0.23.1-rejected.jsonl",
+        "claude-code-acp-0.16.2-fs-terminal.jsonl",
+    ] {
+        let path = fixture(name);
+        let Some(t) = Tmux::start(&["replay", path.to_str().unwrap()]) else {
+            return;
+        };
+        let s = t.wait_for("Done: listed the directory");
+        let cards = s
+            .lines()
+            .filter(|l| l.starts_with('✓') || l.starts_with('✗'))
+            .count();
+        assert_eq!(cards, 5, "{name}: {s}");
+        if name.contains("rejected") {
+            assert!(s.contains("✗ ✎ Edit hello.txt"), "{s}");
+        }
+        t.send(&["g", "T"]);
+        t.wait_for("[5/5]");
+        t.send(&["q", "q"]);
+        t.wait("the UI to exit", |s| {
+            !s.contains("Done: listed the directory")
+        });
+    }
+}
