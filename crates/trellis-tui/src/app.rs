@@ -425,6 +425,10 @@ impl App {
                 self.focus = Focus::Transcript;
                 self.move_cursor(0);
             }
+            KeyCode::Up if ctrl => {
+                self.focus = Focus::Transcript;
+                self.move_cursor(0);
+            }
             KeyCode::Char('t') if ctrl => {
                 self.focus = Focus::Transcript;
                 self.open_inspector();

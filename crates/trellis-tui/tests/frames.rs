@@ -1,0 +1,98 @@
+//! Whole frames drawn into ratatui's `TestBackend`, as snapshots.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::{Value, json};
+use trellis_core::wire::{Dir, Message};
+use trellis_core::{Action, Policy, Session, update};
+use trellis_tui::{App, Clock, draw};
+
+fn frame_text(app: &mut App, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| draw(f, app, Clock { now: 10.0, frame: 0 })).unwrap();
+    let buf = term.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..h {
+        let mut line = String::new();
+        for x in 0..w {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+struct B {
+    s: Session,
+    seq: u64,
+}
+
+impl B {
+    fn new() -> B {
+        let mut b = B { s: Session::new(Policy::Ask), seq: 0 };
+        b.f(Dir::ClientToAgent, json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"tidy up"}]}}));
+        b
+    }
+    fn f(&mut self, dir: Dir, v: Value) {
+        self.seq += 1;
+        update(&mut self.s, Action::Frame { seq: self.seq, t: self.seq as f64, dir, msg: Message::parse(&v.to_string()).unwrap() });
+    }
+    fn up(&mut self, u: Value) {
+        self.f(Dir::AgentToClient, json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}}));
+    }
+    fn ask(&mut self, id: u64, call: &str, title: &str, kind: &str) {
+        self.up(json!({"sessionUpdate":"tool_call","toolCallId":call,"title":title,"kind":kind,"status":"pending",
+            "rawInput":{"path":format!("/w/{call}.txt")},
+            "content":[{"type":"diff","path":format!("/w/{call}.txt"),"oldText":"old\n","newText":"new\n"}]}));
+        self.f(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission","params":{"sessionId":"S",
+            "toolCall":{"toolCallId":call},
+            "options":[{"optionId":"y","name":"Allow","kind":"allow_once"},{"optionId":"a","name":"Always","kind":"allow_always"},
+                       {"optionId":"n","name":"Reject","kind":"reject_once"}]}}));
+    }
+}
+
+fn key(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+
+#[test]
+fn permission_dialog_with_a_queue() {
+    let mut b = B::new();
+    b.up(json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"I will edit **three** files."}}));
+    b.ask(0, "one", "Edit one.txt", "edit");
+    b.ask(1, "two", "Edit two.txt", "edit");
+    b.ask(2, "three", "Write three.txt", "edit");
+    let mut app = App::new(b.s, "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    insta::assert_snapshot!("dialog_80x30", frame_text(&mut app, 80, 30));
+    // A key answers the first request only (the loop turns the intent into an answer).
+    let intents = app.on_key(key('y'));
+    assert_eq!(intents, vec![trellis_tui::Intent::Decide { request_id: "0".into(), option_id: "y".into() }]);
+    // Keys of options the agent did not offer do nothing.
+    assert!(app.on_key(key('N')).is_empty());
+}
+
+#[test]
+fn transcript_status_and_inspector_at_40_and_200_columns() {
+    let mut b = B::new();
+    b.up(json!({"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"Look first.\nThen act."}}));
+    b.up(json!({"sessionUpdate":"plan","entries":[{"content":"Read","priority":"high","status":"completed"},{"content":"Edit","priority":"high","status":"in_progress"}]}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"r","title":"terminal","kind":"execute","status":"completed",
+        "rawInput":{"command":"ls -la","cwd":"/w"},"content":[{"type":"content","content":{"type":"text","text":"a\tb\n日本語.txt\n"}}]}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"f","title":"Run tests","kind":"execute","status":"failed",
+        "rawInput":{"command":"cargo test"},"content":[{"type":"content","content":{"type":"text","text":"\u{1b}[31merror\u{1b}[0m: 2 failed\n"}}]}));
+    b.up(json!({"sessionUpdate":"usage_update","used":1200,"size":200000,"cost":{"amount":0.02,"currency":"USD"}}));
+    b.up(json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"## Result\n\n- listed\n- tested: `2 failed`"}}));
+    let mut app = App::new(b.s, "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    insta::assert_snapshot!("transcript_40x24", frame_text(&mut app, 40, 24));
+    insta::assert_snapshot!("transcript_200x24", frame_text(&mut app, 200, 24));
+    // Ctrl-T opens the inspector on the latest card from the prompt, even mid-turn.
+    app.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+    insta::assert_snapshot!("inspector_result_80x20", frame_text(&mut app, 80, 20));
+    app.on_key(key('K'));
+    insta::assert_snapshot!("inspector_call_80x20", frame_text(&mut app, 80, 20));
+}
