@@ -294,6 +294,11 @@ impl TranscriptView {
         out
     }
 
+    /// The transcript entry of ledger call `index`, once synced.
+    pub fn entry_of_call(&self, index: usize) -> Option<usize> {
+        self.call_entry.get(index).copied().filter(|&e| e != usize::MAX)
+    }
+
     /// Entry indexes of tool calls, in order (for cursor moves).
     pub fn call_entries(&self) -> impl Iterator<Item = usize> + '_ {
         self.call_entry.iter().copied().filter(|&e| e != usize::MAX)
