@@ -173,10 +173,7 @@ impl App {
     }
 
     fn entry_of_call(&self, call: usize) -> Option<usize> {
-        self.session
-            .transcript
-            .iter()
-            .position(|e| matches!(e, Entry::ToolCall { index } if *index == call))
+        self.view.entry_of_call(call)
     }
 
     /// The request the dialog shows: (request id, call index, options, position, total).
