@@ -41,6 +41,7 @@ impl LogSink for NullSink {
 
 struct Inner {
     sink: Box<dyn LogSink>,
+    /// Number of records so far: a frame's `seq` is its line number in the log.
     seq: u64,
     tx: UnboundedSender<Input>,
     log_error_reported: bool,
@@ -153,6 +154,7 @@ impl Recorder {
     pub fn local(&self, record: LocalRecord) {
         let t = self.now();
         self.with(|inner| {
+            inner.seq += 1;
             inner.pending.push_str(&encode_local(t, &record));
             inner
                 .actions
@@ -165,6 +167,7 @@ impl Recorder {
     pub fn stderr(&self, line: &str) {
         let t = self.now();
         self.with(|inner| {
+            inner.seq += 1;
             inner.pending.push_str(&encode_stderr(t, line));
             inner.actions.push(Input::Stderr(line.to_string()));
             Self::commit(inner);

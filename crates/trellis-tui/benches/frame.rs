@@ -18,18 +18,50 @@ fn session(calls: usize) -> Session {
     let mut seq = 0;
     let mut feed = |s: &mut Session, v: serde_json::Value, dir: Dir| {
         seq += 1;
-        update(s, Action::Frame { seq, t: seq as f64 * 1e-3, dir, msg: Message::parse(&v.to_string()).unwrap() });
+        update(
+            s,
+            Action::Frame {
+                seq,
+                t: seq as f64 * 1e-3,
+                dir,
+                msg: Message::parse(&v.to_string()).unwrap(),
+            },
+        );
     };
-    feed(&mut s, json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}), Dir::ClientToAgent);
-    let body: String = (0..20).map(|l| format!("{l:>4} the quick brown fox jumps over the lazy dog\n")).collect();
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}),
+        Dir::ClientToAgent,
+    );
+    let body: String = (0..20)
+        .map(|l| format!("{l:>4} the quick brown fox jumps over the lazy dog\n"))
+        .collect();
     for i in 0..calls {
         let kind = if i % 10 == 0 { "read" } else { "execute" };
         let up = |u: serde_json::Value| json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}});
-        feed(&mut s, up(json!({"sessionUpdate":"tool_call","toolCallId":format!("c{i}"),"title":format!("Call {i}"),"kind":kind,"status":"in_progress"})), Dir::AgentToClient);
-        feed(&mut s, up(json!({"sessionUpdate":"tool_call_update","toolCallId":format!("c{i}"),"status":"completed",
-            "content":[{"type":"content","content":{"type":"text","text":body}}]})), Dir::AgentToClient);
+        feed(
+            &mut s,
+            up(
+                json!({"sessionUpdate":"tool_call","toolCallId":format!("c{i}"),"title":format!("Call {i}"),"kind":kind,"status":"in_progress"}),
+            ),
+            Dir::AgentToClient,
+        );
+        feed(
+            &mut s,
+            up(
+                json!({"sessionUpdate":"tool_call_update","toolCallId":format!("c{i}"),"status":"completed",
+            "content":[{"type":"content","content":{"type":"text","text":body}}]}),
+            ),
+            Dir::AgentToClient,
+        );
         if i % 50 == 0 {
-            feed(&mut s, up(json!({"sessionUpdate":"agent_message_chunk","messageId":format!("m{i}"),"content":{"type":"text","text":"Some **markdown** with `code` and a list:\n\n- one\n- two\n"}})), Dir::AgentToClient);
+            feed(
+                &mut s,
+                up(
+                    json!({"sessionUpdate":"agent_message_chunk","messageId":format!("m{i}"),"content":{"type":"text","text":"Some **markdown** with `code` and a list:\n\n- one\n- two\n"}}),
+                ),
+                Dir::AgentToClient,
+            );
         }
     }
     s
@@ -37,10 +69,14 @@ fn session(calls: usize) -> Session {
 
 fn app(calls: usize) -> (App, Terminal<TestBackend>) {
     let mut app = App::new(session(calls), "bench".into(), false);
-    app.view.policies = OutputPolicies { by_kind: vec![(ToolKind::Read, OutputPolicy::Preview(5))], failed_preview: 3 };
+    app.view.policies = OutputPolicies {
+        by_kind: vec![(ToolKind::Read, OutputPolicy::Preview(5))],
+        failed_preview: 3,
+    };
     let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
     // The first frame lays the whole transcript out once (measured apart, below).
-    term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 })).unwrap();
+    term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 }))
+        .unwrap();
     (app, term)
 }
 
@@ -54,7 +90,8 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 frame += 1;
                 // A different spinner frame each time, so the buffer really changes.
-                term.draw(|f| draw(f, &mut app, Clock { now: 2.0, frame })).unwrap();
+                term.draw(|f| draw(f, &mut app, Clock { now: 2.0, frame }))
+                    .unwrap();
             })
         });
     }
@@ -68,7 +105,8 @@ fn bench(c: &mut Criterion) {
             app.inspector = None;
             app.cursor = Some(app.session.transcript.len() / 2);
             app.open_inspector();
-            term.draw(|f| draw(f, &mut app, Clock { now: 2.0, frame: 0 })).unwrap();
+            term.draw(|f| draw(f, &mut app, Clock { now: 2.0, frame: 0 }))
+                .unwrap();
         })
     });
     g.finish();
@@ -77,8 +115,17 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     g.bench_function("10000_calls", |b| {
         b.iter_batched(
-            || (App::new(session(10_000), "bench".into(), false), Terminal::new(TestBackend::new(200, 50)).unwrap()),
-            |(mut app, mut term)| term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 })).unwrap().area,
+            || {
+                (
+                    App::new(session(10_000), "bench".into(), false),
+                    Terminal::new(TestBackend::new(200, 50)).unwrap(),
+                )
+            },
+            |(mut app, mut term)| {
+                term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 }))
+                    .unwrap()
+                    .area
+            },
             criterion::BatchSize::LargeInput,
         )
     });

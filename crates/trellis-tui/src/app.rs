@@ -21,6 +21,10 @@ pub enum Intent {
         request_id: String,
         option_id: String,
     },
+    /// Put the text on the clipboard (OSC 52).
+    Copy(String),
+    /// Show the text in `$PAGER`.
+    Page(String),
     Quit,
 }
 
@@ -121,6 +125,12 @@ pub struct App {
     pub prompt: Prompt,
     /// Replaying a recording: no agent, no prompt.
     pub replay: bool,
+    /// The session log (for the Raw view).
+    pub log_path: Option<std::path::PathBuf>,
+    /// First line and height of the transcript area, and its first shown line, at the
+    /// last draw (for mouse clicks).
+    pub transcript_area: (u16, u16),
+    pub shown_top: usize,
     pub message: Option<String>,
     ctrl_c: bool,
     pending_g: bool,
@@ -146,6 +156,9 @@ impl App {
             inspector: None,
             prompt: Prompt::default(),
             replay,
+            log_path: None,
+            transcript_area: (0, 0),
+            shown_top: 0,
             message: None,
             ctrl_c: false,
             pending_g: false,
@@ -277,10 +290,68 @@ impl App {
 
     pub fn on_mouse(&mut self, m: MouseEvent) {
         match m.kind {
+            MouseEventKind::ScrollUp if self.inspector.is_some() => {
+                if let Some(i) = self.inspector.as_mut() {
+                    i.scroll = i.scroll.saturating_sub(3);
+                }
+            }
+            MouseEventKind::ScrollDown if self.inspector.is_some() => {
+                if let Some(i) = self.inspector.as_mut() {
+                    i.scroll += 3;
+                }
+            }
             MouseEventKind::ScrollUp => self.scroll_by(-3),
             MouseEventKind::ScrollDown => self.scroll_by(3),
+            // A click on a card inspects it.
+            MouseEventKind::Down(crossterm::event::MouseButton::Left)
+                if self.inspector.is_none() =>
+            {
+                let (y0, h) = self.transcript_area;
+                if m.row >= y0 && m.row < y0 + h {
+                    let y = self.shown_top + (m.row - y0) as usize;
+                    if let Some(e) = self.view.entry_at(y)
+                        && self.ledger_index(e).is_some()
+                    {
+                        self.cursor = Some(e);
+                        self.focus = Focus::Transcript;
+                        self.open_inspector();
+                    }
+                }
+            }
             _ => {}
         }
+    }
+
+    /// Plain text of what the inspector shows (for copying and the pager).
+    pub fn inspector_text(&self) -> Option<String> {
+        let ins = self.inspector?;
+        let call = self.session.ledger.at(ins.call);
+        let log = self.log_text();
+        let lines: Option<Vec<&str>> = log.as_deref().map(|l| l.lines().collect());
+        let body = trellis_view::inspector::view_lines(
+            call,
+            &self.session,
+            ins.view,
+            100_000,
+            &self.theme,
+            lines.as_deref(),
+        );
+        Some(
+            body.iter()
+                .map(|l| {
+                    l.spans
+                        .iter()
+                        .map(|s| s.content.as_ref())
+                        .collect::<String>()
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    }
+
+    /// The session log's text, if there is one.
+    pub fn log_text(&self) -> Option<String> {
+        std::fs::read_to_string(self.log_path.as_ref()?).ok()
     }
 
     /// Handles a key; returns what the loop must do.
@@ -344,6 +415,24 @@ impl App {
                 return Vec::new();
             }
             KeyCode::Char('K') => ins.view = ins.view.toggled(),
+            KeyCode::Char('D') => ins.view = InspectorView::Diff,
+            KeyCode::Char('P') => ins.view = InspectorView::Permissions,
+            KeyCode::Char('R') => ins.view = InspectorView::Raw,
+            KeyCode::Char('y') => {
+                self.message = Some("copied the view to the clipboard (OSC 52)".into());
+                return self
+                    .inspector_text()
+                    .map(Intent::Copy)
+                    .into_iter()
+                    .collect();
+            }
+            KeyCode::Char('o') => {
+                return self
+                    .inspector_text()
+                    .map(Intent::Page)
+                    .into_iter()
+                    .collect();
+            }
             KeyCode::Char('T') if g => {
                 self.inspector = None;
                 self.focus = Focus::Transcript;
@@ -386,6 +475,10 @@ impl App {
             KeyCode::Char('k') | KeyCode::Up => self.move_cursor(-1),
             KeyCode::Char('G') | KeyCode::End => {
                 self.top = None;
+            }
+            KeyCode::Char('z') => {
+                self.view.thoughts_folded = !self.view.thoughts_folded;
+                self.view.invalidate_all();
             }
             KeyCode::Char('i') | KeyCode::Enter if !self.replay => self.focus = Focus::Prompt,
             KeyCode::Esc if self.session.turn_open && !self.replay => return vec![Intent::Cancel],

@@ -35,12 +35,18 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     } else {
         app.prompt.text.split('\n').count().clamp(1, 6) as u16 + 2
     };
-    let [main, prompt, status] = Layout::vertical([
+    let plan = plan_lines(app);
+    let plan_h = (plan.len() as u16).min(area.height / 4);
+    let [main, plan_area, prompt, status] = Layout::vertical([
         Constraint::Min(1),
+        Constraint::Length(plan_h),
         Constraint::Length(prompt_lines),
         Constraint::Length(1),
     ])
     .areas(area);
+    if plan_h > 0 {
+        f.render_widget(Paragraph::new(plan), plan_area);
+    }
 
     // Transcript.
     let width = main.width as usize;
@@ -50,11 +56,9 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     let total = app.view.total_height();
     let max_top = total.saturating_sub(app.page);
     let top = app.top.map(|t| t.min(max_top)).unwrap_or(max_top);
-    let highlight = app.dialog().and_then(|(_, call, ..)| {
-        app.session.transcript.iter().position(
-            |e| matches!(e, trellis_core::session::Entry::ToolCall { index } if *index == call),
-        )
-    });
+    let highlight = app
+        .dialog()
+        .and_then(|(_, call, ..)| app.view.entry_of_call(call));
     let cursor = if app.focus == Focus::Transcript {
         app.cursor
     } else {
@@ -70,6 +74,8 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
         cursor,
         highlight,
     );
+    app.transcript_area = (main.y, main.height);
+    app.shown_top = top;
     f.render_widget(Paragraph::new(lines), main);
 
     // Prompt.
@@ -160,12 +166,19 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
     let call = app.session.ledger.at(ins.call);
     let n = app.session.ledger.len();
     let title = inspector_title(call, ins.view, ins.call + 1, n);
+    let log = if ins.view == trellis_view::inspector::InspectorView::Raw {
+        app.log_text()
+    } else {
+        None
+    };
+    let log_lines: Option<Vec<&str>> = log.as_deref().map(|l| l.lines().collect());
     let body = view_lines(
         call,
         &app.session,
         ins.view,
         r.width.saturating_sub(2) as usize,
         &theme,
+        log_lines.as_deref(),
     );
     let inner_h = r.height.saturating_sub(2) as usize;
     let max_scroll = body.len().saturating_sub(inner_h);
@@ -175,7 +188,7 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
     }
     let visible: Vec<Line<'static>> = body.into_iter().skip(scroll).take(inner_h).collect();
     let hints = Line::from(vec![Span::styled(
-        " K call/result · Tab next · ]f failed · gT jump · q close ",
+        " K call/result · D diff · P permissions · R raw · Tab next · ]f failed · y copy · o pager · gT jump · q close ",
         theme.dim,
     )]);
     let block = Block::default()
@@ -188,4 +201,27 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
         .border_style(theme.running);
     f.render_widget(Clear, r);
     f.render_widget(Paragraph::new(visible).block(block), r);
+}
+
+/// The plan, updated in place above the prompt while it has entries not completed.
+fn plan_lines(app: &App) -> Vec<Line<'static>> {
+    let plan = &app.session.plan;
+    if plan.is_empty() || plan.iter().all(|e| e.status == "completed") && !app.session.turn_open {
+        return Vec::new();
+    }
+    let theme = &app.theme;
+    let (done, total) = app.session.plan_progress();
+    let mut out = vec![Line::styled(format!(" Plan {done}/{total}"), theme.title)];
+    for e in plan {
+        let (mark, style) = match e.status.as_str() {
+            "completed" => ("☑", theme.ok),
+            "in_progress" => ("◐", theme.running),
+            _ => ("☐", theme.dim),
+        };
+        out.push(Line::from(vec![
+            Span::styled(format!(" {mark} "), style),
+            Span::raw(e.content.clone()),
+        ]));
+    }
+    out
 }

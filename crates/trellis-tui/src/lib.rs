@@ -97,6 +97,21 @@ fn invalidate_for(app: &mut App, body: &EventBody) {
 
 /// Carries out what a key asked for.
 pub fn perform_intent(app: &mut App, handle: Option<&Handle>, intent: Intent) {
+    match &intent {
+        Intent::Copy(text) => {
+            let seq = format!("\x1b]52;c;{}\x07", base64(text.as_bytes()));
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), seq.as_bytes());
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            return;
+        }
+        Intent::Page(text) => {
+            if let Err(e) = page(text) {
+                app.message = Some(format!("cannot open the pager: {e}"));
+            }
+            return;
+        }
+        _ => {}
+    }
     let Some(handle) = handle else { return };
     let t = handle.recorder().now();
     let action = match intent {
@@ -111,6 +126,7 @@ pub fn perform_intent(app: &mut App, handle: Option<&Handle>, intent: Intent) {
             handle.send(Command::Shutdown);
             return;
         }
+        Intent::Copy(_) | Intent::Page(_) => return,
         Intent::Cancel => Action::Cancel { t },
         Intent::Decide {
             request_id,
@@ -127,6 +143,47 @@ pub fn perform_intent(app: &mut App, handle: Option<&Handle>, intent: Intent) {
             invalidate_for(app, &ev.body);
         }
     }
+}
+
+/// Standard base64 (for OSC 52).
+pub fn base64(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Shows `text` in `$PAGER` (default `less -R`), leaving the full screen meanwhile.
+fn page(text: &str) -> std::io::Result<()> {
+    let path = std::env::temp_dir().join(format!("trellis-view-{}.txt", std::process::id()));
+    std::fs::write(&path, text)?;
+    let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -R".into());
+    restore();
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{pager} \"$1\""))
+        .arg("sh")
+        .arg(&path)
+        .status();
+    let _ = std::fs::remove_file(&path);
+    // Back to the full screen: ratatui redraws everything on the next frame.
+    let _ = ratatui::init();
+    let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
+    status.map(|_| ())
 }
 
 fn restore() {

@@ -11,7 +11,17 @@ use trellis_tui::{App, Clock, draw};
 
 fn frame_text(app: &mut App, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| draw(f, app, Clock { now: 10.0, frame: 0 })).unwrap();
+    term.draw(|f| {
+        draw(
+            f,
+            app,
+            Clock {
+                now: 10.0,
+                frame: 0,
+            },
+        )
+    })
+    .unwrap();
     let buf = term.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..h {
@@ -32,13 +42,24 @@ struct B {
 
 impl B {
     fn new() -> B {
-        let mut b = B { s: Session::new(Policy::Ask), seq: 0 };
+        let mut b = B {
+            s: Session::new(Policy::Ask),
+            seq: 0,
+        };
         b.f(Dir::ClientToAgent, json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"tidy up"}]}}));
         b
     }
     fn f(&mut self, dir: Dir, v: Value) {
         self.seq += 1;
-        update(&mut self.s, Action::Frame { seq: self.seq, t: self.seq as f64, dir, msg: Message::parse(&v.to_string()).unwrap() });
+        update(
+            &mut self.s,
+            Action::Frame {
+                seq: self.seq,
+                t: self.seq as f64,
+                dir,
+                msg: Message::parse(&v.to_string()).unwrap(),
+            },
+        );
     }
     fn up(&mut self, u: Value) {
         self.f(Dir::AgentToClient, json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}}));
@@ -70,7 +91,13 @@ fn permission_dialog_with_a_queue() {
     insta::assert_snapshot!("dialog_80x30", frame_text(&mut app, 80, 30));
     // A key answers the first request only (the loop turns the intent into an answer).
     let intents = app.on_key(key('y'));
-    assert_eq!(intents, vec![trellis_tui::Intent::Decide { request_id: "0".into(), option_id: "y".into() }]);
+    assert_eq!(
+        intents,
+        vec![trellis_tui::Intent::Decide {
+            request_id: "0".into(),
+            option_id: "y".into()
+        }]
+    );
     // Keys of options the agent did not offer do nothing.
     assert!(app.on_key(key('N')).is_empty());
 }
@@ -95,4 +122,59 @@ fn transcript_status_and_inspector_at_40_and_200_columns() {
     insta::assert_snapshot!("inspector_result_80x20", frame_text(&mut app, 80, 20));
     app.on_key(key('K'));
     insta::assert_snapshot!("inspector_call_80x20", frame_text(&mut app, 80, 20));
+}
+
+#[test]
+fn diff_permission_and_raw_views() {
+    let mut b = B::new();
+    b.ask(0, "one", "Edit one.txt", "edit");
+    b.f(
+        Dir::ClientToAgent,
+        json!({"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"n"}}}),
+    );
+    let mut app = App::new(b.s, "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    // The Raw view reads frames from the session log by line number.
+    let dir = std::env::temp_dir().join(format!("trellis-frames-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("log.jsonl");
+    let mut lines = vec![String::new(); 5];
+    lines[1] = json!({"t":0.1,"dir":"agent_to_client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call","toolCallId":"one"}}}}).to_string();
+    std::fs::write(&log, lines.join("\n")).unwrap();
+    app.log_path = Some(log);
+    app.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+    for (k, name) in [('D', "diff"), ('P', "permissions"), ('R', "raw")] {
+        app.on_key(key(k));
+        insta::assert_snapshot!(format!("view_{name}"), frame_text(&mut app, 80, 18));
+    }
+    assert!(
+        matches!(app.on_key(key('y')).as_slice(), [trellis_tui::Intent::Copy(t)] if t.contains("frame 2"))
+    );
+}
+
+#[test]
+fn clicking_a_card_inspects_it_and_z_unfolds_thoughts() {
+    let mut b = B::new();
+    b.up(json!({"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"First thought.\nSecond line."}}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"Read a","kind":"read","status":"completed"}));
+    b.f(
+        Dir::AgentToClient,
+        json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}),
+    );
+    let mut app = App::new(b.s, "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    let screen = frame_text(&mut app, 60, 12);
+    let row = screen.lines().position(|l| l.contains("Read a")).unwrap() as u16;
+    app.on_mouse(crossterm::event::MouseEvent {
+        kind: crossterm::event::MouseEventKind::Down(crossterm::event::MouseButton::Left),
+        column: 4,
+        row,
+        modifiers: KeyModifiers::NONE,
+    });
+    assert!(frame_text(&mut app, 60, 12).contains("Tool Result: Read a [1/1]"));
+    app.on_key(key('q'));
+    assert!(screen.contains("∴ First thought. …"));
+    app.on_key(key('z'));
+    let unfolded = frame_text(&mut app, 60, 12);
+    assert!(unfolded.contains("Second line."), "{unfolded}");
 }

@@ -16,13 +16,17 @@ use crate::theme::Theme;
 pub enum InspectorView {
     Result,
     Call,
+    Diff,
+    Permissions,
+    Raw,
 }
 
 impl InspectorView {
+    /// `K`: Result ⇄ Call (from any other view, to Call).
     pub fn toggled(self) -> InspectorView {
         match self {
-            InspectorView::Result => InspectorView::Call,
             InspectorView::Call => InspectorView::Result,
+            _ => InspectorView::Call,
         }
     }
 }
@@ -32,6 +36,9 @@ pub fn inspector_title(call: &ToolCall, view: InspectorView, i: usize, n: usize)
     let what = match view {
         InspectorView::Result => "Tool Result",
         InspectorView::Call => "Tool Call",
+        InspectorView::Diff => "Tool Diff",
+        InspectorView::Permissions => "Tool Permissions",
+        InspectorView::Raw => "Tool Frames",
     };
     format!("{what}: {} [{i}/{n}]", card_title(call))
 }
@@ -208,16 +215,130 @@ pub fn call_lines(call: &ToolCall, width: usize, theme: &Theme) -> Vec<Line<'sta
     out
 }
 
-/// The lines of `view` for `call`.
+/// The lines of `view` for `call`; `log` is the session log's lines (for the Raw view).
 pub fn view_lines(
     call: &ToolCall,
     session: &Session,
     view: InspectorView,
     width: usize,
     theme: &Theme,
+    log: Option<&[&str]>,
 ) -> Vec<Line<'static>> {
     match view {
         InspectorView::Result => result_lines(call, session, width, theme),
         InspectorView::Call => call_lines(call, width, theme),
+        InspectorView::Diff => diff_lines(call, theme),
+        InspectorView::Permissions => permission_lines(call, theme),
+        InspectorView::Raw => raw_lines(call, log, width, theme),
     }
+}
+
+/// The Diff view: every diff the call carries, as a unified diff.
+pub fn diff_lines(call: &ToolCall, theme: &Theme) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for c in &call.content {
+        if let ToolContent::Diff {
+            path,
+            old_text,
+            new_text,
+        } = c
+        {
+            out.push(Line::styled(format!("diff {path}"), theme.title));
+            if old_text.is_none() {
+                out.push(Line::styled("(new file)", theme.dim));
+            }
+            out.extend(crate::diff::unified(
+                old_text.as_deref().unwrap_or(""),
+                new_text,
+                theme,
+            ));
+            out.push(Line::default());
+        }
+    }
+    if out.is_empty() {
+        out.push(Line::styled("This call carries no diff.", theme.dim));
+    }
+    out
+}
+
+/// The Permission history view: every request about the call, its options, the outcome,
+/// who decided and when (session seconds).
+pub fn permission_lines(call: &ToolCall, theme: &Theme) -> Vec<Line<'static>> {
+    if call.permissions.is_empty() {
+        return vec![Line::styled(
+            "No permission was asked for this call.",
+            theme.dim,
+        )];
+    }
+    let mut out = Vec::new();
+    for (i, p) in call.permissions.iter().enumerate() {
+        out.push(Line::styled(
+            format!(
+                "Request {} (id {}) at {:.1}s",
+                i + 1,
+                p.request_id,
+                p.asked_at
+            ),
+            theme.title,
+        ));
+        for o in &p.options {
+            let chosen = matches!(&p.outcome, Some(trellis_core::Outcome::Selected { option_id, .. }) if *option_id == o.option_id);
+            let mark = if chosen { "●" } else { "○" };
+            let kind = match o.kind {
+                trellis_core::permission::OptionKind::AllowOnce => "allow once",
+                trellis_core::permission::OptionKind::AllowAlways => "allow always",
+                trellis_core::permission::OptionKind::RejectOnce => "reject once",
+                trellis_core::permission::OptionKind::RejectAlways => "reject always",
+                trellis_core::permission::OptionKind::Unknown => "other",
+            };
+            out.push(Line::from(format!(
+                "  {mark} {} ({kind}, id {})",
+                o.name, o.option_id
+            )));
+        }
+        let outcome = match (&p.outcome, &p.decider, p.decided_at) {
+            (Some(o), Some(d), Some(t)) => format!("  → {} by {d} at {t:.1}s", o.label()),
+            (Some(o), _, _) => format!("  → {}", o.label()),
+            (None, _, _) => "  → still waiting".to_string(),
+        };
+        out.push(Line::styled(outcome, theme.meta));
+        out.push(Line::default());
+    }
+    out
+}
+
+/// The Raw view: the ACP frames that touched the call, given the session log's lines
+/// (a frame's sequence number is its 1-based line number in the log).
+pub fn raw_lines(
+    call: &ToolCall,
+    log: Option<&[&str]>,
+    width: usize,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
+    let Some(log) = log else {
+        return vec![Line::styled(
+            "The session log is not available, so the raw frames cannot be shown.",
+            theme.dim,
+        )];
+    };
+    let mut out = Vec::new();
+    for &seq in &call.frames {
+        let Some(line) = log.get((seq as usize).wrapping_sub(1)) else {
+            continue;
+        };
+        let pretty = serde_json::from_str::<Value>(line)
+            .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
+            .unwrap_or_else(|_| line.to_string());
+        out.push(Line::styled(format!("── frame {seq} ──"), theme.meta));
+        for l in pretty.lines() {
+            out.extend(trellis_text::wrap::wrap_line(
+                &Line::from(l.to_string()),
+                width,
+            ));
+        }
+    }
+    if out.is_empty() {
+        out.push(Line::styled("No frames recorded for this call.", theme.dim));
+    }
+    out
 }

@@ -296,7 +296,10 @@ impl TranscriptView {
 
     /// The transcript entry of ledger call `index`, once synced.
     pub fn entry_of_call(&self, index: usize) -> Option<usize> {
-        self.call_entry.get(index).copied().filter(|&e| e != usize::MAX)
+        self.call_entry
+            .get(index)
+            .copied()
+            .filter(|&e| e != usize::MAX)
     }
 
     /// Entry indexes of tool calls, in order (for cursor moves).

@@ -273,7 +273,7 @@ fn inspector_views_of_every_fixture_call() {
     for (i, c) in s.ledger.calls().enumerate() {
         for view in [InspectorView::Result, InspectorView::Call] {
             out.push_str(&format!("=== {}\n", inspector_title(c, view, i + 1, n)));
-            out.push_str(&text(&view_lines(c, &s, view, 80, &theme)));
+            out.push_str(&text(&view_lines(c, &s, view, 80, &theme, None)));
             out.push('\n');
         }
     }
@@ -306,7 +306,14 @@ fn call_view_fences_outgrow_backticks_and_split_execute_arguments() {
     let theme = Theme::plain();
     let mut out = String::new();
     for c in b.s.ledger.calls() {
-        out.push_str(&text(&view_lines(c, &b.s, InspectorView::Call, 60, &theme)));
+        out.push_str(&text(&view_lines(
+            c,
+            &b.s,
+            InspectorView::Call,
+            60,
+            &theme,
+            None,
+        )));
         out.push_str("\n---\n");
         out.push_str(&text(&view_lines(
             c,
@@ -314,6 +321,7 @@ fn call_view_fences_outgrow_backticks_and_split_execute_arguments() {
             InspectorView::Result,
             60,
             &theme,
+            None,
         )));
         out.push_str("\n===\n");
     }

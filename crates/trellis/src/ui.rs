@@ -65,6 +65,7 @@ pub fn main(
     }
     .context("cannot create the session log")?;
     let log_path = writer.path().to_path_buf();
+    let log_for_app = log_path.clone();
     let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
     let name = resolved.name.clone();
     let rt = runtime()?;
@@ -81,7 +82,8 @@ pub fn main(
             trellis: env!("CARGO_PKG_VERSION").into(),
             started,
         });
-        let app = App::new(Session::new(policy), name, false);
+        let mut app = App::new(Session::new(policy), name, false);
+        app.log_path = Some(log_for_app);
         trellis_tui::run(app, Some(Connection { handle, rx })).await
     })?;
     eprintln!("trellis: session log: {}", log_path.display());
@@ -100,6 +102,7 @@ pub fn replay(file: &Path) -> anyhow::Result<ExitCode> {
         session.agent.name.clone()
     };
     let mut app = App::new(session, name, true);
+    app.log_path = Some(file.to_path_buf());
     if let Some(p) = problems.first() {
         app.message = Some(format!(
             "{} unreadable log lines (first: {p})",
