@@ -233,3 +233,25 @@ fn replay_of_each_fixture() {
         });
     }
 }
+
+#[test]
+fn keys_are_answered_while_the_agent_floods_the_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = format!("{} agent demo --calls 30000 --lines 20", env!("CARGO_BIN_EXE_trellis"));
+    let Some(t) = Tmux::start(&["--agent", &agent, "--cwd", dir.path().to_str().unwrap()]) else { return };
+    t.wait_for("Enter send");
+    t.send(&["go", "Enter"]);
+    t.wait_for("Generate chunk");
+    // The stream is running: type, and watch the keys land before the turn ends.
+    let sent = Instant::now();
+    t.send(&["hello world"]);
+    let s = t.wait_for("› hello world");
+    let latency = sent.elapsed();
+    assert!(s.contains("working…"), "the turn was still streaming when the keys landed:\n{s}");
+    eprintln!("typed text appeared {latency:?} after send-keys, mid-stream");
+    // Scrolling and the inspector work mid-stream too.
+    t.send(&["C-t"]);
+    let s = t.wait_for("Tool Result: Generate chunk");
+    assert!(s.contains("the quick brown fox"), "{s}");
+    t.send(&["q", "C-c", "C-c"]);
+}
