@@ -55,6 +55,30 @@ pub struct RulesFile {
     pub fallback: Option<Verdict>,
 }
 
+/// A key binding setting: a key spec, or `false` to disable the action.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum KeySetting {
+    Keys(String),
+    Enabled(bool),
+}
+
+/// `[ui]`: the full-screen UI.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UiConfig {
+    /// How the inspector finds the card at the cursor: exact, nearest, above, below.
+    pub cursor: Option<String>,
+    /// Key hints in the inspector's border (default true).
+    pub key_hints: Option<bool>,
+    /// Output under cards per kind: "hidden", "preview N" or "full".
+    #[serde(default)]
+    pub output: BTreeMap<String, String>,
+    /// Key bindings by action name (see `docs/config.md`); `false` disables one.
+    #[serde(default)]
+    pub keys: BTreeMap<String, KeySetting>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -64,6 +88,11 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentPreset>,
     #[serde(default)]
     pub permissions: PermissionConfig,
+    #[serde(default)]
+    pub ui: UiConfig,
+    /// Where the config came from and its text, for errors found after parsing.
+    #[serde(skip)]
+    pub source: Option<(PathBuf, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -125,7 +154,39 @@ impl Config {
 
     /// Parses config text; `path` is only used in error messages.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        parse_toml(text, path)
+        let mut c: Config = parse_toml(text, path)?;
+        c.source = Some((path.to_path_buf(), text.to_string()));
+        Ok(c)
+    }
+
+    /// An error about a value that parsed but means nothing (`table.key`), located in the
+    /// file like parse errors are.
+    pub fn invalid(&self, table: &str, key: &str, message: impl Into<String>) -> ConfigError {
+        let (path, text) = self.source.clone().unwrap_or_default();
+        let mut in_table = table.is_empty();
+        let mut line = 0;
+        for (n, l) in text.lines().enumerate() {
+            let t = l.trim();
+            if t.starts_with('[') {
+                in_table = t.trim_matches(|c| c == '[' || c == ']').trim() == table;
+            } else if in_table
+                && t.split('=').next().map(|k| k.trim().trim_matches('"')) == Some(key)
+            {
+                line = n + 1;
+                break;
+            }
+        }
+        let dotted = if table.is_empty() {
+            key.to_string()
+        } else {
+            format!("{table}.{key}")
+        };
+        ConfigError::Invalid {
+            path,
+            line,
+            key: dotted,
+            message: message.into(),
+        }
     }
 
     /// The preset called `name`: the user's definition wins over the built-in one.

@@ -9,6 +9,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 use trellis_core::session::Entry;
 use trellis_core::{Session, ToolStatus};
 use trellis_view::inspector::InspectorView;
+
+use crate::keymap::{Key, KeyAction, Keymap, Resolved};
 use trellis_view::{Theme, TranscriptView};
 
 /// Something the loop must do.
@@ -133,9 +135,33 @@ pub struct App {
     pub shown_top: usize,
     pub message: Option<String>,
     ctrl_c: bool,
-    pending_g: bool,
-    pending_bracket: Option<char>,
+    pub keys: Keymap,
+    pub cursor_mode: CursorMode,
+    /// Show key hints in the inspector's border.
+    pub key_hints: bool,
     pub quit: bool,
+}
+
+/// How the inspector finds "the card at the cursor" when the cursor is not on a card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CursorMode {
+    #[default]
+    Exact,
+    Nearest,
+    Above,
+    Below,
+}
+
+impl CursorMode {
+    pub fn parse(s: &str) -> Option<CursorMode> {
+        Some(match s {
+            "exact" => CursorMode::Exact,
+            "nearest" => CursorMode::Nearest,
+            "above" => CursorMode::Above,
+            "below" => CursorMode::Below,
+            _ => return None,
+        })
+    }
 }
 
 impl App {
@@ -161,8 +187,9 @@ impl App {
             shown_top: 0,
             message: None,
             ctrl_c: false,
-            pending_g: false,
-            pending_bracket: None,
+            keys: Keymap::default(),
+            cursor_mode: CursorMode::Exact,
+            key_hints: true,
             quit: false,
         }
     }
@@ -242,14 +269,50 @@ impl App {
         }
     }
 
+    /// The card the inspector opens on, by cursor mode; `Err` says why there is none.
+    pub fn card_at_cursor(&self) -> Result<usize, String> {
+        let Some(cursor) = self.cursor else {
+            // No cursor yet: the latest call.
+            return self
+                .session
+                .ledger
+                .len()
+                .checked_sub(1)
+                .ok_or_else(|| "no tool calls yet".to_string());
+        };
+        if let Some(i) = self.ledger_index(cursor) {
+            return Ok(i);
+        }
+        let above = (0..cursor).rev().find_map(|e| self.ledger_index(e));
+        let below = (cursor + 1..self.session.transcript.len()).find_map(|e| self.ledger_index(e));
+        let found = match self.cursor_mode {
+            CursorMode::Exact => None,
+            CursorMode::Above => above,
+            CursorMode::Below => below,
+            CursorMode::Nearest => {
+                let dist = |i: Option<usize>| {
+                    i.and_then(|i| self.view.entry_of_call(i))
+                        .map(|e| e.abs_diff(cursor))
+                };
+                match (dist(above), dist(below)) {
+                    (Some(a), Some(b)) if b < a => below,
+                    (Some(_), _) => above,
+                    (None, _) => below,
+                }
+            }
+        };
+        found.ok_or_else(|| match self.cursor_mode {
+            CursorMode::Exact => "no tool call at the cursor (cursor mode exact)".to_string(),
+            CursorMode::Above => "no tool call at or above the cursor".to_string(),
+            CursorMode::Below => "no tool call at or below the cursor".to_string(),
+            CursorMode::Nearest => "no tool call in the transcript".to_string(),
+        })
+    }
+
     /// Opens (or re-targets) the inspector on the card at the cursor.
     pub fn open_inspector(&mut self) {
-        let target = self.cursor.and_then(|e| self.ledger_index(e)).or_else(|| {
-            // No cursor yet: the latest call.
-            self.session.ledger.len().checked_sub(1)
-        });
-        match target {
-            Some(call) => {
+        match self.card_at_cursor() {
+            Ok(call) => {
                 let view = self
                     .inspector
                     .map(|i| i.view)
@@ -260,7 +323,7 @@ impl App {
                     scroll: 0,
                 });
             }
-            None => self.message = Some("no tool call at the cursor".into()),
+            Err(why) => self.message = Some(why),
         }
     }
 
@@ -404,90 +467,117 @@ impl App {
     }
 
     fn inspector_key(&mut self, key: KeyEvent) -> Vec<Intent> {
-        let g = std::mem::take(&mut self.pending_g);
-        let bracket = self.pending_bracket.take();
         let Some(mut ins) = self.inspector else {
             return Vec::new();
         };
-        match key.code {
-            KeyCode::Char('q') | KeyCode::Esc => {
-                self.inspector = None;
-                return Vec::new();
-            }
-            KeyCode::Char('K') => ins.view = ins.view.toggled(),
-            KeyCode::Char('D') => ins.view = InspectorView::Diff,
-            KeyCode::Char('P') => ins.view = InspectorView::Permissions,
-            KeyCode::Char('R') => ins.view = InspectorView::Raw,
-            KeyCode::Char('y') => {
-                self.message = Some("copied the view to the clipboard (OSC 52)".into());
-                return self
-                    .inspector_text()
-                    .map(Intent::Copy)
-                    .into_iter()
-                    .collect();
-            }
-            KeyCode::Char('o') => {
-                return self
-                    .inspector_text()
-                    .map(Intent::Page)
-                    .into_iter()
-                    .collect();
-            }
-            KeyCode::Char('T') if g => {
-                self.inspector = None;
-                self.focus = Focus::Transcript;
-                if let Some(e) = self.entry_of_call(ins.call) {
-                    self.cursor = Some(e);
-                    self.reveal(e);
+        match self.keys.feed(Key::from_event(&key)) {
+            Resolved::Action(a) => match a {
+                KeyAction::Close => {
+                    self.inspector = None;
+                    return Vec::new();
                 }
-                return Vec::new();
-            }
-            KeyCode::Char('g') => self.pending_g = true,
-            KeyCode::Tab => {
-                self.step_inspector(true, false);
-                return Vec::new();
-            }
-            KeyCode::BackTab => {
-                self.step_inspector(false, false);
-                return Vec::new();
-            }
-            KeyCode::Char('f') if bracket.is_some() => {
-                self.step_inspector(bracket == Some(']'), true);
-                return Vec::new();
-            }
-            KeyCode::Char(c @ (']' | '[')) => self.pending_bracket = Some(c),
-            KeyCode::Down | KeyCode::Char('j') => ins.scroll += 1,
-            KeyCode::Up | KeyCode::Char('k') => ins.scroll = ins.scroll.saturating_sub(1),
-            KeyCode::PageDown => ins.scroll += 10,
-            KeyCode::PageUp => ins.scroll = ins.scroll.saturating_sub(10),
-            _ => {}
+                KeyAction::ToggleCall => ins.view = ins.view.toggled(),
+                KeyAction::DiffView => ins.view = InspectorView::Diff,
+                KeyAction::PermissionView => ins.view = InspectorView::Permissions,
+                KeyAction::RawView => ins.view = InspectorView::Raw,
+                KeyAction::Copy => {
+                    self.message = Some("copied the view to the clipboard (OSC 52)".into());
+                    return self
+                        .inspector_text()
+                        .map(Intent::Copy)
+                        .into_iter()
+                        .collect();
+                }
+                KeyAction::Pager => {
+                    return self
+                        .inspector_text()
+                        .map(Intent::Page)
+                        .into_iter()
+                        .collect();
+                }
+                KeyAction::Inspect => {
+                    // In the float: close it and put the transcript cursor on the card.
+                    self.inspector = None;
+                    self.focus = Focus::Transcript;
+                    if let Some(e) = self.entry_of_call(ins.call) {
+                        self.cursor = Some(e);
+                        self.reveal(e);
+                    }
+                    return Vec::new();
+                }
+                KeyAction::NextCall
+                | KeyAction::PrevCall
+                | KeyAction::NextFailed
+                | KeyAction::PrevFailed => {
+                    let forward = matches!(a, KeyAction::NextCall | KeyAction::NextFailed);
+                    let failed = matches!(a, KeyAction::NextFailed | KeyAction::PrevFailed);
+                    self.step_inspector(forward, failed);
+                    return Vec::new();
+                }
+                KeyAction::Down => ins.scroll += 1,
+                KeyAction::Up => ins.scroll = ins.scroll.saturating_sub(1),
+                KeyAction::Bottom => ins.scroll = usize::MAX / 2,
+                KeyAction::FoldThoughts => {}
+            },
+            Resolved::Pending => {}
+            Resolved::Unbound => match key.code {
+                KeyCode::Esc => {
+                    self.inspector = None;
+                    return Vec::new();
+                }
+                KeyCode::Down => ins.scroll += 1,
+                KeyCode::Up => ins.scroll = ins.scroll.saturating_sub(1),
+                KeyCode::PageDown => ins.scroll += 10,
+                KeyCode::PageUp => ins.scroll = ins.scroll.saturating_sub(10),
+                _ => {}
+            },
         }
         self.inspector = Some(ins);
         Vec::new()
     }
 
+    /// Moves the transcript cursor over entries (messages and cards).
+    fn move_entry(&mut self, delta: isize) {
+        let n = self.session.transcript.len();
+        if n == 0 {
+            return;
+        }
+        let next = match self.cursor {
+            Some(c) => (c as isize + delta).clamp(0, n as isize - 1) as usize,
+            None => n - 1,
+        };
+        self.cursor = Some(next);
+        self.reveal(next);
+    }
+
     fn transcript_key(&mut self, key: KeyEvent) -> Vec<Intent> {
-        let g = std::mem::take(&mut self.pending_g);
-        match key.code {
-            KeyCode::Char('T') if g => self.open_inspector(),
-            KeyCode::Char('g') => self.pending_g = true,
-            KeyCode::Char('j') | KeyCode::Down => self.move_cursor(1),
-            KeyCode::Char('k') | KeyCode::Up => self.move_cursor(-1),
-            KeyCode::Char('G') | KeyCode::End => {
-                self.top = None;
-            }
-            KeyCode::Char('z') => {
+        match self.keys.feed(Key::from_event(&key)) {
+            Resolved::Action(KeyAction::Inspect) => self.open_inspector(),
+            Resolved::Action(KeyAction::Down) => self.move_entry(1),
+            Resolved::Action(KeyAction::Up) => self.move_entry(-1),
+            Resolved::Action(KeyAction::NextCall) => self.move_cursor(1),
+            Resolved::Action(KeyAction::PrevCall) => self.move_cursor(-1),
+            Resolved::Action(KeyAction::Bottom) => self.top = None,
+            Resolved::Action(KeyAction::FoldThoughts) => {
                 self.view.thoughts_folded = !self.view.thoughts_folded;
                 self.view.invalidate_all();
             }
-            KeyCode::Char('i') | KeyCode::Enter if !self.replay => self.focus = Focus::Prompt,
-            KeyCode::Esc if self.session.turn_open && !self.replay => return vec![Intent::Cancel],
-            KeyCode::Esc if !self.replay => self.focus = Focus::Prompt,
-            KeyCode::Char('q') if self.replay => {
+            Resolved::Action(KeyAction::Close) if self.replay => {
                 self.quit = true;
                 return vec![Intent::Quit];
             }
-            _ => {}
+            Resolved::Action(_) | Resolved::Pending => {}
+            Resolved::Unbound => match key.code {
+                KeyCode::Down => self.move_entry(1),
+                KeyCode::Up => self.move_entry(-1),
+                KeyCode::End => self.top = None,
+                KeyCode::Char('i') | KeyCode::Enter if !self.replay => self.focus = Focus::Prompt,
+                KeyCode::Esc if self.session.turn_open && !self.replay => {
+                    return vec![Intent::Cancel];
+                }
+                KeyCode::Esc if !self.replay => self.focus = Focus::Prompt,
+                _ => {}
+            },
         }
         Vec::new()
     }

@@ -83,7 +83,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
         let title = match app.focus {
             Focus::Prompt if app.session.turn_open => " working… Esc cancels ",
             Focus::Prompt => " prompt · Enter send · Alt-Enter newline · Esc transcript ",
-            Focus::Transcript => " transcript · j/k cards · gT inspect · i prompt ",
+            Focus::Transcript => " transcript · j/k move · Tab next card · gT inspect · i prompt ",
         };
         let block = Block::default()
             .borders(Borders::TOP | Borders::BOTTOM)
@@ -111,7 +111,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     // Status bar (a transient message takes the hint's place).
     let hint = app.message.clone().unwrap_or_else(|| {
         if app.replay {
-            "replay · j/k cards · gT inspect · q quit".into()
+            "replay · j/k move · gT inspect · q quit".into()
         } else {
             "Ctrl-T inspect · Ctrl-C twice quits".into()
         }
@@ -187,8 +187,13 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
         i.scroll = scroll;
     }
     let visible: Vec<Line<'static>> = body.into_iter().skip(scroll).take(inner_h).collect();
+    let hints = if app.key_hints {
+        inspector_hints(app)
+    } else {
+        String::new()
+    };
     let hints = Line::from(vec![Span::styled(
-        " K call/result · D diff · P permissions · R raw · Tab next · ]f failed · y copy · o pager · gT jump · q close ",
+        trellis_text::clip(&hints, r.width.saturating_sub(4) as usize).into_owned(),
         theme.dim,
     )]);
     let block = Block::default()
@@ -224,4 +229,25 @@ fn plan_lines(app: &App) -> Vec<Line<'static>> {
         ]));
     }
     out
+}
+
+/// Key hints for the inspector's border, from the bindings in force.
+fn inspector_hints(app: &App) -> String {
+    use crate::keymap::KeyAction as A;
+    let parts: Vec<String> = [
+        (A::ToggleCall, "call/result"),
+        (A::DiffView, "diff"),
+        (A::PermissionView, "permissions"),
+        (A::RawView, "raw"),
+        (A::NextCall, "next"),
+        (A::NextFailed, "failed"),
+        (A::Copy, "copy"),
+        (A::Pager, "pager"),
+        (A::Inspect, "jump"),
+        (A::Close, "close"),
+    ]
+    .iter()
+    .filter_map(|(a, what)| app.keys.spec(*a).map(|k| format!("{k} {what}")))
+    .collect();
+    format!(" {} ", parts.join(" · "))
 }

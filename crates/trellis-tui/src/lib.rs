@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod draw;
+pub mod keymap;
 
 use std::time::{Duration, Instant};
 

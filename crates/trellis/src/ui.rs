@@ -35,17 +35,21 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// The UI on a live agent.
+fn load_config(config_path: Option<PathBuf>) -> anyhow::Result<Config> {
+    let config_file = config_path.or_else(|| Paths::from_env().map(|p| p.config_file()));
+    Ok(match &config_file {
+        Some(f) => Config::load(f)?,
+        None => Config::default(),
+    })
+}
+
 pub fn main(
     args: UiArgs,
     config_path: Option<PathBuf>,
     force_demo: bool,
 ) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env();
-    let config_file = config_path.or_else(|| paths.as_ref().map(|p| p.config_file()));
-    let config = match &config_file {
-        Some(f) => Config::load(f)?,
-        None => Config::default(),
-    };
+    let config = load_config(config_path)?;
     let agent = if force_demo {
         "demo".to_string()
     } else {
@@ -68,6 +72,16 @@ pub fn main(
     let log_for_app = log_path.clone();
     let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
     let name = resolved.name.clone();
+    // Check the UI settings before starting the agent: a config error stops here.
+    apply_ui_config(
+        &mut App::new(Session::default(), String::new(), false),
+        &config,
+    )?;
+    let theme = if std::env::var_os("NO_COLOR").is_some() {
+        trellis_view::Theme::plain()
+    } else {
+        trellis_view::Theme::default()
+    };
     let rt = runtime()?;
     rt.block_on(async move {
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
@@ -84,14 +98,19 @@ pub fn main(
         });
         let mut app = App::new(Session::new(policy), name, false);
         app.log_path = Some(log_for_app);
-        trellis_tui::run(app, Some(Connection { handle, rx })).await
+        app.theme = theme;
+        apply_ui_config(&mut app, &config)?;
+        trellis_tui::run(app, Some(Connection { handle, rx }))
+            .await
+            .map_err(anyhow::Error::from)
     })?;
     eprintln!("trellis: session log: {}", log_path.display());
     Ok(ExitCode::SUCCESS)
 }
 
 /// A recorded session (Trellis log or fixture) in the UI, without an agent.
-pub fn replay(file: &Path) -> anyhow::Result<ExitCode> {
+pub fn replay(file: &Path, config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let config = load_config(config_path)?;
     let text =
         trellis_store::read_log(file).with_context(|| format!("cannot read {}", file.display()))?;
     let mut session = Session::new(Policy::Ask);
@@ -103,6 +122,7 @@ pub fn replay(file: &Path) -> anyhow::Result<ExitCode> {
     };
     let mut app = App::new(session, name, true);
     app.log_path = Some(file.to_path_buf());
+    apply_ui_config(&mut app, &config)?;
     if let Some(p) = problems.first() {
         app.message = Some(format!(
             "{} unreadable log lines (first: {p})",
@@ -111,4 +131,101 @@ pub fn replay(file: &Path) -> anyhow::Result<ExitCode> {
     }
     runtime()?.block_on(trellis_tui::run(app, None))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Applies `[ui]` from the config to the app; a bad value is an error naming file, line
+/// and key.
+fn apply_ui_config(app: &mut App, config: &Config) -> anyhow::Result<()> {
+    use trellis_store::config::KeySetting;
+    use trellis_tui::app::CursorMode;
+    use trellis_view::{OutputPolicies, OutputPolicy};
+    let ui = &config.ui;
+    if let Some(c) = &ui.cursor {
+        app.cursor_mode = CursorMode::parse(c).ok_or_else(|| {
+            config.invalid(
+                "ui",
+                "cursor",
+                format!("{c:?} is not one of exact, nearest, above, below"),
+            )
+        })?;
+    }
+    app.key_hints = ui.key_hints.unwrap_or(true);
+    let mut by_kind = Vec::new();
+    for (kind, policy) in &ui.output {
+        let k = trellis_core::ToolKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == kind)
+            .ok_or_else(|| {
+                config.invalid("ui.output", kind, format!("{kind:?} is not a tool kind"))
+            })?;
+        let words: Vec<&str> = policy.split_whitespace().collect();
+        let p = match words.as_slice() {
+            ["hidden"] => OutputPolicy::Hidden,
+            ["full"] => OutputPolicy::Full,
+            ["preview", n] => OutputPolicy::Preview(n.parse().map_err(|_| {
+                config.invalid("ui.output", kind, format!("{n:?} is not a number of lines"))
+            })?),
+            _ => {
+                return Err(config
+                    .invalid(
+                        "ui.output",
+                        kind,
+                        format!("{policy:?} is not \"hidden\", \"preview N\" or \"full\""),
+                    )
+                    .into());
+            }
+        };
+        by_kind.push((k, p));
+    }
+    app.view.policies = OutputPolicies {
+        by_kind,
+        ..OutputPolicies::default()
+    };
+    let mut keys = std::collections::BTreeMap::new();
+    for (action, setting) in &ui.keys {
+        if !trellis_tui::keymap::KeyAction::ALL
+            .iter()
+            .any(|(_, n, _)| n == action)
+        {
+            let known: Vec<&str> = trellis_tui::keymap::KeyAction::ALL
+                .iter()
+                .map(|(_, n, _)| *n)
+                .collect();
+            return Err(config
+                .invalid(
+                    "ui.keys",
+                    action,
+                    format!("unknown key action (known: {})", known.join(", ")),
+                )
+                .into());
+        }
+        let v = match setting {
+            KeySetting::Keys(s) => {
+                trellis_tui::keymap::parse_keys(s)
+                    .map_err(|e| config.invalid("ui.keys", action, e.0))?;
+                Some(s.clone())
+            }
+            KeySetting::Enabled(false) => None,
+            KeySetting::Enabled(true) => {
+                return Err(config
+                    .invalid(
+                        "ui.keys",
+                        action,
+                        "use a key like \"gT\", or false to disable",
+                    )
+                    .into());
+            }
+        };
+        keys.insert(action.clone(), v);
+    }
+    app.keys = trellis_tui::keymap::Keymap::new(&keys).map_err(|e| {
+        let key = ui
+            .keys
+            .keys()
+            .find(|k| e.0.contains(k.as_str()))
+            .cloned()
+            .unwrap_or_else(|| "keys".into());
+        config.invalid("ui.keys", &key, e.0)
+    })?;
+    Ok(())
 }

@@ -819,3 +819,38 @@ fn authenticates_when_the_agent_requires_it() {
     );
     assert_eq!(r.rebuilt().id.as_deref(), Some("S"));
 }
+
+#[test]
+fn ui_config_errors_name_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("config.toml");
+    let fixture = fixtures().join("claude-agent-acp-0.23.1.jsonl");
+    for (text, want) in [
+        (
+            "[ui]\ncursor = \"sideways\"\n",
+            "config.toml:2: ui.cursor: \"sideways\" is not one of",
+        ),
+        (
+            "[ui.output]\nexecute = \"preview lots\"\n",
+            "config.toml:2: ui.output.execute: \"lots\" is not a number",
+        ),
+        (
+            "[ui.keys]\ninspect = \"<Nope>\"\n",
+            "config.toml:2: ui.keys.inspect: unknown key <Nope>",
+        ),
+        (
+            "[ui.keys]\nteleport = \"x\"\n",
+            "config.toml:2: ui.keys.teleport: unknown key action",
+        ),
+    ] {
+        std::fs::write(&conf, text).unwrap();
+        let out = Command::new(exe())
+            .args(["--config", conf.to_str().unwrap(), "replay"])
+            .arg(&fixture)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{text}: {err}");
+    }
+}

@@ -150,8 +150,8 @@ fn demo_prompt_permission_inspector_and_jump() {
     t.send(&["y"]);
     t.wait_for("Done: the TODO is fixed");
     assert!(t.screen().contains("allowed once by user"));
-    // Into the transcript: the cursor starts on the latest card; two up is the edit.
-    t.send(&["Escape", "k", "k", "g", "T"]);
+    // Into the transcript: the cursor starts on the latest card; two cards up is the edit.
+    t.send(&["Escape", "BTab", "BTab", "g", "T"]);
     let s = t.wait_for("Tool Result: Edit src/lib.rs [3/5]");
     assert!(s.contains("+     a.checked_add(b)"), "{s}");
     t.send(&["K"]);
@@ -237,8 +237,13 @@ fn replay_of_each_fixture() {
 #[test]
 fn keys_are_answered_while_the_agent_floods_the_stream() {
     let dir = tempfile::tempdir().unwrap();
-    let agent = format!("{} agent demo --calls 30000 --lines 20", env!("CARGO_BIN_EXE_trellis"));
-    let Some(t) = Tmux::start(&["--agent", &agent, "--cwd", dir.path().to_str().unwrap()]) else { return };
+    let agent = format!(
+        "{} agent demo --calls 30000 --lines 20",
+        env!("CARGO_BIN_EXE_trellis")
+    );
+    let Some(t) = Tmux::start(&["--agent", &agent, "--cwd", dir.path().to_str().unwrap()]) else {
+        return;
+    };
     t.wait_for("Enter send");
     t.send(&["go", "Enter"]);
     t.wait_for("Generate chunk");
@@ -247,7 +252,10 @@ fn keys_are_answered_while_the_agent_floods_the_stream() {
     t.send(&["hello world"]);
     let s = t.wait_for("› hello world");
     let latency = sent.elapsed();
-    assert!(s.contains("working…"), "the turn was still streaming when the keys landed:\n{s}");
+    assert!(
+        s.contains("working…"),
+        "the turn was still streaming when the keys landed:\n{s}"
+    );
     eprintln!("typed text appeared {latency:?} after send-keys, mid-stream");
     // Scrolling and the inspector work mid-stream too.
     t.send(&["C-t"]);
