@@ -325,6 +325,14 @@ fn prompt_text(blocks: &[Box<RawValue>]) -> String {
                 (_, _, _, Some(uri)) => format!("@{uri}"),
                 _ => continue,
             };
+            // A link the text already names (`@path` typed by the user) is not repeated.
+            if piece.starts_with('@')
+                && out
+                    .split_whitespace()
+                    .any(|w| w.trim_end_matches([',', '.']) == piece)
+            {
+                continue;
+            }
             if !out.is_empty() && !out.ends_with(char::is_whitespace) {
                 out.push(' ');
             }

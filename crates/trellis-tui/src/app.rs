@@ -16,7 +16,11 @@ use trellis_view::{Theme, TranscriptView};
 /// Something the loop must do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Intent {
-    Prompt(String),
+    /// Send a prompt, with the files it names as `@path` (resource links).
+    Prompt {
+        text: String,
+        files: Vec<std::path::PathBuf>,
+    },
     Cancel,
     /// Answer permission request `request_id` with the option `option_id`.
     Decide {
@@ -47,6 +51,8 @@ pub struct Inspector {
 
 #[derive(Debug, Default)]
 pub struct Prompt {
+    /// Completion candidates being cycled with Tab, and the one shown.
+    completion: Option<(Vec<String>, usize, usize)>,
     pub text: String,
     /// Byte offset of the cursor.
     pub cursor: usize,
@@ -55,7 +61,14 @@ pub struct Prompt {
 }
 
 impl Prompt {
+    /// Replaces the word that starts at byte `start` (up to the cursor) with `with`.
+    fn replace_word(&mut self, start: usize, with: &str) {
+        self.text.replace_range(start..self.cursor, with);
+        self.cursor = start + with.len();
+    }
+
     fn insert(&mut self, s: &str) {
+        self.completion = None;
         self.text.insert_str(self.cursor, s);
         self.cursor += s.len();
     }
@@ -582,7 +595,55 @@ impl App {
         Vec::new()
     }
 
+    /// Tab in the prompt: complete `@path` or `/command`; again to cycle the candidates.
+    fn complete(&mut self) {
+        let (start, _) = crate::complete::word_at(&self.prompt.text, self.prompt.cursor);
+        if let Some((cands, i, s)) = self.prompt.completion.take() {
+            let next = (i + 1) % cands.len();
+            self.prompt.replace_word(s, &cands[next]);
+            self.message = Some(format!("{} of {}: {}", next + 1, cands.len(), cands[next]));
+            self.prompt.completion = Some((cands, next, s));
+            return;
+        }
+        let cwd = self.session.cwd.as_deref().map(std::path::Path::new);
+        let commands: Vec<String> = self
+            .session
+            .commands
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        let cands =
+            crate::complete::candidates(&self.prompt.text, self.prompt.cursor, cwd, &commands);
+        match cands.len() {
+            0 => self.message = Some("no completion".into()),
+            1 => {
+                let with = format!("{} ", cands[0]);
+                self.prompt.replace_word(start, &with);
+            }
+            n => {
+                let common = crate::complete::common_prefix(&cands);
+                let (_, word) = crate::complete::word_at(&self.prompt.text, self.prompt.cursor);
+                if common.len() > word.len() {
+                    self.prompt.replace_word(start, &common);
+                } else {
+                    self.prompt.replace_word(start, &cands[0]);
+                    self.prompt.completion = Some((cands.clone(), 0, start));
+                }
+                let shown: Vec<&str> = cands.iter().take(6).map(String::as_str).collect();
+                let more = if n > 6 {
+                    format!(" … +{}", n - 6)
+                } else {
+                    String::new()
+                };
+                self.message = Some(format!("{n} matches: {}{more}", shown.join("  ")));
+            }
+        }
+    }
+
     fn prompt_key(&mut self, key: KeyEvent) -> Vec<Intent> {
+        if key.code != KeyCode::Tab {
+            self.prompt.completion = None;
+        }
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
@@ -598,7 +659,9 @@ impl App {
                 }
                 let text = self.prompt.take();
                 self.top = None;
-                return vec![Intent::Prompt(text)];
+                let cwd = self.session.cwd.as_deref().map(std::path::Path::new);
+                let files = crate::complete::mentioned_files(&text, cwd);
+                return vec![Intent::Prompt { text, files }];
             }
             KeyCode::Esc if self.session.turn_open => return vec![Intent::Cancel],
             KeyCode::Esc => {
@@ -619,7 +682,7 @@ impl App {
             KeyCode::Right => self.prompt.right(),
             KeyCode::Up if !self.prompt.text.contains('\n') => self.prompt.history(true),
             KeyCode::Down if !self.prompt.text.contains('\n') => self.prompt.history(false),
-            KeyCode::Tab => self.prompt.insert("    "),
+            KeyCode::Tab => self.complete(),
             _ => {}
         }
         Vec::new()

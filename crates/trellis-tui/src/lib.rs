@@ -7,6 +7,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod app;
+pub mod complete;
 pub mod draw;
 pub mod keymap;
 
@@ -116,11 +117,8 @@ pub fn perform_intent(app: &mut App, handle: Option<&Handle>, intent: Intent) {
     let Some(handle) = handle else { return };
     let t = handle.recorder().now();
     let action = match intent {
-        Intent::Prompt(text) => {
-            handle.send(Command::Prompt {
-                text,
-                files: Vec::new(),
-            });
+        Intent::Prompt { text, files } => {
+            handle.send(Command::Prompt { text, files });
             return;
         }
         Intent::Quit => {

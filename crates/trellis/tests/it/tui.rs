@@ -183,9 +183,14 @@ fn demo_prompt_permission_inspector_and_jump() {
         line.contains("\x1b[7m") || line.contains(";7m"),
         "the jumped-to card is selected: {line:?}"
     );
+    // Completion in the prompt: the agent's commands and the files under the cwd.
+    t.send(&["i", "/ex", "Tab"]);
+    t.wait_for("› /explain");
+    t.send(&["@demo-workspace/READ", "Tab"]);
+    t.wait_for("› /explain @demo-workspace/README.md");
     t.send(&["C-c", "C-c"]);
     t.wait("the UI to exit", |s| {
-        !s.contains("Enter send") && !s.contains("j/k cards")
+        !s.contains("Enter send") && !s.contains("j/k move")
     });
     let log = t.log();
     assert!(
