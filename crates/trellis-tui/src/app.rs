@@ -152,6 +152,8 @@ pub struct App {
     pub cursor_mode: CursorMode,
     /// Show key hints in the inspector's border.
     pub key_hints: bool,
+    /// Quit right after drawing the first frame (startup benchmarks).
+    pub exit_after_first_frame: bool,
     pub quit: bool,
 }
 
@@ -203,6 +205,7 @@ impl App {
             keys: Keymap::default(),
             cursor_mode: CursorMode::Exact,
             key_hints: true,
+            exit_after_first_frame: false,
             quit: false,
         }
     }

@@ -223,6 +223,9 @@ async fn run_loop(
             let now = start.elapsed().as_secs_f64();
             terminal.draw(|f| draw(f, app, Clock { now, frame }))?;
             dirty = false;
+            if app.exit_after_first_frame {
+                return Ok(());
+            }
         }
         if app.quit {
             return Ok(());

@@ -84,7 +84,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => ui::main(cli.ui, cli.config, false),
         Some(Cmd::Demo) => ui::main(cli.ui, cli.config, true),
-        Some(Cmd::Replay { file }) => ui::replay(&file, cli.config),
+        Some(Cmd::Replay { file }) => ui::replay(&file, cli.config, cli.ui.exit_after_first_frame),
         Some(Cmd::Run(args)) => run::main(args, cli.ui, cli.config),
         Some(Cmd::Log {
             command: LogCmd::Show { file },

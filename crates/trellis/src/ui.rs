@@ -24,6 +24,9 @@ pub struct UiArgs {
     /// rules file (default: ask in the dialog).
     #[arg(long, global = true)]
     pub permission: Option<String>,
+    /// Quit after the first frame (for the startup benchmark).
+    #[arg(long, global = true, hide = true)]
+    pub exit_after_first_frame: bool,
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -70,6 +73,7 @@ pub fn main(
     .context("cannot create the session log")?;
     let log_path = writer.path().to_path_buf();
     let log_for_app = log_path.clone();
+    let exit_after_first_frame = args.exit_after_first_frame;
     let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
     let name = resolved.name.clone();
     // Check the UI settings before starting the agent: a config error stops here.
@@ -100,6 +104,7 @@ pub fn main(
         app.log_path = Some(log_for_app);
         app.theme = theme;
         apply_ui_config(&mut app, &config)?;
+        app.exit_after_first_frame = exit_after_first_frame;
         trellis_tui::run(app, Some(Connection { handle, rx }))
             .await
             .map_err(anyhow::Error::from)
@@ -109,7 +114,11 @@ pub fn main(
 }
 
 /// A recorded session (Trellis log or fixture) in the UI, without an agent.
-pub fn replay(file: &Path, config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+pub fn replay(
+    file: &Path,
+    config_path: Option<PathBuf>,
+    exit_after_first_frame: bool,
+) -> anyhow::Result<ExitCode> {
     let config = load_config(config_path)?;
     let text =
         trellis_store::read_log(file).with_context(|| format!("cannot read {}", file.display()))?;
@@ -123,6 +132,7 @@ pub fn replay(file: &Path, config_path: Option<PathBuf>) -> anyhow::Result<ExitC
     let mut app = App::new(session, name, true);
     app.log_path = Some(file.to_path_buf());
     apply_ui_config(&mut app, &config)?;
+    app.exit_after_first_frame = exit_after_first_frame;
     if let Some(p) = problems.first() {
         app.message = Some(format!(
             "{} unreadable log lines (first: {p})",

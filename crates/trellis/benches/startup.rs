@@ -1,0 +1,63 @@
+//! Time from process start to the first frame: `trellis replay FIXTURE` and `trellis demo`
+//! run in a pseudo-terminal (`script`) with the hidden `--exit-after-first-frame`, so each
+//! sample is start → first frame drawn → exit (teardown and `script` itself included, so
+//! the figure over-estimates).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+use std::time::Instant;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+
+fn run(args: &str) -> std::time::Duration {
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    let dir = std::env::temp_dir().join(format!("trellis-startup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let start = Instant::now();
+    let status = Command::new("script")
+        .args([
+            "-qec",
+            &format!("{exe} {args} --exit-after-first-frame"),
+            "/dev/null",
+        ])
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("TERM", "xterm-256color")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    let took = start.elapsed();
+    assert!(status.success());
+    took
+}
+
+fn bench(c: &mut Criterion) {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: `script` (util-linux) is needed for a pseudo-terminal");
+        return;
+    }
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures/acp/claude-agent-acp-0.23.1.jsonl");
+    let mut g = c.benchmark_group("start_to_first_frame");
+    g.sample_size(20);
+    g.bench_function("replay_fixture", |b| {
+        b.iter_custom(|n| {
+            (0..n)
+                .map(|_| run(&format!("replay {}", fixture.display())))
+                .sum()
+        })
+    });
+    let cwd = std::env::temp_dir().join(format!("trellis-startup-cwd-{}", std::process::id()));
+    std::fs::create_dir_all(&cwd).unwrap();
+    g.bench_function("demo", |b| {
+        b.iter_custom(|n| {
+            (0..n)
+                .map(|_| run(&format!("demo --cwd {}", cwd.display())))
+                .sum()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
