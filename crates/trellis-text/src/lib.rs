@@ -9,6 +9,7 @@
 
 pub mod ansi;
 pub mod clip;
+pub mod highlight;
 pub mod markdown;
 pub mod width;
 pub mod wrap;

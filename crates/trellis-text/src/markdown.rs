@@ -18,6 +18,8 @@ pub struct MdTheme {
     pub link: Style,
     pub quote: Style,
     pub marker: Style,
+    /// Highlight fenced code by its language.
+    pub syntax: bool,
 }
 
 impl Default for MdTheme {
@@ -33,6 +35,7 @@ impl Default for MdTheme {
                 .add_modifier(Modifier::UNDERLINED),
             quote: Style::default().fg(Color::DarkGray),
             marker: Style::default().fg(Color::DarkGray),
+            syntax: true,
         }
     }
 }
@@ -255,14 +258,28 @@ impl Renderer {
             Span::styled(format!("╭─{label}"), self.theme.marker),
         ]));
         let avail = self.width.saturating_sub(display_width(&prefix) + 2).max(8);
-        for raw in body.trim_end_matches('\n').split('\n') {
-            let line = crate::ansi::ansi_line(raw, &mut Style::default());
-            let line = Line::from(
-                line.spans
-                    .into_iter()
-                    .map(|s| Span::styled(s.content, self.theme.code_block))
-                    .collect::<Vec<_>>(),
-            );
+        let body = body.trim_end_matches('\n');
+        let highlighted = if self.theme.syntax {
+            crate::highlight::highlight(body, lang)
+        } else {
+            None
+        };
+        let lines: Vec<Line<'static>> = match highlighted {
+            Some(lines) => lines,
+            None => body
+                .split('\n')
+                .map(|raw| {
+                    let line = crate::ansi::ansi_line(raw, &mut Style::default());
+                    Line::from(
+                        line.spans
+                            .into_iter()
+                            .map(|s| Span::styled(s.content, self.theme.code_block))
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .collect(),
+        };
+        for line in lines {
             for l in wrap_line(&line, avail) {
                 let mut spans = vec![Span::styled(format!("{prefix}│ "), self.theme.marker)];
                 spans.extend(l.spans);

@@ -172,7 +172,14 @@ pub fn result_lines(
         }
     }
     let text = output_text_without_diffs(call, session);
-    for l in trellis_text::ansi::ansi_lines(&text) {
+    // A read's content is highlighted by its file's language; all other output keeps its
+    // own ANSI colours and is never guessed to be Markdown.
+    let highlighted = match (call.kind, call.locations.first(), theme.md.syntax) {
+        (ToolKind::Read, Some(loc), true) => trellis_text::highlight::highlight(&text, &loc.path),
+        _ => None,
+    };
+    let body = highlighted.unwrap_or_else(|| trellis_text::ansi::ansi_lines(&text));
+    for l in body {
         out.extend(trellis_text::wrap::wrap_line(&l, width));
     }
     let has_diff = call

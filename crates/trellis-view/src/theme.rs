@@ -84,6 +84,7 @@ impl Theme {
                 link: s,
                 quote: s,
                 marker: s,
+                syntax: false,
             },
         }
     }
