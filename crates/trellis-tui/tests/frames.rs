@@ -178,3 +178,39 @@ fn clicking_a_card_inspects_it_and_z_unfolds_thoughts() {
     let unfolded = frame_text(&mut app, 60, 12);
     assert!(unfolded.contains("Second line."), "{unfolded}");
 }
+
+#[test]
+fn inspector_every_view_for_every_kind() {
+    let mut b = B::new();
+    let text = |t: &str| json!([{"type":"content","content":{"type":"text","text":t}}]);
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"rd","title":"Read lib.rs","kind":"read","status":"completed",
+        "locations":[{"path":"/w/src/lib.rs","line":3}],"rawInput":{"path":"/w/src/lib.rs"},"content":text("fn add(a: i32) -> i32 {\n    a + 1\n}\n")}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"ed","title":"Edit lib.rs","kind":"edit","status":"completed",
+        "rawInput":{"path":"/w/src/lib.rs","old_string":"a + 1","new_string":"a + 2"},
+        "content":[{"type":"diff","path":"/w/src/lib.rs","oldText":"fn add(a: i32) -> i32 {\n    a + 1\n}\n","newText":"fn add(a: i32) -> i32 {\n    a + 2\n}\n"}]}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"ex","title":"terminal","kind":"execute","status":"failed",
+        "rawInput":{"command":"cargo test","env":{"RUST_LOG":"debug"}},"content":text("\u{1b}[31mFAILED\u{1b}[0m 1 test\n")}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"se","title":"grep add","kind":"search","status":"completed",
+        "rawInput":{"pattern":"add","path":"/w"},"content":text("src/lib.rs:1: fn add\nsrc/main.rs:4: add(1)\n")}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"fe","title":"Fetch docs","kind":"fetch","status":"completed",
+        "rawInput":{"url":"https://example.com/docs"},"content":text("<h1>Docs</h1>\n")}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"ot","title":"Mystery","kind":"other","status":"completed",
+        "content":[{"type":"content","content":{"type":"image","data":"AAAA","mimeType":"image/png"}}]}));
+    let mut app = App::new(b.s, "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    app.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+    use trellis_view::inspector::InspectorView as V;
+    let mut out = String::new();
+    for call in 0..6 {
+        for view in [V::Result, V::Call, V::Diff, V::Permissions, V::Raw] {
+            app.inspector = Some(trellis_tui::app::Inspector {
+                call,
+                view,
+                scroll: 0,
+            });
+            out.push_str(&frame_text(&mut app, 70, 14));
+            out.push_str("----\n");
+        }
+    }
+    insta::assert_snapshot!(out);
+}

@@ -150,8 +150,26 @@ pub fn result_lines(
             }
         }
         ToolKind::Fetch | ToolKind::Search => {
-            if let Some(p) = trellis_core::enrich::paths_of(call).first() {
-                out.push(head(p.clone()));
+            let input: Option<Value> = call
+                .raw_input
+                .as_ref()
+                .and_then(|r| serde_json::from_str(r.get()).ok());
+            let field = |k: &str| {
+                input
+                    .as_ref()
+                    .and_then(|v| v.get(k))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            };
+            let where_ = field("url")
+                .or_else(|| field("uri"))
+                .or_else(|| trellis_core::enrich::paths_of(call).first().cloned());
+            match (call.kind, field("pattern").or_else(|| field("query"))) {
+                (ToolKind::Search, Some(p)) => out.push(head(match where_ {
+                    Some(w) => format!("search {p:?} in {w}"),
+                    None => format!("search {p:?}"),
+                })),
+                _ => out.extend(where_.map(head)),
             }
         }
         _ => {}
