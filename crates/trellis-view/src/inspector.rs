@@ -341,10 +341,11 @@ pub fn raw_lines(
     theme: &Theme,
 ) -> Vec<Line<'static>> {
     let Some(log) = log else {
-        return vec![Line::styled(
+        let why = Line::styled(
             "The session log is not available, so the raw frames cannot be shown.",
             theme.dim,
-        )];
+        );
+        return trellis_text::wrap::wrap_line(&why, width);
     };
     let mut out = Vec::new();
     for &seq in &call.frames {
