@@ -10,6 +10,7 @@ pub mod app;
 pub mod complete;
 pub mod draw;
 pub mod keymap;
+pub mod prompt;
 
 use std::time::{Duration, Instant};
 
