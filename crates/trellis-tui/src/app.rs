@@ -66,8 +66,9 @@ pub struct App {
     pub prompt: Prompt,
     /// Replaying a recording: no agent, no prompt.
     pub replay: bool,
-    /// The session log (for the Raw view).
+    /// The session log (for the Raw view), and its text as last read (by length).
     pub log_path: Option<std::path::PathBuf>,
+    log_cache: std::cell::RefCell<Option<(u64, std::sync::Arc<String>)>>,
     /// First line and height of the transcript area, and its first shown line, at the
     /// last draw (for mouse clicks).
     pub transcript_area: (u16, u16),
@@ -124,6 +125,7 @@ impl App {
             prompt: Prompt::default(),
             replay,
             log_path: None,
+            log_cache: std::cell::RefCell::new(None),
             transcript_area: (0, 0),
             shown_top: 0,
             message: None,
@@ -355,8 +357,18 @@ impl App {
     }
 
     /// The session log's text, if there is one.
-    pub fn log_text(&self) -> Option<String> {
-        std::fs::read_to_string(self.log_path.as_ref()?).ok()
+    pub fn log_text(&self) -> Option<std::sync::Arc<String>> {
+        let path = self.log_path.as_ref()?;
+        let len = std::fs::metadata(path).ok()?.len();
+        let mut cache = self.log_cache.borrow_mut();
+        match &*cache {
+            Some((l, text)) if *l == len => Some(text.clone()),
+            _ => {
+                let text = std::sync::Arc::new(std::fs::read_to_string(path).ok()?);
+                *cache = Some((len, text.clone()));
+                Some(text)
+            }
+        }
     }
 
     /// Handles a key; returns what the loop must do.

@@ -26,8 +26,16 @@ fn frame_text(app: &mut App, w: u16, h: u16) -> String {
     let mut out = String::new();
     for y in 0..h {
         let mut line = String::new();
+        let mut skip = 0;
         for x in 0..w {
-            line.push_str(buf[(x, y)].symbol());
+            // The cell after a wide glyph is its right half, not a character.
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            let sym = buf[(x, y)].symbol();
+            skip = trellis_text::display_width(sym).saturating_sub(1);
+            line.push_str(sym);
         }
         out.push_str(line.trim_end());
         out.push('\n');
@@ -213,4 +221,36 @@ fn inspector_every_view_for_every_kind() {
         }
     }
     insta::assert_snapshot!(out);
+}
+
+#[test]
+fn cards_in_every_status_with_previews_of_wide_text_and_tabs() {
+    let mut b = B::new();
+    let text = |t: &str| json!([{"type":"content","content":{"type":"text","text":t}}]);
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"p","title":"Read a.rs","kind":"read","status":"pending"}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"r","title":"terminal","kind":"execute","status":"in_progress","rawInput":{"command":"make"}}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"List","kind":"execute","status":"completed",
+        "content":text("名前\t値\n成功\tok\n👨‍👩‍👧\tfamily\n")}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"f","title":"Test","kind":"search","status":"failed","content":text("boom\n")}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"x","title":"Fetch","kind":"fetch","status":"in_progress"}));
+    b.f(
+        Dir::ClientToAgent,
+        json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"S"}}),
+    );
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"u","title":"Think","kind":"think","status":"in_progress"}));
+    b.f(
+        Dir::AgentToClient,
+        json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}),
+    );
+    let mut app = App::new(b.s, "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    app.view.policies = trellis_view::OutputPolicies {
+        by_kind: vec![(
+            trellis_core::ToolKind::Execute,
+            trellis_view::OutputPolicy::Preview(5),
+        )],
+        failed_preview: 3,
+    };
+    insta::assert_snapshot!("every_status_80", frame_text(&mut app, 80, 20));
+    insta::assert_snapshot!("every_status_40", frame_text(&mut app, 40, 20));
 }

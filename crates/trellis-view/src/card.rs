@@ -178,7 +178,19 @@ pub fn output_text(call: &ToolCall, session: &Session) -> String {
                 }
             }
             ToolContent::Diff { path, .. } => out.push_str(&format!("(diff of {path})")),
-            ToolContent::Block { .. } => out.push_str("(non-text content)"),
+            ToolContent::Block { block } => {
+                // Raw content blocks, verbatim (long base64 payloads shortened).
+                let mut v: serde_json::Value =
+                    serde_json::from_str(block.get()).unwrap_or_default();
+                if let Some(data) = v
+                    .get_mut("data")
+                    .filter(|d| d.as_str().is_some_and(|s| s.len() > 64))
+                {
+                    let n = data.as_str().map(str::len).unwrap_or(0);
+                    *data = serde_json::Value::String(format!("<{n} bytes of base64>"));
+                }
+                out.push_str(&v.to_string());
+            }
         }
         if !out.ends_with('\n') && !out.is_empty() {
             out.push('\n');

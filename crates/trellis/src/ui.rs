@@ -62,9 +62,10 @@ pub fn main(
             .unwrap_or_else(|| "demo".into())
     };
     let resolved = crate::agents::resolve(&agent, &config, args.cwd.as_deref())?;
-    let policy = match args.permission.as_deref() {
-        Some(_) => policy_from(args.permission.as_deref(), &config)?.0,
-        None => Policy::Ask,
+    // The flag, else the config's [permissions] policy, else ask in the dialog.
+    let policy = match policy_from(args.permission.as_deref(), &config)? {
+        (p, true) => p,
+        (_, false) => Policy::Ask,
     };
     let writer = match &paths {
         Some(p) => LogWriter::create_in(&p.sessions_dir(), &resolved.name),
