@@ -7,6 +7,7 @@
 
 pub mod enrich;
 pub mod event;
+pub mod ext;
 mod fxhash;
 pub mod glob;
 pub mod hot;
