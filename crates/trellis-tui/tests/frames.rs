@@ -202,6 +202,8 @@ fn inspector_every_view_for_every_kind() {
         "rawInput":{"pattern":"add","path":"/w"},"content":text("src/lib.rs:1: fn add\nsrc/main.rs:4: add(1)\n")}));
     b.up(json!({"sessionUpdate":"tool_call","toolCallId":"fe","title":"Fetch docs","kind":"fetch","status":"completed",
         "rawInput":{"url":"https://example.com/docs"},"content":text("<h1>Docs</h1>\n")}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"bt","title":"Write notes","kind":"edit","status":"completed",
+        "rawInput":{"path":"/w/notes.md","content":"```rust\nlet a = \"````\";\n```"}}));
     b.up(json!({"sessionUpdate":"tool_call","toolCallId":"ot","title":"Mystery","kind":"other","status":"completed",
         "content":[{"type":"content","content":{"type":"image","data":"AAAA","mimeType":"image/png"}}]}));
     let mut app = App::new(b.s, "demo".into(), false);
@@ -209,7 +211,7 @@ fn inspector_every_view_for_every_kind() {
     app.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
     use trellis_view::inspector::InspectorView as V;
     let mut out = String::new();
-    for call in 0..6 {
+    for call in 0..7 {
         for view in [V::Result, V::Call, V::Diff, V::Permissions, V::Raw] {
             app.inspector = Some(trellis_tui::app::Inspector {
                 call,
