@@ -187,9 +187,18 @@ fn id_key(responder: &Responder<Value, V1>) -> String {
 
 /// Starts the agent and the connection on the current tokio runtime.
 pub fn start(spec: AgentSpec, sink: Box<dyn LogSink>) -> (Handle, UnboundedReceiver<Input>) {
+    start_at(spec, sink, crate::recorder::Origin::default())
+}
+
+/// [`start`], continuing a session log from `origin` (an agent restarted after it died).
+pub fn start_at(
+    spec: AgentSpec,
+    sink: Box<dyn LogSink>,
+    origin: crate::recorder::Origin,
+) -> (Handle, UnboundedReceiver<Input>) {
     let (tx, rx) = unbounded_channel();
     let (cmd_tx, cmd_rx) = unbounded_channel();
-    let recorder = Recorder::new(sink, tx.clone());
+    let recorder = Recorder::with_origin(sink, tx.clone(), origin);
     let responders = Arc::new(Mutex::new(Responders::default()));
     let handle = Handle {
         cmd: cmd_tx,

@@ -11,6 +11,6 @@ pub mod roots;
 pub mod terminal;
 pub mod transport;
 
-pub use client::{AgentSpec, Caps, Command, Handle, Input, start};
-pub use recorder::{LogSink, Recorder};
+pub use client::{AgentSpec, Caps, Command, Handle, Input, start, start_at};
+pub use recorder::{LogSink, Origin, Recorder};
 pub use roots::Roots;

@@ -55,6 +55,15 @@ struct Inner {
 pub struct Recorder {
     inner: Arc<Mutex<Inner>>,
     start: Instant,
+    /// Session time at `start`.
+    offset: f64,
+}
+
+/// Where a recorder starts numbering and timing.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Origin {
+    pub seq: u64,
+    pub t: f64,
 }
 
 /// Whether more input is already buffered behind the line being recorded.
@@ -68,10 +77,21 @@ pub enum More {
 
 impl Recorder {
     pub fn new(sink: Box<dyn LogSink>, tx: UnboundedSender<Input>) -> Recorder {
+        Recorder::with_origin(sink, tx, Origin::default())
+    }
+
+    /// A recorder that continues a log: numbering after `origin.seq` records, times after
+    /// `origin.t` seconds (an agent restarted in the same session).
+    pub fn with_origin(
+        sink: Box<dyn LogSink>,
+        tx: UnboundedSender<Input>,
+        origin: Origin,
+    ) -> Recorder {
         Recorder {
+            offset: origin.t,
             inner: Arc::new(Mutex::new(Inner {
                 sink,
-                seq: 0,
+                seq: origin.seq,
                 tx,
                 log_error_reported: false,
                 pending: String::new(),
@@ -83,7 +103,15 @@ impl Recorder {
 
     /// Seconds since the session started.
     pub fn now(&self) -> f64 {
-        self.start.elapsed().as_secs_f64()
+        self.offset + self.start.elapsed().as_secs_f64()
+    }
+
+    /// Where a continuing recorder would start: records so far and the time now.
+    pub fn origin(&self) -> Origin {
+        Origin {
+            seq: self.with(|i| i.seq),
+            t: self.now(),
+        }
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {

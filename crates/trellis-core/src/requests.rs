@@ -384,6 +384,9 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
             let r = msg
                 .result_as::<wire::NewSessionResult>()
                 .unwrap_or_default();
+            if let Some(why) = cx.s.agent_exited.take() {
+                cx.notice(format!("agent restarted (it had ended: {why})"));
+            }
             if let Some(id) = r.session_id.or(loaded) {
                 cx.s.id = Some(id);
             }

@@ -251,21 +251,22 @@ fn frame(cx: &mut Ctx<'_>, seq: u64, dir: Dir, msg: Message) {
 /// The client sent `session/cancel`: open calls of the turn are marked cancelled at once and
 /// every open permission request is answered `cancelled`. Updates are still accepted.
 fn cancel_seen(cx: &mut Ctx<'_>) {
-    let turn = cx.s.turn;
-    mark_open_calls(cx, turn, ToolStatus::Cancelled);
+    mark_open_calls(cx, ToolStatus::Cancelled);
     for (request_id, _) in cx.s.open_permissions() {
         // Already-answered requests are refused inside `decide`; that is expected here.
         let _ = decide(cx, &request_id, Choice::Cancelled, Decider::Cancel);
     }
 }
 
-/// Marks every still-open call of `turn` with `status`; returns their ids.
-pub(crate) fn mark_open_calls(cx: &mut Ctx<'_>, turn: u32, status: ToolStatus) -> Vec<String> {
+/// Marks every still-open call with `status` as the turn ends; returns their ids.
+pub(crate) fn mark_open_calls(cx: &mut Ctx<'_>, status: ToolStatus) -> Vec<String> {
     let t = cx.t;
     let mut marked = Vec::new();
     for i in 0..cx.s.ledger.len() {
         let call = cx.s.ledger.at(i);
-        if call.turn != turn || call.status.is_terminal() {
+        // Any call still open is abandoned with the turn: normally one of this turn's, but
+        // a call re-opened by a later turn (or by a restarted agent reusing an id) too.
+        if call.status.is_terminal() {
             continue;
         }
         let call = cx.s.ledger.at_mut(i);
@@ -292,7 +293,7 @@ pub(crate) fn end_turn(cx: &mut Ctx<'_>, stop_reason: String) {
     } else {
         ToolStatus::Unfinished
     };
-    let unfinished = mark_open_calls(cx, cx.s.turn, mark);
+    let unfinished = mark_open_calls(cx, mark);
     cx.s.last_stop = Some(stop_reason.clone());
     let turn = cx.s.turn;
     cx.emit(EventBody::TurnEnded {

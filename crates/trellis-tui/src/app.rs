@@ -32,6 +32,8 @@ pub enum Intent {
     Copy(String),
     /// Show the text in `$PAGER`.
     Page(String),
+    /// Start the agent again after it ended (the transcript stays).
+    Restart,
     Quit,
 }
 
@@ -388,6 +390,14 @@ impl App {
         }
         self.ctrl_c = false;
         self.message = None;
+        if ctrl
+            && key.code == KeyCode::Char('r')
+            && self.session.agent_exited.is_some()
+            && !self.replay
+        {
+            self.message = Some("restarting the agent…".into());
+            return vec![Intent::Restart];
+        }
         if self.inspector.is_some() {
             return self.inspector_key(key);
         }

@@ -112,6 +112,8 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     let hint = app.message.clone().unwrap_or_else(|| {
         if app.replay {
             "replay · j/k move · gT inspect · q quit".into()
+        } else if app.session.agent_exited.is_some() {
+            "agent ended · Ctrl-R restarts it".into()
         } else {
             "Ctrl-T inspect · Ctrl-C twice quits".into()
         }

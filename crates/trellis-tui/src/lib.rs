@@ -126,7 +126,7 @@ pub fn perform_intent(app: &mut App, handle: Option<&Handle>, intent: Intent) {
             handle.send(Command::Shutdown);
             return;
         }
-        Intent::Copy(_) | Intent::Page(_) => return,
+        Intent::Copy(_) | Intent::Page(_) | Intent::Restart => return,
         Intent::Cancel => Action::Cancel { t },
         Intent::Decide {
             request_id,
@@ -191,8 +191,15 @@ fn restore() {
     ratatui::restore();
 }
 
+/// Starts the agent again, continuing the session log from an origin.
+pub type Restart = Box<dyn FnMut(trellis_acp::Origin) -> Result<Connection, String> + Send>;
+
 /// Runs the UI until the user quits.
-pub async fn run(mut app: App, mut conn: Option<Connection>) -> std::io::Result<()> {
+pub async fn run(
+    mut app: App,
+    mut conn: Option<Connection>,
+    mut restart: Option<Restart>,
+) -> std::io::Result<()> {
     let mut terminal = ratatui::init();
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -200,7 +207,7 @@ pub async fn run(mut app: App, mut conn: Option<Connection>) -> std::io::Result<
         hook(info);
     }));
     crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
-    let result = run_loop(&mut terminal, &mut app, &mut conn).await;
+    let result = run_loop(&mut terminal, &mut app, &mut conn, &mut restart).await;
     if let Some(c) = &conn {
         c.handle.send(Command::Shutdown);
     }
@@ -212,6 +219,7 @@ async fn run_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
     conn: &mut Option<Connection>,
+    restart: &mut Option<Restart>,
 ) -> std::io::Result<()> {
     let start = Instant::now();
     let mut events = EventStream::new();
@@ -236,6 +244,16 @@ async fn run_loop(
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) => {
                     for intent in app.on_key(k) {
+                        if intent == Intent::Restart {
+                            match (restart.as_mut(), conn.as_ref()) {
+                                (Some(start), Some(old)) => match start(old.handle.recorder().origin()) {
+                                    Ok(c) => *conn = Some(c),
+                                    Err(e) => app.message = Some(format!("cannot restart the agent: {e}")),
+                                },
+                                _ => app.message = Some("this session cannot restart its agent".into()),
+                            }
+                            continue;
+                        }
                         perform_intent(app, conn.as_ref().map(|c| &c.handle), intent);
                     }
                     dirty = true;

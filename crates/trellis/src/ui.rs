@@ -88,6 +88,15 @@ pub fn main(
         trellis_view::Theme::default()
     };
     let rt = runtime()?;
+    let spec = resolved.spec.clone();
+    let restart_log = log_path.clone();
+    // Ctrl-R after the agent ended: the same agent, appending to the same log.
+    let restart: trellis_tui::Restart = Box::new(move |origin| {
+        let writer =
+            LogWriter::open(&restart_log).map_err(|e| format!("{}: {e}", restart_log.display()))?;
+        let (handle, rx) = trellis_acp::start_at(spec.clone(), Box::new(FileSink(writer)), origin);
+        Ok(Connection { handle, rx })
+    });
     rt.block_on(async move {
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
         let started = std::time::SystemTime::now()
@@ -106,7 +115,7 @@ pub fn main(
         app.theme = theme;
         apply_ui_config(&mut app, &config)?;
         app.exit_after_first_frame = exit_after_first_frame;
-        trellis_tui::run(app, Some(Connection { handle, rx }))
+        trellis_tui::run(app, Some(Connection { handle, rx }), Some(restart))
             .await
             .map_err(anyhow::Error::from)
     })?;
@@ -140,7 +149,7 @@ pub fn replay(
             problems.len()
         ));
     }
-    runtime()?.block_on(trellis_tui::run(app, None))?;
+    runtime()?.block_on(trellis_tui::run(app, None, None))?;
     Ok(ExitCode::SUCCESS)
 }
 

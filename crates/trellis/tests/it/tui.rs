@@ -268,3 +268,72 @@ fn keys_are_answered_while_the_agent_floods_the_stream() {
     assert!(s.contains("the quick brown fox"), "{s}");
     t.send(&["q", "C-c", "C-c"]);
 }
+
+#[test]
+fn a_dead_agent_is_reported_and_restarted_with_ctrl_r() {
+    use serde_json::json;
+    let rec =
+        |dir: &str, msg: serde_json::Value| json!({"t": 0.0, "dir": dir, "msg": msg}).to_string();
+    // An agent that answers setup, streams a call, then dies inside the turn.
+    let lines = [
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}),
+        ),
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/r","mcpServers":[]}}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","id":1,"result":{"sessionId":"S"}}),
+        ),
+        rec(
+            "client_to_agent",
+            json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}),
+        ),
+        rec(
+            "agent_to_client",
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":
+            {"sessionUpdate":"tool_call","toolCallId":"a","title":"Long job","kind":"execute","status":"in_progress"}}}),
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dies.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let agent = format!(
+        "{} agent replay {}",
+        env!("CARGO_BIN_EXE_trellis"),
+        file.display()
+    );
+    let Some(t) = Tmux::start(&["--agent", &agent, "--cwd", dir.path().to_str().unwrap()]) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["go", "Enter"]);
+    let s = t.wait_for("Ctrl-R restarts");
+    assert!(
+        s.contains("agent exited") && s.contains("◌ » Long job"),
+        "{s}"
+    );
+    t.send(&["C-r"]);
+    t.wait_for("agent restarted");
+    t.send(&["again", "Enter"]);
+    // The restarted agent plays the same recording: same call id, so the same card is
+    // re-opened, then closed again when the agent dies a second time.
+    let s = t.wait("the second death", |s| {
+        s.matches("agent exited").count() == 2
+    });
+    assert!(s.contains("› again") && s.contains("◌ » Long job"), "{s}");
+    t.send(&["C-c", "C-c"]);
+    let log = t.log();
+    assert_eq!(
+        log.matches("\"method\":\"initialize\"").count(),
+        2,
+        "one log, both connections"
+    );
+}
