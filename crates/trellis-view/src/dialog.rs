@@ -60,24 +60,27 @@ pub fn permission_dialog(
             theme.dim,
         ));
     }
-    for c in &call.content {
-        if let ToolContent::Diff {
-            path,
-            old_text,
-            new_text,
-        } = c
-        {
-            out.push(Line::default());
-            out.push(Line::styled(format!("diff {path}"), theme.title));
-            let diff = crate::diff::unified(old_text.as_deref().unwrap_or(""), new_text, theme);
-            let n = diff.len();
-            out.extend(diff.into_iter().take(16));
-            if n > 16 {
-                out.push(Line::styled(
-                    format!("… {} more diff lines", n - 16),
-                    theme.dim,
-                ));
-            }
+    if call
+        .content
+        .iter()
+        .any(|c| matches!(c, ToolContent::Diff { .. }))
+    {
+        const MAX_DIFF: usize = 18;
+        out.push(Line::default());
+        let mut diff = crate::inspector::diff_lines(call, theme);
+        while diff.last().is_some_and(|l| l.width() == 0) {
+            diff.pop();
+        }
+        let n = diff.len();
+        out.extend(diff.into_iter().take(MAX_DIFF));
+        if n > MAX_DIFF {
+            out.push(Line::styled(
+                format!(
+                    "… {} more diff lines (D in the inspector shows all)",
+                    n - MAX_DIFF
+                ),
+                theme.dim,
+            ));
         }
     }
     out.push(Line::default());

@@ -174,20 +174,12 @@ pub fn result_lines(
         }
         _ => {}
     }
-    for c in &call.content {
-        if let ToolContent::Diff {
-            path,
-            old_text,
-            new_text,
-        } = c
-        {
-            out.push(head(format!("diff {path}")));
-            out.extend(crate::diff::unified(
-                old_text.as_deref().unwrap_or(""),
-                new_text,
-                theme,
-            ));
-        }
+    if call
+        .content
+        .iter()
+        .any(|c| matches!(c, ToolContent::Diff { .. }))
+    {
+        out.extend(diff_lines(call, theme));
     }
     let text = output_text_without_diffs(call, session);
     // A read's content is highlighted by its file's language; all other output keeps its

@@ -131,17 +131,7 @@ async fn drive(
     cwd: &str,
 ) -> anyhow::Result<Finished> {
     let (handle, mut rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or_default();
-    handle.recorder().local(LocalRecord::SessionLog {
-        schema: trellis_core::SCHEMA_VERSION,
-        agent: resolved.name.clone(),
-        cwd: cwd.to_string(),
-        trellis: env!("CARGO_PKG_VERSION").into(),
-        started,
-    });
+    crate::setup::record_header(&handle, &resolved.name, cwd);
     let stdout = std::io::stdout();
     let mut out = Output::new(
         std::io::BufWriter::with_capacity(1 << 16, stdout.lock()),

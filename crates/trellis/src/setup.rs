@@ -46,3 +46,20 @@ pub fn policy_from(arg: Option<&str>, config: &Config) -> anyhow::Result<(Policy
     };
     Ok((policy, explicit))
 }
+
+/// The first record of a session log: who, where, which Trellis, when.
+pub fn record_header(handle: &trellis_acp::Handle, agent: &str, cwd: &str) {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default();
+    handle
+        .recorder()
+        .local(trellis_core::LocalRecord::SessionLog {
+            schema: trellis_core::SCHEMA_VERSION,
+            agent: agent.to_string(),
+            cwd: cwd.to_string(),
+            trellis: env!("CARGO_PKG_VERSION").into(),
+            started,
+        });
+}

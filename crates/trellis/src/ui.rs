@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use anyhow::Context;
 use trellis_core::Session;
 use trellis_core::permission::Policy;
-use trellis_core::session::LocalRecord;
 use trellis_store::{Config, LogWriter, Paths};
 use trellis_tui::{App, Connection};
 
@@ -99,17 +98,7 @@ pub fn main(
     });
     rt.block_on(async move {
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
-        let started = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or_default();
-        handle.recorder().local(LocalRecord::SessionLog {
-            schema: trellis_core::SCHEMA_VERSION,
-            agent: name.clone(),
-            cwd,
-            trellis: env!("CARGO_PKG_VERSION").into(),
-            started,
-        });
+        crate::setup::record_header(&handle, &name, &cwd);
         let mut app = App::new(Session::new(policy), name, false);
         app.log_path = Some(log_for_app);
         app.theme = theme;
