@@ -71,6 +71,11 @@ pub struct UiConfig {
     pub cursor: Option<String>,
     /// Key hints in the inspector's border (default true).
     pub key_hints: Option<bool>,
+    /// When a permission request arrives and the terminal does not have focus: ring the
+    /// bell, mark the terminal title, send a desktop notification (OSC 9). Default true.
+    pub bell: Option<bool>,
+    pub title_marker: Option<bool>,
+    pub notify: Option<bool>,
     /// Output under cards per kind: "hidden", "preview N" or "full".
     #[serde(default)]
     pub output: BTreeMap<String, String>,

@@ -83,7 +83,33 @@ pub struct App {
     pub key_hints: bool,
     /// Quit right after drawing the first frame (startup benchmarks).
     pub exit_after_first_frame: bool,
+    /// Whether the terminal has focus (focus events; assumed until told otherwise).
+    pub focused: bool,
+    /// How a permission request reaches a user who is elsewhere.
+    pub alerts: Alerts,
+    /// The terminal title currently carries the "permission needed" mark.
+    pub title_marked: bool,
     pub quit: bool,
+}
+
+/// Alerts for a permission request while the terminal does not have focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Alerts {
+    pub bell: bool,
+    /// A mark in the terminal title until the request is answered.
+    pub title: bool,
+    /// A desktop notification (OSC 9).
+    pub notify: bool,
+}
+
+impl Default for Alerts {
+    fn default() -> Self {
+        Alerts {
+            bell: true,
+            title: true,
+            notify: true,
+        }
+    }
 }
 
 /// How the inspector finds "the card at the cursor" when the cursor is not on a card.
@@ -136,6 +162,9 @@ impl App {
             cursor_mode: CursorMode::Exact,
             key_hints: true,
             exit_after_first_frame: false,
+            focused: true,
+            alerts: Alerts::default(),
+            title_marked: false,
             quit: false,
         }
     }
@@ -370,6 +399,40 @@ impl App {
                 *cache = Some((len, text.clone()));
                 Some(text)
             }
+        }
+    }
+
+    /// The terminal sequences that tell a user who is elsewhere about a permission request
+    /// (bell, title mark, OSC 9 notification, as configured), or that clear the title mark
+    /// once no request is pending.
+    pub fn alert(&mut self, body: &trellis_core::EventBody) -> Option<String> {
+        use trellis_core::EventBody;
+        match body {
+            EventBody::PermissionRequested { title, .. } if !self.focused => {
+                let mut seq = String::new();
+                if self.alerts.bell {
+                    seq.push('\x07');
+                }
+                if self.alerts.title {
+                    seq.push_str(&format!(
+                        "\x1b]2;● trellis — permission needed ({})\x07",
+                        self.agent
+                    ));
+                    self.title_marked = true;
+                }
+                if self.alerts.notify {
+                    let text = trellis_text::clip(title, 120).replace(['\x07', '\x1b'], "");
+                    seq.push_str(&format!("\x1b]9;Trellis: permission needed: {text}\x07"));
+                }
+                (!seq.is_empty()).then_some(seq)
+            }
+            EventBody::PermissionResolved { .. }
+                if self.title_marked && self.session.pending_permissions().is_empty() =>
+            {
+                self.title_marked = false;
+                Some(format!("\x1b]2;trellis — {}\x07", self.agent))
+            }
+            _ => None,
         }
     }
 

@@ -80,7 +80,16 @@ pub fn apply_input(app: &mut App, handle: &Handle, input: Input) -> bool {
     }
 }
 
+fn alert_for(app: &mut App, body: &EventBody) {
+    if let Some(seq) = app.alert(body) {
+        let out = &mut std::io::stdout();
+        let _ = std::io::Write::write_all(out, seq.as_bytes());
+        let _ = std::io::Write::flush(out);
+    }
+}
+
 fn invalidate_for(app: &mut App, body: &EventBody) {
+    alert_for(app, body);
     let id = match body {
         EventBody::ToolCallUpdated { call, .. } | EventBody::ToolCallCreated { call } => {
             Some(call.id.as_str())
@@ -187,7 +196,11 @@ fn page(text: &str) -> std::io::Result<()> {
 }
 
 fn restore() {
-    let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        DisableMouseCapture,
+        crossterm::event::DisableFocusChange
+    );
     ratatui::restore();
 }
 
@@ -206,7 +219,11 @@ pub async fn run(
         restore();
         hook(info);
     }));
-    crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
+    crossterm::execute!(
+        std::io::stdout(),
+        EnableMouseCapture,
+        crossterm::event::EnableFocusChange
+    )?;
     let result = run_loop(&mut terminal, &mut app, &mut conn, &mut restart).await;
     if let Some(c) = &conn {
         c.handle.send(Command::Shutdown);
@@ -262,6 +279,8 @@ async fn run_loop(
                     app.on_mouse(m);
                     dirty = true;
                 }
+                Some(Ok(Event::FocusGained)) => app.focused = true,
+                Some(Ok(Event::FocusLost)) => app.focused = false,
                 Some(Ok(_)) => dirty = true,
                 Some(Err(e)) => return Err(e),
                 None => return Ok(()),

@@ -256,3 +256,45 @@ fn cards_in_every_status_with_previews_of_wide_text_and_tabs() {
     insta::assert_snapshot!("every_status_80", frame_text(&mut app, 80, 20));
     insta::assert_snapshot!("every_status_40", frame_text(&mut app, 40, 20));
 }
+
+#[test]
+fn permission_alerts_only_when_the_terminal_is_elsewhere() {
+    let mut b = B::new();
+    b.ask(0, "one", "Edit one.txt", "edit");
+    let mut app = App::new(b.s, "demo".into(), false);
+    let asked = trellis_core::EventBody::PermissionRequested {
+        request_id: "0".into(),
+        call_id: "one".into(),
+        title: "Edit one.txt".into(),
+        kind: trellis_core::ToolKind::Edit,
+        options: vec![],
+    };
+    assert_eq!(app.alert(&asked), None, "focused: the dialog is enough");
+    app.focused = false;
+    let seq = app.alert(&asked).unwrap();
+    assert!(
+        seq.starts_with('\u{7}')
+            && seq.contains("\u{1b}]2;● trellis — permission needed")
+            && seq.contains("\u{1b}]9;Trellis: permission needed: Edit one.txt")
+    );
+    app.alerts.bell = false;
+    app.alerts.notify = false;
+    // Bell and notification off: only the title mark is left.
+    assert_eq!(
+        app.alert(&asked).as_deref(),
+        Some("\u{1b}]2;● trellis — permission needed (demo)\u{7}")
+    );
+    // Once answered (nothing pending), the title mark is cleared.
+    app.session = Session::new(Policy::Ask);
+    let resolved = trellis_core::EventBody::PermissionResolved {
+        request_id: "0".into(),
+        call_id: "one".into(),
+        outcome: trellis_core::Outcome::Cancelled,
+        decider: trellis_core::Decider::User,
+    };
+    assert_eq!(
+        app.alert(&resolved).as_deref(),
+        Some("\u{1b}]2;trellis — demo\u{7}")
+    );
+    assert_eq!(app.alert(&resolved), None);
+}

@@ -159,6 +159,11 @@ fn apply_ui_config(app: &mut App, config: &Config) -> anyhow::Result<()> {
         })?;
     }
     app.key_hints = ui.key_hints.unwrap_or(true);
+    app.alerts = trellis_tui::app::Alerts {
+        bell: ui.bell.unwrap_or(true),
+        title: ui.title_marker.unwrap_or(true),
+        notify: ui.notify.unwrap_or(true),
+    };
     let mut by_kind = Vec::new();
     for (kind, policy) in &ui.output {
         let k = trellis_core::ToolKind::ALL
