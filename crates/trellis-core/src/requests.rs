@@ -65,10 +65,7 @@ pub(crate) fn agent_request(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
 }
 
 fn malformed(cx: &mut Ctx<'_>, what: &str, error: &str) {
-    *cx.s.counters.malformed.entry(what.to_string()).or_default() += 1;
-    cx.emit(EventBody::Warning {
-        message: format!("skipped a malformed {what}: {error}"),
-    });
+    cx.malformed(what, format!("skipped a malformed {what}: {error}"));
 }
 
 fn permission_asked(

@@ -37,10 +37,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
                 "tool_call_update"
             };
             if let Err(e) = tool_call_patch(cx, seq, patch, announce) {
-                *cx.s.counters.malformed.entry(tag.to_string()).or_default() += 1;
-                cx.emit(EventBody::Warning {
-                    message: format!("skipped a malformed {tag} update: {e}"),
-                });
+                cx.malformed(tag, format!("skipped a malformed {tag} update: {e}"));
             }
         }
         HotUpdate::Chunk {
@@ -55,14 +52,10 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
     let params = match msg.params_as::<wire::UpdateParams>() {
         Ok(p) => p,
         Err(e) => {
-            *cx.s
-                .counters
-                .malformed
-                .entry("session/update".into())
-                .or_default() += 1;
-            cx.emit(EventBody::Warning {
-                message: format!("skipped a malformed session/update: {e}"),
-            });
+            cx.malformed(
+                "session/update",
+                format!("skipped a malformed session/update: {e}"),
+            );
             return;
         }
     };
@@ -77,14 +70,10 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
     let tag = match serde_json::from_str::<wire::UpdateTag>(raw) {
         Ok(t) => t.session_update.into_owned(),
         Err(e) => {
-            *cx.s
-                .counters
-                .malformed
-                .entry("session/update".into())
-                .or_default() += 1;
-            cx.emit(EventBody::Warning {
-                message: format!("skipped a session/update without a kind: {e}"),
-            });
+            cx.malformed(
+                "session/update",
+                format!("skipped a session/update without a kind: {e}"),
+            );
             return;
         }
     };
@@ -144,10 +133,7 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
         }
     };
     if let Err(e) = result {
-        *cx.s.counters.malformed.entry(tag.clone()).or_default() += 1;
-        cx.emit(EventBody::Warning {
-            message: format!("skipped a malformed {tag} update: {e}"),
-        });
+        cx.malformed(&tag, format!("skipped a malformed {tag} update: {e}"));
     }
 }
 

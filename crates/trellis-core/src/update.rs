@@ -106,6 +106,17 @@ impl Ctx<'_> {
         }
     }
 
+    /// Counts a message that could not be decoded (under `key`) and warns about it.
+    pub fn malformed(&mut self, key: &str, message: String) {
+        *self
+            .s
+            .counters
+            .malformed
+            .entry(key.to_string())
+            .or_default() += 1;
+        self.emit(EventBody::Warning { message });
+    }
+
     pub fn notice(&mut self, text: String) {
         self.s.transcript.push(Entry::Notice { text });
     }

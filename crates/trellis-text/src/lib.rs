@@ -15,4 +15,18 @@ pub mod width;
 pub mod wrap;
 
 pub use clip::clip;
+
+/// The text of styled lines, styles dropped, one `\n` between lines.
+pub fn plain_text(lines: &[ratatui_core::text::Line<'_>]) -> String {
+    lines
+        .iter()
+        .map(|l| {
+            l.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 pub use width::{TAB_STOP, display_width};

@@ -322,16 +322,7 @@ mod tests {
     use super::*;
 
     fn plain(lines: &[Line<'_>]) -> String {
-        lines
-            .iter()
-            .map(|l| {
-                l.spans
-                    .iter()
-                    .map(|s| s.content.as_ref())
-                    .collect::<String>()
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        crate::plain_text(lines)
     }
 
     #[test]

@@ -374,17 +374,7 @@ impl App {
             &self.theme,
             lines.as_deref(),
         );
-        Some(
-            body.iter()
-                .map(|l| {
-                    l.spans
-                        .iter()
-                        .map(|s| s.content.as_ref())
-                        .collect::<String>()
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
-        )
+        Some(trellis_text::plain_text(&body))
     }
 
     /// The session log's text, if there is one.
