@@ -181,6 +181,9 @@ impl Handle {
     }
 }
 
+/// Largest previous file content kept in a `file_written` record.
+const OLD_CONTENT_CAP: usize = 1 << 20;
+
 fn id_key(responder: &Responder<Value, V1>) -> String {
     serde_json::to_string(responder.raw_id()).unwrap_or_default()
 }
@@ -241,6 +244,7 @@ async fn run(
         cwd: spec.cwd.clone(),
         caps: spec.caps,
         terminals: Terminals::new(recorder.clone()),
+        recorder: recorder.clone(),
     };
     let terminals = services.terminals.clone();
     let handler_responders = responders.clone();
@@ -364,6 +368,7 @@ struct Services {
     cwd: PathBuf,
     caps: Caps,
     terminals: Terminals,
+    recorder: Recorder,
 }
 
 #[derive(Deserialize)]
@@ -464,11 +469,18 @@ fn route(
                     .roots
                     .check(&p.path)
                     .map_err(|e| rpc_error(-32602, e.to_string()))?;
-                crate::fs::write_text(&path, &p.content)
-                    .map(|_| json!({}))
-                    .map_err(|e| {
-                        rpc_error(-32603, format!("cannot write {}: {e}", p.path.display()))
-                    })
+                crate::fs::write_text(&path, &p.content).map_err(|e| {
+                    rpc_error(-32603, format!("cannot write {}: {e}", p.path.display()))
+                })
+            });
+            // `file_written` (with the old content) is recorded after the write and before
+            // the response, so extensions see it first.
+            let r = r.map(|old| {
+                s.recorder.local(trellis_core::LocalRecord::FileWritten {
+                    request_id: id_key(&responder),
+                    old: old.filter(|o| o.len() <= OLD_CONTENT_CAP),
+                });
+                json!({})
             });
             answer(responder, r);
         }

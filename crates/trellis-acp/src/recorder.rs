@@ -148,7 +148,8 @@ impl Recorder {
             inner.seq += 1;
             let seq = inner.seq;
             let (action, forward) = match Message::parse(line) {
-                Ok(msg) => {
+                Ok(mut msg) => {
+                    msg.raw = Some(std::sync::Arc::from(line));
                     let mut record = std::mem::take(&mut inner.pending);
                     let start = record.len();
                     encode_frame_into(&mut record, start, t, dir, line);

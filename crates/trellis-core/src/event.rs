@@ -23,6 +23,10 @@ pub struct Event {
     pub session: Option<String>,
     #[serde(flatten)]
     pub body: EventBody,
+    /// The verbatim ACP message this event came from, where there is one (the whole
+    /// JSON-RPC line). Given to extensions; not printed by headless runs.
+    #[serde(skip)]
+    pub acp: Option<Arc<str>>,
 }
 
 /// Who wrote a message chunk.
@@ -87,11 +91,18 @@ pub enum EventBody {
         outcome: Outcome,
         decider: Decider,
     },
+    /// Delivered after the write and before the ACP response goes out.
     FileWritten {
         path: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         call_id: Option<String>,
         bytes: usize,
+        /// Content before the write (`None`: the file did not exist or was too large
+        /// to keep). Given to extensions; not printed by headless runs.
+        #[serde(skip)]
+        old: Option<Arc<str>>,
+        #[serde(skip)]
+        new: Arc<str>,
     },
     TerminalExited {
         terminal_id: String,
@@ -123,8 +134,64 @@ pub enum EventBody {
         code: Option<i32>,
         message: String,
     },
+    /// An extension's per-call state changed (recorded in the session log).
+    CallState {
+        call_id: String,
+        extension: String,
+        value: serde_json::Value,
+    },
     /// Bad input that was skipped; the session goes on.
     Warning {
         message: String,
     },
 }
+
+impl EventBody {
+    /// The event's type name, as in its `type` field (used for subscriptions).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventBody::SessionStarted { .. } => "session_started",
+            EventBody::SessionEnded { .. } => "session_ended",
+            EventBody::TurnStarted { .. } => "turn_started",
+            EventBody::TurnEnded { .. } => "turn_ended",
+            EventBody::MessageChunk { .. } => "message_chunk",
+            EventBody::ToolCallCreated { .. } => "tool_call_created",
+            EventBody::ToolCallUpdated { .. } => "tool_call_updated",
+            EventBody::PermissionRequested { .. } => "permission_requested",
+            EventBody::PermissionResolved { .. } => "permission_resolved",
+            EventBody::FileWritten { .. } => "file_written",
+            EventBody::TerminalExited { .. } => "terminal_exited",
+            EventBody::Plan { .. } => "plan",
+            EventBody::Usage { .. } => "usage",
+            EventBody::ModeChanged { .. } => "mode_changed",
+            EventBody::CommandsUpdated { .. } => "commands_updated",
+            EventBody::TitleChanged { .. } => "title_changed",
+            EventBody::AgentExited { .. } => "agent_exited",
+            EventBody::CallState { .. } => "call_state",
+            EventBody::Warning { .. } => "warning",
+        }
+    }
+}
+
+/// Every event type name, in documentation order.
+pub const EVENT_KINDS: &[&str] = &[
+    "session_started",
+    "session_ended",
+    "turn_started",
+    "turn_ended",
+    "message_chunk",
+    "tool_call_created",
+    "tool_call_updated",
+    "permission_requested",
+    "permission_resolved",
+    "file_written",
+    "terminal_exited",
+    "plan",
+    "usage",
+    "mode_changed",
+    "commands_updated",
+    "title_changed",
+    "agent_exited",
+    "call_state",
+    "warning",
+];

@@ -51,5 +51,21 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             cx.emit(EventBody::SessionEnded { reason });
         }
         LocalRecord::Mark { text } => cx.notice(text),
+        LocalRecord::FileWritten { request_id, old } => {
+            crate::requests::file_written(cx, &request_id, old)
+        }
+        LocalRecord::CallState {
+            extension,
+            call_id,
+            value,
+        } => {
+            cx.s.call_state
+                .insert((extension.clone(), call_id.clone()), value.clone());
+            cx.emit(EventBody::CallState {
+                call_id,
+                extension,
+                value,
+            });
+        }
     }
 }

@@ -27,6 +27,8 @@ pub(crate) fn agent_request(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
             Ok(p) => AgentRequest::Write {
                 bytes: p.content.len(),
                 path: p.path,
+                content: p.content.into(),
+                announced: false,
             },
             Err(_) => AgentRequest::Other,
         },
@@ -187,12 +189,21 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
                 decider,
             });
         }
-        AgentRequest::Write { path, bytes } if ok => {
+        AgentRequest::Write {
+            path,
+            bytes,
+            content,
+            announced: false,
+        } if ok => {
+            // A recording without the client's `file_written` record: announce it now,
+            // without the old content.
             let call_id = edit_call_for_path(cx, &path);
             cx.emit(EventBody::FileWritten {
                 path,
                 call_id,
                 bytes,
+                old: None,
+                new: content,
             });
         }
         AgentRequest::TerminalCreate { command } if ok => {
@@ -420,4 +431,31 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
         }
         ClientRequest::Other => {}
     }
+}
+
+/// The client wrote the file of agent request `request_id` and has not answered yet:
+/// `file_written` goes out now, before the response.
+pub(crate) fn file_written(cx: &mut Ctx<'_>, request_id: &str, old: Option<String>) {
+    let Some(AgentRequest::Write {
+        path,
+        bytes,
+        content,
+        announced,
+    }) = cx.s.agent_requests.get_mut(request_id)
+    else {
+        return;
+    };
+    if *announced {
+        return;
+    }
+    *announced = true;
+    let (path, bytes, new) = (path.clone(), *bytes, content.clone());
+    let call_id = edit_call_for_path(cx, &path);
+    cx.emit(EventBody::FileWritten {
+        path,
+        call_id,
+        bytes,
+        old: old.map(Into::into),
+        new,
+    });
 }

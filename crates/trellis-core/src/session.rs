@@ -60,6 +60,9 @@ pub(crate) enum AgentRequest {
     Write {
         path: String,
         bytes: usize,
+        content: std::sync::Arc<str>,
+        /// `file_written` already went out (from the client's record).
+        announced: bool,
     },
     TerminalCreate {
         command: String,
@@ -141,6 +144,8 @@ pub struct Session {
     pub(crate) client_requests: FxHashMap<String, ClientRequest>,
     pub(crate) deciders: FxHashMap<String, Decider>,
     pub(crate) warned: std::collections::HashSet<String>,
+    /// Extension state per call: (extension, call id) → value. Saved in the log.
+    pub call_state: BTreeMap<(String, String), serde_json::Value>,
 }
 
 impl Session {
@@ -230,4 +235,17 @@ pub enum LocalRecord {
     SessionEnded { reason: String },
     /// A user's note in the log.
     Mark { text: String },
+    /// The client wrote the file of agent request `request_id` (before answering it).
+    /// `old` is the previous content when the file existed and was small enough to keep.
+    FileWritten {
+        request_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        old: Option<String>,
+    },
+    /// An extension's state for one call (the whole value after any merge).
+    CallState {
+        extension: String,
+        call_id: String,
+        value: serde_json::Value,
+    },
 }

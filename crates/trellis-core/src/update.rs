@@ -87,6 +87,8 @@ pub(crate) struct Ctx<'a> {
     pub s: &'a mut Session,
     pub fx: Vec<Effect>,
     pub t: f64,
+    /// The verbatim line of the frame being applied, attached to its events.
+    pub acp: Option<std::sync::Arc<str>>,
 }
 
 impl Ctx<'_> {
@@ -96,6 +98,7 @@ impl Ctx<'_> {
             t: self.t,
             session: self.s.id.clone(),
             body,
+            acp: self.acp.clone(),
         }));
     }
 
@@ -131,10 +134,15 @@ pub fn update(state: &mut Session, action: Action) -> Vec<Effect> {
         | Action::Decide { t, .. }
         | Action::Cancel { t } => *t,
     };
+    let acp = match &action {
+        Action::Frame { msg, .. } => msg.raw.clone(),
+        _ => None,
+    };
     let mut cx = Ctx {
         s: state,
         fx: Vec::new(),
         t,
+        acp,
     };
     match action {
         Action::Frame { seq, dir, msg, .. } => {

@@ -50,6 +50,8 @@ pub struct Message {
     pub result: Option<Box<RawValue>>,
     pub error: Option<RpcError>,
     pub decoded: Option<Box<crate::hot::Decoded>>,
+    /// The verbatim line, when the reader kept it (given to extensions as the ACP payload).
+    pub raw: Option<std::sync::Arc<str>>,
 }
 
 #[derive(Deserialize)]
@@ -90,6 +92,7 @@ impl Message {
                 result: None,
                 error: None,
                 decoded: Some(Box::new(decoded)),
+                raw: None,
             });
         }
         let env: Envelope =
@@ -108,6 +111,7 @@ impl Message {
             result: env.result,
             error: env.error,
             decoded: None,
+            raw: None,
         })
     }
 

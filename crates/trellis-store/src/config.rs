@@ -84,6 +84,33 @@ pub struct UiConfig {
     pub keys: BTreeMap<String, KeySetting>,
 }
 
+/// `[extensions]`: host settings, and one `[extensions.NAME]` table per extension.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ExtensionsConfig {
+    /// Failures (errors, panics, hand-ons) before an extension is disabled (default 5).
+    pub failure_limit: Option<u32>,
+    /// Events queued per extension before it is disabled as too slow (default 4096).
+    pub queue: Option<usize>,
+    /// Seconds an extension that claimed a permission request has to answer (default 30).
+    pub permission_timeout: Option<f64>,
+    /// Path mappings for `resolve_path`: agent-side prefix = local prefix.
+    #[serde(default)]
+    pub path_map: BTreeMap<String, String>,
+    /// Per extension: `enabled`, `grant`.
+    #[serde(flatten)]
+    pub each: BTreeMap<String, ExtensionEntry>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtensionEntry {
+    /// Built-ins default to on; plugins must be enabled.
+    pub enabled: Option<bool>,
+    /// Capabilities granted (observe, intercept-permissions, ui, store, call-state);
+    /// default: everything a built-in asks for.
+    pub grant: Option<Vec<String>>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -95,6 +122,8 @@ pub struct Config {
     pub permissions: PermissionConfig,
     #[serde(default)]
     pub ui: UiConfig,
+    #[serde(default)]
+    pub extensions: ExtensionsConfig,
     /// Where the config came from and its text, for errors found after parsing.
     #[serde(skip)]
     pub source: Option<(PathBuf, String)>,

@@ -2,6 +2,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod config;
+pub mod ext_store;
 pub mod paths;
 pub mod session_log;
 

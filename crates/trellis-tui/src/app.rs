@@ -10,6 +10,7 @@ use trellis_core::session::Entry;
 use trellis_core::{Session, ToolStatus};
 use trellis_view::inspector::InspectorView;
 
+use crate::extui::{Overlay, RulePreview, Scope, SettingsKey, SettingsState};
 use crate::keymap::{Key, KeyAction, Keymap, Resolved};
 pub use crate::prompt::Prompt;
 use trellis_view::{Theme, TranscriptView};
@@ -50,6 +51,15 @@ pub struct Inspector {
     pub call: usize,
     pub view: InspectorView,
     pub scroll: usize,
+    /// Show output as recorded, without display transforms.
+    pub original: bool,
+}
+
+/// What a sidebar line is, for clicks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SidebarHit {
+    Header(String),
+    Row { section: String, row: String },
 }
 
 pub struct App {
@@ -90,6 +100,18 @@ pub struct App {
     /// The terminal title currently carries the "permission needed" mark.
     pub title_marked: bool,
     pub quit: bool,
+    /// The extension host (none in bare tests).
+    pub ext: Option<trellis_ext::ExtHost>,
+    /// Messages from extension workers (taken by the run loop).
+    pub ext_rx: Option<tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>>,
+    /// A host overlay (Settings, /status, a rule preview) over everything else.
+    pub overlay: Option<Overlay>,
+    /// Show the sidebar when there is room and something to show.
+    pub sidebar: bool,
+    /// Sidebar lines at the last draw: (screen row, first column, what it is).
+    pub sidebar_hits: Vec<(u16, u16, SidebarHit)>,
+    /// Screen row the mouse hovers in the sidebar.
+    pub hover: Option<u16>,
 }
 
 /// Alerts for a permission request while the terminal does not have focus.
@@ -166,6 +188,162 @@ impl App {
             alerts: Alerts::default(),
             title_marked: false,
             quit: false,
+            ext: None,
+            ext_rx: None,
+            overlay: None,
+            sidebar: true,
+            sidebar_hits: Vec::new(),
+            hover: None,
+        }
+    }
+
+    /// Installs the extension host: its designs and transforms draw the transcript.
+    pub fn set_ext(
+        &mut self,
+        host: trellis_ext::ExtHost,
+        rx: tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
+    ) {
+        self.view.decor = Some(std::sync::Arc::new(crate::extui::ExtDecor(host.ui.clone())));
+        self.ext = Some(host);
+        self.ext_rx = Some(rx);
+    }
+
+    /// Opens the Settings menu.
+    pub fn open_settings(&mut self) {
+        self.overlay = Some(Overlay::Settings(SettingsState::default()));
+    }
+
+    fn overlay_key(&mut self, overlay: Overlay, key: KeyEvent) -> Vec<Intent> {
+        match overlay {
+            Overlay::Settings(mut st) => {
+                let pages = self.ext.as_ref().map(|h| h.ui.settings()).unwrap_or_default();
+                match st.key(key, &pages) {
+                    SettingsKey::Close => return Vec::new(),
+                    SettingsKey::None => {}
+                    SettingsKey::Apply(target, choice) => {
+                        if let Some(h) = &self.ext {
+                            h.ui.apply(&target, &choice);
+                        }
+                    }
+                }
+                self.overlay = Some(Overlay::Settings(st));
+            }
+            Overlay::Status { scroll } => {
+                let scroll = match key.code {
+                    KeyCode::Down | KeyCode::Char('j') => scroll + 1,
+                    KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
+                    KeyCode::PageDown => scroll + 10,
+                    KeyCode::PageUp => scroll.saturating_sub(10),
+                    KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => return Vec::new(),
+                    _ => scroll,
+                };
+                self.overlay = Some(Overlay::Status { scroll });
+            }
+            Overlay::Rule(mut p) => match p.key(key) {
+                None => self.overlay = Some(Overlay::Rule(p)),
+                Some(false) => self.message = Some("rule not saved; the question is still open".into()),
+                Some(true) => match self.save_rule(&p) {
+                    Ok(where_) => {
+                        self.message = Some(format!("rule saved ({where_})"));
+                        return vec![Intent::Decide {
+                            request_id: p.request_id,
+                            option_id: p.option_id,
+                        }];
+                    }
+                    Err(e) => {
+                        self.message = Some(format!("cannot save the rule: {e}"));
+                        self.overlay = Some(Overlay::Rule(p));
+                    }
+                },
+            },
+        }
+        Vec::new()
+    }
+
+    /// Saves the previewed rule in its scope and adds it to the rules in force.
+    fn save_rule(&mut self, p: &RulePreview) -> Result<String, String> {
+        let rule = p.rule();
+        if p.scope != Scope::Session {
+            let host = self
+                .ext
+                .as_ref()
+                .ok_or("no store in this session (only session rules)")?;
+            let mut all = host
+                .host_store_get("rules")
+                .unwrap_or_else(|| serde_json::json!({}));
+            let v = serde_json::to_value(&rule).map_err(|e| e.to_string())?;
+            let list = match p.scope {
+                Scope::Global => &mut all["global"],
+                _ => {
+                    let cwd = self.session.cwd.clone().unwrap_or_default();
+                    &mut all["projects"][cwd]
+                }
+            };
+            if !list.is_array() {
+                *list = serde_json::json!([]);
+            }
+            if let Some(a) = list.as_array_mut() {
+                a.push(v);
+            }
+            host.host_store_put("rules", all)?;
+        }
+        use trellis_core::permission::{Policy, Verdict};
+        match &mut self.session.policy {
+            Policy::Rules { rules, .. } => rules.insert(0, rule),
+            other => {
+                *other = Policy::Rules {
+                    rules: vec![rule],
+                    fallback: Verdict::Ask,
+                }
+            }
+        }
+        Ok(p.scope.name().to_string())
+    }
+
+    /// Runs `/settings`, `/status` or an extension's command; false: not ours.
+    fn host_command(&mut self, text: &str) -> bool {
+        let Some(rest) = text.trim().strip_prefix('/') else {
+            return false;
+        };
+        let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        match name {
+            "settings" => self.open_settings(),
+            "status" => self.overlay = Some(Overlay::Status { scroll: 0 }),
+            _ => {
+                return self
+                    .ext
+                    .as_ref()
+                    .is_some_and(|h| h.ui.run_command(name, args.trim()));
+            }
+        }
+        true
+    }
+
+    /// An extension's key in the transcript.
+    fn ext_key(&mut self, key: &KeyEvent) -> bool {
+        let Some(h) = &self.ext else { return false };
+        let k = Key::from_event(key);
+        let hit = h.ui.keys.iter().position(|e| {
+            crate::keymap::parse_keys(&e.keys).is_ok_and(|ks| ks.len() == 1 && ks[0] == k)
+        });
+        if let Some(i) = hit {
+            h.ui.press(i);
+            return true;
+        }
+        false
+    }
+
+    /// Opens the inspector on a call by id (an extension asked).
+    pub fn inspect_call(&mut self, call_id: &str) {
+        if let Some(call) = self.session.ledger.position(call_id) {
+            self.overlay = None;
+            self.focus = Focus::Transcript;
+            self.inspector = Some(Inspector {
+                call,
+                view: InspectorView::Result,
+                scroll: 0,
+                original: false,
+            });
         }
     }
 
@@ -201,7 +379,11 @@ impl App {
         usize,
         usize,
     )> {
-        let pending = self.session.pending_permissions();
+        let mut pending = self.session.pending_permissions();
+        if let Some(h) = &self.ext {
+            // Requests an extension holds are not the user's question (yet).
+            pending.retain(|(req, ..)| h.holder(req).is_none());
+        }
         let total = pending.len();
         let (req, call_id, options) = pending.into_iter().next()?;
         let call = self.session.ledger.position(&call_id)?;
@@ -296,6 +478,7 @@ impl App {
                     call,
                     view,
                     scroll: 0,
+                    original: false,
                 });
             }
             Err(why) => self.message = Some(why),
@@ -319,6 +502,7 @@ impl App {
                     call: i,
                     view: ins.view,
                     scroll: 0,
+                    original: ins.original,
                 });
                 return;
             }
@@ -340,6 +524,32 @@ impl App {
             }
             MouseEventKind::ScrollUp => self.scroll_by(-3),
             MouseEventKind::ScrollDown => self.scroll_by(3),
+            MouseEventKind::Moved => {
+                self.hover = self
+                    .sidebar_hits
+                    .iter()
+                    .any(|(y, x, _)| *y == m.row && m.column >= *x)
+                    .then_some(m.row);
+            }
+            MouseEventKind::Down(crossterm::event::MouseButton::Left)
+                if self.overlay.is_none()
+                    && self
+                        .sidebar_hits
+                        .iter()
+                        .any(|(y, x, _)| *y == m.row && m.column >= *x) =>
+            {
+                let hit = self
+                    .sidebar_hits
+                    .iter()
+                    .find(|(y, x, _)| *y == m.row && m.column >= *x)
+                    .map(|(_, _, h)| h.clone());
+                if let (Some(hit), Some(h)) = (hit, &self.ext) {
+                    match hit {
+                        SidebarHit::Header(key) => h.ui.toggle_collapsed(&key),
+                        SidebarHit::Row { section, row } => h.ui.click(&section, &row),
+                    }
+                }
+            }
             // A click on a card inspects it.
             MouseEventKind::Down(crossterm::event::MouseButton::Left)
                 if self.inspector.is_none() =>
@@ -451,13 +661,34 @@ impl App {
             self.message = Some("restarting the agent…".into());
             return vec![Intent::Restart];
         }
+        if let Some(ov) = self.overlay.take() {
+            return self.overlay_key(ov, key);
+        }
+        if matches!(key.code, KeyCode::F(_))
+            && self.keys.feed(Key::from_event(&key)) == Resolved::Action(KeyAction::Settings)
+        {
+            self.open_settings();
+            return Vec::new();
+        }
         if self.inspector.is_some() {
             return self.inspector_key(key);
         }
-        if let Some((req, _, options, _, _)) = self.dialog() {
+        if let Some((req, call, options, _, _)) = self.dialog() {
             if let KeyCode::Char(c) = key.code
                 && let Some(o) = trellis_view::dialog::option_for_key(&options, c)
             {
+                use trellis_core::permission::OptionKind;
+                if matches!(o.kind, OptionKind::AllowAlways | OptionKind::RejectAlways) {
+                    // "Always" saves a rule: show what it will match first.
+                    let call = self.session.ledger.at(call);
+                    self.overlay = Some(Overlay::Rule(RulePreview::new(
+                        req,
+                        o.option_id.clone(),
+                        o.kind,
+                        call,
+                    )));
+                    return Vec::new();
+                }
                 return vec![Intent::Decide {
                     request_id: req,
                     option_id: o.option_id.clone(),
@@ -534,7 +765,15 @@ impl App {
                 KeyAction::Down => ins.scroll += 1,
                 KeyAction::Up => ins.scroll = ins.scroll.saturating_sub(1),
                 KeyAction::Bottom => ins.scroll = usize::MAX / 2,
-                KeyAction::FoldThoughts => {}
+                KeyAction::Original => {
+                    ins.original = !ins.original;
+                    self.message = Some(if ins.original {
+                        "showing the original output (no display transforms)".into()
+                    } else {
+                        "showing output with display transforms".into()
+                    });
+                }
+                KeyAction::FoldThoughts | KeyAction::Settings | KeyAction::Sidebar => {}
             },
             Resolved::Pending => {}
             Resolved::Unbound => match key.code {
@@ -583,7 +822,10 @@ impl App {
                 self.quit = true;
                 return vec![Intent::Quit];
             }
+            Resolved::Action(KeyAction::Settings) => self.open_settings(),
+            Resolved::Action(KeyAction::Sidebar) => self.sidebar = !self.sidebar,
             Resolved::Action(_) | Resolved::Pending => {}
+            Resolved::Unbound if self.ext_key(&key) => {}
             Resolved::Unbound => match key.code {
                 KeyCode::Down => self.move_entry(1),
                 KeyCode::Up => self.move_entry(-1),
@@ -610,12 +852,16 @@ impl App {
             return;
         }
         let cwd = self.session.cwd.as_deref().map(std::path::Path::new);
-        let commands: Vec<String> = self
+        let mut commands: Vec<String> = self
             .session
             .commands
             .iter()
             .map(|c| c.name.clone())
             .collect();
+        commands.extend(trellis_ext::ui::HOST_COMMANDS.iter().map(|c| c.to_string()));
+        if let Some(h) = &self.ext {
+            commands.extend(h.ui.commands.iter().map(|c| c.name.clone()));
+        }
         let cands =
             crate::complete::candidates(&self.prompt.text, self.prompt.cursor, cwd, &commands);
         match cands.len() {
@@ -659,6 +905,10 @@ impl App {
                 }
                 if self.session.turn_open {
                     self.message = Some("the agent is still working (Esc cancels)".into());
+                    return Vec::new();
+                }
+                if self.host_command(&self.prompt.text.clone()) {
+                    self.prompt.take();
                     return Vec::new();
                 }
                 let text = self.prompt.take();

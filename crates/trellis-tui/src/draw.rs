@@ -5,7 +5,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
-use trellis_view::inspector::{inspector_title, view_lines};
+use trellis_view::inspector::{inspector_title, view_lines_with};
 use trellis_view::status::status_line;
 
 use crate::app::{App, Focus};
@@ -47,6 +47,35 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     if plan_h > 0 {
         f.render_widget(Paragraph::new(plan), plan_area);
     }
+
+    // Sidebar (contributed sections) on the right when there is room.
+    let sections = match &app.ext {
+        Some(h) if app.sidebar && area.width >= crate::sidebar::WIDTH + 40 && area.width >= crate::sidebar::MIN_TERMINAL => {
+            h.ui.sections()
+        }
+        _ => Vec::new(),
+    };
+    let main = if sections.is_empty() {
+        app.sidebar_hits.clear();
+        main
+    } else {
+        let [left, side] =
+            Layout::horizontal([Constraint::Min(20), Constraint::Length(crate::sidebar::WIDTH)])
+                .areas(main);
+        let inner = Rect {
+            x: side.x + 2,
+            width: side.width.saturating_sub(2),
+            ..side
+        };
+        let (lines, hits) = crate::sidebar::lines(&sections, inner, app.hover, &app.theme);
+        app.sidebar_hits = hits;
+        let block = Block::default()
+            .borders(Borders::LEFT)
+            .border_style(app.theme.dim);
+        f.render_widget(block, side);
+        f.render_widget(Paragraph::new(lines), inner);
+        left
+    };
 
     // Transcript.
     let width = main.width as usize;
@@ -109,15 +138,25 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     }
 
     // Status bar (a transient message takes the hint's place).
+    let items: Vec<String> = app
+        .ext
+        .as_ref()
+        .map(|h| h.ui.status_line_items(24).iter().map(|l| l.text()).collect())
+        .unwrap_or_default();
     let hint = app.message.clone().unwrap_or_else(|| {
         if app.replay {
             "replay · j/k move · gT inspect · q quit".into()
         } else if app.session.agent_exited.is_some() {
             "agent ended · Ctrl-R restarts it".into()
         } else {
-            "Ctrl-T inspect · Ctrl-C twice quits".into()
+            "Ctrl-T inspect · F2 settings · Ctrl-C twice quits".into()
         }
     });
+    let hint = if items.is_empty() {
+        hint
+    } else {
+        format!("{} │ {hint}", items.join(" │ "))
+    };
     f.render_widget(
         Paragraph::new(status_line(
             &app.session,
@@ -129,7 +168,9 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
         status,
     );
 
-    if let Some(ins) = app.inspector {
+    if let Some(ov) = app.overlay.clone() {
+        draw_overlay(f, app, &ov, area);
+    } else if let Some(ins) = app.inspector {
         draw_inspector(f, app, ins, main);
     } else if let Some((_, call, options, i, n)) = app.dialog() {
         let call = app.session.ledger.at(call);
@@ -167,20 +208,29 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
     }
     let call = app.session.ledger.at(ins.call);
     let n = app.session.ledger.len();
-    let title = inspector_title(call, ins.view, ins.call + 1, n);
+    let mut title = inspector_title(call, ins.view, ins.call + 1, n);
+    if ins.original {
+        title.push_str(" (original)");
+    }
     let log = if ins.view == trellis_view::inspector::InspectorView::Raw {
         app.log_text()
     } else {
         None
     };
     let log_lines: Option<Vec<&str>> = log.as_deref().map(|l| l.lines().collect());
-    let body = view_lines(
+    let decor = if ins.original {
+        None
+    } else {
+        app.view.decor.clone()
+    };
+    let body = view_lines_with(
         call,
         &app.session,
         ins.view,
         r.width.saturating_sub(2) as usize,
         &theme,
         log_lines.as_deref(),
+        decor.as_deref(),
     );
     let inner_h = r.height.saturating_sub(2) as usize;
     let max_scroll = body.len().saturating_sub(inner_h);
@@ -208,6 +258,62 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
         .border_style(theme.running);
     f.render_widget(Clear, r);
     f.render_widget(Paragraph::new(visible).block(block), r);
+}
+
+/// Settings, `/status` or a rule preview, centered over the whole screen.
+fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, area: Rect) {
+    use crate::extui::Overlay;
+    let theme = app.theme.clone();
+    let w = area.width.saturating_sub(4).min(96);
+    let inner_w = w.saturating_sub(2) as usize;
+    let (title, mut lines, scroll) = match ov {
+        Overlay::Settings(st) => {
+            let pages = app.ext.as_ref().map(|h| h.ui.settings()).unwrap_or_default();
+            (" Settings ".to_string(), st.lines(&pages, inner_w, &theme), 0)
+        }
+        Overlay::Status { scroll } => {
+            let report = app.ext.as_ref().map(|h| h.status()).unwrap_or_default();
+            let mut lines: Vec<Line<'static>> = report
+                .lines()
+                .into_iter()
+                .map(|l| {
+                    let st = if l.contains("disabled —") || l.starts_with("  failed") {
+                        theme.failed
+                    } else if l.contains("degraded —") || l.starts_with("  rejected") {
+                        theme.cancelled
+                    } else if l.starts_with("  ") {
+                        theme.text
+                    } else {
+                        theme.title
+                    };
+                    Line::styled(trellis_text::clip(&l, inner_w).into_owned(), st)
+                })
+                .collect();
+            if app.ext.is_none() {
+                lines.push(Line::styled("No extension host in this session.", theme.dim));
+            }
+            (" Status · extensions ".to_string(), lines, *scroll)
+        }
+        Overlay::Rule(p) => (
+            " Always: save a rule? ".to_string(),
+            p.lines(&app.session, &theme),
+            0,
+        ),
+    };
+    let h = (lines.len() as u16 + 2).min(area.height);
+    let inner_h = h.saturating_sub(2) as usize;
+    let scroll = scroll.min(lines.len().saturating_sub(inner_h));
+    if let Some(Overlay::Status { scroll: s }) = app.overlay.as_mut() {
+        *s = scroll;
+    }
+    lines.drain(..scroll);
+    let r = centered(area, w, h);
+    f.render_widget(Clear, r);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .border_style(theme.running);
+    f.render_widget(Paragraph::new(lines).block(block), r);
 }
 
 /// The plan, updated in place above the prompt while it has entries not completed.

@@ -28,10 +28,16 @@ pub enum KeyAction {
     Down,
     Up,
     Bottom,
+    /// Open the Settings menu (anywhere but the prompt's text).
+    Settings,
+    /// Show or hide the sidebar.
+    Sidebar,
+    /// In the inspector: show output without display transforms (and back).
+    Original,
 }
 
 impl KeyAction {
-    pub const ALL: [(KeyAction, &'static str, &'static str); 16] = [
+    pub const ALL: [(KeyAction, &'static str, &'static str); 19] = [
         (KeyAction::Inspect, "inspect", "gT"),
         (KeyAction::ToggleCall, "toggle_call", "K"),
         (KeyAction::NextCall, "next_call", "<Tab>"),
@@ -48,6 +54,9 @@ impl KeyAction {
         (KeyAction::Down, "down", "j"),
         (KeyAction::Up, "up", "k"),
         (KeyAction::Bottom, "bottom", "G"),
+        (KeyAction::Settings, "settings", "<F2>"),
+        (KeyAction::Sidebar, "sidebar", "S"),
+        (KeyAction::Original, "original", "O"),
     ];
 
     pub fn name(self) -> &'static str {
@@ -117,6 +126,12 @@ pub fn parse_keys(spec: &str) -> Result<Vec<Key>, KeySpecError> {
                     "PageDown" => KeyCode::PageDown,
                     "Home" => KeyCode::Home,
                     "End" => KeyCode::End,
+                    f if f.len() >= 2
+                        && f.starts_with('F')
+                        && f[1..].parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)) =>
+                    {
+                        KeyCode::F(f[1..].parse().unwrap_or(1))
+                    }
                     b if b.chars().count() == 1 => KeyCode::Char(b.chars().next().unwrap_or(' ')),
                     other => {
                         return Err(KeySpecError(format!("unknown key <{other}> in {spec:?}")));

@@ -9,6 +9,8 @@
 pub mod app;
 pub mod complete;
 pub mod draw;
+pub mod extui;
+pub mod sidebar;
 pub mod keymap;
 pub mod prompt;
 
@@ -45,11 +47,8 @@ pub fn apply_input(app: &mut App, handle: &Handle, input: Input) -> bool {
                 } => Some(terminal_id.clone()),
                 _ => None,
             };
-            for fx in update(&mut app.session, action) {
-                if let Some(Effect::Emit(ev)) = handle.perform(fx) {
-                    invalidate_for(app, &ev.body);
-                }
-            }
+            let fx = update(&mut app.session, action);
+            apply_effects(app, Some(handle), fx);
             if let Some(tid) = terminal {
                 let pos = app.session.ledger.calls().rposition(|c| {
                     c.content.iter().any(|x| {
@@ -76,6 +75,74 @@ pub fn apply_input(app: &mut App, handle: &Handle, input: Input) -> bool {
                 });
             }
             false
+        }
+    }
+}
+
+/// Performs reducer effects: extensions see the events first (and may start the
+/// permission chain), then the connection performs answers and the view is invalidated.
+pub fn apply_effects(app: &mut App, handle: Option<&Handle>, fx: Vec<Effect>) {
+    let t = handle.map(|h| h.recorder().now()).unwrap_or(0.0);
+    let outs = match app.ext.as_mut() {
+        Some(h) => h.on_effects(&fx, t),
+        None => Vec::new(),
+    };
+    for e in fx {
+        let e = match handle {
+            Some(h) => h.perform(e),
+            None => Some(e),
+        };
+        if let Some(Effect::Emit(ev)) = e {
+            invalidate_for(app, &ev.body);
+        }
+    }
+    perform_outs(app, handle, outs);
+}
+
+/// Carries out what the extension host asked for.
+pub fn perform_outs(app: &mut App, handle: Option<&Handle>, outs: Vec<trellis_ext::Out>) {
+    use trellis_ext::Out;
+    for o in outs {
+        match o {
+            Out::Decide {
+                request_id,
+                option_id,
+                extension,
+            } => {
+                let t = handle.map(|h| h.recorder().now()).unwrap_or(0.0);
+                let fx = update(
+                    &mut app.session,
+                    Action::Decide {
+                        t,
+                        request_id,
+                        choice: Choice::Option(option_id),
+                        decider: Decider::Extension(extension),
+                    },
+                );
+                apply_effects(app, handle, fx);
+            }
+            // The dialog shows every open request no extension holds.
+            Out::Dialog { .. } | Out::Repaint => {}
+            Out::CallState {
+                extension,
+                call_id,
+                value,
+            } => {
+                let record = LocalRecord::CallState {
+                    extension,
+                    call_id,
+                    value,
+                };
+                match handle {
+                    Some(h) => h.recorder().local(record),
+                    None => {
+                        let fx = update(&mut app.session, Action::Local { t: 0.0, record });
+                        apply_effects(app, None, fx);
+                    }
+                }
+            }
+            Out::Notify(text) | Out::Notice(text) => app.message = Some(text),
+            Out::OpenInspector(call_id) => app.inspect_call(&call_id),
         }
     }
 }
@@ -147,11 +214,8 @@ pub fn perform_intent(app: &mut App, handle: Option<&Handle>, intent: Intent) {
             decider: Decider::User,
         },
     };
-    for fx in update(&mut app.session, action) {
-        if let Some(Effect::Emit(ev)) = handle.perform(fx) {
-            invalidate_for(app, &ev.body);
-        }
-    }
+    let fx = update(&mut app.session, action);
+    apply_effects(app, Some(handle), fx);
 }
 
 /// Standard base64 (for OSC 52).
@@ -219,6 +283,8 @@ pub async fn run(
         restore();
         hook(info);
     }));
+    // Panics inside extensions are recorded, never printed over the screen.
+    trellis_ext::install_panic_guard();
     crossterm::execute!(
         std::io::stdout(),
         EnableMouseCapture,
@@ -244,6 +310,7 @@ async fn run_loop(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut frame = 0usize;
     let mut dirty = true;
+    let mut ext_rx = app.ext_rx.take();
     loop {
         if dirty {
             let now = start.elapsed().as_secs_f64();
@@ -257,7 +324,49 @@ async fn run_loop(
             return Ok(());
         }
         let animating = trellis_view::TranscriptView::animating(&app.session);
+        let session_now = conn
+            .as_ref()
+            .map(|c| c.handle.recorder().now())
+            .unwrap_or_else(|| start.elapsed().as_secs_f64());
+        let deadline = app
+            .ext
+            .as_ref()
+            .and_then(|h| h.next_deadline())
+            .map(|d| Duration::from_secs_f64((d - session_now).max(0.0)));
         tokio::select! {
+            msg = async {
+                match ext_rx.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let Some(msg) = msg else { ext_rx = None; continue };
+                let handle = conn.as_ref().map(|c| c.handle.clone());
+                let mut next = Some(msg);
+                while let Some(msg) = next.take() {
+                    let outs = match app.ext.as_mut() {
+                        Some(h) => h.on_msg(msg, session_now),
+                        None => Vec::new(),
+                    };
+                    perform_outs(app, handle.as_ref(), outs);
+                    next = ext_rx.as_mut().and_then(|rx| rx.try_recv().ok());
+                }
+                dirty = true;
+            },
+            _ = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let handle = conn.as_ref().map(|c| c.handle.clone());
+                let outs = match app.ext.as_mut() {
+                    Some(h) => h.tick(session_now + 0.001),
+                    None => Vec::new(),
+                };
+                perform_outs(app, handle.as_ref(), outs);
+                dirty = true;
+            },
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) => {
                     for intent in app.on_key(k) {

@@ -217,6 +217,7 @@ fn inspector_every_view_for_every_kind() {
                 call,
                 view,
                 scroll: 0,
+                original: false,
             });
             out.push_str(&frame_text(&mut app, 70, 14));
             out.push_str("----\n");

@@ -206,13 +206,20 @@ pub fn preview_lines(
     cx: &CardCtx<'_>,
     policy: OutputPolicy,
 ) -> Vec<Line<'static>> {
+    if policy == OutputPolicy::Hidden {
+        return Vec::new();
+    }
+    preview_of_text(&output_text(call, session), cx, policy)
+}
+
+/// [`preview_lines`] of an output text already at hand (e.g. after display transforms).
+pub fn preview_of_text(text: &str, cx: &CardCtx<'_>, policy: OutputPolicy) -> Vec<Line<'static>> {
     let limit = match policy {
         OutputPolicy::Hidden => return Vec::new(),
         OutputPolicy::Preview(n) => n,
         OutputPolicy::Full => usize::MAX,
     };
-    let text = output_text(call, session);
-    let lines = trellis_text::ansi::ansi_lines(&text);
+    let lines = trellis_text::ansi::ansi_lines(text);
     let total = lines.len();
     let gutter = "  │ ";
     let room = cx.width.saturating_sub(trellis_text::display_width(gutter));

@@ -129,6 +129,17 @@ pub fn result_lines(
     width: usize,
     theme: &Theme,
 ) -> Vec<Line<'static>> {
+    result_lines_with(call, session, width, theme, None)
+}
+
+/// The Result view with display transforms applied (`decor`), or the original (`None`).
+pub fn result_lines_with(
+    call: &ToolCall,
+    session: &Session,
+    width: usize,
+    theme: &Theme,
+    decor: Option<&dyn crate::transcript::Decor>,
+) -> Vec<Line<'static>> {
     if let Some(reason) = no_result_reason(call, session) {
         return vec![Line::styled(reason, theme.dim)];
     }
@@ -181,7 +192,10 @@ pub fn result_lines(
     {
         out.extend(diff_lines(call, theme));
     }
-    let text = output_text_without_diffs(call, session);
+    let mut text = output_text_without_diffs(call, session);
+    if let Some(t) = decor.and_then(|d| d.transform(call, &text)) {
+        text = t;
+    }
     // A read's content is highlighted by its file's language; all other output keeps its
     // own ANSI colours and is never guessed to be Markdown.
     let highlighted = match (call.kind, call.locations.first(), theme.md.syntax) {
@@ -241,8 +255,21 @@ pub fn view_lines(
     theme: &Theme,
     log: Option<&[&str]>,
 ) -> Vec<Line<'static>> {
+    view_lines_with(call, session, view, width, theme, log, None)
+}
+
+/// [`view_lines`] with display transforms applied to the Result view.
+pub fn view_lines_with(
+    call: &ToolCall,
+    session: &Session,
+    view: InspectorView,
+    width: usize,
+    theme: &Theme,
+    log: Option<&[&str]>,
+    decor: Option<&dyn crate::transcript::Decor>,
+) -> Vec<Line<'static>> {
     match view {
-        InspectorView::Result => result_lines(call, session, width, theme),
+        InspectorView::Result => result_lines_with(call, session, width, theme, decor),
         InspectorView::Call => call_lines(call, width, theme),
         InspectorView::Diff => diff_lines(call, theme),
         InspectorView::Permissions => permission_lines(call, theme),

@@ -14,15 +14,37 @@ use trellis_core::event::Role;
 use trellis_core::session::Entry;
 use trellis_core::{Session, ToolStatus};
 
-use crate::card::{CardCtx, OutputPolicies, card_height, card_line, preview_lines};
+use crate::card::{CardCtx, OutputPolicies, OutputPolicy, card_line, output_text, preview_of_text};
 use crate::theme::Theme;
+
+/// A card drawn by a design: its call part (the first line is the card's line) and its
+/// result part (shown under it like native output, subject to the output policy).
+#[derive(Debug, Clone, Default)]
+pub struct DesignedCard {
+    pub call: Vec<Line<'static>>,
+    pub result: Vec<Line<'static>>,
+}
+
+/// What extensions change in the transcript: card designs and display transforms.
+/// Implementations must be cheap to call and must never fail (a failing design returns
+/// `None`: the native card).
+pub trait Decor: Send + Sync {
+    /// The call drawn by the design its tool has, or `None` for the native card.
+    fn card(&self, call: &trellis_core::ToolCall, width: usize, theme: &Theme) -> Option<DesignedCard>;
+    /// Output text after display transforms; `None` when unchanged.
+    fn transform(&self, call: &trellis_core::ToolCall, text: &str) -> Option<String>;
+    /// Changes whenever designs or transforms would draw differently.
+    fn epoch(&self) -> u64;
+}
 
 #[derive(Debug, Clone)]
 struct Cached {
     key: u64,
     height: usize,
-    /// Rendered lines (for a running card: only the lines under its first line).
+    /// Rendered lines (for a native card: only the lines under its first line).
     lines: Option<Arc<Vec<Line<'static>>>>,
+    /// Drawn by a card design: `lines` holds the whole card.
+    designed: bool,
 }
 
 #[derive(Debug, Default)]
@@ -37,6 +59,15 @@ pub struct TranscriptView {
     dirty: Vec<usize>,
     pub policies: OutputPolicies,
     pub thoughts_folded: bool,
+    /// Card designs and display transforms (from extensions).
+    pub decor: Option<Arc<dyn Decor>>,
+    decor_epoch: u64,
+}
+
+impl std::fmt::Debug for dyn Decor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Decor")
+    }
 }
 
 fn mix(parts: &[u64]) -> u64 {
@@ -110,6 +141,12 @@ impl TranscriptView {
             self.width = width;
             self.invalidate_all();
         }
+        let epoch = self.decor.as_ref().map(|d| d.epoch()).unwrap_or(0);
+        if epoch != self.decor_epoch {
+            // A design was switched (or an extension went away): redraw drawn cards.
+            self.decor_epoch = epoch;
+            self.invalidate_all();
+        }
         let n = session.transcript.len();
         let first_new = self.entries.len();
         for (i, e) in session.transcript.iter().enumerate().skip(first_new) {
@@ -123,6 +160,7 @@ impl TranscriptView {
                 key: 0,
                 height: 0,
                 lines: None,
+                designed: false,
             });
         }
         // Re-measure what may have changed: the new entries, the last old one (it may be a
@@ -144,10 +182,11 @@ impl TranscriptView {
         if self.entries[i].key == key && key != 0 {
             return;
         }
+        let mut designed = false;
         let (height, lines) = match entry {
             Entry::ToolCall { index } => {
                 let call = session.ledger.at(*index);
-                let policy = self.policies.for_call(call);
+                let mut policy = self.policies.for_call(call);
                 let cx = CardCtx {
                     theme,
                     width: self.width,
@@ -156,9 +195,37 @@ impl TranscriptView {
                     selected: false,
                     highlighted: false,
                 };
-                let lines = preview_lines(call, session, &cx, policy);
-                debug_assert_eq!(lines.len() + 1, card_height(call, session, policy));
-                (lines.len() + 1, Some(Arc::new(lines)))
+                let text = || {
+                    let raw = output_text(call, session);
+                    match self.decor.as_ref().and_then(|d| d.transform(call, &raw)) {
+                        Some(t) => t,
+                        None => raw,
+                    }
+                };
+                match self.decor.as_ref().and_then(|d| d.card(call, self.width, theme)) {
+                    Some(card) => {
+                        designed = true;
+                        if call.status == ToolStatus::Failed && policy == OutputPolicy::Hidden {
+                            policy = OutputPolicy::Preview(3);
+                        }
+                        let mut lines = card.call;
+                        let limit = match policy {
+                            OutputPolicy::Hidden => 0,
+                            OutputPolicy::Preview(n) => n,
+                            OutputPolicy::Full => usize::MAX,
+                        };
+                        lines.extend(card.result.into_iter().take(limit));
+                        (lines.len(), Some(Arc::new(lines)))
+                    }
+                    None => {
+                        let lines = if policy == OutputPolicy::Hidden {
+                            Vec::new()
+                        } else {
+                            preview_of_text(&text(), &cx, policy)
+                        };
+                        (lines.len() + 1, Some(Arc::new(lines)))
+                    }
+                }
             }
             _ => {
                 let lines = self.render_entry(session, entry, theme);
@@ -166,7 +233,12 @@ impl TranscriptView {
             }
         };
         let old = self.entries[i].height;
-        self.entries[i] = Cached { key, height, lines };
+        self.entries[i] = Cached {
+            key,
+            height,
+            lines,
+            designed,
+        };
         if old != height || i >= self.valid {
             self.valid = self.valid.min(i);
         }
@@ -272,17 +344,30 @@ impl TranscriptView {
                     selected: cursor == Some(i),
                     highlighted: highlight == Some(i),
                 };
-                if skip == 0 {
-                    out.push(card_line(call, session, &cx));
-                }
-                if let Some(rest) = &self.entries[i].lines {
-                    let from = skip.saturating_sub(1);
-                    out.extend(
-                        rest.iter()
-                            .skip(from)
-                            .take(want.saturating_sub(usize::from(skip == 0)))
-                            .cloned(),
-                    );
+                if self.entries[i].designed {
+                    if let Some(all) = &self.entries[i].lines {
+                        for (k, l) in all.iter().enumerate().skip(skip).take(want) {
+                            let mut l = l.clone();
+                            if k == 0 && (cx.selected || cx.highlighted) {
+                                let st = if cx.highlighted { theme.highlight } else { theme.selected };
+                                l = l.patch_style(st);
+                            }
+                            out.push(l);
+                        }
+                    }
+                } else {
+                    if skip == 0 {
+                        out.push(card_line(call, session, &cx));
+                    }
+                    if let Some(rest) = &self.entries[i].lines {
+                        let from = skip.saturating_sub(1);
+                        out.extend(
+                            rest.iter()
+                                .skip(from)
+                                .take(want.saturating_sub(usize::from(skip == 0)))
+                                .cloned(),
+                        );
+                    }
                 }
             } else if let Some(lines) = &self.entries[i].lines {
                 out.extend(lines.iter().skip(skip).take(want).cloned());

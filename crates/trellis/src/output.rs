@@ -48,6 +48,33 @@ impl<W: Write> Output<W> {
         }
     }
 
+    /// The closing `status` event: extension diagnostics (JSON Lines), or a note on
+    /// stderr when an extension is not healthy (text).
+    pub fn status(&mut self, report: &trellis_ext::StatusReport, t: f64) -> std::io::Result<()> {
+        match self.format {
+            Format::Jsonl => {
+                let v = serde_json::json!({
+                    "schema": trellis_core::SCHEMA_VERSION,
+                    "type": "status",
+                    "t": t,
+                    "api_version": report.api_version,
+                    "extensions": report.extensions,
+                    "notes": report.notes,
+                });
+                serde_json::to_writer(&mut self.out, &v)?;
+                self.out.write_all(b"\n")
+            }
+            Format::Text => {
+                for e in &report.extensions {
+                    if e.state != trellis_ext::ExtState::Ready {
+                        eprintln!("trellis: extension {}: {:?}", e.name, e.state);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
     fn end_line(&mut self) -> std::io::Result<()> {
         if self.open_role.take().is_some() {
             self.out.write_all(b"\n")?;

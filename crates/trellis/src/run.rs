@@ -94,9 +94,11 @@ pub fn main(
         .build()
         .context("cannot start the async runtime")?;
     let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
+    let host = crate::setup::ext_host(&config, true)?;
     let stop = rt.block_on(drive(
         args.format,
         policy,
+        host,
         resolved,
         writer,
         &args.prompt,
@@ -121,9 +123,14 @@ struct Finished {
     output_bytes: usize,
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn drive(
     format: Format,
     policy: Policy,
+    (host, ext_rx): (
+        trellis_ext::ExtHost,
+        tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
+    ),
     resolved: crate::agents::Resolved,
     writer: LogWriter,
     prompt: &str,
@@ -131,25 +138,78 @@ async fn drive(
     cwd: &str,
 ) -> anyhow::Result<Finished> {
     let (handle, mut rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
+    trellis_ext::install_panic_guard();
     crate::setup::record_header(&handle, &resolved.name, cwd);
     let stdout = std::io::stdout();
     let mut out = Output::new(
         std::io::BufWriter::with_capacity(1 << 16, stdout.lock()),
         format,
     );
-    let mut session = Session::new(policy);
+    // The chain: the user's rules (in the reducer), then extensions that intercept, then
+    // — in place of the dialog — the headless policy.
+    let (session_policy, fallback) = match policy {
+        Policy::Rules { rules, fallback } => (
+            Policy::Rules {
+                rules,
+                fallback: trellis_core::permission::Verdict::Ask,
+            },
+            Policy::Rules {
+                rules: Vec::new(),
+                fallback,
+            },
+        ),
+        other => (Policy::Ask, other),
+    };
+    let mut session = Session::new(session_policy);
+    let mut cx = Chain {
+        host,
+        fallback,
+        out: &mut out,
+        handle: &handle,
+    };
+    let mut ext_rx = Some(ext_rx);
     let mut ctrl_c = 0u32;
     let mut turn_done = false;
     let mut closed = false;
     loop {
+        let deadline = cx
+            .host
+            .next_deadline()
+            .map(|d| std::time::Duration::from_secs_f64((d - handle.recorder().now()).max(0.0)));
         let input = tokio::select! {
             input = rx.recv() => input,
+            msg = async {
+                match ext_rx.as_mut() {
+                    Some(r) => r.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                match msg {
+                    Some(m) => {
+                        let outs = cx.host.on_msg(m, handle.recorder().now());
+                        cx.outs(&mut session, outs)?;
+                        cx.out.flush()?;
+                    }
+                    None => ext_rx = None,
+                }
+                continue;
+            }
+            _ = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let outs = cx.host.tick(handle.recorder().now() + 0.001);
+                cx.outs(&mut session, outs)?;
+                continue;
+            }
             _ = tokio::signal::ctrl_c() => {
                 ctrl_c += 1;
                 if ctrl_c == 1 && session.turn_open {
                     eprintln!("trellis: cancelling the turn (Ctrl-C again to stop the agent)");
                     let t = handle.recorder().now();
-                    apply(&mut session, Action::Cancel { t }, &handle, &mut out)?;
+                    cx.apply(&mut session, Action::Cancel { t })?;
                 } else {
                     eprintln!("trellis: stopping the agent");
                     handle.send(Command::Shutdown);
@@ -162,7 +222,7 @@ async fn drive(
             match input {
                 Input::Action(a) => {
                     let was_open = session.turn_open;
-                    apply(&mut session, a, &handle, &mut out)?;
+                    cx.apply(&mut session, a)?;
                     if was_open && !session.turn_open && !turn_done {
                         turn_done = true;
                         handle.recorder().local(LocalRecord::SessionEnded {
@@ -196,13 +256,17 @@ async fn drive(
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
-        out.flush()?;
+        cx.out.flush()?;
         if closed && rx.is_empty() {
             break;
         }
     }
     handle.recorder().sync();
-    out.flush()?;
+    // Extensions finish what they were given; their diagnostics close the stream.
+    cx.host.flush(std::time::Duration::from_secs(2));
+    let report = cx.host.status();
+    cx.out.status(&report, handle.recorder().now())?;
+    cx.out.flush()?;
     let output_bytes = session
         .ledger
         .calls()
@@ -219,16 +283,78 @@ async fn drive(
     })
 }
 
-fn apply<W: Write>(
-    session: &mut Session,
-    action: Action,
-    handle: &Handle,
-    out: &mut Output<W>,
-) -> anyhow::Result<()> {
-    for fx in update(session, action) {
-        if let Some(Effect::Emit(ev)) = handle.perform(fx) {
-            out.event(&ev, session)?;
+/// The headless end of the permission chain and of extension requests.
+struct Chain<'a, W: Write> {
+    host: trellis_ext::ExtHost,
+    fallback: Policy,
+    out: &'a mut Output<W>,
+    handle: &'a Handle,
+}
+
+impl<W: Write> Chain<'_, W> {
+    fn apply(&mut self, session: &mut Session, action: Action) -> anyhow::Result<()> {
+        let fx = update(session, action);
+        let outs = self.host.on_effects(&fx, self.handle.recorder().now());
+        for e in fx {
+            if let Some(Effect::Emit(ev)) = self.handle.perform(e) {
+                self.out.event(&ev, session)?;
+            }
         }
+        self.outs(session, outs)
     }
-    Ok(())
+
+    fn outs(&mut self, session: &mut Session, outs: Vec<trellis_ext::Out>) -> anyhow::Result<()> {
+        use trellis_core::{Choice, Decider};
+        use trellis_ext::Out;
+        for o in outs {
+            let t = self.handle.recorder().now();
+            match o {
+                Out::Decide {
+                    request_id,
+                    option_id,
+                    extension,
+                } => self.apply(
+                    session,
+                    Action::Decide {
+                        t,
+                        request_id,
+                        choice: Choice::Option(option_id),
+                        decider: Decider::Extension(extension),
+                    },
+                )?,
+                Out::Dialog { request_id } => {
+                    let call = session
+                        .pending_permissions()
+                        .into_iter()
+                        .find(|(r, ..)| *r == request_id)
+                        .and_then(|(_, call_id, _)| session.ledger.get(&call_id).cloned());
+                    let Some(call) = call else { continue };
+                    let (verdict, decider) = self.fallback.decide(&call);
+                    if verdict != trellis_core::permission::Verdict::Ask {
+                        self.apply(
+                            session,
+                            Action::Decide {
+                                t,
+                                request_id,
+                                choice: Choice::Verdict(verdict),
+                                decider,
+                            },
+                        )?;
+                    }
+                }
+                Out::CallState {
+                    extension,
+                    call_id,
+                    value,
+                } => self.handle.recorder().local(LocalRecord::CallState {
+                    extension,
+                    call_id,
+                    value,
+                }),
+                Out::Notify(text) | Out::Notice(text) => eprintln!("trellis: {text}"),
+                Out::OpenInspector(_) | Out::Repaint => {}
+            }
+        }
+        Ok(())
+    }
 }

@@ -63,3 +63,96 @@ pub fn record_header(handle: &trellis_acp::Handle, agent: &str, cwd: &str) {
             started,
         });
 }
+
+/// The extension host with the built-ins, as the config allows. `store`: keep stores on
+/// disk (live sessions) or in memory (replays, which must not change anything).
+pub fn ext_host(
+    config: &Config,
+    store: bool,
+) -> anyhow::Result<(
+    trellis_ext::ExtHost,
+    tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
+)> {
+    use trellis_core::ext::Capability;
+    let x = &config.extensions;
+    let mut opts = trellis_ext::HostOptions::default();
+    if let Some(n) = x.failure_limit {
+        if n == 0 {
+            return Err(config
+                .invalid("extensions", "failure_limit", "must be at least 1")
+                .into());
+        }
+        opts.failure_limit = n;
+    }
+    if let Some(q) = x.queue {
+        if q == 0 {
+            return Err(config.invalid("extensions", "queue", "must be at least 1").into());
+        }
+        opts.queue = q;
+    }
+    if let Some(t) = x.permission_timeout {
+        if !(t > 0.0 && t.is_finite()) {
+            return Err(config
+                .invalid("extensions", "permission_timeout", "must be a positive number of seconds")
+                .into());
+        }
+        opts.permission_timeout = t;
+    }
+    opts.path_map = x
+        .path_map
+        .iter()
+        .map(|(a, b)| (a.clone(), b.clone()))
+        .collect();
+    for (name, e) in &x.each {
+        let grant = match &e.grant {
+            None => None,
+            Some(list) => {
+                let mut caps = Vec::new();
+                for c in list {
+                    caps.push(Capability::parse(c).ok_or_else(|| {
+                        config.invalid(
+                            &format!("extensions.{name}"),
+                            "grant",
+                            format!(
+                                "{c:?} is not a capability (observe, intercept-permissions, ui, store, call-state)"
+                            ),
+                        )
+                    })?);
+                }
+                Some(caps)
+            }
+        };
+        opts.config.insert(
+            name.clone(),
+            trellis_ext::ExtConfig {
+                enabled: e.enabled,
+                grant,
+            },
+        );
+    }
+    if store {
+        opts.store_dir = trellis_store::Paths::from_env().map(|p| p.data_dir.join("extensions"));
+    }
+    let candidates = trellis_builtins::all()
+        .into_iter()
+        .map(|ext| trellis_ext::Candidate { ext, builtin: true })
+        .collect();
+    Ok(trellis_ext::ExtHost::new(candidates, opts))
+}
+
+/// Rules saved from the UI ("always" answers): global ones and this project's.
+pub fn stored_rules(host: &trellis_ext::ExtHost, cwd: &str) -> Vec<trellis_core::permission::Rule> {
+    let Some(all) = host.host_store_get("rules") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for list in [&all["projects"][cwd], &all["global"]] {
+        if let Some(a) = list.as_array() {
+            out.extend(
+                a.iter()
+                    .filter_map(|v| serde_json::from_value(v.clone()).ok()),
+            );
+        }
+    }
+    out
+}

@@ -61,10 +61,29 @@ pub fn main(
             .unwrap_or_else(|| "demo".into())
     };
     let resolved = crate::agents::resolve(&agent, &config, args.cwd.as_deref())?;
-    // The flag, else the config's [permissions] policy, else ask in the dialog.
+    // The flag, else the config's [permissions] policy, else ask in the dialog; rules
+    // saved from "always" answers (global and this project's) come first.
+    let (host, host_rx) = crate::setup::ext_host(&config, true)?;
+    let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
+    let stored = crate::setup::stored_rules(&host, &cwd_now);
     let policy = match policy_from(args.permission.as_deref(), &config)? {
+        (Policy::Rules { mut rules, fallback }, true) => {
+            rules.splice(0..0, stored);
+            Policy::Rules { rules, fallback }
+        }
         (p, true) => p,
-        (_, false) => Policy::Ask,
+        (_, false) => {
+            let mut rules = stored;
+            rules.extend(config.permissions.rules.iter().cloned());
+            if rules.is_empty() {
+                Policy::Ask
+            } else {
+                Policy::Rules {
+                    rules,
+                    fallback: trellis_core::permission::Verdict::Ask,
+                }
+            }
+        }
     };
     let writer = match &paths {
         Some(p) => LogWriter::create_in(&p.sessions_dir(), &resolved.name),
@@ -100,6 +119,7 @@ pub fn main(
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
         crate::setup::record_header(&handle, &name, &cwd);
         let mut app = App::new(Session::new(policy), name, false);
+        app.set_ext(host, host_rx);
         app.log_path = Some(log_for_app);
         app.theme = theme;
         apply_ui_config(&mut app, &config)?;
@@ -122,13 +142,25 @@ pub fn replay(
     let text =
         trellis_store::read_log(file).with_context(|| format!("cannot read {}", file.display()))?;
     let mut session = Session::new(Policy::Ask);
-    let problems = trellis_core::log::rebuild(&mut session, text.lines(), |_| {});
+    let mut events = Vec::new();
+    let problems = trellis_core::log::rebuild(&mut session, text.lines(), |fx| {
+        if let trellis_core::Effect::Emit(ev) = fx {
+            events.push(ev);
+        }
+    });
+    // Extensions see the recording's events (stores stay in memory: a replay changes
+    // nothing on disk).
+    let (host, host_rx) = crate::setup::ext_host(&config, false)?;
+    for ev in &events {
+        host.dispatch(ev);
+    }
     let name = if session.agent.name.is_empty() {
         "recording".to_string()
     } else {
         session.agent.name.clone()
     };
     let mut app = App::new(session, name, true);
+    app.set_ext(host, host_rx);
     app.log_path = Some(file.to_path_buf());
     apply_ui_config(&mut app, &config)?;
     app.exit_after_first_frame = exit_after_first_frame;

@@ -1,4 +1,293 @@
-//! Groundwork of the extension host (issue 4): rules that every contribution obeys,
-//! independent of how extensions are loaded.
+//! The extension API: one trait for every extension, built-in or (later) an external
+//! plugin process behind an adapter. Documented in `docs/extensions.md`.
+//!
+//! Shape: an extension declares a [`Manifest`]; the host grants it some of the requested
+//! [`Capability`]s (the user's config decides) and then calls it with one value per
+//! occasion — an [`Event`], a [`PermissionAsk`], a [`UiAction`], or a request to render a
+//! contribution. Everything it may do to the session goes through the [`Host`] it is
+//! handed; nothing it returns is trusted: labels are checked, lines are measured and
+//! clipped, options are validated, panics are caught (see the host crate).
+//!
+//! This module is pure: types and rules only. The runtime (threads, queues, timing, the
+//! store on disk) lives in `trellis-ext`.
 
+pub mod arbiter;
+pub mod contrib;
 pub mod labels;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::event::Event;
+use crate::permission::PermissionOption;
+use crate::tool_call::ToolCall;
+pub use contrib::{
+    CardLines, CommandDecl, DesignDecl, KeyDecl, Registration, SectionBody, SectionDecl,
+    SectionRow, SettingsRow, StatusDecl, StyledLine, StyledSpan, Tone, ToolMatch,
+    TransformDecl,
+};
+
+/// Version of this API. Bumped only for incompatible changes; fields are only ever added.
+pub const API_VERSION: u32 = 1;
+
+/// What an extension may do. Requested in the manifest, granted by the user's config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capability {
+    /// Receive session events and read state snapshots.
+    Observe,
+    /// Claim permission requests and answer them.
+    InterceptPermissions,
+    /// Contribute settings rows, sidebar sections, card designs, transforms, status
+    /// items, commands and keys; notify; open the inspector.
+    Ui,
+    /// A persistent key-value store of its own.
+    Store,
+    /// Per-call state saved with the session.
+    CallState,
+}
+
+impl Capability {
+    pub const ALL: [Capability; 5] = [
+        Capability::Observe,
+        Capability::InterceptPermissions,
+        Capability::Ui,
+        Capability::Store,
+        Capability::CallState,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::Observe => "observe",
+            Capability::InterceptPermissions => "intercept-permissions",
+            Capability::Ui => "ui",
+            Capability::Store => "store",
+            Capability::CallState => "call-state",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Capability> {
+        Capability::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// Who an extension is and what it asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Unique name: lowercase letters, digits and `-` (it namespaces state and store).
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    pub capabilities: Vec<Capability>,
+}
+
+impl Manifest {
+    /// Checks the name rule.
+    pub fn check(&self) -> Result<(), String> {
+        let ok = !self.name.is_empty()
+            && self.name.len() <= 40
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "extension name {:?} must be 1-40 lowercase letters, digits or '-'",
+                self.name
+            ))
+        }
+    }
+}
+
+/// An extension's failure, as it reports it (panics are caught and reported alike).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ExtError {
+    #[error("{0}")]
+    Failed(String),
+    #[error("capability {} was not granted", .0.as_str())]
+    NotGranted(Capability),
+}
+
+impl ExtError {
+    pub fn msg(m: impl Into<String>) -> ExtError {
+        ExtError::Failed(m.into())
+    }
+}
+
+/// Errors of host functions.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HostError {
+    #[error("capability {} was not granted", .0.as_str())]
+    NotGranted(Capability),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("store: {0}")]
+    Store(String),
+}
+
+impl From<HostError> for ExtError {
+    fn from(e: HostError) -> ExtError {
+        match e {
+            HostError::NotGranted(c) => ExtError::NotGranted(c),
+            other => ExtError::Failed(other.to_string()),
+        }
+    }
+}
+
+/// A permission request offered to an extension holding `intercept-permissions`.
+#[derive(Debug, Clone)]
+pub struct PermissionAsk {
+    pub session: Option<String>,
+    /// Id to answer with [`Host::respond_permission`].
+    pub request_id: String,
+    /// The call as it stood when the request arrived.
+    pub call: Arc<ToolCall>,
+    /// The options the agent offered (only these are valid answers).
+    pub options: Vec<PermissionOption>,
+    /// The verbatim `session/request_permission` message.
+    pub acp: Option<Arc<str>>,
+}
+
+/// Whether an extension takes a permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// "Mine": the extension will answer with `respond_permission` (before the timeout).
+    Claim,
+    /// Not mine: the next step of the chain gets it.
+    Pass,
+}
+
+/// Something the user did to one of the extension's contributions.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum UiAction {
+    /// A settings row was applied (Enter) with choice `choice`.
+    Setting { row: String, choice: String },
+    /// `/name args` was entered at the prompt.
+    Command { name: String, args: String },
+    /// A contributed key was pressed.
+    Key { id: String },
+    /// A clickable sidebar row was clicked.
+    RowClick { section: String, row: String },
+}
+
+/// Session facts for [`Host::session`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SessionInfo {
+    pub id: Option<String>,
+    pub cwd: Option<String>,
+    pub agent: String,
+    pub title: Option<String>,
+    pub mode: Option<String>,
+    pub turn: u32,
+    pub turn_open: bool,
+    pub usage: Option<crate::wire::Usage>,
+    /// Number of tool calls in the ledger.
+    pub calls: usize,
+}
+
+/// What the host offers an extension. Every function checks the extension's grants;
+/// those that change things are applied by the host in order, after the callback returns.
+pub trait Host {
+    /// The calling extension's name.
+    fn me(&self) -> &str;
+    /// Read-only facts about the session.
+    fn session(&self) -> SessionInfo;
+    /// Every call so far, in ledger order (shared snapshots; cheap).
+    fn calls(&self) -> Vec<Arc<ToolCall>>;
+    /// One call by id.
+    fn call(&self, call_id: &str) -> Option<Arc<ToolCall>>;
+    /// This extension's state for a call.
+    fn call_state(&self, call_id: &str) -> Option<serde_json::Value>;
+    /// Sets this extension's state for a call; with `merge`, an object value is merged
+    /// key by key into the existing one (RFC 7386: `null` deletes a key). Saved in the
+    /// session log; restored when the session is replayed.
+    fn put_call_state(
+        &mut self,
+        call_id: &str,
+        value: serde_json::Value,
+        merge: bool,
+    ) -> Result<(), HostError>;
+    /// A path as the agent names it, mapped through the configured path mappings.
+    fn resolve_path(&self, path: &str) -> String;
+    /// A short message on the status line.
+    fn notify(&mut self, text: &str) -> Result<(), HostError>;
+    /// Opens the inspector on a call.
+    fn open_inspector(&mut self, call_id: &str) -> Result<(), HostError>;
+    /// Answers a permission request this extension claimed.
+    fn respond_permission(&mut self, request_id: &str, option_id: &str) -> Result<(), HostError>;
+    /// Reads a key of this extension's persistent store.
+    fn store_get(&self, key: &str) -> Result<Option<serde_json::Value>, HostError>;
+    /// Writes a key (`None` deletes it); the store file is replaced atomically.
+    fn store_put(&mut self, key: &str, value: Option<serde_json::Value>)
+    -> Result<(), HostError>;
+    /// Asks for the extension's UI contributions to be repainted.
+    fn repaint(&mut self);
+}
+
+/// One extension. Every method has a default, so an extension implements only what it
+/// uses. Methods are called one at a time (never concurrently) on the extension's own
+/// worker or on the UI thread; a method that panics or fails loses only its own result.
+pub trait Extension: Send {
+    fn manifest(&self) -> Manifest;
+
+    /// Called once, after grants are known: what the extension contributes and which
+    /// event types it wants (`None`: all of them).
+    fn register(&mut self, _host: &mut dyn Host) -> Result<Registration, ExtError> {
+        Ok(Registration::default())
+    }
+
+    /// A session event (needs `observe`), in the order events happened.
+    fn on_event(&mut self, _event: &Event, _host: &mut dyn Host) -> Result<(), ExtError> {
+        Ok(())
+    }
+
+    /// A permission request nobody's rules decided (needs `intercept-permissions`).
+    fn on_permission(
+        &mut self,
+        _ask: &PermissionAsk,
+        _host: &mut dyn Host,
+    ) -> Result<Claim, ExtError> {
+        Ok(Claim::Pass)
+    }
+
+    /// The user acted on a contribution.
+    fn on_action(&mut self, _action: &UiAction, _host: &mut dyn Host) -> Result<(), ExtError> {
+        Ok(())
+    }
+
+    /// Current settings rows (the host calls this when the Settings menu is drawn and
+    /// after a row is applied, so the row repaints at once).
+    fn settings(&mut self, _host: &dyn Host) -> Result<Vec<SettingsRow>, ExtError> {
+        Ok(Vec::new())
+    }
+
+    /// Body of a section declared in `register`. Only called when the section is shown
+    /// and expanded.
+    fn section(&mut self, _id: &str, _host: &dyn Host) -> Result<SectionBody, ExtError> {
+        Ok(SectionBody::default())
+    }
+
+    /// A card drawn with design `design` for `call` at `width` columns.
+    fn card(&mut self, _design: &str, _call: &ToolCall, _width: u16) -> Result<CardLines, ExtError> {
+        Ok(CardLines::default())
+    }
+
+    /// Display transform `id` over a call's output text; `None` leaves it unchanged.
+    fn transform(
+        &mut self,
+        _id: &str,
+        _call: &ToolCall,
+        _text: &str,
+    ) -> Result<Option<String>, ExtError> {
+        Ok(None)
+    }
+
+    /// Text of a status-bar item declared in `register` (`None` hides it this frame).
+    fn status_item(&mut self, _id: &str, _host: &dyn Host) -> Result<Option<StyledLine>, ExtError> {
+        Ok(None)
+    }
+}

@@ -264,8 +264,9 @@ fn keys_are_answered_while_the_agent_floods_the_stream() {
     eprintln!("typed text appeared {latency:?} after send-keys, mid-stream");
     // Scrolling and the inspector work mid-stream too.
     t.send(&["C-t"]);
-    let s = t.wait_for("Tool Result: Generate chunk");
-    assert!(s.contains("the quick brown fox"), "{s}");
+    t.wait_for("Tool Result: Generate chunk");
+    // The latest call may still be empty when it opens; its output arrives in place.
+    t.wait_for("the quick brown fox");
     t.send(&["q", "C-c", "C-c"]);
 }
 

@@ -1,0 +1,157 @@
+//! Card designs: alternative one-line cards the user can pick per tool in Settings →
+//! Cards. `Terminal` for execute calls (the command as typed, its outcome), `Diff stat`
+//! for edits (path and added/removed line counts), `Compact` for reads (path and line).
+
+use trellis_core::ext::{
+    CardLines, Capability, DesignDecl, ExtError, Extension, Host, Manifest, Registration,
+    StyledLine, Tone, ToolMatch,
+};
+use trellis_core::tool_call::ToolContent;
+use trellis_core::{ToolCall, ToolKind, ToolStatus};
+
+#[derive(Debug, Default)]
+pub struct Cards;
+
+fn glyph(s: ToolStatus) -> (&'static str, Tone) {
+    match s {
+        ToolStatus::Pending => ("○", Tone::Dim),
+        ToolStatus::InProgress => ("◐", Tone::Accent),
+        ToolStatus::Completed => ("✓", Tone::Good),
+        ToolStatus::Failed => ("✗", Tone::Bad),
+        _ => ("■", Tone::Warn),
+    }
+}
+
+fn text_lines(call: &ToolCall) -> Vec<String> {
+    call.content
+        .iter()
+        .filter_map(|c| match c {
+            ToolContent::Text { text } => Some(text.lines().map(str::to_string).collect::<Vec<_>>()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// Lines added and removed between two texts (by a common prefix/suffix cut: cheap and
+/// right for the typical single-hunk edit).
+pub fn diff_stat(old: &str, new: &str) -> (usize, usize) {
+    let a: Vec<&str> = old.lines().collect();
+    let b: Vec<&str> = new.lines().collect();
+    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let suf = a[pre..]
+        .iter()
+        .rev()
+        .zip(b[pre..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    (b.len() - pre - suf, a.len() - pre - suf)
+}
+
+impl Extension for Cards {
+    fn manifest(&self) -> Manifest {
+        Manifest {
+            name: "cards".into(),
+            version: crate::version(),
+            description: "Alternative card designs for execute, edit and read calls.".into(),
+            capabilities: vec![Capability::Ui],
+        }
+    }
+
+    fn register(&mut self, _host: &mut dyn Host) -> Result<Registration, ExtError> {
+        Ok(Registration {
+            subscriptions: Some(Vec::new()),
+            designs: vec![
+                DesignDecl {
+                    id: "terminal".into(),
+                    label: "Terminal".into(),
+                    applies_to: ToolMatch::Kind(ToolKind::Execute),
+                },
+                DesignDecl {
+                    id: "diffstat".into(),
+                    label: "Diff stat".into(),
+                    applies_to: ToolMatch::Kind(ToolKind::Edit),
+                },
+                DesignDecl {
+                    id: "compact".into(),
+                    label: "Compact".into(),
+                    applies_to: ToolMatch::Kind(ToolKind::Read),
+                },
+            ],
+            ..Registration::default()
+        })
+    }
+
+    fn card(&mut self, design: &str, call: &ToolCall, _width: u16) -> Result<CardLines, ExtError> {
+        let (g, tone) = glyph(call.status);
+        let mut head = StyledLine::default();
+        head.push(format!("{g} "), tone);
+        let mut result = Vec::new();
+        match design {
+            "terminal" => {
+                let cmd = trellis_core::enrich::command_of(call)
+                    .unwrap_or_else(|| trellis_core::enrich::card_title(call));
+                head.push("$ ", Tone::Accent).push(cmd, Tone::Normal);
+                if call.status == ToolStatus::Failed {
+                    head.push("  failed", Tone::Bad);
+                }
+                for l in text_lines(call).into_iter().rev().take(2).collect::<Vec<_>>().into_iter().rev() {
+                    result.push(StyledLine::tone(format!("  {l}"), Tone::Dim));
+                }
+            }
+            "diffstat" => {
+                let mut any = false;
+                for c in &call.content {
+                    if let ToolContent::Diff {
+                        path,
+                        old_text,
+                        new_text,
+                    } = c
+                    {
+                        let (add, del) = diff_stat(old_text.as_deref().unwrap_or(""), new_text);
+                        if any {
+                            head.push("  ", Tone::Normal);
+                        }
+                        head.push(format!("✎ {path} "), Tone::Normal)
+                            .push(format!("+{add}"), Tone::Added)
+                            .push(" ", Tone::Normal)
+                            .push(format!("−{del}"), Tone::Removed);
+                        any = true;
+                    }
+                }
+                if !any {
+                    head.push(format!("✎ {}", trellis_core::enrich::card_title(call)), Tone::Normal);
+                }
+            }
+            "compact" => {
+                let place = call
+                    .locations
+                    .first()
+                    .map(|l| match l.line {
+                        Some(n) => format!("{}:{n}", l.path),
+                        None => l.path.clone(),
+                    })
+                    .unwrap_or_else(|| trellis_core::enrich::card_title(call));
+                head.push(format!("▸ {place}"), Tone::Normal);
+                let n = text_lines(call).len();
+                if n > 0 {
+                    head.push(format!("  {n} lines"), Tone::Dim);
+                }
+            }
+            other => return Err(ExtError::msg(format!("unknown design {other}"))),
+        }
+        Ok(CardLines {
+            call: vec![head],
+            result,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn diff_stat_counts_one_hunk() {
+        assert_eq!(super::diff_stat("a\nb\nc\n", "a\nB\nB2\nc\n"), (2, 1));
+        assert_eq!(super::diff_stat("", "x\n"), (1, 0));
+    }
+}

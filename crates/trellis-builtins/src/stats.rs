@@ -1,0 +1,235 @@
+//! G3 — session stats: calls by kind and status, durations, tokens and cost, as a sidebar
+//! section and a status-bar item, updated live from events.
+//!
+//! Counts are kept incrementally (each event adjusts them), so building the section costs
+//! the number of kinds and running calls, not the number of calls.
+
+use std::collections::{BTreeMap, HashMap};
+
+use trellis_core::ext::{
+    Capability, ExtError, Extension, Host, Manifest, Registration, SectionBody, SectionDecl,
+    SectionRow, StatusDecl, StyledLine, Tone,
+};
+use trellis_core::wire::Usage;
+use trellis_core::{Event, EventBody, ToolCall, ToolStatus};
+
+#[derive(Debug, Clone)]
+struct CallStat {
+    kind: &'static str,
+    status: ToolStatus,
+    ended: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct KindStat {
+    calls: usize,
+    failed: usize,
+    /// Seconds spent by finished calls.
+    time: f64,
+}
+
+#[derive(Debug, Default)]
+pub struct Stats {
+    calls: HashMap<String, CallStat>,
+    by_kind: BTreeMap<&'static str, KindStat>,
+    /// Calls per status.
+    by_status: BTreeMap<&'static str, usize>,
+    /// Running calls: id → start.
+    open: HashMap<String, f64>,
+    total_time: f64,
+    longest: Option<(String, f64)>,
+    usage: Option<Usage>,
+    turns: u32,
+    now: f64,
+}
+
+fn status_key(s: ToolStatus) -> &'static str {
+    match s {
+        ToolStatus::Completed => "done",
+        ToolStatus::Failed => "failed",
+        ToolStatus::Pending | ToolStatus::InProgress => "running",
+        _ => "other",
+    }
+}
+
+fn tokens(n: u64) -> String {
+    if n >= 10_000 {
+        format!("{:.1}k", n as f64 / 1000.0)
+    } else {
+        n.to_string()
+    }
+}
+
+impl Stats {
+    fn seen(&mut self, call: &ToolCall, t: f64) {
+        let started = call.status_history.first().map(|s| s.t).unwrap_or(t);
+        let kind = call.kind.as_str();
+        let entry = self.calls.entry(call.id.clone());
+        let prev = match entry {
+            std::collections::hash_map::Entry::Occupied(o) => Some(o.get().clone()),
+            std::collections::hash_map::Entry::Vacant(_) => None,
+        };
+        if let Some(p) = &prev {
+            *self.by_status.entry(status_key(p.status)).or_default() -= 1;
+            let k = self.by_kind.entry(p.kind).or_default();
+            k.calls -= 1;
+            k.failed -= usize::from(p.status == ToolStatus::Failed);
+        }
+        *self.by_status.entry(status_key(call.status)).or_default() += 1;
+        let k = self.by_kind.entry(kind).or_default();
+        k.calls += 1;
+        k.failed += usize::from(call.status == ToolStatus::Failed);
+        let was_ended = prev.as_ref().is_some_and(|p| p.ended);
+        let ended = call.status.is_terminal();
+        if ended && !was_ended {
+            let end = call
+                .status_history
+                .iter()
+                .rev()
+                .find(|s| s.status.is_terminal())
+                .map(|s| s.t)
+                .unwrap_or(t);
+            let d = (end - started).max(0.0);
+            k.time += d;
+            self.total_time += d;
+            self.open.remove(&call.id);
+            if self.longest.as_ref().is_none_or(|(_, l)| d > *l) {
+                self.longest = Some((trellis_core::enrich::card_title(call), d));
+            }
+        } else if !ended {
+            self.open.insert(call.id.clone(), started);
+        }
+        self.calls.insert(
+            call.id.clone(),
+            CallStat {
+                kind,
+                status: call.status,
+                ended: ended || was_ended,
+            },
+        );
+    }
+
+    fn count(&self, key: &str) -> usize {
+        self.by_status.get(key).copied().unwrap_or(0)
+    }
+}
+
+impl Extension for Stats {
+    fn manifest(&self) -> Manifest {
+        Manifest {
+            name: "stats".into(),
+            version: crate::version(),
+            description: "Calls by kind and status, durations, tokens and cost.".into(),
+            capabilities: vec![Capability::Observe, Capability::Ui],
+        }
+    }
+
+    fn register(&mut self, _host: &mut dyn Host) -> Result<Registration, ExtError> {
+        Ok(Registration {
+            subscriptions: Some(
+                [
+                    "tool_call_created",
+                    "tool_call_updated",
+                    "usage",
+                    "turn_started",
+                ]
+                .map(String::from)
+                .to_vec(),
+            ),
+            sections: vec![SectionDecl {
+                id: "stats".into(),
+                title: "Session stats".into(),
+                max_rows: 14,
+                collapsed: false,
+            }],
+            status_items: vec![StatusDecl {
+                id: "calls".into(),
+                label: "Calls".into(),
+            }],
+            ..Registration::default()
+        })
+    }
+
+    fn on_event(&mut self, event: &Event, _host: &mut dyn Host) -> Result<(), ExtError> {
+        self.now = self.now.max(event.t);
+        match &event.body {
+            EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } => {
+                self.seen(call, event.t)
+            }
+            EventBody::Usage { usage } => self.usage = Some(usage.clone()),
+            EventBody::TurnStarted { turn, .. } => self.turns = *turn,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn section(&mut self, _id: &str, _host: &dyn Host) -> Result<SectionBody, ExtError> {
+        let mut rows = Vec::new();
+        let mut head = StyledLine::default();
+        head.push(format!("{} calls", self.calls.len()), Tone::Normal);
+        head.push(format!("  ✓ {}", self.count("done")), Tone::Good);
+        for (key, mark, tone) in [
+            ("failed", "✗", Tone::Bad),
+            ("running", "…", Tone::Accent),
+            ("other", "○", Tone::Dim),
+        ] {
+            let n = self.count(key);
+            if n > 0 {
+                head.push(format!("  {mark} {n}"), tone);
+            }
+        }
+        rows.push(SectionRow::new(head));
+        let running: f64 = self.open.values().map(|s| (self.now - s).max(0.0)).sum();
+        for (kind, k) in self.by_kind.iter().filter(|(_, k)| k.calls > 0) {
+            let mut l = StyledLine::default();
+            l.push(format!("{kind:<8} {:>4}", k.calls), Tone::Normal);
+            l.push(format!("  {}", crate::secs(k.time)), Tone::Dim);
+            if k.failed > 0 {
+                l.push(format!("  {} failed", k.failed), Tone::Bad);
+            }
+            rows.push(SectionRow::new(l));
+        }
+        if !self.calls.is_empty() {
+            rows.push(SectionRow::new(StyledLine::tone(
+                format!("tool time {}", crate::secs(self.total_time + running)),
+                Tone::Dim,
+            )));
+        }
+        if let Some((title, d)) = &self.longest {
+            rows.push(SectionRow::new(StyledLine::tone(
+                format!("longest {} {title}", crate::secs(*d)),
+                Tone::Dim,
+            )));
+        }
+        if let Some(u) = &self.usage {
+            let mut l = StyledLine::default();
+            l.push(format!("tokens {} / {}", tokens(u.used), tokens(u.size)), Tone::Normal);
+            if let Some(c) = &u.cost {
+                l.push(format!("  {:.2} {}", c.amount, c.currency), Tone::Accent);
+            }
+            rows.push(SectionRow::new(l));
+        }
+        if self.turns > 0 {
+            rows.push(SectionRow::new(StyledLine::tone(
+                format!("turns {}", self.turns),
+                Tone::Dim,
+            )));
+        }
+        Ok(SectionBody {
+            rows,
+            count: Some(self.calls.len()),
+        })
+    }
+
+    fn status_item(&mut self, _id: &str, _host: &dyn Host) -> Result<Option<StyledLine>, ExtError> {
+        if self.calls.is_empty() {
+            return Ok(None);
+        }
+        let mut l = StyledLine::plain(format!("{} calls", self.calls.len()));
+        let failed = self.count("failed");
+        if failed > 0 {
+            l.push(format!(" {failed}✗"), Tone::Bad);
+        }
+        Ok(Some(l))
+    }
+}

@@ -1,0 +1,267 @@
+//! Declarative UI contributions: data the host renders, never code that draws.
+//!
+//! Text in spans may carry ANSI SGR and OSC 8 sequences; the host measures every line in
+//! terminal columns and clips it to the room it has, closing what the clip cut open.
+
+use serde::{Deserialize, Serialize};
+
+use crate::tool_call::{ToolCall, ToolKind};
+
+/// A colour role; the host maps it onto its theme so contributions match the rest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tone {
+    #[default]
+    Normal,
+    Dim,
+    Accent,
+    Good,
+    Warn,
+    Bad,
+    /// Added or changed lines (diffs, follow highlights).
+    Added,
+    Removed,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StyledSpan {
+    pub text: String,
+    #[serde(default)]
+    pub tone: Tone,
+    #[serde(default)]
+    pub bold: bool,
+}
+
+impl StyledSpan {
+    pub fn new(text: impl Into<String>, tone: Tone) -> StyledSpan {
+        StyledSpan {
+            text: text.into(),
+            tone,
+            bold: false,
+        }
+    }
+
+    pub fn bold(mut self) -> StyledSpan {
+        self.bold = true;
+        self
+    }
+}
+
+/// One line of styled spans.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StyledLine(pub Vec<StyledSpan>);
+
+impl StyledLine {
+    pub fn plain(text: impl Into<String>) -> StyledLine {
+        StyledLine(vec![StyledSpan::new(text, Tone::Normal)])
+    }
+
+    pub fn tone(text: impl Into<String>, tone: Tone) -> StyledLine {
+        StyledLine(vec![StyledSpan::new(text, tone)])
+    }
+
+    pub fn push(&mut self, text: impl Into<String>, tone: Tone) -> &mut Self {
+        self.0.push(StyledSpan::new(text, tone));
+        self
+    }
+
+    /// The text without styles.
+    pub fn text(&self) -> String {
+        self.0.iter().map(|s| s.text.as_str()).collect()
+    }
+}
+
+impl From<&str> for StyledLine {
+    fn from(s: &str) -> StyledLine {
+        StyledLine::plain(s)
+    }
+}
+
+impl From<String> for StyledLine {
+    fn from(s: String) -> StyledLine {
+        StyledLine::plain(s)
+    }
+}
+
+/// One row of the Settings menu: a named line with choices, the current one marked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsRow {
+    /// Page the row belongs to (a label: one to three plain words).
+    pub page: String,
+    /// Id handed back in [`crate::ext::UiAction::Setting`]; never shown.
+    pub id: String,
+    /// The row's name (a label).
+    pub label: String,
+    /// (choice id, choice label).
+    pub choices: Vec<(String, String)>,
+    /// Id of the current choice.
+    pub current: String,
+}
+
+/// A sidebar section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SectionDecl {
+    pub id: String,
+    /// Title (a label).
+    pub title: String,
+    /// Most rows shown before `… +N more` (the host caps it at its own limit).
+    pub max_rows: usize,
+    /// Collapsed until the user expands it (the user's choice then persists).
+    pub collapsed: bool,
+}
+
+/// The body of a section, built only when it is shown and expanded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SectionBody {
+    pub rows: Vec<SectionRow>,
+    /// Shown beside the title (e.g. number of items), if any.
+    pub count: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SectionRow {
+    pub line: StyledLine,
+    /// Set for clickable rows: handed back in [`crate::ext::UiAction::RowClick`].
+    pub id: Option<String>,
+}
+
+impl SectionRow {
+    pub fn new(line: impl Into<StyledLine>) -> SectionRow {
+        SectionRow {
+            line: line.into(),
+            id: None,
+        }
+    }
+
+    pub fn clickable(line: impl Into<StyledLine>, id: impl Into<String>) -> SectionRow {
+        SectionRow {
+            line: line.into(),
+            id: Some(id.into()),
+        }
+    }
+}
+
+/// Which calls a card design applies to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolMatch {
+    /// The agent's tool name (e.g. Claude Code's `Bash`, from the call's `_meta`).
+    Name(String),
+    /// Every call of a kind.
+    Kind(ToolKind),
+}
+
+impl ToolMatch {
+    pub fn matches(&self, call: &ToolCall) -> bool {
+        match self {
+            ToolMatch::Kind(k) => call.kind == *k,
+            ToolMatch::Name(n) => tool_name(call).is_some_and(|t| t == *n),
+        }
+    }
+
+    /// The key a user's choice is stored under.
+    pub fn key(&self) -> String {
+        match self {
+            ToolMatch::Kind(k) => format!("kind:{}", k.as_str()),
+            ToolMatch::Name(n) => format!("name:{n}"),
+        }
+    }
+
+    /// The readable words of the tool (at most two, keeping the tail), for `Card <words>`.
+    pub fn words(&self) -> String {
+        let raw = match self {
+            ToolMatch::Kind(k) => k.as_str().to_string(),
+            ToolMatch::Name(n) => n.clone(),
+        };
+        let mut words: Vec<String> = Vec::new();
+        let mut cur = String::new();
+        let mut prev_lower = false;
+        for c in raw.chars() {
+            if !c.is_alphanumeric() {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+                prev_lower = false;
+                continue;
+            }
+            if c.is_uppercase() && prev_lower && !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            prev_lower = c.is_lowercase() || c.is_ascii_digit();
+            cur.extend(c.to_lowercase());
+        }
+        if !cur.is_empty() {
+            words.push(cur);
+        }
+        let n = words.len();
+        if n == 0 {
+            return "tool".into();
+        }
+        words[n.saturating_sub(2)..].join(" ")
+    }
+}
+
+/// The agent's own name for the tool of a call, when it gives one.
+pub fn tool_name(call: &ToolCall) -> Option<&str> {
+    call.name.as_deref()
+}
+
+/// A card design: draws calls matching `applies_to` when the user picks it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DesignDecl {
+    pub id: String,
+    /// The design's name in the `Cards` page (a label).
+    pub label: String,
+    pub applies_to: ToolMatch,
+}
+
+/// A designed card: the call part (its first line is the card's line) and the result
+/// part (shown under it, subject to the output policy of the call's kind).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CardLines {
+    pub call: Vec<StyledLine>,
+    pub result: Vec<StyledLine>,
+}
+
+/// A display transform over tool output (display only: the ledger keeps the original).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransformDecl {
+    pub id: String,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusDecl {
+    pub id: String,
+    pub label: String,
+}
+
+/// `/name` at the prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandDecl {
+    /// The command word (lowercase letters, digits, `-`).
+    pub name: String,
+    /// One line shown in completion.
+    pub description: String,
+}
+
+/// A key in the transcript (Vim-style spec, e.g. `F` or `<C-f>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeyDecl {
+    pub id: String,
+    pub keys: String,
+    pub label: String,
+}
+
+/// What an extension contributes, declared once.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Registration {
+    /// Event types wanted (names as in `EVENT_KINDS`); `None`: every event.
+    pub subscriptions: Option<Vec<String>>,
+    pub sections: Vec<SectionDecl>,
+    pub designs: Vec<DesignDecl>,
+    pub transforms: Vec<TransformDecl>,
+    pub status_items: Vec<StatusDecl>,
+    pub commands: Vec<CommandDecl>,
+    pub keys: Vec<KeyDecl>,
+}

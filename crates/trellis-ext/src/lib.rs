@@ -1,0 +1,594 @@
+//! The extension host: loads extensions (built-in ones today, plugin processes later,
+//! both through `trellis_core::ext::Extension`), grants what the user's config allows,
+//! delivers events through per-extension bounded queues on worker threads, runs the
+//! extension step of the permission chain, renders UI contributions safely and keeps the
+//! diagnostics `/status` shows.
+//!
+//! The host never lets an extension reach the agent stream or the UI loop directly: the
+//! runtime feeds it reducer effects ([`ExtHost::on_effects`]) and messages from workers
+//! ([`ExtHost::on_msg`], [`ExtHost::tick`]), and performs the [`Out`]s it returns.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod diag;
+pub mod host;
+pub mod slot;
+pub mod ui;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use trellis_core::event::EVENT_KINDS;
+use trellis_core::ext::arbiter::{Arbiter, Step};
+use trellis_core::ext::{Capability, Extension, PermissionAsk};
+use trellis_core::{Effect, Event, EventBody};
+
+pub use diag::{ExtState, ExtStatus, StatusReport};
+pub use host::Shared;
+pub use slot::{Slot, install_panic_guard};
+use slot::{Job, worker};
+pub use ui::Ui;
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+/// The user's config for one extension (`[extensions.NAME]`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExtConfig {
+    /// Built-ins default to enabled; anything else must be enabled explicitly.
+    pub enabled: Option<bool>,
+    /// Capabilities granted; `None`: everything a built-in requests (plugins: nothing).
+    pub grant: Option<Vec<Capability>>,
+}
+
+/// Host settings (`[extensions]`).
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// Failures before an extension is disabled.
+    pub failure_limit: u32,
+    /// Events queued per extension before it is disabled as too slow.
+    pub queue: usize,
+    /// Seconds a claimant has to answer a permission request.
+    pub permission_timeout: f64,
+    /// Agent path prefix → local path prefix.
+    pub path_map: Vec<(String, String)>,
+    /// Where stores live (`None`: in memory, e.g. tests and replays).
+    pub store_dir: Option<PathBuf>,
+    pub config: BTreeMap<String, ExtConfig>,
+}
+
+impl Default for HostOptions {
+    fn default() -> HostOptions {
+        HostOptions {
+            failure_limit: 5,
+            queue: 4096,
+            permission_timeout: 30.0,
+            path_map: Vec::new(),
+            store_dir: None,
+            config: BTreeMap::new(),
+        }
+    }
+}
+
+/// From workers (and host functions) to the runtime.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostMsg {
+    /// Reply to a permission offer: `Ok(true)` claimed, `Ok(false)` passed, `Err` failed.
+    Claim {
+        extension: String,
+        request_id: String,
+        result: Result<bool, String>,
+    },
+    Respond {
+        extension: String,
+        request_id: String,
+        option_id: String,
+    },
+    CallState {
+        extension: String,
+        call_id: String,
+        value: Value,
+    },
+    Notify {
+        extension: String,
+        text: String,
+    },
+    OpenInspector {
+        call_id: String,
+    },
+    Repaint,
+    Disabled {
+        extension: String,
+        reason: String,
+    },
+}
+
+/// What the runtime must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Out {
+    /// Answer a request with an option; the decider is the extension.
+    Decide {
+        request_id: String,
+        option_id: String,
+        extension: String,
+    },
+    /// Nobody claimed the request: the dialog (or the headless fallback) takes it.
+    Dialog { request_id: String },
+    /// Record an extension's call state in the session log.
+    CallState {
+        extension: String,
+        call_id: String,
+        value: Value,
+    },
+    Notify(String),
+    OpenInspector(String),
+    Repaint,
+    /// Something the user should know (a hand-on, a disabled extension).
+    Notice(String),
+}
+
+/// An extension to load, with where it comes from.
+pub struct Candidate {
+    pub ext: Box<dyn Extension>,
+    pub builtin: bool,
+}
+
+pub struct ExtHost {
+    pub(crate) slots: Vec<Arc<Slot>>,
+    pub(crate) shared: Arc<Shared>,
+    arbiter: Arbiter,
+    asks: BTreeMap<String, Arc<PermissionAsk>>,
+    notes: Vec<String>,
+    pub ui: Arc<Ui>,
+}
+
+impl std::fmt::Debug for ExtHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtHost")
+            .field("extensions", &self.slots.iter().map(|s| &s.name).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+fn kind_bit(kind: &str) -> u64 {
+    EVENT_KINDS
+        .iter()
+        .position(|k| *k == kind)
+        .map(|i| 1u64 << i)
+        .unwrap_or(0)
+}
+
+impl ExtHost {
+    /// Loads `candidates` in order (their declared order is the claim order), applying
+    /// the config's consent. Returns the host and the receiver of worker messages.
+    pub fn new(candidates: Vec<Candidate>, opts: HostOptions) -> (ExtHost, UnboundedReceiver<HostMsg>) {
+        let (tx, rx) = unbounded_channel();
+        let shared = Arc::new(Shared::new(tx, opts.path_map.clone(), opts.store_dir.clone()));
+        let mut notes = Vec::new();
+        let mut slots: Vec<Arc<Slot>> = Vec::new();
+        let known: Vec<String> = candidates
+            .iter()
+            .map(|c| c.ext.manifest().name)
+            .collect();
+        for name in opts.config.keys() {
+            if !known.contains(name) {
+                notes.push(format!(
+                    "config names extension {name:?}, which is not installed (known: {})",
+                    known.join(", ")
+                ));
+            }
+        }
+        for c in candidates {
+            let manifest = c.ext.manifest();
+            if let Err(e) = manifest.check() {
+                notes.push(format!("not loaded: {e}"));
+                continue;
+            }
+            if manifest.name == ui::HOST_NS {
+                notes.push(format!("not loaded: the name {:?} is reserved", manifest.name));
+                continue;
+            }
+            if slots.iter().any(|s| s.name == manifest.name) {
+                notes.push(format!(
+                    "not loaded: a second extension named {:?}",
+                    manifest.name
+                ));
+                continue;
+            }
+            let cfg = opts.config.get(&manifest.name).cloned().unwrap_or_default();
+            if !cfg.enabled.unwrap_or(c.builtin) {
+                notes.push(format!(
+                    "{} is disabled by the config{}",
+                    manifest.name,
+                    if c.builtin { "" } else { " (plugins are off until enabled)" }
+                ));
+                continue;
+            }
+            let allowed = cfg.grant.clone().unwrap_or_else(|| {
+                if c.builtin {
+                    manifest.capabilities.clone()
+                } else {
+                    Vec::new()
+                }
+            });
+            let mut granted = Vec::new();
+            let mut refused = Vec::new();
+            for cap in &manifest.capabilities {
+                if allowed.contains(cap) {
+                    granted.push(*cap);
+                } else {
+                    refused.push(*cap);
+                }
+            }
+            let slot = Arc::new(Slot::new(
+                c.ext,
+                manifest,
+                c.builtin,
+                granted,
+                refused,
+                opts.failure_limit,
+                opts.queue,
+            ));
+            slots.push(slot);
+        }
+        // Registration, then one worker per extension.
+        for slot in &slots {
+            let reg = slot
+                .call(&shared, "register", None, |e, cx| e.register(cx))
+                .unwrap_or_default();
+            let mask = match &reg.subscriptions {
+                None => u64::MAX,
+                Some(kinds) => {
+                    let mut m = 0;
+                    for k in kinds {
+                        let bit = kind_bit(k);
+                        if bit == 0 {
+                            slot.diag().reject(
+                                "subscription",
+                                &format!("not an event type (known: {})", EVENT_KINDS.join(", ")),
+                                k,
+                            );
+                        }
+                        m |= bit;
+                    }
+                    m
+                }
+            };
+            {
+                let mut d = slot.diag();
+                d.subscriptions = if !slot.has(Capability::Observe) {
+                    vec!["none (observe not granted)".into()]
+                } else {
+                    match &reg.subscriptions {
+                        None => vec!["all events".into()],
+                        Some(k) => k.clone(),
+                    }
+                };
+            }
+            let _ = slot.mask.set(if slot.has(Capability::Observe) { mask } else { 0 });
+            let _ = slot.reg.set(reg);
+            let (jtx, jrx) = std::sync::mpsc::sync_channel(slot.queue.max(1));
+            let _ = slot.tx.set(jtx);
+            let (s, sh) = (slot.clone(), shared.clone());
+            let spawned = std::thread::Builder::new()
+                .name(format!("ext-{}", slot.name))
+                .spawn(move || worker(s, sh, jrx));
+            if let Err(e) = spawned {
+                slot.disable(format!("could not start its worker thread: {e}"), &shared);
+            }
+        }
+        let ui = Arc::new(Ui::build(&slots, &shared));
+        let host = ExtHost {
+            slots,
+            shared,
+            arbiter: Arbiter::new(opts.permission_timeout),
+            asks: BTreeMap::new(),
+            notes,
+            ui,
+        };
+        (host, rx)
+    }
+
+    pub fn slots(&self) -> &[Arc<Slot>] {
+        &self.slots
+    }
+
+    /// Delivers one event to every extension that observes and subscribed to it, in
+    /// order, through each one's queue. Also keeps the mirror extensions read.
+    pub fn dispatch(&self, ev: &Event) {
+        self.shared.mirror_mut().observe(ev);
+        let bit = kind_bit(ev.body.kind());
+        let mut shared_ev: Option<Arc<Event>> = None;
+        for slot in &self.slots {
+            if slot.mask.get().copied().unwrap_or(0) & bit == 0 || slot.is_disabled() {
+                continue;
+            }
+            let ev = shared_ev.get_or_insert_with(|| Arc::new(ev.clone())).clone();
+            slot.send(Job::Event(ev), &self.shared);
+        }
+    }
+
+    /// Feeds the reducer's effects: events are dispatched; a permission request the
+    /// rules left open starts the extension step of the chain.
+    pub fn on_effects(&mut self, fx: &[Effect], now: f64) -> Vec<Out> {
+        let mut out = Vec::new();
+        for e in fx {
+            let Effect::Emit(ev) = e else { continue };
+            match &ev.body {
+                EventBody::PermissionRequested {
+                    request_id,
+                    call_id,
+                    options,
+                    ..
+                } => {
+                    let answered = fx.iter().any(|f| {
+                        matches!(f, Effect::Answer { request_id: r, .. } if r == request_id)
+                    });
+                    self.dispatch(ev);
+                    if !answered {
+                        let call = self.shared.mirror().index.get(call_id).map(|&i| {
+                            self.shared.mirror().calls[i].clone()
+                        });
+                        let call = call.unwrap_or_else(|| {
+                            Arc::new(trellis_core::ToolCall::placeholder(call_id.clone(), now, 0))
+                        });
+                        let ask = Arc::new(PermissionAsk {
+                            session: ev.session.clone(),
+                            request_id: request_id.clone(),
+                            call,
+                            options: options.clone(),
+                            acp: ev.acp.clone(),
+                        });
+                        let step = self.arbiter.start(
+                            request_id,
+                            options.clone(),
+                            self.claimants(),
+                            now,
+                        );
+                        self.asks.insert(request_id.clone(), ask);
+                        self.step(request_id, step, now, &mut out);
+                    }
+                }
+                EventBody::PermissionResolved { request_id, .. } => {
+                    self.arbiter.forget(request_id);
+                    self.asks.remove(request_id);
+                    self.dispatch(ev);
+                }
+                _ => self.dispatch(ev),
+            }
+        }
+        out
+    }
+
+    /// Extensions that may claim permission requests, in declared order.
+    pub fn claimants(&self) -> Vec<String> {
+        self.slots
+            .iter()
+            .filter(|s| s.has(Capability::InterceptPermissions) && !s.is_disabled())
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
+    /// The extension holding a request (the dialog must not show it meanwhile).
+    pub fn holder(&self, request_id: &str) -> Option<&str> {
+        self.arbiter.holder(request_id)
+    }
+
+    fn step(&mut self, request_id: &str, mut step: Step, now: f64, out: &mut Vec<Out>) {
+        loop {
+            match step {
+                Step::Offer(ext) => {
+                    let slot = self.slots.iter().find(|s| s.name == ext).cloned();
+                    let ask = self.asks.get(request_id).cloned();
+                    let sent = match (&slot, ask) {
+                        (Some(slot), Some(ask)) => slot.send(Job::Permission(ask), &self.shared),
+                        _ => false,
+                    };
+                    if sent {
+                        return;
+                    }
+                    // Cannot be offered (disabled, queue full): on to the next step.
+                    match self.arbiter.failed(request_id, &ext, "it is disabled", now) {
+                        Some(next) => step = next,
+                        None => return,
+                    }
+                }
+                Step::Dialog => {
+                    self.asks.remove(request_id);
+                    out.push(Out::Dialog {
+                        request_id: request_id.to_string(),
+                    });
+                    return;
+                }
+                Step::Answer { option_id, by } => {
+                    self.asks.remove(request_id);
+                    out.push(Out::Decide {
+                        request_id: request_id.to_string(),
+                        option_id,
+                        extension: by,
+                    });
+                    return;
+                }
+            }
+        }
+    }
+
+    fn drain_hand_ons(&mut self, out: &mut Vec<Out>) {
+        for h in std::mem::take(&mut self.arbiter.hand_ons) {
+            if let Some(slot) = self.slots.iter().find(|s| s.name == h.extension) {
+                slot.failed("permission request", &h.reason, &self.shared);
+            }
+            out.push(Out::Notice(format!(
+                "permission request handed on from {}: {}",
+                h.extension, h.reason
+            )));
+        }
+    }
+
+    /// Handles a message from a worker or a host function.
+    pub fn on_msg(&mut self, msg: HostMsg, now: f64) -> Vec<Out> {
+        let mut out = Vec::new();
+        match msg {
+            HostMsg::Claim {
+                extension,
+                request_id,
+                result,
+            } => match result {
+                Ok(true) => self.arbiter.claimed(&request_id, &extension),
+                Ok(false) => {
+                    if let Some(step) = self.arbiter.passed(&request_id, &extension, now) {
+                        self.step(&request_id, step, now, &mut out);
+                    }
+                }
+                Err(why) => {
+                    if let Some(step) = self.arbiter.failed(&request_id, &extension, &why, now) {
+                        self.step(&request_id, step, now, &mut out);
+                    }
+                }
+            },
+            HostMsg::Respond {
+                extension,
+                request_id,
+                option_id,
+            } => match self.arbiter.respond(&request_id, &extension, &option_id, now) {
+                Ok(step) => self.step(&request_id, step, now, &mut out),
+                Err(why) => {
+                    if let Some(slot) = self.slots.iter().find(|s| s.name == extension) {
+                        slot.failed("respond_permission", &why, &self.shared);
+                    }
+                }
+            },
+            HostMsg::CallState {
+                extension,
+                call_id,
+                value,
+            } => out.push(Out::CallState {
+                extension,
+                call_id,
+                value,
+            }),
+            HostMsg::Notify { extension, text } => out.push(Out::Notify(format!("{extension}: {text}"))),
+            HostMsg::OpenInspector { call_id } => out.push(Out::OpenInspector(call_id)),
+            HostMsg::Repaint => out.push(Out::Repaint),
+            HostMsg::Disabled { extension, reason } => {
+                out.push(Out::Notice(format!("extension {extension} disabled: {reason}")));
+                out.push(Out::Repaint);
+            }
+        }
+        self.drain_hand_ons(&mut out);
+        out
+    }
+
+    /// Hands on requests whose holder ran out of time.
+    pub fn tick(&mut self, now: f64) -> Vec<Out> {
+        let mut out = Vec::new();
+        for (id, step) in self.arbiter.expire(now) {
+            self.step(&id, step, now, &mut out);
+        }
+        self.drain_hand_ons(&mut out);
+        out
+    }
+
+    /// When the runtime must call [`ExtHost::tick`] next (session seconds).
+    pub fn next_deadline(&self) -> Option<f64> {
+        self.arbiter.next_deadline()
+    }
+
+    /// Seeds the mirror from a session built without dispatching (e.g. a replayed log).
+    pub fn seed(&self, session: &trellis_core::Session) {
+        let mut m = self.shared.mirror_mut();
+        for i in 0..session.ledger.len() {
+            let c = session.ledger.snapshot(i);
+            let at = m.calls.len();
+            m.index.insert(c.id.clone(), at);
+            m.calls.push(c);
+        }
+        for ((ext, call), v) in &session.call_state {
+            m.call_state.insert((ext.clone(), call.clone()), v.clone());
+        }
+        m.info.id.clone_from(&session.id);
+        m.info.cwd.clone_from(&session.cwd);
+        m.info.calls = m.calls.len();
+    }
+
+    /// Waits (up to `limit`) until every queued job has been handled. For tests and for
+    /// the end of a headless run, so the final status is complete.
+    pub fn flush(&self, limit: Duration) -> bool {
+        let start = Instant::now();
+        loop {
+            if self
+                .slots
+                .iter()
+                .all(|s| s.pending.load(Ordering::Acquire) == 0)
+            {
+                return true;
+            }
+            if start.elapsed() >= limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Reads a key of the host's own store namespace (saved rules, UI choices).
+    pub fn host_store_get(&self, key: &str) -> Option<Value> {
+        self.shared
+            .with_store(ui::HOST_NS, |s| match s {
+                host::StoreBox::Disk(d) => d.get(key).cloned(),
+                host::StoreBox::Memory(m) => m.get(key).cloned(),
+            })
+            .0
+    }
+
+    /// Writes a key of the host's own store namespace (atomically, on disk).
+    pub fn host_store_put(&self, key: &str, value: Value) -> Result<(), String> {
+        self.shared
+            .with_store(ui::HOST_NS, |s| match s {
+                host::StoreBox::Disk(d) => d.put(key, Some(value)).map_err(|e| e.to_string()),
+                host::StoreBox::Memory(m) => {
+                    m.insert(key.to_string(), value);
+                    Ok(())
+                }
+            })
+            .0
+    }
+
+    /// Diagnostics of every extension.
+    pub fn status(&self) -> StatusReport {
+        let extensions = self
+            .slots
+            .iter()
+            .map(|s| {
+                let d = s.diag();
+                ExtStatus {
+                    name: s.name.clone(),
+                    version: s.manifest.version.clone(),
+                    builtin: s.builtin,
+                    state: d.state.clone(),
+                    granted: s.granted.iter().map(|c| c.as_str().to_string()).collect(),
+                    refused: s.refused.iter().map(|c| c.as_str().to_string()).collect(),
+                    subscriptions: d.subscriptions.clone(),
+                    registrations: d.registrations.clone(),
+                    rejections: d.rejections.clone(),
+                    failures: d.failures(),
+                    refused_calls: d.refusals(),
+                    timings: d.timings(),
+                    notes: d.notes.clone(),
+                }
+            })
+            .collect();
+        StatusReport {
+            api_version: trellis_core::ext::API_VERSION,
+            extensions,
+            notes: self.notes.clone(),
+        }
+    }
+}

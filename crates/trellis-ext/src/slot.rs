@@ -1,0 +1,299 @@
+//! One loaded extension: its grants, its worker thread and bounded queue, its store and
+//! diagnostics, and the isolation every call into it goes through.
+//!
+//! Invariants:
+//! - every call into the extension runs under `catch_unwind`; a panic or error costs only
+//!   that call's result, is recorded, and after `failure_limit` failures the extension is
+//!   disabled;
+//! - events are queued per extension (bounded); an extension whose queue overflows is
+//!   disabled with a report — events are never dropped silently;
+//! - a permission offer always gets a reply (a pass when the extension cannot take it),
+//!   so the chain always moves on.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use trellis_core::ext::{
+    Capability, Claim, ExtError, Extension, Manifest, PermissionAsk, Registration, UiAction,
+};
+use trellis_core::Event;
+
+use crate::diag::Diag;
+use crate::host::{HostCtx, Shared};
+use crate::{HostMsg, lock};
+
+/// Work for an extension's worker.
+pub(crate) enum Job {
+    Event(Arc<Event>),
+    Permission(Arc<PermissionAsk>),
+    Action(UiAction),
+}
+
+pub struct Slot {
+    pub name: String,
+    pub manifest: Manifest,
+    pub builtin: bool,
+    pub granted: Vec<Capability>,
+    pub refused: Vec<Capability>,
+    pub(crate) ext: Mutex<Box<dyn Extension>>,
+    pub(crate) tx: OnceLock<SyncSender<Job>>,
+    pub(crate) diag: Mutex<Diag>,
+    disabled: AtomicBool,
+    pub(crate) pending: AtomicUsize,
+    /// Bit i set: wants event kind `EVENT_KINDS[i]`.
+    pub(crate) mask: OnceLock<u64>,
+    pub(crate) reg: OnceLock<Registration>,
+    pub(crate) failure_limit: u32,
+    pub(crate) queue: usize,
+}
+
+thread_local! {
+    /// Set while this thread runs extension code: its panics are recorded, not printed.
+    static IN_EXTENSION: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Wraps the current panic hook so panics inside extension code are not printed (they
+/// are recorded in diagnostics instead, and must not disturb the terminal). Call after
+/// any other hook is installed (the UI's terminal-restoring hook).
+pub fn install_panic_guard() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_EXTENSION.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+}
+
+fn panic_message(p: Box<dyn Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".into()
+    }
+}
+
+/// How long a UI-thread call waits for an extension busy on its worker.
+const UI_WAIT: Duration = Duration::from_millis(20);
+
+impl Slot {
+    pub(crate) fn new(
+        ext: Box<dyn Extension>,
+        manifest: Manifest,
+        builtin: bool,
+        granted: Vec<Capability>,
+        refused: Vec<Capability>,
+        failure_limit: u32,
+        queue: usize,
+    ) -> Slot {
+        Slot {
+            name: manifest.name.clone(),
+            manifest,
+            builtin,
+            granted,
+            refused,
+            ext: Mutex::new(ext),
+            tx: OnceLock::new(),
+            diag: Mutex::new(Diag::default()),
+            disabled: AtomicBool::new(false),
+            pending: AtomicUsize::new(0),
+            mask: OnceLock::new(),
+            reg: OnceLock::new(),
+            failure_limit: failure_limit.max(1),
+            queue,
+        }
+    }
+
+    pub fn has(&self, c: Capability) -> bool {
+        self.granted.contains(&c)
+    }
+
+    pub fn is_disabled(&self) -> bool {
+        self.disabled.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn diag(&self) -> MutexGuard<'_, Diag> {
+        lock(&self.diag)
+    }
+
+    pub(crate) fn registration(&self) -> Option<&Registration> {
+        self.reg.get()
+    }
+
+    /// Disables the extension, saying why (once).
+    pub(crate) fn disable(&self, reason: String, shared: &Shared) {
+        if !self.disabled.swap(true, Ordering::Relaxed) {
+            self.diag().disable(reason.clone());
+            shared.send(HostMsg::Disabled {
+                extension: self.name.clone(),
+                reason,
+            });
+        }
+    }
+
+    /// Records a failure of `what`; disables the extension at the limit.
+    pub(crate) fn failed(&self, what: &str, message: &str, shared: &Shared) {
+        let n = self.diag().fail(what, message);
+        if n >= self.failure_limit {
+            self.disable(
+                format!("failed {n} times (limit {}); last: {what}: {message}", self.failure_limit),
+                shared,
+            );
+        }
+    }
+
+    /// Runs `f` on the extension with panics caught. `wait`: how long to wait for the
+    /// extension if its worker is busy (`None`: as long as it takes).
+    pub(crate) fn call<R>(
+        &self,
+        shared: &Shared,
+        what: &str,
+        wait: Option<Duration>,
+        f: impl FnOnce(&mut dyn Extension, &mut HostCtx<'_>) -> Result<R, ExtError>,
+    ) -> Option<R> {
+        if self.is_disabled() {
+            return None;
+        }
+        let mut guard = match wait {
+            None => lock(&self.ext),
+            Some(budget) => {
+                let start = Instant::now();
+                loop {
+                    match self.ext.try_lock() {
+                        Ok(g) => break g,
+                        Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                        Err(std::sync::TryLockError::WouldBlock) => {
+                            if start.elapsed() >= budget {
+                                shared.mark_busy();
+                                return None;
+                            }
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
+                    }
+                }
+            }
+        };
+        let mut cx = HostCtx::new(self, shared);
+        let was = IN_EXTENSION.with(|f| f.replace(true));
+        let r = catch_unwind(AssertUnwindSafe(|| f(guard.as_mut(), &mut cx)));
+        IN_EXTENSION.with(|f| f.set(was));
+        drop(guard);
+        match r {
+            Ok(Ok(v)) => Some(v),
+            Ok(Err(e)) => {
+                self.failed(what, &e.to_string(), shared);
+                None
+            }
+            Err(p) => {
+                self.failed(what, &panic_message(p), shared);
+                None
+            }
+        }
+    }
+
+    /// Same as [`Slot::call`] from the UI thread: never waits long for a busy extension.
+    pub(crate) fn call_ui<R>(
+        &self,
+        shared: &Shared,
+        what: &str,
+        f: impl FnOnce(&mut dyn Extension, &mut HostCtx<'_>) -> Result<R, ExtError>,
+    ) -> Option<R> {
+        self.call(shared, what, Some(UI_WAIT), f)
+    }
+
+    /// Queues a job; an overflowing queue disables the extension.
+    pub(crate) fn send(&self, job: Job, shared: &Shared) -> bool {
+        let Some(tx) = self.tx.get() else {
+            return false;
+        };
+        if self.is_disabled() {
+            return false;
+        }
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        match tx.try_send(job) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                self.pending.fetch_sub(1, Ordering::AcqRel);
+                self.disable(
+                    format!(
+                        "its queue of {} events overflowed: it was too slow for the session; \
+                         later events were not delivered",
+                        self.queue
+                    ),
+                    shared,
+                );
+                false
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                self.pending.fetch_sub(1, Ordering::AcqRel);
+                false
+            }
+        }
+    }
+
+    pub(crate) fn run_job(&self, job: Job, shared: &Shared) {
+        match job {
+            Job::Event(ev) => {
+                let kind = ev.body.kind();
+                let start = Instant::now();
+                self.call(shared, kind, None, |e, cx| e.on_event(&ev, cx));
+                self.diag().time(kind, start.elapsed().as_nanos() as u64);
+            }
+            Job::Permission(ask) => {
+                let r = self.call(shared, "permission request", None, |e, cx| {
+                    e.on_permission(&ask, cx)
+                });
+                let result = match r {
+                    Some(Claim::Claim) => Ok(true),
+                    Some(Claim::Pass) => Ok(false),
+                    None if self.is_disabled() => Err("the extension is disabled".to_string()),
+                    None => Err("failed while deciding (see its failures)".to_string()),
+                };
+                shared.send(HostMsg::Claim {
+                    extension: self.name.clone(),
+                    request_id: ask.request_id.clone(),
+                    result,
+                });
+            }
+            Job::Action(action) => {
+                let what = match &action {
+                    UiAction::Setting { .. } => "settings action",
+                    UiAction::Command { .. } => "command",
+                    UiAction::Key { .. } => "key",
+                    UiAction::RowClick { .. } => "row click",
+                    _ => "action",
+                };
+                self.call(shared, what, None, |e, cx| e.on_action(&action, cx));
+                shared.send(HostMsg::Repaint);
+            }
+        }
+    }
+}
+
+/// The worker loop of one extension. Jobs for a disabled extension are drained; a
+/// permission offer still gets its (negative) reply.
+pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
+    while let Ok(job) = rx.recv() {
+        if slot.is_disabled() {
+            if let Job::Permission(ask) = job {
+                shared.send(HostMsg::Claim {
+                    extension: slot.name.clone(),
+                    request_id: ask.request_id.clone(),
+                    result: Err("the extension is disabled".into()),
+                });
+            }
+        } else {
+            slot.run_job(job, &shared);
+        }
+        slot.pending.fetch_sub(1, Ordering::AcqRel);
+    }
+}

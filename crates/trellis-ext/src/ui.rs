@@ -1,0 +1,706 @@
+//! UI contributions as the host holds them: validated once at registration (labels,
+//! ordinals, command names), rendered on demand with isolation, measured in terminal
+//! columns and clipped. The user's choices (hidden and collapsed sections, a design per
+//! tool) persist in the host's own store namespace.
+//!
+//! Invariants: a hidden or collapsed section's body is never built; a card design whose
+//! choice is unknown, disposed or failing falls back to the native card; ids are never
+//! shown, only labels.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use trellis_core::ToolCall;
+use trellis_core::ext::contrib::tool_name;
+use trellis_core::ext::labels::{validate, with_ordinals};
+use trellis_core::ext::{
+    CardLines, Capability, SectionRow, SettingsRow, StyledLine, StyledSpan, ToolMatch, UiAction,
+};
+
+use crate::host::{Shared, StoreBox};
+use crate::lock;
+use crate::slot::{Job, Slot};
+
+/// The host's own store namespace (reserved: no extension may take this name).
+pub const HOST_NS: &str = "trellis";
+/// Most rows a section shows, whatever it asks for.
+pub const MAX_SECTION_ROWS: usize = 40;
+
+#[derive(Debug, Clone)]
+pub struct SectionEntry {
+    pub slot: usize,
+    pub id: String,
+    /// `extension/id`: the key choices are stored under (never shown).
+    pub key: String,
+    /// Display title (with an ordinal when titles collide).
+    pub title: String,
+    pub max_rows: usize,
+    pub default_collapsed: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct DesignEntry {
+    pub slot: usize,
+    pub id: String,
+    pub key: String,
+    pub label: String,
+    pub applies_to: ToolMatch,
+}
+
+#[derive(Debug, Clone)]
+pub struct Named {
+    pub slot: usize,
+    pub id: String,
+    pub label: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct CommandEntry {
+    pub slot: usize,
+    pub name: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct KeyEntry {
+    pub slot: usize,
+    pub id: String,
+    pub keys: String,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Prefs {
+    #[serde(default)]
+    hidden: BTreeSet<String>,
+    #[serde(default)]
+    collapsed: BTreeMap<String, bool>,
+    /// Tool key (`kind:execute`, `name:Bash`) → design key (`extension/id`).
+    #[serde(default)]
+    cards: BTreeMap<String, String>,
+}
+
+/// A section ready to draw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SectionView {
+    pub key: String,
+    pub title: String,
+    pub collapsed: bool,
+    pub count: Option<usize>,
+    pub rows: Vec<SectionRow>,
+    /// Rows beyond the limit (`… +N more`).
+    pub more: usize,
+    /// Set when the body could not be built this frame.
+    pub error: Option<String>,
+}
+
+/// What a Settings row changes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowTarget {
+    Section(String),
+    Card(String),
+    Ext { slot: usize, id: String },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowView {
+    pub target: RowTarget,
+    pub label: String,
+    /// (id, label)
+    pub choices: Vec<(String, String)>,
+    pub current: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingsPage {
+    pub title: String,
+    pub rows: Vec<RowView>,
+}
+
+pub struct Ui {
+    slots: Vec<Arc<Slot>>,
+    shared: Arc<Shared>,
+    pub sections: Vec<SectionEntry>,
+    pub designs: Vec<DesignEntry>,
+    pub transforms: Vec<Named>,
+    pub status_items: Vec<Named>,
+    pub commands: Vec<CommandEntry>,
+    pub keys: Vec<KeyEntry>,
+    /// Lines of the Cards page: a tool with designs, and its `Card <words>` label.
+    card_rows: Vec<(ToolMatch, String)>,
+    prefs: Mutex<Prefs>,
+    epoch: AtomicU64,
+}
+
+impl std::fmt::Debug for Ui {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ui")
+            .field("sections", &self.sections.len())
+            .field("designs", &self.designs.len())
+            .finish()
+    }
+}
+
+/// Clips a styled line to `width` terminal columns. Text that fits comes back
+/// byte-identical; a cut closes any SGR or OSC 8 hyperlink it leaves open.
+pub fn fit(line: &StyledLine, width: usize) -> StyledLine {
+    let mut left = width;
+    let mut out = Vec::with_capacity(line.0.len());
+    for s in &line.0 {
+        if left == 0 {
+            break;
+        }
+        let w = trellis_text::display_width(&s.text);
+        if w <= left {
+            left -= w;
+            out.push(s.clone());
+        } else {
+            out.push(StyledSpan {
+                text: trellis_text::clip(&s.text, left).into_owned(),
+                ..s.clone()
+            });
+            left = 0;
+        }
+    }
+    StyledLine(out)
+}
+
+fn command_name_ok(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 32
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// Commands Trellis itself owns.
+pub const HOST_COMMANDS: &[&str] = &["settings", "status"];
+
+impl Ui {
+    pub(crate) fn build(slots: &[Arc<Slot>], shared: &Arc<Shared>) -> Ui {
+        let mut ui = Ui {
+            slots: slots.to_vec(),
+            shared: shared.clone(),
+            sections: Vec::new(),
+            designs: Vec::new(),
+            transforms: Vec::new(),
+            status_items: Vec::new(),
+            commands: Vec::new(),
+            keys: Vec::new(),
+            card_rows: Vec::new(),
+            prefs: Mutex::new(Prefs::default()),
+            epoch: AtomicU64::new(1),
+        };
+        let mut titles = Vec::new();
+        let mut design_labels: Vec<String> = Vec::new();
+        for (i, slot) in slots.iter().enumerate() {
+            let Some(reg) = slot.registration() else { continue };
+            let ui_ok = slot.has(Capability::Ui);
+            let mut d = slot.diag();
+            let any = !reg.sections.is_empty()
+                || !reg.designs.is_empty()
+                || !reg.transforms.is_empty()
+                || !reg.status_items.is_empty()
+                || !reg.commands.is_empty()
+                || !reg.keys.is_empty();
+            if any && !ui_ok {
+                d.notes.push(
+                    "its UI contributions are not shown: capability ui is not granted".into(),
+                );
+                continue;
+            }
+            let mut check = |what: &str, label: &str| match validate(label) {
+                Ok(()) => true,
+                Err(e) => {
+                    d.reject(what, &e.to_string(), label);
+                    false
+                }
+            };
+            let mut regs = Vec::new();
+            for s in &reg.sections {
+                if check("section title", &s.title) {
+                    titles.push(s.title.clone());
+                    regs.push(format!("section {}", s.title));
+                    ui.sections.push(SectionEntry {
+                        slot: i,
+                        id: s.id.clone(),
+                        key: format!("{}/{}", slot.name, s.id),
+                        title: s.title.clone(),
+                        max_rows: s.max_rows.clamp(1, MAX_SECTION_ROWS),
+                        default_collapsed: s.collapsed,
+                    });
+                }
+            }
+            for x in &reg.designs {
+                if check("card design", &x.label) {
+                    regs.push(format!("card design {} for {}", x.label, x.applies_to.words()));
+                    design_labels.push(x.label.clone());
+                    ui.designs.push(DesignEntry {
+                        slot: i,
+                        id: x.id.clone(),
+                        key: format!("{}/{}", slot.name, x.id),
+                        label: x.label.clone(),
+                        applies_to: x.applies_to.clone(),
+                    });
+                }
+            }
+            for x in &reg.transforms {
+                if check("transform", &x.label) {
+                    regs.push(format!("transform {}", x.label));
+                    ui.transforms.push(Named {
+                        slot: i,
+                        id: x.id.clone(),
+                        label: x.label.clone(),
+                    });
+                }
+            }
+            for x in &reg.status_items {
+                if check("status item", &x.label) {
+                    regs.push(format!("status item {}", x.label));
+                    ui.status_items.push(Named {
+                        slot: i,
+                        id: x.id.clone(),
+                        label: x.label.clone(),
+                    });
+                }
+            }
+            for x in &reg.keys {
+                if check("key", &x.label) {
+                    regs.push(format!("key {} ({})", x.keys, x.label));
+                    ui.keys.push(KeyEntry {
+                        slot: i,
+                        id: x.id.clone(),
+                        keys: x.keys.clone(),
+                        label: x.label.clone(),
+                    });
+                }
+            }
+            for x in &reg.commands {
+                if !command_name_ok(&x.name) {
+                    d.reject(
+                        "command",
+                        "a command name is 1-32 lowercase letters, digits or '-'",
+                        &x.name,
+                    );
+                } else if HOST_COMMANDS.contains(&x.name.as_str()) {
+                    d.reject("command", "the name is taken by Trellis", &x.name);
+                } else if let Some(o) = ui.commands.iter().find(|c| c.name == x.name) {
+                    let owner = slots[o.slot].name.clone();
+                    d.reject("command", &format!("the name is taken by {owner}"), &x.name);
+                } else {
+                    regs.push(format!("command /{}", x.name));
+                    ui.commands.push(CommandEntry {
+                        slot: i,
+                        name: x.name.clone(),
+                        description: x.description.lines().next().unwrap_or("").to_string(),
+                    });
+                }
+            }
+            d.registrations = regs;
+        }
+        for (s, t) in ui.sections.iter_mut().zip(with_ordinals(titles.iter().map(String::as_str))) {
+            s.title = t;
+        }
+        for (s, t) in ui
+            .designs
+            .iter_mut()
+            .zip(with_ordinals(design_labels.iter().map(String::as_str)))
+        {
+            s.label = t;
+        }
+        // The Cards page: one line per tool that has designs, `Card <words>`.
+        let mut tools: Vec<ToolMatch> = Vec::new();
+        for d in &ui.designs {
+            if !tools.contains(&d.applies_to) {
+                tools.push(d.applies_to.clone());
+            }
+        }
+        let names: Vec<String> = tools.iter().map(|t| format!("Card {}", t.words())).collect();
+        ui.card_rows = tools
+            .into_iter()
+            .zip(with_ordinals(names.iter().map(String::as_str)))
+            .collect();
+        let (prefs, problem) = shared.with_store(HOST_NS, |s| match s {
+            StoreBox::Disk(d) => d.get("ui").cloned(),
+            StoreBox::Memory(m) => m.get("ui").cloned(),
+        });
+        if let Some(p) = problem {
+            ui.shared_note(p);
+        }
+        if let Some(v) = prefs
+            && let Ok(p) = serde_json::from_value::<Prefs>(v)
+        {
+            *lock(&ui.prefs) = p;
+        }
+        ui
+    }
+
+    fn shared_note(&self, note: String) {
+        if let Some(s) = self.slots.first() {
+            s.diag().notes.push(format!("host store: {note}"));
+        }
+    }
+
+    fn save_prefs(&self) {
+        let v = serde_json::to_value(&*lock(&self.prefs)).unwrap_or_default();
+        let _ = self.shared.with_store(HOST_NS, |s| match s {
+            StoreBox::Disk(d) => {
+                let _ = d.put("ui", Some(v));
+            }
+            StoreBox::Memory(m) => {
+                m.insert("ui".into(), v);
+            }
+        });
+    }
+
+    /// Bumped whenever cards must be redrawn (a design switched, an extension disabled
+    /// or found busy).
+    pub fn epoch(&self) -> u64 {
+        if self.shared.take_busy() {
+            self.epoch.fetch_add(1, Ordering::Relaxed);
+        }
+        self.epoch.load(Ordering::Relaxed)
+    }
+
+    pub fn bump(&self) {
+        self.epoch.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn live(&self, slot: usize) -> Option<&Arc<Slot>> {
+        self.slots.get(slot).filter(|s| !s.is_disabled())
+    }
+
+    // ---- sidebar sections ----
+
+    pub fn is_hidden(&self, key: &str) -> bool {
+        lock(&self.prefs).hidden.contains(key)
+    }
+
+    pub fn is_collapsed(&self, e: &SectionEntry) -> bool {
+        lock(&self.prefs)
+            .collapsed
+            .get(&e.key)
+            .copied()
+            .unwrap_or(e.default_collapsed)
+    }
+
+    pub fn toggle_collapsed(&self, key: &str) {
+        let Some(e) = self.sections.iter().find(|s| s.key == key) else { return };
+        let now = !self.is_collapsed(e);
+        lock(&self.prefs).collapsed.insert(key.to_string(), now);
+        self.save_prefs();
+    }
+
+    pub fn set_hidden(&self, key: &str, hidden: bool) {
+        {
+            let mut p = lock(&self.prefs);
+            if hidden {
+                p.hidden.insert(key.to_string());
+            } else {
+                p.hidden.remove(key);
+            }
+        }
+        self.save_prefs();
+    }
+
+    /// Sections to draw: hidden ones and those of disabled extensions are skipped, and a
+    /// collapsed section's body is not built.
+    pub fn sections(&self) -> Vec<SectionView> {
+        let mut out = Vec::new();
+        for e in &self.sections {
+            if self.is_hidden(&e.key) {
+                continue;
+            }
+            let Some(slot) = self.live(e.slot) else { continue };
+            let collapsed = self.is_collapsed(e);
+            let mut v = SectionView {
+                key: e.key.clone(),
+                title: e.title.clone(),
+                collapsed,
+                count: None,
+                rows: Vec::new(),
+                more: 0,
+                error: None,
+            };
+            if !collapsed {
+                match slot.call_ui(&self.shared, "section", |x, cx| x.section(&e.id, cx)) {
+                    Some(body) => {
+                        v.count = body.count;
+                        let n = body.rows.len();
+                        v.rows = body.rows;
+                        if n > e.max_rows {
+                            v.rows.truncate(e.max_rows);
+                            v.more = n - e.max_rows;
+                        }
+                    }
+                    None => v.error = Some("unavailable (see /status)".into()),
+                }
+            }
+            out.push(v);
+        }
+        out
+    }
+
+    /// A click on row `row` of section `key`.
+    pub fn click(&self, key: &str, row: &str) {
+        if let Some(e) = self.sections.iter().find(|s| s.key == key)
+            && let Some(slot) = self.live(e.slot)
+        {
+            slot.send(
+                Job::Action(UiAction::RowClick {
+                    section: e.id.clone(),
+                    row: row.to_string(),
+                }),
+                &self.shared,
+            );
+        }
+    }
+
+    // ---- card designs and transforms ----
+
+    /// The design the user picked for this call's tool, if it still exists.
+    pub fn design_for(&self, call: &ToolCall) -> Option<&DesignEntry> {
+        if self.designs.is_empty() {
+            return None;
+        }
+        let prefs = lock(&self.prefs);
+        let mut keys = Vec::with_capacity(2);
+        if let Some(n) = tool_name(call) {
+            keys.push(ToolMatch::Name(n.to_string()).key());
+        }
+        keys.push(ToolMatch::Kind(call.kind).key());
+        keys.iter().find_map(|k| {
+            let chosen = prefs.cards.get(k)?;
+            self.designs.iter().find(|d| {
+                &d.key == chosen
+                    && d.applies_to.matches(call)
+                    && self.live(d.slot).is_some()
+            })
+        })
+    }
+
+    /// The call drawn by its chosen design, fitted to `width`; `None`: the native card.
+    pub fn card(&self, call: &ToolCall, width: usize) -> Option<CardLines> {
+        let d = self.design_for(call)?;
+        let slot = self.live(d.slot)?;
+        let w = u16::try_from(width).unwrap_or(u16::MAX);
+        let lines = slot.call_ui(&self.shared, "card design", |x, _| x.card(&d.id, call, w))?;
+        if lines.call.is_empty() {
+            return None;
+        }
+        Some(CardLines {
+            call: lines.call.iter().map(|l| fit(l, width)).collect(),
+            result: lines.result.iter().map(|l| fit(l, width)).collect(),
+        })
+    }
+
+    /// The output text after every display transform, in declared order; `None` when
+    /// no transform changed it.
+    pub fn transform(&self, call: &ToolCall, text: &str) -> Option<String> {
+        let mut cur: Option<String> = None;
+        for t in &self.transforms {
+            let Some(slot) = self.live(t.slot) else { continue };
+            let input = cur.as_deref().unwrap_or(text);
+            if let Some(Some(next)) =
+                slot.call_ui(&self.shared, "transform", |x, _| x.transform(&t.id, call, input))
+            {
+                cur = Some(next);
+            }
+        }
+        cur
+    }
+
+    /// Status-bar items, each fitted to `width` columns.
+    pub fn status_line_items(&self, width: usize) -> Vec<StyledLine> {
+        self.status_items
+            .iter()
+            .filter_map(|s| {
+                let slot = self.live(s.slot)?;
+                let line = slot
+                    .call_ui(&self.shared, "status item", |x, cx| x.status_item(&s.id, cx))??;
+                Some(fit(&line, width))
+            })
+            .collect()
+    }
+
+    // ---- commands and keys ----
+
+    /// Runs `/name args` if an extension owns `name`.
+    pub fn run_command(&self, name: &str, args: &str) -> bool {
+        let Some(c) = self.commands.iter().find(|c| c.name == name) else {
+            return false;
+        };
+        if let Some(slot) = self.live(c.slot) {
+            slot.send(
+                Job::Action(UiAction::Command {
+                    name: name.to_string(),
+                    args: args.to_string(),
+                }),
+                &self.shared,
+            );
+        }
+        true
+    }
+
+    pub fn press(&self, index: usize) {
+        if let Some(k) = self.keys.get(index)
+            && let Some(slot) = self.live(k.slot)
+        {
+            slot.send(Job::Action(UiAction::Key { id: k.id.clone() }), &self.shared);
+        }
+    }
+
+    // ---- the Settings menu ----
+
+    /// Pages: `Sections`, `Cards` (when there is anything to choose), then the
+    /// extensions' pages in registration order.
+    pub fn settings(&self) -> Vec<SettingsPage> {
+        let mut pages = Vec::new();
+        if !self.sections.is_empty() {
+            let rows = self
+                .sections
+                .iter()
+                .filter(|e| self.live(e.slot).is_some())
+                .map(|e| RowView {
+                    target: RowTarget::Section(e.key.clone()),
+                    label: e.title.clone(),
+                    choices: vec![
+                        ("shown".into(), "shown".into()),
+                        ("hidden".into(), "hidden".into()),
+                    ],
+                    current: usize::from(self.is_hidden(&e.key)),
+                })
+                .collect();
+            pages.push(SettingsPage {
+                title: "Sections".into(),
+                rows,
+            });
+        }
+        if !self.card_rows.is_empty() {
+            let prefs = lock(&self.prefs);
+            let rows = self
+                .card_rows
+                .iter()
+                .map(|(tool, label)| {
+                    let mut choices = vec![("native".to_string(), "native".to_string())];
+                    for d in self
+                        .designs
+                        .iter()
+                        .filter(|d| &d.applies_to == tool && self.live(d.slot).is_some())
+                    {
+                        choices.push((d.key.clone(), d.label.clone()));
+                    }
+                    let current = prefs
+                        .cards
+                        .get(&tool.key())
+                        .and_then(|k| choices.iter().position(|(id, _)| id == k))
+                        .unwrap_or(0);
+                    RowView {
+                        target: RowTarget::Card(tool.key()),
+                        label: label.clone(),
+                        choices,
+                        current,
+                    }
+                })
+                .collect();
+            pages.push(SettingsPage {
+                title: "Cards".into(),
+                rows,
+            });
+        }
+        for (i, slot) in self.slots.iter().enumerate() {
+            if slot.is_disabled() || !slot.has(Capability::Ui) {
+                continue;
+            }
+            let Some(rows) = slot.call_ui(&self.shared, "settings", |x, cx| x.settings(cx))
+            else {
+                continue;
+            };
+            for r in rows {
+                if let Some(row) = self.ext_row(i, slot, r) {
+                    let (page, row) = row;
+                    match pages.iter_mut().find(|p| p.title == page) {
+                        Some(p) => p.rows.push(row),
+                        None => pages.push(SettingsPage {
+                            title: page,
+                            rows: vec![row],
+                        }),
+                    }
+                }
+            }
+        }
+        pages
+    }
+
+    fn ext_row(&self, i: usize, slot: &Slot, r: SettingsRow) -> Option<(String, RowView)> {
+        for (what, text) in [("settings page", &r.page), ("settings row", &r.label)] {
+            if let Err(e) = validate(text) {
+                slot.diag().reject(what, &e.to_string(), text);
+                return None;
+            }
+        }
+        if matches!(r.page.as_str(), "Sections" | "Cards") {
+            slot.diag()
+                .reject("settings page", "the page belongs to Trellis", &r.page);
+            return None;
+        }
+        if r.choices.is_empty() {
+            slot.diag()
+                .reject("settings row", "a row needs at least one choice", &r.label);
+            return None;
+        }
+        let current = r
+            .choices
+            .iter()
+            .position(|(id, _)| *id == r.current)
+            .unwrap_or(0);
+        Some((
+            r.page,
+            RowView {
+                target: RowTarget::Ext { slot: i, id: r.id },
+                label: r.label,
+                choices: r.choices,
+                current,
+            },
+        ))
+    }
+
+    /// Applies choice `choice` of a row (Enter). Returns true when cards must be redrawn.
+    pub fn apply(&self, target: &RowTarget, choice: &str) -> bool {
+        match target {
+            RowTarget::Section(key) => {
+                self.set_hidden(key, choice == "hidden");
+                false
+            }
+            RowTarget::Card(tool) => {
+                {
+                    let mut p = lock(&self.prefs);
+                    if choice == "native" {
+                        p.cards.remove(tool);
+                    } else {
+                        p.cards.insert(tool.clone(), choice.to_string());
+                    }
+                }
+                self.save_prefs();
+                self.bump();
+                true
+            }
+            RowTarget::Ext { slot, id } => {
+                if let Some(s) = self.live(*slot) {
+                    // Run now so the row repaints at once with its new value.
+                    s.call_ui(&self.shared, "settings action", |x, cx| {
+                        x.on_action(
+                            &UiAction::Setting {
+                                row: id.clone(),
+                                choice: choice.to_string(),
+                            },
+                            cx,
+                        )
+                    });
+                }
+                false
+            }
+        }
+    }
+}
