@@ -68,8 +68,10 @@ pub struct AgentSpec {
     pub load_session: Option<String>,
 }
 
-/// From the connection to the driver.
+/// From the connection to the driver. Actions are the hot path and stay unboxed (a box
+/// per frame would cost an allocation per update); the other variants are rare.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Input {
     /// A reducer action (frames and client records, in log order).
     Action(Action),

@@ -3,14 +3,17 @@
 //! for edits (path and added/removed line counts), `Compact` for reads (path and line).
 
 use trellis_core::ext::{
-    CardLines, Capability, DesignDecl, ExtError, Extension, Host, Manifest, Registration,
+    Capability, CardLines, DesignDecl, ExtError, Extension, Host, Manifest, Registration,
     StyledLine, Tone, ToolMatch,
 };
 use trellis_core::tool_call::ToolContent;
 use trellis_core::{ToolCall, ToolKind, ToolStatus};
 
 #[derive(Debug, Default)]
-pub struct Cards;
+pub struct Cards {
+    /// The session's directory, for paths relative to it.
+    cwd: Option<String>,
+}
 
 fn glyph(s: ToolStatus) -> (&'static str, Tone) {
     match s {
@@ -26,7 +29,9 @@ fn text_lines(call: &ToolCall) -> Vec<String> {
     call.content
         .iter()
         .filter_map(|c| match c {
-            ToolContent::Text { text } => Some(text.lines().map(str::to_string).collect::<Vec<_>>()),
+            ToolContent::Text { text } => {
+                Some(text.lines().map(str::to_string).collect::<Vec<_>>())
+            }
             _ => None,
         })
         .flatten()
@@ -54,13 +59,13 @@ impl Extension for Cards {
             name: "cards".into(),
             version: crate::version(),
             description: "Alternative card designs for execute, edit and read calls.".into(),
-            capabilities: vec![Capability::Ui],
+            capabilities: vec![Capability::Observe, Capability::Ui],
         }
     }
 
     fn register(&mut self, _host: &mut dyn Host) -> Result<Registration, ExtError> {
         Ok(Registration {
-            subscriptions: Some(Vec::new()),
+            subscriptions: Some(vec!["session_started".into()]),
             designs: vec![
                 DesignDecl {
                     id: "terminal".into(),
@@ -82,6 +87,17 @@ impl Extension for Cards {
         })
     }
 
+    fn on_event(
+        &mut self,
+        event: &trellis_core::Event,
+        _host: &mut dyn Host,
+    ) -> Result<(), ExtError> {
+        if let trellis_core::EventBody::SessionStarted { cwd, .. } = &event.body {
+            self.cwd.clone_from(cwd);
+        }
+        Ok(())
+    }
+
     fn card(&mut self, design: &str, call: &ToolCall, _width: u16) -> Result<CardLines, ExtError> {
         let (g, tone) = glyph(call.status);
         let mut head = StyledLine::default();
@@ -95,7 +111,14 @@ impl Extension for Cards {
                 if call.status == ToolStatus::Failed {
                     head.push("  failed", Tone::Bad);
                 }
-                for l in text_lines(call).into_iter().rev().take(2).collect::<Vec<_>>().into_iter().rev() {
+                for l in text_lines(call)
+                    .into_iter()
+                    .rev()
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                {
                     result.push(StyledLine::tone(format!("  {l}"), Tone::Dim));
                 }
             }
@@ -112,6 +135,7 @@ impl Extension for Cards {
                         if any {
                             head.push("  ", Tone::Normal);
                         }
+                        let path = crate::short_path(path, self.cwd.as_deref());
                         head.push(format!("✎ {path} "), Tone::Normal)
                             .push(format!("+{add}"), Tone::Added)
                             .push(" ", Tone::Normal)
@@ -120,16 +144,22 @@ impl Extension for Cards {
                     }
                 }
                 if !any {
-                    head.push(format!("✎ {}", trellis_core::enrich::card_title(call)), Tone::Normal);
+                    head.push(
+                        format!("✎ {}", trellis_core::enrich::card_title(call)),
+                        Tone::Normal,
+                    );
                 }
             }
             "compact" => {
                 let place = call
                     .locations
                     .first()
-                    .map(|l| match l.line {
-                        Some(n) => format!("{}:{n}", l.path),
-                        None => l.path.clone(),
+                    .map(|l| {
+                        let p = crate::short_path(&l.path, self.cwd.as_deref());
+                        match l.line {
+                            Some(n) => format!("{p}:{n}"),
+                            None => p,
+                        }
                     })
                     .unwrap_or_else(|| trellis_core::enrich::card_title(call));
                 head.push(format!("▸ {place}"), Tone::Normal);

@@ -29,6 +29,7 @@ pub struct Follow {
     target: Option<Target>,
     content: Option<String>,
     note: Option<String>,
+    cwd: Option<String>,
 }
 
 impl Default for Follow {
@@ -38,6 +39,7 @@ impl Default for Follow {
             target: None,
             content: None,
             note: None,
+            cwd: None,
         }
     }
 }
@@ -104,9 +106,14 @@ impl Extension for Follow {
     fn register(&mut self, _host: &mut dyn Host) -> Result<Registration, ExtError> {
         Ok(Registration {
             subscriptions: Some(
-                ["tool_call_created", "tool_call_updated", "file_written"]
-                    .map(String::from)
-                    .to_vec(),
+                [
+                    "session_started",
+                    "tool_call_created",
+                    "tool_call_updated",
+                    "file_written",
+                ]
+                .map(String::from)
+                .to_vec(),
             ),
             sections: vec![SectionDecl {
                 id: "pane".into(),
@@ -128,6 +135,7 @@ impl Extension for Follow {
             return Ok(());
         }
         match &event.body {
+            EventBody::SessionStarted { cwd, .. } => self.cwd.clone_from(cwd),
             EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } => {
                 if !matches!(call.kind, ToolKind::Edit | ToolKind::Read) {
                     return Ok(());
@@ -142,13 +150,11 @@ impl Extension for Follow {
                         }
                     }
                 } else if running && let Some((path, line)) = place(call) {
-                    let changed = host
-                        .call_state(&call.id)
-                        .and_then(|v| {
-                            let a = v.get("changed")?.get(0)?.as_u64()?;
-                            let b = v.get("changed")?.get(1)?.as_u64()?;
-                            Some((a as u32, b as u32))
-                        });
+                    let changed = host.call_state(&call.id).and_then(|v| {
+                        let a = v.get("changed")?.get(0)?.as_u64()?;
+                        let b = v.get("changed")?.get(1)?.as_u64()?;
+                        Some((a as u32, b as u32))
+                    });
                     self.load(host, &path);
                     self.target = Some(Target {
                         call_id: call.id.clone(),
@@ -194,7 +200,11 @@ impl Extension for Follow {
             && id == "toggle"
         {
             self.on = !self.on;
-            host.notify(if self.on { "following edits" } else { "follow paused" })?;
+            host.notify(if self.on {
+                "following edits"
+            } else {
+                "follow paused"
+            })?;
         }
         Ok(())
     }
@@ -212,9 +222,10 @@ impl Extension for Follow {
             });
         };
         let mut head = StyledLine::default();
+        let shown = crate::short_path(&t.path, self.cwd.as_deref());
         let at = match t.line {
-            Some(l) => format!("{}:{l}", t.path),
-            None => t.path.clone(),
+            Some(l) => format!("{shown}:{l}"),
+            None => shown,
         };
         head.push(at, Tone::Accent);
         if !self.on {
@@ -235,7 +246,10 @@ impl Extension for Follow {
                         .is_some_and(|(a, b)| (a as usize..=b as usize).contains(&n));
                     let tone = if hit { Tone::Added } else { Tone::Normal };
                     let mut l = StyledLine::default();
-                    l.push(format!("{n:>4} "), if n == focus { Tone::Accent } else { Tone::Dim });
+                    l.push(
+                        format!("{n:>4} "),
+                        if n == focus { Tone::Accent } else { Tone::Dim },
+                    );
                     l.push(if hit { "+ " } else { "  " }, tone);
                     l.push(lines[n - 1].replace('\t', "    "), tone);
                     rows.push(SectionRow::new(l));
@@ -254,7 +268,10 @@ impl Extension for Follow {
 mod tests {
     #[test]
     fn changed_range_is_one_based_and_inclusive() {
-        assert_eq!(super::changed_range("a\nb\nc\n", "a\nX\nY\nc\n"), Some((2, 3)));
+        assert_eq!(
+            super::changed_range("a\nb\nc\n", "a\nX\nY\nc\n"),
+            Some((2, 3))
+        );
         assert_eq!(super::changed_range("a\n", "a\n"), None);
         assert_eq!(super::changed_range("", "new\n"), Some((1, 1)));
     }

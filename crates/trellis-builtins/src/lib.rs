@@ -19,7 +19,7 @@ pub fn all() -> Vec<Box<dyn Extension>> {
         Box::new(follow::Follow::default()),
         Box::new(permissions::Permissions::default()),
         Box::new(stats::Stats::default()),
-        Box::new(cards::Cards),
+        Box::new(cards::Cards::default()),
         Box::new(redact::Redact::default()),
     ]
 }
@@ -29,6 +29,14 @@ pub const NAMES: &[&str] = &["follow", "permissions", "stats", "cards", "redact"
 
 pub(crate) fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
+}
+
+/// `path` relative to the session's directory when it lies inside it.
+pub fn short_path(path: &str, cwd: Option<&str>) -> String {
+    match cwd.and_then(|c| path.strip_prefix(c.trim_end_matches('/'))) {
+        Some(rest) if rest.starts_with('/') && rest.len() > 1 => rest[1..].to_string(),
+        _ => path.to_string(),
+    }
 }
 
 /// Seconds as a short human duration.

@@ -79,8 +79,11 @@ impl Extension for Permissions {
                     .map(|w| w.title.clone())
                     .unwrap_or_default();
                 self.waiting.retain(|w| &w.request_id != request_id);
-                self.recent
-                    .push_front((call_id.clone(), format!("{} by {decider}", outcome.label()), title));
+                self.recent.push_front((
+                    call_id.clone(),
+                    format!("{} by {decider}", outcome.label()),
+                    title,
+                ));
                 self.recent.truncate(RECENT);
             }
             _ => {}
@@ -98,11 +101,15 @@ impl Extension for Permissions {
     fn section(&mut self, _id: &str, _host: &dyn Host) -> Result<SectionBody, ExtError> {
         let mut rows = Vec::new();
         if self.waiting.is_empty() {
-            rows.push(SectionRow::new(StyledLine::tone("nothing waiting", Tone::Dim)));
+            rows.push(SectionRow::new(StyledLine::tone(
+                "nothing waiting",
+                Tone::Dim,
+            )));
         }
         for (i, w) in self.waiting.iter().enumerate() {
             let mut l = StyledLine::default();
-            l.push(format!("{} ", i + 1), Tone::Warn).push(w.title.clone(), Tone::Normal);
+            l.push(format!("{} ", i + 1), Tone::Warn)
+                .push(w.title.clone(), Tone::Normal);
             rows.push(SectionRow::clickable(l, w.call_id.clone()));
         }
         for (call_id, what, title) in &self.recent {
@@ -112,7 +119,8 @@ impl Extension for Permissions {
                 Tone::Bad
             };
             let mut l = StyledLine::default();
-            l.push(format!("{what} "), tone).push(title.clone(), Tone::Dim);
+            l.push(format!("{what} "), tone)
+                .push(title.clone(), Tone::Dim);
             rows.push(SectionRow::clickable(l, call_id.clone()));
         }
         Ok(SectionBody {

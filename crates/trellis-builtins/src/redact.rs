@@ -93,7 +93,12 @@ impl Extension for Redact {
         })
     }
 
-    fn transform(&mut self, _id: &str, _call: &ToolCall, text: &str) -> Result<Option<String>, ExtError> {
+    fn transform(
+        &mut self,
+        _id: &str,
+        _call: &ToolCall,
+        text: &str,
+    ) -> Result<Option<String>, ExtError> {
         Ok(if self.on { self.redact(text) } else { None })
     }
 
@@ -131,7 +136,13 @@ mod tests {
                     -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\n\
                     password: hunter2hunter2\n";
         let out = r.redact(text).unwrap();
-        for secret in ["sk-proj-abc", "eyJhbGci", "AKIAABCD", "b3BlbnNzaC1rZXk", "hunter2"] {
+        for secret in [
+            "sk-proj-abc",
+            "eyJhbGci",
+            "AKIAABCD",
+            "b3BlbnNzaC1rZXk",
+            "hunter2",
+        ] {
             assert!(!out.contains(secret), "{secret} leaked in {out}");
         }
         assert!(out.contains("Authorization: Bearer ‹redacted›"), "{out}");

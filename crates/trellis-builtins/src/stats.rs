@@ -203,7 +203,10 @@ impl Extension for Stats {
         }
         if let Some(u) = &self.usage {
             let mut l = StyledLine::default();
-            l.push(format!("tokens {} / {}", tokens(u.used), tokens(u.size)), Tone::Normal);
+            l.push(
+                format!("tokens {} / {}", tokens(u.used), tokens(u.size)),
+                Tone::Normal,
+            );
             if let Some(c) = &u.cost {
                 l.push(format!("  {:.2} {}", c.amount, c.currency), Tone::Accent);
             }

@@ -247,10 +247,7 @@ impl StatusReport {
             out.push(format!("  subscriptions: {}", list(&e.subscriptions)));
             out.push(format!("  registrations: {}", list(&e.registrations)));
             for r in &e.rejections {
-                out.push(format!(
-                    "  rejected {}: {:?} — {}",
-                    r.what, r.text, r.rule
-                ));
+                out.push(format!("  rejected {}: {:?} — {}", r.what, r.text, r.rule));
             }
             for f in &e.failures {
                 out.push(format!("  failed {} ×{}: {}", f.what, f.count, f.message));

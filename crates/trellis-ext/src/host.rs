@@ -32,7 +32,9 @@ impl Mirror {
             self.info.id.clone_from(&ev.session);
         }
         match &ev.body {
-            EventBody::SessionStarted { agent, cwd, mode, .. } => {
+            EventBody::SessionStarted {
+                agent, cwd, mode, ..
+            } => {
                 self.info.agent = agent.name.clone();
                 self.info.cwd.clone_from(cwd);
                 self.info.mode.clone_from(mode);
@@ -137,14 +139,16 @@ impl Shared {
     ) -> (R, Option<String>) {
         let mut stores = lock(&self.stores);
         let mut problem = None;
-        let store = stores.entry(ns.to_string()).or_insert_with(|| match &self.store_dir {
-            Some(dir) => {
-                let (s, p) = ExtStore::open(dir, ns);
-                problem = p.map(|p| p.message);
-                StoreBox::Disk(s)
-            }
-            None => StoreBox::Memory(BTreeMap::new()),
-        });
+        let store = stores
+            .entry(ns.to_string())
+            .or_insert_with(|| match &self.store_dir {
+                Some(dir) => {
+                    let (s, p) = ExtStore::open(dir, ns);
+                    problem = p.map(|p| p.message);
+                    StoreBox::Disk(s)
+                }
+                None => StoreBox::Memory(BTreeMap::new()),
+            });
         (f(store), problem)
     }
 
@@ -245,7 +249,12 @@ impl Host for HostCtx<'_> {
             .cloned()
     }
 
-    fn put_call_state(&mut self, call_id: &str, value: Value, merge: bool) -> Result<(), HostError> {
+    fn put_call_state(
+        &mut self,
+        call_id: &str,
+        value: Value,
+        merge: bool,
+    ) -> Result<(), HostError> {
         self.need(Capability::CallState, "put_call_state")?;
         if call_id.is_empty() {
             return Err(HostError::Invalid("put_call_state needs a call id".into()));
@@ -275,7 +284,13 @@ impl Host for HostCtx<'_> {
 
     fn notify(&mut self, text: &str) -> Result<(), HostError> {
         self.need(Capability::Ui, "notify")?;
-        let one_line: String = text.lines().next().unwrap_or("").chars().take(200).collect();
+        let one_line: String = text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(200)
+            .collect();
         self.shared.send(HostMsg::Notify {
             extension: self.slot.name.clone(),
             text: one_line,
@@ -314,7 +329,9 @@ impl Host for HostCtx<'_> {
     fn store_put(&mut self, key: &str, value: Option<Value>) -> Result<(), HostError> {
         self.need(Capability::Store, "store_put")?;
         let (r, p) = self.shared.with_store(&self.slot.name, |s| match s {
-            StoreBox::Disk(d) => d.put(key, value).map_err(|e| HostError::Store(e.to_string())),
+            StoreBox::Disk(d) => d
+                .put(key, value)
+                .map_err(|e| HostError::Store(e.to_string())),
             StoreBox::Memory(m) => {
                 match value {
                     Some(v) => m.insert(key.to_string(), v),
@@ -339,8 +356,14 @@ mod tests {
     #[test]
     fn merge_patch_follows_rfc_7386() {
         let mut t = serde_json::json!({"a": 1, "b": {"c": 2, "d": 3}});
-        merge_patch(&mut t, serde_json::json!({"b": {"c": null, "e": 4}, "f": 5}));
-        assert_eq!(t, serde_json::json!({"a": 1, "b": {"d": 3, "e": 4}, "f": 5}));
+        merge_patch(
+            &mut t,
+            serde_json::json!({"b": {"c": null, "e": 4}, "f": 5}),
+        );
+        assert_eq!(
+            t,
+            serde_json::json!({"a": 1, "b": {"d": 3, "e": 4}, "f": 5})
+        );
     }
 
     #[test]

@@ -29,8 +29,8 @@ use trellis_core::{Effect, Event, EventBody};
 
 pub use diag::{ExtState, ExtStatus, StatusReport};
 pub use host::Shared;
-pub use slot::{Slot, install_panic_guard};
 use slot::{Job, worker};
+pub use slot::{Slot, install_panic_guard};
 pub use ui::Ui;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -69,7 +69,7 @@ impl Default for HostOptions {
     fn default() -> HostOptions {
         HostOptions {
             failure_limit: 5,
-            queue: 4096,
+            queue: 16384,
             permission_timeout: 30.0,
             path_map: Vec::new(),
             store_dir: None,
@@ -121,7 +121,9 @@ pub enum Out {
         extension: String,
     },
     /// Nobody claimed the request: the dialog (or the headless fallback) takes it.
-    Dialog { request_id: String },
+    Dialog {
+        request_id: String,
+    },
     /// Record an extension's call state in the session log.
     CallState {
         extension: String,
@@ -153,7 +155,10 @@ pub struct ExtHost {
 impl std::fmt::Debug for ExtHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExtHost")
-            .field("extensions", &self.slots.iter().map(|s| &s.name).collect::<Vec<_>>())
+            .field(
+                "extensions",
+                &self.slots.iter().map(|s| &s.name).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -169,15 +174,19 @@ fn kind_bit(kind: &str) -> u64 {
 impl ExtHost {
     /// Loads `candidates` in order (their declared order is the claim order), applying
     /// the config's consent. Returns the host and the receiver of worker messages.
-    pub fn new(candidates: Vec<Candidate>, opts: HostOptions) -> (ExtHost, UnboundedReceiver<HostMsg>) {
+    pub fn new(
+        candidates: Vec<Candidate>,
+        opts: HostOptions,
+    ) -> (ExtHost, UnboundedReceiver<HostMsg>) {
         let (tx, rx) = unbounded_channel();
-        let shared = Arc::new(Shared::new(tx, opts.path_map.clone(), opts.store_dir.clone()));
+        let shared = Arc::new(Shared::new(
+            tx,
+            opts.path_map.clone(),
+            opts.store_dir.clone(),
+        ));
         let mut notes = Vec::new();
         let mut slots: Vec<Arc<Slot>> = Vec::new();
-        let known: Vec<String> = candidates
-            .iter()
-            .map(|c| c.ext.manifest().name)
-            .collect();
+        let known: Vec<String> = candidates.iter().map(|c| c.ext.manifest().name).collect();
         for name in opts.config.keys() {
             if !known.contains(name) {
                 notes.push(format!(
@@ -193,7 +202,10 @@ impl ExtHost {
                 continue;
             }
             if manifest.name == ui::HOST_NS {
-                notes.push(format!("not loaded: the name {:?} is reserved", manifest.name));
+                notes.push(format!(
+                    "not loaded: the name {:?} is reserved",
+                    manifest.name
+                ));
                 continue;
             }
             if slots.iter().any(|s| s.name == manifest.name) {
@@ -208,7 +220,11 @@ impl ExtHost {
                 notes.push(format!(
                     "{} is disabled by the config{}",
                     manifest.name,
-                    if c.builtin { "" } else { " (plugins are off until enabled)" }
+                    if c.builtin {
+                        ""
+                    } else {
+                        " (plugins are off until enabled)"
+                    }
                 ));
                 continue;
             }
@@ -273,7 +289,11 @@ impl ExtHost {
                     }
                 };
             }
-            let _ = slot.mask.set(if slot.has(Capability::Observe) { mask } else { 0 });
+            let _ = slot.mask.set(if slot.has(Capability::Observe) {
+                mask
+            } else {
+                0
+            });
             let _ = slot.reg.set(reg);
             let (jtx, jrx) = std::sync::mpsc::sync_channel(slot.queue.max(1));
             let _ = slot.tx.set(jtx);
@@ -311,7 +331,9 @@ impl ExtHost {
             if slot.mask.get().copied().unwrap_or(0) & bit == 0 || slot.is_disabled() {
                 continue;
             }
-            let ev = shared_ev.get_or_insert_with(|| Arc::new(ev.clone())).clone();
+            let ev = shared_ev
+                .get_or_insert_with(|| Arc::new(ev.clone()))
+                .clone();
             slot.send(Job::Event(ev), &self.shared);
         }
     }
@@ -329,14 +351,17 @@ impl ExtHost {
                     options,
                     ..
                 } => {
-                    let answered = fx.iter().any(|f| {
-                        matches!(f, Effect::Answer { request_id: r, .. } if r == request_id)
-                    });
+                    let answered = fx.iter().any(
+                        |f| matches!(f, Effect::Answer { request_id: r, .. } if r == request_id),
+                    );
                     self.dispatch(ev);
                     if !answered {
-                        let call = self.shared.mirror().index.get(call_id).map(|&i| {
-                            self.shared.mirror().calls[i].clone()
-                        });
+                        let call = self
+                            .shared
+                            .mirror()
+                            .index
+                            .get(call_id)
+                            .map(|&i| self.shared.mirror().calls[i].clone());
                         let call = call.unwrap_or_else(|| {
                             Arc::new(trellis_core::ToolCall::placeholder(call_id.clone(), now, 0))
                         });
@@ -347,12 +372,9 @@ impl ExtHost {
                             options: options.clone(),
                             acp: ev.acp.clone(),
                         });
-                        let step = self.arbiter.start(
-                            request_id,
-                            options.clone(),
-                            self.claimants(),
-                            now,
-                        );
+                        let step =
+                            self.arbiter
+                                .start(request_id, options.clone(), self.claimants(), now);
                         self.asks.insert(request_id.clone(), ask);
                         self.step(request_id, step, now, &mut out);
                     }
@@ -458,7 +480,10 @@ impl ExtHost {
                 extension,
                 request_id,
                 option_id,
-            } => match self.arbiter.respond(&request_id, &extension, &option_id, now) {
+            } => match self
+                .arbiter
+                .respond(&request_id, &extension, &option_id, now)
+            {
                 Ok(step) => self.step(&request_id, step, now, &mut out),
                 Err(why) => {
                     if let Some(slot) = self.slots.iter().find(|s| s.name == extension) {
@@ -475,11 +500,15 @@ impl ExtHost {
                 call_id,
                 value,
             }),
-            HostMsg::Notify { extension, text } => out.push(Out::Notify(format!("{extension}: {text}"))),
+            HostMsg::Notify { extension, text } => {
+                out.push(Out::Notify(format!("{extension}: {text}")))
+            }
             HostMsg::OpenInspector { call_id } => out.push(Out::OpenInspector(call_id)),
             HostMsg::Repaint => out.push(Out::Repaint),
             HostMsg::Disabled { extension, reason } => {
-                out.push(Out::Notice(format!("extension {extension} disabled: {reason}")));
+                out.push(Out::Notice(format!(
+                    "extension {extension} disabled: {reason}"
+                )));
                 out.push(Out::Repaint);
             }
         }

@@ -18,10 +18,10 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
+use trellis_core::Event;
 use trellis_core::ext::{
     Capability, Claim, ExtError, Extension, Manifest, PermissionAsk, Registration, UiAction,
 };
-use trellis_core::Event;
 
 use crate::diag::Diag;
 use crate::host::{HostCtx, Shared};
@@ -145,7 +145,10 @@ impl Slot {
         let n = self.diag().fail(what, message);
         if n >= self.failure_limit {
             self.disable(
-                format!("failed {n} times (limit {}); last: {what}: {message}", self.failure_limit),
+                format!(
+                    "failed {n} times (limit {}); last: {what}: {message}",
+                    self.failure_limit
+                ),
                 shared,
             );
         }

@@ -16,7 +16,7 @@ use trellis_core::ToolCall;
 use trellis_core::ext::contrib::tool_name;
 use trellis_core::ext::labels::{validate, with_ordinals};
 use trellis_core::ext::{
-    CardLines, Capability, SectionRow, SettingsRow, StyledLine, StyledSpan, ToolMatch, UiAction,
+    Capability, CardLines, SectionRow, SettingsRow, StyledLine, StyledSpan, ToolMatch, UiAction,
 };
 
 use crate::host::{Shared, StoreBox};
@@ -195,7 +195,9 @@ impl Ui {
         let mut titles = Vec::new();
         let mut design_labels: Vec<String> = Vec::new();
         for (i, slot) in slots.iter().enumerate() {
-            let Some(reg) = slot.registration() else { continue };
+            let Some(reg) = slot.registration() else {
+                continue;
+            };
             let ui_ok = slot.has(Capability::Ui);
             let mut d = slot.diag();
             let any = !reg.sections.is_empty()
@@ -234,7 +236,11 @@ impl Ui {
             }
             for x in &reg.designs {
                 if check("card design", &x.label) {
-                    regs.push(format!("card design {} for {}", x.label, x.applies_to.words()));
+                    regs.push(format!(
+                        "card design {} for {}",
+                        x.label,
+                        x.applies_to.words()
+                    ));
                     design_labels.push(x.label.clone());
                     ui.designs.push(DesignEntry {
                         slot: i,
@@ -299,7 +305,11 @@ impl Ui {
             }
             d.registrations = regs;
         }
-        for (s, t) in ui.sections.iter_mut().zip(with_ordinals(titles.iter().map(String::as_str))) {
+        for (s, t) in ui
+            .sections
+            .iter_mut()
+            .zip(with_ordinals(titles.iter().map(String::as_str)))
+        {
             s.title = t;
         }
         for (s, t) in ui
@@ -316,7 +326,10 @@ impl Ui {
                 tools.push(d.applies_to.clone());
             }
         }
-        let names: Vec<String> = tools.iter().map(|t| format!("Card {}", t.words())).collect();
+        let names: Vec<String> = tools
+            .iter()
+            .map(|t| format!("Card {}", t.words()))
+            .collect();
         ui.card_rows = tools
             .into_iter()
             .zip(with_ordinals(names.iter().map(String::as_str)))
@@ -386,7 +399,9 @@ impl Ui {
     }
 
     pub fn toggle_collapsed(&self, key: &str) {
-        let Some(e) = self.sections.iter().find(|s| s.key == key) else { return };
+        let Some(e) = self.sections.iter().find(|s| s.key == key) else {
+            return;
+        };
         let now = !self.is_collapsed(e);
         lock(&self.prefs).collapsed.insert(key.to_string(), now);
         self.save_prefs();
@@ -412,7 +427,9 @@ impl Ui {
             if self.is_hidden(&e.key) {
                 continue;
             }
-            let Some(slot) = self.live(e.slot) else { continue };
+            let Some(slot) = self.live(e.slot) else {
+                continue;
+            };
             let collapsed = self.is_collapsed(e);
             let mut v = SectionView {
                 key: e.key.clone(),
@@ -473,9 +490,7 @@ impl Ui {
         keys.iter().find_map(|k| {
             let chosen = prefs.cards.get(k)?;
             self.designs.iter().find(|d| {
-                &d.key == chosen
-                    && d.applies_to.matches(call)
-                    && self.live(d.slot).is_some()
+                &d.key == chosen && d.applies_to.matches(call) && self.live(d.slot).is_some()
             })
         })
     }
@@ -500,11 +515,13 @@ impl Ui {
     pub fn transform(&self, call: &ToolCall, text: &str) -> Option<String> {
         let mut cur: Option<String> = None;
         for t in &self.transforms {
-            let Some(slot) = self.live(t.slot) else { continue };
+            let Some(slot) = self.live(t.slot) else {
+                continue;
+            };
             let input = cur.as_deref().unwrap_or(text);
-            if let Some(Some(next)) =
-                slot.call_ui(&self.shared, "transform", |x, _| x.transform(&t.id, call, input))
-            {
+            if let Some(Some(next)) = slot.call_ui(&self.shared, "transform", |x, _| {
+                x.transform(&t.id, call, input)
+            }) {
                 cur = Some(next);
             }
         }
@@ -517,8 +534,9 @@ impl Ui {
             .iter()
             .filter_map(|s| {
                 let slot = self.live(s.slot)?;
-                let line = slot
-                    .call_ui(&self.shared, "status item", |x, cx| x.status_item(&s.id, cx))??;
+                let line = slot.call_ui(&self.shared, "status item", |x, cx| {
+                    x.status_item(&s.id, cx)
+                })??;
                 Some(fit(&line, width))
             })
             .collect()
@@ -547,7 +565,10 @@ impl Ui {
         if let Some(k) = self.keys.get(index)
             && let Some(slot) = self.live(k.slot)
         {
-            slot.send(Job::Action(UiAction::Key { id: k.id.clone() }), &self.shared);
+            slot.send(
+                Job::Action(UiAction::Key { id: k.id.clone() }),
+                &self.shared,
+            );
         }
     }
 
@@ -567,9 +588,14 @@ impl Ui {
                     label: e.title.clone(),
                     choices: vec![
                         ("shown".into(), "shown".into()),
+                        ("collapsed".into(), "collapsed".into()),
                         ("hidden".into(), "hidden".into()),
                     ],
-                    current: usize::from(self.is_hidden(&e.key)),
+                    current: if self.is_hidden(&e.key) {
+                        2
+                    } else {
+                        usize::from(self.is_collapsed(e))
+                    },
                 })
                 .collect();
             pages.push(SettingsPage {
@@ -613,8 +639,7 @@ impl Ui {
             if slot.is_disabled() || !slot.has(Capability::Ui) {
                 continue;
             }
-            let Some(rows) = slot.call_ui(&self.shared, "settings", |x, cx| x.settings(cx))
-            else {
+            let Some(rows) = slot.call_ui(&self.shared, "settings", |x, cx| x.settings(cx)) else {
                 continue;
             };
             for r in rows {
@@ -670,6 +695,11 @@ impl Ui {
     pub fn apply(&self, target: &RowTarget, choice: &str) -> bool {
         match target {
             RowTarget::Section(key) => {
+                if choice != "hidden" {
+                    lock(&self.prefs)
+                        .collapsed
+                        .insert(key.clone(), choice == "collapsed");
+                }
                 self.set_hidden(key, choice == "hidden");
                 false
             }

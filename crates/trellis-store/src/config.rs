@@ -89,7 +89,7 @@ pub struct UiConfig {
 pub struct ExtensionsConfig {
     /// Failures (errors, panics, hand-ons) before an extension is disabled (default 5).
     pub failure_limit: Option<u32>,
-    /// Events queued per extension before it is disabled as too slow (default 4096).
+    /// Events queued per extension before it is disabled as too slow (default 16384).
     pub queue: Option<usize>,
     /// Seconds an extension that claimed a permission request has to answer (default 30).
     pub permission_timeout: Option<f64>,

@@ -65,7 +65,9 @@ impl ExtStore {
             Ok(v) => match v.get("schema").and_then(Value::as_u64) {
                 Some(s) if s > STORE_SCHEMA => Some((
                     "newer",
-                    format!("written by a newer Trellis (schema {s}; this one reads {STORE_SCHEMA})"),
+                    format!(
+                        "written by a newer Trellis (schema {s}; this one reads {STORE_SCHEMA})"
+                    ),
                 )),
                 Some(_) => match v.get("data").and_then(Value::as_object) {
                     Some(map) => {
@@ -141,7 +143,9 @@ impl ExtStore {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(io)?;
         let body = serde_json::json!({"schema": STORE_SCHEMA, "data": self.data});
-        let tmp = self.path.with_extension(format!("json.tmp-{}", std::process::id()));
+        let tmp = self
+            .path
+            .with_extension(format!("json.tmp-{}", std::process::id()));
         let result = (|| {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(body.to_string().as_bytes())?;
@@ -197,11 +201,19 @@ mod tests {
         s.put("k", Some(1.into())).unwrap();
         assert_eq!(std::fs::read_to_string(&kept).unwrap(), "{not json");
 
-        std::fs::write(dir.path().join("y.json"), r#"{"schema": 9, "data": {"k": 1}}"#).unwrap();
+        std::fs::write(
+            dir.path().join("y.json"),
+            r#"{"schema": 9, "data": {"k": 1}}"#,
+        )
+        .unwrap();
         let (s, p) = ExtStore::open(dir.path(), "y");
         assert!(s.get("k").is_none());
         let p = p.unwrap();
-        assert!(p.message.contains("newer Trellis (schema 9"), "{}", p.message);
+        assert!(
+            p.message.contains("newer Trellis (schema 9"),
+            "{}",
+            p.message
+        );
         assert!(
             std::fs::read_to_string(p.kept_at.unwrap())
                 .unwrap()

@@ -216,7 +216,11 @@ impl App {
     fn overlay_key(&mut self, overlay: Overlay, key: KeyEvent) -> Vec<Intent> {
         match overlay {
             Overlay::Settings(mut st) => {
-                let pages = self.ext.as_ref().map(|h| h.ui.settings()).unwrap_or_default();
+                let pages = self
+                    .ext
+                    .as_ref()
+                    .map(|h| h.ui.settings())
+                    .unwrap_or_default();
                 match st.key(key, &pages) {
                     SettingsKey::Close => return Vec::new(),
                     SettingsKey::None => {}
@@ -241,7 +245,9 @@ impl App {
             }
             Overlay::Rule(mut p) => match p.key(key) {
                 None => self.overlay = Some(Overlay::Rule(p)),
-                Some(false) => self.message = Some("rule not saved; the question is still open".into()),
+                Some(false) => {
+                    self.message = Some("rule not saved; the question is still open".into())
+                }
                 Some(true) => match self.save_rule(&p) {
                     Ok(where_) => {
                         self.message = Some(format!("rule saved ({where_})"));

@@ -50,7 +50,11 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
 
     // Sidebar (contributed sections) on the right when there is room.
     let sections = match &app.ext {
-        Some(h) if app.sidebar && area.width >= crate::sidebar::WIDTH + 40 && area.width >= crate::sidebar::MIN_TERMINAL => {
+        Some(h)
+            if app.sidebar
+                && area.width >= crate::sidebar::WIDTH + 40
+                && area.width >= crate::sidebar::MIN_TERMINAL =>
+        {
             h.ui.sections()
         }
         _ => Vec::new(),
@@ -59,9 +63,11 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
         app.sidebar_hits.clear();
         main
     } else {
-        let [left, side] =
-            Layout::horizontal([Constraint::Min(20), Constraint::Length(crate::sidebar::WIDTH)])
-                .areas(main);
+        let [left, side] = Layout::horizontal([
+            Constraint::Min(20),
+            Constraint::Length(crate::sidebar::WIDTH),
+        ])
+        .areas(main);
         let inner = Rect {
             x: side.x + 2,
             width: side.width.saturating_sub(2),
@@ -141,7 +147,12 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     let items: Vec<String> = app
         .ext
         .as_ref()
-        .map(|h| h.ui.status_line_items(24).iter().map(|l| l.text()).collect())
+        .map(|h| {
+            h.ui.status_line_items(24)
+                .iter()
+                .map(|l| l.text())
+                .collect()
+        })
         .unwrap_or_default();
     let hint = app.message.clone().unwrap_or_else(|| {
         if app.replay {
@@ -268,8 +279,16 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
     let inner_w = w.saturating_sub(2) as usize;
     let (title, mut lines, scroll) = match ov {
         Overlay::Settings(st) => {
-            let pages = app.ext.as_ref().map(|h| h.ui.settings()).unwrap_or_default();
-            (" Settings ".to_string(), st.lines(&pages, inner_w, &theme), 0)
+            let pages = app
+                .ext
+                .as_ref()
+                .map(|h| h.ui.settings())
+                .unwrap_or_default();
+            (
+                " Settings ".to_string(),
+                st.lines(&pages, inner_w, &theme),
+                0,
+            )
         }
         Overlay::Status { scroll } => {
             let report = app.ext.as_ref().map(|h| h.status()).unwrap_or_default();
@@ -290,7 +309,10 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
                 })
                 .collect();
             if app.ext.is_none() {
-                lines.push(Line::styled("No extension host in this session.", theme.dim));
+                lines.push(Line::styled(
+                    "No extension host in this session.",
+                    theme.dim,
+                ));
             }
             (" Status · extensions ".to_string(), lines, *scroll)
         }

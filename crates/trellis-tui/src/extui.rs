@@ -130,7 +130,12 @@ pub struct RulePreview {
 
 impl RulePreview {
     /// The preview for answering `call`'s request with an "always" option.
-    pub fn new(request_id: String, option_id: String, kind: OptionKind, call: &ToolCall) -> RulePreview {
+    pub fn new(
+        request_id: String,
+        option_id: String,
+        kind: OptionKind,
+        call: &ToolCall,
+    ) -> RulePreview {
         let verdict = if kind.is_allow() {
             Verdict::Allow
         } else {
@@ -195,7 +200,10 @@ impl RulePreview {
                 };
             }
             KeyCode::Left | KeyCode::Right if self.field == RuleField::Scope => {
-                let i = Scope::ALL.iter().position(|s| *s == self.scope).unwrap_or(0);
+                let i = Scope::ALL
+                    .iter()
+                    .position(|s| *s == self.scope)
+                    .unwrap_or(0);
                 let n = Scope::ALL.len();
                 let j = if key.code == KeyCode::Left {
                     (i + n - 1) % n
@@ -224,7 +232,10 @@ impl RulePreview {
         let mut out = vec![
             Line::from(vec![
                 Span::styled("Rule  ", theme.dim),
-                Span::styled(format!("{verdict} {} calls", self.kind.as_str()), theme.title),
+                Span::styled(
+                    format!("{verdict} {} calls", self.kind.as_str()),
+                    theme.title,
+                ),
             ]),
             Line::from(vec![
                 Span::styled(format!("{:<7}", self.matcher), theme.dim),
@@ -268,7 +279,10 @@ impl RulePreview {
             out.push(Line::from(format!("  {h}")));
         }
         if hits.len() > 4 {
-            out.push(Line::styled(format!("  … +{} more", hits.len() - 4), theme.dim));
+            out.push(Line::styled(
+                format!("  … +{} more", hits.len() - 4),
+                theme.dim,
+            ));
         }
         out.push(Line::default());
         out.push(Line::styled(

@@ -10,9 +10,9 @@ pub mod app;
 pub mod complete;
 pub mod draw;
 pub mod extui;
-pub mod sidebar;
 pub mod keymap;
 pub mod prompt;
+pub mod sidebar;
 
 use std::time::{Duration, Instant};
 

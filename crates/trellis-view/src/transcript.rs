@@ -30,7 +30,12 @@ pub struct DesignedCard {
 /// `None`: the native card).
 pub trait Decor: Send + Sync {
     /// The call drawn by the design its tool has, or `None` for the native card.
-    fn card(&self, call: &trellis_core::ToolCall, width: usize, theme: &Theme) -> Option<DesignedCard>;
+    fn card(
+        &self,
+        call: &trellis_core::ToolCall,
+        width: usize,
+        theme: &Theme,
+    ) -> Option<DesignedCard>;
     /// Output text after display transforms; `None` when unchanged.
     fn transform(&self, call: &trellis_core::ToolCall, text: &str) -> Option<String>;
     /// Changes whenever designs or transforms would draw differently.
@@ -202,7 +207,11 @@ impl TranscriptView {
                         None => raw,
                     }
                 };
-                match self.decor.as_ref().and_then(|d| d.card(call, self.width, theme)) {
+                match self
+                    .decor
+                    .as_ref()
+                    .and_then(|d| d.card(call, self.width, theme))
+                {
                     Some(card) => {
                         designed = true;
                         if call.status == ToolStatus::Failed && policy == OutputPolicy::Hidden {
@@ -349,7 +358,11 @@ impl TranscriptView {
                         for (k, l) in all.iter().enumerate().skip(skip).take(want) {
                             let mut l = l.clone();
                             if k == 0 && (cx.selected || cx.highlighted) {
-                                let st = if cx.highlighted { theme.highlight } else { theme.selected };
+                                let st = if cx.highlighted {
+                                    theme.highlight
+                                } else {
+                                    theme.selected
+                                };
                                 l = l.patch_style(st);
                             }
                             out.push(l);

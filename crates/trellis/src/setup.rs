@@ -86,14 +86,20 @@ pub fn ext_host(
     }
     if let Some(q) = x.queue {
         if q == 0 {
-            return Err(config.invalid("extensions", "queue", "must be at least 1").into());
+            return Err(config
+                .invalid("extensions", "queue", "must be at least 1")
+                .into());
         }
         opts.queue = q;
     }
     if let Some(t) = x.permission_timeout {
         if !(t > 0.0 && t.is_finite()) {
             return Err(config
-                .invalid("extensions", "permission_timeout", "must be a positive number of seconds")
+                .invalid(
+                    "extensions",
+                    "permission_timeout",
+                    "must be a positive number of seconds",
+                )
                 .into());
         }
         opts.permission_timeout = t;

@@ -67,7 +67,13 @@ pub fn main(
     let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
     let stored = crate::setup::stored_rules(&host, &cwd_now);
     let policy = match policy_from(args.permission.as_deref(), &config)? {
-        (Policy::Rules { mut rules, fallback }, true) => {
+        (
+            Policy::Rules {
+                mut rules,
+                fallback,
+            },
+            true,
+        ) => {
             rules.splice(0..0, stored);
             Policy::Rules { rules, fallback }
         }

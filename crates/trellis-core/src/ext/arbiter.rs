@@ -258,15 +258,25 @@ mod tests {
         a.start("1", opts(), two(), 0.0);
         assert_eq!(a.passed("1", "a", 1.0), Some(Step::Offer("b".into())));
         a.claimed("1", "b");
-        assert!(a.expire(30.0).is_empty(), "b's deadline runs from its offer");
+        assert!(
+            a.expire(30.0).is_empty(),
+            "b's deadline runs from its offer"
+        );
         assert_eq!(a.expire(31.0), vec![("1".into(), Step::Dialog)]);
         assert!(a.hand_ons[0].reason.contains("within 30 s"));
 
         a.start("2", opts(), two(), 0.0);
-        assert_eq!(a.failed("2", "a", "boom", 0.0), Some(Step::Offer("b".into())));
+        assert_eq!(
+            a.failed("2", "a", "boom", 0.0),
+            Some(Step::Offer("b".into()))
+        );
         a.claimed("2", "b");
         assert_eq!(a.respond("2", "b", "always", 0.0), Ok(Step::Dialog));
-        assert!(a.hand_ons.iter().any(|h| h.reason.contains("did not offer")));
+        assert!(
+            a.hand_ons
+                .iter()
+                .any(|h| h.reason.contains("did not offer"))
+        );
         assert!(a.next_deadline().is_none());
     }
 

@@ -24,8 +24,7 @@ use crate::permission::PermissionOption;
 use crate::tool_call::ToolCall;
 pub use contrib::{
     CardLines, CommandDecl, DesignDecl, KeyDecl, Registration, SectionBody, SectionDecl,
-    SectionRow, SettingsRow, StatusDecl, StyledLine, StyledSpan, Tone, ToolMatch,
-    TransformDecl,
+    SectionRow, SettingsRow, StatusDecl, StyledLine, StyledSpan, Tone, ToolMatch, TransformDecl,
 };
 
 /// Version of this API. Bumped only for incompatible changes; fields are only ever added.
@@ -222,8 +221,7 @@ pub trait Host {
     /// Reads a key of this extension's persistent store.
     fn store_get(&self, key: &str) -> Result<Option<serde_json::Value>, HostError>;
     /// Writes a key (`None` deletes it); the store file is replaced atomically.
-    fn store_put(&mut self, key: &str, value: Option<serde_json::Value>)
-    -> Result<(), HostError>;
+    fn store_put(&mut self, key: &str, value: Option<serde_json::Value>) -> Result<(), HostError>;
     /// Asks for the extension's UI contributions to be repainted.
     fn repaint(&mut self);
 }
@@ -272,7 +270,12 @@ pub trait Extension: Send {
     }
 
     /// A card drawn with design `design` for `call` at `width` columns.
-    fn card(&mut self, _design: &str, _call: &ToolCall, _width: u16) -> Result<CardLines, ExtError> {
+    fn card(
+        &mut self,
+        _design: &str,
+        _call: &ToolCall,
+        _width: u16,
+    ) -> Result<CardLines, ExtError> {
         Ok(CardLines::default())
     }
 

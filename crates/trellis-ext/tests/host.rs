@@ -1,0 +1,618 @@
+//! The extension host against small test extensions: delivery order, isolation, the
+//! permission chain's hand-on cases, labels, width, stores and lazily built sections.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use trellis_core::event::{Event, EventBody};
+use trellis_core::ext::{
+    Capability, Claim, ExtError, Extension, Host, Manifest, PermissionAsk, Registration,
+    SectionBody, SectionDecl, SectionRow, StyledLine, StyledSpan, Tone,
+};
+use trellis_core::permission::{OptionKind, PermissionOption};
+use trellis_core::{Effect, ToolCall};
+use trellis_ext::{Candidate, ExtHost, ExtState, HostMsg, HostOptions, Out};
+
+fn manifest(name: &str, caps: &[Capability]) -> Manifest {
+    Manifest {
+        name: name.into(),
+        version: "1.0.0".into(),
+        description: "test".into(),
+        capabilities: caps.to_vec(),
+    }
+}
+
+fn ev(t: f64, body: EventBody) -> Event {
+    Event {
+        schema: 1,
+        t,
+        session: Some("S".into()),
+        body,
+        acp: Some(Arc::from("{\"jsonrpc\":\"2.0\"}")),
+    }
+}
+
+fn chunk(i: usize) -> Event {
+    ev(
+        i as f64,
+        EventBody::MessageChunk {
+            role: trellis_core::event::Role::Agent,
+            message_id: None,
+            text: format!("{i}"),
+        },
+    )
+}
+
+fn host(
+    exts: Vec<Box<dyn Extension>>,
+    opts: HostOptions,
+) -> (ExtHost, tokio::sync::mpsc::UnboundedReceiver<HostMsg>) {
+    trellis_ext::install_panic_guard();
+    ExtHost::new(
+        exts.into_iter()
+            .map(|ext| Candidate { ext, builtin: true })
+            .collect(),
+        opts,
+    )
+}
+
+/// Records what it sees; offers one section whose builds it counts.
+#[derive(Default, Clone)]
+struct Recorder {
+    name: &'static str,
+    seen: Arc<Mutex<Vec<String>>>,
+    builds: Arc<AtomicUsize>,
+    titles: Vec<&'static str>,
+}
+
+impl Extension for Recorder {
+    fn manifest(&self) -> Manifest {
+        manifest(self.name, &[Capability::Observe, Capability::Ui])
+    }
+    fn register(&mut self, _h: &mut dyn Host) -> Result<Registration, ExtError> {
+        Ok(Registration {
+            sections: self
+                .titles
+                .iter()
+                .enumerate()
+                .map(|(i, t)| SectionDecl {
+                    id: format!("s{i}"),
+                    title: t.to_string(),
+                    max_rows: 3,
+                    collapsed: false,
+                })
+                .collect(),
+            ..Registration::default()
+        })
+    }
+    fn on_event(&mut self, e: &Event, _h: &mut dyn Host) -> Result<(), ExtError> {
+        assert!(
+            e.acp.is_some(),
+            "the verbatim payload travels with the event"
+        );
+        if let EventBody::MessageChunk { text, .. } = &e.body {
+            self.seen.lock().unwrap().push(text.clone());
+        }
+        Ok(())
+    }
+    fn section(&mut self, _id: &str, _h: &dyn Host) -> Result<SectionBody, ExtError> {
+        self.builds.fetch_add(1, Ordering::SeqCst);
+        Ok(SectionBody {
+            rows: (0..5)
+                .map(|i| SectionRow::new(format!("row {i}")))
+                .collect(),
+            count: Some(5),
+        })
+    }
+}
+
+/// Panics on every event and every section build.
+struct Panicky;
+
+impl Extension for Panicky {
+    fn manifest(&self) -> Manifest {
+        manifest("panicky", &[Capability::Observe, Capability::Ui])
+    }
+    fn register(&mut self, _h: &mut dyn Host) -> Result<Registration, ExtError> {
+        Ok(Registration {
+            sections: vec![SectionDecl {
+                id: "p".into(),
+                title: "Broken".into(),
+                max_rows: 3,
+                collapsed: false,
+            }],
+            ..Registration::default()
+        })
+    }
+    fn on_event(&mut self, _e: &Event, _h: &mut dyn Host) -> Result<(), ExtError> {
+        panic!("boom in on_event")
+    }
+    fn section(&mut self, _id: &str, _h: &dyn Host) -> Result<SectionBody, ExtError> {
+        panic!("boom in section")
+    }
+}
+
+#[test]
+fn events_arrive_in_order_and_a_panicking_extension_costs_only_itself() {
+    let healthy = Recorder {
+        name: "healthy",
+        titles: vec!["Healthy"],
+        ..Recorder::default()
+    };
+    let seen = healthy.seen.clone();
+    let opts = HostOptions {
+        failure_limit: 3,
+        ..HostOptions::default()
+    };
+    let (h, mut rx) = host(vec![Box::new(Panicky), Box::new(healthy)], opts);
+    for i in 0..2000 {
+        h.dispatch(&chunk(i));
+    }
+    assert!(h.flush(Duration::from_secs(10)));
+    let got = seen.lock().unwrap().clone();
+    let want: Vec<String> = (0..2000).map(|i| i.to_string()).collect();
+    assert_eq!(got, want, "every event, in order");
+    // The healthy section is intact; the broken one is gone once its extension is disabled.
+    let sections = h.ui.sections();
+    assert_eq!(sections.len(), 1);
+    assert_eq!(sections[0].title, "Healthy");
+    assert_eq!(sections[0].rows.len(), 3);
+    assert_eq!(sections[0].more, 2, "at most N rows, then … +M more");
+    // The failure is in /status: deduplicated with a count, and the extension disabled.
+    let st = h.status();
+    let p = &st.extensions[0];
+    assert!(
+        matches!(&p.state, ExtState::Disabled(r) if r.contains("failed 3 times")),
+        "{:?}",
+        p.state
+    );
+    assert_eq!(p.failures.len(), 1);
+    assert_eq!(p.failures[0].count, 3);
+    assert!(p.failures[0].message.contains("boom in on_event"));
+    assert_eq!(st.extensions[1].state, ExtState::Ready);
+    let text = st.lines().join("\n");
+    assert!(
+        text.contains("panicky 1.0.0 (built-in): disabled"),
+        "{text}"
+    );
+    let mut disabled = false;
+    while let Ok(m) = rx.try_recv() {
+        disabled |= matches!(m, HostMsg::Disabled { .. });
+    }
+    assert!(disabled, "the runtime is told, so the user sees it");
+}
+
+#[test]
+fn a_panicking_section_loses_only_that_frame_and_is_reported() {
+    let (h, _rx) = host(
+        vec![
+            Box::new(Panicky),
+            Box::new(Recorder {
+                name: "ok",
+                titles: vec!["Fine"],
+                ..Recorder::default()
+            }),
+        ],
+        HostOptions::default(),
+    );
+    let s = h.ui.sections();
+    assert_eq!(s.len(), 2);
+    assert!(s[0].error.is_some() && s[0].rows.is_empty());
+    assert_eq!(s[1].rows.len(), 3);
+    let st = h.status();
+    assert!(
+        st.extensions[0].failures[0]
+            .message
+            .contains("boom in section")
+    );
+}
+
+#[test]
+fn a_slow_extension_overflowing_its_queue_is_disabled_not_silently_skipped() {
+    struct Slow;
+    impl Extension for Slow {
+        fn manifest(&self) -> Manifest {
+            manifest("slow", &[Capability::Observe])
+        }
+        fn on_event(&mut self, _e: &Event, _h: &mut dyn Host) -> Result<(), ExtError> {
+            std::thread::sleep(Duration::from_millis(50));
+            Ok(())
+        }
+    }
+    let fast = Recorder {
+        name: "fast",
+        ..Recorder::default()
+    };
+    let seen = fast.seen.clone();
+    let (h, _rx) = host(
+        vec![Box::new(Slow), Box::new(fast)],
+        HostOptions {
+            queue: 64,
+            ..HostOptions::default()
+        },
+    );
+    for i in 0..200 {
+        h.dispatch(&chunk(i));
+        // An agent's pace: the fast extension keeps up, the slow one cannot.
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let st = h.status();
+    assert!(
+        matches!(&st.extensions[0].state, ExtState::Disabled(r) if r.contains("queue of 64 events overflowed")),
+        "{:?}",
+        st.extensions[0].state
+    );
+    assert!(h.flush(Duration::from_secs(10)));
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        200,
+        "the others still get everything"
+    );
+}
+
+/// Intercepts permission requests in a scripted way.
+struct Claimer {
+    name: &'static str,
+    /// pass | claim-answer:OPTION | claim-silent | panic | claim-invalid
+    how: &'static str,
+}
+
+impl Extension for Claimer {
+    fn manifest(&self) -> Manifest {
+        manifest(self.name, &[Capability::InterceptPermissions])
+    }
+    fn on_permission(&mut self, ask: &PermissionAsk, h: &mut dyn Host) -> Result<Claim, ExtError> {
+        match self.how {
+            "pass" => Ok(Claim::Pass),
+            "panic" => panic!("cannot decide"),
+            "claim-silent" => Ok(Claim::Claim),
+            "claim-invalid" => {
+                h.respond_permission(&ask.request_id, "not-offered")?;
+                Ok(Claim::Claim)
+            }
+            other => {
+                let opt = other.strip_prefix("claim-answer:").unwrap();
+                h.respond_permission(&ask.request_id, opt)?;
+                Ok(Claim::Claim)
+            }
+        }
+    }
+}
+
+fn ask_effects(req: &str) -> Vec<Effect> {
+    let call = Arc::new(ToolCall::placeholder("c1".into(), 0.0, 1));
+    vec![
+        Effect::Emit(ev(0.0, EventBody::ToolCallCreated { call })),
+        Effect::Emit(ev(
+            0.0,
+            EventBody::PermissionRequested {
+                request_id: req.into(),
+                call_id: "c1".into(),
+                title: "Edit x".into(),
+                kind: trellis_core::ToolKind::Edit,
+                options: vec![
+                    PermissionOption {
+                        option_id: "yes".into(),
+                        name: "Allow".into(),
+                        kind: OptionKind::AllowOnce,
+                    },
+                    PermissionOption {
+                        option_id: "no".into(),
+                        name: "Reject".into(),
+                        kind: OptionKind::RejectOnce,
+                    },
+                ],
+            },
+        )),
+    ]
+}
+
+/// Drives the chain for one request until it settles; `advance` is applied to the clock
+/// when nothing is pending (to run into timeouts).
+fn settle(
+    h: &mut ExtHost,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<HostMsg>,
+    req: &str,
+    advance: f64,
+) -> Out {
+    let mut outs = h.on_effects(&ask_effects(req), 0.0);
+    let mut now = 0.0;
+    for _ in 0..200 {
+        if let Some(o) = outs
+            .iter()
+            .find(|o| matches!(o, Out::Decide { .. } | Out::Dialog { .. }))
+        {
+            return o.clone();
+        }
+        outs.clear();
+        h.flush(Duration::from_secs(5));
+        let mut got = false;
+        while let Ok(m) = rx.try_recv() {
+            got = true;
+            outs.extend(h.on_msg(m, now));
+        }
+        if !got {
+            now += advance;
+            outs.extend(h.tick(now));
+        }
+    }
+    panic!("the chain did not settle")
+}
+
+#[test]
+fn the_first_claimant_in_declared_order_decides() {
+    let (mut h, mut rx) = host(
+        vec![
+            Box::new(Claimer {
+                name: "first",
+                how: "pass",
+            }),
+            Box::new(Claimer {
+                name: "second",
+                how: "claim-answer:no",
+            }),
+            Box::new(Claimer {
+                name: "third",
+                how: "claim-answer:yes",
+            }),
+        ],
+        HostOptions::default(),
+    );
+    assert_eq!(h.claimants(), vec!["first", "second", "third"]);
+    let out = settle(&mut h, &mut rx, "1", 0.0);
+    assert_eq!(
+        out,
+        Out::Decide {
+            request_id: "1".into(),
+            option_id: "no".into(),
+            extension: "second".into()
+        }
+    );
+}
+
+#[test]
+fn timeout_fault_and_invalid_option_hand_the_request_on_and_never_approve() {
+    for how in ["claim-silent", "panic", "claim-invalid"] {
+        let (mut h, mut rx) = host(
+            vec![
+                Box::new(Claimer { name: "bad", how }),
+                Box::new(Claimer {
+                    name: "good",
+                    how: "claim-answer:yes",
+                }),
+            ],
+            HostOptions {
+                permission_timeout: 30.0,
+                ..HostOptions::default()
+            },
+        );
+        let out = settle(&mut h, &mut rx, "7", 31.0);
+        assert_eq!(
+            out,
+            Out::Decide {
+                request_id: "7".into(),
+                option_id: "yes".into(),
+                extension: "good".into()
+            },
+            "{how}"
+        );
+        let st = h.status();
+        assert!(
+            !st.extensions[0].failures.is_empty(),
+            "{how}: the hand-on is recorded"
+        );
+    }
+    // Alone, a faulty claimant leads to the dialog — not to an approval.
+    for how in ["claim-silent", "panic", "claim-invalid"] {
+        let (mut h, mut rx) = host(
+            vec![Box::new(Claimer { name: "bad", how })],
+            HostOptions::default(),
+        );
+        assert_eq!(
+            settle(&mut h, &mut rx, "9", 31.0),
+            Out::Dialog {
+                request_id: "9".into()
+            },
+            "{how}"
+        );
+    }
+}
+
+#[test]
+fn labels_that_break_the_rule_are_rejected_and_equal_ones_get_ordinals() {
+    let (h, _rx) = host(
+        vec![
+            Box::new(Recorder {
+                name: "a",
+                titles: vec!["stats", "bad: label", "one two three four"],
+                ..Recorder::default()
+            }),
+            Box::new(Recorder {
+                name: "b",
+                titles: vec!["Stats", "stats"],
+                ..Recorder::default()
+            }),
+        ],
+        HostOptions::default(),
+    );
+    let titles: Vec<String> = h.ui.sections().into_iter().map(|s| s.title).collect();
+    assert_eq!(titles, vec!["stats", "Stats 2", "stats 3"]);
+    let st = h.status();
+    let rej = &st.extensions[0].rejections;
+    assert_eq!(rej.len(), 2);
+    assert_eq!(rej[0].text, "bad: label");
+    assert!(rej[0].rule.contains("':'"), "{}", rej[0].rule);
+    assert_eq!(rej[1].text, "one two three four");
+    assert!(rej[1].rule.contains("one to three words"));
+    assert!(matches!(st.extensions[0].state, ExtState::Degraded(_)));
+}
+
+#[test]
+fn a_collapsed_or_hidden_section_body_is_never_built() {
+    let r = Recorder {
+        name: "lazy",
+        titles: vec!["Lazy"],
+        ..Recorder::default()
+    };
+    let builds = r.builds.clone();
+    let (h, _rx) = host(vec![Box::new(r)], HostOptions::default());
+    h.ui.sections();
+    assert_eq!(builds.load(Ordering::SeqCst), 1);
+    h.ui.toggle_collapsed("lazy/s0");
+    for _ in 0..10 {
+        let s = h.ui.sections();
+        assert!(s[0].collapsed && s[0].rows.is_empty());
+    }
+    assert_eq!(builds.load(Ordering::SeqCst), 1, "collapsed: not built");
+    h.ui.toggle_collapsed("lazy/s0");
+    h.ui.set_hidden("lazy/s0", true);
+    assert!(h.ui.sections().is_empty());
+    assert_eq!(builds.load(Ordering::SeqCst), 1, "hidden: not built");
+}
+
+#[test]
+fn contributed_lines_are_measured_like_the_terminal_and_clipped() {
+    use trellis_ext::ui::fit;
+    let w = trellis_text::display_width;
+    let line = |s: &str| StyledLine(vec![StyledSpan::new(s, Tone::Normal)]);
+    // A row that fits comes back byte-identical, escapes and all.
+    for s in [
+        "日本語のテキスト",
+        "👩‍👩‍👧‍👦 family",
+        "a\tb",
+        "\x1b[31mred\x1b[0m",
+        "\x1b]8;;https://example.com\x07link\x1b]8;;\x07",
+    ] {
+        assert_eq!(fit(&line(s), 40), line(s), "{s:?}");
+    }
+    // CJK is two columns a glyph; never split in half.
+    let cut = fit(&line("日本語のテキスト"), 5).text();
+    assert!(w(&cut) <= 5, "{cut}");
+    // A ZWJ sequence is one grapheme of width 2: kept whole or dropped whole.
+    let cut = fit(&line("👩‍👩‍👧‍👦👩‍👩‍👧‍👦"), 3).text();
+    assert_eq!(cut, "👩‍👩‍👧‍👦…");
+    assert_eq!(w(&cut), 3);
+    // Tabs count to the next stop.
+    assert!(w(&fit(&line("\tx\ty"), 6).text()) <= 6);
+    // A cut inside colour or a hyperlink closes them.
+    let red = fit(&line("\x1b[31mred and more red\x1b[0m"), 5).text();
+    assert!(red.ends_with("\x1b[0m"), "{red:?}");
+    assert_eq!(w(&red), 5);
+    let link = fit(
+        &line("\x1b]8;;https://x.y\x07a long link text\x1b]8;;\x07"),
+        4,
+    )
+    .text();
+    assert!(
+        link.ends_with("\x1b]8;;\x1b\\") || link.ends_with("\x1b]8;;\x07"),
+        "{link:?}"
+    );
+    assert_eq!(w(&link), 4);
+    // Spans share the room.
+    let two = StyledLine(vec![
+        StyledSpan::new("abc", Tone::Normal),
+        StyledSpan::new("defgh", Tone::Accent),
+    ]);
+    let t = fit(&two, 5);
+    assert_eq!(t.0.len(), 2, "both spans keep their styles");
+    assert!(
+        t.text().starts_with("abc") && w(&t.text()) == 5,
+        "{:?}",
+        t.text()
+    );
+}
+
+#[test]
+fn a_corrupt_or_newer_store_is_reported_kept_aside_and_not_overwritten() {
+    struct Storer;
+    impl Extension for Storer {
+        fn manifest(&self) -> Manifest {
+            manifest("storer", &[Capability::Store])
+        }
+        fn register(&mut self, h: &mut dyn Host) -> Result<Registration, ExtError> {
+            assert_eq!(h.store_get("k")?, None);
+            h.store_put("k", Some(json!(1)))?;
+            Ok(Registration::default())
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("storer.json"),
+        "{\"schema\": 1, \"data\": [",
+    )
+    .unwrap();
+    let (h, _rx) = host(
+        vec![Box::new(Storer)],
+        HostOptions {
+            store_dir: Some(dir.path().to_path_buf()),
+            ..HostOptions::default()
+        },
+    );
+    let st = h.status();
+    let notes = st.extensions[0].notes.join("\n");
+    assert!(
+        notes.contains("not valid JSON") && notes.contains("kept as"),
+        "{notes}"
+    );
+    let kept: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".corrupt-"))
+        .collect();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(&kept[0])).unwrap(),
+        "{\"schema\": 1, \"data\": ["
+    );
+    let fresh: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("storer.json")).unwrap())
+            .unwrap();
+    assert_eq!(fresh, json!({"schema": 1, "data": {"k": 1}}));
+}
+
+#[test]
+fn capabilities_are_only_what_the_config_grants() {
+    struct Greedy;
+    impl Extension for Greedy {
+        fn manifest(&self) -> Manifest {
+            manifest(
+                "greedy",
+                &[Capability::Observe, Capability::Store, Capability::Ui],
+            )
+        }
+        fn register(&mut self, h: &mut dyn Host) -> Result<Registration, ExtError> {
+            assert!(h.store_put("k", Some(json!(1))).is_err());
+            Ok(Registration::default())
+        }
+    }
+    let mut opts = HostOptions::default();
+    opts.config.insert(
+        "greedy".into(),
+        trellis_ext::ExtConfig {
+            enabled: Some(true),
+            grant: Some(vec![Capability::Observe]),
+        },
+    );
+    let (h, _rx) = host(vec![Box::new(Greedy)], opts);
+    let st = h.status();
+    let g = &st.extensions[0];
+    assert_eq!(g.granted, vec!["observe"]);
+    assert_eq!(g.refused, vec!["store", "ui"]);
+    assert_eq!(g.refused_calls, vec![("store_put".to_string(), 1)]);
+    // Disabled in the config: not loaded, and /status says so.
+    let mut opts = HostOptions::default();
+    opts.config.insert(
+        "greedy".into(),
+        trellis_ext::ExtConfig {
+            enabled: Some(false),
+            grant: None,
+        },
+    );
+    let (h, _rx) = host(vec![Box::new(Greedy)], opts);
+    let st = h.status();
+    assert!(st.extensions.is_empty());
+    assert!(st.notes[0].contains("greedy is disabled by the config"));
+}
