@@ -500,6 +500,9 @@ impl Ui {
         let d = self.design_for(call)?;
         let slot = self.live(d.slot)?;
         let w = u16::try_from(width).unwrap_or(u16::MAX);
+        // Designs draw the output as displayed: after the display transforms.
+        let shown = self.displayed(call);
+        let call = shown.as_ref().unwrap_or(call);
         let lines = slot.call_ui(&self.shared, "card design", |x, _| x.card(&d.id, call, w))?;
         if lines.call.is_empty() {
             return None;
@@ -508,6 +511,25 @@ impl Ui {
             call: lines.call.iter().map(|l| fit(l, width)).collect(),
             result: lines.result.iter().map(|l| fit(l, width)).collect(),
         })
+    }
+
+    /// A copy of `call` whose text output went through the display transforms (`None`
+    /// when nothing changed).
+    fn displayed(&self, call: &ToolCall) -> Option<ToolCall> {
+        use trellis_core::tool_call::ToolContent;
+        if self.transforms.is_empty() {
+            return None;
+        }
+        let mut out: Option<ToolCall> = None;
+        for (i, c) in call.content.iter().enumerate() {
+            if let ToolContent::Text { text } = c
+                && let Some(t) = self.transform(call, text)
+            {
+                let copy = out.get_or_insert_with(|| call.clone());
+                copy.content[i] = ToolContent::Text { text: Arc::new(t) };
+            }
+        }
+        out
     }
 
     /// The output text after every display transform, in declared order; `None` when

@@ -909,12 +909,12 @@ impl App {
                 if self.prompt.text.trim().is_empty() {
                     return Vec::new();
                 }
-                if self.session.turn_open {
-                    self.message = Some("the agent is still working (Esc cancels)".into());
-                    return Vec::new();
-                }
                 if self.host_command(&self.prompt.text.clone()) {
                     self.prompt.take();
+                    return Vec::new();
+                }
+                if self.session.turn_open {
+                    self.message = Some("the agent is still working (Esc cancels)".into());
                     return Vec::new();
                 }
                 let text = self.prompt.take();

@@ -231,14 +231,14 @@ impl RulePreview {
         let mark = |on: bool| if on { theme.selected } else { theme.text };
         let mut out = vec![
             Line::from(vec![
-                Span::styled("Rule  ", theme.dim),
+                Span::styled("Rule     ", theme.dim),
                 Span::styled(
                     format!("{verdict} {} calls", self.kind.as_str()),
                     theme.title,
                 ),
             ]),
             Line::from(vec![
-                Span::styled(format!("{:<7}", self.matcher), theme.dim),
+                Span::styled(format!("{:<9}", self.matcher), theme.dim),
                 Span::styled(
                     format!("{}▏", self.pattern),
                     mark(self.field == RuleField::Pattern),
@@ -246,7 +246,7 @@ impl RulePreview {
                 Span::styled("  (glob: * any text)", theme.dim),
             ]),
         ];
-        let mut scope = vec![Span::styled("Scope  ", theme.dim)];
+        let mut scope = vec![Span::styled("Scope    ", theme.dim)];
         for s in Scope::ALL {
             let on = s == self.scope;
             let text = if on {

@@ -1,0 +1,406 @@
+//! Extensions in whole frames: the sidebar with the built-in sections, the follow pane, a
+//! designed card, the Settings menu, `/status` and the "always" rule preview.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::{Value, json};
+use trellis_core::ext::{Capability, ExtError, Extension, Host, Manifest, Registration};
+use trellis_core::session::LocalRecord;
+use trellis_core::wire::{Dir, Message};
+use trellis_core::{Action, Effect, Event, Policy, Session, update};
+use trellis_ext::ui::RowTarget;
+use trellis_ext::{Candidate, ExtHost, HostOptions};
+use trellis_tui::{App, Clock, Intent, draw};
+
+fn frame_text(app: &mut App, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| {
+        draw(
+            f,
+            app,
+            Clock {
+                now: 10.0,
+                frame: 0,
+            },
+        )
+    })
+    .unwrap();
+    let buf = term.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..h {
+        let mut line = String::new();
+        let mut skip = 0;
+        for x in 0..w {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            let sym = buf[(x, y)].symbol();
+            skip = trellis_text::display_width(sym).saturating_sub(1);
+            line.push_str(sym);
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+struct B {
+    s: Session,
+    seq: u64,
+    events: Vec<Event>,
+}
+
+impl B {
+    fn new() -> B {
+        let mut b = B {
+            s: Session::new(Policy::Ask),
+            seq: 0,
+            events: Vec::new(),
+        };
+        b.f(Dir::ClientToAgent, json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"fix it"}]}}));
+        b
+    }
+    fn act(&mut self, a: Action) {
+        for fx in update(&mut self.s, a) {
+            if let Effect::Emit(e) = fx {
+                self.events.push(e);
+            }
+        }
+    }
+    fn f(&mut self, dir: Dir, v: Value) {
+        self.seq += 1;
+        let mut msg = Message::parse(&v.to_string()).unwrap();
+        msg.raw = Some(v.to_string().into());
+        self.act(Action::Frame {
+            seq: self.seq,
+            t: self.seq as f64,
+            dir,
+            msg,
+        });
+    }
+    fn up(&mut self, u: Value) {
+        self.f(Dir::AgentToClient, json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}}));
+    }
+    fn local(&mut self, record: LocalRecord) {
+        self.act(Action::Local {
+            t: self.seq as f64,
+            record,
+        });
+    }
+}
+
+/// A short session: a read, a passing and a failing command, an edit written to disk.
+fn session() -> B {
+    let mut b = B::new();
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"r1","title":"Read lib.rs","kind":"read","status":"completed",
+        "locations":[{"path":"/w/src/lib.rs","line":2}],
+        "content":[{"type":"content","content":{"type":"text","text":"pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"}}]}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"x1","title":"Run tests","kind":"execute","status":"completed",
+        "rawInput":{"command":"cargo test"},
+        "content":[{"type":"content","content":{"type":"text","text":"running 3 tests\ntest result: ok. 3 passed\n"}}]}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"x2","title":"Show env","kind":"execute","status":"failed",
+        "rawInput":{"command":"env | grep KEY"},
+        "content":[{"type":"content","content":{"type":"text","text":"OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx\n"}}]}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"e1","title":"Edit lib.rs","kind":"edit","status":"in_progress",
+        "locations":[{"path":"/w/src/lib.rs"}],
+        "content":[{"type":"diff","path":"/w/src/lib.rs","oldText":"    a + b\n","newText":"    a.checked_add(b)\n        .expect(\"overflow\")\n"}]}));
+    let new = "pub fn add(a: i32, b: i32) -> i32 {\n    a.checked_add(b)\n        .expect(\"overflow\")\n}\n";
+    b.f(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":7,"method":"fs/write_text_file","params":{"sessionId":"S","path":"/w/src/lib.rs","content":new}}));
+    b.local(LocalRecord::FileWritten {
+        request_id: "7".into(),
+        old: Some("pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n".into()),
+    });
+    b.f(
+        Dir::ClientToAgent,
+        json!({"jsonrpc":"2.0","id":7,"result":{}}),
+    );
+    b.up(json!({"sessionUpdate":"usage_update","used":5321,"size":200000,"cost":{"amount":0.0123,"currency":"USD"}}));
+    b
+}
+
+/// Panics whenever it is called: isolation in the frame and in `/status`.
+struct Broken;
+
+impl Extension for Broken {
+    fn manifest(&self) -> Manifest {
+        Manifest {
+            name: "broken".into(),
+            version: "0.0.1".into(),
+            description: "fails on purpose".into(),
+            capabilities: vec![Capability::Observe, Capability::Ui, Capability::Store],
+        }
+    }
+    fn register(&mut self, _h: &mut dyn Host) -> Result<Registration, ExtError> {
+        Ok(Registration {
+            sections: vec![trellis_core::ext::SectionDecl {
+                id: "x".into(),
+                title: "Broken: section".into(),
+                max_rows: 3,
+                collapsed: false,
+            }],
+            ..Registration::default()
+        })
+    }
+    fn on_event(&mut self, e: &Event, _h: &mut dyn Host) -> Result<(), ExtError> {
+        if matches!(e.body, trellis_core::EventBody::Usage { .. }) {
+            panic!("usage overflowed my counter");
+        }
+        Err(ExtError::msg("cannot handle this event"))
+    }
+}
+
+fn app_with(b: B, extra: Vec<Box<dyn Extension>>, w: &std::path::Path) -> App {
+    trellis_ext::install_panic_guard();
+    let mut exts: Vec<Candidate> = trellis_builtins::all()
+        .into_iter()
+        .map(|ext| Candidate { ext, builtin: true })
+        .collect();
+    exts.extend(extra.into_iter().map(|ext| Candidate {
+        ext,
+        builtin: false,
+    }));
+    let mut opts = HostOptions {
+        path_map: vec![("/w".into(), w.to_string_lossy().into_owned())],
+        failure_limit: 100,
+        ..HostOptions::default()
+    };
+    opts.config.insert(
+        "broken".into(),
+        trellis_ext::ExtConfig {
+            enabled: Some(true),
+            grant: Some(vec![Capability::Observe, Capability::Ui]),
+        },
+    );
+    let (host, rx) = ExtHost::new(exts, opts);
+    for e in &b.events {
+        host.dispatch(e);
+    }
+    assert!(host.flush(Duration::from_secs(10)));
+    let mut app = App::new(b.s, "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    app.set_ext(host, rx);
+    app
+}
+
+fn workspace() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("src")).unwrap();
+    std::fs::write(
+        d.path().join("src/lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a.checked_add(b)\n        .expect(\"overflow\")\n}\n",
+    )
+    .unwrap();
+    d
+}
+
+fn k(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+#[test]
+fn sidebar_sections_follow_pane_and_redacted_output() {
+    let w = workspace();
+    let mut app = app_with(session(), vec![], w.path());
+    let f = frame_text(&mut app, 120, 34);
+    insta::assert_snapshot!("ext_sidebar_120x34", f);
+    // Follow: the written file, its changed lines marked.
+    assert!(f.contains("/w/src/lib.rs:2"), "{f}");
+    assert!(f.contains("2 +     a.checked_add(b)"), "{f}");
+    // Redaction: the key is hidden on the card, the ledger keeps it.
+    assert!(f.contains("OPENAI_API_KEY=‹redacted›"), "{f}");
+    assert!(!f.contains("sk-proj-abc"), "{f}");
+    // The inspector shows the displayed output, and the original on request.
+    app.inspect_call("x2");
+    let f = frame_text(&mut app, 120, 34);
+    assert!(
+        f.contains("OPENAI_API_KEY=‹redacted›") && !f.contains("sk-proj"),
+        "{f}"
+    );
+    app.on_key(KeyEvent::new(KeyCode::Char('O'), KeyModifiers::SHIFT));
+    let f = frame_text(&mut app, 120, 34);
+    assert!(f.contains("sk-proj-abcdefghijklmnopqrstuvwx"), "{f}");
+    assert!(f.contains("(original)"), "{f}");
+}
+
+#[test]
+fn switching_a_card_design_repaints_cards_already_drawn() {
+    let w = workspace();
+    let mut app = app_with(session(), vec![], w.path());
+    app.sidebar = false;
+    let before = frame_text(&mut app, 90, 20);
+    assert!(before.contains("» Run tests"), "{before}");
+    let ui = app.ext.as_ref().unwrap().ui.clone();
+    ui.apply(&RowTarget::Card("kind:execute".into()), "cards/terminal");
+    ui.apply(&RowTarget::Card("kind:edit".into()), "cards/diffstat");
+    let after = frame_text(&mut app, 90, 20);
+    insta::assert_snapshot!("ext_designed_cards_90x20", after);
+    assert!(after.contains("✓ $ cargo test"), "{after}");
+    assert!(after.contains("✎ /w/src/lib.rs +2 −1"), "{after}");
+    assert!(!after.contains("» Run tests"));
+    // Back to native: the card is the native one again.
+    ui.apply(&RowTarget::Card("kind:execute".into()), "native");
+    let back = frame_text(&mut app, 90, 20);
+    assert!(back.contains("» Run tests"), "{back}");
+    // A choice whose design is gone falls back to the native card.
+    ui.apply(&RowTarget::Card("kind:execute".into()), "cards/removed");
+    assert!(frame_text(&mut app, 90, 20).contains("» Run tests"));
+}
+
+#[test]
+fn settings_menu_moves_without_applying_and_enter_applies() {
+    let w = workspace();
+    let mut app = app_with(session(), vec![], w.path());
+    app.on_key(k(KeyCode::F(2)));
+    let f = frame_text(&mut app, 100, 30);
+    insta::assert_snapshot!("ext_settings_sections_100x30", f);
+    // Right moves the cursor to "collapsed" — nothing changes until Enter.
+    app.on_key(k(KeyCode::Right));
+    assert!(!frame_text(&mut app, 100, 30).contains("▸ Follow"));
+    app.on_key(k(KeyCode::Enter));
+    app.on_key(k(KeyCode::Esc));
+    let f = frame_text(&mut app, 100, 30);
+    assert!(f.contains("▸ Follow"), "collapsed: {f}");
+    assert!(
+        !f.contains("checked_add"),
+        "a collapsed section shows no body: {f}"
+    );
+    // The Cards page: one line per tool with designs.
+    app.open_settings();
+    app.on_key(k(KeyCode::Tab));
+    let f = frame_text(&mut app, 100, 30);
+    insta::assert_snapshot!("ext_settings_cards_100x30", f);
+    // An extension's row: its action runs on Enter and the row repaints at once.
+    app.on_key(k(KeyCode::Tab));
+    app.on_key(k(KeyCode::Right));
+    app.on_key(k(KeyCode::Enter));
+    let f = frame_text(&mut app, 100, 30);
+    assert!(f.contains("Hide secrets  ○ on  ● off"), "{f}");
+    app.on_key(k(KeyCode::Esc));
+    app.sidebar = false;
+    let f = frame_text(&mut app, 100, 30);
+    assert!(
+        f.contains("sk-proj-abc"),
+        "redaction off shows the text: {f}"
+    );
+}
+
+#[test]
+fn status_lists_every_extension_and_the_failures_of_a_broken_one() {
+    let w = workspace();
+    let mut app = app_with(session(), vec![Box::new(Broken)], w.path());
+    app.prompt.text = "/status".into();
+    app.prompt.cursor = 7;
+    assert!(
+        app.on_key(k(KeyCode::Enter)).is_empty(),
+        "not sent to the agent"
+    );
+    let f = frame_text(&mut app, 110, 60);
+    // Timings vary run to run: keep their shape only.
+    let f: String = f
+        .lines()
+        .map(|l| match l.find("events, p50") {
+            Some(i) => {
+                let head = &l[..i];
+                let head = head.trim_end_matches(|c: char| c.is_ascii_digit() || c == ' ');
+                format!("{head} N events, p50 … µs, p99 … µs")
+            }
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!("ext_status_110x60", f);
+    assert!(f.contains("broken 0.0.1 (plugin): degraded"), "{f}");
+    assert!(f.contains("panicked: usage overflowed my counter"), "{f}");
+    assert!(f.contains("not granted: store"), "{f}");
+    assert!(
+        f.contains("rejected section title: \"Broken: section\""),
+        "{f}"
+    );
+    // The healthy built-ins are untouched.
+    assert!(f.contains("stats 0.1.0 (built-in): ready"), "{f}");
+}
+
+#[test]
+fn always_opens_a_rule_preview_that_can_be_edited_or_abandoned() {
+    let w = workspace();
+    let mut b = session();
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"x3","title":"Run tests again","kind":"execute","status":"pending",
+        "rawInput":{"command":"cargo test --all"}}));
+    b.f(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":9,"method":"session/request_permission","params":{"sessionId":"S",
+        "toolCall":{"toolCallId":"x3"},
+        "options":[{"optionId":"once","name":"Allow","kind":"allow_once"},{"optionId":"always","name":"Always","kind":"allow_always"},
+                   {"optionId":"no","name":"Reject","kind":"reject_once"}]}}));
+    let mut app = app_with(b, vec![], w.path());
+    app.sidebar = false;
+    assert!(
+        app.on_key(KeyEvent::new(KeyCode::Char('a'), KeyModifiers::NONE))
+            .is_empty()
+    );
+    let f = frame_text(&mut app, 100, 30);
+    insta::assert_snapshot!("ext_always_preview_100x30", f);
+    assert!(f.contains("command  cargo test --all"), "{f}");
+    // Esc abandons: nothing answered, the question is back.
+    assert!(app.on_key(k(KeyCode::Esc)).is_empty());
+    assert!(app.dialog().is_some());
+    // Edit the pattern to a glob, pick the scope, save: the answer goes out.
+    app.on_key(KeyEvent::new(KeyCode::Char('a'), KeyModifiers::NONE));
+    for _ in 0.." --all".len() {
+        app.on_key(k(KeyCode::Backspace));
+    }
+    app.on_key(KeyEvent::new(KeyCode::Char('*'), KeyModifiers::NONE));
+    let f = frame_text(&mut app, 100, 30);
+    assert!(f.contains("Matches 2 calls of this session so far"), "{f}");
+    let intents = app.on_key(k(KeyCode::Enter));
+    assert_eq!(
+        intents,
+        vec![Intent::Decide {
+            request_id: "9".into(),
+            option_id: "always".into()
+        }]
+    );
+    // The rule is in force: the next matching request is decided by it.
+    match &app.session.policy {
+        Policy::Rules { rules, .. } => {
+            assert_eq!(rules[0].command.as_deref(), Some("cargo test*"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut next = B {
+        s: std::mem::take(&mut app.session),
+        seq: 100,
+        events: Vec::new(),
+    };
+    next.up(json!({"sessionUpdate":"tool_call","toolCallId":"x4","title":"tests","kind":"execute","status":"pending",
+        "rawInput":{"command":"cargo test -p core"}}));
+    let mut answered = Vec::new();
+    next.seq += 1;
+    let msg = Message::parse(&json!({"jsonrpc":"2.0","id":10,"method":"session/request_permission","params":{"sessionId":"S",
+        "toolCall":{"toolCallId":"x4"},
+        "options":[{"optionId":"once","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}}).to_string()).unwrap();
+    for fx in update(
+        &mut next.s,
+        Action::Frame {
+            seq: next.seq,
+            t: 101.0,
+            dir: Dir::AgentToClient,
+            msg,
+        },
+    ) {
+        if let Effect::Answer {
+            decider, outcome, ..
+        } = fx
+        {
+            answered.push((decider, outcome));
+        }
+    }
+    assert_eq!(answered.len(), 1);
+    assert!(
+        matches!(&answered[0].0, trellis_core::Decider::Rule(r) if r.contains("command=cargo test*"))
+    );
+    assert!(answered[0].1.is_allowed());
+}
