@@ -854,3 +854,128 @@ fn ui_config_errors_name_file_line_and_key() {
         assert!(err.contains(want), "{text}: {err}");
     }
 }
+
+#[test]
+fn extensions_in_a_headless_run_file_written_call_state_and_the_closing_status() {
+    let r = run(
+        &format!("{} agent demo --delay-ms 0", exe()),
+        &["--permission", "allow-once"],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let events = r.events();
+    // `file_written` is recorded after the write and before the response to the agent.
+    let log = r.log();
+    let lines: Vec<&str> = log.lines().collect();
+    let written = lines
+        .iter()
+        .position(|l| l.contains("\"type\":\"file_written\""))
+        .expect("file_written record");
+    let request = lines
+        .iter()
+        .position(|l| l.contains("fs/write_text_file"))
+        .unwrap();
+    let id = serde_json::from_str::<Value>(lines[request]).unwrap()["msg"]["id"].clone();
+    let response = lines
+        .iter()
+        .position(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_default();
+            v["dir"] == "client_to_agent" && v["msg"]["id"] == id && v["msg"].get("result").is_some()
+        })
+        .unwrap();
+    assert!(request < written && written < response, "{request} {written} {response}");
+    assert!(lines[written].contains("// TODO: check for overflow"), "old content kept");
+    // The follow extension kept per-call state; it is in the log and comes back on replay.
+    let state = json!({"changed": [3, 3], "path": r.cwd().join("demo-workspace/src/lib.rs")});
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "call_state" && e["call_id"] == "edit-1" && e["value"] == state),
+        "{events:?}"
+    );
+    let s = r.rebuilt();
+    assert_eq!(
+        s.call_state.get(&("follow".to_string(), "edit-1".to_string())),
+        Some(&state)
+    );
+    // The stream closes with the extensions' diagnostics.
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "status");
+    let names: Vec<&str> = last["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["follow", "permissions", "stats", "cards", "redact"]);
+    assert!(
+        last["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["state"] == "ready"),
+        "{last}"
+    );
+    let stats = &last["extensions"][2];
+    assert!(
+        stats["timings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["event"] == "tool_call_created" && t["count"] == 5),
+        "{stats}"
+    );
+}
+
+#[test]
+fn extension_config_errors_name_the_line_and_disabling_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        "[extensions]\nfailure_limit = 3\n\n[extensions.stats]\ngrant = [\"observe\", \"telepathy\"]\n",
+    )
+    .unwrap();
+    let out = Command::new(exe())
+        .args(["--config"])
+        .arg(&cfg)
+        .args(["run", "--agent", "demo", "--prompt", "x", "--format", "jsonl"])
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("config.toml:5: extensions.stats.grant:") && err.contains("\"telepathy\""),
+        "{err}"
+    );
+    std::fs::write(
+        &cfg,
+        "[extensions.stats]\nenabled = false\n\n[extensions.nonesuch]\nenabled = true\n",
+    )
+    .unwrap();
+    let out = Command::new(exe())
+        .args(["--config"])
+        .arg(&cfg)
+        .args(["run", "--agent"])
+        .arg(format!("{} agent demo --delay-ms 0", exe()))
+        .args(["--prompt", "x", "--format", "jsonl", "--permission", "reject", "--cwd"])
+        .arg(dir.path())
+        .args(["--log"])
+        .arg(dir.path().join("s.jsonl"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let status: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(status["type"], "status");
+    assert!(
+        !status["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "stats")
+    );
+    let notes = status["notes"].to_string();
+    assert!(notes.contains("stats is disabled by the config"), "{notes}");
+    assert!(notes.contains("\\\"nonesuch\\\", which is not installed"), "{notes}");
+}

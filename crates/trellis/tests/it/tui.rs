@@ -16,6 +16,10 @@ struct Tmux {
 
 impl Tmux {
     fn start(args: &[&str]) -> Option<Tmux> {
+        Tmux::start_sized(args, 100, 32)
+    }
+
+    fn start_sized(args: &[&str], w: u16, h: u16) -> Option<Tmux> {
         if Command::new("tmux")
             .arg("-V")
             .output()
@@ -47,9 +51,9 @@ impl Tmux {
                 "new-session",
                 "-d",
                 "-x",
-                "100",
+                &w.to_string(),
                 "-y",
-                "32",
+                &h.to_string(),
                 "-s",
                 "t",
             ])
@@ -337,4 +341,41 @@ fn a_dead_agent_is_reported_and_restarted_with_ctrl_r() {
         2,
         "one log, both connections"
     );
+}
+
+#[test]
+fn extensions_live_switch_a_card_design_collapse_a_section_and_watch_stats() {
+    let Some(t) = Tmux::start_sized(&["demo"], 140, 40) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.wait_for("▾ Session stats");
+    t.send(&["Fix the TODO", "Enter"]);
+    // The stats section follows the session live: three calls when the edit asks…
+    t.wait_for("Always allow");
+    t.wait_for("3 calls");
+    t.send(&["y"]);
+    // …five once the turn is done.
+    let s = t.wait_for("Done:");
+    let s = if s.contains("5 calls") { s } else { t.wait_for("5 calls") };
+    assert!(s.contains("✗ » Show the changelog"), "native card first:\n{s}");
+    // Settings → Cards: the execute cards already drawn change design.
+    t.send(&["F2"]);
+    t.wait_for("Sections   Cards");
+    t.send(&["Tab"]);
+    t.wait_for("Card execute");
+    t.send(&["Right", "Enter", "Escape"]);
+    let s = t.wait_for("✗ $ cat missing-file.txt");
+    assert!(!s.contains("» Show the changelog"), "{s}");
+    // Settings → Sections: collapse the stats section; its body goes away.
+    t.send(&["F2"]);
+    t.wait_for("Sections   Cards");
+    t.send(&["Down", "Down", "Right", "Enter", "Escape"]);
+    let s = t.wait_for("▸ Session stats");
+    assert!(!s.contains("5 calls  ✓"), "{s}");
+    // /status answers for every extension.
+    t.send(&["/status", "Enter"]);
+    let s = t.wait_for("Extension API v1");
+    assert!(s.contains("stats 0.1.0 (built-in): ready"), "{s}");
+    t.send(&["Escape", "C-c", "C-c"]);
 }
