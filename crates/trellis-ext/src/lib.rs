@@ -145,6 +145,9 @@ pub struct Candidate {
 
 pub struct ExtHost {
     pub(crate) slots: Vec<Arc<Slot>>,
+    /// Events dispatched but not yet handed to each extension's worker (see
+    /// [`ExtHost::deliver`]).
+    outbox: Mutex<Vec<Vec<Arc<Event>>>>,
     pub(crate) shared: Arc<Shared>,
     arbiter: Arbiter,
     asks: BTreeMap<String, Arc<PermissionAsk>>,
@@ -162,6 +165,10 @@ impl std::fmt::Debug for ExtHost {
             .finish()
     }
 }
+
+/// Events queued for one extension before they are handed over without waiting for the
+/// end of the input batch.
+const DELIVER_AT: usize = 256;
 
 fn kind_bit(kind: &str) -> u64 {
     EVENT_KINDS
@@ -295,7 +302,7 @@ impl ExtHost {
                 0
             });
             let _ = slot.reg.set(reg);
-            let (jtx, jrx) = std::sync::mpsc::sync_channel(slot.queue.max(1));
+            let (jtx, jrx) = std::sync::mpsc::channel();
             let _ = slot.tx.set(jtx);
             let (s, sh) = (slot.clone(), shared.clone());
             let spawned = std::thread::Builder::new()
@@ -307,6 +314,7 @@ impl ExtHost {
         }
         let ui = Arc::new(Ui::build(&slots, &shared));
         let host = ExtHost {
+            outbox: Mutex::new(vec![Vec::new(); slots.len()]),
             slots,
             shared,
             arbiter: Arbiter::new(opts.permission_timeout),
@@ -321,20 +329,39 @@ impl ExtHost {
         &self.slots
     }
 
-    /// Delivers one event to every extension that observes and subscribed to it, in
-    /// order, through each one's queue. Also keeps the mirror extensions read.
+    /// Queues one event for every extension that observes and subscribed to it, in
+    /// order; [`ExtHost::deliver`] hands the queued events to the workers (the runtime
+    /// calls it once per batch of input, so a burst costs one wake-up per extension, not
+    /// one per event). Also keeps the mirror extensions read.
     pub fn dispatch(&self, ev: &Event) {
         self.shared.mirror_mut().observe(ev);
         let bit = kind_bit(ev.body.kind());
         let mut shared_ev: Option<Arc<Event>> = None;
-        for slot in &self.slots {
+        let mut outbox = lock(&self.outbox);
+        let mut full = false;
+        for (i, slot) in self.slots.iter().enumerate() {
             if slot.mask.get().copied().unwrap_or(0) & bit == 0 || slot.is_disabled() {
                 continue;
             }
             let ev = shared_ev
                 .get_or_insert_with(|| Arc::new(ev.clone()))
                 .clone();
-            slot.send(Job::Event(ev), &self.shared);
+            outbox[i].push(ev);
+            full |= outbox[i].len() >= DELIVER_AT;
+        }
+        drop(outbox);
+        if full {
+            self.deliver();
+        }
+    }
+
+    /// Hands every queued event to its extension's worker.
+    pub fn deliver(&self) {
+        let mut outbox = lock(&self.outbox);
+        for (slot, batch) in self.slots.iter().zip(outbox.iter_mut()) {
+            if !batch.is_empty() {
+                slot.send(Job::Events(std::mem::take(batch)), &self.shared);
+            }
         }
     }
 
@@ -408,6 +435,8 @@ impl ExtHost {
         loop {
             match step {
                 Step::Offer(ext) => {
+                    // The extension sees the events so far before the offer.
+                    self.deliver();
                     let slot = self.slots.iter().find(|s| s.name == ext).cloned();
                     let ask = self.asks.get(request_id).cloned();
                     let sent = match (&slot, ask) {
@@ -551,6 +580,7 @@ impl ExtHost {
     /// Waits (up to `limit`) until every queued job has been handled. For tests and for
     /// the end of a headless run, so the final status is complete.
     pub fn flush(&self, limit: Duration) -> bool {
+        self.deliver();
         let start = Instant::now();
         loop {
             if self

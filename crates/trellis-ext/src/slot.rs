@@ -14,7 +14,7 @@ use std::any::Any;
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -29,7 +29,8 @@ use crate::{HostMsg, lock};
 
 /// Work for an extension's worker.
 pub(crate) enum Job {
-    Event(Arc<Event>),
+    /// Events in order (delivered in batches: one wake-up per batch, not per event).
+    Events(Vec<Arc<Event>>),
     Permission(Arc<PermissionAsk>),
     Action(UiAction),
 }
@@ -41,7 +42,7 @@ pub struct Slot {
     pub granted: Vec<Capability>,
     pub refused: Vec<Capability>,
     pub(crate) ext: Mutex<Box<dyn Extension>>,
-    pub(crate) tx: OnceLock<SyncSender<Job>>,
+    pub(crate) tx: OnceLock<Sender<Job>>,
     pub(crate) diag: Mutex<Diag>,
     disabled: AtomicBool,
     pub(crate) pending: AtomicUsize,
@@ -213,7 +214,8 @@ impl Slot {
         self.call(shared, what, Some(UI_WAIT), f)
     }
 
-    /// Queues a job; an overflowing queue disables the extension.
+    /// Queues a job (`weight`: the events it carries, 1 for anything else). The queue is
+    /// bounded in events: an extension that would go past the bound is disabled.
     pub(crate) fn send(&self, job: Job, shared: &Shared) -> bool {
         let Some(tx) = self.tx.get() else {
             return false;
@@ -221,36 +223,68 @@ impl Slot {
         if self.is_disabled() {
             return false;
         }
-        self.pending.fetch_add(1, Ordering::AcqRel);
-        match tx.try_send(job) {
-            Ok(()) => true,
-            Err(TrySendError::Full(_)) => {
-                self.pending.fetch_sub(1, Ordering::AcqRel);
-                self.disable(
-                    format!(
-                        "its queue of {} events overflowed: it was too slow for the session; \
-                         later events were not delivered",
-                        self.queue
-                    ),
-                    shared,
-                );
-                false
+        let weight = match &job {
+            Job::Events(v) => v.len(),
+            _ => 1,
+        };
+        let before = self.pending.fetch_add(weight, Ordering::AcqRel);
+        if before + weight > self.queue {
+            self.pending.fetch_sub(weight, Ordering::AcqRel);
+            self.disable(
+                format!(
+                    "its queue of {} events overflowed: it was too slow for the session; \
+                     later events were not delivered",
+                    self.queue
+                ),
+                shared,
+            );
+            return false;
+        }
+        if tx.send(job).is_err() {
+            self.pending.fetch_sub(weight, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+
+    /// Runs a batch of events: the extension is locked once for the batch, each event
+    /// still runs under its own `catch_unwind`.
+    fn run_events(&self, events: &[Arc<Event>], shared: &Shared) {
+        let mut times: Vec<(&'static str, u64)> = Vec::with_capacity(events.len());
+        {
+            let mut guard = lock(&self.ext);
+            let was = IN_EXTENSION.with(|f| f.replace(true));
+            for ev in events {
+                if self.is_disabled() {
+                    break;
+                }
+                let kind = ev.body.kind();
+                let start = Instant::now();
+                let r = {
+                    let mut cx = HostCtx::new(self, shared);
+                    catch_unwind(AssertUnwindSafe(|| guard.on_event(ev, &mut cx)))
+                };
+                times.push((kind, start.elapsed().as_nanos() as u64));
+                let failure = match r {
+                    Ok(Ok(())) => None,
+                    Ok(Err(e)) => Some(e.to_string()),
+                    Err(p) => Some(panic_message(p)),
+                };
+                if let Some(msg) = failure {
+                    self.failed(kind, &msg, shared);
+                }
             }
-            Err(TrySendError::Disconnected(_)) => {
-                self.pending.fetch_sub(1, Ordering::AcqRel);
-                false
-            }
+            IN_EXTENSION.with(|f| f.set(was));
+        }
+        let mut d = self.diag();
+        for (k, t) in times {
+            d.time(k, t);
         }
     }
 
     pub(crate) fn run_job(&self, job: Job, shared: &Shared) {
         match job {
-            Job::Event(ev) => {
-                let kind = ev.body.kind();
-                let start = Instant::now();
-                self.call(shared, kind, None, |e, cx| e.on_event(&ev, cx));
-                self.diag().time(kind, start.elapsed().as_nanos() as u64);
-            }
+            Job::Events(evs) => self.run_events(&evs, shared),
             Job::Permission(ask) => {
                 let r = self.call(shared, "permission request", None, |e, cx| {
                     e.on_permission(&ask, cx)
@@ -286,6 +320,10 @@ impl Slot {
 /// permission offer still gets its (negative) reply.
 pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
     while let Ok(job) = rx.recv() {
+        let weight = match &job {
+            Job::Events(v) => v.len(),
+            _ => 1,
+        };
         if slot.is_disabled() {
             if let Job::Permission(ask) = job {
                 shared.send(HostMsg::Claim {
@@ -297,6 +335,6 @@ pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
         } else {
             slot.run_job(job, &shared);
         }
-        slot.pending.fetch_sub(1, Ordering::AcqRel);
+        slot.pending.fetch_sub(weight, Ordering::AcqRel);
     }
 }

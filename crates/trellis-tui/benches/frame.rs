@@ -14,11 +14,17 @@ use trellis_tui::{App, Clock, draw};
 use trellis_view::{OutputPolicies, OutputPolicy};
 
 fn session(calls: usize) -> Session {
+    session_with_events(calls).0
+}
+
+/// The session and the events its frames produced (for extensions).
+fn session_with_events(calls: usize) -> (Session, Vec<trellis_core::Event>) {
     let mut s = Session::new(Policy::Ask);
     let mut seq = 0;
+    let mut events = Vec::new();
     let mut feed = |s: &mut Session, v: serde_json::Value, dir: Dir| {
         seq += 1;
-        update(
+        for fx in update(
             s,
             Action::Frame {
                 seq,
@@ -26,7 +32,11 @@ fn session(calls: usize) -> Session {
                 dir,
                 msg: Message::parse(&v.to_string()).unwrap(),
             },
-        );
+        ) {
+            if let trellis_core::Effect::Emit(e) = fx {
+                events.push(e);
+            }
+        }
     };
     feed(
         &mut s,
@@ -64,7 +74,94 @@ fn session(calls: usize) -> Session {
             );
         }
     }
-    s
+    (s, events)
+}
+
+/// Two more sections of ten rows each, beside the three built-in ones.
+struct Panels;
+
+impl trellis_core::ext::Extension for Panels {
+    fn manifest(&self) -> trellis_core::ext::Manifest {
+        trellis_core::ext::Manifest {
+            name: "panels".into(),
+            version: "1".into(),
+            description: "bench".into(),
+            capabilities: vec![trellis_core::ext::Capability::Ui],
+        }
+    }
+    fn register(
+        &mut self,
+        _h: &mut dyn trellis_core::ext::Host,
+    ) -> Result<trellis_core::ext::Registration, trellis_core::ext::ExtError> {
+        Ok(trellis_core::ext::Registration {
+            subscriptions: Some(Vec::new()),
+            sections: ["Builds", "Reviews"]
+                .iter()
+                .map(|t| trellis_core::ext::SectionDecl {
+                    id: t.to_lowercase(),
+                    title: t.to_string(),
+                    max_rows: 6,
+                    collapsed: false,
+                })
+                .collect(),
+            ..Default::default()
+        })
+    }
+    fn section(
+        &mut self,
+        id: &str,
+        _h: &dyn trellis_core::ext::Host,
+    ) -> Result<trellis_core::ext::SectionBody, trellis_core::ext::ExtError> {
+        Ok(trellis_core::ext::SectionBody {
+            rows: (0..10)
+                .map(|i| {
+                    trellis_core::ext::SectionRow::clickable(
+                        format!("{id} {i} \x1b[32m✓\x1b[0m 日本語 row text that is long"),
+                        format!("{i}"),
+                    )
+                })
+                .collect(),
+            count: Some(10),
+        })
+    }
+}
+
+/// A session of `calls` calls with the built-in extensions plus [`Panels`] (five
+/// sections) and card designs chosen for execute and read calls.
+fn app_with_extensions(calls: usize) -> (App, Terminal<TestBackend>) {
+    let (s, events) = session_with_events(calls);
+    let mut exts: Vec<trellis_ext::Candidate> = trellis_builtins::all()
+        .into_iter()
+        .map(|ext| trellis_ext::Candidate { ext, builtin: true })
+        .collect();
+    exts.push(trellis_ext::Candidate {
+        ext: Box::new(Panels),
+        builtin: true,
+    });
+    let (host, rx) = trellis_ext::ExtHost::new(exts, trellis_ext::HostOptions::default());
+    for e in &events {
+        host.dispatch(e);
+    }
+    host.flush(std::time::Duration::from_secs(60));
+    host.ui.apply(
+        &trellis_ext::ui::RowTarget::Card("kind:execute".into()),
+        "cards/terminal",
+    );
+    host.ui.apply(
+        &trellis_ext::ui::RowTarget::Card("kind:read".into()),
+        "cards/compact",
+    );
+    let mut app = App::new(s, "bench".into(), false);
+    app.set_ext(host, rx);
+    app.view.policies = OutputPolicies {
+        by_kind: vec![(ToolKind::Read, OutputPolicy::Preview(5))],
+        failed_preview: 3,
+    };
+    let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
+    term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 }))
+        .unwrap();
+    assert_eq!(app.ext.as_ref().unwrap().ui.sections().len(), 5);
+    (app, term)
 }
 
 fn app(calls: usize) -> (App, Terminal<TestBackend>) {
@@ -90,6 +187,22 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 frame += 1;
                 // A different spinner frame each time, so the buffer really changes.
+                term.draw(|f| draw(f, &mut app, Clock { now: 2.0, frame }))
+                    .unwrap();
+            })
+        });
+    }
+    g.finish();
+
+    // The same frame with five contributed sections in the sidebar and designed cards.
+    let mut g = c.benchmark_group("frame_200x50_extensions");
+    g.sample_size(30);
+    for calls in [100usize, 10_000] {
+        let (mut app, mut term) = app_with_extensions(calls);
+        let mut frame = 0;
+        g.bench_with_input(BenchmarkId::from_parameter(calls), &calls, |b, _| {
+            b.iter(|| {
+                frame += 1;
                 term.draw(|f| draw(f, &mut app, Clock { now: 2.0, frame }))
                     .unwrap();
             })

@@ -323,6 +323,10 @@ async fn run_loop(
         if app.quit {
             return Ok(());
         }
+        // Events of the last batch go to the extensions' workers together.
+        if let Some(h) = &app.ext {
+            h.deliver();
+        }
         let animating = trellis_view::TranscriptView::animating(&app.session);
         let session_now = conn
             .as_ref()

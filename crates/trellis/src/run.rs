@@ -188,6 +188,7 @@ async fn drive(
                     Some(m) => {
                         let outs = cx.host.on_msg(m, handle.recorder().now());
                         cx.outs(&mut session, outs)?;
+                        cx.host.deliver();
                         cx.out.flush()?;
                     }
                     None => ext_rx = None,
@@ -202,6 +203,7 @@ async fn drive(
             } => {
                 let outs = cx.host.tick(handle.recorder().now() + 0.001);
                 cx.outs(&mut session, outs)?;
+                cx.host.deliver();
                 continue;
             }
             _ = tokio::signal::ctrl_c() => {
@@ -256,6 +258,7 @@ async fn drive(
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
+        cx.host.deliver();
         cx.out.flush()?;
         if closed && rx.is_empty() {
             break;

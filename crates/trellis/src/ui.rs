@@ -160,6 +160,7 @@ pub fn replay(
     for ev in &events {
         host.dispatch(ev);
     }
+    host.deliver();
     let name = if session.agent.name.is_empty() {
         "recording".to_string()
     } else {

@@ -879,11 +879,19 @@ fn extensions_in_a_headless_run_file_written_call_state_and_the_closing_status()
         .iter()
         .position(|l| {
             let v: Value = serde_json::from_str(l).unwrap_or_default();
-            v["dir"] == "client_to_agent" && v["msg"]["id"] == id && v["msg"].get("result").is_some()
+            v["dir"] == "client_to_agent"
+                && v["msg"]["id"] == id
+                && v["msg"].get("result").is_some()
         })
         .unwrap();
-    assert!(request < written && written < response, "{request} {written} {response}");
-    assert!(lines[written].contains("// TODO: check for overflow"), "old content kept");
+    assert!(
+        request < written && written < response,
+        "{request} {written} {response}"
+    );
+    assert!(
+        lines[written].contains("// TODO: check for overflow"),
+        "old content kept"
+    );
     // The follow extension kept per-call state; it is in the log and comes back on replay.
     let state = json!({"changed": [3, 3], "path": r.cwd().join("demo-workspace/src/lib.rs")});
     assert!(
@@ -894,7 +902,8 @@ fn extensions_in_a_headless_run_file_written_call_state_and_the_closing_status()
     );
     let s = r.rebuilt();
     assert_eq!(
-        s.call_state.get(&("follow".to_string(), "edit-1".to_string())),
+        s.call_state
+            .get(&("follow".to_string(), "edit-1".to_string())),
         Some(&state)
     );
     // The stream closes with the extensions' diagnostics.
@@ -938,7 +947,9 @@ fn extension_config_errors_name_the_line_and_disabling_works() {
     let out = Command::new(exe())
         .args(["--config"])
         .arg(&cfg)
-        .args(["run", "--agent", "demo", "--prompt", "x", "--format", "jsonl"])
+        .args([
+            "run", "--agent", "demo", "--prompt", "x", "--format", "jsonl",
+        ])
         .env("XDG_DATA_HOME", dir.path().join("data"))
         .output()
         .unwrap();
@@ -958,7 +969,15 @@ fn extension_config_errors_name_the_line_and_disabling_works() {
         .arg(&cfg)
         .args(["run", "--agent"])
         .arg(format!("{} agent demo --delay-ms 0", exe()))
-        .args(["--prompt", "x", "--format", "jsonl", "--permission", "reject", "--cwd"])
+        .args([
+            "--prompt",
+            "x",
+            "--format",
+            "jsonl",
+            "--permission",
+            "reject",
+            "--cwd",
+        ])
         .arg(dir.path())
         .args(["--log"])
         .arg(dir.path().join("s.jsonl"))
@@ -977,5 +996,8 @@ fn extension_config_errors_name_the_line_and_disabling_works() {
     );
     let notes = status["notes"].to_string();
     assert!(notes.contains("stats is disabled by the config"), "{notes}");
-    assert!(notes.contains("\\\"nonesuch\\\", which is not installed"), "{notes}");
+    assert!(
+        notes.contains("\\\"nonesuch\\\", which is not installed"),
+        "{notes}"
+    );
 }

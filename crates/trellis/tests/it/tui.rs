@@ -357,8 +357,15 @@ fn extensions_live_switch_a_card_design_collapse_a_section_and_watch_stats() {
     t.send(&["y"]);
     // …five once the turn is done.
     let s = t.wait_for("Done:");
-    let s = if s.contains("5 calls") { s } else { t.wait_for("5 calls") };
-    assert!(s.contains("✗ » Show the changelog"), "native card first:\n{s}");
+    let s = if s.contains("5 calls") {
+        s
+    } else {
+        t.wait_for("5 calls")
+    };
+    assert!(
+        s.contains("✗ » Show the changelog"),
+        "native card first:\n{s}"
+    );
     // Settings → Cards: the execute cards already drawn change design.
     t.send(&["F2"]);
     t.wait_for("Sections   Cards");
