@@ -236,6 +236,8 @@ fn a_slow_extension_overflowing_its_queue_is_disabled_not_silently_skipped() {
     );
     for i in 0..200 {
         h.dispatch(&chunk(i));
+        // One event per input batch, at an agent's pace
+        h.deliver();
         // An agent's pace: the fast extension keeps up, the slow one cannot.
         std::thread::sleep(Duration::from_micros(200));
     }
