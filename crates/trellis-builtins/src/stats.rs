@@ -13,13 +13,6 @@ use trellis_core::ext::{
 use trellis_core::wire::Usage;
 use trellis_core::{Event, EventBody, ToolCall, ToolStatus};
 
-#[derive(Debug, Clone)]
-struct CallStat {
-    kind: &'static str,
-    status: ToolStatus,
-    ended: bool,
-}
-
 #[derive(Debug, Clone, Copy, Default)]
 struct KindStat {
     calls: usize,
@@ -28,14 +21,25 @@ struct KindStat {
     time: f64,
 }
 
+/// Calls are keyed by a 64-bit hash of their id (no allocation per call).
+fn key(id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
+}
+
+/// Only running calls are remembered (their kind and start): memory follows what is
+/// running, not the length of the session. Status moves come from each update's
+/// `previous_status`.
 #[derive(Debug, Default)]
 pub struct Stats {
-    calls: HashMap<String, CallStat>,
+    total: usize,
     by_kind: BTreeMap<&'static str, KindStat>,
     /// Calls per status.
     by_status: BTreeMap<&'static str, usize>,
-    /// Running calls: id → start.
-    open: HashMap<String, f64>,
+    /// Running calls: id hash → (kind, start).
+    open: HashMap<u64, (&'static str, f64)>,
     total_time: f64,
     longest: Option<(String, f64)>,
     usage: Option<Usage>,
@@ -61,26 +65,36 @@ fn tokens(n: u64) -> String {
 }
 
 impl Stats {
-    fn seen(&mut self, call: &ToolCall, t: f64) {
-        let started = call.status_history.first().map(|s| s.t).unwrap_or(t);
+    /// A call seen with `status`; `prev`: its status before (`None`: new call).
+    fn seen(&mut self, call: &ToolCall, prev: Option<ToolStatus>, t: f64) {
         let kind = call.kind.as_str();
-        let entry = self.calls.entry(call.id.clone());
-        let prev = match entry {
-            std::collections::hash_map::Entry::Occupied(o) => Some(o.get().clone()),
-            std::collections::hash_map::Entry::Vacant(_) => None,
+        let id = key(&call.id);
+        let started = call.status_history.first().map(|s| s.t).unwrap_or(t);
+        let old_kind = match prev {
+            None => {
+                self.total += 1;
+                None
+            }
+            Some(p) => {
+                if let Some(n) = self.by_status.get_mut(status_key(p)) {
+                    *n = n.saturating_sub(1);
+                }
+                let k = self.open.get(&id).map(|(k, _)| *k).unwrap_or(kind);
+                if let Some(s) = self.by_kind.get_mut(k) {
+                    s.calls = s.calls.saturating_sub(1);
+                    s.failed = s
+                        .failed
+                        .saturating_sub(usize::from(p == ToolStatus::Failed));
+                }
+                Some(p)
+            }
         };
-        if let Some(p) = &prev {
-            *self.by_status.entry(status_key(p.status)).or_default() -= 1;
-            let k = self.by_kind.entry(p.kind).or_default();
-            k.calls -= 1;
-            k.failed -= usize::from(p.status == ToolStatus::Failed);
-        }
         *self.by_status.entry(status_key(call.status)).or_default() += 1;
         let k = self.by_kind.entry(kind).or_default();
         k.calls += 1;
         k.failed += usize::from(call.status == ToolStatus::Failed);
-        let was_ended = prev.as_ref().is_some_and(|p| p.ended);
         let ended = call.status.is_terminal();
+        let was_ended = old_kind.is_some_and(|p| p.is_terminal());
         if ended && !was_ended {
             let end = call
                 .status_history
@@ -92,21 +106,13 @@ impl Stats {
             let d = (end - started).max(0.0);
             k.time += d;
             self.total_time += d;
-            self.open.remove(&call.id);
+            self.open.remove(&id);
             if self.longest.as_ref().is_none_or(|(_, l)| d > *l) {
                 self.longest = Some((trellis_core::enrich::card_title(call), d));
             }
         } else if !ended {
-            self.open.insert(call.id.clone(), started);
+            self.open.insert(id, (kind, started));
         }
-        self.calls.insert(
-            call.id.clone(),
-            CallStat {
-                kind,
-                status: call.status,
-                ended: ended || was_ended,
-            },
-        );
     }
 
     fn count(&self, key: &str) -> usize {
@@ -153,9 +159,12 @@ impl Extension for Stats {
     fn on_event(&mut self, event: &Event, _host: &mut dyn Host) -> Result<(), ExtError> {
         self.now = self.now.max(event.t);
         match &event.body {
-            EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } => {
-                self.seen(call, event.t)
-            }
+            EventBody::ToolCallCreated { call } => self.seen(call, None, event.t),
+            EventBody::ToolCallUpdated {
+                call,
+                previous_status,
+                ..
+            } => self.seen(call, *previous_status, event.t),
             EventBody::Usage { usage } => self.usage = Some(usage.clone()),
             EventBody::TurnStarted { turn, .. } => self.turns = *turn,
             _ => {}
@@ -166,7 +175,7 @@ impl Extension for Stats {
     fn section(&mut self, _id: &str, _host: &dyn Host) -> Result<SectionBody, ExtError> {
         let mut rows = Vec::new();
         let mut head = StyledLine::default();
-        head.push(format!("{} calls", self.calls.len()), Tone::Normal);
+        head.push(format!("{} calls", self.total), Tone::Normal);
         head.push(format!("  ✓ {}", self.count("done")), Tone::Good);
         for (key, mark, tone) in [
             ("failed", "✗", Tone::Bad),
@@ -179,7 +188,11 @@ impl Extension for Stats {
             }
         }
         rows.push(SectionRow::new(head));
-        let running: f64 = self.open.values().map(|s| (self.now - s).max(0.0)).sum();
+        let running: f64 = self
+            .open
+            .values()
+            .map(|(_, s)| (self.now - s).max(0.0))
+            .sum();
         for (kind, k) in self.by_kind.iter().filter(|(_, k)| k.calls > 0) {
             let mut l = StyledLine::default();
             l.push(format!("{kind:<8} {:>4}", k.calls), Tone::Normal);
@@ -189,7 +202,7 @@ impl Extension for Stats {
             }
             rows.push(SectionRow::new(l));
         }
-        if !self.calls.is_empty() {
+        if self.total > 0 {
             rows.push(SectionRow::new(StyledLine::tone(
                 format!("tool time {}", crate::secs(self.total_time + running)),
                 Tone::Dim,
@@ -220,15 +233,15 @@ impl Extension for Stats {
         }
         Ok(SectionBody {
             rows,
-            count: Some(self.calls.len()),
+            count: Some(self.total),
         })
     }
 
     fn status_item(&mut self, _id: &str, _host: &dyn Host) -> Result<Option<StyledLine>, ExtError> {
-        if self.calls.is_empty() {
+        if self.total == 0 {
             return Ok(None);
         }
-        let mut l = StyledLine::plain(format!("{} calls", self.calls.len()));
+        let mut l = StyledLine::plain(format!("{} calls", self.total));
         let failed = self.count("failed");
         if failed > 0 {
             l.push(format!(" {failed}✗"), Tone::Bad);

@@ -203,6 +203,9 @@ pub struct ExtStatus {
     /// Host functions called without the capability they need.
     pub refused_calls: Vec<(String, u64)>,
     pub timings: Vec<Timing>,
+    /// Most events that ever waited in its queue, and the bound.
+    pub queue_peak: usize,
+    pub queue_bound: usize,
     pub notes: Vec<String>,
 }
 
@@ -257,6 +260,12 @@ impl StatusReport {
             }
             for n in &e.notes {
                 out.push(format!("  note: {n}"));
+            }
+            if e.queue_peak > 0 {
+                out.push(format!(
+                    "  queue: at most {} of {} events waiting",
+                    e.queue_peak, e.queue_bound
+                ));
             }
             for t in &e.timings {
                 out.push(format!(

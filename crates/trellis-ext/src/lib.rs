@@ -640,6 +640,8 @@ impl ExtHost {
                     failures: d.failures(),
                     refused_calls: d.refusals(),
                     timings: d.timings(),
+                    queue_peak: s.peak.load(Ordering::Relaxed),
+                    queue_bound: s.queue,
                     notes: d.notes.clone(),
                 }
             })

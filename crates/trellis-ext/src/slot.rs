@@ -46,6 +46,8 @@ pub struct Slot {
     pub(crate) diag: Mutex<Diag>,
     disabled: AtomicBool,
     pub(crate) pending: AtomicUsize,
+    /// Most events ever waiting in the queue (for `/status`).
+    pub(crate) peak: AtomicUsize,
     /// Bit i set: wants event kind `EVENT_KINDS[i]`.
     pub(crate) mask: OnceLock<u64>,
     pub(crate) reg: OnceLock<Registration>,
@@ -107,6 +109,7 @@ impl Slot {
             diag: Mutex::new(Diag::default()),
             disabled: AtomicBool::new(false),
             pending: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
             mask: OnceLock::new(),
             reg: OnceLock::new(),
             failure_limit: failure_limit.max(1),
@@ -244,6 +247,7 @@ impl Slot {
             self.pending.fetch_sub(weight, Ordering::AcqRel);
             return false;
         }
+        self.peak.fetch_max(before + weight, Ordering::Relaxed);
         true
     }
 
