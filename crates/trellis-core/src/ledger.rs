@@ -14,6 +14,10 @@ pub struct Ledger {
     /// only while an older snapshot is still alive.
     calls: Vec<Arc<ToolCall>>,
     index: FxHashMap<String, usize>,
+    /// Log sequence numbers of the frames that touched each call (parallel to `calls`).
+    /// Kept beside the calls, not in them: the list grows with every update, and a call
+    /// copied because an old snapshot is alive would copy it each time.
+    frames: Vec<Vec<u64>>,
 }
 
 /// What applying a message to the ledger did.
@@ -64,6 +68,18 @@ impl Ledger {
         self.calls[index].clone()
     }
 
+    /// Records that frame `seq` touched the call at `index`.
+    pub fn push_frame(&mut self, index: usize, seq: u64) {
+        if let Some(f) = self.frames.get_mut(index) {
+            f.push(seq);
+        }
+    }
+
+    /// Frames (log sequence numbers) that touched the call at `index`, in order.
+    pub fn frames(&self, index: usize) -> &[u64] {
+        self.frames.get(index).map(Vec::as_slice).unwrap_or(&[])
+    }
+
     pub fn position(&self, id: &str) -> Option<usize> {
         self.index.get(id).copied()
     }
@@ -82,6 +98,7 @@ impl Ledger {
                     t,
                     turn,
                 )));
+                self.frames.push(Vec::new());
                 (i, true)
             }
         };

@@ -87,8 +87,8 @@ fn permission_asked(
             index: applied.index,
         });
     }
+    cx.s.ledger.push_frame(applied.index, seq);
     let call = cx.s.ledger.at_mut(applied.index);
-    call.frames.push(seq);
     call.permissions.push(PermissionRecord {
         request_id: id.to_string(),
         options: options.clone(),
@@ -169,8 +169,10 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
             };
             let decider = cx.s.deciders.remove(id).unwrap_or(Decider::Unrecorded);
             let t = cx.t;
+            if let Some(i) = cx.s.ledger.position(&call_id) {
+                cx.s.ledger.push_frame(i, seq);
+            }
             if let Some(call) = cx.s.ledger.get_mut(&call_id) {
-                call.frames.push(seq);
                 if let Some(rec) = call
                     .permissions
                     .iter_mut()

@@ -193,7 +193,7 @@ fn tool_call_patch(
     let (t, turn) = (cx.t, cx.s.turn);
     let id = patch.tool_call_id.clone();
     let applied = cx.s.ledger.apply(patch, announce, t, turn);
-    cx.s.ledger.at_mut(applied.index).frames.push(seq);
+    cx.s.ledger.push_frame(applied.index, seq);
     if applied.created {
         cx.s.transcript.push(Entry::ToolCall {
             index: applied.index,

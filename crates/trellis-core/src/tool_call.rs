@@ -443,9 +443,6 @@ pub struct ToolCall {
     /// Permission requests about this call, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub permissions: Vec<crate::permission::PermissionRecord>,
-    /// Sequence numbers of the raw frames (in the session log) that touched this call.
-    #[serde(skip)]
-    pub frames: Vec<u64>,
     /// Turn in which the call was first seen.
     pub turn: u32,
     /// Bumped on every change, so views can cache what they drew.
@@ -512,7 +509,6 @@ impl ToolCall {
                 t,
             }],
             permissions: Vec::new(),
-            frames: Vec::new(),
             turn,
             rev: 0,
         }

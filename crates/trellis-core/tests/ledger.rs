@@ -180,7 +180,7 @@ fn meta_only_update_changes_nothing_and_repeated_tool_call_is_an_update() {
         ("A2", ToolStatus::InProgress, ToolKind::Read)
     );
     assert_eq!(s.ledger.len(), 1);
-    assert_eq!(c.frames, vec![1, 2, 3]);
+    assert_eq!(s.ledger.frames(0), &[1, 2, 3]);
 }
 
 #[test]

@@ -273,7 +273,14 @@ pub fn view_lines_with(
         InspectorView::Call => call_lines(call, width, theme),
         InspectorView::Diff => diff_lines(call, theme),
         InspectorView::Permissions => permission_lines(call, theme),
-        InspectorView::Raw => raw_lines(call, log, width, theme),
+        InspectorView::Raw => {
+            let frames = session
+                .ledger
+                .position(&call.id)
+                .map(|i| session.ledger.frames(i))
+                .unwrap_or(&[]);
+            raw_lines(frames, log, width, theme)
+        }
     }
 }
 
@@ -354,7 +361,7 @@ pub fn permission_lines(call: &ToolCall, theme: &Theme) -> Vec<Line<'static>> {
 /// The Raw view: the ACP frames that touched the call, given the session log's lines
 /// (a frame's sequence number is its 1-based line number in the log).
 pub fn raw_lines(
-    call: &ToolCall,
+    frames: &[u64],
     log: Option<&[&str]>,
     width: usize,
     theme: &Theme,
@@ -367,7 +374,7 @@ pub fn raw_lines(
         return trellis_text::wrap::wrap_line(&why, width);
     };
     let mut out = Vec::new();
-    for &seq in &call.frames {
+    for &seq in frames {
         let Some(line) = log.get((seq as usize).wrapping_sub(1)) else {
             continue;
         };
