@@ -172,17 +172,16 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
             if let Some(i) = cx.s.ledger.position(&call_id) {
                 cx.s.ledger.push_frame(i, seq);
             }
-            if let Some(call) = cx.s.ledger.get_mut(&call_id) {
-                if let Some(rec) = call
+            if let Some(call) = cx.s.ledger.get_mut(&call_id)
+                && let Some(rec) = call
                     .permissions
                     .iter_mut()
                     .rev()
                     .find(|r| r.request_id == id)
-                {
-                    rec.outcome = Some(outcome.clone());
-                    rec.decider = Some(decider.clone());
-                    rec.decided_at = Some(t);
-                }
+            {
+                rec.outcome = Some(outcome.clone());
+                rec.decider = Some(decider.clone());
+                rec.decided_at = Some(t);
             }
             cx.emit(EventBody::PermissionResolved {
                 request_id: id.to_string(),
