@@ -48,6 +48,12 @@ enum Cmd {
         #[command(subcommand)]
         command: LogCmd,
     },
+    /// Extensions: what is installed, enabled and granted (the `/status` view).
+    Status {
+        /// Print the report as JSON (the `status` event of headless runs).
+        #[arg(long)]
+        json: bool,
+    },
     /// Built-in ACP agents (they speak ACP on stdin/stdout).
     Agent {
         #[command(subcommand)]
@@ -90,6 +96,7 @@ fn main() -> ExitCode {
             command: LogCmd::Show { file },
         }) => log_show(&file),
         Some(Cmd::Agent { command }) => agent(command),
+        Some(Cmd::Status { json }) => status(cli.config, json),
     };
     match result {
         Ok(code) => code,
@@ -98,6 +105,21 @@ fn main() -> ExitCode {
             ExitCode::from(run::EXIT_USAGE)
         }
     }
+}
+
+fn status(config: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
+    let config = ui::load_config(config)?;
+    let (host, _rx) = setup::ext_host(&config, true)?;
+    host.flush(std::time::Duration::from_secs(2));
+    let report = host.status();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for l in report.lines() {
+            println!("{l}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn log_show(file: &std::path::Path) -> anyhow::Result<ExitCode> {

@@ -37,7 +37,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// The UI on a live agent.
-fn load_config(config_path: Option<PathBuf>) -> anyhow::Result<Config> {
+pub fn load_config(config_path: Option<PathBuf>) -> anyhow::Result<Config> {
     let config_file = config_path.or_else(|| Paths::from_env().map(|p| p.config_file()));
     Ok(match &config_file {
         Some(f) => Config::load(f)?,
