@@ -66,6 +66,9 @@ pub struct AgentSpec {
     pub extra_roots: Vec<PathBuf>,
     /// Resume this ACP session with `session/load` (when the agent advertises it).
     pub load_session: Option<String>,
+    /// Keep each frame's verbatim line with its message (an extension asked for ACP
+    /// payloads).
+    pub keep_lines: bool,
 }
 
 /// From the connection to the driver. Actions are the hot path and stay unboxed (a box
@@ -204,6 +207,7 @@ pub fn start_at(
     let (tx, rx) = unbounded_channel();
     let (cmd_tx, cmd_rx) = unbounded_channel();
     let recorder = Recorder::with_origin(sink, tx.clone(), origin);
+    recorder.keep_lines(spec.keep_lines);
     let responders = Arc::new(Mutex::new(Responders::default()));
     let handle = Handle {
         cmd: cmd_tx,

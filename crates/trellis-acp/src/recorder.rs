@@ -54,6 +54,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct Recorder {
     inner: Arc<Mutex<Inner>>,
+    /// Attach each frame's verbatim line to its message.
+    keep: Arc<std::sync::atomic::AtomicBool>,
     start: Instant,
     /// Session time at `start`.
     offset: f64,
@@ -88,6 +90,7 @@ impl Recorder {
         origin: Origin,
     ) -> Recorder {
         Recorder {
+            keep: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             offset: origin.t,
             inner: Arc::new(Mutex::new(Inner {
                 sink,
@@ -99,6 +102,11 @@ impl Recorder {
             })),
             start: Instant::now(),
         }
+    }
+
+    /// Whether frames carry their verbatim line (for extensions that asked for it).
+    pub fn keep_lines(&self, on: bool) {
+        self.keep.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Seconds since the session started.
@@ -144,12 +152,15 @@ impl Recorder {
     /// which the SDK does not need to see (state comes from here).
     pub fn line(&self, dir: Dir, line: &str, more: More) -> bool {
         let t = self.now();
+        let keep = self.keep.load(std::sync::atomic::Ordering::Relaxed);
         self.with(|inner| {
             inner.seq += 1;
             let seq = inner.seq;
             let (action, forward) = match Message::parse(line) {
                 Ok(mut msg) => {
-                    msg.raw = Some(std::sync::Arc::from(line));
+                    if keep {
+                        msg.raw = Some(std::sync::Arc::from(line));
+                    }
                     let mut record = std::mem::take(&mut inner.pending);
                     let start = record.len();
                     encode_frame_into(&mut record, start, t, dir, line);

@@ -20,7 +20,7 @@ pub struct Event {
     pub schema: u32,
     pub t: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
+    pub session: Option<Arc<str>>,
     #[serde(flatten)]
     pub body: EventBody,
     /// The verbatim ACP message this event came from, where there is one (the whole

@@ -397,7 +397,7 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
                 cx.notice(format!("agent restarted (it had ended: {why})"));
             }
             if let Some(id) = r.session_id.or(loaded) {
-                cx.s.id = Some(id);
+                cx.s.id = Some(id.into());
             }
             if cwd.is_some() {
                 cx.s.cwd = cwd;

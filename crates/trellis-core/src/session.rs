@@ -115,7 +115,8 @@ pub const TERMINAL_OUTPUT_CAP: usize = 4 << 20;
 
 #[derive(Debug, Clone, Default)]
 pub struct Session {
-    pub id: Option<String>,
+    /// The ACP session id (shared: every event carries it).
+    pub id: Option<std::sync::Arc<str>>,
     pub cwd: Option<String>,
     pub agent: AgentInfo,
     pub agent_capabilities: Option<serde_json::Value>,

@@ -22,7 +22,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
         return slow(cx, seq, msg);
     };
     if let (Some(mine), Some(theirs)) = (&cx.s.id, &d.session_id)
-        && mine != theirs
+        && **mine != **theirs
     {
         let key = format!("foreign:{theirs}");
         cx.warn_once(key, format!("ignored updates for another session {theirs}"));
@@ -60,7 +60,7 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
         }
     };
     if let (Some(mine), Some(theirs)) = (&cx.s.id, &params.session_id)
-        && mine != theirs
+        && **mine != **theirs
     {
         let key = format!("foreign:{theirs}");
         cx.warn_once(key, format!("ignored updates for another session {theirs}"));

@@ -28,7 +28,7 @@ pub(crate) struct Mirror {
 
 impl Mirror {
     pub fn observe(&mut self, ev: &Event) {
-        if ev.session.is_some() {
+        if ev.session.is_some() && self.info.id != ev.session {
             self.info.id.clone_from(&ev.session);
         }
         match &ev.body {

@@ -152,6 +152,8 @@ pub struct ExtHost {
     arbiter: Arbiter,
     asks: BTreeMap<String, Arc<PermissionAsk>>,
     notes: Vec<String>,
+    /// Some extension reads session state (observe or call-state): keep the mirror.
+    mirror_on: bool,
     pub ui: Arc<Ui>,
 }
 
@@ -313,7 +315,11 @@ impl ExtHost {
             }
         }
         let ui = Arc::new(Ui::build(&slots, &shared));
+        let mirror_on = slots
+            .iter()
+            .any(|s| s.has(Capability::Observe) || s.has(Capability::CallState));
         let host = ExtHost {
+            mirror_on,
             outbox: Mutex::new(vec![Vec::new(); slots.len()]),
             slots,
             shared,
@@ -334,7 +340,9 @@ impl ExtHost {
     /// calls it once per batch of input, so a burst costs one wake-up per extension, not
     /// one per event). Also keeps the mirror extensions read.
     pub fn dispatch(&self, ev: &Event) {
-        self.shared.mirror_mut().observe(ev);
+        if self.mirror_on {
+            self.shared.mirror_mut().observe(ev);
+        }
         let bit = kind_bit(ev.body.kind());
         let mut shared_ev: Option<Arc<Event>> = None;
         let mut outbox = lock(&self.outbox);
@@ -415,6 +423,14 @@ impl ExtHost {
             }
         }
         out
+    }
+
+    /// Whether an extension asked for the verbatim ACP message with each event (the
+    /// connection then keeps every frame's line).
+    pub fn wants_acp(&self) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.has(Capability::Observe) && s.registration().is_some_and(|r| r.acp_payloads))
     }
 
     /// Extensions that may claim permission requests, in declared order.

@@ -254,7 +254,21 @@ impl Slot {
     /// Runs a batch of events: the extension is locked once for the batch, each event
     /// still runs under its own `catch_unwind`.
     fn run_events(&self, events: &[Arc<Event>], shared: &Shared) {
-        let mut times: Vec<(&'static str, u64)> = Vec::with_capacity(events.len());
+        thread_local! {
+            /// Reused per worker: no allocation per batch.
+            static TIMES: std::cell::RefCell<Vec<(&'static str, u64)>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        TIMES.with(|t| self.run_events_into(events, shared, &mut t.borrow_mut()));
+    }
+
+    fn run_events_into(
+        &self,
+        events: &[Arc<Event>],
+        shared: &Shared,
+        times: &mut Vec<(&'static str, u64)>,
+    ) {
+        times.clear();
         {
             let mut guard = lock(&self.ext);
             let was = IN_EXTENSION.with(|f| f.replace(true));
@@ -281,7 +295,7 @@ impl Slot {
             IN_EXTENSION.with(|f| f.set(was));
         }
         let mut d = self.diag();
-        for (k, t) in times {
+        for &(k, t) in times.iter() {
             d.time(k, t);
         }
     }

@@ -74,6 +74,7 @@ impl Extension for Recorder {
     }
     fn register(&mut self, _h: &mut dyn Host) -> Result<Registration, ExtError> {
         Ok(Registration {
+            acp_payloads: true,
             sections: self
                 .titles
                 .iter()

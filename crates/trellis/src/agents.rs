@@ -141,6 +141,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             cwd,
             extra_roots: Vec::<PathBuf>::new(),
             load_session: None,
+            keep_lines: false,
         },
         scratch,
     })

@@ -64,6 +64,8 @@ pub fn main(
     // The flag, else the config's [permissions] policy, else ask in the dialog; rules
     // saved from "always" answers (global and this project's) come first.
     let (host, host_rx) = crate::setup::ext_host(&config, true)?;
+    let mut resolved = resolved;
+    resolved.spec.keep_lines = host.wants_acp();
     let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
     let stored = crate::setup::stored_rules(&host, &cwd_now);
     let policy = match policy_from(args.permission.as_deref(), &config)? {

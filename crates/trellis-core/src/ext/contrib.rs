@@ -258,6 +258,10 @@ pub struct KeyDecl {
 pub struct Registration {
     /// Event types wanted (names as in `EVENT_KINDS`); `None`: every event.
     pub subscriptions: Option<Vec<String>>,
+    /// Receive the verbatim ACP message with each event (`Event::acp`). Off by default:
+    /// keeping it costs a copy of every line the agent sends.
+    #[serde(default)]
+    pub acp_payloads: bool,
     pub sections: Vec<SectionDecl>,
     pub designs: Vec<DesignDecl>,
     pub transforms: Vec<TransformDecl>,

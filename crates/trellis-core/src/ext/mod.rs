@@ -139,7 +139,7 @@ impl From<HostError> for ExtError {
 /// A permission request offered to an extension holding `intercept-permissions`.
 #[derive(Debug, Clone)]
 pub struct PermissionAsk {
-    pub session: Option<String>,
+    pub session: Option<Arc<str>>,
     /// Id to answer with [`Host::respond_permission`].
     pub request_id: String,
     /// The call as it stood when the request arrived.
@@ -176,7 +176,7 @@ pub enum UiAction {
 /// Session facts for [`Host::session`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SessionInfo {
-    pub id: Option<String>,
+    pub id: Option<Arc<str>>,
     pub cwd: Option<String>,
     pub agent: String,
     pub title: Option<String>,
