@@ -60,6 +60,7 @@ impl Extension for Cards {
             version: crate::version(),
             description: "Alternative card designs for execute, edit and read calls.".into(),
             capabilities: vec![Capability::Observe, Capability::Ui],
+            ui_only: true,
         }
     }
 

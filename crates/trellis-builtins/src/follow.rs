@@ -100,6 +100,8 @@ impl Extension for Follow {
             version: crate::version(),
             description: "A pane that follows the file of the running edit or read.".into(),
             capabilities: vec![Capability::Observe, Capability::Ui, Capability::CallState],
+            // Its call state (changed lines) is worth recording in headless runs too.
+            ui_only: false,
         }
     }
 
@@ -115,6 +117,7 @@ impl Extension for Follow {
                 .map(String::from)
                 .to_vec(),
             ),
+            call_kinds: Some(vec![ToolKind::Edit, ToolKind::Read]),
             sections: vec![SectionDecl {
                 id: "pane".into(),
                 title: "Follow".into(),

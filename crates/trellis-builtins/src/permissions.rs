@@ -34,6 +34,7 @@ impl Extension for Permissions {
             version: crate::version(),
             description: "The queue of permission requests and recent decisions.".into(),
             capabilities: vec![Capability::Observe, Capability::Ui],
+            ui_only: true,
         }
     }
 

@@ -76,6 +76,7 @@ impl Extension for Redact {
             description: "Hides API keys, bearer tokens and private keys in displayed output."
                 .into(),
             capabilities: vec![Capability::Ui, Capability::Store],
+            ui_only: true,
         }
     }
 

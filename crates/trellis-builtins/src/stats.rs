@@ -127,6 +127,7 @@ impl Extension for Stats {
             version: crate::version(),
             description: "Calls by kind and status, durations, tokens and cost.".into(),
             capabilities: vec![Capability::Observe, Capability::Ui],
+            ui_only: true,
         }
     }
 

@@ -32,6 +32,7 @@ impl Extension for Counter {
             version: "1".into(),
             description: "counts events".into(),
             capabilities: vec![Capability::Observe],
+            ui_only: false,
         }
     }
     fn on_event(&mut self, e: &Event, _h: &mut dyn Host) -> Result<(), ExtError> {

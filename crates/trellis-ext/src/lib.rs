@@ -62,6 +62,8 @@ pub struct HostOptions {
     pub path_map: Vec<(String, String)>,
     /// Where stores live (`None`: in memory, e.g. tests and replays).
     pub store_dir: Option<PathBuf>,
+    /// A headless run: extensions whose manifest says `ui_only` are not started.
+    pub headless: bool,
     pub config: BTreeMap<String, ExtConfig>,
 }
 
@@ -73,6 +75,7 @@ impl Default for HostOptions {
             permission_timeout: 30.0,
             path_map: Vec::new(),
             store_dir: None,
+            headless: false,
             config: BTreeMap::new(),
         }
     }
@@ -172,6 +175,14 @@ impl std::fmt::Debug for ExtHost {
 /// end of the input batch.
 const DELIVER_AT: usize = 256;
 
+fn kind_of_call_bit(k: trellis_core::ToolKind) -> u16 {
+    trellis_core::ToolKind::ALL
+        .iter()
+        .position(|x| *x == k)
+        .map(|i| 1u16 << i)
+        .unwrap_or(0)
+}
+
 fn kind_bit(kind: &str) -> u64 {
     EVENT_KINDS
         .iter()
@@ -234,6 +245,13 @@ impl ExtHost {
                     } else {
                         " (plugins are off until enabled)"
                     }
+                ));
+                continue;
+            }
+            if opts.headless && manifest.ui_only {
+                notes.push(format!(
+                    "{} is not started in headless runs (everything it does is UI)",
+                    manifest.name
                 ));
                 continue;
             }
@@ -303,6 +321,11 @@ impl ExtHost {
             } else {
                 0
             });
+            let kinds = match &reg.call_kinds {
+                None => u16::MAX,
+                Some(k) => k.iter().fold(0u16, |m, k| m | kind_of_call_bit(*k)),
+            };
+            let _ = slot.call_kinds.set(kinds);
             let _ = slot.reg.set(reg);
             let (jtx, jrx) = std::sync::mpsc::channel();
             let _ = slot.tx.set(jtx);
@@ -344,11 +367,20 @@ impl ExtHost {
             self.shared.mirror_mut().observe(ev);
         }
         let bit = kind_bit(ev.body.kind());
+        let call_bit = match &ev.body {
+            EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } => {
+                kind_of_call_bit(call.kind)
+            }
+            _ => u16::MAX,
+        };
         let mut shared_ev: Option<Arc<Event>> = None;
         let mut outbox = lock(&self.outbox);
         let mut full = false;
         for (i, slot) in self.slots.iter().enumerate() {
-            if slot.mask.get().copied().unwrap_or(0) & bit == 0 || slot.is_disabled() {
+            if slot.mask.get().copied().unwrap_or(0) & bit == 0
+                || slot.call_kinds.get().copied().unwrap_or(u16::MAX) & call_bit == 0
+                || slot.is_disabled()
+            {
                 continue;
             }
             let ev = shared_ev
@@ -367,9 +399,19 @@ impl ExtHost {
     pub fn deliver(&self) {
         let mut outbox = lock(&self.outbox);
         for (slot, batch) in self.slots.iter().zip(outbox.iter_mut()) {
-            if !batch.is_empty() {
-                slot.send(Job::Events(std::mem::take(batch)), &self.shared);
+            if batch.is_empty() {
+                continue;
             }
+            // Batches the worker is done with: their events are released here, and one
+            // vector is kept for the next batch.
+            let mut spent = std::mem::take(&mut *lock(&slot.spent));
+            let next = spent.pop().map(|mut v| {
+                v.clear();
+                v
+            });
+            drop(spent);
+            let full = std::mem::replace(batch, next.unwrap_or_default());
+            slot.send(Job::Events(full), &self.shared);
         }
     }
 

@@ -48,9 +48,15 @@ pub struct Slot {
     pub(crate) pending: AtomicUsize,
     /// Most events ever waiting in the queue (for `/status`).
     pub(crate) peak: AtomicUsize,
+    /// Batches the worker has handled, handed back so that the events are freed on the
+    /// thread that allocated them (the allocator reuses that memory at once; freed on
+    /// the worker it would linger) and the vectors are reused.
+    pub(crate) spent: Mutex<Vec<Vec<Arc<Event>>>>,
     /// Bit i set: wants event kind `EVENT_KINDS[i]`.
     pub(crate) mask: OnceLock<u64>,
     pub(crate) reg: OnceLock<Registration>,
+    /// Bit i set: wants tool-call events of `ToolKind::ALL[i]`.
+    pub(crate) call_kinds: OnceLock<u16>,
     pub(crate) failure_limit: u32,
     pub(crate) queue: usize,
 }
@@ -110,8 +116,10 @@ impl Slot {
             disabled: AtomicBool::new(false),
             pending: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
+            spent: Mutex::new(Vec::new()),
             mask: OnceLock::new(),
             reg: OnceLock::new(),
+            call_kinds: OnceLock::new(),
             failure_limit: failure_limit.max(1),
             queue,
         }
@@ -302,7 +310,10 @@ impl Slot {
 
     pub(crate) fn run_job(&self, job: Job, shared: &Shared) {
         match job {
-            Job::Events(evs) => self.run_events(&evs, shared),
+            Job::Events(evs) => {
+                self.run_events(&evs, shared);
+                lock(&self.spent).push(evs);
+            }
             Job::Permission(ask) => {
                 let r = self.call(shared, "permission request", None, |e, cx| {
                     e.on_permission(&ask, cx)

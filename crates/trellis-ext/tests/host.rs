@@ -22,6 +22,7 @@ fn manifest(name: &str, caps: &[Capability]) -> Manifest {
         version: "1.0.0".into(),
         description: "test".into(),
         capabilities: caps.to_vec(),
+        ui_only: false,
     }
 }
 

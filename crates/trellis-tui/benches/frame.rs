@@ -87,6 +87,7 @@ impl trellis_core::ext::Extension for Panels {
             version: "1".into(),
             description: "bench".into(),
             capabilities: vec![trellis_core::ext::Capability::Ui],
+            ui_only: true,
         }
     }
     fn register(

@@ -133,6 +133,7 @@ impl Extension for Broken {
             version: "0.0.1".into(),
             description: "fails on purpose".into(),
             capabilities: vec![Capability::Observe, Capability::Ui, Capability::Store],
+            ui_only: false,
         }
     }
     fn register(&mut self, _h: &mut dyn Host) -> Result<Registration, ExtError> {

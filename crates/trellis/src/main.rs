@@ -109,7 +109,7 @@ fn main() -> ExitCode {
 
 fn status(config: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
     let config = ui::load_config(config)?;
-    let (host, _rx) = setup::ext_host(&config, true)?;
+    let (host, _rx) = setup::ext_host(&config, true, false)?;
     host.flush(std::time::Duration::from_secs(2));
     let report = host.status();
     if json {

@@ -94,7 +94,7 @@ pub fn main(
         .build()
         .context("cannot start the async runtime")?;
     let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
-    let host = crate::setup::ext_host(&config, true)?;
+    let host = crate::setup::ext_host(&config, true, true)?;
     resolved.spec.keep_lines = host.0.wants_acp();
     let stop = rt.block_on(drive(
         args.format,

@@ -69,13 +69,17 @@ pub fn record_header(handle: &trellis_acp::Handle, agent: &str, cwd: &str) {
 pub fn ext_host(
     config: &Config,
     store: bool,
+    headless: bool,
 ) -> anyhow::Result<(
     trellis_ext::ExtHost,
     tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
 )> {
     use trellis_core::ext::Capability;
     let x = &config.extensions;
-    let mut opts = trellis_ext::HostOptions::default();
+    let mut opts = trellis_ext::HostOptions {
+        headless,
+        ..trellis_ext::HostOptions::default()
+    };
     if let Some(n) = x.failure_limit {
         if n == 0 {
             return Err(config

@@ -63,7 +63,7 @@ pub fn main(
     let resolved = crate::agents::resolve(&agent, &config, args.cwd.as_deref())?;
     // The flag, else the config's [permissions] policy, else ask in the dialog; rules
     // saved from "always" answers (global and this project's) come first.
-    let (host, host_rx) = crate::setup::ext_host(&config, true)?;
+    let (host, host_rx) = crate::setup::ext_host(&config, true, false)?;
     let mut resolved = resolved;
     resolved.spec.keep_lines = host.wants_acp();
     let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
@@ -158,7 +158,7 @@ pub fn replay(
     });
     // Extensions see the recording's events (stores stay in memory: a replay changes
     // nothing on disk).
-    let (host, host_rx) = crate::setup::ext_host(&config, false)?;
+    let (host, host_rx) = crate::setup::ext_host(&config, false, false)?;
     for ev in &events {
         host.dispatch(ev);
     }

@@ -262,6 +262,10 @@ pub struct Registration {
     /// keeping it costs a copy of every line the agent sends.
     #[serde(default)]
     pub acp_payloads: bool,
+    /// `tool_call_created` / `tool_call_updated` only for calls of these kinds (`None`:
+    /// every call). Saves the extension, and the stream, the calls it ignores anyway.
+    #[serde(default)]
+    pub call_kinds: Option<Vec<ToolKind>>,
     pub sections: Vec<SectionDecl>,
     pub designs: Vec<DesignDecl>,
     pub transforms: Vec<TransformDecl>,

@@ -79,6 +79,10 @@ pub struct Manifest {
     pub version: String,
     pub description: String,
     pub capabilities: Vec<Capability>,
+    /// Everything the extension does is UI (sections, designs, transforms…): headless
+    /// runs do not start it.
+    #[serde(default)]
+    pub ui_only: bool,
 }
 
 impl Manifest {

@@ -915,7 +915,15 @@ fn extensions_in_a_headless_run_file_written_call_state_and_the_closing_status()
         .iter()
         .map(|e| e["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["follow", "permissions", "stats", "cards", "redact"]);
+    // Headless runs start only extensions that do more than UI.
+    assert_eq!(names, ["follow"]);
+    let notes = last["notes"].to_string();
+    for ui_only in ["permissions", "stats", "cards", "redact"] {
+        assert!(
+            notes.contains(&format!("{ui_only} is not started in headless runs")),
+            "{notes}"
+        );
+    }
     assert!(
         last["extensions"]
             .as_array()
@@ -924,14 +932,15 @@ fn extensions_in_a_headless_run_file_written_call_state_and_the_closing_status()
             .all(|e| e["state"] == "ready"),
         "{last}"
     );
-    let stats = &last["extensions"][2];
+    // Follow asked for edit and read calls only: it saw those two and nothing else.
+    let follow = &last["extensions"][0];
     assert!(
-        stats["timings"]
+        follow["timings"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|t| t["event"] == "tool_call_created" && t["count"] == 5),
-        "{stats}"
+            .any(|t| t["event"] == "tool_call_created" && t["count"] == 2),
+        "{follow}"
     );
 }
 
@@ -994,6 +1003,17 @@ fn extension_config_errors_name_the_line_and_disabling_works() {
             .iter()
             .any(|e| e["name"] == "stats")
     );
+    // `trellis status` reports the same consent.
+    let out = Command::new(exe())
+        .args(["--config"])
+        .arg(&cfg)
+        .arg("status")
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("stats is disabled by the config"), "{text}");
+    assert!(text.contains("follow 0.1.0 (built-in): ready"), "{text}");
     let notes = status["notes"].to_string();
     assert!(notes.contains("stats is disabled by the config"), "{notes}");
     assert!(
