@@ -10,7 +10,7 @@ use trellis_core::{Event, EventBody, ToolCall, ToolKind};
 
 /// Largest file the pane loads.
 const MAX_FILE: u64 = 4 << 20;
-/// Lines shown around the followed line.
+/// Lines shown around the followed line (option `window`, 5 to 40).
 pub const WINDOW: usize = 15;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,6 +30,7 @@ pub struct Follow {
     content: Option<String>,
     note: Option<String>,
     cwd: Option<String>,
+    window: usize,
 }
 
 impl Default for Follow {
@@ -40,6 +41,7 @@ impl Default for Follow {
             content: None,
             note: None,
             cwd: None,
+            window: WINDOW,
         }
     }
 }
@@ -105,7 +107,17 @@ impl Extension for Follow {
         }
     }
 
-    fn register(&mut self, _host: &mut dyn Host) -> Result<Registration, ExtError> {
+    fn register(&mut self, host: &mut dyn Host) -> Result<Registration, ExtError> {
+        match host.options().get("window") {
+            None => {}
+            Some(v) => match v.as_u64().filter(|n| (5..=40).contains(n)) {
+                Some(n) => self.window = n as usize,
+                None => host.report(
+                    "option window",
+                    &format!("{v} is not a number of lines from 5 to 40; using {WINDOW}"),
+                ),
+            },
+        }
         Ok(Registration {
             subscriptions: Some(
                 [
@@ -121,7 +133,7 @@ impl Extension for Follow {
             sections: vec![SectionDecl {
                 id: "pane".into(),
                 title: "Follow".into(),
-                max_rows: WINDOW + 1,
+                max_rows: self.window + 1,
                 collapsed: false,
             }],
             keys: vec![KeyDecl {
@@ -241,8 +253,8 @@ impl Extension for Follow {
             Some(text) => {
                 let lines: Vec<&str> = text.lines().collect();
                 let focus = t.line.unwrap_or(1).max(1) as usize;
-                let start = focus.saturating_sub(WINDOW / 3).max(1);
-                let end = (start + WINDOW - 1).min(lines.len());
+                let start = focus.saturating_sub(self.window / 3).max(1);
+                let end = (start + self.window - 1).min(lines.len());
                 for n in start..=end {
                     let hit = t
                         .changed

@@ -84,6 +84,20 @@ impl Extension for Redact {
         if let Ok(Some(v)) = host.store_get("enabled") {
             self.on = v.as_bool().unwrap_or(true);
         }
+        // Extra shapes from the config: `[extensions.redact.options] patterns = ["…"]`.
+        if let Some(list) = host.options().get("patterns") {
+            let items = list.as_array().cloned().unwrap_or_default();
+            if !list.is_array() {
+                host.report("option patterns", "must be a list of regular expressions");
+            }
+            for p in items {
+                match p.as_str().map(Regex::new) {
+                    Some(Ok(re)) => self.patterns.push(re),
+                    Some(Err(e)) => host.report("option patterns", &format!("{p}: {e}")),
+                    None => host.report("option patterns", &format!("{p} is not a string")),
+                }
+            }
+        }
         Ok(Registration {
             subscriptions: Some(Vec::new()),
             transforms: vec![TransformDecl {

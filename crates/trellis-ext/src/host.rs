@@ -221,6 +221,21 @@ impl Host for HostCtx<'_> {
         &self.slot.name
     }
 
+    fn options(&self) -> Value {
+        self.slot.options.get().cloned().unwrap_or(Value::Null)
+    }
+
+    fn report(&mut self, what: &str, message: &str) {
+        let mut d = self.slot.diag();
+        let note = format!("{what}: {message}");
+        if !d.notes.contains(&note) {
+            d.notes.push(note);
+        }
+        if d.state == crate::diag::ExtState::Ready {
+            d.state = crate::diag::ExtState::Degraded(format!("{what}: {message}"));
+        }
+    }
+
     fn session(&self) -> SessionInfo {
         self.shared.mirror().info.clone()
     }

@@ -47,6 +47,8 @@ pub struct ExtConfig {
     pub enabled: Option<bool>,
     /// Capabilities granted; `None`: everything a built-in requests (plugins: nothing).
     pub grant: Option<Vec<Capability>>,
+    /// `[extensions.NAME.options]`, as JSON (`Null` when absent).
+    pub options: Value,
 }
 
 /// Host settings (`[extensions]`).
@@ -280,6 +282,7 @@ impl ExtHost {
                 opts.failure_limit,
                 opts.queue,
             ));
+            let _ = slot.options.set(cfg.options.clone());
             slots.push(slot);
         }
         // Registration, then one worker per extension.
@@ -310,10 +313,15 @@ impl ExtHost {
                 d.subscriptions = if !slot.has(Capability::Observe) {
                     vec!["none (observe not granted)".into()]
                 } else {
-                    match &reg.subscriptions {
+                    let mut subs = match &reg.subscriptions {
                         None => vec!["all events".into()],
                         Some(k) => k.clone(),
+                    };
+                    if let Some(kinds) = &reg.call_kinds {
+                        let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+                        subs.push(format!("tool calls of kind {} only", names.join(", ")));
                     }
+                    subs
                 };
             }
             let _ = slot.mask.set(if slot.has(Capability::Observe) {

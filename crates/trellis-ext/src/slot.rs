@@ -57,6 +57,8 @@ pub struct Slot {
     pub(crate) reg: OnceLock<Registration>,
     /// Bit i set: wants tool-call events of `ToolKind::ALL[i]`.
     pub(crate) call_kinds: OnceLock<u16>,
+    /// The extension's options from the config.
+    pub(crate) options: OnceLock<serde_json::Value>,
     pub(crate) failure_limit: u32,
     pub(crate) queue: usize,
 }
@@ -120,6 +122,7 @@ impl Slot {
             mask: OnceLock::new(),
             reg: OnceLock::new(),
             call_kinds: OnceLock::new(),
+            options: OnceLock::new(),
             failure_limit: failure_limit.max(1),
             queue,
         }

@@ -598,6 +598,7 @@ fn capabilities_are_only_what_the_config_grants() {
         trellis_ext::ExtConfig {
             enabled: Some(true),
             grant: Some(vec![Capability::Observe]),
+            ..Default::default()
         },
     );
     let (h, _rx) = host(vec![Box::new(Greedy)], opts);
@@ -613,10 +614,47 @@ fn capabilities_are_only_what_the_config_grants() {
         trellis_ext::ExtConfig {
             enabled: Some(false),
             grant: None,
+            ..Default::default()
         },
     );
     let (h, _rx) = host(vec![Box::new(Greedy)], opts);
     let st = h.status();
     assert!(st.extensions.is_empty());
     assert!(st.notes[0].contains("greedy is disabled by the config"));
+}
+
+#[test]
+fn options_from_the_config_reach_the_extension_and_bad_ones_are_reported() {
+    let mut opts = HostOptions::default();
+    opts.config.insert(
+        "redact".into(),
+        trellis_ext::ExtConfig {
+            options: json!({"patterns": ["INTERNAL-[0-9]{4}", "(unclosed"]}),
+            ..Default::default()
+        },
+    );
+    opts.config.insert(
+        "follow".into(),
+        trellis_ext::ExtConfig {
+            options: json!({"window": 2}),
+            ..Default::default()
+        },
+    );
+    let exts: Vec<Box<dyn Extension>> = trellis_builtins::all();
+    let (h, _rx) = host(exts, opts);
+    let call = ToolCall::placeholder("c".into(), 0.0, 1);
+    let out =
+        h.ui.transform(
+            &call,
+            "ticket INTERNAL-1234 and sk-ant-abcdefghijklmnopqrstuvwxyz",
+        )
+        .unwrap();
+    assert_eq!(out, "ticket ‹redacted› and ‹redacted›");
+    let st = h.status();
+    let text = st.lines().join("\n");
+    assert!(text.contains("option patterns: \"(unclosed\""), "{text}");
+    assert!(
+        text.contains("follow 0.1.0 (built-in): degraded — option window: 2 is not a number of lines from 5 to 40"),
+        "{text}"
+    );
 }

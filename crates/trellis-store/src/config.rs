@@ -109,6 +109,8 @@ pub struct ExtensionEntry {
     /// Capabilities granted (observe, intercept-permissions, ui, store, call-state);
     /// default: everything a built-in asks for.
     pub grant: Option<Vec<String>>,
+    /// The extension's own settings, handed to it as JSON (`Host::options`).
+    pub options: Option<toml::Table>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

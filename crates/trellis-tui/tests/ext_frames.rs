@@ -175,6 +175,7 @@ fn app_with(b: B, extra: Vec<Box<dyn Extension>>, w: &std::path::Path) -> App {
         trellis_ext::ExtConfig {
             enabled: Some(true),
             grant: Some(vec![Capability::Observe, Capability::Ui]),
+            ..Default::default()
         },
     );
     let (host, rx) = ExtHost::new(exts, opts);

@@ -132,11 +132,18 @@ pub fn ext_host(
                 Some(caps)
             }
         };
+        let options = match &e.options {
+            Some(t) => serde_json::to_value(t).map_err(|err| {
+                config.invalid(&format!("extensions.{name}"), "options", err.to_string())
+            })?,
+            None => serde_json::Value::Null,
+        };
         opts.config.insert(
             name.clone(),
             trellis_ext::ExtConfig {
                 enabled: e.enabled,
                 grant,
+                options,
             },
         );
     }

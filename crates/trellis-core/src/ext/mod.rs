@@ -197,6 +197,12 @@ pub struct SessionInfo {
 pub trait Host {
     /// The calling extension's name.
     fn me(&self) -> &str;
+    /// The extension's options from the user's config (`[extensions.NAME.options]`), as
+    /// JSON; `Null` when there are none.
+    fn options(&self) -> serde_json::Value;
+    /// Reports a problem with the extension's own settings or input, shown in `/status`
+    /// (e.g. an option that cannot be used); the extension goes on.
+    fn report(&mut self, what: &str, message: &str);
     /// Read-only facts about the session.
     fn session(&self) -> SessionInfo;
     /// Every call so far, in ledger order (shared snapshots; cheap).
