@@ -38,19 +38,10 @@ fn text_lines(call: &ToolCall) -> Vec<String> {
         .collect()
 }
 
-/// Lines added and removed between two texts (by a common prefix/suffix cut: cheap and
-/// right for the typical single-hunk edit).
+/// Lines added and removed between two texts.
 pub fn diff_stat(old: &str, new: &str) -> (usize, usize) {
-    let a: Vec<&str> = old.lines().collect();
-    let b: Vec<&str> = new.lines().collect();
-    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let suf = a[pre..]
-        .iter()
-        .rev()
-        .zip(b[pre..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
-    (b.len() - pre - suf, a.len() - pre - suf)
+    let (_, added, removed) = crate::changed_lines(old, new);
+    (added, removed)
 }
 
 impl Extension for Cards {

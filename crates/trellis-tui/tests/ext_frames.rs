@@ -5,8 +5,6 @@
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use serde_json::{Value, json};
 use trellis_core::ext::{Capability, ExtError, Extension, Host, Manifest, Registration};
 use trellis_core::session::LocalRecord;
@@ -14,40 +12,10 @@ use trellis_core::wire::{Dir, Message};
 use trellis_core::{Action, Effect, Event, Policy, Session, update};
 use trellis_ext::ui::RowTarget;
 use trellis_ext::{Candidate, ExtHost, HostOptions};
-use trellis_tui::{App, Clock, Intent, draw};
+use trellis_tui::{App, Intent};
 
-fn frame_text(app: &mut App, w: u16, h: u16) -> String {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| {
-        draw(
-            f,
-            app,
-            Clock {
-                now: 10.0,
-                frame: 0,
-            },
-        )
-    })
-    .unwrap();
-    let buf = term.backend().buffer().clone();
-    let mut out = String::new();
-    for y in 0..h {
-        let mut line = String::new();
-        let mut skip = 0;
-        for x in 0..w {
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            let sym = buf[(x, y)].symbol();
-            skip = trellis_text::display_width(sym).saturating_sub(1);
-            line.push_str(sym);
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
+mod common;
+use common::frame_text;
 
 struct B {
     s: Session,
