@@ -9,8 +9,10 @@
 //! ([`ExtHost::on_msg`], [`ExtHost::tick`]), and performs the [`Out`]s it returns.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod chain;
 pub mod diag;
 pub mod host;
+pub mod settings;
 pub mod slot;
 pub mod ui;
 
@@ -23,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use trellis_core::event::EVENT_KINDS;
-use trellis_core::ext::arbiter::{Arbiter, Step};
+use trellis_core::ext::arbiter::Arbiter;
 use trellis_core::ext::{Capability, Extension, PermissionAsk};
 use trellis_core::{Effect, Event, EventBody};
 
@@ -481,149 +483,6 @@ impl ExtHost {
         self.slots
             .iter()
             .any(|s| s.has(Capability::Observe) && s.registration().is_some_and(|r| r.acp_payloads))
-    }
-
-    /// Extensions that may claim permission requests, in declared order.
-    pub fn claimants(&self) -> Vec<String> {
-        self.slots
-            .iter()
-            .filter(|s| s.has(Capability::InterceptPermissions) && !s.is_disabled())
-            .map(|s| s.name.clone())
-            .collect()
-    }
-
-    /// The extension holding a request (the dialog must not show it meanwhile).
-    pub fn holder(&self, request_id: &str) -> Option<&str> {
-        self.arbiter.holder(request_id)
-    }
-
-    fn step(&mut self, request_id: &str, mut step: Step, now: f64, out: &mut Vec<Out>) {
-        loop {
-            match step {
-                Step::Offer(ext) => {
-                    // The extension sees the events so far before the offer.
-                    self.deliver();
-                    let slot = self.slots.iter().find(|s| s.name == ext).cloned();
-                    let ask = self.asks.get(request_id).cloned();
-                    let sent = match (&slot, ask) {
-                        (Some(slot), Some(ask)) => slot.send(Job::Permission(ask), &self.shared),
-                        _ => false,
-                    };
-                    if sent {
-                        return;
-                    }
-                    // Cannot be offered (disabled, queue full): on to the next step.
-                    match self.arbiter.failed(request_id, &ext, "it is disabled", now) {
-                        Some(next) => step = next,
-                        None => return,
-                    }
-                }
-                Step::Dialog => {
-                    self.asks.remove(request_id);
-                    out.push(Out::Dialog {
-                        request_id: request_id.to_string(),
-                    });
-                    return;
-                }
-                Step::Answer { option_id, by } => {
-                    self.asks.remove(request_id);
-                    out.push(Out::Decide {
-                        request_id: request_id.to_string(),
-                        option_id,
-                        extension: by,
-                    });
-                    return;
-                }
-            }
-        }
-    }
-
-    fn drain_hand_ons(&mut self, out: &mut Vec<Out>) {
-        for h in std::mem::take(&mut self.arbiter.hand_ons) {
-            if let Some(slot) = self.slots.iter().find(|s| s.name == h.extension) {
-                slot.failed("permission request", &h.reason, &self.shared);
-            }
-            out.push(Out::Notice(format!(
-                "permission request handed on from {}: {}",
-                h.extension, h.reason
-            )));
-        }
-    }
-
-    /// Handles a message from a worker or a host function.
-    pub fn on_msg(&mut self, msg: HostMsg, now: f64) -> Vec<Out> {
-        let mut out = Vec::new();
-        match msg {
-            HostMsg::Claim {
-                extension,
-                request_id,
-                result,
-            } => match result {
-                Ok(true) => self.arbiter.claimed(&request_id, &extension),
-                Ok(false) => {
-                    if let Some(step) = self.arbiter.passed(&request_id, &extension, now) {
-                        self.step(&request_id, step, now, &mut out);
-                    }
-                }
-                Err(why) => {
-                    if let Some(step) = self.arbiter.failed(&request_id, &extension, &why, now) {
-                        self.step(&request_id, step, now, &mut out);
-                    }
-                }
-            },
-            HostMsg::Respond {
-                extension,
-                request_id,
-                option_id,
-            } => match self
-                .arbiter
-                .respond(&request_id, &extension, &option_id, now)
-            {
-                Ok(step) => self.step(&request_id, step, now, &mut out),
-                Err(why) => {
-                    if let Some(slot) = self.slots.iter().find(|s| s.name == extension) {
-                        slot.failed("respond_permission", &why, &self.shared);
-                    }
-                }
-            },
-            HostMsg::CallState {
-                extension,
-                call_id,
-                value,
-            } => out.push(Out::CallState {
-                extension,
-                call_id,
-                value,
-            }),
-            HostMsg::Notify { extension, text } => {
-                out.push(Out::Notify(format!("{extension}: {text}")))
-            }
-            HostMsg::OpenInspector { call_id } => out.push(Out::OpenInspector(call_id)),
-            HostMsg::Repaint => out.push(Out::Repaint),
-            HostMsg::Disabled { extension, reason } => {
-                out.push(Out::Notice(format!(
-                    "extension {extension} disabled: {reason}"
-                )));
-                out.push(Out::Repaint);
-            }
-        }
-        self.drain_hand_ons(&mut out);
-        out
-    }
-
-    /// Hands on requests whose holder ran out of time.
-    pub fn tick(&mut self, now: f64) -> Vec<Out> {
-        let mut out = Vec::new();
-        for (id, step) in self.arbiter.expire(now) {
-            self.step(&id, step, now, &mut out);
-        }
-        self.drain_hand_ons(&mut out);
-        out
-    }
-
-    /// When the runtime must call [`ExtHost::tick`] next (session seconds).
-    pub fn next_deadline(&self) -> Option<f64> {
-        self.arbiter.next_deadline()
     }
 
     /// Seeds the mirror from a session built without dispatching (e.g. a replayed log).

@@ -16,11 +16,12 @@ use trellis_core::ToolCall;
 use trellis_core::ext::contrib::tool_name;
 use trellis_core::ext::labels::{validate, with_ordinals};
 use trellis_core::ext::{
-    Capability, CardLines, SectionRow, SettingsRow, StyledLine, StyledSpan, ToolMatch, UiAction,
+    Capability, CardLines, SectionRow, StyledLine, StyledSpan, ToolMatch, UiAction,
 };
 
 use crate::host::{Shared, StoreBox};
 use crate::lock;
+pub use crate::settings::{RowTarget, RowView, SettingsPage};
 use crate::slot::{Job, Slot};
 
 /// The host's own store namespace (reserved: no extension may take this name).
@@ -72,14 +73,14 @@ pub struct KeyEntry {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Prefs {
+pub(crate) struct Prefs {
     #[serde(default)]
-    hidden: BTreeSet<String>,
+    pub(crate) hidden: BTreeSet<String>,
     #[serde(default)]
-    collapsed: BTreeMap<String, bool>,
+    pub(crate) collapsed: BTreeMap<String, bool>,
     /// Tool key (`kind:execute`, `name:Bash`) → design key (`extension/id`).
     #[serde(default)]
-    cards: BTreeMap<String, String>,
+    pub(crate) cards: BTreeMap<String, String>,
 }
 
 /// A section ready to draw.
@@ -96,32 +97,9 @@ pub struct SectionView {
     pub error: Option<String>,
 }
 
-/// What a Settings row changes.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RowTarget {
-    Section(String),
-    Card(String),
-    Ext { slot: usize, id: String },
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct RowView {
-    pub target: RowTarget,
-    pub label: String,
-    /// (id, label)
-    pub choices: Vec<(String, String)>,
-    pub current: usize,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SettingsPage {
-    pub title: String,
-    pub rows: Vec<RowView>,
-}
-
 pub struct Ui {
-    slots: Vec<Arc<Slot>>,
-    shared: Arc<Shared>,
+    pub(crate) slots: Vec<Arc<Slot>>,
+    pub(crate) shared: Arc<Shared>,
     pub sections: Vec<SectionEntry>,
     pub designs: Vec<DesignEntry>,
     pub transforms: Vec<Named>,
@@ -129,8 +107,8 @@ pub struct Ui {
     pub commands: Vec<CommandEntry>,
     pub keys: Vec<KeyEntry>,
     /// Lines of the Cards page: a tool with designs, and its `Card <words>` label.
-    card_rows: Vec<(ToolMatch, String)>,
-    prefs: Mutex<Prefs>,
+    pub(crate) card_rows: Vec<(ToolMatch, String)>,
+    pub(crate) prefs: Mutex<Prefs>,
     epoch: AtomicU64,
 }
 
@@ -355,7 +333,7 @@ impl Ui {
         }
     }
 
-    fn save_prefs(&self) {
+    pub(crate) fn save_prefs(&self) {
         let v = serde_json::to_value(&*lock(&self.prefs)).unwrap_or_default();
         let _ = self.shared.with_store(HOST_NS, |s| match s {
             StoreBox::Disk(d) => {
@@ -380,7 +358,7 @@ impl Ui {
         self.epoch.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn live(&self, slot: usize) -> Option<&Arc<Slot>> {
+    pub(crate) fn live(&self, slot: usize) -> Option<&Arc<Slot>> {
         self.slots.get(slot).filter(|s| !s.is_disabled())
     }
 
@@ -591,168 +569,6 @@ impl Ui {
                 Job::Action(UiAction::Key { id: k.id.clone() }),
                 &self.shared,
             );
-        }
-    }
-
-    // ---- the Settings menu ----
-
-    /// Pages: `Sections`, `Cards` (when there is anything to choose), then the
-    /// extensions' pages in registration order.
-    pub fn settings(&self) -> Vec<SettingsPage> {
-        let mut pages = Vec::new();
-        if !self.sections.is_empty() {
-            let rows = self
-                .sections
-                .iter()
-                .filter(|e| self.live(e.slot).is_some())
-                .map(|e| RowView {
-                    target: RowTarget::Section(e.key.clone()),
-                    label: e.title.clone(),
-                    choices: vec![
-                        ("shown".into(), "shown".into()),
-                        ("collapsed".into(), "collapsed".into()),
-                        ("hidden".into(), "hidden".into()),
-                    ],
-                    current: if self.is_hidden(&e.key) {
-                        2
-                    } else {
-                        usize::from(self.is_collapsed(e))
-                    },
-                })
-                .collect();
-            pages.push(SettingsPage {
-                title: "Sections".into(),
-                rows,
-            });
-        }
-        if !self.card_rows.is_empty() {
-            let prefs = lock(&self.prefs);
-            let rows = self
-                .card_rows
-                .iter()
-                .map(|(tool, label)| {
-                    let mut choices = vec![("native".to_string(), "native".to_string())];
-                    for d in self
-                        .designs
-                        .iter()
-                        .filter(|d| &d.applies_to == tool && self.live(d.slot).is_some())
-                    {
-                        choices.push((d.key.clone(), d.label.clone()));
-                    }
-                    let current = prefs
-                        .cards
-                        .get(&tool.key())
-                        .and_then(|k| choices.iter().position(|(id, _)| id == k))
-                        .unwrap_or(0);
-                    RowView {
-                        target: RowTarget::Card(tool.key()),
-                        label: label.clone(),
-                        choices,
-                        current,
-                    }
-                })
-                .collect();
-            pages.push(SettingsPage {
-                title: "Cards".into(),
-                rows,
-            });
-        }
-        for (i, slot) in self.slots.iter().enumerate() {
-            if slot.is_disabled() || !slot.has(Capability::Ui) {
-                continue;
-            }
-            let Some(rows) = slot.call_ui(&self.shared, "settings", |x, cx| x.settings(cx)) else {
-                continue;
-            };
-            for r in rows {
-                if let Some(row) = self.ext_row(i, slot, r) {
-                    let (page, row) = row;
-                    match pages.iter_mut().find(|p| p.title == page) {
-                        Some(p) => p.rows.push(row),
-                        None => pages.push(SettingsPage {
-                            title: page,
-                            rows: vec![row],
-                        }),
-                    }
-                }
-            }
-        }
-        pages
-    }
-
-    fn ext_row(&self, i: usize, slot: &Slot, r: SettingsRow) -> Option<(String, RowView)> {
-        for (what, text) in [("settings page", &r.page), ("settings row", &r.label)] {
-            if let Err(e) = validate(text) {
-                slot.diag().reject(what, &e.to_string(), text);
-                return None;
-            }
-        }
-        if matches!(r.page.as_str(), "Sections" | "Cards") {
-            slot.diag()
-                .reject("settings page", "the page belongs to Trellis", &r.page);
-            return None;
-        }
-        if r.choices.is_empty() {
-            slot.diag()
-                .reject("settings row", "a row needs at least one choice", &r.label);
-            return None;
-        }
-        let current = r
-            .choices
-            .iter()
-            .position(|(id, _)| *id == r.current)
-            .unwrap_or(0);
-        Some((
-            r.page,
-            RowView {
-                target: RowTarget::Ext { slot: i, id: r.id },
-                label: r.label,
-                choices: r.choices,
-                current,
-            },
-        ))
-    }
-
-    /// Applies choice `choice` of a row (Enter). Returns true when cards must be redrawn.
-    pub fn apply(&self, target: &RowTarget, choice: &str) -> bool {
-        match target {
-            RowTarget::Section(key) => {
-                if choice != "hidden" {
-                    lock(&self.prefs)
-                        .collapsed
-                        .insert(key.clone(), choice == "collapsed");
-                }
-                self.set_hidden(key, choice == "hidden");
-                false
-            }
-            RowTarget::Card(tool) => {
-                {
-                    let mut p = lock(&self.prefs);
-                    if choice == "native" {
-                        p.cards.remove(tool);
-                    } else {
-                        p.cards.insert(tool.clone(), choice.to_string());
-                    }
-                }
-                self.save_prefs();
-                self.bump();
-                true
-            }
-            RowTarget::Ext { slot, id } => {
-                if let Some(s) = self.live(*slot) {
-                    // Run now so the row repaints at once with its new value.
-                    s.call_ui(&self.shared, "settings action", |x, cx| {
-                        x.on_action(
-                            &UiAction::Setting {
-                                row: id.clone(),
-                                choice: choice.to_string(),
-                            },
-                            cx,
-                        )
-                    });
-                }
-                false
-            }
         }
     }
 }

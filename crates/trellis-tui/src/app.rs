@@ -10,7 +10,7 @@ use trellis_core::session::Entry;
 use trellis_core::{Session, ToolStatus};
 use trellis_view::inspector::InspectorView;
 
-use crate::extui::{Overlay, RulePreview, Scope, SettingsKey, SettingsState};
+use crate::extui::{Overlay, RulePreview};
 use crate::keymap::{Key, KeyAction, Keymap, Resolved};
 pub use crate::prompt::Prompt;
 use trellis_view::{Theme, TranscriptView};
@@ -197,164 +197,8 @@ impl App {
         }
     }
 
-    /// Installs the extension host: its designs and transforms draw the transcript.
-    pub fn set_ext(
-        &mut self,
-        host: trellis_ext::ExtHost,
-        rx: tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
-    ) {
-        self.view.decor = Some(std::sync::Arc::new(crate::extui::ExtDecor(host.ui.clone())));
-        self.ext = Some(host);
-        self.ext_rx = Some(rx);
-    }
-
-    /// Opens the Settings menu.
-    pub fn open_settings(&mut self) {
-        self.overlay = Some(Overlay::Settings(SettingsState::default()));
-    }
-
-    fn overlay_key(&mut self, overlay: Overlay, key: KeyEvent) -> Vec<Intent> {
-        match overlay {
-            Overlay::Settings(mut st) => {
-                let pages = self
-                    .ext
-                    .as_ref()
-                    .map(|h| h.ui.settings())
-                    .unwrap_or_default();
-                match st.key(key, &pages) {
-                    SettingsKey::Close => return Vec::new(),
-                    SettingsKey::None => {}
-                    SettingsKey::Apply(target, choice) => {
-                        if let Some(h) = &self.ext {
-                            h.ui.apply(&target, &choice);
-                        }
-                    }
-                }
-                self.overlay = Some(Overlay::Settings(st));
-            }
-            Overlay::Status { scroll } => {
-                let scroll = match key.code {
-                    KeyCode::Down | KeyCode::Char('j') => scroll + 1,
-                    KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
-                    KeyCode::PageDown => scroll + 10,
-                    KeyCode::PageUp => scroll.saturating_sub(10),
-                    KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => return Vec::new(),
-                    _ => scroll,
-                };
-                self.overlay = Some(Overlay::Status { scroll });
-            }
-            Overlay::Rule(mut p) => match p.key(key) {
-                None => self.overlay = Some(Overlay::Rule(p)),
-                Some(false) => {
-                    self.message = Some("rule not saved; the question is still open".into())
-                }
-                Some(true) => match self.save_rule(&p) {
-                    Ok(where_) => {
-                        self.message = Some(format!("rule saved ({where_})"));
-                        return vec![Intent::Decide {
-                            request_id: p.request_id,
-                            option_id: p.option_id,
-                        }];
-                    }
-                    Err(e) => {
-                        self.message = Some(format!("cannot save the rule: {e}"));
-                        self.overlay = Some(Overlay::Rule(p));
-                    }
-                },
-            },
-        }
-        Vec::new()
-    }
-
-    /// Saves the previewed rule in its scope and adds it to the rules in force.
-    fn save_rule(&mut self, p: &RulePreview) -> Result<String, String> {
-        let rule = p.rule();
-        if p.scope != Scope::Session {
-            let host = self
-                .ext
-                .as_ref()
-                .ok_or("no store in this session (only session rules)")?;
-            let mut all = host
-                .host_store_get("rules")
-                .unwrap_or_else(|| serde_json::json!({}));
-            let v = serde_json::to_value(&rule).map_err(|e| e.to_string())?;
-            let list = match p.scope {
-                Scope::Global => &mut all["global"],
-                _ => {
-                    let cwd = self.session.cwd.clone().unwrap_or_default();
-                    &mut all["projects"][cwd]
-                }
-            };
-            if !list.is_array() {
-                *list = serde_json::json!([]);
-            }
-            if let Some(a) = list.as_array_mut() {
-                a.push(v);
-            }
-            host.host_store_put("rules", all)?;
-        }
-        use trellis_core::permission::{Policy, Verdict};
-        match &mut self.session.policy {
-            Policy::Rules { rules, .. } => rules.insert(0, rule),
-            other => {
-                *other = Policy::Rules {
-                    rules: vec![rule],
-                    fallback: Verdict::Ask,
-                }
-            }
-        }
-        Ok(p.scope.name().to_string())
-    }
-
-    /// Runs `/settings`, `/status` or an extension's command; false: not ours.
-    fn host_command(&mut self, text: &str) -> bool {
-        let Some(rest) = text.trim().strip_prefix('/') else {
-            return false;
-        };
-        let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        match name {
-            "settings" => self.open_settings(),
-            "status" => self.overlay = Some(Overlay::Status { scroll: 0 }),
-            _ => {
-                return self
-                    .ext
-                    .as_ref()
-                    .is_some_and(|h| h.ui.run_command(name, args.trim()));
-            }
-        }
-        true
-    }
-
-    /// An extension's key in the transcript.
-    fn ext_key(&mut self, key: &KeyEvent) -> bool {
-        let Some(h) = &self.ext else { return false };
-        let k = Key::from_event(key);
-        let hit = h.ui.keys.iter().position(|e| {
-            crate::keymap::parse_keys(&e.keys).is_ok_and(|ks| ks.len() == 1 && ks[0] == k)
-        });
-        if let Some(i) = hit {
-            h.ui.press(i);
-            return true;
-        }
-        false
-    }
-
-    /// Opens the inspector on a call by id (an extension asked).
-    pub fn inspect_call(&mut self, call_id: &str) {
-        if let Some(call) = self.session.ledger.position(call_id) {
-            self.overlay = None;
-            self.focus = Focus::Transcript;
-            self.inspector = Some(Inspector {
-                call,
-                view: InspectorView::Result,
-                scroll: 0,
-                original: false,
-            });
-        }
-    }
-
     /// Card entries in transcript order.
-    fn cards(&self) -> Vec<usize> {
+    pub(crate) fn cards(&self) -> Vec<usize> {
         self.session
             .transcript
             .iter()
@@ -364,14 +208,14 @@ impl App {
             .collect()
     }
 
-    fn ledger_index(&self, entry: usize) -> Option<usize> {
+    pub(crate) fn ledger_index(&self, entry: usize) -> Option<usize> {
         match self.session.transcript.get(entry)? {
             Entry::ToolCall { index } => Some(*index),
             _ => None,
         }
     }
 
-    fn entry_of_call(&self, call: usize) -> Option<usize> {
+    pub(crate) fn entry_of_call(&self, call: usize) -> Option<usize> {
         self.view.entry_of_call(call)
     }
 
@@ -396,7 +240,7 @@ impl App {
         Some((req, call, options, 1, total))
     }
 
-    fn scroll_by(&mut self, delta: isize) {
+    pub(crate) fn scroll_by(&mut self, delta: isize) {
         let total = self.view.total_height();
         let max_top = total.saturating_sub(self.page);
         let cur = self.top.unwrap_or(max_top) as isize;
@@ -405,7 +249,7 @@ impl App {
     }
 
     /// Moves the card cursor by `delta` cards and scrolls it into view.
-    fn move_cursor(&mut self, delta: isize) {
+    pub(crate) fn move_cursor(&mut self, delta: isize) {
         let cards = self.cards();
         if cards.is_empty() {
             self.message = Some("no tool calls yet".into());
@@ -421,7 +265,7 @@ impl App {
         self.reveal(cards[pos]);
     }
 
-    fn reveal(&mut self, entry: usize) {
+    pub(crate) fn reveal(&mut self, entry: usize) {
         let y = self.view.offset_of(entry);
         let total = self.view.total_height();
         let max_top = total.saturating_sub(self.page);
@@ -491,7 +335,7 @@ impl App {
         }
     }
 
-    fn step_inspector(&mut self, forward: bool, only_failed: bool) {
+    pub(crate) fn step_inspector(&mut self, forward: bool, only_failed: bool) {
         let Some(ins) = self.inspector else { return };
         let n = self.session.ledger.len();
         if n == 0 {
@@ -715,236 +559,8 @@ impl App {
         }
     }
 
-    fn scrolled(&mut self, d: isize) -> Vec<Intent> {
+    pub(crate) fn scrolled(&mut self, d: isize) -> Vec<Intent> {
         self.scroll_by(d);
-        Vec::new()
-    }
-
-    fn inspector_key(&mut self, key: KeyEvent) -> Vec<Intent> {
-        let Some(mut ins) = self.inspector else {
-            return Vec::new();
-        };
-        match self.keys.feed(Key::from_event(&key)) {
-            Resolved::Action(a) => match a {
-                KeyAction::Close => {
-                    self.inspector = None;
-                    return Vec::new();
-                }
-                KeyAction::ToggleCall => ins.view = ins.view.toggled(),
-                KeyAction::DiffView => ins.view = InspectorView::Diff,
-                KeyAction::PermissionView => ins.view = InspectorView::Permissions,
-                KeyAction::RawView => ins.view = InspectorView::Raw,
-                KeyAction::Copy => {
-                    self.message = Some("copied the view to the clipboard (OSC 52)".into());
-                    return self
-                        .inspector_text()
-                        .map(Intent::Copy)
-                        .into_iter()
-                        .collect();
-                }
-                KeyAction::Pager => {
-                    return self
-                        .inspector_text()
-                        .map(Intent::Page)
-                        .into_iter()
-                        .collect();
-                }
-                KeyAction::Inspect => {
-                    // In the float: close it and put the transcript cursor on the card.
-                    self.inspector = None;
-                    self.focus = Focus::Transcript;
-                    if let Some(e) = self.entry_of_call(ins.call) {
-                        self.cursor = Some(e);
-                        self.reveal(e);
-                    }
-                    return Vec::new();
-                }
-                KeyAction::NextCall
-                | KeyAction::PrevCall
-                | KeyAction::NextFailed
-                | KeyAction::PrevFailed => {
-                    let forward = matches!(a, KeyAction::NextCall | KeyAction::NextFailed);
-                    let failed = matches!(a, KeyAction::NextFailed | KeyAction::PrevFailed);
-                    self.step_inspector(forward, failed);
-                    return Vec::new();
-                }
-                KeyAction::Down => ins.scroll += 1,
-                KeyAction::Up => ins.scroll = ins.scroll.saturating_sub(1),
-                KeyAction::Bottom => ins.scroll = usize::MAX / 2,
-                KeyAction::Original => {
-                    ins.original = !ins.original;
-                    self.message = Some(if ins.original {
-                        "showing the original output (no display transforms)".into()
-                    } else {
-                        "showing output with display transforms".into()
-                    });
-                }
-                KeyAction::FoldThoughts | KeyAction::Settings | KeyAction::Sidebar => {}
-            },
-            Resolved::Pending => {}
-            Resolved::Unbound => match key.code {
-                KeyCode::Esc => {
-                    self.inspector = None;
-                    return Vec::new();
-                }
-                KeyCode::Down => ins.scroll += 1,
-                KeyCode::Up => ins.scroll = ins.scroll.saturating_sub(1),
-                KeyCode::PageDown => ins.scroll += 10,
-                KeyCode::PageUp => ins.scroll = ins.scroll.saturating_sub(10),
-                _ => {}
-            },
-        }
-        self.inspector = Some(ins);
-        Vec::new()
-    }
-
-    /// Moves the transcript cursor over entries (messages and cards).
-    fn move_entry(&mut self, delta: isize) {
-        let n = self.session.transcript.len();
-        if n == 0 {
-            return;
-        }
-        let next = match self.cursor {
-            Some(c) => (c as isize + delta).clamp(0, n as isize - 1) as usize,
-            None => n - 1,
-        };
-        self.cursor = Some(next);
-        self.reveal(next);
-    }
-
-    fn transcript_key(&mut self, key: KeyEvent) -> Vec<Intent> {
-        match self.keys.feed(Key::from_event(&key)) {
-            Resolved::Action(KeyAction::Inspect) => self.open_inspector(),
-            Resolved::Action(KeyAction::Down) => self.move_entry(1),
-            Resolved::Action(KeyAction::Up) => self.move_entry(-1),
-            Resolved::Action(KeyAction::NextCall) => self.move_cursor(1),
-            Resolved::Action(KeyAction::PrevCall) => self.move_cursor(-1),
-            Resolved::Action(KeyAction::Bottom) => self.top = None,
-            Resolved::Action(KeyAction::FoldThoughts) => {
-                self.view.thoughts_folded = !self.view.thoughts_folded;
-                self.view.invalidate_all();
-            }
-            Resolved::Action(KeyAction::Close) if self.replay => {
-                self.quit = true;
-                return vec![Intent::Quit];
-            }
-            Resolved::Action(KeyAction::Settings) => self.open_settings(),
-            Resolved::Action(KeyAction::Sidebar) => self.sidebar = !self.sidebar,
-            Resolved::Action(_) | Resolved::Pending => {}
-            Resolved::Unbound if self.ext_key(&key) => {}
-            Resolved::Unbound => match key.code {
-                KeyCode::Down => self.move_entry(1),
-                KeyCode::Up => self.move_entry(-1),
-                KeyCode::End => self.top = None,
-                KeyCode::Char('i') | KeyCode::Enter if !self.replay => self.focus = Focus::Prompt,
-                KeyCode::Esc if self.session.turn_open && !self.replay => {
-                    return vec![Intent::Cancel];
-                }
-                KeyCode::Esc if !self.replay => self.focus = Focus::Prompt,
-                _ => {}
-            },
-        }
-        Vec::new()
-    }
-
-    /// Tab in the prompt: complete `@path` or `/command`; again to cycle the candidates.
-    fn complete(&mut self) {
-        let (start, _) = crate::complete::word_at(&self.prompt.text, self.prompt.cursor);
-        if let Some((cands, i, s)) = self.prompt.completion.take() {
-            let next = (i + 1) % cands.len();
-            self.prompt.replace_word(s, &cands[next]);
-            self.message = Some(format!("{} of {}: {}", next + 1, cands.len(), cands[next]));
-            self.prompt.completion = Some((cands, next, s));
-            return;
-        }
-        let cwd = self.session.cwd.as_deref().map(std::path::Path::new);
-        let mut commands: Vec<String> = self
-            .session
-            .commands
-            .iter()
-            .map(|c| c.name.clone())
-            .collect();
-        commands.extend(trellis_ext::ui::HOST_COMMANDS.iter().map(|c| c.to_string()));
-        if let Some(h) = &self.ext {
-            commands.extend(h.ui.commands.iter().map(|c| c.name.clone()));
-        }
-        let cands =
-            crate::complete::candidates(&self.prompt.text, self.prompt.cursor, cwd, &commands);
-        match cands.len() {
-            0 => self.message = Some("no completion".into()),
-            1 => {
-                let with = format!("{} ", cands[0]);
-                self.prompt.replace_word(start, &with);
-            }
-            n => {
-                let common = crate::complete::common_prefix(&cands);
-                let (_, word) = crate::complete::word_at(&self.prompt.text, self.prompt.cursor);
-                if common.len() > word.len() {
-                    self.prompt.replace_word(start, &common);
-                } else {
-                    self.prompt.replace_word(start, &cands[0]);
-                    self.prompt.completion = Some((cands.clone(), 0, start));
-                }
-                let shown: Vec<&str> = cands.iter().take(6).map(String::as_str).collect();
-                let more = if n > 6 {
-                    format!(" … +{}", n - 6)
-                } else {
-                    String::new()
-                };
-                self.message = Some(format!("{n} matches: {}{more}", shown.join("  ")));
-            }
-        }
-    }
-
-    fn prompt_key(&mut self, key: KeyEvent) -> Vec<Intent> {
-        if key.code != KeyCode::Tab {
-            self.prompt.completion = None;
-        }
-        let alt = key.modifiers.contains(KeyModifiers::ALT);
-        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        match key.code {
-            KeyCode::Enter if alt || shift => self.prompt.insert("\n"),
-            KeyCode::Enter => {
-                if self.prompt.text.trim().is_empty() {
-                    return Vec::new();
-                }
-                if self.host_command(&self.prompt.text.clone()) {
-                    self.prompt.take();
-                    return Vec::new();
-                }
-                if self.session.turn_open {
-                    self.message = Some("the agent is still working (Esc cancels)".into());
-                    return Vec::new();
-                }
-                let text = self.prompt.take();
-                self.top = None;
-                let cwd = self.session.cwd.as_deref().map(std::path::Path::new);
-                let files = crate::complete::mentioned_files(&text, cwd);
-                return vec![Intent::Prompt { text, files }];
-            }
-            KeyCode::Esc if self.session.turn_open => return vec![Intent::Cancel],
-            KeyCode::Esc => {
-                self.focus = Focus::Transcript;
-                self.move_cursor(0);
-            }
-            KeyCode::Up if ctrl => {
-                self.focus = Focus::Transcript;
-                self.move_cursor(0);
-            }
-            KeyCode::Char('t') if ctrl => {
-                self.focus = Focus::Transcript;
-                self.open_inspector();
-            }
-            KeyCode::Char(c) if !ctrl => self.prompt.insert(c.encode_utf8(&mut [0; 4])),
-            KeyCode::Backspace => self.prompt.backspace(),
-            KeyCode::Left => self.prompt.left(),
-            KeyCode::Right => self.prompt.right(),
-            KeyCode::Up if !self.prompt.text.contains('\n') => self.prompt.history(true),
-            KeyCode::Down if !self.prompt.text.contains('\n') => self.prompt.history(false),
-            KeyCode::Tab => self.complete(),
-            _ => {}
-        }
         Vec::new()
     }
 }

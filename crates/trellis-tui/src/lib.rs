@@ -7,6 +7,8 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod app;
+mod app_ext;
+mod app_keys;
 pub mod complete;
 pub mod draw;
 pub mod extui;

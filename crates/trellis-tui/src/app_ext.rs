@@ -1,0 +1,167 @@
+//! The App's side of extensions: installing the host, the overlays it owns (Settings,
+//! `/status`, the "always" rule preview) and their keys, `/commands` and extension keys.
+
+use crossterm::event::{KeyCode, KeyEvent};
+use trellis_view::inspector::InspectorView;
+
+use crate::app::{App, Focus, Inspector, Intent};
+use crate::extui::{Overlay, RulePreview, Scope, SettingsKey, SettingsState};
+use crate::keymap::Key;
+
+impl App {
+    /// Installs the extension host: its designs and transforms draw the transcript.
+    pub fn set_ext(
+        &mut self,
+        host: trellis_ext::ExtHost,
+        rx: tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
+    ) {
+        self.view.decor = Some(std::sync::Arc::new(crate::extui::ExtDecor(host.ui.clone())));
+        self.ext = Some(host);
+        self.ext_rx = Some(rx);
+    }
+
+    /// Opens the Settings menu.
+    pub fn open_settings(&mut self) {
+        self.overlay = Some(Overlay::Settings(SettingsState::default()));
+    }
+
+    pub(crate) fn overlay_key(&mut self, overlay: Overlay, key: KeyEvent) -> Vec<Intent> {
+        match overlay {
+            Overlay::Settings(mut st) => {
+                let pages = self
+                    .ext
+                    .as_ref()
+                    .map(|h| h.ui.settings())
+                    .unwrap_or_default();
+                match st.key(key, &pages) {
+                    SettingsKey::Close => return Vec::new(),
+                    SettingsKey::None => {}
+                    SettingsKey::Apply(target, choice) => {
+                        if let Some(h) = &self.ext {
+                            h.ui.apply(&target, &choice);
+                        }
+                    }
+                }
+                self.overlay = Some(Overlay::Settings(st));
+            }
+            Overlay::Status { scroll } => {
+                let scroll = match key.code {
+                    KeyCode::Down | KeyCode::Char('j') => scroll + 1,
+                    KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
+                    KeyCode::PageDown => scroll + 10,
+                    KeyCode::PageUp => scroll.saturating_sub(10),
+                    KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => return Vec::new(),
+                    _ => scroll,
+                };
+                self.overlay = Some(Overlay::Status { scroll });
+            }
+            Overlay::Rule(mut p) => match p.key(key) {
+                None => self.overlay = Some(Overlay::Rule(p)),
+                Some(false) => {
+                    self.message = Some("rule not saved; the question is still open".into())
+                }
+                Some(true) => match self.save_rule(&p) {
+                    Ok(where_) => {
+                        self.message = Some(format!("rule saved ({where_})"));
+                        return vec![Intent::Decide {
+                            request_id: p.request_id,
+                            option_id: p.option_id,
+                        }];
+                    }
+                    Err(e) => {
+                        self.message = Some(format!("cannot save the rule: {e}"));
+                        self.overlay = Some(Overlay::Rule(p));
+                    }
+                },
+            },
+        }
+        Vec::new()
+    }
+
+    /// Saves the previewed rule in its scope and adds it to the rules in force.
+    pub(crate) fn save_rule(&mut self, p: &RulePreview) -> Result<String, String> {
+        let rule = p.rule();
+        if p.scope != Scope::Session {
+            let host = self
+                .ext
+                .as_ref()
+                .ok_or("no store in this session (only session rules)")?;
+            let mut all = host
+                .host_store_get("rules")
+                .unwrap_or_else(|| serde_json::json!({}));
+            let v = serde_json::to_value(&rule).map_err(|e| e.to_string())?;
+            let list = match p.scope {
+                Scope::Global => &mut all["global"],
+                _ => {
+                    let cwd = self.session.cwd.clone().unwrap_or_default();
+                    &mut all["projects"][cwd]
+                }
+            };
+            if !list.is_array() {
+                *list = serde_json::json!([]);
+            }
+            if let Some(a) = list.as_array_mut() {
+                a.push(v);
+            }
+            host.host_store_put("rules", all)?;
+        }
+        use trellis_core::permission::{Policy, Verdict};
+        match &mut self.session.policy {
+            Policy::Rules { rules, .. } => rules.insert(0, rule),
+            other => {
+                *other = Policy::Rules {
+                    rules: vec![rule],
+                    fallback: Verdict::Ask,
+                }
+            }
+        }
+        Ok(p.scope.name().to_string())
+    }
+
+    /// Runs `/settings`, `/status` or an extension's command; false: not ours.
+    pub(crate) fn host_command(&mut self, text: &str) -> bool {
+        let Some(rest) = text.trim().strip_prefix('/') else {
+            return false;
+        };
+        let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        match name {
+            "settings" => self.open_settings(),
+            "status" => self.overlay = Some(Overlay::Status { scroll: 0 }),
+            _ => {
+                return self
+                    .ext
+                    .as_ref()
+                    .is_some_and(|h| h.ui.run_command(name, args.trim()));
+            }
+        }
+        true
+    }
+
+    /// An extension's key in the transcript.
+    pub(crate) fn ext_key(&mut self, key: &KeyEvent) -> bool {
+        let Some(h) = &self.ext else { return false };
+        let k = Key::from_event(key);
+        let hit = h.ui.keys.iter().position(|e| {
+            crate::keymap::parse_keys(&e.keys).is_ok_and(|ks| ks.len() == 1 && ks[0] == k)
+        });
+        if let Some(i) = hit {
+            h.ui.press(i);
+            return true;
+        }
+        false
+    }
+
+    /// Opens the inspector on a call by id (an extension asked).
+    pub fn inspect_call(&mut self, call_id: &str) {
+        if let Some(call) = self.session.ledger.position(call_id) {
+            self.overlay = None;
+            self.focus = Focus::Transcript;
+            self.inspector = Some(Inspector {
+                call,
+                view: InspectorView::Result,
+                scroll: 0,
+                original: false,
+            });
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! What keys do in each place: the inspector, the transcript and the prompt (with
+//! completion). `App::on_key` routes a key here after overlays and the dialog.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use trellis_view::inspector::InspectorView;
+
+use crate::app::{App, Focus, Intent};
+use crate::keymap::{Key, KeyAction, Resolved};
+
+impl App {
+    pub(crate) fn inspector_key(&mut self, key: KeyEvent) -> Vec<Intent> {
+        let Some(mut ins) = self.inspector else {
+            return Vec::new();
+        };
+        match self.keys.feed(Key::from_event(&key)) {
+            Resolved::Action(a) => match a {
+                KeyAction::Close => {
+                    self.inspector = None;
+                    return Vec::new();
+                }
+                KeyAction::ToggleCall => ins.view = ins.view.toggled(),
+                KeyAction::DiffView => ins.view = InspectorView::Diff,
+                KeyAction::PermissionView => ins.view = InspectorView::Permissions,
+                KeyAction::RawView => ins.view = InspectorView::Raw,
+                KeyAction::Copy => {
+                    self.message = Some("copied the view to the clipboard (OSC 52)".into());
+                    return self
+                        .inspector_text()
+                        .map(Intent::Copy)
+                        .into_iter()
+                        .collect();
+                }
+                KeyAction::Pager => {
+                    return self
+                        .inspector_text()
+                        .map(Intent::Page)
+                        .into_iter()
+                        .collect();
+                }
+                KeyAction::Inspect => {
+                    // In the float: close it and put the transcript cursor on the card.
+                    self.inspector = None;
+                    self.focus = Focus::Transcript;
+                    if let Some(e) = self.entry_of_call(ins.call) {
+                        self.cursor = Some(e);
+                        self.reveal(e);
+                    }
+                    return Vec::new();
+                }
+                KeyAction::NextCall
+                | KeyAction::PrevCall
+                | KeyAction::NextFailed
+                | KeyAction::PrevFailed => {
+                    let forward = matches!(a, KeyAction::NextCall | KeyAction::NextFailed);
+                    let failed = matches!(a, KeyAction::NextFailed | KeyAction::PrevFailed);
+                    self.step_inspector(forward, failed);
+                    return Vec::new();
+                }
+                KeyAction::Down => ins.scroll += 1,
+                KeyAction::Up => ins.scroll = ins.scroll.saturating_sub(1),
+                KeyAction::Bottom => ins.scroll = usize::MAX / 2,
+                KeyAction::Original => {
+                    ins.original = !ins.original;
+                    self.message = Some(if ins.original {
+                        "showing the original output (no display transforms)".into()
+                    } else {
+                        "showing output with display transforms".into()
+                    });
+                }
+                KeyAction::FoldThoughts | KeyAction::Settings | KeyAction::Sidebar => {}
+            },
+            Resolved::Pending => {}
+            Resolved::Unbound => match key.code {
+                KeyCode::Esc => {
+                    self.inspector = None;
+                    return Vec::new();
+                }
+                KeyCode::Down => ins.scroll += 1,
+                KeyCode::Up => ins.scroll = ins.scroll.saturating_sub(1),
+                KeyCode::PageDown => ins.scroll += 10,
+                KeyCode::PageUp => ins.scroll = ins.scroll.saturating_sub(10),
+                _ => {}
+            },
+        }
+        self.inspector = Some(ins);
+        Vec::new()
+    }
+
+    /// Moves the transcript cursor over entries (messages and cards).
+    pub(crate) fn move_entry(&mut self, delta: isize) {
+        let n = self.session.transcript.len();
+        if n == 0 {
+            return;
+        }
+        let next = match self.cursor {
+            Some(c) => (c as isize + delta).clamp(0, n as isize - 1) as usize,
+            None => n - 1,
+        };
+        self.cursor = Some(next);
+        self.reveal(next);
+    }
+
+    pub(crate) fn transcript_key(&mut self, key: KeyEvent) -> Vec<Intent> {
+        match self.keys.feed(Key::from_event(&key)) {
+            Resolved::Action(KeyAction::Inspect) => self.open_inspector(),
+            Resolved::Action(KeyAction::Down) => self.move_entry(1),
+            Resolved::Action(KeyAction::Up) => self.move_entry(-1),
+            Resolved::Action(KeyAction::NextCall) => self.move_cursor(1),
+            Resolved::Action(KeyAction::PrevCall) => self.move_cursor(-1),
+            Resolved::Action(KeyAction::Bottom) => self.top = None,
+            Resolved::Action(KeyAction::FoldThoughts) => {
+                self.view.thoughts_folded = !self.view.thoughts_folded;
+                self.view.invalidate_all();
+            }
+            Resolved::Action(KeyAction::Close) if self.replay => {
+                self.quit = true;
+                return vec![Intent::Quit];
+            }
+            Resolved::Action(KeyAction::Settings) => self.open_settings(),
+            Resolved::Action(KeyAction::Sidebar) => self.sidebar = !self.sidebar,
+            Resolved::Action(_) | Resolved::Pending => {}
+            Resolved::Unbound if self.ext_key(&key) => {}
+            Resolved::Unbound => match key.code {
+                KeyCode::Down => self.move_entry(1),
+                KeyCode::Up => self.move_entry(-1),
+                KeyCode::End => self.top = None,
+                KeyCode::Char('i') | KeyCode::Enter if !self.replay => self.focus = Focus::Prompt,
+                KeyCode::Esc if self.session.turn_open && !self.replay => {
+                    return vec![Intent::Cancel];
+                }
+                KeyCode::Esc if !self.replay => self.focus = Focus::Prompt,
+                _ => {}
+            },
+        }
+        Vec::new()
+    }
+
+    /// Tab in the prompt: complete `@path` or `/command`; again to cycle the candidates.
+    pub(crate) fn complete(&mut self) {
+        let (start, _) = crate::complete::word_at(&self.prompt.text, self.prompt.cursor);
+        if let Some((cands, i, s)) = self.prompt.completion.take() {
+            let next = (i + 1) % cands.len();
+            self.prompt.replace_word(s, &cands[next]);
+            self.message = Some(format!("{} of {}: {}", next + 1, cands.len(), cands[next]));
+            self.prompt.completion = Some((cands, next, s));
+            return;
+        }
+        let cwd = self.session.cwd.as_deref().map(std::path::Path::new);
+        let mut commands: Vec<String> = self
+            .session
+            .commands
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        commands.extend(trellis_ext::ui::HOST_COMMANDS.iter().map(|c| c.to_string()));
+        if let Some(h) = &self.ext {
+            commands.extend(h.ui.commands.iter().map(|c| c.name.clone()));
+        }
+        let cands =
+            crate::complete::candidates(&self.prompt.text, self.prompt.cursor, cwd, &commands);
+        match cands.len() {
+            0 => self.message = Some("no completion".into()),
+            1 => {
+                let with = format!("{} ", cands[0]);
+                self.prompt.replace_word(start, &with);
+            }
+            n => {
+                let common = crate::complete::common_prefix(&cands);
+                let (_, word) = crate::complete::word_at(&self.prompt.text, self.prompt.cursor);
+                if common.len() > word.len() {
+                    self.prompt.replace_word(start, &common);
+                } else {
+                    self.prompt.replace_word(start, &cands[0]);
+                    self.prompt.completion = Some((cands.clone(), 0, start));
+                }
+                let shown: Vec<&str> = cands.iter().take(6).map(String::as_str).collect();
+                let more = if n > 6 {
+                    format!(" … +{}", n - 6)
+                } else {
+                    String::new()
+                };
+                self.message = Some(format!("{n} matches: {}{more}", shown.join("  ")));
+            }
+        }
+    }
+
+    pub(crate) fn prompt_key(&mut self, key: KeyEvent) -> Vec<Intent> {
+        if key.code != KeyCode::Tab {
+            self.prompt.completion = None;
+        }
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Enter if alt || shift => self.prompt.insert("\n"),
+            KeyCode::Enter => {
+                if self.prompt.text.trim().is_empty() {
+                    return Vec::new();
+                }
+                if self.host_command(&self.prompt.text.clone()) {
+                    self.prompt.take();
+                    return Vec::new();
+                }
+                if self.session.turn_open {
+                    self.message = Some("the agent is still working (Esc cancels)".into());
+                    return Vec::new();
+                }
+                let text = self.prompt.take();
+                self.top = None;
+                let cwd = self.session.cwd.as_deref().map(std::path::Path::new);
+                let files = crate::complete::mentioned_files(&text, cwd);
+                return vec![Intent::Prompt { text, files }];
+            }
+            KeyCode::Esc if self.session.turn_open => return vec![Intent::Cancel],
+            KeyCode::Esc => {
+                self.focus = Focus::Transcript;
+                self.move_cursor(0);
+            }
+            KeyCode::Up if ctrl => {
+                self.focus = Focus::Transcript;
+                self.move_cursor(0);
+            }
+            KeyCode::Char('t') if ctrl => {
+                self.focus = Focus::Transcript;
+                self.open_inspector();
+            }
+            KeyCode::Char(c) if !ctrl => self.prompt.insert(c.encode_utf8(&mut [0; 4])),
+            KeyCode::Backspace => self.prompt.backspace(),
+            KeyCode::Left => self.prompt.left(),
+            KeyCode::Right => self.prompt.right(),
+            KeyCode::Up if !self.prompt.text.contains('\n') => self.prompt.history(true),
+            KeyCode::Down if !self.prompt.text.contains('\n') => self.prompt.history(false),
+            KeyCode::Tab => self.complete(),
+            _ => {}
+        }
+        Vec::new()
+    }
+}
