@@ -561,6 +561,20 @@ impl Ui {
         true
     }
 
+    /// A contributed key the UI cannot honour (taken, or not a single key): it is
+    /// dropped and the extension's `/status` says why.
+    pub fn reject_key(&mut self, index: usize, rule: &str) {
+        if index < self.keys.len() {
+            let k = self.keys.remove(index);
+            if let Some(slot) = self.slots.get(k.slot) {
+                let mut d = slot.diag();
+                d.reject("key", rule, &k.keys);
+                d.registrations
+                    .retain(|r| !r.starts_with(&format!("key {} ", k.keys)));
+            }
+        }
+    }
+
     pub fn press(&self, index: usize) {
         if let Some(k) = self.keys.get(index)
             && let Some(slot) = self.live(k.slot)

@@ -15,6 +15,25 @@ impl App {
         host: trellis_ext::ExtHost,
         rx: tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
     ) {
+        let mut host = host;
+        // Contributed keys: single keys Trellis does not use itself, else rejected.
+        if let Some(ui) = std::sync::Arc::get_mut(&mut host.ui) {
+            let mut i = 0;
+            while i < ui.keys.len() {
+                let why = match crate::keymap::parse_keys(&ui.keys[i].keys) {
+                    Err(e) => Some(e.0),
+                    Ok(ks) if ks.len() != 1 => Some("a contributed key is one key".to_string()),
+                    Ok(ks) => self
+                        .keys
+                        .claims(&ks)
+                        .map(|a| format!("the key is bound to Trellis's {} action", a.name())),
+                };
+                match why {
+                    Some(rule) => ui.reject_key(i, &rule),
+                    None => i += 1,
+                }
+            }
+        }
         self.view.decor = Some(std::sync::Arc::new(crate::extui::ExtDecor(host.ui.clone())));
         self.ext = Some(host);
         self.ext_rx = Some(rx);

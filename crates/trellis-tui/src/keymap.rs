@@ -215,6 +215,14 @@ impl Keymap {
             .map(|(_, _, s)| s.as_str())
     }
 
+    /// The action a whole key sequence is bound to, or that it begins, if any.
+    pub fn claims(&self, keys: &[Key]) -> Option<KeyAction> {
+        self.bindings
+            .iter()
+            .find(|(k, ..)| k.starts_with(keys) || keys.starts_with(k))
+            .map(|(_, a, _)| *a)
+    }
+
     /// Feeds a key.
     pub fn feed(&mut self, key: Key) -> Resolved {
         self.pending.push(key);

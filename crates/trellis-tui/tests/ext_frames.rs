@@ -112,6 +112,12 @@ impl Extension for Broken {
                 max_rows: 3,
                 collapsed: false,
             }],
+            // Taken by Trellis (transcript "down"): rejected, said in /status.
+            keys: vec![trellis_core::ext::KeyDecl {
+                id: "k".into(),
+                keys: "j".into(),
+                label: "Jump".into(),
+            }],
             ..Registration::default()
         })
     }

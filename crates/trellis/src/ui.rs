@@ -127,10 +127,11 @@ pub fn main(
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
         crate::setup::record_header(&handle, &name, &cwd);
         let mut app = App::new(Session::new(policy), name, false);
-        app.set_ext(host, host_rx);
         app.log_path = Some(log_for_app);
         app.theme = theme;
         apply_ui_config(&mut app, &config)?;
+        // After the key bindings are known: contributed keys must not clash with them.
+        app.set_ext(host, host_rx);
         app.exit_after_first_frame = exit_after_first_frame;
         trellis_tui::run(app, Some(Connection { handle, rx }), Some(restart))
             .await
@@ -169,9 +170,9 @@ pub fn replay(
         session.agent.name.clone()
     };
     let mut app = App::new(session, name, true);
-    app.set_ext(host, host_rx);
     app.log_path = Some(file.to_path_buf());
     apply_ui_config(&mut app, &config)?;
+    app.set_ext(host, host_rx);
     app.exit_after_first_frame = exit_after_first_frame;
     if let Some(p) = problems.first() {
         app.message = Some(format!(
