@@ -303,6 +303,10 @@ fn status_lists_every_extension_and_the_failures_of_a_broken_one() {
         f.contains("rejected section title: \"Broken: section\""),
         "{f}"
     );
+    assert!(
+        f.contains("rejected key: \"j\" — the key is bound to Trellis's down action"),
+        "{f}"
+    );
     // The healthy built-ins are untouched.
     assert!(f.contains("stats 0.1.0 (built-in): ready"), "{f}");
 }
