@@ -124,7 +124,29 @@ pub fn perform_outs(app: &mut App, handle: Option<&Handle>, outs: Vec<trellis_ex
                 apply_effects(app, handle, fx);
             }
             // The dialog shows every open request no extension holds.
-            Out::Dialog { .. } | Out::Repaint => {}
+            // The dialog shows every open request no extension holds; a request that
+            // comes back from extensions alerts the user now.
+            Out::Dialog { request_id } => {
+                let held_first = app.ext.as_ref().is_some_and(|h| !h.claimants().is_empty());
+                if held_first
+                    && let Some((_, call_id, options)) = app
+                        .session
+                        .pending_permissions()
+                        .into_iter()
+                        .find(|(r, ..)| *r == request_id)
+                    && let Some(call) = app.session.ledger.get(&call_id)
+                {
+                    let body = EventBody::PermissionRequested {
+                        request_id,
+                        call_id: call_id.clone(),
+                        title: trellis_core::enrich::card_title(call),
+                        kind: call.kind,
+                        options,
+                    };
+                    ring(app, &body);
+                }
+            }
+            Out::Repaint => {}
             Out::CallState {
                 extension,
                 call_id,
@@ -150,6 +172,17 @@ pub fn perform_outs(app: &mut App, handle: Option<&Handle>, outs: Vec<trellis_ex
 }
 
 fn alert_for(app: &mut App, body: &EventBody) {
+    // A request extensions may take alerts only if it reaches the dialog (above).
+    if matches!(body, EventBody::PermissionRequested { .. })
+        && app.ext.as_ref().is_some_and(|h| !h.claimants().is_empty())
+    {
+        return;
+    }
+    ring(app, body);
+}
+
+/// Writes the alert sequences for `body`, if the app wants any.
+fn ring(app: &mut App, body: &EventBody) {
     if let Some(seq) = app.alert(body) {
         let out = &mut std::io::stdout();
         let _ = std::io::Write::write_all(out, seq.as_bytes());
