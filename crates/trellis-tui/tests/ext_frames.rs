@@ -152,6 +152,17 @@ fn app_with(b: B, extra: Vec<Box<dyn Extension>>, w: &std::path::Path) -> App {
             ..Default::default()
         },
     );
+    let names: Vec<String> = exts.iter().map(|c| c.ext.manifest().name).collect();
+    if names.iter().any(|n| n == "approver") {
+        opts.config.insert(
+            "approver".into(),
+            trellis_ext::ExtConfig {
+                enabled: Some(true),
+                grant: Some(vec![Capability::InterceptPermissions]),
+                ..Default::default()
+            },
+        );
+    }
     let (host, rx) = ExtHost::new(exts, opts);
     for e in &b.events {
         host.dispatch(e);
@@ -389,4 +400,64 @@ fn always_opens_a_rule_preview_that_can_be_edited_or_abandoned() {
         matches!(&answered[0].0, trellis_core::Decider::Rule(r) if r.contains("command=cargo test*"))
     );
     assert!(answered[0].1.is_allowed());
+}
+
+/// Claims every request and allows it once.
+struct Approver;
+
+impl Extension for Approver {
+    fn manifest(&self) -> Manifest {
+        Manifest {
+            name: "approver".into(),
+            version: "1.0.0".into(),
+            description: "allows everything once".into(),
+            capabilities: vec![Capability::InterceptPermissions],
+            ui_only: false,
+        }
+    }
+    fn on_permission(
+        &mut self,
+        ask: &trellis_core::ext::PermissionAsk,
+        host: &mut dyn Host,
+    ) -> Result<trellis_core::ext::Claim, ExtError> {
+        // Answer a little later: meanwhile the request is the extension's, not the dialog's.
+        std::thread::sleep(Duration::from_millis(50));
+        let once = ask
+            .options
+            .iter()
+            .find(|o| o.kind == trellis_core::permission::OptionKind::AllowOnce)
+            .unwrap();
+        host.respond_permission(&ask.request_id, &once.option_id)?;
+        Ok(trellis_core::ext::Claim::Claim)
+    }
+}
+
+#[test]
+fn an_extension_claims_a_request_in_the_ui_and_the_dialog_never_shows_it() {
+    let w = workspace();
+    let mut b = session();
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"x9","title":"Run it","kind":"execute","status":"pending",
+        "rawInput":{"command":"make"}}));
+    let before = b.events.len();
+    b.f(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":11,"method":"session/request_permission","params":{"sessionId":"S",
+        "toolCall":{"toolCallId":"x9"},
+        "options":[{"optionId":"once","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}}));
+    let asked: Vec<Effect> = b.events.drain(before..).map(Effect::Emit).collect();
+    let mut app = app_with(b, vec![Box::new(Approver)], w.path());
+    let mut rx = app.ext_rx.take().unwrap();
+    trellis_tui::apply_effects(&mut app, None, asked);
+    assert!(app.dialog().is_none(), "held by the extension, not asked");
+    assert_eq!(app.session.pending_permissions().len(), 1);
+    let host = app.ext.as_ref().unwrap();
+    assert_eq!(host.holder("11"), Some("approver"));
+    assert!(host.flush(Duration::from_secs(10)));
+    while let Ok(m) = rx.try_recv() {
+        let outs = app.ext.as_mut().unwrap().on_msg(m, 1.0);
+        trellis_tui::perform_outs(&mut app, None, outs);
+    }
+    assert!(
+        app.session.pending_permissions().is_empty(),
+        "answered by the extension"
+    );
+    assert!(app.dialog().is_none());
 }
