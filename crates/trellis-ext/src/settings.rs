@@ -16,7 +16,12 @@ use crate::ui::Ui;
 pub enum RowTarget {
     Section(String),
     Card(String),
-    Ext { slot: usize, id: String },
+    Ext {
+        slot: usize,
+        id: String,
+    },
+    /// A rule the user saved (the UI owns these rows).
+    Rule(usize),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -177,6 +182,7 @@ impl Ui {
                 self.bump();
                 true
             }
+            RowTarget::Rule(_) => false,
             RowTarget::Ext { slot, id } => {
                 if let Some(s) = self.live(*slot) {
                     // Run now so the row repaints at once with its new value.

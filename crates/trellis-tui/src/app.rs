@@ -112,6 +112,8 @@ pub struct App {
     pub sidebar_hits: Vec<(u16, u16, SidebarHit)>,
     /// Screen row the mouse hovers in the sidebar.
     pub hover: Option<u16>,
+    /// Rules the user saved from "always" answers (Settings → Rules).
+    pub saved_rules: Vec<crate::rules::SavedRule>,
 }
 
 /// Alerts for a permission request while the terminal does not have focus.
@@ -194,6 +196,7 @@ impl App {
             sidebar: true,
             sidebar_hits: Vec::new(),
             hover: None,
+            saved_rules: Vec::new(),
         }
     }
 

@@ -47,14 +47,16 @@ impl App {
     pub(crate) fn overlay_key(&mut self, overlay: Overlay, key: KeyEvent) -> Vec<Intent> {
         match overlay {
             Overlay::Settings(mut st) => {
-                let pages = self
-                    .ext
-                    .as_ref()
-                    .map(|h| h.ui.settings())
-                    .unwrap_or_default();
+                let pages = self.settings_pages();
                 match st.key(key, &pages) {
                     SettingsKey::Close => return Vec::new(),
                     SettingsKey::None => {}
+                    SettingsKey::Apply(trellis_ext::ui::RowTarget::Rule(i), choice) => {
+                        if choice == "delete" {
+                            self.delete_rule(i);
+                            st.row = st.row.min(self.saved_rules.len().saturating_sub(1));
+                        }
+                    }
                     SettingsKey::Apply(target, choice) => {
                         if let Some(h) = &self.ext {
                             h.ui.apply(&target, &choice);
@@ -100,41 +102,82 @@ impl App {
     /// Saves the previewed rule in its scope and adds it to the rules in force.
     pub(crate) fn save_rule(&mut self, p: &RulePreview) -> Result<String, String> {
         let rule = p.rule();
+        self.saved_rules.insert(
+            0,
+            crate::rules::SavedRule {
+                scope: p.scope,
+                rule: rule.clone(),
+            },
+        );
         if p.scope != Scope::Session {
-            let host = self
-                .ext
-                .as_ref()
-                .ok_or("no store in this session (only session rules)")?;
-            let mut all = host
-                .host_store_get("rules")
-                .unwrap_or_else(|| serde_json::json!({}));
-            let v = serde_json::to_value(&rule).map_err(|e| e.to_string())?;
-            let list = match p.scope {
-                Scope::Global => &mut all["global"],
-                _ => {
+            let stored = match &self.ext {
+                Some(host) => {
                     let cwd = self.session.cwd.clone().unwrap_or_default();
-                    &mut all["projects"][cwd]
+                    crate::rules::store(host, &cwd, &self.saved_rules)
                 }
+                None => Err("no store in this session (only session rules)".into()),
             };
-            if !list.is_array() {
-                *list = serde_json::json!([]);
-            }
-            if let Some(a) = list.as_array_mut() {
-                a.push(v);
-            }
-            host.host_store_put("rules", all)?;
-        }
-        use trellis_core::permission::{Policy, Verdict};
-        match &mut self.session.policy {
-            Policy::Rules { rules, .. } => rules.insert(0, rule),
-            other => {
-                *other = Policy::Rules {
-                    rules: vec![rule],
-                    fallback: Verdict::Ask,
-                }
+            if let Err(e) = stored {
+                self.saved_rules.remove(0);
+                return Err(e);
             }
         }
+        crate::rules::enforce(&mut self.session.policy, rule);
         Ok(p.scope.name().to_string())
+    }
+
+    /// Deletes saved rule `i` (Settings → Rules): out of force, and out of the store.
+    fn delete_rule(&mut self, i: usize) {
+        if i >= self.saved_rules.len() {
+            return;
+        }
+        let gone = self.saved_rules.remove(i);
+        crate::rules::retract(&mut self.session.policy, &gone.rule);
+        let mut msg = format!("rule deleted: {}", gone.rule.describe());
+        if gone.scope != Scope::Session
+            && let Some(host) = &self.ext
+        {
+            let cwd = self.session.cwd.clone().unwrap_or_default();
+            if let Err(e) = crate::rules::store(host, &cwd, &self.saved_rules) {
+                msg = format!("rule no longer applies, but the store was not updated: {e}");
+            }
+        }
+        self.message = Some(msg);
+    }
+
+    /// The Settings pages: the host's and extensions' pages, then `Rules` (saved rules,
+    /// each can be deleted) when there are any.
+    pub fn settings_pages(&self) -> Vec<trellis_ext::ui::SettingsPage> {
+        use trellis_ext::ui::{RowTarget, RowView, SettingsPage};
+        let mut pages = self
+            .ext
+            .as_ref()
+            .map(|h| h.ui.settings())
+            .unwrap_or_default();
+        if !self.saved_rules.is_empty() {
+            let rows = self
+                .saved_rules
+                .iter()
+                .enumerate()
+                .map(|(i, r)| RowView {
+                    target: RowTarget::Rule(i),
+                    label: format!("Rule {}", i + 1),
+                    choices: vec![
+                        (
+                            "keep".into(),
+                            format!("{} ({})", r.rule.describe(), r.scope.name()),
+                        ),
+                        ("delete".into(), "delete".into()),
+                    ],
+                    current: 0,
+                })
+                .collect();
+            pages.push(SettingsPage {
+                title: "Rules".into(),
+                rows,
+            });
+        }
+        pages
     }
 
     /// Runs `/settings`, `/status` or an extension's command; false: not ours.

@@ -279,11 +279,7 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
     let inner_w = w.saturating_sub(2) as usize;
     let (title, mut lines, scroll) = match ov {
         Overlay::Settings(st) => {
-            let pages = app
-                .ext
-                .as_ref()
-                .map(|h| h.ui.settings())
-                .unwrap_or_default();
+            let pages = app.settings_pages();
             (
                 " Settings ".to_string(),
                 st.lines(&pages, inner_w, &theme),

@@ -14,6 +14,7 @@ pub mod draw;
 pub mod extui;
 pub mod keymap;
 pub mod prompt;
+pub mod rules;
 pub mod sidebar;
 
 use std::time::{Duration, Instant};

@@ -352,6 +352,9 @@ fn always_opens_a_rule_preview_that_can_be_edited_or_abandoned() {
     app.on_key(KeyEvent::new(KeyCode::Char('*'), KeyModifiers::NONE));
     let f = frame_text(&mut app, 100, 30);
     assert!(f.contains("Matches 2 calls of this session so far"), "{f}");
+    // Scope: this project (kept in the store).
+    app.on_key(k(KeyCode::Tab));
+    app.on_key(k(KeyCode::Right));
     let intents = app.on_key(k(KeyCode::Enter));
     assert_eq!(
         intents,
@@ -360,6 +363,38 @@ fn always_opens_a_rule_preview_that_can_be_edited_or_abandoned() {
             option_id: "always".into()
         }]
     );
+    let stored = app.ext.as_ref().unwrap().host_store_get("rules").unwrap();
+    assert_eq!(
+        stored["projects"][""][0]["command"], "cargo test*",
+        "{stored}"
+    );
+    // Settings → Rules lists it, and can delete it (then tested again below).
+    app.open_settings();
+    for _ in 0..3 {
+        app.on_key(k(KeyCode::Tab));
+    }
+    let f = frame_text(&mut app, 110, 30);
+    assert!(
+        f.contains("Rule 1  ● allow kind=execute command=cargo test* (project)  ○ delete"),
+        "{f}"
+    );
+    app.on_key(k(KeyCode::Right));
+    app.on_key(k(KeyCode::Enter));
+    app.on_key(k(KeyCode::Esc));
+    assert!(app.saved_rules.is_empty());
+    let stored = app.ext.as_ref().unwrap().host_store_get("rules").unwrap();
+    assert_eq!(stored["projects"][""], json!([]), "{stored}");
+    match &app.session.policy {
+        Policy::Rules { rules, .. } => assert!(rules.is_empty()),
+        other => panic!("{other:?}"),
+    }
+    // Saved again (session scope this time) for the decision below.
+    app.on_key(KeyEvent::new(KeyCode::Char('a'), KeyModifiers::NONE));
+    for _ in 0.." --all".len() {
+        app.on_key(k(KeyCode::Backspace));
+    }
+    app.on_key(KeyEvent::new(KeyCode::Char('*'), KeyModifiers::NONE));
+    assert_eq!(app.on_key(k(KeyCode::Enter)), intents);
     // The rule is in force: the next matching request is decided by it.
     match &app.session.policy {
         Policy::Rules { rules, .. } => {

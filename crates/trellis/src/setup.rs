@@ -156,20 +156,3 @@ pub fn ext_host(
         .collect();
     Ok(trellis_ext::ExtHost::new(candidates, opts))
 }
-
-/// Rules saved from the UI ("always" answers): global ones and this project's.
-pub fn stored_rules(host: &trellis_ext::ExtHost, cwd: &str) -> Vec<trellis_core::permission::Rule> {
-    let Some(all) = host.host_store_get("rules") else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for list in [&all["projects"][cwd], &all["global"]] {
-        if let Some(a) = list.as_array() {
-            out.extend(
-                a.iter()
-                    .filter_map(|v| serde_json::from_value(v.clone()).ok()),
-            );
-        }
-    }
-    out
-}

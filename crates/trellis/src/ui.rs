@@ -67,7 +67,8 @@ pub fn main(
     let mut resolved = resolved;
     resolved.spec.keep_lines = host.wants_acp();
     let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
-    let stored = crate::setup::stored_rules(&host, &cwd_now);
+    let saved = trellis_tui::rules::load(&host, &cwd_now);
+    let stored: Vec<_> = saved.iter().map(|r| r.rule.clone()).collect();
     let policy = match policy_from(args.permission.as_deref(), &config)? {
         (
             Policy::Rules {
@@ -132,6 +133,7 @@ pub fn main(
         apply_ui_config(&mut app, &config)?;
         // After the key bindings are known: contributed keys must not clash with them.
         app.set_ext(host, host_rx);
+        app.saved_rules = saved;
         app.exit_after_first_frame = exit_after_first_frame;
         trellis_tui::run(app, Some(Connection { handle, rx }), Some(restart))
             .await
