@@ -38,12 +38,6 @@ fn text_lines(call: &ToolCall) -> Vec<String> {
         .collect()
 }
 
-/// Lines added and removed between two texts.
-pub fn diff_stat(old: &str, new: &str) -> (usize, usize) {
-    let (_, added, removed) = crate::changed_lines(old, new);
-    (added, removed)
-}
-
 impl Extension for Cards {
     fn manifest(&self) -> Manifest {
         Manifest {
@@ -123,7 +117,10 @@ impl Extension for Cards {
                         new_text,
                     } = c
                     {
-                        let (add, del) = diff_stat(old_text.as_deref().unwrap_or(""), new_text);
+                        let (add, del) = trellis_core::enrich::lines_changed(
+                            old_text.as_deref().unwrap_or(""),
+                            new_text,
+                        );
                         if any {
                             head.push("  ", Tone::Normal);
                         }
@@ -166,14 +163,5 @@ impl Extension for Cards {
             call: vec![head],
             result,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn diff_stat_counts_one_hunk() {
-        assert_eq!(super::diff_stat("a\nb\nc\n", "a\nB\nB2\nc\n"), (2, 1));
-        assert_eq!(super::diff_stat("", "x\n"), (1, 0));
     }
 }

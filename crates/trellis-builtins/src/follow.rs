@@ -46,9 +46,19 @@ impl Default for Follow {
     }
 }
 
-/// The 1-based range of lines of `new` that differ from `old`.
+/// The 1-based range of lines of `new` that differ from `old`, cut at the common prefix
+/// and suffix of lines (cheap, and right for the usual single-hunk edit).
 pub fn changed_range(old: &str, new: &str) -> Option<(u32, u32)> {
-    let (pre, added, _) = crate::changed_lines(old, new);
+    let a: Vec<&str> = old.lines().collect();
+    let b: Vec<&str> = new.lines().collect();
+    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let suf = a[pre..]
+        .iter()
+        .rev()
+        .zip(b[pre..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let added = b.len() - pre - suf;
     (added > 0).then(|| (pre as u32 + 1, (pre + added) as u32))
 }
 

@@ -31,22 +31,6 @@ pub(crate) fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 
-/// How `new` differs from `old`, cut at the common prefix and suffix of lines (cheap, and
-/// right for the usual single-hunk edit): (unchanged lines before, lines added, lines
-/// removed).
-pub fn changed_lines(old: &str, new: &str) -> (usize, usize, usize) {
-    let a: Vec<&str> = old.lines().collect();
-    let b: Vec<&str> = new.lines().collect();
-    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let suf = a[pre..]
-        .iter()
-        .rev()
-        .zip(b[pre..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
-    (pre, b.len() - pre - suf, a.len() - pre - suf)
-}
-
 /// `path` relative to the session's directory when it lies inside it.
 pub fn short_path(path: &str, cwd: Option<&str>) -> String {
     match cwd.and_then(|c| path.strip_prefix(c.trim_end_matches('/'))) {

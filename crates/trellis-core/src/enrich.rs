@@ -120,14 +120,20 @@ pub fn diff_stat(call: &ToolCall) -> Option<(usize, usize)> {
         } = c
         {
             any = true;
-            let old: Vec<&str> = old_text.as_deref().unwrap_or("").lines().collect();
-            let new: Vec<&str> = new_text.lines().collect();
-            let common = lcs_len(&old, &new);
-            add += new.len() - common;
-            del += old.len() - common;
+            let (a, d) = lines_changed(old_text.as_deref().unwrap_or(""), new_text);
+            add += a;
+            del += d;
         }
     }
     any.then_some((add, del))
+}
+
+/// Lines added and removed from `old` to `new` (by longest common subsequence).
+pub fn lines_changed(old: &str, new: &str) -> (usize, usize) {
+    let old: Vec<&str> = old.lines().collect();
+    let new: Vec<&str> = new.lines().collect();
+    let common = lcs_len(&old, &new);
+    (new.len() - common, old.len() - common)
 }
 
 /// Length of the longest common subsequence of lines (O(n·m) memory-light DP, only used for
