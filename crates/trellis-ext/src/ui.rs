@@ -124,25 +124,12 @@ impl std::fmt::Debug for Ui {
 /// Clips a styled line to `width` terminal columns. Text that fits comes back
 /// byte-identical; a cut closes any SGR or OSC 8 hyperlink it leaves open.
 pub fn fit(line: &StyledLine, width: usize) -> StyledLine {
-    let mut left = width;
-    let mut out = Vec::with_capacity(line.0.len());
-    for s in &line.0 {
-        if left == 0 {
-            break;
-        }
-        let w = trellis_text::display_width(&s.text);
-        if w <= left {
-            left -= w;
-            out.push(s.clone());
-        } else {
-            out.push(StyledSpan {
-                text: trellis_text::clip(&s.text, left).into_owned(),
-                ..s.clone()
-            });
-            left = 0;
-        }
-    }
-    StyledLine(out)
+    StyledLine(trellis_text::clip_pieces(
+        line.0.iter().cloned(),
+        width,
+        |s| &s.text,
+        |s, text| StyledSpan { text, ..s },
+    ))
 }
 
 fn command_name_ok(n: &str) -> bool {

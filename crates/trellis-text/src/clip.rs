@@ -17,6 +17,35 @@ fn track(esc: &str, sgr_open: &mut bool, link_open: &mut bool) {
     }
 }
 
+/// A line made of styled pieces (spans of any type), cut to `room` columns as a whole:
+/// pieces that fit are returned as they are (byte-identical); the first that does not is
+/// cut with [`clip`] (closing any SGR style or OSC 8 link it leaves open) and rebuilt with
+/// `with_text`; the rest is dropped.
+pub fn clip_pieces<T>(
+    pieces: impl IntoIterator<Item = T>,
+    room: usize,
+    text: impl Fn(&T) -> &str,
+    with_text: impl Fn(T, String) -> T,
+) -> Vec<T> {
+    let mut left = room;
+    let mut out = Vec::new();
+    for p in pieces {
+        if left == 0 {
+            break;
+        }
+        let w = display_width(text(&p));
+        if w <= left {
+            left -= w;
+            out.push(p);
+        } else {
+            let cut = clip(text(&p), left).into_owned();
+            out.push(with_text(p, cut));
+            left = 0;
+        }
+    }
+    out
+}
+
 /// `s` cut to at most `max` columns. Returns `s` itself (byte-identical) when it fits;
 /// otherwise the longest prefix that fits with `…`, tabs expanded to spaces, and any open
 /// SGR style or OSC 8 hyperlink closed.

@@ -14,7 +14,7 @@ pub mod markdown;
 pub mod width;
 pub mod wrap;
 
-pub use clip::clip;
+pub use clip::{clip, clip_pieces};
 
 /// The text of styled lines, styles dropped, one `\n` between lines.
 pub fn plain_text(lines: &[ratatui_core::text::Line<'_>]) -> String {

@@ -245,25 +245,12 @@ pub fn preview_of_text(text: &str, cx: &CardCtx<'_>, policy: OutputPolicy) -> Ve
 
 /// Clips a styled line to `room` columns (plain spans, so `clip` applies per span).
 pub fn clip_spans(line: Line<'static>, room: usize) -> Vec<Span<'static>> {
-    let mut left = room;
-    let mut out = Vec::new();
-    for s in line.spans {
-        if left == 0 {
-            break;
-        }
-        let w = trellis_text::display_width(&s.content);
-        if w <= left {
-            left -= w;
-            out.push(s);
-        } else {
-            out.push(Span::styled(
-                trellis_text::clip(&s.content, left).into_owned(),
-                s.style,
-            ));
-            left = 0;
-        }
-    }
-    out
+    trellis_text::clip_pieces(
+        line.spans,
+        room,
+        |s| &s.content,
+        |s, t| Span::styled(t, s.style),
+    )
 }
 
 /// Number of lines a card takes (without rendering it).
