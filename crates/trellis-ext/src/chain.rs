@@ -10,6 +10,13 @@ use crate::slot::Job;
 use crate::{ExtHost, HostMsg, Out};
 
 impl ExtHost {
+    /// Whether any extension may claim permission requests (no allocation).
+    pub fn has_claimants(&self) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.has(Capability::InterceptPermissions) && !s.is_disabled())
+    }
+
     /// Extensions that may claim permission requests, in declared order.
     pub fn claimants(&self) -> Vec<String> {
         self.slots

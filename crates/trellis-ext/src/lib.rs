@@ -159,7 +159,8 @@ pub struct ExtHost {
     arbiter: Arbiter,
     asks: BTreeMap<String, Arc<PermissionAsk>>,
     notes: Vec<String>,
-    /// Some extension reads session state (observe or call-state): keep the mirror.
+    /// Some extension reads session state (observe, call-state, or a claimant that is
+    /// offered calls): keep the mirror.
     mirror_on: bool,
     pub ui: Arc<Ui>,
 }
@@ -348,9 +349,12 @@ impl ExtHost {
             }
         }
         let ui = Arc::new(Ui::build(&slots, &shared));
-        let mirror_on = slots
-            .iter()
-            .any(|s| s.has(Capability::Observe) || s.has(Capability::CallState));
+        let mirror_on = slots.iter().any(|s| {
+            // Claimants are offered the call as it stands: they need the mirror too.
+            s.has(Capability::Observe)
+                || s.has(Capability::CallState)
+                || s.has(Capability::InterceptPermissions)
+        });
         let host = ExtHost {
             mirror_on,
             outbox: Mutex::new(vec![Vec::new(); slots.len()]),
@@ -443,12 +447,10 @@ impl ExtHost {
                     );
                     self.dispatch(ev);
                     if !answered {
-                        let call = self
-                            .shared
-                            .mirror()
-                            .index
-                            .get(call_id)
-                            .map(|&i| self.shared.mirror().calls[i].clone());
+                        let call = {
+                            let m = self.shared.mirror();
+                            m.index.get(call_id).map(|&i| m.calls[i].clone())
+                        };
                         let call = call.unwrap_or_else(|| {
                             Arc::new(trellis_core::ToolCall::placeholder(call_id.clone(), now, 0))
                         });

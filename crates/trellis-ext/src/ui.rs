@@ -216,24 +216,32 @@ impl Ui {
                     });
                 }
             }
-            for x in &reg.transforms {
-                if check("transform", &x.label) {
-                    regs.push(format!("transform {}", x.label));
-                    ui.transforms.push(Named {
-                        slot: i,
-                        id: x.id.clone(),
-                        label: x.label.clone(),
-                    });
-                }
-            }
-            for x in &reg.status_items {
-                if check("status item", &x.label) {
-                    regs.push(format!("status item {}", x.label));
-                    ui.status_items.push(Named {
-                        slot: i,
-                        id: x.id.clone(),
-                        label: x.label.clone(),
-                    });
+            // Transforms and status items are named the same way.
+            let named = [
+                (
+                    "transform",
+                    reg.transforms
+                        .iter()
+                        .map(|x| (&x.id, &x.label))
+                        .collect::<Vec<_>>(),
+                    &mut ui.transforms,
+                ),
+                (
+                    "status item",
+                    reg.status_items.iter().map(|x| (&x.id, &x.label)).collect(),
+                    &mut ui.status_items,
+                ),
+            ];
+            for (what, items, into) in named {
+                for (id, label) in items {
+                    if check(what, label) {
+                        regs.push(format!("{what} {label}"));
+                        into.push(Named {
+                            slot: i,
+                            id: id.clone(),
+                            label: label.clone(),
+                        });
+                    }
                 }
             }
             for x in &reg.keys {

@@ -178,11 +178,17 @@ fn app(calls: usize) -> (App, Terminal<TestBackend>) {
     (app, term)
 }
 
-fn bench(c: &mut Criterion) {
-    let mut g = c.benchmark_group("frame_200x50");
+/// One frame after another of the app `make(calls)` builds, for each size.
+fn frames(
+    c: &mut Criterion,
+    group: &str,
+    sizes: &[usize],
+    make: fn(usize) -> (App, Terminal<TestBackend>),
+) {
+    let mut g = c.benchmark_group(group);
     g.sample_size(30);
-    for calls in [100usize, 10_000, 100_000] {
-        let (mut app, mut term) = app(calls);
+    for &calls in sizes {
+        let (mut app, mut term) = make(calls);
         let mut frame = 0;
         g.bench_with_input(BenchmarkId::from_parameter(calls), &calls, |b, _| {
             b.iter(|| {
@@ -194,22 +200,17 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+}
 
+fn bench(c: &mut Criterion) {
+    frames(c, "frame_200x50", &[100, 10_000, 100_000], app);
     // The same frame with five contributed sections in the sidebar and designed cards.
-    let mut g = c.benchmark_group("frame_200x50_extensions");
-    g.sample_size(30);
-    for calls in [100usize, 10_000] {
-        let (mut app, mut term) = app_with_extensions(calls);
-        let mut frame = 0;
-        g.bench_with_input(BenchmarkId::from_parameter(calls), &calls, |b, _| {
-            b.iter(|| {
-                frame += 1;
-                term.draw(|f| draw(f, &mut app, Clock { now: 2.0, frame }))
-                    .unwrap();
-            })
-        });
-    }
-    g.finish();
+    frames(
+        c,
+        "frame_200x50_extensions",
+        &[100, 10_000],
+        app_with_extensions,
+    );
 
     let mut g = c.benchmark_group("inspector");
     g.sample_size(30);

@@ -128,7 +128,7 @@ pub fn perform_outs(app: &mut App, handle: Option<&Handle>, outs: Vec<trellis_ex
             // The dialog shows every open request no extension holds; a request that
             // comes back from extensions alerts the user now.
             Out::Dialog { request_id } => {
-                let held_first = app.ext.as_ref().is_some_and(|h| !h.claimants().is_empty());
+                let held_first = app.ext.as_ref().is_some_and(|h| h.has_claimants());
                 if held_first
                     && let Some((_, call_id, options)) = app
                         .session
@@ -175,7 +175,7 @@ pub fn perform_outs(app: &mut App, handle: Option<&Handle>, outs: Vec<trellis_ex
 fn alert_for(app: &mut App, body: &EventBody) {
     // A request extensions may take alerts only if it reaches the dialog (above).
     if matches!(body, EventBody::PermissionRequested { .. })
-        && app.ext.as_ref().is_some_and(|h| !h.claimants().is_empty())
+        && app.ext.as_ref().is_some_and(|h| h.has_claimants())
     {
         return;
     }
