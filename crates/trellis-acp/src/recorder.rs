@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::mpsc::UnboundedSender;
-use trellis_core::log::{encode_frame_into, encode_invalid, encode_local, encode_stderr};
+use trellis_core::log::{
+    encode_frame_bytes, encode_frame_into, encode_invalid, encode_local, encode_stderr,
+};
 use trellis_core::session::LocalRecord;
 use trellis_core::update::Action;
 use trellis_core::wire::{Dir, Message};
@@ -151,6 +153,12 @@ impl Recorder {
     /// One line on the agent's stdin or stdout. Returns false for agent notifications,
     /// which the SDK does not need to see (state comes from here).
     pub fn line(&self, dir: Dir, line: &str, more: More) -> bool {
+        self.line_bytes(dir, line, None, more)
+    }
+
+    /// [`Recorder::line`] for a line that was not valid UTF-8: `line` is its text with
+    /// U+FFFD in place of invalid bytes, `bytes` the line as received (logged losslessly).
+    pub fn line_bytes(&self, dir: Dir, line: &str, bytes: Option<&[u8]>, more: More) -> bool {
         let t = self.now();
         let keep = self.keep.load(std::sync::atomic::Ordering::Relaxed);
         self.with(|inner| {
@@ -161,15 +169,20 @@ impl Recorder {
                     if keep {
                         msg.raw = Some(std::sync::Arc::from(line));
                     }
-                    let mut record = std::mem::take(&mut inner.pending);
-                    let start = record.len();
-                    encode_frame_into(&mut record, start, t, dir, line);
-                    inner.pending = record;
+                    match bytes {
+                        None => {
+                            let mut record = std::mem::take(&mut inner.pending);
+                            let start = record.len();
+                            encode_frame_into(&mut record, start, t, dir, line);
+                            inner.pending = record;
+                        }
+                        Some(b) => inner.pending.push_str(&encode_frame_bytes(t, dir, line, b)),
+                    }
                     let forward = !(dir == Dir::AgentToClient && msg.is_notification());
                     (Action::Frame { seq, t, dir, msg }, forward)
                 }
                 Err(e) => {
-                    inner.pending.push_str(&encode_invalid(t, dir, line));
+                    inner.pending.push_str(&encode_invalid(t, dir, line, bytes));
                     let error = e.to_string();
                     (
                         Action::InvalidLine {
@@ -188,6 +201,50 @@ impl Recorder {
             }
             forward
         })
+    }
+
+    /// A line longer than the transport accepts: logged as an invalid line with its head
+    /// (up to 1 KiB) and length, and dropped.
+    pub fn oversized(&self, dir: Dir, head: &[u8], len: usize, more: More) {
+        let t = self.now();
+        let mut cut = head.len().min(1024);
+        let text = loop {
+            match std::str::from_utf8(&head[..cut]) {
+                Ok(s) => break s,
+                Err(e) if e.valid_up_to() > 0 => cut = e.valid_up_to(),
+                Err(_) => break "",
+            }
+        };
+        self.with(|inner| {
+            inner.seq += 1;
+            inner.pending.push_str(&encode_invalid(t, dir, text, None));
+            inner.actions.push(Input::Action(Action::InvalidLine {
+                t,
+                dir,
+                len,
+                error: format!(
+                    "a line of {len} bytes is longer than the {} MiB limit; it was dropped",
+                    crate::transport::MAX_LINE >> 20
+                ),
+            }));
+            if more == More::No {
+                Self::commit(inner);
+            }
+        });
+    }
+
+    /// Writes what is pending and releases its actions (the input ended, or a skipped
+    /// line turned out to be the last one buffered).
+    pub fn flush(&self) {
+        self.with(Self::commit);
+    }
+
+    /// A warning for the user, in order with the actions.
+    pub fn warn(&self, message: String) {
+        self.with(|inner| {
+            Self::commit(inner);
+            let _ = inner.tx.send(Input::Warning(message));
+        });
     }
 
     /// A client record (written at once, with anything pending before it).

@@ -18,14 +18,24 @@ use std::time::Duration;
 
 use agent_client_protocol::Lines;
 use futures::StreamExt;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStderr, ChildStdin};
 use trellis_core::wire::Dir;
 
+use crate::lines;
 use crate::recorder::{More, Recorder};
 
 /// Lines of stderr kept to explain a crash.
 const STDERR_TAIL: usize = 20;
+/// Longest line accepted from the agent's stdout (a longer one is logged as an invalid
+/// line with its head and length, and dropped).
+pub const MAX_LINE: usize = 64 << 20;
+/// Longest stderr line kept; the rest of a longer one is counted.
+const MAX_STDERR_LINE: usize = 16 << 10;
+/// Stderr bytes logged line by line; beyond them only a tail is kept.
+const STDERR_LOG_HEAD: usize = 1 << 20;
+/// Stderr bytes of the tail kept beyond the head (logged when stderr closes).
+const STDERR_LOG_TAIL: usize = 64 << 10;
 
 pub struct AgentProcess {
     child: Child,
@@ -61,50 +71,61 @@ pub fn spawn(
     let stdout = child.stdout.take().ok_or_else(missing)?;
     let stderr = child.stderr.take().ok_or_else(missing)?;
     let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-    {
-        let recorder = recorder.clone();
-        let tail = stderr_tail.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                recorder.stderr(&line);
-                let mut t = match tail.lock() {
-                    Ok(t) => t,
-                    Err(p) => p.into_inner(),
-                };
-                if t.len() == STDERR_TAIL {
-                    t.pop_front();
-                }
-                t.push_back(line);
-            }
-        });
-    }
+    tokio::spawn(drain_stderr(stderr, recorder.clone(), stderr_tail.clone()));
     let tap_in = recorder.clone();
-    let reader = (BufReader::with_capacity(1 << 16, stdout), String::new());
-    let incoming = futures::stream::unfold(reader, move |(mut r, mut buf)| {
+    let reader = (BufReader::with_capacity(1 << 16, stdout), Vec::new(), 0u64);
+    let incoming = futures::stream::unfold(reader, move |(mut r, mut buf, mut bad_utf8)| {
         let tap = tap_in.clone();
         async move {
             loop {
-                buf.clear();
-                match r.read_line(&mut buf).await {
-                    Ok(0) => return None,
-                    Ok(_) => {
-                        let line = buf.trim_end_matches(['\n', '\r']);
-                        if line.trim().is_empty() {
-                            continue;
+                let read = match lines::read_line(&mut r, &mut buf, MAX_LINE).await {
+                    Ok(Some(read)) => read,
+                    Ok(None) => {
+                        // Whatever is pending reaches the log and the reducer.
+                        tap.flush();
+                        if bad_utf8 > 1 {
+                            tap.warn(format!(
+                                "the agent wrote {bad_utf8} lines of invalid UTF-8 in all"
+                            ));
                         }
-                        // Group commit: another complete line already in memory?
-                        let more = if r.buffer().contains(&b'\n') {
-                            More::Buffered
-                        } else {
-                            More::No
-                        };
-                        if tap.line(Dir::AgentToClient, line, more) {
-                            let line = line.to_string();
-                            return Some((Ok(line), (r, buf)));
-                        }
+                        return None;
                     }
-                    Err(e) => return Some((Err(e), (r, buf))),
+                    Err(e) => return Some((Err(e), (r, buf, bad_utf8))),
+                };
+                // Group commit: another complete line already in memory?
+                let more = if lines::has_complete_line(r.buffer()) {
+                    More::Buffered
+                } else {
+                    More::No
+                };
+                if read.dropped > 0 {
+                    tap.oversized(Dir::AgentToClient, &buf, buf.len() + read.dropped, more);
+                    continue;
+                }
+                if lines::is_blank(&buf) {
+                    if more == More::No {
+                        tap.flush();
+                    }
+                    continue;
+                }
+                let (line, raw) = match std::str::from_utf8(&buf) {
+                    Ok(s) => (std::borrow::Cow::Borrowed(s), None),
+                    Err(_) => {
+                        bad_utf8 += 1;
+                        if bad_utf8 == 1 {
+                            tap.warn(
+                                "the agent wrote a line that is not valid UTF-8; invalid bytes \
+                                 were replaced with U+FFFD (the line is in the session log as \
+                                 received)"
+                                    .into(),
+                            );
+                        }
+                        (String::from_utf8_lossy(&buf), Some(&buf[..]))
+                    }
+                };
+                if tap.line_bytes(Dir::AgentToClient, &line, raw, more) {
+                    let line = line.into_owned();
+                    return Some((Ok(line), (r, buf, bad_utf8)));
                 }
             }
         }
@@ -131,6 +152,63 @@ pub fn spawn(
         },
         transport,
     ))
+}
+
+/// Drains the agent's stderr as bytes, always (a pipe left full would block the agent).
+/// The first [`STDERR_LOG_HEAD`] bytes are logged line by line, then only the last
+/// [`STDERR_LOG_TAIL`] bytes are kept and logged when stderr closes, after a record of how
+/// much was left out.
+async fn drain_stderr(
+    stderr: ChildStderr,
+    recorder: Recorder,
+    crash_tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    let mut r = BufReader::with_capacity(1 << 16, stderr);
+    let mut buf = Vec::new();
+    let mut logged = 0usize;
+    let mut tail: VecDeque<String> = VecDeque::new();
+    let mut tail_bytes = 0usize;
+    let (mut skipped_lines, mut skipped_bytes) = (0u64, 0u64);
+    while let Ok(Some(read)) = lines::read_line(&mut r, &mut buf, MAX_STDERR_LINE).await {
+        let mut line = String::from_utf8_lossy(&buf).into_owned();
+        if read.dropped > 0 {
+            line.push_str(&format!(" [… {} more bytes]", read.dropped));
+        }
+        let size = buf.len() + read.dropped + 1;
+        {
+            let mut t = match crash_tail.lock() {
+                Ok(t) => t,
+                Err(p) => p.into_inner(),
+            };
+            if t.len() == STDERR_TAIL {
+                t.pop_front();
+            }
+            t.push_back(line.clone());
+        }
+        if logged < STDERR_LOG_HEAD {
+            logged += size;
+            recorder.stderr(&line);
+            continue;
+        }
+        tail_bytes += line.len();
+        tail.push_back(line);
+        while tail_bytes > STDERR_LOG_TAIL
+            && let Some(old) = tail.pop_front()
+        {
+            tail_bytes -= old.len();
+            skipped_lines += 1;
+            skipped_bytes += old.len() as u64 + 1;
+        }
+    }
+    if skipped_lines > 0 {
+        recorder.local(trellis_core::LocalRecord::StderrElided {
+            lines: skipped_lines,
+            bytes: skipped_bytes,
+        });
+    }
+    for line in tail {
+        recorder.stderr(&line);
+    }
 }
 
 impl AgentProcess {

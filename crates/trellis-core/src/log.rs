@@ -167,6 +167,10 @@ struct RawRecord<'a, T: Serialize> {
     raw: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     line: Option<&'a str>,
+    /// The line's bytes, when they were not valid UTF-8 (`raw`/`msg` then hold the text
+    /// with U+FFFD in place of the invalid bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    b64: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     msg: Option<&'a T>,
 }
@@ -182,15 +186,28 @@ fn encode<T: Serialize>(rec: RawRecord<'_, T>) -> String {
     s
 }
 
-/// A line that was not JSON-RPC, kept verbatim.
-pub fn encode_invalid(t: f64, dir: Dir, raw: &str) -> String {
+/// A line that was not JSON-RPC, kept verbatim (`bytes`: the line as received, when it
+/// was not valid UTF-8).
+pub fn encode_invalid(t: f64, dir: Dir, raw: &str, bytes: Option<&[u8]>) -> String {
     encode::<()>(RawRecord {
         t,
         dir: dir.into(),
         raw: Some(raw),
         line: None,
+        b64: bytes.map(crate::b64::encode),
         msg: None,
     })
+}
+
+/// A frame record for a line that was not valid UTF-8: `json` is its text with U+FFFD in
+/// place of the invalid bytes, `bytes` the line as received.
+pub fn encode_frame_bytes(t: f64, dir: Dir, json: &str, bytes: &[u8]) -> String {
+    let mut s = encode_frame(t, dir, json);
+    // `{"t":…,"dir":"…","msg":` → `{"t":…,"dir":"…","b64":"…","msg":`
+    if let Some(at) = s.find(",\"msg\":") {
+        s.insert_str(at, &format!(",\"b64\":\"{}\"", crate::b64::encode(bytes)));
+    }
+    s
 }
 
 /// A client record.
@@ -200,6 +217,7 @@ pub fn encode_local(t: f64, record: &LocalRecord) -> String {
         dir: LogDir::Client,
         raw: None,
         line: None,
+        b64: None,
         msg: Some(record),
     })
 }
@@ -211,6 +229,7 @@ pub fn encode_stderr(t: f64, line: &str) -> String {
         dir: LogDir::AgentStderr,
         raw: None,
         line: Some(line),
+        b64: None,
         msg: None,
     })
 }

@@ -214,7 +214,10 @@ fn invalidate_for(app: &mut App, body: &EventBody) {
 pub fn perform_intent(app: &mut App, handle: Option<&Handle>, intent: Intent) {
     match &intent {
         Intent::Copy(text) => {
-            let seq = format!("\x1b]52;c;{}\x07", base64(text.as_bytes()));
+            let seq = format!(
+                "\x1b]52;c;{}\x07",
+                trellis_core::b64::encode(text.as_bytes())
+            );
             let _ = std::io::Write::write_all(&mut std::io::stdout(), seq.as_bytes());
             let _ = std::io::Write::flush(&mut std::io::stdout());
             return;
@@ -252,28 +255,6 @@ pub fn perform_intent(app: &mut App, handle: Option<&Handle>, intent: Intent) {
     };
     let fx = update(&mut app.session, action);
     apply_effects(app, Some(handle), fx);
-}
-
-/// Standard base64 (for OSC 52).
-pub fn base64(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// Shows `text` in `$PAGER` (default `less -R`), leaving the full screen meanwhile.
