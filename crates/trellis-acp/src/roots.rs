@@ -36,6 +36,11 @@ impl Roots {
         &self.roots
     }
 
+    /// True when the real (already resolved) path `real` lies under a root.
+    pub fn contains(&self, real: &Path) -> bool {
+        self.roots.iter().any(|r| real.starts_with(r))
+    }
+
     /// The real path `path` stands for, if it is inside a root.
     pub fn check(&self, path: &Path) -> Result<PathBuf, RootsError> {
         let shown = path.display().to_string();
@@ -46,7 +51,7 @@ impl Roots {
             return Err(RootsError::ParentDir(shown));
         }
         let real = resolve(path);
-        if self.roots.iter().any(|r| real.starts_with(r)) {
+        if self.contains(&real) {
             Ok(real)
         } else {
             Err(RootsError::Outside {
