@@ -69,7 +69,15 @@ pub struct AgentSpec {
     /// Keep each frame's verbatim line with its message (an extension asked for ACP
     /// payloads).
     pub keep_lines: bool,
+    /// How long the agent has to answer `initialize` and set up its session.
+    pub setup_timeout: std::time::Duration,
+    /// Bytes of terminal output kept when the agent asks for no limit.
+    pub terminal_output_limit: usize,
 }
+
+/// Default of [`AgentSpec::setup_timeout`], in seconds: generous, since the first `npx`
+/// run of an agent downloads it.
+pub const DEFAULT_SETUP_TIMEOUT_S: f64 = 300.0;
 
 /// From the connection to the driver. Actions are the hot path and stay unboxed (a box
 /// per frame would cost an allocation per update); the other variants are rare.
@@ -186,9 +194,6 @@ impl Handle {
     }
 }
 
-/// Largest previous file content kept in a `file_written` record.
-const OLD_CONTENT_CAP: usize = 1 << 20;
-
 fn id_key(responder: &Responder<Value, V1>) -> String {
     serde_json::to_string(responder.raw_id()).unwrap_or_default()
 }
@@ -215,10 +220,22 @@ pub fn start_at(
         recorder: recorder.clone(),
     };
     tokio::spawn(async move {
-        let result = run(spec, recorder, responders.clone(), tx.clone(), cmd_rx).await;
-        // Nobody will answer what is still open: say `cancelled`, exactly once each.
+        let result = run(
+            spec,
+            recorder.clone(),
+            responders.clone(),
+            tx.clone(),
+            cmd_rx,
+        )
+        .await;
+        // Nobody will answer what is still open: say `cancelled`, exactly once each, and
+        // record why first (the reducer closes whatever the agent never saw answered).
         let open: Vec<_> = lock(&responders).waiting.drain().collect();
-        for (_, responder) in open {
+        for (request_id, responder) in open {
+            recorder.local(trellis_core::LocalRecord::PermissionDecided {
+                request_id,
+                decider: trellis_core::Decider::Client("agent exited".into()),
+            });
             let _ = responder.respond(json!({"outcome": {"outcome": "cancelled"}}));
         }
         let _ = tx.send(Input::Closed {
@@ -243,16 +260,19 @@ async fn run(
         recorder.clone(),
     )
     .map_err(|e| format!("cannot start {}: {e}", spec.command))?;
+    let session: Arc<Mutex<Option<String>>> = Arc::default();
     let mut roots = vec![spec.cwd.clone()];
     roots.extend(spec.extra_roots.iter().cloned());
     let services = Services {
-        roots: Roots::new(roots),
+        roots: Arc::new(Roots::new(roots)),
+        session: session.clone(),
         cwd: spec.cwd.clone(),
         caps: spec.caps,
-        terminals: Terminals::new(recorder.clone()),
+        terminals: Terminals::with_default_limit(recorder.clone(), spec.terminal_output_limit),
         recorder: recorder.clone(),
     };
     let terminals = services.terminals.clone();
+    let session_slot = session;
     let handler_responders = responders.clone();
     let result = agent_client_protocol::Client
         .v1()
@@ -270,59 +290,98 @@ async fn run(
             agent_client_protocol::on_receive_dispatch!(),
         )
         .connect_with(transport, async |cx| {
-            let caps = ClientCapabilities::new()
-                .fs(FileSystemCapabilities::new()
-                    .read_text_file(spec.caps.read_text_file)
-                    .write_text_file(spec.caps.write_text_file))
-                .terminal(spec.caps.terminal);
-            let init = cx
-                .send_request(
-                    InitializeRequest::new(ProtocolVersion::V1)
-                        .client_capabilities(caps)
-                        .client_info(Implementation::new("trellis", env!("CARGO_PKG_VERSION"))),
-                )
-                .block_task()
-                .await?;
-            // `session/load` when asked for and advertised; authenticate once if required.
-            let load = spec.load_session.clone().filter(|_| init.agent_capabilities.load_session);
-            if let (Some(id), None) = (&spec.load_session, &load) {
-                let _ = tx.send(Input::Warning(format!(
-                    "the agent does not advertise session/load; starting a new session instead of {id}"
-                )));
-            }
-            let mut authenticated = false;
-            let session_id: SessionId = loop {
-                let attempt = match &load {
-                    Some(id) => cx
-                        .send_request(LoadSessionRequest::new(id.clone(), spec.cwd.clone()))
-                        .block_task()
-                        .await
-                        .map(|_| SessionId::from(id.clone())),
-                    None => cx
-                        .send_request(NewSessionRequest::new(spec.cwd.clone()))
-                        .block_task()
-                        .await
-                        .map(|s| s.session_id),
-                };
-                match attempt {
-                    Ok(id) => break id,
-                    Err(e) if !authenticated && i32::from(e.code) == -32000 && !init.auth_methods.is_empty() => {
-                        let method = spec
-                            .auth_method
-                            .clone()
-                            .or_else(|| init.auth_methods.first().map(|m| m.id().to_string()))
-                            .unwrap_or_default();
-                        cx.send_request(AuthenticateRequest::new(method)).block_task().await?;
-                        authenticated = true;
+            // Setup is bounded by the setup timeout, and the user can stop it at any time;
+            // prompts sent meanwhile wait for it.
+            let mut queued: std::collections::VecDeque<Command> = Default::default();
+            let setup = async {
+                let caps = ClientCapabilities::new()
+                    .fs(FileSystemCapabilities::new()
+                        .read_text_file(spec.caps.read_text_file)
+                        .write_text_file(spec.caps.write_text_file))
+                    .terminal(spec.caps.terminal);
+                let init = cx
+                    .send_request(
+                        InitializeRequest::new(ProtocolVersion::V1)
+                            .client_capabilities(caps)
+                            .client_info(Implementation::new("trellis", env!("CARGO_PKG_VERSION"))),
+                    )
+                    .block_task()
+                    .await?;
+                // `session/load` when asked for and advertised; authenticate once if required.
+                let load = spec.load_session.clone().filter(|_| init.agent_capabilities.load_session);
+                if let (Some(id), None) = (&spec.load_session, &load) {
+                    let _ = tx.send(Input::Warning(format!(
+                        "the agent does not advertise session/load; starting a new session instead of {id}"
+                    )));
+                }
+                let mut authenticated = false;
+                let session_id: SessionId = loop {
+                    let attempt = match &load {
+                        Some(id) => cx
+                            .send_request(LoadSessionRequest::new(id.clone(), spec.cwd.clone()))
+                            .block_task()
+                            .await
+                            .map(|_| SessionId::from(id.clone())),
+                        None => cx
+                            .send_request(NewSessionRequest::new(spec.cwd.clone()))
+                            .block_task()
+                            .await
+                            .map(|s| s.session_id),
+                    };
+                    match attempt {
+                        Ok(id) => break id,
+                        Err(e) if !authenticated && i32::from(e.code) == -32000 && !init.auth_methods.is_empty() => {
+                            let method = spec
+                                .auth_method
+                                .clone()
+                                .or_else(|| init.auth_methods.first().map(|m| m.id().to_string()))
+                                .unwrap_or_default();
+                            cx.send_request(AuthenticateRequest::new(method)).block_task().await?;
+                            authenticated = true;
+                        }
+                        Err(e) => return Err(e),
                     }
-                    Err(e) => return Err(e),
+                };
+                Ok::<_, agent_client_protocol::Error>(session_id)
+            };
+            let timeout = spec.setup_timeout;
+            let setup = tokio::time::timeout(timeout, setup);
+            tokio::pin!(setup);
+            let session_id: SessionId = loop {
+                tokio::select! {
+                    r = &mut setup => match r {
+                        Ok(r) => break r?,
+                        Err(_) => {
+                            return Err(agent_client_protocol::Error::new(
+                                -32603,
+                                format!(
+                                    "the agent did not finish setting up (initialize, session/new) within {} s",
+                                    timeout.as_secs_f64()
+                                ),
+                            ));
+                        }
+                    },
+                    cmd = cmd_rx.recv() => match cmd {
+                        Some(Command::Shutdown) | None => return Ok(()),
+                        Some(Command::Cancel) => {}
+                        Some(prompt) => queued.push_back(prompt),
+                    },
                 }
             };
+            *lock(&session_slot) = Some(session_id.to_string());
             let _ = tx.send(Input::Ready);
             let mut turn: Option<TurnFuture> = None;
             loop {
+                let next = match queued.pop_front() {
+                    Some(c) if turn.is_none() => Some(Some(c)),
+                    Some(c) => {
+                        queued.push_front(c);
+                        None
+                    }
+                    None => None,
+                };
                 tokio::select! {
-                    cmd = cmd_rx.recv() => match cmd {
+                    cmd = async { match next { Some(c) => c, None => cmd_rx.recv().await } } => match cmd {
                         Some(Command::Prompt { text, files }) if turn.is_none() => {
                             let mut blocks = vec![ContentBlock::Text(TextContent::new(text))];
                             for f in files {
@@ -370,7 +429,9 @@ fn file_uri(p: &Path) -> String {
 }
 
 struct Services {
-    roots: Roots,
+    roots: Arc<Roots>,
+    /// This connection's ACP session, once set up: requests naming another are refused.
+    session: Arc<Mutex<Option<String>>>,
     cwd: PathBuf,
     caps: Caps,
     terminals: Terminals,
@@ -424,6 +485,33 @@ fn params<T: for<'de> Deserialize<'de>>(v: &Value) -> Result<T, agent_client_pro
     serde_json::from_value(v.clone()).map_err(|e| rpc_error(-32602, format!("invalid params: {e}")))
 }
 
+/// Longest a file request may take before it is answered with an error (the blocking
+/// thread is left to finish on its own; the session goes on).
+const FS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves a file request on the blocking pool, bounded by [`FS_TIMEOUT`]: a slow or
+/// hung file system never stalls the connection.
+fn fs_task(
+    responder: Responder<Value, V1>,
+    work: impl FnOnce() -> Result<Value, crate::fs::FsError> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        let r = match tokio::time::timeout(FS_TIMEOUT, tokio::task::spawn_blocking(work)).await {
+            Ok(Ok(Ok(v))) => Ok(v),
+            Ok(Ok(Err(e))) => Err(rpc_error(e.code(), e.to_string())),
+            Ok(Err(e)) => Err(rpc_error(-32603, format!("file request failed: {e}"))),
+            Err(_) => Err(rpc_error(
+                -32603,
+                format!("file request took longer than {} s", FS_TIMEOUT.as_secs()),
+            )),
+        };
+        let _ = match r {
+            Ok(v) => responder.respond(v),
+            Err(e) => responder.respond_with_error(e),
+        };
+    });
+}
+
 /// Routes one agent request. Never awaits: slow work goes to a spawned task.
 fn route(
     s: &Services,
@@ -441,6 +529,20 @@ fn route(
     };
     match method.as_str() {
         "session/request_permission" => {
+            let theirs = p.get("sessionId").and_then(Value::as_str);
+            let mine = lock(&s.session).clone();
+            let foreign = match (mine.as_deref(), theirs) {
+                (Some(mine), Some(theirs)) => mine != theirs,
+                (None, Some(_)) => false,
+                (_, None) => true,
+            };
+            if foreign {
+                let msg = format!(
+                    "permission request for {}: not this connection's session",
+                    theirs.unwrap_or("no session")
+                );
+                return answer(responder, Err(rpc_error(-32602, msg)));
+            }
             let key = id_key(&responder);
             let mut r = lock(responders);
             match r.answers.remove(&key) {
@@ -452,44 +554,31 @@ fn route(
                 }
             }
         }
-        "fs/read_text_file" if s.caps.read_text_file => {
-            let r = params::<ReadParams>(&p).and_then(|p| {
-                let path = s
-                    .roots
-                    .check(&p.path)
-                    .map_err(|e| rpc_error(-32602, e.to_string()))?;
-                crate::fs::read_text(&path, p.line, p.limit)
-                    .map(|content| json!({"content": content}))
-                    .map_err(|e| match e.kind() {
-                        std::io::ErrorKind::NotFound => {
-                            rpc_error(-32002, format!("file not found: {}", p.path.display()))
-                        }
-                        _ => rpc_error(-32603, format!("cannot read {}: {e}", p.path.display())),
-                    })
-            });
-            answer(responder, r);
-        }
-        "fs/write_text_file" if s.caps.write_text_file => {
-            let r = params::<WriteParams>(&p).and_then(|p| {
-                let path = s
-                    .roots
-                    .check(&p.path)
-                    .map_err(|e| rpc_error(-32602, e.to_string()))?;
-                crate::fs::write_text(&path, &p.content).map_err(|e| {
-                    rpc_error(-32603, format!("cannot write {}: {e}", p.path.display()))
-                })
-            });
-            // `file_written` (with the old content) is recorded after the write and before
-            // the response, so extensions see it first.
-            let r = r.map(|old| {
-                s.recorder.local(trellis_core::LocalRecord::FileWritten {
-                    request_id: id_key(&responder),
-                    old: old.filter(|o| o.len() <= OLD_CONTENT_CAP),
+        "fs/read_text_file" if s.caps.read_text_file => match params::<ReadParams>(&p) {
+            Ok(p) => {
+                let roots = s.roots.clone();
+                fs_task(responder, move || {
+                    crate::fs::read_text(&roots, &p.path, p.line, p.limit)
+                        .map(|content| json!({"content": content}))
                 });
-                json!({})
-            });
-            answer(responder, r);
-        }
+            }
+            Err(e) => answer(responder, Err(e)),
+        },
+        "fs/write_text_file" if s.caps.write_text_file => match params::<WriteParams>(&p) {
+            Ok(p) => {
+                let roots = s.roots.clone();
+                let recorder = s.recorder.clone();
+                let request_id = id_key(&responder);
+                fs_task(responder, move || {
+                    let old = crate::fs::write_text(&roots, &p.path, &p.content)?;
+                    // `file_written` (with the old content) is recorded after the write
+                    // and before the response, so extensions see it first.
+                    recorder.local(trellis_core::LocalRecord::FileWritten { request_id, old });
+                    Ok(json!({}))
+                });
+            }
+            Err(e) => answer(responder, Err(e)),
+        },
         "terminal/create" if s.caps.terminal => {
             let r = params::<CreateParams>(&p).and_then(|p| {
                 let cwd = match &p.cwd {

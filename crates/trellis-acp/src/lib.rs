@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod fs;
+pub mod lines;
 pub mod recorder;
 pub mod roots;
 pub mod terminal;

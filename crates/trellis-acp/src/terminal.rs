@@ -3,7 +3,12 @@
 //! recorded live.
 //!
 //! Invariants: a terminal id stays valid until `release`; `kill` keeps it; output is
-//! recorded before the exit (readers finish before the exit is published).
+//! recorded before the exit (readers finish before the exit is published). Memory and log
+//! are bounded whatever a command prints: an agent that gives no `outputByteLimit` gets
+//! the configured default ([`DEFAULT_OUTPUT_LIMIT`]); the buffer is compacted only when it
+//! reaches twice its limit (amortized, not a move of the whole buffer per chunk); the log
+//! keeps the first [`LOG_CAP`] bytes of each terminal live, then only a tail, written with
+//! a note of what was left out when the command ends.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -17,10 +22,21 @@ use trellis_core::wire::ExitStatus;
 
 use crate::recorder::Recorder;
 
+/// Output kept for the agent when it gives no `outputByteLimit`.
+pub const DEFAULT_OUTPUT_LIMIT: usize = 1 << 20;
+/// Output of one terminal written to the session log as it comes.
+pub const LOG_CAP: usize = 4 << 20;
+/// Output kept past [`LOG_CAP`] and logged when the command ends.
+const LOG_TAIL: usize = 64 << 10;
+
 struct Term {
     output: String,
     truncated: bool,
-    limit: Option<usize>,
+    limit: usize,
+    /// Bytes logged so far, and what was left out of the log past [`LOG_CAP`].
+    logged: usize,
+    unlogged: u64,
+    tail: String,
     exit: watch::Receiver<Option<ExitStatus>>,
     pgid: Option<u32>,
 }
@@ -28,6 +44,10 @@ struct Term {
 #[derive(Clone)]
 pub struct Terminals {
     inner: Arc<Mutex<HashMap<String, Term>>>,
+    /// Every process group started, released or not (killed at session end).
+    groups: Arc<Mutex<Vec<u32>>>,
+    /// The output limit of terminals whose request gives none.
+    default_limit: usize,
     next: Arc<std::sync::atomic::AtomicU64>,
     recorder: Recorder,
 }
@@ -61,7 +81,14 @@ pub struct Output {
 
 impl Terminals {
     pub fn new(recorder: Recorder) -> Terminals {
+        Terminals::with_default_limit(recorder, DEFAULT_OUTPUT_LIMIT)
+    }
+
+    /// Terminals whose output limit, when the agent gives none, is `default_limit` bytes.
+    pub fn with_default_limit(recorder: Recorder, default_limit: usize) -> Terminals {
         Terminals {
+            default_limit,
+            groups: Arc::default(),
             inner: Arc::new(Mutex::new(HashMap::new())),
             next: Arc::new(std::sync::atomic::AtomicU64::new(1)),
             recorder,
@@ -101,13 +128,25 @@ impl Terminals {
             "term-{}",
             self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
+        if let Some(pgid) = child.id() {
+            match self.groups.lock() {
+                Ok(mut g) => g.push(pgid),
+                Err(p) => p.into_inner().push(pgid),
+            }
+        }
         let (exit_tx, exit_rx) = watch::channel(None);
         self.lock().insert(
             id.clone(),
             Term {
                 output: String::new(),
                 truncated: false,
-                limit: spec.output_byte_limit.map(|l| l as usize),
+                limit: spec
+                    .output_byte_limit
+                    .map(|l| usize::try_from(l).unwrap_or(usize::MAX))
+                    .unwrap_or(self.default_limit),
+                logged: 0,
+                unlogged: 0,
+                tail: String::new(),
                 exit: exit_rx,
                 pgid: child.id(),
             },
@@ -139,6 +178,7 @@ impl Terminals {
                 },
                 Err(_) => ExitStatus::default(),
             };
+            this.log_tail(&tid);
             this.recorder.local(LocalRecord::TerminalExited {
                 terminal_id: tid,
                 status: status.clone(),
@@ -177,22 +217,56 @@ impl Terminals {
         if text.is_empty() {
             return;
         }
-        if let Some(term) = self.lock().get_mut(id) {
+        let log = {
+            let mut map = self.lock();
+            let Some(term) = map.get_mut(id) else { return };
             term.output.push_str(text);
-            if let Some(limit) = term.limit
-                && term.output.len() > limit
-            {
-                let mut cut = term.output.len() - limit;
-                while !term.output.is_char_boundary(cut) {
-                    cut += 1;
-                }
+            if term.output.len() > term.limit.saturating_mul(2).max(64 << 10) {
+                let cut = front_cut(&term.output, term.limit);
                 term.output.drain(..cut);
                 term.truncated = true;
             }
+            if term.logged < LOG_CAP {
+                term.logged += text.len();
+                true
+            } else {
+                term.unlogged += text.len() as u64;
+                term.tail.push_str(text);
+                if term.tail.len() > 2 * LOG_TAIL {
+                    let cut = front_cut(&term.tail, LOG_TAIL);
+                    term.tail.drain(..cut);
+                }
+                false
+            }
+        };
+        if log {
+            self.recorder.local(LocalRecord::TerminalOutput {
+                terminal_id: id.to_string(),
+                data: text.to_string(),
+            });
         }
+    }
+
+    /// Logs what the log left out of a terminal's output: a note, then its last bytes.
+    fn log_tail(&self, id: &str) {
+        let data = {
+            let mut map = self.lock();
+            let Some(term) = map.get_mut(id) else { return };
+            if term.unlogged == 0 {
+                return;
+            }
+            let tail = std::mem::take(&mut term.tail);
+            let cut = front_cut(&tail, LOG_TAIL);
+            let shown = tail.len() - cut;
+            format!(
+                "\n[… {} bytes of output not kept in the session log …]\n{}",
+                term.unlogged - shown as u64,
+                &tail[cut..]
+            )
+        };
         self.recorder.local(LocalRecord::TerminalOutput {
             terminal_id: id.to_string(),
-            data: text.to_string(),
+            data,
         });
     }
 
@@ -201,9 +275,10 @@ impl Terminals {
         let t = map
             .get(id)
             .ok_or_else(|| TerminalError::Unknown(id.to_string()))?;
+        let cut = front_cut(&t.output, t.limit);
         Ok(Output {
-            output: t.output.clone(),
-            truncated: t.truncated,
+            output: t.output[cut..].to_string(),
+            truncated: t.truncated || cut > 0,
             exit: t.exit.borrow().clone(),
         })
     }
@@ -247,13 +322,28 @@ impl Terminals {
         Ok(())
     }
 
-    /// Kills every running command (session end).
+    /// Kills every command's process group (session end): also released terminals and
+    /// groups whose first process has exited, since what they left running in the
+    /// background is still there.
     pub fn kill_all(&self) {
-        let ids: Vec<String> = self.lock().keys().cloned().collect();
-        for id in ids {
-            let _ = self.kill(&id);
+        let groups: Vec<u32> = match self.groups.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        for pgid in groups {
+            kill_group(pgid);
         }
     }
+}
+
+/// Where to cut the front of `text` so that at most `keep` bytes remain, at a character
+/// boundary.
+fn front_cut(text: &str, keep: usize) -> usize {
+    let mut cut = text.len().saturating_sub(keep);
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    cut
 }
 
 fn kill_group(pgid: u32) {

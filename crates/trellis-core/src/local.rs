@@ -41,9 +41,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             cx.emit(EventBody::AgentExited { code, message });
             end_turn(cx, "agent_exited".into());
             // Nobody is left to answer: open requests are closed on our side.
-            for (id, _) in cx.s.open_permissions() {
-                cx.s.agent_requests.remove(&id);
-            }
+            crate::requests::close_open_permissions(cx);
         }
         LocalRecord::SessionEnded { reason } => {
             end_turn(cx, "cancelled".into());
@@ -51,6 +49,11 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             cx.emit(EventBody::SessionEnded { reason });
         }
         LocalRecord::Mark { text } => cx.notice(text),
+        LocalRecord::StderrElided { lines, bytes } => cx.emit(EventBody::Warning {
+            message: format!(
+                "the agent wrote more on stderr than the log keeps: {lines} lines ({bytes} bytes) left out"
+            ),
+        }),
         LocalRecord::FileWritten { request_id, old } => {
             crate::requests::file_written(cx, &request_id, old)
         }

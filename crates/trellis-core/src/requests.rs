@@ -4,7 +4,7 @@
 use serde_json::value::RawValue;
 
 use crate::event::EventBody;
-use crate::permission::{Decider, Outcome, PermissionRecord, Verdict};
+use crate::permission::{Decider, OptionKind, Outcome, PermissionRecord, Verdict};
 use crate::session::{AgentRequest, ClientRequest, Entry, MessageBlock};
 use crate::tool_call::{ToolCallPatch, ToolContent, ToolKind};
 use crate::update::{Choice, Ctx, decide, end_turn};
@@ -77,6 +77,22 @@ fn permission_asked(
     p: wire::PermissionParams,
 ) -> AgentRequest {
     let options: Vec<_> = p.options.into_iter().filter_map(|o| o.0).collect();
+    // A request for another session (or none) is not this session's to decide: the client
+    // answers it with an error, and it never reaches the rules, extensions or the dialog.
+    let foreign = match (&cx.s.id, p.session_id.as_deref()) {
+        (Some(mine), Some(theirs)) => **mine != *theirs,
+        (None, Some(_)) => false,
+        (_, None) => true,
+    };
+    if foreign {
+        let named = p.session_id.as_deref().unwrap_or("no session");
+        cx.emit(EventBody::Warning {
+            message: format!(
+                "refused permission request {id} for {named}: it is not this session's"
+            ),
+        });
+        return AgentRequest::Other;
+    }
     let patch: ToolCallPatch = p.tool_call;
     let call_id = patch.tool_call_id.clone();
     let (turn, t) = (cx.s.turn, cx.t);
@@ -108,7 +124,18 @@ fn permission_asked(
         kind: call.kind,
         options: options.clone(),
     });
-    let (verdict, decider) = cx.s.policy.decide(&call);
+    let usable = options.iter().any(|o| o.kind != OptionKind::Unknown);
+    let (verdict, decider) = if usable {
+        cx.s.policy.decide(&call, cx.s.cwd.as_deref())
+    } else {
+        cx.emit(EventBody::Warning {
+            message: format!(
+                "permission request {id} offers no option of a known kind ({} offered); answered cancelled",
+                options.len()
+            ),
+        });
+        (Verdict::Reject, Decider::Client("no usable options".into()))
+    };
     cx.s.agent_requests.insert(
         id.to_string(),
         AgentRequest::Permission {
@@ -117,7 +144,9 @@ fn permission_asked(
             answering: false,
         },
     );
-    if verdict != Verdict::Ask {
+    if !usable {
+        let _ = decide(cx, id, Choice::Cancelled, decider);
+    } else if verdict != Verdict::Ask {
         // Cannot fail: the request was inserted just above and is not answering.
         let _ = decide(cx, id, Choice::Verdict(verdict), decider);
     }
@@ -132,6 +161,47 @@ fn permission_asked(
         call_id,
         options,
         answering,
+    }
+}
+
+/// Records how permission request `id` (for `call_id`) ended, on the call and as an event.
+pub(crate) fn permission_resolved(
+    cx: &mut Ctx<'_>,
+    id: &str,
+    call_id: String,
+    outcome: Outcome,
+    decider: Decider,
+) {
+    let t = cx.t;
+    if let Some(call) = cx.s.ledger.get_mut(&call_id)
+        && let Some(rec) = call
+            .permissions
+            .iter_mut()
+            .rev()
+            .find(|r| r.request_id == id)
+    {
+        rec.outcome = Some(outcome.clone());
+        rec.decider = Some(decider.clone());
+        rec.decided_at = Some(t);
+    }
+    cx.emit(EventBody::PermissionResolved {
+        request_id: id.to_string(),
+        call_id,
+        outcome,
+        decider,
+    });
+}
+
+/// The agent is gone: every permission request still open is closed as `cancelled`, decided
+/// by `agent exited` (nobody is left to answer it; the log, ledger and events say so).
+pub(crate) fn close_open_permissions(cx: &mut Ctx<'_>) {
+    for (id, call_id) in cx.s.open_permissions() {
+        cx.s.agent_requests.remove(&id);
+        let decider =
+            cx.s.deciders
+                .remove(&id)
+                .unwrap_or_else(|| Decider::Client("agent exited".into()));
+        permission_resolved(cx, &id, call_id, Outcome::Cancelled, decider);
     }
 }
 
@@ -168,27 +238,10 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
                 },
             };
             let decider = cx.s.deciders.remove(id).unwrap_or(Decider::Unrecorded);
-            let t = cx.t;
             if let Some(i) = cx.s.ledger.position(&call_id) {
                 cx.s.ledger.push_frame(i, seq);
             }
-            if let Some(call) = cx.s.ledger.get_mut(&call_id)
-                && let Some(rec) = call
-                    .permissions
-                    .iter_mut()
-                    .rev()
-                    .find(|r| r.request_id == id)
-            {
-                rec.outcome = Some(outcome.clone());
-                rec.decider = Some(decider.clone());
-                rec.decided_at = Some(t);
-            }
-            cx.emit(EventBody::PermissionResolved {
-                request_id: id.to_string(),
-                call_id,
-                outcome,
-                decider,
-            });
+            permission_resolved(cx, id, call_id, outcome, decider);
         }
         AgentRequest::Write {
             path,

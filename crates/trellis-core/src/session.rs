@@ -100,6 +100,8 @@ pub struct Counters {
     pub unknown_notifications: BTreeMap<String, u64>,
     /// Lines that were not JSON-RPC.
     pub invalid_lines: u64,
+    /// Updates ignored because they named another session or none.
+    pub foreign_updates: u64,
     /// Updates naming a call id never announced.
     pub unannounced_calls: u64,
     /// Messages that could not be decoded (bad params), by method or update kind.
@@ -243,6 +245,9 @@ pub enum LocalRecord {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         old: Option<String>,
     },
+    /// Agent stderr beyond what the log keeps (its head is logged line by line, then its
+    /// tail after this record): `lines` and `bytes` left out between them.
+    StderrElided { lines: u64, bytes: u64 },
     /// An extension's state for one call (the whole value after any merge).
     CallState {
         extension: String,

@@ -21,11 +21,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
     let Some(d) = decoded else {
         return slow(cx, seq, msg);
     };
-    if let (Some(mine), Some(theirs)) = (&cx.s.id, &d.session_id)
-        && **mine != **theirs
-    {
-        let key = format!("foreign:{theirs}");
-        cx.warn_once(key, format!("ignored updates for another session {theirs}"));
+    if foreign(cx, d.session_id.as_deref()) {
         return;
     }
     cx.s.counters.updates += 1;
@@ -48,6 +44,29 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
     }
 }
 
+/// True (with a warning, once per kind of fault) when an update is not for this session:
+/// it names another session, or none at all. Before the session id is known, any id passes.
+fn foreign(cx: &mut Ctx<'_>, theirs: Option<&str>) -> bool {
+    match (&cx.s.id, theirs) {
+        (_, None) => {
+            cx.s.counters.foreign_updates += 1;
+            cx.warn_once(
+                "no-session-id".into(),
+                "ignored a session/update without a sessionId (the agent must name its session)"
+                    .into(),
+            );
+            true
+        }
+        (Some(mine), Some(theirs)) if **mine != *theirs => {
+            cx.s.counters.foreign_updates += 1;
+            let key = format!("foreign:{theirs}");
+            cx.warn_once(key, format!("ignored updates for another session {theirs}"));
+            true
+        }
+        _ => false,
+    }
+}
+
 fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
     let params = match msg.params_as::<wire::UpdateParams>() {
         Ok(p) => p,
@@ -59,11 +78,7 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
             return;
         }
     };
-    if let (Some(mine), Some(theirs)) = (&cx.s.id, &params.session_id)
-        && **mine != **theirs
-    {
-        let key = format!("foreign:{theirs}");
-        cx.warn_once(key, format!("ignored updates for another session {theirs}"));
+    if foreign(cx, params.session_id.as_deref()) {
         return;
     }
     let raw = params.update.get();

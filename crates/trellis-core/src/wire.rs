@@ -75,6 +75,30 @@ pub enum DecodeError {
     Json(String),
     #[error("not a JSON-RPC message: it has neither `method` nor `id`")]
     NotJsonRpc,
+    #[error("invalid JSON-RPC id {0}: ids are strings or integers")]
+    BadId(String),
+}
+
+/// The canonical text of a JSON-RPC id, the one form used everywhere (reducer, log,
+/// responders): an integer (64-bit signed) in decimal, a string as `serde_json` writes it
+/// (so `"p\u0031"` and `"p1"` are one id). `Ok(None)` for `null`; an error for any other
+/// value (fractions, integers past 64 bits, booleans, arrays, objects).
+pub fn canonical_id(raw: &str) -> Result<Option<String>, DecodeError> {
+    let raw = raw.trim();
+    let bad = || DecodeError::BadId(raw.chars().take(64).collect());
+    match raw.as_bytes().first() {
+        Some(b'"') if !raw.contains('\\') => Ok(Some(raw.to_string())),
+        Some(b'"') => {
+            let s: String = serde_json::from_str(raw).map_err(|_| bad())?;
+            serde_json::to_string(&s).map(Some).map_err(|_| bad())
+        }
+        Some(b'-' | b'0'..=b'9') => raw
+            .parse::<i64>()
+            .map(|n| Some(n.to_string()))
+            .map_err(|_| bad()),
+        _ if raw == "null" => Ok(None),
+        _ => Err(bad()),
+    }
 }
 
 impl Message {
@@ -97,10 +121,10 @@ impl Message {
         }
         let env: Envelope =
             serde_json::from_str(line).map_err(|e| DecodeError::Json(e.to_string()))?;
-        let id = env
-            .id
-            .map(|r| r.get().trim().to_string())
-            .filter(|s| s != "null");
+        let id = match env.id {
+            Some(r) => canonical_id(r.get())?,
+            None => None,
+        };
         if env.method.is_none() && id.is_none() && env.error.is_none() {
             return Err(DecodeError::NotJsonRpc);
         }

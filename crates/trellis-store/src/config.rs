@@ -63,6 +63,18 @@ pub enum KeySetting {
     Enabled(bool),
 }
 
+/// `[connection]`: limits on the agent connection.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectionConfig {
+    /// Seconds the agent has to answer `initialize` and set up its session (default 300:
+    /// a first `npx` run downloads the agent).
+    pub setup_timeout: Option<f64>,
+    /// Bytes of a terminal's output kept for the agent when it asks for no limit
+    /// (default 1 MiB).
+    pub terminal_output_limit: Option<usize>,
+}
+
 /// `[ui]`: the full-screen UI.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -126,6 +138,8 @@ pub struct Config {
     pub ui: UiConfig,
     #[serde(default)]
     pub extensions: ExtensionsConfig,
+    #[serde(default)]
+    pub connection: ConnectionConfig,
     /// Where the config came from and its text, for errors found after parsing.
     #[serde(skip)]
     pub source: Option<(PathBuf, String)>,

@@ -9,5 +9,6 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod demo;
+pub mod hostile;
 pub mod peer;
 pub mod replay;

@@ -130,6 +130,36 @@ impl Peer {
         }
     }
 
+    /// Waits up to `timeout` for the first message matching `pred` (backlog first); others
+    /// are kept for later. `None` when nothing matched in time or the client is gone.
+    pub fn wait_for_timeout(
+        &mut self,
+        pred: impl Fn(&Value) -> bool,
+        timeout: Duration,
+    ) -> Option<Value> {
+        if let Some(pos) = self.backlog.iter().position(&pred) {
+            return self.backlog.remove(pos);
+        }
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            match self.recv_raw(Some(left)) {
+                Incoming::Message(v) if pred(&v) => return Some(v),
+                Incoming::Message(v) => self.backlog.push_back(v),
+                Incoming::Closed => return None,
+            }
+        }
+    }
+
+    /// Writes raw bytes (no validation, no newline added) and flushes.
+    pub fn send_bytes(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.out.write_all(bytes)?;
+        self.out.flush()
+    }
+
     /// The next message in arrival order (backlog first); `timeout` None waits forever.
     pub fn recv(&mut self, timeout: Option<Duration>) -> Option<Incoming> {
         if let Some(v) = self.backlog.pop_front() {

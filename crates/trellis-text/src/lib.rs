@@ -11,10 +11,12 @@ pub mod ansi;
 pub mod clip;
 pub mod highlight;
 pub mod markdown;
+pub mod sanitize;
 pub mod width;
 pub mod wrap;
 
 pub use clip::{clip, clip_pieces};
+pub use sanitize::{sanitize, sanitize_keep_sgr};
 
 /// The text of styled lines, styles dropped, one `\n` between lines.
 pub fn plain_text(lines: &[ratatui_core::text::Line<'_>]) -> String {

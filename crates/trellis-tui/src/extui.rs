@@ -161,13 +161,13 @@ impl RulePreview {
     }
 
     pub fn rule(&self) -> Rule {
-        let mut r = Rule {
-            action: self.verdict,
-            kind: Some(self.kind.as_str().to_string()),
-            title: None,
-            command: None,
-            path: None,
-        };
+        let mut r = Rule::new(
+            self.verdict,
+            Some(self.kind.as_str().to_string()),
+            None,
+            None,
+            None,
+        );
         let p = Some(self.pattern.clone()).filter(|p| !p.trim().is_empty());
         match self.matcher {
             "command" => r.command = p,
@@ -183,7 +183,7 @@ impl RulePreview {
         session
             .ledger
             .calls()
-            .filter(|c| rule.matches(c))
+            .filter(|c| rule.matches(c, session.cwd.as_deref()))
             .map(trellis_core::enrich::card_title)
             .collect()
     }

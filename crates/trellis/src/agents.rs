@@ -142,6 +142,17 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             extra_roots: Vec::<PathBuf>::new(),
             load_session: None,
             keep_lines: false,
+            setup_timeout: std::time::Duration::from_secs_f64(
+                config
+                    .connection
+                    .setup_timeout
+                    .filter(|t| t.is_finite() && *t > 0.0)
+                    .unwrap_or(trellis_acp::client::DEFAULT_SETUP_TIMEOUT_S),
+            ),
+            terminal_output_limit: config
+                .connection
+                .terminal_output_limit
+                .unwrap_or(trellis_acp::terminal::DEFAULT_OUTPUT_LIMIT),
         },
         scratch,
     })

@@ -83,6 +83,9 @@ enum AgentCmd {
     },
     /// Play the agent side of a recorded session (fixture or Trellis log).
     Replay { file: PathBuf },
+    /// An agent that misbehaves on purpose, one way per scenario (for testing clients);
+    /// `list` lists the scenarios.
+    Hostile { scenario: String },
 }
 
 fn main() -> ExitCode {
@@ -101,7 +104,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("trellis: {e:#}");
+            eprintln!("trellis: {}", output::safe(&format!("{e:#}")));
             ExitCode::from(run::EXIT_USAGE)
         }
     }
@@ -116,7 +119,7 @@ fn status(config: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for l in report.lines() {
-            println!("{l}");
+            println!("{}", output::safe(&l));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -127,11 +130,16 @@ fn log_show(file: &std::path::Path) -> anyhow::Result<ExitCode> {
         trellis_store::read_log(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let mut session = trellis_core::Session::new(trellis_core::Policy::Ask);
     let problems = trellis_core::log::rebuild(&mut session, text.lines(), |_| {});
-    print!("{}", trellis_core::summary::transcript_text(&session));
+    // Everything in a log came from outside: print it with control sequences made visible.
+    let transcript = trellis_core::summary::transcript_text(&session);
+    print!("{}", output::safe(&transcript));
     println!();
-    print!("{}", trellis_core::summary::ledger_summary(&session));
+    print!(
+        "{}",
+        output::safe(&trellis_core::summary::ledger_summary(&session))
+    );
     for p in &problems {
-        eprintln!("{}: {p}", file.display());
+        eprintln!("{}: {}", file.display(), output::safe(p));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -155,6 +163,12 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             trellis_testkit::replay::run(&text)?;
         }
+        AgentCmd::Hostile { scenario } if scenario == "list" => {
+            for (name, what) in trellis_testkit::hostile::SCENARIOS {
+                println!("{name:22} {what}");
+            }
+        }
+        AgentCmd::Hostile { scenario } => trellis_testkit::hostile::run(&scenario)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -12,6 +12,12 @@ pub enum Format {
     Text,
 }
 
+/// Text from the agent (or an extension) as it may be printed: control sequences made
+/// visible (see `trellis_text::sanitize`).
+pub fn safe(text: &str) -> std::borrow::Cow<'_, str> {
+    trellis_text::sanitize(text)
+}
+
 pub struct Output<W: Write> {
     out: W,
     format: Format,
@@ -35,8 +41,10 @@ impl<W: Write> Output<W> {
     pub fn event(&mut self, ev: &Event, session: &Session) -> std::io::Result<()> {
         // Problems go to stderr in every format, so stdout stays machine-readable.
         match &ev.body {
-            EventBody::Warning { message } => eprintln!("trellis: warning: {message}"),
-            EventBody::AgentExited { message, .. } => eprintln!("trellis: agent exited: {message}"),
+            EventBody::Warning { message } => eprintln!("trellis: warning: {}", safe(message)),
+            EventBody::AgentExited { message, .. } => {
+                eprintln!("trellis: agent exited: {}", safe(message))
+            }
             _ => {}
         }
         match self.format {
@@ -67,7 +75,7 @@ impl<W: Write> Output<W> {
             Format::Text => {
                 for e in &report.extensions {
                     if e.state != trellis_ext::ExtState::Ready {
-                        eprintln!("trellis: extension {}: {:?}", e.name, e.state);
+                        eprintln!("trellis: extension {}: {:?}", safe(&e.name), e.state);
                     }
                 }
                 Ok(())
@@ -86,7 +94,7 @@ impl<W: Write> Output<W> {
         match &ev.body {
             EventBody::TurnStarted { prompt, .. } => {
                 self.end_line()?;
-                writeln!(self.out, "> {prompt}")
+                writeln!(self.out, "> {}", safe(prompt))
             }
             EventBody::MessageChunk {
                 role: Role::User, ..
@@ -99,7 +107,7 @@ impl<W: Write> Output<W> {
                     }
                     self.open_role = Some(*role);
                 }
-                self.out.write_all(text.as_bytes())
+                self.out.write_all(safe(text).as_bytes())
             }
             EventBody::ToolCallUpdated {
                 previous_status,
@@ -110,13 +118,13 @@ impl<W: Write> Output<W> {
                     status.is_terminal() && previous_status.is_none_or(|p| !p.is_terminal());
                 if newly_done {
                     self.end_line()?;
-                    writeln!(self.out, "{}", tool_line(call, session))?;
+                    writeln!(self.out, "{}", safe(&tool_line(call, session)))?;
                 }
                 Ok(())
             }
             EventBody::ToolCallCreated { call } if call.status.is_terminal() => {
                 self.end_line()?;
-                writeln!(self.out, "{}", tool_line(call, session))
+                writeln!(self.out, "{}", safe(&tool_line(call, session)))
             }
             EventBody::TurnEnded { stop_reason, .. } => {
                 self.end_line()?;
@@ -132,7 +140,8 @@ impl<W: Write> Output<W> {
                     .count();
                 writeln!(
                     self.out,
-                    "— {stop_reason} · {calls} tool calls, {failed} failed"
+                    "— {} · {calls} tool calls, {failed} failed",
+                    safe(stop_reason)
                 )
             }
             EventBody::AgentExited { .. } => self.end_line(),

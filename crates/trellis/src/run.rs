@@ -16,7 +16,7 @@ use trellis_core::session::LocalRecord;
 use trellis_core::{Action, Effect, Session, update};
 use trellis_store::{Config, LogWriter, Paths};
 
-use crate::output::{Format, Output};
+use crate::output::{Format, Output, safe};
 use crate::setup::{FileSink, policy_from};
 
 pub const EXIT_USAGE: u8 = 2;
@@ -74,6 +74,15 @@ pub fn main(
     let mut resolved = crate::agents::resolve(&agent, &config, common.cwd.as_deref())?;
     resolved.spec.load_session = args.load.clone();
     let (policy, explicit) = policy_from(common.permission.as_deref(), &config)?;
+    if let Policy::Rules {
+        fallback: trellis_core::permission::Verdict::Ask,
+        ..
+    } = &policy
+    {
+        anyhow::bail!(
+            "permission fallback \"ask\": a headless run has nobody to ask; set the fallback to \"reject\" or \"allow\" (or run the UI)"
+        );
+    }
     if !explicit {
         eprintln!(
             "trellis: permission policy: reject (the default of headless runs; use --permission to change)"
@@ -241,7 +250,7 @@ async fn drive(
                     });
                 }
                 Input::Stderr(_) => {}
-                Input::Warning(w) => eprintln!("trellis: warning: {w}"),
+                Input::Warning(w) => eprintln!("trellis: warning: {}", safe(&w)),
                 Input::Closed { error } => {
                     if !turn_done {
                         let message =
@@ -333,7 +342,7 @@ impl<W: Write> Chain<'_, W> {
                         .find(|(r, ..)| *r == request_id)
                         .and_then(|(_, call_id, _)| session.ledger.get(&call_id).cloned());
                     let Some(call) = call else { continue };
-                    let (verdict, decider) = self.fallback.decide(&call);
+                    let (verdict, decider) = self.fallback.decide(&call, session.cwd.as_deref());
                     if verdict != trellis_core::permission::Verdict::Ask {
                         self.apply(
                             session,
@@ -355,7 +364,7 @@ impl<W: Write> Chain<'_, W> {
                     call_id,
                     value,
                 }),
-                Out::Notify(text) | Out::Notice(text) => eprintln!("trellis: {text}"),
+                Out::Notify(text) | Out::Notice(text) => eprintln!("trellis: {}", safe(&text)),
                 Out::OpenInspector(_) | Out::Repaint => {}
             }
         }

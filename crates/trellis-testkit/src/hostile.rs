@@ -1,0 +1,451 @@
+//! `trellis agent hostile SCENARIO`: an ACP agent that misbehaves on purpose, one way per
+//! scenario, for the end-to-end tests of Trellis's trust boundary (and for anyone checking a
+//! client by hand).
+//!
+//! Every scenario sets up a session normally (unless it is about setup), then, on the
+//! prompt, does its one bad thing and reports what it observed as an agent message
+//! (`report: …` lines), so a test can check both sides. Files it plants live in the session
+//! cwd and its parent directory (the "outside" a client must never touch).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::peer::{Incoming, Peer, PeerError};
+
+/// The scenarios, with what each does.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "write-escape",
+        "plants links at temporary names and outside, then asks for writes through them",
+    ),
+    (
+        "fifo",
+        "asks to read a FIFO, a directory and a device-like path, then a normal file",
+    ),
+    ("blank-lines", "writes a blank line after every message"),
+    ("bad-utf8", "writes a message with invalid UTF-8 on stdout"),
+    (
+        "stderr-flood",
+        "writes invalid UTF-8 and then 8 MiB on stderr before answering",
+    ),
+    (
+        "odd-ids",
+        "sends requests with ids of every odd type, a deeply nested one, and an escaped id",
+    ),
+    (
+        "foreign-session",
+        "sends an update without sessionId and a permission request for another session",
+    ),
+    (
+        "die-with-permissions",
+        "asks 200 permissions at once, then exits without waiting",
+    ),
+    (
+        "empty-options",
+        "asks permissions with no options and with unknown option kinds",
+    ),
+    ("hang-init", "never answers initialize"),
+    ("hang-session", "answers initialize, never session/new"),
+    (
+        "terminal-flood",
+        "runs a command printing 40 MB through a terminal without a byte limit",
+    ),
+    (
+        "escapes",
+        "writes terminal escape sequences in messages, titles, output and stderr",
+    ),
+    (
+        "linger",
+        "starts a terminal and a child of its own, both sleeping, then never ends the turn",
+    ),
+];
+
+struct Hostile {
+    peer: Peer,
+    session_id: String,
+    cwd: PathBuf,
+}
+
+/// Runs the agent until the client closes stdin.
+pub fn run(scenario: &str) -> Result<(), PeerError> {
+    if !SCENARIOS.iter().any(|(s, _)| *s == scenario) {
+        return Err(PeerError::Io(std::io::Error::other(format!(
+            "unknown scenario {scenario}"
+        ))));
+    }
+    let mut h = Hostile {
+        peer: Peer::stdio(),
+        session_id: format!("hostile-{}", std::process::id()),
+        cwd: PathBuf::from("."),
+    };
+    loop {
+        let msg = match h.peer.recv(None) {
+            Some(Incoming::Message(v)) => v,
+            Some(Incoming::Closed) | None => return Ok(()),
+        };
+        let (Some(method), Some(id)) = (msg.get("method").and_then(Value::as_str), msg.get("id"))
+        else {
+            continue;
+        };
+        let id = id.clone();
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        match method {
+            "initialize" if scenario == "hang-init" => {}
+            "initialize" => h.respond(
+                &id,
+                json!({"protocolVersion": 1, "agentCapabilities": {},
+                    "agentInfo": {"name": "trellis-hostile", "version": env!("CARGO_PKG_VERSION")},
+                    "authMethods": []}),
+                scenario,
+            )?,
+            "session/new" if scenario == "hang-session" => {}
+            "session/new" => {
+                h.cwd = PathBuf::from(params["cwd"].as_str().unwrap_or("."));
+                let sid = h.session_id.clone();
+                h.respond(&id, json!({"sessionId": sid}), scenario)?;
+            }
+            "session/prompt" => {
+                let stop = h.play(scenario)?;
+                if scenario == "linger" {
+                    continue;
+                }
+                h.respond(&id, json!({"stopReason": stop}), scenario)?;
+            }
+            other => h
+                .peer
+                .respond_error(&id, -32601, &format!("Method not found: {other}"))?,
+        }
+    }
+}
+
+impl Hostile {
+    fn respond(&mut self, id: &Value, result: Value, scenario: &str) -> Result<(), PeerError> {
+        let line = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        self.send_line(&line, scenario)
+    }
+
+    fn send_line(&mut self, line: &str, scenario: &str) -> Result<(), PeerError> {
+        if scenario == "blank-lines" {
+            self.peer
+                .send_bytes(format!("{line}\n\n \r\n").as_bytes())?;
+        } else {
+            self.peer.send_raw(line)?;
+        }
+        Ok(())
+    }
+
+    fn update(&mut self, update: Value) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        self.peer.notify(
+            "session/update",
+            json!({"sessionId": sid, "update": update}),
+        )?;
+        Ok(())
+    }
+
+    fn say(&mut self, text: &str) -> Result<(), PeerError> {
+        self.update(json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": text}}))
+    }
+
+    fn report(&mut self, what: &str, outcome: &str) -> Result<(), PeerError> {
+        self.say(&format!("report: {what}: {outcome}\n"))
+    }
+
+    /// A client request; the answer as `ok` or `error: message`.
+    fn ask(&mut self, method: &str, params: Value) -> Result<String, PeerError> {
+        match self.peer.request(method, params) {
+            Ok(_) => Ok("ok".into()),
+            Err(PeerError::Rpc(e)) => Ok(format!(
+                "error: {}",
+                e.get("message").and_then(Value::as_str).unwrap_or("?")
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn path(&self, rel: &str) -> String {
+        self.cwd.join(rel).display().to_string()
+    }
+
+    fn outside(&self) -> PathBuf {
+        self.cwd.parent().unwrap_or(Path::new("/")).to_path_buf()
+    }
+
+    fn play(&mut self, scenario: &str) -> Result<&'static str, PeerError> {
+        let sid = self.session_id.clone();
+        match scenario {
+            "write-escape" => self.write_escape()?,
+            "fifo" => {
+                let fifo = self.cwd.join("pipe");
+                let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+                self.report(
+                    "mkfifo",
+                    &format!("{}", made.map(|s| s.success()).unwrap_or(false)),
+                )?;
+                for (what, path) in [
+                    ("read fifo", self.path("pipe")),
+                    ("read directory", self.cwd.display().to_string()),
+                ] {
+                    let r =
+                        self.ask("fs/read_text_file", json!({"sessionId": sid, "path": path}))?;
+                    self.report(what, &r)?;
+                }
+                std::fs::write(self.cwd.join("plain.txt"), "plain\n")?;
+                let r = self.ask(
+                    "fs/read_text_file",
+                    json!({"sessionId": sid, "path": self.path("plain.txt")}),
+                )?;
+                self.report("read plain file", &r)?;
+            }
+            "blank-lines" => {
+                for text in ["one ", "two ", "three"] {
+                    let line = json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+                        "sessionId": sid, "update": {"sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": text}}}})
+                    .to_string();
+                    self.send_line(&line, scenario)?;
+                }
+            }
+            "bad-utf8" => {
+                let head = format!(
+                    "{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"sessionId\":\"{sid}\",\"update\":{{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{{\"type\":\"text\",\"text\":\"caf"
+                );
+                let mut line = head.into_bytes();
+                line.extend_from_slice(b"\xe9 \xff\xfe bytes\"}}}}\n");
+                self.peer.send_bytes(&line)?;
+                self.say(" and then more text")?;
+            }
+            "stderr-flood" => {
+                use std::io::Write;
+                let mut err = std::io::stderr().lock();
+                err.write_all(b"bad byte \xff on stderr\n")?;
+                let line = "x".repeat(1023) + "\n";
+                for _ in 0..(8 << 10) {
+                    err.write_all(line.as_bytes())?;
+                }
+                err.write_all(b"the last stderr line\n")?;
+                err.flush()?;
+                self.say("stderr written")?;
+            }
+            "odd-ids" => self.odd_ids()?,
+            "foreign-session" => {
+                self.peer.notify(
+                    "session/update",
+                    json!({"update": {"sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": "GHOST-NO-SESSION"}}}),
+                )?;
+                self.peer.notify(
+                    "session/update",
+                    json!({"sessionId": "someone-else", "update": {"sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": "GHOST-OTHER-SESSION"}}}),
+                )?;
+                let r = self.ask(
+                    "session/request_permission",
+                    permission("other", "c-foreign", "rm -rf ~", "allow_once"),
+                )?;
+                self.report("permission for another session", &r)?;
+                let r = self.ask(
+                    "session/request_permission",
+                    json!({
+                    "toolCall": {"toolCallId": "c-none", "title": "no session"},
+                    "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}]}),
+                )?;
+                self.report("permission without session", &r)?;
+                let answer = self.peer.request(
+                    "session/request_permission",
+                    permission(&sid, "c-own", "echo mine", "allow_once"),
+                )?;
+                self.report("own permission", &answer.to_string())?;
+            }
+            "die-with-permissions" => {
+                for i in 0..200 {
+                    let id = format!("perm-{i}");
+                    self.peer.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
+                        "params": permission(&sid, &format!("c{i}"), &format!("touch f{i}"), "allow_once")}))?;
+                }
+                std::thread::sleep(Duration::from_millis(300));
+                std::process::exit(3);
+            }
+            "empty-options" => {
+                let a = self.peer.request("session/request_permission", json!({"sessionId": sid,
+                    "toolCall": {"toolCallId": "c-empty", "title": "no options", "kind": "execute"}, "options": []}))?;
+                self.report("empty options", &a.to_string())?;
+                let b = self.peer.request(
+                    "session/request_permission",
+                    json!({"sessionId": sid,
+                    "toolCall": {"toolCallId": "c-odd", "title": "odd options", "kind": "execute"},
+                    "options": [{"optionId": "x", "name": "Maybe", "kind": "perhaps"}]}),
+                )?;
+                self.report("unknown kinds", &b.to_string())?;
+            }
+            "terminal-flood" => {
+                let t = self.peer.request(
+                    "terminal/create",
+                    json!({"sessionId": sid,
+                    "command": "head -c 40000000 /dev/zero | tr '\\0' x"}),
+                )?;
+                let tid = t["terminalId"].clone();
+                self.peer.request(
+                    "terminal/wait_for_exit",
+                    json!({"sessionId": sid, "terminalId": tid}),
+                )?;
+                let out = self.peer.request(
+                    "terminal/output",
+                    json!({"sessionId": sid, "terminalId": tid}),
+                )?;
+                let len = out["output"].as_str().map(str::len).unwrap_or(0);
+                self.report(
+                    "terminal output bytes",
+                    &format!("{len} truncated={}", out["truncated"]),
+                )?;
+                self.peer.request(
+                    "terminal/release",
+                    json!({"sessionId": sid, "terminalId": tid}),
+                )?;
+            }
+            "escapes" => {
+                use std::io::Write;
+                let evil = "title\x1b]0;PWNED-TITLE\x07 clip\x1b]52;c;UFdORUQ=\x07 csi\x1b[2J\x1b[31mred\x1b[0m bell\x07 c1\u{9b}31m end";
+                self.say(evil)?;
+                self.update(json!({"sessionUpdate": "tool_call", "toolCallId": "c-esc",
+                    "title": evil, "kind": "execute", "status": "completed",
+                    "content": [{"type": "content", "content": {"type": "text", "text": evil}}]}))?;
+                let _ = writeln!(std::io::stderr(), "stderr {evil}");
+            }
+            "linger" => {
+                let marker = format!("trellis-linger-{}", std::process::id());
+                let _ = self.peer.request(
+                    "terminal/create",
+                    json!({"sessionId": sid,
+                    "command": format!("exec -a {marker}-terminal sleep 600")}),
+                )?;
+                let _ = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(format!("exec -a {marker}-child sleep 600"))
+                    .spawn();
+                self.report("marker", &marker)?;
+                let _ = self.peer.request(
+                    "session/request_permission",
+                    permission(&sid, "c-linger", "wait", "allow_once"),
+                );
+            }
+            _ => {}
+        }
+        Ok("end_turn")
+    }
+
+    fn write_escape(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        let outside = self.outside();
+        let target = outside.join("escaped.txt");
+        std::fs::write(&target, "untouched\n")?;
+        let client = std::os::unix::process::parent_id();
+        // The names older clients used for their temporary file, planted for our parent and
+        // its neighbours.
+        for pid in client.saturating_sub(3)..client + 4 {
+            let _ = std::os::unix::fs::symlink(
+                &target,
+                self.cwd.join(format!(".notes.txt.trellis-{pid}.tmp")),
+            );
+        }
+        let _ = std::os::unix::fs::symlink(&target, self.cwd.join("link-out"));
+        let _ = std::os::unix::fs::symlink(&outside, self.cwd.join("dir-out"));
+        let _ =
+            std::os::unix::fs::symlink(outside.join("dangling-new.txt"), self.cwd.join("dangling"));
+        let cwd = self.cwd.display().to_string();
+        let attempts: Vec<(&str, String)> = vec![
+            ("write notes", format!("{cwd}/notes.txt")),
+            ("write through file link", format!("{cwd}/link-out")),
+            (
+                "write through dir link",
+                format!("{cwd}/dir-out/escaped.txt"),
+            ),
+            ("write through dangling link", format!("{cwd}/dangling")),
+            ("write with dotdot", format!("{cwd}/../escaped.txt")),
+            ("write absolute outside", target.display().to_string()),
+            (
+                "write via proc root",
+                format!("/proc/self/root{}", target.display()),
+            ),
+            ("write with nul", format!("{cwd}/a\u{0}b")),
+            ("write relative", "notes.txt".to_string()),
+        ];
+        for (what, path) in attempts {
+            let r = self.ask(
+                "fs/write_text_file",
+                json!({"sessionId": sid, "path": path, "content": "PWNED\n"}),
+            )?;
+            self.report(what, &r)?;
+        }
+        let r = self.ask(
+            "fs/read_text_file",
+            json!({"sessionId": sid, "path": format!("{cwd}/link-out")}),
+        )?;
+        self.report("read through file link", &r)?;
+        let r = self.ask(
+            "terminal/create",
+            json!({"sessionId": sid, "command": "true", "cwd": outside.display().to_string()}),
+        )?;
+        self.report("terminal cwd outside", &r)?;
+        Ok(())
+    }
+
+    fn odd_ids(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        let params = json!({"sessionId": sid, "path": self.path("nothing.txt")}).to_string();
+        for id in ["1.5", "1180591620717411303424", "true", "[1]", "{}"] {
+            self.peer.send_raw(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"fs/read_text_file\",\"params\":{params}}}"
+            ))?;
+            let got = self.peer.wait_for_timeout(
+                |v| {
+                    v.get("method").is_none()
+                        && (v.get("error").is_some() || v.get("result").is_some())
+                },
+                Duration::from_secs(5),
+            );
+            self.report(&format!("id {id}"), &answer_kind(got.as_ref()))?;
+        }
+        let deep = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":\"deep\",\"method\":\"fs/read_text_file\",\"params\":{}{}}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        self.peer.send_raw(&deep)?;
+        let got = self.peer.wait_for_timeout(
+            |v| v.get("method").is_none() && v.get("error").is_some(),
+            Duration::from_secs(5),
+        );
+        self.report("nested 100000 deep", &answer_kind(got.as_ref()))?;
+        // An id written with an escape: the client must answer the permission under it.
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":\"p\\u0031\",\"method\":\"session/request_permission\",\"params\":{}}}",
+            permission(&sid, "c-esc-id", "echo escaped id", "allow_once")
+        );
+        self.peer.send_raw(&line)?;
+        let got = self.peer.wait_for_timeout(
+            |v| v.get("method").is_none() && v.get("id") == Some(&json!("p1")),
+            Duration::from_secs(10),
+        );
+        self.report("escaped id", &answer_kind(got.as_ref()))?;
+        Ok(())
+    }
+}
+
+fn answer_kind(v: Option<&Value>) -> String {
+    match v {
+        None => "silence".into(),
+        Some(v) if v.get("error").is_some() => format!("error {}", v["error"]["code"]),
+        Some(v) => format!("result {}", v["result"]),
+    }
+}
+
+fn permission(session: &str, call: &str, command: &str, kind: &str) -> Value {
+    json!({"sessionId": session,
+        "toolCall": {"toolCallId": call, "title": command, "kind": "execute", "rawInput": {"command": command}},
+        "options": [{"optionId": "yes", "name": "Allow", "kind": kind},
+                    {"optionId": "no", "name": "Reject", "kind": "reject_once"}]})
+}

@@ -1,0 +1,98 @@
+//! Text from outside (an agent, a plugin, a log) made safe to print on a terminal.
+//!
+//! Invariant: the result holds no control character but `\n` and `\t` (and, for
+//! [`sanitize_keep_sgr`], complete SGR colour sequences `ESC [ digits ; … m`): C0 controls
+//! and DEL become caret notation (`^[`, `^G`, `^?`), C1 controls `<U+009B>`, a `\r` before a
+//! `\n` is dropped. So no escape sequence an outsider wrote can set the title, the
+//! clipboard, move the cursor or clear the screen; what it tried is still visible.
+
+use std::borrow::Cow;
+
+fn is_unsafe(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
+
+/// `text` with every control character but `\n` and `\t` made visible.
+pub fn sanitize(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    push_sanitized(&mut out, text);
+    Cow::Owned(out)
+}
+
+/// [`sanitize`], keeping complete SGR colour sequences (tool output whose colours are
+/// shown on purpose).
+pub fn sanitize_keep_sgr(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(at) = rest.find('\x1b') {
+        push_sanitized(&mut out, &rest[..at]);
+        let seq = &rest[at..];
+        match sgr_len(seq) {
+            Some(n) => {
+                out.push_str(&seq[..n]);
+                rest = &seq[n..];
+            }
+            None => {
+                out.push_str("^[");
+                rest = &seq[1..];
+            }
+        }
+    }
+    push_sanitized(&mut out, rest);
+    Cow::Owned(out)
+}
+
+/// Length of the SGR sequence `ESC [ (digits|;|:)* m` at the start of `s`, if it is one.
+fn sgr_len(s: &str) -> Option<usize> {
+    let body = s.strip_prefix("\x1b[")?;
+    let n = body
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b';' || *b == b':')
+        .count();
+    (body.as_bytes().get(n) == Some(&b'm')).then_some(2 + n + 1)
+}
+
+fn push_sanitized(out: &mut String, text: &str) {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\n' | '\t' => out.push(c),
+            '\x7f' => out.push_str("^?"),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push(char::from(b'@' + c as u8));
+            }
+            c if c.is_control() => out.push_str(&format!("<U+{:04X}>", c as u32)),
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_become_visible() {
+        let evil = "a\x1b]0;T\x07b\x1b]52;c;QQ==\x07c\x1b[2Jd\u{9b}31me\r\nf\rg\x7f";
+        assert_eq!(
+            sanitize(evil),
+            "a^[]0;T^Gb^[]52;c;QQ==^Gc^[[2Jd<U+009B>31me\nf^Mg^?"
+        );
+        assert!(matches!(sanitize("plain\ttext\n"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn sgr_kept_only_where_asked() {
+        let s = "\x1b[1;31mred\x1b[0m \x1b]0;x\x07 \x1b[2J";
+        assert_eq!(sanitize_keep_sgr(s), "\x1b[1;31mred\x1b[0m ^[]0;x^G ^[[2J");
+        assert_eq!(sanitize(s), "^[[1;31mred^[[0m ^[]0;x^G ^[[2J");
+    }
+}
