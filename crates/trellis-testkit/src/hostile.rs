@@ -320,11 +320,11 @@ impl Hostile {
                 let _ = self.peer.request(
                     "terminal/create",
                     json!({"sessionId": sid,
-                    "command": format!("exec -a {marker}-terminal sleep 600")}),
+                    "command": format!("sleep 600; true {marker}-terminal")}),
                 )?;
                 let _ = std::process::Command::new("sh")
                     .arg("-c")
-                    .arg(format!("exec -a {marker}-child sleep 600"))
+                    .arg(format!("sleep 600; true {marker}-child"))
                     .spawn();
                 self.report("marker", &marker)?;
                 let _ = self.peer.request(

@@ -100,6 +100,8 @@ pub struct App {
     /// The terminal title currently carries the "permission needed" mark.
     pub title_marked: bool,
     pub quit: bool,
+    /// Why the UI is stopping, when it is not the user's quit (a signal).
+    pub stop_reason: Option<String>,
     /// The extension host (none in bare tests).
     pub ext: Option<trellis_ext::ExtHost>,
     /// Messages from extension workers (taken by the run loop).
@@ -190,6 +192,7 @@ impl App {
             alerts: Alerts::default(),
             title_marked: false,
             quit: false,
+            stop_reason: None,
             ext: None,
             ext_rx: None,
             overlay: None,

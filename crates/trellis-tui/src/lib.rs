@@ -16,6 +16,7 @@ pub mod keymap;
 pub mod prompt;
 pub mod rules;
 pub mod sidebar;
+pub mod signals;
 
 use std::time::{Duration, Instant};
 
@@ -259,8 +260,14 @@ pub fn perform_intent(app: &mut App, handle: Option<&Handle>, intent: Intent) {
 
 /// Shows `text` in `$PAGER` (default `less -R`), leaving the full screen meanwhile.
 fn page(text: &str) -> std::io::Result<()> {
-    let path = std::env::temp_dir().join(format!("trellis-view-{}.txt", std::process::id()));
-    std::fs::write(&path, text)?;
+    // Created exclusively with an unpredictable name (never a planted link), removed on
+    // return.
+    let mut file = tempfile::Builder::new()
+        .prefix("trellis-view-")
+        .suffix(".txt")
+        .tempfile()?;
+    std::io::Write::write_all(&mut file, text.as_bytes())?;
+    let path = file.path().to_path_buf();
     let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -R".into());
     restore();
     let status = std::process::Command::new("sh")
@@ -269,7 +276,7 @@ fn page(text: &str) -> std::io::Result<()> {
         .arg("sh")
         .arg(&path)
         .status();
-    let _ = std::fs::remove_file(&path);
+    drop(file);
     // Back to the full screen: ratatui redraws everything on the next frame.
     let _ = ratatui::init();
     let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
@@ -307,12 +314,50 @@ pub async fn run(
         EnableMouseCapture,
         crossterm::event::EnableFocusChange
     )?;
-    let result = run_loop(&mut terminal, &mut app, &mut conn, &mut restart).await;
-    if let Some(c) = &conn {
-        c.handle.send(Command::Shutdown);
-    }
+    let mut signals = signals::Signals::new(true)?;
+    let result = run_loop(
+        &mut terminal,
+        &mut app,
+        &mut conn,
+        &mut restart,
+        &mut signals,
+    )
+    .await;
     restore();
+    if let Some(c) = conn.as_mut() {
+        close(&mut app, c).await;
+    }
     result
+}
+
+/// Ends the session when the UI goes: the turn cancelled (open requests answered
+/// `cancelled`), a closing record, the agent and its terminals stopped; waits (bounded) for
+/// the connection to report it is closed, so that no process Trellis started outlives it.
+async fn close(app: &mut App, c: &mut Connection) {
+    if app.session.ended.is_none() && app.session.agent_exited.is_none() {
+        let t = c.handle.recorder().now();
+        let fx = update(&mut app.session, Action::Cancel { t });
+        apply_effects(app, Some(&c.handle), fx);
+        let reason = app
+            .stop_reason
+            .clone()
+            .unwrap_or_else(|| "user quit".into());
+        c.handle
+            .recorder()
+            .local(LocalRecord::SessionEnded { reason });
+    }
+    c.handle.send(Command::Shutdown);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(6);
+    while let Ok(Some(input)) = tokio::time::timeout_at(deadline, c.rx.recv()).await {
+        if !apply_input(app, &c.handle, input) {
+            break;
+        }
+    }
+    // What the agent's exit recorded after `Closed`.
+    while let Ok(input) = c.rx.try_recv() {
+        apply_input(app, &c.handle, input);
+    }
+    c.handle.recorder().sync();
 }
 
 async fn run_loop(
@@ -320,6 +365,7 @@ async fn run_loop(
     app: &mut App,
     conn: &mut Option<Connection>,
     restart: &mut Option<Restart>,
+    signals: &mut signals::Signals,
 ) -> std::io::Result<()> {
     let start = Instant::now();
     let mut events = EventStream::new();
@@ -433,6 +479,10 @@ async fn run_loop(
                 }
                 dirty = true;
             },
+            sig = signals.recv() => {
+                app.stop_reason = Some(format!("stopped by {sig}"));
+                return Ok(());
+            }
             _ = tick.tick(), if animating => {
                 frame = frame.wrapping_add(1);
                 dirty = true;

@@ -27,7 +27,7 @@ fn text(lines: &[Line<'_>]) -> String {
 
 fn fixture(name: &str) -> Session {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/acp")
+        .join("../../fixtures/acp")
         .join(name);
     let log = std::fs::read_to_string(path).unwrap();
     let mut s = Session::new(Policy::Ask);

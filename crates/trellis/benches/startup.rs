@@ -33,11 +33,16 @@ fn run(args: &str) -> std::time::Duration {
 
 fn bench(c: &mut Criterion) {
     if Command::new("script").arg("--version").output().is_err() {
+        // Under CI a missing tool is a failure, never a silent pass.
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "`script` (util-linux) is needed for a pseudo-terminal"
+        );
         eprintln!("SKIPPED: `script` (util-linux) is needed for a pseudo-terminal");
         return;
     }
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/acp/claude-agent-acp-0.23.1.jsonl");
+        .join("../../fixtures/acp/claude-agent-acp-0.23.1.jsonl");
     let mut g = c.benchmark_group("start_to_first_frame");
     g.sample_size(20);
     g.bench_function("replay_fixture", |b| {

@@ -178,6 +178,7 @@ async fn drive(
         handle: &handle,
     };
     let mut ext_rx = Some(ext_rx);
+    let mut signals = trellis_tui::signals::Signals::new(false)?;
     let mut ctrl_c = 0u32;
     let mut turn_done = false;
     let mut closed = false;
@@ -214,6 +215,21 @@ async fn drive(
                 let outs = cx.host.tick(handle.recorder().now() + 0.001);
                 cx.outs(&mut session, outs)?;
                 cx.host.deliver();
+                continue;
+            }
+            sig = signals.recv() => {
+                // SIGTERM / SIGHUP: like Ctrl-C twice — cancel (open requests are answered
+                // `cancelled`), close the log, stop the agent and its terminals.
+                eprintln!("trellis: {sig}: cancelling the turn and stopping the agent");
+                let t = handle.recorder().now();
+                cx.apply(&mut session, Action::Cancel { t })?;
+                if !turn_done {
+                    turn_done = true;
+                    handle.recorder().local(LocalRecord::SessionEnded {
+                        reason: format!("stopped by {sig}"),
+                    });
+                }
+                handle.send(Command::Shutdown);
                 continue;
             }
             _ = tokio::signal::ctrl_c() => {

@@ -16,7 +16,7 @@ fn repo() -> PathBuf {
 }
 
 fn fixtures() -> PathBuf {
-    repo().join("../shared/fixtures/acp")
+    repo().join("fixtures/acp")
 }
 
 struct Run {
@@ -454,10 +454,10 @@ fn ts_agent() -> Option<String> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !node || !path.exists() {
-        eprintln!(
-            "SKIPPED: node or {} missing (run .ci/run to install it)",
+        crate::missing_tool(&format!(
+            "node or {} missing (run .ci/run to install it)",
             path.display()
-        );
+        ));
         return None;
     }
     Some(format!("node '{}'", path.display()))

@@ -26,7 +26,7 @@ impl Tmux {
             .map(|o| !o.status.success())
             .unwrap_or(true)
         {
-            eprintln!("SKIPPED: tmux is not installed (.ci/run installs it)");
+            crate::missing_tool("tmux is not installed (.ci/run installs it)");
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -210,7 +210,7 @@ fn demo_prompt_permission_inspector_and_jump() {
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/acp")
+        .join("../../fixtures/acp")
         .join(name)
 }
 

