@@ -161,7 +161,7 @@ fn app_with_extensions(calls: usize) -> (App, Terminal<TestBackend>) {
     let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
     term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 }))
         .unwrap();
-    assert_eq!(app.ext.as_ref().unwrap().ui.sections().len(), 5);
+    assert_eq!(app.driver.host.as_ref().unwrap().ui.sections().len(), 5);
     (app, term)
 }
 
@@ -218,7 +218,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("open_at_10000_calls", |b| {
         b.iter(|| {
             app.inspector = None;
-            app.cursor = Some(app.session.transcript.len() / 2);
+            app.cursor = Some(app.driver.session.transcript.len() / 2);
             app.open_inspector();
             term.draw(|f| draw(f, &mut app, Clock { now: 2.0, frame: 0 }))
                 .unwrap();

@@ -63,7 +63,8 @@ pub enum SidebarHit {
 }
 
 pub struct App {
-    pub session: Session,
+    /// The session's driver: the session state, the extension host, the connection.
+    pub driver: trellis_driver::Driver,
     pub agent: String,
     pub theme: Theme,
     pub view: TranscriptView,
@@ -102,10 +103,6 @@ pub struct App {
     pub quit: bool,
     /// Why the UI is stopping, when it is not the user's quit (a signal).
     pub stop_reason: Option<String>,
-    /// The extension host (none in bare tests).
-    pub ext: Option<trellis_ext::ExtHost>,
-    /// Messages from extension workers (taken by the run loop).
-    pub ext_rx: Option<tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>>,
     /// A host overlay (Settings, /status, a rule preview) over everything else.
     pub overlay: Option<Overlay>,
     /// Show the sidebar when there is room and something to show.
@@ -163,7 +160,7 @@ impl CursorMode {
 impl App {
     pub fn new(session: Session, agent: String, replay: bool) -> App {
         App {
-            session,
+            driver: trellis_driver::Driver::offline(session),
             agent,
             theme: Theme::default(),
             view: TranscriptView::new(),
@@ -193,8 +190,6 @@ impl App {
             title_marked: false,
             quit: false,
             stop_reason: None,
-            ext: None,
-            ext_rx: None,
             overlay: None,
             sidebar: true,
             sidebar_hits: Vec::new(),
@@ -205,7 +200,8 @@ impl App {
 
     /// Card entries in transcript order.
     pub(crate) fn cards(&self) -> Vec<usize> {
-        self.session
+        self.driver
+            .session
             .transcript
             .iter()
             .enumerate()
@@ -215,7 +211,7 @@ impl App {
     }
 
     pub(crate) fn ledger_index(&self, entry: usize) -> Option<usize> {
-        match self.session.transcript.get(entry)? {
+        match self.driver.session.transcript.get(entry)? {
             Entry::ToolCall { index } => Some(*index),
             _ => None,
         }
@@ -235,14 +231,14 @@ impl App {
         usize,
         usize,
     )> {
-        let mut pending = self.session.pending_permissions();
-        if let Some(h) = &self.ext {
+        let mut pending = self.driver.session.pending_permissions();
+        if let Some(h) = &self.driver.host {
             // Requests an extension holds are not the user's question (yet).
             pending.retain(|(req, ..)| h.holder(req).is_none());
         }
         let total = pending.len();
         let (req, call_id, options) = pending.into_iter().next()?;
-        let call = self.session.ledger.position(&call_id)?;
+        let call = self.driver.session.ledger.position(&call_id)?;
         Some((req, call, options, 1, total))
     }
 
@@ -287,6 +283,7 @@ impl App {
         let Some(cursor) = self.cursor else {
             // No cursor yet: the latest call.
             return self
+                .driver
                 .session
                 .ledger
                 .len()
@@ -297,7 +294,8 @@ impl App {
             return Ok(i);
         }
         let above = (0..cursor).rev().find_map(|e| self.ledger_index(e));
-        let below = (cursor + 1..self.session.transcript.len()).find_map(|e| self.ledger_index(e));
+        let below =
+            (cursor + 1..self.driver.session.transcript.len()).find_map(|e| self.ledger_index(e));
         let found = match self.cursor_mode {
             CursorMode::Exact => None,
             CursorMode::Above => above,
@@ -343,7 +341,7 @@ impl App {
 
     pub(crate) fn step_inspector(&mut self, forward: bool, only_failed: bool) {
         let Some(ins) = self.inspector else { return };
-        let n = self.session.ledger.len();
+        let n = self.driver.session.ledger.len();
         if n == 0 {
             return;
         }
@@ -353,7 +351,7 @@ impl App {
             } else {
                 (ins.call + n - k % n) % n
             };
-            if !only_failed || self.session.ledger.at(i).status == ToolStatus::Failed {
+            if !only_failed || self.driver.session.ledger.at(i).status == ToolStatus::Failed {
                 self.inspector = Some(Inspector {
                     call: i,
                     view: ins.view,
@@ -399,7 +397,7 @@ impl App {
                     .iter()
                     .find(|(y, x, _)| *y == m.row && m.column >= *x)
                     .map(|(_, _, h)| h.clone());
-                if let (Some(hit), Some(h)) = (hit, &self.ext) {
+                if let (Some(hit), Some(h)) = (hit, &self.driver.host) {
                     match hit {
                         SidebarHit::Header(key) => h.ui.toggle_collapsed(&key),
                         SidebarHit::Row { section, row } => h.ui.click(&section, &row),
@@ -429,12 +427,12 @@ impl App {
     /// Plain text of what the inspector shows (for copying and the pager).
     pub fn inspector_text(&self) -> Option<String> {
         let ins = self.inspector?;
-        let call = self.session.ledger.at(ins.call);
+        let call = self.driver.session.ledger.at(ins.call);
         let log = self.log_text();
         let lines: Option<Vec<&str>> = log.as_deref().map(|l| l.lines().collect());
         let body = trellis_view::inspector::view_lines(
             call,
-            &self.session,
+            &self.driver.session,
             ins.view,
             100_000,
             &self.theme,
@@ -483,7 +481,7 @@ impl App {
                 (!seq.is_empty()).then_some(seq)
             }
             EventBody::PermissionResolved { .. }
-                if self.title_marked && self.session.pending_permissions().is_empty() =>
+                if self.title_marked && self.driver.session.pending_permissions().is_empty() =>
             {
                 self.title_marked = false;
                 Some(format!("\x1b]2;trellis — {}\x07", self.agent))
@@ -511,7 +509,7 @@ impl App {
         self.message = None;
         if ctrl
             && key.code == KeyCode::Char('r')
-            && self.session.agent_exited.is_some()
+            && self.driver.session.agent_exited.is_some()
             && !self.replay
         {
             self.message = Some("restarting the agent…".into());
@@ -536,7 +534,7 @@ impl App {
                 use trellis_core::permission::OptionKind;
                 if matches!(o.kind, OptionKind::AllowAlways | OptionKind::RejectAlways) {
                     // "Always" saves a rule: show what it will match first.
-                    let call = self.session.ledger.at(call);
+                    let call = self.driver.session.ledger.at(call);
                     self.overlay = Some(Overlay::Rule(RulePreview::new(
                         req,
                         o.option_id.clone(),

@@ -35,8 +35,7 @@ impl App {
             }
         }
         self.view.decor = Some(std::sync::Arc::new(crate::extui::ExtDecor(host.ui.clone())));
-        self.ext = Some(host);
-        self.ext_rx = Some(rx);
+        self.driver.set_host(host, rx);
     }
 
     /// Opens the Settings menu.
@@ -58,7 +57,7 @@ impl App {
                         }
                     }
                     SettingsKey::Apply(target, choice) => {
-                        if let Some(h) = &self.ext {
+                        if let Some(h) = &self.driver.host {
                             h.ui.apply(&target, &choice);
                         }
                     }
@@ -110,9 +109,9 @@ impl App {
             },
         );
         if p.scope != Scope::Session {
-            let stored = match &self.ext {
+            let stored = match &self.driver.host {
                 Some(host) => {
-                    let cwd = self.session.cwd.clone().unwrap_or_default();
+                    let cwd = self.driver.session.cwd.clone().unwrap_or_default();
                     crate::rules::store(host, &cwd, &self.saved_rules)
                 }
                 None => Err("no store in this session (only session rules)".into()),
@@ -122,7 +121,7 @@ impl App {
                 return Err(e);
             }
         }
-        crate::rules::enforce(&mut self.session.policy, rule);
+        crate::rules::enforce(&mut self.driver.session.policy, rule);
         Ok(p.scope.name().to_string())
     }
 
@@ -132,12 +131,12 @@ impl App {
             return;
         }
         let gone = self.saved_rules.remove(i);
-        crate::rules::retract(&mut self.session.policy, &gone.rule);
+        crate::rules::retract(&mut self.driver.session.policy, &gone.rule);
         let mut msg = format!("rule deleted: {}", gone.rule.describe());
         if gone.scope != Scope::Session
-            && let Some(host) = &self.ext
+            && let Some(host) = &self.driver.host
         {
-            let cwd = self.session.cwd.clone().unwrap_or_default();
+            let cwd = self.driver.session.cwd.clone().unwrap_or_default();
             if let Err(e) = crate::rules::store(host, &cwd, &self.saved_rules) {
                 msg = format!("rule no longer applies, but the store was not updated: {e}");
             }
@@ -150,7 +149,8 @@ impl App {
     pub fn settings_pages(&self) -> Vec<trellis_ext::ui::SettingsPage> {
         use trellis_ext::ui::{RowTarget, RowView, SettingsPage};
         let mut pages = self
-            .ext
+            .driver
+            .host
             .as_ref()
             .map(|h| h.ui.settings())
             .unwrap_or_default();
@@ -191,7 +191,8 @@ impl App {
             "status" => self.overlay = Some(Overlay::Status { scroll: 0 }),
             _ => {
                 return self
-                    .ext
+                    .driver
+                    .host
                     .as_ref()
                     .is_some_and(|h| h.ui.run_command(name, args.trim()));
             }
@@ -201,7 +202,9 @@ impl App {
 
     /// An extension's key in the transcript.
     pub(crate) fn ext_key(&mut self, key: &KeyEvent) -> bool {
-        let Some(h) = &self.ext else { return false };
+        let Some(h) = &self.driver.host else {
+            return false;
+        };
         let k = Key::from_event(key);
         let hit = h.ui.keys.iter().position(|e| {
             crate::keymap::parse_keys(&e.keys).is_ok_and(|ks| ks.len() == 1 && ks[0] == k)
@@ -215,7 +218,7 @@ impl App {
 
     /// Opens the inspector on a call by id (an extension asked).
     pub fn inspect_call(&mut self, call_id: &str) {
-        if let Some(call) = self.session.ledger.position(call_id) {
+        if let Some(call) = self.driver.session.ledger.position(call_id) {
             self.overlay = None;
             self.focus = Focus::Transcript;
             self.inspector = Some(Inspector {

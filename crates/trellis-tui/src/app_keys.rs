@@ -88,7 +88,7 @@ impl App {
 
     /// Moves the transcript cursor over entries (messages and cards).
     pub(crate) fn move_entry(&mut self, delta: isize) {
-        let n = self.session.transcript.len();
+        let n = self.driver.session.transcript.len();
         if n == 0 {
             return;
         }
@@ -125,7 +125,7 @@ impl App {
                 KeyCode::Up => self.move_entry(-1),
                 KeyCode::End => self.top = None,
                 KeyCode::Char('i') | KeyCode::Enter if !self.replay => self.focus = Focus::Prompt,
-                KeyCode::Esc if self.session.turn_open && !self.replay => {
+                KeyCode::Esc if self.driver.session.turn_open && !self.replay => {
                     return vec![Intent::Cancel];
                 }
                 KeyCode::Esc if !self.replay => self.focus = Focus::Prompt,
@@ -145,15 +145,16 @@ impl App {
             self.prompt.completion = Some((cands, next, s));
             return;
         }
-        let cwd = self.session.cwd.as_deref().map(std::path::Path::new);
+        let cwd = self.driver.session.cwd.as_deref().map(std::path::Path::new);
         let mut commands: Vec<String> = self
+            .driver
             .session
             .commands
             .iter()
             .map(|c| c.name.clone())
             .collect();
         commands.extend(trellis_ext::ui::HOST_COMMANDS.iter().map(|c| c.to_string()));
-        if let Some(h) = &self.ext {
+        if let Some(h) = &self.driver.host {
             commands.extend(h.ui.commands.iter().map(|c| c.name.clone()));
         }
         let cands =
@@ -201,17 +202,17 @@ impl App {
                     self.prompt.take();
                     return Vec::new();
                 }
-                if self.session.turn_open {
+                if self.driver.session.turn_open {
                     self.message = Some("the agent is still working (Esc cancels)".into());
                     return Vec::new();
                 }
                 let text = self.prompt.take();
                 self.top = None;
-                let cwd = self.session.cwd.as_deref().map(std::path::Path::new);
+                let cwd = self.driver.session.cwd.as_deref().map(std::path::Path::new);
                 let files = crate::complete::mentioned_files(&text, cwd);
                 return vec![Intent::Prompt { text, files }];
             }
-            KeyCode::Esc if self.session.turn_open => return vec![Intent::Cancel],
+            KeyCode::Esc if self.driver.session.turn_open => return vec![Intent::Cancel],
             KeyCode::Esc => {
                 self.focus = Focus::Transcript;
                 self.move_cursor(0);

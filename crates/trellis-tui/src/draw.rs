@@ -49,7 +49,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     }
 
     // Sidebar (contributed sections) on the right when there is room.
-    let sections = match &app.ext {
+    let sections = match &app.driver.host {
         Some(h)
             if app.sidebar
                 && area.width >= crate::sidebar::WIDTH + 40
@@ -86,7 +86,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     // Transcript.
     let width = main.width as usize;
     let theme = app.theme.clone();
-    app.view.sync(&app.session, width, &theme);
+    app.view.sync(&app.driver.session, width, &theme);
     app.page = main.height as usize;
     let total = app.view.total_height();
     let max_top = total.saturating_sub(app.page);
@@ -100,7 +100,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
         None
     };
     let lines = app.view.render(
-        &app.session,
+        &app.driver.session,
         top,
         app.page,
         &theme,
@@ -116,7 +116,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     // Prompt.
     if !app.replay {
         let title = match app.focus {
-            Focus::Prompt if app.session.turn_open => " working… Esc cancels ",
+            Focus::Prompt if app.driver.session.turn_open => " working… Esc cancels ",
             Focus::Prompt => " prompt · Enter send · Alt-Enter newline · Esc transcript ",
             Focus::Transcript => " transcript · j/k move · Tab next card · gT inspect · i prompt ",
         };
@@ -145,7 +145,8 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
 
     // Status bar (a transient message takes the hint's place).
     let items: Vec<String> = app
-        .ext
+        .driver
+        .host
         .as_ref()
         .map(|h| {
             h.ui.status_line_items(24)
@@ -157,7 +158,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     let hint = app.message.clone().unwrap_or_else(|| {
         if app.replay {
             "replay · j/k move · gT inspect · q quit".into()
-        } else if app.session.agent_exited.is_some() {
+        } else if app.driver.session.agent_exited.is_some() {
             "agent ended · Ctrl-R restarts it".into()
         } else {
             "Ctrl-T inspect · F2 settings · Ctrl-C twice quits".into()
@@ -170,7 +171,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     };
     f.render_widget(
         Paragraph::new(status_line(
-            &app.session,
+            &app.driver.session,
             &app.agent,
             &hint,
             status.width as usize,
@@ -184,11 +185,11 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     } else if let Some(ins) = app.inspector {
         draw_inspector(f, app, ins, main);
     } else if let Some((_, call, options, i, n)) = app.dialog() {
-        let call = app.session.ledger.at(call);
+        let call = app.driver.session.ledger.at(call);
         let w = main.width.saturating_sub(4).min(100);
         let (title, body) = trellis_view::dialog::permission_dialog(
             call,
-            &app.session,
+            &app.driver.session,
             &options,
             i,
             n,
@@ -217,8 +218,8 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
     if r.width < 4 || r.height < 3 {
         return;
     }
-    let call = app.session.ledger.at(ins.call);
-    let n = app.session.ledger.len();
+    let call = app.driver.session.ledger.at(ins.call);
+    let n = app.driver.session.ledger.len();
     let mut title = inspector_title(call, ins.view, ins.call + 1, n);
     if ins.original {
         title.push_str(" (original)");
@@ -236,7 +237,7 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
     };
     let body = view_lines_with(
         call,
-        &app.session,
+        &app.driver.session,
         ins.view,
         r.width.saturating_sub(2) as usize,
         &theme,
@@ -287,7 +288,12 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
             )
         }
         Overlay::Status { scroll } => {
-            let report = app.ext.as_ref().map(|h| h.status()).unwrap_or_default();
+            let report = app
+                .driver
+                .host
+                .as_ref()
+                .map(|h| h.status())
+                .unwrap_or_default();
             let mut lines: Vec<Line<'static>> = report
                 .lines()
                 .into_iter()
@@ -304,7 +310,7 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
                     Line::styled(trellis_text::clip(&l, inner_w).into_owned(), st)
                 })
                 .collect();
-            if app.ext.is_none() {
+            if app.driver.host.is_none() {
                 lines.push(Line::styled(
                     "No extension host in this session.",
                     theme.dim,
@@ -314,7 +320,7 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
         }
         Overlay::Rule(p) => (
             " Always: save a rule? ".to_string(),
-            p.lines(&app.session, &theme),
+            p.lines(&app.driver.session, &theme),
             0,
         ),
     };
@@ -336,12 +342,14 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
 
 /// The plan, updated in place above the prompt while it has entries not completed.
 fn plan_lines(app: &App) -> Vec<Line<'static>> {
-    let plan = &app.session.plan;
-    if plan.is_empty() || plan.iter().all(|e| e.status == "completed") && !app.session.turn_open {
+    let plan = &app.driver.session.plan;
+    if plan.is_empty()
+        || plan.iter().all(|e| e.status == "completed") && !app.driver.session.turn_open
+    {
         return Vec::new();
     }
     let theme = &app.theme;
-    let (done, total) = app.session.plan_progress();
+    let (done, total) = app.driver.session.plan_progress();
     let mut out = vec![Line::styled(format!(" Plan {done}/{total}"), theme.title)];
     for e in plan {
         let (mark, style) = match e.status.as_str() {

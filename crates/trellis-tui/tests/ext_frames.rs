@@ -221,7 +221,7 @@ fn switching_a_card_design_repaints_cards_already_drawn() {
     app.sidebar = false;
     let before = frame_text(&mut app, 90, 20);
     assert!(before.contains("» Run tests"), "{before}");
-    let ui = app.ext.as_ref().unwrap().ui.clone();
+    let ui = app.driver.host.as_ref().unwrap().ui.clone();
     ui.apply(&RowTarget::Card("kind:execute".into()), "cards/terminal");
     ui.apply(&RowTarget::Card("kind:edit".into()), "cards/diffstat");
     let after = frame_text(&mut app, 90, 20);
@@ -363,7 +363,13 @@ fn always_opens_a_rule_preview_that_can_be_edited_or_abandoned() {
             option_id: "always".into()
         }]
     );
-    let stored = app.ext.as_ref().unwrap().host_store_get("rules").unwrap();
+    let stored = app
+        .driver
+        .host
+        .as_ref()
+        .unwrap()
+        .host_store_get("rules")
+        .unwrap();
     assert_eq!(
         stored["projects"][""][0]["command"], "cargo test*",
         "{stored}"
@@ -382,9 +388,15 @@ fn always_opens_a_rule_preview_that_can_be_edited_or_abandoned() {
     app.on_key(k(KeyCode::Enter));
     app.on_key(k(KeyCode::Esc));
     assert!(app.saved_rules.is_empty());
-    let stored = app.ext.as_ref().unwrap().host_store_get("rules").unwrap();
+    let stored = app
+        .driver
+        .host
+        .as_ref()
+        .unwrap()
+        .host_store_get("rules")
+        .unwrap();
     assert_eq!(stored["projects"][""], json!([]), "{stored}");
-    match &app.session.policy {
+    match &app.driver.session.policy {
         Policy::Rules { rules, .. } => assert!(rules.is_empty()),
         other => panic!("{other:?}"),
     }
@@ -396,14 +408,14 @@ fn always_opens_a_rule_preview_that_can_be_edited_or_abandoned() {
     app.on_key(KeyEvent::new(KeyCode::Char('*'), KeyModifiers::NONE));
     assert_eq!(app.on_key(k(KeyCode::Enter)), intents);
     // The rule is in force: the next matching request is decided by it.
-    match &app.session.policy {
+    match &app.driver.session.policy {
         Policy::Rules { rules, .. } => {
             assert_eq!(rules[0].command.as_deref(), Some("cargo test*"));
         }
         other => panic!("{other:?}"),
     }
     let mut next = B {
-        s: std::mem::take(&mut app.session),
+        s: std::mem::take(&mut app.driver.session),
         seq: 100,
         events: Vec::new(),
     };
@@ -479,19 +491,19 @@ fn an_extension_claims_a_request_in_the_ui_and_the_dialog_never_shows_it() {
         "options":[{"optionId":"once","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}}));
     let asked: Vec<Effect> = b.events.drain(before..).map(Effect::Emit).collect();
     let mut app = app_with(b, vec![Box::new(Approver)], w.path());
-    let mut rx = app.ext_rx.take().unwrap();
-    trellis_tui::apply_effects(&mut app, None, asked);
+    let mut rx = app.driver.take_host_rx().unwrap();
+    trellis_tui::apply_effects(&mut app, asked);
     assert!(app.dialog().is_none(), "held by the extension, not asked");
-    assert_eq!(app.session.pending_permissions().len(), 1);
-    let host = app.ext.as_ref().unwrap();
+    assert_eq!(app.driver.session.pending_permissions().len(), 1);
+    let host = app.driver.host.as_ref().unwrap();
     assert_eq!(host.holder("11"), Some("approver"));
     assert!(host.flush(Duration::from_secs(10)));
     while let Ok(m) = rx.try_recv() {
-        let outs = app.ext.as_mut().unwrap().on_msg(m, 1.0);
-        trellis_tui::perform_outs(&mut app, None, outs);
+        let outs = app.driver.host.as_mut().unwrap().on_msg(m, 1.0);
+        trellis_tui::perform_outs(&mut app, outs);
     }
     assert!(
-        app.session.pending_permissions().is_empty(),
+        app.driver.session.pending_permissions().is_empty(),
         "answered by the extension"
     );
     assert!(app.dialog().is_none());

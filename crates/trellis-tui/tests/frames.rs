@@ -253,7 +253,7 @@ fn permission_alerts_only_when_the_terminal_is_elsewhere() {
         Some("\u{1b}]2;● trellis — permission needed (demo)\u{7}")
     );
     // Once answered (nothing pending), the title mark is cleared.
-    app.session = Session::new(Policy::Ask);
+    app.driver.session = Session::new(Policy::Ask);
     let resolved = trellis_core::EventBody::PermissionResolved {
         request_id: "0".into(),
         call_id: "one".into(),

@@ -4,16 +4,13 @@
 //! 5 `max_turn_requests`; 6 `cancelled`; 7 the agent crashed or exited mid-turn;
 //! 8 protocol error (the agent answered the prompt with an error, or setup failed).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use tokio::sync::mpsc::error::TryRecvError;
-use trellis_acp::{Command, Handle, Input};
 use trellis_core::permission::Policy;
-use trellis_core::session::LocalRecord;
-use trellis_core::{Action, Effect, Session, update};
+use trellis_core::{Choice, Session};
+use trellis_driver::{Connection, Driver, Note};
 use trellis_store::{Config, LogWriter, Paths};
 
 use crate::output::{Format, Output, safe};
@@ -147,7 +144,7 @@ async fn drive(
     files: &[PathBuf],
     cwd: &str,
 ) -> anyhow::Result<Finished> {
-    let (handle, mut rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
+    let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
     trellis_ext::install_panic_guard();
     crate::setup::record_header(&handle, &resolved.name, cwd);
     let stdout = std::io::stdout();
@@ -170,132 +167,91 @@ async fn drive(
         ),
         other => (Policy::Ask, other),
     };
-    let mut session = Session::new(session_policy);
-    let mut cx = Chain {
-        host,
-        fallback,
-        out: &mut out,
-        handle: &handle,
-    };
-    let mut ext_rx = Some(ext_rx);
+    let mut driver = Driver::new(Session::new(session_policy), Connection { handle, rx });
+    driver.set_host(host, ext_rx);
     let mut signals = trellis_tui::signals::Signals::new(false)?;
+    let mut notes = Vec::new();
     let mut ctrl_c = 0u32;
-    let mut turn_done = false;
-    let mut closed = false;
+    let mut prompted = false;
     loop {
-        let deadline = cx
-            .host
-            .next_deadline()
-            .map(|d| std::time::Duration::from_secs_f64((d - handle.recorder().now()).max(0.0)));
-        let input = tokio::select! {
-            input = rx.recv() => input,
-            msg = async {
-                match ext_rx.as_mut() {
-                    Some(r) => r.recv().await,
-                    None => std::future::pending().await,
-                }
-            } => {
-                match msg {
-                    Some(m) => {
-                        let outs = cx.host.on_msg(m, handle.recorder().now());
-                        cx.outs(&mut session, outs)?;
-                        cx.host.deliver();
-                        cx.out.flush()?;
-                    }
-                    None => ext_rx = None,
-                }
-                continue;
-            }
-            _ = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep(d).await,
-                    None => std::future::pending().await,
-                }
-            } => {
-                let outs = cx.host.tick(handle.recorder().now() + 0.001);
-                cx.outs(&mut session, outs)?;
-                cx.host.deliver();
-                continue;
-            }
+        tokio::select! {
+            incoming = driver.recv() => driver.handle(incoming, &mut notes),
             sig = signals.recv() => {
                 // SIGTERM / SIGHUP: like Ctrl-C twice — cancel (open requests are answered
                 // `cancelled`), close the log, stop the agent and its terminals.
                 eprintln!("trellis: {sig}: cancelling the turn and stopping the agent");
-                let t = handle.recorder().now();
-                cx.apply(&mut session, Action::Cancel { t })?;
-                if !turn_done {
-                    turn_done = true;
-                    handle.recorder().local(LocalRecord::SessionEnded {
-                        reason: format!("stopped by {sig}"),
-                    });
-                }
-                handle.send(Command::Shutdown);
-                continue;
+                driver.end(&format!("stopped by {sig}"), &mut notes);
             }
             _ = tokio::signal::ctrl_c() => {
                 ctrl_c += 1;
-                if ctrl_c == 1 && session.turn_open {
+                if ctrl_c == 1 && driver.session.turn_open {
                     eprintln!("trellis: cancelling the turn (Ctrl-C again to stop the agent)");
-                    let t = handle.recorder().now();
-                    cx.apply(&mut session, Action::Cancel { t })?;
+                    driver.cancel(&mut notes);
                 } else {
                     eprintln!("trellis: stopping the agent");
-                    handle.send(Command::Shutdown);
+                    driver.end("stopped by Ctrl-C", &mut notes);
                 }
-                continue;
-            }
-        };
-        let Some(mut input) = input else { break };
-        loop {
-            match input {
-                Input::Action(a) => {
-                    let was_open = session.turn_open;
-                    cx.apply(&mut session, a)?;
-                    if was_open && !session.turn_open && !turn_done {
-                        turn_done = true;
-                        handle.recorder().local(LocalRecord::SessionEnded {
-                            reason: "headless run finished".into(),
-                        });
-                        handle.send(Command::Shutdown);
-                    }
-                }
-                Input::Ready => {
-                    handle.send(Command::Prompt {
-                        text: prompt.to_string(),
-                        files: files.to_vec(),
-                    });
-                }
-                Input::Stderr(_) => {}
-                Input::Warning(w) => eprintln!("trellis: warning: {}", safe(&w)),
-                Input::Closed { error } => {
-                    if !turn_done {
-                        let message =
-                            error.unwrap_or_else(|| "the agent closed the connection".into());
-                        handle.recorder().local(LocalRecord::AgentExited {
-                            code: None,
-                            message,
-                        });
-                    }
-                    closed = true;
-                }
-            }
-            match rx.try_recv() {
-                Ok(next) => input = next,
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
-        cx.host.deliver();
-        cx.out.flush()?;
-        if closed && rx.is_empty() {
+        for note in std::mem::take(&mut notes) {
+            match note {
+                Note::Event(ev) => {
+                    out.event(&ev, &driver.session)?;
+                    // One prompt: when its turn ends, so does the run.
+                    if matches!(ev.body, trellis_core::EventBody::TurnEnded { .. }) {
+                        driver.end("headless run finished", &mut notes);
+                    }
+                }
+                Note::Dialog { request_id } => {
+                    let call = driver
+                        .session
+                        .pending_permissions()
+                        .into_iter()
+                        .find(|(r, ..)| *r == request_id)
+                        .and_then(|(_, call_id, _)| driver.session.ledger.get(&call_id).cloned());
+                    let Some(call) = call else { continue };
+                    let (verdict, decider) = fallback.decide(&call, driver.session.cwd.as_deref());
+                    if verdict != trellis_core::permission::Verdict::Ask {
+                        driver.decide(request_id, Choice::Verdict(verdict), decider, &mut notes);
+                    }
+                }
+                Note::Ready if !prompted => {
+                    prompted = true;
+                    driver.prompt(prompt.to_string(), files.to_vec());
+                }
+                Note::Message(text) => eprintln!("trellis: {}", safe(&text)),
+                Note::Ready
+                | Note::Stderr(_)
+                | Note::TerminalOutput { .. }
+                | Note::OpenInspector(_)
+                | Note::Repaint
+                | Note::Closed => {}
+            }
+        }
+        // Notes produced while handling notes (the answers above) are shown next round.
+        if !notes.is_empty() {
+            continue;
+        }
+        driver.deliver();
+        out.flush()?;
+        if driver.closed() && driver.drained() {
             break;
         }
     }
-    handle.recorder().sync();
+    driver.close("headless run finished", &mut notes).await;
+    for note in notes.drain(..) {
+        if let Note::Event(ev) = note {
+            out.event(&ev, &driver.session)?;
+        }
+    }
     // Extensions finish what they were given; their diagnostics close the stream.
-    cx.host.flush(std::time::Duration::from_secs(2));
-    let report = cx.host.status();
-    cx.out.status(&report, handle.recorder().now())?;
-    cx.out.flush()?;
+    let now = driver.now();
+    if let Some(host) = &driver.host {
+        host.flush(std::time::Duration::from_secs(2));
+        out.status(&host.status(), now)?;
+    }
+    out.flush()?;
+    let session = &driver.session;
     let output_bytes = session
         .ledger
         .calls()
@@ -310,80 +266,4 @@ async fn drive(
         updates: session.counters.updates,
         output_bytes,
     })
-}
-
-/// The headless end of the permission chain and of extension requests.
-struct Chain<'a, W: Write> {
-    host: trellis_ext::ExtHost,
-    fallback: Policy,
-    out: &'a mut Output<W>,
-    handle: &'a Handle,
-}
-
-impl<W: Write> Chain<'_, W> {
-    fn apply(&mut self, session: &mut Session, action: Action) -> anyhow::Result<()> {
-        let fx = update(session, action);
-        let outs = self.host.on_effects(&fx, self.handle.recorder().now());
-        for e in fx {
-            if let Some(Effect::Emit(ev)) = self.handle.perform(e) {
-                self.out.event(&ev, session)?;
-            }
-        }
-        self.outs(session, outs)
-    }
-
-    fn outs(&mut self, session: &mut Session, outs: Vec<trellis_ext::Out>) -> anyhow::Result<()> {
-        use trellis_core::{Choice, Decider};
-        use trellis_ext::Out;
-        for o in outs {
-            let t = self.handle.recorder().now();
-            match o {
-                Out::Decide {
-                    request_id,
-                    option_id,
-                    extension,
-                } => self.apply(
-                    session,
-                    Action::Decide {
-                        t,
-                        request_id,
-                        choice: Choice::Option(option_id),
-                        decider: Decider::Extension(extension),
-                    },
-                )?,
-                Out::Dialog { request_id } => {
-                    let call = session
-                        .pending_permissions()
-                        .into_iter()
-                        .find(|(r, ..)| *r == request_id)
-                        .and_then(|(_, call_id, _)| session.ledger.get(&call_id).cloned());
-                    let Some(call) = call else { continue };
-                    let (verdict, decider) = self.fallback.decide(&call, session.cwd.as_deref());
-                    if verdict != trellis_core::permission::Verdict::Ask {
-                        self.apply(
-                            session,
-                            Action::Decide {
-                                t,
-                                request_id,
-                                choice: Choice::Verdict(verdict),
-                                decider,
-                            },
-                        )?;
-                    }
-                }
-                Out::CallState {
-                    extension,
-                    call_id,
-                    value,
-                } => self.handle.recorder().local(LocalRecord::CallState {
-                    extension,
-                    call_id,
-                    value,
-                }),
-                Out::Notify(text) | Out::Notice(text) => eprintln!("trellis: {}", safe(&text)),
-                Out::OpenInspector(_) | Out::Repaint => {}
-            }
-        }
-        Ok(())
-    }
 }

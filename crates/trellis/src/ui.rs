@@ -135,7 +135,8 @@ pub fn main(
         app.set_ext(host, host_rx);
         app.saved_rules = saved;
         app.exit_after_first_frame = exit_after_first_frame;
-        trellis_tui::run(app, Some(Connection { handle, rx }), Some(restart))
+        app.driver.connect(Connection { handle, rx });
+        trellis_tui::run(app, Some(restart))
             .await
             .map_err(anyhow::Error::from)
     })?;
@@ -182,7 +183,7 @@ pub fn replay(
             problems.len()
         ));
     }
-    runtime()?.block_on(trellis_tui::run(app, None, None))?;
+    runtime()?.block_on(trellis_tui::run(app, None))?;
     Ok(ExitCode::SUCCESS)
 }
 

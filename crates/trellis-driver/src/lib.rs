@@ -1,0 +1,422 @@
+//! The session driver: one per session, the same for every front end. It owns the agent
+//! connection, the reduced session state and the extension host, and runs the loop that
+//! ties them together — agent input through the reducer, effects performed at the edges,
+//! events to extensions, the permission chain, the closing sequence. Front ends (the UI,
+//! headless `trellis run`) only take what it reports ([`Note`]s) and give it intents.
+//!
+//! Invariants:
+//! - State changes only through [`trellis_core::update`], here; front ends read
+//!   [`Driver::session`] and never change it.
+//! - [`Driver::recv`] is cancel-safe (it only receives), so a front end can `select!` it
+//!   beside its own inputs; [`Driver::handle`] then applies what was received.
+//! - Every permission request is answered exactly once: by a rule, an extension, the
+//!   front end's decision ([`Note::Dialog`]), `cancelled` on cancel or close, or closed as
+//!   `agent exited` when the agent is gone.
+//! - [`Driver::close`] leaves nothing running: the turn is cancelled, a closing record is
+//!   written, the agent and its terminals are stopped, and it waits (bounded) for the
+//!   connection to say so.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::UnboundedReceiver;
+use trellis_acp::{Command, Handle, Input};
+use trellis_core::session::LocalRecord;
+use trellis_core::{Action, Choice, Decider, Effect, Event, Session, update};
+use trellis_ext::{ExtHost, HostMsg, Out};
+
+/// Most agent inputs applied in one [`Driver::handle`] (a front end looks at its own
+/// inputs between batches).
+pub const BATCH: usize = 512;
+
+/// How long [`Driver::close`] waits for the agent and its terminals to stop.
+const CLOSE_WAIT: Duration = Duration::from_secs(6);
+
+/// A live agent: the connection handle and what it reports.
+pub struct Connection {
+    pub handle: Handle,
+    pub rx: UnboundedReceiver<Input>,
+}
+
+/// What [`Driver::recv`] received, for [`Driver::handle`].
+#[derive(Debug)]
+pub enum Incoming {
+    Agent(Input),
+    Ext(HostMsg),
+    /// An extension's claim on a permission request reached its deadline.
+    Deadline,
+}
+
+/// What a front end shows or acts on.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// An event of the session (after the connection performed its effects).
+    Event(Event),
+    /// A permission request went through rules and extensions undecided: the person
+    /// (UI dialog) or the headless policy decides, through [`Driver::decide`].
+    Dialog { request_id: String },
+    /// A client terminal's output grew.
+    TerminalOutput { terminal_id: String },
+    /// Something to tell the user (a warning from the connection, an extension's notice).
+    Message(String),
+    /// An extension asks to show a call in the inspector.
+    OpenInspector(String),
+    /// An extension's contributions changed.
+    Repaint,
+    /// The agent is set up; prompts are sent now.
+    Ready,
+    /// A line of the agent's stderr (logged already).
+    Stderr(String),
+    /// The connection is over (its last records follow as events).
+    Closed,
+}
+
+pub struct Driver {
+    /// The session as reduced from the log's records (read-only for front ends).
+    pub session: Session,
+    /// The extension host (none in bare tests).
+    pub host: Option<ExtHost>,
+    ext_rx: Option<UnboundedReceiver<HostMsg>>,
+    conn: Option<Connection>,
+    /// The clock when there is no connection (a replay).
+    start: Instant,
+    ready: bool,
+    closed: bool,
+    /// The closing record is written (its action may not have come back yet).
+    ending: bool,
+}
+
+impl Driver {
+    /// A driver without an agent (a replay, tests): intents change nothing but what
+    /// extensions do.
+    pub fn offline(session: Session) -> Driver {
+        Driver {
+            session,
+            host: None,
+            ext_rx: None,
+            conn: None,
+            start: Instant::now(),
+            ready: false,
+            closed: true,
+            ending: false,
+        }
+    }
+
+    /// A driver for a live agent.
+    pub fn new(session: Session, conn: Connection) -> Driver {
+        let mut d = Driver::offline(session);
+        d.conn = Some(conn);
+        d.closed = false;
+        d
+    }
+
+    /// Installs the extension host and its message channel.
+    pub fn set_host(&mut self, host: ExtHost, rx: UnboundedReceiver<HostMsg>) {
+        self.host = Some(host);
+        self.ext_rx = Some(rx);
+    }
+
+    /// Takes the host's message channel (tests that pump it by hand).
+    pub fn take_host_rx(&mut self) -> Option<UnboundedReceiver<HostMsg>> {
+        self.ext_rx.take()
+    }
+
+    /// Attaches a connection: the first, or a new one for the same session (the agent
+    /// restarted after it ended).
+    pub fn connect(&mut self, conn: Connection) {
+        self.conn = Some(conn);
+        self.closed = false;
+        self.ending = false;
+        self.ready = false;
+    }
+
+    pub fn connection(&self) -> Option<&Handle> {
+        self.conn.as_ref().map(|c| &c.handle)
+    }
+
+    /// Session time: the recorder's clock, or time since the driver started.
+    pub fn now(&self) -> f64 {
+        match &self.conn {
+            Some(c) => c.handle.recorder().now(),
+            None => self.start.elapsed().as_secs_f64(),
+        }
+    }
+
+    /// True once the agent is set up (and until the connection closes).
+    pub fn ready(&self) -> bool {
+        self.ready && !self.closed
+    }
+
+    /// True when the connection has closed (or there never was one).
+    pub fn closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Whether anything from the connection is still waiting to be handled.
+    pub fn drained(&self) -> bool {
+        self.conn.as_ref().is_none_or(|c| c.rx.is_empty())
+    }
+
+    /// Waits for the next thing to handle. Cancel-safe. Pends forever when nothing can
+    /// come any more (no connection input, no extension, no deadline).
+    pub async fn recv(&mut self) -> Incoming {
+        let deadline = self
+            .host
+            .as_ref()
+            .and_then(ExtHost::next_deadline)
+            .map(|d| Duration::from_secs_f64((d - self.now()).max(0.0)));
+        let conn = self.conn.as_mut();
+        let ext = self.ext_rx.as_mut();
+        tokio::select! {
+            Some(input) = async {
+                match conn {
+                    Some(c) => c.rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => Incoming::Agent(input),
+            msg = async {
+                match ext {
+                    Some(r) => r.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => match msg {
+                Some(m) => Incoming::Ext(m),
+                // The host is gone; nothing more will come from it.
+                None => std::future::pending().await,
+            },
+            _ = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            } => Incoming::Deadline,
+        }
+    }
+
+    /// Applies what [`Driver::recv`] returned (and, for agent input, what else is already
+    /// waiting, up to [`BATCH`]); what front ends must see goes to `notes`.
+    pub fn handle(&mut self, incoming: Incoming, notes: &mut Vec<Note>) {
+        match incoming {
+            Incoming::Agent(input) => {
+                let mut next = Some(input);
+                let mut n = 0;
+                while let Some(input) = next.take() {
+                    self.input(input, notes);
+                    n += 1;
+                    if n < BATCH {
+                        next = self.conn.as_mut().and_then(|c| c.rx.try_recv().ok());
+                    }
+                }
+            }
+            Incoming::Ext(msg) => {
+                let mut next = Some(msg);
+                while let Some(msg) = next.take() {
+                    let now = self.now();
+                    let outs = match self.host.as_mut() {
+                        Some(h) => h.on_msg(msg, now),
+                        None => Vec::new(),
+                    };
+                    self.outs(outs, notes);
+                    next = self.ext_rx.as_mut().and_then(|r| r.try_recv().ok());
+                }
+            }
+            Incoming::Deadline => {
+                let now = self.now() + 0.001;
+                let outs = match self.host.as_mut() {
+                    Some(h) => h.tick(now),
+                    None => Vec::new(),
+                };
+                self.outs(outs, notes);
+            }
+        }
+        self.deliver();
+    }
+
+    fn input(&mut self, input: Input, notes: &mut Vec<Note>) {
+        match input {
+            Input::Action(action) => {
+                if let Action::Local {
+                    record: LocalRecord::TerminalOutput { terminal_id, .. },
+                    ..
+                } = &action
+                {
+                    notes.push(Note::TerminalOutput {
+                        terminal_id: terminal_id.clone(),
+                    });
+                }
+                self.apply(action, notes);
+            }
+            Input::Ready => {
+                self.ready = true;
+                notes.push(Note::Ready);
+            }
+            Input::Stderr(line) => notes.push(Note::Stderr(line)),
+            Input::Warning(w) => notes.push(Note::Message(w)),
+            Input::Closed { error } => {
+                self.closed = true;
+                self.ready = false;
+                // An agent that ended on its own: say so in the log (and close what it
+                // left open). A session we ended ourselves has its closing record.
+                if self.session.agent_exited.is_none()
+                    && self.session.ended.is_none()
+                    && let Some(c) = &self.conn
+                {
+                    let message = error.unwrap_or_else(|| "the agent closed the connection".into());
+                    c.handle.recorder().local(LocalRecord::AgentExited {
+                        code: None,
+                        message,
+                    });
+                }
+                notes.push(Note::Closed);
+            }
+        }
+    }
+
+    /// Applies one action: the reducer, then extensions see the events (and may start the
+    /// permission chain), then the connection performs answers, cancel and syncs.
+    pub fn apply(&mut self, action: Action, notes: &mut Vec<Note>) {
+        let fx = update(&mut self.session, action);
+        self.effects(fx, notes);
+    }
+
+    /// Performs effects of the reducer: extensions see the events first (and may start
+    /// the permission chain), then the connection performs answers, cancel and syncs.
+    pub fn effects(&mut self, fx: Vec<Effect>, notes: &mut Vec<Note>) {
+        let now = self.now();
+        let outs = match self.host.as_mut() {
+            Some(h) => h.on_effects(&fx, now),
+            None => Vec::new(),
+        };
+        for e in fx {
+            let e = match &self.conn {
+                Some(c) => c.handle.perform(e),
+                None => Some(e),
+            };
+            if let Some(Effect::Emit(ev)) = e {
+                notes.push(Note::Event(ev));
+            }
+        }
+        self.outs(outs, notes);
+    }
+
+    /// Carries out what the extension host asked for.
+    pub fn outs(&mut self, outs: Vec<Out>, notes: &mut Vec<Note>) {
+        for o in outs {
+            match o {
+                Out::Decide {
+                    request_id,
+                    option_id,
+                    extension,
+                } => self.decide(
+                    request_id,
+                    Choice::Option(option_id),
+                    Decider::Extension(extension),
+                    notes,
+                ),
+                Out::Dialog { request_id } => notes.push(Note::Dialog { request_id }),
+                Out::CallState {
+                    extension,
+                    call_id,
+                    value,
+                } => {
+                    let record = LocalRecord::CallState {
+                        extension,
+                        call_id,
+                        value,
+                    };
+                    match &self.conn {
+                        Some(c) => c.handle.recorder().local(record),
+                        None => {
+                            let t = self.now();
+                            self.apply(Action::Local { t, record }, notes);
+                        }
+                    }
+                }
+                Out::Notify(text) | Out::Notice(text) => notes.push(Note::Message(text)),
+                Out::OpenInspector(call_id) => notes.push(Note::OpenInspector(call_id)),
+                Out::Repaint => notes.push(Note::Repaint),
+            }
+        }
+    }
+
+    /// Answers permission request `request_id`.
+    pub fn decide(
+        &mut self,
+        request_id: String,
+        choice: Choice,
+        decider: Decider,
+        notes: &mut Vec<Note>,
+    ) {
+        let t = self.now();
+        self.apply(
+            Action::Decide {
+                t,
+                request_id,
+                choice,
+                decider,
+            },
+            notes,
+        );
+    }
+
+    /// Cancels the running turn (open permission requests are answered `cancelled`).
+    pub fn cancel(&mut self, notes: &mut Vec<Note>) {
+        let t = self.now();
+        self.apply(Action::Cancel { t }, notes);
+    }
+
+    /// Sends a prompt (held by the connection until the agent is set up).
+    pub fn prompt(&self, text: String, files: Vec<PathBuf>) {
+        if let Some(c) = &self.conn {
+            c.handle.send(Command::Prompt { text, files });
+        }
+    }
+
+    /// Hands the events of the last batch to the extensions' workers.
+    pub fn deliver(&self) {
+        if let Some(h) = &self.host {
+            h.deliver();
+        }
+    }
+
+    /// Ends the session now: the turn cancelled, the closing record `reason` written, the
+    /// agent told to stop. The connection reports [`Note::Closed`] once it has.
+    pub fn end(&mut self, reason: &str, notes: &mut Vec<Note>) {
+        if !self.ending && self.session.ended.is_none() && self.session.agent_exited.is_none() {
+            self.ending = true;
+            self.cancel(notes);
+            if let Some(c) = &self.conn {
+                c.handle.recorder().local(LocalRecord::SessionEnded {
+                    reason: reason.to_string(),
+                });
+            }
+        }
+        if let Some(c) = &self.conn {
+            c.handle.send(Command::Shutdown);
+        }
+    }
+
+    /// [`Driver::end`], then waits (at most a few seconds) until the agent and its
+    /// terminals are stopped, handling what the connection still reports; the log is
+    /// synced last.
+    pub async fn close(&mut self, reason: &str, notes: &mut Vec<Note>) {
+        self.end(reason, notes);
+        let deadline = tokio::time::Instant::now() + CLOSE_WAIT;
+        while !self.closed {
+            let Some(c) = self.conn.as_mut() else { break };
+            match tokio::time::timeout_at(deadline, c.rx.recv()).await {
+                Ok(Some(input)) => self.input(input, notes),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        // The records the agent's exit wrote after `Closed`.
+        while let Some(input) = self.conn.as_mut().and_then(|c| c.rx.try_recv().ok()) {
+            self.input(input, notes);
+        }
+        self.deliver();
+        if let Some(c) = &self.conn {
+            c.handle.recorder().sync();
+        }
+    }
+}
