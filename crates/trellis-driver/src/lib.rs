@@ -366,9 +366,15 @@ impl Driver {
         self.apply(Action::Cancel { t }, notes);
     }
 
-    /// Sends a prompt (held by the connection until the agent is set up).
+    /// Sends a prompt. Before the agent is set up the connection holds it (and the log
+    /// says so) and sends it once the session exists.
     pub fn prompt(&self, text: String, files: Vec<PathBuf>) {
         if let Some(c) = &self.conn {
+            if !self.ready && !self.closed {
+                c.handle.recorder().local(LocalRecord::Mark {
+                    text: "prompt queued until the agent has set up its session".into(),
+                });
+            }
             c.handle.send(Command::Prompt { text, files });
         }
     }

@@ -86,6 +86,8 @@ pub struct Shared {
     pub(crate) stores: Mutex<HashMap<String, StoreBox>>,
     /// A UI call found an extension busy: cached contributions should be rebuilt.
     busy: AtomicBool,
+    /// A UI draws contributions: workers ask for a repaint when they catch up.
+    pub(crate) repaint_after_events: bool,
 }
 
 impl Shared {
@@ -95,6 +97,7 @@ impl Shared {
         store_dir: Option<PathBuf>,
     ) -> Shared {
         Shared {
+            repaint_after_events: false,
             mirror: RwLock::new(Mirror::default()),
             outbox,
             path_map,

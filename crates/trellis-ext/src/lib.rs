@@ -204,11 +204,9 @@ impl ExtHost {
         opts: HostOptions,
     ) -> (ExtHost, UnboundedReceiver<HostMsg>) {
         let (tx, rx) = unbounded_channel();
-        let shared = Arc::new(Shared::new(
-            tx,
-            opts.path_map.clone(),
-            opts.store_dir.clone(),
-        ));
+        let mut shared = Shared::new(tx, opts.path_map.clone(), opts.store_dir.clone());
+        shared.repaint_after_events = !opts.headless;
+        let shared = Arc::new(shared);
         let mut notes = Vec::new();
         let mut slots: Vec<Arc<Slot>> = Vec::new();
         let known: Vec<String> = candidates.iter().map(|c| c.ext.manifest().name).collect();

@@ -230,6 +230,14 @@ impl Slot {
 
     /// Queues a job (`weight`: the events it carries, 1 for anything else). The queue is
     /// bounded in events: an extension that would go past the bound is disabled.
+    /// Whether the extension contributes something drawn from its state (sections,
+    /// status items, card designs).
+    pub(crate) fn shows_something(&self) -> bool {
+        self.reg.get().is_some_and(|r| {
+            !r.sections.is_empty() || !r.status_items.is_empty() || !r.designs.is_empty()
+        })
+    }
+
     pub(crate) fn send(&self, job: Job, shared: &Shared) -> bool {
         let Some(tx) = self.tx.get() else {
             return false;
@@ -365,7 +373,15 @@ pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
                 });
             }
         } else {
+            let events = matches!(job, Job::Events(_));
             slot.run_job(job, &shared);
+            // What the extension shows may have changed: ask the front end to draw again
+            // once this extension has caught up (one wake-up per drained queue, not per
+            // batch), so a screen never stays stale until the next key.
+            let caught_up = slot.pending.load(Ordering::Acquire) == weight;
+            if events && caught_up && shared.repaint_after_events && slot.shows_something() {
+                shared.send(HostMsg::Repaint);
+            }
         }
         slot.pending.fetch_sub(weight, Ordering::AcqRel);
     }

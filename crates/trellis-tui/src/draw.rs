@@ -160,6 +160,8 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
             "replay · j/k move · gT inspect · q quit".into()
         } else if app.driver.session.agent_exited.is_some() {
             "agent ended · Ctrl-R restarts it".into()
+        } else if app.driver.connection().is_some() && !app.driver.ready() && !app.driver.closed() {
+            format!("connecting to {}… · Ctrl-C twice quits", app.agent)
         } else {
             "Ctrl-T inspect · F2 settings · Ctrl-C twice quits".into()
         }

@@ -4,6 +4,7 @@
 mod cli;
 mod hostile;
 mod tui;
+mod tui_trust;
 
 /// A tool a test needs is missing: under CI (`CI=true`) that is a failure, never a pass;
 /// elsewhere the test says so on stderr and returns.

@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 static N: AtomicUsize = AtomicUsize::new(0);
 
-struct Tmux {
-    socket: String,
+pub(crate) struct Tmux {
+    pub(crate) socket: String,
     _dir: tempfile::TempDir,
     data: PathBuf,
 }
 
 impl Tmux {
-    fn start(args: &[&str]) -> Option<Tmux> {
+    pub(crate) fn start(args: &[&str]) -> Option<Tmux> {
         Tmux::start_sized(args, 100, 32)
     }
 
@@ -68,7 +68,7 @@ impl Tmux {
         })
     }
 
-    fn send(&self, keys: &[&str]) {
+    pub(crate) fn send(&self, keys: &[&str]) {
         for k in keys {
             let ok = Command::new("tmux")
                 .args(["-L", &self.socket, "send-keys", "-t", "t", k])
@@ -79,7 +79,7 @@ impl Tmux {
         }
     }
 
-    fn screen_with(&self, escapes: bool) -> String {
+    pub(crate) fn screen_with(&self, escapes: bool) -> String {
         let mut c = Command::new("tmux");
         c.args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"]);
         if escapes {
@@ -88,12 +88,38 @@ impl Tmux {
         String::from_utf8_lossy(&c.output().unwrap().stdout).into_owned()
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.screen_with(false)
     }
 
+    /// A tmux format value of the pane (`#{alternate_on}`, `#{pane_title}`, …).
+    pub(crate) fn format(&self, what: &str) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "display-message", "-p", "-t", "t", what])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The pid of the program under test (the pane's shell's child).
+    pub(crate) fn program_pid(&self) -> Option<u32> {
+        let shell: u32 = self.format("#{pane_pid}").parse().ok()?;
+        std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let ppid: u32 = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            (ppid == shell).then_some(pid)
+        })
+    }
+
     /// Waits until the screen satisfies `pred` (fails with the last screen after 20 s).
-    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let s = self.screen();
@@ -107,11 +133,11 @@ impl Tmux {
         }
     }
 
-    fn wait_for(&self, text: &str) -> String {
+    pub(crate) fn wait_for(&self, text: &str) -> String {
         self.wait(text, |s| s.contains(text))
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         let mut out = String::new();
         for day in std::fs::read_dir(self.data.join("trellis/sessions"))
             .into_iter()
