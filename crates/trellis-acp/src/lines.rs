@@ -29,7 +29,7 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
             return Ok(any.then(|| finish(buf, dropped)));
         }
         any = true;
-        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+        let (chunk, done) = match memchr::memchr(b'\n', available) {
             Some(i) => (&available[..i], Some(i + 1)),
             None => (available, None),
         };
@@ -56,7 +56,7 @@ fn finish(buf: &mut Vec<u8>, dropped: usize) -> LineRead {
 /// it (blank lines are skipped by readers, so they never count as "more to come").
 pub fn has_complete_line(buf: &[u8]) -> bool {
     let mut rest = buf;
-    while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+    while let Some(i) = memchr::memchr(b'\n', rest) {
         if rest[..i].iter().any(|b| !b.is_ascii_whitespace()) {
             return true;
         }

@@ -171,6 +171,7 @@ async fn drive(
     driver.set_host(host, ext_rx);
     let mut signals = trellis_tui::signals::Signals::new(false)?;
     let mut notes = Vec::new();
+    let mut shown = Vec::new();
     let mut ctrl_c = 0u32;
     let mut prompted = false;
     loop {
@@ -193,7 +194,10 @@ async fn drive(
                 }
             }
         }
-        for note in std::mem::take(&mut notes) {
+        // The notes of this round; `notes` collects what handling them produces (kept
+        // apart and reused, so a round allocates nothing).
+        std::mem::swap(&mut notes, &mut shown);
+        for note in shown.drain(..) {
             match note {
                 Note::Event(ev) => {
                     out.event(&ev, &driver.session)?;
