@@ -128,32 +128,5 @@ pub fn diff_stat(call: &ToolCall) -> Option<(usize, usize)> {
     any.then_some((add, del))
 }
 
-/// Lines added and removed from `old` to `new` (by longest common subsequence).
-pub fn lines_changed(old: &str, new: &str) -> (usize, usize) {
-    let old: Vec<&str> = old.lines().collect();
-    let new: Vec<&str> = new.lines().collect();
-    let common = lcs_len(&old, &new);
-    (new.len() - common, old.len() - common)
-}
-
-/// Length of the longest common subsequence of lines (O(n·m) memory-light DP, only used for
-/// summary counts; the full diff renderer lives in the view layer).
-fn lcs_len(a: &[&str], b: &[&str]) -> usize {
-    if a.len().saturating_mul(b.len()) > 4_000_000 {
-        // Too large for a summary: count lines that differ by position.
-        return a.iter().zip(b).filter(|(x, y)| x == y).count();
-    }
-    let mut prev = vec![0usize; b.len() + 1];
-    let mut cur = vec![0usize; b.len() + 1];
-    for x in a {
-        for (j, y) in b.iter().enumerate() {
-            cur[j + 1] = if x == y {
-                prev[j] + 1
-            } else {
-                cur[j].max(prev[j + 1])
-            };
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
-}
+/// Lines added and removed between `old` and `new` (see [`crate::diff`]).
+pub use crate::diff::lines_changed;

@@ -113,7 +113,15 @@ pub struct App {
     pub hover: Option<u16>,
     /// Rules the user saved from "always" answers (Settings → Rules).
     pub saved_rules: Vec<crate::rules::SavedRule>,
+    /// The last float body built (inspector or dialog), by what it was built from.
+    float_cache: std::cell::RefCell<Option<FloatCache>>,
 }
+
+/// A built float: its key, title and lines.
+type FloatCache = (
+    String,
+    std::sync::Arc<(String, Vec<ratatui::text::Line<'static>>)>,
+);
 
 /// Alerts for a permission request while the terminal does not have focus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,7 +203,26 @@ impl App {
             sidebar_hits: Vec::new(),
             hover: None,
             saved_rules: Vec::new(),
+            float_cache: std::cell::RefCell::new(None),
         }
+    }
+
+    /// The float body for `key`, built by `build` only when the key changed since the
+    /// last frame.
+    pub(crate) fn cached(
+        &self,
+        key: String,
+        build: impl FnOnce() -> (String, Vec<ratatui::text::Line<'static>>),
+    ) -> std::sync::Arc<(String, Vec<ratatui::text::Line<'static>>)> {
+        let mut c = self.float_cache.borrow_mut();
+        if let Some((k, v)) = c.as_ref()
+            && *k == key
+        {
+            return v.clone();
+        }
+        let v = std::sync::Arc::new(build());
+        *c = Some((key, v.clone()));
+        v
     }
 
     /// Card entries in transcript order.

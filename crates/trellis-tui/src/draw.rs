@@ -189,15 +189,21 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     } else if let Some((_, call, options, i, n)) = app.dialog() {
         let call = app.driver.session.ledger.at(call);
         let w = main.width.saturating_sub(4).min(100);
-        let (title, body) = trellis_view::dialog::permission_dialog(
-            call,
-            &app.driver.session,
-            &options,
-            i,
-            n,
-            w.saturating_sub(2) as usize,
-            &theme,
-        );
+        // Built once per question, call revision and width (its diff can be large).
+        let key = format!("dialog {} {} {}/{} {w}", call.id, call.rev, i, n);
+        let built = app.cached(key, || {
+            let (title, body) = trellis_view::dialog::permission_dialog(
+                call,
+                &app.driver.session,
+                &options,
+                i,
+                n,
+                w.saturating_sub(2) as usize,
+                &theme,
+            );
+            (title, body)
+        });
+        let (title, body) = (&built.0, &built.1);
         let h = (body.len() as u16 + 2).min(main.height);
         let r = centered(main, w, h);
         f.render_widget(Clear, r);
@@ -205,7 +211,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
             .borders(Borders::ALL)
             .title(format!(" {title} "))
             .border_style(theme.cancelled);
-        f.render_widget(Paragraph::new(body).block(block), r);
+        f.render_widget(Paragraph::new(body.to_vec()).block(block), r);
     }
 }
 
@@ -237,22 +243,52 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
     } else {
         app.view.decor.clone()
     };
-    let body = view_lines_with(
-        call,
-        &app.driver.session,
+    // Built once per call revision, view, width and decor (a diff, highlighting and
+    // transforms are not redone every frame); the Raw view follows the log's length.
+    // Live terminal output changes the Result view without a new call revision.
+    let terminal: usize = call
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            trellis_core::tool_call::ToolContent::Terminal { terminal_id } => {
+                app.driver.session.terminals.get(terminal_id.as_str())
+            }
+            _ => None,
+        })
+        .map(|t| t.output.len() + t.dropped + usize::from(t.exit.is_some()))
+        .sum();
+    let key = format!(
+        "inspector {} {} {terminal} {:?} {} {} {:?} {:?}",
+        call.id,
+        call.rev,
         ins.view,
-        r.width.saturating_sub(2) as usize,
-        &theme,
-        log_lines.as_deref(),
-        decor.as_deref(),
+        r.width,
+        ins.original,
+        log.as_ref().map(|l| l.len()),
+        decor
+            .as_ref()
+            .map(|d| std::sync::Arc::as_ptr(d) as *const () as usize),
     );
+    let built = app.cached(key, || {
+        let body = view_lines_with(
+            call,
+            &app.driver.session,
+            ins.view,
+            r.width.saturating_sub(2) as usize,
+            &theme,
+            log_lines.as_deref(),
+            decor.as_deref(),
+        );
+        (String::new(), body)
+    });
+    let body = &built.1;
     let inner_h = r.height.saturating_sub(2) as usize;
     let max_scroll = body.len().saturating_sub(inner_h);
     let scroll = ins.scroll.min(max_scroll);
     if let Some(i) = app.inspector.as_mut() {
         i.scroll = scroll;
     }
-    let visible: Vec<Line<'static>> = body.into_iter().skip(scroll).take(inner_h).collect();
+    let visible: Vec<Line<'static>> = body.iter().skip(scroll).take(inner_h).cloned().collect();
     let hints = if app.key_hints {
         inspector_hints(app)
     } else {
