@@ -220,21 +220,28 @@ pub fn start_at(
         recorder: recorder.clone(),
     };
     tokio::spawn(async move {
+        let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let result = run(
             spec,
             recorder.clone(),
             responders.clone(),
             tx.clone(),
             cmd_rx,
+            stopping.clone(),
         )
         .await;
         // Nobody will answer what is still open: say `cancelled`, exactly once each, and
         // record why first (the reducer closes whatever the agent never saw answered).
+        let why = if stopping.load(std::sync::atomic::Ordering::Relaxed) {
+            "connection closed"
+        } else {
+            "agent exited"
+        };
         let open: Vec<_> = lock(&responders).waiting.drain().collect();
         for (request_id, responder) in open {
             recorder.local(trellis_core::LocalRecord::PermissionDecided {
                 request_id,
-                decider: trellis_core::Decider::Client("agent exited".into()),
+                decider: trellis_core::Decider::Client(why.into()),
             });
             let _ = responder.respond(json!({"outcome": {"outcome": "cancelled"}}));
         }
@@ -251,6 +258,7 @@ async fn run(
     responders: Arc<Mutex<Responders>>,
     tx: UnboundedSender<Input>,
     mut cmd_rx: UnboundedReceiver<Command>,
+    stopping: Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<(), String> {
     let (process, transport) = crate::transport::spawn(
         &spec.command,
@@ -362,7 +370,10 @@ async fn run(
                         }
                     },
                     cmd = cmd_rx.recv() => match cmd {
-                        Some(Command::Shutdown) | None => return Ok(()),
+                        Some(Command::Shutdown) | None => {
+                            stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+                            return Ok(());
+                        }
                         Some(Command::Cancel) => {}
                         Some(prompt) => queued.push_back(prompt),
                     },
@@ -397,7 +408,10 @@ async fn run(
                         Some(Command::Cancel) => {
                             cx.send_notification(CancelNotification::new(session_id.clone()))?;
                         }
-                        Some(Command::Shutdown) | None => break,
+                        Some(Command::Shutdown) | None => {
+                            stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+                            break;
+                        }
                     },
                     result = async { match turn.as_mut() { Some(f) => f.await, None => std::future::pending().await } } => {
                         turn = None;

@@ -41,12 +41,15 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             cx.emit(EventBody::AgentExited { code, message });
             end_turn(cx, "agent_exited".into());
             // Nobody is left to answer: open requests are closed on our side.
-            crate::requests::close_open_permissions(cx);
+            crate::requests::close_open_permissions(cx, "agent exited");
         }
         LocalRecord::SessionEnded { reason } => {
             end_turn(cx, "cancelled".into());
             cx.s.ended = Some(reason.clone());
             cx.emit(EventBody::SessionEnded { reason });
+        }
+        LocalRecord::ConnectionClosed => {
+            crate::requests::close_open_permissions(cx, "connection closed")
         }
         LocalRecord::Mark { text } => cx.notice(text),
         LocalRecord::StderrElided { lines, bytes } => cx.emit(EventBody::Warning {

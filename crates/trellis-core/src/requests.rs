@@ -193,14 +193,15 @@ pub(crate) fn permission_resolved(
 }
 
 /// The agent is gone: every permission request still open is closed as `cancelled`, decided
-/// by `agent exited` (nobody is left to answer it; the log, ledger and events say so).
-pub(crate) fn close_open_permissions(cx: &mut Ctx<'_>) {
+/// by what the client recorded or `why` (nobody is left to answer it; the log, ledger and
+/// events say so).
+pub(crate) fn close_open_permissions(cx: &mut Ctx<'_>, why: &str) {
     for (id, call_id) in cx.s.open_permissions() {
         cx.s.agent_requests.remove(&id);
         let decider =
             cx.s.deciders
                 .remove(&id)
-                .unwrap_or_else(|| Decider::Client("agent exited".into()));
+                .unwrap_or_else(|| Decider::Client(why.into()));
         permission_resolved(cx, &id, call_id, Outcome::Cancelled, decider);
     }
 }

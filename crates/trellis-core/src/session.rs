@@ -236,6 +236,9 @@ pub enum LocalRecord {
     },
     /// The client closed the session.
     SessionEnded { reason: String },
+    /// The connection to the agent is over (written when requests were still open): they
+    /// are closed, since nobody can answer them any more.
+    ConnectionClosed,
     /// A user's note in the log.
     Mark { text: String },
     /// The client wrote the file of agent request `request_id` (before answering it).

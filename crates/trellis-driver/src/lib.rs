@@ -267,6 +267,11 @@ impl Driver {
                         code: None,
                         message,
                     });
+                } else if !self.session.open_permissions().is_empty()
+                    && let Some(c) = &self.conn
+                {
+                    // A session we ended, with requests that came in meanwhile: closed too.
+                    c.handle.recorder().local(LocalRecord::ConnectionClosed);
                 }
                 notes.push(Note::Closed);
             }

@@ -261,6 +261,13 @@ impl Hostile {
                 self.report("own permission", &answer.to_string())?;
             }
             "die-with-permissions" => {
+                // A terminal left running too: the client must stop it when the agent dies.
+                let marker = format!("trellis-die-{}", std::process::id());
+                let _ = self.peer.request(
+                    "terminal/create",
+                    json!({"sessionId": sid, "command": format!("sleep 600; true {marker}-terminal")}),
+                );
+                self.report("marker", &marker)?;
                 for i in 0..200 {
                     let id = format!("perm-{i}");
                     self.peer.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
