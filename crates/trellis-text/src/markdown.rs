@@ -257,7 +257,7 @@ impl Renderer {
             Span::styled(prefix.clone(), self.theme.marker),
             Span::styled(format!("╭─{label}"), self.theme.marker),
         ]));
-        let avail = self.width.saturating_sub(display_width(&prefix) + 2).max(8);
+        let avail = self.width.saturating_sub(display_width(&prefix) + 2).max(1);
         let body = body.trim_end_matches('\n');
         let highlighted = if self.theme.syntax {
             crate::highlight::highlight(body, lang)

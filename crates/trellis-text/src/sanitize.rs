@@ -22,6 +22,52 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// [`sanitize`], with tabs expanded to spaces up to the next stop of 8 (a terminal cell
+/// buffer has no tabs: drawn as they are they would vanish while the layout counted them).
+pub fn for_display(text: &str) -> Cow<'_, str> {
+    let clean = sanitize(text);
+    if !clean.contains('\t') {
+        return clean;
+    }
+    let mut out = String::with_capacity(clean.len() + 16);
+    for (i, line) in clean.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let mut col = 0usize;
+        for g in unicode_segmentation::UnicodeSegmentation::graphemes(line, true) {
+            if g == "\t" {
+                let n = 8 - col % 8;
+                out.extend(std::iter::repeat_n(' ', n));
+                col += n;
+            } else {
+                out.push_str(g);
+                col += crate::width::display_width(g);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `text` on one line: line breaks and tabs become spaces, other control characters are
+/// made visible as by [`sanitize`] (titles, one-line cards).
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let spaced: String = text
+        .chars()
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    Cow::Owned(sanitize(&spaced).into_owned())
+}
+
 /// [`sanitize`], keeping complete SGR colour sequences (tool output whose colours are
 /// shown on purpose).
 pub fn sanitize_keep_sgr(text: &str) -> Cow<'_, str> {
@@ -87,6 +133,16 @@ mod tests {
             "a^[]0;T^Gb^[]52;c;QQ==^Gc^[[2Jd<U+009B>31me\nf^Mg^?"
         );
         assert!(matches!(sanitize("plain\ttext\n"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn tabs_are_expanded_for_display() {
+        assert_eq!(for_display("a\tb\n\tc"), "a       b\n        c");
+    }
+
+    #[test]
+    fn one_line_has_no_breaks() {
+        assert_eq!(one_line("a\nb\r\n\tc\x1b[2J"), "a b   c^[[2J");
     }
 
     #[test]

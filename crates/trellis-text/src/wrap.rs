@@ -43,6 +43,11 @@ pub fn wrap_line(line: &Line<'_>, width: usize) -> Vec<Line<'static>> {
                     }
                 }
                 last_space = None;
+                // What moved down with the word may still leave no room for this grapheme.
+                if col + w > width && col > 0 {
+                    out.push(Line::from(std::mem::take(&mut cur)).style(line.style));
+                    col = 0;
+                }
                 if g == " " && col == 0 {
                     continue;
                 }

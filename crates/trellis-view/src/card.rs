@@ -141,7 +141,9 @@ pub fn card_line(call: &ToolCall, session: &Session, cx: &CardCtx<'_>) -> Line<'
     } else {
         format!("  {}", meta.join(" · "))
     };
-    let title = card_title(call);
+    // What the agent wrote, on one line with nothing that could drive the terminal.
+    let title = trellis_text::one_line(&card_title(call)).into_owned();
+    let meta = trellis_text::one_line(&meta).into_owned();
     // The title gives way first: meta (status facts) stays visible on narrow screens.
     let room = cx.width.saturating_sub(trellis_text::display_width(&head));
     let meta_w = trellis_text::display_width(&meta);
@@ -235,8 +237,9 @@ pub fn preview_of_text(text: &str, cx: &CardCtx<'_>, policy: OutputPolicy) -> Ve
     if total > limit {
         let more = total - limit;
         let noun = if more == 1 { "line" } else { "lines" };
+        let marker = format!("  └ … {more} more {noun}");
         out.push(Line::styled(
-            format!("  └ … {more} more {noun}"),
+            trellis_text::clip(&marker, cx.width).into_owned(),
             cx.theme.dim,
         ));
     }

@@ -255,20 +255,25 @@ impl TranscriptView {
 
     fn render_entry(&self, _session: &Session, entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
         let w = self.width;
+        // Text from the agent (or a log) is drawn with its control characters visible:
+        // nothing it holds can move the cursor or break the layout's measure.
         let mut out = match entry {
             Entry::Message(m) => match m.role {
                 Role::User => {
                     let line = Line::from(vec![
                         Span::styled("› ", theme.user),
-                        Span::styled(m.text.clone(), theme.user),
+                        Span::styled(trellis_text::for_display(&m.text).into_owned(), theme.user),
                     ]);
                     trellis_text::wrap::wrap_line(&line, w)
                 }
-                Role::Agent => trellis_text::markdown::render(&m.text, w, theme.md),
+                Role::Agent => {
+                    trellis_text::markdown::render(&trellis_text::for_display(&m.text), w, theme.md)
+                }
                 Role::Thought => {
+                    let text = trellis_text::for_display(&m.text);
                     if self.thoughts_folded {
-                        let first = m.text.lines().next().unwrap_or("").to_string();
-                        let more = m.text.lines().count() > 1 || m.text.len() > first.len();
+                        let first = text.lines().next().unwrap_or("").to_string();
+                        let more = text.lines().count() > 1 || text.len() > first.len();
                         let text = format!("∴ {first}{}", if more { " …" } else { "" });
                         vec![Line::styled(
                             trellis_text::clip(&text, w).into_owned(),
@@ -276,13 +281,14 @@ impl TranscriptView {
                         )]
                     } else {
                         trellis_text::wrap::wrap_line(
-                            &Line::styled(format!("∴ {}", m.text), theme.thought),
+                            &Line::styled(format!("∴ {text}"), theme.thought),
                             w,
                         )
                     }
                 }
             },
             Entry::Notice { text } => {
+                let text = trellis_text::for_display(text);
                 trellis_text::wrap::wrap_line(&Line::styled(format!("! {text}"), theme.notice), w)
             }
             Entry::ToolCall { .. } => Vec::new(),

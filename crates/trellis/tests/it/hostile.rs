@@ -516,3 +516,55 @@ fn headless_refuses_a_fallback_that_asks() {
     assert_eq!(h.code, Some(2), "{}", h.stderr);
     assert!(h.stderr.contains("nobody to ask"), "{}", h.stderr);
 }
+
+#[test]
+fn bad_globs_and_unknown_kinds_in_rules_name_file_line_and_key() {
+    for (rule, wants) in [
+        (
+            "kind = \"edits\"",
+            ":5: permissions.rule.kind: unknown tool kind `edits`",
+        ),
+        (
+            "path = \"src/[a\"",
+            ":5: permissions.rule.path: bad glob `src/[a`",
+        ),
+        (
+            "command = \"{a,b\"",
+            ":5: permissions.rule.command: bad glob `{a,b`",
+        ),
+    ] {
+        let config = format!(
+            "[permissions]\npolicy = \"rules\"\n[[permissions.rule]]\naction = \"allow\"\n{rule}\n"
+        );
+        let h = hostile("fifo", &[], &config, LIMIT);
+        assert_eq!(h.code, Some(2), "{}", h.stderr);
+        assert!(h.stderr.contains(wants), "{rule}: {}", h.stderr);
+    }
+}
+
+#[test]
+fn ctrl_c_during_setup_stops_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(exe())
+        .args(["run", "--prompt", "go", "--agent"])
+        .arg(format!("{} agent hostile hang-init", exe()))
+        .arg("--cwd")
+        .arg(dir.path())
+        .arg("--log")
+        .arg(dir.path().join("s.jsonl"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    let out = wait_bounded(&mut child, Duration::from_secs(10), "ctrl-c during setup");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stopping the agent"), "{stderr}");
+}
