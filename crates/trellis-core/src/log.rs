@@ -154,7 +154,15 @@ pub fn encode_frame_into(s: &mut String, at: usize, t: f64, dir: Dir, json: &str
     s.push_str(",\"dir\":\"");
     s.push_str(dir);
     s.push_str("\",\"msg\":");
-    s.push_str(json.trim());
+    let json = json.trim();
+    let from = s.len();
+    s.push_str(json);
+    // One record per line, whatever the caller passed: a raw line break can only be JSON
+    // whitespace (strings cannot hold one), so a space means the same.
+    if json.contains('\n') {
+        let tail = s.split_off(from).replace('\n', " ");
+        s.push_str(&tail);
+    }
     s.push_str("}\n");
 }
 

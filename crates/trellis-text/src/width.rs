@@ -64,7 +64,13 @@ pub fn grapheme_width(g: &str) -> usize {
                 return 0;
             }
             if g.contains('\u{fe0f}') {
-                2
+                // Emoji presentation widens an emoji base; an ASCII base stays narrow
+                // unless it is a keycap (`1️⃣`).
+                if first.is_ascii() && !g.contains('\u{20e3}') {
+                    unicode_width::UnicodeWidthChar::width(first).unwrap_or(0)
+                } else {
+                    2
+                }
             } else {
                 g.width().min(2)
             }
@@ -126,6 +132,9 @@ mod tests {
     fn widths() {
         assert_eq!(display_width("hello"), 5);
         assert_eq!(display_width("日本語"), 6);
+        assert_eq!(display_width("[\u{fe0f}"), 1);
+        assert_eq!(display_width("1\u{fe0f}\u{20e3}"), 2);
+        assert_eq!(display_width("\u{2764}\u{fe0f}"), 2);
         assert_eq!(display_width("e\u{301}"), 1, "combining accent");
         assert_eq!(
             display_width("👨\u{200d}👩\u{200d}👧"),
