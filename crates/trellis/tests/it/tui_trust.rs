@@ -136,3 +136,116 @@ fn a_setup_that_never_finishes_says_so_and_ctrl_c_quits() {
             .contains("prompt queued until the agent has set up its session")
     );
 }
+
+/// Every process descending from `pid`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut all: Vec<(u32, u32)> = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        if let Some(ppid) = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().nth(1))
+            .and_then(|s| s.parse::<u32>().ok())
+        {
+            all.push((p, ppid));
+        }
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        out.extend(all.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    out.remove(0);
+    out
+}
+
+#[test]
+fn the_ui_survives_every_hostile_scenario_and_leaves_nothing_behind() {
+    for scenario in [
+        "write-escape",
+        "fifo",
+        "blank-lines",
+        "bad-utf8",
+        "stderr-flood",
+        "odd-ids",
+        "foreign-session",
+        "empty-options",
+        "terminal-flood",
+        "escapes",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let agent = hostile(scenario);
+        let Some(t) = Tmux::start(&["--agent", &agent, "--cwd", work.to_str().unwrap()]) else {
+            return;
+        };
+        t.wait_for("Enter send");
+        t.send(&["go", "Enter"]);
+        // Answer whatever the agent asks until its turn is over.
+        let start = Instant::now();
+        loop {
+            let log = t.log();
+            if log.contains("\"stopReason\"") {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{scenario}: the turn never ended; screen:\n{}",
+                t.screen()
+            );
+            if t.screen().contains("[y] Allow") {
+                t.send(&["y"]);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // The UI still answers keys: the inspector opens and closes.
+        t.send(&["C-t"]);
+        t.wait(&format!("{scenario}: the inspector"), |s| {
+            s.contains("Tool Result") || s.contains("no tool calls") || s.contains("No tool call")
+        });
+        t.send(&["q"]);
+        let pid = t.program_pid().expect("trellis runs in the pane");
+        let children = descendants(pid);
+        t.send(&["C-c", "C-c"]);
+        let start = Instant::now();
+        while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{scenario}: trellis did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(t.format("#{alternate_on}"), "0", "{scenario}");
+        let start = Instant::now();
+        while children
+            .iter()
+            .any(|c| std::path::Path::new(&format!("/proc/{c}")).exists())
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "{scenario}: left {children:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Nothing outside the cwd changed, every request was answered once.
+        assert!(
+            !dir.path().join("escaped.txt").exists()
+                || std::fs::read_to_string(dir.path().join("escaped.txt")).unwrap()
+                    == "untouched\n"
+        );
+        let mut session = trellis_core::Session::new(trellis_core::Policy::Ask);
+        let problems = trellis_core::log::rebuild(&mut session, t.log().lines(), |_| {});
+        assert!(problems.is_empty(), "{scenario}: {problems:?}");
+        assert!(session.open_permissions().is_empty(), "{scenario}");
+        assert_ne!(t.format("#{pane_title}"), "PWNED-TITLE");
+    }
+}
