@@ -51,13 +51,7 @@ impl Default for Follow {
 pub fn changed_range(old: &str, new: &str) -> Option<(u32, u32)> {
     let a: Vec<&str> = old.lines().collect();
     let b: Vec<&str> = new.lines().collect();
-    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let suf = a[pre..]
-        .iter()
-        .rev()
-        .zip(b[pre..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
+    let (pre, suf) = trellis_core::diff::common_ends(&a, &b);
     let added = b.len() - pre - suf;
     (added > 0).then(|| (pre as u32 + 1, (pre + added) as u32))
 }

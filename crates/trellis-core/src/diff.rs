@@ -24,13 +24,7 @@ pub enum Op<'a> {
 pub fn ops<'a>(old: &'a str, new: &'a str) -> Vec<Op<'a>> {
     let a: Vec<&str> = old.lines().collect();
     let b: Vec<&str> = new.lines().collect();
-    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let tail = a[head..]
-        .iter()
-        .rev()
-        .zip(b[head..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
+    let (head, tail) = common_ends(&a, &b);
     let (mid_a, mid_b) = (&a[head..a.len() - tail], &b[head..b.len() - tail]);
     let mut out: Vec<Op<'a>> = Vec::with_capacity(a.len().max(b.len()));
     out.extend(a[..head].iter().map(|l| Op::Same(l)));
@@ -52,6 +46,18 @@ pub fn ops<'a>(old: &'a str, new: &'a str) -> Vec<Op<'a>> {
     }
     out.extend(a[a.len() - tail..].iter().map(|l| Op::Same(l)));
     out
+}
+
+/// Lines `a` and `b` share at their start and (after that) at their end.
+pub fn common_ends(a: &[&str], b: &[&str]) -> (usize, usize) {
+    let head = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let tail = a[head..]
+        .iter()
+        .rev()
+        .zip(b[head..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    (head, tail)
 }
 
 fn positional<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<Op<'a>> {
