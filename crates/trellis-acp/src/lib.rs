@@ -9,6 +9,7 @@ pub mod fs;
 pub mod lines;
 pub mod recorder;
 pub mod roots;
+mod services;
 pub mod terminal;
 pub mod transport;
 

@@ -1,0 +1,250 @@
+//! The client methods the agent calls (`session/request_permission`, `fs/*`, `terminal/*`):
+//! routed by the SDK's dispatch handler, which never awaits.
+//!
+//! Invariants: permission requests are parked for the driver (keyed by the canonical id);
+//! requests naming another session are refused; file requests run on the blocking pool with
+//! a time bound; every path is confined to the session's roots.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::{Responder, UntypedMessage, V1};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::client::{Caps, Responders, id_key, lock};
+use crate::recorder::Recorder;
+use crate::roots::Roots;
+use crate::terminal::{Spawn, Terminals};
+
+/// What the handlers serve requests with.
+pub(crate) struct Services {
+    pub(crate) roots: Arc<Roots>,
+    /// This connection's ACP session, once set up: requests naming another are refused.
+    pub(crate) session: Arc<Mutex<Option<String>>>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) caps: Caps,
+    pub(crate) terminals: Terminals,
+    pub(crate) recorder: Recorder,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadParams {
+    path: PathBuf,
+    line: Option<u32>,
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WriteParams {
+    path: PathBuf,
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct EnvVar {
+    name: String,
+    value: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateParams {
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: Vec<EnvVar>,
+    cwd: Option<PathBuf>,
+    output_byte_limit: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TermParams {
+    terminal_id: String,
+}
+
+fn rpc_error(code: i32, message: impl Into<String>) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::new(code, message)
+}
+
+fn params<T: for<'de> Deserialize<'de>>(v: &Value) -> Result<T, agent_client_protocol::Error> {
+    serde_json::from_value(v.clone()).map_err(|e| rpc_error(-32602, format!("invalid params: {e}")))
+}
+
+/// Longest a file request may take before it is answered with an error (the blocking
+/// thread is left to finish on its own; the session goes on).
+const FS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves a file request on the blocking pool, bounded by [`FS_TIMEOUT`]: a slow or
+/// hung file system never stalls the connection.
+fn fs_task(
+    responder: Responder<Value, V1>,
+    work: impl FnOnce() -> Result<Value, crate::fs::FsError> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        let r = match tokio::time::timeout(FS_TIMEOUT, tokio::task::spawn_blocking(work)).await {
+            Ok(Ok(Ok(v))) => Ok(v),
+            Ok(Ok(Err(e))) => Err(rpc_error(e.code(), e.to_string())),
+            Ok(Err(e)) => Err(rpc_error(-32603, format!("file request failed: {e}"))),
+            Err(_) => Err(rpc_error(
+                -32603,
+                format!("file request took longer than {} s", FS_TIMEOUT.as_secs()),
+            )),
+        };
+        let _ = match r {
+            Ok(v) => responder.respond(v),
+            Err(e) => responder.respond_with_error(e),
+        };
+    });
+}
+
+/// Routes one agent request. Never awaits: slow work goes to a spawned task.
+pub(crate) fn route(
+    s: &Services,
+    responders: &Arc<Mutex<Responders>>,
+    req: UntypedMessage,
+    responder: Responder<Value, V1>,
+) {
+    let (method, p) = req.into_parts();
+    let answer = |responder: Responder<Value, V1>,
+                  r: Result<Value, agent_client_protocol::Error>| {
+        let _ = match r {
+            Ok(v) => responder.respond(v),
+            Err(e) => responder.respond_with_error(e),
+        };
+    };
+    match method.as_str() {
+        "session/request_permission" => {
+            let theirs = p.get("sessionId").and_then(Value::as_str);
+            let mine = lock(&s.session).clone();
+            let foreign = match (mine.as_deref(), theirs) {
+                (Some(mine), Some(theirs)) => mine != theirs,
+                (None, Some(_)) => false,
+                (_, None) => true,
+            };
+            if foreign {
+                let msg = format!(
+                    "permission request for {}: not this connection's session",
+                    theirs.unwrap_or("no session")
+                );
+                return answer(responder, Err(rpc_error(-32602, msg)));
+            }
+            let key = id_key(&responder);
+            let mut r = lock(responders);
+            match r.answers.remove(&key) {
+                Some(v) => {
+                    let _ = responder.respond(v);
+                }
+                None => {
+                    r.waiting.insert(key, responder);
+                }
+            }
+        }
+        "fs/read_text_file" if s.caps.read_text_file => match params::<ReadParams>(&p) {
+            Ok(p) => {
+                let roots = s.roots.clone();
+                fs_task(responder, move || {
+                    crate::fs::read_text(&roots, &p.path, p.line, p.limit)
+                        .map(|content| json!({"content": content}))
+                });
+            }
+            Err(e) => answer(responder, Err(e)),
+        },
+        "fs/write_text_file" if s.caps.write_text_file => match params::<WriteParams>(&p) {
+            Ok(p) => {
+                let roots = s.roots.clone();
+                let recorder = s.recorder.clone();
+                let request_id = id_key(&responder);
+                fs_task(responder, move || {
+                    let old = crate::fs::write_text(&roots, &p.path, &p.content)?;
+                    // `file_written` (with the old content) is recorded after the write
+                    // and before the response, so extensions see it first.
+                    recorder.local(trellis_core::LocalRecord::FileWritten { request_id, old });
+                    Ok(json!({}))
+                });
+            }
+            Err(e) => answer(responder, Err(e)),
+        },
+        "terminal/create" if s.caps.terminal => {
+            let r = params::<CreateParams>(&p).and_then(|p| {
+                let cwd = match &p.cwd {
+                    Some(c) => s
+                        .roots
+                        .check(c)
+                        .map_err(|e| rpc_error(-32602, e.to_string()))?,
+                    None => s.cwd.clone(),
+                };
+                s.terminals
+                    .create(Spawn {
+                        command: p.command,
+                        args: p.args,
+                        env: p.env.into_iter().map(|e| (e.name, e.value)).collect(),
+                        cwd,
+                        output_byte_limit: p.output_byte_limit,
+                    })
+                    .map(|id| json!({"terminalId": id}))
+                    .map_err(|e| rpc_error(-32603, e.to_string()))
+            });
+            answer(responder, r);
+        }
+        "terminal/output" if s.caps.terminal => {
+            let r = params::<TermParams>(&p).and_then(|p| {
+                s.terminals
+                    .output(&p.terminal_id)
+                    .map(|o| {
+                        let mut v = json!({"output": o.output, "truncated": o.truncated});
+                        if let Some(exit) = o.exit {
+                            v["exitStatus"] =
+                                json!({"exitCode": exit.exit_code, "signal": exit.signal});
+                        }
+                        v
+                    })
+                    .map_err(|e| rpc_error(-32602, e.to_string()))
+            });
+            answer(responder, r);
+        }
+        "terminal/wait_for_exit" if s.caps.terminal => match params::<TermParams>(&p) {
+            Ok(p) => {
+                let terms = s.terminals.clone();
+                tokio::spawn(async move {
+                    let r = terms
+                        .wait_for_exit(&p.terminal_id)
+                        .await
+                        .map(|e| json!({"exitCode": e.exit_code, "signal": e.signal}))
+                        .map_err(|e| rpc_error(-32602, e.to_string()));
+                    answer(responder, r);
+                });
+            }
+            Err(e) => answer(responder, Err(e)),
+        },
+        "terminal/kill" if s.caps.terminal => {
+            let r = params::<TermParams>(&p)
+                .and_then(|p| {
+                    s.terminals
+                        .kill(&p.terminal_id)
+                        .map_err(|e| rpc_error(-32602, e.to_string()))
+                })
+                .map(|_| json!({}));
+            answer(responder, r);
+        }
+        "terminal/release" if s.caps.terminal => {
+            let r = params::<TermParams>(&p)
+                .and_then(|p| {
+                    s.terminals
+                        .release(&p.terminal_id)
+                        .map_err(|e| rpc_error(-32602, e.to_string()))
+                })
+                .map(|_| json!({}));
+            answer(responder, r);
+        }
+        other => {
+            let msg =
+                format!("Method not found: {other} (not supported or not advertised by Trellis)");
+            answer(responder, Err(rpc_error(-32601, msg)));
+        }
+    }
+}
