@@ -426,7 +426,7 @@ async fn run(
             Ok(())
         })
         .await;
-    terminals.kill_all();
+    terminals.stop_all(std::time::Duration::from_secs(1)).await;
     let exit = process.finish(std::time::Duration::from_secs(1)).await;
     match (result, exit) {
         (_, Some(exit)) => Err(format!("the agent ended with {exit}")),

@@ -47,6 +47,10 @@ struct Inner {
     seq: u64,
     tx: UnboundedSender<Input>,
     log_error_reported: bool,
+    /// Records the log could not keep: (first record number, how many, the error), and
+    /// how many of them were already reported.
+    lost: Option<(u64, u64, String)>,
+    lost_reported: u64,
     /// Records not yet written (only while a batch of buffered lines is being read).
     pending: String,
     /// Their actions, released after the write.
@@ -99,6 +103,8 @@ impl Recorder {
                 seq: origin.seq,
                 tx,
                 log_error_reported: false,
+                lost: None,
+                lost_reported: 0,
                 pending: String::new(),
                 actions: Vec::new(),
             })),
@@ -135,13 +141,17 @@ impl Recorder {
     /// Writes pending records, then releases their actions.
     fn commit(inner: &mut Inner) {
         if !inner.pending.is_empty() {
-            if let Err(e) = inner.sink.append(&inner.pending)
-                && !inner.log_error_reported
-            {
-                inner.log_error_reported = true;
-                let _ = inner
-                    .tx
-                    .send(Input::Warning(format!("session log write failed: {e}")));
+            if let Err(e) = inner.sink.append(&inner.pending) {
+                // What is lost is counted (and said at the next sync); the session goes on.
+                let records = inner.pending.matches('\n').count() as u64;
+                let first = inner.seq + 1 - records;
+                inner.lost.get_or_insert((first, 0, e.to_string())).1 += records;
+                if !inner.log_error_reported {
+                    inner.log_error_reported = true;
+                    let _ = inner.tx.send(Input::Warning(format!(
+                        "session log write failed: {e}; the session goes on, the log misses what follows"
+                    )));
+                }
             }
             inner.pending.clear();
         }
@@ -271,10 +281,18 @@ impl Recorder {
         });
     }
 
-    /// Makes the log durable.
+    /// Makes the log durable, and says what it could not keep since the last sync.
     pub fn sync(&self) {
         self.with(|inner| {
             Self::commit(inner);
+            if let Some((first, n, e)) = &inner.lost
+                && *n > inner.lost_reported
+            {
+                let _ = inner.tx.send(Input::Warning(format!(
+                    "the session log is incomplete: {n} records from record {first} on could not be written ({e})"
+                )));
+                inner.lost_reported = *n;
+            }
             if let Err(e) = inner.sink.sync() {
                 let _ = inner
                     .tx

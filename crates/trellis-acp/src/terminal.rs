@@ -322,14 +322,29 @@ impl Terminals {
         Ok(())
     }
 
-    /// Kills every command's process group (session end): also released terminals and
-    /// groups whose first process has exited, since what they left running in the
-    /// background is still there.
-    pub fn kill_all(&self) {
+    /// Stops every command's process group (session end): SIGTERM, up to `grace` for the
+    /// commands to exit, then SIGKILL. Released terminals and groups whose first process
+    /// has exited are included, since what they left running in the background is still
+    /// there.
+    pub async fn stop_all(&self, grace: std::time::Duration) {
         let groups: Vec<u32> = match self.groups.lock() {
             Ok(g) => g.clone(),
             Err(p) => p.into_inner().clone(),
         };
+        if groups.is_empty() {
+            return;
+        }
+        for &pgid in &groups {
+            signal_group(pgid, libc::SIGTERM);
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        while tokio::time::Instant::now() < deadline {
+            let running = self.lock().values().any(|t| t.exit.borrow().is_none());
+            if !running {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
         for pgid in groups {
             kill_group(pgid);
         }
@@ -418,6 +433,45 @@ mod tests {
         }
         assert_eq!(kinds.last(), Some(&"exit"));
         assert!(kinds.contains(&"output"));
+    }
+
+    #[tokio::test]
+    async fn stop_all_asks_politely_first_and_stops_released_terminals_too() {
+        let (t, _rx) = terminals();
+        let dir = tempfile::tempdir().unwrap();
+        let mut polite = spawn(
+            "trap 'echo bye > said-bye; exit 0' TERM; sleep 30 & wait",
+            None,
+        );
+        polite.cwd = dir.path().to_path_buf();
+        let a = t.create(polite).unwrap();
+        // A command that leaves a child behind, and is released after it exits.
+        let secs = format!("30.{}", std::process::id());
+        let c = t
+            .create(spawn(
+                &format!("sleep {secs} >/dev/null 2>&1 & echo started"),
+                None,
+            ))
+            .unwrap();
+        t.wait_for_exit(&c).await.unwrap();
+        t.release(&c).unwrap();
+        let left = || {
+            std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&secs))
+            })
+        };
+        assert!(left(), "the background child runs");
+        // The shells need a moment to set their traps.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let start = std::time::Instant::now();
+        t.stop_all(std::time::Duration::from_millis(500)).await;
+        assert!(start.elapsed() < std::time::Duration::from_secs(3));
+        let exit = t.wait_for_exit(&a).await.unwrap();
+        assert_eq!(exit.exit_code, Some(0), "the TERM trap ran");
+        assert!(dir.path().join("said-bye").exists());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert!(!left(), "the released terminal's child was stopped too");
     }
 
     #[tokio::test]

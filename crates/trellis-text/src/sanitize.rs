@@ -1,7 +1,6 @@
 //! Text from outside (an agent, a plugin, a log) made safe to print on a terminal.
 //!
-//! Invariant: the result holds no control character but `\n` and `\t` (and, for
-//! [`sanitize_keep_sgr`], complete SGR colour sequences `ESC [ digits ; … m`): C0 controls
+//! Invariant: the result holds no control character but `\n` and `\t`: C0 controls
 //! and DEL become caret notation (`^[`, `^G`, `^?`), C1 controls `<U+009B>`, a `\r` before a
 //! `\n` is dropped. So no escape sequence an outsider wrote can set the title, the
 //! clipboard, move the cursor or clear the screen; what it tried is still visible.
@@ -68,42 +67,6 @@ pub fn one_line(text: &str) -> Cow<'_, str> {
     Cow::Owned(sanitize(&spaced).into_owned())
 }
 
-/// [`sanitize`], keeping complete SGR colour sequences (tool output whose colours are
-/// shown on purpose).
-pub fn sanitize_keep_sgr(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_unsafe) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    let mut rest = text;
-    while let Some(at) = rest.find('\x1b') {
-        push_sanitized(&mut out, &rest[..at]);
-        let seq = &rest[at..];
-        match sgr_len(seq) {
-            Some(n) => {
-                out.push_str(&seq[..n]);
-                rest = &seq[n..];
-            }
-            None => {
-                out.push_str("^[");
-                rest = &seq[1..];
-            }
-        }
-    }
-    push_sanitized(&mut out, rest);
-    Cow::Owned(out)
-}
-
-/// Length of the SGR sequence `ESC [ (digits|;|:)* m` at the start of `s`, if it is one.
-fn sgr_len(s: &str) -> Option<usize> {
-    let body = s.strip_prefix("\x1b[")?;
-    let n = body
-        .bytes()
-        .take_while(|b| b.is_ascii_digit() || *b == b';' || *b == b':')
-        .count();
-    (body.as_bytes().get(n) == Some(&b'm')).then_some(2 + n + 1)
-}
-
 fn push_sanitized(out: &mut String, text: &str) {
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -143,12 +106,5 @@ mod tests {
     #[test]
     fn one_line_has_no_breaks() {
         assert_eq!(one_line("a\nb\r\n\tc\x1b[2J"), "a b   c^[[2J");
-    }
-
-    #[test]
-    fn sgr_kept_only_where_asked() {
-        let s = "\x1b[1;31mred\x1b[0m \x1b]0;x\x07 \x1b[2J";
-        assert_eq!(sanitize_keep_sgr(s), "\x1b[1;31mred\x1b[0m ^[]0;x^G ^[[2J");
-        assert_eq!(sanitize(s), "^[[1;31mred^[[0m ^[]0;x^G ^[[2J");
     }
 }

@@ -268,6 +268,12 @@ fn a_full_disk_is_reported_and_the_turn_completes() {
         "{stderr}"
     );
     assert!(stderr.contains("No space left on device"), "{stderr}");
+    // What was lost is stated.
+    assert!(
+        stderr.contains("the session log is incomplete:")
+            && stderr.contains("records from record 1 on"),
+        "{stderr}"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("\"type\":\"turn_ended\""));
 }
