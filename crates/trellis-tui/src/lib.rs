@@ -67,7 +67,8 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
                     ring(app, &body);
                 }
             }
-            Note::Message(text) => app.message = Some(text),
+            // Warnings quote the agent and extensions: one line, nothing raw.
+            Note::Message(text) => app.message = Some(trellis_text::one_line(&text).into_owned()),
             Note::OpenInspector(call_id) => app.inspect_call(&call_id),
             Note::Repaint | Note::Ready | Note::Stderr(_) | Note::Closed => {}
         }
