@@ -7,6 +7,7 @@
 pub mod client;
 pub mod fs;
 pub mod lines;
+pub mod reaper;
 pub mod recorder;
 pub mod roots;
 mod services;

@@ -40,7 +40,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
     (
         "die-with-permissions",
-        "asks 200 permissions at once, then exits without waiting",
+        "starts a terminal, asks 200 permissions at once, then exits without waiting",
     ),
     (
         "empty-options",
@@ -59,6 +59,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "linger",
         "starts a terminal and a child of its own, both sleeping, then never ends the turn",
+    ),
+    (
+        "escape-group",
+        "like linger, but everything leaves its process group: setsid, double forks",
     ),
 ];
 
@@ -108,7 +112,7 @@ pub fn run(scenario: &str) -> Result<(), PeerError> {
             }
             "session/prompt" => {
                 let stop = h.play(scenario)?;
-                if scenario == "linger" {
+                if scenario == "linger" || scenario == "escape-group" {
                     continue;
                 }
                 h.respond(&id, json!({"stopReason": stop}), scenario)?;
@@ -321,6 +325,27 @@ impl Hostile {
                     "title": evil, "kind": "execute", "status": "completed",
                     "content": [{"type": "content", "content": {"type": "text", "text": evil}}]}))?;
                 let _ = writeln!(std::io::stderr(), "stderr {evil}");
+            }
+            "escape-group" => {
+                let marker = format!("trellis-escape-{}", std::process::id());
+                // A terminal command that daemonizes a child into a new session.
+                let _ = self.peer.request(
+                    "terminal/create",
+                    json!({"sessionId": sid, "command": format!(
+                        "(setsid sh -c 'sleep 600; true {marker}-terminal' >/dev/null 2>&1 &); echo spawned")}),
+                )?;
+                // The agent's own daemon: double fork + setsid, as MCP servers are started.
+                let _ = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(format!(
+                        "(setsid sh -c 'sleep 600; true {marker}-daemon' >/dev/null 2>&1 &)"
+                    ))
+                    .status();
+                self.report("marker", &marker)?;
+                let _ = self.peer.request(
+                    "session/request_permission",
+                    permission(&sid, "c-escape", "wait", "allow_once"),
+                );
             }
             "linger" => {
                 let marker = format!("trellis-linger-{}", std::process::id());

@@ -90,6 +90,12 @@ enum AgentCmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The client commands start agents and terminals: whatever those leave behind (a
+    // daemon, a `setsid` child) is reparented to us and stopped when we end.
+    let client = matches!(cli.command, None | Some(Cmd::Demo) | Some(Cmd::Run(_)));
+    if client {
+        trellis_acp::reaper::adopt_orphans();
+    }
     let result = match cli.command {
         None => ui::main(cli.ui, cli.config, false),
         Some(Cmd::Demo) => ui::main(cli.ui, cli.config, true),
@@ -101,6 +107,9 @@ fn main() -> ExitCode {
         Some(Cmd::Agent { command }) => agent(command),
         Some(Cmd::Status { json }) => status(cli.config, json),
     };
+    if client {
+        trellis_acp::reaper::stop_descendants(std::time::Duration::from_millis(500));
+    }
     match result {
         Ok(code) => code,
         Err(e) => {

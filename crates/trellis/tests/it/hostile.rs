@@ -438,70 +438,78 @@ pub(crate) fn processes_with(marker: &str) -> Vec<String> {
 
 #[test]
 fn sigterm_and_sighup_stop_the_agent_and_every_process_it_started() {
-    for sig in ["TERM", "HUP"] {
-        let dir = tempfile::tempdir().unwrap();
-        let work = dir.path().join("work");
-        std::fs::create_dir_all(&work).unwrap();
-        let mut child = Command::new(exe())
-            .args(["run", "--format", "jsonl", "--prompt", "go", "--agent"])
-            .arg(format!("{} agent hostile linger", exe()))
-            .arg("--cwd")
-            .arg(&work)
-            .arg("--log")
-            .arg(dir.path().join("session.jsonl"))
-            .env("XDG_DATA_HOME", dir.path().join("data"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Wait until the agent reports its marker (its processes are running then).
-        let log = dir.path().join("session.jsonl");
-        let start = Instant::now();
-        let marker = loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if let Some(at) = text.find("trellis-linger-") {
-                let digits: String = text[at + "trellis-linger-".len()..]
-                    .chars()
-                    .take_while(char::is_ascii_digit)
-                    .collect();
-                let m = format!("trellis-linger-{digits}");
-                if !processes_with(&format!("{m}-terminal")).is_empty()
-                    && !processes_with(&format!("{m}-child")).is_empty()
-                {
-                    break m;
+    // `escape-group` leaves the process groups on purpose (setsid, a double fork): what
+    // leaves them is reparented to Trellis and stopped when it ends.
+    for (scenario, prefix, children) in [
+        ("linger", "trellis-linger-", ["terminal", "child"]),
+        ("escape-group", "trellis-escape-", ["terminal", "daemon"]),
+    ] {
+        for sig in ["TERM", "HUP"] {
+            let dir = tempfile::tempdir().unwrap();
+            let work = dir.path().join("work");
+            std::fs::create_dir_all(&work).unwrap();
+            let mut child = Command::new(exe())
+                .args(["run", "--format", "jsonl", "--prompt", "go", "--agent"])
+                .arg(format!("{} agent hostile {scenario}", exe()))
+                .arg("--cwd")
+                .arg(&work)
+                .arg("--log")
+                .arg(dir.path().join("session.jsonl"))
+                .env("XDG_DATA_HOME", dir.path().join("data"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // Wait until the agent reports its marker (its processes are running then).
+            let log = dir.path().join("session.jsonl");
+            let start = Instant::now();
+            let marker = loop {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                if let Some(at) = text.find(prefix) {
+                    let digits: String = text[at + prefix.len()..]
+                        .chars()
+                        .take_while(char::is_ascii_digit)
+                        .collect();
+                    let m = format!("{prefix}{digits}");
+                    if children
+                        .iter()
+                        .all(|c| !processes_with(&format!("{m}-{c}")).is_empty())
+                    {
+                        break m;
+                    }
                 }
+                assert!(
+                    start.elapsed() < LIMIT,
+                    "the lingering agent never started: {text}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            let status = Command::new("kill")
+                .arg(format!("-{sig}"))
+                .arg(child.id().to_string())
+                .status()
+                .unwrap();
+            assert!(status.success());
+            let out = wait_bounded(&mut child, LIMIT, scenario);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains(&format!("SIG{sig}")), "{stderr}");
+            let text = std::fs::read_to_string(&log).unwrap();
+            assert!(
+                text.contains(&format!("stopped by SIG{sig}")),
+                "no closing record"
+            );
+            // Nothing Trellis started outlives it: the agent, its child, the terminal.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !processes_with(&marker).is_empty() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
             }
             assert!(
-                start.elapsed() < LIMIT,
-                "the lingering agent never started: {text}"
+                processes_with(&marker).is_empty(),
+                "{:?}",
+                processes_with(&marker)
             );
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let status = Command::new("kill")
-            .arg(format!("-{sig}"))
-            .arg(child.id().to_string())
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let out = wait_bounded(&mut child, LIMIT, "linger");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(&format!("SIG{sig}")), "{stderr}");
-        let text = std::fs::read_to_string(&log).unwrap();
-        assert!(
-            text.contains(&format!("stopped by SIG{sig}")),
-            "no closing record"
-        );
-        // Nothing Trellis started outlives it: the agent, its child, the terminal.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !processes_with(&marker).is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
         }
-        assert!(
-            processes_with(&marker).is_empty(),
-            "{:?}",
-            processes_with(&marker)
-        );
     }
 }
 

@@ -49,9 +49,13 @@ fn requests_open_in_the_dialog_are_closed_when_the_agent_dies() {
 
 #[test]
 fn sigterm_restores_the_terminal_and_stops_every_process() {
-    for sig in ["TERM", "HUP"] {
+    for (scenario, prefix, sig) in [
+        ("linger", "trellis-linger-", "TERM"),
+        ("linger", "trellis-linger-", "HUP"),
+        ("escape-group", "trellis-escape-", "TERM"),
+    ] {
         let dir = tempfile::tempdir().unwrap();
-        let agent = hostile("linger");
+        let agent = hostile(scenario);
         let Some(t) = Tmux::start(&["--agent", &agent, "--cwd", dir.path().to_str().unwrap()])
         else {
             return;
@@ -59,7 +63,7 @@ fn sigterm_restores_the_terminal_and_stops_every_process() {
         t.wait_for("Enter send");
         t.send(&["go", "Enter"]);
         let s = t.wait_for("report: marker: ");
-        let marker: String = s[s.find("trellis-linger-").unwrap()..]
+        let marker: String = s[s.find(prefix).unwrap()..]
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
             .collect();
