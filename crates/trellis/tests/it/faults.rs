@@ -149,6 +149,13 @@ async fn run(d: &mut Driver, limit: Duration, stop: impl Fn(&Driver) -> bool) ->
     resolved.into_values().collect()
 }
 
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 fn processes_with(marker: &str) -> Vec<String> {
     crate::hostile::processes_with(marker)
 }
@@ -179,11 +186,7 @@ fn marker(d: &Driver, prefix: &str) -> Option<String> {
 #[test]
 fn agent_killed_mid_turn_with_requests_and_a_terminal_open_under_a_broken_extension() {
     let dir = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    runtime().block_on(async {
         let mut d = driver("die-with-permissions", dir.path());
         let counts = run(&mut d, Duration::from_secs(60), |_| false).await;
         // Every request answered exactly once, none left open, though the extension
@@ -206,11 +209,7 @@ fn agent_killed_mid_turn_with_requests_and_a_terminal_open_under_a_broken_extens
 #[test]
 fn closing_a_session_with_a_hanging_extension_stops_every_process_in_bounded_time() {
     let dir = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    runtime().block_on(async {
         let mut d = driver("linger", dir.path());
         run(&mut d, Duration::from_secs(60), |d| {
             marker(d, "trellis-linger-").is_some()

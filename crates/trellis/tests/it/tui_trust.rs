@@ -10,11 +10,20 @@ fn hostile(scenario: &str) -> String {
     format!("{} agent hostile {scenario}", env!("CARGO_BIN_EXE_trellis"))
 }
 
+/// The UI on the hostile agent in a fresh cwd (`None` when tmux is missing outside CI).
+fn ui_on(scenario: &str, cwd: &std::path::Path) -> Option<Tmux> {
+    Tmux::start(&[
+        "--agent",
+        &hostile(scenario),
+        "--cwd",
+        cwd.to_str().unwrap(),
+    ])
+}
+
 #[test]
 fn requests_open_in_the_dialog_are_closed_when_the_agent_dies() {
     let dir = tempfile::tempdir().unwrap();
-    let agent = hostile("die-with-permissions");
-    let Some(t) = Tmux::start(&["--agent", &agent, "--cwd", dir.path().to_str().unwrap()]) else {
+    let Some(t) = ui_on("die-with-permissions", dir.path()) else {
         return;
     };
     t.wait_for("Enter send");
@@ -55,9 +64,7 @@ fn sigterm_restores_the_terminal_and_stops_every_process() {
         ("escape-group", "trellis-escape-", "TERM"),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let agent = hostile(scenario);
-        let Some(t) = Tmux::start(&["--agent", &agent, "--cwd", dir.path().to_str().unwrap()])
-        else {
+        let Some(t) = ui_on(scenario, dir.path()) else {
             return;
         };
         t.wait_for("Enter send");
@@ -102,8 +109,7 @@ fn sigterm_restores_the_terminal_and_stops_every_process() {
 #[test]
 fn escape_sequences_from_the_agent_never_reach_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
-    let agent = hostile("escapes");
-    let Some(t) = Tmux::start(&["--agent", &agent, "--cwd", dir.path().to_str().unwrap()]) else {
+    let Some(t) = ui_on("escapes", dir.path()) else {
         return;
     };
     t.wait_for("Enter send");
@@ -126,8 +132,7 @@ fn escape_sequences_from_the_agent_never_reach_the_terminal() {
 #[test]
 fn a_setup_that_never_finishes_says_so_and_ctrl_c_quits() {
     let dir = tempfile::tempdir().unwrap();
-    let agent = hostile("hang-init");
-    let Some(t) = Tmux::start(&["--agent", &agent, "--cwd", dir.path().to_str().unwrap()]) else {
+    let Some(t) = ui_on("hang-init", dir.path()) else {
         return;
     };
     t.wait_for("connecting to");
@@ -188,8 +193,7 @@ fn the_ui_survives_every_hostile_scenario_and_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().join("work");
         std::fs::create_dir_all(&work).unwrap();
-        let agent = hostile(scenario);
-        let Some(t) = Tmux::start(&["--agent", &agent, "--cwd", work.to_str().unwrap()]) else {
+        let Some(t) = ui_on(scenario, &work) else {
             return;
         };
         t.wait_for("Enter send");
