@@ -217,6 +217,18 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
         return;
     };
     let ok = msg.error.is_none();
+    // A request Trellis refused (outside the roots, not a regular file, another session,
+    // invalid params) or failed to serve: the user hears what the agent tried, once per
+    // message. A file that does not exist (-32002) or a method Trellis lacks is routine.
+    if let Some(e) = &msg.error
+        && (e.code == -32602 || e.code == -32603)
+        && !matches!(req, AgentRequest::Permission { .. })
+    {
+        cx.warn_once(
+            format!("refused:{}", e.message),
+            format!("refused the agent's request: {}", e.message),
+        );
+    }
     match req {
         AgentRequest::Permission {
             call_id, options, ..

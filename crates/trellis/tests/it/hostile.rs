@@ -175,6 +175,13 @@ fn planted_links_and_escaping_paths_never_write_outside() {
             h.report(what)
         );
     }
+    // The user is told what the agent tried.
+    assert!(
+        h.stderr.contains("refused the agent's request: path")
+            && h.stderr.contains("is outside the session roots"),
+        "{}",
+        h.stderr
+    );
     // Outside the cwd nothing changed; the written file is a regular file.
     assert_eq!(
         std::fs::read_to_string(h.outside().join("escaped.txt")).unwrap(),
@@ -208,6 +215,11 @@ fn a_fifo_or_directory_is_refused_at_once_and_the_session_goes_on() {
         h.report("read fifo")
     );
     assert!(h.report("read directory").contains("a directory"));
+    assert!(
+        h.stderr.contains("is not a regular file (a FIFO)"),
+        "{}",
+        h.stderr
+    );
     assert_eq!(h.report("read plain file"), "ok");
 }
 
