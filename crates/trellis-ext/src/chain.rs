@@ -133,7 +133,10 @@ impl ExtHost {
                 out.push(Out::Notify(format!("{extension}: {text}")))
             }
             HostMsg::OpenInspector { call_id } => out.push(Out::OpenInspector(call_id)),
-            HostMsg::Repaint => out.push(Out::Repaint),
+            HostMsg::Repaint => {
+                self.shared.repaint_taken();
+                out.push(Out::Repaint)
+            }
             HostMsg::Disabled { extension, reason } => {
                 out.push(Out::Notice(format!(
                     "extension {extension} disabled: {reason}"

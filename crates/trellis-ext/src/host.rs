@@ -88,6 +88,9 @@ pub struct Shared {
     busy: AtomicBool,
     /// A UI draws contributions: workers ask for a repaint when they catch up.
     pub(crate) repaint_after_events: bool,
+    /// A repaint asked by a worker and not yet taken by the runtime (at most one such
+    /// message is in flight, however many extensions catch up meanwhile).
+    repaint_asked: AtomicBool,
 }
 
 impl Shared {
@@ -98,6 +101,7 @@ impl Shared {
     ) -> Shared {
         Shared {
             repaint_after_events: false,
+            repaint_asked: AtomicBool::new(false),
             mirror: RwLock::new(Mirror::default()),
             outbox,
             path_map,
@@ -109,6 +113,18 @@ impl Shared {
 
     pub(crate) fn send(&self, msg: HostMsg) {
         let _ = self.outbox.send(msg);
+    }
+
+    /// Asks the front end to draw again, unless such a request is already on its way.
+    pub(crate) fn ask_repaint(&self) {
+        if !self.repaint_asked.swap(true, Ordering::AcqRel) {
+            self.send(HostMsg::Repaint);
+        }
+    }
+
+    /// The runtime took a repaint request: the next one is sent again.
+    pub(crate) fn repaint_taken(&self) {
+        self.repaint_asked.store(false, Ordering::Release);
     }
 
     pub(crate) fn mark_busy(&self) {

@@ -380,7 +380,7 @@ pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
             // batch), so a screen never stays stale until the next key.
             let caught_up = slot.pending.load(Ordering::Acquire) == weight;
             if events && caught_up && shared.repaint_after_events && slot.shows_something() {
-                shared.send(HostMsg::Repaint);
+                shared.ask_repaint();
             }
         }
         slot.pending.fetch_sub(weight, Ordering::AcqRel);
