@@ -175,16 +175,13 @@ impl Driver {
                     None => std::future::pending().await,
                 }
             } => Incoming::Agent(input),
-            msg = async {
+            // A closed channel (the host is gone) disables its branch: nothing more comes.
+            Some(msg) = async {
                 match ext {
                     Some(r) => r.recv().await,
                     None => std::future::pending().await,
                 }
-            } => match msg {
-                Some(m) => Incoming::Ext(m),
-                // The host is gone; nothing more will come from it.
-                None => std::future::pending().await,
-            },
+            } => Incoming::Ext(msg),
             _ = async {
                 match deadline {
                     Some(d) => tokio::time::sleep(d).await,
