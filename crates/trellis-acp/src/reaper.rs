@@ -6,8 +6,78 @@
 //! is stopped (SIGTERM, a grace period, SIGKILL).
 //!
 //! Only the client commands (the UI, `trellis run`) do this, never the built-in agents.
+//!
+//! Adopted orphans that exit are reaped while Trellis runs (a scan every few seconds), so a
+//! long session does not collect zombies; Trellis's own children (the agent, terminal
+//! commands) are left to the runtime that waits for them ([`own`]).
 
+use std::collections::HashSet;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Children the async runtime waits for itself: never reaped here.
+static OWNED: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
+
+/// Marks `pid` as a child the runtime waits for (the agent, a terminal command).
+pub fn own(pid: u32) {
+    let mut g = match OWNED.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    g.get_or_insert_with(HashSet::new).insert(pid);
+}
+
+fn owned(pid: u32) -> bool {
+    let g = match OWNED.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    g.as_ref().is_some_and(|s| s.contains(&pid))
+}
+
+/// Zombie children of this process that nobody else waits for: adopted orphans that ended.
+fn adopted_zombies() -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let mut it = stat.rsplit_once(')')?.1.split_whitespace();
+            let state = it.next()?;
+            let ppid = it.next()?.parse::<u32>().ok()?;
+            (state == "Z" && ppid == me && !owned(pid)).then_some(pid)
+        })
+        .collect()
+}
+
+/// Reaps adopted orphans that ended; returns how many.
+#[allow(unsafe_code)]
+pub fn reap_adopted() -> usize {
+    let mut n = 0;
+    for pid in adopted_zombies() {
+        let mut status = 0;
+        // SAFETY: waitpid on a specific pid with WNOHANG writes only `status`, a local.
+        if unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) } == pid as i32 {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Starts a thread that reaps adopted orphans every few seconds while the process runs.
+pub fn keep_reaping() {
+    let _ = std::thread::Builder::new()
+        .name("trellis-reaper".into())
+        .spawn(|| {
+            loop {
+                std::thread::sleep(Duration::from_secs(3));
+                reap_adopted();
+            }
+        });
+}
 
 /// Makes this process the subreaper of its descendants. Returns whether the system
 /// supports it (Linux); elsewhere orphans go to init as usual.
@@ -96,6 +166,17 @@ pub fn stop_descendants(grace: Duration) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn owned_children_are_never_reaped_here() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        own(child.id());
+        std::thread::sleep(Duration::from_millis(100));
+        // It is a zombie child of ours now, but the one who spawned it waits for it.
+        assert!(!adopted_zombies().contains(&child.id()));
+        reap_adopted();
+        assert!(child.wait().unwrap().success(), "its status is still there");
+    }
 
     #[test]
     fn descendants_are_found_through_the_tree() {

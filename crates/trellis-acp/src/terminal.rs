@@ -129,6 +129,7 @@ impl Terminals {
             self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         if let Some(pgid) = child.id() {
+            crate::reaper::own(pgid);
             match self.groups.lock() {
                 Ok(mut g) => g.push(pgid),
                 Err(p) => p.into_inner().push(pgid),

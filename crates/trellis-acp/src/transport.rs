@@ -143,6 +143,9 @@ pub fn spawn(
         }
     });
     let pgid = child.id();
+    if let Some(pid) = pgid {
+        crate::reaper::own(pid);
+    }
     let transport = Lines::new(Box::pin(outgoing) as _, incoming);
     Ok((
         AgentProcess {

@@ -64,6 +64,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "escape-group",
         "like linger, but everything leaves its process group: setsid, double forks",
     ),
+    (
+        "orphans",
+        "orphans short-lived processes through a terminal, then counts the client's zombies",
+    ),
 ];
 
 struct Hostile {
@@ -326,6 +330,26 @@ impl Hostile {
                     "content": [{"type": "content", "content": {"type": "text", "text": evil}}]}))?;
                 let _ = writeln!(std::io::stderr(), "stderr {evil}");
             }
+            "orphans" => {
+                let t = self.peer.request(
+                    "terminal/create",
+                    json!({"sessionId": sid,
+                    "command": "for i in 1 2 3 4 5; do (sleep 0.1 &); done; echo orphaned"}),
+                )?;
+                let tid = t["terminalId"].clone();
+                self.peer.request(
+                    "terminal/wait_for_exit",
+                    json!({"sessionId": sid, "terminalId": tid}),
+                )?;
+                self.peer.request(
+                    "terminal/release",
+                    json!({"sessionId": sid, "terminalId": tid}),
+                )?;
+                // The client reaps what it adopted within a few seconds.
+                std::thread::sleep(Duration::from_millis(4500));
+                let client = std::os::unix::process::parent_id();
+                self.report("zombies", &zombies_of(client).to_string())?;
+            }
             "escape-group" => {
                 let marker = format!("trellis-escape-{}", std::process::id());
                 // A terminal command that daemonizes a child into a new session.
@@ -465,6 +489,25 @@ impl Hostile {
         self.report("escaped id", &answer_kind(got.as_ref()))?;
         Ok(())
     }
+}
+
+/// Zombie children of `pid` (processes that ended and nobody reaped).
+fn zombies_of(pid: u32) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.flatten()
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| {
+                let mut it = stat
+                    .rsplit_once(')')
+                    .map(|(_, r)| r)
+                    .unwrap_or("")
+                    .split_whitespace();
+                it.next() == Some("Z") && it.next() == Some(pid.to_string().as_str())
+            })
+        })
+        .count()
 }
 
 fn answer_kind(v: Option<&Value>) -> String {

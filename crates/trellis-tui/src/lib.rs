@@ -179,7 +179,12 @@ fn page(text: &str) -> std::io::Result<()> {
         .arg(format!("{pager} \"$1\""))
         .arg("sh")
         .arg(&path)
-        .status();
+        .spawn()
+        .and_then(|mut child| {
+            // Waited for here, not by the orphan reaper.
+            trellis_acp::reaper::own(child.id());
+            child.wait()
+        });
     drop(file);
     // Back to the full screen: ratatui redraws everything on the next frame.
     let _ = ratatui::init();

@@ -93,8 +93,8 @@ fn main() -> ExitCode {
     // The client commands start agents and terminals: whatever those leave behind (a
     // daemon, a `setsid` child) is reparented to us and stopped when we end.
     let client = matches!(cli.command, None | Some(Cmd::Demo) | Some(Cmd::Run(_)));
-    if client {
-        trellis_acp::reaper::adopt_orphans();
+    if client && trellis_acp::reaper::adopt_orphans() {
+        trellis_acp::reaper::keep_reaping();
     }
     let result = match cli.command {
         None => ui::main(cli.ui, cli.config, false),

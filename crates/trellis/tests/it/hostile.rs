@@ -588,3 +588,10 @@ fn ctrl_c_during_setup_stops_at_once() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("stopping the agent"), "{stderr}");
 }
+
+#[test]
+fn orphans_adopted_from_terminals_are_reaped_while_the_session_runs() {
+    let h = hostile("orphans", &[], "", LIMIT);
+    assert_eq!(h.code, Some(0), "{}", h.stderr);
+    assert_eq!(h.report("zombies"), "0");
+}
