@@ -70,10 +70,32 @@ impl Extension for Chaos {
 /// A driver on `trellis agent hostile SCENARIO` with the chaos extension (claim timeout
 /// 0.5 s) and the headless reject policy at the end of the chain.
 fn driver(scenario: &str, cwd: &std::path::Path) -> Driver {
+    let args = vec!["agent".into(), "hostile".into(), scenario.into()];
+    driver_with(args, cwd, Box::new(trellis_acp::recorder::NullSink))
+}
+
+/// A session log on a full disk: every append fails.
+struct FullDisk;
+
+impl trellis_acp::LogSink for FullDisk {
+    fn append(&mut self, _: &str) -> std::io::Result<()> {
+        Err(std::io::Error::from_raw_os_error(28))
+    }
+    fn sync(&mut self) -> std::io::Result<()> {
+        Err(std::io::Error::from_raw_os_error(28))
+    }
+}
+
+/// A driver on `trellis ARGS` (a built-in agent) with the chaos extension.
+fn driver_with(
+    args: Vec<String>,
+    cwd: &std::path::Path,
+    sink: Box<dyn trellis_acp::LogSink>,
+) -> Driver {
     trellis_ext::install_panic_guard();
     let spec = trellis_acp::AgentSpec {
         command: exe().into(),
-        args: vec!["agent".into(), "hostile".into(), scenario.into()],
+        args,
         env: vec![],
         caps: trellis_acp::Caps::default(),
         auth_method: None,
@@ -84,7 +106,7 @@ fn driver(scenario: &str, cwd: &std::path::Path) -> Driver {
         setup_timeout: Duration::from_secs(30),
         terminal_output_limit: 1 << 20,
     };
-    let (handle, rx) = trellis_acp::start(spec, Box::new(trellis_acp::recorder::NullSink));
+    let (handle, rx) = trellis_acp::start(spec, sink);
     let (host, host_rx) = ExtHost::new(
         vec![Candidate {
             ext: Box::new(Chaos {
@@ -109,6 +131,16 @@ fn driver(scenario: &str, cwd: &std::path::Path) -> Driver {
 /// Runs the driver like a headless front end until `stop` says so or the connection
 /// closes; returns how many times each request was resolved.
 async fn run(d: &mut Driver, limit: Duration, stop: impl Fn(&Driver) -> bool) -> Vec<usize> {
+    run_saying(d, limit, stop, &mut Vec::new()).await
+}
+
+/// [`run`], collecting the messages the driver had for the user into `said`.
+async fn run_saying(
+    d: &mut Driver,
+    limit: Duration,
+    stop: impl Fn(&Driver) -> bool,
+    said: &mut Vec<String>,
+) -> Vec<usize> {
     let mut notes = Vec::new();
     let mut resolved = std::collections::HashMap::<String, usize>::new();
     let start = Instant::now();
@@ -133,6 +165,7 @@ async fn run(d: &mut Driver, limit: Duration, stop: impl Fn(&Driver) -> bool) ->
                     trellis_core::Decider::Policy("reject".into()),
                     &mut notes,
                 ),
+                Note::Message(m) => said.push(m),
                 Note::Event(ev) => {
                     if let trellis_core::EventBody::PermissionResolved { request_id, .. } = ev.body
                     {
@@ -224,6 +257,40 @@ fn closing_a_session_with_a_hanging_extension_stops_every_process_in_bounded_tim
         assert!(d.closed());
         wait_gone(&m);
         assert!(d.session.open_permissions().is_empty());
+    });
+}
+
+#[test]
+fn a_full_disk_under_a_broken_extension_still_completes_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        let args = ["agent", "demo", "--delay-ms", "0"]
+            .map(String::from)
+            .to_vec();
+        let mut d = driver_with(args, dir.path(), Box::new(FullDisk));
+        // The demo's edit asks permission: the extension claims it and hangs, the claim
+        // times out, the policy answers; every log write fails meanwhile.
+        let mut said = Vec::new();
+        let counts = run_saying(
+            &mut d,
+            Duration::from_secs(60),
+            |d| d.session.last_stop.is_some(),
+            &mut said,
+        )
+        .await;
+        assert_eq!(d.session.last_stop.as_deref(), Some("end_turn"));
+        assert_eq!(counts, vec![1], "the edit's request, answered once");
+        assert!(d.session.open_permissions().is_empty());
+        // The user was told, and told what was lost.
+        assert!(
+            said.iter().any(|m| m.contains("session log write failed")),
+            "{said:?}"
+        );
+        assert!(
+            said.iter()
+                .any(|m| m.contains("the session log is incomplete")),
+            "{said:?}"
+        );
     });
 }
 
