@@ -221,22 +221,15 @@ pub(crate) fn route(
             }
             Err(e) => answer(responder, Err(e)),
         },
-        "terminal/kill" if s.caps.terminal => {
+        "terminal/kill" | "terminal/release" if s.caps.terminal => {
             let r = params::<TermParams>(&p)
                 .and_then(|p| {
-                    s.terminals
-                        .kill(&p.terminal_id)
-                        .map_err(|e| rpc_error(-32602, e.to_string()))
-                })
-                .map(|_| json!({}));
-            answer(responder, r);
-        }
-        "terminal/release" if s.caps.terminal => {
-            let r = params::<TermParams>(&p)
-                .and_then(|p| {
-                    s.terminals
-                        .release(&p.terminal_id)
-                        .map_err(|e| rpc_error(-32602, e.to_string()))
+                    let done = if method == "terminal/kill" {
+                        s.terminals.kill(&p.terminal_id)
+                    } else {
+                        s.terminals.release(&p.terminal_id)
+                    };
+                    done.map_err(|e| rpc_error(-32602, e.to_string()))
                 })
                 .map(|_| json!({}));
             answer(responder, r);

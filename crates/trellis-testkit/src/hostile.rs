@@ -174,6 +174,25 @@ impl Hostile {
         }
     }
 
+    /// Runs `command` in a client terminal until it exits; returns the terminal id.
+    fn terminal_run(&mut self, command: &str) -> Result<Value, PeerError> {
+        let sid = self.session_id.clone();
+        let t = self.peer.request(
+            "terminal/create",
+            json!({"sessionId": sid, "command": command}),
+        )?;
+        let tid = t["terminalId"].clone();
+        self.terminal_call("terminal/wait_for_exit", &tid)?;
+        Ok(tid)
+    }
+
+    /// A `terminal/*` request about terminal `tid`.
+    fn terminal_call(&mut self, method: &str, tid: &Value) -> Result<Value, PeerError> {
+        let sid = self.session_id.clone();
+        self.peer
+            .request(method, json!({"sessionId": sid, "terminalId": tid}))
+    }
+
     fn path(&self, rel: &str) -> String {
         self.cwd.join(rel).display().to_string()
     }
@@ -297,29 +316,14 @@ impl Hostile {
                 self.report("unknown kinds", &b.to_string())?;
             }
             "terminal-flood" => {
-                let t = self.peer.request(
-                    "terminal/create",
-                    json!({"sessionId": sid,
-                    "command": "head -c 40000000 /dev/zero | tr '\\0' x"}),
-                )?;
-                let tid = t["terminalId"].clone();
-                self.peer.request(
-                    "terminal/wait_for_exit",
-                    json!({"sessionId": sid, "terminalId": tid}),
-                )?;
-                let out = self.peer.request(
-                    "terminal/output",
-                    json!({"sessionId": sid, "terminalId": tid}),
-                )?;
+                let tid = self.terminal_run("head -c 40000000 /dev/zero | tr '\\0' x")?;
+                let out = self.terminal_call("terminal/output", &tid)?;
                 let len = out["output"].as_str().map(str::len).unwrap_or(0);
                 self.report(
                     "terminal output bytes",
                     &format!("{len} truncated={}", out["truncated"]),
                 )?;
-                self.peer.request(
-                    "terminal/release",
-                    json!({"sessionId": sid, "terminalId": tid}),
-                )?;
+                self.terminal_call("terminal/release", &tid)?;
             }
             "escapes" => {
                 use std::io::Write;
@@ -331,20 +335,9 @@ impl Hostile {
                 let _ = writeln!(std::io::stderr(), "stderr {evil}");
             }
             "orphans" => {
-                let t = self.peer.request(
-                    "terminal/create",
-                    json!({"sessionId": sid,
-                    "command": "for i in 1 2 3 4 5; do (sleep 0.1 &); done; echo orphaned"}),
-                )?;
-                let tid = t["terminalId"].clone();
-                self.peer.request(
-                    "terminal/wait_for_exit",
-                    json!({"sessionId": sid, "terminalId": tid}),
-                )?;
-                self.peer.request(
-                    "terminal/release",
-                    json!({"sessionId": sid, "terminalId": tid}),
-                )?;
+                let tid =
+                    self.terminal_run("for i in 1 2 3 4 5; do (sleep 0.1 &); done; echo orphaned")?;
+                self.terminal_call("terminal/release", &tid)?;
                 // The client reaps what it adopted within a few seconds.
                 std::thread::sleep(Duration::from_millis(4500));
                 let client = std::os::unix::process::parent_id();

@@ -294,6 +294,30 @@ fn a_full_disk_under_a_broken_extension_still_completes_the_turn() {
     });
 }
 
+/// `trellis run` on the demo agent (allow-once, JSON Lines), its log at `log`.
+fn demo_run(cwd: &std::path::Path, log: &std::path::Path) -> std::process::Output {
+    let agent = format!("{} agent demo --delay-ms 0", exe());
+    let (log, dir) = (log.to_str().unwrap(), cwd.to_str().unwrap());
+    run_cli(
+        &[
+            "run",
+            "--agent",
+            &agent,
+            "--prompt",
+            "go",
+            "--permission",
+            "allow-once",
+            "--format",
+            "jsonl",
+            "--log",
+            log,
+            "--cwd",
+            dir,
+        ],
+        cwd,
+    )
+}
+
 fn run_cli(args: &[&str], cwd: &std::path::Path) -> std::process::Output {
     std::process::Command::new(exe())
         .args(args)
@@ -307,25 +331,7 @@ fn run_cli(args: &[&str], cwd: &std::path::Path) -> std::process::Output {
 #[test]
 fn a_full_disk_is_reported_and_the_turn_completes() {
     let dir = tempfile::tempdir().unwrap();
-    let agent = format!("{} agent demo --delay-ms 0", exe());
-    let out = run_cli(
-        &[
-            "run",
-            "--agent",
-            &agent,
-            "--prompt",
-            "go",
-            "--permission",
-            "allow-once",
-            "--format",
-            "jsonl",
-            "--log",
-            "/dev/full",
-            "--cwd",
-            dir.path().to_str().unwrap(),
-        ],
-        dir.path(),
-    );
+    let out = demo_run(dir.path(), std::path::Path::new("/dev/full"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(
@@ -347,24 +353,8 @@ fn a_full_disk_is_reported_and_the_turn_completes() {
 #[test]
 fn a_truncated_log_is_shown_and_replayed_up_to_the_cut() {
     let dir = tempfile::tempdir().unwrap();
-    let agent = format!("{} agent demo --delay-ms 0", exe());
     let log = dir.path().join("s.jsonl");
-    let out = run_cli(
-        &[
-            "run",
-            "--agent",
-            &agent,
-            "--prompt",
-            "go",
-            "--permission",
-            "allow-once",
-            "--log",
-            log.to_str().unwrap(),
-            "--cwd",
-            dir.path().to_str().unwrap(),
-        ],
-        dir.path(),
-    );
+    let out = demo_run(dir.path(), &log);
     assert!(out.status.success());
     let text = std::fs::read(&log).unwrap();
     // Cut two thirds in, in the middle of a record.

@@ -113,6 +113,24 @@ fn hostile(scenario: &str, extra: &[&str], config: &str, limit: Duration) -> Hos
     }
 }
 
+/// `trellis run` against the scenario in the background (JSON Lines on a pipe; read it
+/// with [`wait_bounded`]), its data directory beside `log`.
+fn spawn_run(scenario: &str, cwd: &Path, log: &Path) -> std::process::Child {
+    Command::new(exe())
+        .args(["run", "--format", "jsonl", "--prompt", "go", "--agent"])
+        .arg(format!("{} agent hostile {scenario}", exe()))
+        .arg("--cwd")
+        .arg(cwd)
+        .arg("--log")
+        .arg(log)
+        .env("XDG_DATA_HOME", log.with_file_name("data"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn wait_bounded(
     child: &mut std::process::Child,
     limit: Duration,
@@ -460,19 +478,7 @@ fn sigterm_and_sighup_stop_the_agent_and_every_process_it_started() {
             let dir = tempfile::tempdir().unwrap();
             let work = dir.path().join("work");
             std::fs::create_dir_all(&work).unwrap();
-            let mut child = Command::new(exe())
-                .args(["run", "--format", "jsonl", "--prompt", "go", "--agent"])
-                .arg(format!("{} agent hostile {scenario}", exe()))
-                .arg("--cwd")
-                .arg(&work)
-                .arg("--log")
-                .arg(dir.path().join("session.jsonl"))
-                .env("XDG_DATA_HOME", dir.path().join("data"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
+            let mut child = spawn_run(scenario, &work, &dir.path().join("session.jsonl"));
             // Wait until the agent reports its marker (its processes are running then).
             let log = dir.path().join("session.jsonl");
             let start = Instant::now();
@@ -565,19 +571,7 @@ fn bad_globs_and_unknown_kinds_in_rules_name_file_line_and_key() {
 #[test]
 fn ctrl_c_during_setup_stops_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(exe())
-        .args(["run", "--prompt", "go", "--agent"])
-        .arg(format!("{} agent hostile hang-init", exe()))
-        .arg("--cwd")
-        .arg(dir.path())
-        .arg("--log")
-        .arg(dir.path().join("s.jsonl"))
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run("hang-init", dir.path(), &dir.path().join("s.jsonl"));
     std::thread::sleep(Duration::from_millis(500));
     Command::new("kill")
         .arg("-INT")
