@@ -16,7 +16,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock,
     FileSystemCapabilities, Implementation, InitializeRequest, LoadSessionRequest,
-    NewSessionRequest, PromptRequest, ResourceLink, SessionId, TextContent,
+    NewSessionRequest, PromptRequest, ResourceLink, SessionId, SetSessionModeRequest, TextContent,
 };
 use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde_json::{Value, json};
@@ -105,6 +105,10 @@ pub enum Command {
         files: Vec<PathBuf>,
     },
     Cancel,
+    /// Ask the agent to switch to session mode `mode` (`session/set_mode`).
+    SetMode {
+        mode: String,
+    },
     Shutdown,
 }
 
@@ -407,6 +411,10 @@ async fn run(
                         }
                         Some(Command::Cancel) => {
                             cx.send_notification(CancelNotification::new(session_id.clone()))?;
+                        }
+                        Some(Command::SetMode { mode }) => {
+                            // The answer (or error) is in the frame stream and the log.
+                            let _ = cx.send_request(SetSessionModeRequest::new(session_id.clone(), mode));
                         }
                         Some(Command::Shutdown) | None => {
                             stopping.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -84,7 +84,13 @@ impl Extension for Cards {
         Ok(())
     }
 
-    fn card(&mut self, design: &str, call: &ToolCall, _width: u16) -> Result<CardLines, ExtError> {
+    fn card(
+        &mut self,
+        design: &str,
+        call: &ToolCall,
+        _width: u16,
+        _host: &mut dyn Host,
+    ) -> Result<CardLines, ExtError> {
         let (g, tone) = glyph(call.status);
         let mut head = StyledLine::default();
         head.push(format!("{g} "), tone);

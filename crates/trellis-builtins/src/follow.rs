@@ -31,11 +31,14 @@ pub struct Follow {
     note: Option<String>,
     cwd: Option<String>,
     window: usize,
+    /// Changed since the pane was last pushed.
+    dirty: bool,
 }
 
 impl Default for Follow {
     fn default() -> Follow {
         Follow {
+            dirty: true,
             on: true,
             target: None,
             content: None,
@@ -141,6 +144,7 @@ impl Extension for Follow {
         if !self.on {
             return Ok(());
         }
+        self.dirty = true;
         match &event.body {
             EventBody::SessionStarted { cwd, .. } => self.cwd.clone_from(cwd),
             EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } => {
@@ -203,9 +207,13 @@ impl Extension for Follow {
     }
 
     fn on_action(&mut self, action: &UiAction, host: &mut dyn Host) -> Result<(), ExtError> {
+        if let UiAction::Visibility { shown: false, .. } = action {
+            self.dirty = true;
+        }
         if let UiAction::Key { id } = action
             && id == "toggle"
         {
+            self.dirty = true;
             self.on = !self.on;
             host.notify(if self.on {
                 "following edits"
@@ -216,17 +224,27 @@ impl Extension for Follow {
         Ok(())
     }
 
-    fn section(&mut self, _id: &str, _host: &dyn Host) -> Result<SectionBody, ExtError> {
+    fn on_idle(&mut self, host: &mut dyn Host) -> Result<(), ExtError> {
+        if self.dirty && host.section_shown("pane") {
+            host.set_section("pane", self.pane())?;
+            self.dirty = false;
+        }
+        Ok(())
+    }
+}
+
+impl Follow {
+    fn pane(&self) -> SectionBody {
         let Some(t) = &self.target else {
             let msg = if self.on {
                 "waiting for an edit or read"
             } else {
                 "paused (F to follow)"
             };
-            return Ok(SectionBody {
+            return SectionBody {
                 rows: vec![SectionRow::new(StyledLine::tone(msg, Tone::Dim))],
                 count: None,
-            });
+            };
         };
         let mut head = StyledLine::default();
         let shown = crate::short_path(&t.path, self.cwd.as_deref());
@@ -267,7 +285,7 @@ impl Extension for Follow {
                 Tone::Dim,
             ))),
         }
-        Ok(SectionBody { rows, count: None })
+        SectionBody { rows, count: None }
     }
 }
 

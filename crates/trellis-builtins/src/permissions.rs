@@ -13,6 +13,7 @@ use trellis_core::{Event, EventBody};
 
 /// Decisions kept for the section.
 const RECENT: usize = 5;
+const SECTION: &str = "queue";
 
 #[derive(Debug, Clone)]
 struct Waiting {
@@ -21,10 +22,22 @@ struct Waiting {
     title: String,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Permissions {
     waiting: Vec<Waiting>,
     recent: VecDeque<(String, String, String)>,
+    /// Changed since the section was last pushed.
+    dirty: bool,
+}
+
+impl Default for Permissions {
+    fn default() -> Permissions {
+        Permissions {
+            waiting: Vec::new(),
+            recent: VecDeque::new(),
+            dirty: true,
+        }
+    }
 }
 
 impl Extension for Permissions {
@@ -46,7 +59,7 @@ impl Extension for Permissions {
                     .to_vec(),
             ),
             sections: vec![SectionDecl {
-                id: "queue".into(),
+                id: SECTION.into(),
                 title: "Permissions".into(),
                 max_rows: 8,
                 collapsed: false,
@@ -56,6 +69,7 @@ impl Extension for Permissions {
     }
 
     fn on_event(&mut self, event: &Event, _host: &mut dyn Host) -> Result<(), ExtError> {
+        self.dirty = true;
         match &event.body {
             EventBody::PermissionRequested {
                 request_id,
@@ -93,13 +107,25 @@ impl Extension for Permissions {
     }
 
     fn on_action(&mut self, action: &UiAction, host: &mut dyn Host) -> Result<(), ExtError> {
-        if let UiAction::RowClick { row, .. } = action {
-            host.open_inspector(row)?;
+        match action {
+            UiAction::RowClick { row, .. } => host.open_inspector(row)?,
+            UiAction::Visibility { shown: false, .. } => self.dirty = true,
+            _ => {}
         }
         Ok(())
     }
 
-    fn section(&mut self, _id: &str, _host: &dyn Host) -> Result<SectionBody, ExtError> {
+    fn on_idle(&mut self, host: &mut dyn Host) -> Result<(), ExtError> {
+        if self.dirty && host.section_shown(SECTION) {
+            host.set_section(SECTION, self.section())?;
+            self.dirty = false;
+        }
+        Ok(())
+    }
+}
+
+impl Permissions {
+    fn section(&self) -> SectionBody {
         let mut rows = Vec::new();
         if self.waiting.is_empty() {
             rows.push(SectionRow::new(StyledLine::tone(
@@ -124,9 +150,9 @@ impl Extension for Permissions {
                 .push(title.clone(), Tone::Dim);
             rows.push(SectionRow::clickable(l, call_id.clone()));
         }
-        Ok(SectionBody {
+        SectionBody {
             rows,
             count: Some(self.waiting.len()),
-        })
+        }
     }
 }

@@ -1,12 +1,13 @@
 //! G4 — redaction: a display transform that hides common secret shapes in tool output
 //! (API keys, bearer tokens, private key blocks, `password=…` assignments). Display only:
-//! the ledger, the log and the inspector's "original" toggle keep the real text.
+//! the ledger, the log and the inspector's "original" toggle keep the real text. The
+//! transform is declarative (rewrites the host runs at frame time); [`Redact::redact`]
+//! applies the same shapes in-process for exports and tests.
 
 use regex::Regex;
-use trellis_core::ToolCall;
 use trellis_core::ext::{
-    Capability, ExtError, Extension, Host, Manifest, Registration, SettingsRow, TransformDecl,
-    UiAction,
+    Capability, ExtError, Extension, Host, Manifest, Registration, Rewrite, SettingsRow,
+    TransformDecl, UiAction,
 };
 
 /// What replaces a secret.
@@ -14,6 +15,8 @@ pub const MASK: &str = "‹redacted›";
 
 pub struct Redact {
     patterns: Vec<Regex>,
+    /// Every pattern's source, built-in then from the options (the host runs them).
+    sources: Vec<String>,
     on: bool,
 }
 
@@ -42,6 +45,7 @@ impl Default for Redact {
     fn default() -> Redact {
         Redact {
             patterns: PATTERNS.iter().filter_map(|p| Regex::new(p).ok()).collect(),
+            sources: PATTERNS.iter().map(|p| p.to_string()).collect(),
             on: true,
         }
     }
@@ -91,40 +95,26 @@ impl Extension for Redact {
                 host.report("option patterns", "must be a list of regular expressions");
             }
             for p in items {
-                match p.as_str().map(Regex::new) {
-                    Some(Ok(re)) => self.patterns.push(re),
-                    Some(Err(e)) => host.report("option patterns", &format!("{p}: {e}")),
+                match p.as_str().map(|s| (s, Regex::new(s))) {
+                    Some((src, Ok(re))) => {
+                        self.patterns.push(re);
+                        self.sources.push(src.to_string());
+                    }
+                    Some((_, Err(e))) => host.report("option patterns", &format!("{p}: {e}")),
                     None => host.report("option patterns", &format!("{p} is not a string")),
                 }
             }
         }
+        host.set_settings(self.settings())?;
         Ok(Registration {
             subscriptions: Some(Vec::new()),
             transforms: vec![TransformDecl {
                 id: "secrets".into(),
                 label: "Redact secrets".into(),
+                rewrites: Some(self.rewrites()),
             }],
             ..Registration::default()
         })
-    }
-
-    fn transform(
-        &mut self,
-        _id: &str,
-        _call: &ToolCall,
-        text: &str,
-    ) -> Result<Option<String>, ExtError> {
-        Ok(if self.on { self.redact(text) } else { None })
-    }
-
-    fn settings(&mut self, _host: &dyn Host) -> Result<Vec<SettingsRow>, ExtError> {
-        Ok(vec![SettingsRow {
-            page: "Redaction".into(),
-            id: "enabled".into(),
-            label: "Hide secrets".into(),
-            choices: vec![("on".into(), "on".into()), ("off".into(), "off".into())],
-            current: if self.on { "on" } else { "off" }.into(),
-        }])
     }
 
     fn on_action(&mut self, action: &UiAction, host: &mut dyn Host) -> Result<(), ExtError> {
@@ -133,8 +123,34 @@ impl Extension for Redact {
         {
             self.on = choice == "on";
             host.store_put("enabled", Some(self.on.into()))?;
+            host.set_transform("secrets", self.rewrites())?;
+            host.set_settings(self.settings())?;
         }
         Ok(())
+    }
+}
+
+impl Redact {
+    /// The transform as the host runs it: each shape becomes the mask, keeping the
+    /// pattern's first group when it has one (`${1}` is empty otherwise).
+    fn rewrites(&self) -> Vec<Rewrite> {
+        if !self.on {
+            return Vec::new();
+        }
+        self.sources
+            .iter()
+            .map(|p| Rewrite::new(p.clone(), format!("${{1}}{MASK}")))
+            .collect()
+    }
+
+    fn settings(&self) -> Vec<SettingsRow> {
+        vec![SettingsRow {
+            page: "Redaction".into(),
+            id: "enabled".into(),
+            label: "Hide secrets".into(),
+            choices: vec![("on".into(), "on".into()), ("off".into(), "off".into())],
+            current: if self.on { "on" } else { "off" }.into(),
+        }]
     }
 }
 

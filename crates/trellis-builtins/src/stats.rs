@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use trellis_core::ext::{
     Capability, ExtError, Extension, Host, Manifest, Registration, SectionBody, SectionDecl,
-    SectionRow, StatusDecl, StyledLine, Tone,
+    SectionRow, StatusDecl, StyledLine, Tone, UiAction,
 };
 use trellis_core::wire::Usage;
 use trellis_core::{Event, EventBody, ToolCall, ToolStatus};
@@ -45,6 +45,10 @@ pub struct Stats {
     usage: Option<Usage>,
     turns: u32,
     now: f64,
+    /// Changed since the section was last pushed.
+    dirty: bool,
+    /// The status item as last pushed.
+    shown_item: Option<StyledLine>,
 }
 
 fn status_key(s: ToolStatus) -> &'static str {
@@ -132,6 +136,7 @@ impl Extension for Stats {
     }
 
     fn register(&mut self, _host: &mut dyn Host) -> Result<Registration, ExtError> {
+        self.dirty = true;
         Ok(Registration {
             subscriptions: Some(
                 [
@@ -159,6 +164,7 @@ impl Extension for Stats {
 
     fn on_event(&mut self, event: &Event, _host: &mut dyn Host) -> Result<(), ExtError> {
         self.now = self.now.max(event.t);
+        self.dirty = true;
         match &event.body {
             EventBody::ToolCallCreated { call } => self.seen(call, None, event.t),
             EventBody::ToolCallUpdated {
@@ -173,7 +179,30 @@ impl Extension for Stats {
         Ok(())
     }
 
-    fn section(&mut self, _id: &str, _host: &dyn Host) -> Result<SectionBody, ExtError> {
+    fn on_idle(&mut self, host: &mut dyn Host) -> Result<(), ExtError> {
+        let item = self.status_item();
+        if item != self.shown_item {
+            host.set_status_item("calls", item.clone())?;
+            self.shown_item = item;
+        }
+        if self.dirty && host.section_shown("stats") {
+            host.set_section("stats", self.section())?;
+            self.dirty = false;
+        }
+        Ok(())
+    }
+
+    fn on_action(&mut self, action: &UiAction, _host: &mut dyn Host) -> Result<(), ExtError> {
+        if let UiAction::Visibility { shown: false, .. } = action {
+            // Built again in full when it is shown again.
+            self.dirty = true;
+        }
+        Ok(())
+    }
+}
+
+impl Stats {
+    fn section(&self) -> SectionBody {
         let mut rows = Vec::new();
         let mut head = StyledLine::default();
         head.push(format!("{} calls", self.total), Tone::Normal);
@@ -232,21 +261,21 @@ impl Extension for Stats {
                 Tone::Dim,
             )));
         }
-        Ok(SectionBody {
+        SectionBody {
             rows,
             count: Some(self.total),
-        })
+        }
     }
 
-    fn status_item(&mut self, _id: &str, _host: &dyn Host) -> Result<Option<StyledLine>, ExtError> {
+    fn status_item(&self) -> Option<StyledLine> {
         if self.total == 0 {
-            return Ok(None);
+            return None;
         }
         let mut l = StyledLine::plain(format!("{} calls", self.total));
         let failed = self.count("failed");
         if failed > 0 {
             l.push(format!(" {failed}✗"), Tone::Bad);
         }
-        Ok(Some(l))
+        Some(l)
     }
 }

@@ -52,6 +52,13 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             crate::requests::close_open_permissions(cx, "connection closed")
         }
         LocalRecord::Mark { text } => cx.notice(text),
+        LocalRecord::Driven { extension, action } => cx.notice(match action {
+            crate::ext::DriveAction::Prompt { .. } => format!("prompt from extension {extension}"),
+            crate::ext::DriveAction::Cancel => format!("turn cancelled by extension {extension}"),
+            crate::ext::DriveAction::SetMode { mode } => {
+                format!("mode {mode} asked for by extension {extension}")
+            }
+        }),
         LocalRecord::StderrElided { lines, bytes } => cx.emit(EventBody::Warning {
             message: format!(
                 "the agent wrote more on stderr than the log keeps: {lines} lines ({bytes} bytes) left out"

@@ -257,4 +257,11 @@ pub enum LocalRecord {
         call_id: String,
         value: serde_json::Value,
     },
+    /// An extension holding `drive` acted on the session (written before the action is
+    /// carried out: a prompt it sent, a cancel, a mode change).
+    Driven {
+        extension: String,
+        #[serde(flatten)]
+        action: crate::ext::DriveAction,
+    },
 }

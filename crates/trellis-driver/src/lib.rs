@@ -17,13 +17,15 @@
 //!   connection to say so.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedReceiver;
 use trellis_acp::{Command, Handle, Input};
+use trellis_core::ext::DriveAction;
 use trellis_core::session::LocalRecord;
-use trellis_core::{Action, Choice, Decider, Effect, Event, Session, update};
+use trellis_core::{Action, Choice, Decider, Effect, Event, EventBody, Session, update};
 use trellis_ext::{ExtHost, HostMsg, Out};
 
 /// Most agent inputs applied in one [`Driver::handle`] (a front end looks at its own
@@ -85,6 +87,11 @@ pub struct Driver {
     closed: bool,
     /// The closing record is written (its action may not have come back yet).
     ending: bool,
+    /// Prompts extensions sent while a turn ran: (extension, text), sent in order as
+    /// turns end.
+    driven: VecDeque<(String, String)>,
+    /// A prompt was handed to the connection and its turn has not started yet.
+    prompt_in_flight: bool,
 }
 
 impl Driver {
@@ -100,6 +107,8 @@ impl Driver {
             ready: false,
             closed: true,
             ending: false,
+            driven: VecDeque::new(),
+            prompt_in_flight: false,
         }
     }
 
@@ -286,6 +295,7 @@ impl Driver {
     /// the permission chain), then the connection performs answers, cancel and syncs.
     pub fn effects(&mut self, fx: Vec<Effect>, notes: &mut Vec<Note>) {
         let now = self.now();
+        let mut turn_ended = false;
         let outs = match self.host.as_mut() {
             Some(h) => h.on_effects(&fx, now),
             None => Vec::new(),
@@ -296,10 +306,96 @@ impl Driver {
                 None => Some(e),
             };
             if let Some(Effect::Emit(ev)) = e {
+                match &ev.body {
+                    EventBody::TurnStarted { .. } => self.prompt_in_flight = false,
+                    EventBody::TurnEnded { .. } => {
+                        self.prompt_in_flight = false;
+                        turn_ended = true;
+                    }
+                    _ => {}
+                }
                 notes.push(Note::Event(ev));
             }
         }
         self.outs(outs, notes);
+        if turn_ended {
+            self.send_driven();
+        }
+    }
+
+    /// Sends the next prompt an extension queued, when no turn runs.
+    fn send_driven(&mut self) {
+        if self.session.turn_open || self.prompt_in_flight || self.ending || self.closed {
+            return;
+        }
+        if let Some((_, text)) = self.driven.pop_front() {
+            self.prompt_in_flight = true;
+            self.prompt(text, Vec::new());
+        }
+    }
+
+    /// Whether a prompt from an extension is queued or on its way (a headless run does
+    /// not end at a turn's end while one is).
+    pub fn driven_pending(&self) -> bool {
+        self.prompt_in_flight || !self.driven.is_empty()
+    }
+
+    /// Carries out what an extension holding `drive` asked for, recorded first with the
+    /// extension as its origin.
+    fn drive(&mut self, extension: String, action: DriveAction, notes: &mut Vec<Note>) {
+        self.record(
+            LocalRecord::Driven {
+                extension: extension.clone(),
+                action: action.clone(),
+            },
+            notes,
+        );
+        match action {
+            DriveAction::Prompt { text } => {
+                self.driven.push_back((extension, text));
+                self.send_driven();
+            }
+            DriveAction::Cancel => {
+                if self.session.turn_open {
+                    self.cancel(notes);
+                }
+            }
+            DriveAction::SetMode { mode } => {
+                if let Some(c) = &self.conn {
+                    c.handle.send(Command::SetMode { mode });
+                }
+            }
+        }
+    }
+
+    /// Writes a client record: through the connection's recorder (it comes back as an
+    /// action), or applied at once when there is no connection.
+    fn record(&mut self, record: LocalRecord, notes: &mut Vec<Note>) {
+        match &self.conn {
+            Some(c) => c.handle.recorder().local(record),
+            None => {
+                let t = self.now();
+                self.apply(Action::Local { t, record }, notes);
+            }
+        }
+    }
+
+    /// Waits (at most `limit`) until extensions have handled every event so far, then
+    /// carries out what they asked meanwhile (a headless run calls this at a turn's end,
+    /// so an extension that answers the end of a turn with a prompt is heard).
+    pub fn settle(&mut self, limit: Duration, notes: &mut Vec<Note>) {
+        let Some(h) = &self.host else { return };
+        if !h
+            .slots()
+            .iter()
+            .any(|s| s.has(trellis_core::ext::Capability::Drive))
+        {
+            return;
+        }
+        h.flush(limit);
+        while let Some(msg) = self.ext_rx.as_mut().and_then(|r| r.try_recv().ok()) {
+            self.handle(Incoming::Ext(msg), notes);
+        }
     }
 
     /// Carries out what the extension host asked for.
@@ -321,20 +417,15 @@ impl Driver {
                     extension,
                     call_id,
                     value,
-                } => {
-                    let record = LocalRecord::CallState {
+                } => self.record(
+                    LocalRecord::CallState {
                         extension,
                         call_id,
                         value,
-                    };
-                    match &self.conn {
-                        Some(c) => c.handle.recorder().local(record),
-                        None => {
-                            let t = self.now();
-                            self.apply(Action::Local { t, record }, notes);
-                        }
-                    }
-                }
+                    },
+                    notes,
+                ),
+                Out::Drive { extension, action } => self.drive(extension, action, notes),
                 Out::Notify(text) | Out::Notice(text) => notes.push(Note::Message(text)),
                 Out::OpenInspector(call_id) => notes.push(Note::OpenInspector(call_id)),
                 Out::Repaint => notes.push(Note::Repaint),

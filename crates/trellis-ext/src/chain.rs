@@ -137,7 +137,12 @@ impl ExtHost {
                 self.shared.repaint_taken();
                 out.push(Out::Repaint)
             }
+            HostMsg::Drive { extension, action } => out.push(Out::Drive { extension, action }),
             HostMsg::Disabled { extension, reason } => {
+                // Its cards fall back to the native ones.
+                self.shared
+                    .epoch
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 out.push(Out::Notice(format!(
                     "extension {extension} disabled: {reason}"
                 )));

@@ -114,6 +114,10 @@ impl Diag {
         self.failure_total
     }
 
+    pub fn has_failed(&self) -> bool {
+        self.failure_total > 0
+    }
+
     pub fn reject(&mut self, what: &str, rule: &str, text: &str) {
         let r = Rejection {
             what: what.to_string(),

@@ -5,16 +5,21 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
-use trellis_core::ext::{Capability, Host, HostError, SessionInfo};
+use trellis_core::ext::{
+    Capability, DriveAction, Host, HostError, Rewrite, SectionBody, SectionPatch, SessionInfo,
+    SettingsRow, StyledLine, Waker,
+};
 use trellis_core::{Event, EventBody, ToolCall};
 use trellis_store::ext_store::ExtStore;
 
+use crate::board::{self, Board};
 use crate::slot::Slot;
+use crate::ui::Prefs;
 use crate::{HostMsg, lock};
 
 /// Session state as extensions see it.
@@ -84,10 +89,19 @@ pub struct Shared {
     pub(crate) path_map: Vec<(String, String)>,
     pub(crate) store_dir: Option<PathBuf>,
     pub(crate) stores: Mutex<HashMap<String, StoreBox>>,
-    /// A UI call found an extension busy: cached contributions should be rebuilt.
-    busy: AtomicBool,
-    /// A UI draws contributions: workers ask for a repaint when they catch up.
-    pub(crate) repaint_after_events: bool,
+    /// What extensions show, as the host keeps it (frames draw from this only).
+    pub(crate) board: Mutex<Board>,
+    /// The user's choices about contributions (hidden and collapsed sections, designs).
+    pub(crate) prefs: Mutex<Prefs>,
+    /// Bumped whenever a card or transform answer arrives.
+    pub(crate) generation: AtomicU64,
+    /// Bumped whenever every card must be drawn again (a design switched, a transform's
+    /// rewrites replaced, an extension disabled).
+    pub(crate) epoch: AtomicU64,
+    /// A headless run: no section is ever shown.
+    pub(crate) headless: bool,
+    /// A weak handle to this value (for wakers).
+    pub(crate) me: std::sync::OnceLock<std::sync::Weak<Shared>>,
     /// A repaint asked by a worker and not yet taken by the runtime (at most one such
     /// message is in flight, however many extensions catch up meanwhile).
     repaint_asked: AtomicBool,
@@ -100,14 +114,18 @@ impl Shared {
         store_dir: Option<PathBuf>,
     ) -> Shared {
         Shared {
-            repaint_after_events: false,
             repaint_asked: AtomicBool::new(false),
+            me: std::sync::OnceLock::new(),
             mirror: RwLock::new(Mirror::default()),
             outbox,
             path_map,
             store_dir,
             stores: Mutex::new(HashMap::new()),
-            busy: AtomicBool::new(false),
+            board: Mutex::new(Board::default()),
+            prefs: Mutex::new(Prefs::default()),
+            generation: AtomicU64::new(0),
+            epoch: AtomicU64::new(1),
+            headless: false,
         }
     }
 
@@ -117,7 +135,7 @@ impl Shared {
 
     /// Asks the front end to draw again, unless such a request is already on its way.
     pub(crate) fn ask_repaint(&self) {
-        if !self.repaint_asked.swap(true, Ordering::AcqRel) {
+        if !self.headless && !self.repaint_asked.swap(true, Ordering::AcqRel) {
             self.send(HostMsg::Repaint);
         }
     }
@@ -127,12 +145,17 @@ impl Shared {
         self.repaint_asked.store(false, Ordering::Release);
     }
 
-    pub(crate) fn mark_busy(&self) {
-        self.busy.store(true, Ordering::Relaxed);
+    pub(crate) fn board(&self) -> std::sync::MutexGuard<'_, Board> {
+        lock(&self.board)
     }
 
-    pub(crate) fn take_busy(&self) -> bool {
-        self.busy.swap(false, Ordering::Relaxed)
+    /// Whether section `key` (`extension/id`) is shown and expanded.
+    pub(crate) fn shown(&self, key: &str, default_collapsed: bool) -> bool {
+        if self.headless {
+            return false;
+        }
+        let p = lock(&self.prefs);
+        !p.hidden.contains(key) && !p.collapsed.get(key).copied().unwrap_or(default_collapsed)
     }
 
     pub(crate) fn mirror(&self) -> std::sync::RwLockReadGuard<'_, Mirror> {
@@ -225,6 +248,35 @@ impl<'a> HostCtx<'a> {
         } else {
             self.slot.diag().refuse(call);
             Err(HostError::NotGranted(c))
+        }
+    }
+
+    /// Checks `ui` and that `id` is one of the extension's declared `what`s (ids are
+    /// known once `register` has returned; pushes made from `register` itself are kept
+    /// and checked when drawn).
+    fn need_ui(
+        &self,
+        call: &str,
+        declared: impl Fn(&trellis_core::ext::Registration) -> bool,
+    ) -> Result<(), HostError> {
+        self.need(Capability::Ui, call)?;
+        match self.slot.registration() {
+            Some(reg) if !declared(reg) => {
+                let e = format!("{call}: not declared in the registration");
+                self.slot.diag().refuse(call);
+                Err(HostError::Invalid(e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn report_problem(&self, what: &str, problem: Option<String>) {
+        if let Some(p) = problem {
+            let note = format!("{what}: {p}");
+            let mut d = self.slot.diag();
+            if !d.notes.contains(&note) {
+                d.notes.push(note);
+            }
         }
     }
 
@@ -379,7 +431,135 @@ impl Host for HostCtx<'_> {
     }
 
     fn repaint(&mut self) {
-        self.shared.send(HostMsg::Repaint);
+        self.shared.ask_repaint();
+    }
+
+    fn section_shown(&self, id: &str) -> bool {
+        let Some(d) = self
+            .slot
+            .registration()
+            .and_then(|r| r.sections.iter().find(|s| s.id == id))
+        else {
+            return false;
+        };
+        self.slot.has(Capability::Ui)
+            && self
+                .shared
+                .shown(&format!("{}/{}", self.slot.name, id), d.collapsed)
+    }
+
+    fn set_section(&mut self, id: &str, body: SectionBody) -> Result<(), HostError> {
+        self.need_ui("set_section", |r| r.sections.iter().any(|s| s.id == id))?;
+        let (stored, problem) = board::stored(body);
+        self.report_problem("set_section", problem);
+        let changed = {
+            let mut b = self.shared.board();
+            let key = (self.slot.index, id.to_string());
+            if b.sections.get(&key) == Some(&stored) {
+                false
+            } else {
+                b.sections.insert(key, stored);
+                true
+            }
+        };
+        if changed {
+            self.shared.ask_repaint();
+        }
+        Ok(())
+    }
+
+    fn patch_section(&mut self, id: &str, patch: Vec<SectionPatch>) -> Result<(), HostError> {
+        self.need_ui("patch_section", |r| r.sections.iter().any(|s| s.id == id))?;
+        let problem = self
+            .shared
+            .board()
+            .patch((self.slot.index, id.to_string()), patch);
+        self.report_problem("patch_section", problem);
+        self.shared.ask_repaint();
+        Ok(())
+    }
+
+    fn set_status_item(&mut self, id: &str, line: Option<StyledLine>) -> Result<(), HostError> {
+        self.need_ui("set_status_item", |r| {
+            r.status_items.iter().any(|s| s.id == id)
+        })?;
+        let key = (self.slot.index, id.to_string());
+        let line = line.map(|l| board::clean_line(l, board::MAX_LINE_COLUMNS));
+        let changed = {
+            let mut b = self.shared.board();
+            let old = b.status.get(&key);
+            if old == line.as_ref() {
+                false
+            } else {
+                match line {
+                    Some(l) => b.status.insert(key, l),
+                    None => b.status.remove(&key),
+                };
+                true
+            }
+        };
+        if changed {
+            self.shared.ask_repaint();
+        }
+        Ok(())
+    }
+
+    fn set_settings(&mut self, rows: Vec<SettingsRow>) -> Result<(), HostError> {
+        self.need(Capability::Ui, "set_settings")?;
+        if rows.len() > 200 {
+            return Err(HostError::Invalid(format!(
+                "{} settings rows; at most 200",
+                rows.len()
+            )));
+        }
+        self.shared.board().settings.insert(self.slot.index, rows);
+        self.shared.ask_repaint();
+        Ok(())
+    }
+
+    fn set_transform(&mut self, id: &str, rewrites: Vec<Rewrite>) -> Result<(), HostError> {
+        self.need_ui("set_transform", |r| {
+            r.transforms
+                .iter()
+                .any(|t| t.id == id && t.rewrites.is_some())
+        })?;
+        let rules = board::compile(&rewrites).map_err(HostError::Invalid)?;
+        self.shared
+            .board()
+            .rewrites
+            .insert((self.slot.index, id.to_string()), Arc::new(rules));
+        // Every text drawn through it changes.
+        self.shared.epoch.fetch_add(1, Ordering::Relaxed);
+        self.shared.ask_repaint();
+        Ok(())
+    }
+
+    fn drive(&mut self, action: DriveAction) -> Result<(), HostError> {
+        self.need(Capability::Drive, "drive")?;
+        if let DriveAction::Prompt { text } = &action
+            && text.trim().is_empty()
+        {
+            return Err(HostError::Invalid("an empty prompt".into()));
+        }
+        self.shared.send(HostMsg::Drive {
+            extension: self.slot.name.clone(),
+            action,
+        });
+        Ok(())
+    }
+
+    fn waker(&self) -> Option<Waker> {
+        let slot = self.slot.me.get()?.upgrade()?;
+        let shared = self.shared.me.get()?.upgrade()?;
+        let (slot, shared) = (
+            std::sync::Arc::downgrade(&slot),
+            std::sync::Arc::downgrade(&shared),
+        );
+        Some(Waker::new(move || {
+            if let (Some(slot), Some(shared)) = (slot.upgrade(), shared.upgrade()) {
+                slot.wake(&shared);
+            }
+        }))
     }
 }
 

@@ -9,6 +9,7 @@
 //! ([`ExtHost::on_msg`], [`ExtHost::tick`]), and performs the [`Out`]s it returns.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod board;
 mod chain;
 pub mod diag;
 pub mod host;
@@ -116,6 +117,11 @@ pub enum HostMsg {
         extension: String,
         reason: String,
     },
+    /// An extension holding `drive` acts on the session.
+    Drive {
+        extension: String,
+        action: trellis_core::ext::DriveAction,
+    },
 }
 
 /// What the runtime must do.
@@ -142,6 +148,12 @@ pub enum Out {
     Repaint,
     /// Something the user should know (a hand-on, a disabled extension).
     Notice(String),
+    /// An extension holding `drive` acts on the session (the front end records it with
+    /// the extension as its origin).
+    Drive {
+        extension: String,
+        action: trellis_core::ext::DriveAction,
+    },
 }
 
 /// An extension to load, with where it comes from.
@@ -205,8 +217,9 @@ impl ExtHost {
     ) -> (ExtHost, UnboundedReceiver<HostMsg>) {
         let (tx, rx) = unbounded_channel();
         let mut shared = Shared::new(tx, opts.path_map.clone(), opts.store_dir.clone());
-        shared.repaint_after_events = !opts.headless;
+        shared.headless = opts.headless;
         let shared = Arc::new(shared);
+        let _ = shared.me.set(Arc::downgrade(&shared));
         let mut notes = Vec::new();
         let mut slots: Vec<Arc<Slot>> = Vec::new();
         let known: Vec<String> = candidates.iter().map(|c| c.ext.manifest().name).collect();
@@ -275,6 +288,7 @@ impl ExtHost {
                 }
             }
             let slot = Arc::new(Slot::new(
+                slots.len(),
                 c.ext,
                 manifest,
                 c.builtin,
@@ -284,12 +298,13 @@ impl ExtHost {
                 opts.queue,
             ));
             let _ = slot.options.set(cfg.options.clone());
+            let _ = slot.me.set(Arc::downgrade(&slot));
             slots.push(slot);
         }
         // Registration, then one worker per extension.
         for slot in &slots {
             let reg = slot
-                .call(&shared, "register", None, |e, cx| e.register(cx))
+                .call(&shared, "register", |e, cx| e.register(cx))
                 .unwrap_or_default();
             let mask = match &reg.subscriptions {
                 None => u64::MAX,
@@ -345,6 +360,8 @@ impl ExtHost {
             if let Err(e) = spawned {
                 slot.disable(format!("could not start its worker thread: {e}"), &shared);
             }
+            // Its first push: what it shows before any event.
+            slot.send(Job::Idle, &shared);
         }
         let ui = Arc::new(Ui::build(&slots, &shared));
         let mirror_on = slots.iter().any(|s| {

@@ -1,14 +1,15 @@
 //! The Settings menu: the host's own pages (`Sections`: shown / collapsed / hidden per
 //! section; `Cards`: a design per tool) and the extensions' rows, grouped by page.
 //!
-//! Invariant: reading the pages changes nothing; only [`Ui::apply`] (Enter) does, and an
-//! extension's row is applied at once so it repaints with its new value.
+//! Invariant: reading the pages changes nothing; only [`Ui::apply`] (Enter) does. An
+//! extension's rows are what it last pushed (`set_settings`); applying one hands the
+//! choice to the extension's worker, and the row shows the new value when it pushes again.
 
 use trellis_core::ext::labels::validate;
 use trellis_core::ext::{Capability, SettingsRow, UiAction};
 
 use crate::lock;
-use crate::slot::Slot;
+use crate::slot::{Job, Slot};
 use crate::ui::Ui;
 
 /// What a Settings row changes.
@@ -70,7 +71,7 @@ impl Ui {
             });
         }
         if !self.card_rows.is_empty() {
-            let prefs = lock(&self.prefs);
+            let prefs = lock(&self.shared.prefs);
             let rows = self
                 .card_rows
                 .iter()
@@ -105,7 +106,7 @@ impl Ui {
             if slot.is_disabled() || !slot.has(Capability::Ui) {
                 continue;
             }
-            let Some(rows) = slot.call_ui(&self.shared, "settings", |x, cx| x.settings(cx)) else {
+            let Some(rows) = self.shared.board().settings.get(&i).cloned() else {
                 continue;
             };
             for r in rows {
@@ -161,17 +162,19 @@ impl Ui {
     pub fn apply(&self, target: &RowTarget, choice: &str) -> bool {
         match target {
             RowTarget::Section(key) => {
-                if choice != "hidden" {
-                    lock(&self.prefs)
-                        .collapsed
-                        .insert(key.clone(), choice == "collapsed");
-                }
-                self.set_hidden(key, choice == "hidden");
+                self.set_visibility(key, |p| {
+                    if choice != "hidden" {
+                        p.collapsed.insert(key.clone(), choice == "collapsed");
+                        p.hidden.remove(key);
+                    } else {
+                        p.hidden.insert(key.clone());
+                    }
+                });
                 false
             }
             RowTarget::Card(tool) => {
                 {
-                    let mut p = lock(&self.prefs);
+                    let mut p = lock(&self.shared.prefs);
                     if choice == "native" {
                         p.cards.remove(tool);
                     } else {
@@ -185,16 +188,14 @@ impl Ui {
             RowTarget::Rule(_) => false,
             RowTarget::Ext { slot, id } => {
                 if let Some(s) = self.live(*slot) {
-                    // Run now so the row repaints at once with its new value.
-                    s.call_ui(&self.shared, "settings action", |x, cx| {
-                        x.on_action(
-                            &UiAction::Setting {
-                                row: id.clone(),
-                                choice: choice.to_string(),
-                            },
-                            cx,
-                        )
-                    });
+                    // On its worker: the row repaints when the extension pushes it again.
+                    s.send(
+                        Job::Action(UiAction::Setting {
+                            row: id.clone(),
+                            choice: choice.to_string(),
+                        }),
+                        &self.shared,
+                    );
                 }
                 false
             }

@@ -16,13 +16,15 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use trellis_core::Event;
 use trellis_core::ext::{
-    Capability, Claim, ExtError, Extension, Manifest, PermissionAsk, Registration, UiAction,
+    Capability, CardLines, Claim, ExtError, Extension, Manifest, PermissionAsk, Registration,
+    UiAction,
 };
 
+use crate::board::{Requests, clean_line};
 use crate::diag::Diag;
 use crate::host::{HostCtx, Shared};
 use crate::{HostMsg, lock};
@@ -33,9 +35,21 @@ pub(crate) enum Job {
     Events(Vec<Arc<Event>>),
     Permission(Arc<PermissionAsk>),
     Action(UiAction),
+    /// Push what changed (after registration, or a section became shown).
+    Idle,
+    /// The extension asked to be woken (see `Host::waker`).
+    Wake,
+    /// Cards and per-call transforms the host needs.
+    Render(Requests),
 }
 
 pub struct Slot {
+    /// Place in the host's list (keys the board).
+    pub(crate) index: usize,
+    /// A weak handle to this slot (for wakers).
+    pub(crate) me: OnceLock<std::sync::Weak<Slot>>,
+    /// A wake is queued and not yet run.
+    woken: AtomicBool,
     pub name: String,
     pub manifest: Manifest,
     pub builtin: bool,
@@ -93,11 +107,10 @@ fn panic_message(p: Box<dyn Any + Send>) -> String {
     }
 }
 
-/// How long a UI-thread call waits for an extension busy on its worker.
-const UI_WAIT: Duration = Duration::from_millis(20);
-
 impl Slot {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
+        index: usize,
         ext: Box<dyn Extension>,
         manifest: Manifest,
         builtin: bool,
@@ -107,6 +120,9 @@ impl Slot {
         queue: usize,
     ) -> Slot {
         Slot {
+            index,
+            me: OnceLock::new(),
+            woken: AtomicBool::new(false),
             name: manifest.name.clone(),
             manifest,
             builtin,
@@ -169,37 +185,18 @@ impl Slot {
         }
     }
 
-    /// Runs `f` on the extension with panics caught. `wait`: how long to wait for the
-    /// extension if its worker is busy (`None`: as long as it takes).
+    /// Runs `f` on the extension with panics caught (on its worker, or once at
+    /// registration before the worker starts).
     pub(crate) fn call<R>(
         &self,
         shared: &Shared,
         what: &str,
-        wait: Option<Duration>,
         f: impl FnOnce(&mut dyn Extension, &mut HostCtx<'_>) -> Result<R, ExtError>,
     ) -> Option<R> {
         if self.is_disabled() {
             return None;
         }
-        let mut guard = match wait {
-            None => lock(&self.ext),
-            Some(budget) => {
-                let start = Instant::now();
-                loop {
-                    match self.ext.try_lock() {
-                        Ok(g) => break g,
-                        Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
-                        Err(std::sync::TryLockError::WouldBlock) => {
-                            if start.elapsed() >= budget {
-                                shared.mark_busy();
-                                return None;
-                            }
-                            std::thread::sleep(Duration::from_micros(200));
-                        }
-                    }
-                }
-            }
-        };
+        let mut guard = lock(&self.ext);
         let mut cx = HostCtx::new(self, shared);
         let was = IN_EXTENSION.with(|f| f.replace(true));
         let r = catch_unwind(AssertUnwindSafe(|| f(guard.as_mut(), &mut cx)));
@@ -218,26 +215,15 @@ impl Slot {
         }
     }
 
-    /// Same as [`Slot::call`] from the UI thread: never waits long for a busy extension.
-    pub(crate) fn call_ui<R>(
-        &self,
-        shared: &Shared,
-        what: &str,
-        f: impl FnOnce(&mut dyn Extension, &mut HostCtx<'_>) -> Result<R, ExtError>,
-    ) -> Option<R> {
-        self.call(shared, what, Some(UI_WAIT), f)
+    /// Queues a wake-up (at most one waiting at a time).
+    pub(crate) fn wake(&self, shared: &Shared) {
+        if !self.woken.swap(true, Ordering::AcqRel) && !self.send(Job::Wake, shared) {
+            self.woken.store(false, Ordering::Release);
+        }
     }
 
     /// Queues a job (`weight`: the events it carries, 1 for anything else). The queue is
     /// bounded in events: an extension that would go past the bound is disabled.
-    /// Whether the extension contributes something drawn from its state (sections,
-    /// status items, card designs).
-    pub(crate) fn shows_something(&self) -> bool {
-        self.reg.get().is_some_and(|r| {
-            !r.sections.is_empty() || !r.status_items.is_empty() || !r.designs.is_empty()
-        })
-    }
-
     pub(crate) fn send(&self, job: Job, shared: &Shared) -> bool {
         let Some(tx) = self.tx.get() else {
             return false;
@@ -245,9 +231,9 @@ impl Slot {
         if self.is_disabled() {
             return false;
         }
-        let weight = match &job {
-            Job::Events(v) => v.len(),
-            _ => 1,
+        let (weight, events) = match &job {
+            Job::Events(v) => (v.len(), true),
+            _ => (1, false),
         };
         let before = self.pending.fetch_add(weight, Ordering::AcqRel);
         if before + weight > self.queue {
@@ -266,7 +252,10 @@ impl Slot {
             self.pending.fetch_sub(weight, Ordering::AcqRel);
             return false;
         }
-        self.peak.fetch_max(before + weight, Ordering::Relaxed);
+        if events {
+            // `/status` reports the events waiting (other jobs are a handful at most).
+            self.peak.fetch_max(before + weight, Ordering::Relaxed);
+        }
         true
     }
 
@@ -326,7 +315,7 @@ impl Slot {
                 lock(&self.spent).push(evs);
             }
             Job::Permission(ask) => {
-                let r = self.call(shared, "permission request", None, |e, cx| {
+                let r = self.call(shared, "permission request", |e, cx| {
                     e.on_permission(&ask, cx)
                 });
                 let result = match r {
@@ -347,11 +336,73 @@ impl Slot {
                     UiAction::Command { .. } => "command",
                     UiAction::Key { .. } => "key",
                     UiAction::RowClick { .. } => "row click",
+                    UiAction::Visibility { .. } => "visibility",
                     _ => "action",
                 };
-                self.call(shared, what, None, |e, cx| e.on_action(&action, cx));
-                shared.send(HostMsg::Repaint);
+                self.call(shared, what, |e, cx| {
+                    e.on_action(&action, cx)?;
+                    e.on_idle(cx)
+                });
+                shared.ask_repaint();
             }
+            Job::Idle => {
+                self.call(shared, "idle", |e, cx| e.on_idle(cx));
+            }
+            Job::Wake => {
+                self.woken.store(false, Ordering::Release);
+                self.call(shared, "wake", |e, cx| e.on_wake(cx));
+            }
+            Job::Render(reqs) => self.render(reqs, shared),
+        }
+    }
+
+    /// Answers the cards and per-call transforms the host asked for, into the board.
+    fn render(&self, reqs: Requests, shared: &Shared) {
+        let mut arrived = Vec::new();
+        for r in reqs.cards {
+            let lines = self
+                .call(shared, "card design", |e, cx| {
+                    e.card(&r.design, &r.call, r.width, cx)
+                })
+                .filter(|l| !l.call.is_empty())
+                .map(|l| CardLines {
+                    call: l
+                        .call
+                        .into_iter()
+                        .map(|l| clean_line(l, usize::from(r.width)))
+                        .collect(),
+                    result: l
+                        .result
+                        .into_iter()
+                        .map(|l| clean_line(l, usize::from(r.width)))
+                        .collect(),
+                });
+            let mut b = shared.board();
+            let a = b.cards.entry(r.cache).or_default();
+            if a.want == r.key {
+                a.have = r.key;
+                a.value = lines;
+                arrived.push(r.call_id);
+            }
+        }
+        for r in reqs.transforms {
+            let out = self
+                .call(shared, "transform", |e, cx| {
+                    e.transform(&r.id, &r.call, &r.text, cx)
+                })
+                .flatten();
+            let mut b = shared.board();
+            let a = b.transforms.entry(r.cache).or_default();
+            if a.want == r.key {
+                a.have = r.key;
+                a.value = out;
+                arrived.push(r.call_id);
+            }
+        }
+        if !arrived.is_empty() {
+            shared.board().changed.extend(arrived);
+            shared.generation.fetch_add(1, Ordering::Relaxed);
+            shared.ask_repaint();
         }
     }
 }
@@ -359,6 +410,7 @@ impl Slot {
 /// The worker loop of one extension. Jobs for a disabled extension are drained; a
 /// permission offer still gets its (negative) reply.
 pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
+    let mut needs_idle = false;
     while let Ok(job) = rx.recv() {
         let weight = match &job {
             Job::Events(v) => v.len(),
@@ -373,14 +425,14 @@ pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
                 });
             }
         } else {
-            let events = matches!(job, Job::Events(_));
+            needs_idle |= matches!(job, Job::Events(_) | Job::Permission(_) | Job::Wake);
             slot.run_job(job, &shared);
-            // What the extension shows may have changed: ask the front end to draw again
-            // once this extension has caught up (one wake-up per drained queue, not per
-            // batch), so a screen never stays stale until the next key.
+            // Caught up with the session: the extension pushes what it shows (once per
+            // drained queue, not per batch), and whatever it pushed is drawn.
             let caught_up = slot.pending.load(Ordering::Acquire) == weight;
-            if events && caught_up && shared.repaint_after_events && slot.shows_something() {
-                shared.ask_repaint();
+            if needs_idle && caught_up {
+                needs_idle = false;
+                slot.call(&shared, "idle", |e, cx| e.on_idle(cx));
             }
         }
         slot.pending.fetch_sub(weight, Ordering::AcqRel);

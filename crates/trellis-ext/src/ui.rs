@@ -1,15 +1,17 @@
-//! UI contributions as the host holds them: validated once at registration (labels,
-//! ordinals, command names), rendered on demand with isolation, measured in terminal
-//! columns and clipped. The user's choices (hidden and collapsed sections, a design per
-//! tool) persist in the host's own store namespace.
+//! UI contributions as the host holds them: declared once at registration (labels,
+//! ordinals, command names checked), drawn from the board (see `board.rs`) — what the
+//! extensions pushed, and the card and transform answers they gave on their workers —
+//! measured in terminal columns and clipped. The user's choices (hidden and collapsed
+//! sections, a design per tool) persist in the host's own store namespace.
 //!
-//! Invariants: a hidden or collapsed section's body is never built; a card design whose
-//! choice is unknown, disposed or failing falls back to the native card; ids are never
-//! shown, only labels.
+//! Invariants: nothing here runs extension code or waits for an extension; a hidden or
+//! collapsed section is never asked for (the extension is told when it becomes shown); a
+//! card design whose choice is unknown, disposed, failing or not answered yet draws the
+//! native card; ids are never shown, only labels.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 use trellis_core::ToolCall;
@@ -19,6 +21,7 @@ use trellis_core::ext::{
     Capability, CardLines, SectionRow, StyledLine, StyledSpan, ToolMatch, UiAction,
 };
 
+use crate::board::{CardReq, TransformReq, mix, rewrite};
 use crate::host::{Shared, StoreBox};
 use crate::lock;
 pub use crate::settings::{RowTarget, RowView, SettingsPage};
@@ -57,6 +60,15 @@ pub struct Named {
     pub label: String,
 }
 
+/// A display transform: rewrites the host applies, or answers asked of the extension.
+#[derive(Debug, Clone)]
+pub struct TransformEntry {
+    pub slot: usize,
+    pub id: String,
+    pub label: String,
+    pub declarative: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct CommandEntry {
     pub slot: usize,
@@ -73,7 +85,7 @@ pub struct KeyEntry {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(crate) struct Prefs {
+pub struct Prefs {
     #[serde(default)]
     pub(crate) hidden: BTreeSet<String>,
     #[serde(default)]
@@ -102,14 +114,12 @@ pub struct Ui {
     pub(crate) shared: Arc<Shared>,
     pub sections: Vec<SectionEntry>,
     pub designs: Vec<DesignEntry>,
-    pub transforms: Vec<Named>,
+    pub transforms: Vec<TransformEntry>,
     pub status_items: Vec<Named>,
     pub commands: Vec<CommandEntry>,
     pub keys: Vec<KeyEntry>,
     /// Lines of the Cards page: a tool with designs, and its `Card <words>` label.
     pub(crate) card_rows: Vec<(ToolMatch, String)>,
-    pub(crate) prefs: Mutex<Prefs>,
-    epoch: AtomicU64,
 }
 
 impl std::fmt::Debug for Ui {
@@ -154,8 +164,6 @@ impl Ui {
             commands: Vec::new(),
             keys: Vec::new(),
             card_rows: Vec::new(),
-            prefs: Mutex::new(Prefs::default()),
-            epoch: AtomicU64::new(1),
         };
         let mut titles = Vec::new();
         let mut design_labels: Vec<String> = Vec::new();
@@ -216,32 +224,42 @@ impl Ui {
                     });
                 }
             }
-            // Transforms and status items are named the same way.
-            let named = [
-                (
-                    "transform",
-                    reg.transforms
-                        .iter()
-                        .map(|x| (&x.id, &x.label))
-                        .collect::<Vec<_>>(),
-                    &mut ui.transforms,
-                ),
-                (
-                    "status item",
-                    reg.status_items.iter().map(|x| (&x.id, &x.label)).collect(),
-                    &mut ui.status_items,
-                ),
-            ];
-            for (what, items, into) in named {
-                for (id, label) in items {
-                    if check(what, label) {
-                        regs.push(format!("{what} {label}"));
-                        into.push(Named {
-                            slot: i,
-                            id: id.clone(),
-                            label: label.clone(),
-                        });
+            let mut bad_rules = Vec::new();
+            for x in &reg.transforms {
+                if !check("transform", &x.label) {
+                    continue;
+                }
+                if let Some(rules) = &x.rewrites {
+                    match crate::board::compile(rules) {
+                        Ok(c) => {
+                            shared
+                                .board()
+                                .rewrites
+                                .entry((i, x.id.clone()))
+                                .or_insert_with(|| Arc::new(c));
+                        }
+                        Err(e) => {
+                            bad_rules.push((e, x.label.clone()));
+                            continue;
+                        }
                     }
+                }
+                regs.push(format!("transform {}", x.label));
+                ui.transforms.push(TransformEntry {
+                    slot: i,
+                    id: x.id.clone(),
+                    label: x.label.clone(),
+                    declarative: x.rewrites.is_some(),
+                });
+            }
+            for x in &reg.status_items {
+                if check("status item", &x.label) {
+                    regs.push(format!("status item {}", x.label));
+                    ui.status_items.push(Named {
+                        slot: i,
+                        id: x.id.clone(),
+                        label: x.label.clone(),
+                    });
                 }
             }
             for x in &reg.keys {
@@ -275,6 +293,9 @@ impl Ui {
                         description: x.description.lines().next().unwrap_or("").to_string(),
                     });
                 }
+            }
+            for (e, label) in bad_rules {
+                d.reject("transform", &e, &label);
             }
             d.registrations = regs;
         }
@@ -317,7 +338,7 @@ impl Ui {
         if let Some(v) = prefs
             && let Ok(p) = serde_json::from_value::<Prefs>(v)
         {
-            *lock(&ui.prefs) = p;
+            *lock(&shared.prefs) = p;
         }
         ui
     }
@@ -329,7 +350,7 @@ impl Ui {
     }
 
     pub(crate) fn save_prefs(&self) {
-        let v = serde_json::to_value(&*lock(&self.prefs)).unwrap_or_default();
+        let v = serde_json::to_value(&*lock(&self.shared.prefs)).unwrap_or_default();
         let _ = self.shared.with_store(HOST_NS, |s| match s {
             StoreBox::Disk(d) => {
                 let _ = d.put("ui", Some(v));
@@ -340,17 +361,39 @@ impl Ui {
         });
     }
 
-    /// Bumped whenever cards must be redrawn (a design switched, an extension disabled
-    /// or found busy).
+    /// Bumped whenever every card must be drawn again (a design switched, an extension
+    /// disabled, a transform's rewrites replaced).
     pub fn epoch(&self) -> u64 {
-        if self.shared.take_busy() {
-            self.epoch.fetch_add(1, Ordering::Relaxed);
-        }
-        self.epoch.load(Ordering::Relaxed)
+        self.shared.epoch.load(Ordering::Relaxed)
     }
 
     pub fn bump(&self) {
-        self.epoch.fetch_add(1, Ordering::Relaxed);
+        self.shared.epoch.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Bumped whenever a card or transform answer arrives (views that cache what they
+    /// drew through transforms compare it).
+    pub fn generation(&self) -> u64 {
+        self.shared.generation.load(Ordering::Relaxed)
+    }
+
+    /// Calls whose designed card or transformed text arrived since the last call.
+    pub fn take_changed(&self) -> Vec<String> {
+        std::mem::take(&mut self.shared.board().changed)
+    }
+
+    /// Hands the cards and transforms asked for since the last call to the extensions'
+    /// workers (one job per extension).
+    pub fn send_requests(&self) {
+        let reqs = std::mem::take(&mut self.shared.board().requests);
+        for (slot, r) in reqs {
+            if r.is_empty() {
+                continue;
+            }
+            if let Some(s) = self.live(slot) {
+                s.send(Job::Render(r), &self.shared);
+            }
+        }
     }
 
     pub(crate) fn live(&self, slot: usize) -> Option<&Arc<Slot>> {
@@ -360,11 +403,11 @@ impl Ui {
     // ---- sidebar sections ----
 
     pub fn is_hidden(&self, key: &str) -> bool {
-        lock(&self.prefs).hidden.contains(key)
+        lock(&self.shared.prefs).hidden.contains(key)
     }
 
     pub fn is_collapsed(&self, e: &SectionEntry) -> bool {
-        lock(&self.prefs)
+        lock(&self.shared.prefs)
             .collapsed
             .get(&e.key)
             .copied()
@@ -376,20 +419,42 @@ impl Ui {
             return;
         };
         let now = !self.is_collapsed(e);
-        lock(&self.prefs).collapsed.insert(key.to_string(), now);
-        self.save_prefs();
+        self.set_visibility(key, |p| {
+            p.collapsed.insert(key.to_string(), now);
+        });
     }
 
     pub fn set_hidden(&self, key: &str, hidden: bool) {
-        {
-            let mut p = lock(&self.prefs);
+        self.set_visibility(key, |p| {
             if hidden {
                 p.hidden.insert(key.to_string());
             } else {
                 p.hidden.remove(key);
             }
-        }
+        });
+    }
+
+    /// Changes the user's choices about section `key`, saves them, and tells the
+    /// extension when the section became shown or stopped being so.
+    pub(crate) fn set_visibility(&self, key: &str, change: impl FnOnce(&mut Prefs)) {
+        let Some(e) = self.sections.iter().find(|s| s.key == key) else {
+            return;
+        };
+        let before = self.shared.shown(key, e.default_collapsed);
+        change(&mut lock(&self.shared.prefs));
         self.save_prefs();
+        let after = self.shared.shown(key, e.default_collapsed);
+        if before != after
+            && let Some(slot) = self.live(e.slot)
+        {
+            slot.send(
+                Job::Action(UiAction::Visibility {
+                    section: e.id.clone(),
+                    shown: after,
+                }),
+                &self.shared,
+            );
+        }
     }
 
     /// Sections to draw: hidden ones and those of disabled extensions are skipped, and a
@@ -414,17 +479,20 @@ impl Ui {
                 error: None,
             };
             if !collapsed {
-                match slot.call_ui(&self.shared, "section", |x, cx| x.section(&e.id, cx)) {
-                    Some(body) => {
-                        v.count = body.count;
-                        let n = body.rows.len();
-                        v.rows = body.rows;
-                        if n > e.max_rows {
-                            v.rows.truncate(e.max_rows);
-                            v.more = n - e.max_rows;
-                        }
+                let b = self.shared.board();
+                match b.sections.get(&(e.slot, e.id.clone())) {
+                    Some(s) => {
+                        v.count = s.body.count;
+                        let n = s.body.rows.len();
+                        v.rows = s.body.rows[..n.min(e.max_rows)].to_vec();
+                        v.more = n.saturating_sub(e.max_rows) + s.dropped;
                     }
-                    None => v.error = Some("unavailable (see /status)".into()),
+                    // Nothing pushed yet, and the extension has failed: say so rather
+                    // than show an empty section.
+                    None if slot.diag().has_failed() => {
+                        v.error = Some("unavailable (see /status)".into());
+                    }
+                    None => {}
                 }
             }
             out.push(v);
@@ -454,7 +522,7 @@ impl Ui {
         if self.designs.is_empty() {
             return None;
         }
-        let prefs = lock(&self.prefs);
+        let prefs = lock(&self.shared.prefs);
         let mut keys = Vec::with_capacity(2);
         if let Some(n) = tool_name(call) {
             keys.push(ToolMatch::Name(n.to_string()).key());
@@ -468,18 +536,45 @@ impl Ui {
         })
     }
 
-    /// The call drawn by its chosen design, fitted to `width`; `None`: the native card.
+    /// The call drawn by its chosen design, fitted to `width`; `None`: the native card
+    /// (no design chosen, or its answer has not arrived yet — it is asked for, and the
+    /// call is reported by [`Ui::take_changed`] when it arrives).
     pub fn card(&self, call: &ToolCall, width: usize) -> Option<CardLines> {
         let d = self.design_for(call)?;
-        let slot = self.live(d.slot)?;
+        self.live(d.slot)?;
         let w = u16::try_from(width).unwrap_or(u16::MAX);
-        // Designs draw the output as displayed: after the display transforms.
-        let shown = self.displayed(call);
-        let call = shown.as_ref().unwrap_or(call);
-        let lines = slot.call_ui(&self.shared, "card design", |x, _| x.card(&d.id, call, w))?;
-        if lines.call.is_empty() {
-            return None;
+        let cache = mix(&[d.key.as_bytes(), call.id.as_bytes()]);
+        let key = mix(&[
+            &call.rev.to_le_bytes(),
+            &w.to_le_bytes(),
+            &self.epoch().to_le_bytes(),
+        ]);
+        let mut b = self.shared.board();
+        let a = b.cards.entry(cache).or_default();
+        let held = a.value.clone();
+        let fresh = a.have == key;
+        if !fresh && a.want != key {
+            a.want = key;
+            drop(b);
+            // Designs draw the output as displayed: after the display transforms.
+            let shown = self.displayed(call);
+            let call_arc = Arc::new(shown.unwrap_or_else(|| call.clone()));
+            let mut b = self.shared.board();
+            b.trim();
+            b.requests.entry(d.slot).or_default().cards.push(CardReq {
+                key,
+                cache,
+                call_id: call.id.clone(),
+                design: d.id.clone(),
+                call: call_arc,
+                width: w,
+            });
+        } else {
+            drop(b);
         }
+        // Until the answer for this revision arrives, the previous one stands in (no
+        // flicker between a designed and the native card while a call runs).
+        let lines = held?;
         Some(CardLines {
             call: lines.call.iter().map(|l| fit(l, width)).collect(),
             result: lines.result.iter().map(|l| fit(l, width)).collect(),
@@ -506,34 +601,73 @@ impl Ui {
     }
 
     /// The output text after every display transform, in declared order; `None` when
-    /// no transform changed it.
+    /// no transform changed it. Declarative rewrites apply at once; a per-call transform
+    /// whose answer has not arrived yet leaves the text as it is (and is asked for).
     pub fn transform(&self, call: &ToolCall, text: &str) -> Option<String> {
         let mut cur: Option<String> = None;
         for t in &self.transforms {
-            let Some(slot) = self.live(t.slot) else {
+            if self.live(t.slot).is_none() {
                 continue;
-            };
+            }
             let input = cur.as_deref().unwrap_or(text);
-            if let Some(Some(next)) = slot.call_ui(&self.shared, "transform", |x, _| {
-                x.transform(&t.id, call, input)
-            }) {
+            let next = if t.declarative {
+                let rules = self
+                    .shared
+                    .board()
+                    .rewrites
+                    .get(&(t.slot, t.id.clone()))
+                    .cloned();
+                rules.and_then(|r| rewrite(&r, input))
+            } else {
+                self.per_call(t, call, input)
+            };
+            if let Some(next) = next {
                 cur = Some(next);
             }
         }
         cur
     }
 
+    fn per_call(&self, t: &TransformEntry, call: &ToolCall, input: &str) -> Option<String> {
+        let cache = mix(&[
+            &t.slot.to_le_bytes(),
+            t.id.as_bytes(),
+            call.id.as_bytes(),
+            input.as_bytes(),
+        ]);
+        let key = mix(&[&call.rev.to_le_bytes(), &self.epoch().to_le_bytes()]);
+        let mut b = self.shared.board();
+        let a = b.transforms.entry(cache).or_default();
+        if a.have == key {
+            return a.value.clone();
+        }
+        if a.want != key {
+            a.want = key;
+            b.trim();
+            b.requests
+                .entry(t.slot)
+                .or_default()
+                .transforms
+                .push(TransformReq {
+                    key,
+                    cache,
+                    call_id: call.id.clone(),
+                    id: t.id.clone(),
+                    call: Arc::new(call.clone()),
+                    text: Arc::from(input),
+                });
+        }
+        None
+    }
+
     /// Status-bar items, each fitted to `width` columns.
     pub fn status_line_items(&self, width: usize) -> Vec<StyledLine> {
+        let b = self.shared.board();
         self.status_items
             .iter()
-            .filter_map(|s| {
-                let slot = self.live(s.slot)?;
-                let line = slot.call_ui(&self.shared, "status item", |x, cx| {
-                    x.status_item(&s.id, cx)
-                })??;
-                Some(fit(&line, width))
-            })
+            .filter(|s| self.live(s.slot).is_some())
+            .filter_map(|s| b.status.get(&(s.slot, s.id.clone())))
+            .map(|l| fit(l, width))
             .collect()
     }
 

@@ -14,6 +14,7 @@ mod example {
     #[derive(Default)]
     pub struct Failures {
         by_command: BTreeMap<String, (usize, String)>, // command -> (count, last call id)
+        dirty: bool,                                   // changed since last pushed
     }
 
     impl Extension for Failures {
@@ -71,7 +72,7 @@ mod example {
             entry.1 = call.id.clone();
             // Saved in the session log; `trellis replay` brings it back.
             host.put_call_state(&call.id, serde_json::json!({ "failures": entry.0 }), true)?;
-            host.repaint();
+            self.dirty = true;
             Ok(())
         }
 
@@ -97,6 +98,7 @@ mod example {
             match action {
                 UiAction::Command { name, .. } if name == "forget-failures" => {
                     self.by_command.clear();
+                    self.dirty = true;
                     host.notify("failed commands cleared")?;
                 }
                 UiAction::RowClick { row, .. } => host.open_inspector(row)?,
@@ -105,7 +107,13 @@ mod example {
             Ok(())
         }
 
-        fn section(&mut self, _id: &str, _host: &dyn Host) -> Result<SectionBody, ExtError> {
+        // After a batch of events (and after an action): push the section if it changed
+        // and is on screen. Frames draw the host's copy; they never call the extension.
+        fn on_idle(&mut self, host: &mut dyn Host) -> Result<(), ExtError> {
+            if !self.dirty || !host.section_shown("failed") {
+                return Ok(());
+            }
+            self.dirty = false;
             let rows = self
                 .by_command
                 .iter()
@@ -116,10 +124,14 @@ mod example {
                     SectionRow::clickable(line, call_id.clone())
                 })
                 .collect();
-            Ok(SectionBody {
-                rows,
-                count: Some(self.by_command.len()),
-            })
+            host.set_section(
+                "failed",
+                SectionBody {
+                    rows,
+                    count: Some(self.by_command.len()),
+                },
+            )?;
+            Ok(())
         }
     }
 }

@@ -108,22 +108,27 @@ impl trellis_core::ext::Extension for Panels {
             ..Default::default()
         })
     }
-    fn section(
+    fn on_idle(
         &mut self,
-        id: &str,
-        _h: &dyn trellis_core::ext::Host,
-    ) -> Result<trellis_core::ext::SectionBody, trellis_core::ext::ExtError> {
-        Ok(trellis_core::ext::SectionBody {
-            rows: (0..10)
-                .map(|i| {
-                    trellis_core::ext::SectionRow::clickable(
-                        format!("{id} {i} \x1b[32m✓\x1b[0m 日本語 row text that is long"),
-                        format!("{i}"),
-                    )
-                })
-                .collect(),
-            count: Some(10),
-        })
+        h: &mut dyn trellis_core::ext::Host,
+    ) -> Result<(), trellis_core::ext::ExtError> {
+        for id in ["builds", "reviews"] {
+            h.set_section(
+                id,
+                trellis_core::ext::SectionBody {
+                    rows: (0..10)
+                        .map(|i| {
+                            trellis_core::ext::SectionRow::clickable(
+                                format!("{id} {i} \x1b[32m✓\x1b[0m 日本語 row text that is long"),
+                                format!("{i}"),
+                            )
+                        })
+                        .collect(),
+                    count: Some(10),
+                },
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -161,7 +166,12 @@ fn app_with_extensions(calls: usize) -> (App, Terminal<TestBackend>) {
     let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
     term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 }))
         .unwrap();
-    assert_eq!(app.driver.host.as_ref().unwrap().ui.sections().len(), 5);
+    // The designed cards asked for by that frame arrive; the next frame has them.
+    let host = app.driver.host.as_ref().unwrap();
+    host.flush(std::time::Duration::from_secs(60));
+    assert_eq!(host.ui.sections().len(), 5);
+    term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 }))
+        .unwrap();
     (app, term)
 }
 

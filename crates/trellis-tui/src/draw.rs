@@ -265,9 +265,11 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
         r.width,
         ins.original,
         log.as_ref().map(|l| l.len()),
-        decor
-            .as_ref()
-            .map(|d| std::sync::Arc::as_ptr(d) as *const () as usize),
+        decor.as_ref().map(|d| (
+            std::sync::Arc::as_ptr(d) as *const () as usize,
+            d.epoch(),
+            d.generation()
+        )),
     );
     let built = app.cached(key, || {
         let body = view_lines_with(
@@ -279,6 +281,10 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
             log_lines.as_deref(),
             decor.as_deref(),
         );
+        if let Some(d) = &decor {
+            // Per-call transforms asked for while building: to their extensions.
+            d.flush();
+        }
         (String::new(), body)
     });
     let body = &built.1;

@@ -39,7 +39,7 @@ pub fn line_of(l: &StyledLine, theme: &Theme) -> Line<'static> {
         if s.bold {
             st = st.add_modifier(Modifier::BOLD);
         }
-        if s.text.contains('\x1b') {
+        if s.text.chars().any(char::is_control) {
             let mut carry = st;
             let parsed = trellis_text::ansi::ansi_line(&s.text, &mut carry);
             spans.extend(
@@ -84,6 +84,18 @@ impl Decor for ExtDecor {
 
     fn epoch(&self) -> u64 {
         self.0.epoch()
+    }
+
+    fn changed(&self) -> Vec<String> {
+        self.0.take_changed()
+    }
+
+    fn generation(&self) -> u64 {
+        self.0.generation()
+    }
+
+    fn flush(&self) {
+        self.0.send_requests();
     }
 }
 

@@ -40,6 +40,18 @@ pub trait Decor: Send + Sync {
     fn transform(&self, call: &trellis_core::ToolCall, text: &str) -> Option<String>;
     /// Changes whenever designs or transforms would draw differently.
     fn epoch(&self) -> u64;
+    /// Calls whose designed card or transformed text arrived since the last call (their
+    /// entries are drawn again).
+    fn changed(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Changes whenever an answer arrives (views caching transformed text compare it).
+    fn generation(&self) -> u64 {
+        0
+    }
+    /// Called at the end of every `sync`: what was asked for while measuring may be
+    /// handed to whoever answers it, in one go.
+    fn flush(&self) {}
 }
 
 #[derive(Debug, Clone)]
@@ -152,6 +164,13 @@ impl TranscriptView {
             self.decor_epoch = epoch;
             self.invalidate_all();
         }
+        if let Some(d) = &self.decor {
+            for id in d.changed() {
+                if let Some(i) = session.ledger.position(&id) {
+                    self.invalidate_call(i);
+                }
+            }
+        }
         let n = session.transcript.len();
         let first_new = self.entries.len();
         for (i, e) in session.transcript.iter().enumerate().skip(first_new) {
@@ -178,6 +197,9 @@ impl TranscriptView {
             if i < n {
                 self.measure(session, i, theme);
             }
+        }
+        if let Some(d) = &self.decor {
+            d.flush();
         }
     }
 

@@ -167,6 +167,8 @@ async fn drive(
         ),
         other => (Policy::Ask, other),
     };
+    /// How long a turn's end waits for extensions holding `drive` to catch up.
+    const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
     let mut driver = Driver::new(Session::new(session_policy), Connection { handle, rx });
     driver.set_host(host, ext_rx);
     let mut signals = trellis_tui::signals::Signals::new(false)?;
@@ -201,9 +203,13 @@ async fn drive(
             match note {
                 Note::Event(ev) => {
                     out.event(&ev, &driver.session)?;
-                    // One prompt: when its turn ends, so does the run.
+                    // One prompt: when its turn ends, so does the run — unless an
+                    // extension holding `drive` answers the end with another prompt.
                     if matches!(ev.body, trellis_core::EventBody::TurnEnded { .. }) {
-                        driver.end("headless run finished", &mut notes);
+                        driver.settle(SETTLE, &mut notes);
+                        if !driver.driven_pending() {
+                            driver.end("headless run finished", &mut notes);
+                        }
                     }
                 }
                 Note::Dialog { request_id } => {

@@ -224,10 +224,53 @@ pub struct CardLines {
 }
 
 /// A display transform over tool output (display only: the ledger keeps the original).
+///
+/// Two kinds: **declarative** (`rewrites` set: regular-expression rewrites the host
+/// applies itself at frame time; the extension may replace them later with
+/// [`crate::ext::Host::set_transform`]) or **per call** (`rewrites` absent: the host asks
+/// the extension, on its own worker, for the text of each call revision, caches the answer
+/// and shows the text unchanged until it arrives).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TransformDecl {
     pub id: String,
     pub label: String,
+    #[serde(default)]
+    pub rewrites: Option<Vec<Rewrite>>,
+}
+
+/// One rewrite of a declarative transform: every match of `pattern` (Rust `regex`
+/// syntax, linear time) is replaced by `replace`, where `$1`, `${name}` insert groups
+/// (a group that did not take part inserts nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rewrite {
+    pub pattern: String,
+    pub replace: String,
+}
+
+impl Rewrite {
+    pub fn new(pattern: impl Into<String>, replace: impl Into<String>) -> Rewrite {
+        Rewrite {
+            pattern: pattern.into(),
+            replace: replace.into(),
+        }
+    }
+}
+
+/// A change to a section's body the extension pushed earlier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum SectionPatch {
+    /// Sets (or with `null` removes) the count beside the title.
+    Count { count: Option<usize> },
+    /// Like `Array.prototype.splice`: removes `delete` rows from `start` and inserts
+    /// `insert` there (`start` past the end appends).
+    Splice {
+        start: usize,
+        #[serde(default)]
+        delete: usize,
+        #[serde(default)]
+        insert: Vec<SectionRow>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

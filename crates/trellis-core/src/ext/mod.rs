@@ -23,8 +23,9 @@ pub use crate::event::Event;
 use crate::permission::PermissionOption;
 use crate::tool_call::ToolCall;
 pub use contrib::{
-    CardLines, CommandDecl, DesignDecl, KeyDecl, Registration, SectionBody, SectionDecl,
-    SectionRow, SettingsRow, StatusDecl, StyledLine, StyledSpan, Tone, ToolMatch, TransformDecl,
+    CardLines, CommandDecl, DesignDecl, KeyDecl, Registration, Rewrite, SectionBody, SectionDecl,
+    SectionPatch, SectionRow, SettingsRow, StatusDecl, StyledLine, StyledSpan, Tone, ToolMatch,
+    TransformDecl,
 };
 
 /// Version of this API. Bumped only for incompatible changes; fields are only ever added.
@@ -45,15 +46,20 @@ pub enum Capability {
     Store,
     /// Per-call state saved with the session.
     CallState,
+    /// Act on the session: send (or queue) a prompt, cancel the turn, set a mode. Every
+    /// such action is recorded with the extension as its origin and shown on the
+    /// transcript.
+    Drive,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 5] = [
+    pub const ALL: [Capability; 6] = [
         Capability::Observe,
         Capability::InterceptPermissions,
         Capability::Ui,
         Capability::Store,
         Capability::CallState,
+        Capability::Drive,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -63,6 +69,7 @@ impl Capability {
             Capability::Ui => "ui",
             Capability::Store => "store",
             Capability::CallState => "call-state",
+            Capability::Drive => "drive",
         }
     }
 
@@ -175,6 +182,22 @@ pub enum UiAction {
     Key { id: String },
     /// A clickable sidebar row was clicked.
     RowClick { section: String, row: String },
+    /// A section of the extension became shown and expanded (or stopped being so): push
+    /// its body now if it was held back.
+    Visibility { section: String, shown: bool },
+}
+
+/// Something an extension holding `drive` asks of the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum DriveAction {
+    /// Sends `text` as a prompt now if no turn runs, else queues it for the end of the
+    /// turn.
+    Prompt { text: String },
+    /// Cancels the running turn (nothing happens when none runs).
+    Cancel,
+    /// Asks the agent to switch to session mode `mode`.
+    SetMode { mode: String },
 }
 
 /// Session facts for [`Host::session`].
@@ -234,11 +257,73 @@ pub trait Host {
     fn store_put(&mut self, key: &str, value: Option<serde_json::Value>) -> Result<(), HostError>;
     /// Asks for the extension's UI contributions to be repainted.
     fn repaint(&mut self);
+
+    // ---- UI contributions: data the host keeps and draws from (needs `ui`) ----
+
+    /// Whether section `id` is shown and expanded now. A section that is not need not be
+    /// built: the host sends [`UiAction::Visibility`] when it becomes shown.
+    fn section_shown(&self, _id: &str) -> bool {
+        false
+    }
+    /// Replaces the body of section `id`.
+    fn set_section(&mut self, _id: &str, _body: SectionBody) -> Result<(), HostError> {
+        Err(HostError::Invalid("this host keeps no sections".into()))
+    }
+    /// Changes part of the body of section `id`.
+    fn patch_section(&mut self, _id: &str, _patch: Vec<SectionPatch>) -> Result<(), HostError> {
+        Err(HostError::Invalid("this host keeps no sections".into()))
+    }
+    /// Sets status-bar item `id` (`None` hides it).
+    fn set_status_item(&mut self, _id: &str, _line: Option<StyledLine>) -> Result<(), HostError> {
+        Err(HostError::Invalid("this host keeps no status items".into()))
+    }
+    /// Replaces every settings row of the extension.
+    fn set_settings(&mut self, _rows: Vec<SettingsRow>) -> Result<(), HostError> {
+        Err(HostError::Invalid("this host keeps no settings".into()))
+    }
+    /// Replaces the rewrites of declarative transform `id` (an empty list: it changes
+    /// nothing until set again).
+    fn set_transform(&mut self, _id: &str, _rewrites: Vec<Rewrite>) -> Result<(), HostError> {
+        Err(HostError::Invalid("this host keeps no transforms".into()))
+    }
+
+    /// Acts on the session (needs `drive`).
+    fn drive(&mut self, _action: DriveAction) -> Result<(), HostError> {
+        Err(HostError::Invalid("this host cannot be driven".into()))
+    }
+
+    /// A handle that wakes the extension from another thread: the host then calls
+    /// [`Extension::on_wake`] on its worker (plugin processes use this to serve what the
+    /// process sends on its own).
+    fn waker(&self) -> Option<Waker> {
+        None
+    }
+}
+
+/// Wakes an extension from any thread (see [`Host::waker`]).
+#[derive(Clone)]
+pub struct Waker(Arc<dyn Fn() + Send + Sync>);
+
+impl Waker {
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> Waker {
+        Waker(Arc::new(f))
+    }
+
+    pub fn wake(&self) {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Waker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Waker")
+    }
 }
 
 /// One extension. Every method has a default, so an extension implements only what it
 /// uses. Methods are called one at a time (never concurrently) on the extension's own
-/// worker or on the UI thread; a method that panics or fails loses only its own result.
+/// worker thread — never on the UI thread: what it shows it pushes as data (see
+/// [`Extension::on_idle`]). A method that panics or fails loses only its own result.
 pub trait Extension: Send {
     fn manifest(&self) -> Manifest;
 
@@ -267,40 +352,41 @@ pub trait Extension: Send {
         Ok(())
     }
 
-    /// Current settings rows (the host calls this when the Settings menu is drawn and
-    /// after a row is applied, so the row repaints at once).
-    fn settings(&mut self, _host: &dyn Host) -> Result<Vec<SettingsRow>, ExtError> {
-        Ok(Vec::new())
+    /// Called on the worker after a batch of events once the extension has caught up
+    /// with the session, after registration, and when a hidden section becomes shown:
+    /// the moment to push what changed (sections, status items, settings rows) with the
+    /// `set_*` host functions. Frames draw from the host's copy and never wait for this.
+    fn on_idle(&mut self, _host: &mut dyn Host) -> Result<(), ExtError> {
+        Ok(())
     }
 
-    /// Body of a section declared in `register`. Only called when the section is shown
-    /// and expanded.
-    fn section(&mut self, _id: &str, _host: &dyn Host) -> Result<SectionBody, ExtError> {
-        Ok(SectionBody::default())
+    /// Called on the worker after [`Waker::wake`].
+    fn on_wake(&mut self, _host: &mut dyn Host) -> Result<(), ExtError> {
+        Ok(())
     }
 
-    /// A card drawn with design `design` for `call` at `width` columns.
+    /// A card drawn with design `design` for `call` (one revision) at `width` columns.
+    /// Called on the extension's worker when the host needs the card; the host caches
+    /// the answer by call, revision and width and draws the native card until then.
     fn card(
         &mut self,
         _design: &str,
         _call: &ToolCall,
         _width: u16,
+        _host: &mut dyn Host,
     ) -> Result<CardLines, ExtError> {
         Ok(CardLines::default())
     }
 
-    /// Display transform `id` over a call's output text; `None` leaves it unchanged.
+    /// Per-call display transform `id` over a call's output text; `None` leaves it
+    /// unchanged. Called on the worker; cached by call revision and text.
     fn transform(
         &mut self,
         _id: &str,
         _call: &ToolCall,
         _text: &str,
+        _host: &mut dyn Host,
     ) -> Result<Option<String>, ExtError> {
-        Ok(None)
-    }
-
-    /// Text of a status-bar item declared in `register` (`None` hides it this frame).
-    fn status_item(&mut self, _id: &str, _host: &dyn Host) -> Result<Option<StyledLine>, ExtError> {
         Ok(None)
     }
 }

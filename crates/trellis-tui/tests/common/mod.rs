@@ -5,8 +5,25 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use trellis_tui::{App, Clock, draw};
 
-/// One frame drawn into a `TestBackend`, as text (wide glyphs once, trailing spaces cut).
+/// Waits until every extension has handled what it was sent (events, actions, the cards
+/// and transforms the last frame asked for).
+pub fn settle(app: &App) {
+    if let Some(h) = &app.driver.host {
+        assert!(h.flush(std::time::Duration::from_secs(10)));
+    }
+}
+
+/// One frame drawn into a `TestBackend`, as text (wide glyphs once, trailing spaces cut),
+/// once extensions have answered what an earlier frame of the same size asked for.
 pub fn frame_text(app: &mut App, w: u16, h: u16) -> String {
+    settle(app);
+    draw_text(app, w, h);
+    settle(app);
+    draw_text(app, w, h)
+}
+
+/// One frame as it is drawn now, without waiting for extensions.
+pub fn draw_text(app: &mut App, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
     term.draw(|f| {
         draw(

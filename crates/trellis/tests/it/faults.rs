@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use trellis_core::Event;
 use trellis_core::ext::{
     Capability, Claim, ExtError, Extension, Host, Manifest, PermissionAsk, Registration,
-    SectionBody, SectionDecl,
+    SectionDecl,
 };
 use trellis_driver::{Connection, Driver, Note};
 use trellis_ext::{Candidate, ExtHost, HostOptions};
@@ -18,7 +18,7 @@ fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_trellis")
 }
 
-/// Panics on every event and in its section; claims every permission request and then
+/// Panics on every event, hangs when it should push its section; claims every permission request and then
 /// hangs (never answers).
 struct Chaos {
     events: Arc<AtomicUsize>,
@@ -61,9 +61,12 @@ impl Extension for Chaos {
         // Claims, then never answers: the claim deadline hands the request on.
         Ok(Claim::Claim)
     }
-    fn section(&mut self, _id: &str, _h: &dyn Host) -> Result<SectionBody, ExtError> {
-        std::thread::sleep(Duration::from_secs(30));
-        Ok(SectionBody::default())
+    fn on_idle(&mut self, _h: &mut dyn Host) -> Result<(), ExtError> {
+        // Hangs when it should push its section after events: frames never wait for it.
+        if self.events.load(Ordering::Relaxed) > 0 {
+            std::thread::sleep(Duration::from_secs(30));
+        }
+        Ok(())
     }
 }
 
