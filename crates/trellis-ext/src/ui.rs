@@ -544,34 +544,43 @@ impl Ui {
         self.live(d.slot)?;
         let w = u16::try_from(width).unwrap_or(u16::MAX);
         let cache = mix(&[d.key.as_bytes(), call.id.as_bytes()]);
+        // Designs draw the output as displayed: after the display transforms (whose own
+        // answers may arrive later: the text is part of what the card answers).
+        let (shown, waiting) = self.displayed(call);
+        let text = shown.as_ref().map_or(0, |c| {
+            let texts: Vec<&[u8]> = c
+                .content
+                .iter()
+                .filter_map(|x| match x {
+                    trellis_core::tool_call::ToolContent::Text { text } => Some(text.as_bytes()),
+                    _ => None,
+                })
+                .collect();
+            mix(&texts)
+        });
         let key = mix(&[
             &call.rev.to_le_bytes(),
             &w.to_le_bytes(),
             &self.epoch().to_le_bytes(),
+            &text.to_le_bytes(),
         ]);
         let mut b = self.shared.board();
         let a = b.cards.entry(cache).or_default();
         let held = a.value.clone();
-        let fresh = a.have == key;
-        if !fresh && a.want != key {
+        // While a per-call transform of its text is on its way, the card waits for it.
+        if a.have != key && a.want != key && !waiting {
             a.want = key;
-            drop(b);
-            // Designs draw the output as displayed: after the display transforms.
-            let shown = self.displayed(call);
-            let call_arc = Arc::new(shown.unwrap_or_else(|| call.clone()));
-            let mut b = self.shared.board();
             b.trim();
             b.requests.entry(d.slot).or_default().cards.push(CardReq {
                 key,
                 cache,
                 call_id: call.id.clone(),
                 design: d.id.clone(),
-                call: call_arc,
+                call: Arc::new(shown.unwrap_or_else(|| call.clone())),
                 width: w,
             });
-        } else {
-            drop(b);
         }
+        drop(b);
         // Until the answer for this revision arrives, the previous one stands in (no
         // flicker between a designed and the native card while a call runs).
         let lines = held?;
@@ -582,29 +591,38 @@ impl Ui {
     }
 
     /// A copy of `call` whose text output went through the display transforms (`None`
-    /// when nothing changed).
-    fn displayed(&self, call: &ToolCall) -> Option<ToolCall> {
+    /// when nothing changed), and whether a per-call transform's answer is still awaited.
+    fn displayed(&self, call: &ToolCall) -> (Option<ToolCall>, bool) {
         use trellis_core::tool_call::ToolContent;
         if self.transforms.is_empty() {
-            return None;
+            return (None, false);
         }
         let mut out: Option<ToolCall> = None;
+        let mut waiting = false;
         for (i, c) in call.content.iter().enumerate() {
-            if let ToolContent::Text { text } = c
-                && let Some(t) = self.transform(call, text)
-            {
-                let copy = out.get_or_insert_with(|| call.clone());
-                copy.content[i] = ToolContent::Text { text: Arc::new(t) };
+            if let ToolContent::Text { text } = c {
+                let (t, w) = self.transformed(call, text);
+                waiting |= w;
+                if let Some(t) = t {
+                    let copy = out.get_or_insert_with(|| call.clone());
+                    copy.content[i] = ToolContent::Text { text: Arc::new(t) };
+                }
             }
         }
-        out
+        (out, waiting)
     }
 
     /// The output text after every display transform, in declared order; `None` when
     /// no transform changed it. Declarative rewrites apply at once; a per-call transform
     /// whose answer has not arrived yet leaves the text as it is (and is asked for).
     pub fn transform(&self, call: &ToolCall, text: &str) -> Option<String> {
+        self.transformed(call, text).0
+    }
+
+    /// [`Ui::transform`], and whether a per-call answer is still awaited.
+    fn transformed(&self, call: &ToolCall, text: &str) -> (Option<String>, bool) {
         let mut cur: Option<String> = None;
+        let mut waiting = false;
         for t in &self.transforms {
             if self.live(t.slot).is_none() {
                 continue;
@@ -619,16 +637,23 @@ impl Ui {
                     .cloned();
                 rules.and_then(|r| rewrite(&r, input))
             } else {
-                self.per_call(t, call, input)
+                match self.per_call(t, call, input) {
+                    Some(answer) => answer,
+                    None => {
+                        waiting = true;
+                        None
+                    }
+                }
             };
             if let Some(next) = next {
                 cur = Some(next);
             }
         }
-        cur
+        (cur, waiting)
     }
 
-    fn per_call(&self, t: &TransformEntry, call: &ToolCall, input: &str) -> Option<String> {
+    /// A per-call transform's answer: `None` while awaited (it is asked for).
+    fn per_call(&self, t: &TransformEntry, call: &ToolCall, input: &str) -> Option<Option<String>> {
         let cache = mix(&[
             &t.slot.to_le_bytes(),
             t.id.as_bytes(),
@@ -639,7 +664,7 @@ impl Ui {
         let mut b = self.shared.board();
         let a = b.transforms.entry(cache).or_default();
         if a.have == key {
-            return a.value.clone();
+            return Some(a.value.clone());
         }
         if a.want != key {
             a.want = key;

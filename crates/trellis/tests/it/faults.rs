@@ -14,7 +14,7 @@ use trellis_core::ext::{
 use trellis_driver::{Connection, Driver, Note};
 use trellis_ext::{Candidate, ExtHost, HostOptions};
 
-fn exe() -> &'static str {
+pub(crate) fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_trellis")
 }
 
@@ -95,6 +95,23 @@ fn driver_with(
     cwd: &std::path::Path,
     sink: Box<dyn trellis_acp::LogSink>,
 ) -> Driver {
+    let chaos = Candidate {
+        ext: Box::new(Chaos {
+            events: Arc::default(),
+        }),
+        builtin: true,
+    };
+    driver_for(args, cwd, sink, vec![chaos], HostOptions::default())
+}
+
+/// A driver on `trellis ARGS` with extensions `exts` (claim timeout 0.5 s).
+pub(crate) fn driver_for(
+    args: Vec<String>,
+    cwd: &std::path::Path,
+    sink: Box<dyn trellis_acp::LogSink>,
+    exts: Vec<Candidate>,
+    opts: HostOptions,
+) -> Driver {
     trellis_ext::install_panic_guard();
     let spec = trellis_acp::AgentSpec {
         command: exe().into(),
@@ -111,16 +128,11 @@ fn driver_with(
     };
     let (handle, rx) = trellis_acp::start(spec, sink);
     let (host, host_rx) = ExtHost::new(
-        vec![Candidate {
-            ext: Box::new(Chaos {
-                events: Arc::default(),
-            }),
-            builtin: true,
-        }],
+        exts,
         HostOptions {
             permission_timeout: 0.5,
             failure_limit: 1000,
-            ..HostOptions::default()
+            ..opts
         },
     );
     let mut d = Driver::new(
@@ -138,7 +150,7 @@ async fn run(d: &mut Driver, limit: Duration, stop: impl Fn(&Driver) -> bool) ->
 }
 
 /// [`run`], collecting the messages the driver had for the user into `said`.
-async fn run_saying(
+pub(crate) async fn run_saying(
     d: &mut Driver,
     limit: Duration,
     stop: impl Fn(&Driver) -> bool,
@@ -185,7 +197,7 @@ async fn run_saying(
     resolved.into_values().collect()
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
