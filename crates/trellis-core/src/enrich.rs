@@ -130,3 +130,27 @@ pub fn diff_stat(call: &ToolCall) -> Option<(usize, usize)> {
 
 /// Lines added and removed between `old` and `new` (see [`crate::diff`]).
 pub use crate::diff::lines_changed;
+
+/// The exit code an execute call reported in its `rawOutput` (`exit_code`, `exitCode`,
+/// `code` or `returncode`, at the top or under `metadata`), if any.
+pub fn exit_code_of(call: &ToolCall) -> Option<i64> {
+    let out: Value = serde_json::from_str(call.raw_output.as_ref()?.get()).ok()?;
+    let find = |v: &Value| {
+        ["exit_code", "exitCode", "code", "returncode"]
+            .iter()
+            .find_map(|k| v.get(k).and_then(Value::as_i64))
+    };
+    find(&out).or_else(|| out.get("metadata").and_then(find))
+}
+
+/// Seconds from the call's first status to its end; `None` while it runs.
+pub fn duration_of(call: &ToolCall) -> Option<f64> {
+    let start = call.status_history.first()?.t;
+    let end = call
+        .status_history
+        .iter()
+        .rev()
+        .find(|s| s.status.is_terminal())?
+        .t;
+    Some((end - start).max(0.0))
+}

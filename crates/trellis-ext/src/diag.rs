@@ -82,6 +82,8 @@ pub struct Diag {
     pub registrations: Vec<String>,
     pub subscriptions: Vec<String>,
     pub notes: Vec<String>,
+    /// Lines the extension itself keeps current (a plugin's process and stderr).
+    pub extra: Vec<String>,
 }
 
 impl Default for Diag {
@@ -96,6 +98,7 @@ impl Default for Diag {
             registrations: Vec::new(),
             subscriptions: Vec::new(),
             notes: Vec::new(),
+            extra: Vec::new(),
         }
     }
 }
@@ -211,6 +214,9 @@ pub struct ExtStatus {
     pub queue_peak: usize,
     pub queue_bound: usize,
     pub notes: Vec<String>,
+    /// What the extension reports about itself (a plugin: its process, restarts, stderr).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub extra: Vec<String>,
 }
 
 /// Extensions the config names but that do not exist, and other host-level facts.
@@ -264,6 +270,9 @@ impl StatusReport {
             }
             for n in &e.notes {
                 out.push(format!("  note: {n}"));
+            }
+            for x in &e.extra {
+                out.push(format!("  {x}"));
             }
             if e.queue_peak > 0 {
                 out.push(format!(

@@ -292,6 +292,10 @@ impl Host for HostCtx<'_> {
         &self.slot.name
     }
 
+    fn granted(&self) -> Vec<Capability> {
+        self.slot.granted.clone()
+    }
+
     fn options(&self) -> Value {
         self.slot.options.get().cloned().unwrap_or(Value::Null)
     }
@@ -432,6 +436,15 @@ impl Host for HostCtx<'_> {
 
     fn repaint(&mut self) {
         self.shared.ask_repaint();
+    }
+
+    fn set_diagnostics(&mut self, lines: Vec<String>) {
+        let lines = lines
+            .into_iter()
+            .take(100)
+            .map(|l| trellis_text::clip(&trellis_text::one_line(&l), 300).into_owned())
+            .collect();
+        self.slot.diag().extra = lines;
     }
 
     fn section_shown(&self, id: &str) -> bool {

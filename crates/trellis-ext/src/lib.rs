@@ -174,7 +174,14 @@ pub struct ExtHost {
     /// Some extension reads session state (observe, call-state, or a claimant that is
     /// offered calls): keep the mirror.
     mirror_on: bool,
+    permission_timeout: f64,
     pub ui: Arc<Ui>,
+}
+
+impl Drop for ExtHost {
+    fn drop(&mut self) {
+        self.shutdown(Duration::from_secs(3));
+    }
 }
 
 impl std::fmt::Debug for ExtHost {
@@ -376,6 +383,7 @@ impl ExtHost {
             slots,
             shared,
             arbiter: Arbiter::new(opts.permission_timeout),
+            permission_timeout: opts.permission_timeout,
             asks: BTreeMap::new(),
             notes,
             ui,
@@ -475,6 +483,7 @@ impl ExtHost {
                             call,
                             options: options.clone(),
                             acp: ev.acp.clone(),
+                            deadline: self.permission_timeout,
                         });
                         let step =
                             self.arbiter
@@ -539,6 +548,24 @@ impl ExtHost {
         }
     }
 
+    /// Stops every extension: each worker finishes the job it is on, then calls
+    /// `on_shutdown` (plugin adapters stop their process) and ends. Waits at most
+    /// `limit` in all. Nothing is delivered afterwards.
+    pub fn shutdown(&self, limit: Duration) {
+        let start = Instant::now();
+        let mut done = Vec::new();
+        for s in &self.slots {
+            let (tx, rx) = std::sync::mpsc::channel();
+            if s.stop(tx) {
+                done.push(rx);
+            }
+        }
+        for rx in done {
+            let left = limit.saturating_sub(start.elapsed());
+            let _ = rx.recv_timeout(left);
+        }
+    }
+
     /// Reads a key of the host's own store namespace (saved rules, UI choices).
     pub fn host_store_get(&self, key: &str) -> Option<Value> {
         self.shared
@@ -585,6 +612,7 @@ impl ExtHost {
                     queue_peak: s.peak.load(Ordering::Relaxed),
                     queue_bound: s.queue,
                     notes: d.notes.clone(),
+                    extra: d.extra.clone(),
                 }
             })
             .collect();

@@ -41,6 +41,8 @@ pub(crate) enum Job {
     Wake,
     /// Cards and per-call transforms the host needs.
     Render(Requests),
+    /// The session is over: `on_shutdown`, then the worker ends (and says so).
+    Stop(std::sync::mpsc::Sender<()>),
 }
 
 pub struct Slot {
@@ -204,6 +206,11 @@ impl Slot {
         drop(guard);
         match r {
             Ok(Ok(v)) => Some(v),
+            Ok(Err(ExtError::Fatal(why))) => {
+                self.diag().fail(what, &why);
+                self.disable(why, shared);
+                None
+            }
             Ok(Err(e)) => {
                 self.failed(what, &e.to_string(), shared);
                 None
@@ -212,6 +219,14 @@ impl Slot {
                 self.failed(what, &panic_message(p), shared);
                 None
             }
+        }
+    }
+
+    /// Asks the worker to stop (after the job it is on); `done` hears when it has.
+    pub(crate) fn stop(&self, done: std::sync::mpsc::Sender<()>) -> bool {
+        match self.tx.get() {
+            Some(tx) => tx.send(Job::Stop(done)).is_ok(),
+            None => false,
         }
     }
 
@@ -293,6 +308,11 @@ impl Slot {
                 times.push((kind, start.elapsed().as_nanos() as u64));
                 let failure = match r {
                     Ok(Ok(())) => None,
+                    Ok(Err(ExtError::Fatal(why))) => {
+                        self.diag().fail(kind, &why);
+                        self.disable(why, shared);
+                        None
+                    }
                     Ok(Err(e)) => Some(e.to_string()),
                     Err(p) => Some(panic_message(p)),
                 };
@@ -353,6 +373,8 @@ impl Slot {
                 self.call(shared, "wake", |e, cx| e.on_wake(cx));
             }
             Job::Render(reqs) => self.render(reqs, shared),
+            // Handled by the worker loop.
+            Job::Stop(_) => {}
         }
     }
 
@@ -412,6 +434,14 @@ impl Slot {
 pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
     let mut needs_idle = false;
     while let Ok(job) = rx.recv() {
+        if let Job::Stop(done) = job {
+            let mut guard = lock(&slot.ext);
+            let was = IN_EXTENSION.with(|f| f.replace(true));
+            let _ = catch_unwind(AssertUnwindSafe(|| guard.on_shutdown()));
+            IN_EXTENSION.with(|f| f.set(was));
+            let _ = done.send(());
+            return;
+        }
         let weight = match &job {
             Job::Events(v) => v.len(),
             _ => 1,

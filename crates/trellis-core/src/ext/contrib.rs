@@ -23,13 +23,40 @@ pub enum Tone {
     Removed,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// A run of text with one style. In JSON a span is `{"text", "tone", "bold"}`, or just a
+/// string (normal tone).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct StyledSpan {
     pub text: String,
     #[serde(default)]
     pub tone: Tone,
     #[serde(default)]
     pub bold: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SpanForm {
+    Text(String),
+    Full {
+        text: String,
+        #[serde(default)]
+        tone: Tone,
+        #[serde(default)]
+        bold: bool,
+    },
+}
+
+impl<'de> Deserialize<'de> for StyledSpan {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<StyledSpan, D::Error> {
+        Ok(match SpanForm::deserialize(d)? {
+            SpanForm::Text(text) => StyledSpan {
+                text,
+                ..StyledSpan::default()
+            },
+            SpanForm::Full { text, tone, bold } => StyledSpan { text, tone, bold },
+        })
+    }
 }
 
 impl StyledSpan {
@@ -47,9 +74,25 @@ impl StyledSpan {
     }
 }
 
-/// One line of styled spans.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// One line of styled spans. In JSON an array of spans, or just a string.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct StyledLine(pub Vec<StyledSpan>);
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum LineForm {
+    Text(String),
+    Spans(Vec<StyledSpan>),
+}
+
+impl<'de> Deserialize<'de> for StyledLine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<StyledLine, D::Error> {
+        Ok(match LineForm::deserialize(d)? {
+            LineForm::Text(t) => StyledLine::plain(t),
+            LineForm::Spans(s) => StyledLine(s),
+        })
+    }
+}
 
 impl StyledLine {
     pub fn plain(text: impl Into<String>) -> StyledLine {
@@ -105,24 +148,53 @@ pub struct SectionDecl {
     /// Title (a label).
     pub title: String,
     /// Most rows shown before `… +N more` (the host caps it at its own limit).
+    #[serde(default = "default_rows")]
     pub max_rows: usize,
     /// Collapsed until the user expands it (the user's choice then persists).
+    #[serde(default)]
     pub collapsed: bool,
+}
+
+fn default_rows() -> usize {
+    10
 }
 
 /// The body of a section, built only when it is shown and expanded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SectionBody {
+    #[serde(default)]
     pub rows: Vec<SectionRow>,
     /// Shown beside the title (e.g. number of items), if any.
+    #[serde(default)]
     pub count: Option<usize>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// A row of a section. In JSON `{"line", "id"}`, or just a line (a string or spans).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SectionRow {
     pub line: StyledLine,
     /// Set for clickable rows: handed back in [`crate::ext::UiAction::RowClick`].
     pub id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RowForm {
+    Full {
+        line: StyledLine,
+        #[serde(default)]
+        id: Option<String>,
+    },
+    Line(StyledLine),
+}
+
+impl<'de> Deserialize<'de> for SectionRow {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SectionRow, D::Error> {
+        Ok(match RowForm::deserialize(d)? {
+            RowForm::Full { line, id } => SectionRow { line, id },
+            RowForm::Line(line) => SectionRow { line, id: None },
+        })
+    }
 }
 
 impl SectionRow {
@@ -220,6 +292,7 @@ pub struct DesignDecl {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CardLines {
     pub call: Vec<StyledLine>,
+    #[serde(default)]
     pub result: Vec<StyledLine>,
 }
 
@@ -309,10 +382,16 @@ pub struct Registration {
     /// every call). Saves the extension, and the stream, the calls it ignores anyway.
     #[serde(default)]
     pub call_kinds: Option<Vec<ToolKind>>,
+    #[serde(default)]
     pub sections: Vec<SectionDecl>,
+    #[serde(default)]
     pub designs: Vec<DesignDecl>,
+    #[serde(default)]
     pub transforms: Vec<TransformDecl>,
+    #[serde(default)]
     pub status_items: Vec<StatusDecl>,
+    #[serde(default)]
     pub commands: Vec<CommandDecl>,
+    #[serde(default)]
     pub keys: Vec<KeyDecl>,
 }

@@ -93,23 +93,33 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Checks the name rule.
+    /// Checks the name rule (the Agent Plugins rule for plugin names): 1-64 lowercase
+    /// letters, digits, `-` and `.`, starting and ending with a letter or digit, without
+    /// `--` or `..`.
     pub fn check(&self) -> Result<(), String> {
-        let ok = !self.name.is_empty()
-            && self.name.len() <= 40
-            && self
-                .name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        if ok {
+        if name_ok(&self.name) {
             Ok(())
         } else {
             Err(format!(
-                "extension name {:?} must be 1-40 lowercase letters, digits or '-'",
+                "extension name {:?} must be 1-64 lowercase letters, digits, '-' or '.', \
+                 start and end with a letter or digit, without '--' or '..'",
                 self.name
             ))
         }
     }
+}
+
+/// Whether `name` follows the naming rule of [`Manifest::check`].
+pub fn name_ok(name: &str) -> bool {
+    let b = name.as_bytes();
+    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !b.is_empty()
+        && b.len() <= 64
+        && b.iter().all(|c| alnum(c) || *c == b'-' || *c == b'.')
+        && b.first().is_some_and(alnum)
+        && b.last().is_some_and(alnum)
+        && !name.contains("--")
+        && !name.contains("..")
 }
 
 /// An extension's failure, as it reports it (panics are caught and reported alike).
@@ -119,6 +129,10 @@ pub enum ExtError {
     Failed(String),
     #[error("capability {} was not granted", .0.as_str())]
     NotGranted(Capability),
+    /// The extension cannot go on (a plugin process that crashed too often, broke the
+    /// protocol or speaks no common version): the host disables it at once, saying why.
+    #[error("{0}")]
+    Fatal(String),
 }
 
 impl ExtError {
@@ -159,6 +173,8 @@ pub struct PermissionAsk {
     pub options: Vec<PermissionOption>,
     /// The verbatim `session/request_permission` message.
     pub acp: Option<Arc<str>>,
+    /// Seconds a claimant has to answer before the request is handed on.
+    pub deadline: f64,
 }
 
 /// Whether an extension takes a permission request.
@@ -220,6 +236,10 @@ pub struct SessionInfo {
 pub trait Host {
     /// The calling extension's name.
     fn me(&self) -> &str;
+    /// The capabilities the user granted it.
+    fn granted(&self) -> Vec<Capability> {
+        Vec::new()
+    }
     /// The extension's options from the user's config (`[extensions.NAME.options]`), as
     /// JSON; `Null` when there are none.
     fn options(&self) -> serde_json::Value;
@@ -291,6 +311,10 @@ pub trait Host {
     fn drive(&mut self, _action: DriveAction) -> Result<(), HostError> {
         Err(HostError::Invalid("this host cannot be driven".into()))
     }
+
+    /// Lines about the extension itself for `/status` (a plugin adapter: its process,
+    /// restarts, the tail of its stderr), replacing the previous ones.
+    fn set_diagnostics(&mut self, _lines: Vec<String>) {}
 
     /// A handle that wakes the extension from another thread: the host then calls
     /// [`Extension::on_wake`] on its worker (plugin processes use this to serve what the
@@ -364,6 +388,10 @@ pub trait Extension: Send {
     fn on_wake(&mut self, _host: &mut dyn Host) -> Result<(), ExtError> {
         Ok(())
     }
+
+    /// The session is over (or the host is going away): release what is held. Plugin
+    /// adapters stop their process here. Called once, last.
+    fn on_shutdown(&mut self) {}
 
     /// A card drawn with design `design` for `call` (one revision) at `width` columns.
     /// Called on the extension's worker when the host needs the card; the host caches

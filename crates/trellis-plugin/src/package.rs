@@ -1,0 +1,438 @@
+//! A plugin package: a directory with a `plugin.json` following the Agent Plugins
+//! specification (1.0.0 and 1.1.0 are recognized), Trellis's own part under
+//! `extensions["dev.trellis"]`:
+//!
+//! ```json
+//! {
+//!   "$schema": "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json",
+//!   "name": "shell-cards",
+//!   "version": "1.0.0",
+//!   "description": "Cards for shell commands",
+//!   "extensions": {
+//!     "dev.trellis": {
+//!       "command": ["python3", "./plugin.py"],
+//!       "api": [1],
+//!       "capabilities": ["observe", "ui"]
+//!     }
+//!   }
+//! }
+//! ```
+//!
+//! Rules from the specification: the manifest schema is closed — an unknown top-level
+//! field or a non-object `extensions` is reported and ignored, every other violation
+//! rejects the package; `$schema` selects local rules and is never fetched; skills are
+//! ignored by Trellis. The content hash covers every file of the package (paths, modes,
+//! bytes; links by their target), so any change to what would run is seen.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use trellis_core::ext::{Capability, Manifest};
+
+/// Trellis's namespace in `plugin.json`'s `extensions`.
+pub const NAMESPACE: &str = "dev.trellis";
+
+/// `$schema` identifiers recognized, with their version.
+pub const SCHEMAS: &[(&str, &str)] = &[
+    (
+        "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json",
+        "1.0.0",
+    ),
+    (
+        "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json",
+        "1.1.0",
+    ),
+];
+
+const FIELDS: &[&str] = &[
+    "$schema",
+    "name",
+    "displayName",
+    "icon",
+    "version",
+    "description",
+    "author",
+    "homepage",
+    "repository",
+    "license",
+    "keywords",
+    "extensions",
+];
+
+/// Files a package may hold (hashing and copying stop beyond these).
+pub const MAX_FILES: usize = 10_000;
+pub const MAX_BYTES: u64 = 256 << 20;
+
+/// Trellis's part of a package.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrellisPart {
+    /// Program and arguments (`./x` is inside the package; a bare name is on `PATH`).
+    pub command: Vec<String>,
+    /// Protocol versions the plugin speaks.
+    pub api: Vec<u32>,
+    pub capabilities: Vec<Capability>,
+    /// Everything it does is UI: not started by headless runs.
+    pub ui_only: bool,
+}
+
+/// A package as read from its directory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Package {
+    /// The directory, resolved.
+    pub root: PathBuf,
+    pub spec_version: &'static str,
+    pub name: String,
+    pub display_name: Option<String>,
+    pub version: String,
+    pub description: String,
+    /// `None`: not a Trellis plugin (a package of skills or MCP servers only).
+    pub trellis: Option<TrellisPart>,
+    /// Non-fatal problems: reported, the package still loads.
+    pub warnings: Vec<String>,
+}
+
+impl Package {
+    /// Reads and validates `DIR/plugin.json`.
+    pub fn load(dir: &Path) -> Result<Package, String> {
+        let root = dir
+            .canonicalize()
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        let path = root.join("plugin.json");
+        let resolved = path
+            .canonicalize()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if !resolved.starts_with(&root) || !resolved.is_file() {
+            return Err("plugin.json must be a regular file inside the package".into());
+        }
+        let meta = std::fs::metadata(&resolved).map_err(|e| e.to_string())?;
+        if meta.len() > 1 << 20 {
+            return Err("plugin.json is larger than 1 MiB".into());
+        }
+        let text = std::fs::read_to_string(&resolved).map_err(|e| format!("plugin.json: {e}"))?;
+        let v: Value =
+            serde_json::from_str(&text).map_err(|e| format!("plugin.json is not JSON: {e}"))?;
+        Package::parse(root, &v)
+    }
+
+    /// Validates a manifest value (the directory is only recorded).
+    pub fn parse(root: PathBuf, v: &Value) -> Result<Package, String> {
+        let Value::Object(o) = v else {
+            return Err("plugin.json must hold a JSON object".into());
+        };
+        let mut warnings = Vec::new();
+        for k in o.keys() {
+            if !FIELDS.contains(&k.as_str()) {
+                warnings.push(format!("unknown top-level field {k:?} ignored"));
+            }
+        }
+        let schema = o
+            .get("$schema")
+            .and_then(Value::as_str)
+            .ok_or("\"$schema\" is required (an Agent Plugins schema identifier)")?;
+        let spec_version = SCHEMAS
+            .iter()
+            .find(|(id, _)| *id == schema)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| {
+                format!(
+                    "\"$schema\" {schema:?} is not an Agent Plugins version this Trellis knows (1.0.0, 1.1.0)"
+                )
+            })?;
+        let name = o
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("\"name\" is required and must be a string")?;
+        if !trellis_core::ext::name_ok(name) {
+            return Err(format!(
+                "\"name\" {name:?}: 1-64 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, without '--' or '..'"
+            ));
+        }
+        let string = |k: &str| -> Result<Option<String>, String> {
+            match o.get(k) {
+                None => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(format!("{k:?} must be a string")),
+            }
+        };
+        for k in ["icon", "homepage", "repository", "license"] {
+            string(k)?;
+        }
+        let display_name = string("displayName")?.filter(|s| !s.is_empty());
+        let version = string("version")?.unwrap_or_else(|| "0.0.0".into());
+        let description = string("description")?.unwrap_or_default();
+        if let Some(a) = o.get("author") {
+            let Value::Object(a) = a else {
+                return Err("\"author\" must be an object".into());
+            };
+            for (k, v) in a {
+                if !["name", "email", "url"].contains(&k.as_str()) || !v.is_string() {
+                    return Err(format!(
+                        "\"author\" may only hold string fields name, email and url (found {k:?})"
+                    ));
+                }
+            }
+        }
+        if let Some(k) = o.get("keywords")
+            && !k.as_array().is_some_and(|a| a.iter().all(Value::is_string))
+        {
+            return Err("\"keywords\" must be an array of strings".into());
+        }
+        let mut trellis = None;
+        match o.get("extensions") {
+            None => {}
+            Some(Value::Object(ext)) => {
+                for (ns, val) in ext {
+                    if !val.is_object() {
+                        return Err(format!("\"extensions\".{ns:?} must be an object"));
+                    }
+                }
+                if let Some(part) = ext.get(NAMESPACE) {
+                    trellis = Some(trellis_part(part, &mut warnings)?);
+                }
+            }
+            Some(_) => warnings.push("\"extensions\" is not an object: ignored".into()),
+        }
+        Ok(Package {
+            root,
+            spec_version,
+            name: name.to_string(),
+            display_name,
+            version,
+            description,
+            trellis,
+            warnings,
+        })
+    }
+
+    /// The extension manifest the host loads it with.
+    pub fn manifest(&self) -> Option<Manifest> {
+        let t = self.trellis.as_ref()?;
+        Some(Manifest {
+            name: self.name.clone(),
+            version: self.version.clone(),
+            description: self.description.clone(),
+            capabilities: t.capabilities.clone(),
+            ui_only: t.ui_only,
+        })
+    }
+
+    /// The content hash: `sha256:` and hex.
+    pub fn hash(&self) -> Result<String, String> {
+        content_hash(&self.root)
+    }
+}
+
+fn trellis_part(v: &Value, warnings: &mut Vec<String>) -> Result<TrellisPart, String> {
+    let Value::Object(o) = v else {
+        return Err(format!("\"extensions\".{NAMESPACE:?} must be an object"));
+    };
+    for k in o.keys() {
+        if !["command", "api", "capabilities", "ui_only"].contains(&k.as_str()) {
+            warnings.push(format!("{NAMESPACE}: unknown field {k:?} ignored"));
+        }
+    }
+    let command: Vec<String> = match o.get("command") {
+        Some(Value::Array(a)) if !a.is_empty() => a
+            .iter()
+            .map(|x| x.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or(format!(
+                "{NAMESPACE}: \"command\" must be an array of strings"
+            ))?,
+        _ => {
+            return Err(format!(
+                "{NAMESPACE}: \"command\" is required: the program and its arguments, e.g. [\"python3\", \"./plugin.py\"]"
+            ));
+        }
+    };
+    let prog = &command[0];
+    let form_ok = if let Some(rel) = prog.strip_prefix("./") {
+        !rel.is_empty() && !rel.split('/').any(|c| c == "..")
+    } else {
+        !prog.is_empty() && !prog.contains('/')
+    };
+    if !form_ok {
+        return Err(format!(
+            "{NAMESPACE}: \"command\": {prog:?} must be a bare program name (found on PATH) or a path inside the package starting with ./"
+        ));
+    }
+    let api: Vec<u32> = match o.get("api") {
+        None => vec![1],
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|_| format!("{NAMESPACE}: \"api\" must be an array of protocol versions"))?,
+    };
+    if api.is_empty() {
+        return Err(format!("{NAMESPACE}: \"api\" names no protocol version"));
+    }
+    let mut capabilities = Vec::new();
+    if let Some(c) = o.get("capabilities") {
+        let names = c
+            .as_array()
+            .ok_or(format!("{NAMESPACE}: \"capabilities\" must be an array"))?;
+        for n in names {
+            let s = n.as_str().unwrap_or_default();
+            let cap = Capability::parse(s).ok_or_else(|| {
+                format!(
+                    "{NAMESPACE}: unknown capability {n} (known: {})",
+                    Capability::ALL.map(|c| c.as_str()).join(", ")
+                )
+            })?;
+            if !capabilities.contains(&cap) {
+                capabilities.push(cap);
+            }
+        }
+    }
+    let ui_only = match o.get("ui_only") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(format!("{NAMESPACE}: \"ui_only\" must be true or false")),
+    };
+    Ok(TrellisPart {
+        command,
+        api,
+        capabilities,
+        ui_only,
+    })
+}
+
+/// Every file under `root` (relative path → (executable, bytes or link target)),
+/// bounded by [`MAX_FILES`] and [`MAX_BYTES`]. `.git` is left out.
+pub fn files(root: &Path) -> Result<BTreeMap<String, (bool, Vec<u8>)>, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = BTreeMap::new();
+    let mut total = 0u64;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let rd = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for e in rd {
+            let e = e.map_err(|e| e.to_string())?;
+            let p = e.path();
+            let rel = p
+                .strip_prefix(root)
+                .map_err(|e| e.to_string())?
+                .to_string_lossy()
+                .into_owned();
+            if rel == ".git" {
+                continue;
+            }
+            let ft = e.file_type().map_err(|e| e.to_string())?;
+            if ft.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if out.len() >= MAX_FILES {
+                return Err(format!("more than {MAX_FILES} files in the package"));
+            }
+            if ft.is_symlink() {
+                let t = std::fs::read_link(&p).map_err(|e| e.to_string())?;
+                out.insert(rel, (false, format!("link:{}", t.display()).into_bytes()));
+            } else if ft.is_file() {
+                let m = e.metadata().map_err(|e| e.to_string())?;
+                total += m.len();
+                if total > MAX_BYTES {
+                    return Err(format!("more than {} MiB in the package", MAX_BYTES >> 20));
+                }
+                let bytes = std::fs::read(&p).map_err(|e| format!("{rel}: {e}"))?;
+                out.insert(rel, (m.permissions().mode() & 0o111 != 0, bytes));
+            }
+            // Sockets, FIFOs, devices: not package content, never read.
+        }
+    }
+    Ok(out)
+}
+
+/// The content hash of a package directory.
+pub fn content_hash(root: &Path) -> Result<String, String> {
+    let mut h = Sha256::new();
+    for (rel, (exec, bytes)) in files(root)? {
+        h.update((rel.len() as u64).to_le_bytes());
+        h.update(rel.as_bytes());
+        h.update([u8::from(exec)]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    let digest = h.finalize();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("sha256:{hex}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<Package, String> {
+        Package::parse(PathBuf::from("/p"), &v)
+    }
+
+    const S: &str = "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json";
+
+    #[test]
+    fn manifests_follow_the_specification() {
+        let p = parse(json!({"$schema": S, "name": "shell.cards", "version": "1.2.0",
+            "author": {"name": "A"}, "keywords": ["x"], "futureField": 1,
+            "extensions": {"dev.trellis": {"command": ["python3", "./p.py"], "capabilities": ["observe", "ui"]},
+                           "com.other": {"x": 1}}}))
+        .unwrap();
+        assert_eq!(p.name, "shell.cards");
+        assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+        let t = p.trellis.unwrap();
+        assert_eq!(t.api, vec![1]);
+        assert_eq!(t.capabilities, vec![Capability::Observe, Capability::Ui]);
+        // A package of skills only: loads, is not a Trellis plugin.
+        assert!(
+            parse(json!({"$schema": S, "name": "skills"}))
+                .unwrap()
+                .trellis
+                .is_none()
+        );
+        assert!(
+            parse(json!({"$schema": S, "name": "x", "extensions": 3}))
+                .unwrap()
+                .warnings[0]
+                .contains("not an object")
+        );
+        for bad in [
+            json!({"name": "x"}),
+            json!({"$schema": "https://agent-plugins.org/schemas/9.0.0/plugin.schema.json", "name": "x"}),
+            json!({"$schema": S, "name": "Bad"}),
+            json!({"$schema": S, "name": "a--b"}),
+            json!({"$schema": S, "name": "x", "version": 1}),
+            json!({"$schema": S, "name": "x", "author": {"name": "a", "age": "3"}}),
+            json!({"$schema": S, "name": "x", "keywords": [1]}),
+            json!({"$schema": S, "name": "x", "extensions": {"dev.trellis": {}}}),
+            json!({"$schema": S, "name": "x", "extensions": {"dev.trellis": {"command": ["/bin/sh"]}}}),
+            json!({"$schema": S, "name": "x", "extensions": {"dev.trellis": {"command": ["sh"], "capabilities": ["root"]}}}),
+            json!({"$schema": S, "name": "x", "extensions": {"com.x": 3}}),
+        ] {
+            assert!(parse(bad.clone()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_hash_sees_every_change_to_what_would_run() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("plugin.json"), "{}").unwrap();
+        std::fs::create_dir(d.path().join("lib")).unwrap();
+        std::fs::write(d.path().join("lib/a.py"), "print(1)").unwrap();
+        let h1 = content_hash(d.path()).unwrap();
+        assert_eq!(h1, content_hash(d.path()).unwrap());
+        std::fs::write(d.path().join("lib/a.py"), "print(2)").unwrap();
+        let h2 = content_hash(d.path()).unwrap();
+        assert_ne!(h1, h2);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            d.path().join("lib/a.py"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        assert_ne!(h2, content_hash(d.path()).unwrap());
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("l")).unwrap();
+        let h3 = content_hash(d.path()).unwrap();
+        std::fs::remove_file(d.path().join("l")).unwrap();
+        std::os::unix::fs::symlink("/etc/hosts", d.path().join("l")).unwrap();
+        assert_ne!(h3, content_hash(d.path()).unwrap());
+    }
+}

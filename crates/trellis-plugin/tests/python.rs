@@ -1,0 +1,629 @@
+//! Plugin processes end to end through the extension host: a Python plugin written with
+//! the SDK (`sdk/python/trellis_plugin.py`) exercising every part of the API, and plugins
+//! that break the protocol one way each. Every fault leaves the host and the other
+//! extensions working and is explained in `/status`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use trellis_core::ext::Capability;
+use trellis_core::wire::{Dir, Message};
+use trellis_core::{Action, Effect, Event, Policy, Session, update};
+use trellis_ext::{Candidate, ExtConfig, ExtHost, ExtState, HostMsg, HostOptions, Out};
+use trellis_plugin::process::Launch;
+use trellis_plugin::{Limits, PluginExt, PluginSpec};
+
+fn python() -> bool {
+    let ok = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "missing under CI: python3"
+        );
+        eprintln!("SKIPPED (not under CI): python3");
+    }
+    ok
+}
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/plugins")
+}
+
+fn sdk() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../sdk/python")
+        .canonicalize()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn spec(name: &str, argv: &[&str], caps: &[Capability], limits: Limits) -> PluginSpec {
+    PluginSpec {
+        manifest: trellis_core::ext::Manifest {
+            name: name.into(),
+            version: "1.0.0".into(),
+            description: "test".into(),
+            capabilities: caps.to_vec(),
+            ui_only: false,
+        },
+        launch: Launch {
+            name: name.into(),
+            root: fixtures(),
+            data: None,
+            command: argv.iter().map(|s| s.to_string()).collect(),
+            log_file: None,
+            env: vec![
+                ("PYTHONPATH".into(), sdk()),
+                ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+            ],
+            max_line: 1 << 20,
+            on_spawn: None,
+        },
+        limits,
+    }
+}
+
+/// A host with the plugins (granted `grant` each) and one healthy in-process extension
+/// beside them.
+fn host(
+    plugins: Vec<(PluginSpec, Vec<Capability>)>,
+) -> (ExtHost, tokio::sync::mpsc::UnboundedReceiver<HostMsg>) {
+    trellis_ext::install_panic_guard();
+    let mut opts = HostOptions {
+        permission_timeout: 3.0,
+        failure_limit: 50,
+        ..HostOptions::default()
+    };
+    let mut exts = Vec::new();
+    for (s, grant) in plugins {
+        opts.config.insert(
+            s.manifest.name.clone(),
+            ExtConfig {
+                enabled: Some(true),
+                grant: Some(grant),
+                options: json!({"greeting": "hi"}),
+            },
+        );
+        exts.push(Candidate {
+            ext: Box::new(PluginExt::new(s)),
+            builtin: false,
+        });
+    }
+    exts.push(Candidate {
+        ext: Box::new(trellis_builtins_stats()),
+        builtin: true,
+    });
+    ExtHost::new(exts, opts)
+}
+
+/// The built-in stats extension stands for "the other extensions".
+fn trellis_builtins_stats() -> impl trellis_core::ext::Extension {
+    struct Healthy(usize);
+    impl trellis_core::ext::Extension for Healthy {
+        fn manifest(&self) -> trellis_core::ext::Manifest {
+            trellis_core::ext::Manifest {
+                name: "healthy".into(),
+                version: "1".into(),
+                description: "counts".into(),
+                capabilities: vec![Capability::Observe],
+                ui_only: false,
+            }
+        }
+        fn on_event(
+            &mut self,
+            _e: &Event,
+            _h: &mut dyn trellis_core::ext::Host,
+        ) -> Result<(), trellis_core::ext::ExtError> {
+            self.0 += 1;
+            Ok(())
+        }
+    }
+    Healthy(0)
+}
+
+struct S {
+    s: Session,
+    seq: u64,
+}
+
+impl S {
+    fn new() -> S {
+        S {
+            s: Session::new(Policy::Ask),
+            seq: 0,
+        }
+    }
+    fn frame(&mut self, dir: Dir, v: Value) -> Vec<Effect> {
+        self.seq += 1;
+        update(
+            &mut self.s,
+            Action::Frame {
+                seq: self.seq,
+                t: self.seq as f64,
+                dir,
+                msg: Message::parse(&v.to_string()).unwrap(),
+            },
+        )
+    }
+    fn up(&mut self, u: Value) -> Vec<Effect> {
+        self.frame(
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}}),
+        )
+    }
+}
+
+/// Feeds effects and pumps host messages until `until` holds (or 15 s pass).
+fn pump(
+    h: &mut ExtHost,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<HostMsg>,
+    fx: &[Effect],
+    until: impl Fn(&[Out], &ExtHost) -> bool,
+) -> Vec<Out> {
+    let mut outs = h.on_effects(fx, 1.0);
+    h.deliver();
+    let start = Instant::now();
+    while !until(&outs, h) {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "waited for: {outs:?}\n{}",
+            h.status().lines().join("\n")
+        );
+        while let Ok(m) = rx.try_recv() {
+            outs.extend(h.on_msg(m, 1.0));
+        }
+        outs.extend(h.tick(1.0 + start.elapsed().as_secs_f64()));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    outs
+}
+
+fn status(h: &ExtHost) -> String {
+    h.status().lines().join("\n")
+}
+
+#[test]
+fn a_python_plugin_uses_every_part_of_the_api() {
+    if !python() {
+        return;
+    }
+    let sp = spec(
+        "everything",
+        &["python3", "./everything.py"],
+        &[
+            Capability::Observe,
+            Capability::Ui,
+            Capability::CallState,
+            Capability::Store,
+            Capability::InterceptPermissions,
+            Capability::Drive,
+        ],
+        Limits::default(),
+    );
+    // Everything but drive is granted.
+    let grant = vec![
+        Capability::Observe,
+        Capability::Ui,
+        Capability::CallState,
+        Capability::Store,
+        Capability::InterceptPermissions,
+    ];
+    let (mut h, mut rx) = host(vec![(sp, grant)]);
+    assert!(
+        status(&h).contains("everything 1.0.0 (plugin): ready"),
+        "{}",
+        status(&h)
+    );
+    let mut s = S::new();
+    let mut fx = s.up(json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"List","kind":"execute","status":"pending","rawInput":{"command":"ls -la"}}));
+    fx.extend(s.up(json!({"sessionUpdate":"tool_call","toolCallId":"c2","title":"Remove","kind":"execute","status":"pending","rawInput":{"command":"rm -rf build"}})));
+    fx.extend(s.frame(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{"sessionId":"S",
+        "toolCall":{"toolCallId":"c1"},
+        "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}})));
+    fx.extend(s.frame(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":6,"method":"session/request_permission","params":{"sessionId":"S",
+        "toolCall":{"toolCallId":"c2"},
+        "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}})));
+    // Claims `ls` and answers it; passes `rm` on to the dialog.
+    let outs = pump(&mut h, &mut rx, &fx, |o, _| {
+        o.iter().any(|x| matches!(x, Out::Decide { .. }))
+            && o.iter().any(|x| matches!(x, Out::Dialog { .. }))
+    });
+    assert!(
+        outs.contains(&Out::Decide {
+            request_id: "5".into(),
+            option_id: "ok".into(),
+            extension: "everything".into()
+        }),
+        "{outs:?}"
+    );
+    assert!(
+        outs.contains(&Out::Dialog {
+            request_id: "6".into()
+        }),
+        "{outs:?}"
+    );
+    // Call state, through the host, for the log.
+    assert!(
+        outs.iter()
+            .any(|o| matches!(o, Out::CallState { extension, call_id, value }
+        if extension == "everything" && call_id == "c1" && value == &json!({"seen": 1}))),
+        "{outs:?}"
+    );
+    // Its section and status item, pushed on idle.
+    assert!(h.flush(Duration::from_secs(10)));
+    let sec = &h.ui.sections()[0];
+    assert_eq!(sec.title, "Seen calls");
+    let rows: Vec<String> = sec.rows.iter().map(|r| r.line.text()).collect();
+    assert_eq!(rows, ["c1", "c2"]);
+    assert_eq!(sec.rows[0].id.as_deref(), Some("c1"));
+    assert_eq!(h.ui.status_line_items(40)[0].text(), "2 seen");
+    // A card design, answered by the process for this revision and width.
+    h.ui.apply(
+        &trellis_ext::ui::RowTarget::Card("kind:execute".into()),
+        "everything/shell",
+    );
+    let mut call = s.s.ledger.get("c1").unwrap().clone();
+    call.status = trellis_core::ToolStatus::Completed;
+    call.raw_output = Some(serde_json::value::to_raw_value(&json!({"exit_code": 0})).unwrap());
+    call.content = vec![trellis_core::tool_call::ToolContent::Text {
+        text: std::sync::Arc::new("a b\nshout id-42\n".into()),
+    }];
+    call.rev = 9;
+    assert!(
+        h.ui.card(&call, 50).is_none(),
+        "the native card until the answer arrives"
+    );
+    h.ui.send_requests();
+    assert!(h.flush(Duration::from_secs(10)));
+    h.ui.take_changed();
+    h.ui.card(&call, 50);
+    h.ui.send_requests();
+    assert!(h.flush(Duration::from_secs(10)));
+    let card = h.ui.card(&call, 50).expect("designed");
+    assert_eq!(card.call[0].text(), "✓ $ ls -la  exit 0");
+    assert!(card.call[0].0[1].bold);
+    // Designs see the output as displayed: its per-call transform and its rewrite.
+    assert_eq!(
+        card.result[0].text(),
+        "A B\nSHOUT ID-*".replace('\n', " "),
+        "{card:?}"
+    );
+    // Its command: notify with its options, store round trip.
+    assert!(h.ui.run_command("hello", "world"));
+    let outs = pump(&mut h, &mut rx, &[], |o, _| {
+        o.iter().any(|x| matches!(x, Out::Notify(_)))
+    });
+    assert!(
+        outs.contains(&Out::Notify(
+            "everything: hello world from everything, options {'greeting': 'hi'}".into()
+        )),
+        "{outs:?}"
+    );
+    // Drive is not granted: a specific error, counted in /status.
+    let ended = Effect::Emit(Event {
+        schema: 1,
+        t: 9.0,
+        session: Some("S".into()),
+        body: trellis_core::EventBody::TurnEnded {
+            turn: 1,
+            stop_reason: "end_turn".into(),
+            unfinished: vec![],
+        },
+        acp: None,
+    });
+    pump(&mut h, &mut rx, &[ended], |_, h| {
+        status(h).contains("refused call drive")
+    });
+    let st = status(&h);
+    assert!(st.contains("note: drive: refused with -32001"), "{st}");
+    assert!(st.contains("process "), "{st}");
+    h.shutdown(Duration::from_secs(5));
+}
+
+fn faulty(mode: &str, caps: &[Capability], limits: Limits) -> (PluginSpec, Vec<Capability>) {
+    (
+        spec(mode, &["python3", "./faulty.py", mode], caps, limits),
+        caps.to_vec(),
+    )
+}
+
+fn chunk(s: &mut S, i: usize) -> Vec<Effect> {
+    s.up(json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":format!("{i}")}}))
+}
+
+fn state(h: &ExtHost, name: &str) -> ExtState {
+    h.status()
+        .extensions
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap()
+        .state
+        .clone()
+}
+
+/// The healthy extension beside the plugin kept receiving events.
+fn healthy_intact(h: &ExtHost) {
+    let st = h.status();
+    let e = st.extensions.iter().find(|e| e.name == "healthy").unwrap();
+    assert_eq!(e.state, ExtState::Ready, "{}", status(h));
+    assert!(e.failures.is_empty());
+}
+
+#[test]
+fn a_plugin_that_crashes_at_start_is_disabled_with_its_stderr_shown() {
+    if !python() {
+        return;
+    }
+    let (h, _rx) = host(vec![faulty(
+        "crash-start",
+        &[Capability::Observe],
+        Limits::default(),
+    )]);
+    let st = status(&h);
+    assert!(
+        matches!(state(&h, "crash-start"), ExtState::Disabled(r) if r.contains("ended before it answered initialize") && r.contains("exit status 3")),
+        "{st}"
+    );
+    assert!(st.contains("│ boom: cannot import a module"), "{st}");
+    healthy_intact(&h);
+}
+
+#[test]
+fn a_plugin_that_crashes_mid_session_is_restarted_then_disabled_after_too_many_crashes() {
+    if !python() {
+        return;
+    }
+    let limits = Limits {
+        crashes: 2,
+        ..Limits::default()
+    };
+    let (mut h, mut rx) = host(vec![faulty("crash-mid", &[Capability::Observe], limits)]);
+    let mut s = S::new();
+    let mut fx = Vec::new();
+    for i in 0..3 {
+        fx.extend(chunk(&mut s, i));
+    }
+    pump(&mut h, &mut rx, &fx, |_, h| {
+        status(h).contains("last exit: the process ended (exit status 1)")
+    });
+    assert!(
+        status(&h).contains("│ crashing on the third event"),
+        "{}",
+        status(&h)
+    );
+    // After the backoff the next events reach a new process…
+    std::thread::sleep(Duration::from_millis(700));
+    let mut fx = Vec::new();
+    for i in 0..3 {
+        fx.extend(chunk(&mut s, 10 + i));
+    }
+    // …which crashes again: the second crash within the window disables it.
+    pump(&mut h, &mut rx, &fx, |_, h| {
+        matches!(state(h, "crash-mid"), ExtState::Disabled(_))
+    });
+    assert!(
+        matches!(state(&h, "crash-mid"), ExtState::Disabled(r) if r.contains("crashed 2 times within 300 s")),
+        "{}",
+        status(&h)
+    );
+    healthy_intact(&h);
+}
+
+#[test]
+fn a_hung_plugin_costs_its_cards_and_never_approves_a_request() {
+    if !python() {
+        return;
+    }
+    let limits = Limits {
+        render_timeout: Duration::from_millis(300),
+        offer_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let (mut h, mut rx) = host(vec![faulty(
+        "hang",
+        &[Capability::Observe, Capability::InterceptPermissions],
+        limits,
+    )]);
+    let mut s = S::new();
+    let mut fx = s.up(json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"x","kind":"execute","status":"pending"}));
+    fx.extend(s.frame(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{"sessionId":"S",
+        "toolCall":{"toolCallId":"c1"},
+        "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"}]}})));
+    let outs = pump(&mut h, &mut rx, &fx, |o, _| {
+        o.iter().any(|x| matches!(x, Out::Dialog { .. }))
+    });
+    assert!(
+        !outs.iter().any(|o| matches!(o, Out::Decide { .. })),
+        "{outs:?}"
+    );
+    assert!(
+        status(&h).contains("no answer to permission/offer within 300 ms"),
+        "{}",
+        status(&h)
+    );
+    healthy_intact(&h);
+}
+
+#[test]
+fn garbage_on_stdout_disconnects_the_plugin_with_the_line_shown_clipped_and_clean() {
+    if !python() {
+        return;
+    }
+    let (mut h, mut rx) = host(vec![faulty(
+        "garbage",
+        &[Capability::Observe],
+        Limits::default(),
+    )]);
+    let mut s = S::new();
+    let fx = chunk(&mut s, 1);
+    pump(&mut h, &mut rx, &fx, |_, h| {
+        matches!(state(h, "garbage"), ExtState::Disabled(_))
+    });
+    let ExtState::Disabled(r) = state(&h, "garbage") else {
+        unreachable!()
+    };
+    assert!(r.starts_with("disconnected: it wrote not JSON"), "{r}");
+    assert!(
+        r.contains("«Traceback (most recent call last): oops"),
+        "{r}"
+    );
+    assert!(!r.contains('\x1b') && !r.contains('\x07'), "{r:?}");
+    healthy_intact(&h);
+}
+
+#[test]
+fn a_stderr_flood_is_kept_bounded_and_the_plugin_keeps_working() {
+    if !python() {
+        return;
+    }
+    let (mut h, mut rx) = host(vec![faulty(
+        "stderr-flood",
+        &[Capability::Observe, Capability::Ui],
+        Limits::default(),
+    )]);
+    let mut s = S::new();
+    let mut n = 0;
+    let start = Instant::now();
+    // Until its 10 MB of stderr are read and the plugin still answers.
+    loop {
+        n += 1;
+        let fx = chunk(&mut s, n);
+        pump(&mut h, &mut rx, &fx, |_, _| true);
+        assert!(h.flush(Duration::from_secs(10)));
+        let st = status(&h);
+        if st.contains("stderr: 10000 lines")
+            && h.ui.sections()[0]
+                .rows
+                .first()
+                .is_some_and(|r| r.line.text() == format!("{n} events"))
+        {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{st}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let st = status(&h);
+    assert_eq!(
+        st.matches("  │ xxxx").count(),
+        8,
+        "the last 8 lines only: {st}"
+    );
+    assert!(st.len() < 20_000, "bounded: {} bytes", st.len());
+    assert_eq!(state(&h, "stderr-flood"), ExtState::Ready);
+    healthy_intact(&h);
+}
+
+#[test]
+fn a_plugin_that_stops_reading_is_disconnected_not_waited_for() {
+    if !python() {
+        return;
+    }
+    let limits = Limits {
+        backlog: 256 << 10,
+        ..Limits::default()
+    };
+    let (mut h, mut rx) = host(vec![faulty("no-read", &[Capability::Observe], limits)]);
+    let mut s = S::new();
+    let big = "y".repeat(4096);
+    let mut fx = Vec::new();
+    for _ in 0..200 {
+        fx.extend(s.up(
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":big}}),
+        ));
+    }
+    pump(&mut h, &mut rx, &fx, |_, h| {
+        matches!(state(h, "no-read"), ExtState::Disabled(_))
+    });
+    assert!(
+        matches!(state(&h, "no-read"), ExtState::Disabled(r) if r.contains("does not keep up")),
+        "{}",
+        status(&h)
+    );
+    healthy_intact(&h);
+}
+
+#[test]
+fn an_ungranted_call_gets_its_own_error_and_a_line_in_status() {
+    if !python() {
+        return;
+    }
+    let (mut h, mut rx) = host(vec![faulty(
+        "ungranted",
+        &[Capability::Ui],
+        Limits::default(),
+    )]);
+    let start = Instant::now();
+    loop {
+        pump(&mut h, &mut rx, &[], |_, _| true);
+        h.flush(Duration::from_secs(5));
+        if h.ui.sections().first().is_some_and(|s| !s.rows.is_empty()) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(15), "{}", status(&h));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let row = h.ui.sections()[0].rows[0].line.text();
+    let err: Value = serde_json::from_str(&row).unwrap();
+    assert_eq!(err["code"], -32001);
+    assert_eq!(err["data"]["capability"], "observe");
+    let st = status(&h);
+    assert!(
+        st.contains("refused call calls ×1 (capability not granted)"),
+        "{st}"
+    );
+    assert!(st.contains("refused call store_put ×1"), "{st}");
+    assert!(
+        st.contains("note: store/put: capability store was not granted"),
+        "{st}"
+    );
+}
+
+#[test]
+fn a_claimed_request_answered_with_an_option_never_offered_is_handed_on() {
+    if !python() {
+        return;
+    }
+    let (mut h, mut rx) = host(vec![faulty(
+        "bad-option",
+        &[Capability::InterceptPermissions],
+        Limits::default(),
+    )]);
+    let mut s = S::new();
+    let mut fx = s.up(json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"x","kind":"execute","status":"pending"}));
+    fx.extend(s.frame(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{"sessionId":"S",
+        "toolCall":{"toolCallId":"c1"},
+        "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"}]}})));
+    let outs = pump(&mut h, &mut rx, &fx, |o, _| {
+        o.iter().any(|x| matches!(x, Out::Dialog { .. }))
+    });
+    assert!(
+        !outs.iter().any(|o| matches!(o, Out::Decide { .. })),
+        "{outs:?}"
+    );
+    assert!(status(&h).contains("yolo"), "{}", status(&h));
+}
+
+#[test]
+fn a_plugin_that_speaks_another_version_is_refused_at_start() {
+    if !python() {
+        return;
+    }
+    let (h, _rx) = host(vec![faulty(
+        "version",
+        &[Capability::Observe],
+        Limits::default(),
+    )]);
+    assert!(
+        matches!(state(&h, "version"), ExtState::Disabled(r)
+        if r == "version mismatch: the plugin chose protocol version 2, this Trellis speaks 1"),
+        "{}",
+        status(&h)
+    );
+    healthy_intact(&h);
+}

@@ -1,0 +1,483 @@
+"""Trellis plugins in Python: one file, standard library only (Python >= 3.9).
+
+A plugin is a process Trellis starts; this module speaks the `trellis-plugin` v1
+protocol (JSON-RPC 2.0, one object per line on stdin/stdout) for you. Declare what the
+plugin contributes with decorators, then call ``plugin.run()``::
+
+    from trellis_plugin import Plugin
+
+    plugin = Plugin()
+
+    @plugin.design("shell", label="Shell", kind="execute")
+    def shell(call, facts, width, host):
+        return {"call": [f"$ {facts['command']}"]}
+
+    plugin.run()
+
+Host functions (``host.notify``, ``host.set_section``, ``host.respond_permission``…)
+are synchronous: they return the host's answer, or raise ``HostError`` (``.code`` is
+the JSON-RPC error code, e.g. ``NOT_GRANTED``). Write logs to stderr (``log()``), never
+to stdout: stdout carries the protocol, and a line on it that is not protocol gets the
+plugin disconnected. See docs/plugins.md and docs/plugin-protocol.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Deque, Dict, List, Optional, TypedDict, Union
+
+__all__ = [
+    "Plugin",
+    "Host",
+    "HostError",
+    "log",
+    "NOT_GRANTED",
+    "INVALID",
+    "STORE",
+    "PROTOCOL_VERSION",
+]
+
+PROTOCOL_VERSION = 1
+
+# JSON-RPC error codes of the protocol.
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+NOT_GRANTED = -32001
+INVALID = -32002
+STORE = -32003
+
+
+class Span(TypedDict, total=False):
+    text: str
+    tone: str  # normal, dim, accent, good, warn, bad, added, removed
+    bold: bool
+
+
+# A line is a string, or a list of spans (strings or Span objects).
+Line = Union[str, List[Union[str, Span]]]
+
+
+class Row(TypedDict, total=False):
+    line: Line
+    id: str  # set: the row is clickable (handed back to on_action)
+
+
+class Facts(TypedDict):
+    title: str
+    command: Optional[str]
+    paths: List[str]
+    duration: Optional[float]
+    exit_code: Optional[int]
+
+
+class ToolCall(TypedDict, total=False):
+    id: str
+    title: str
+    kind: str
+    status: str  # pending, in_progress, completed, failed, …
+    content: List[Dict[str, Any]]
+    locations: List[Dict[str, Any]]
+    raw_input: Any
+    raw_output: Any
+    name: str
+    status_history: List[Dict[str, Any]]
+    turn: int
+
+
+class Event(TypedDict, total=False):
+    schema: int
+    t: float
+    session: str
+    type: str  # the event type, e.g. tool_call_updated
+    call: ToolCall
+
+
+class Offer(TypedDict, total=False):
+    request_id: str
+    session: Optional[str]
+    call: ToolCall
+    facts: Facts
+    options: List[Dict[str, Any]]  # {optionId, name, kind}
+    deadline_ms: int
+
+
+class HostError(Exception):
+    """A host function failed: ``code`` is the JSON-RPC error code."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+def log(*parts: Any) -> None:
+    """Writes a line to the plugin's log (its stderr; shown in Trellis's /status)."""
+    print(*parts, file=sys.stderr, flush=True)
+
+
+def text_of(call: ToolCall) -> str:
+    """The call's text output (its text content blocks, joined)."""
+    return "".join(c.get("text", "") for c in call.get("content", []) if c.get("type") == "text")
+
+
+class Host:
+    """The host's functions. Calls are synchronous and answered by Trellis."""
+
+    def __init__(self, conn: "_Conn") -> None:
+        self._conn = conn
+
+    def call(self, method: str, params: Optional[Dict[str, Any]] = None) -> Any:
+        """Calls any host function by its protocol name."""
+        return self._conn.request(method, params or {})
+
+    # Session
+    def session(self) -> Dict[str, Any]:
+        return self.call("host/session")
+
+    def calls(self) -> List[ToolCall]:
+        return self.call("host/calls")
+
+    def get_call(self, call_id: str) -> Optional[ToolCall]:
+        return self.call("host/call", {"call_id": call_id})
+
+    def call_state(self, call_id: str) -> Any:
+        return self.call("host/call_state", {"call_id": call_id})
+
+    def put_call_state(self, call_id: str, value: Any, merge: bool = False) -> None:
+        self.call("host/put_call_state", {"call_id": call_id, "value": value, "merge": merge})
+
+    def resolve_path(self, path: str) -> str:
+        return self.call("host/resolve_path", {"path": path})
+
+    def options(self) -> Any:
+        return self.call("host/options")
+
+    def report(self, what: str, message: str) -> None:
+        self.call("host/report", {"what": what, "message": message})
+
+    # UI
+    def notify(self, text: str) -> None:
+        self.call("host/notify", {"text": text})
+
+    def open_inspector(self, call_id: str) -> None:
+        self.call("host/open_inspector", {"call_id": call_id})
+
+    def repaint(self) -> None:
+        self.call("host/repaint")
+
+    def section_shown(self, section: str) -> bool:
+        return bool(self.call("ui/section_shown", {"id": section}))
+
+    def set_section(self, section: str, rows: List[Union[Line, Row]], count: Optional[int] = None) -> None:
+        self.call("ui/set_section", {"id": section, "body": {"rows": rows, "count": count}})
+
+    def patch_section(self, section: str, patch: List[Dict[str, Any]]) -> None:
+        self.call("ui/patch_section", {"id": section, "patch": patch})
+
+    def set_status_item(self, item: str, line: Optional[Line]) -> None:
+        self.call("ui/set_status_item", {"id": item, "line": line})
+
+    def set_settings(self, rows: List[Dict[str, Any]]) -> None:
+        self.call("ui/set_settings", {"rows": rows})
+
+    def set_transform(self, transform: str, rewrites: List[Dict[str, str]]) -> None:
+        self.call("ui/set_transform", {"id": transform, "rewrites": rewrites})
+
+    # Permissions, store, driving the session
+    def respond_permission(self, request_id: str, option_id: str) -> None:
+        self.call("permission/respond", {"request_id": request_id, "option_id": option_id})
+
+    def store_get(self, key: str) -> Any:
+        return self.call("store/get", {"key": key})
+
+    def store_put(self, key: str, value: Any) -> None:
+        self.call("store/put", {"key": key, "value": value})
+
+    def prompt(self, text: str) -> None:
+        """Sends a prompt (queued until the running turn ends). Needs `drive`."""
+        self.call("session/drive", {"action": "prompt", "text": text})
+
+    def cancel_turn(self) -> None:
+        self.call("session/drive", {"action": "cancel"})
+
+    def set_mode(self, mode: str) -> None:
+        self.call("session/drive", {"action": "set_mode", "mode": mode})
+
+
+class _Conn:
+    """The JSON-RPC connection over stdin/stdout."""
+
+    def __init__(self, inp: Any, out: Any) -> None:
+        self.inp = inp
+        self.out = out
+        self.next_id = 1
+        self.pending: Deque[Dict[str, Any]] = deque()
+
+    def send(self, msg: Dict[str, Any]) -> None:
+        msg["jsonrpc"] = "2.0"
+        self.out.write(json.dumps(msg, separators=(",", ":"), ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def read(self) -> Optional[Dict[str, Any]]:
+        while True:
+            line = self.inp.readline()
+            if not line:
+                return None
+            line = line.strip()
+            if line:
+                return json.loads(line)
+
+    def request(self, method: str, params: Dict[str, Any]) -> Any:
+        rid = self.next_id
+        self.next_id += 1
+        self.send({"id": rid, "method": method, "params": params})
+        while True:
+            msg = self.read()
+            if msg is None:
+                raise SystemExit(0)  # Trellis closed the connection
+            if "method" not in msg and msg.get("id") == rid:
+                if "error" in msg:
+                    e = msg["error"]
+                    raise HostError(e.get("code", 0), e.get("message", ""), e.get("data"))
+                return msg.get("result")
+            # Something else arrived meanwhile: handled after the current handler.
+            self.pending.append(msg)
+
+
+@dataclass
+class _Registration:
+    subscriptions: Optional[List[str]] = None
+    call_kinds: Optional[List[str]] = None
+    acp_payloads: bool = False
+    sections: List[Dict[str, Any]] = field(default_factory=list)
+    designs: List[Dict[str, Any]] = field(default_factory=list)
+    transforms: List[Dict[str, Any]] = field(default_factory=list)
+    status_items: List[Dict[str, Any]] = field(default_factory=list)
+    commands: List[Dict[str, Any]] = field(default_factory=list)
+    keys: List[Dict[str, Any]] = field(default_factory=list)
+
+
+Handler = Callable[..., Any]
+
+
+class Plugin:
+    """A plugin: declare handlers with the decorators, then ``run()``."""
+
+    def __init__(
+        self,
+        subscriptions: Optional[List[str]] = None,
+        call_kinds: Optional[List[str]] = None,
+        acp_payloads: bool = False,
+    ) -> None:
+        self._reg = _Registration(subscriptions, call_kinds, acp_payloads)
+        self._events: Dict[str, List[Handler]] = {}
+        self._designs: Dict[str, Handler] = {}
+        self._transforms: Dict[str, Handler] = {}
+        self._commands: Dict[str, Handler] = {}
+        self._keys: Dict[str, Handler] = {}
+        self._settings: Dict[str, Handler] = {}
+        self._clicks: Dict[str, Handler] = {}
+        self._permission: Optional[Handler] = None
+        self._idle: List[Handler] = []
+        self._start: List[Handler] = []
+        self._visibility: List[Handler] = []
+        self.granted: List[str] = []
+        self.options: Any = None
+        self.name = ""
+        self._conn: Optional[_Conn] = None
+        self.host: Optional[Host] = None
+
+    # ---- declarations ----
+
+    def on(self, *event_types: str) -> Callable[[Handler], Handler]:
+        """``@plugin.on("tool_call_updated")``: ``f(event, host)``. No type: every event."""
+
+        def deco(f: Handler) -> Handler:
+            for t in event_types or ("*",):
+                self._events.setdefault(t, []).append(f)
+            return f
+
+        return deco
+
+    def on_start(self, f: Handler) -> Handler:
+        """``f(host)`` once the connection is set up (after ``initialize``)."""
+        self._start.append(f)
+        return f
+
+    def on_idle(self, f: Handler) -> Handler:
+        """``f(host)`` when Trellis has no more events for now: push what changed."""
+        self._idle.append(f)
+        return f
+
+    def on_permission(self, f: Handler) -> Handler:
+        """``f(offer, host) -> bool``: True claims the request (then answer it with
+        ``host.respond_permission``), False passes it on. Needs `intercept-permissions`."""
+        self._permission = f
+        return f
+
+    def section(self, id: str, title: str, max_rows: int = 10, collapsed: bool = False) -> Callable[[Handler], Handler]:
+        """A sidebar section; the decorated ``f(row_id, host)`` runs when a clickable row
+        is clicked. Push its rows with ``host.set_section``."""
+
+        def deco(f: Handler) -> Handler:
+            self._reg.sections.append({"id": id, "title": title, "max_rows": max_rows, "collapsed": collapsed})
+            self._clicks[id] = f
+            return f
+
+        return deco
+
+    def add_section(self, id: str, title: str, max_rows: int = 10, collapsed: bool = False) -> None:
+        """A sidebar section without a click handler."""
+        self._reg.sections.append({"id": id, "title": title, "max_rows": max_rows, "collapsed": collapsed})
+
+    def on_visibility(self, f: Handler) -> Handler:
+        """``f(section_id, shown, host)`` when one of its sections is shown or hidden."""
+        self._visibility.append(f)
+        return f
+
+    def design(self, id: str, label: str, kind: Optional[str] = None, name: Optional[str] = None) -> Callable[[Handler], Handler]:
+        """A card design for calls of a kind (or an agent's tool name): ``f(call, facts,
+        width, host) -> {"call": [line…], "result": [line…]}``."""
+        applies = {"kind": kind} if kind else {"name": name}
+
+        def deco(f: Handler) -> Handler:
+            self._reg.designs.append({"id": id, "label": label, "applies_to": applies})
+            self._designs[id] = f
+            return f
+
+        return deco
+
+    def transform(self, id: str, label: str) -> Callable[[Handler], Handler]:
+        """A per-call display transform: ``f(call, text, host) -> str | None``."""
+
+        def deco(f: Handler) -> Handler:
+            self._reg.transforms.append({"id": id, "label": label})
+            self._transforms[id] = f
+            return f
+
+        return deco
+
+    def rewrite(self, id: str, label: str, rewrites: List[Dict[str, str]]) -> None:
+        """A declarative transform: ``[{"pattern": regex, "replace": text}]`` run by Trellis."""
+        self._reg.transforms.append({"id": id, "label": label, "rewrites": rewrites})
+
+    def status_item(self, id: str, label: str) -> None:
+        """A status-bar item; set it with ``host.set_status_item``."""
+        self._reg.status_items.append({"id": id, "label": label})
+
+    def command(self, name: str, description: str) -> Callable[[Handler], Handler]:
+        """``/name args`` at the prompt: ``f(args, host)``."""
+
+        def deco(f: Handler) -> Handler:
+            self._reg.commands.append({"name": name, "description": description})
+            self._commands[name] = f
+            return f
+
+        return deco
+
+    def key(self, id: str, keys: str, label: str) -> Callable[[Handler], Handler]:
+        """A key in the transcript: ``f(host)``."""
+
+        def deco(f: Handler) -> Handler:
+            self._reg.keys.append({"id": id, "keys": keys, "label": label})
+            self._keys[id] = f
+            return f
+
+        return deco
+
+    def setting(self, row: str) -> Callable[[Handler], Handler]:
+        """``f(choice, host)`` when the user applies a choice of settings row ``row``
+        (rows are pushed with ``host.set_settings``)."""
+
+        def deco(f: Handler) -> Handler:
+            self._settings[row] = f
+            return f
+
+        return deco
+
+    # ---- the loop ----
+
+    def run(self, inp: Any = None, out: Any = None) -> None:
+        """Serves Trellis until it closes the connection."""
+        conn = _Conn(inp or sys.stdin, out or sys.stdout)
+        self._conn = conn
+        self.host = Host(conn)
+        while True:
+            msg = conn.pending.popleft() if conn.pending else conn.read()
+            if msg is None:
+                return
+            self._handle(msg)
+            if msg.get("method") == "shutdown":
+                return
+
+    def _reply(self, rid: Any, result: Any = None, error: Optional[Dict[str, Any]] = None) -> None:
+        assert self._conn is not None
+        if error is not None:
+            self._conn.send({"id": rid, "error": error})
+        else:
+            self._conn.send({"id": rid, "result": result})
+
+    def _handle(self, msg: Dict[str, Any]) -> None:
+        method = msg.get("method")
+        params = msg.get("params") or {}
+        rid = msg.get("id")
+        host = self.host
+        try:
+            if method == "initialize":
+                if PROTOCOL_VERSION not in params.get("versions", []):
+                    self._reply(rid, error={"code": INVALID_PARAMS, "message": "this plugin speaks trellis-plugin v1 only"})
+                    return
+                self.granted = params.get("granted", [])
+                self.options = params.get("options")
+                self.name = params.get("name", "")
+                reg = {k: v for k, v in self._reg.__dict__.items() if v is not None}
+                self._reply(rid, {"version": PROTOCOL_VERSION, "registration": reg})
+                for f in self._start:
+                    f(host)
+            elif method == "event":
+                for f in self._events.get(params.get("type", ""), []) + self._events.get("*", []):
+                    f(params, host)
+            elif method == "idle":
+                for f in self._idle:
+                    f(host)
+            elif method == "action":
+                self._action(params, host)
+            elif method == "permission/offer":
+                claim = bool(self._permission(params, host)) if self._permission else False
+                self._reply(rid, {"claim": claim})
+            elif method == "render/card":
+                f = self._designs.get(params.get("design", ""))
+                lines = f(params["call"], params["facts"], params["width"], host) if f else None
+                self._reply(rid, lines or {"call": []})
+            elif method == "render/transform":
+                f = self._transforms.get(params.get("id", ""))
+                text = f(params["call"], params["text"], host) if f else None
+                self._reply(rid, {"text": text})
+            elif method == "shutdown":
+                return
+            elif rid is not None:
+                self._reply(rid, error={"code": METHOD_NOT_FOUND, "message": f"unknown method {method}"})
+        except Exception as e:  # the handler failed: Trellis records it, the plugin goes on
+            log(f"{method}: {e!r}")
+            traceback.print_exc(file=sys.stderr)
+            if rid is not None:
+                self._reply(rid, error={"code": -32000, "message": f"{type(e).__name__}: {e}"})
+
+    def _action(self, a: Dict[str, Any], host: Optional[Host]) -> None:
+        kind = a.get("kind")
+        if kind == "command" and a.get("name") in self._commands:
+            self._commands[a["name"]](a.get("args", ""), host)
+        elif kind == "key" and a.get("id") in self._keys:
+            self._keys[a["id"]](host)
+        elif kind == "setting" and a.get("row") in self._settings:
+            self._settings[a["row"]](a.get("choice"), host)
+        elif kind == "row_click" and a.get("section") in self._clicks:
+            self._clicks[a["section"]](a.get("row"), host)
+        elif kind == "visibility":
+            for f in self._visibility:
+                f(a.get("section"), a.get("shown"), host)
