@@ -70,6 +70,9 @@ pub struct HostOptions {
     /// A headless run: extensions whose manifest says `ui_only` are not started.
     pub headless: bool,
     pub config: BTreeMap<String, ExtConfig>,
+    /// Facts found while choosing what to load (plugins not started and why), shown in
+    /// `/status`.
+    pub notes: Vec<String>,
 }
 
 impl Default for HostOptions {
@@ -82,6 +85,7 @@ impl Default for HostOptions {
             store_dir: None,
             headless: false,
             config: BTreeMap::new(),
+            notes: Vec::new(),
         }
     }
 }
@@ -227,7 +231,7 @@ impl ExtHost {
         shared.headless = opts.headless;
         let shared = Arc::new(shared);
         let _ = shared.me.set(Arc::downgrade(&shared));
-        let mut notes = Vec::new();
+        let mut notes = opts.notes.clone();
         let mut slots: Vec<Arc<Slot>> = Vec::new();
         let known: Vec<String> = candidates.iter().map(|c| c.ext.manifest().name).collect();
         for name in opts.config.keys() {
@@ -564,6 +568,21 @@ impl ExtHost {
             let left = limit.saturating_sub(start.elapsed());
             let _ = rx.recv_timeout(left);
         }
+    }
+
+    /// Every key of extension `name`'s store, sorted (tests and `trellis plugin test`).
+    pub fn store_dump(&self, name: &str) -> Vec<(String, Value)> {
+        let mut v: Vec<(String, Value)> = self
+            .shared
+            .with_store(name, |s| match s {
+                host::StoreBox::Disk(d) => d.entries(),
+                host::StoreBox::Memory(m) => {
+                    m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+                }
+            })
+            .0;
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
     }
 
     /// Reads a key of the host's own store namespace (saved rules, UI choices).

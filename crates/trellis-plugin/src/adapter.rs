@@ -48,6 +48,8 @@ pub struct Limits {
     /// Crashes within `window` before the plugin is disabled.
     pub crashes: u32,
     pub window: Duration,
+    /// Restart the process when the package's files change (trying a plugin).
+    pub watch: bool,
 }
 
 impl Default for Limits {
@@ -60,6 +62,7 @@ impl Default for Limits {
             backlog: 64 << 20,
             crashes: 3,
             window: Duration::from_secs(300),
+            watch: false,
         }
     }
 }
@@ -91,6 +94,9 @@ pub struct PluginExt {
     last_exit: Option<String>,
     stderr: Arc<Mutex<Stderr>>,
     waker: Arc<Mutex<Option<Waker>>>,
+    /// Set by the watcher when the package's files changed (trying a plugin).
+    changed: Arc<std::sync::atomic::AtomicBool>,
+    reloads: u32,
 }
 
 impl std::fmt::Debug for PluginExt {
@@ -130,7 +136,50 @@ impl PluginExt {
             last_exit: None,
             stderr: Arc::new(Mutex::new(Stderr::default())),
             waker: Arc::new(Mutex::new(None)),
+            changed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            reloads: 0,
         }
+    }
+
+    /// Watches the package (twice a second) while the host lives; a change wakes the
+    /// worker, which restarts the process.
+    fn watch(&self) {
+        let root = self.spec.launch.root.clone();
+        let changed = self.changed.clone();
+        let wake = self.wake_fn();
+        let alive = Arc::downgrade(&self.waker);
+        let _ = std::thread::Builder::new()
+            .name("plugin-watch".into())
+            .spawn(move || {
+                let mut last = fingerprint(&root);
+                while alive.upgrade().is_some() {
+                    std::thread::sleep(Duration::from_millis(500));
+                    let now = fingerprint(&root);
+                    if now != last {
+                        last = now;
+                        changed.store(true, std::sync::atomic::Ordering::Release);
+                        wake();
+                    }
+                }
+            });
+    }
+
+    /// The files changed (trying a plugin): a new process with the new code. The first
+    /// registration stands (new contributions need a new session).
+    fn reload(&mut self, host: &mut dyn Host) -> Result<(), ExtError> {
+        if !self
+            .changed
+            .swap(false, std::sync::atomic::Ordering::AcqRel)
+        {
+            return Ok(());
+        }
+        self.kill();
+        self.reloads += 1;
+        self.crashes.clear();
+        self.restart_at = None;
+        self.start(host)?;
+        host.notify(&format!("plugin {} reloaded", self.name()))
+            .map_err(ExtError::from)
     }
 
     fn name(&self) -> &str {
@@ -441,10 +490,15 @@ impl PluginExt {
         let mut lines = Vec::new();
         match &self.proc {
             Some(p) => lines.push(format!(
-                "process {} (protocol v{}), restarts {}",
+                "process {} (protocol v{}), restarts {}{}",
                 p.pid(),
                 self.version,
-                self.restarts
+                self.restarts,
+                if self.spec.limits.watch {
+                    format!(", reloaded {} times (watching its files)", self.reloads)
+                } else {
+                    String::new()
+                }
             )),
             None => lines.push(format!("process not running, restarts {}", self.restarts)),
         }
@@ -490,6 +544,9 @@ impl Extension for PluginExt {
 
     fn register(&mut self, host: &mut dyn Host) -> Result<Registration, ExtError> {
         *lock(&self.waker) = host.waker();
+        if self.spec.limits.watch {
+            self.watch();
+        }
         let r = self.start(host);
         if r.is_err() {
             // What it said before it ended explains why: wait (briefly) for all of it.
@@ -520,6 +577,7 @@ impl Extension for PluginExt {
     }
 
     fn on_wake(&mut self, host: &mut dyn Host) -> Result<(), ExtError> {
+        self.reload(host)?;
         let r = match self.ensure(host) {
             Ok(true) => self.pump(host, None, Instant::now()).map(|_| ()),
             Ok(false) => Ok(()),
@@ -619,6 +677,42 @@ impl Extension for PluginExt {
         }
         self.kill();
     }
+}
+
+/// A cheap summary of a package's files (names, sizes, modification times).
+fn fingerprint(root: &std::path::Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut stack = vec![root.to_path_buf()];
+    let mut n = 0;
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut entries: Vec<_> = rd.flatten().collect();
+        entries.sort_by_key(|e| e.path());
+        for e in entries {
+            n += 1;
+            if n > crate::package::MAX_FILES {
+                return h.finish();
+            }
+            let p = e.path();
+            if p.file_name()
+                .is_some_and(|f| f == ".git" || f == "__pycache__")
+            {
+                continue;
+            }
+            p.hash(&mut h);
+            if let Ok(m) = e.metadata() {
+                m.len().hash(&mut h);
+                m.modified().ok().hash(&mut h);
+                if m.is_dir() {
+                    stack.push(p);
+                }
+            }
+        }
+    }
+    h.finish()
 }
 
 /// The capabilities a plugin asks for, as names (for consent screens).

@@ -13,6 +13,8 @@ pub mod adapter;
 pub mod package;
 pub mod process;
 pub mod protocol;
+pub mod registry;
+pub mod sdk;
 pub mod serve;
 
 pub use adapter::{Limits, PluginExt, PluginSpec};

@@ -112,6 +112,14 @@ impl ExtStore {
         .tap_poison(self)
     }
 
+    /// Every key and value.
+    pub fn entries(&self) -> Vec<(String, Value)> {
+        self.data
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.data.get(key)
     }

@@ -2,7 +2,10 @@
 
 mod agents;
 mod output;
+mod plugin_cmd;
+mod plugin_test;
 mod run;
+mod scaffold;
 mod setup;
 mod stats;
 mod ui;
@@ -54,6 +57,11 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Plugins: new, validate, try, install, list, enable, disable, remove, test.
+    Plugin {
+        #[command(subcommand)]
+        command: plugin_cmd::PluginCmd,
+    },
     /// Built-in ACP agents (they speak ACP on stdin/stdout).
     Agent {
         #[command(subcommand)]
@@ -92,7 +100,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // The client commands start agents and terminals: whatever those leave behind (a
     // daemon, a `setsid` child) is reparented to us and stopped when we end.
-    let client = matches!(cli.command, None | Some(Cmd::Demo) | Some(Cmd::Run(_)));
+    let client = matches!(
+        cli.command,
+        None | Some(Cmd::Demo)
+            | Some(Cmd::Run(_))
+            | Some(Cmd::Status { .. })
+            | Some(Cmd::Plugin { .. })
+    );
     if client && trellis_acp::reaper::adopt_orphans() {
         trellis_acp::reaper::keep_reaping();
     }
@@ -106,6 +120,7 @@ fn main() -> ExitCode {
         }) => log_show(&file),
         Some(Cmd::Agent { command }) => agent(command),
         Some(Cmd::Status { json }) => status(cli.config, json),
+        Some(Cmd::Plugin { command }) => plugin_cmd::main(command, cli.ui, cli.config),
     };
     if client {
         trellis_acp::reaper::stop_descendants(std::time::Duration::from_millis(500));
@@ -121,7 +136,12 @@ fn main() -> ExitCode {
 
 fn status(config: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
     let config = ui::load_config(config)?;
-    let (host, _rx) = setup::ext_host(&config, true, false)?;
+    let live = setup::Live {
+        store: true,
+        project: std::env::current_dir().ok(),
+        ..setup::Live::default()
+    };
+    let (host, _rx) = setup::ext_host(&config, &live)?;
     host.flush(std::time::Duration::from_secs(2));
     let report = host.status();
     if json {

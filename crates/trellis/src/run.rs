@@ -100,7 +100,13 @@ pub fn main(
         .build()
         .context("cannot start the async runtime")?;
     let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
-    let host = crate::setup::ext_host(&config, true, true)?;
+    let live = crate::setup::Live {
+        store: true,
+        headless: true,
+        project: Some(resolved.spec.cwd.clone()),
+        try_plugins: common.plugin.clone(),
+    };
+    let host = crate::setup::ext_host(&config, &live)?;
     resolved.spec.keep_lines = host.0.wants_acp();
     let stop = rt.block_on(drive(
         args.format,

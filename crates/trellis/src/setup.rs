@@ -64,18 +64,30 @@ pub fn record_header(handle: &trellis_acp::Handle, agent: &str, cwd: &str) {
         });
 }
 
-/// The extension host with the built-ins, as the config allows. `store`: keep stores on
-/// disk (live sessions) or in memory (replays, which must not change anything).
+/// Where a session runs, for the extension host.
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    /// Keep stores on disk and run plugins (live sessions); replays must change nothing.
+    pub store: bool,
+    pub headless: bool,
+    /// The project (the session's directory): its `.trellis/plugins` are considered.
+    pub project: Option<PathBuf>,
+    /// Plugin packages to run for this session only (`--plugin`, `trellis plugin try`),
+    /// granted what they ask for.
+    pub try_plugins: Vec<PathBuf>,
+}
+
+/// The extension host with the built-ins and the enabled plugins, as the config allows.
 pub fn ext_host(
     config: &Config,
-    store: bool,
-    headless: bool,
+    live: &Live,
 ) -> anyhow::Result<(
     trellis_ext::ExtHost,
     tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
 )> {
     use trellis_core::ext::Capability;
     let x = &config.extensions;
+    let (store, headless) = (live.store, live.headless);
     let mut opts = trellis_ext::HostOptions {
         headless,
         ..trellis_ext::HostOptions::default()
@@ -124,7 +136,8 @@ pub fn ext_host(
                             &format!("extensions.{name}"),
                             "grant",
                             format!(
-                                "{c:?} is not a capability (observe, intercept-permissions, ui, store, call-state)"
+                                "{c:?} is not a capability ({})",
+                                Capability::ALL.map(|c| c.as_str()).join(", ")
                             ),
                         )
                     })?);
@@ -150,9 +163,51 @@ pub fn ext_host(
     if store {
         opts.store_dir = trellis_store::Paths::from_env().map(|p| p.data_dir.join("extensions"));
     }
-    let candidates = trellis_builtins::all()
+    let mut candidates: Vec<trellis_ext::Candidate> = trellis_builtins::all()
         .into_iter()
         .map(|ext| trellis_ext::Candidate { ext, builtin: true })
         .collect();
+    if store && let Some(paths) = trellis_store::Paths::from_env() {
+        let reg = trellis_plugin::registry::Registry::new(paths.data_dir, live.project.clone());
+        let (mut specs, notes) = reg.enabled_specs(Some(trellis_acp::reaper::own));
+        opts.notes.extend(notes);
+        for dir in &live.try_plugins {
+            let package = trellis_plugin::Package::load(dir)
+                .map_err(|e| anyhow::anyhow!("--plugin {}: {e}", dir.display()))?;
+            let mut spec =
+                trellis_plugin::registry::spec_of(&package, &reg, Some(trellis_acp::reaper::own))
+                    .map_err(|e| anyhow::anyhow!("--plugin {}: {e}", dir.display()))?;
+            // Trying a plugin: its process restarts when its files change.
+            spec.limits.watch = true;
+            let grant = spec.manifest.capabilities.clone();
+            specs.retain(|(s, _)| s.manifest.name != spec.manifest.name);
+            opts.notes.push(format!(
+                "plugin {} runs for this session only (trying {}), granted {}",
+                package.name,
+                dir.display(),
+                grant
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            specs.push((spec, grant));
+        }
+        for (spec, grant) in specs {
+            let name = spec.manifest.name.clone();
+            // The config can still turn a plugin off or narrow its grant.
+            let entry = opts.config.entry(name).or_default();
+            if entry.enabled.is_none() {
+                entry.enabled = Some(true);
+            }
+            if entry.grant.is_none() {
+                entry.grant = Some(grant);
+            }
+            candidates.push(trellis_ext::Candidate {
+                ext: Box::new(trellis_plugin::PluginExt::new(spec)),
+                builtin: false,
+            });
+        }
+    }
     Ok(trellis_ext::ExtHost::new(candidates, opts))
 }

@@ -23,6 +23,10 @@ pub struct UiArgs {
     /// rules file (default: ask in the dialog).
     #[arg(long, global = true)]
     pub permission: Option<String>,
+    /// Also run the plugin package at PATH, for this session only, granted what it asks
+    /// for; its process restarts when its files change (`trellis plugin try`).
+    #[arg(long = "plugin", global = true, value_name = "PATH")]
+    pub plugin: Vec<PathBuf>,
     /// Quit after the first frame (for the startup benchmark).
     #[arg(long, global = true, hide = true)]
     pub exit_after_first_frame: bool,
@@ -63,7 +67,13 @@ pub fn main(
     let resolved = crate::agents::resolve(&agent, &config, args.cwd.as_deref())?;
     // The flag, else the config's [permissions] policy, else ask in the dialog; rules
     // saved from "always" answers (global and this project's) come first.
-    let (host, host_rx) = crate::setup::ext_host(&config, true, false)?;
+    let live = crate::setup::Live {
+        store: true,
+        headless: false,
+        project: Some(resolved.spec.cwd.clone()),
+        try_plugins: args.plugin.clone(),
+    };
+    let (host, host_rx) = crate::setup::ext_host(&config, &live)?;
     let mut resolved = resolved;
     resolved.spec.keep_lines = host.wants_acp();
     let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
@@ -162,7 +172,7 @@ pub fn replay(
     });
     // Extensions see the recording's events (stores stay in memory: a replay changes
     // nothing on disk).
-    let (host, host_rx) = crate::setup::ext_host(&config, false, false)?;
+    let (host, host_rx) = crate::setup::ext_host(&config, &crate::setup::Live::default())?;
     for ev in &events {
         host.dispatch(ev);
     }

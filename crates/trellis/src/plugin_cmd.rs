@@ -1,0 +1,599 @@
+//! `trellis plugin …`: scaffold, validate, try, install, list, enable (with consent),
+//! disable, remove and test plugins. See `docs/plugins.md`.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, anyhow, bail};
+use clap::Subcommand;
+use trellis_core::ext::Capability;
+use trellis_plugin::Package;
+use trellis_plugin::registry::{Enabled, Locked, Registry, Scope, short};
+
+use crate::output::safe;
+
+#[derive(Subcommand)]
+pub enum PluginCmd {
+    /// Create a plugin package in ./NAME with a passing replay test.
+    New {
+        name: String,
+        #[arg(long, default_value = "python")]
+        lang: String,
+    },
+    /// Check a package: manifest, Trellis part, command, capabilities, and that the
+    /// process starts and answers `initialize`.
+    Validate { path: PathBuf },
+    /// Run the UI with the plugin at PATH for this session only (restarted when its
+    /// files change); the same as `trellis --plugin PATH`.
+    Try { path: PathBuf },
+    /// Copy a package into your plugins (PATH, or npm:NAME@VERSION) and pin its hash.
+    Install { source: String },
+    /// Plugins installed for you and in this project, and whether they run.
+    List,
+    /// Let a plugin run, granted what it asks for (shown first). Project plugins are
+    /// trusted for their current content only.
+    Enable {
+        name: String,
+        /// Do not ask (for scripts).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Stop a plugin from running.
+    Disable { name: String },
+    /// Delete an installed plugin (yours, not a project's).
+    Remove { name: String },
+    /// Run a plugin against a recorded session and print what it did.
+    Test {
+        path: PathBuf,
+        /// A Trellis session log or an ACP fixture.
+        #[arg(long)]
+        replay: PathBuf,
+        /// Compare with this snapshot; exit 1 on a difference.
+        #[arg(long)]
+        snapshot: Option<PathBuf>,
+        /// Write the snapshot instead of comparing.
+        #[arg(long)]
+        update: bool,
+    },
+}
+
+fn registry() -> anyhow::Result<Registry> {
+    let paths = trellis_store::Paths::from_env().ok_or_else(|| anyhow!("no home directory"))?;
+    Ok(Registry::new(paths.data_dir, std::env::current_dir().ok()))
+}
+
+/// What each capability lets a plugin do, for the consent screen.
+fn meaning(c: Capability) -> &'static str {
+    match c {
+        Capability::Observe => {
+            "see every event of your sessions (prompts, tool calls and their output)"
+        }
+        Capability::InterceptPermissions => {
+            "answer permission requests for you (allow or reject tool calls)"
+        }
+        Capability::Ui => {
+            "show sections, cards, transforms and status items; notify; add commands and keys"
+        }
+        Capability::Store => "keep its own data between sessions",
+        Capability::CallState => "save per-call notes in your session logs",
+        Capability::Drive => "send prompts to the agent, cancel turns and change modes on its own",
+    }
+}
+
+pub fn main(
+    cmd: PluginCmd,
+    ui: crate::ui::UiArgs,
+    config: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    match cmd {
+        PluginCmd::New { name, lang } => new(&name, &lang),
+        PluginCmd::Validate { path } => validate(&path),
+        PluginCmd::Try { path } => {
+            let mut ui = ui;
+            ui.plugin.push(path);
+            crate::ui::main(ui, config, false)
+        }
+        PluginCmd::Install { source } => install(&source),
+        PluginCmd::List => list(),
+        PluginCmd::Enable { name, yes } => enable(&name, yes),
+        PluginCmd::Disable { name } => disable(&name),
+        PluginCmd::Remove { name } => remove(&name),
+        PluginCmd::Test {
+            path,
+            replay,
+            snapshot,
+            update,
+        } => test(&path, &replay, snapshot.as_deref(), update),
+    }
+}
+
+fn validate(path: &Path) -> anyhow::Result<ExitCode> {
+    let p = match Package::load(path) {
+        Ok(p) => p,
+        Err(e) => {
+            println!("✗ {}: {}", path.display(), safe(&e));
+            return Ok(ExitCode::from(1));
+        }
+    };
+    println!(
+        "✓ plugin.json: {} {} (Agent Plugins {})",
+        p.name, p.version, p.spec_version
+    );
+    for w in &p.warnings {
+        println!("! {}", safe(w));
+    }
+    let Some(t) = &p.trellis else {
+        println!(
+            "✗ no \"dev.trellis\" part: not a Trellis plugin (its skills and MCP servers are not Trellis's business)"
+        );
+        return Ok(ExitCode::from(1));
+    };
+    let prog = &t.command[0];
+    let found = match trellis_plugin::process::program(&p.root, prog) {
+        Ok(pb) if prog.starts_with("./") => pb.is_file().then_some(pb),
+        Ok(pb) => which(&pb),
+        Err(e) => {
+            println!("✗ command: {}", safe(&e));
+            return Ok(ExitCode::from(1));
+        }
+    };
+    match found {
+        Some(f) => println!("✓ command: {} ({})", t.command.join(" "), f.display()),
+        None => {
+            println!("✗ command: {prog} not found");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    println!(
+        "✓ capabilities: {}",
+        if t.capabilities.is_empty() {
+            "none".to_string()
+        } else {
+            t.capabilities
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    if !t.api.contains(&1) {
+        println!("✗ api: speaks {:?}; this Trellis speaks [1]", t.api);
+        return Ok(ExitCode::from(1));
+    }
+    // Start it and see it answer.
+    let data = tempfile::tempdir()?;
+    let reg = Registry::new(data.path().to_path_buf(), None);
+    let mut spec = trellis_plugin::registry::spec_of(&p, &reg, Some(trellis_acp::reaper::own))
+        .map_err(|e| anyhow!(e))?;
+    spec.launch.log_file = None;
+    let grant = spec.manifest.capabilities.clone();
+    let mut opts = trellis_ext::HostOptions::default();
+    opts.config.insert(
+        p.name.clone(),
+        trellis_ext::ExtConfig {
+            enabled: Some(true),
+            grant: Some(grant),
+            options: serde_json::Value::Null,
+        },
+    );
+    let (host, _rx) = trellis_ext::ExtHost::new(
+        vec![trellis_ext::Candidate {
+            ext: Box::new(trellis_plugin::PluginExt::new(spec)),
+            builtin: false,
+        }],
+        opts,
+    );
+    host.flush(std::time::Duration::from_secs(10));
+    let st = host.status();
+    host.shutdown(std::time::Duration::from_secs(5));
+    let e = st.extensions.first();
+    match e.map(|e| &e.state) {
+        Some(trellis_ext::ExtState::Disabled(r)) | Some(trellis_ext::ExtState::Degraded(r)) => {
+            println!("✗ start: {}", safe(r));
+            for l in e.map(|e| e.extra.clone()).unwrap_or_default() {
+                println!("  {}", safe(&l));
+            }
+            Ok(ExitCode::from(1))
+        }
+        Some(trellis_ext::ExtState::Ready) => {
+            let regs = e.map(|e| e.registrations.join(", ")).unwrap_or_default();
+            println!(
+                "✓ start: answered initialize (protocol v1){}",
+                if regs.is_empty() {
+                    String::new()
+                } else {
+                    format!("; registers {regs}")
+                }
+            );
+            for r in e.map(|e| e.rejections.clone()).unwrap_or_default() {
+                println!("! rejected {}: {:?} — {}", r.what, safe(&r.text), r.rule);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            for n in &st.notes {
+                println!("✗ {}", safe(n));
+            }
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn which(prog: &Path) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+fn list() -> anyhow::Result<ExitCode> {
+    let reg = registry()?;
+    let (state, problem) = reg.state();
+    if let Some(p) = problem {
+        println!("! {}", safe(&p));
+    }
+    let found = reg.found();
+    if found.is_empty() {
+        println!("No plugins installed (user: {}).", reg.user_dir().display());
+    }
+    for f in found {
+        let scope = match f.scope {
+            Scope::User => "user",
+            Scope::Project => "project",
+        };
+        match &f.package {
+            Err(e) => println!("✗ {} ({scope}): {}", f.dir.display(), safe(e)),
+            Ok(p) => {
+                let hash = p.hash().unwrap_or_default();
+                let enabled = state
+                    .enabled
+                    .iter()
+                    .find(|e| e.name == p.name && e.scope == f.scope && reg.applies(e));
+                let how = match (enabled, &p.trellis) {
+                    (_, None) => "not a Trellis plugin".to_string(),
+                    (None, _) => "disabled".to_string(),
+                    (Some(e), _) if e.hash != hash => format!(
+                        "enabled, but its files changed since ({} → {}): not run until enabled again",
+                        short(&e.hash),
+                        short(&hash)
+                    ),
+                    (Some(e), _) => format!("enabled, granted {}", e.grant.join(", ")),
+                };
+                println!(
+                    "{} {} ({scope}) — {}\n    {}\n    {} · {}",
+                    p.name,
+                    p.version,
+                    safe(&p.description),
+                    how,
+                    f.dir.display(),
+                    short(&hash)
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn enable(name: &str, yes: bool) -> anyhow::Result<ExitCode> {
+    let reg = registry()?;
+    let f = reg
+        .find(name)
+        .ok_or_else(|| anyhow!("no plugin {name} installed here (see `trellis plugin list`)"))?;
+    let p = f.package.map_err(|e| anyhow!("{name}: {e}"))?;
+    let t = p
+        .trellis
+        .as_ref()
+        .ok_or_else(|| anyhow!("{name} is not a Trellis plugin (no \"dev.trellis\" part)"))?;
+    let hash = p.hash().map_err(|e| anyhow!(e))?;
+    let scope_word = match f.scope {
+        Scope::User => "for you (every session)",
+        Scope::Project => "for this project only",
+    };
+    println!("{} {} — {}", p.name, p.version, safe(&p.description));
+    println!("  from {}", p.root.display());
+    println!("  runs: {}", safe(&t.command.join(" ")));
+    println!("  content: {}", short(&hash));
+    if t.capabilities.is_empty() {
+        println!("  asks for no capabilities");
+    } else {
+        println!("  asks to:");
+        for c in &t.capabilities {
+            println!("    {:22} {}", c.as_str(), meaning(*c));
+        }
+    }
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            bail!("not enabled: confirm on a terminal, or pass --yes");
+        }
+        print!("Enable {name} {scope_word}, granted exactly this? [y/N] ");
+        std::io::stdout().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            println!("Not enabled.");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    let (mut state, _) = reg.state();
+    let project = match f.scope {
+        Scope::Project => reg.project.clone(),
+        Scope::User => None,
+    };
+    state
+        .enabled
+        .retain(|e| !(e.name == p.name && e.scope == f.scope && e.project == project));
+    state.enabled.push(Enabled {
+        name: p.name.clone(),
+        scope: f.scope,
+        project,
+        grant: t
+            .capabilities
+            .iter()
+            .map(|c| c.as_str().to_string())
+            .collect(),
+        hash,
+    });
+    reg.save_state(&state).map_err(|e| anyhow!(e))?;
+    println!("Enabled {name} {scope_word}.");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn disable(name: &str) -> anyhow::Result<ExitCode> {
+    let reg = registry()?;
+    let (mut state, _) = reg.state();
+    let before = state.enabled.len();
+    state
+        .enabled
+        .retain(|e| !(e.name == name && reg.applies(e)));
+    if state.enabled.len() == before {
+        println!("{name} was not enabled here.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    reg.save_state(&state).map_err(|e| anyhow!(e))?;
+    println!("Disabled {name}.");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn remove(name: &str) -> anyhow::Result<ExitCode> {
+    let reg = registry()?;
+    let f = reg
+        .found()
+        .into_iter()
+        .find(|f| f.scope == Scope::User && f.package.as_ref().is_ok_and(|p| p.name == name))
+        .ok_or_else(|| {
+            anyhow!(
+                "no plugin {name} installed for you (a project's plugins belong to the project)"
+            )
+        })?;
+    std::fs::remove_dir_all(&f.dir)
+        .with_context(|| format!("cannot remove {}", f.dir.display()))?;
+    let (mut state, _) = reg.state();
+    state
+        .enabled
+        .retain(|e| !(e.name == name && e.scope == Scope::User));
+    reg.save_state(&state).map_err(|e| anyhow!(e))?;
+    let (mut lock, _) = reg.lock();
+    lock.plugins.remove(name);
+    reg.save_lock(&lock).map_err(|e| anyhow!(e))?;
+    println!("Removed {name}.");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn install(source: &str) -> anyhow::Result<ExitCode> {
+    let reg = registry()?;
+    let unpacked;
+    let dir: PathBuf = if let Some(spec) = source.strip_prefix("npm:") {
+        unpacked = npm_fetch(spec)?;
+        unpacked.path().join("package")
+    } else {
+        PathBuf::from(source)
+    };
+    let p = Package::load(&dir).map_err(|e| anyhow!("{source}: {e}"))?;
+    if p.trellis.is_none() {
+        bail!("{source}: not a Trellis plugin (no \"dev.trellis\" part)");
+    }
+    let files = trellis_plugin::package::files(&p.root).map_err(|e| anyhow!(e))?;
+    let user = reg.user_dir();
+    std::fs::create_dir_all(&user)?;
+    // Built beside the target, then moved in place: never half a package.
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{}-", p.name))
+        .tempdir_in(&user)?;
+    for (rel, (exec, bytes)) in &files {
+        let target = staging.path().join(rel);
+        if let Some(d) = target.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        if let Some(link) = bytes.strip_prefix(b"link:") {
+            // Links are kept only when they stay inside the package.
+            let t = PathBuf::from(String::from_utf8_lossy(link).into_owned());
+            let resolved = p
+                .root
+                .join(rel)
+                .parent()
+                .map(|d| d.join(&t))
+                .and_then(|x| x.canonicalize().ok());
+            if resolved.is_some_and(|r| r.starts_with(&p.root)) {
+                std::os::unix::fs::symlink(&t, &target)?;
+            } else {
+                bail!("{source}: {rel} links outside the package");
+            }
+            continue;
+        }
+        std::fs::write(&target, bytes)?;
+        if *exec {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))?;
+        }
+    }
+    let hash = trellis_plugin::package::content_hash(staging.path()).map_err(|e| anyhow!(e))?;
+    let dest = user.join(&p.name);
+    if dest.exists() {
+        let old = user.join(format!(".{}-old-{}", p.name, std::process::id()));
+        std::fs::rename(&dest, &old)?;
+        std::fs::rename(staging.keep(), &dest)?;
+        let _ = std::fs::remove_dir_all(&old);
+    } else {
+        std::fs::rename(staging.keep(), &dest)?;
+    }
+    let (mut lock, _) = reg.lock();
+    lock.plugins.insert(
+        p.name.clone(),
+        Locked {
+            source: source.to_string(),
+            version: p.version.clone(),
+            hash: hash.clone(),
+        },
+    );
+    reg.save_lock(&lock).map_err(|e| anyhow!(e))?;
+    println!(
+        "Installed {} {} into {} ({}).",
+        p.name,
+        p.version,
+        dest.display(),
+        short(&hash)
+    );
+    // An update of an enabled plugin keeps running only once the user says so again.
+    let (state, _) = reg.state();
+    if state
+        .enabled
+        .iter()
+        .any(|e| e.name == p.name && e.scope == Scope::User && e.hash != hash)
+    {
+        println!(
+            "It was enabled with other content: run `trellis plugin enable {}` to review and trust this version.",
+            p.name
+        );
+    } else if !state
+        .enabled
+        .iter()
+        .any(|e| e.name == p.name && e.scope == Scope::User)
+    {
+        println!("Enable it with `trellis plugin enable {}`.", p.name);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `npm pack NAME@VERSION` into a temporary directory, unpacked (`package/`).
+fn npm_fetch(spec: &str) -> anyhow::Result<tempfile::TempDir> {
+    if !spec.contains('@') || spec.starts_with('-') {
+        bail!("npm:{spec}: name it with a version, e.g. npm:my-plugin@1.2.0");
+    }
+    let tmp = tempfile::tempdir()?;
+    let out = std::process::Command::new("npm")
+        .args(["pack", "--silent", "--pack-destination"])
+        .arg(tmp.path())
+        .arg(spec)
+        .output()
+        .context("cannot run npm (is Node installed?)")?;
+    if !out.status.success() {
+        bail!(
+            "npm pack {spec}: {}",
+            safe(&String::from_utf8_lossy(&out.stderr))
+        );
+    }
+    let tgz = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    let status = std::process::Command::new("tar")
+        .args(["-xzf", &tgz, "--no-same-owner", "--no-same-permissions"])
+        .current_dir(tmp.path())
+        .status()
+        .context("cannot run tar")?;
+    if !status.success() {
+        bail!("cannot unpack {tgz}");
+    }
+    Ok(tmp)
+}
+
+fn test(
+    path: &Path,
+    replay: &Path,
+    snapshot: Option<&Path>,
+    update: bool,
+) -> anyhow::Result<ExitCode> {
+    let data = tempfile::tempdir()?;
+    let outcome = crate::plugin_test::run(path, replay, data.path())?;
+    match snapshot {
+        None => {
+            print!("{}", outcome.snapshot);
+            Ok(if outcome.failed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Some(file) if update => {
+            std::fs::write(file, &outcome.snapshot)
+                .with_context(|| format!("cannot write {}", file.display()))?;
+            println!("wrote {}", file.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(file) => {
+            let want = std::fs::read_to_string(file).with_context(|| {
+                format!("cannot read {} (create it with --update)", file.display())
+            })?;
+            if want == outcome.snapshot {
+                println!("✓ {} matches {}", path.display(), file.display());
+                Ok(ExitCode::SUCCESS)
+            } else {
+                println!("✗ {} differs from {}:", path.display(), file.display());
+                let diff = similar_lines(&want, &outcome.snapshot);
+                print!("{}", safe(&diff));
+                Ok(ExitCode::from(1))
+            }
+        }
+    }
+}
+
+/// A line diff (`-` expected, `+` got).
+fn similar_lines(want: &str, got: &str) -> String {
+    let a: Vec<&str> = want.lines().collect();
+    let b: Vec<&str> = got.lines().collect();
+    let (pre, suf) = trellis_core::diff::common_ends(&a, &b);
+    let mut out = String::new();
+    for l in &a[pre..a.len() - suf] {
+        out.push_str(&format!("- {l}\n"));
+    }
+    for l in &b[pre..b.len() - suf] {
+        out.push_str(&format!("+ {l}\n"));
+    }
+    out
+}
+
+fn new(name: &str, lang: &str) -> anyhow::Result<ExitCode> {
+    if !trellis_core::ext::name_ok(name) {
+        bail!("{name:?}: a plugin name is 1-64 lowercase letters, digits, '-' or '.'");
+    }
+    let dir = PathBuf::from(name);
+    if dir.exists() {
+        bail!("{} exists already", dir.display());
+    }
+    let files = crate::scaffold::files(name, lang)?;
+    std::fs::create_dir_all(dir.join("tests"))?;
+    for (rel, text) in &files {
+        std::fs::write(dir.join(rel), text)?;
+    }
+    // The scaffold's replay test passes from the start.
+    let snap = dir.join("tests/snapshot.txt");
+    let data = tempfile::tempdir()?;
+    let outcome = crate::plugin_test::run(&dir, &dir.join("tests/session.jsonl"), data.path())?;
+    std::fs::write(&snap, &outcome.snapshot)?;
+    println!("Created {}/ ({lang}):", dir.display());
+    for (rel, _) in &files {
+        println!("  {rel}");
+    }
+    println!("  tests/snapshot.txt");
+    println!("\nTry it:   trellis plugin try {name}");
+    println!(
+        "Test it:  trellis plugin test {name} --replay {name}/tests/session.jsonl --snapshot {name}/tests/snapshot.txt"
+    );
+    if outcome.failed {
+        println!("\n! the plugin did not start here; see tests/snapshot.txt");
+    }
+    Ok(ExitCode::SUCCESS)
+}

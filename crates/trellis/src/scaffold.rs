@@ -1,0 +1,92 @@
+//! What `trellis plugin new NAME --lang LANG` writes: a package that runs, and a replay
+//! test (a small recorded session and, written by `new` itself, its snapshot).
+
+use anyhow::bail;
+
+/// A short recorded session: a prompt, a passing and a failing command, the turn's end.
+const SESSION: &str = r#"{"t": 0.0, "dir": "client_to_agent", "msg": {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {"terminal": true}}}}
+{"t": 0.1, "dir": "agent_to_client", "msg": {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 1, "agentCapabilities": {}, "agentInfo": {"name": "recorded-agent", "version": "1.0.0"}}}}
+{"t": 0.1, "dir": "client_to_agent", "msg": {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/work", "mcpServers": []}}}
+{"t": 0.2, "dir": "agent_to_client", "msg": {"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "S1"}}}
+{"t": 1.0, "dir": "client_to_agent", "msg": {"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": "S1", "prompt": [{"type": "text", "text": "run the tests"}]}}}
+{"t": 1.5, "dir": "agent_to_client", "msg": {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "S1", "update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Run tests", "kind": "execute", "status": "in_progress", "rawInput": {"command": "cargo test"}}}}}
+{"t": 4.2, "dir": "agent_to_client", "msg": {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "S1", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed", "rawOutput": {"exit_code": 0}, "content": [{"type": "content", "content": {"type": "text", "text": "running 3 tests\ntest result: ok. 3 passed; 0 failed\n"}}]}}}}
+{"t": 4.5, "dir": "agent_to_client", "msg": {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "S1", "update": {"sessionUpdate": "tool_call", "toolCallId": "t2", "title": "Lint", "kind": "execute", "status": "in_progress", "rawInput": {"command": "cargo clippy"}}}}}
+{"t": 6.0, "dir": "agent_to_client", "msg": {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "S1", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "t2", "status": "failed", "rawOutput": {"exit_code": 101}, "content": [{"type": "content", "content": {"type": "text", "text": "error: unused variable `x`\n"}}]}}}}
+{"t": 6.5, "dir": "agent_to_client", "msg": {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "S1", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "The tests pass; clippy fails."}}}}}
+{"t": 7.0, "dir": "agent_to_client", "msg": {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}}
+"#;
+
+const PYTHON: &str = r#"# A Trellis plugin: a card design for shell commands and a sidebar section of failures.
+# The SDK (trellis_plugin) ships with Trellis; docs/plugins.md has the whole API.
+from trellis_plugin import Plugin
+
+plugin = Plugin(subscriptions=["tool_call_updated"], call_kinds=["execute"])
+failed = {}
+
+
+@plugin.design("shell", label="Shell", kind="execute")
+def shell(call, facts, width, host):
+    code = facts["exit_code"]
+    took = f"  {facts['duration']:.1f}s" if facts["duration"] is not None else ""
+    tone = "good" if code == 0 else "bad"
+    return {"call": [[{"text": "$ ", "tone": "accent"}, facts["command"] or facts["title"],
+                      {"text": f"  exit {code}" if code is not None else "", "tone": tone}, took]]}
+
+
+@plugin.section("failed", title="Failed commands")
+def open_call(call_id, host):
+    host.open_inspector(call_id)
+
+
+@plugin.on("tool_call_updated")
+def updated(event, host):
+    call = event["call"]
+    if call["status"] == "failed":
+        failed[call["id"]] = call.get("title", "")
+        host.set_section("failed", [{"line": t, "id": i} for i, t in failed.items()], count=len(failed))
+
+
+plugin.run()
+"#;
+
+fn manifest(name: &str, command: &str, caps: &str) -> String {
+    format!(
+        r#"{{
+  "$schema": "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json",
+  "name": "{name}",
+  "version": "0.1.0",
+  "description": "A Trellis plugin",
+  "extensions": {{
+    "dev.trellis": {{
+      "command": {command},
+      "api": [1],
+      "capabilities": {caps}
+    }}
+  }}
+}}
+"#
+    )
+}
+
+/// The files of a new package, relative to its directory.
+pub fn files(name: &str, lang: &str) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(match lang {
+        "python" | "py" => vec![
+            (
+                "plugin.json".into(),
+                manifest(
+                    name,
+                    r#"["python3", "./plugin.py"]"#,
+                    r#"["observe", "ui"]"#,
+                ),
+            ),
+            ("plugin.py".into(), PYTHON.into()),
+            ("tests/session.jsonl".into(), SESSION.into()),
+        ],
+        "typescript" | "ts" | "rust" => bail!(
+            "--lang {lang}: not available yet in this Trellis (python is); see docs/plugins.md"
+        ),
+        other => bail!("--lang {other}: python, typescript or rust"),
+    })
+}
