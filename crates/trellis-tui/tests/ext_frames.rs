@@ -130,8 +130,17 @@ impl Extension for Broken {
 }
 
 fn app_with(b: B, extra: Vec<Box<dyn Extension>>, w: &std::path::Path) -> App {
+    app_with_builtins(b, trellis_builtins::all(), extra, w)
+}
+
+fn app_with_builtins(
+    b: B,
+    builtins: Vec<Box<dyn Extension>>,
+    extra: Vec<Box<dyn Extension>>,
+    w: &std::path::Path,
+) -> App {
     trellis_ext::install_panic_guard();
-    let mut exts: Vec<Candidate> = trellis_builtins::all()
+    let mut exts: Vec<Candidate> = builtins
         .into_iter()
         .map(|ext| Candidate { ext, builtin: true })
         .collect();
@@ -149,6 +158,14 @@ fn app_with(b: B, extra: Vec<Box<dyn Extension>>, w: &std::path::Path) -> App {
         trellis_ext::ExtConfig {
             enabled: Some(true),
             grant: Some(vec![Capability::Observe, Capability::Ui]),
+            ..Default::default()
+        },
+    );
+    opts.config.insert(
+        "redact".into(),
+        trellis_ext::ExtConfig {
+            enabled: Some(true),
+            grant: Some(vec![Capability::Ui, Capability::Store]),
             ..Default::default()
         },
     );
@@ -507,4 +524,64 @@ fn an_extension_claims_a_request_in_the_ui_and_the_dialog_never_shows_it() {
         "answered by the extension"
     );
     assert!(app.dialog().is_none());
+}
+
+/// The built-in `redact`, replaced by the same extension written as a Python plugin
+/// (`examples/plugins/redact`): the frames are the built-in's snapshots, unchanged.
+#[test]
+fn the_redact_plugin_draws_the_same_frames_as_the_built_in() {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "missing under CI: python3"
+        );
+        return;
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let package = trellis_plugin::Package::load(&root.join("examples/plugins/redact")).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let reg = trellis_plugin::registry::Registry::new(data.path().to_path_buf(), None);
+    let mut spec = trellis_plugin::registry::spec_of(&package, &reg, None).unwrap();
+    spec.launch
+        .env
+        .push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+    let builtins: Vec<Box<dyn Extension>> = trellis_builtins::all()
+        .into_iter()
+        .filter(|e| e.manifest().name != "redact")
+        .collect();
+    let w = workspace();
+    let mut app = app_with_builtins(
+        session(),
+        builtins,
+        vec![Box::new(trellis_plugin::PluginExt::new(spec))],
+        w.path(),
+    );
+    let f = frame_text(&mut app, 120, 34);
+    insta::assert_snapshot!("ext_sidebar_120x34", f);
+    // Its Settings row works the same: off shows the secret, the store keeps the choice.
+    app.on_key(k(KeyCode::F(2)));
+    let f = frame_text(&mut app, 100, 30);
+    insta::assert_snapshot!("ext_settings_sections_100x30", f);
+    app.on_key(k(KeyCode::Tab));
+    app.on_key(k(KeyCode::Tab));
+    app.on_key(k(KeyCode::Right));
+    app.on_key(k(KeyCode::Enter));
+    let f = frame_text(&mut app, 100, 30);
+    assert!(f.contains("Hide secrets  ○ on  ● off"), "{f}");
+    app.on_key(k(KeyCode::Esc));
+    app.sidebar = false;
+    let f = frame_text(&mut app, 100, 30);
+    assert!(
+        f.contains("sk-proj-abc"),
+        "redaction off shows the text: {f}"
+    );
+    let host = app.driver.host.as_ref().unwrap();
+    assert_eq!(
+        host.store_dump("redact"),
+        vec![("enabled".to_string(), serde_json::json!(false))]
+    );
 }

@@ -304,7 +304,12 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
             }
         };
         let _ = writeln!(out, "  state: {state}");
-        let _ = writeln!(out, "  registrations: {}", e.registrations.join(", "));
+        let regs = if e.registrations.is_empty() {
+            "none".to_string()
+        } else {
+            e.registrations.join(", ")
+        };
+        let _ = writeln!(out, "  registrations: {regs}");
         for f in &e.failures {
             let _ = writeln!(
                 out,

@@ -1,0 +1,384 @@
+//! Plugins through the real binary: the examples' replay tests, a plugin that drives the
+//! session and one that answers permission requests in headless runs, the scaffold, and
+//! consent — a project's plugin never runs by itself, and runs again only after its
+//! changed files are trusted again.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_trellis")
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn examples() -> PathBuf {
+    repo().join("examples/plugins")
+}
+
+fn python() -> bool {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        crate::missing_tool("python3");
+    }
+    ok
+}
+
+/// `trellis ARGS` with its own config and data directories under `home`, in `cwd`.
+fn trellis(home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    Command::new(exe())
+        .args(args)
+        .current_dir(cwd)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn every_example_passes_its_replay_test() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    for name in ["shell-cards", "permission-helper", "fix-tests", "redact"] {
+        let dir = examples().join(name);
+        let o = trellis(
+            home.path(),
+            &repo(),
+            &[
+                "plugin",
+                "test",
+                dir.to_str().unwrap(),
+                "--replay",
+                dir.join("tests/session.jsonl").to_str().unwrap(),
+                "--snapshot",
+                dir.join("tests/snapshot.txt").to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "{name}: {}", text(&o));
+        let o = trellis(
+            home.path(),
+            &repo(),
+            &["plugin", "validate", dir.to_str().unwrap()],
+        );
+        assert!(o.status.success(), "{name}: {}", text(&o));
+    }
+    // The shell card in 30 lines or fewer, as promised.
+    let lines = std::fs::read_to_string(examples().join("shell-cards/plugin.py"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(lines <= 30, "{lines} lines");
+}
+
+/// A headless run against the replay agent playing `log`, with `--plugin plugin`.
+fn replay_run(home: &Path, log: &Path, prompt: &str, plugin: &Path) -> (Output, String) {
+    let work = home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let agent = format!("{} agent replay '{}'", exe(), log.display());
+    let session = home.join("session.jsonl");
+    let o = trellis(
+        home,
+        &work,
+        &[
+            "run",
+            "--agent",
+            &agent,
+            "--prompt",
+            prompt,
+            "--format",
+            "jsonl",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--log",
+            session.to_str().unwrap(),
+            "--plugin",
+            plugin.to_str().unwrap(),
+        ],
+    );
+    let log = std::fs::read_to_string(&session).unwrap_or_default();
+    (o, log)
+}
+
+#[test]
+fn a_plugin_holding_drive_answers_failing_tests_with_a_prompt_headless() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let dir = examples().join("fix-tests");
+    let (o, log) = replay_run(
+        home.path(),
+        &dir.join("tests/session.jsonl"),
+        "make the parser accept empty input",
+        &dir,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let turns = out
+        .lines()
+        .filter(|l| l.contains("\"type\":\"turn_ended\""))
+        .count();
+    assert_eq!(turns, 2, "{out}");
+    assert!(
+        log.contains(r#""type":"driven","extension":"fix-tests","action":"prompt","text":"the tests fail, fix them""#),
+        "{log}"
+    );
+    // The prompt it sent is the second turn's.
+    assert!(
+        out.contains(r#""turn":2,"prompt":"the tests fail, fix them""#),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_permission_plugin_answers_what_it_claims_and_the_policy_the_rest() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let dir = examples().join("permission-helper");
+    let (o, log) = replay_run(
+        home.path(),
+        &dir.join("tests/session.jsonl"),
+        "run the tests, then clean up",
+        &dir,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let decided: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("permission_decided"))
+        .collect();
+    assert_eq!(decided.len(), 3, "{log}");
+    assert!(
+        decided[0].contains(r#""by":"extension","name":"permission-helper""#),
+        "{}",
+        decided[0]
+    );
+    for d in &decided[1..] {
+        assert!(d.contains(r#""by":"policy""#), "{d}");
+    }
+}
+
+#[test]
+fn the_scaffold_passes_its_replay_test_and_a_change_is_caught() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let o = trellis(home.path(), home.path(), &["plugin", "new", "my-plugin"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let test = |h: &Path| {
+        trellis(
+            h,
+            h,
+            &[
+                "plugin",
+                "test",
+                "my-plugin",
+                "--replay",
+                "my-plugin/tests/session.jsonl",
+                "--snapshot",
+                "my-plugin/tests/snapshot.txt",
+            ],
+        )
+    };
+    let o = test(home.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let py = home.path().join("my-plugin/plugin.py");
+    let src = std::fs::read_to_string(&py).unwrap();
+    std::fs::write(&py, src.replace("\"$ \"", "\"% \"")).unwrap();
+    let o = test(home.path());
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("-   $ cargo test  exit 0  2.7s")
+            && t.contains("+   % cargo test  exit 0  2.7s"),
+        "{t}"
+    );
+}
+
+/// A plugin that marks its start in its data directory.
+fn marker_plugin(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("plugin.json"),
+        r#"{"$schema": "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json", "name": "marker",
+            "extensions": {"dev.trellis": {"command": ["python3", "./plugin.py"], "capabilities": ["observe"]}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("plugin.py"),
+        "import os\nopen(os.path.join(os.environ['PLUGIN_DATA'], 'started'), 'w').close()\nfrom trellis_plugin import Plugin\nPlugin().run()\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_projects_plugin_runs_only_once_trusted_and_again_only_when_its_change_is_trusted() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("cloned-repo");
+    let plugin = project.join(".trellis/plugins/marker");
+    marker_plugin(&plugin);
+    let started = home.path().join("data/trellis/plugin-data/marker/started");
+    let run = || {
+        trellis(
+            home.path(),
+            &project,
+            &[
+                "run",
+                "--agent",
+                "demo",
+                "--prompt",
+                "go",
+                "--permission",
+                "reject",
+                "--cwd",
+                project.to_str().unwrap(),
+            ],
+        )
+    };
+    // Cloned: nothing runs, and the user is told why.
+    let o = run();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!started.exists(), "a cloned repository ran code by itself");
+    let st = trellis(home.path(), &project, &["status"]);
+    assert!(
+        text(&st).contains("this project has plugin marker"),
+        "{}",
+        text(&st)
+    );
+    // Consent needs a terminal or --yes.
+    let o = trellis(home.path(), &project, &["plugin", "enable", "marker"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let o = trellis(
+        home.path(),
+        &project,
+        &["plugin", "enable", "marker", "--yes"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("observe"),
+        "it shows what it asks for: {}",
+        text(&o)
+    );
+    assert!(run().status.success());
+    assert!(started.exists(), "enabled: it runs");
+    // Its files change: it stops running until trusted again.
+    std::fs::remove_file(&started).unwrap();
+    std::fs::write(plugin.join("plugin.py"), "import os\nopen(os.path.join(os.environ['PLUGIN_DATA'], 'started'), 'w').write('new')\nfrom trellis_plugin import Plugin\nPlugin().run()\n").unwrap();
+    assert!(run().status.success());
+    assert!(!started.exists(), "changed content ran without consent");
+    let l = trellis(home.path(), &project, &["plugin", "list"]);
+    assert!(text(&l).contains("its files changed since"), "{}", text(&l));
+    let st = trellis(home.path(), &project, &["status"]);
+    assert!(
+        text(&st).contains("its files changed since it was enabled"),
+        "{}",
+        text(&st)
+    );
+    assert!(
+        trellis(
+            home.path(),
+            &project,
+            &["plugin", "enable", "marker", "--yes"]
+        )
+        .status
+        .success()
+    );
+    assert!(run().status.success());
+    assert_eq!(std::fs::read_to_string(&started).unwrap(), "new");
+    // Another project does not inherit the trust.
+    let other = home.path().join("other");
+    marker_plugin(&other.join(".trellis/plugins/marker"));
+    std::fs::remove_file(&started).unwrap();
+    let o = trellis(
+        home.path(),
+        &other,
+        &[
+            "run",
+            "--agent",
+            "demo",
+            "--prompt",
+            "go",
+            "--permission",
+            "reject",
+            "--cwd",
+            other.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success());
+    assert!(!started.exists());
+}
+
+#[test]
+fn install_copies_pins_and_lists_and_remove_deletes() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let src = examples().join("shell-cards");
+    let o = trellis(
+        home.path(),
+        home.path(),
+        &["plugin", "install", src.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let copy = home
+        .path()
+        .join("data/trellis/plugins/shell-cards/plugin.py");
+    assert!(copy.is_file());
+    let lock = std::fs::read_to_string(home.path().join("data/trellis/plugins.lock")).unwrap();
+    assert!(lock.contains("\"hash\": \"sha256:"), "{lock}");
+    let l = trellis(home.path(), home.path(), &["plugin", "list"]);
+    assert!(
+        text(&l).contains("shell-cards 1.0.0 (user)") && text(&l).contains("disabled"),
+        "{}",
+        text(&l)
+    );
+    assert!(
+        trellis(
+            home.path(),
+            home.path(),
+            &["plugin", "enable", "shell-cards", "--yes"]
+        )
+        .status
+        .success()
+    );
+    let l = trellis(home.path(), home.path(), &["plugin", "list"]);
+    assert!(text(&l).contains("enabled, granted ui"), "{}", text(&l));
+    let st = trellis(home.path(), home.path(), &["status"]);
+    assert!(
+        text(&st).contains("shell-cards 1.0.0 (plugin): ready"),
+        "{}",
+        text(&st)
+    );
+    assert!(
+        trellis(
+            home.path(),
+            home.path(),
+            &["plugin", "remove", "shell-cards"]
+        )
+        .status
+        .success()
+    );
+    assert!(!copy.exists());
+}
