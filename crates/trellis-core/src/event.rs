@@ -16,6 +16,7 @@ use crate::wire::{AgentInfo, AvailableCommand, ExitStatus, PlanEntry, Usage};
 pub const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Event {
     pub schema: u32,
     pub t: f64,
@@ -31,6 +32,7 @@ pub struct Event {
 
 /// Who wrote a message chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     User,
@@ -39,6 +41,7 @@ pub enum Role {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum EventBody {

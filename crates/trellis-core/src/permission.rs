@@ -12,6 +12,7 @@ use crate::tool_call::{ToolCall, ToolKind};
 
 /// The hint an agent attaches to an option; choose by kind, never by position or name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OptionKind {
     AllowOnce,
@@ -29,6 +30,7 @@ impl OptionKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionOption {
     pub option_id: String,
@@ -39,6 +41,7 @@ pub struct PermissionOption {
 
 /// Who answered a permission request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "by", content = "name", rename_all = "snake_case")]
 pub enum Decider {
     /// The person at the keyboard.
@@ -74,6 +77,7 @@ impl std::fmt::Display for Decider {
 
 /// How a request ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Outcome {
     Selected {
@@ -115,6 +119,7 @@ impl Outcome {
 
 /// One permission request about a call, as kept in the call's history.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PermissionRecord {
     /// JSON-RPC id of the agent's request (canonical JSON text).
     pub request_id: String,

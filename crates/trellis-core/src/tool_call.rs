@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 
 /// What a tool does, as the agent declares it. Unknown strings fall back to `Other`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, PartialOrd, Ord)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolKind {
     Read,
@@ -74,6 +75,7 @@ impl<'de> Deserialize<'de> for ToolKind {
 /// Lifecycle of a call. `Cancelled` and `Unfinished` are client-side marks for calls still
 /// open when a turn ends (cancelled turn, or a turn that ended without closing them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, PartialOrd, Ord)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
     #[default]
@@ -122,6 +124,7 @@ fn de_status<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ToolStatus>, D::E
 
 /// A location the call touches (absolute path, optional 1-based line).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Location {
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,13 +133,17 @@ pub struct Location {
 
 /// One item of a call's `content`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolContent {
     /// A text content block (the common case: tool output). Shared, so snapshots of a
     /// call (events, views) do not copy the output.
     Text { text: std::sync::Arc<String> },
     /// Any other content block (image, resource, link…), kept verbatim.
-    Block { block: Box<RawValue> },
+    Block {
+        #[cfg_attr(feature = "schema", schemars(with = "serde_json::Value"))]
+        block: Box<RawValue>,
+    },
     /// A file change.
     Diff {
         path: String,
@@ -422,6 +429,7 @@ impl ToolCallPatch {
 
 /// A call as the ledger holds it after merging every message about it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolCall {
     pub id: String,
     /// Empty until a message carries a title (a placeholder for an unannounced call).
@@ -431,8 +439,10 @@ pub struct ToolCall {
     pub content: Vec<ToolContent>,
     pub locations: Vec<Location>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<serde_json::Value>"))]
     pub raw_input: Option<Box<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<serde_json::Value>"))]
     pub raw_output: Option<Box<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -441,7 +451,7 @@ pub struct ToolCall {
     /// Every status the call went through, with the session time it was entered.
     pub status_history: Vec<StatusChange>,
     /// Permission requests about this call, in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub permissions: Vec<crate::permission::PermissionRecord>,
     /// Turn in which the call was first seen.
     pub turn: u32,
@@ -452,6 +462,7 @@ pub struct ToolCall {
 
 /// One entry of a call's status history.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StatusChange {
     pub status: ToolStatus,
     /// Seconds since the session started.

@@ -205,6 +205,7 @@ pub struct TextBlock {
 
 /// One plan entry.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PlanEntry {
     #[serde(default)]
     pub content: String,
@@ -222,6 +223,7 @@ pub struct PlanUpdate {
 
 /// A slash command the agent offers.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AvailableCommand {
     pub name: String,
     #[serde(default)]
@@ -253,6 +255,7 @@ pub struct SessionInfoUpdate {
 
 /// Token usage and cost.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Usage {
     #[serde(default)]
     pub used: u64,
@@ -263,6 +266,7 @@ pub struct Usage {
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Cost {
     #[serde(default)]
     pub amount: f64,
@@ -311,6 +315,7 @@ pub struct InitializeResult {
 
 /// Name and version an agent reports.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AgentInfo {
     #[serde(default)]
     pub name: String,
@@ -395,6 +400,7 @@ pub struct TerminalIdResult {
 /// How a terminal command ended (snake_case in events and logs; camelCase accepted from
 /// the wire).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ExitStatus {
     #[serde(default, alias = "exitCode")]
     pub exit_code: Option<i64>,

@@ -14,6 +14,7 @@ pub mod package;
 pub mod process;
 pub mod protocol;
 pub mod registry;
+pub mod schema;
 pub mod sdk;
 pub mod serve;
 

@@ -39,7 +39,7 @@ pub mod code {
 }
 
 /// `initialize` params (host → plugin).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InitializeParams {
     /// Always [`PROTOCOL`].
     pub protocol: String,
@@ -56,14 +56,14 @@ pub struct InitializeParams {
     pub restarts: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostInfo {
     pub name: String,
     pub version: String,
 }
 
 /// `initialize` result (plugin → host).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InitializeResult {
     /// The version chosen from `versions`.
     pub version: u32,
@@ -74,7 +74,7 @@ pub struct InitializeResult {
 
 /// What the host derives from a call, sent beside it so plugins need not dig in
 /// agent-specific raw input (the same facts the native cards use).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CallFacts {
     /// The card title (a better title than the agent's when it gave a thin one).
     pub title: String,
@@ -102,7 +102,7 @@ impl CallFacts {
 }
 
 /// `permission/offer` params: a permission request nobody's rules decided.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OfferParams<'a> {
     pub request_id: &'a str,
     pub session: Option<&'a str>,
@@ -118,14 +118,14 @@ pub struct OfferParams<'a> {
 }
 
 /// `permission/offer` result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OfferResult {
     /// `true`: "mine, I will answer"; `false`: pass to the next step of the chain.
     pub claim: bool,
 }
 
 /// `render/card` params.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CardParams<'a> {
     pub design: &'a str,
     pub call: &'a trellis_core::ToolCall,
@@ -137,7 +137,7 @@ pub struct CardParams<'a> {
 pub type CardResult = CardLines;
 
 /// `render/transform` params.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TransformParams<'a> {
     pub id: &'a str,
     pub call: &'a trellis_core::ToolCall,
@@ -146,13 +146,13 @@ pub struct TransformParams<'a> {
 }
 
 /// `render/transform` result: the new text, or `null` to leave it unchanged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TransformResult {
     pub text: Option<String>,
 }
 
 /// `action` params: what the user did to a contribution.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ActionParams {
     Setting { row: String, choice: String },
@@ -190,12 +190,12 @@ impl ActionParams {
 
 // ---- plugin → host: host functions ----
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CallId {
     pub call_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PutCallState {
     pub call_id: String,
     pub value: Value,
@@ -203,34 +203,34 @@ pub struct PutCallState {
     pub merge: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PathParam {
     pub path: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TextParam {
     pub text: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReportParams {
     pub what: String,
     pub message: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RespondParams {
     pub request_id: String,
     pub option_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KeyParam {
     pub key: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StorePut {
     pub key: String,
     /// `null` deletes the key.
@@ -238,24 +238,24 @@ pub struct StorePut {
     pub value: Option<Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IdParam {
     pub id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetSection {
     pub id: String,
     pub body: SectionBody,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PatchSection {
     pub id: String,
     pub patch: Vec<SectionPatch>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetStatusItem {
     pub id: String,
     /// `null` hides the item.
@@ -263,12 +263,12 @@ pub struct SetStatusItem {
     pub line: Option<StyledLine>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetSettings {
     pub rows: Vec<SettingsRow>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetTransform {
     pub id: String,
     pub rewrites: Vec<Rewrite>,
@@ -309,7 +309,7 @@ pub const METHODS: &[(&str, &str)] = &[
 ];
 
 /// A JSON-RPC error object.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RpcError {
     pub code: i64,
     pub message: String,

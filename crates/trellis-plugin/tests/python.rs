@@ -627,3 +627,30 @@ fn a_plugin_that_speaks_another_version_is_refused_at_start() {
     );
     healthy_intact(&h);
 }
+
+/// The compatibility rule: a plugin written for v1 without any SDK, frozen, keeps working.
+#[test]
+fn a_frozen_v1_plugin_keeps_working() {
+    if !python() {
+        return;
+    }
+    let sp = spec(
+        "v1-frozen",
+        &["python3", "./v1-frozen.py"],
+        &[Capability::Observe, Capability::Ui],
+        Limits::default(),
+    );
+    let (mut h, mut rx) = host(vec![(sp, vec![Capability::Observe, Capability::Ui])]);
+    let mut s = S::new();
+    let mut fx = Vec::new();
+    for i in 0..3 {
+        fx.extend(s.up(json!({"sessionUpdate":"tool_call","toolCallId":format!("c{i}"),"title":"x","kind":"read","status":"pending"})));
+    }
+    pump(&mut h, &mut rx, &fx, |_, h| {
+        h.flush(Duration::from_secs(5));
+        h.ui.sections().first().is_some_and(|s| s.count == Some(3))
+    });
+    assert_eq!(h.ui.sections()[0].rows[0].line.text(), "3 calls");
+    assert_eq!(h.ui.status_line_items(40)[0].text(), "v1 3");
+    assert_eq!(state(&h, "v1-frozen"), ExtState::Ready, "{}", status(&h));
+}

@@ -43,6 +43,9 @@ pub enum PluginCmd {
     Disable { name: String },
     /// Delete an installed plugin (yours, not a project's).
     Remove { name: String },
+    /// Print the JSON Schema of the plugin protocol (every message, generated from the
+    /// types Trellis uses).
+    Schema,
     /// Run a plugin against a recorded session and print what it did.
     Test {
         path: PathBuf,
@@ -96,6 +99,10 @@ pub fn main(
         }
         PluginCmd::Install { source } => install(&source),
         PluginCmd::List => list(),
+        PluginCmd::Schema => {
+            print!("{}", trellis_plugin::schema::text());
+            Ok(ExitCode::SUCCESS)
+        }
         PluginCmd::Enable { name, yes } => enable(&name, yes),
         PluginCmd::Disable { name } => disable(&name),
         PluginCmd::Remove { name } => remove(&name),

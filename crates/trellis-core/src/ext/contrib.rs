@@ -9,6 +9,7 @@ use crate::tool_call::{ToolCall, ToolKind};
 
 /// A colour role; the host maps it onto its theme so contributions match the rest.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Tone {
     #[default]
@@ -128,6 +129,7 @@ impl From<String> for StyledLine {
 
 /// One row of the Settings menu: a named line with choices, the current one marked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SettingsRow {
     /// Page the row belongs to (a label: one to three plain words).
     pub page: String,
@@ -143,6 +145,7 @@ pub struct SettingsRow {
 
 /// A sidebar section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SectionDecl {
     pub id: String,
     /// Title (a label).
@@ -161,6 +164,7 @@ fn default_rows() -> usize {
 
 /// The body of a section, built only when it is shown and expanded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SectionBody {
     #[serde(default)]
     pub rows: Vec<SectionRow>,
@@ -215,6 +219,7 @@ impl SectionRow {
 
 /// Which calls a card design applies to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolMatch {
     /// The agent's tool name (e.g. Claude Code's `Bash`, from the call's `_meta`).
@@ -280,6 +285,7 @@ pub fn tool_name(call: &ToolCall) -> Option<&str> {
 
 /// A card design: draws calls matching `applies_to` when the user picks it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DesignDecl {
     pub id: String,
     /// The design's name in the `Cards` page (a label).
@@ -290,6 +296,7 @@ pub struct DesignDecl {
 /// A designed card: the call part (its first line is the card's line) and the result
 /// part (shown under it, subject to the output policy of the call's kind).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CardLines {
     pub call: Vec<StyledLine>,
     #[serde(default)]
@@ -304,6 +311,7 @@ pub struct CardLines {
 /// the extension, on its own worker, for the text of each call revision, caches the answer
 /// and shows the text unchanged until it arrives).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TransformDecl {
     pub id: String,
     pub label: String,
@@ -315,6 +323,7 @@ pub struct TransformDecl {
 /// syntax, linear time) is replaced by `replace`, where `$1`, `${name}` insert groups
 /// (a group that did not take part inserts nothing).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Rewrite {
     pub pattern: String,
     pub replace: String,
@@ -331,6 +340,7 @@ impl Rewrite {
 
 /// A change to a section's body the extension pushed earlier.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum SectionPatch {
     /// Sets (or with `null` removes) the count beside the title.
@@ -347,6 +357,7 @@ pub enum SectionPatch {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StatusDecl {
     pub id: String,
     pub label: String,
@@ -354,6 +365,7 @@ pub struct StatusDecl {
 
 /// `/name` at the prompt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CommandDecl {
     /// The command word (lowercase letters, digits, `-`).
     pub name: String,
@@ -363,6 +375,7 @@ pub struct CommandDecl {
 
 /// A key in the transcript (Vim-style spec, e.g. `F` or `<C-f>`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct KeyDecl {
     pub id: String,
     pub keys: String,
@@ -371,6 +384,7 @@ pub struct KeyDecl {
 
 /// What an extension contributes, declared once.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Registration {
     /// Event types wanted (names as in `EVENT_KINDS`); `None`: every event.
     pub subscriptions: Option<Vec<String>>,
@@ -394,4 +408,60 @@ pub struct Registration {
     pub commands: Vec<CommandDecl>,
     #[serde(default)]
     pub keys: Vec<KeyDecl>,
+}
+
+#[cfg(feature = "schema")]
+mod schema {
+    //! The lenient JSON forms of spans, lines and rows, as JSON Schema.
+    use std::borrow::Cow;
+
+    use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+
+    use super::{StyledLine, StyledSpan, Tone};
+
+    impl JsonSchema for StyledSpan {
+        fn schema_name() -> Cow<'static, str> {
+            "StyledSpan".into()
+        }
+        fn json_schema(g: &mut SchemaGenerator) -> Schema {
+            let tone = g.subschema_for::<Tone>();
+            json_schema!({
+                "description": "A run of text with one style, or just a string (normal tone). Text may carry ANSI SGR and OSC 8; other control characters are removed.",
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "object", "required": ["text"], "properties": {
+                        "text": {"type": "string"}, "tone": tone, "bold": {"type": "boolean"}
+                    }}
+                ]
+            })
+        }
+    }
+
+    impl JsonSchema for StyledLine {
+        fn schema_name() -> Cow<'static, str> {
+            "StyledLine".into()
+        }
+        fn json_schema(g: &mut SchemaGenerator) -> Schema {
+            let span = g.subschema_for::<StyledSpan>();
+            json_schema!({
+                "description": "One line: a string, or an array of spans.",
+                "anyOf": [{"type": "string"}, {"type": "array", "items": span}]
+            })
+        }
+    }
+
+    impl JsonSchema for super::SectionRow {
+        fn schema_name() -> Cow<'static, str> {
+            "SectionRow".into()
+        }
+        fn json_schema(g: &mut SchemaGenerator) -> Schema {
+            let line = g.subschema_for::<StyledLine>();
+            json_schema!({
+                "description": "A row: a line, or {line, id} (a row with an id is clickable).",
+                "anyOf": [line.clone(), {"type": "object", "required": ["line"], "properties": {
+                    "line": line, "id": {"type": ["string", "null"]}
+                }}]
+            })
+        }
+    }
 }

@@ -33,6 +33,7 @@ pub const API_VERSION: u32 = 1;
 
 /// What an extension may do. Requested in the manifest, granted by the user's config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Capability {
     /// Receive session events and read state snapshots.
@@ -205,6 +206,7 @@ pub enum UiAction {
 
 /// Something an extension holding `drive` asks of the session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum DriveAction {
     /// Sends `text` as a prompt now if no turn runs, else queues it for the end of the
@@ -218,6 +220,7 @@ pub enum DriveAction {
 
 /// Session facts for [`Host::session`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SessionInfo {
     pub id: Option<Arc<str>>,
     pub cwd: Option<String>,

@@ -1,0 +1,181 @@
+//! The published protocol stays true: the checked-in schema is the one generated from the
+//! types, `docs/plugin-protocol.md` shows every method, and each example there has only
+//! the fields the schema knows and every field it requires.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn the_checked_in_schema_is_the_generated_one() {
+    let file = std::fs::read_to_string(repo().join("docs/plugin-protocol.schema.json")).unwrap();
+    assert!(
+        file == trellis_plugin::schema::text(),
+        "docs/plugin-protocol.schema.json is stale: run `trellis plugin schema > docs/plugin-protocol.schema.json`"
+    );
+}
+
+fn resolve<'a>(s: &'a Value, defs: &'a Value) -> &'a Value {
+    match s.get("$ref").and_then(Value::as_str) {
+        Some(r) => resolve(&defs[r.trim_start_matches("#/$defs/")], defs),
+        None => s,
+    }
+}
+
+/// Every part of a schema that an object may match (the schema, its allOf, anyOf, oneOf).
+fn parts<'a>(s: &'a Value, defs: &'a Value, out: &mut Vec<&'a Value>) {
+    let s = resolve(s, defs);
+    out.push(s);
+    for k in ["allOf", "anyOf", "oneOf"] {
+        if let Some(a) = s.get(k).and_then(Value::as_array) {
+            for x in a {
+                parts(x, defs, out);
+            }
+        }
+    }
+}
+
+fn type_ok(v: &Value, t: &str) -> bool {
+    match t {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        _ => true,
+    }
+}
+
+/// A structural check: types where the schema states them, known keys, required keys.
+fn check(v: &Value, s: &Value, defs: &Value, at: &str) -> Result<(), String> {
+    let mut ps = Vec::new();
+    parts(s, defs, &mut ps);
+    // Alternatives: one of them must fit.
+    let s = resolve(s, defs);
+    for k in ["anyOf", "oneOf"] {
+        if let Some(alts) = s.get(k).and_then(Value::as_array)
+            && s.get("properties").is_none()
+        {
+            let errs: Vec<String> = alts
+                .iter()
+                .filter_map(|a| check(v, a, defs, at).err())
+                .collect();
+            if errs.len() == alts.len() {
+                return Err(format!("{at}: fits no alternative: {}", errs.join(" | ")));
+            }
+            return Ok(());
+        }
+    }
+    if let Some(t) = s.get("type") {
+        let ok = match t {
+            Value::String(t) => type_ok(v, t),
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).any(|t| type_ok(v, t)),
+            _ => true,
+        };
+        if !ok {
+            return Err(format!("{at}: {v} is not {t}"));
+        }
+    }
+    if let (Value::Object(o), true) = (v, ps.iter().any(|p| p.get("properties").is_some())) {
+        let mut known = BTreeSet::new();
+        for p in &ps {
+            if let Some(props) = p.get("properties").and_then(Value::as_object) {
+                known.extend(props.keys().cloned());
+            }
+        }
+        for (k, x) in o {
+            if !known.contains(k) {
+                return Err(format!("{at}: unknown field {k:?} (known: {known:?})"));
+            }
+            if let Some(ps2) = ps.iter().find_map(|p| p.get("properties")?.get(k)) {
+                check(x, ps2, defs, &format!("{at}.{k}"))?;
+            }
+        }
+        if let Some(req) = s.get("required").and_then(Value::as_array) {
+            for r in req.iter().filter_map(Value::as_str) {
+                if !o.contains_key(r) {
+                    return Err(format!("{at}: missing required field {r:?}"));
+                }
+            }
+        }
+    }
+    if let (Value::Array(a), Some(items)) = (v, s.get("items")) {
+        for (i, x) in a.iter().enumerate() {
+            check(x, items, defs, &format!("{at}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_method_is_documented_with_an_example_that_fits_the_schema() {
+    let md = std::fs::read_to_string(repo().join("docs/plugin-protocol.md")).unwrap();
+    let schema = trellis_plugin::schema::document();
+    let defs = &schema["$defs"];
+    for (name, _) in trellis_plugin::protocol::METHODS {
+        let heading = format!("### `{name}`");
+        let at = md
+            .find(&heading)
+            .unwrap_or_else(|| panic!("docs/plugin-protocol.md has no section {heading}"));
+        let rest = &md[at + heading.len()..];
+        let end = rest
+            .find("\n### ")
+            .or_else(|| rest.find("\n## "))
+            .unwrap_or(rest.len());
+        let section = &rest[..end];
+        let blocks: Vec<Value> = section
+            .split("```json")
+            .skip(1)
+            .map(|b| {
+                let body = &b[..b.find("```").unwrap()];
+                serde_json::from_str(body)
+                    .unwrap_or_else(|e| panic!("{name}: an example is not JSON ({e}): {body}"))
+            })
+            .collect();
+        let m = &schema["methods"][*name];
+        let call = blocks
+            .iter()
+            .find(|b| b["method"] == *name)
+            .unwrap_or_else(|| panic!("{name}: no example message"));
+        assert_eq!(call["jsonrpc"], "2.0", "{name}");
+        let mut params = call["params"].clone();
+        if *name == "event"
+            && let Some(o) = params.as_object_mut()
+        {
+            o.remove("acp");
+        }
+        check(&params, &m["params"], defs, name).unwrap_or_else(|e| panic!("{e}"));
+        if m["direction"] == "host → plugin" {
+            assert_eq!(
+                call.get("id").is_some(),
+                m["kind"] == "request",
+                "{name}: a request has an id, a notification none"
+            );
+        }
+        if let Some(answer) = blocks.iter().find(|b| b.get("result").is_some()) {
+            check(
+                &answer["result"],
+                &m["result"],
+                defs,
+                &format!("{name} result"),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+#[test]
+fn the_error_codes_are_the_protocols() {
+    let md = std::fs::read_to_string(repo().join("docs/plugin-protocol.md")).unwrap();
+    for code in ["-32601", "-32602", "-32001", "-32002", "-32003"] {
+        assert!(md.contains(code), "{code}");
+    }
+}
