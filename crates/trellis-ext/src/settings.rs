@@ -23,6 +23,8 @@ pub enum RowTarget {
     },
     /// A rule the user saved (the UI owns these rows).
     Rule(usize),
+    /// A plugin package found for this session (the UI owns these rows).
+    Plugin(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -185,7 +187,7 @@ impl Ui {
                 self.bump();
                 true
             }
-            RowTarget::Rule(_) => false,
+            RowTarget::Rule(_) | RowTarget::Plugin(_) => false,
             RowTarget::Ext { slot, id } => {
                 if let Some(s) = self.live(*slot) {
                     // On its worker: the row repaints when the extension pushes it again.

@@ -113,6 +113,12 @@ pub struct App {
     pub hover: Option<u16>,
     /// Rules the user saved from "always" answers (Settings → Rules).
     pub saved_rules: Vec<crate::rules::SavedRule>,
+    /// Where this session's plugins are found and enabled (Settings → Plugins); `None`
+    /// in replays and tests.
+    pub plugins: Option<trellis_plugin::registry::Registry>,
+    /// The Plugins page, built when Settings opens (reading packages and hashing them is
+    /// not done per frame).
+    pub(crate) plugin_rows: Vec<crate::plugins_page::PluginRow>,
     /// The last float body built (inspector or dialog), by what it was built from.
     float_cache: std::cell::RefCell<Option<FloatCache>>,
 }
@@ -203,6 +209,8 @@ impl App {
             sidebar_hits: Vec::new(),
             hover: None,
             saved_rules: Vec::new(),
+            plugins: None,
+            plugin_rows: Vec::new(),
             float_cache: std::cell::RefCell::new(None),
         }
     }

@@ -40,6 +40,7 @@ impl App {
 
     /// Opens the Settings menu.
     pub fn open_settings(&mut self) {
+        self.plugin_rows = crate::plugins_page::rows(self.plugins.as_ref());
         self.overlay = Some(Overlay::Settings(SettingsState::default()));
     }
 
@@ -55,6 +56,14 @@ impl App {
                             self.delete_rule(i);
                             st.row = st.row.min(self.saved_rules.len().saturating_sub(1));
                         }
+                    }
+                    SettingsKey::Apply(trellis_ext::ui::RowTarget::Plugin(name), choice) => {
+                        self.message = Some(crate::plugins_page::apply(
+                            self.plugins.as_ref(),
+                            &name,
+                            &choice,
+                        ));
+                        self.plugin_rows = crate::plugins_page::rows(self.plugins.as_ref());
                     }
                     SettingsKey::Apply(target, choice) => {
                         if let Some(h) = &self.driver.host {
@@ -154,6 +163,9 @@ impl App {
             .as_ref()
             .map(|h| h.ui.settings())
             .unwrap_or_default();
+        if !self.plugin_rows.is_empty() {
+            pages.push(crate::plugins_page::page(&self.plugin_rows));
+        }
         if !self.saved_rules.is_empty() {
             let rows = self
                 .saved_rules

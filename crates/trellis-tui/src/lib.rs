@@ -13,6 +13,7 @@ pub mod complete;
 pub mod draw;
 pub mod extui;
 pub mod keymap;
+pub mod plugins_page;
 pub mod prompt;
 pub mod rules;
 pub mod sidebar;

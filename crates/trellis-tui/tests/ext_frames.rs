@@ -585,3 +585,53 @@ fn the_redact_plugin_draws_the_same_frames_as_the_built_in() {
         vec![("enabled".to_string(), serde_json::json!(false))]
     );
 }
+
+/// Settings → Plugins: each package found, off or on; `on` names what it grants, and
+/// applying it enables the plugin (with its content hash) for the next session.
+#[test]
+fn the_plugins_page_enables_a_plugin_granting_exactly_what_it_asks() {
+    let data = tempfile::tempdir().unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/plugins");
+    for name in ["shell-cards", "permission-helper"] {
+        let dest = data.path().join("plugins").join(name);
+        std::fs::create_dir_all(&dest).unwrap();
+        for f in ["plugin.json", "plugin.py"] {
+            std::fs::copy(root.join(name).join(f), dest.join(f)).unwrap();
+        }
+    }
+    let w = workspace();
+    let mut app = app_with(session(), vec![], w.path());
+    let reg = trellis_plugin::registry::Registry::new(data.path().to_path_buf(), None);
+    app.plugins = Some(reg.clone());
+    app.open_settings();
+    // Sections, Cards, Redaction, Plugins.
+    for _ in 0..3 {
+        app.on_key(k(KeyCode::Tab));
+    }
+    let f = frame_text(&mut app, 110, 30);
+    assert!(
+        f.contains("permission-helper  ● off  ○ on · grant intercept-permissions, ui"),
+        "{f}"
+    );
+    assert!(
+        f.contains("shell-cards        ● off  ○ on · grant ui"),
+        "{f}"
+    );
+    // The second row: on.
+    app.on_key(k(KeyCode::Down));
+    app.on_key(k(KeyCode::Right));
+    app.on_key(k(KeyCode::Enter));
+    let f = frame_text(&mut app, 110, 30);
+    assert!(
+        f.contains("shell-cards        ○ off  ● on · grant ui"),
+        "{f}"
+    );
+    assert_eq!(
+        app.message.as_deref(),
+        Some("plugin shell-cards enabled, granted ui; it starts with your next session")
+    );
+    let (state, _) = reg.state();
+    assert_eq!(state.enabled.len(), 1);
+    assert_eq!(state.enabled[0].grant, ["ui"]);
+    assert!(state.enabled[0].hash.starts_with("sha256:"));
+}

@@ -134,6 +134,8 @@ pub fn main(
         let (handle, rx) = trellis_acp::start_at(spec.clone(), Box::new(FileSink(writer)), origin);
         Ok(Connection { handle, rx })
     });
+    let plugin_registry = Paths::from_env()
+        .map(|p| trellis_plugin::registry::Registry::new(p.data_dir, Some(PathBuf::from(&cwd))));
     rt.block_on(async move {
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
         crate::setup::record_header(&handle, &name, &cwd);
@@ -144,6 +146,7 @@ pub fn main(
         // After the key bindings are known: contributed keys must not clash with them.
         app.set_ext(host, host_rx);
         app.saved_rules = saved;
+        app.plugins = plugin_registry;
         app.exit_after_first_frame = exit_after_first_frame;
         app.driver.connect(Connection { handle, rx });
         trellis_tui::run(app, Some(restart))
