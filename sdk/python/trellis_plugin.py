@@ -458,6 +458,8 @@ class Plugin:
                 f = self._transforms.get(params.get("id", ""))
                 text = f(params["call"], params["text"], host) if f else None
                 self._reply(rid, {"text": text})
+            elif method == "sync":
+                self._reply(rid, {})  # everything before it is handled
             elif method == "shutdown":
                 return
             elif rid is not None:

@@ -537,6 +537,18 @@ impl ExtHost {
     pub fn flush(&self, limit: Duration) -> bool {
         self.deliver();
         let start = Instant::now();
+        if !self.drained(start, limit) {
+            return false;
+        }
+        // Then each extension finishes what it does elsewhere (a plugin process answers
+        // once it has handled everything before), and the host handles what that brought.
+        for s in &self.slots {
+            s.send(Job::Sync, &self.shared);
+        }
+        self.drained(start, limit)
+    }
+
+    fn drained(&self, start: Instant, limit: Duration) -> bool {
         loop {
             if self
                 .slots

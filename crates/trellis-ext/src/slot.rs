@@ -41,6 +41,8 @@ pub(crate) enum Job {
     Wake,
     /// Cards and per-call transforms the host needs.
     Render(Requests),
+    /// Finish what was sent (see `Extension::on_sync`).
+    Sync,
     /// The session is over: `on_shutdown`, then the worker ends (and says so).
     Stop(std::sync::mpsc::Sender<()>),
 }
@@ -373,6 +375,9 @@ impl Slot {
                 self.call(shared, "wake", |e, cx| e.on_wake(cx));
             }
             Job::Render(reqs) => self.render(reqs, shared),
+            Job::Sync => {
+                self.call(shared, "sync", |e, cx| e.on_sync(cx));
+            }
             // Handled by the worker loop.
             Job::Stop(_) => {}
         }
@@ -455,7 +460,10 @@ pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
                 });
             }
         } else {
-            needs_idle |= matches!(job, Job::Events(_) | Job::Permission(_) | Job::Wake);
+            needs_idle |= matches!(
+                job,
+                Job::Events(_) | Job::Permission(_) | Job::Wake | Job::Sync
+            );
             slot.run_job(job, &shared);
             // Caught up with the session: the extension pushes what it shows (once per
             // drained queue, not per batch), and whatever it pushed is drawn.

@@ -671,6 +671,22 @@ impl Extension for PluginExt {
         Ok(r.text)
     }
 
+    fn on_sync(&mut self, host: &mut dyn Host) -> Result<(), ExtError> {
+        if self.proc.is_none() {
+            return Ok(());
+        }
+        // Answered once the plugin handled everything sent before; what it sent meanwhile
+        // is served while waiting. A plugin that does not know `sync` answers with an
+        // error: that is an answer too.
+        let limit = self.spec.limits.render_timeout;
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(protocol::request(id, "sync", &serde_json::json!({})))?;
+        self.pump(host, Some(id), Instant::now() + limit)?;
+        self.diagnostics(host);
+        Ok(())
+    }
+
     fn on_shutdown(&mut self) {
         if let Some(p) = &self.proc {
             let _ = p.send(protocol::notification("shutdown", &serde_json::json!({})));

@@ -3,7 +3,8 @@
 //! `docs/plugin-protocol.md` documents every message with an example.
 //!
 //! Host → plugin: `initialize` (request), `event`, `idle`, `action`, `shutdown`
-//! (notifications), `permission/offer`, `render/card`, `render/transform` (requests).
+//! (notifications), `permission/offer`, `render/card`, `render/transform`, `sync`
+//! (requests).
 //! Plugin → host: the host functions (`host/*`, `store/*`, `ui/*`, `permission/respond`,
 //! `session/drive`), as requests (answered) or notifications (errors then go to
 //! `/status`).
@@ -282,6 +283,7 @@ pub const METHODS: &[(&str, &str)] = &[
     ("idle", "host → plugin notification"),
     ("action", "host → plugin notification"),
     ("shutdown", "host → plugin notification"),
+    ("sync", "host → plugin request"),
     ("permission/offer", "host → plugin request"),
     ("render/card", "host → plugin request"),
     ("render/transform", "host → plugin request"),
@@ -475,12 +477,15 @@ mod tests {
         .unwrap();
         assert_eq!(r.registration.sections[0].max_rows, 10);
         let b: SectionBody = serde_json::from_value(serde_json::json!({
-            "rows": ["plain", [{"text": "ok", "tone": "good"}, " tail"], {"line": "x", "id": "c1"}]
+            "rows": ["plain", [{"text": "ok", "tone": "good"}, " tail"], {"line": "x", "id": "c1"},
+                     {"text": "one span", "tone": "dim"}]
         }))
         .unwrap();
         assert_eq!(b.rows[0].line.text(), "plain");
         assert_eq!(b.rows[1].line.0[0].tone, trellis_core::ext::Tone::Good);
         assert_eq!(b.rows[1].line.text(), "ok tail");
         assert_eq!(b.rows[2].id.as_deref(), Some("c1"));
+        assert_eq!(b.rows[3].line.0[0].tone, trellis_core::ext::Tone::Dim);
+        assert_eq!(b.rows[3].line.text(), "one span");
     }
 }

@@ -85,6 +85,13 @@ pub fn document() -> Value {
             result: None,
         },
         Method {
+            name: "sync",
+            direction: h2p,
+            request: true,
+            params: empty(),
+            result: Some(empty()),
+        },
+        Method {
             name: "permission/offer",
             direction: h2p,
             request: true,

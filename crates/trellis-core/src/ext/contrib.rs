@@ -75,7 +75,7 @@ impl StyledSpan {
     }
 }
 
-/// One line of styled spans. In JSON an array of spans, or just a string.
+/// One line of styled spans. In JSON an array of spans, one span, or just a string.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct StyledLine(pub Vec<StyledSpan>);
 
@@ -84,6 +84,7 @@ pub struct StyledLine(pub Vec<StyledSpan>);
 enum LineForm {
     Text(String),
     Spans(Vec<StyledSpan>),
+    Span(StyledSpan),
 }
 
 impl<'de> Deserialize<'de> for StyledLine {
@@ -91,6 +92,7 @@ impl<'de> Deserialize<'de> for StyledLine {
         Ok(match LineForm::deserialize(d)? {
             LineForm::Text(t) => StyledLine::plain(t),
             LineForm::Spans(s) => StyledLine(s),
+            LineForm::Span(s) => StyledLine(vec![s]),
         })
     }
 }
@@ -444,8 +446,8 @@ mod schema {
         fn json_schema(g: &mut SchemaGenerator) -> Schema {
             let span = g.subschema_for::<StyledSpan>();
             json_schema!({
-                "description": "One line: a string, or an array of spans.",
-                "anyOf": [{"type": "string"}, {"type": "array", "items": span}]
+                "description": "One line: a string, one span, or an array of spans.",
+                "anyOf": [{"type": "string"}, span.clone(), {"type": "array", "items": span}]
             })
         }
     }

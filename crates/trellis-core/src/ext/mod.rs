@@ -392,6 +392,13 @@ pub trait Extension: Send {
         Ok(())
     }
 
+    /// The host wants the extension to have finished everything it was sent (tests,
+    /// replays, the end of a headless run). An extension whose work happens elsewhere —
+    /// a plugin process — returns once that work is done and its results are in.
+    fn on_sync(&mut self, _host: &mut dyn Host) -> Result<(), ExtError> {
+        Ok(())
+    }
+
     /// The session is over (or the host is going away): release what is held. Plugin
     /// adapters stop their process here. Called once, last.
     fn on_shutdown(&mut self) {}

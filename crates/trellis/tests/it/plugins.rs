@@ -18,6 +18,17 @@ fn examples() -> PathBuf {
     repo().join("examples/plugins")
 }
 
+fn node() -> bool {
+    let ok = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        crate::missing_tool("node");
+    }
+    ok
+}
+
 fn python() -> bool {
     let ok = Command::new("python3")
         .arg("--version")
@@ -55,7 +66,11 @@ fn every_example_passes_its_replay_test() {
         return;
     }
     let home = tempfile::tempdir().unwrap();
-    for name in ["shell-cards", "permission-helper", "fix-tests", "redact"] {
+    let mut names = vec!["shell-cards", "permission-helper", "fix-tests", "redact"];
+    if node() {
+        names.push("test-results");
+    }
+    for name in names {
         let dir = examples().join(name);
         let o = trellis(
             home.path(),
@@ -381,4 +396,104 @@ fn install_copies_pins_and_lists_and_remove_deletes() {
         .success()
     );
     assert!(!copy.exists());
+}
+
+/// The TypeScript example is type-checked against the SDK's declarations and its
+/// committed JavaScript is what the compiler makes of its source; the SDK it carries is
+/// the SDK's own files.
+#[test]
+fn the_typescript_example_type_checks_and_carries_the_sdk_unchanged() {
+    let dir = examples().join("test-results");
+    for f in ["trellis-plugin.mjs", "trellis-plugin.d.mts"] {
+        assert_eq!(
+            std::fs::read(dir.join("lib").join(f)).unwrap(),
+            std::fs::read(repo().join("sdk/typescript").join(f)).unwrap(),
+            "examples/plugins/test-results/lib/{f} differs from sdk/typescript/{f}"
+        );
+    }
+    let tsc = repo().join(".ci/node/node_modules/.bin/tsc");
+    if !tsc.exists() {
+        crate::missing_tool("tsc (scripts/test installs typescript under .ci/node)");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(&tsc)
+        .args([
+            "-p",
+            dir.to_str().unwrap(),
+            "--outDir",
+            out.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("plugin.mjs")).unwrap(),
+        std::fs::read_to_string(dir.join("plugin.mjs")).unwrap(),
+        "plugin.mjs is not the compiled plugin.mts: run tsc -p examples/plugins/test-results"
+    );
+}
+
+/// The TypeScript sidebar in the real UI, against a recorded agent.
+#[test]
+fn the_test_results_sidebar_updates_live_in_the_ui() {
+    if !node() {
+        return;
+    }
+    let dir = examples().join("test-results");
+    let agent = format!(
+        "{} agent replay {}",
+        exe(),
+        dir.join("tests/session.jsonl").display()
+    );
+    let Some(t) = crate::tui::Tmux::start_sized(
+        &["--agent", &agent, "--plugin", dir.to_str().unwrap()],
+        130,
+        40,
+    ) else {
+        return;
+    };
+    t.wait_for("›");
+    t.send(&["run all the test suites", "Enter"]);
+    let s = t.wait("the test results", |s| {
+        s.contains("cargo ✗ 1 failed") && s.contains("jest ✓ 12 passed")
+    });
+    assert!(s.contains("✗ parser::empty"), "{s}");
+    t.wait_for("tests 18✓ 2✗");
+}
+
+/// A Python card design chosen in Settings draws the shell commands of a recorded session.
+#[test]
+fn the_shell_card_design_draws_in_the_ui() {
+    if !python() {
+        return;
+    }
+    let dir = examples().join("shell-cards");
+    let agent = format!(
+        "{} agent replay {}",
+        exe(),
+        dir.join("tests/session.jsonl").display()
+    );
+    let Some(t) = crate::tui::Tmux::start_sized(
+        &["--agent", &agent, "--plugin", dir.to_str().unwrap()],
+        120,
+        36,
+    ) else {
+        return;
+    };
+    t.wait_for("›");
+    t.send(&["run the tests", "Enter"]);
+    t.wait_for("Lint");
+    // Settings → Cards → Card execute: native, Terminal (built-in), Shell (the plugin).
+    t.send(&["Escape", "F2", "Tab"]);
+    t.wait_for("Card execute");
+    t.send(&["Right", "Right", "Enter", "Escape"]);
+    let s = t.wait("the designed cards", |s| {
+        // The recorded agent replays at once: durations are close to zero.
+        s.contains("$ cargo test  exit 0  0.") && s.contains("$ cargo clippy  exit 101  0.")
+    });
+    assert!(
+        s.contains("error: unused variable"),
+        "the failed command's output: {s}"
+    );
 }

@@ -19,7 +19,7 @@ impl Tmux {
         Tmux::start_sized(args, 100, 32)
     }
 
-    fn start_sized(args: &[&str], w: u16, h: u16) -> Option<Tmux> {
+    pub(crate) fn start_sized(args: &[&str], w: u16, h: u16) -> Option<Tmux> {
         if Command::new("tmux")
             .arg("-V")
             .output()
