@@ -581,24 +581,35 @@ fn new(name: &str, lang: &str) -> anyhow::Result<ExitCode> {
         bail!("{} exists already", dir.display());
     }
     let files = crate::scaffold::files(name, lang)?;
-    std::fs::create_dir_all(dir.join("tests"))?;
     for (rel, text) in &files {
-        std::fs::write(dir.join(rel), text)?;
+        let path = dir.join(rel);
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        std::fs::write(path, text)?;
+    }
+    println!("Created {}/ ({lang}):", dir.display());
+    for (rel, _) in &files {
+        println!("  {rel}");
+    }
+    let test_line = format!(
+        "trellis plugin test {name} --replay {name}/tests/session.jsonl --snapshot {name}/tests/snapshot.txt"
+    );
+    if matches!(lang, "rust" | "rs") {
+        // A Rust plugin runs once built; its snapshot is recorded then.
+        println!("\nBuild it:  (cd {name} && cargo build --release)");
+        println!("Record its replay test:  {test_line} --update");
+        println!("Then test it with:       {test_line}");
+        return Ok(ExitCode::SUCCESS);
     }
     // The scaffold's replay test passes from the start.
     let snap = dir.join("tests/snapshot.txt");
     let data = tempfile::tempdir()?;
     let outcome = crate::plugin_test::run(&dir, &dir.join("tests/session.jsonl"), data.path())?;
     std::fs::write(&snap, &outcome.snapshot)?;
-    println!("Created {}/ ({lang}):", dir.display());
-    for (rel, _) in &files {
-        println!("  {rel}");
-    }
     println!("  tests/snapshot.txt");
     println!("\nTry it:   trellis plugin try {name}");
-    println!(
-        "Test it:  trellis plugin test {name} --replay {name}/tests/session.jsonl --snapshot {name}/tests/snapshot.txt"
-    );
+    println!("Test it:  {test_line}");
     if outcome.failed {
         println!("\n! the plugin did not start here; see tests/snapshot.txt");
     }

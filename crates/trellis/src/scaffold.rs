@@ -50,6 +50,32 @@ def updated(event, host):
 plugin.run()
 "#;
 
+/// The TypeScript template, and what `tsc -p .` makes of it (a test keeps them in step).
+pub const TS_SOURCE: &str = include_str!("../templates/typescript/plugin.mts");
+pub const TS_BUILT: &str = include_str!("../templates/typescript/plugin.mjs");
+pub const TS_CONFIG: &str = include_str!("../templates/typescript/tsconfig.json");
+
+/// The Rust template (compiled in Trellis's own tests as an example of the SDK crate).
+const RUST_MAIN: &str = include_str!("../templates/rust/main.rs");
+
+fn rust_manifest(name: &str) -> String {
+    format!(
+        r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[dependencies]
+# The SDK is in Trellis's repository (crates/trellis-plugin-sdk).
+trellis-plugin-sdk = {{ git = "https://github.com/trellis-dev/trellis" }}
+
+[profile.release]
+strip = true
+"#
+    )
+}
+
 fn manifest(name: &str, command: &str, caps: &str) -> String {
     format!(
         r#"{{
@@ -84,9 +110,37 @@ pub fn files(name: &str, lang: &str) -> anyhow::Result<Vec<(String, String)>> {
             ("plugin.py".into(), PYTHON.into()),
             ("tests/session.jsonl".into(), SESSION.into()),
         ],
-        "typescript" | "ts" | "rust" => bail!(
-            "--lang {lang}: not available yet in this Trellis (python is); see docs/plugins.md"
-        ),
+        "typescript" | "ts" => vec![
+            (
+                "plugin.json".into(),
+                manifest(name, r#"["node", "./plugin.mjs"]"#, r#"["observe", "ui"]"#),
+            ),
+            ("plugin.mts".into(), TS_SOURCE.into()),
+            ("plugin.mjs".into(), TS_BUILT.into()),
+            ("tsconfig.json".into(), TS_CONFIG.into()),
+            (
+                "lib/trellis-plugin.mjs".into(),
+                trellis_plugin::sdk::TYPESCRIPT.into(),
+            ),
+            (
+                "lib/trellis-plugin.d.mts".into(),
+                trellis_plugin::sdk::TYPESCRIPT_TYPES.into(),
+            ),
+            ("tests/session.jsonl".into(), SESSION.into()),
+        ],
+        "rust" | "rs" => vec![
+            (
+                "plugin.json".into(),
+                manifest(
+                    name,
+                    &format!(r#"["./target/release/{name}"]"#),
+                    r#"["observe", "ui"]"#,
+                ),
+            ),
+            ("Cargo.toml".into(), rust_manifest(name)),
+            ("src/main.rs".into(), RUST_MAIN.into()),
+            ("tests/session.jsonl".into(), SESSION.into()),
+        ],
         other => bail!("--lang {other}: python, typescript or rust"),
     })
 }

@@ -497,3 +497,133 @@ fn the_shell_card_design_draws_in_the_ui() {
         "the failed command's output: {s}"
     );
 }
+
+/// The Rust audit logger in a headless run: its package is the built binary beside its
+/// manifest; every call of the recorded session ends up in its log.
+#[test]
+fn the_rust_audit_logger_logs_every_call_of_a_headless_run() {
+    let exe_dir = Path::new(exe()).parent().unwrap().to_path_buf();
+    let bin = exe_dir.join("audit-log");
+    if !bin.exists() {
+        // Built with the workspace's tests; alone, build it here.
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let ok = Command::new(cargo)
+            .args(["build", "-q", "-p", "audit-log"])
+            .current_dir(repo())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok && bin.exists(), "cannot build the audit-log example");
+    }
+    let home = tempfile::tempdir().unwrap();
+    let pkg = home.path().join("audit-log");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let src = examples().join("audit-log");
+    std::fs::copy(src.join("plugin.json"), pkg.join("plugin.json")).unwrap();
+    std::fs::copy(&bin, pkg.join("audit-log")).unwrap();
+    let (o, _) = replay_run(
+        home.path(),
+        &src.join("tests/session.jsonl"),
+        "fix the parser",
+        &pkg,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let audit = std::fs::read_to_string(
+        home.path()
+            .join("data/trellis/plugin-data/audit-log/audit.jsonl"),
+    )
+    .unwrap_or_else(|e| panic!("no audit log ({e}): {}", text(&o)));
+    let ids: Vec<String> = audit
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids, ["r1", "e1", "x1"], "{audit}");
+}
+
+#[test]
+fn the_typescript_scaffold_passes_its_replay_test_and_its_javascript_is_its_source_compiled() {
+    if !node() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let o = trellis(
+        home.path(),
+        home.path(),
+        &["plugin", "new", "ts-plugin", "--lang", "typescript"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = trellis(
+        home.path(),
+        home.path(),
+        &[
+            "plugin",
+            "test",
+            "ts-plugin",
+            "--replay",
+            "ts-plugin/tests/session.jsonl",
+            "--snapshot",
+            "ts-plugin/tests/snapshot.txt",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let snap = std::fs::read_to_string(home.path().join("ts-plugin/tests/snapshot.txt")).unwrap();
+    assert!(
+        snap.contains("$ cargo clippy  exit 101  1.5s") && snap.contains("state: ready"),
+        "{snap}"
+    );
+    let tsc = repo().join(".ci/node/node_modules/.bin/tsc");
+    if !tsc.exists() {
+        crate::missing_tool("tsc (scripts/test installs typescript under .ci/node)");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(&tsc)
+        .args([
+            "-p",
+            home.path().join("ts-plugin").to_str().unwrap(),
+            "--outDir",
+            out.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("plugin.mjs")).unwrap(),
+        std::fs::read_to_string(home.path().join("ts-plugin/plugin.mjs")).unwrap(),
+        "crates/trellis/templates/typescript/plugin.mjs is not plugin.mts compiled"
+    );
+}
+
+#[test]
+fn the_rust_scaffold_writes_a_package_that_says_how_to_build_and_record_it() {
+    let home = tempfile::tempdir().unwrap();
+    let o = trellis(
+        home.path(),
+        home.path(),
+        &["plugin", "new", "rs-plugin", "--lang", "rust"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    for f in [
+        "plugin.json",
+        "Cargo.toml",
+        "src/main.rs",
+        "tests/session.jsonl",
+    ] {
+        assert!(home.path().join("rs-plugin").join(f).is_file(), "{f}");
+    }
+    assert!(text(&o).contains("cargo build --release"), "{}", text(&o));
+    let o = trellis(
+        home.path(),
+        home.path(),
+        &["plugin", "validate", "rs-plugin"],
+    );
+    assert!(
+        text(&o).contains("✗ command: ./target/release/rs-plugin: No such file"),
+        "{}",
+        text(&o)
+    );
+}
