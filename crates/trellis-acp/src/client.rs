@@ -73,6 +73,8 @@ pub struct AgentSpec {
     pub setup_timeout: std::time::Duration,
     /// Bytes of terminal output kept when the agent asks for no limit.
     pub terminal_output_limit: usize,
+    /// MCP servers to offer the agent (those its capabilities allow).
+    pub mcp_servers: Vec<crate::mcp::McpServerSpec>,
 }
 
 /// Default of [`AgentSpec::setup_timeout`], in seconds: generous, since the first `npx`
@@ -90,6 +92,8 @@ pub enum Input {
     Stderr(String),
     /// Something went wrong on our side that the user should see.
     Warning(String),
+    /// What became of the MCP servers offered at setup.
+    Mcp(Vec<crate::mcp::McpOffer>),
     /// The session is set up; prompts may be sent.
     Ready,
     /// The connection is over; `error` says why if it was not a clean shutdown.
@@ -326,16 +330,20 @@ async fn run(
                         "the agent does not advertise session/load; starting a new session instead of {id}"
                     )));
                 }
+                let (mcp, offers) = crate::mcp::offer(&spec.mcp_servers, &init.agent_capabilities.mcp_capabilities);
+                if !offers.is_empty() {
+                    let _ = tx.send(Input::Mcp(offers));
+                }
                 let mut authenticated = false;
                 let session_id: SessionId = loop {
                     let attempt = match &load {
                         Some(id) => cx
-                            .send_request(LoadSessionRequest::new(id.clone(), spec.cwd.clone()))
+                            .send_request(LoadSessionRequest::new(id.clone(), spec.cwd.clone()).mcp_servers(mcp.clone()))
                             .block_task()
                             .await
                             .map(|_| SessionId::from(id.clone())),
                         None => cx
-                            .send_request(NewSessionRequest::new(spec.cwd.clone()))
+                            .send_request(NewSessionRequest::new(spec.cwd.clone()).mcp_servers(mcp.clone()))
                             .block_task()
                             .await
                             .map(|s| s.session_id),

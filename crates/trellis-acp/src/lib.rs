@@ -7,6 +7,7 @@
 pub mod client;
 pub mod fs;
 pub mod lines;
+pub mod mcp;
 pub mod reaper;
 pub mod recorder;
 pub mod roots;
@@ -15,5 +16,6 @@ pub mod terminal;
 pub mod transport;
 
 pub use client::{AgentSpec, Caps, Command, Handle, Input, start, start_at};
+pub use mcp::{McpOffer, McpServerSpec, McpTransport};
 pub use recorder::{LogSink, Origin, Recorder};
 pub use roots::Roots;

@@ -92,6 +92,8 @@ pub struct Driver {
     driven: VecDeque<(String, String)>,
     /// A prompt was handed to the connection and its turn has not started yet.
     prompt_in_flight: bool,
+    /// What became of the MCP servers offered at setup (for `/status`).
+    pub mcp: Vec<trellis_acp::McpOffer>,
 }
 
 impl Driver {
@@ -109,6 +111,7 @@ impl Driver {
             ending: false,
             driven: VecDeque::new(),
             prompt_in_flight: false,
+            mcp: Vec::new(),
         }
     }
 
@@ -258,6 +261,12 @@ impl Driver {
                 notes.push(Note::Ready);
             }
             Input::Stderr(line) => notes.push(Note::Stderr(line)),
+            Input::Mcp(offers) => {
+                for o in offers.iter().filter(|o| o.refused.is_some()) {
+                    notes.push(Note::Message(format!("MCP server {}", o.line())));
+                }
+                self.mcp = offers;
+            }
             Input::Warning(w) => notes.push(Note::Message(w)),
             Input::Closed { error } => {
                 self.closed = true;

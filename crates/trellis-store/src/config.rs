@@ -140,9 +140,29 @@ pub struct Config {
     pub extensions: ExtensionsConfig,
     #[serde(default)]
     pub connection: ConnectionConfig,
+    /// MCP servers offered to agents (`[mcp_servers.NAME]`).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Where the config came from and its text, for errors found after parsing.
     #[serde(skip)]
     pub source: Option<(PathBuf, String)>,
+}
+
+/// One MCP server: `command` (+ `args`, `env`) for a stdio server, or `url` (+ `headers`)
+/// with `type = "http"` (the default for a url) or `"sse"`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
 }
 
 #[derive(Debug, thiserror::Error)]

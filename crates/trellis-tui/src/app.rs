@@ -116,6 +116,8 @@ pub struct App {
     /// Where this session's plugins are found and enabled (Settings → Plugins); `None`
     /// in replays and tests.
     pub plugins: Option<trellis_plugin::registry::Registry>,
+    /// MCP servers of the config or of plugin packages that could not be offered.
+    pub mcp_problems: Vec<String>,
     /// The Plugins page, built when Settings opens (reading packages and hashing them is
     /// not done per frame).
     pub(crate) plugin_rows: Vec<crate::plugins_page::PluginRow>,
@@ -210,6 +212,7 @@ impl App {
             hover: None,
             saved_rules: Vec::new(),
             plugins: None,
+            mcp_problems: Vec::new(),
             plugin_rows: Vec::new(),
             float_cache: std::cell::RefCell::new(None),
         }

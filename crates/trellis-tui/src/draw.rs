@@ -338,8 +338,19 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
                 .as_ref()
                 .map(|h| h.status())
                 .unwrap_or_default();
-            let mut lines: Vec<Line<'static>> = report
-                .lines()
+            let mut text = report.lines();
+            // The MCP servers offered to the agent, and those that were not (and why).
+            if !app.driver.mcp.is_empty() || !app.mcp_problems.is_empty() {
+                text.push(String::new());
+                text.push("MCP servers".into());
+                for o in &app.driver.mcp {
+                    text.push(format!("  {}", o.line()));
+                }
+                for p in &app.mcp_problems {
+                    text.push(format!("  failed: {p}"));
+                }
+            }
+            let mut lines: Vec<Line<'static>> = text
                 .into_iter()
                 .map(|l| {
                     let st = if l.contains("disabled —") || l.starts_with("  failed") {

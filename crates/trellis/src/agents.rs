@@ -153,6 +153,8 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
                 .connection
                 .terminal_output_limit
                 .unwrap_or(trellis_acp::terminal::DEFAULT_OUTPUT_LIMIT),
+            // Filled by the front end once it knows which plugins run.
+            mcp_servers: Vec::new(),
         },
         scratch,
     })

@@ -144,11 +144,38 @@ fn status(config: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
     let (host, _rx) = setup::ext_host(&config, &live)?;
     host.flush(std::time::Duration::from_secs(2));
     let report = host.status();
+    host.shutdown(std::time::Duration::from_secs(3));
+    // MCP servers: which agents they are offered to (the agent's capabilities decide).
+    let (mcp, problems) = setup::mcp_servers(&config, &live)?;
+    let mcp_lines: Vec<String> = mcp
+        .iter()
+        .map(|s| {
+            let to = match s.transport.name() {
+                "stdio" => "offered to every agent".to_string(),
+                t => format!("offered to agents that take {t} servers"),
+            };
+            format!(
+                "{} ({}, from {}): {to}",
+                s.name,
+                s.transport.name(),
+                s.origin
+            )
+        })
+        .chain(problems.iter().map(|p| format!("failed: {p}")))
+        .collect();
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let mut v = serde_json::to_value(&report)?;
+        v["mcp_servers"] = serde_json::json!(mcp_lines);
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for l in report.lines() {
             println!("{}", output::safe(&l));
+        }
+        if !mcp_lines.is_empty() {
+            println!("\nMCP servers");
+            for l in &mcp_lines {
+                println!("  {}", output::safe(l));
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -107,6 +107,11 @@ pub fn main(
         try_plugins: common.plugin.clone(),
     };
     let host = crate::setup::ext_host(&config, &live)?;
+    let (mcp, mcp_problems) = crate::setup::mcp_servers(&config, &live)?;
+    for p in &mcp_problems {
+        eprintln!("trellis: {}", crate::output::safe(p));
+    }
+    resolved.spec.mcp_servers = mcp;
     resolved.spec.keep_lines = host.0.wants_acp();
     let stop = rt.block_on(drive(
         args.format,

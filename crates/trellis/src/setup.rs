@@ -211,3 +211,108 @@ pub fn ext_host(
     }
     Ok(trellis_ext::ExtHost::new(candidates, opts))
 }
+
+/// The MCP servers to offer the agent: `[mcp_servers]` from the config, then the
+/// `mcp.json` of every plugin that runs in this session. Problems (an invalid entry, a
+/// server skipped) are returned to be shown; the agent's capabilities decide the rest at
+/// setup.
+pub fn mcp_servers(
+    config: &Config,
+    live: &Live,
+) -> anyhow::Result<(Vec<trellis_acp::McpServerSpec>, Vec<String>)> {
+    use trellis_acp::{McpServerSpec, McpTransport};
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for (name, s) in &config.mcp_servers {
+        let table = format!("mcp_servers.{name}");
+        let kind = s.kind.as_deref();
+        let pairs = |m: &std::collections::BTreeMap<String, String>| -> Vec<(String, String)> {
+            m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        let transport = match (kind, &s.command, &s.url) {
+            (None | Some("stdio"), Some(command), None) => McpTransport::Stdio {
+                command: command.clone(),
+                args: s.args.clone(),
+                env: pairs(&s.env),
+            },
+            (None | Some("http") | Some("streamable-http"), None, Some(url)) => {
+                McpTransport::Http {
+                    url: url.clone(),
+                    headers: pairs(&s.headers),
+                }
+            }
+            (Some("sse"), None, Some(url)) => McpTransport::Sse {
+                url: url.clone(),
+                headers: pairs(&s.headers),
+            },
+            _ => {
+                return Err(config
+                    .invalid(
+                        &table,
+                        if s.url.is_some() { "url" } else { "command" },
+                        "a server is `command` (+ args, env) for stdio, or `url` (+ headers) with type \"http\" or \"sse\"",
+                    )
+                    .into());
+            }
+        };
+        if let McpTransport::Http { url, .. } | McpTransport::Sse { url, .. } = &transport
+            && !(url.starts_with("https://") || url.starts_with("http://"))
+        {
+            return Err(config
+                .invalid(&table, "url", "must be an http or https URL")
+                .into());
+        }
+        out.push(McpServerSpec {
+            name: name.clone(),
+            origin: "config".into(),
+            transport,
+        });
+    }
+    if live.store
+        && let Some(paths) = trellis_store::Paths::from_env()
+    {
+        let reg = trellis_plugin::registry::Registry::new(paths.data_dir, live.project.clone());
+        let (specs, _) = reg.enabled_specs(None);
+        let mut roots: Vec<std::path::PathBuf> =
+            specs.iter().map(|(s, _)| s.launch.root.clone()).collect();
+        roots.extend(live.try_plugins.iter().cloned());
+        for root in roots {
+            let Ok(package) = trellis_plugin::Package::load(&root) else {
+                continue;
+            };
+            let (servers, skipped) =
+                trellis_plugin::mcp::load(&package, &reg.data_dir(&package.name));
+            problems.extend(skipped);
+            for s in servers {
+                let origin = format!("plugin {}", package.name);
+                out.push(match s {
+                    trellis_plugin::mcp::Server::Stdio {
+                        name,
+                        command,
+                        args,
+                        env,
+                    } => McpServerSpec {
+                        name,
+                        origin,
+                        transport: McpTransport::Stdio { command, args, env },
+                    },
+                    trellis_plugin::mcp::Server::Remote {
+                        name,
+                        sse,
+                        url,
+                        headers,
+                    } => McpServerSpec {
+                        name,
+                        origin,
+                        transport: if sse {
+                            McpTransport::Sse { url, headers }
+                        } else {
+                            McpTransport::Http { url, headers }
+                        },
+                    },
+                });
+            }
+        }
+    }
+    Ok((out, problems))
+}

@@ -74,7 +74,9 @@ pub fn main(
         try_plugins: args.plugin.clone(),
     };
     let (host, host_rx) = crate::setup::ext_host(&config, &live)?;
+    let (mcp, mcp_problems) = crate::setup::mcp_servers(&config, &live)?;
     let mut resolved = resolved;
+    resolved.spec.mcp_servers = mcp;
     resolved.spec.keep_lines = host.wants_acp();
     let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
     let saved = trellis_tui::rules::load(&host, &cwd_now);
@@ -147,6 +149,10 @@ pub fn main(
         app.set_ext(host, host_rx);
         app.saved_rules = saved;
         app.plugins = plugin_registry;
+        if let Some(first) = mcp_problems.first() {
+            app.message = Some(format!("{first} (see /status)"));
+        }
+        app.mcp_problems = mcp_problems;
         app.exit_after_first_frame = exit_after_first_frame;
         app.driver.connect(Connection { handle, rx });
         trellis_tui::run(app, Some(restart))

@@ -125,6 +125,7 @@ pub(crate) fn driver_for(
         keep_lines: false,
         setup_timeout: Duration::from_secs(30),
         terminal_output_limit: 1 << 20,
+        mcp_servers: vec![],
     };
     let (handle, rx) = trellis_acp::start(spec, sink);
     let (host, host_rx) = ExtHost::new(
