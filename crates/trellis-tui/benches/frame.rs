@@ -135,6 +135,69 @@ impl trellis_core::ext::Extension for Panels {
 /// A session of `calls` calls with the built-in extensions plus [`Panels`] (five
 /// sections) and card designs chosen for execute and read calls.
 fn app_with_extensions(calls: usize) -> (App, Terminal<TestBackend>) {
+    app_with(calls, Vec::new())
+}
+
+/// Three Python plugins subscribed to every event, each pushing a status item.
+fn counters() -> Vec<trellis_ext::Candidate> {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let sdk = root.join("../../sdk/python").canonicalize().unwrap();
+    let dir = std::env::temp_dir().join(format!("trellis-frame-bench-{}", std::process::id()));
+    (1..=3)
+        .map(|i| {
+            let p = dir.join(format!("counter-{i}"));
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(
+                p.join("plugin.py"),
+                format!(
+                    "from trellis_plugin import Plugin\nplugin = Plugin()\nplugin.status_item('n', 'Counter {i}')\n\
+                     seen = [0]\n\n@plugin.on()\ndef count(event, host):\n    seen[0] += 1\n\n\
+                     @plugin.on_idle\ndef idle(host):\n    host.set_status_item('n', f'{{seen[0]}} events')\n\n\
+                     plugin.run()\n"
+                ),
+            )
+            .unwrap();
+            let name = format!("counter-{i}");
+            let spec = trellis_plugin::PluginSpec {
+                manifest: trellis_core::ext::Manifest {
+                    name: name.clone(),
+                    version: "1".into(),
+                    description: "bench".into(),
+                    capabilities: vec![
+                        trellis_core::ext::Capability::Observe,
+                        trellis_core::ext::Capability::Ui,
+                    ],
+                    ui_only: false,
+                },
+                launch: trellis_plugin::process::Launch {
+                    name,
+                    root: p,
+                    data: None,
+                    command: vec!["python3".into(), "./plugin.py".into()],
+                    log_file: None,
+                    env: vec![
+                        ("PYTHONPATH".into(), sdk.to_string_lossy().into_owned()),
+                        ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+                    ],
+                    max_line: 1 << 20,
+                    on_spawn: None,
+                },
+                limits: trellis_plugin::Limits::default(),
+            };
+            trellis_ext::Candidate {
+                ext: Box::new(trellis_plugin::PluginExt::new(spec)),
+                builtin: false,
+            }
+        })
+        .collect()
+}
+
+/// [`app_with_extensions`] and three plugin processes subscribed to everything.
+fn app_with_plugins(calls: usize) -> (App, Terminal<TestBackend>) {
+    app_with(calls, counters())
+}
+
+fn app_with(calls: usize, plugins: Vec<trellis_ext::Candidate>) -> (App, Terminal<TestBackend>) {
     let (s, events) = session_with_events(calls);
     let mut exts: Vec<trellis_ext::Candidate> = trellis_builtins::all()
         .into_iter()
@@ -144,7 +207,22 @@ fn app_with_extensions(calls: usize) -> (App, Terminal<TestBackend>) {
         ext: Box::new(Panels),
         builtin: true,
     });
-    let (host, rx) = trellis_ext::ExtHost::new(exts, trellis_ext::HostOptions::default());
+    let mut opts = trellis_ext::HostOptions::default();
+    for p in &plugins {
+        opts.config.insert(
+            p.ext.manifest().name,
+            trellis_ext::ExtConfig {
+                enabled: Some(true),
+                grant: Some(vec![
+                    trellis_core::ext::Capability::Observe,
+                    trellis_core::ext::Capability::Ui,
+                ]),
+                options: serde_json::Value::Null,
+            },
+        );
+    }
+    exts.extend(plugins);
+    let (host, rx) = trellis_ext::ExtHost::new(exts, opts);
     for e in &events {
         host.dispatch(e);
     }
@@ -221,6 +299,9 @@ fn bench(c: &mut Criterion) {
         &[100, 10_000],
         app_with_extensions,
     );
+    // The same with three plugin processes: frames draw from the host's copy, so they
+    // cost what they cost without them.
+    frames(c, "frame_200x50_plugins", &[10_000], app_with_plugins);
 
     let mut g = c.benchmark_group("inspector");
     g.sample_size(30);
