@@ -99,6 +99,7 @@ impl Ctx<'_> {
             session: self.s.id.clone(),
             body,
             acp: self.acp.clone(),
+            wire: Default::default(),
         }));
     }
 

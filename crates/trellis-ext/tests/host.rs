@@ -33,6 +33,7 @@ fn ev(t: f64, body: EventBody) -> Event {
         session: Some("S".into()),
         body,
         acp: Some(Arc::from("{\"jsonrpc\":\"2.0\"}")),
+        wire: Default::default(),
     }
 }
 

@@ -70,6 +70,7 @@ fn event(i: u64) -> Event {
             text: format!("chunk {i}"),
         },
         acp: None,
+        wire: Default::default(),
     }
 }
 
@@ -98,7 +99,9 @@ fn bench(c: &mut Criterion) {
     for i in 0..200 {
         round_trip(&h, &mut rx, i);
     }
-    let mut samples: Vec<Duration> = (0..2000).map(|i| round_trip(&h, &mut rx, 1000 + i)).collect();
+    let mut samples: Vec<Duration> = (0..2000)
+        .map(|i| round_trip(&h, &mut rx, 1000 + i))
+        .collect();
     samples.sort();
     let p = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
     eprintln!(

@@ -25,11 +25,14 @@ use trellis_core::ext::{
     UiAction, Waker,
 };
 
-use crate::process::{Inbound, Launch, Proc, Stderr};
+use crate::process::{Inbound, Launch, Piece, Proc, Stderr};
 use crate::protocol::{
     self, ActionParams, CallFacts, CardParams, HostInfo, Incoming, InitializeParams,
     InitializeResult, OfferParams, OfferResult, TransformParams, TransformResult, VERSIONS,
 };
+
+/// Event lines are handed to the writer in blocks of this size (or at the end of a batch).
+const OUT_BLOCK: usize = 64 << 10;
 
 /// Bounds of the supervisor.
 #[derive(Debug, Clone)]
@@ -97,6 +100,13 @@ pub struct PluginExt {
     /// Set by the watcher when the package's files changed (trying a plugin).
     changed: Arc<std::sync::atomic::AtomicBool>,
     reloads: u32,
+    /// The worker's priority was lowered.
+    niced: bool,
+    /// Event lines not handed to the writer yet: a burst of events costs one hand-over
+    /// per block (or per batch), not one per event, and an event's JSON is shared by
+    /// every plugin, never copied.
+    outbuf: Vec<Piece>,
+    outbuf_bytes: usize,
 }
 
 impl std::fmt::Debug for PluginExt {
@@ -138,6 +148,9 @@ impl PluginExt {
             waker: Arc::new(Mutex::new(None)),
             changed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             reloads: 0,
+            niced: false,
+            outbuf: Vec::new(),
+            outbuf_bytes: 0,
         }
     }
 
@@ -270,6 +283,8 @@ impl PluginExt {
 
     /// Stops the process (its whole group).
     fn kill(&mut self) -> Option<String> {
+        self.outbuf.clear();
+        self.outbuf_bytes = 0;
         let mut p = self.proc.take()?;
         Some(p.stop(Duration::from_millis(300)))
     }
@@ -344,14 +359,38 @@ impl PluginExt {
         }
     }
 
-    /// Queues a line for the plugin.
+    /// Queues an event line, handed over in blocks.
+    fn send_buffered(&mut self, piece: Piece) -> Result<(), ExtError> {
+        self.outbuf_bytes += piece.len();
+        self.outbuf.push(piece);
+        if self.outbuf_bytes >= OUT_BLOCK || self.outbuf.len() >= 256 {
+            self.flush_out()?;
+        }
+        Ok(())
+    }
+
+    /// Hands the buffered lines to the writer.
+    fn flush_out(&mut self) -> Result<(), ExtError> {
+        if self.outbuf.is_empty() {
+            return Ok(());
+        }
+        let block = std::mem::take(&mut self.outbuf);
+        self.outbuf_bytes = 0;
+        self.send_pieces(block)
+    }
+
+    /// Queues a line for the plugin, after whatever is buffered (order is kept).
     fn send(&mut self, line: Vec<u8>) -> Result<(), ExtError> {
+        self.flush_out()?;
+        self.send_pieces(vec![Piece::Raw(line)])
+    }
+
+    fn send_pieces(&mut self, pieces: Vec<Piece>) -> Result<(), ExtError> {
+        let len: usize = pieces.iter().map(Piece::len).sum();
         let Some(p) = &self.proc else {
             return Err(ExtError::msg("the plugin process is not running"));
         };
-        if p.backlog.load(std::sync::atomic::Ordering::Acquire) + line.len()
-            > self.spec.limits.backlog
-        {
+        if p.backlog.load(std::sync::atomic::Ordering::Acquire) + len > self.spec.limits.backlog {
             let f = format!(
                 "disconnected: more than {} MiB waiting for its stdin — it does not keep up with the session",
                 self.spec.limits.backlog >> 20
@@ -360,7 +399,7 @@ impl PluginExt {
             self.fatal = Some(f.clone());
             return Err(ExtError::Fatal(f));
         }
-        if !p.send(line) {
+        if !p.send_pieces(pieces) {
             return Err(self.crashed("its stdin closed".into()));
         }
         Ok(())
@@ -561,13 +600,41 @@ impl Extension for PluginExt {
     }
 
     fn on_event(&mut self, event: &Event, host: &mut dyn Host) -> Result<(), ExtError> {
-        let mut v = serde_json::to_value(event).unwrap_or(Value::Null);
-        if self.acp
-            && let (Some(acp), Value::Object(o)) = (&event.acp, &mut v)
-        {
-            o.insert("acp".into(), Value::String(acp.to_string()));
+        if !self.niced {
+            // The session comes first: this worker (serializing for the plugin) yields
+            // to the client's own threads when the CPU is short.
+            crate::process::lower_thread_priority(19);
+            self.niced = true;
         }
-        self.notify(host, "event", &v)
+        if !self.ensure(host)? {
+            self.lost += 1;
+            return Ok(());
+        }
+        // Made once per event for every plugin that receives it.
+        let json = event.wire.get_or_init(|| {
+            serde_json::to_string(event)
+                .map(Arc::from)
+                .unwrap_or_else(|_| Arc::from("{}"))
+        });
+        let piece = match (&event.acp, self.acp) {
+            (Some(acp), true) if json.ends_with('}') => {
+                // The verbatim ACP line too: a line of its own for this plugin.
+                let mut line = Vec::with_capacity(json.len() + acp.len() + 64);
+                line.extend_from_slice(br#"{"jsonrpc":"2.0","method":"event","params":"#);
+                line.extend_from_slice(&json.as_bytes()[..json.len() - 1]);
+                line.extend_from_slice(br#","acp":"#);
+                line.extend_from_slice(
+                    serde_json::to_string(acp.as_ref())
+                        .unwrap_or_default()
+                        .as_bytes(),
+                );
+                line.extend_from_slice(b"}}\n");
+                Piece::Raw(line)
+            }
+            _ => Piece::Event(json.clone()),
+        };
+        self.send_buffered(piece)?;
+        Ok(())
     }
 
     fn on_idle(&mut self, host: &mut dyn Host) -> Result<(), ExtError> {
@@ -688,8 +755,8 @@ impl Extension for PluginExt {
     }
 
     fn on_shutdown(&mut self) {
-        if let Some(p) = &self.proc {
-            let _ = p.send(protocol::notification("shutdown", &serde_json::json!({})));
+        if self.proc.is_some() {
+            let _ = self.send(protocol::notification("shutdown", &serde_json::json!({})));
         }
         self.kill();
     }

@@ -81,7 +81,7 @@ pub struct Launch {
 pub struct Proc {
     pub generation: u64,
     child: Child,
-    writer: Option<Sender<Vec<u8>>>,
+    writer: Option<Sender<Vec<Piece>>>,
     /// Bytes handed to the writer and not yet written.
     pub backlog: Arc<AtomicUsize>,
     /// The writer failed (the plugin closed its stdin).
@@ -186,6 +186,10 @@ impl Proc {
         if let Some(f) = l.on_spawn {
             f(child.id());
         }
+        // Plugins run at the lowest CPU priority: when the CPU is short, the agent and the
+        // client come first, and plugins catch up on their queues afterwards.
+        set_priority(child.id(), PLUGIN_NICE);
+        set_idle_policy(child.id());
         let (stdin, stdout, err) =
             match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
                 (Some(a), Some(b), Some(c)) => (a, b, c),
@@ -197,7 +201,7 @@ impl Proc {
             };
         let backlog = Arc::new(AtomicUsize::new(0));
         let write_failed = Arc::new(AtomicBool::new(false));
-        let (wtx, wrx) = channel::<Vec<u8>>();
+        let (wtx, wrx) = channel::<Vec<Piece>>();
         {
             let backlog = backlog.clone();
             let failed = write_failed.clone();
@@ -237,10 +241,15 @@ impl Proc {
 
     /// Queues a line for the plugin's stdin.
     pub fn send(&self, line: Vec<u8>) -> bool {
-        let n = line.len();
+        self.send_pieces(vec![Piece::Raw(line)])
+    }
+
+    /// Queues pieces (lines, and events shared with other plugins) for its stdin.
+    pub fn send_pieces(&self, pieces: Vec<Piece>) -> bool {
+        let n: usize = pieces.iter().map(Piece::len).sum();
         self.backlog.fetch_add(n, Ordering::AcqRel);
         match &self.writer {
-            Some(w) if w.send(line).is_ok() => true,
+            Some(w) if w.send(pieces).is_ok() => true,
             _ => {
                 self.backlog.fetch_sub(n, Ordering::AcqRel);
                 false
@@ -300,6 +309,39 @@ fn wait_for(child: &mut Child, limit: Duration) -> Option<String> {
     }
 }
 
+/// The niceness plugin processes run at.
+pub const PLUGIN_NICE: i32 = 19;
+
+/// Sets the niceness of process (or, on Linux, thread) `id`; failures are ignored (a
+/// priority is a preference).
+#[allow(unsafe_code)]
+fn set_priority(id: u32, nice: i32) {
+    // SAFETY: setpriority(2) on one process or thread id; no memory is involved.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, id as libc::id_t, nice);
+    }
+}
+
+/// Puts process `pid` in the `SCHED_IDLE` class: it runs on CPU time nothing else wants.
+#[allow(unsafe_code)]
+fn set_idle_policy(pid: u32) {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler(2) reads `param` (a valid local) for one process id.
+    unsafe {
+        libc::sched_setscheduler(pid as libc::pid_t, libc::SCHED_IDLE, &param);
+    }
+}
+
+/// Lowers the priority of the calling thread (Linux: threads have their own niceness).
+#[allow(unsafe_code)]
+pub fn lower_thread_priority(nice: i32) {
+    // SAFETY: gettid(2) has no arguments and cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+    if let Ok(tid) = u32::try_from(tid) {
+        set_priority(tid, nice);
+    }
+}
+
 /// Signals a whole process group (the plugin and whatever it started).
 #[allow(unsafe_code)]
 fn kill_group(pgid: i32, sig: i32) {
@@ -329,24 +371,73 @@ fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), Str
         .map_err(|e| format!("cannot start a thread: {e}"))
 }
 
+/// What the writer writes: a line made for this plugin, or an event's JSON shared by
+/// every plugin that receives it (written as an `event` notification; never copied).
+#[derive(Debug)]
+pub enum Piece {
+    Raw(Vec<u8>),
+    Event(Arc<str>),
+}
+
+const EVENT_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"event","params":"#;
+
+impl Piece {
+    pub fn len(&self) -> usize {
+        match self {
+            Piece::Raw(b) => b.len(),
+            Piece::Event(j) => EVENT_HEAD.len() + j.len() + 2,
+        }
+    }
+}
+
 fn writer(
-    mut stdin: std::process::ChildStdin,
-    rx: Receiver<Vec<u8>>,
+    stdin: std::process::ChildStdin,
+    rx: Receiver<Vec<Piece>>,
     backlog: Arc<AtomicUsize>,
     failed: Arc<AtomicBool>,
 ) {
-    while let Ok(line) = rx.recv() {
-        let n = line.len();
-        let ok = stdin.write_all(&line).and_then(|_| stdin.flush()).is_ok();
+    use std::sync::mpsc::TryRecvError;
+    lower_thread_priority(19);
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, stdin);
+    loop {
+        // Whatever is buffered goes out before the writer waits for more.
+        let pieces = match rx.try_recv() {
+            Ok(p) => p,
+            Err(TryRecvError::Empty) => {
+                if out.flush().is_err() {
+                    break;
+                }
+                match rx.recv() {
+                    Ok(p) => p,
+                    Err(_) => return,
+                }
+            }
+            Err(TryRecvError::Disconnected) => {
+                let _ = out.flush();
+                return;
+            }
+        };
+        let n: usize = pieces.iter().map(Piece::len).sum();
+        let ok = pieces.iter().all(|p| {
+            match p {
+                Piece::Raw(b) => out.write_all(b),
+                Piece::Event(j) => out
+                    .write_all(EVENT_HEAD)
+                    .and_then(|_| out.write_all(j.as_bytes()))
+                    .and_then(|_| out.write_all(b"}\n")),
+            }
+            .is_ok()
+        });
+        drop(pieces);
         backlog.fetch_sub(n, Ordering::AcqRel);
         if !ok {
-            failed.store(true, Ordering::Release);
-            // Drain what is queued so the backlog stays true.
-            while let Ok(l) = rx.recv() {
-                backlog.fetch_sub(l.len(), Ordering::AcqRel);
-            }
-            return;
+            break;
         }
+    }
+    failed.store(true, Ordering::Release);
+    // Drain what is queued so the backlog stays true.
+    while let Ok(more) = rx.recv() {
+        backlog.fetch_sub(more.iter().map(Piece::len).sum(), Ordering::AcqRel);
     }
 }
 
@@ -373,6 +464,7 @@ fn reader(
     inbound: Sender<Inbound>,
     wake: Arc<dyn Fn() + Send + Sync>,
 ) {
+    lower_thread_priority(19);
     let mut r = BufReader::with_capacity(64 * 1024, stdout);
     let mut line: Vec<u8> = Vec::new();
     loop {

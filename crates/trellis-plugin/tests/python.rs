@@ -316,6 +316,7 @@ fn a_python_plugin_uses_every_part_of_the_api() {
             unfinished: vec![],
         },
         acp: None,
+        wire: Default::default(),
     });
     pump(&mut h, &mut rx, &[ended], |_, h| {
         status(h).contains("refused call drive")

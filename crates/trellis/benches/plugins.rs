@@ -45,21 +45,38 @@ fn plugins(dir: &Path) -> Vec<PathBuf> {
 fn run(dir: &Path, with: &[PathBuf]) -> (Duration, Duration) {
     let exe = env!("CARGO_BIN_EXE_trellis");
     let mut cmd = Command::new(exe);
-    cmd.args(["run", "--format", "jsonl", "--permission", "allow-once", "--prompt", "load", "--agent"])
-        .arg(format!("{exe} agent demo --calls {CALLS} --lines {LINES}"))
-        .arg("--cwd")
-        .arg(dir)
-        .arg("--log")
-        .arg(dir.join("session.jsonl"))
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env("XDG_CONFIG_HOME", dir.join("config"));
+    cmd.args([
+        "run",
+        "--format",
+        "jsonl",
+        "--permission",
+        "allow-once",
+        "--prompt",
+        "load",
+        "--agent",
+    ])
+    .arg(format!("{exe} agent demo --calls {CALLS} --lines {LINES}"))
+    .arg("--cwd")
+    .arg(dir)
+    .arg("--log")
+    .arg(dir.join("session.jsonl"))
+    .env("XDG_DATA_HOME", dir.join("data"))
+    .env("XDG_CONFIG_HOME", dir.join("config"));
     for p in with {
         cmd.arg("--plugin").arg(p);
     }
     let start = Instant::now();
-    let out = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).output().unwrap();
+    let out = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
     let wall = start.elapsed();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let ended = stdout
         .lines()
@@ -68,7 +85,10 @@ fn run(dir: &Path, with: &[PathBuf]) -> (Duration, Duration) {
     let v: serde_json::Value = serde_json::from_str(ended).unwrap();
     if !with.is_empty() {
         // The plugins really were there, and saw everything.
-        assert!(stdout.contains("\"name\":\"counter-3\""), "plugins not loaded");
+        assert!(
+            stdout.contains("\"name\":\"counter-3\""),
+            "plugins not loaded"
+        );
     }
     (Duration::from_secs_f64(v["t"].as_f64().unwrap()), wall)
 }
