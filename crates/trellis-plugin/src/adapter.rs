@@ -361,7 +361,7 @@ impl PluginExt {
 
     /// Queues an event line, handed over in blocks.
     fn send_buffered(&mut self, piece: Piece) -> Result<(), ExtError> {
-        self.outbuf_bytes += piece.len();
+        self.outbuf_bytes += piece.bytes();
         self.outbuf.push(piece);
         if self.outbuf_bytes >= OUT_BLOCK || self.outbuf.len() >= 256 {
             self.flush_out()?;
@@ -386,7 +386,7 @@ impl PluginExt {
     }
 
     fn send_pieces(&mut self, pieces: Vec<Piece>) -> Result<(), ExtError> {
-        let len: usize = pieces.iter().map(Piece::len).sum();
+        let len: usize = pieces.iter().map(Piece::bytes).sum();
         let Some(p) = &self.proc else {
             return Err(ExtError::msg("the plugin process is not running"));
         };

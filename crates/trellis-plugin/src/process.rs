@@ -246,7 +246,7 @@ impl Proc {
 
     /// Queues pieces (lines, and events shared with other plugins) for its stdin.
     pub fn send_pieces(&self, pieces: Vec<Piece>) -> bool {
-        let n: usize = pieces.iter().map(Piece::len).sum();
+        let n: usize = pieces.iter().map(Piece::bytes).sum();
         self.backlog.fetch_add(n, Ordering::AcqRel);
         match &self.writer {
             Some(w) if w.send(pieces).is_ok() => true,
@@ -382,7 +382,8 @@ pub enum Piece {
 const EVENT_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"event","params":"#;
 
 impl Piece {
-    pub fn len(&self) -> usize {
+    /// Bytes it takes on the plugin's stdin.
+    pub fn bytes(&self) -> usize {
         match self {
             Piece::Raw(b) => b.len(),
             Piece::Event(j) => EVENT_HEAD.len() + j.len() + 2,
@@ -417,7 +418,7 @@ fn writer(
                 return;
             }
         };
-        let n: usize = pieces.iter().map(Piece::len).sum();
+        let n: usize = pieces.iter().map(Piece::bytes).sum();
         let ok = pieces.iter().all(|p| {
             match p {
                 Piece::Raw(b) => out.write_all(b),
@@ -437,7 +438,7 @@ fn writer(
     failed.store(true, Ordering::Release);
     // Drain what is queued so the backlog stays true.
     while let Ok(more) = rx.recv() {
-        backlog.fetch_sub(more.iter().map(Piece::len).sum(), Ordering::AcqRel);
+        backlog.fetch_sub(more.iter().map(Piece::bytes).sum(), Ordering::AcqRel);
     }
 }
 
