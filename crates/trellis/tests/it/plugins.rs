@@ -800,3 +800,61 @@ url = "https://events.example/sse"
         "{t}"
     );
 }
+
+/// No process a plugin starts outlives Trellis: the plugin and what it left running in
+/// its group (or set loose) are stopped when the run ends.
+#[test]
+fn a_plugins_processes_do_not_outlive_trellis() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let marker = format!("trellis-plugin-child-{}", std::process::id());
+    let pkg = home.path().join("spawner");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("plugin.json"),
+        r#"{"$schema": "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json", "name": "spawner",
+            "extensions": {"dev.trellis": {"command": ["python3", "./plugin.py"], "capabilities": []}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("plugin.py"),
+        format!(
+            "import subprocess, os\n\
+             subprocess.Popen(['sleep', '300', '{marker}-group'])\n\
+             subprocess.Popen(['setsid', 'sleep', '300', '{marker}-loose'])\n\
+             from trellis_plugin import Plugin\nPlugin().run()\n"
+        ),
+    )
+    .unwrap();
+    let work = home.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let o = trellis(
+        home.path(),
+        &work,
+        &[
+            "run",
+            "--agent",
+            "demo",
+            "--prompt",
+            "go",
+            "--permission",
+            "reject",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--plugin",
+            pkg.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let start = std::time::Instant::now();
+    while !crate::hostile::processes_with(&marker).is_empty() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "left behind: {:?}",
+            crate::hostile::processes_with(&marker)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
