@@ -416,6 +416,26 @@ fn a_plugin_that_crashes_mid_session_is_restarted_then_disabled_after_too_many_c
     healthy_intact(&h);
 }
 
+/// A permission request for an execute call goes through the plugin and ends at the
+/// dialog, never decided by it.
+fn request_reaches_the_dialog_unapproved(
+    h: &mut ExtHost,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<HostMsg>,
+) {
+    let mut s = S::new();
+    let mut fx = s.up(json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"x","kind":"execute","status":"pending"}));
+    fx.extend(s.frame(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{"sessionId":"S",
+        "toolCall":{"toolCallId":"c1"},
+        "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"}]}})));
+    let outs = pump(h, rx, &fx, |o, _| {
+        o.iter().any(|x| matches!(x, Out::Dialog { .. }))
+    });
+    assert!(
+        !outs.iter().any(|o| matches!(o, Out::Decide { .. })),
+        "{outs:?}"
+    );
+}
+
 #[test]
 fn a_hung_plugin_costs_its_cards_and_never_approves_a_request() {
     if !python() {
@@ -431,18 +451,7 @@ fn a_hung_plugin_costs_its_cards_and_never_approves_a_request() {
         &[Capability::Observe, Capability::InterceptPermissions],
         limits,
     )]);
-    let mut s = S::new();
-    let mut fx = s.up(json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"x","kind":"execute","status":"pending"}));
-    fx.extend(s.frame(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{"sessionId":"S",
-        "toolCall":{"toolCallId":"c1"},
-        "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"}]}})));
-    let outs = pump(&mut h, &mut rx, &fx, |o, _| {
-        o.iter().any(|x| matches!(x, Out::Dialog { .. }))
-    });
-    assert!(
-        !outs.iter().any(|o| matches!(o, Out::Decide { .. })),
-        "{outs:?}"
-    );
+    request_reaches_the_dialog_unapproved(&mut h, &mut rx);
     assert!(
         status(&h).contains("no answer to permission/offer within 300 ms"),
         "{}",
@@ -595,18 +604,7 @@ fn a_claimed_request_answered_with_an_option_never_offered_is_handed_on() {
         &[Capability::InterceptPermissions],
         Limits::default(),
     )]);
-    let mut s = S::new();
-    let mut fx = s.up(json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"x","kind":"execute","status":"pending"}));
-    fx.extend(s.frame(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{"sessionId":"S",
-        "toolCall":{"toolCallId":"c1"},
-        "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"}]}})));
-    let outs = pump(&mut h, &mut rx, &fx, |o, _| {
-        o.iter().any(|x| matches!(x, Out::Dialog { .. }))
-    });
-    assert!(
-        !outs.iter().any(|o| matches!(o, Out::Decide { .. })),
-        "{outs:?}"
-    );
+    request_reaches_the_dialog_unapproved(&mut h, &mut rx);
     assert!(status(&h).contains("yolo"), "{}", status(&h));
 }
 

@@ -434,27 +434,34 @@ fn the_typescript_example_type_checks_and_carries_the_sdk_unchanged() {
     );
 }
 
+/// The UI in tmux with example plugin `name`, against the agent of its recorded session,
+/// after `prompt` was sent.
+fn ui_with_example(name: &str, prompt: &str, w: u16, h: u16) -> Option<crate::tui::Tmux> {
+    let dir = examples().join(name);
+    let agent = format!(
+        "{} agent replay {}",
+        exe(),
+        dir.join("tests/session.jsonl").display()
+    );
+    let t = crate::tui::Tmux::start_sized(
+        &["--agent", &agent, "--plugin", dir.to_str().unwrap()],
+        w,
+        h,
+    )?;
+    t.wait_for("›");
+    t.send(&[prompt, "Enter"]);
+    Some(t)
+}
+
 /// The TypeScript sidebar in the real UI, against a recorded agent.
 #[test]
 fn the_test_results_sidebar_updates_live_in_the_ui() {
     if !node() {
         return;
     }
-    let dir = examples().join("test-results");
-    let agent = format!(
-        "{} agent replay {}",
-        exe(),
-        dir.join("tests/session.jsonl").display()
-    );
-    let Some(t) = crate::tui::Tmux::start_sized(
-        &["--agent", &agent, "--plugin", dir.to_str().unwrap()],
-        130,
-        40,
-    ) else {
+    let Some(t) = ui_with_example("test-results", "run all the test suites", 130, 40) else {
         return;
     };
-    t.wait_for("›");
-    t.send(&["run all the test suites", "Enter"]);
     let s = t.wait("the test results", |s| {
         s.contains("cargo ✗ 1 failed") && s.contains("jest ✓ 12 passed")
     });
@@ -468,21 +475,9 @@ fn the_shell_card_design_draws_in_the_ui() {
     if !python() {
         return;
     }
-    let dir = examples().join("shell-cards");
-    let agent = format!(
-        "{} agent replay {}",
-        exe(),
-        dir.join("tests/session.jsonl").display()
-    );
-    let Some(t) = crate::tui::Tmux::start_sized(
-        &["--agent", &agent, "--plugin", dir.to_str().unwrap()],
-        120,
-        36,
-    ) else {
+    let Some(t) = ui_with_example("shell-cards", "run the tests", 120, 36) else {
         return;
     };
-    t.wait_for("›");
-    t.send(&["run the tests", "Enter"]);
     t.wait_for("Lint");
     // Settings → Cards → Card execute: native, Terminal (built-in), Shell (the plugin).
     t.send(&["Escape", "F2", "Tab"]);
