@@ -167,11 +167,14 @@ impl Extension for Stats {
         self.dirty = true;
         match &event.body {
             EventBody::ToolCallCreated { call } => self.seen(call, None, event.t),
+            // An update that did not change the status (a title, content or location
+            // update) changes no count: only a status move does.
             EventBody::ToolCallUpdated {
                 call,
-                previous_status,
+                previous_status: Some(prev),
                 ..
-            } => self.seen(call, *previous_status, event.t),
+            } => self.seen(call, Some(*prev), event.t),
+            EventBody::ToolCallUpdated { .. } => {}
             EventBody::Usage { usage } => self.usage = Some(usage.clone()),
             EventBody::TurnStarted { turn, .. } => self.turns = *turn,
             _ => {}
