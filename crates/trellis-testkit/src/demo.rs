@@ -169,13 +169,25 @@ impl Demo {
         self.peer.cancelled(self.opts.delay)
     }
 
+    /// A call id unique in the session: the story's ids, suffixed from the second prompt
+    /// on (`read-1`, then `read-1.2`…), so a new turn never rewrites an earlier turn's calls.
+    fn id(&self, base: &str) -> String {
+        if self.prompts > 1 {
+            format!("{base}.{}", self.prompts)
+        } else {
+            base.to_string()
+        }
+    }
+
     fn call(&mut self, id: &str, fields: Value) -> Result<(), PeerError> {
+        let id = self.id(id);
         let mut u = json!({"sessionUpdate": "tool_call", "toolCallId": id});
         merge(&mut u, fields);
         self.update(u)
     }
 
     fn call_update(&mut self, id: &str, fields: Value) -> Result<(), PeerError> {
+        let id = self.id(id);
         let mut u = json!({"sessionUpdate": "tool_call_update", "toolCallId": id});
         merge(&mut u, fields);
         self.update(u)
@@ -344,7 +356,7 @@ impl Demo {
             "content": [{"type": "diff", "path": lib, "oldText": old, "newText": new}]}))?;
         let sid = self.session_id.clone();
         let answer = self.peer.request("session/request_permission", json!({"sessionId": sid,
-            "toolCall": {"toolCallId": "edit-1", "title": "Edit src/lib.rs", "kind": "edit"},
+            "toolCall": {"toolCallId": self.id("edit-1"), "title": "Edit src/lib.rs", "kind": "edit"},
             "options": [
                 {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
                 {"optionId": "allow-always", "name": "Always allow edits", "kind": "allow_always"},
@@ -422,7 +434,7 @@ impl Demo {
         let line = "0123456789 the quick brown fox jumps over the lazy dog 0123456789";
         let mut body = String::with_capacity(self.opts.lines * (line.len() + 8));
         for i in 0..self.opts.calls {
-            let id = format!("load-{i}");
+            let id = self.id(&format!("load-{i}"));
             self.peer.send_buffered(&json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid,
                 "update": {"sessionUpdate": "tool_call", "toolCallId": id, "title": format!("Generate chunk {i}"),
                     "kind": "execute", "status": "in_progress", "rawInput": {"command": format!("gen {i}")}}}}))?;
