@@ -254,7 +254,7 @@ impl Stats {
                 Tone::Normal,
             );
             if let Some(c) = &u.cost {
-                l.push(format!("  {:.2} {}", c.amount, c.currency), Tone::Accent);
+                l.push(format!("  {}", c.display()), Tone::Accent);
             }
             rows.push(SectionRow::new(l));
         }

@@ -137,15 +137,28 @@ pub fn ledger_summary(session: &Session) -> String {
         let _ = writeln!(out, "last turn: {stop} (turns: {})", session.turn);
     }
     let k = &session.counters;
-    if k.invalid_lines + k.unannounced_calls > 0
-        || !k.unknown_updates.is_empty()
-        || !k.malformed.is_empty()
-    {
-        let _ = writeln!(
-            out,
-            "skipped input: {} invalid lines, {} unannounced calls, unknown updates {:?}, malformed {:?}",
-            k.invalid_lines, k.unannounced_calls, k.unknown_updates, k.malformed
-        );
+    // What the input held that was not used as it came, each said as what happened.
+    let mut notes = Vec::new();
+    if k.invalid_lines > 0 {
+        notes.push(format!(
+            "{} lines were not valid JSON-RPC and were skipped",
+            k.invalid_lines
+        ));
+    }
+    if k.unannounced_calls > 0 {
+        notes.push(format!(
+            "{} calls were updated before the agent announced them (kept, as placeholders until announced)",
+            k.unannounced_calls
+        ));
+    }
+    for (kind, n) in &k.unknown_updates {
+        notes.push(format!("{n} updates of unknown kind {kind:?} were ignored"));
+    }
+    for (what, n) in &k.malformed {
+        notes.push(format!("{n} malformed {what} were skipped"));
+    }
+    for n in notes {
+        let _ = writeln!(out, "note: {n}");
     }
     out
 }

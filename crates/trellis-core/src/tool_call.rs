@@ -240,15 +240,63 @@ impl ToolContent {
         }
     }
 
-    /// Bytes and lines of displayable text in this item (diffs count the new text).
+    /// Bytes and lines of displayable text in this item (diffs count the new text; tool
+    /// output counts the lines of output, see [`output_lines`]).
     pub fn text_size(&self) -> (usize, usize) {
-        let text = match self {
-            ToolContent::Text { text } => text,
-            ToolContent::Diff { new_text, .. } => new_text.as_str(),
-            _ => return (0, 0),
-        };
-        (text.len(), count_lines(text))
+        match self {
+            ToolContent::Text { text } => (text.len(), output_lines(text)),
+            ToolContent::Diff { new_text, .. } => (new_text.len(), count_lines(new_text)),
+            _ => (0, 0),
+        }
     }
+}
+
+/// Lines of tool output as the user would count them: agents wrap output in a Markdown
+/// fence (```` ```console ````), append notes for the model (`<system-reminder>` blocks)
+/// and number the lines of a file they read (`     1→text`, with a last empty numbered
+/// line for the final newline); none of that is output.
+pub fn output_lines(text: &str) -> usize {
+    let mut lines: Vec<&str> = text.lines().collect();
+    if lines.len() >= 2
+        && lines[0].trim_start().starts_with("```")
+        && lines.last().is_some_and(|l| l.trim() == "```")
+    {
+        lines.remove(0);
+        lines.pop();
+    }
+    // Notes to the model.
+    let mut kept = Vec::with_capacity(lines.len());
+    let mut in_note = false;
+    for l in lines {
+        let t = l.trim();
+        if t == "<system-reminder>" {
+            in_note = true;
+        } else if t == "</system-reminder>" {
+            in_note = false;
+        } else if !in_note {
+            kept.push(l);
+        }
+    }
+    while kept.last().is_some_and(|l| l.trim().is_empty()) {
+        kept.pop();
+    }
+    // A numbered listing: its last number stands for the final newline when empty.
+    let numbered = |l: &str| {
+        let t = l.trim_start();
+        let digits = t.chars().take_while(char::is_ascii_digit).count();
+        digits > 0 && t[digits..].starts_with('→')
+    };
+    if !kept.is_empty() && kept.iter().all(|l| numbered(l)) {
+        while kept.last().is_some_and(|l| {
+            let t = l.trim_start();
+            t.trim_start_matches(|c: char| c.is_ascii_digit())
+                .trim_start_matches('→')
+                .is_empty()
+        }) {
+            kept.pop();
+        }
+    }
+    kept.len()
 }
 
 /// Number of lines as a user counts them: a trailing newline does not open a new line.
@@ -589,5 +637,26 @@ impl ToolCall {
         } else {
             self.title.clone()
         }
+    }
+}
+
+#[cfg(test)]
+mod output_line_tests {
+    use super::output_lines;
+
+    #[test]
+    fn fences_notes_and_numbering_are_not_output() {
+        assert_eq!(output_lines("```console\nhello.txt\n```"), 1);
+        assert_eq!(
+            output_lines(
+                "```\n     1→hello world\n     2→second line\n     3→\n\n<system-reminder>\nWhenever you read a file…\n</system-reminder>\n```"
+            ),
+            2
+        );
+        assert_eq!(output_lines("a\nb\n"), 2);
+        assert_eq!(output_lines(""), 0);
+        assert_eq!(output_lines("```\n```"), 0);
+        // A listing whose numbers are content stays as it is.
+        assert_eq!(output_lines("1→x\nplain"), 2);
     }
 }

@@ -274,6 +274,45 @@ pub struct Cost {
     pub currency: String,
 }
 
+impl Cost {
+    /// `12.35 USD`, `0.0027 USD`: at least two decimals, and enough for three
+    /// significant digits below one (a small cost never shows as `0.00`).
+    pub fn display(&self) -> String {
+        let a = self.amount;
+        let decimals = if a.abs() >= 1.0 || a == 0.0 || !a.is_finite() {
+            2
+        } else {
+            let lead = (-a.abs().log10()).floor() as usize; // zeros after the point
+            (lead + 3).clamp(2, 8)
+        };
+        let mut s = format!("{a:.decimals$}");
+        while s.contains('.') && s.ends_with('0') && s.len() - s.find('.').unwrap_or(0) > 3 {
+            s.pop();
+        }
+        format!("{s} {}", self.currency)
+    }
+}
+
+#[cfg(test)]
+mod cost_tests {
+    #[test]
+    fn small_costs_keep_their_significant_digits() {
+        let c = |a: f64| {
+            super::Cost {
+                amount: a,
+                currency: "USD".into(),
+            }
+            .display()
+        };
+        assert_eq!(c(0.0027), "0.0027 USD");
+        assert_eq!(c(0.0123), "0.0123 USD");
+        assert_eq!(c(0.5), "0.50 USD");
+        assert_eq!(c(12.3456), "12.35 USD");
+        assert_eq!(c(0.0), "0.00 USD");
+        assert_eq!(c(0.000012345), "0.0000123 USD");
+    }
+}
+
 /// `session/request_permission` params.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

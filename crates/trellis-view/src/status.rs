@@ -29,7 +29,7 @@ pub fn status_line(
     if let Some(u) = &session.usage {
         let mut s = format!("{}/{} tokens", tokens(u.used), tokens(u.size));
         if let Some(c) = &u.cost {
-            s.push_str(&format!(" · {:.2} {}", c.amount, c.currency));
+            s.push_str(&format!(" · {}", c.display()));
         }
         parts.push(s);
     }

@@ -1021,3 +1021,21 @@ fn extension_config_errors_name_the_line_and_disabling_works() {
         "{notes}"
     );
 }
+
+/// Line counts are lines of output: not the Markdown fence an agent wraps them in, not its
+/// notes to the model, not the numbering of a file it read (claude-agent-acp does all three).
+#[test]
+fn cards_count_lines_of_output_not_fences_notes_or_numbering() {
+    let out = Command::new(exe())
+        .args(["log", "show"])
+        .arg(fixtures().join("claude-agent-acp-0.23.1.jsonl"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("✓ execute ls · 0.7s · 1 line\n"), "{text}");
+    assert!(
+        text.contains("✓ read    Read hello.txt · 0.1s · 2 lines\n"),
+        "{text}"
+    );
+    assert!(!text.contains("skipped input"), "{text}");
+}
