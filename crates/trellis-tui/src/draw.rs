@@ -226,6 +226,8 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
     if r.width < 4 || r.height < 3 {
         return;
     }
+    // The inspector floats over the transcript: nothing of it shows beside the frame.
+    f.render_widget(Clear, main);
     let call = app.driver.session.ledger.at(ins.call);
     let n = app.driver.session.ledger.len();
     let mut title = inspector_title(call, ins.view, ins.call + 1, n);

@@ -96,7 +96,15 @@ fn transcript_status_and_inspector_at_40_and_200_columns() {
     app.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
     insta::assert_snapshot!("inspector_result_80x20", frame_text(&mut app, 80, 20));
     app.on_key(key('K'));
-    insta::assert_snapshot!("inspector_call_80x20", frame_text(&mut app, 80, 20));
+    let f = frame_text(&mut app, 80, 20);
+    insta::assert_snapshot!("inspector_call_80x20", f);
+    // Nothing of the transcript shows beside the inspector's frame.
+    assert!(
+        f.lines()
+            .filter(|l| l.chars().nth(1).is_some_and(|c| "│┌└".contains(c)))
+            .all(|l| l.starts_with(' ')),
+        "{f}"
+    );
 }
 
 #[test]
