@@ -75,6 +75,8 @@ pub struct App {
     /// Selected transcript entry (a card).
     pub cursor: Option<usize>,
     pub focus: Focus,
+    /// Where focus goes back when the inspector closes (it was opened from there).
+    pub(crate) return_focus: Option<Focus>,
     pub inspector: Option<Inspector>,
     pub prompt: Prompt,
     /// Replaying a recording: no agent, no prompt.
@@ -213,6 +215,7 @@ impl App {
             saved_rules: Vec::new(),
             plugins: None,
             mcp_problems: Vec::new(),
+            return_focus: None,
             plugin_rows: Vec::new(),
             float_cache: std::cell::RefCell::new(None),
         }
@@ -453,6 +456,7 @@ impl App {
                         && self.ledger_index(e).is_some()
                     {
                         self.cursor = Some(e);
+                        self.return_focus = Some(self.focus);
                         self.focus = Focus::Transcript;
                         self.open_inspector();
                     }

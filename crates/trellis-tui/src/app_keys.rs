@@ -15,7 +15,7 @@ impl App {
         match self.keys.feed(Key::from_event(&key)) {
             Resolved::Action(a) => match a {
                 KeyAction::Close => {
-                    self.inspector = None;
+                    self.close_inspector();
                     return Vec::new();
                 }
                 KeyAction::ToggleCall => ins.view = ins.view.toggled(),
@@ -40,6 +40,7 @@ impl App {
                 KeyAction::Inspect => {
                     // In the float: close it and put the transcript cursor on the card.
                     self.inspector = None;
+                    self.return_focus = None;
                     self.focus = Focus::Transcript;
                     if let Some(e) = self.entry_of_call(ins.call) {
                         self.cursor = Some(e);
@@ -72,7 +73,7 @@ impl App {
             Resolved::Pending => {}
             Resolved::Unbound => match key.code {
                 KeyCode::Esc => {
-                    self.inspector = None;
+                    self.close_inspector();
                     return Vec::new();
                 }
                 KeyCode::Down => ins.scroll += 1,
@@ -84,6 +85,14 @@ impl App {
         }
         self.inspector = Some(ins);
         Vec::new()
+    }
+
+    /// Closes the inspector; focus goes back where the inspector was opened from.
+    pub(crate) fn close_inspector(&mut self) {
+        self.inspector = None;
+        if let Some(f) = self.return_focus.take() {
+            self.focus = f;
+        }
     }
 
     /// Moves the transcript cursor over entries (messages and cards).
@@ -222,6 +231,7 @@ impl App {
                 self.move_cursor(0);
             }
             KeyCode::Char('t') if ctrl => {
+                self.return_focus = Some(Focus::Prompt);
                 self.focus = Focus::Transcript;
                 self.open_inspector();
             }

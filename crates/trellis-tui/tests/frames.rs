@@ -105,6 +105,20 @@ fn transcript_status_and_inspector_at_40_and_200_columns() {
             .all(|l| l.starts_with(' ')),
         "{f}"
     );
+    // Opened from the prompt, closed with q: focus is back in the prompt.
+    assert_eq!(app.focus, trellis_tui::app::Focus::Transcript);
+    app.on_key(key('q'));
+    assert!(app.inspector.is_none());
+    assert_eq!(app.focus, trellis_tui::app::Focus::Prompt);
+    // Opened from the transcript, it goes back there.
+    app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::CONTROL));
+    assert_eq!(app.focus, trellis_tui::app::Focus::Transcript);
+    app.on_key(key('g'));
+    app.on_key(key('T'));
+    assert!(app.inspector.is_some());
+    app.on_key(key('q'));
+    assert!(app.inspector.is_none());
+    assert_eq!(app.focus, trellis_tui::app::Focus::Transcript);
 }
 
 #[test]
@@ -156,7 +170,10 @@ fn clicking_a_card_inspects_it_and_z_unfolds_thoughts() {
     });
     assert!(frame_text(&mut app, 60, 12).contains("Tool Result: Read a [1/1]"));
     app.on_key(key('q'));
+    // Closed, focus is where it was before the click: the prompt.
+    assert_eq!(app.focus, trellis_tui::app::Focus::Prompt);
     assert!(screen.contains("∴ First thought. …"));
+    app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::CONTROL));
     app.on_key(key('z'));
     let unfolded = frame_text(&mut app, 60, 12);
     assert!(unfolded.contains("Second line."), "{unfolded}");
