@@ -96,6 +96,8 @@ pub struct App {
     pub key_hints: bool,
     /// Quit right after drawing the first frame (startup benchmarks).
     pub exit_after_first_frame: bool,
+    /// The screen was taken over (the pager): the next frame is drawn in full.
+    pub(crate) full_redraw: bool,
     /// Whether the terminal has focus (focus events; assumed until told otherwise).
     pub focused: bool,
     /// How a permission request reaches a user who is elsewhere.
@@ -216,6 +218,7 @@ impl App {
             plugins: None,
             mcp_problems: Vec::new(),
             return_focus: None,
+            full_redraw: false,
             plugin_rows: Vec::new(),
             float_cache: std::cell::RefCell::new(None),
         }

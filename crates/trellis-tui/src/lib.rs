@@ -145,6 +145,8 @@ pub fn perform_intent(app: &mut App, intent: Intent) {
             if let Err(e) = page(&text) {
                 app.message = Some(format!("cannot open the pager: {e}"));
             }
+            // What the pager left on the screen is not what the last frame drew.
+            app.full_redraw = true;
         }
         Intent::Prompt { text, files } => app.driver.prompt(text, files),
         // The run loop stops on `app.quit`; closing the session follows it.
@@ -247,6 +249,10 @@ async fn run_loop(
     let mut frame = 0usize;
     let mut dirty = true;
     loop {
+        if std::mem::take(&mut app.full_redraw) {
+            terminal.clear()?;
+            dirty = true;
+        }
         if dirty {
             let now = start.elapsed().as_secs_f64();
             terminal.draw(|f| draw(f, app, Clock { now, frame }))?;

@@ -20,6 +20,11 @@ impl Tmux {
     }
 
     pub(crate) fn start_sized(args: &[&str], w: u16, h: u16) -> Option<Tmux> {
+        Tmux::start_env(&[], args, w, h)
+    }
+
+    /// [`Tmux::start_sized`] with more environment variables (`NAME=value`).
+    pub(crate) fn start_env(env: &[&str], args: &[&str], w: u16, h: u16) -> Option<Tmux> {
         if Command::new("tmux")
             .arg("-V")
             .output()
@@ -40,6 +45,7 @@ impl Tmux {
             format!("XDG_DATA_HOME={}", data.display()),
             format!("XDG_CONFIG_HOME={}", dir.path().join("config").display()),
         ];
+        cmd.extend(env.iter().map(|e| format!("'{e}'")));
         cmd.push(env!("CARGO_BIN_EXE_trellis").to_string());
         cmd.extend(args.iter().map(|a| format!("'{a}'")));
         let status = Command::new("tmux")
@@ -411,4 +417,27 @@ fn extensions_live_switch_a_card_design_collapse_a_section_and_watch_stats() {
     let s = t.wait_for("Extension API v1");
     assert!(s.contains("stats 0.1.0 (built-in): ready"), "{s}");
     t.send(&["Escape", "C-c", "C-c"]);
+}
+
+/// Back from the pager, the whole screen is drawn again (a static replay: nothing else
+/// would redraw it).
+#[test]
+fn the_screen_is_whole_again_after_the_pager() {
+    let path = fixture("claude-agent-acp-0.23.1.jsonl");
+    let Some(t) = Tmux::start_env(&["PAGER=cat"], &["replay", path.to_str().unwrap()], 100, 32)
+    else {
+        return;
+    };
+    t.wait_for("Done: listed the directory");
+    t.send(&["g", "T"]);
+    t.wait_for("[5/5]");
+    t.send(&["o"]);
+    // Without a full redraw the screen stays blank (the pager left it so).
+    let s = t.wait("the inspector drawn again", |s| s.contains("[5/5]"));
+    // The frame's borders are whole: every line of the float has its two sides.
+    let sides = s
+        .lines()
+        .filter(|l| l.trim_start().starts_with('│'))
+        .count();
+    assert!(sides > 10, "{s}");
 }
