@@ -635,3 +635,30 @@ fn the_plugins_page_enables_a_plugin_granting_exactly_what_it_asks() {
     assert_eq!(state.enabled[0].grant, ["ui"]);
     assert!(state.enabled[0].hash.starts_with("sha256:"));
 }
+
+/// A design decides the call part only: who decided the call's permission, and a failed
+/// call's output, still show with it.
+#[test]
+fn designed_cards_keep_the_decider_and_a_failures_output() {
+    let w = workspace();
+    let mut b = session();
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"x3","title":"Deploy","kind":"execute","status":"pending",
+        "rawInput":{"command":"make deploy"}}));
+    b.f(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":21,"method":"session/request_permission","params":{"sessionId":"S",
+        "toolCall":{"toolCallId":"x3"},
+        "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}}));
+    b.f(Dir::ClientToAgent, json!({"jsonrpc":"2.0","id":21,"result":{"outcome":{"outcome":"selected","optionId":"ok"}}}));
+    b.up(json!({"sessionUpdate":"tool_call_update","toolCallId":"x3","status":"completed"}));
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"r2","title":"Read missing.rs","kind":"read","status":"failed",
+        "locations":[{"path":"/w/src/missing.rs"}],
+        "content":[{"type":"content","content":{"type":"text","text":"error: no such file: missing.rs\n"}}]}));
+    let mut app = app_with(b, vec![], w.path());
+    app.sidebar = false;
+    let ui = app.driver.host.as_ref().unwrap().ui.clone();
+    ui.apply(&RowTarget::Card("kind:execute".into()), "cards/terminal");
+    ui.apply(&RowTarget::Card("kind:read".into()), "cards/compact");
+    let f = frame_text(&mut app, 100, 30);
+    assert!(f.contains("$ make deploy  · allowed once"), "{f}");
+    assert!(f.contains("▸ /w/src/missing.rs"), "{f}");
+    assert!(f.contains("error: no such file: missing.rs"), "{f}");
+}

@@ -237,15 +237,35 @@ impl TranscriptView {
                     Some(card) => {
                         designed = true;
                         if call.status == ToolStatus::Failed && policy == OutputPolicy::Hidden {
-                            policy = OutputPolicy::Preview(3);
+                            policy = OutputPolicy::Preview(self.policies.failed_preview);
                         }
                         let mut lines = card.call;
+                        // A design decides the call part; who decided its permission is
+                        // always shown with it.
+                        if let Some(p) = trellis_core::summary::permission_summary(call)
+                            && let Some(first) = lines.first_mut()
+                            && !first.spans.iter().any(|s| s.content.contains(p.as_str()))
+                        {
+                            first.spans.push(ratatui_core::text::Span::styled(
+                                format!("  · {p}"),
+                                theme.meta,
+                            ));
+                            *first = ratatui_core::text::Line::from(crate::card::clip_spans(
+                                std::mem::take(first),
+                                self.width,
+                            ));
+                        }
                         let limit = match policy {
                             OutputPolicy::Hidden => 0,
                             OutputPolicy::Preview(n) => n,
                             OutputPolicy::Full => usize::MAX,
                         };
-                        lines.extend(card.result.into_iter().take(limit));
+                        if card.result.is_empty() && call.status == ToolStatus::Failed {
+                            // The design shows no result: a failure's output still shows.
+                            lines.extend(preview_of_text(&text(), &cx, policy));
+                        } else {
+                            lines.extend(card.result.into_iter().take(limit));
+                        }
                         (lines.len(), Some(Arc::new(lines)))
                     }
                     None => {
