@@ -6,7 +6,7 @@ use anyhow::bail;
 /// A short recorded session: a prompt, a passing and a failing command, the turn's end.
 const SESSION: &str = r#"{"t": 0.0, "dir": "client_to_agent", "msg": {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {"terminal": true}}}}
 {"t": 0.1, "dir": "agent_to_client", "msg": {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 1, "agentCapabilities": {}, "agentInfo": {"name": "recorded-agent", "version": "1.0.0"}}}}
-{"t": 0.1, "dir": "client_to_agent", "msg": {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/work", "mcpServers": []}}}
+{"t": 0.1, "dir": "client_to_agent", "msg": {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/home/user/project", "mcpServers": []}}}
 {"t": 0.2, "dir": "agent_to_client", "msg": {"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "S1"}}}
 {"t": 1.0, "dir": "client_to_agent", "msg": {"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": "S1", "prompt": [{"type": "text", "text": "run the tests"}]}}}
 {"t": 1.5, "dir": "agent_to_client", "msg": {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "S1", "update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Run tests", "kind": "execute", "status": "in_progress", "rawInput": {"command": "cargo test"}}}}}

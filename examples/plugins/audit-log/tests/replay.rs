@@ -82,7 +82,7 @@ fn every_call_is_logged_once_with_its_per_call_state() {
     assert_eq!(lines[0]["session"], "S1");
     assert_eq!(
         lines[1]["state"],
-        json!({"follow": {"changed": [10, 12], "path": "/work/src/parser.rs"}})
+        json!({"follow": {"changed": [10, 12], "path": "/home/user/project/src/parser.rs"}})
     );
     // The turn ended with the test run still open: logged as it stood.
     assert_eq!(lines[2]["input"], json!({"command": "cargo test"}));
