@@ -191,6 +191,22 @@ fn app_with_builtins(
     app
 }
 
+/// On the Redaction page, with the cursor on `Hide secrets`: `off` applied repaints the
+/// row, and the transcript shows the secret again.
+fn redaction_off_shows_the_secret(app: &mut App) {
+    app.on_key(k(KeyCode::Right));
+    app.on_key(k(KeyCode::Enter));
+    let f = frame_text(app, 100, 30);
+    assert!(f.contains("Hide secrets  ○ on  ● off"), "{f}");
+    app.on_key(k(KeyCode::Esc));
+    app.sidebar = false;
+    let f = frame_text(app, 100, 30);
+    assert!(
+        f.contains("sk-proj-abc"),
+        "redaction off shows the text: {f}"
+    );
+}
+
 fn workspace() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(d.path().join("src")).unwrap();
@@ -280,17 +296,7 @@ fn settings_menu_moves_without_applying_and_enter_applies() {
     insta::assert_snapshot!("ext_settings_cards_100x30", f);
     // An extension's row: its action runs on Enter and the row repaints at once.
     app.on_key(k(KeyCode::Tab));
-    app.on_key(k(KeyCode::Right));
-    app.on_key(k(KeyCode::Enter));
-    let f = frame_text(&mut app, 100, 30);
-    assert!(f.contains("Hide secrets  ○ on  ● off"), "{f}");
-    app.on_key(k(KeyCode::Esc));
-    app.sidebar = false;
-    let f = frame_text(&mut app, 100, 30);
-    assert!(
-        f.contains("sk-proj-abc"),
-        "redaction off shows the text: {f}"
-    );
+    redaction_off_shows_the_secret(&mut app);
 }
 
 #[test]
@@ -568,17 +574,7 @@ fn the_redact_plugin_draws_the_same_frames_as_the_built_in() {
     insta::assert_snapshot!("ext_settings_sections_100x30", f);
     app.on_key(k(KeyCode::Tab));
     app.on_key(k(KeyCode::Tab));
-    app.on_key(k(KeyCode::Right));
-    app.on_key(k(KeyCode::Enter));
-    let f = frame_text(&mut app, 100, 30);
-    assert!(f.contains("Hide secrets  ○ on  ● off"), "{f}");
-    app.on_key(k(KeyCode::Esc));
-    app.sidebar = false;
-    let f = frame_text(&mut app, 100, 30);
-    assert!(
-        f.contains("sk-proj-abc"),
-        "redaction off shows the text: {f}"
-    );
+    redaction_off_shows_the_secret(&mut app);
     let host = app.driver.host.as_ref().unwrap();
     assert_eq!(
         host.store_dump("redact"),

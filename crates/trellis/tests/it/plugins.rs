@@ -101,6 +101,23 @@ fn every_example_passes_its_replay_test() {
     assert!(lines <= 30, "{lines} lines");
 }
 
+/// `trellis run` on the demo agent in `cwd` (requests rejected), with `extra` arguments.
+fn demo_run(home: &Path, cwd: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "run",
+        "--agent",
+        "demo",
+        "--prompt",
+        "go",
+        "--permission",
+        "reject",
+        "--cwd",
+        cwd.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    trellis(home, cwd, &args)
+}
+
 /// A headless run against the replay agent playing `log`, with `--plugin plugin`.
 fn replay_run(home: &Path, log: &Path, prompt: &str, plugin: &Path) -> (Output, String) {
     let work = home.join("work");
@@ -254,23 +271,7 @@ fn a_projects_plugin_runs_only_once_trusted_and_again_only_when_its_change_is_tr
     let plugin = project.join(".trellis/plugins/marker");
     marker_plugin(&plugin);
     let started = home.path().join("data/trellis/plugin-data/marker/started");
-    let run = || {
-        trellis(
-            home.path(),
-            &project,
-            &[
-                "run",
-                "--agent",
-                "demo",
-                "--prompt",
-                "go",
-                "--permission",
-                "reject",
-                "--cwd",
-                project.to_str().unwrap(),
-            ],
-        )
-    };
+    let run = || demo_run(home.path(), &project, &[]);
     // Cloned: nothing runs, and the user is told why.
     let o = run();
     assert!(o.status.success(), "{}", text(&o));
@@ -325,21 +326,7 @@ fn a_projects_plugin_runs_only_once_trusted_and_again_only_when_its_change_is_tr
     let other = home.path().join("other");
     marker_plugin(&other.join(".trellis/plugins/marker"));
     std::fs::remove_file(&started).unwrap();
-    let o = trellis(
-        home.path(),
-        &other,
-        &[
-            "run",
-            "--agent",
-            "demo",
-            "--prompt",
-            "go",
-            "--permission",
-            "reject",
-            "--cwd",
-            other.to_str().unwrap(),
-        ],
-    );
+    let o = demo_run(home.path(), &other, &[]);
     assert!(o.status.success());
     assert!(!started.exists());
 }
@@ -687,19 +674,10 @@ url = "https://events.example/sse"
     let work = home.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let log = home.path().join("demo.jsonl");
-    let o = trellis(
+    let o = demo_run(
         home.path(),
         &work,
         &[
-            "run",
-            "--agent",
-            "demo",
-            "--prompt",
-            "go",
-            "--permission",
-            "reject",
-            "--cwd",
-            work.to_str().unwrap(),
             "--log",
             log.to_str().unwrap(),
             "--plugin",
@@ -825,23 +803,7 @@ fn a_plugins_processes_do_not_outlive_trellis() {
     .unwrap();
     let work = home.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let o = trellis(
-        home.path(),
-        &work,
-        &[
-            "run",
-            "--agent",
-            "demo",
-            "--prompt",
-            "go",
-            "--permission",
-            "reject",
-            "--cwd",
-            work.to_str().unwrap(),
-            "--plugin",
-            pkg.to_str().unwrap(),
-        ],
-    );
+    let o = demo_run(home.path(), &work, &["--plugin", pkg.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let start = std::time::Instant::now();
     while !crate::hostile::processes_with(&marker).is_empty() {
