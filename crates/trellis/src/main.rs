@@ -141,12 +141,13 @@ fn status(config: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         project: std::env::current_dir().ok(),
         ..setup::Live::default()
     };
-    let (host, _rx) = setup::ext_host(&config, &live)?;
+    let plugins = setup::session_plugins(&live)?;
+    let (host, _rx) = setup::ext_host(&config, &live, &plugins)?;
     host.flush(std::time::Duration::from_secs(2));
     let report = host.status();
     host.shutdown(std::time::Duration::from_secs(3));
     // MCP servers: which agents they are offered to (the agent's capabilities decide).
-    let (mcp, problems) = setup::mcp_servers(&config, &live)?;
+    let (mcp, problems) = setup::mcp_servers(&config, &plugins)?;
     let mcp_lines: Vec<String> = mcp
         .iter()
         .map(|s| {

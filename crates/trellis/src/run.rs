@@ -106,8 +106,9 @@ pub fn main(
         project: Some(resolved.spec.cwd.clone()),
         try_plugins: common.plugin.clone(),
     };
-    let host = crate::setup::ext_host(&config, &live)?;
-    let (mcp, mcp_problems) = crate::setup::mcp_servers(&config, &live)?;
+    let plugins = crate::setup::session_plugins(&live)?;
+    let host = crate::setup::ext_host(&config, &live, &plugins)?;
+    let (mcp, mcp_problems) = crate::setup::mcp_servers(&config, &plugins)?;
     for p in &mcp_problems {
         eprintln!("trellis: {}", crate::output::safe(p));
     }

@@ -77,10 +77,62 @@ pub struct Live {
     pub try_plugins: Vec<PathBuf>,
 }
 
-/// The extension host with the built-ins and the enabled plugins, as the config allows.
+/// The plugins of a session, found (and their packages hashed) once for the extension
+/// host and the MCP servers they offer.
+#[derive(Debug, Default)]
+pub struct SessionPlugins {
+    pub specs: Vec<(
+        trellis_plugin::PluginSpec,
+        Vec<trellis_core::ext::Capability>,
+    )>,
+    /// Why some did not start (for `/status`).
+    pub notes: Vec<String>,
+    registry: Option<trellis_plugin::registry::Registry>,
+}
+
+/// The enabled plugins that apply here (user scope, this project's trusted ones) and the
+/// packages tried for this session only. Replays run none.
+pub fn session_plugins(live: &Live) -> anyhow::Result<SessionPlugins> {
+    let mut out = SessionPlugins::default();
+    let Some(paths) = trellis_store::Paths::from_env().filter(|_| live.store) else {
+        return Ok(out);
+    };
+    let reg = trellis_plugin::registry::Registry::new(paths.data_dir, live.project.clone());
+    let (specs, notes) = reg.enabled_specs(Some(trellis_acp::reaper::own));
+    out.specs = specs;
+    out.notes = notes;
+    for dir in &live.try_plugins {
+        let package = trellis_plugin::Package::load(dir)
+            .map_err(|e| anyhow::anyhow!("--plugin {}: {e}", dir.display()))?;
+        let mut spec =
+            trellis_plugin::registry::spec_of(&package, &reg, Some(trellis_acp::reaper::own))
+                .map_err(|e| anyhow::anyhow!("--plugin {}: {e}", dir.display()))?;
+        // Trying a plugin: its process restarts when its files change.
+        spec.limits.watch = true;
+        let grant = spec.manifest.capabilities.clone();
+        out.specs
+            .retain(|(s, _)| s.manifest.name != spec.manifest.name);
+        out.notes.push(format!(
+            "plugin {} runs for this session only (trying {}), granted {}",
+            package.name,
+            dir.display(),
+            grant
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        out.specs.push((spec, grant));
+    }
+    out.registry = Some(reg);
+    Ok(out)
+}
+
+/// The extension host with the built-ins and the session's plugins, as the config allows.
 pub fn ext_host(
     config: &Config,
     live: &Live,
+    plugins: &SessionPlugins,
 ) -> anyhow::Result<(
     trellis_ext::ExtHost,
     tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
@@ -167,33 +219,9 @@ pub fn ext_host(
         .into_iter()
         .map(|ext| trellis_ext::Candidate { ext, builtin: true })
         .collect();
-    if store && let Some(paths) = trellis_store::Paths::from_env() {
-        let reg = trellis_plugin::registry::Registry::new(paths.data_dir, live.project.clone());
-        let (mut specs, notes) = reg.enabled_specs(Some(trellis_acp::reaper::own));
-        opts.notes.extend(notes);
-        for dir in &live.try_plugins {
-            let package = trellis_plugin::Package::load(dir)
-                .map_err(|e| anyhow::anyhow!("--plugin {}: {e}", dir.display()))?;
-            let mut spec =
-                trellis_plugin::registry::spec_of(&package, &reg, Some(trellis_acp::reaper::own))
-                    .map_err(|e| anyhow::anyhow!("--plugin {}: {e}", dir.display()))?;
-            // Trying a plugin: its process restarts when its files change.
-            spec.limits.watch = true;
-            let grant = spec.manifest.capabilities.clone();
-            specs.retain(|(s, _)| s.manifest.name != spec.manifest.name);
-            opts.notes.push(format!(
-                "plugin {} runs for this session only (trying {}), granted {}",
-                package.name,
-                dir.display(),
-                grant
-                    .iter()
-                    .map(|c| c.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-            specs.push((spec, grant));
-        }
-        for (spec, grant) in specs {
+    opts.notes.extend(plugins.notes.iter().cloned());
+    {
+        for (spec, grant) in &plugins.specs {
             let name = spec.manifest.name.clone();
             // The config can still turn a plugin off or narrow its grant.
             let entry = opts.config.entry(name).or_default();
@@ -201,10 +229,10 @@ pub fn ext_host(
                 entry.enabled = Some(true);
             }
             if entry.grant.is_none() {
-                entry.grant = Some(grant);
+                entry.grant = Some(grant.clone());
             }
             candidates.push(trellis_ext::Candidate {
-                ext: Box::new(trellis_plugin::PluginExt::new(spec)),
+                ext: Box::new(trellis_plugin::PluginExt::new(spec.clone())),
                 builtin: false,
             });
         }
@@ -218,7 +246,7 @@ pub fn ext_host(
 /// setup.
 pub fn mcp_servers(
     config: &Config,
-    live: &Live,
+    plugins: &SessionPlugins,
 ) -> anyhow::Result<(Vec<trellis_acp::McpServerSpec>, Vec<String>)> {
     use trellis_acp::{McpServerSpec, McpTransport};
     let mut out = Vec::new();
@@ -268,16 +296,10 @@ pub fn mcp_servers(
             transport,
         });
     }
-    if live.store
-        && let Some(paths) = trellis_store::Paths::from_env()
-    {
-        let reg = trellis_plugin::registry::Registry::new(paths.data_dir, live.project.clone());
-        let (specs, _) = reg.enabled_specs(None);
-        let mut roots: Vec<std::path::PathBuf> =
-            specs.iter().map(|(s, _)| s.launch.root.clone()).collect();
-        roots.extend(live.try_plugins.iter().cloned());
-        for root in roots {
-            let Ok(package) = trellis_plugin::Package::load(&root) else {
+    if let Some(reg) = &plugins.registry {
+        for (spec, _) in &plugins.specs {
+            let root = &spec.launch.root;
+            let Ok(package) = trellis_plugin::Package::load(root) else {
                 continue;
             };
             let (servers, skipped) =

@@ -73,8 +73,9 @@ pub fn main(
         project: Some(resolved.spec.cwd.clone()),
         try_plugins: args.plugin.clone(),
     };
-    let (host, host_rx) = crate::setup::ext_host(&config, &live)?;
-    let (mcp, mcp_problems) = crate::setup::mcp_servers(&config, &live)?;
+    let plugins = crate::setup::session_plugins(&live)?;
+    let (host, host_rx) = crate::setup::ext_host(&config, &live, &plugins)?;
+    let (mcp, mcp_problems) = crate::setup::mcp_servers(&config, &plugins)?;
     let mut resolved = resolved;
     resolved.spec.mcp_servers = mcp;
     resolved.spec.keep_lines = host.wants_acp();
@@ -181,7 +182,11 @@ pub fn replay(
     });
     // Extensions see the recording's events (stores stay in memory: a replay changes
     // nothing on disk).
-    let (host, host_rx) = crate::setup::ext_host(&config, &crate::setup::Live::default())?;
+    let (host, host_rx) = crate::setup::ext_host(
+        &config,
+        &crate::setup::Live::default(),
+        &crate::setup::SessionPlugins::default(),
+    )?;
     for ev in &events {
         host.dispatch(ev);
     }
