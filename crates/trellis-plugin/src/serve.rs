@@ -4,7 +4,7 @@
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use trellis_core::ext::{DriveAction, Host, HostError};
+use trellis_core::ext::{Capability, DriveAction, Host, HostError};
 
 use crate::protocol::{
     CallId, IdParam, KeyParam, PatchSection, PathParam, PutCallState, ReportParams, RespondParams,
@@ -30,48 +30,34 @@ fn json(v: impl serde::Serialize) -> Result<Value, RpcError> {
     serde_json::to_value(v).map_err(|e| RpcError::new(code::INVALID, e.to_string()))
 }
 
+/// A read the host answers with nothing when `cap` is not granted (counting the refusal
+/// for `/status`): the plugin gets the specific error instead of an empty answer.
+fn read<T: serde::Serialize>(
+    host: &mut dyn Host,
+    cap: Capability,
+    f: impl FnOnce(&mut dyn Host) -> T,
+) -> Result<Value, RpcError> {
+    let granted = host.granted().contains(&cap);
+    let v = f(host);
+    if granted {
+        json(v)
+    } else {
+        Err(host_err(HostError::NotGranted(cap)))
+    }
+}
+
 /// Serves one host function; `Ok(value)` is the JSON-RPC result.
 pub fn serve(host: &mut dyn Host, method: &str, p: Value) -> Result<Value, RpcError> {
     match method {
         "host/session" => json(host.session()),
-        "host/calls" => {
-            if !host
-                .granted()
-                .contains(&trellis_core::ext::Capability::Observe)
-            {
-                // The host refuses (and counts) it; say so with the specific error.
-                host.calls();
-                return Err(host_err(HostError::NotGranted(
-                    trellis_core::ext::Capability::Observe,
-                )));
-            }
-            json(host.calls())
-        }
+        "host/calls" => read(host, Capability::Observe, |h| h.calls()),
         "host/call" => {
             let a: CallId = params(method, p)?;
-            if !host
-                .granted()
-                .contains(&trellis_core::ext::Capability::Observe)
-            {
-                host.call(&a.call_id);
-                return Err(host_err(HostError::NotGranted(
-                    trellis_core::ext::Capability::Observe,
-                )));
-            }
-            json(host.call(&a.call_id))
+            read(host, Capability::Observe, |h| h.call(&a.call_id))
         }
         "host/call_state" => {
             let a: CallId = params(method, p)?;
-            if !host
-                .granted()
-                .contains(&trellis_core::ext::Capability::CallState)
-            {
-                host.call_state(&a.call_id);
-                return Err(host_err(HostError::NotGranted(
-                    trellis_core::ext::Capability::CallState,
-                )));
-            }
-            Ok(host.call_state(&a.call_id).unwrap_or(Value::Null))
+            read(host, Capability::CallState, |h| h.call_state(&a.call_id))
         }
         "host/put_call_state" => {
             let a: PutCallState = params(method, p)?;
