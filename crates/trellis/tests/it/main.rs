@@ -5,6 +5,7 @@ mod cli;
 mod drive;
 mod faults;
 mod hostile;
+mod mcp;
 mod plugins;
 mod tui;
 mod tui_trust;
