@@ -28,10 +28,11 @@ pub struct Event {
     /// JSON-RPC line). Given to extensions; not printed by headless runs.
     #[serde(skip)]
     pub acp: Option<Arc<str>>,
-    /// The event as JSON, made at most once however many plugin processes receive it.
+    /// The event as JSON, made at most once however many plugin processes receive it
+    /// (clones of the event share it).
     #[serde(skip)]
     #[cfg_attr(feature = "schema", schemars(skip))]
-    pub wire: std::sync::OnceLock<Arc<str>>,
+    pub wire: Arc<std::sync::OnceLock<Arc<str>>>,
 }
 
 /// Who wrote a message chunk.

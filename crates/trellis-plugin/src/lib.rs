@@ -10,6 +10,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod adapter;
+pub mod feed;
 pub mod mcp;
 pub mod package;
 pub mod process;

@@ -12,10 +12,11 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub use crate::feed::Piece;
 use crate::protocol::{Incoming, parse_line};
 
 /// What the reader threads report to the adapter; `generation` tells processes apart across
@@ -206,7 +207,7 @@ impl Proc {
             let backlog = backlog.clone();
             let failed = write_failed.clone();
             spawn_thread(&format!("plugin-{}-in", l.name), move || {
-                writer(stdin, wrx, backlog, failed)
+                crate::feed::writer(stdin, wrx, backlog, failed)
             })?;
         }
         {
@@ -369,77 +370,6 @@ fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), Str
         .spawn(f)
         .map(|_| ())
         .map_err(|e| format!("cannot start a thread: {e}"))
-}
-
-/// What the writer writes: a line made for this plugin, or an event's JSON shared by
-/// every plugin that receives it (written as an `event` notification; never copied).
-#[derive(Debug)]
-pub enum Piece {
-    Raw(Vec<u8>),
-    Event(Arc<str>),
-}
-
-const EVENT_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"event","params":"#;
-
-impl Piece {
-    /// Bytes it takes on the plugin's stdin.
-    pub fn bytes(&self) -> usize {
-        match self {
-            Piece::Raw(b) => b.len(),
-            Piece::Event(j) => EVENT_HEAD.len() + j.len() + 2,
-        }
-    }
-}
-
-fn writer(
-    stdin: std::process::ChildStdin,
-    rx: Receiver<Vec<Piece>>,
-    backlog: Arc<AtomicUsize>,
-    failed: Arc<AtomicBool>,
-) {
-    use std::sync::mpsc::TryRecvError;
-    lower_thread_priority(19);
-    let mut out = std::io::BufWriter::with_capacity(64 << 10, stdin);
-    loop {
-        // Whatever is buffered goes out before the writer waits for more.
-        let pieces = match rx.try_recv() {
-            Ok(p) => p,
-            Err(TryRecvError::Empty) => {
-                if out.flush().is_err() {
-                    break;
-                }
-                match rx.recv() {
-                    Ok(p) => p,
-                    Err(_) => return,
-                }
-            }
-            Err(TryRecvError::Disconnected) => {
-                let _ = out.flush();
-                return;
-            }
-        };
-        let n: usize = pieces.iter().map(Piece::bytes).sum();
-        let ok = pieces.iter().all(|p| {
-            match p {
-                Piece::Raw(b) => out.write_all(b),
-                Piece::Event(j) => out
-                    .write_all(EVENT_HEAD)
-                    .and_then(|_| out.write_all(j.as_bytes()))
-                    .and_then(|_| out.write_all(b"}\n")),
-            }
-            .is_ok()
-        });
-        drop(pieces);
-        backlog.fetch_sub(n, Ordering::AcqRel);
-        if !ok {
-            break;
-        }
-    }
-    failed.store(true, Ordering::Release);
-    // Drain what is queued so the backlog stays true.
-    while let Ok(more) = rx.recv() {
-        backlog.fetch_sub(more.iter().map(Piece::bytes).sum(), Ordering::AcqRel);
-    }
 }
 
 fn clip(bytes: &[u8], max: usize) -> String {

@@ -197,8 +197,8 @@ impl Extension for PluginExt {
 
     fn on_event(&mut self, event: &Event, host: &mut dyn Host) -> Result<(), ExtError> {
         if !self.niced {
-            // The session comes first: this worker (serializing for the plugin) yields
-            // to the client's own threads when the CPU is short.
+            // The session comes first: this worker yields to the client's own threads
+            // when the CPU is short.
             crate::process::lower_thread_priority(19);
             self.niced = true;
         }
@@ -206,35 +206,19 @@ impl Extension for PluginExt {
             self.lost += 1;
             return Ok(());
         }
-        // Made once per event for every plugin that receives it.
-        let json = event.wire.get_or_init(|| {
-            serde_json::to_string(event)
-                .map(Arc::from)
-                .unwrap_or_else(|_| Arc::from("{}"))
-        });
-        let piece = match (&event.acp, self.acp) {
-            (Some(acp), true) if json.ends_with('}') => {
-                // The verbatim ACP line too: a line of its own for this plugin.
-                let mut line = Vec::with_capacity(json.len() + acp.len() + 64);
-                line.extend_from_slice(br#"{"jsonrpc":"2.0","method":"event","params":"#);
-                line.extend_from_slice(&json.as_bytes()[..json.len() - 1]);
-                line.extend_from_slice(br#","acp":"#);
-                line.extend_from_slice(
-                    serde_json::to_string(acp.as_ref())
-                        .unwrap_or_default()
-                        .as_bytes(),
-                );
-                line.extend_from_slice(b"}}\n");
-                Piece::Raw(line)
-            }
-            _ => Piece::Event(json.clone()),
+        // Serialized by the writer when it writes (never during a storm), once for
+        // every plugin that receives it.
+        let piece = Piece::Event {
+            event: event.clone(),
+            acp: self.acp,
         };
         self.send_buffered(piece)?;
         Ok(())
     }
 
     fn on_idle(&mut self, host: &mut dyn Host) -> Result<(), ExtError> {
-        let r = self.notify(host, "idle", &serde_json::json!({}));
+        // Held with the events it follows during a storm (it needs no answer).
+        let r = self.notify_later(host, "idle", &serde_json::json!({}));
         self.diagnostics(host);
         r
     }

@@ -172,17 +172,45 @@ impl PluginExt {
         }
     }
 
+    /// Sends a notification at once (after whatever is queued).
     pub(super) fn notify(
         &mut self,
         host: &mut dyn Host,
         method: &str,
         params: &impl serde::Serialize,
     ) -> Result<(), ExtError> {
+        self.notify_paced(host, method, params, true)
+    }
+
+    /// Sends a notification that may wait with the events during a storm
+    /// ([`crate::feed`]).
+    pub(super) fn notify_later(
+        &mut self,
+        host: &mut dyn Host,
+        method: &str,
+        params: &impl serde::Serialize,
+    ) -> Result<(), ExtError> {
+        self.notify_paced(host, method, params, false)
+    }
+
+    fn notify_paced(
+        &mut self,
+        host: &mut dyn Host,
+        method: &str,
+        params: &impl serde::Serialize,
+        urgent: bool,
+    ) -> Result<(), ExtError> {
         if !self.ensure(host)? {
             self.lost += 1;
             return Ok(());
         }
-        self.send(protocol::notification(method, params))?;
+        let line = protocol::notification(method, params);
+        if urgent {
+            self.send(line)?;
+        } else {
+            self.send_buffered(Piece::Note(line))?;
+            self.flush_out()?;
+        }
         self.pump(host, None, Instant::now())?;
         Ok(())
     }
