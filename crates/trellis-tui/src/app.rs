@@ -33,6 +33,9 @@ pub enum Intent {
     Copy(String),
     /// Show the text in `$PAGER`.
     Page(String),
+    /// Edit the prompt's text in `$VISUAL`/`$EDITOR` (Ctrl-G); the prompt becomes what
+    /// the editor saved.
+    Edit(String),
     /// Start the agent again after it ended (the transcript stays).
     Restart,
     Quit,

@@ -235,8 +235,23 @@ impl App {
                 self.focus = Focus::Transcript;
                 self.open_inspector();
             }
-            KeyCode::Char(c) if !ctrl => self.prompt.insert(c.encode_utf8(&mut [0; 4])),
+            // Readline's editing keys, as in every shell.
+            KeyCode::Char('a') if ctrl => self.prompt.home(),
+            KeyCode::Char('e') if ctrl => self.prompt.end(),
+            KeyCode::Char('u') if ctrl => self.prompt.kill_to_start(),
+            KeyCode::Char('k') if ctrl => self.prompt.kill_to_end(),
+            KeyCode::Char('w') if ctrl => self.prompt.kill_word(),
+            KeyCode::Char('b') if alt => self.prompt.word_left(),
+            KeyCode::Char('f') if alt => self.prompt.word_right(),
+            KeyCode::Char('g') if ctrl => return vec![Intent::Edit(self.prompt.text.clone())],
+            KeyCode::Char(c) if !ctrl && !alt => self.prompt.insert(c.encode_utf8(&mut [0; 4])),
+            KeyCode::Backspace if alt || ctrl => self.prompt.kill_word(),
             KeyCode::Backspace => self.prompt.backspace(),
+            KeyCode::Delete => self.prompt.delete(),
+            KeyCode::Home => self.prompt.home(),
+            KeyCode::End => self.prompt.end(),
+            KeyCode::Left if ctrl || alt => self.prompt.word_left(),
+            KeyCode::Right if ctrl || alt => self.prompt.word_right(),
             KeyCode::Left => self.prompt.left(),
             KeyCode::Right => self.prompt.right(),
             KeyCode::Up if !self.prompt.text.contains('\n') => self.prompt.history(true),

@@ -148,6 +148,14 @@ pub fn perform_intent(app: &mut App, intent: Intent) {
             // What the pager left on the screen is not what the last frame drew.
             app.full_redraw = true;
         }
+        Intent::Edit(text) => {
+            match edit(&text) {
+                Ok(Some(t)) => app.prompt.set(t),
+                Ok(None) => app.message = Some("the editor failed: the prompt is unchanged".into()),
+                Err(e) => app.message = Some(format!("cannot open the editor: {e}")),
+            }
+            app.full_redraw = true;
+        }
         Intent::Prompt { text, files } => app.driver.prompt(text, files),
         // The run loop stops on `app.quit`; closing the session follows it.
         Intent::Quit | Intent::Restart => {}
@@ -165,6 +173,51 @@ pub fn perform_intent(app: &mut App, intent: Intent) {
     show_notes(app, notes);
 }
 
+/// Edits `text` in `$VISUAL`, `$EDITOR` or `vi`, leaving the full screen meanwhile:
+/// what the editor saved (one final newline dropped), or `None` when it failed.
+fn edit(text: &str) -> std::io::Result<Option<String>> {
+    // Created exclusively with an unpredictable name, removed on return.
+    let mut file = tempfile::Builder::new()
+        .prefix("trellis-prompt-")
+        .suffix(".md")
+        .tempfile()?;
+    std::io::Write::write_all(&mut file, text.as_bytes())?;
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|e| !e.trim().is_empty()))
+        .unwrap_or_else(|| "vi".into());
+    let status = outside(&editor, file.path())?;
+    if !status.success() {
+        return Ok(None);
+    }
+    let bytes = std::fs::read(file.path())?;
+    let mut saved = String::from_utf8_lossy(&bytes).into_owned();
+    if saved.ends_with('\n') {
+        saved.pop();
+    }
+    Ok(Some(saved))
+}
+
+/// Runs `program "$path"` through `sh` in the terminal's normal screen, then returns
+/// to the full screen (the next frame redraws everything).
+fn outside(program: &str, path: &std::path::Path) -> std::io::Result<std::process::ExitStatus> {
+    restore();
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{program} \"$1\""))
+        .arg("sh")
+        .arg(path)
+        .spawn()
+        .and_then(|mut child| {
+            // Waited for here, not by the orphan reaper.
+            trellis_acp::reaper::own(child.id());
+            child.wait()
+        });
+    let _ = ratatui::init();
+    let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
+    status
+}
+
 /// Shows `text` in `$PAGER` (default `less -R`), leaving the full screen meanwhile.
 fn page(text: &str) -> std::io::Result<()> {
     // Created exclusively with an unpredictable name (never a planted link), removed on
@@ -174,25 +227,8 @@ fn page(text: &str) -> std::io::Result<()> {
         .suffix(".txt")
         .tempfile()?;
     std::io::Write::write_all(&mut file, text.as_bytes())?;
-    let path = file.path().to_path_buf();
     let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -R".into());
-    restore();
-    let status = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("{pager} \"$1\""))
-        .arg("sh")
-        .arg(&path)
-        .spawn()
-        .and_then(|mut child| {
-            // Waited for here, not by the orphan reaper.
-            trellis_acp::reaper::own(child.id());
-            child.wait()
-        });
-    drop(file);
-    // Back to the full screen: ratatui redraws everything on the next frame.
-    let _ = ratatui::init();
-    let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
-    status.map(|_| ())
+    outside(&pager, file.path()).map(|_| ())
 }
 
 fn restore() {

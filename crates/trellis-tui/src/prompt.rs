@@ -44,6 +44,94 @@ impl Prompt {
         }
     }
 
+    /// Deletes the character after the cursor (Delete).
+    pub(crate) fn delete(&mut self) {
+        if let Some(c) = self.text[self.cursor..].chars().next() {
+            self.text
+                .replace_range(self.cursor..self.cursor + c.len_utf8(), "");
+        }
+    }
+
+    /// Byte offset where the cursor's line starts.
+    fn line_start(&self) -> usize {
+        self.text[..self.cursor].rfind('\n').map_or(0, |i| i + 1)
+    }
+
+    /// Byte offset where the cursor's line ends (before its newline).
+    fn line_end(&self) -> usize {
+        self.text[self.cursor..]
+            .find('\n')
+            .map_or(self.text.len(), |i| self.cursor + i)
+    }
+
+    /// To the start of the line (Ctrl-A, Home).
+    pub(crate) fn home(&mut self) {
+        self.cursor = self.line_start();
+    }
+
+    /// To the end of the line (Ctrl-E, End).
+    pub(crate) fn end(&mut self) {
+        self.cursor = self.line_end();
+    }
+
+    /// Byte offset of the start of the word before the cursor (spaces skipped first).
+    fn word_back(&self) -> usize {
+        let before = &self.text[..self.cursor];
+        let trimmed = before.trim_end_matches(|c: char| !is_word(c));
+        trimmed
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !is_word(*c))
+            .map_or(0, |(i, c)| i + c.len_utf8())
+    }
+
+    /// Byte offset of the end of the word after the cursor (spaces skipped first).
+    fn word_forward(&self) -> usize {
+        let after = &self.text[self.cursor..];
+        let skip = after.len() - after.trim_start_matches(|c: char| !is_word(c)).len();
+        let rest = &after[skip..];
+        let word = rest.find(|c: char| !is_word(c)).unwrap_or(rest.len());
+        self.cursor + skip + word
+    }
+
+    /// One word left (Alt-B, Ctrl-Left).
+    pub(crate) fn word_left(&mut self) {
+        self.cursor = self.word_back();
+    }
+
+    /// One word right (Alt-F, Ctrl-Right).
+    pub(crate) fn word_right(&mut self) {
+        self.cursor = self.word_forward();
+    }
+
+    /// Deletes from the start of the line to the cursor (Ctrl-U).
+    pub(crate) fn kill_to_start(&mut self) {
+        let start = self.line_start();
+        self.text.replace_range(start..self.cursor, "");
+        self.cursor = start;
+    }
+
+    /// Deletes from the cursor to the end of the line (Ctrl-K).
+    pub(crate) fn kill_to_end(&mut self) {
+        let end = self.line_end();
+        self.text.replace_range(self.cursor..end, "");
+    }
+
+    /// Deletes the word before the cursor (Ctrl-W, Alt-Backspace).
+    pub(crate) fn kill_word(&mut self) {
+        let start = self.word_back();
+        self.text.replace_range(start..self.cursor, "");
+        self.cursor = start;
+    }
+
+    /// Replaces the whole text (what the external editor gave back), cursor at the end.
+    pub(crate) fn set(&mut self, text: String) {
+        self.completion = None;
+        self.hist_pos = None;
+        self.cursor = text.len();
+        self.text = text;
+    }
+
     pub(crate) fn history(&mut self, back: bool) {
         if self.history.is_empty() {
             return;
@@ -73,5 +161,68 @@ impl Prompt {
             self.history.push(text.clone());
         }
         text
+    }
+}
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Prompt {
+        // `|` marks the cursor.
+        let cursor = text.find('|').expect("a cursor");
+        Prompt {
+            text: text.replacen('|', "", 1),
+            cursor,
+            ..Prompt::default()
+        }
+    }
+
+    fn shown(p: &Prompt) -> String {
+        let mut t = p.text.clone();
+        t.insert(p.cursor, '|');
+        t
+    }
+
+    type Case = (&'static str, fn(&mut Prompt), &'static str);
+
+    #[test]
+    fn editing_keys_act_on_the_line_and_the_word() {
+        let cases: [Case; 14] = [
+            ("first\nsec|ond", Prompt::home, "first\n|second"),
+            ("fi|rst\nsecond", Prompt::end, "first|\nsecond"),
+            ("one two| three", Prompt::word_left, "one |two three"),
+            ("one two  |three", Prompt::word_left, "one |two  three"),
+            ("|one two", Prompt::word_left, "|one two"),
+            ("one| two three", Prompt::word_right, "one two| three"),
+            ("one two|", Prompt::word_right, "one two|"),
+            ("a\nkeep th|is", Prompt::kill_to_start, "a\n|is"),
+            ("keep th|is\nb", Prompt::kill_to_end, "keep th|\nb"),
+            ("fix the tests  |", Prompt::kill_word, "fix the |"),
+            ("fix the/path|", Prompt::kill_word, "fix the/|"),
+            ("ab|c", Prompt::delete, "ab|"),
+            ("abc|", Prompt::delete, "abc|"),
+            ("é|ü", Prompt::delete, "é|"),
+        ];
+        for (before, op, after) in cases {
+            let mut p = at(before);
+            op(&mut p);
+            assert_eq!(shown(&p), after, "from {before:?}");
+        }
+    }
+
+    #[test]
+    fn word_moves_step_over_multibyte_letters() {
+        let mut p = at("grüße weiß|");
+        p.word_left();
+        assert_eq!(shown(&p), "grüße |weiß");
+        p.word_left();
+        assert_eq!(shown(&p), "|grüße weiß");
+        p.word_right();
+        assert_eq!(shown(&p), "grüße| weiß");
     }
 }

@@ -61,8 +61,9 @@ pub fn split_words(line: &str) -> anyhow::Result<Vec<String>> {
 pub struct Resolved {
     pub name: String,
     pub spec: AgentSpec,
-    /// The demo runs in a scratch directory of its own unless `--cwd` is given.
-    pub scratch: bool,
+    /// The demo runs in a scratch directory of its own unless `--cwd` is given: created
+    /// exclusively, removed (with what the demo wrote) when this is dropped.
+    pub scratch: Option<tempfile::TempDir>,
 }
 
 fn this_exe() -> anyhow::Result<String> {
@@ -115,18 +116,17 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             .unwrap_or_else(|| "agent".into());
         (name, command, words, vec![], Caps::default(), None, false)
     };
+    let mut dir = None;
     let cwd = match cwd {
         Some(c) => std::fs::canonicalize(c).with_context(|| format!("--cwd {}", c.display()))?,
         None if scratch => {
-            let stamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or_default();
-            let dir =
-                std::env::temp_dir().join(format!("trellis-demo-{}-{stamp}", std::process::id()));
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            std::fs::canonicalize(&dir)?
+            let d = tempfile::Builder::new()
+                .prefix("trellis-demo-")
+                .tempdir()
+                .context("cannot create the demo's workspace")?;
+            let path = std::fs::canonicalize(d.path())?;
+            dir = Some(d);
+            path
         }
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
@@ -156,7 +156,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             // Filled by the front end once it knows which plugins run.
             mcp_servers: Vec::new(),
         },
-        scratch,
+        scratch: dir,
     })
 }
 

@@ -441,3 +441,78 @@ fn the_screen_is_whole_again_after_the_pager() {
         .count();
     assert!(sides > 10, "{s}");
 }
+
+/// The prompt's editing keys (readline's) and Ctrl-G, which edits the prompt in
+/// `$EDITOR` and takes back what it saved.
+#[test]
+fn prompt_editing_keys_and_the_external_editor() {
+    let dir = tempfile::tempdir().unwrap();
+    // The "editor" rewrites the file in place, as a user would.
+    let Some(t) = Tmux::start_env(
+        &["EDITOR=sed -i s/draft/final/"],
+        &["demo", "--cwd", dir.path().to_str().unwrap()],
+        100,
+        32,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["fix the draft tests now"]);
+    t.wait_for("fix the draft tests now");
+    // Ctrl-W deletes "now", Alt-B steps back over "tests", Ctrl-K cuts it.
+    t.send(&["C-w", "M-b", "C-k"]);
+    t.wait("tests cut", |s| {
+        s.contains("fix the draft") && !s.contains("tests")
+    });
+    // Ctrl-A, then a word at the start; End, then one at the end; Delete at the end
+    // deletes nothing.
+    t.send(&["C-a", "please ", "End", "docs", "DC"]);
+    t.wait_for("please fix the draft docs");
+    // Ctrl-Left twice and Ctrl-U: everything before "draft" goes.
+    t.send(&["C-Left", "C-Left", "C-u"]);
+    let s = t.wait("line start cut", |s| {
+        s.contains("draft docs") && !s.contains("please")
+    });
+    assert!(!s.contains("fix the"), "{s}");
+    t.send(&["C-g"]);
+    t.wait_for("final docs");
+    assert!(!t.screen().contains("draft"));
+}
+
+/// The demo's scratch workspace (no --cwd) is removed when the demo ends.
+#[test]
+fn the_demo_scratch_workspace_is_removed_at_exit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args([
+            "run",
+            "--prompt",
+            "fix the TODO",
+            "--permission",
+            "allow-once",
+        ])
+        .env("TMPDIR", tmp.path())
+        .env("XDG_DATA_HOME", tmp.path().join("data"))
+        .env("XDG_CONFIG_HOME", tmp.path().join("config"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let ws = err
+        .lines()
+        .find_map(|l| l.strip_prefix("trellis: demo workspace: "))
+        .expect("the workspace is named");
+    assert!(ws.contains("trellis-demo-"), "{err}");
+    assert!(!Path::new(ws).exists(), "{ws} is left behind");
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("trellis-demo-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
