@@ -2,7 +2,9 @@
 //!
 //! Exit codes: 0 `end_turn`; 2 usage or config error; 3 `refusal`; 4 `max_tokens`;
 //! 5 `max_turn_requests`; 6 `cancelled`; 7 the agent crashed or exited mid-turn;
-//! 8 protocol error (the agent answered the prompt with an error, or setup failed).
+//! 8 protocol error (the agent answered the prompt with an error, or setup failed);
+//! with `--strict`, 9 when the turn ended normally but a call failed or a permission
+//! request was refused (by the policy, a rule, an extension or the user).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +37,10 @@ pub struct RunArgs {
     /// Attach a file to the prompt (as a resource link); may repeat.
     #[arg(long = "file")]
     files: Vec<PathBuf>,
+    /// Exit with 9 when the turn ended normally but a call failed or a permission request
+    /// was refused (for scripts and CI).
+    #[arg(long)]
+    strict: bool,
     /// Print resource usage as JSON on stderr at exit (for benchmarks).
     #[arg(long, hide = true)]
     stats: bool,
@@ -85,7 +91,7 @@ pub fn main(
             "trellis: permission policy: reject (the default of headless runs; use --permission to change)"
         );
     }
-    if resolved.scratch {
+    if resolved.scratch.is_some() {
         eprintln!("trellis: demo workspace: {}", resolved.spec.cwd.display());
     }
     let writer = match (&args.log, &paths) {
@@ -133,11 +139,26 @@ pub fn main(
                 "updates": stop.updates, "output_bytes": stop.output_bytes})
         );
     }
-    Ok(ExitCode::from(exit_code(stop.reason.as_deref())))
+    let code = exit_code(stop.reason.as_deref());
+    if args.strict && code == 0 && (stop.failed > 0 || stop.refused > 0) {
+        eprintln!(
+            "trellis: --strict: {} failed call(s), {} refused permission request(s)",
+            stop.failed, stop.refused
+        );
+        return Ok(ExitCode::from(EXIT_STRICT));
+    }
+    Ok(ExitCode::from(code))
 }
+
+/// `--strict`: the turn ended, but not cleanly.
+pub const EXIT_STRICT: u8 = 9;
 
 struct Finished {
     reason: Option<String>,
+    /// Calls that ended `failed`.
+    failed: usize,
+    /// Permission requests answered with anything but an allow.
+    refused: usize,
     updates: u64,
     output_bytes: usize,
 }
@@ -188,6 +209,7 @@ async fn drive(
     let mut shown = Vec::new();
     let mut ctrl_c = 0u32;
     let mut prompted = false;
+    let mut refused = 0usize;
     loop {
         tokio::select! {
             incoming = driver.recv() => driver.handle(incoming, &mut notes),
@@ -215,6 +237,9 @@ async fn drive(
             match note {
                 Note::Event(ev) => {
                     out.event(&ev, &driver.session)?;
+                    if let trellis_core::EventBody::PermissionResolved { outcome, .. } = &ev.body {
+                        refused += usize::from(!outcome.is_allowed());
+                    }
                     // One prompt: when its turn ends, so does the run — unless an
                     // extension holding `drive` answers the end with another prompt.
                     if matches!(ev.body, trellis_core::EventBody::TurnEnded { .. }) {
@@ -283,8 +308,15 @@ async fn drive(
         .last_stop
         .clone()
         .or_else(|| session.agent_exited.as_ref().map(|_| "agent_exited".into()));
+    let failed = session
+        .ledger
+        .calls()
+        .filter(|c| c.status == trellis_core::ToolStatus::Failed)
+        .count();
     Ok(Finished {
         reason,
+        failed,
+        refused,
         updates: session.counters.updates,
         output_bytes,
     })

@@ -7,6 +7,7 @@ mod faults;
 mod hostile;
 mod mcp;
 mod plugins;
+mod strict;
 mod tui;
 mod tui_trust;
 
