@@ -67,6 +67,10 @@ enum Cmd {
         #[command(subcommand)]
         command: AgentCmd,
     },
+    /// Print a shell completion script (e.g. `trellis completions bash > ~/.local/share/bash-completion/completions/trellis`).
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page (roff), e.g. `trellis man | man -l -`.
+    Man,
 }
 
 #[derive(Subcommand)]
@@ -121,6 +125,12 @@ fn main() -> ExitCode {
         Some(Cmd::Agent { command }) => agent(command),
         Some(Cmd::Status { json }) => status(cli.config, json),
         Some(Cmd::Plugin { command }) => plugin_cmd::main(command, cli.ui, cli.config),
+        Some(Cmd::Completions { shell }) => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "trellis", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Cmd::Man) => man(),
     };
     if client {
         trellis_acp::reaper::stop_descendants(std::time::Duration::from_millis(500));
@@ -132,6 +142,37 @@ fn main() -> ExitCode {
             ExitCode::from(run::EXIT_USAGE)
         }
     }
+}
+
+/// The man page: the top command, then each subcommand as a section of its own (their
+/// options included), all from the clap definitions.
+fn man() -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd.clone()).render(&mut out)?;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let sub = sub.clone().bin_name(format!("trellis {}", sub.get_name()));
+        let mut page = Vec::new();
+        if sub.has_subcommands() {
+            clap_mangen::Man::new(sub.clone()).render_subcommands_section(&mut page)?;
+        }
+        clap_mangen::Man::new(sub.clone()).render_options_section(&mut page)?;
+        out.extend_from_slice(
+            format!(".SH \"TRELLIS {}\"\n", sub.get_name().to_uppercase()).as_bytes(),
+        );
+        if let Some(about) = sub.get_about() {
+            out.extend_from_slice(format!("{about}\n").as_bytes());
+        }
+        // The subcommand's own sections go under its heading.
+        out.extend_from_slice(
+            String::from_utf8_lossy(&page)
+                .replace(".SH ", ".SS ")
+                .as_bytes(),
+        );
+    }
+    std::io::stdout().write_all(&out)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn status(config: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli;
+mod completions;
 mod drive;
 mod faults;
 mod hostile;
