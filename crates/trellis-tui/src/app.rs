@@ -130,6 +130,11 @@ pub struct App {
     pub(crate) plugin_rows: Vec<crate::plugins_page::PluginRow>,
     /// The last float body built (inspector or dialog), by what it was built from.
     float_cache: std::cell::RefCell<Option<FloatCache>>,
+    /// The permission dialog, built once per question, call revision and width.
+    dialog_cache:
+        std::cell::RefCell<Option<(String, std::sync::Arc<trellis_view::dialog::Dialog>)>>,
+    /// How far the dialog's question is scrolled, for which request.
+    pub(crate) dialog_scroll: (String, usize),
 }
 
 /// A built float: its key, title and lines.
@@ -224,6 +229,8 @@ impl App {
             full_redraw: false,
             plugin_rows: Vec::new(),
             float_cache: std::cell::RefCell::new(None),
+            dialog_cache: std::cell::RefCell::new(None),
+            dialog_scroll: (String::new(), 0),
         }
     }
 
@@ -266,6 +273,23 @@ impl App {
 
     pub(crate) fn entry_of_call(&self, call: usize) -> Option<usize> {
         self.view.entry_of_call(call)
+    }
+
+    /// The dialog for `key`, built by `build` when the key changed.
+    pub(crate) fn dialog_built(
+        &self,
+        key: String,
+        build: impl FnOnce() -> trellis_view::dialog::Dialog,
+    ) -> std::sync::Arc<trellis_view::dialog::Dialog> {
+        let mut c = self.dialog_cache.borrow_mut();
+        if let Some((k, v)) = c.as_ref()
+            && *k == key
+        {
+            return v.clone();
+        }
+        let v = std::sync::Arc::new(build());
+        *c = Some((key, v.clone()));
+        v
     }
 
     /// The request the dialog shows: (request id, call index, options, position, total).
@@ -598,6 +622,21 @@ impl App {
             }
             if key.code == KeyCode::Esc {
                 return vec![Intent::Cancel];
+            }
+            // The question scrolls (the answer keys stay in view); the drawing clamps.
+            let step: isize = match key.code {
+                KeyCode::Down => 1,
+                KeyCode::Up => -1,
+                KeyCode::PageDown => self.page as isize / 2,
+                KeyCode::PageUp => -(self.page as isize / 2),
+                _ => 0,
+            };
+            if step != 0 {
+                if self.dialog_scroll.0 != req {
+                    self.dialog_scroll = (req, 0);
+                }
+                self.dialog_scroll.1 = self.dialog_scroll.1.saturating_add_signed(step);
+                return Vec::new();
             }
         }
         match key.code {

@@ -186,33 +186,79 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
         draw_overlay(f, app, &ov, area);
     } else if let Some(ins) = app.inspector {
         draw_inspector(f, app, ins, main);
-    } else if let Some((_, call, options, i, n)) = app.dialog() {
-        let call = app.driver.session.ledger.at(call);
-        let w = main.width.saturating_sub(4).min(100);
-        // Built once per question, call revision and width (its diff can be large).
-        let key = format!("dialog {} {} {}/{} {w}", call.id, call.rev, i, n);
-        let built = app.cached(key, || {
-            let (title, body) = trellis_view::dialog::permission_dialog(
-                call,
-                &app.driver.session,
-                &options,
-                i,
-                n,
-                w.saturating_sub(2) as usize,
-                &theme,
-            );
-            (title, body)
-        });
-        let (title, body) = (&built.0, &built.1);
-        let h = (body.len() as u16 + 2).min(main.height);
-        let r = centered(main, w, h);
-        f.render_widget(Clear, r);
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .title(format!(" {title} "))
-            .border_style(theme.cancelled);
-        f.render_widget(Paragraph::new(body.to_vec()).block(block), r);
+    } else if let Some((req, call, options, i, n)) = app.dialog() {
+        draw_dialog(f, app, (req, call, options, i, n), main);
     }
+}
+
+/// The permission dialog: the question scrolls when it is taller than the screen; the
+/// answer keys are always on its last lines.
+fn draw_dialog(
+    f: &mut Frame<'_>,
+    app: &mut App,
+    (req, call, options, i, n): (
+        String,
+        usize,
+        Vec<trellis_core::permission::PermissionOption>,
+        usize,
+        usize,
+    ),
+    main: Rect,
+) {
+    let theme = app.theme.clone();
+    let call = app.driver.session.ledger.at(call);
+    let w = main.width.saturating_sub(4).min(100);
+    // Built once per question, call revision and width (its diff can be large).
+    let key = format!("dialog {} {} {}/{} {w}", call.id, call.rev, i, n);
+    let d = app.dialog_built(key, || {
+        trellis_view::dialog::permission_dialog(
+            call,
+            &app.driver.session,
+            &options,
+            i,
+            n,
+            w.saturating_sub(2) as usize,
+            &theme,
+        )
+    });
+    let inner_max = main.height.saturating_sub(2) as usize;
+    // The keys first; the question gets what is left (a blank line between when it fits).
+    let keys = d.keys.len().min(inner_max);
+    let room = inner_max - keys;
+    let wanted = d.body.len() + 1;
+    let shown = wanted.min(room);
+    let max_scroll = wanted.saturating_sub(room);
+    if app.dialog_scroll.0 != req {
+        app.dialog_scroll = (req, 0);
+    }
+    app.dialog_scroll.1 = app.dialog_scroll.1.min(max_scroll);
+    let top = app.dialog_scroll.1;
+    let mut lines: Vec<ratatui::text::Line<'static>> = d
+        .body
+        .iter()
+        .chain(std::iter::once(&ratatui::text::Line::default()))
+        .skip(top)
+        .take(shown)
+        .cloned()
+        .collect();
+    lines.extend(d.keys.iter().take(keys).cloned());
+    let h = (lines.len() as u16 + 2).min(main.height);
+    let r = centered(main, w, h);
+    f.render_widget(Clear, r);
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", d.title))
+        .border_style(theme.cancelled);
+    if max_scroll > 0 {
+        let below = max_scroll - top;
+        let hint = match (top, below) {
+            (0, b) => format!(" ↓ {b} more lines · ↑/↓ PgUp/PgDn scroll "),
+            (t, 0) => format!(" ↑ {t} lines above "),
+            (t, b) => format!(" ↑ {t} · ↓ {b} more "),
+        };
+        block = block.title_bottom(ratatui::text::Line::styled(hint, theme.dim));
+    }
+    f.render_widget(Paragraph::new(lines).block(block), r);
 }
 
 fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, main: Rect) {

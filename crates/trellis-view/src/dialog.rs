@@ -6,7 +6,7 @@ use trellis_core::permission::{OptionKind, PermissionOption};
 use trellis_core::tool_call::ToolContent;
 use trellis_core::{Session, ToolCall};
 
-use crate::inspector::call_view_text;
+use crate::inspector::{NO_ARGS, arg_code_lines, call_args};
 use crate::theme::Theme;
 
 /// The key that chooses an option of `kind`.
@@ -25,7 +25,19 @@ pub fn option_for_key(options: &[PermissionOption], key: char) -> Option<&Permis
     options.iter().find(|o| key_for(o.kind) == Some(key))
 }
 
-/// The dialog's title and body lines for request `index` of `total`.
+/// A permission dialog: the question (title, arguments, diff), which may be taller than
+/// the screen and scrolls, and the answer keys, which are always shown.
+#[derive(Debug, Clone, Default)]
+pub struct Dialog {
+    pub title: String,
+    pub body: Vec<Line<'static>>,
+    pub keys: Vec<Line<'static>>,
+}
+
+/// The most diff lines the dialog shows (the inspector's Diff view shows all).
+const MAX_DIFF: usize = 2000;
+
+/// The dialog for request `index` of `total`, `width` columns wide.
 pub fn permission_dialog(
     call: &ToolCall,
     _session: &Session,
@@ -34,47 +46,49 @@ pub fn permission_dialog(
     total: usize,
     width: usize,
     theme: &Theme,
-) -> (String, Vec<Line<'static>>) {
+) -> Dialog {
     let title = if total > 1 {
         format!("Permission {index} of {total}")
     } else {
         "Permission".to_string()
     };
-    let mut out = vec![
+    let mut body = vec![
         Line::styled(trellis_core::enrich::card_title(call), theme.title),
         Line::styled(format!("kind: {}", call.kind.as_str()), theme.meta),
         Line::default(),
     ];
-    let args_text = call_view_text(call);
-    let args: Vec<&str> = args_text.lines().collect();
-    const MAX_ARGS: usize = 12;
-    for l in args.iter().take(MAX_ARGS) {
-        out.push(Line::from(trellis_text::clip(l, width).into_owned()));
-    }
-    if args.len() > MAX_ARGS {
-        out.push(Line::styled(
-            format!(
-                "… {} more lines (K in the inspector shows all)",
-                args.len() - MAX_ARGS
-            ),
-            theme.dim,
-        ));
+    let mut push = |line: Line<'static>| body.extend(trellis_text::wrap::wrap_line(&line, width));
+    // The arguments, highlighted, without the fences the Call view keeps for copying.
+    match call_args(call) {
+        None => push(Line::styled(NO_ARGS, theme.dim)),
+        Some(blocks) => {
+            for (i, b) in blocks.iter().enumerate() {
+                if let Some(h) = b.heading {
+                    if i > 0 {
+                        push(Line::default());
+                    }
+                    push(Line::styled(h, theme.meta));
+                }
+                for l in arg_code_lines(b, theme) {
+                    push(l);
+                }
+            }
+        }
     }
     if call
         .content
         .iter()
         .any(|c| matches!(c, ToolContent::Diff { .. }))
     {
-        const MAX_DIFF: usize = 18;
-        out.push(Line::default());
+        body.push(Line::default());
         let mut diff = crate::inspector::diff_lines(call, theme);
         while diff.last().is_some_and(|l| l.width() == 0) {
             diff.pop();
         }
         let n = diff.len();
-        out.extend(diff.into_iter().take(MAX_DIFF));
+        body.extend(diff.into_iter().take(MAX_DIFF));
         if n > MAX_DIFF {
-            out.push(Line::styled(
+            body.push(Line::styled(
                 format!(
                     "… {} more diff lines (D in the inspector shows all)",
                     n - MAX_DIFF
@@ -83,7 +97,6 @@ pub fn permission_dialog(
             ));
         }
     }
-    out.push(Line::default());
     let mut keys: Vec<Span<'static>> = Vec::new();
     for o in options {
         if let Some(k) = key_for(o.kind) {
@@ -97,6 +110,9 @@ pub fn permission_dialog(
         }
     }
     keys.push(Span::styled("[Esc] cancel the turn", theme.dim));
-    out.extend(trellis_text::wrap::wrap_line(&Line::from(keys), width));
-    (title, out)
+    Dialog {
+        title,
+        body,
+        keys: trellis_text::wrap::wrap_line(&Line::from(keys), width),
+    }
 }

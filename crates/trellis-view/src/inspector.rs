@@ -3,7 +3,7 @@
 //! fence with the rest under "Other arguments"). A fence is always longer than any
 //! backtick run inside it. A call with no result says why.
 
-use ratatui_core::text::{Line, Span};
+use ratatui_core::text::Line;
 use serde_json::Value;
 use trellis_core::enrich::{card_title, command_of};
 use trellis_core::tool_call::ToolContent;
@@ -79,33 +79,87 @@ fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(&sorted(v)).unwrap_or_else(|_| v.to_string())
 }
 
-/// The Call view as Markdown-ish text (fences included), before styling.
-pub fn call_view_text(call: &ToolCall) -> String {
-    let input: Option<Value> = call
+/// One block of a call's arguments: code in a language (`""`: none), under a heading.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgBlock {
+    pub heading: Option<&'static str>,
+    pub lang: &'static str,
+    pub body: String,
+}
+
+/// A call's arguments as the Call view and the permission dialog show them: an execute
+/// call's command first (no language), the rest as sorted, pretty JSON. `None` when the
+/// agent sent no arguments.
+pub fn call_args(call: &ToolCall) -> Option<Vec<ArgBlock>> {
+    let input: Value = call
         .raw_input
         .as_ref()
-        .and_then(|r| serde_json::from_str(r.get()).ok());
-    let mut out = String::new();
-    let fenced = |lang: &str, body: &str| {
-        let f = fence_for(body);
-        format!("{f}{lang}\n{body}\n{f}\n")
-    };
-    match (&input, call.kind) {
-        (Some(v), ToolKind::Execute) if command_of(call).is_some() => {
-            let cmd = command_of(call).unwrap_or_default();
-            out.push_str(&fenced("", &cmd));
-            let mut rest = v.as_object().cloned().unwrap_or_default();
+        .and_then(|r| serde_json::from_str(r.get()).ok())?;
+    let mut out = Vec::new();
+    match command_of(call) {
+        Some(cmd) if call.kind == ToolKind::Execute => {
+            out.push(ArgBlock {
+                heading: None,
+                lang: "",
+                body: cmd,
+            });
+            let mut rest = input.as_object().cloned().unwrap_or_default();
             rest.remove("command");
             rest.remove("args");
             if !rest.is_empty() {
-                out.push_str("\nOther arguments\n");
-                out.push_str(&fenced("json", &pretty(&Value::Object(rest))));
+                out.push(ArgBlock {
+                    heading: Some("Other arguments"),
+                    lang: "json",
+                    body: pretty(&Value::Object(rest)),
+                });
             }
         }
-        (Some(v), _) => out.push_str(&fenced("json", &pretty(v))),
-        (None, _) => out.push_str("(the agent sent no arguments for this call)\n"),
+        _ => out.push(ArgBlock {
+            heading: None,
+            lang: "json",
+            body: pretty(&input),
+        }),
+    }
+    Some(out)
+}
+
+/// What a call without arguments shows instead.
+pub const NO_ARGS: &str = "(the agent sent no arguments for this call)";
+
+/// The Call view as Markdown (what is copied): each block in a fence longer than any
+/// backtick run inside it.
+pub fn call_view_text(call: &ToolCall) -> String {
+    let Some(blocks) = call_args(call) else {
+        return format!("{NO_ARGS}\n");
+    };
+    let mut out = String::new();
+    for (i, b) in blocks.iter().enumerate() {
+        if let Some(h) = b.heading {
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(h);
+            out.push('\n');
+        }
+        let f = fence_for(&b.body);
+        out.push_str(&format!("{f}{}\n{}\n{f}\n", b.lang, b.body));
     }
     out
+}
+
+/// A block's code lines, highlighted when its language has a grammar.
+pub fn arg_code_lines(b: &ArgBlock, theme: &Theme) -> Vec<Line<'static>> {
+    let highlighted = if b.lang.is_empty() {
+        None
+    } else {
+        trellis_text::highlight::highlight(&b.body, b.lang)
+    };
+    highlighted.unwrap_or_else(|| {
+        b.body
+            .lines()
+            .map(|l| Line::styled(l.to_string(), theme.text))
+            .collect()
+    })
 }
 
 /// Why a call has no result to show, if it has none.
@@ -228,20 +282,28 @@ fn output_text_without_diffs(call: &ToolCall, session: &Session) -> String {
     output_text(&c, session)
 }
 
-/// Lines of the Call view.
+/// Lines of the Call view: the Markdown of [`call_view_text`], fences kept (what is
+/// copied is the same text) but dim, code highlighted.
 pub fn call_lines(call: &ToolCall, width: usize, theme: &Theme) -> Vec<Line<'static>> {
-    let text = call_view_text(call);
     let mut out = Vec::new();
-    for l in text.lines() {
-        let style = if l.starts_with("```") || l == "Other arguments" {
-            theme.meta
-        } else {
-            theme.text
-        };
-        out.extend(trellis_text::wrap::wrap_line(
-            &Line::from(vec![Span::styled(l.to_string(), style)]),
-            width,
-        ));
+    let mut push = |line: Line<'static>| out.extend(trellis_text::wrap::wrap_line(&line, width));
+    let Some(blocks) = call_args(call) else {
+        push(Line::styled(NO_ARGS, theme.text));
+        return out;
+    };
+    for (i, b) in blocks.iter().enumerate() {
+        if let Some(h) = b.heading {
+            if i > 0 {
+                push(Line::default());
+            }
+            push(Line::styled(h, theme.meta));
+        }
+        let f = fence_for(&b.body);
+        push(Line::styled(format!("{f}{}", b.lang), theme.dim));
+        for l in arg_code_lines(b, theme) {
+            push(l);
+        }
+        push(Line::styled(f, theme.dim));
     }
     out
 }

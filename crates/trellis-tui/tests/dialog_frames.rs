@@ -1,0 +1,113 @@
+//! The permission dialog when its question is taller than the screen: the answer keys
+//! stay on screen and the question scrolls (issue 10, items 7 and 13).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::json;
+use trellis_core::wire::{Dir, Message};
+use trellis_core::{Action, Policy, Session, update};
+use trellis_tui::App;
+
+mod common;
+use common::frame_text;
+
+/// A session asking to edit a 40-line file, every line changed.
+fn tall_question() -> Session {
+    let mut s = Session::new(Policy::Ask);
+    let old: String = (1..=40).map(|i| format!("line {i}\n")).collect();
+    let new: String = (1..=40).map(|i| format!("LINE {i}\n")).collect();
+    let frames = [
+        json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"shout"}]}}),
+        json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{
+            "sessionUpdate":"tool_call","toolCallId":"e","title":"Edit notes.txt","kind":"edit","status":"pending",
+            "rawInput":{"path":"/w/notes.txt","old_string":"line","new_string":"LINE ```"},
+            "content":[{"type":"diff","path":"/w/notes.txt","oldText":old,"newText":new}]}}}),
+        json!({"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"S",
+            "toolCall":{"toolCallId":"e"},
+            "options":[{"optionId":"y","name":"Allow","kind":"allow_once"},{"optionId":"n","name":"Reject","kind":"reject_once"}]}}),
+    ];
+    for (i, f) in frames.iter().enumerate() {
+        let dir = if i == 0 {
+            Dir::ClientToAgent
+        } else {
+            Dir::AgentToClient
+        };
+        update(
+            &mut s,
+            Action::Frame {
+                seq: i as u64 + 1,
+                t: i as f64,
+                dir,
+                msg: Message::parse(&f.to_string()).unwrap(),
+            },
+        );
+    }
+    s
+}
+
+fn press(app: &mut App, code: KeyCode) {
+    app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
+}
+
+#[test]
+fn a_tall_question_scrolls_and_the_keys_stay() {
+    for (w, h) in [(80u16, 24u16), (120, 40)] {
+        let mut app = App::new(tall_question(), "demo".into(), false);
+        app.theme = trellis_view::Theme::plain();
+        let f = frame_text(&mut app, w, h);
+        insta::assert_snapshot!(format!("tall_dialog_{w}x{h}"), f);
+        assert!(
+            f.contains("[y] Allow") && f.contains("[Esc] cancel the turn"),
+            "{f}"
+        );
+        assert!(f.contains("more lines"), "says there is more: {f}");
+        // The arguments without fence lines (the Call view keeps them for copying).
+        assert!(!f.contains("```json"), "{f}");
+        assert!(f.contains(r#""new_string": "LINE ```""#), "{f}");
+        // Down scrolls the question; the keys stay; the end is reachable.
+        for _ in 0..200 {
+            press(&mut app, KeyCode::Down);
+        }
+        let f = frame_text(&mut app, w, h);
+        insta::assert_snapshot!(format!("tall_dialog_{w}x{h}_end"), f);
+        assert!(f.contains("+ LINE 40") && f.contains("[y] Allow"), "{f}");
+        assert!(!f.contains("kind: edit"), "scrolled past the top: {f}");
+        // PageUp goes back; the top again after enough of them.
+        for _ in 0..20 {
+            press(&mut app, KeyCode::PageUp);
+        }
+        assert!(frame_text(&mut app, w, h).contains("kind: edit"));
+        // The keys still answer.
+        let intents = app.on_key(KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE));
+        assert_eq!(intents.len(), 1);
+    }
+}
+
+#[test]
+fn the_call_view_keeps_fences_dim_and_highlights_the_json() {
+    let s = tall_question();
+    let call = s.ledger.calls().next().unwrap();
+    let theme = trellis_view::Theme::default();
+    let lines = trellis_view::inspector::call_lines(call, 80, &theme);
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    // The fence is longer than the backticks in the arguments, as in the copied text.
+    assert_eq!(text.first().map(String::as_str), Some("````json"));
+    assert_eq!(text.last().map(String::as_str), Some("````"));
+    for fence in [lines.first().unwrap(), lines.last().unwrap()] {
+        assert!(
+            fence.spans.iter().all(|s| s.style == theme.dim) || fence.style == theme.dim,
+            "fences are dim: {fence:?}"
+        );
+    }
+    // The JSON between is highlighted: more than one colour on a key-value line.
+    let kv = lines
+        .iter()
+        .find(|l| l.to_string().contains("\"path\""))
+        .unwrap();
+    let styles: std::collections::HashSet<_> = kv.spans.iter().map(|s| s.style).collect();
+    assert!(styles.len() > 1, "{kv:?}");
+    assert_eq!(
+        trellis_view::inspector::call_view_text(call).lines().next(),
+        Some("````json")
+    );
+}
