@@ -150,7 +150,7 @@ impl App {
         if let Some((cands, i, s)) = self.prompt.completion.take() {
             let next = (i + 1) % cands.len();
             self.prompt.replace_word(s, &cands[next]);
-            self.message = Some(format!("{} of {}: {}", next + 1, cands.len(), cands[next]));
+            self.prompt.popup = Some((cands.clone(), Some(next)));
             self.prompt.completion = Some((cands, next, s));
             return;
         }
@@ -174,22 +174,18 @@ impl App {
                 let with = format!("{} ", cands[0]);
                 self.prompt.replace_word(start, &with);
             }
-            n => {
+            _ => {
                 let common = crate::complete::common_prefix(&cands);
                 let (_, word) = crate::complete::word_at(&self.prompt.text, self.prompt.cursor);
+                // The candidates show in a popup above the prompt (never picked silently).
                 if common.len() > word.len() {
                     self.prompt.replace_word(start, &common);
+                    self.prompt.popup = Some((cands, None));
                 } else {
                     self.prompt.replace_word(start, &cands[0]);
-                    self.prompt.completion = Some((cands.clone(), 0, start));
+                    self.prompt.popup = Some((cands.clone(), Some(0)));
+                    self.prompt.completion = Some((cands, 0, start));
                 }
-                let shown: Vec<&str> = cands.iter().take(6).map(String::as_str).collect();
-                let more = if n > 6 {
-                    format!(" … +{}", n - 6)
-                } else {
-                    String::new()
-                };
-                self.message = Some(format!("{n} matches: {}{more}", shown.join("  ")));
             }
         }
     }
@@ -197,6 +193,7 @@ impl App {
     pub(crate) fn prompt_key(&mut self, key: KeyEvent) -> Vec<Intent> {
         if key.code != KeyCode::Tab {
             self.prompt.completion = None;
+            self.prompt.popup = None;
         }
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);

@@ -6,7 +6,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use trellis_view::inspector::{inspector_title, view_lines_with};
-use trellis_view::status::status_line;
+use trellis_view::status::{StatusExtras, status_line_with};
 
 use crate::app::{App, Focus};
 
@@ -143,7 +143,16 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
         }
     }
 
-    // Status bar (a transient message takes the hint's place).
+    if app.focus == Focus::Prompt
+        && app.inspector.is_none()
+        && app.overlay.is_none()
+        && let Some((cands, sel)) = &app.prompt.popup
+    {
+        completion_popup(f, cands, *sel, prompt, main, &theme);
+    }
+
+    // Status bar: a message (or the connection's state) has priority over everything
+    // but the agent's name; extension items and the key hint show when they fit.
     let items: Vec<String> = app
         .driver
         .host
@@ -155,27 +164,35 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
                 .collect()
         })
         .unwrap_or_default();
-    let hint = app.message.clone().unwrap_or_else(|| {
-        if app.replay {
-            "replay · j/k move · gT inspect · q quit".into()
-        } else if app.driver.session.agent_exited.is_some() {
-            "agent ended · Ctrl-R restarts it".into()
-        } else if app.driver.connection().is_some() && !app.driver.ready() && !app.driver.closed() {
-            format!("connecting to {}… · Ctrl-C twice quits", app.agent)
-        } else {
-            "Ctrl-T inspect · F2 settings · Ctrl-C twice quits".into()
-        }
-    });
-    let hint = if items.is_empty() {
-        hint
+    let state = if app.replay {
+        None
+    } else if app.driver.session.agent_exited.is_some() {
+        Some("agent ended · Ctrl-R restarts it".to_string())
+    } else if app.driver.connection().is_some() && !app.driver.ready() && !app.driver.closed() {
+        Some(format!("connecting to {}…", app.agent))
     } else {
-        format!("{} │ {hint}", items.join(" │ "))
+        None
     };
+    let message = app.message.clone().or(state);
+    let hint = if app.replay {
+        "replay · j/k move · gT inspect · q quit"
+    } else {
+        "Ctrl-T inspect · F2 settings · Ctrl-C twice quits"
+    };
+    let home = std::env::var("HOME").ok();
+    let cwd = app.driver.session.cwd.as_deref().map(|c| {
+        trellis_view::status::short_path(c, home.as_deref(), (status.width as usize / 4).max(12))
+    });
     f.render_widget(
-        Paragraph::new(status_line(
+        Paragraph::new(status_line_with(
             &app.driver.session,
             &app.agent,
-            &hint,
+            hint,
+            StatusExtras {
+                cwd: cwd.as_deref(),
+                message: message.as_deref(),
+                items: &items,
+            },
             status.width as usize,
             &theme,
         )),
@@ -189,6 +206,75 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     } else if let Some((req, call, options, i, n)) = app.dialog() {
         draw_dialog(f, app, (req, call, options, i, n), main);
     }
+}
+
+/// The completion candidates in a popup above the prompt, the one in the prompt marked.
+fn completion_popup(
+    f: &mut Frame<'_>,
+    cands: &[String],
+    sel: Option<usize>,
+    prompt: Rect,
+    main: Rect,
+    theme: &trellis_view::Theme,
+) {
+    const ROWS: usize = 8;
+    let n = cands.len();
+    let rows = n.min(ROWS).min(main.height.saturating_sub(2) as usize);
+    if rows == 0 {
+        return;
+    }
+    // A window of candidates that holds the selected one.
+    let first = match sel {
+        Some(i) if i >= rows => i + 1 - rows,
+        _ => 0,
+    };
+    let widest = cands
+        .iter()
+        .map(|c| trellis_text::display_width(c))
+        .max()
+        .unwrap_or(0);
+    let title = if n > rows {
+        format!(
+            " {n} matches · Tab cycles · {}–{} ",
+            first + 1,
+            first + rows
+        )
+    } else {
+        format!(" {n} matches · Tab cycles ")
+    };
+    let w = (widest + 5)
+        .max(trellis_text::display_width(&title) + 2)
+        .min(prompt.width.saturating_sub(2) as usize) as u16;
+    let h = rows as u16 + 2;
+    let r = Rect {
+        x: prompt.x + 1,
+        y: prompt.y.saturating_sub(h).max(main.y),
+        width: w,
+        height: h.min(prompt.y.saturating_sub(main.y)),
+    };
+    if r.height < 3 {
+        return;
+    }
+    let lines: Vec<Line<'static>> = cands
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(rows)
+        .map(|(i, c)| {
+            let c = trellis_text::clip(c, w.saturating_sub(5) as usize);
+            if Some(i) == sel {
+                Line::styled(format!("›{c} "), theme.selected)
+            } else {
+                Line::styled(format!(" {c} "), theme.text)
+            }
+        })
+        .collect();
+    f.render_widget(Clear, r);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .border_style(theme.dim);
+    f.render_widget(Paragraph::new(lines).block(block), r);
 }
 
 /// The permission dialog: the question scrolls when it is taller than the screen; the

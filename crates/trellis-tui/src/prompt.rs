@@ -5,6 +5,8 @@
 pub struct Prompt {
     /// Completion candidates being cycled with Tab, and the one shown.
     pub(crate) completion: Option<(Vec<String>, usize, usize)>,
+    /// Candidates shown in the popup above the prompt, and the one in the prompt now.
+    pub popup: Option<(Vec<String>, Option<usize>)>,
     pub text: String,
     /// Byte offset of the cursor.
     pub cursor: usize,

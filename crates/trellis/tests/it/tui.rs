@@ -516,3 +516,26 @@ fn the_demo_scratch_workspace_is_removed_at_exit() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// Until the agent has set up its session the status bar says so, whatever else it
+/// shows, and the session's directory is on it.
+#[test]
+fn connecting_and_the_cwd_are_on_the_status_bar() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = Tmux::start_sized(
+        &["--agent", "sleep 20", "--cwd", dir.path().to_str().unwrap()],
+        120,
+        20,
+    ) else {
+        return;
+    };
+    let s = t.wait_for("connecting to sleep…");
+    let bar = s.lines().last().unwrap_or_default().to_string();
+    let name = dir
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(bar.contains(&name), "the cwd: {bar}");
+}
