@@ -29,10 +29,10 @@ pub struct Event {
     #[serde(skip)]
     pub acp: Option<Arc<str>>,
     /// The event as JSON, made at most once however many plugin processes receive it
-    /// (clones of the event share it).
+    /// (they hold the host's shared copy of the event).
     #[serde(skip)]
     #[cfg_attr(feature = "schema", schemars(skip))]
-    pub wire: Arc<std::sync::OnceLock<Arc<str>>>,
+    pub wire: std::sync::OnceLock<Arc<str>>,
 }
 
 /// Who wrote a message chunk.

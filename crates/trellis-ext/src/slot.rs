@@ -305,7 +305,7 @@ impl Slot {
                 let start = Instant::now();
                 let r = {
                     let mut cx = HostCtx::new(self, shared);
-                    catch_unwind(AssertUnwindSafe(|| guard.on_event(ev, &mut cx)))
+                    catch_unwind(AssertUnwindSafe(|| guard.on_shared_event(ev, &mut cx)))
                 };
                 times.push((kind, start.elapsed().as_nanos() as u64));
                 let failure = match r {

@@ -31,8 +31,8 @@ pub enum Piece {
     Note(Vec<u8>),
     /// An event, written as an `event` notification (with its ACP payload when `acp`).
     /// Its JSON is made when it is written, once for every plugin that receives it (the
-    /// event's `wire`, shared by its clones). May wait for a pause.
-    Event { event: Event, acp: bool },
+    /// host's shared copy of the event, and its `wire`). May wait for a pause.
+    Event { event: Arc<Event>, acp: bool },
 }
 
 const EVENT_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"event","params":"#;
@@ -310,7 +310,7 @@ mod tests {
                 vec![Piece::Raw(format!("request {i}\n").into_bytes())]
             } else if i % 2 == 0 {
                 vec![Piece::Event {
-                    event: Event {
+                    event: Arc::new(Event {
                         schema: 1,
                         t: 0.0,
                         session: None,
@@ -320,7 +320,7 @@ mod tests {
                         },
                         acp: Some(Arc::from(r#"{"x":1}"#)),
                         wire: Default::default(),
-                    },
+                    }),
                     acp: i % 4 == 0,
                 }]
             } else {

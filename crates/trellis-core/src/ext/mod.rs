@@ -365,6 +365,19 @@ pub trait Extension: Send {
         Ok(())
     }
 
+    /// [`Extension::on_event`] with the host's shared copy of the event, for an
+    /// extension that keeps events after returning (the plugin adapter queues them for
+    /// its process): keeping the `Arc` costs nothing, a clone of the event would. The
+    /// default calls `on_event`.
+    #[doc(hidden)]
+    fn on_shared_event(
+        &mut self,
+        event: &std::sync::Arc<Event>,
+        host: &mut dyn Host,
+    ) -> Result<(), ExtError> {
+        self.on_event(event, host)
+    }
+
     /// A permission request nobody's rules decided (needs `intercept-permissions`).
     fn on_permission(
         &mut self,

@@ -196,6 +196,10 @@ impl Extension for PluginExt {
     }
 
     fn on_event(&mut self, event: &Event, host: &mut dyn Host) -> Result<(), ExtError> {
+        self.on_shared_event(&Arc::new(event.clone()), host)
+    }
+
+    fn on_shared_event(&mut self, event: &Arc<Event>, host: &mut dyn Host) -> Result<(), ExtError> {
         if !self.niced {
             // The session comes first: this worker yields to the client's own threads
             // when the CPU is short.
@@ -209,7 +213,7 @@ impl Extension for PluginExt {
         // Serialized by the writer when it writes (never during a storm), once for
         // every plugin that receives it.
         let piece = Piece::Event {
-            event: event.clone(),
+            event: Arc::clone(event),
             acp: self.acp,
         };
         self.send_buffered(piece)?;
