@@ -69,6 +69,16 @@ fn place(call: &ToolCall) -> Option<(String, Option<u32>)> {
         .map(|p| (p, None))
 }
 
+/// The lines a call's diff changed (first diff), 1-based and inclusive.
+fn diff_range(call: &ToolCall) -> Option<(u32, u32)> {
+    call.content.iter().find_map(|c| match c {
+        trellis_core::tool_call::ToolContent::Diff {
+            old_text, new_text, ..
+        } => changed_range(old_text.as_deref().unwrap_or(""), new_text),
+        _ => None,
+    })
+}
+
 impl Follow {
     fn load(&mut self, host: &dyn Host, path: &str) {
         let local = host.resolve_path(path);
@@ -154,10 +164,27 @@ impl Extension for Follow {
                 let running = !call.status.is_terminal();
                 let same = self.target.as_ref().is_some_and(|t| t.call_id == call.id);
                 if same {
+                    let mut ended = None;
                     if let Some(t) = &mut self.target {
+                        if t.running && !running {
+                            ended = Some(t.path.clone());
+                        }
                         t.running = running;
                         if let Some((_, line)) = place(call) {
                             t.line = line.or(t.line);
+                        }
+                    }
+                    // Agents that write files with their own tools send no write to
+                    // Trellis: the file is read again when the call ends, and its diff
+                    // (if it sent one) says which lines changed.
+                    if let Some(path) = ended {
+                        self.load(host, &path);
+                        if let Some((a, b)) = diff_range(call)
+                            && let Some(t) = &mut self.target
+                            && t.changed.is_none()
+                        {
+                            t.changed = Some((a, b));
+                            t.line = t.line.or(Some(a));
                         }
                     }
                 } else if running && let Some((path, line)) = place(call) {
