@@ -539,3 +539,33 @@ fn connecting_and_the_cwd_are_on_the_status_bar() {
         .into_owned();
     assert!(bar.contains(&name), "the cwd: {bar}");
 }
+
+/// At the end of a burst the sidebar and status bar show the final counts without a key
+/// press: the frame after the extensions' last results is drawn (issue 10, item 2).
+#[test]
+fn stats_are_final_at_the_end_of_a_turn_without_a_key() {
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    let agent = format!("{exe} agent demo --calls 3000 --lines 3");
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = Tmux::start_sized(
+        &[
+            "--agent",
+            &agent,
+            "--permission",
+            "allow-once",
+            "--cwd",
+            dir.path().to_str().unwrap(),
+        ],
+        140,
+        40,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["load", "Enter"]);
+    // No key after Enter: the screen must reach the final figures on its own.
+    let s = t.wait("the final counts", |s| {
+        s.contains("3000 calls  ✓ 3000") && !s.contains("working…")
+    });
+    assert!(s.lines().last().unwrap_or("").contains("3000 calls"), "{s}");
+}
