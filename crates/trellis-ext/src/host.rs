@@ -88,6 +88,9 @@ pub struct Shared {
     outbox: UnboundedSender<HostMsg>,
     pub(crate) path_map: Vec<(String, String)>,
     pub(crate) store_dir: Option<PathBuf>,
+    /// Without `store_dir`: stores start as a copy of those under this directory (a
+    /// replay sees the user's choices and stores; nothing is written back).
+    pub(crate) store_seed: Option<PathBuf>,
     pub(crate) stores: Mutex<HashMap<String, StoreBox>>,
     /// What extensions show, as the host keeps it (frames draw from this only).
     pub(crate) board: Mutex<Board>,
@@ -120,6 +123,7 @@ impl Shared {
             outbox,
             path_map,
             store_dir,
+            store_seed: None,
             stores: Mutex::new(HashMap::new()),
             board: Mutex::new(Board::default()),
             prefs: Mutex::new(Prefs::default()),
@@ -189,7 +193,12 @@ impl Shared {
                     problem = p.map(|p| p.message);
                     StoreBox::Disk(s)
                 }
-                None => StoreBox::Memory(BTreeMap::new()),
+                None => StoreBox::Memory(
+                    self.store_seed
+                        .as_deref()
+                        .map(|d| ExtStore::read_only(d, ns))
+                        .unwrap_or_default(),
+                ),
             });
         (f(store), problem)
     }

@@ -67,6 +67,10 @@ pub struct HostOptions {
     pub path_map: Vec<(String, String)>,
     /// Where stores live (`None`: in memory, e.g. tests and replays).
     pub store_dir: Option<PathBuf>,
+    /// With `store_dir` `None`: the in-memory stores start as a copy of the ones under
+    /// this directory (replays: the user's chosen designs and extension stores, read
+    /// only).
+    pub store_seed: Option<PathBuf>,
     /// A headless run: extensions whose manifest says `ui_only` are not started.
     pub headless: bool,
     pub config: BTreeMap<String, ExtConfig>,
@@ -83,6 +87,7 @@ impl Default for HostOptions {
             permission_timeout: 30.0,
             path_map: Vec::new(),
             store_dir: None,
+            store_seed: None,
             headless: false,
             config: BTreeMap::new(),
             notes: Vec::new(),
@@ -229,6 +234,7 @@ impl ExtHost {
         let (tx, rx) = unbounded_channel();
         let mut shared = Shared::new(tx, opts.path_map.clone(), opts.store_dir.clone());
         shared.headless = opts.headless;
+        shared.store_seed = opts.store_seed.clone();
         let shared = Arc::new(shared);
         let _ = shared.me.set(Arc::downgrade(&shared));
         let mut notes = opts.notes.clone();

@@ -88,6 +88,22 @@ impl ExtStore {
         }
     }
 
+    /// The data of namespace `ns` under `dir`, read without touching anything (a
+    /// replay): empty when the file is missing, unreadable, corrupt or newer.
+    pub fn read_only(dir: &Path, ns: &str) -> BTreeMap<String, Value> {
+        std::fs::read_to_string(dir.join(format!("{ns}.json")))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .filter(|v| {
+                v.get("schema")
+                    .and_then(Value::as_u64)
+                    .is_some_and(|s| s <= STORE_SCHEMA)
+            })
+            .and_then(|v| v.get("data").and_then(Value::as_object).cloned())
+            .map(|m| m.into_iter().collect())
+            .unwrap_or_default()
+    }
+
     fn set_aside(&mut self, reason: &str, message: &str) -> StoreProblem {
         let mut aside = self.path.clone().into_os_string();
         aside.push(format!(".{reason}-{}", unix_now()));

@@ -212,8 +212,12 @@ pub fn ext_host(
             },
         );
     }
+    let stores = trellis_store::Paths::from_env().map(|p| p.data_dir.join("extensions"));
     if store {
-        opts.store_dir = trellis_store::Paths::from_env().map(|p| p.data_dir.join("extensions"));
+        opts.store_dir = stores;
+    } else {
+        // Replays read the user's stores (chosen card designs included), write nothing.
+        opts.store_seed = stores;
     }
     let mut candidates: Vec<trellis_ext::Candidate> = trellis_builtins::all()
         .into_iter()

@@ -8,6 +8,7 @@ mod faults;
 mod hostile;
 mod mcp;
 mod plugins;
+mod replay_ui;
 mod strict;
 mod tui;
 mod tui_trust;
