@@ -1,5 +1,6 @@
-//! Replays in the UI read the user's extension stores (the chosen card designs among
-//! them) without writing anything back (issue 10, item 12).
+//! Whole sessions in the UI: a replay reads the user's extension stores (the chosen card
+//! designs among them) without writing anything back (issue 10, item 12), and the
+//! README's tour runs twice in a row with correct cards and stats.
 
 use std::path::Path;
 
@@ -36,4 +37,44 @@ fn a_replay_draws_the_card_designs_the_user_chose() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
+}
+
+/// The README's tour twice in a row on the demo agent: the second turn adds its own
+/// cards (the first turn's stay as they were) and the stats are right after each turn,
+/// with no key pressed after the prompt (issue 10, acceptance).
+#[test]
+fn the_tour_twice_in_a_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = Tmux::start_sized(
+        &[
+            "demo",
+            "--permission",
+            "allow-once",
+            "--cwd",
+            dir.path().to_str().unwrap(),
+        ],
+        150,
+        90,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["fix the TODO", "Enter"]);
+    let first = t.wait("the first turn's stats", |s| {
+        s.contains("Done: the TODO is fixed") && s.contains("5 calls  ✓ 4  ✗ 1")
+    });
+    let cards = |s: &str| s.matches("Edit src/lib.rs").count();
+    assert_eq!(cards(&first), 1, "{first}");
+    t.send(&["fix the TODO", "Enter"]);
+    let second = t.wait("the second turn's stats", |s| {
+        s.matches("Done: the TODO is fixed").count() == 2 && s.contains("10 calls  ✓ 8  ✗ 2")
+    });
+    assert_eq!(cards(&second), 2, "two edit cards: {second}");
+    // The first turn's cards were not rewritten by the second's (the second edit finds
+    // the file already fixed: +0 −0 there, +1 −2 still on the first).
+    let first_edit = second
+        .lines()
+        .find(|l| l.contains("Edit src/lib.rs"))
+        .unwrap_or_default();
+    assert!(first_edit.contains("+1 −2"), "{second}");
 }
