@@ -396,6 +396,11 @@ impl Ui {
         }
     }
 
+    /// The name of the extension in `slot` ("" when there is none).
+    pub fn slot_name(&self, slot: usize) -> &str {
+        self.slots.get(slot).map_or("", |s| s.name.as_str())
+    }
+
     pub(crate) fn live(&self, slot: usize) -> Option<&Arc<Slot>> {
         self.slots.get(slot).filter(|s| !s.is_disabled())
     }

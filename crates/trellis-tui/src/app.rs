@@ -587,6 +587,14 @@ impl App {
             self.message = Some("restarting the agent…".into());
             return vec![Intent::Restart];
         }
+        // F1 anywhere: the help screen (again: closes it).
+        if key.code == KeyCode::F(1) {
+            self.overlay = match self.overlay.take() {
+                Some(Overlay::Help { .. }) => None,
+                _ => Some(Overlay::Help { scroll: 0 }),
+            };
+            return Vec::new();
+        }
         if let Some(ov) = self.overlay.take() {
             return self.overlay_key(ov, key);
         }

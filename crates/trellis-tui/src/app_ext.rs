@@ -74,15 +74,15 @@ impl App {
                 self.overlay = Some(Overlay::Settings(st));
             }
             Overlay::Status { scroll } => {
-                let scroll = match key.code {
-                    KeyCode::Down | KeyCode::Char('j') => scroll + 1,
-                    KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
-                    KeyCode::PageDown => scroll + 10,
-                    KeyCode::PageUp => scroll.saturating_sub(10),
-                    KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => return Vec::new(),
-                    _ => scroll,
-                };
-                self.overlay = Some(Overlay::Status { scroll });
+                if let Some(scroll) = scrolled(scroll, &key) {
+                    self.overlay = Some(Overlay::Status { scroll });
+                }
+            }
+            Overlay::Help { scroll } => {
+                let closes = matches!(key.code, KeyCode::F(1) | KeyCode::Char('?'));
+                if let Some(scroll) = scrolled(scroll, &key).filter(|_| !closes) {
+                    self.overlay = Some(Overlay::Help { scroll });
+                }
             }
             Overlay::Rule(mut p) => match p.key(key) {
                 None => self.overlay = Some(Overlay::Rule(p)),
@@ -241,4 +241,17 @@ impl App {
             });
         }
     }
+}
+
+/// A scrolling overlay's key: the new offset, or `None` when the key closes it.
+fn scrolled(scroll: usize, key: &KeyEvent) -> Option<usize> {
+    Some(match key.code {
+        KeyCode::Down | KeyCode::Char('j') => scroll + 1,
+        KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
+        KeyCode::PageDown | KeyCode::Char(' ') => scroll + 10,
+        KeyCode::PageUp => scroll.saturating_sub(10),
+        KeyCode::Home | KeyCode::Char('g') => 0,
+        KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => return None,
+        _ => scroll,
+    })
 }

@@ -68,6 +68,10 @@ impl App {
                         "showing output with display transforms".into()
                     });
                 }
+                KeyAction::Help => {
+                    self.overlay = Some(crate::extui::Overlay::Help { scroll: 0 });
+                    return Vec::new();
+                }
                 KeyAction::FoldThoughts | KeyAction::Settings | KeyAction::Sidebar => {}
             },
             Resolved::Pending => {}
@@ -127,6 +131,9 @@ impl App {
             }
             Resolved::Action(KeyAction::Settings) => self.open_settings(),
             Resolved::Action(KeyAction::Sidebar) => self.sidebar = !self.sidebar,
+            Resolved::Action(KeyAction::Help) => {
+                self.overlay = Some(crate::extui::Overlay::Help { scroll: 0 })
+            }
             Resolved::Action(_) | Resolved::Pending => {}
             Resolved::Unbound if self.ext_key(&key) => {}
             Resolved::Unbound => match key.code {

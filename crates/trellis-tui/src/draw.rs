@@ -112,6 +112,17 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     app.transcript_area = (main.y, main.height);
     app.shown_top = top;
     f.render_widget(Paragraph::new(lines), main);
+    if app.driver.session.transcript.is_empty() && !app.replay && main.height > 0 {
+        // The first run: where to start, and where every key is listed.
+        let hint = "Type a prompt and press Enter. F1 (or ? in the transcript) lists every key.";
+        f.render_widget(
+            Paragraph::new(Line::styled(
+                trellis_text::clip(hint, main.width as usize).into_owned(),
+                theme.dim,
+            )),
+            Rect { height: 1, ..main },
+        );
+    }
 
     // Prompt.
     if !app.replay {
@@ -507,6 +518,11 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
             }
             (" Status · extensions ".to_string(), lines, *scroll)
         }
+        Overlay::Help { scroll } => (
+            " Help · every key as bound now · Esc closes ".to_string(),
+            crate::help::help_lines(app, inner_w, &theme),
+            *scroll,
+        ),
         Overlay::Rule(p) => (
             " Always: save a rule? ".to_string(),
             p.lines(&app.driver.session, &theme),
@@ -516,16 +532,24 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
     let h = (lines.len() as u16 + 2).min(area.height);
     let inner_h = h.saturating_sub(2) as usize;
     let scroll = scroll.min(lines.len().saturating_sub(inner_h));
-    if let Some(Overlay::Status { scroll: s }) = app.overlay.as_mut() {
+    if let Some(Overlay::Status { scroll: s } | Overlay::Help { scroll: s }) = app.overlay.as_mut()
+    {
         *s = scroll;
     }
+    let below = lines.len().saturating_sub(scroll + inner_h);
     lines.drain(..scroll);
     let r = centered(area, w, h);
     f.render_widget(Clear, r);
-    let block = Block::default()
+    let mut block = Block::default()
         .borders(Borders::ALL)
         .title(title)
         .border_style(theme.running);
+    if below > 0 || scroll > 0 {
+        block = block.title_bottom(Line::styled(
+            format!(" ↓ {below} more · j/k PgUp/PgDn scroll "),
+            theme.dim,
+        ));
+    }
     f.render_widget(Paragraph::new(lines).block(block), r);
 }
 

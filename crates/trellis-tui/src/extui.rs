@@ -446,6 +446,12 @@ impl SettingsState {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Overlay {
     Settings(SettingsState),
-    Status { scroll: usize },
+    Status {
+        scroll: usize,
+    },
+    /// The help screen (`?`, F1).
+    Help {
+        scroll: usize,
+    },
     Rule(RulePreview),
 }

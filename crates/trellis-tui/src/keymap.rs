@@ -34,10 +34,12 @@ pub enum KeyAction {
     Sidebar,
     /// In the inspector: show output without display transforms (and back).
     Original,
+    /// The help screen: every key, as bound now.
+    Help,
 }
 
 impl KeyAction {
-    pub const ALL: [(KeyAction, &'static str, &'static str); 19] = [
+    pub const ALL: [(KeyAction, &'static str, &'static str); 20] = [
         (KeyAction::Inspect, "inspect", "gT"),
         (KeyAction::ToggleCall, "toggle_call", "K"),
         (KeyAction::NextCall, "next_call", "<Tab>"),
@@ -57,7 +59,36 @@ impl KeyAction {
         (KeyAction::Settings, "settings", "<F2>"),
         (KeyAction::Sidebar, "sidebar", "S"),
         (KeyAction::Original, "original", "O"),
+        (KeyAction::Help, "help", "?"),
     ];
+
+    /// What the action does, for the help screen.
+    pub fn describe(self) -> &'static str {
+        match self {
+            KeyAction::Inspect => {
+                "inspect the call at the cursor (in the inspector: jump to its card)"
+            }
+            KeyAction::ToggleCall => "call arguments ⇄ result",
+            KeyAction::NextCall => "next call",
+            KeyAction::PrevCall => "previous call",
+            KeyAction::NextFailed => "next failed call",
+            KeyAction::PrevFailed => "previous failed call",
+            KeyAction::Close => "close (in a replay: quit)",
+            KeyAction::DiffView => "diff view",
+            KeyAction::PermissionView => "permission history",
+            KeyAction::RawView => "raw ACP frames",
+            KeyAction::Copy => "copy the view (OSC 52)",
+            KeyAction::Pager => "open the view in $PAGER",
+            KeyAction::FoldThoughts => "fold or unfold thoughts",
+            KeyAction::Down => "down",
+            KeyAction::Up => "up",
+            KeyAction::Bottom => "to the end",
+            KeyAction::Settings => "settings",
+            KeyAction::Sidebar => "show or hide the sidebar",
+            KeyAction::Original => "output without display transforms",
+            KeyAction::Help => "this help",
+        }
+    }
 
     pub fn name(self) -> &'static str {
         KeyAction::ALL

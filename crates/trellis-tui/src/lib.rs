@@ -12,6 +12,7 @@ mod app_keys;
 pub mod complete;
 pub mod draw;
 pub mod extui;
+pub mod help;
 pub mod keymap;
 pub mod plugins_page;
 pub mod prompt;
