@@ -3,9 +3,11 @@
 
 pub mod config;
 pub mod ext_store;
+pub mod log_index;
 pub mod paths;
 pub mod session_log;
 
 pub use config::{AgentPreset, Config, ConfigError};
+pub use log_index::LogIndex;
 pub use paths::Paths;
 pub use session_log::{LogWriter, read_log};

@@ -84,9 +84,10 @@ pub struct App {
     pub prompt: Prompt,
     /// Replaying a recording: no agent, no prompt.
     pub replay: bool,
-    /// The session log (for the Raw view), and its text as last read (by length).
+    /// The session log (for the Raw view).
     pub log_path: Option<std::path::PathBuf>,
-    log_cache: std::cell::RefCell<Option<(u64, std::sync::Arc<String>)>>,
+    /// Where each line of the session log starts (the Raw view reads only its frames).
+    log_index: std::cell::RefCell<Option<trellis_store::LogIndex>>,
     /// First line and height of the transcript area, and its first shown line, at the
     /// last draw (for mouse clicks).
     pub transcript_area: (u16, u16),
@@ -204,7 +205,7 @@ impl App {
             prompt: Prompt::default(),
             replay,
             log_path: None,
-            log_cache: std::cell::RefCell::new(None),
+            log_index: std::cell::RefCell::new(None),
             transcript_area: (0, 0),
             shown_top: 0,
             message: None,
@@ -500,32 +501,51 @@ impl App {
     pub fn inspector_text(&self) -> Option<String> {
         let ins = self.inspector?;
         let call = self.driver.session.ledger.at(ins.call);
-        let log = self.log_text();
-        let lines: Option<Vec<&str>> = log.as_deref().map(|l| l.lines().collect());
+        let frames = self.call_frames(ins.call);
         let body = trellis_view::inspector::view_lines(
             call,
             &self.driver.session,
             ins.view,
             100_000,
             &self.theme,
-            lines.as_deref(),
+            frames.as_ref(),
         );
         Some(trellis_text::plain_text(&body))
     }
 
-    /// The session log's text, if there is one.
-    pub fn log_text(&self) -> Option<std::sync::Arc<String>> {
+    /// The lines of call `index`'s frames from the session log, read one by one at the
+    /// offsets an index keeps (the log is never read whole); `None` without a log.
+    pub fn call_frames(&self, index: usize) -> Option<trellis_view::inspector::FrameLines> {
         let path = self.log_path.as_ref()?;
-        let len = std::fs::metadata(path).ok()?.len();
-        let mut cache = self.log_cache.borrow_mut();
-        match &*cache {
-            Some((l, text)) if *l == len => Some(text.clone()),
-            _ => {
-                let text = std::sync::Arc::new(std::fs::read_to_string(path).ok()?);
-                *cache = Some((len, text.clone()));
-                Some(text)
+        let mut cell = self.log_index.borrow_mut();
+        let ix = cell.get_or_insert_with(|| trellis_store::LogIndex::new(path));
+        ix.refresh().ok()?;
+        let mut out = trellis_view::inspector::FrameLines::new();
+        for &seq in self.driver.session.ledger.frames(index) {
+            if let Ok(Some(line)) = ix.line(seq) {
+                out.insert(seq, line);
             }
         }
+        Some(out)
+    }
+
+    /// How many of call `index`'s frames the log holds now (the Raw view is built again
+    /// when this changes, not whenever the log grows).
+    pub fn frames_in_log(&self, index: usize) -> Option<usize> {
+        let path = self.log_path.as_ref()?;
+        let mut cell = self.log_index.borrow_mut();
+        let ix = cell.get_or_insert_with(|| trellis_store::LogIndex::new(path));
+        ix.refresh().ok()?;
+        let lines = ix.lines() as u64;
+        Some(
+            self.driver
+                .session
+                .ledger
+                .frames(index)
+                .iter()
+                .filter(|&&s| s <= lines)
+                .count(),
+        )
     }
 
     /// The terminal sequences that tell a user who is elsewhere about a permission request

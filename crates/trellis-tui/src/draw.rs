@@ -377,19 +377,21 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
     if ins.original {
         title.push_str(" (original)");
     }
-    let log = if ins.view == trellis_view::inspector::InspectorView::Raw {
-        app.log_text()
+    let raw = ins.view == trellis_view::inspector::InspectorView::Raw;
+    // The Raw view: how many of the call's frames are in the log (cheap: the log's index
+    // only reads what was appended); the frames are read when the view is built.
+    let in_log = if raw {
+        app.frames_in_log(ins.call)
     } else {
         None
     };
-    let log_lines: Option<Vec<&str>> = log.as_deref().map(|l| l.lines().collect());
     let decor = if ins.original {
         None
     } else {
         app.view.decor.clone()
     };
     // Built once per call revision, view, width and decor (a diff, highlighting and
-    // transforms are not redone every frame); the Raw view follows the log's length.
+    // transforms are not redone every frame); the Raw view follows the call's frames.
     // Live terminal output changes the Result view without a new call revision.
     let terminal: usize = call
         .content
@@ -409,7 +411,7 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
         ins.view,
         r.width,
         ins.original,
-        log.as_ref().map(|l| l.len()),
+        in_log,
         decor.as_ref().map(|d| (
             std::sync::Arc::as_ptr(d) as *const () as usize,
             d.epoch(),
@@ -417,13 +419,14 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
         )),
     );
     let built = app.cached(key, || {
+        let frames = if raw { app.call_frames(ins.call) } else { None };
         let body = view_lines_with(
             call,
             &app.driver.session,
             ins.view,
             r.width.saturating_sub(2) as usize,
             &theme,
-            log_lines.as_deref(),
+            frames.as_ref(),
             decor.as_deref(),
         );
         if let Some(d) = &decor {

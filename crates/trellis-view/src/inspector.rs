@@ -308,14 +308,18 @@ pub fn call_lines(call: &ToolCall, width: usize, theme: &Theme) -> Vec<Line<'sta
     out
 }
 
-/// The lines of `view` for `call`; `log` is the session log's lines (for the Raw view).
+/// The lines of the call's frames, by frame number (line of the session log).
+pub type FrameLines = std::collections::BTreeMap<u64, String>;
+
+/// The lines of `view` for `call`; `log` holds the call's frames (for the Raw view;
+/// `None`: the session log is not available).
 pub fn view_lines(
     call: &ToolCall,
     session: &Session,
     view: InspectorView,
     width: usize,
     theme: &Theme,
-    log: Option<&[&str]>,
+    log: Option<&FrameLines>,
 ) -> Vec<Line<'static>> {
     view_lines_with(call, session, view, width, theme, log, None)
 }
@@ -327,7 +331,7 @@ pub fn view_lines_with(
     view: InspectorView,
     width: usize,
     theme: &Theme,
-    log: Option<&[&str]>,
+    log: Option<&FrameLines>,
     decor: Option<&dyn crate::transcript::Decor>,
 ) -> Vec<Line<'static>> {
     match view {
@@ -420,11 +424,11 @@ pub fn permission_lines(call: &ToolCall, theme: &Theme) -> Vec<Line<'static>> {
     out
 }
 
-/// The Raw view: the ACP frames that touched the call, given the session log's lines
+/// The Raw view: the ACP frames that touched the call, given their lines
 /// (a frame's sequence number is its 1-based line number in the log).
 pub fn raw_lines(
     frames: &[u64],
-    log: Option<&[&str]>,
+    log: Option<&FrameLines>,
     width: usize,
     theme: &Theme,
 ) -> Vec<Line<'static>> {
@@ -437,7 +441,7 @@ pub fn raw_lines(
     };
     let mut out = Vec::new();
     for &seq in frames {
-        let Some(line) = log.get((seq as usize).wrapping_sub(1)) else {
+        let Some(line) = log.get(&seq) else {
             continue;
         };
         let pretty = serde_json::from_str::<Value>(line)
