@@ -51,7 +51,7 @@ fn press(app: &mut App, code: KeyCode) {
 
 #[test]
 fn a_tall_question_scrolls_and_the_keys_stay() {
-    for (w, h) in [(80u16, 24u16), (120, 40)] {
+    for (w, h) in [(80u16, 24u16), (120, 40), (200, 50)] {
         let mut app = App::new(tall_question(), "demo".into(), false);
         app.theme = trellis_view::Theme::plain();
         let f = frame_text(&mut app, w, h);
@@ -80,6 +80,25 @@ fn a_tall_question_scrolls_and_the_keys_stay() {
         // The keys still answer.
         let intents = app.on_key(KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE));
         assert_eq!(intents.len(), 1);
+    }
+}
+
+/// The inspector's Diff view: numbered lines, unified on narrow screens and side by
+/// side (old left, new right) on wide ones (issue 10, item 17).
+#[test]
+fn the_diff_view_is_side_by_side_when_wide() {
+    for (w, h) in [(80u16, 24u16), (120, 40), (200, 50)] {
+        let mut app = App::new(tall_question(), "demo".into(), false);
+        app.theme = trellis_view::Theme::plain();
+        app.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+        app.on_key(KeyEvent::new(KeyCode::Char('D'), KeyModifiers::NONE));
+        let f = frame_text(&mut app, w, h);
+        insta::assert_snapshot!(format!("diff_view_{w}x{h}"), f);
+        assert!(f.contains("Tool Diff: Edit notes.txt"), "{f}");
+        let beside = f
+            .lines()
+            .any(|l| l.contains("- line 1") && l.contains("+ LINE 1"));
+        assert_eq!(beside, w >= 120, "side by side from 120 columns: {f}");
     }
 }
 

@@ -83,6 +83,12 @@ fn tab_shows_the_candidates_above_the_prompt() {
         app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
     }
     app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    for (w, h) in [(120u16, 40u16), (200, 50)] {
+        insta::assert_snapshot!(
+            format!("completion_popup_{w}x{h}"),
+            frame_text(&mut app, w, h)
+        );
+    }
     let f = frame_text(&mut app, 80, 24);
     insta::assert_snapshot!("completion_popup_80x24", f);
     assert!(f.contains("matches · Tab cycles"), "{f}");

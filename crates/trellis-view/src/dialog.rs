@@ -81,7 +81,7 @@ pub fn permission_dialog(
         .any(|c| matches!(c, ToolContent::Diff { .. }))
     {
         body.push(Line::default());
-        let mut diff = crate::inspector::diff_lines(call, theme);
+        let mut diff = crate::inspector::diff_lines(call, width, theme);
         while diff.last().is_some_and(|l| l.width() == 0) {
             diff.pop();
         }

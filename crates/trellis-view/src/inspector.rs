@@ -244,7 +244,7 @@ pub fn result_lines_with(
         .iter()
         .any(|c| matches!(c, ToolContent::Diff { .. }))
     {
-        out.extend(diff_lines(call, theme));
+        out.extend(diff_lines(call, width, theme));
     }
     let mut text = output_text_without_diffs(call, session);
     if let Some(t) = decor.and_then(|d| d.transform(call, &text)) {
@@ -337,7 +337,7 @@ pub fn view_lines_with(
     match view {
         InspectorView::Result => result_lines_with(call, session, width, theme, decor),
         InspectorView::Call => call_lines(call, width, theme),
-        InspectorView::Diff => diff_lines(call, theme),
+        InspectorView::Diff => diff_lines(call, width, theme),
         InspectorView::Permissions => permission_lines(call, theme),
         InspectorView::Raw => {
             let frames = session
@@ -350,8 +350,9 @@ pub fn view_lines_with(
     }
 }
 
-/// The Diff view: every diff the call carries, as a unified diff.
-pub fn diff_lines(call: &ToolCall, theme: &Theme) -> Vec<Line<'static>> {
+/// The Diff view: every diff the call carries, with line numbers; side by side when
+/// `width` has room for it.
+pub fn diff_lines(call: &ToolCall, width: usize, theme: &Theme) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     for c in &call.content {
         if let ToolContent::Diff {
@@ -364,9 +365,10 @@ pub fn diff_lines(call: &ToolCall, theme: &Theme) -> Vec<Line<'static>> {
             if old_text.is_none() {
                 out.push(Line::styled("(new file)", theme.dim));
             }
-            out.extend(crate::diff::unified(
+            out.extend(crate::diff::render(
                 old_text.as_deref().unwrap_or(""),
                 new_text,
+                width,
                 theme,
             ));
             out.push(Line::default());
