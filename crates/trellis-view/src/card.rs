@@ -20,7 +20,11 @@ pub enum OutputPolicy {
     Full,
 }
 
-/// Output policy per kind (default hidden), and the preview size of failed calls.
+/// Lines of output a failed call shows by default: its whole error, up to this.
+pub const FAILED_LINES: usize = 20;
+
+/// Output policy per kind (default hidden), and how many lines a failed call shows at
+/// least (its error is what the user needs; a failure is never folded away).
 #[derive(Debug, Clone)]
 pub struct OutputPolicies {
     pub by_kind: Vec<(ToolKind, OutputPolicy)>,
@@ -31,7 +35,7 @@ impl Default for OutputPolicies {
     fn default() -> Self {
         OutputPolicies {
             by_kind: Vec::new(),
-            failed_preview: 3,
+            failed_preview: FAILED_LINES,
         }
     }
 }
@@ -46,6 +50,9 @@ impl OutputPolicies {
             .unwrap_or(OutputPolicy::Hidden);
         match (call.status, p) {
             (ToolStatus::Failed, OutputPolicy::Hidden) => {
+                OutputPolicy::Preview(self.failed_preview)
+            }
+            (ToolStatus::Failed, OutputPolicy::Preview(n)) if n < self.failed_preview => {
                 OutputPolicy::Preview(self.failed_preview)
             }
             _ => p,
