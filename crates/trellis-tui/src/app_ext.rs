@@ -177,7 +177,8 @@ impl App {
                     choices: vec![
                         (
                             "keep".into(),
-                            format!("{} ({})", r.rule.describe(), r.scope.name()),
+                            // The scope first: a long rule is clipped at its end.
+                            format!("{}: {}", r.scope.name(), r.rule.describe()),
                         ),
                         ("delete".into(), "delete".into()),
                     ],

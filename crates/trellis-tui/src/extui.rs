@@ -211,7 +211,8 @@ impl RulePreview {
                     RuleField::Scope => RuleField::Pattern,
                 };
             }
-            KeyCode::Left | KeyCode::Right if self.field == RuleField::Scope => {
+            // The scope, from either field (the pattern has no cursor to move).
+            KeyCode::Left | KeyCode::Right => {
                 let i = Scope::ALL
                     .iter()
                     .position(|s| *s == self.scope)
@@ -405,6 +406,7 @@ impl SettingsState {
             .max()
             .unwrap_or(0)
             .min(24);
+        let mut detail: Option<String> = None;
         for (i, r) in page.rows.iter().enumerate() {
             let on_row = i == self.row;
             let mut spans = vec![Span::styled(
@@ -418,6 +420,18 @@ impl SettingsState {
                 if on_row { theme.title } else { theme.text },
             ));
             let cursor = if on_row { self.choice } else { None };
+            // Every choice stays on screen: when they do not fit, each gets an equal
+            // share and the full text of the one under the cursor is shown below.
+            let avail = width.saturating_sub(name_w + 4);
+            let natural: usize = r
+                .choices
+                .iter()
+                .map(|(_, c)| trellis_text::display_width(c) + 4)
+                .sum();
+            let share = match r.choices.len() {
+                n if n > 0 && natural > avail => (avail / n).saturating_sub(4).max(6),
+                _ => usize::MAX,
+            };
             for (j, (_, c)) in r.choices.iter().enumerate() {
                 let mark = if j == r.current { "●" } else { "○" };
                 let st = if cursor == Some(j) {
@@ -427,11 +441,22 @@ impl SettingsState {
                 } else {
                     theme.dim
                 };
-                spans.push(Span::styled(format!("{mark} {c}"), st));
+                let shown = trellis_text::clip(c, share);
+                if on_row && shown.len() < c.len() {
+                    detail = Some(c.clone());
+                }
+                spans.push(Span::styled(format!("{mark} {shown}"), st));
                 spans.push(Span::raw("  "));
             }
             let line = Line::from(spans);
             out.push(Line::from(trellis_view::card::clip_spans(line, width)));
+        }
+        if let Some(d) = detail {
+            out.push(Line::default());
+            out.extend(trellis_text::wrap::wrap_line(
+                &Line::styled(d, theme.dim),
+                width,
+            ));
         }
         out.push(Line::default());
         out.push(Line::styled(

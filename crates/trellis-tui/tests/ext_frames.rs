@@ -375,8 +375,8 @@ fn always_opens_a_rule_preview_that_can_be_edited_or_abandoned() {
     app.on_key(KeyEvent::new(KeyCode::Char('*'), KeyModifiers::NONE));
     let f = frame_text(&mut app, 100, 30);
     assert!(f.contains("Matches 2 calls of this session so far"), "{f}");
-    // Scope: this project (kept in the store).
-    app.on_key(k(KeyCode::Tab));
+    // Scope: this project (kept in the store). ←/→ change the scope from the pattern
+    // field too, as the hint says.
     app.on_key(k(KeyCode::Right));
     let intents = app.on_key(k(KeyCode::Enter));
     assert_eq!(
@@ -404,7 +404,17 @@ fn always_opens_a_rule_preview_that_can_be_edited_or_abandoned() {
     }
     let f = frame_text(&mut app, 110, 30);
     assert!(
-        f.contains("Rule 1  ● allow kind=execute command=cargo test* (project)  ○ delete"),
+        f.contains("Rule 1  ● project: allow kind=execute command=cargo test*  ○ delete"),
+        "{f}"
+    );
+    // Narrow: the rule is clipped, the delete choice stays, the whole rule is below.
+    let f = frame_text(&mut app, 60, 30);
+    assert!(
+        f.contains("● project: allow") && f.contains("○ delete"),
+        "{f}"
+    );
+    assert!(
+        f.contains("project: allow kind=execute command=cargo test*"),
         "{f}"
     );
     app.on_key(k(KeyCode::Right));

@@ -431,7 +431,14 @@ impl TranscriptView {
                     }
                 }
             } else if let Some(lines) = &self.entries[i].lines {
-                out.extend(lines.iter().skip(skip).take(want).cloned());
+                let shown = lines.iter().skip(skip).take(want).cloned();
+                if cursor == Some(i) {
+                    // The cursor on a message, a thought or a plan: the whole entry is
+                    // marked (a card marks its first line).
+                    out.extend(shown.map(|l| l.patch_style(theme.selected)));
+                } else {
+                    out.extend(shown);
+                }
             }
             skip = 0;
             i += 1;

@@ -56,3 +56,33 @@ pub fn draw_text(app: &mut App, w: u16, h: u16) -> String {
     }
     out
 }
+
+/// One frame as it is drawn now: for each row, its text and whether every non-blank
+/// cell of it is drawn reversed (the cursor's mark).
+pub fn draw_marked(app: &mut App, w: u16, h: u16) -> Vec<(String, bool)> {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| {
+        draw(
+            f,
+            app,
+            Clock {
+                now: 10.0,
+                frame: 0,
+            },
+        )
+    })
+    .unwrap();
+    let buf = term.backend().buffer().clone();
+    (0..h)
+        .map(|y| {
+            let cells: Vec<_> = (0..w).map(|x| buf[(x, y)].clone()).collect();
+            let text: String = cells.iter().map(|c| c.symbol().to_string()).collect();
+            let marked = cells
+                .iter()
+                .filter(|c| !c.symbol().trim().is_empty())
+                .all(|c| c.modifier.contains(ratatui::style::Modifier::REVERSED))
+                && cells.iter().any(|c| !c.symbol().trim().is_empty());
+            (text.trim_end().to_string(), marked)
+        })
+        .collect()
+}

@@ -1,0 +1,89 @@
+//! The transcript cursor is visible on every kind of entry, not only on cards (issue 10,
+//! item 10): j/k stop on messages and the user sees where.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::json;
+use trellis_core::wire::{Dir, Message};
+use trellis_core::{Action, Policy, Session, update};
+use trellis_tui::App;
+
+mod common;
+use common::draw_marked;
+
+fn session() -> Session {
+    let mut s = Session::new(Policy::Ask);
+    let frames = [
+        (
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"look around"}]}}),
+        ),
+        (
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{
+            "sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"First I list the files."}}}}),
+        ),
+        (
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{
+            "sessionUpdate":"tool_call","toolCallId":"ls","title":"ls","kind":"execute","status":"completed","rawInput":{"command":"ls"}}}}),
+        ),
+        (
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{
+            "sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Done looking."}}}}),
+        ),
+    ];
+    for (i, (dir, f)) in frames.into_iter().enumerate() {
+        update(
+            &mut s,
+            Action::Frame {
+                seq: i as u64 + 1,
+                t: i as f64,
+                dir,
+                msg: Message::parse(&f.to_string()).unwrap(),
+            },
+        );
+    }
+    s
+}
+
+fn marked(app: &mut App) -> Vec<String> {
+    let rows = draw_marked(app, 80, 16);
+    let n = rows.len();
+    rows.into_iter()
+        .take(n - 1) // the status bar is drawn reversed
+        .filter(|(_, m)| *m)
+        .map(|(t, _)| t)
+        .collect()
+}
+
+fn press(app: &mut App, code: KeyCode, mods: KeyModifiers) {
+    app.on_key(KeyEvent::new(code, mods));
+}
+
+#[test]
+fn the_cursor_shows_on_messages_and_cards() {
+    let mut app = App::new(session(), "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    draw_marked(&mut app, 80, 16);
+    // To the transcript (the turn is running: Ctrl-Up, Esc would cancel it): the cursor
+    // starts on the latest card.
+    press(&mut app, KeyCode::Up, KeyModifiers::CONTROL);
+    let m = marked(&mut app);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(m[0].contains("» ls"), "{m:?}");
+    // j: the message after it is marked, the card is not.
+    press(&mut app, KeyCode::Char('j'), KeyModifiers::NONE);
+    let m = marked(&mut app);
+    assert!(m.iter().any(|l| l.contains("Done looking.")), "{m:?}");
+    assert!(!m.iter().any(|l| l.contains("» ls")), "{m:?}");
+    // k twice: the first message.
+    press(&mut app, KeyCode::Char('k'), KeyModifiers::NONE);
+    press(&mut app, KeyCode::Char('k'), KeyModifiers::NONE);
+    let m = marked(&mut app);
+    assert!(
+        m.iter().any(|l| l.contains("First I list the files.")),
+        "{m:?}"
+    );
+}
