@@ -181,6 +181,7 @@ impl Proc {
                 .map_err(|e| format!("the plugin's data directory {}: {e}", d.display()))?;
             cmd.env("PLUGIN_DATA", d);
         }
+        die_with_parent(&mut cmd);
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", prog.display()))?;
@@ -321,6 +322,34 @@ fn set_priority(id: u32, nice: i32) {
     unsafe {
         libc::setpriority(libc::PRIO_PROCESS, id as libc::id_t, nice);
     }
+}
+
+/// The plugin process is killed by the kernel if Trellis dies without stopping it
+/// (SIGKILL, a crash): Linux's parent-death signal, set between fork and exec. A plugin
+/// that ignores the end of its stdin cannot outlive Trellis. Elsewhere a no-op.
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure runs in the child between fork and exec; it calls only
+        // async-signal-safe system calls (prctl, getppid) and allocates nothing.
+        let parent = std::process::id() as libc::pid_t;
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // Trellis died before the signal was armed: do not start at all.
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::other("trellis exited"));
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
 }
 
 /// Puts process `pid` in the `SCHED_IDLE` class: it runs on CPU time nothing else wants.

@@ -7,6 +7,7 @@ mod drive;
 mod faults;
 mod hostile;
 mod mcp;
+mod plugin_death;
 mod plugins;
 mod replay_ui;
 mod strict;
