@@ -131,6 +131,7 @@ pub struct App {
     pub(crate) plugin_rows: Vec<crate::plugins_page::PluginRow>,
     /// The last float body built (inspector or dialog), by what it was built from.
     float_cache: std::cell::RefCell<Option<FloatCache>>,
+    float_builds: std::cell::Cell<u64>,
     /// The permission dialog, built once per question, call revision and width.
     dialog_cache:
         std::cell::RefCell<Option<(String, std::sync::Arc<trellis_view::dialog::Dialog>)>>,
@@ -230,6 +231,7 @@ impl App {
             full_redraw: false,
             plugin_rows: Vec::new(),
             float_cache: std::cell::RefCell::new(None),
+            float_builds: std::cell::Cell::new(0),
             dialog_cache: std::cell::RefCell::new(None),
             dialog_scroll: (String::new(), 0),
         }
@@ -248,9 +250,16 @@ impl App {
         {
             return v.clone();
         }
+        self.float_builds.set(self.float_builds.get() + 1);
         let v = std::sync::Arc::new(build());
         *c = Some((key, v.clone()));
         v
+    }
+
+    /// How many times a float's content (the inspector's view) was built: once per call
+    /// revision, view, width and decor, not per frame.
+    pub fn float_builds(&self) -> u64 {
+        self.float_builds.get()
     }
 
     /// Card entries in transcript order.

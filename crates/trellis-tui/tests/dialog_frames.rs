@@ -102,6 +102,27 @@ fn the_diff_view_is_side_by_side_when_wide() {
     }
 }
 
+/// The inspector's view is built once per call revision, view and width, not every
+/// frame (issue 10, item 22: a large diff was diffed again for each frame).
+#[test]
+fn the_inspector_view_is_built_once_per_revision_view_and_width() {
+    let mut app = App::new(tall_question(), "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    app.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+    app.on_key(KeyEvent::new(KeyCode::Char('D'), KeyModifiers::NONE));
+    let before = app.float_builds();
+    for _ in 0..5 {
+        frame_text(&mut app, 120, 40);
+    }
+    assert_eq!(app.float_builds(), before + 1, "five frames, one build");
+    frame_text(&mut app, 100, 40);
+    assert_eq!(app.float_builds(), before + 2, "a new width builds again");
+    app.on_key(KeyEvent::new(KeyCode::Char('K'), KeyModifiers::NONE));
+    frame_text(&mut app, 100, 40);
+    frame_text(&mut app, 100, 40);
+    assert_eq!(app.float_builds(), before + 3, "a new view builds once");
+}
+
 #[test]
 fn the_call_view_keeps_fences_dim_and_highlights_the_json() {
     let s = tall_question();
