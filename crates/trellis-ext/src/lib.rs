@@ -318,11 +318,35 @@ impl ExtHost {
             let _ = slot.me.set(Arc::downgrade(&slot));
             slots.push(slot);
         }
-        // Registration, then one worker per extension.
+        // One worker per extension, which registers it first: the extensions register
+        // at the same time (a plugin process takes its interpreter's start-up time; three
+        // in a row tripled it), each on the thread that then runs it for the session
+        // (a plugin's parent-death signal follows the thread that started it).
+        let mut registering = Vec::with_capacity(slots.len());
         for slot in &slots {
-            let reg = slot
-                .call(&shared, "register", |e, cx| e.register(cx))
-                .unwrap_or_default();
+            let (jtx, jrx) = std::sync::mpsc::channel();
+            let _ = slot.tx.set(jtx);
+            let (rtx, rrx) = std::sync::mpsc::channel::<trellis_core::ext::Registration>();
+            let (s, sh) = (slot.clone(), shared.clone());
+            let spawned = std::thread::Builder::new()
+                .name(format!("ext-{}", slot.name))
+                .spawn(move || {
+                    let reg = s
+                        .call(&sh, "register", |e, cx| e.register(cx))
+                        .unwrap_or_default();
+                    let _ = rtx.send(reg);
+                    worker(s, sh, jrx)
+                });
+            match spawned {
+                Ok(_) => registering.push(Some(rrx)),
+                Err(e) => {
+                    slot.disable(format!("could not start its worker thread: {e}"), &shared);
+                    registering.push(None);
+                }
+            }
+        }
+        for (slot, rrx) in slots.iter().zip(registering) {
+            let reg = rrx.and_then(|r| r.recv().ok()).unwrap_or_default();
             let mask = match &reg.subscriptions {
                 None => u64::MAX,
                 Some(kinds) => {
@@ -368,15 +392,6 @@ impl ExtHost {
             };
             let _ = slot.call_kinds.set(kinds);
             let _ = slot.reg.set(reg);
-            let (jtx, jrx) = std::sync::mpsc::channel();
-            let _ = slot.tx.set(jtx);
-            let (s, sh) = (slot.clone(), shared.clone());
-            let spawned = std::thread::Builder::new()
-                .name(format!("ext-{}", slot.name))
-                .spawn(move || worker(s, sh, jrx));
-            if let Err(e) = spawned {
-                slot.disable(format!("could not start its worker thread: {e}"), &shared);
-            }
             // Its first push: what it shows before any event.
             slot.send(Job::Idle, &shared);
         }
