@@ -4,16 +4,15 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
-use trellis_core::wire::{Dir, Message};
-use trellis_core::{Action, Policy, Session, update};
+use trellis_core::Session;
+use trellis_core::wire::Dir;
 use trellis_tui::App;
 
 mod common;
-use common::draw_marked;
+use common::{draw_marked, session_of};
 
 fn session() -> Session {
-    let mut s = Session::new(Policy::Ask);
-    let frames = [
+    session_of(vec![
         (
             Dir::ClientToAgent,
             json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"look around"}]}}),
@@ -33,19 +32,7 @@ fn session() -> Session {
             json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{
             "sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Done looking."}}}}),
         ),
-    ];
-    for (i, (dir, f)) in frames.into_iter().enumerate() {
-        update(
-            &mut s,
-            Action::Frame {
-                seq: i as u64 + 1,
-                t: i as f64,
-                dir,
-                msg: Message::parse(&f.to_string()).unwrap(),
-            },
-        );
-    }
-    s
+    ])
 }
 
 fn marked(app: &mut App) -> Vec<String> {

@@ -4,45 +4,36 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
-use trellis_core::wire::{Dir, Message};
-use trellis_core::{Action, Policy, Session, update};
+use trellis_core::Session;
+use trellis_core::wire::Dir;
 use trellis_tui::App;
 
 mod common;
-use common::frame_text;
+use common::{frame_text, session_of};
 
 /// A session asking to edit a 40-line file, every line changed.
 fn tall_question() -> Session {
-    let mut s = Session::new(Policy::Ask);
     let old: String = (1..=40).map(|i| format!("line {i}\n")).collect();
     let new: String = (1..=40).map(|i| format!("LINE {i}\n")).collect();
-    let frames = [
-        json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"shout"}]}}),
-        json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{
+    session_of(vec![
+        (
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"shout"}]}}),
+        ),
+        (
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{
             "sessionUpdate":"tool_call","toolCallId":"e","title":"Edit notes.txt","kind":"edit","status":"pending",
             "rawInput":{"path":"/w/notes.txt","old_string":"line","new_string":"LINE ```"},
             "content":[{"type":"diff","path":"/w/notes.txt","oldText":old,"newText":new}]}}}),
-        json!({"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"S",
+        ),
+        (
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"S",
             "toolCall":{"toolCallId":"e"},
             "options":[{"optionId":"y","name":"Allow","kind":"allow_once"},{"optionId":"n","name":"Reject","kind":"reject_once"}]}}),
-    ];
-    for (i, f) in frames.iter().enumerate() {
-        let dir = if i == 0 {
-            Dir::ClientToAgent
-        } else {
-            Dir::AgentToClient
-        };
-        update(
-            &mut s,
-            Action::Frame {
-                seq: i as u64 + 1,
-                t: i as f64,
-                dir,
-                msg: Message::parse(&f.to_string()).unwrap(),
-            },
-        );
-    }
-    s
+        ),
+    ])
 }
 
 fn press(app: &mut App, code: KeyCode) {

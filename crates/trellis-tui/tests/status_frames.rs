@@ -5,18 +5,16 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
-use trellis_core::wire::{Dir, Message};
-use trellis_core::{Action, Policy, Session, update};
+use trellis_core::Session;
+use trellis_core::wire::Dir;
 use trellis_tui::App;
 
 mod common;
-use common::frame_text;
+use common::{frame_text, session_of};
 
 /// A busy session: usage with cost, a plan, a long title, a turn running, a cwd.
 fn busy() -> Session {
-    let mut s = Session::new(Policy::Ask);
-    s.cwd = Some("/srv/projects/shop/backend".into());
-    let frames = [
+    let mut s = session_of(vec![
         (
             Dir::ClientToAgent,
             json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}),
@@ -36,18 +34,8 @@ fn busy() -> Session {
             json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{
             "sessionUpdate":"session_info_update","title":"Refactor the payment module and its tests"}}}),
         ),
-    ];
-    for (i, (dir, f)) in frames.into_iter().enumerate() {
-        update(
-            &mut s,
-            Action::Frame {
-                seq: i as u64 + 1,
-                t: i as f64,
-                dir,
-                msg: Message::parse(&f.to_string()).unwrap(),
-            },
-        );
-    }
+    ]);
+    s.cwd = Some("/srv/projects/shop/backend".into());
     s
 }
 

@@ -22,8 +22,8 @@ pub fn frame_text(app: &mut App, w: u16, h: u16) -> String {
     draw_text(app, w, h)
 }
 
-/// One frame as it is drawn now, without waiting for extensions.
-pub fn draw_text(app: &mut App, w: u16, h: u16) -> String {
+/// One frame drawn now (without waiting for extensions), as the terminal's cells.
+pub fn draw_buffer(app: &mut App, w: u16, h: u16) -> ratatui::buffer::Buffer {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
     term.draw(|f| {
         draw(
@@ -36,7 +36,31 @@ pub fn draw_text(app: &mut App, w: u16, h: u16) -> String {
         )
     })
     .unwrap();
-    let buf = term.backend().buffer().clone();
+    term.backend().buffer().clone()
+}
+
+/// A session built from ACP frames (direction, JSON), numbered from 1, one second apart.
+pub fn session_of(
+    frames: Vec<(trellis_core::wire::Dir, serde_json::Value)>,
+) -> trellis_core::Session {
+    let mut s = trellis_core::Session::new(trellis_core::Policy::Ask);
+    for (i, (dir, f)) in frames.into_iter().enumerate() {
+        trellis_core::update(
+            &mut s,
+            trellis_core::Action::Frame {
+                seq: i as u64 + 1,
+                t: i as f64,
+                dir,
+                msg: trellis_core::wire::Message::parse(&f.to_string()).unwrap(),
+            },
+        );
+    }
+    s
+}
+
+/// One frame as it is drawn now, without waiting for extensions.
+pub fn draw_text(app: &mut App, w: u16, h: u16) -> String {
+    let buf = draw_buffer(app, w, h);
     let mut out = String::new();
     for y in 0..h {
         let mut line = String::new();
@@ -60,19 +84,7 @@ pub fn draw_text(app: &mut App, w: u16, h: u16) -> String {
 /// One frame as it is drawn now: for each row, its text and whether every non-blank
 /// cell of it is drawn reversed (the cursor's mark).
 pub fn draw_marked(app: &mut App, w: u16, h: u16) -> Vec<(String, bool)> {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| {
-        draw(
-            f,
-            app,
-            Clock {
-                now: 10.0,
-                frame: 0,
-            },
-        )
-    })
-    .unwrap();
-    let buf = term.backend().buffer().clone();
+    let buf = draw_buffer(app, w, h);
     (0..h)
         .map(|y| {
             let cells: Vec<_> = (0..w).map(|x| buf[(x, y)].clone()).collect();
