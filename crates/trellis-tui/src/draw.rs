@@ -304,7 +304,16 @@ fn draw_dialog(
 ) {
     let theme = app.theme.clone();
     let call = app.driver.session.ledger.at(call);
-    let w = main.width.saturating_sub(4).min(100);
+    // An edit's question is as wide as the screen allows (up to 160 columns), so that its
+    // diff can be drawn side by side; other questions stay at most 100 wide.
+    let has_diff = call
+        .content
+        .iter()
+        .any(|c| matches!(c, trellis_core::tool_call::ToolContent::Diff { .. }));
+    let w = main
+        .width
+        .saturating_sub(4)
+        .min(if has_diff { 160 } else { 100 });
     // Built once per question, call revision and width (its diff can be large).
     let key = format!("dialog {} {} {}/{} {w}", call.id, call.rev, i, n);
     let d = app.dialog_built(key, || {

@@ -62,6 +62,11 @@ fn a_tall_question_scrolls_and_the_keys_stay() {
         let f = frame_text(&mut app, w, h);
         insta::assert_snapshot!(format!("tall_dialog_{w}x{h}_end"), f);
         assert!(f.contains("+ LINE 40") && f.contains("[y] Allow"), "{f}");
+        // On a wide screen the dialog's diff is side by side too.
+        let beside = f
+            .lines()
+            .any(|l| l.contains("- line 40") && l.contains("+ LINE 40"));
+        assert_eq!(beside, w >= 120, "{f}");
         assert!(!f.contains("kind: edit"), "scrolled past the top: {f}");
         // PageUp goes back; the top again after enough of them.
         for _ in 0..20 {
