@@ -52,6 +52,9 @@ fn plugins(dir: &Path) -> Vec<PathBuf> {
 /// wall time to exit).
 fn run(dir: &Path, with: &[PathBuf]) -> (Duration, Duration, Duration) {
     let exe = env!("CARGO_BIN_EXE_trellis");
+    // `--log FILE` appends: a fresh log per run (it grew by the whole load each time).
+    let log = dir.join("session.jsonl");
+    let _ = std::fs::remove_file(&log);
     let mut cmd = Command::new(exe);
     cmd.args([
         "run",
@@ -69,7 +72,7 @@ fn run(dir: &Path, with: &[PathBuf]) -> (Duration, Duration, Duration) {
     .arg("--cwd")
     .arg(dir)
     .arg("--log")
-    .arg(dir.join("session.jsonl"))
+    .arg(&log)
     .env("XDG_DATA_HOME", dir.join("data"))
     .env("XDG_CONFIG_HOME", dir.join("config"));
     for p in with {
