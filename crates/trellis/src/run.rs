@@ -1,4 +1,4 @@
-//! `trellis run`: one prompt, headless, with a permission policy.
+//! `trellis run`: prompts run headless, one turn each, with a permission policy.
 //!
 //! Exit codes: 0 `end_turn`; 2 usage or config error; 3 `refusal`; 4 `max_tokens`;
 //! 5 `max_turn_requests`; 6 `cancelled`; 7 the agent crashed or exited mid-turn;
@@ -22,9 +22,10 @@ pub const EXIT_USAGE: u8 = 2;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// The prompt to send.
-    #[arg(long)]
-    prompt: String,
+    /// The prompt to send. Repeat it for consecutive turns: each is sent when the
+    /// previous turn ended normally (`end_turn`); any other end stops the run there.
+    #[arg(long, required = true)]
+    prompt: Vec<String>,
     /// Output: jsonl (normalized events) or text.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
@@ -34,7 +35,7 @@ pub struct RunArgs {
     /// Resume an earlier ACP session of this agent with `session/load` (if it supports it).
     #[arg(long, value_name = "SESSION_ID")]
     load: Option<String>,
-    /// Attach a file to the prompt (as a resource link); may repeat.
+    /// Attach a file to the (first) prompt (as a resource link); may repeat.
     #[arg(long = "file")]
     files: Vec<PathBuf>,
     /// Exit with 9 when the turn ended normally but a call failed or a permission request
@@ -173,7 +174,7 @@ async fn drive(
     ),
     resolved: crate::agents::Resolved,
     writer: LogWriter,
-    prompt: &str,
+    prompts: &[String],
     files: &[PathBuf],
     cwd: &str,
 ) -> anyhow::Result<Finished> {
@@ -209,6 +210,7 @@ async fn drive(
     let mut shown = Vec::new();
     let mut ctrl_c = 0u32;
     let mut prompted = false;
+    let mut queue: std::collections::VecDeque<String> = prompts.iter().cloned().collect();
     let mut refused = 0usize;
     loop {
         tokio::select! {
@@ -240,11 +242,25 @@ async fn drive(
                     if let trellis_core::EventBody::PermissionResolved { outcome, .. } = &ev.body {
                         refused += usize::from(!outcome.is_allowed());
                     }
-                    // One prompt: when its turn ends, so does the run — unless an
-                    // extension holding `drive` answers the end with another prompt.
-                    if matches!(ev.body, trellis_core::EventBody::TurnEnded { .. }) {
+                    // A turn ended: an extension holding `drive` may answer it with a
+                    // prompt of its own (that goes first); else the next of the user's
+                    // prompts if this one ended normally; else the run ends.
+                    if let trellis_core::EventBody::TurnEnded { stop_reason, .. } = &ev.body {
                         driver.settle(SETTLE, &mut notes);
-                        if !driver.driven_pending() {
+                        if driver.driven_pending() {
+                            // Its turn comes first; the user's next prompt after it.
+                        } else if stop_reason == "end_turn"
+                            && let Some(next) = queue.pop_front()
+                        {
+                            driver.prompt(next, Vec::new());
+                        } else {
+                            if !queue.is_empty() {
+                                eprintln!(
+                                    "trellis: the turn ended with {}: {} prompt(s) not sent",
+                                    safe(stop_reason),
+                                    queue.len()
+                                );
+                            }
                             driver.end("headless run finished", &mut notes);
                         }
                     }
@@ -264,7 +280,9 @@ async fn drive(
                 }
                 Note::Ready if !prompted => {
                     prompted = true;
-                    driver.prompt(prompt.to_string(), files.to_vec());
+                    if let Some(first) = queue.pop_front() {
+                        driver.prompt(first, files.to_vec());
+                    }
                 }
                 Note::Message(text) => eprintln!("trellis: {}", safe(&text)),
                 Note::Ready

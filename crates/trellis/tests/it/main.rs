@@ -9,6 +9,7 @@ mod hostile;
 mod mcp;
 mod plugin_death;
 mod plugins;
+mod prompts;
 mod replay_ui;
 mod strict;
 mod tui;
