@@ -82,6 +82,11 @@ pub struct App {
     pub(crate) return_focus: Option<Focus>,
     pub inspector: Option<Inspector>,
     pub prompt: Prompt,
+    /// Prompts typed while a turn ran, sent in order as turns end (with the files they
+    /// mention).
+    pub queued: std::collections::VecDeque<(String, Vec<std::path::PathBuf>)>,
+    /// The running turn is being cancelled to send the queue now (steer).
+    pub(crate) steering: bool,
     /// Replaying a recording: no agent, no prompt.
     pub replay: bool,
     /// The session log (for the Raw view).
@@ -204,6 +209,8 @@ impl App {
             },
             inspector: None,
             prompt: Prompt::default(),
+            queued: std::collections::VecDeque::new(),
+            steering: false,
             replay,
             log_path: None,
             log_index: std::cell::RefCell::new(None),
@@ -254,6 +261,31 @@ impl App {
         let v = std::sync::Arc::new(build());
         *c = Some((key, v.clone()));
         v
+    }
+
+    /// A turn ended: the next queued prompt goes out when it ended normally, or was
+    /// cancelled to steer; otherwise the queue is held (Enter on an empty prompt sends).
+    pub fn turn_ended(&mut self, stop_reason: &str) {
+        let steered = std::mem::take(&mut self.steering);
+        if self.queued.is_empty() {
+            return;
+        }
+        if stop_reason == "end_turn" || steered {
+            self.send_queued();
+        } else {
+            self.message = Some(format!(
+                "the turn ended with {stop_reason}: {} queued prompt(s) held (Enter on an empty prompt sends)",
+                self.queued.len()
+            ));
+        }
+    }
+
+    /// Sends the first queued prompt.
+    pub(crate) fn send_queued(&mut self) {
+        if let Some((text, files)) = self.queued.pop_front() {
+            self.top = None;
+            self.driver.prompt(text, files);
+        }
     }
 
     /// How many times a float's content (the inspector's view) was built: once per call

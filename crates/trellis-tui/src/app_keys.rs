@@ -209,21 +209,44 @@ impl App {
             KeyCode::Enter if alt || shift => self.prompt.insert("\n"),
             KeyCode::Enter => {
                 if self.prompt.text.trim().is_empty() {
+                    if self.queued.is_empty() {
+                        return Vec::new();
+                    }
+                    // Enter on an empty prompt with prompts queued: send now (steer) —
+                    // the running turn is cancelled first.
+                    if self.driver.session.turn_open {
+                        self.steering = true;
+                        self.message =
+                            Some("cancelling the turn to send the queued prompt now".into());
+                        return vec![Intent::Cancel];
+                    }
+                    self.send_queued();
                     return Vec::new();
                 }
                 if self.host_command(&self.prompt.text.clone()) {
                     self.prompt.take();
                     return Vec::new();
                 }
-                if self.driver.session.turn_open {
-                    self.message = Some("the agent is still working (Esc cancels)".into());
-                    return Vec::new();
-                }
                 let text = self.prompt.take();
                 self.top = None;
                 let cwd = self.driver.session.cwd.as_deref().map(std::path::Path::new);
                 let files = crate::complete::mentioned_files(&text, cwd);
+                if self.driver.session.turn_open || !self.queued.is_empty() {
+                    // The agent is working: queued, sent when the turn ends.
+                    self.queued.push_back((text, files));
+                    self.message = Some(
+                        "queued: sent when the turn ends · Enter on an empty prompt sends it now · ↑ takes it back"
+                            .into(),
+                    );
+                    return Vec::new();
+                }
                 return vec![Intent::Prompt { text, files }];
+            }
+            // ↑ on an empty prompt takes the last queued prompt back to edit (or drop).
+            KeyCode::Up if self.prompt.text.is_empty() && !self.queued.is_empty() => {
+                if let Some((text, _)) = self.queued.pop_back() {
+                    self.prompt.set(text);
+                }
             }
             KeyCode::Esc if self.driver.session.turn_open => return vec![Intent::Cancel],
             KeyCode::Esc => {

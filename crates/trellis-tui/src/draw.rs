@@ -35,7 +35,8 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     } else {
         app.prompt.text.split('\n').count().clamp(1, 6) as u16 + 2
     };
-    let plan = plan_lines(app);
+    let mut plan = plan_lines(app);
+    plan.extend(queue_lines(app, area.width as usize));
     let plan_h = (plan.len() as u16).min(area.height / 4);
     let [main, plan_area, prompt, status] = Layout::vertical([
         Constraint::Min(1),
@@ -45,7 +46,9 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     ])
     .areas(area);
     if plan_h > 0 {
-        f.render_widget(Paragraph::new(plan), plan_area);
+        // When it does not fit, the end shows (the queued prompts are the last lines).
+        let skip = (plan.len() as u16).saturating_sub(plan_h);
+        f.render_widget(Paragraph::new(plan).scroll((skip, 0)), plan_area);
     }
 
     // Sidebar (contributed sections) on the right when there is room.
@@ -563,6 +566,26 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
         ));
     }
     f.render_widget(Paragraph::new(lines).block(block), r);
+}
+
+/// Prompts queued while the agent works, above the prompt.
+fn queue_lines(app: &App, width: usize) -> Vec<Line<'static>> {
+    let n = app.queued.len();
+    app.queued
+        .iter()
+        .enumerate()
+        .map(|(i, (text, _))| {
+            let head = format!(" queued {}/{n} › ", i + 1);
+            let room = width.saturating_sub(trellis_text::display_width(&head) + 1);
+            Line::from(vec![
+                Span::styled(head, app.theme.dim),
+                Span::styled(
+                    trellis_text::clip(&trellis_text::one_line(text), room).into_owned(),
+                    app.theme.user,
+                ),
+            ])
+        })
+        .collect()
 }
 
 /// The plan, updated in place above the prompt while it has entries not completed.

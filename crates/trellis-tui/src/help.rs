@@ -10,7 +10,15 @@ use crate::keymap::{KeyAction, Keymap};
 
 /// Keys handled in code (not rebindable), per place: (keys, what they do).
 const PROMPT: &[(&str, &str)] = &[
-    ("Enter", "send the prompt"),
+    ("Enter", "send the prompt (while the agent works: queue it)"),
+    (
+        "Enter on an empty prompt",
+        "send the queued prompts now (cancels the turn first)",
+    ),
+    (
+        "↑ on an empty prompt",
+        "take the last queued prompt back to edit",
+    ),
     ("Alt-Enter, Shift-Enter", "new line"),
     ("Tab", "complete @path or /command (again: next candidate)"),
     ("Ctrl-A, Home / Ctrl-E, End", "start / end of the line"),

@@ -36,7 +36,12 @@ pub use trellis_driver::Connection;
 pub fn show_notes(app: &mut App, notes: Vec<Note>) {
     for note in notes {
         match note {
-            Note::Event(ev) => invalidate_for(app, &ev.body),
+            Note::Event(ev) => {
+                invalidate_for(app, &ev.body);
+                if let EventBody::TurnEnded { stop_reason, .. } = &ev.body {
+                    app.turn_ended(stop_reason);
+                }
+            }
             Note::TerminalOutput { terminal_id } => {
                 let pos = app.driver.session.ledger.calls().rposition(|c| {
                     c.content.iter().any(|x| {

@@ -78,3 +78,76 @@ fn the_tour_twice_in_a_row() {
         .unwrap_or_default();
     assert!(first_edit.contains("+1 −2"), "{second}");
 }
+
+/// Prompts typed while the agent works are queued and sent as turns end; Enter on an
+/// empty prompt sends the queue now, cancelling the running turn first (issue 12, item 7).
+#[test]
+fn prompts_typed_while_the_agent_works_are_queued_and_can_steer() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = Tmux::start_sized(
+        &[
+            "demo",
+            "--permission",
+            "allow-once",
+            "--cwd",
+            dir.path().to_str().unwrap(),
+        ],
+        150,
+        90,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["fix the TODO", "Enter"]);
+    t.wait_for("working…");
+    t.send(&["then fix it again", "Enter"]);
+    let s = t.wait_for("queued 1/1 › then fix it again");
+    assert!(s.contains("queued: sent when the turn ends"), "{s}");
+    // The queued prompt becomes the second turn when the first ends.
+    let s = t.wait("the second turn", |s| {
+        s.contains("› then fix it again") && s.matches("Done: the TODO is fixed").count() == 2
+    });
+    assert!(!s.contains("queued 1/1"), "{s}");
+    drop(t);
+    // Steer, on a turn long enough to be cut: queue one, then Enter on the empty prompt:
+    // the turn is cancelled and the queued prompt goes out at once.
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    let agent = format!("{exe} agent demo --calls 200000 --lines 1");
+    let Some(t) = Tmux::start_sized(
+        &[
+            "--agent",
+            &agent,
+            "--permission",
+            "allow-once",
+            "--cwd",
+            dir.path().to_str().unwrap(),
+        ],
+        150,
+        40,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["load", "Enter"]);
+    t.wait_for("working…");
+    t.send(&["stop and steer", "Enter"]);
+    t.wait_for("queued 1/1 › stop and steer");
+    t.send(&["Enter"]);
+    // The log says what went to the agent: the cancel, then the queued prompt (the
+    // screen has long scrolled past it).
+    let start = std::time::Instant::now();
+    let log = loop {
+        let log = t.log();
+        if log.contains("stop and steer") {
+            break log;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "the steered prompt was never sent"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let cancel = log.find("session/cancel").expect("the turn was cancelled");
+    let second = log.find("stop and steer").unwrap();
+    assert!(cancel < second, "cancelled first, then sent");
+}
