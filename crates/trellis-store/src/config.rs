@@ -200,9 +200,11 @@ pub fn builtin_presets() -> BTreeMap<String, AgentPreset> {
     // not-found answer), so it gets writes only.
     gemini.capabilities.read_text_file = Some(false);
     m.insert("gemini".into(), gemini);
+    // The adapter moved from `@zed-industries/codex-acp` (last release 0.16.0) to the ACP
+    // organisation's package (2.x, which runs `codex app-server` from `@openai/codex`).
     m.insert(
         "codex".into(),
-        preset("npx", &["-y", "@zed-industries/codex-acp"]),
+        preset("npx", &["-y", "@agentclientprotocol/codex-acp"]),
     );
     m.insert("goose".into(), preset("goose", &["acp"]));
     m.insert("opencode".into(), preset("opencode", &["acp"]));
@@ -374,6 +376,13 @@ kind = "read"
             Some(false)
         );
         assert_eq!(c.permissions.rules.len(), 1);
+    }
+
+    #[test]
+    fn the_codex_preset_names_the_maintained_adapter() {
+        let codex = builtin_presets().remove("codex").unwrap();
+        assert_eq!(codex.command, "npx");
+        assert_eq!(codex.args, vec!["-y", "@agentclientprotocol/codex-acp"]);
     }
 
     #[test]
