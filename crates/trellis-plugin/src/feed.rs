@@ -32,24 +32,33 @@ pub enum Piece {
     /// An event, written as an `event` notification (with its ACP payload when `acp`).
     /// Its JSON is made when it is written, once for every plugin that receives it (the
     /// host's shared copy of the event, and its `wire`). May wait for a pause.
-    Event { event: Arc<Event>, acp: bool },
+    /// `bytes` is its size estimate, made once by [`Piece::event`].
+    Event {
+        event: Arc<Event>,
+        acp: bool,
+        bytes: usize,
+    },
 }
 
 const EVENT_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"event","params":"#;
 
 impl Piece {
+    /// An event piece (with its ACP payload when `acp`), its size estimated once.
+    pub fn event(event: Arc<Event>, acp: bool) -> Piece {
+        let payload = match (acp, &event.acp) {
+            (true, Some(a)) => a.len() + 16,
+            _ => 0,
+        };
+        let bytes = EVENT_HEAD.len() + approx_json_len(&event) + payload + 2;
+        Piece::Event { event, acp, bytes }
+    }
+
     /// Bytes it takes on the plugin's stdin (for an event not yet serialized, an
     /// estimate from the sizes of its texts; the same figure is added and removed).
     pub fn bytes(&self) -> usize {
         match self {
             Piece::Raw(b) | Piece::Note(b) => b.len(),
-            Piece::Event { event, acp } => {
-                let payload = match (acp, &event.acp) {
-                    (true, Some(a)) => a.len() + 16,
-                    _ => 0,
-                };
-                EVENT_HEAD.len() + approx_json_len(event) + payload + 2
-            }
+            Piece::Event { bytes, .. } => *bytes,
         }
     }
 
@@ -60,7 +69,7 @@ impl Piece {
     fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
         match self {
             Piece::Raw(b) | Piece::Note(b) => out.write_all(b),
-            Piece::Event { event, acp } => {
+            Piece::Event { event, acp, .. } => {
                 let json = event.wire.get_or_init(|| {
                     serde_json::to_string(event)
                         .map(Arc::from)
@@ -309,8 +318,8 @@ mod tests {
             let block = if i == 25 {
                 vec![Piece::Raw(format!("request {i}\n").into_bytes())]
             } else if i % 2 == 0 {
-                vec![Piece::Event {
-                    event: Arc::new(Event {
+                vec![Piece::event(
+                    Arc::new(Event {
                         schema: 1,
                         t: 0.0,
                         session: None,
@@ -321,8 +330,8 @@ mod tests {
                         acp: Some(Arc::from(r#"{"x":1}"#)),
                         wire: Default::default(),
                     }),
-                    acp: i % 4 == 0,
-                }]
+                    i % 4 == 0,
+                )]
             } else {
                 vec![Piece::Note(format!("note {i}\n").into_bytes())]
             };

@@ -89,6 +89,8 @@ pub struct App {
     pub(crate) steering: bool,
     /// Replaying a recording: no agent, no prompt.
     pub replay: bool,
+    /// The home directory, shown as `~` in the status bar (read once, not per frame).
+    pub(crate) home: Option<String>,
     /// The session log (for the Raw view).
     pub log_path: Option<std::path::PathBuf>,
     /// Where each line of the session log starts (the Raw view reads only its frames).
@@ -214,6 +216,7 @@ impl App {
             replay,
             log_path: None,
             log_index: std::cell::RefCell::new(None),
+            home: std::env::var("HOME").ok(),
             transcript_area: (0, 0),
             shown_top: 0,
             message: None,
@@ -554,13 +557,21 @@ impl App {
         Some(trellis_text::plain_text(&body))
     }
 
+    /// The session log's line index, brought up to date (it reads only what was
+    /// appended since); `None` without a log.
+    fn log_index(&self) -> Option<std::cell::RefMut<'_, trellis_store::LogIndex>> {
+        let path = self.log_path.as_ref()?;
+        let mut cell = self.log_index.borrow_mut();
+        cell.get_or_insert_with(|| trellis_store::LogIndex::new(path))
+            .refresh()
+            .ok()?;
+        std::cell::RefMut::filter_map(cell, Option::as_mut).ok()
+    }
+
     /// The lines of call `index`'s frames from the session log, read one by one at the
     /// offsets an index keeps (the log is never read whole); `None` without a log.
     pub fn call_frames(&self, index: usize) -> Option<trellis_view::inspector::FrameLines> {
-        let path = self.log_path.as_ref()?;
-        let mut cell = self.log_index.borrow_mut();
-        let ix = cell.get_or_insert_with(|| trellis_store::LogIndex::new(path));
-        ix.refresh().ok()?;
+        let ix = self.log_index()?;
         let mut out = trellis_view::inspector::FrameLines::new();
         for &seq in self.driver.session.ledger.frames(index) {
             if let Ok(Some(line)) = ix.line(seq) {
@@ -573,11 +584,7 @@ impl App {
     /// How many of call `index`'s frames the log holds now (the Raw view is built again
     /// when this changes, not whenever the log grows).
     pub fn frames_in_log(&self, index: usize) -> Option<usize> {
-        let path = self.log_path.as_ref()?;
-        let mut cell = self.log_index.borrow_mut();
-        let ix = cell.get_or_insert_with(|| trellis_store::LogIndex::new(path));
-        ix.refresh().ok()?;
-        let lines = ix.lines() as u64;
+        let lines = self.log_index()?.lines() as u64;
         Some(
             self.driver
                 .session

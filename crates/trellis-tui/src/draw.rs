@@ -193,9 +193,12 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     } else {
         "Ctrl-T inspect · F2 settings · Ctrl-C twice quits"
     };
-    let home = std::env::var("HOME").ok();
     let cwd = app.driver.session.cwd.as_deref().map(|c| {
-        trellis_view::status::short_path(c, home.as_deref(), (status.width as usize / 4).max(12))
+        trellis_view::status::short_path(
+            c,
+            app.home.as_deref(),
+            (status.width as usize / 4).max(12),
+        )
     });
     f.render_widget(
         Paragraph::new(status_line_with(

@@ -212,10 +212,7 @@ impl Extension for PluginExt {
         }
         // Serialized by the writer when it writes (never during a storm), once for
         // every plugin that receives it.
-        let piece = Piece::Event {
-            event: Arc::clone(event),
-            acp: self.acp,
-        };
+        let piece = Piece::event(Arc::clone(event), self.acp);
         self.send_buffered(piece)?;
         Ok(())
     }

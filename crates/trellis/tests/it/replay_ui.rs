@@ -45,17 +45,7 @@ fn a_replay_draws_the_card_designs_the_user_chose() {
 #[test]
 fn the_tour_twice_in_a_row() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(t) = Tmux::start_sized(
-        &[
-            "demo",
-            "--permission",
-            "allow-once",
-            "--cwd",
-            dir.path().to_str().unwrap(),
-        ],
-        150,
-        90,
-    ) else {
+    let Some(t) = Tmux::start_allowing(dir.path(), &["demo"], 150, 90) else {
         return;
     };
     t.wait_for("Enter send");
@@ -84,17 +74,7 @@ fn the_tour_twice_in_a_row() {
 #[test]
 fn prompts_typed_while_the_agent_works_are_queued_and_can_steer() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(t) = Tmux::start_sized(
-        &[
-            "demo",
-            "--permission",
-            "allow-once",
-            "--cwd",
-            dir.path().to_str().unwrap(),
-        ],
-        150,
-        90,
-    ) else {
+    let Some(t) = Tmux::start_allowing(dir.path(), &["demo"], 150, 90) else {
         return;
     };
     t.wait_for("Enter send");
@@ -113,18 +93,7 @@ fn prompts_typed_while_the_agent_works_are_queued_and_can_steer() {
     // the turn is cancelled and the queued prompt goes out at once.
     let exe = env!("CARGO_BIN_EXE_trellis");
     let agent = format!("{exe} agent demo --calls 200000 --lines 1");
-    let Some(t) = Tmux::start_sized(
-        &[
-            "--agent",
-            &agent,
-            "--permission",
-            "allow-once",
-            "--cwd",
-            dir.path().to_str().unwrap(),
-        ],
-        150,
-        40,
-    ) else {
+    let Some(t) = Tmux::start_allowing(dir.path(), &["--agent", &agent], 150, 40) else {
         return;
     };
     t.wait_for("Enter send");

@@ -23,6 +23,13 @@ impl Tmux {
         Tmux::start_env(&[], args, w, h)
     }
 
+    /// The UI with `args`, `--permission allow-once` and `--cwd dir` (no dialog in the way).
+    pub(crate) fn start_allowing(dir: &Path, args: &[&str], w: u16, h: u16) -> Option<Tmux> {
+        let mut all = args.to_vec();
+        all.extend(["--permission", "allow-once", "--cwd", dir.to_str().unwrap()]);
+        Tmux::start_sized(&all, w, h)
+    }
+
     /// [`Tmux::start_sized`] with more environment variables (`NAME=value`).
     pub(crate) fn start_env(env: &[&str], args: &[&str], w: u16, h: u16) -> Option<Tmux> {
         if Command::new("tmux")
@@ -547,18 +554,7 @@ fn stats_are_final_at_the_end_of_a_turn_without_a_key() {
     let exe = env!("CARGO_BIN_EXE_trellis");
     let agent = format!("{exe} agent demo --calls 3000 --lines 3");
     let dir = tempfile::tempdir().unwrap();
-    let Some(t) = Tmux::start_sized(
-        &[
-            "--agent",
-            &agent,
-            "--permission",
-            "allow-once",
-            "--cwd",
-            dir.path().to_str().unwrap(),
-        ],
-        140,
-        40,
-    ) else {
+    let Some(t) = Tmux::start_allowing(dir.path(), &["--agent", &agent], 140, 40) else {
         return;
     };
     t.wait_for("Enter send");
