@@ -102,23 +102,12 @@ pub fn read_log(path: &Path) -> io::Result<String> {
     std::fs::read_to_string(path)
 }
 
-/// UTC date `YYYY-MM-DD` and time `HHMMSS` for a Unix timestamp (civil-from-days).
+/// UTC date `YYYY-MM-DD` and time `HHMMSS` for a Unix timestamp.
 fn civil(secs: u64) -> (String, String) {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
+    let (y, m, d, h, mi, s) = trellis_core::civil::civil(secs as i64);
     (
         format!("{y:04}-{m:02}-{d:02}"),
-        format!("{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60),
+        format!("{h:02}{mi:02}{s:02}"),
     )
 }
 
