@@ -10,5 +10,6 @@
 
 pub mod demo;
 pub mod hostile;
+pub mod logs;
 pub mod peer;
 pub mod replay;

@@ -1,0 +1,112 @@
+//! The session index: how fast logs are indexed (MB of log per second), and how long a
+//! search takes over 1 000 sessions (median and 95th percentile).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use trellis_index::{Index, Scope};
+use trellis_testkit::logs::{load_log, log_text};
+
+fn indexing(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sessions/d/load.jsonl");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let text = load_log(10_000, 20, 1.0);
+    std::fs::write(&log, &text).unwrap();
+    let mut g = c.benchmark_group("index");
+    g.throughput(Throughput::Bytes(text.len() as u64));
+    g.sample_size(10);
+    g.bench_function("demo_load_10000_calls", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for i in 0..iters {
+                let path = dir.path().join(format!("ix-{i}.sqlite"));
+                let (mut ix, _) = Index::open(&path).unwrap();
+                let t = Instant::now();
+                ix.update(&log).unwrap();
+                total += t.elapsed();
+                drop(ix);
+                for s in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{}{s}", path.display()));
+                }
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
+fn searching(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    // 1 000 sessions in 50 directories, 20 turns each; a rare word in a few outputs.
+    let words = [
+        "tokio", "serde", "axum", "clap", "rayon", "regex", "hyper", "tower",
+    ];
+    let mut bytes = 0;
+    for i in 0..1000usize {
+        let w = if i.is_multiple_of(97) {
+            "xylophone"
+        } else {
+            words[i % words.len()]
+        };
+        let text = log_text(
+            &format!("agent{}", i % 4),
+            &format!("/work/p{}", i % 50),
+            1e9 + i as f64,
+            20,
+            w,
+        );
+        bytes += text.len();
+        let p = sessions.join(format!("d{}/{i}.jsonl", i % 30));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let (mut ix, _) = Index::open(&dir.path().join("index.sqlite")).unwrap();
+    let t = Instant::now();
+    ix.refresh(&sessions).unwrap();
+    let took = t.elapsed();
+    eprintln!(
+        "indexed 1000 logs ({:.1} MB) in {:.2} s: {:.0} MB/s",
+        bytes as f64 / 1e6,
+        took.as_secs_f64(),
+        bytes as f64 / 1e6 / took.as_secs_f64()
+    );
+    let queries: &[(&str, Option<Scope>, bool)] = &[
+        ("xylophone", None, false),
+        ("tokio", None, false),
+        ("build", None, false),
+        ("cargo build", Some(Scope::Tools), false),
+        ("turn 7", Some(Scope::Prompts), false),
+        ("compil", None, true),
+        ("warning unused", Some(Scope::Output), false),
+    ];
+    let mut times = Vec::new();
+    for _ in 0..30 {
+        for (q, scope, prefix) in queries {
+            let t = Instant::now();
+            let hits = ix.search(q, *scope, None, *prefix, 50).unwrap();
+            times.push(t.elapsed());
+            assert!(!hits.is_empty(), "{q}");
+        }
+    }
+    times.sort();
+    eprintln!(
+        "search over 1000 sessions, {} queries: p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms",
+        times.len(),
+        times[times.len() / 2].as_secs_f64() * 1e3,
+        times[times.len() * 95 / 100].as_secs_f64() * 1e3,
+        times[times.len() - 1].as_secs_f64() * 1e3
+    );
+    let mut g = c.benchmark_group("search_1000_sessions");
+    for (q, scope, prefix) in queries {
+        g.bench_function(q.replace(' ', "_"), |b| {
+            b.iter(|| ix.search(q, *scope, None, *prefix, 50).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, indexing, searching);
+criterion_main!(benches);

@@ -1,0 +1,602 @@
+//! What the index keeps of a session log, read one record at a time.
+//!
+//! The extractor is a small state machine over the log's records: it follows turns
+//! (a `session/prompt` request and its response), joins message chunks into messages,
+//! merges tool call updates and attaches terminal output to its call. It holds only what
+//! is still open — the current message, calls not finished yet, terminals not claimed —
+//! so a log of any length is read in bounded memory; a finished call is handed to the
+//! sink at once. At every turn end nothing is open, and the extractor reports a
+//! checkpoint: indexing can later resume from there with a fresh extractor.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Tool output kept per call for search (the log keeps all of it).
+pub const OUTPUT_CAP: usize = 256 << 10;
+/// Text kept per message or prompt.
+pub const TEXT_CAP: usize = 1 << 20;
+
+/// What a document is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocKind {
+    Prompt,
+    Message,
+    Thought,
+    /// A tool call's title, command and paths.
+    Tool,
+    /// A tool call's output (text content, terminal output, raw output, diff text).
+    Output,
+    /// A title the agent gave the session.
+    Title,
+}
+
+impl DocKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DocKind::Prompt => "prompt",
+            DocKind::Message => "message",
+            DocKind::Thought => "thought",
+            DocKind::Tool => "tool",
+            DocKind::Output => "output",
+            DocKind::Title => "title",
+        }
+    }
+}
+
+/// One searchable piece of a session, with its place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Doc {
+    pub kind: DocKind,
+    pub turn: u32,
+    pub call_id: Option<String>,
+    /// Byte offset of the log line it starts at.
+    pub offset: u64,
+    pub text: String,
+}
+
+/// A tool call as the index keeps it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallRow {
+    pub call_id: String,
+    pub turn: u32,
+    pub title: String,
+    pub kind: String,
+    pub status: String,
+    pub command: Option<String>,
+    pub paths: Vec<String>,
+    pub offset: u64,
+}
+
+/// Facts about the whole session; later records overwrite earlier ones.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    pub acp_id: Option<String>,
+    pub agent: Option<String>,
+    pub agent_title: Option<String>,
+    pub command: Option<String>,
+    pub cwd: Option<String>,
+    pub started: Option<f64>,
+    /// Session time (`t`) of the last record.
+    pub last_t: f64,
+    pub end_reason: Option<String>,
+    pub title: Option<String>,
+    pub tokens_used: Option<i64>,
+    pub tokens_size: Option<i64>,
+    pub cost: Option<f64>,
+    pub currency: Option<String>,
+    pub continues: Option<String>,
+    /// Lines that were not records (cut short, not JSON).
+    pub bad_lines: u64,
+}
+
+/// Where the extractor's findings go.
+pub trait Sink {
+    fn doc(&mut self, doc: Doc);
+    fn call(&mut self, call: CallRow);
+    /// Everything before `offset` is indexed; `turn` turns have ended.
+    fn checkpoint(&mut self, offset: u64, turn: u32);
+}
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(default)]
+    t: f64,
+    #[serde(borrow, default)]
+    dir: Option<&'a str>,
+    #[serde(default)]
+    msg: Option<Value>,
+}
+
+#[derive(Default)]
+struct OpenCall {
+    row: CallRow,
+    output: String,
+    terminals: Vec<String>,
+}
+
+/// The state machine; see the module documentation.
+#[derive(Default)]
+pub struct Extractor {
+    pub facts: Facts,
+    turn: u32,
+    prompt_ids: Vec<String>,
+    message: Option<Doc>,
+    calls: HashMap<String, OpenCall>,
+    terminals: HashMap<String, String>,
+    new_session_ids: Vec<String>,
+}
+
+impl Extractor {
+    /// An extractor resuming after `turn` finished turns (at a checkpoint).
+    pub fn resuming(turn: u32) -> Extractor {
+        Extractor {
+            turn,
+            ..Extractor::default()
+        }
+    }
+
+    pub fn turn(&self) -> u32 {
+        self.turn
+    }
+
+    /// Reads one complete line (without its newline) that starts at `offset`; `next` is
+    /// the offset just after it.
+    pub fn feed(&mut self, line: &[u8], offset: u64, next: u64, sink: &mut dyn Sink) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let Ok(rec) = serde_json::from_slice::<Line>(line) else {
+            self.facts.bad_lines += 1;
+            return;
+        };
+        if rec.t.is_finite() && rec.t > self.facts.last_t {
+            self.facts.last_t = rec.t;
+        }
+        let (Some(dir), Some(msg)) = (rec.dir, rec.msg) else {
+            return;
+        };
+        match dir {
+            "client" => self.client(&msg, offset, sink),
+            "client_to_agent" => self.outgoing(&msg, offset, sink),
+            "agent_to_client" => self.incoming(&msg, offset, next, sink),
+            _ => {}
+        }
+    }
+
+    /// The end of what there is to read: whatever is open is handed over as it stands
+    /// (no checkpoint: it may still change).
+    pub fn finish(&mut self, sink: &mut dyn Sink) {
+        self.close_message(sink);
+        let mut open: Vec<OpenCall> = self.calls.drain().map(|(_, c)| c).collect();
+        open.sort_by_key(|c| c.row.offset);
+        for c in open {
+            self.emit_call(c, sink);
+        }
+    }
+
+    fn client(&mut self, msg: &Value, offset: u64, sink: &mut dyn Sink) {
+        let f = &mut self.facts;
+        match str_of(msg, "type") {
+            Some("session_log") => {
+                f.agent = str_of(msg, "agent").map(str::to_string);
+                f.cwd = str_of(msg, "cwd").map(str::to_string);
+                f.started = msg.get("started").and_then(Value::as_f64);
+                f.command = str_of(msg, "command").map(str::to_string);
+                f.continues = str_of(msg, "continues").map(str::to_string);
+            }
+            Some("session_ended") => f.end_reason = str_of(msg, "reason").map(str::to_string),
+            Some("agent_exited") if f.end_reason.is_none() => {
+                f.end_reason = Some(format!(
+                    "agent exited: {}",
+                    str_of(msg, "message").unwrap_or("")
+                ));
+            }
+            Some("terminal_output") => {
+                let (Some(tid), Some(data)) = (str_of(msg, "terminal_id"), str_of(msg, "data"))
+                else {
+                    return;
+                };
+                let owner = self
+                    .calls
+                    .values_mut()
+                    .find(|c| c.terminals.iter().any(|t| t == tid));
+                match owner {
+                    Some(c) => push_capped(&mut c.output, data, OUTPUT_CAP),
+                    None => push_capped(
+                        self.terminals.entry(tid.to_string()).or_default(),
+                        data,
+                        OUTPUT_CAP,
+                    ),
+                }
+            }
+            Some("mark") => {
+                if let Some(text) = str_of(msg, "text") {
+                    sink.doc(Doc {
+                        kind: DocKind::Prompt,
+                        turn: self.turn,
+                        call_id: None,
+                        offset,
+                        text: text.to_string(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn outgoing(&mut self, msg: &Value, offset: u64, sink: &mut dyn Sink) {
+        match str_of(msg, "method") {
+            Some("session/prompt") => {
+                self.close_message(sink);
+                if let Some(id) = id_of(msg) {
+                    self.prompt_ids.push(id);
+                }
+                self.turn += 1;
+                let mut text = String::new();
+                if let Some(blocks) = msg.pointer("/params/prompt").and_then(Value::as_array) {
+                    for b in blocks {
+                        block_text(b, &mut text);
+                    }
+                }
+                if !text.is_empty() {
+                    text.truncate(floor(&text, TEXT_CAP));
+                    sink.doc(Doc {
+                        kind: DocKind::Prompt,
+                        turn: self.turn,
+                        call_id: None,
+                        offset,
+                        text,
+                    });
+                }
+            }
+            Some("session/load") => {
+                if let Some(id) = msg.pointer("/params/sessionId").and_then(Value::as_str) {
+                    self.facts.acp_id = Some(id.to_string());
+                }
+            }
+            Some("session/new") => {
+                if let Some(id) = id_of(msg) {
+                    self.new_session_ids.push(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn incoming(&mut self, msg: &Value, offset: u64, next: u64, sink: &mut dyn Sink) {
+        if msg.get("method").is_none() {
+            // A response.
+            let Some(id) = id_of(msg) else { return };
+            if let Some(i) = self.prompt_ids.iter().position(|p| *p == id) {
+                self.prompt_ids.swap_remove(i);
+                self.end_turn(msg, sink);
+                if self.prompt_ids.is_empty() {
+                    sink.checkpoint(next, self.turn);
+                }
+            } else if let Some(i) = self.new_session_ids.iter().position(|p| *p == id) {
+                self.new_session_ids.swap_remove(i);
+                if let Some(s) = msg.pointer("/result/sessionId").and_then(Value::as_str) {
+                    self.facts.acp_id = Some(s.to_string());
+                }
+            } else if let Some(info) = msg.pointer("/result/agentInfo") {
+                self.facts.agent_title = str_of(info, "title")
+                    .or_else(|| str_of(info, "name"))
+                    .map(str::to_string);
+            }
+            return;
+        }
+        if str_of(msg, "method") != Some("session/update") {
+            return;
+        }
+        let Some(update) = msg.pointer("/params/update") else {
+            return;
+        };
+        match str_of(update, "sessionUpdate") {
+            Some(kind @ ("agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk")) => {
+                let kind = match kind {
+                    "agent_message_chunk" => DocKind::Message,
+                    "agent_thought_chunk" => DocKind::Thought,
+                    _ => DocKind::Prompt,
+                };
+                if self.message.as_ref().is_some_and(|m| m.kind != kind) {
+                    self.close_message(sink);
+                }
+                let m = self.message.get_or_insert_with(|| Doc {
+                    kind,
+                    turn: self.turn,
+                    call_id: None,
+                    offset,
+                    text: String::new(),
+                });
+                if let Some(c) = update.get("content") {
+                    let mut text = String::new();
+                    block_text(c, &mut text);
+                    push_capped(&mut m.text, &text, TEXT_CAP);
+                }
+            }
+            Some("tool_call") => {
+                self.close_message(sink);
+                let Some(id) = str_of(update, "toolCallId") else {
+                    return;
+                };
+                // A second announcement of a call is an update of it.
+                let call = self
+                    .calls
+                    .entry(id.to_string())
+                    .or_insert_with(|| OpenCall {
+                        row: CallRow {
+                            call_id: id.to_string(),
+                            turn: self.turn,
+                            status: "pending".into(),
+                            kind: "other".into(),
+                            offset,
+                            ..CallRow::default()
+                        },
+                        ..OpenCall::default()
+                    });
+                merge(call, update, &mut self.terminals);
+                if finished(&call.row.status) {
+                    self.finish_call(id, sink);
+                }
+            }
+            Some("tool_call_update") => {
+                self.close_message(sink);
+                let Some(id) = str_of(update, "toolCallId") else {
+                    return;
+                };
+                // An update of a call already handed over (late content) is not indexed.
+                let Some(call) = self.calls.get_mut(id) else {
+                    return;
+                };
+                merge(call, update, &mut self.terminals);
+                if finished(&call.row.status) {
+                    self.finish_call(id, sink);
+                }
+            }
+            Some("session_info_update") => {
+                if let Some(title) = str_of(update, "title") {
+                    self.facts.title = Some(title.to_string());
+                    sink.doc(Doc {
+                        kind: DocKind::Title,
+                        turn: self.turn,
+                        call_id: None,
+                        offset,
+                        text: title.to_string(),
+                    });
+                }
+            }
+            Some("usage_update") => {
+                let f = &mut self.facts;
+                f.tokens_used = update.get("used").and_then(Value::as_i64).or(f.tokens_used);
+                f.tokens_size = update.get("size").and_then(Value::as_i64).or(f.tokens_size);
+                if let Some(c) = update.get("cost") {
+                    f.cost = c.get("amount").and_then(Value::as_f64).or(f.cost);
+                    f.currency = str_of(c, "currency")
+                        .map(str::to_string)
+                        .or(f.currency.take());
+                }
+            }
+            _ => self.close_message(sink),
+        }
+    }
+
+    fn end_turn(&mut self, response: &Value, sink: &mut dyn Sink) {
+        self.close_message(sink);
+        // Token totals some agents put on the prompt response.
+        if let Some(total) = response
+            .pointer("/result/usage/totalTokens")
+            .and_then(Value::as_i64)
+        {
+            self.facts.tokens_used = Some(self.facts.tokens_used.unwrap_or(0).max(total));
+        }
+        if self.prompt_ids.is_empty() {
+            let mut open: Vec<OpenCall> = self.calls.drain().map(|(_, c)| c).collect();
+            open.sort_by_key(|c| c.row.offset);
+            for c in open {
+                self.emit_call(c, sink);
+            }
+            self.terminals.clear();
+        }
+    }
+
+    fn close_message(&mut self, sink: &mut dyn Sink) {
+        if let Some(m) = self.message.take().filter(|m| !m.text.trim().is_empty()) {
+            sink.doc(m);
+        }
+    }
+
+    fn finish_call(&mut self, id: &str, sink: &mut dyn Sink) {
+        if let Some(c) = self.calls.remove(id) {
+            self.emit_call(c, sink);
+        }
+    }
+
+    fn emit_call(&mut self, mut c: OpenCall, sink: &mut dyn Sink) {
+        for t in &c.terminals {
+            if let Some(out) = self.terminals.remove(t) {
+                push_capped(&mut c.output, &out, OUTPUT_CAP);
+            }
+        }
+        let mut tool = c.row.title.clone();
+        if let Some(cmd) = &c.row.command {
+            tool.push('\n');
+            tool.push_str(cmd);
+        }
+        for p in &c.row.paths {
+            tool.push('\n');
+            tool.push_str(p);
+        }
+        let (turn, offset) = (c.row.turn, c.row.offset);
+        sink.doc(Doc {
+            kind: DocKind::Tool,
+            turn,
+            call_id: Some(c.row.call_id.clone()),
+            offset,
+            text: tool,
+        });
+        if !c.output.trim().is_empty() {
+            sink.doc(Doc {
+                kind: DocKind::Output,
+                turn,
+                call_id: Some(c.row.call_id.clone()),
+                offset,
+                text: c.output,
+            });
+        }
+        sink.call(c.row);
+    }
+}
+
+fn finished(status: &str) -> bool {
+    matches!(status, "completed" | "failed" | "cancelled")
+}
+
+/// Merges a `tool_call` or `tool_call_update` into the open call.
+fn merge(call: &mut OpenCall, u: &Value, terminals: &mut HashMap<String, String>) {
+    let row = &mut call.row;
+    if let Some(t) = str_of(u, "title") {
+        row.title = t.to_string();
+    }
+    if let Some(k) = str_of(u, "kind") {
+        row.kind = k.to_string();
+    }
+    if let Some(s) = str_of(u, "status") {
+        row.status = s.to_string();
+    }
+    if let Some(locs) = u.get("locations").and_then(Value::as_array) {
+        for l in locs {
+            if let Some(p) = str_of(l, "path") {
+                add_path(&mut row.paths, p);
+            }
+        }
+    }
+    if let Some(input) = u.get("rawInput") {
+        if let Some(c) = input.get("command").or_else(|| input.get("cmd")) {
+            row.command = match c {
+                Value::String(s) => Some(s.clone()),
+                Value::Array(words) => Some(
+                    words
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+                _ => row.command.take(),
+            };
+        }
+        for key in ["path", "file_path", "abs_path", "filePath", "notebook_path"] {
+            if let Some(p) = str_of(input, key) {
+                add_path(&mut row.paths, p);
+            }
+        }
+    }
+    if let Some(content) = u.get("content").and_then(Value::as_array) {
+        // Content replaces the call's content: output gathered from an earlier update
+        // is dropped, terminal output (kept apart) stays.
+        call.output.clear();
+        for c in content {
+            match str_of(c, "type") {
+                Some("content") => {
+                    if let Some(b) = c.get("content") {
+                        let mut text = String::new();
+                        block_text(b, &mut text);
+                        push_capped(&mut call.output, &text, OUTPUT_CAP);
+                    }
+                }
+                Some("diff") => {
+                    if let Some(p) = str_of(c, "path") {
+                        add_path(&mut row.paths, p);
+                    }
+                    if let Some(t) = str_of(c, "newText") {
+                        push_capped(&mut call.output, t, OUTPUT_CAP);
+                    }
+                }
+                Some("terminal") => {
+                    if let Some(t) = str_of(c, "terminalId")
+                        && !call.terminals.iter().any(|x| x == t)
+                    {
+                        call.terminals.push(t.to_string());
+                        if let Some(out) = terminals.remove(t) {
+                            push_capped(&mut call.output, &out, OUTPUT_CAP);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(out) = u.get("rawOutput") {
+        let text = match out {
+            Value::String(s) => Some(s.as_str()),
+            o => [
+                "output",
+                "stdout",
+                "stderr",
+                "formatted_output",
+                "aggregated_output",
+            ]
+            .iter()
+            .find_map(|k| str_of(o, k)),
+        };
+        if let Some(t) = text
+            && !call.output.contains(t)
+        {
+            push_capped(&mut call.output, t, OUTPUT_CAP);
+        }
+    }
+}
+
+fn add_path(paths: &mut Vec<String>, p: &str) {
+    if !paths.iter().any(|x| x == p) && paths.len() < 64 {
+        paths.push(p.to_string());
+    }
+}
+
+/// The text of a content block: text, a resource's text, a link's name and address.
+fn block_text(b: &Value, out: &mut String) {
+    let piece = match str_of(b, "type") {
+        Some("text") => str_of(b, "text").map(str::to_string),
+        Some("resource") => b
+            .pointer("/resource/text")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        Some("resource_link") => Some(format!(
+            "{} {}",
+            str_of(b, "name").unwrap_or(""),
+            str_of(b, "uri").unwrap_or("")
+        )),
+        _ => None,
+    };
+    if let Some(p) = piece {
+        push_capped(out, &p, TEXT_CAP);
+    }
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn id_of(msg: &Value) -> Option<String> {
+    let id = msg.get("id")?;
+    trellis_core::wire::canonical_id(&id.to_string())
+        .ok()
+        .flatten()
+}
+
+fn push_capped(s: &mut String, add: &str, cap: usize) {
+    if s.len() >= cap {
+        return;
+    }
+    let room = cap - s.len();
+    s.push_str(&add[..floor(add, room)]);
+}
+
+/// The largest char boundary of `s` at or below `i`.
+fn floor(s: &str, i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    (0..=i).rev().find(|&j| s.is_char_boundary(j)).unwrap_or(0)
+}

@@ -1,0 +1,466 @@
+//! Session history (SPEC H1–H4): an SQLite index, with FTS5 full-text search, derived
+//! from the JSONL session logs. The logs stay the source of truth: the index can be
+//! deleted at any time and is rebuilt from them; one that is damaged or written by a
+//! newer Trellis is set aside, never trusted.
+//!
+//! A log is read once: the index remembers, per log, the offset of its last turn end (a
+//! checkpoint) and reads only what follows when the file grows. A line cut short at the
+//! end of a file (a session still writing, a crash) is left for the next read.
+
+mod background;
+pub mod extract;
+mod query;
+mod schema;
+
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
+
+pub use background::Background;
+pub use extract::{CallRow, Doc, DocKind, Extractor, Facts, Sink};
+pub use query::{CallCounts, Hit, ListFilter, Scope, SessionRow};
+pub use schema::{Found, SCHEMA};
+
+/// The index file's name in Trellis's data directory.
+pub const FILE: &str = "index.sqlite";
+
+#[derive(Debug)]
+pub enum Error {
+    Sql(rusqlite::Error),
+    Io(std::io::Error),
+    /// No indexed session matches.
+    NotFound(String),
+    /// Several sessions match an id prefix.
+    Ambiguous(String, Vec<String>),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Sql(e) => write!(f, "session index: {e}"),
+            Error::Io(e) => write!(f, "{e}"),
+            Error::NotFound(id) => write!(f, "no session {id:?} (see `trellis sessions list`)"),
+            Error::Ambiguous(id, ids) => {
+                write!(f, "{id:?} names several sessions: {}", ids.join(", "))
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Error {
+        Error::Sql(e)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Io(e)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// What one update did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Updated {
+    /// Logs read (wholly or from their checkpoint).
+    pub logs: usize,
+    /// Bytes of log read.
+    pub bytes: u64,
+    /// Logs no longer on disk, dropped from the index.
+    pub gone: usize,
+}
+
+impl std::ops::AddAssign for Updated {
+    fn add_assign(&mut self, o: Updated) {
+        self.logs += o.logs;
+        self.bytes += o.bytes;
+        self.gone += o.gone;
+    }
+}
+
+#[derive(Debug)]
+pub struct Index {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// The short id of the session logged at `path`.
+pub fn session_id(path: &Path) -> String {
+    let digest = Sha256::digest(path.as_os_str().as_encoded_bytes());
+    digest[..4].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Index {
+    /// Opens (or creates) the index at `path`; `Found` says whether it was usable.
+    pub fn open(path: &Path) -> Result<(Index, Found)> {
+        let (conn, found) = schema::open(path)?;
+        Ok((
+            Index {
+                conn,
+                path: path.to_path_buf(),
+            },
+            found,
+        ))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Brings the index up to date with every log under `sessions_dir` (recursively) and
+    /// every log it already knows elsewhere (`--log FILE`); drops logs that are gone.
+    pub fn refresh(&mut self, sessions_dir: &Path) -> Result<Updated> {
+        let mut logs = Vec::new();
+        collect_logs(sessions_dir, &mut logs, 0);
+        let known: Vec<String> = {
+            let mut st = self.conn.prepare("SELECT path FROM sessions")?;
+            st.query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let mut done = Updated::default();
+        for p in &known {
+            let path = PathBuf::from(p);
+            if !path.is_file() {
+                self.forget(p)?;
+                done.gone += 1;
+            } else if !path.starts_with(sessions_dir) {
+                logs.push(path);
+            }
+        }
+        logs.sort();
+        done += self.update_all(&logs)?;
+        Ok(done)
+    }
+
+    /// Forgets everything and reads every log again.
+    pub fn reindex(&mut self, sessions_dir: &Path) -> Result<Updated> {
+        let known: Vec<String> = {
+            let mut st = self.conn.prepare("SELECT path FROM sessions")?;
+            st.query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let tx = self.conn.transaction()?;
+        tx.execute_batch(
+            "DELETE FROM entries; DELETE FROM calls; DELETE FROM sessions;
+             INSERT INTO entries_fts(entries_fts) VALUES('rebuild');",
+        )?;
+        tx.commit()?;
+        let mut logs = Vec::new();
+        collect_logs(sessions_dir, &mut logs, 0);
+        logs.extend(
+            known
+                .into_iter()
+                .map(PathBuf::from)
+                .filter(|p| p.is_file() && !p.starts_with(sessions_dir)),
+        );
+        logs.sort();
+        self.update_all(&logs)
+    }
+
+    /// Indexes what is new in one log: nothing when it did not change, from its last
+    /// checkpoint when it grew, all of it when it is new, shrank or was replaced.
+    pub fn update(&mut self, log: &Path) -> Result<Updated> {
+        let tx = self.conn.transaction()?;
+        let done = update_in(&tx, log)?;
+        tx.commit()?;
+        Ok(done)
+    }
+
+    /// Updates several logs, committing about every 64 MB read (one transaction per
+    /// small log would cost more than reading it).
+    fn update_all(&mut self, logs: &[PathBuf]) -> Result<Updated> {
+        let mut done = Updated::default();
+        let mut tx = self.conn.transaction()?;
+        let mut since = 0;
+        for log in logs {
+            let d = match update_in(&tx, log) {
+                Ok(d) => d,
+                // A log that went away meanwhile, or cannot be read: skipped.
+                Err(Error::Io(_)) => continue,
+                Err(e) => return Err(e),
+            };
+            since += d.bytes;
+            done += d;
+            if since > 64 << 20 {
+                tx.commit()?;
+                tx = self.conn.transaction()?;
+                since = 0;
+            }
+        }
+        tx.commit()?;
+        Ok(done)
+    }
+}
+
+fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
+    {
+        let key = log.to_string_lossy().into_owned();
+        let mut file = std::fs::File::open(log)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Ok(Updated::default());
+        }
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or_default();
+        let head = head_hash(&mut file)?;
+        let known: Option<(i64, i64, String, i64, i64)> = tx
+            .query_row(
+                "SELECT size, mtime, head, checkpoint, ck_turn FROM sessions WHERE path = ?1",
+                [&key],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .optional()?;
+        let id = session_id(log);
+        let (from, turn, facts) = match known {
+            Some((size, mt, h, _, _)) if size == meta.len() as i64 && mt == mtime && h == head => {
+                return Ok(Updated::default());
+            }
+            Some((_, _, h, ck, turn)) if h == head && meta.len() as i64 >= ck => {
+                (ck as u64, turn as u32, facts(tx, &id)?)
+            }
+            _ => (0, 0, Facts::default()),
+        };
+        file.seek(SeekFrom::Start(from))?;
+        tx.execute(
+            "DELETE FROM entries WHERE session = ?1 AND offset >= ?2",
+            params![id, from as i64],
+        )?;
+        tx.execute(
+            "DELETE FROM calls WHERE session = ?1 AND offset >= ?2",
+            params![id, from as i64],
+        )?;
+        let mut ex = Extractor::resuming(turn);
+        ex.facts = facts;
+        let mut sink = SqlSink {
+            tx,
+            session: &id,
+            checkpoint: (from, turn),
+            err: None,
+        };
+        let end = read_lines(&mut file, from, &mut ex, &mut sink)?;
+        ex.finish(&mut sink);
+        if let Some(e) = sink.err {
+            return Err(e.into());
+        }
+        let (ck, ck_turn) = sink.checkpoint;
+        let f = &ex.facts;
+        tx.execute(
+            "INSERT INTO sessions(id, path, acp_id, agent, agent_title, command, cwd, title,
+                 started, last_t, end_reason, turns, tokens_used, tokens_size, cost, currency,
+                 continues, head, size, mtime, checkpoint, ck_turn)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                 ?17, ?18, ?19, ?20, ?21, ?22)
+             ON CONFLICT(id) DO UPDATE SET path = excluded.path, acp_id = excluded.acp_id,
+                 agent = excluded.agent, agent_title = excluded.agent_title,
+                 command = excluded.command, cwd = excluded.cwd, title = excluded.title,
+                 started = excluded.started, last_t = excluded.last_t,
+                 end_reason = excluded.end_reason, turns = excluded.turns,
+                 tokens_used = excluded.tokens_used, tokens_size = excluded.tokens_size,
+                 cost = excluded.cost, currency = excluded.currency,
+                 continues = excluded.continues, head = excluded.head, size = excluded.size,
+                 mtime = excluded.mtime, checkpoint = excluded.checkpoint,
+                 ck_turn = excluded.ck_turn",
+            params![
+                id,
+                key,
+                f.acp_id,
+                f.agent,
+                f.agent_title,
+                f.command,
+                f.cwd,
+                f.title,
+                f.started,
+                f.last_t,
+                f.end_reason,
+                ex.turn(),
+                f.tokens_used,
+                f.tokens_size,
+                f.cost,
+                f.currency,
+                f.continues,
+                head,
+                end as i64,
+                // A file that ended mid-line is read again next time.
+                if end == meta.len() { mtime } else { -1 },
+                ck as i64,
+                ck_turn,
+            ],
+        )?;
+        Ok(Updated {
+            logs: 1,
+            bytes: end - from,
+            gone: 0,
+        })
+    }
+}
+
+impl Index {
+    /// Drops a session from the index (the log is left alone).
+    pub fn forget(&mut self, path: &str) -> Result<()> {
+        let id = session_id(Path::new(path));
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM entries WHERE session = ?1", [&id])?;
+        tx.execute("DELETE FROM calls WHERE session = ?1", [&id])?;
+        tx.execute("DELETE FROM sessions WHERE id = ?1", [&id])?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+fn facts(conn: &Connection, id: &str) -> Result<Facts> {
+    {
+        Ok(conn.query_row(
+            "SELECT acp_id, agent, agent_title, command, cwd, title, started, last_t,
+                    end_reason, tokens_used, tokens_size, cost, currency, continues
+             FROM sessions WHERE id = ?1",
+            [id],
+            |r| {
+                Ok(Facts {
+                    acp_id: r.get(0)?,
+                    agent: r.get(1)?,
+                    agent_title: r.get(2)?,
+                    command: r.get(3)?,
+                    cwd: r.get(4)?,
+                    title: r.get(5)?,
+                    started: r.get(6)?,
+                    last_t: r.get(7)?,
+                    end_reason: r.get(8)?,
+                    tokens_used: r.get(9)?,
+                    tokens_size: r.get(10)?,
+                    cost: r.get(11)?,
+                    currency: r.get(12)?,
+                    continues: r.get(13)?,
+                    bad_lines: 0,
+                })
+            },
+        )?)
+    }
+}
+
+struct SqlSink<'a> {
+    tx: &'a rusqlite::Transaction<'a>,
+    session: &'a str,
+    checkpoint: (u64, u32),
+    err: Option<rusqlite::Error>,
+}
+
+impl SqlSink<'_> {
+    fn run(&mut self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>) {
+        if self.err.is_none()
+            && let Err(e) = f(self.tx)
+        {
+            self.err = Some(e);
+        }
+    }
+}
+
+impl Sink for SqlSink<'_> {
+    fn doc(&mut self, d: Doc) {
+        let session = self.session;
+        self.run(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO entries(session, kind, turn, call_id, offset, text)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                session,
+                d.kind.as_str(),
+                d.turn,
+                d.call_id,
+                d.offset as i64,
+                d.text
+            ])?;
+            Ok(())
+        });
+    }
+
+    fn call(&mut self, c: CallRow) {
+        let session = self.session;
+        self.run(|tx| {
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO calls(session, call_id, turn, title, kind, status,
+                     command, paths, offset)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                session,
+                c.call_id,
+                c.turn,
+                c.title,
+                c.kind,
+                c.status,
+                c.command,
+                c.paths.join("\n"),
+                c.offset as i64
+            ])?;
+            Ok(())
+        });
+    }
+
+    fn checkpoint(&mut self, offset: u64, turn: u32) {
+        self.checkpoint = (offset, turn);
+    }
+}
+
+/// Feeds every complete line from `from` on; returns the offset after the last one.
+fn read_lines(
+    file: &mut std::fs::File,
+    from: u64,
+    ex: &mut Extractor,
+    sink: &mut dyn Sink,
+) -> std::io::Result<u64> {
+    let mut r = BufReader::with_capacity(1 << 20, file);
+    let mut line = Vec::with_capacity(64 << 10);
+    let mut at = from;
+    loop {
+        line.clear();
+        let n = r.read_until(b'\n', &mut line)?;
+        if n == 0 || line.last() != Some(&b'\n') {
+            return Ok(at);
+        }
+        let next = at + n as u64;
+        ex.feed(&line[..n - 1], at, next, sink);
+        at = next;
+    }
+}
+
+/// A hash of the file's first line (its header): a log replaced by another is noticed.
+fn head_hash(file: &mut std::fs::File) -> std::io::Result<String> {
+    let mut buf = vec![0u8; 4096];
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    let end = memchr::memchr(b'\n', &buf[..n]).unwrap_or(n);
+    let digest = Sha256::digest(&buf[..end]);
+    Ok(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Every `*.jsonl` under `dir` (a few levels deep; links are not followed).
+fn collect_logs(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        let p = e.path();
+        if ft.is_dir() && depth < 3 {
+            collect_logs(&p, out, depth + 1);
+        } else if ft.is_file() && p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! Reading the index: sessions, full-text search, one session's facts.
+
+use rusqlite::{Row, params_from_iter, types::Value as Sql};
+use serde::Serialize;
+
+use crate::{Error, Index, Result};
+
+/// A session as `sessions list` and `show` report it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SessionRow {
+    pub id: String,
+    pub path: String,
+    pub acp_id: Option<String>,
+    pub agent: Option<String>,
+    pub agent_title: Option<String>,
+    pub command: Option<String>,
+    pub cwd: Option<String>,
+    pub title: Option<String>,
+    /// The beginning of the first prompt (a title when the agent gave none).
+    pub first_prompt: Option<String>,
+    /// Seconds since the Unix epoch.
+    pub started: Option<f64>,
+    /// Seconds since the Unix epoch of the last record.
+    pub ended: Option<f64>,
+    pub end_reason: Option<String>,
+    pub turns: u32,
+    pub calls: CallCounts,
+    pub tokens_used: Option<i64>,
+    pub tokens_size: Option<i64>,
+    pub cost: Option<f64>,
+    pub currency: Option<String>,
+    /// The log of the session this one continues.
+    pub continues: Option<String>,
+    /// Bytes of log indexed.
+    pub bytes: u64,
+}
+
+/// Tool calls by final status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CallCounts {
+    pub total: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Pending, in progress or cancelled when the session's turn ended.
+    pub other: u64,
+}
+
+/// Which sessions `list` returns.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Only sessions that ran in this directory.
+    pub cwd: Option<String>,
+    /// Only this agent (the name in the log, or the agent's own name).
+    pub agent: Option<String>,
+    /// Only sessions started at or after (Unix seconds).
+    pub since: Option<f64>,
+    pub limit: Option<usize>,
+}
+
+/// Where a search looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Prompts,
+    Messages,
+    Tools,
+    Output,
+}
+
+impl Scope {
+    fn kinds(self) -> &'static [&'static str] {
+        match self {
+            Scope::Prompts => &["prompt"],
+            Scope::Messages => &["message", "thought", "title"],
+            Scope::Tools => &["tool"],
+            Scope::Output => &["output"],
+        }
+    }
+}
+
+/// One search result: where it is, and a snippet. In `snippet`, `\u{2}` and `\u{3}`
+/// open and close each match (a front end turns them into highlighting; the rest is text
+/// from the log, to be sanitized before it is shown).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    pub session: String,
+    pub path: String,
+    pub title: Option<String>,
+    pub agent: Option<String>,
+    pub cwd: Option<String>,
+    pub started: Option<f64>,
+    pub kind: String,
+    pub turn: u32,
+    pub call_id: Option<String>,
+    /// Byte offset of the log line the hit starts at.
+    pub offset: u64,
+    pub snippet: String,
+}
+
+const SESSION_COLUMNS: &str = "s.id, s.path, s.acp_id, s.agent, s.agent_title, s.command,
+    s.cwd, s.title, s.started, s.last_t, s.end_reason, s.turns, s.tokens_used,
+    s.tokens_size, s.cost, s.currency, s.continues, s.size,
+    (SELECT count(*) FROM calls c WHERE c.session = s.id),
+    (SELECT count(*) FROM calls c WHERE c.session = s.id AND c.status = 'completed'),
+    (SELECT count(*) FROM calls c WHERE c.session = s.id AND c.status = 'failed'),
+    (SELECT substr(e.text, 1, 300) FROM entries e
+     WHERE e.session = s.id AND e.kind = 'prompt' ORDER BY e.offset LIMIT 1)";
+
+fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    let started: Option<f64> = r.get(8)?;
+    let last_t: f64 = r.get(9)?;
+    let n = |i: usize| r.get::<_, i64>(i).map(|v| v.max(0) as u64);
+    let (total, completed, failed) = (n(18)?, n(19)?, n(20)?);
+    Ok(SessionRow {
+        id: r.get(0)?,
+        path: r.get(1)?,
+        acp_id: r.get(2)?,
+        agent: r.get(3)?,
+        agent_title: r.get(4)?,
+        command: r.get(5)?,
+        cwd: r.get(6)?,
+        title: r.get(7)?,
+        first_prompt: r.get(21)?,
+        started,
+        ended: started.map(|s| s + last_t),
+        end_reason: r.get(10)?,
+        turns: r.get(11)?,
+        tokens_used: r.get(12)?,
+        tokens_size: r.get(13)?,
+        cost: r.get(14)?,
+        currency: r.get(15)?,
+        continues: r.get(16)?,
+        bytes: r.get::<_, i64>(17)?.max(0) as u64,
+        calls: CallCounts {
+            total,
+            completed,
+            failed,
+            other: total.saturating_sub(completed + failed),
+        },
+    })
+}
+
+/// A plain query made safe for FTS5: every word becomes a quoted phrase (so `-`, `:`,
+/// quotes and operators in it are just text); all must match. With `prefix`, the last
+/// word also matches longer words (search as you type).
+pub fn fts_query(q: &str, prefix: bool) -> Option<String> {
+    let words: Vec<String> = q
+        .split_whitespace()
+        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+        .collect();
+    let mut out = words.join(" ");
+    if out.is_empty() {
+        return None;
+    }
+    if prefix {
+        out.push('*');
+    }
+    Some(out)
+}
+
+impl Index {
+    /// Sessions, newest first.
+    pub fn list(&self, f: &ListFilter) -> Result<Vec<SessionRow>> {
+        let mut sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE 1");
+        let mut args: Vec<Sql> = Vec::new();
+        if let Some(cwd) = &f.cwd {
+            sql.push_str(" AND s.cwd = ?");
+            args.push(Sql::Text(cwd.clone()));
+        }
+        if let Some(a) = &f.agent {
+            sql.push_str(" AND (s.agent = ? OR s.agent_title = ?)");
+            args.push(Sql::Text(a.clone()));
+            args.push(Sql::Text(a.clone()));
+        }
+        if let Some(t) = f.since {
+            sql.push_str(" AND s.started >= ?");
+            args.push(Sql::Real(t));
+        }
+        sql.push_str(" ORDER BY s.started DESC, s.path DESC");
+        if let Some(n) = f.limit {
+            sql.push_str(&format!(" LIMIT {n}"));
+        }
+        let mut st = self.conn.prepare(&sql)?;
+        let rows = st
+            .query_map(params_from_iter(args), session_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Full-text search, newest indexed first. `prefix`: the last word may be the start
+    /// of a longer one.
+    pub fn search(
+        &self,
+        query: &str,
+        scope: Option<Scope>,
+        cwd: Option<&str>,
+        prefix: bool,
+        limit: usize,
+    ) -> Result<Vec<Hit>> {
+        let Some(q) = fts_query(query, prefix) else {
+            return Ok(Vec::new());
+        };
+        let mut sql = String::from(
+            "SELECT e.session, s.path, s.title, s.agent, s.cwd, s.started, e.kind, e.turn,
+                    e.call_id, e.offset,
+                    snippet(entries_fts, 0, char(2), char(3), '…', 16)
+             FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid
+                  JOIN sessions s ON s.id = e.session
+             WHERE entries_fts MATCH ?",
+        );
+        let mut args: Vec<Sql> = vec![Sql::Text(q)];
+        if let Some(scope) = scope {
+            let marks = vec!["?"; scope.kinds().len()].join(", ");
+            sql.push_str(&format!(" AND e.kind IN ({marks})"));
+            args.extend(scope.kinds().iter().map(|k| Sql::Text(k.to_string())));
+        }
+        if let Some(cwd) = cwd {
+            sql.push_str(" AND s.cwd = ?");
+            args.push(Sql::Text(cwd.to_string()));
+        }
+        sql.push_str(&format!(" ORDER BY entries_fts.rowid DESC LIMIT {limit}"));
+        let mut st = self.conn.prepare_cached(&sql)?;
+        let hits = st
+            .query_map(params_from_iter(args), |r| {
+                Ok(Hit {
+                    session: r.get(0)?,
+                    path: r.get(1)?,
+                    title: r.get(2)?,
+                    agent: r.get(3)?,
+                    cwd: r.get(4)?,
+                    started: r.get(5)?,
+                    kind: r.get(6)?,
+                    turn: r.get(7)?,
+                    call_id: r.get(8)?,
+                    offset: r.get::<_, i64>(9)?.max(0) as u64,
+                    snippet: r.get(10)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(hits)
+    }
+
+    /// The session named by `id`: a whole id, a unique prefix of one, or a log path.
+    pub fn session(&self, id: &str) -> Result<SessionRow> {
+        let by_path = crate::session_id(std::path::Path::new(id));
+        let pattern = format!("{}%", id.replace(['%', '_'], ""));
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s
+             WHERE s.id = ?1 OR s.path = ?2 OR s.id LIKE ?3 ORDER BY s.id"
+        ))?;
+        let rows = st
+            .query_map(rusqlite::params![by_path, id, pattern], session_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        if let Some(exact) = rows.iter().find(|r| r.id == id || r.path == id) {
+            return Ok(exact.clone());
+        }
+        match rows.len() {
+            0 => Err(Error::NotFound(id.to_string())),
+            1 => Ok(rows.into_iter().next().unwrap_or_default()),
+            _ => Err(Error::Ambiguous(
+                id.to_string(),
+                rows.into_iter().map(|r| r.id).collect(),
+            )),
+        }
+    }
+
+    /// Sessions continuing `path` (the newest first).
+    pub fn continuations(&self, path: &str) -> Result<Vec<SessionRow>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.continues = ?1
+             ORDER BY s.started DESC"
+        ))?;
+        let rows = st
+            .query_map([path], session_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+}

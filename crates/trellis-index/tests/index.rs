@@ -1,0 +1,241 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use trellis_index::{Found, Index, ListFilter, Scope, session_id};
+use trellis_testkit::logs::{log_text, turn_text};
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn append(path: &Path, text: &str) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    sessions: PathBuf,
+    index: PathBuf,
+}
+
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let index = dir.path().join("index.sqlite");
+    Setup {
+        sessions,
+        index,
+        _dir: dir,
+    }
+}
+
+#[test]
+fn sessions_are_listed_with_their_facts_and_found_by_their_words() {
+    let s = setup();
+    let a = s.sessions.join("2026-11-30/100000-demo-1.jsonl");
+    let b = s.sessions.join("2026-12-01/100000-claude-2.jsonl");
+    write(&a, &log_text("demo", "/p/one", 1_000.0, 2, "zanzibar"));
+    write(&b, &log_text("claude", "/p/two", 2_000.0, 3, "quokka"));
+    let (mut ix, found) = Index::open(&s.index).unwrap();
+    assert_eq!(found, Found::Created);
+    let up = ix.refresh(&s.sessions).unwrap();
+    assert_eq!(up.logs, 2);
+
+    let all = ix.list(&ListFilter::default()).unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0].agent.as_deref(), Some("claude"), "newest first");
+    let one = &all[1];
+    assert_eq!(one.id, session_id(&a));
+    assert_eq!(one.cwd.as_deref(), Some("/p/one"));
+    assert_eq!(one.acp_id.as_deref(), Some("acp-demo"));
+    assert_eq!(one.title.as_deref(), Some("Build demo"));
+    assert_eq!(one.turns, 2);
+    assert_eq!(
+        (one.calls.total, one.calls.completed, one.calls.failed),
+        (2, 1, 1)
+    );
+    let only = ix
+        .list(&ListFilter {
+            cwd: Some("/p/two".into()),
+            ..ListFilter::default()
+        })
+        .unwrap();
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0].turns, 3);
+
+    // A word that appears only in terminal output.
+    let hits = ix.search("quokka", None, None, false, 20).unwrap();
+    assert_eq!(hits.len(), 3, "{hits:#?}");
+    assert!(hits.iter().all(|h| h.kind == "output"
+        && h.session == session_id(&b)
+        && h.call_id.as_deref().is_some_and(|c| c.starts_with("call-"))));
+    assert!(hits[0].snippet.contains("\u{2}quokka\u{3}"), "{hits:?}");
+    // Scopes.
+    assert!(
+        ix.search("quokka", Some(Scope::Prompts), None, false, 20)
+            .unwrap()
+            .is_empty()
+    );
+    let prompts = ix
+        .search("turn 3", Some(Scope::Prompts), None, false, 20)
+        .unwrap();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(prompts[0].turn, 3);
+    // Chunks are joined into one message.
+    let msgs = ix
+        .search("build now", Some(Scope::Messages), None, false, 20)
+        .unwrap();
+    assert_eq!(msgs.len(), 5);
+    let tools = ix
+        .search("--turn", Some(Scope::Tools), Some("/p/one"), false, 20)
+        .unwrap();
+    assert_eq!(tools.len(), 2, "commands are searchable, limited to a cwd");
+    // Prefix search, and text FTS5 would read as syntax.
+    assert_eq!(ix.search("zanz", None, None, true, 20).unwrap().len(), 2);
+    for odd in ["\"", "a OR", "NEAR(", "-x", "col:x", "*", "'"] {
+        ix.search(odd, None, None, true, 20).unwrap();
+    }
+}
+
+#[test]
+fn a_growing_log_is_read_from_its_last_turn_end() {
+    let s = setup();
+    let a = s.sessions.join("2026-11-30/100000-demo-1.jsonl");
+    write(&a, &log_text("demo", "/p", 1.0, 1, "alpha"));
+    let (mut ix, _) = Index::open(&s.index).unwrap();
+    let first = ix.refresh(&s.sessions).unwrap();
+    // Unchanged: nothing read.
+    assert_eq!(ix.refresh(&s.sessions).unwrap().bytes, 0);
+
+    // A second turn, its last line not written yet (a session still running, a crash).
+    let second = turn_text("demo", 2, "beta");
+    let cut = second.len() - 20;
+    append(&a, &second[..cut]);
+    let up = ix.update(&a).unwrap();
+    assert!(
+        up.bytes < second.len() as u64,
+        "read from the checkpoint only: {up:?} vs first {first:?}"
+    );
+    assert_eq!(ix.search("beta", None, None, false, 9).unwrap().len(), 1);
+    let row = ix.session(&session_id(&a)).unwrap();
+    assert_eq!(row.turns, 2);
+    // The rest of the line arrives: the open turn is read again, not twice.
+    append(&a, &second[cut..]);
+    ix.update(&a).unwrap();
+    assert_eq!(ix.search("beta", None, None, false, 9).unwrap().len(), 1);
+    assert_eq!(ix.search("build", None, None, false, 99).unwrap().len(), 8);
+
+    // The same as reading it whole.
+    let whole = |ix: &Index| {
+        let mut h: Vec<_> = ix
+            .search("build", None, None, false, 99)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.kind, h.turn, h.call_id, h.offset))
+            .collect();
+        h.sort();
+        h
+    };
+    let before = whole(&ix);
+    ix.reindex(&s.sessions).unwrap();
+    assert_eq!(whole(&ix), before);
+}
+
+#[test]
+fn a_replaced_or_deleted_log_is_noticed() {
+    let s = setup();
+    let a = s.sessions.join("2026-11-30/100000-demo-1.jsonl");
+    write(&a, &log_text("demo", "/p", 1.0, 2, "alpha"));
+    let (mut ix, _) = Index::open(&s.index).unwrap();
+    ix.refresh(&s.sessions).unwrap();
+    // Another session written under the same name, longer than the first.
+    write(&a, &log_text("other", "/q", 5.0, 3, "gamma"));
+    ix.refresh(&s.sessions).unwrap();
+    assert!(ix.search("alpha", None, None, false, 9).unwrap().is_empty());
+    assert_eq!(ix.search("gamma", None, None, false, 9).unwrap().len(), 3);
+    std::fs::remove_file(&a).unwrap();
+    assert_eq!(ix.refresh(&s.sessions).unwrap().gone, 1);
+    assert!(ix.list(&ListFilter::default()).unwrap().is_empty());
+    assert!(ix.search("gamma", None, None, false, 9).unwrap().is_empty());
+}
+
+#[test]
+fn a_damaged_or_newer_index_is_set_aside_and_rebuilt() {
+    let s = setup();
+    let a = s.sessions.join("2026-11-30/100000-demo-1.jsonl");
+    write(&a, &log_text("demo", "/p", 1.0, 1, "alpha"));
+    // Not a database at all.
+    std::fs::write(&s.index, b"this is not SQLite, just garbage bytes").unwrap();
+    let (mut ix, found) = Index::open(&s.index).unwrap();
+    let Found::SetAside { why, to } = found else {
+        panic!("{found:?}")
+    };
+    assert!(why.contains("not a usable"), "{why}");
+    assert_eq!(
+        std::fs::read(&to).unwrap(),
+        b"this is not SQLite, just garbage bytes"
+    );
+    ix.refresh(&s.sessions).unwrap();
+    assert_eq!(ix.search("alpha", None, None, false, 9).unwrap().len(), 1);
+    drop(ix);
+
+    // Written by a later Trellis.
+    {
+        let c = rusqlite_version_bump(&s.index);
+        assert!(c);
+    }
+    let (ix, found) = Index::open(&s.index).unwrap();
+    assert!(
+        matches!(&found, Found::SetAside { why, .. } if why.contains("newer")),
+        "{found:?}"
+    );
+    assert!(ix.list(&ListFilter::default()).unwrap().is_empty());
+    drop(ix);
+
+    // Deleted: created again, and filled from the logs.
+    std::fs::remove_file(&s.index).unwrap();
+    let (mut ix, found) = Index::open(&s.index).unwrap();
+    assert_eq!(found, Found::Created);
+    ix.refresh(&s.sessions).unwrap();
+    assert_eq!(ix.list(&ListFilter::default()).unwrap().len(), 1);
+}
+
+/// Marks the index as written by schema version 99.
+fn rusqlite_version_bump(path: &Path) -> bool {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.pragma_update(None, "user_version", 99).is_ok()
+}
+
+#[test]
+fn ids_resolve_by_prefix_and_path() {
+    let s = setup();
+    let a = s.sessions.join("a/1.jsonl");
+    write(&a, &log_text("demo", "/p", 1.0, 1, "alpha"));
+    let (mut ix, _) = Index::open(&s.index).unwrap();
+    ix.refresh(&s.sessions).unwrap();
+    let id = session_id(&a);
+    assert_eq!(ix.session(&id[..3]).unwrap().id, id);
+    assert_eq!(ix.session(&a.to_string_lossy()).unwrap().id, id);
+    assert!(matches!(
+        ix.session("zzzz"),
+        Err(trellis_index::Error::NotFound(_))
+    ));
+}
+
+#[test]
+fn hostile_lines_are_skipped() {
+    let s = setup();
+    let a = s.sessions.join("a/1.jsonl");
+    let mut text = log_text("demo", "/p", 1.0, 1, "alpha");
+    text.push_str("not json at all\n\n{\"t\": 1e999, \"dir\": 5}\n{\"dir\":\"agent_to_client\",\"msg\":{\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"tool_call_update\"}}}}\n");
+    text.push_str(&"[".repeat(100_000));
+    text.push('\n');
+    write(&a, &text);
+    let (mut ix, _) = Index::open(&s.index).unwrap();
+    ix.refresh(&s.sessions).unwrap();
+    assert_eq!(ix.search("alpha", None, None, false, 9).unwrap().len(), 1);
+}
