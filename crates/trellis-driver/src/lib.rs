@@ -74,6 +74,9 @@ pub enum Note {
     Closed,
 }
 
+/// How long closing waits for the session index to take the log's last records.
+const INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub struct Driver {
     /// The session as reduced from the log's records (read-only for front ends).
     pub session: Session,
@@ -94,6 +97,8 @@ pub struct Driver {
     prompt_in_flight: bool,
     /// What became of the MCP servers offered at setup (for `/status`).
     pub mcp: Vec<trellis_acp::McpOffer>,
+    /// Keeps the session index up to date with this session's log.
+    index: Option<trellis_index::Background>,
 }
 
 impl Driver {
@@ -112,6 +117,7 @@ impl Driver {
             driven: VecDeque::new(),
             prompt_in_flight: false,
             mcp: Vec::new(),
+            index: None,
         }
     }
 
@@ -127,6 +133,11 @@ impl Driver {
     pub fn set_host(&mut self, host: ExtHost, rx: UnboundedReceiver<HostMsg>) {
         self.host = Some(host);
         self.ext_rx = Some(rx);
+    }
+
+    /// Indexes the session's log at every turn end and when it closes.
+    pub fn set_index(&mut self, index: trellis_index::Background) {
+        self.index = Some(index);
     }
 
     /// Takes the host's message channel (tests that pump it by hand).
@@ -328,6 +339,10 @@ impl Driver {
         }
         self.outs(outs, notes);
         if turn_ended {
+            // The log was synced at the turn's end (a performed effect): index it.
+            if let Some(ix) = &self.index {
+                ix.touch();
+            }
             self.send_driven();
         }
     }
@@ -525,6 +540,9 @@ impl Driver {
         self.deliver();
         if let Some(c) = &self.conn {
             c.handle.recorder().sync();
+        }
+        if let Some(ix) = self.index.as_mut() {
+            ix.finish(INDEX_WAIT);
         }
     }
 }

@@ -6,6 +6,7 @@ mod plugin_cmd;
 mod plugin_test;
 mod run;
 mod scaffold;
+mod sessions;
 mod setup;
 mod stats;
 mod ui;
@@ -50,6 +51,11 @@ enum Cmd {
     Log {
         #[command(subcommand)]
         command: LogCmd,
+    },
+    /// Past sessions: list, search, show, export, rm, reindex.
+    Sessions {
+        #[command(subcommand)]
+        command: sessions::SessionsCmd,
     },
     /// Extensions: what is installed, enabled and granted (the `/status` view).
     Status {
@@ -123,6 +129,7 @@ fn main() -> ExitCode {
             command: LogCmd::Show { file },
         }) => log_show(&file),
         Some(Cmd::Agent { command }) => agent(command),
+        Some(Cmd::Sessions { command }) => sessions::main(command),
         Some(Cmd::Status { json }) => status(cli.config, json),
         Some(Cmd::Plugin { command }) => plugin_cmd::main(command, cli.ui, cli.config),
         Some(Cmd::Completions { shell }) => {

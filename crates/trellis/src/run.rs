@@ -178,6 +178,12 @@ async fn drive(
     files: &[PathBuf],
     cwd: &str,
 ) -> anyhow::Result<Finished> {
+    let index = Paths::from_env().map(|p| {
+        trellis_index::Background::start(
+            p.data_dir.join(trellis_index::FILE),
+            writer.path().to_path_buf(),
+        )
+    });
     let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
     trellis_ext::install_panic_guard();
     crate::setup::record_header(&handle, &resolved.name, cwd);
@@ -205,6 +211,9 @@ async fn drive(
     const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
     let mut driver = Driver::new(Session::new(session_policy), Connection { handle, rx });
     driver.set_host(host, ext_rx);
+    if let Some(ix) = index {
+        driver.set_index(ix);
+    }
     let mut signals = trellis_tui::signals::Signals::new(false)?;
     let mut notes = Vec::new();
     let mut shown = Vec::new();

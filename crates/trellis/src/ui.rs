@@ -114,6 +114,7 @@ pub fn main(
     .context("cannot create the session log")?;
     let log_path = writer.path().to_path_buf();
     let log_for_app = log_path.clone();
+    let log_for_index = log_path.clone();
     let exit_after_first_frame = args.exit_after_first_frame;
     let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
     let name = resolved.name.clone();
@@ -156,6 +157,12 @@ pub fn main(
         app.mcp_problems = mcp_problems;
         app.exit_after_first_frame = exit_after_first_frame;
         app.driver.connect(Connection { handle, rx });
+        if let Some(p) = Paths::from_env() {
+            app.driver.set_index(trellis_index::Background::start(
+                p.data_dir.join(trellis_index::FILE),
+                log_for_index,
+            ));
+        }
         trellis_tui::run(app, Some(restart))
             .await
             .map_err(anyhow::Error::from)

@@ -11,6 +11,7 @@ mod plugin_death;
 mod plugins;
 mod prompts;
 mod replay_ui;
+mod sessions;
 mod strict;
 mod tui;
 mod tui_trust;

@@ -1,0 +1,434 @@
+//! `trellis sessions`: past sessions from the index (list, search, show, rm, reindex)
+//! and their exports. Every command first brings the index up to date with the logs on
+//! disk (new logs from headless runs, copied from other machines, grown or deleted).
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+use trellis_index::{Found, Index, ListFilter, Scope, SessionRow};
+
+use crate::output::safe;
+
+#[derive(Subcommand)]
+pub enum SessionsCmd {
+    /// Past sessions, newest first: this directory's, or all of them.
+    List {
+        /// Sessions that ran in DIR (default: the current directory).
+        #[arg(long, conflicts_with = "all")]
+        cwd: Option<PathBuf>,
+        /// Sessions of every directory.
+        #[arg(long)]
+        all: bool,
+        /// Only this agent (its preset name or its own name).
+        #[arg(long)]
+        agent: Option<String>,
+        /// Started on or after: `2026-11-30`, or a time ago: `3d`, `12h`, `2w`.
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Full-text search of every session: prompts, messages, tool calls, tool output.
+    Search {
+        #[arg(required = true)]
+        query: Vec<String>,
+        /// Only in one part of the sessions.
+        #[arg(long = "in", value_enum)]
+        scope: Option<ScopeArg>,
+        /// Only sessions that ran in DIR.
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One session: its facts and its tool calls.
+    Show {
+        /// A session id (or a unique prefix of one), or a log file.
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session: its log file and its place in the index.
+    Rm { id: String },
+    /// Rebuild the index from the logs.
+    Reindex,
+    /// A session as Markdown or as one self-contained HTML file.
+    Export {
+        id: String,
+        #[arg(long, value_enum, default_value = "md")]
+        format: ExportFormat,
+        /// Write to FILE instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Keep secrets (API keys, tokens, passwords) instead of redacting them.
+        #[arg(long)]
+        no_redact: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ScopeArg {
+    Prompts,
+    Messages,
+    Tools,
+    Output,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Md,
+    Html,
+}
+
+/// The index, brought up to date; what was wrong with it is said on stderr.
+pub fn open_index() -> anyhow::Result<(Index, PathBuf)> {
+    let paths = trellis_store::Paths::from_env().context("no home directory for Trellis data")?;
+    let sessions = paths.sessions_dir();
+    let (mut index, found) = Index::open(&paths.data_dir.join(trellis_index::FILE))?;
+    match &found {
+        Found::SetAside { why, to } => eprintln!(
+            "trellis: the session index was {why}; it was moved to {} and is rebuilt from the logs",
+            to.display()
+        ),
+        Found::Created | Found::Ready => {}
+    }
+    index.refresh(&sessions)?;
+    Ok((index, sessions))
+}
+
+pub fn main(cmd: SessionsCmd) -> anyhow::Result<ExitCode> {
+    let mut out = String::new();
+    let code = run(cmd, &mut out)?;
+    // A reader that stops early (`| head`) is not an error.
+    match std::io::stdout().lock().write_all(out.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(code),
+    }
+}
+
+fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
+    use std::fmt::Write as _;
+    let (mut index, sessions) = open_index()?;
+    match cmd {
+        SessionsCmd::List {
+            cwd,
+            all,
+            agent,
+            since,
+            limit,
+            json,
+        } => {
+            let cwd = match (all, cwd) {
+                (true, _) => None,
+                (false, Some(d)) => Some(canonical(&d)?),
+                (false, None) => Some(canonical(&std::env::current_dir()?)?),
+            };
+            let since = since.as_deref().map(parse_since).transpose()?;
+            let rows = index.list(&ListFilter {
+                cwd,
+                agent,
+                since,
+                limit: Some(limit),
+            })?;
+            if json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+            } else if rows.is_empty() {
+                eprintln!("no sessions here (try --all)");
+            } else {
+                for r in &rows {
+                    writeln!(out, "{}", safe(&list_line(r)))?;
+                }
+            }
+        }
+        SessionsCmd::Search {
+            query,
+            scope,
+            cwd,
+            limit,
+            json,
+        } => {
+            let scope = scope.map(|s| match s {
+                ScopeArg::Prompts => Scope::Prompts,
+                ScopeArg::Messages => Scope::Messages,
+                ScopeArg::Tools => Scope::Tools,
+                ScopeArg::Output => Scope::Output,
+            });
+            let cwd = cwd.as_deref().map(canonical).transpose()?;
+            let hits = index.search(&query.join(" "), scope, cwd.as_deref(), false, limit)?;
+            if json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
+            } else if hits.is_empty() {
+                eprintln!("nothing found");
+                return Ok(ExitCode::from(1));
+            } else {
+                let tty = std::io::stdout().is_terminal();
+                for h in &hits {
+                    let what = h.title.as_deref().or(h.cwd.as_deref()).unwrap_or("");
+                    let place = match &h.call_id {
+                        Some(c) => format!("turn {} · {} of call {c}", h.turn, h.kind),
+                        None => format!("turn {} · {}", h.turn, h.kind),
+                    };
+                    writeln!(
+                        out,
+                        "{}  {}  {}",
+                        h.session,
+                        safe(&place),
+                        safe(&one_line(what, 60))
+                    )?;
+                    writeln!(out, "    {}", highlight(&h.snippet, tty))?;
+                }
+            }
+        }
+        SessionsCmd::Show { id, json } => {
+            let row = index.session(&id)?;
+            if json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&row)?)?;
+            } else {
+                write!(
+                    out,
+                    "{}",
+                    safe(&show_text(&row, &index.continuations(&row.path)?))
+                )?;
+            }
+        }
+        SessionsCmd::Rm { id } => {
+            let row = index.session(&id)?;
+            match std::fs::remove_file(&row.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => bail!("{}: {e}", row.path),
+            }
+            index.forget(&row.path)?;
+            writeln!(out, "removed {} ({})", row.id, safe(&row.path))?;
+        }
+        SessionsCmd::Reindex => {
+            let t = std::time::Instant::now();
+            let done = index.reindex(&sessions)?;
+            let s = t.elapsed().as_secs_f64();
+            writeln!(
+                out,
+                "indexed {} logs, {:.1} MB in {s:.2} s",
+                done.logs,
+                done.bytes as f64 / 1e6
+            )?;
+        }
+        SessionsCmd::Export {
+            id,
+            format,
+            output,
+            no_redact,
+        } => {
+            let row = index.session(&id)?;
+            let text = export(&row, format, !no_redact)?;
+            match output {
+                Some(path) => write_new(&path, text.as_bytes())?,
+                None => out.push_str(&text),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The session of `row`, rebuilt from its log, as a document.
+pub fn export(row: &SessionRow, format: ExportFormat, redact: bool) -> anyhow::Result<String> {
+    let log = trellis_store::read_log(Path::new(&row.path))
+        .with_context(|| format!("the session's log {}", row.path))?;
+    let mut session = trellis_core::Session::new(trellis_core::Policy::Ask);
+    trellis_core::log::rebuild(&mut session, log.lines(), |_| {});
+    let redactor = trellis_builtins::redact::Redact::default();
+    let redact_fn = |s: &str| redactor.redact(s);
+    let opts = trellis_view::export::Options {
+        meta: trellis_view::export::Meta {
+            id: Some(row.id.clone()),
+            title: row.title.clone(),
+            agent: row.agent_title.clone().or(row.agent.clone()),
+            cwd: row.cwd.clone(),
+            started: row.started,
+        },
+        redact: if redact { Some(&redact_fn) } else { None },
+    };
+    Ok(match format {
+        ExportFormat::Md => trellis_view::export::markdown(&session, &opts),
+        ExportFormat::Html => trellis_view::export::html(&session, &opts),
+    })
+}
+
+/// Writes `bytes` to `path` through a file created exclusively beside it, renamed over
+/// it: never through whatever (a link) already sits at `path`.
+pub fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.persist(path)
+        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.error))?;
+    Ok(())
+}
+
+fn canonical(p: &Path) -> anyhow::Result<String> {
+    Ok(std::fs::canonicalize(p)
+        .with_context(|| p.display().to_string())?
+        .to_string_lossy()
+        .into_owned())
+}
+
+/// `2026-11-30`, or an age: `3d`, `12h`, `2w`, `30m` → Unix seconds.
+fn parse_since(s: &str) -> anyhow::Result<f64> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default();
+    let unit = |c: char| match c {
+        'm' => Some(60.0),
+        'h' => Some(3600.0),
+        'd' => Some(86_400.0),
+        'w' => Some(7.0 * 86_400.0),
+        _ => None,
+    };
+    if let Some(last) = s.chars().last()
+        && let Some(u) = unit(last)
+        && let Ok(n) = s[..s.len() - 1].parse::<f64>()
+    {
+        return Ok(now - n * u);
+    }
+    let parts: Vec<&str> = s.split('-').collect();
+    if let [y, m, d] = parts[..]
+        && let (Ok(y), Ok(m), Ok(d)) = (y.parse::<i64>(), m.parse::<i64>(), d.parse::<i64>())
+        && (1..=12).contains(&m)
+        && (1..=31).contains(&d)
+    {
+        // Days from civil (the inverse of `trellis_core::civil`).
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let mp = (m + 9) % 12;
+        let doy = (153 * mp + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = era * 146_097 + doe - 719_468;
+        return Ok(days as f64 * 86_400.0);
+    }
+    bail!("--since {s}: not a date (2026-11-30) nor an age (3d, 12h, 2w, 30m)")
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &flat[..i]),
+        None => flat,
+    }
+}
+
+fn when(t: Option<f64>) -> String {
+    t.map(trellis_core::civil::utc_minutes)
+        .unwrap_or_else(|| "—".into())
+}
+
+fn list_line(r: &SessionRow) -> String {
+    let what = r
+        .title
+        .as_deref()
+        .or(r.first_prompt.as_deref())
+        .unwrap_or("(no prompt)");
+    let agent = r
+        .agent_title
+        .as_deref()
+        .or(r.agent.as_deref())
+        .unwrap_or("?");
+    let fails = if r.calls.failed > 0 {
+        format!(" ✗{}", r.calls.failed)
+    } else {
+        String::new()
+    };
+    format!(
+        "{}  {}  {:<14} {:>3} turns {:>5} calls{fails}  {}",
+        r.id,
+        when(r.started),
+        one_line(agent, 14),
+        r.turns,
+        r.calls.total,
+        one_line(what, 60)
+    )
+}
+
+fn show_text(r: &SessionRow, next: &[SessionRow]) -> String {
+    let mut s = String::new();
+    let mut line = |k: &str, v: String| s.push_str(&format!("{k:<11}{v}\n"));
+    line("session", r.id.clone());
+    if let Some(t) = r.title.as_deref().or(r.first_prompt.as_deref()) {
+        line("title", one_line(t, 100));
+    }
+    line(
+        "agent",
+        match (&r.agent, &r.agent_title) {
+            (Some(a), Some(t)) if a != t => format!("{a} ({t})"),
+            (a, t) => t.clone().or(a.clone()).unwrap_or_else(|| "?".into()),
+        },
+    );
+    if let Some(c) = &r.cwd {
+        line("directory", c.clone());
+    }
+    line("started", when(r.started));
+    line("ended", when(r.ended));
+    if let Some(e) = &r.end_reason {
+        line("end", e.clone());
+    }
+    line("turns", r.turns.to_string());
+    line(
+        "calls",
+        format!(
+            "{} ({} completed, {} failed, {} other)",
+            r.calls.total, r.calls.completed, r.calls.failed, r.calls.other
+        ),
+    );
+    if let (Some(u), Some(z)) = (r.tokens_used, r.tokens_size) {
+        line("tokens", format!("{u} of {z}"));
+    }
+    if let Some(c) = r.cost {
+        line(
+            "cost",
+            format!("{c:.4} {}", r.currency.as_deref().unwrap_or("")),
+        );
+    }
+    if let Some(a) = &r.acp_id {
+        line("acp id", a.clone());
+    }
+    if let Some(c) = &r.continues {
+        line("continues", c.clone());
+    }
+    for n in next {
+        line("continued", format!("in {}", n.id));
+    }
+    line("log", format!("{} ({} bytes)", r.path, r.bytes));
+    s
+}
+
+/// A snippet for the terminal: its text sanitized, its matches bold (or in «» when
+/// standard output is not a terminal).
+fn highlight(snippet: &str, tty: bool) -> String {
+    let (open, close) = if tty {
+        ("\x1b[1m", "\x1b[22m")
+    } else {
+        ("«", "»")
+    };
+    let mut out = String::new();
+    for (i, part) in one_line(snippet, 400).split(['\u{2}', '\u{3}']).enumerate() {
+        if i % 2 == 1 {
+            out.push_str(open);
+            out.push_str(&safe(part));
+            out.push_str(close);
+        } else {
+            out.push_str(&safe(part));
+        }
+    }
+    out
+}

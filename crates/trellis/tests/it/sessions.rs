@@ -1,0 +1,359 @@
+//! `trellis sessions`: history across runs (issue 11): list, search, show, rm, reindex,
+//! exports — the HTML one checked in headless Chromium.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Home {
+        Home {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn trellis(&self, args: &[&str], cwd: &Path) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .args(args)
+            .current_dir(cwd)
+            .env("XDG_DATA_HOME", self.path().join("data"))
+            .env("XDG_CONFIG_HOME", self.path().join("config"))
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str], cwd: &Path) -> String {
+        let o = self.trellis(args, cwd);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    }
+
+    fn project(&self, name: &str) -> PathBuf {
+        let p = self.path().join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::canonicalize(p).unwrap()
+    }
+
+    /// A headless demo session in `cwd`.
+    fn demo(&self, cwd: &Path, prompt: &str) {
+        self.ok(
+            &[
+                "run",
+                "--format",
+                "jsonl",
+                "--permission",
+                "allow-once",
+                "--prompt",
+                prompt,
+                "--cwd",
+                cwd.to_str().unwrap(),
+            ],
+            cwd,
+        );
+    }
+
+    fn json(&self, args: &[&str], cwd: &Path) -> serde_json::Value {
+        serde_json::from_str(&self.ok(args, cwd)).unwrap()
+    }
+
+    fn index(&self) -> PathBuf {
+        self.path().join("data/trellis/index.sqlite")
+    }
+}
+
+#[test]
+fn sessions_are_listed_searched_shown_and_removed() {
+    let home = Home::new();
+    let (a, b) = (home.project("alpha"), home.project("beta"));
+    home.demo(&a, "first prompt in alpha");
+    home.demo(&b, "only prompt in beta");
+    home.demo(&a, "second prompt in alpha");
+
+    // This directory's sessions by default, newest first; --all for every one.
+    let here = home.json(&["sessions", "list", "--json"], &a);
+    let here = here.as_array().unwrap();
+    assert_eq!(here.len(), 2, "{here:?}");
+    assert_eq!(here[0]["first_prompt"], "second prompt in alpha");
+    assert_eq!(here[0]["cwd"], a.to_str().unwrap());
+    assert_eq!(here[0]["turns"], 1);
+    assert_eq!(here[0]["calls"]["total"], 5);
+    assert_eq!(here[0]["calls"]["failed"], 1);
+    assert_eq!(here[0]["agent"], "demo");
+    let all = home.json(&["sessions", "list", "--all", "--json"], &a);
+    assert_eq!(all.as_array().unwrap().len(), 3);
+    let text = home.ok(&["sessions", "list", "--all"], &a);
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.contains("5 calls ✗1"), "{text}");
+
+    // A word that appears only in tool output (the README the demo reads).
+    let hits = home.json(&["sessions", "search", "scratch", "--json"], &a);
+    let hits = hits.as_array().unwrap();
+    assert_eq!(hits.len(), 3, "{hits:?}");
+    assert!(
+        hits.iter()
+            .all(|h| h["kind"] == "output" && h["call_id"] == "read-1")
+    );
+    assert!(
+        home.json(
+            &["sessions", "search", "scratch", "--in", "prompts", "--json"],
+            &a
+        )
+        .as_array()
+        .unwrap()
+        .is_empty()
+    );
+    let beta = home.json(
+        &["sessions", "search", "beta", "--in", "prompts", "--json"],
+        &a,
+    );
+    assert_eq!(beta.as_array().unwrap().len(), 1, "{beta}");
+    // The directory is in the paths of its calls.
+    let paths = home.json(
+        &["sessions", "search", "beta", "--in", "tools", "--json"],
+        &a,
+    );
+    assert!(paths.as_array().unwrap().len() >= 2, "{paths}");
+    let id = beta[0]["session"].as_str().unwrap().to_string();
+    let text = home.ok(&["sessions", "search", "scratch"], &a);
+    assert!(text.contains("«scratch»"), "{text}");
+    // Nothing found: exit 1, like grep.
+    let none = home.trellis(&["sessions", "search", "zyzzyva"], &a);
+    assert_eq!(none.status.code(), Some(1));
+
+    // A session logged elsewhere (`--log FILE`) is indexed by the session itself, as it
+    // runs: `sessions` commands only scan the sessions directory.
+    let elsewhere = home.path().join("elsewhere/kept.jsonl");
+    home.ok(
+        &[
+            "run",
+            "--permission",
+            "allow-once",
+            "--prompt",
+            "logged elsewhere",
+            "--cwd",
+            a.to_str().unwrap(),
+            "--log",
+            elsewhere.to_str().unwrap(),
+        ],
+        &a,
+    );
+    let found = home.json(
+        &[
+            "sessions",
+            "search",
+            "elsewhere",
+            "--in",
+            "prompts",
+            "--json",
+        ],
+        &a,
+    );
+    assert_eq!(found[0]["path"], elsewhere.to_str().unwrap(), "{found}");
+    home.ok(
+        &["sessions", "rm", found[0]["session"].as_str().unwrap()],
+        &a,
+    );
+
+    // Show, by a prefix of the id.
+    let show = home.ok(&["sessions", "show", &id[..5]], &a);
+    assert!(
+        show.contains(&format!("directory  {}", b.display())),
+        "{show}"
+    );
+    assert!(
+        show.contains("calls      5 (4 completed, 1 failed, 0 other)"),
+        "{show}"
+    );
+    let row = home.json(&["sessions", "show", &id, "--json"], &a);
+    let log = PathBuf::from(row["path"].as_str().unwrap());
+    assert!(log.is_file());
+
+    // rm: the log and the index entry go.
+    home.ok(&["sessions", "rm", &id], &a);
+    assert!(!log.exists());
+    let all = home.json(&["sessions", "list", "--all", "--json"], &a);
+    assert_eq!(all.as_array().unwrap().len(), 2);
+    assert!(
+        home.json(&["sessions", "search", "beta", "--json"], &a)
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_index_survives_deletion_damage_and_truncated_logs() {
+    let home = Home::new();
+    let a = home.project("alpha");
+    home.demo(&a, "one");
+    home.demo(&a, "two");
+    let count = |home: &Home| {
+        home.json(&["sessions", "list", "--json"], &a)
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(count(&home), 2);
+
+    // Deleted: rebuilt from the logs.
+    std::fs::remove_file(home.index()).unwrap();
+    assert_eq!(count(&home), 2);
+
+    // Damaged: set aside (kept for a post-mortem), said so, rebuilt.
+    std::fs::write(home.index(), vec![0x5a; 8192]).unwrap();
+    let o = home.trellis(&["sessions", "list", "--json"], &a);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the session index was not a usable SQLite file"),
+        "{err}"
+    );
+    let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    let aside: Vec<_> = std::fs::read_dir(home.index().parent().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".damaged-"))
+        .collect();
+    assert_eq!(aside.len(), 1);
+
+    // A log cut mid-line (a crash): what is complete is indexed, the rest ignored.
+    let rows = home.json(&["sessions", "list", "--json"], &a);
+    let log = PathBuf::from(rows[0]["path"].as_str().unwrap());
+    let text = std::fs::read(&log).unwrap();
+    let cut = text.len() * 2 / 3;
+    std::fs::write(&log, &text[..cut]).unwrap();
+    let row = home.json(&["sessions", "show", &log.to_string_lossy(), "--json"], &a);
+    assert!(row["bytes"].as_u64().unwrap() <= cut as u64);
+    assert_eq!(row["turns"], 1);
+    // The reindex command reads everything again.
+    let out = home.ok(&["sessions", "reindex"], &a);
+    assert!(out.starts_with("indexed 2 logs"), "{out}");
+}
+
+#[test]
+fn exports_in_markdown_and_html_checked_in_a_browser() {
+    let home = Home::new();
+    let a = home.project("alpha");
+    home.demo(
+        &a,
+        "export me, my key is sk-ant-abcdefghijklmnopqrstuvwxyz0123",
+    );
+    let rows = home.json(&["sessions", "list", "--json"], &a);
+    let id = rows[0]["id"].as_str().unwrap().to_string();
+
+    // Markdown: every call a <details> block, arguments as fenced JSON, the diff.
+    let md = home.ok(&["sessions", "export", &id, "--format", "md"], &a);
+    assert!(
+        md.starts_with("# Fix the TODO in the demo workspace"),
+        "{md}"
+    );
+    assert_eq!(md.matches("<details>\n<summary>").count(), 5 + 1, "{md}"); // + a thought
+    assert!(md.contains("```json\n{\n  \"path\""), "{md}");
+    assert!(md.contains("```diff\n"), "{md}");
+    assert!(md.contains("**Permission:** asked"), "{md}");
+    // Redacted unless asked otherwise.
+    assert!(
+        !md.contains("sk-ant-abcdefghijklmnopqrstuvwxyz0123"),
+        "{md}"
+    );
+    assert!(md.contains("‹redacted›"), "{md}");
+    let raw = home.ok(&["sessions", "export", &id, "--no-redact"], &a);
+    assert!(raw.contains("sk-ant-abcdefghijklmnopqrstuvwxyz0123"));
+
+    // HTML, written to a file (through a new file renamed over the target).
+    let file = home.path().join("session.html");
+    std::fs::write(&file, "old").unwrap();
+    home.ok(
+        &[
+            "sessions",
+            "export",
+            &id,
+            "--format",
+            "html",
+            "-o",
+            file.to_str().unwrap(),
+        ],
+        &a,
+    );
+    let html = std::fs::read_to_string(&file).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(
+        html.contains("default-src 'none'"),
+        "a policy that forbids requests"
+    );
+    for forbidden in ["http://", "https://", "src=", "<link", "@import", "url("] {
+        assert!(!html.contains(forbidden), "{forbidden} in the export");
+    }
+    assert!(!html.contains("sk-ant-abcdefghijklmnopqrstuvwxyz0123"));
+
+    // In a real browser.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let puppeteer = repo.join(".ci/node/node_modules/puppeteer-core");
+    let chromium = ["chromium", "chromium-browser"]
+        .iter()
+        .find_map(|c| which(c));
+    let (Some(chromium), true) = (chromium, puppeteer.is_dir()) else {
+        crate::missing_tool(
+            "chromium and puppeteer-core (scripts/test installs both) for the HTML export",
+        );
+        return;
+    };
+    let shot = artifact_dir().join("session-export.png");
+    let o = Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/export_check.cjs"))
+        .arg(&chromium)
+        .arg(&file)
+        .arg(&shot)
+        .arg("5")
+        .arg("passed")
+        .env("NODE_PATH", repo.join(".ci/node/node_modules"))
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{report}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_str(report.trim()).unwrap();
+    assert_eq!(r["cards"], 5);
+    assert_eq!(r["openAfter"], true);
+    assert_eq!(r["requests"], serde_json::json!([]));
+    assert!(r["diffLines"].as_u64().unwrap() >= 2, "{r}");
+    assert!(
+        r["permissions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p.as_str().unwrap().contains("by policy")),
+        "{r}"
+    );
+    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
+}
+
+fn which(cmd: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(cmd))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Where tests leave files for a person to look at (screenshots): under the target dir.
+fn artifact_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
