@@ -120,6 +120,9 @@ struct OpenCall {
 #[derive(Default)]
 pub struct Extractor {
     pub facts: Facts,
+    /// The title of the last title document handed over (before the resume point, when
+    /// resuming): a title sent again is not indexed again.
+    pub last_title: Option<String>,
     turn: u32,
     prompt_ids: Vec<String>,
     message: Option<Doc>,
@@ -356,8 +359,12 @@ impl Extractor {
                 }
             }
             Some("session_info_update") => {
-                if let Some(title) = str_of(update, "title") {
+                // Searchable once per distinct title (agents re-send it every turn).
+                if let Some(title) = str_of(update, "title")
+                    && self.last_title.as_deref() != Some(title)
+                {
                     self.facts.title = Some(title.to_string());
+                    self.last_title = Some(title.to_string());
                     sink.doc(Doc {
                         kind: DocKind::Title,
                         turn: self.turn,

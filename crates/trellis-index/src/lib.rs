@@ -241,6 +241,14 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
         )?;
         let mut ex = Extractor::resuming(turn);
         ex.facts = facts;
+        ex.last_title = tx
+            .query_row(
+                "SELECT text FROM entries WHERE session = ?1 AND kind = 'title' AND offset < ?2
+                 ORDER BY offset DESC LIMIT 1",
+                params![id, from as i64],
+                |r| r.get(0),
+            )
+            .optional()?;
         let mut sink = SqlSink {
             tx,
             session: &id,

@@ -127,7 +127,12 @@ fn a_growing_log_is_read_from_its_last_turn_end() {
     append(&a, &second[cut..]);
     ix.update(&a).unwrap();
     assert_eq!(ix.search("beta", None, None, false, 9).unwrap().len(), 1);
-    assert_eq!(ix.search("build", None, None, false, 99).unwrap().len(), 8);
+    // Per turn: the prompt, the message, the call; the title, sent every turn, once.
+    assert_eq!(ix.search("build", None, None, false, 99).unwrap().len(), 7);
+    let titles = ix
+        .search("demo", Some(Scope::Messages), None, false, 99)
+        .unwrap();
+    assert_eq!(titles.iter().filter(|h| h.kind == "title").count(), 1);
 
     // The same as reading it whole.
     let whole = |ix: &Index| {
