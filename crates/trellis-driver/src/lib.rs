@@ -74,8 +74,9 @@ pub enum Note {
     Closed,
 }
 
-/// How long closing waits for the session index to take the log's last records.
-const INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long closing waits for the session index to take the log's last records (the
+/// log is registered: what is left is read by the next `trellis sessions` command).
+const INDEX_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 pub struct Driver {
     /// The session as reduced from the log's records (read-only for front ends).

@@ -15,8 +15,8 @@ pub struct Background {
 }
 
 impl Background {
-    /// Starts the thread for the log at `log`, indexing into the file `index`. The index
-    /// is opened on the first request (a session that never ends a turn costs nothing).
+    /// Starts the thread for the log at `log`, indexing into the file `index`; the log is
+    /// registered in the index at once.
     pub fn start(index: PathBuf, log: PathBuf) -> Background {
         let (tx, rx) = channel::<()>();
         let (done_tx, done) = channel();
@@ -48,7 +48,13 @@ impl Background {
 }
 
 fn serve(index: PathBuf, log: PathBuf, rx: Receiver<()>, done: Sender<()>) {
-    let mut ix: Option<Index> = None;
+    // The log is known to the index from the start: whatever this thread does not get
+    // to read (the session killed, the last read cut short at exit) the next
+    // `trellis sessions` command reads, also for a log outside the sessions directory.
+    let mut ix: Option<Index> = Index::open(&index).ok().map(|(i, _)| i);
+    if let Some(i) = ix.as_mut() {
+        let _ = i.register(&log);
+    }
     while rx.recv().is_ok() {
         // Everything asked meanwhile is served by this one read.
         while rx.try_recv().is_ok() {}

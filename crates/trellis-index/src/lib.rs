@@ -313,6 +313,17 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
 }
 
 impl Index {
+    /// Makes a log known to the index without reading it (a running session's, before
+    /// its first turn ends): the next update or refresh reads it.
+    pub fn register(&mut self, log: &Path) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR IGNORE INTO sessions(id, path, head, size, mtime, checkpoint, ck_turn)
+             VALUES (?1, ?2, '', -1, -1, 0, 0)",
+            params![session_id(log), log.to_string_lossy()],
+        )?;
+        Ok(())
+    }
+
     /// Drops a session from the index (the log is left alone).
     pub fn forget(&mut self, path: &str) -> Result<()> {
         let id = session_id(Path::new(path));

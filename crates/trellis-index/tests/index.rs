@@ -244,3 +244,19 @@ fn hostile_lines_are_skipped() {
     ix.refresh(&s.sessions).unwrap();
     assert_eq!(ix.search("alpha", None, None, false, 9).unwrap().len(), 1);
 }
+
+#[test]
+fn a_registered_log_outside_the_sessions_directory_is_read_by_the_next_refresh() {
+    let s = setup();
+    let elsewhere = s._dir.path().join("elsewhere/run.jsonl");
+    write(&elsewhere, &log_text("demo", "/p", 1.0, 1, "alpha"));
+    let (mut ix, _) = Index::open(&s.index).unwrap();
+    // A session registers its log when it starts, and may be killed before reading it.
+    ix.register(&elsewhere).unwrap();
+    ix.register(&elsewhere).unwrap();
+    assert!(ix.search("alpha", None, None, false, 9).unwrap().is_empty());
+    let up = ix.refresh(&s.sessions).unwrap();
+    assert_eq!(up.logs, 1);
+    assert_eq!(ix.search("alpha", None, None, false, 9).unwrap().len(), 1);
+    assert_eq!(ix.session(&session_id(&elsewhere)).unwrap().turns, 1);
+}
