@@ -187,6 +187,8 @@ mod tests {
             .arg("sleep 5 & sleep 5")
             .spawn()
             .unwrap();
+        // Ours to wait for: the reaper another test runs must leave it alone.
+        own(child.id());
         std::thread::sleep(Duration::from_millis(100));
         let below_child = descendants(child.id());
         assert_eq!(below_child.len(), 2, "{below_child:?}");
