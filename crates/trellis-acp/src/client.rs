@@ -14,9 +14,10 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock,
-    FileSystemCapabilities, Implementation, InitializeRequest, LoadSessionRequest,
-    NewSessionRequest, PromptRequest, ResourceLink, SessionId, SetSessionModeRequest, TextContent,
+    AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock, EmbeddedResource,
+    EmbeddedResourceResource, FileSystemCapabilities, Implementation, InitializeRequest,
+    LoadSessionRequest, NewSessionRequest, PromptRequest, ResourceLink, SessionId,
+    SetSessionModeRequest, TextContent, TextResourceContents,
 };
 use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde_json::{Value, json};
@@ -100,13 +101,24 @@ pub enum Input {
     Closed { error: Option<String> },
 }
 
+/// A text document sent with a prompt (e.g. an earlier session carried into a resumed
+/// one): an embedded resource when the agent takes them (`embeddedContext`), else a
+/// text block of its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedded {
+    pub uri: String,
+    pub mime: String,
+    pub text: String,
+}
+
 /// From the driver to the connection.
 #[derive(Debug)]
 pub enum Command {
-    /// Send a prompt: text, and files to attach as resource links.
+    /// Send a prompt: text, files to attach as resource links, and documents to embed.
     Prompt {
         text: String,
         files: Vec<PathBuf>,
+        embedded: Vec<Embedded>,
     },
     Cancel,
     /// Ask the agent to switch to session mode `mode` (`session/set_mode`).
@@ -327,7 +339,7 @@ async fn run(
                 let load = spec.load_session.clone().filter(|_| init.agent_capabilities.load_session);
                 if let (Some(id), None) = (&spec.load_session, &load) {
                     let _ = tx.send(Input::Warning(format!(
-                        "the agent does not advertise session/load; starting a new session instead of {id}"
+                        "the agent does not advertise session/load: a new session starts instead of {id}, without the agent's memory of it"
                     )));
                 }
                 let (mcp, offers) = crate::mcp::offer(&spec.mcp_servers, &init.agent_capabilities.mcp_capabilities);
@@ -362,12 +374,13 @@ async fn run(
                         Err(e) => return Err(e),
                     }
                 };
-                Ok::<_, agent_client_protocol::Error>(session_id)
+                let embed = init.agent_capabilities.prompt_capabilities.embedded_context;
+                Ok::<_, agent_client_protocol::Error>((session_id, embed))
             };
             let timeout = spec.setup_timeout;
             let setup = tokio::time::timeout(timeout, setup);
             tokio::pin!(setup);
-            let session_id: SessionId = loop {
+            let (session_id, embed): (SessionId, bool) = loop {
                 tokio::select! {
                     r = &mut setup => match r {
                         Ok(r) => break r?,
@@ -405,11 +418,22 @@ async fn run(
                 };
                 tokio::select! {
                     cmd = async { match next { Some(c) => c, None => cmd_rx.recv().await } } => match cmd {
-                        Some(Command::Prompt { text, files }) if turn.is_none() => {
+                        Some(Command::Prompt { text, files, embedded }) if turn.is_none() => {
                             let mut blocks = vec![ContentBlock::Text(TextContent::new(text))];
                             for f in files {
                                 let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                                 blocks.push(ContentBlock::ResourceLink(ResourceLink::new(name, file_uri(&f))));
+                            }
+                            for e in embedded {
+                                blocks.push(if embed {
+                                    ContentBlock::Resource(EmbeddedResource::new(
+                                        EmbeddedResourceResource::TextResourceContents(
+                                            TextResourceContents::new(e.text, e.uri).mime_type(e.mime),
+                                        ),
+                                    ))
+                                } else {
+                                    ContentBlock::Text(TextContent::new(format!("{}:\n\n{}", e.uri, e.text)))
+                                });
                             }
                             let sent = cx.send_request(PromptRequest::new(session_id.clone(), blocks));
                             turn = Some(Box::pin(async move { sent.block_task().await.map(|_| ()) }));

@@ -15,7 +15,7 @@ mod services;
 pub mod terminal;
 pub mod transport;
 
-pub use client::{AgentSpec, Caps, Command, Handle, Input, start, start_at};
+pub use client::{AgentSpec, Caps, Command, Embedded, Handle, Input, start, start_at};
 pub use mcp::{McpOffer, McpServerSpec, McpTransport};
 pub use recorder::{LogSink, Origin, Recorder};
 pub use roots::Roots;

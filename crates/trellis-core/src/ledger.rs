@@ -31,6 +31,17 @@ pub struct Applied {
 }
 
 impl Ledger {
+    /// Keeps every call (by position: the transcript still shows them) but forgets their
+    /// ids and frames: the calls of an earlier session a resumed one continues. A new call
+    /// that reuses an id is a new call, and frame numbers of the earlier log are not
+    /// looked up in the new one.
+    pub fn archive(&mut self) {
+        self.index.clear();
+        for f in &mut self.frames {
+            f.clear();
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.calls.len()
     }

@@ -110,6 +110,9 @@ pub struct Counters {
     pub frames: u64,
     /// `session/update` notifications applied.
     pub updates: u64,
+    /// Updates the agent replayed while loading a session whose history was already
+    /// shown from its log (see [`Session::continuing`]): not applied a second time.
+    pub replayed: u64,
 }
 
 /// Cap on terminal output kept per terminal (the front is dropped beyond it).
@@ -149,6 +152,8 @@ pub struct Session {
     pub(crate) warned: std::collections::HashSet<String>,
     /// Extension state per call: (extension, call id) → value. Saved in the log.
     pub call_state: BTreeMap<(String, String), serde_json::Value>,
+    /// The history above came from an earlier session's log (a resumed session).
+    pub seeded: bool,
 }
 
 impl Session {
@@ -157,6 +162,38 @@ impl Session {
             policy,
             ..Session::default()
         }
+    }
+
+    /// A session that continues `prev` (rebuilt from its log): its transcript, calls,
+    /// terminals, plan, usage, title and turn count stay, followed by `notice` (the
+    /// divider); everything about the connection (ids, open requests, the end) starts
+    /// afresh. While the agent answers a `session/load` of it, the history it replays is
+    /// not applied again (counted in `counters.replayed`).
+    pub fn continuing(prev: Session, policy: Policy, notice: String) -> Session {
+        let mut s = Session::new(policy);
+        s.cwd = prev.cwd;
+        s.transcript = prev.transcript;
+        s.ledger = prev.ledger;
+        s.ledger.archive();
+        s.terminals = prev.terminals;
+        s.plan = prev.plan;
+        s.usage = prev.usage;
+        s.title = prev.title;
+        s.turn = prev.turn;
+        s.call_state = prev.call_state;
+        s.transcript.push(Entry::Notice { text: notice });
+        s.seeded = true;
+        s
+    }
+
+    /// True while a `session/load` of a seeded session is unanswered: what the agent
+    /// sends now is the history the log already gave.
+    pub(crate) fn replaying(&self) -> bool {
+        self.seeded
+            && self
+                .client_requests
+                .values()
+                .any(|r| matches!(r, ClientRequest::LoadSession { .. }))
     }
 
     /// Permission requests still waiting for an answer: (request id, call id).
@@ -214,6 +251,13 @@ pub enum LocalRecord {
         trellis: String,
         /// Wall-clock start, seconds since the Unix epoch.
         started: f64,
+        /// The agent as the user named it (`--agent`: a preset, `demo` or a command line),
+        /// to start it again when the session is resumed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<String>,
+        /// The log of the session this one continues (`trellis sessions resume`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        continues: Option<String>,
     },
     /// Who answered a permission request (written just before the answer frame).
     PermissionDecided {

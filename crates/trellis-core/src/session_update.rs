@@ -11,6 +11,10 @@ use crate::wire::{self, Message};
 /// Applies one `session/update`: hot kinds as decoded in one pass (see [`crate::hot`]), the
 /// rest (and anything the hot path cannot read) through the per-kind lenient decoders.
 pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
+    if cx.s.replaying() {
+        cx.s.counters.replayed += 1;
+        return;
+    }
     let decoded = match &msg.decoded {
         Some(d) => Some((**d).clone()),
         None => msg

@@ -100,6 +100,8 @@ pub struct Driver {
     pub mcp: Vec<trellis_acp::McpOffer>,
     /// Keeps the session index up to date with this session's log.
     index: Option<trellis_index::Background>,
+    /// A document sent with the next prompt (an earlier session carried into this one).
+    carry: Option<trellis_acp::Embedded>,
 }
 
 impl Driver {
@@ -119,6 +121,7 @@ impl Driver {
             prompt_in_flight: false,
             mcp: Vec::new(),
             index: None,
+            carry: None,
         }
     }
 
@@ -134,6 +137,11 @@ impl Driver {
     pub fn set_host(&mut self, host: ExtHost, rx: UnboundedReceiver<HostMsg>) {
         self.host = Some(host);
         self.ext_rx = Some(rx);
+    }
+
+    /// Sends `doc` with the next prompt (once).
+    pub fn carry(&mut self, doc: trellis_acp::Embedded) {
+        self.carry = Some(doc);
     }
 
     /// Indexes the session's log at every turn end and when it closes.
@@ -486,14 +494,19 @@ impl Driver {
 
     /// Sends a prompt. Before the agent is set up the connection holds it (and the log
     /// says so) and sends it once the session exists.
-    pub fn prompt(&self, text: String, files: Vec<PathBuf>) {
+    pub fn prompt(&mut self, text: String, files: Vec<PathBuf>) {
         if let Some(c) = &self.conn {
             if !self.ready && !self.closed {
                 c.handle.recorder().local(LocalRecord::Mark {
                     text: "prompt queued until the agent has set up its session".into(),
                 });
             }
-            c.handle.send(Command::Prompt { text, files });
+            let embedded = self.carry.take().into_iter().collect();
+            c.handle.send(Command::Prompt {
+                text,
+                files,
+                embedded,
+            });
         }
     }
 

@@ -129,6 +129,9 @@ pub struct Extractor {
     calls: HashMap<String, OpenCall>,
     terminals: HashMap<String, String>,
     new_session_ids: Vec<String>,
+    /// A `session/load` is unanswered: what the agent sends meanwhile is the history it
+    /// replays, indexed already with the log it came from.
+    load_id: Option<String>,
 }
 
 impl Extractor {
@@ -258,6 +261,7 @@ impl Extractor {
                 if let Some(id) = msg.pointer("/params/sessionId").and_then(Value::as_str) {
                     self.facts.acp_id = Some(id.to_string());
                 }
+                self.load_id = id_of(msg);
             }
             Some("session/new") => {
                 if let Some(id) = id_of(msg) {
@@ -272,7 +276,9 @@ impl Extractor {
         if msg.get("method").is_none() {
             // A response.
             let Some(id) = id_of(msg) else { return };
-            if let Some(i) = self.prompt_ids.iter().position(|p| *p == id) {
+            if self.load_id.as_ref() == Some(&id) {
+                self.load_id = None;
+            } else if let Some(i) = self.prompt_ids.iter().position(|p| *p == id) {
                 self.prompt_ids.swap_remove(i);
                 self.end_turn(msg, sink);
                 if self.prompt_ids.is_empty() {
@@ -290,7 +296,7 @@ impl Extractor {
             }
             return;
         }
-        if str_of(msg, "method") != Some("session/update") {
+        if str_of(msg, "method") != Some("session/update") || self.load_id.is_some() {
             return;
         }
         let Some(update) = msg.pointer("/params/update") else {

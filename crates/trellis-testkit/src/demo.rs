@@ -24,6 +24,9 @@ pub struct DemoOptions {
     pub lines: usize,
     /// Pause between story steps.
     pub delay: Duration,
+    /// Advertise `loadSession` and answer `session/load` by replaying a short history
+    /// (a client's resume against an agent that can reload).
+    pub load_session: bool,
 }
 
 impl Default for DemoOptions {
@@ -32,6 +35,7 @@ impl Default for DemoOptions {
             calls: 0,
             lines: 20,
             delay: Duration::from_millis(120),
+            load_session: false,
         }
     }
 }
@@ -85,7 +89,7 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     &id,
                     json!({
                         "protocolVersion": 1,
-                        "agentCapabilities": {"loadSession": false, "promptCapabilities": {"embeddedContext": true}},
+                        "agentCapabilities": {"loadSession": demo.opts.load_session, "promptCapabilities": {"embeddedContext": true}},
                         "agentInfo": {"name": "trellis-demo", "title": "Trellis demo agent", "version": env!("CARGO_PKG_VERSION")},
                         "authMethods": []
                     }),
@@ -111,6 +115,23 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                             {"id": "default", "name": "Default"}, {"id": "yolo", "name": "Allow everything"}]}
                     }),
                 )?;
+            }
+            "session/load" if demo.opts.load_session => {
+                let cwd = params["cwd"].as_str().unwrap_or(".").to_string();
+                demo.workspace = Path::new(&cwd).join("demo-workspace");
+                demo.session_id = params["sessionId"].as_str().unwrap_or("").to_string();
+                // The history, replayed as updates before the answer (as ACP asks).
+                for (kind, text) in [
+                    ("user_message_chunk", "(replayed) the earlier prompt"),
+                    ("agent_message_chunk", "(replayed) what I answered then"),
+                ] {
+                    demo.peer.notify(
+                        "session/update",
+                        json!({"sessionId": demo.session_id, "update": {
+                            "sessionUpdate": kind, "content": {"type": "text", "text": text}}}),
+                    )?;
+                }
+                demo.peer.respond(&id, json!({}))?;
             }
             "session/set_mode" => demo.peer.respond(&id, json!({}))?,
             "session/prompt" => {

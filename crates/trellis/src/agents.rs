@@ -60,6 +60,8 @@ pub fn split_words(line: &str) -> anyhow::Result<Vec<String>> {
 /// A launchable agent and a short name for logs.
 pub struct Resolved {
     pub name: String,
+    /// The agent as the user named it (a preset, `demo`, or a command line).
+    pub command: String,
     pub spec: AgentSpec,
     /// The demo runs in a scratch directory of its own unless `--cwd` is given: created
     /// exclusively, removed (with what the demo wrote) when this is dropped.
@@ -132,6 +134,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
     };
     Ok(Resolved {
         name,
+        command: agent.to_string(),
         spec: AgentSpec {
             command,
             args,

@@ -98,6 +98,9 @@ enum AgentCmd {
         /// Pause between story steps, in milliseconds.
         #[arg(long, default_value_t = 120)]
         delay_ms: u64,
+        /// Advertise `session/load` (replaying a short history when asked).
+        #[arg(long)]
+        load_session: bool,
     },
     /// Play the agent side of a recorded session (fixture or Trellis log).
     Replay { file: PathBuf },
@@ -116,13 +119,20 @@ fn main() -> ExitCode {
             | Some(Cmd::Run(_))
             | Some(Cmd::Status { .. })
             | Some(Cmd::Plugin { .. })
+            | Some(Cmd::Sessions {
+                command: sessions::SessionsCmd::Resume { .. }
+            })
     );
     if client && trellis_acp::reaper::adopt_orphans() {
         trellis_acp::reaper::keep_reaping();
     }
     let result = match cli.command {
-        None => ui::main(cli.ui, cli.config, false),
-        Some(Cmd::Demo) => ui::main(cli.ui, cli.config, true),
+        None => ui::main(cli.ui, cli.config, false, None),
+        Some(Cmd::Demo) => ui::main(cli.ui, cli.config, true, None),
+        Some(Cmd::Sessions {
+            command: sessions::SessionsCmd::Resume { id, carry },
+        }) => sessions::Resume::find(&id, carry)
+            .and_then(|r| ui::main(cli.ui, cli.config, false, Some(r))),
         Some(Cmd::Replay { file }) => ui::replay(&file, cli.config, cli.ui.exit_after_first_frame),
         Some(Cmd::Run(args)) => run::main(args, cli.ui, cli.config),
         Some(Cmd::Log {
@@ -255,11 +265,13 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
             calls,
             lines,
             delay_ms,
+            load_session,
         } => {
             let opts = trellis_testkit::demo::DemoOptions {
                 calls,
                 lines,
                 delay: std::time::Duration::from_millis(delay_ms),
+                load_session,
             };
             trellis_testkit::demo::run(opts)?;
         }

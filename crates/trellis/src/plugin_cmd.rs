@@ -95,7 +95,7 @@ pub fn main(
         PluginCmd::Try { path } => {
             let mut ui = ui;
             ui.plugin.push(path);
-            crate::ui::main(ui, config, false)
+            crate::ui::main(ui, config, false, None)
         }
         PluginCmd::Install { source } => install(&source),
         PluginCmd::List => list(),

@@ -35,6 +35,15 @@ pub struct RunArgs {
     /// Resume an earlier ACP session of this agent with `session/load` (if it supports it).
     #[arg(long, value_name = "SESSION_ID")]
     load: Option<String>,
+    /// Continue an earlier session (an id from `trellis sessions`, a prefix of one, or its
+    /// log): its agent and directory unless given, `session/load` when the agent
+    /// advertises it; the new log names the old one.
+    #[arg(long, value_name = "ID", conflicts_with = "load")]
+    resume: Option<String>,
+    /// With --resume: send the earlier session (as Markdown) with the first prompt, for an
+    /// agent that cannot load it.
+    #[arg(long, requires = "resume")]
+    carry: bool,
     /// Attach a file to the (first) prompt (as a resource link); may repeat.
     #[arg(long = "file")]
     files: Vec<PathBuf>,
@@ -70,13 +79,26 @@ pub fn main(
         Some(f) => Config::load(f)?,
         None => Config::default(),
     };
+    let resume = args
+        .resume
+        .as_deref()
+        .map(|id| crate::sessions::Resume::find(id, args.carry))
+        .transpose()?;
     let agent = common
         .agent
         .clone()
+        .or_else(|| resume.as_ref().and_then(|r| r.agent.clone()))
         .or_else(|| config.default_agent.clone())
         .unwrap_or_else(|| "demo".into());
-    let mut resolved = crate::agents::resolve(&agent, &config, common.cwd.as_deref())?;
-    resolved.spec.load_session = args.load.clone();
+    let cwd = common
+        .cwd
+        .clone()
+        .or_else(|| resume.as_ref().and_then(|r| r.cwd.clone()));
+    let mut resolved = crate::agents::resolve(&agent, &config, cwd.as_deref())?;
+    resolved.spec.load_session = args
+        .load
+        .clone()
+        .or_else(|| resume.as_ref().and_then(|r| r.row.acp_id.clone()));
     let (policy, explicit) = policy_from(common.permission.as_deref(), &config)?;
     if let Policy::Rules {
         fallback: trellis_core::permission::Verdict::Ask,
@@ -130,6 +152,7 @@ pub fn main(
         &args.prompt,
         &args.files,
         &cwd,
+        resume,
     ))?;
     eprintln!("trellis: session log: {}", log_path.display());
     if args.stats {
@@ -177,7 +200,9 @@ async fn drive(
     prompts: &[String],
     files: &[PathBuf],
     cwd: &str,
+    resume: Option<crate::sessions::Resume>,
 ) -> anyhow::Result<Finished> {
+    let continues = resume.as_ref().map(|r| r.row.path.clone());
     let index = Paths::from_env().map(|p| {
         trellis_index::Background::start(
             p.data_dir.join(trellis_index::FILE),
@@ -186,7 +211,12 @@ async fn drive(
     });
     let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
     trellis_ext::install_panic_guard();
-    crate::setup::record_header(&handle, &resolved.name, cwd);
+    crate::setup::record_header(
+        &handle,
+        (&resolved.name, &resolved.command),
+        cwd,
+        continues.as_deref(),
+    );
     let stdout = std::io::stdout();
     let mut out = Output::new(
         std::io::BufWriter::with_capacity(1 << 16, stdout.lock()),
@@ -209,8 +239,15 @@ async fn drive(
     };
     /// How long a turn's end waits for extensions holding `drive` to catch up.
     const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
-    let mut driver = Driver::new(Session::new(session_policy), Connection { handle, rx });
+    let (session, carry) = match resume {
+        Some(r) => r.session(session_policy),
+        None => (Session::new(session_policy), None),
+    };
+    let mut driver = Driver::new(session, Connection { handle, rx });
     driver.set_host(host, ext_rx);
+    if let Some(doc) = carry {
+        driver.carry(doc);
+    }
     if let Some(ix) = index {
         driver.set_index(ix);
     }

@@ -59,6 +59,15 @@ pub enum SessionsCmd {
     Rm { id: String },
     /// Rebuild the index from the logs.
     Reindex,
+    /// Continue a session in the UI: its agent (`--agent` to change) in its directory,
+    /// its history above a divider. An agent that advertises `session/load` reloads it;
+    /// any other starts without its memory of it — `--carry` sends the earlier session
+    /// (as Markdown) with the first prompt. Headless: `trellis run --resume ID`.
+    Resume {
+        id: String,
+        #[arg(long)]
+        carry: bool,
+    },
     /// A session as Markdown or as one self-contained HTML file.
     Export {
         id: String,
@@ -219,6 +228,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                 done.bytes as f64 / 1e6
             )?;
         }
+        SessionsCmd::Resume { .. } => bail!("`sessions resume` runs the UI (see main)"),
         SessionsCmd::Export {
             id,
             format,
@@ -431,4 +441,66 @@ fn highlight(snippet: &str, tty: bool) -> String {
         }
     }
     out
+}
+
+/// What resuming an earlier session brings: that session rebuilt from its log, and how
+/// to start its agent again.
+pub struct Resume {
+    pub row: SessionRow,
+    prev: trellis_core::Session,
+    /// The agent to start: the earlier session's, as the user named it.
+    pub agent: Option<String>,
+    pub cwd: Option<PathBuf>,
+    /// The earlier session as Markdown, for the first prompt (`--carry`).
+    pub carry: Option<trellis_acp::Embedded>,
+}
+
+impl Resume {
+    /// Finds session `id` (an id, a prefix of one, or a log) and rebuilds it.
+    pub fn find(id: &str, carry: bool) -> anyhow::Result<Resume> {
+        let (index, _) = open_index()?;
+        let row = index.session(id)?;
+        let log = trellis_store::read_log(Path::new(&row.path))
+            .with_context(|| format!("the session's log {}", row.path))?;
+        let mut prev = trellis_core::Session::new(trellis_core::Policy::Ask);
+        trellis_core::log::rebuild(&mut prev, log.lines(), |_| {});
+        let carry = if carry {
+            Some(trellis_acp::Embedded {
+                uri: format!("trellis://session/{}.md", row.id),
+                mime: "text/markdown".into(),
+                text: export(&row, ExportFormat::Md, true)?,
+            })
+        } else {
+            None
+        };
+        Ok(Resume {
+            agent: row.command.clone().or(row.agent.clone()),
+            cwd: row.cwd.as_ref().map(PathBuf::from).filter(|p| p.is_dir()),
+            row,
+            prev,
+            carry,
+        })
+    }
+
+    /// The new session (the earlier history, then a divider), and what to send with the
+    /// first prompt.
+    pub fn session(
+        self,
+        policy: trellis_core::Policy,
+    ) -> (trellis_core::Session, Option<trellis_acp::Embedded>) {
+        let notice = format!(
+            "resumed session {} ({}): the turns above are from its log{}",
+            self.row.id,
+            when(self.row.started),
+            if self.carry.is_some() {
+                "; the first prompt carries them to the agent"
+            } else {
+                ""
+            }
+        );
+        (
+            trellis_core::Session::continuing(self.prev, policy, notice),
+            self.carry,
+        )
+    }
 }

@@ -48,7 +48,12 @@ pub fn policy_from(arg: Option<&str>, config: &Config) -> anyhow::Result<(Policy
 }
 
 /// The first record of a session log: who, where, which Trellis, when.
-pub fn record_header(handle: &trellis_acp::Handle, agent: &str, cwd: &str) {
+pub fn record_header(
+    handle: &trellis_acp::Handle,
+    (name, command): (&str, &str),
+    cwd: &str,
+    continues: Option<&str>,
+) {
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -57,10 +62,12 @@ pub fn record_header(handle: &trellis_acp::Handle, agent: &str, cwd: &str) {
         .recorder()
         .local(trellis_core::LocalRecord::SessionLog {
             schema: trellis_core::SCHEMA_VERSION,
-            agent: agent.to_string(),
+            agent: name.to_string(),
             cwd: cwd.to_string(),
             trellis: env!("CARGO_PKG_VERSION").into(),
             started,
+            command: Some(command.to_string()),
+            continues: continues.map(str::to_string),
         });
 }
 

@@ -53,6 +53,7 @@ pub fn main(
     args: UiArgs,
     config_path: Option<PathBuf>,
     force_demo: bool,
+    resume: Option<crate::sessions::Resume>,
 ) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env();
     let config = load_config(config_path)?;
@@ -61,10 +62,20 @@ pub fn main(
     } else {
         args.agent
             .clone()
+            .or_else(|| resume.as_ref().and_then(|r| r.agent.clone()))
             .or_else(|| config.default_agent.clone())
             .unwrap_or_else(|| "demo".into())
     };
-    let resolved = crate::agents::resolve(&agent, &config, args.cwd.as_deref())?;
+    let cwd = args
+        .cwd
+        .clone()
+        .or_else(|| resume.as_ref().and_then(|r| r.cwd.clone()));
+    let mut resolved = crate::agents::resolve(&agent, &config, cwd.as_deref())?;
+    if let Some(r) = &resume {
+        resolved.spec.load_session = r.row.acp_id.clone();
+    }
+    let continues = resume.as_ref().map(|r| r.row.path.clone());
+    let command = resolved.command.clone();
     // The flag, else the config's [permissions] policy, else ask in the dialog; rules
     // saved from "always" answers (global and this project's) come first.
     let live = crate::setup::Live {
@@ -142,8 +153,15 @@ pub fn main(
         .map(|p| trellis_plugin::registry::Registry::new(p.data_dir, Some(PathBuf::from(&cwd))));
     rt.block_on(async move {
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
-        crate::setup::record_header(&handle, &name, &cwd);
-        let mut app = App::new(Session::new(policy), name, false);
+        crate::setup::record_header(&handle, (&name, &command), &cwd, continues.as_deref());
+        let (session, carry) = match resume {
+            Some(r) => r.session(policy),
+            None => (Session::new(policy), None),
+        };
+        let mut app = App::new(session, name, false);
+        if let Some(doc) = carry {
+            app.driver.carry(doc);
+        }
         app.log_path = Some(log_for_app);
         app.theme = theme;
         apply_ui_config(&mut app, &config)?;

@@ -357,3 +357,161 @@ fn artifact_dir() -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// Events of a headless run in JSON Lines.
+fn events(out: &str) -> Vec<serde_json::Value> {
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn resume_rebuilds_locally_and_carries_the_earlier_session() {
+    let home = Home::new();
+    let a = home.project("alpha");
+    home.demo(&a, "the first prompt");
+    let first = home.json(&["sessions", "list", "--json"], &a);
+    let (id, old_log) = (
+        first[0]["id"].as_str().unwrap().to_string(),
+        first[0]["path"].as_str().unwrap().to_string(),
+    );
+    // Elsewhere, with no --agent nor --cwd: the earlier session's agent and directory.
+    let out = home.ok(
+        &[
+            "run",
+            "--resume",
+            &id[..4],
+            "--carry",
+            "--prompt",
+            "go on",
+            "--permission",
+            "allow-once",
+            "--format",
+            "jsonl",
+        ],
+        home.path(),
+    );
+    let ev = events(&out);
+    let started = ev.iter().find(|e| e["type"] == "session_started").unwrap();
+    assert_eq!(started["cwd"], a.to_str().unwrap());
+    assert_eq!(started["load_session"], false);
+    // The turns continue the earlier ones; calls that reuse the earlier ids are new calls.
+    let turn = ev.iter().find(|e| e["type"] == "turn_started").unwrap();
+    assert_eq!(turn["turn"], 2);
+    assert_eq!(
+        ev.iter()
+            .filter(|e| e["type"] == "tool_call_created")
+            .count(),
+        5
+    );
+
+    // The new log names the old one, and the index links them.
+    let rows = home.json(&["sessions", "list", "--json"], &a);
+    let new = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] != id.as_str())
+        .unwrap();
+    assert_eq!(new["continues"], old_log.as_str());
+    let show = home.ok(&["sessions", "show", &id], &a);
+    assert!(
+        show.contains(&format!("continued  in {}", new["id"].as_str().unwrap())),
+        "{show}"
+    );
+    // The first prompt carried the earlier session as an embedded Markdown resource.
+    let log = std::fs::read_to_string(new["path"].as_str().unwrap()).unwrap();
+    let prompt = log
+        .lines()
+        .find(|l| l.contains("\"session/prompt\""))
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(prompt).unwrap();
+    let blocks = v["msg"]["params"]["prompt"].as_array().unwrap();
+    assert_eq!(blocks[0]["text"], "go on");
+    assert_eq!(blocks[1]["type"], "resource");
+    assert_eq!(blocks[1]["resource"]["mimeType"], "text/markdown");
+    let md = blocks[1]["resource"]["text"].as_str().unwrap();
+    assert!(md.contains("> the first prompt"), "{md}");
+    assert!(md.contains("<summary>✓ read · Read README.md"), "{md}");
+}
+
+#[test]
+fn resume_reloads_an_agent_that_can_and_does_not_show_its_replay_twice() {
+    let home = Home::new();
+    let a = home.project("alpha");
+    home.demo(&a, "the first prompt");
+    let first = home.json(&["sessions", "list", "--json"], &a);
+    let id = first[0]["id"].as_str().unwrap().to_string();
+    let acp = first[0]["acp_id"].as_str().unwrap().to_string();
+    let out = home.ok(
+        &[
+            "run",
+            "--resume",
+            &id,
+            "--agent",
+            "trellis agent demo --load-session",
+            "--prompt",
+            "go on",
+            "--permission",
+            "allow-once",
+            "--format",
+            "jsonl",
+        ],
+        &a,
+    );
+    let ev = events(&out);
+    let started = ev.iter().find(|e| e["type"] == "session_started").unwrap();
+    assert_eq!(started["load_session"], true);
+    assert_eq!(started["session"], acp.as_str(), "the same ACP session");
+    // The history the agent replayed is in the log, not shown again (nor indexed again).
+    assert!(!out.contains("(replayed)"), "{out}");
+    let rows = home.json(&["sessions", "list", "--json"], &a);
+    let new = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] != id.as_str())
+        .unwrap();
+    let log = std::fs::read_to_string(new["path"].as_str().unwrap()).unwrap();
+    assert_eq!(log.matches("(replayed)").count(), 2);
+    assert!(
+        home.json(&["sessions", "search", "replayed", "--json"], &a)
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert!(log.contains("\"method\":\"session/load\""));
+}
+
+/// `trellis sessions resume ID` in the UI: the earlier transcript above a divider, then
+/// new turns below it.
+#[test]
+fn resume_in_the_ui_shows_the_history_above_a_divider() {
+    let home = Home::new();
+    let a = home.project("alpha");
+    home.demo(&a, "the first prompt");
+    let first = home.json(&["sessions", "list", "--json"], &a);
+    let id = first[0]["id"].as_str().unwrap().to_string();
+    let data = format!("XDG_DATA_HOME={}", home.path().join("data").display());
+    let config = format!("XDG_CONFIG_HOME={}", home.path().join("config").display());
+    let Some(t) = crate::tui::Tmux::start_env(
+        &[&data, &config],
+        &["sessions", "resume", &id, "--permission", "allow-once"],
+        150,
+        80,
+    ) else {
+        return;
+    };
+    let s = t.wait_for(&format!("resumed session {id}"));
+    assert!(s.contains("the first prompt"), "{s}");
+    assert!(s.contains("Done: the TODO is fixed"), "{s}");
+    let divider = s.find(&format!("resumed session {id}")).unwrap();
+    assert!(s.find("Done: the TODO is fixed").unwrap() < divider, "{s}");
+    t.wait_for("Enter send");
+    t.send(&["and once more", "Enter"]);
+    let s = t.wait("the new turn", |s| {
+        s.matches("Done: the TODO is fixed").count() == 2
+    });
+    let divider = s.find(&format!("resumed session {id}")).unwrap();
+    assert!(s.find("and once more").unwrap() > divider, "{s}");
+}
