@@ -38,6 +38,11 @@ pub enum Intent {
     Edit(String),
     /// Start the agent again after it ended (the transcript stays).
     Restart,
+    /// Open a past session read-only on a call (a replay outside the full screen).
+    Open {
+        log: std::path::PathBuf,
+        call: Option<String>,
+    },
     Quit,
 }
 
@@ -131,6 +136,11 @@ pub struct App {
     /// Where this session's plugins are found and enabled (Settings → Plugins); `None`
     /// in replays and tests.
     pub plugins: Option<trellis_plugin::registry::Registry>,
+    /// Past sessions (the sessions picker, `/export`); `None` in replays and tests.
+    pub history: Option<Box<dyn crate::history::History>>,
+    /// Once this session is closed, run Trellis again with these arguments (resuming
+    /// another session from the picker).
+    pub then_run: Option<Vec<String>>,
     /// MCP servers of the config or of plugin packages that could not be offered.
     pub mcp_problems: Vec<String>,
     /// The Plugins page, built when Settings opens (reading packages and hashing them is
@@ -236,6 +246,8 @@ impl App {
             hover: None,
             saved_rules: Vec::new(),
             plugins: None,
+            history: None,
+            then_run: None,
             mcp_problems: Vec::new(),
             return_focus: None,
             full_redraw: false,

@@ -44,6 +44,29 @@ impl App {
         self.overlay = Some(Overlay::Settings(SettingsState::default()));
     }
 
+    /// Opens the sessions picker (when this front end keeps a history).
+    pub fn open_sessions(&mut self) {
+        match self.history.as_deref() {
+            Some(h) => self.overlay = Some(Overlay::Sessions(crate::history::Picker::new(h))),
+            None => self.message = Some("no session history here".into()),
+        }
+    }
+
+    /// `/export md|html`: this session's log as a document beside the session.
+    fn export(&mut self, format: &str) {
+        let format = if format.is_empty() { "md" } else { format };
+        self.message = Some(match (&self.history, &self.log_path) {
+            (Some(h), Some(log)) if matches!(format, "md" | "html") => {
+                match h.export(log, format) {
+                    Ok(p) => format!("exported to {}", p.display()),
+                    Err(e) => format!("cannot export: {e}"),
+                }
+            }
+            (Some(_), Some(_)) => format!("/export md or /export html, not {format:?}"),
+            _ => "nothing to export here".into(),
+        });
+    }
+
     pub(crate) fn overlay_key(&mut self, overlay: Overlay, key: KeyEvent) -> Vec<Intent> {
         match overlay {
             Overlay::Settings(mut st) => {
@@ -82,6 +105,28 @@ impl App {
                 let closes = matches!(key.code, KeyCode::F(1) | KeyCode::Char('?'));
                 if let Some(scroll) = scrolled(scroll, &key).filter(|_| !closes) {
                     self.overlay = Some(Overlay::Help { scroll });
+                }
+            }
+            Overlay::Sessions(mut p) => {
+                let Some(h) = self.history.as_deref() else {
+                    return Vec::new();
+                };
+                match p.key(&key, h) {
+                    crate::history::PickerKey::Stay => self.overlay = Some(Overlay::Sessions(p)),
+                    crate::history::PickerKey::Close => {}
+                    crate::history::PickerKey::Open(r) => {
+                        self.overlay = Some(Overlay::Sessions(p));
+                        return vec![Intent::Open {
+                            log: r.log,
+                            call: r.call_id,
+                        }];
+                    }
+                    crate::history::PickerKey::Resume(r) => {
+                        self.then_run = Some(vec!["sessions".into(), "resume".into(), r.id]);
+                        self.stop_reason = Some("resuming another session".into());
+                        self.quit = true;
+                        return vec![Intent::Quit];
+                    }
                 }
             }
             Overlay::Rule(mut p) => match p.key(key) {
@@ -201,6 +246,8 @@ impl App {
         let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
         match name {
             "settings" => self.open_settings(),
+            "sessions" => self.open_sessions(),
+            "export" => self.export(args.trim()),
             "status" => self.overlay = Some(Overlay::Status { scroll: 0 }),
             _ => {
                 return self

@@ -72,7 +72,10 @@ impl App {
                     self.overlay = Some(crate::extui::Overlay::Help { scroll: 0 });
                     return Vec::new();
                 }
-                KeyAction::FoldThoughts | KeyAction::Settings | KeyAction::Sidebar => {}
+                KeyAction::FoldThoughts
+                | KeyAction::Settings
+                | KeyAction::Sidebar
+                | KeyAction::Sessions => {}
             },
             Resolved::Pending => {}
             Resolved::Unbound => match key.code {
@@ -130,6 +133,7 @@ impl App {
                 return vec![Intent::Quit];
             }
             Resolved::Action(KeyAction::Settings) => self.open_settings(),
+            Resolved::Action(KeyAction::Sessions) => self.open_sessions(),
             Resolved::Action(KeyAction::Sidebar) => self.sidebar = !self.sidebar,
             Resolved::Action(KeyAction::Help) => {
                 self.overlay = Some(crate::extui::Overlay::Help { scroll: 0 })

@@ -546,6 +546,17 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
             p.lines(&app.driver.session, &theme),
             0,
         ),
+        Overlay::Sessions(p) => {
+            // The cursor's row in view: scrolled so that it sits on the last lines.
+            let lines = p.lines(inner_w, &theme);
+            let at = 3 + p.rows[..p.cursor.min(p.rows.len())]
+                .iter()
+                .map(|r| 1 + usize::from(r.snippet.is_some()))
+                .sum::<usize>();
+            let inner_h = area.height.saturating_sub(2) as usize;
+            let scroll = (at + 3).saturating_sub(inner_h);
+            (" Sessions ".to_string(), lines, scroll)
+        }
     };
     let h = (lines.len() as u16 + 2).min(area.height);
     let inner_h = h.saturating_sub(2) as usize;

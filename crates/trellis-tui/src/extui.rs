@@ -479,4 +479,6 @@ pub enum Overlay {
         scroll: usize,
     },
     Rule(RulePreview),
+    /// The sessions picker.
+    Sessions(crate::history::Picker),
 }

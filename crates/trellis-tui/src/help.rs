@@ -78,6 +78,7 @@ const TRANSCRIPT_ACTIONS: &[KeyAction] = &[
     KeyAction::FoldThoughts,
     KeyAction::Sidebar,
     KeyAction::Settings,
+    KeyAction::Sessions,
     KeyAction::Help,
 ];
 

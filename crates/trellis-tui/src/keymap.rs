@@ -36,10 +36,12 @@ pub enum KeyAction {
     Original,
     /// The help screen: every key, as bound now.
     Help,
+    /// The sessions picker: past sessions, search, open, resume.
+    Sessions,
 }
 
 impl KeyAction {
-    pub const ALL: [(KeyAction, &'static str, &'static str); 20] = [
+    pub const ALL: [(KeyAction, &'static str, &'static str); 21] = [
         (KeyAction::Inspect, "inspect", "gT"),
         (KeyAction::ToggleCall, "toggle_call", "K"),
         (KeyAction::NextCall, "next_call", "<Tab>"),
@@ -60,6 +62,7 @@ impl KeyAction {
         (KeyAction::Sidebar, "sidebar", "S"),
         (KeyAction::Original, "original", "O"),
         (KeyAction::Help, "help", "?"),
+        (KeyAction::Sessions, "sessions", "H"),
     ];
 
     /// What the action does, for the help screen.
@@ -87,6 +90,7 @@ impl KeyAction {
             KeyAction::Sidebar => "show or hide the sidebar",
             KeyAction::Original => "output without display transforms",
             KeyAction::Help => "this help",
+            KeyAction::Sessions => "past sessions: search, open, resume",
         }
     }
 

@@ -13,6 +13,7 @@ pub mod complete;
 pub mod draw;
 pub mod extui;
 pub mod help;
+pub mod history;
 pub mod keymap;
 pub mod plugins_page;
 pub mod prompt;
@@ -162,6 +163,12 @@ pub fn perform_intent(app: &mut App, intent: Intent) {
             }
             app.full_redraw = true;
         }
+        Intent::Open { log, call } => {
+            if let Err(e) = open_replay(&log, call.as_deref()) {
+                app.message = Some(format!("cannot open the session: {e}"));
+            }
+            app.full_redraw = true;
+        }
         Intent::Prompt { text, files } => app.driver.prompt(text, files),
         // The run loop stops on `app.quit`; closing the session follows it.
         Intent::Quit | Intent::Restart => {}
@@ -224,6 +231,17 @@ fn outside(program: &str, path: &std::path::Path) -> std::io::Result<std::proces
     status
 }
 
+/// `trellis replay LOG [--call ID]` in the terminal's normal screen: a past session,
+/// read-only, while this one waits.
+fn open_replay(log: &std::path::Path, call: Option<&str>) -> std::io::Result<()> {
+    let exe = std::env::current_exe()?;
+    let mut program = format!("'{}' replay", exe.to_string_lossy().replace('\'', "'\\''"));
+    if let Some(c) = call {
+        program.push_str(&format!(" --call '{}'", c.replace('\'', "'\\''")));
+    }
+    outside(&program, log).map(|_| ())
+}
+
 /// Shows `text` in `$PAGER` (default `less -R`), leaving the full screen meanwhile.
 fn page(text: &str) -> std::io::Result<()> {
     // Created exclusively with an unpredictable name (never a planted link), removed on
@@ -274,6 +292,14 @@ pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<
             .unwrap_or_else(|| "user quit".into());
         let mut notes = Vec::new();
         app.driver.close(&reason, &mut notes).await;
+    }
+    // Resuming another session from the picker: this one is closed (its extensions
+    // and plugins stopped as the app goes), then Trellis starts again in its place.
+    if let (Ok(()), Some(args)) = (&result, app.then_run.take()) {
+        drop(app);
+        use std::os::unix::process::CommandExt;
+        let exe = std::env::current_exe()?;
+        return Err(std::process::Command::new(exe).args(args).exec());
     }
     result
 }

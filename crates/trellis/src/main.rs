@@ -44,7 +44,12 @@ enum Cmd {
     /// The full-screen UI on the built-in demo agent.
     Demo,
     /// A recorded session (Trellis log or ACP fixture) in the UI, without an agent.
-    Replay { file: PathBuf },
+    Replay {
+        file: PathBuf,
+        /// Open the inspector on this call.
+        #[arg(long)]
+        call: Option<String>,
+    },
     /// Run one prompt headless and stream what happens.
     Run(run::RunArgs),
     /// Session logs.
@@ -133,7 +138,12 @@ fn main() -> ExitCode {
             command: sessions::SessionsCmd::Resume { id, carry },
         }) => sessions::Resume::find(&id, carry)
             .and_then(|r| ui::main(cli.ui, cli.config, false, Some(r))),
-        Some(Cmd::Replay { file }) => ui::replay(&file, cli.config, cli.ui.exit_after_first_frame),
+        Some(Cmd::Replay { file, call }) => ui::replay(
+            &file,
+            call.as_deref(),
+            cli.config,
+            cli.ui.exit_after_first_frame,
+        ),
         Some(Cmd::Run(args)) => run::main(args, cli.ui, cli.config),
         Some(Cmd::Log {
             command: LogCmd::Show { file },

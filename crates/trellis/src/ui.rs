@@ -175,6 +175,7 @@ pub fn main(
         app.mcp_problems = mcp_problems;
         app.exit_after_first_frame = exit_after_first_frame;
         app.driver.connect(Connection { handle, rx });
+        app.history = Some(Box::new(crate::sessions::IndexHistory::new(cwd.clone())));
         if let Some(p) = Paths::from_env() {
             app.driver.set_index(trellis_index::Background::start(
                 p.data_dir.join(trellis_index::FILE),
@@ -192,6 +193,7 @@ pub fn main(
 /// A recorded session (Trellis log or fixture) in the UI, without an agent.
 pub fn replay(
     file: &Path,
+    call: Option<&str>,
     config_path: Option<PathBuf>,
     exit_after_first_frame: bool,
 ) -> anyhow::Result<ExitCode> {
@@ -226,6 +228,9 @@ pub fn replay(
     apply_ui_config(&mut app, &config)?;
     app.set_ext(host, host_rx);
     app.exit_after_first_frame = exit_after_first_frame;
+    if let Some(c) = call {
+        app.inspect_call(c);
+    }
     if let Some(p) = problems.first() {
         app.message = Some(format!(
             "{} unreadable log lines (first: {p})",

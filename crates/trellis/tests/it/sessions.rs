@@ -515,3 +515,56 @@ fn resume_in_the_ui_shows_the_history_above_a_divider() {
     let divider = s.find(&format!("resumed session {id}")).unwrap();
     assert!(s.find("and once more").unwrap() > divider, "{s}");
 }
+
+/// The sessions picker in the real binary: `/sessions`, a word only in tool output,
+/// Enter opens that session read-only on the call, `q` comes back; `/export html`.
+#[test]
+fn the_picker_finds_a_call_opens_it_and_the_session_exports_itself() {
+    let home = Home::new();
+    let a = home.project("alpha");
+    home.demo(&a, "the first prompt");
+    let data = format!("XDG_DATA_HOME={}", home.path().join("data").display());
+    let config = format!("XDG_CONFIG_HOME={}", home.path().join("config").display());
+    let Some(t) = crate::tui::Tmux::start_env(
+        &[&data, &config],
+        &[
+            "demo",
+            "--permission",
+            "allow-once",
+            "--cwd",
+            a.to_str().unwrap(),
+        ],
+        140,
+        45,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["/sessions", "Enter"]);
+    t.wait_for("search ›");
+    t.send(&["scratch"]);
+    t.wait_for("turn 1 · output of read-1");
+    t.send(&["Enter"]);
+    let s = t.wait_for("Tool Result: Read README.md");
+    assert!(s.contains("A scratch project"), "{s}");
+    t.send(&["q"]);
+    t.send(&["q"]);
+    t.wait_for("search › scratch");
+    t.send(&["Escape"]);
+    t.send(&["fix it", "Enter"]);
+    t.wait_for("Done: the TODO is fixed");
+    t.send(&["/export html", "Enter"]);
+    let s = t.wait_for("exported to");
+    let file = std::fs::read_dir(&a)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "html"))
+        .unwrap_or_else(|| panic!("no export in {}: {s}", a.display()));
+    let html = std::fs::read_to_string(file).unwrap();
+    assert!(
+        html.contains("> fix it") || html.contains("fix it"),
+        "{html}"
+    );
+    assert_eq!(html.matches("<details class=\"call").count(), 5);
+}
