@@ -34,6 +34,32 @@ fn indexing(c: &mut Criterion) {
             total
         })
     });
+    // The share of the time that is reading the log (no database): a sink that only
+    // counts what it is given.
+    struct Count(usize);
+    impl trellis_index::Sink for Count {
+        fn doc(&mut self, d: trellis_index::Doc) {
+            self.0 += d.text.len();
+        }
+        fn call(&mut self, _: trellis_index::CallRow) {
+            self.0 += 1;
+        }
+        fn checkpoint(&mut self, _: u64, _: u32) {}
+    }
+    g.bench_function("demo_load_10000_calls_extract_only", |b| {
+        b.iter(|| {
+            let mut ex = trellis_index::Extractor::default();
+            let mut sink = Count(0);
+            let mut at = 0u64;
+            for line in text.split_inclusive('\n') {
+                let next = at + line.len() as u64;
+                ex.feed(line.trim_end().as_bytes(), at, next, &mut sink);
+                at = next;
+            }
+            ex.finish(&mut sink);
+            sink.0
+        })
+    });
     g.finish();
 }
 
