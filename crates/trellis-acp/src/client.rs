@@ -16,8 +16,8 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock, EmbeddedResource,
     EmbeddedResourceResource, FileSystemCapabilities, Implementation, InitializeRequest,
-    LoadSessionRequest, NewSessionRequest, PromptRequest, ResourceLink, SessionId,
-    SetSessionModeRequest, TextContent, TextResourceContents,
+    LoadSessionRequest, NewSessionRequest, PromptRequest, ResourceLink, ResumeSessionRequest,
+    SessionId, SetSessionModeRequest, TextContent, TextResourceContents,
 };
 use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde_json::{Value, json};
@@ -336,8 +336,17 @@ async fn run(
                     .block_task()
                     .await?;
                 // `session/load` when asked for and advertised; authenticate once if required.
-                let load = spec.load_session.clone().filter(|_| init.agent_capabilities.load_session);
-                if let (Some(id), None) = (&spec.load_session, &load) {
+                // An earlier session: `session/resume` when advertised (no history is
+                // replayed), else `session/load`, else a new session.
+                let resume = spec
+                    .load_session
+                    .clone()
+                    .filter(|_| init.agent_capabilities.session_capabilities.resume.is_some());
+                let load = spec
+                    .load_session
+                    .clone()
+                    .filter(|_| resume.is_none() && init.agent_capabilities.load_session);
+                if let (Some(id), None, None) = (&spec.load_session, &load, &resume) {
                     let _ = tx.send(Input::Warning(format!(
                         "the agent does not advertise session/load: a new session starts instead of {id}, without the agent's memory of it"
                     )));
@@ -348,13 +357,18 @@ async fn run(
                 }
                 let mut authenticated = false;
                 let session_id: SessionId = loop {
-                    let attempt = match &load {
-                        Some(id) => cx
+                    let attempt = match (&resume, &load) {
+                        (Some(id), _) => cx
+                            .send_request(ResumeSessionRequest::new(id.clone(), spec.cwd.clone()).mcp_servers(mcp.clone()))
+                            .block_task()
+                            .await
+                            .map(|_| SessionId::from(id.clone())),
+                        (None, Some(id)) => cx
                             .send_request(LoadSessionRequest::new(id.clone(), spec.cwd.clone()).mcp_servers(mcp.clone()))
                             .block_task()
                             .await
                             .map(|_| SessionId::from(id.clone())),
-                        None => cx
+                        (None, None) => cx
                             .send_request(NewSessionRequest::new(spec.cwd.clone()).mcp_servers(mcp.clone()))
                             .block_task()
                             .await

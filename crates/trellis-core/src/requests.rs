@@ -360,11 +360,12 @@ pub(crate) fn client_request(cx: &mut Ctx<'_>, msg: Message) {
                 .ok()
                 .and_then(|p| p.cwd),
         },
-        "session/load" => {
+        "session/load" | "session/resume" => {
             let p = msg.params_as::<wire::NewSessionParams>().ok();
             ClientRequest::LoadSession {
                 cwd: p.as_ref().and_then(|p| p.cwd.clone()),
                 session_id: p.and_then(|p| p.session_id),
+                resume: method == "session/resume",
             }
         }
         "session/prompt" => {
@@ -435,7 +436,8 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
         let what = match req {
             ClientRequest::Initialize => "initialize",
             ClientRequest::NewSession { .. } => "session/new",
-            ClientRequest::LoadSession { .. } => "session/load",
+            ClientRequest::LoadSession { resume: false, .. } => "session/load",
+            ClientRequest::LoadSession { resume: true, .. } => "session/resume",
             ClientRequest::Prompt => "session/prompt",
             ClientRequest::Other => "request",
         };

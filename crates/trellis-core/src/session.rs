@@ -83,9 +83,11 @@ pub(crate) enum ClientRequest {
     NewSession {
         cwd: Option<String>,
     },
+    /// `session/load`, or `session/resume` (`resume`: the agent replays no history).
     LoadSession {
         cwd: Option<String>,
         session_id: Option<String>,
+        resume: bool,
     },
     Prompt,
     Other,
@@ -193,7 +195,7 @@ impl Session {
             && self
                 .client_requests
                 .values()
-                .any(|r| matches!(r, ClientRequest::LoadSession { .. }))
+                .any(|r| matches!(r, ClientRequest::LoadSession { resume: false, .. }))
     }
 
     /// Permission requests still waiting for an answer: (request id, call id).

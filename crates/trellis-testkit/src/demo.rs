@@ -27,6 +27,8 @@ pub struct DemoOptions {
     /// Advertise `loadSession` and answer `session/load` by replaying a short history
     /// (a client's resume against an agent that can reload).
     pub load_session: bool,
+    /// Advertise `sessionCapabilities.resume` and answer `session/resume` (no replay).
+    pub resume_session: bool,
 }
 
 impl Default for DemoOptions {
@@ -36,6 +38,7 @@ impl Default for DemoOptions {
             lines: 20,
             delay: Duration::from_millis(120),
             load_session: false,
+            resume_session: false,
         }
     }
 }
@@ -89,7 +92,9 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     &id,
                     json!({
                         "protocolVersion": 1,
-                        "agentCapabilities": {"loadSession": demo.opts.load_session, "promptCapabilities": {"embeddedContext": true}},
+                        "agentCapabilities": {"loadSession": demo.opts.load_session,
+                            "sessionCapabilities": if demo.opts.resume_session { json!({"resume": {}}) } else { json!({}) },
+                            "promptCapabilities": {"embeddedContext": true}},
                         "agentInfo": {"name": "trellis-demo", "title": "Trellis demo agent", "version": env!("CARGO_PKG_VERSION")},
                         "authMethods": []
                     }),
@@ -131,6 +136,12 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                             "sessionUpdate": kind, "content": {"type": "text", "text": text}}}),
                     )?;
                 }
+                demo.peer.respond(&id, json!({}))?;
+            }
+            "session/resume" if demo.opts.resume_session => {
+                let cwd = params["cwd"].as_str().unwrap_or(".").to_string();
+                demo.workspace = Path::new(&cwd).join("demo-workspace");
+                demo.session_id = params["sessionId"].as_str().unwrap_or("").to_string();
                 demo.peer.respond(&id, json!({}))?;
             }
             "session/set_mode" => demo.peer.respond(&id, json!({}))?,

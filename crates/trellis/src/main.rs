@@ -106,6 +106,9 @@ enum AgentCmd {
         /// Advertise `session/load` (replaying a short history when asked).
         #[arg(long)]
         load_session: bool,
+        /// Advertise `session/resume` (reloading without replaying history).
+        #[arg(long)]
+        resume_session: bool,
     },
     /// Play the agent side of a recorded session (fixture or Trellis log).
     Replay { file: PathBuf },
@@ -276,12 +279,14 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
             lines,
             delay_ms,
             load_session,
+            resume_session,
         } => {
             let opts = trellis_testkit::demo::DemoOptions {
                 calls,
                 lines,
                 delay: std::time::Duration::from_millis(delay_ms),
                 load_session,
+                resume_session,
             };
             trellis_testkit::demo::run(opts)?;
         }

@@ -483,6 +483,46 @@ fn resume_reloads_an_agent_that_can_and_does_not_show_its_replay_twice() {
     assert!(log.contains("\"method\":\"session/load\""));
 }
 
+#[test]
+fn resume_prefers_session_resume_when_the_agent_advertises_it() {
+    let home = Home::new();
+    let a = home.project("alpha");
+    home.demo(&a, "the first prompt");
+    let first = home.json(&["sessions", "list", "--json"], &a);
+    let id = first[0]["id"].as_str().unwrap().to_string();
+    let acp = first[0]["acp_id"].as_str().unwrap().to_string();
+    let out = home.ok(
+        &[
+            "run",
+            "--resume",
+            &id,
+            "--agent",
+            "trellis agent demo --load-session --resume-session",
+            "--prompt",
+            "go on",
+            "--permission",
+            "allow-once",
+            "--format",
+            "jsonl",
+        ],
+        &a,
+    );
+    let ev = events(&out);
+    let started = ev.iter().find(|e| e["type"] == "session_started").unwrap();
+    assert_eq!(started["session"], acp.as_str(), "the same ACP session");
+    let rows = home.json(&["sessions", "list", "--json"], &a);
+    let new = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] != id.as_str())
+        .unwrap();
+    let log = std::fs::read_to_string(new["path"].as_str().unwrap()).unwrap();
+    assert!(log.contains("\"method\":\"session/resume\""), "{log}");
+    assert!(!log.contains("\"method\":\"session/load\""));
+    assert_eq!(ev.iter().filter(|e| e["type"] == "turn_ended").count(), 1);
+}
+
 /// `trellis sessions resume ID` in the UI: the earlier transcript above a divider, then
 /// new turns below it.
 #[test]
