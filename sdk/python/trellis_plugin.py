@@ -436,6 +436,10 @@ class Plugin:
                 self.options = params.get("options")
                 self.name = params.get("name", "")
                 reg = {k: v for k, v in self._reg.__dict__.items() if v is not None}
+                # Without explicit subscriptions, the events the handlers take: a plugin
+                # is sent (and parses) only what it handles; `@plugin.on()` takes all.
+                if self._reg.subscriptions is None and "*" not in self._events:
+                    reg["subscriptions"] = sorted(self._events)
                 self._reply(rid, {"version": PROTOCOL_VERSION, "registration": reg})
                 for f in self._start:
                     f(host)

@@ -318,8 +318,10 @@ fn a_python_plugin_uses_every_part_of_the_api() {
         acp: None,
         wire: Default::default(),
     });
+    // The refusal is counted and its note written by different threads: wait for both.
     pump(&mut h, &mut rx, &[ended], |_, h| {
-        status(h).contains("refused call drive")
+        let st = status(h);
+        st.contains("refused call drive") && st.contains("note: drive: refused")
     });
     let st = status(&h);
     assert!(st.contains("note: drive: refused with -32001"), "{st}");

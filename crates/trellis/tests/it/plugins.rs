@@ -651,3 +651,66 @@ fn a_plugins_processes_do_not_outlive_trellis() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// A plugin that says nothing of subscriptions is sent only the event types its
+/// handlers take (the SDKs derive them); one handler for everything takes all.
+#[test]
+fn the_sdks_subscribe_a_plugin_to_the_events_it_handles() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let package = |name: &str, body: &str| {
+        let dir = home.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("plugin.json"),
+            format!(
+                r#"{{"$schema": "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json", "name": "{name}",
+                "extensions": {{"dev.trellis": {{"command": ["python3", "./plugin.py"], "capabilities": ["observe"]}}}}}}"#
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("plugin.py"),
+            format!("from trellis_plugin import Plugin\nplugin = Plugin()\n{body}\nplugin.run()\n"),
+        )
+        .unwrap();
+        dir
+    };
+    let narrow = package(
+        "narrow",
+        "@plugin.on('turn_ended')\ndef a(e, h): pass\n@plugin.on('tool_call_created', 'tool_call_updated')\ndef b(e, h): pass",
+    );
+    let all = package("all", "@plugin.on()\ndef a(e, h): pass");
+    let none = package("none", "");
+    let work = home.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut extra = vec!["--format", "jsonl"];
+    for p in [&narrow, &all, &none] {
+        extra.extend(["--plugin", p.to_str().unwrap()]);
+    }
+    let o = demo_run(home.path(), &work, &extra);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let status: serde_json::Value = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["type"] == "status")
+        .unwrap();
+    let subs = |name: &str| {
+        status["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {status}"))["subscriptions"]
+            .clone()
+    };
+    assert_eq!(
+        subs("narrow"),
+        serde_json::json!(["tool_call_created", "tool_call_updated", "turn_ended"])
+    );
+    assert_eq!(subs("none"), serde_json::json!([]));
+    assert_eq!(subs("all"), serde_json::json!(["all events"]));
+}

@@ -236,6 +236,11 @@ export class Plugin {
           this.granted = p.granted ?? [];
           this.options = p.options ?? null;
           const reg = Object.fromEntries(Object.entries(this.registration).filter(([, v]) => v !== null));
+          // Without explicit subscriptions, the events the handlers take: a plugin is sent
+          // (and parses) only what it handles; `on("*", …)` or `on(null, …)` takes all.
+          if (this.registration.subscriptions === null && !this.handlers.events.has("*")) {
+            reg.subscriptions = [...this.handlers.events.keys()].sort();
+          }
           reply({ version: PROTOCOL_VERSION, registration: reg });
           for (const f of this.handlers.start) await f(host);
           return;
