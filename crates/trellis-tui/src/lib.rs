@@ -214,18 +214,23 @@ fn edit(text: &str) -> std::io::Result<Option<String>> {
 /// Runs `program "$path"` through `sh` in the terminal's normal screen, then returns
 /// to the full screen (the next frame redraws everything).
 fn outside(program: &str, path: &std::path::Path) -> std::io::Result<std::process::ExitStatus> {
+    outside_run(
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{program} \"$1\""))
+            .arg("sh")
+            .arg(path),
+    )
+}
+
+/// Runs `cmd` in the terminal's normal screen, then returns to the full screen.
+fn outside_run(cmd: &mut std::process::Command) -> std::io::Result<std::process::ExitStatus> {
     restore();
-    let status = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("{program} \"$1\""))
-        .arg("sh")
-        .arg(path)
-        .spawn()
-        .and_then(|mut child| {
-            // Waited for here, not by the orphan reaper.
-            trellis_acp::reaper::own(child.id());
-            child.wait()
-        });
+    let status = cmd.spawn().and_then(|mut child| {
+        // Waited for here, not by the orphan reaper.
+        trellis_acp::reaper::own(child.id());
+        child.wait()
+    });
     let _ = ratatui::init();
     let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
     status
@@ -234,12 +239,14 @@ fn outside(program: &str, path: &std::path::Path) -> std::io::Result<std::proces
 /// `trellis replay LOG [--call ID]` in the terminal's normal screen: a past session,
 /// read-only, while this one waits.
 fn open_replay(log: &std::path::Path, call: Option<&str>) -> std::io::Result<()> {
-    let exe = std::env::current_exe()?;
-    let mut program = format!("'{}' replay", exe.to_string_lossy().replace('\'', "'\\''"));
+    // No shell: the call id came from an agent.
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.arg("replay").arg(log);
     if let Some(c) = call {
-        program.push_str(&format!(" --call '{}'", c.replace('\'', "'\\''")));
+        // One argument: an id that starts with `-` is still the option's value.
+        cmd.arg(format!("--call={c}"));
     }
-    outside(&program, log).map(|_| ())
+    outside_run(&mut cmd).map(|_| ())
 }
 
 /// Shows `text` in `$PAGER` (default `less -R`), leaving the full screen meanwhile.
