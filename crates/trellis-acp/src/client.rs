@@ -17,7 +17,8 @@ use agent_client_protocol::v1::schema::{
     AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock, EmbeddedResource,
     EmbeddedResourceResource, FileSystemCapabilities, Implementation, InitializeRequest,
     LoadSessionRequest, NewSessionRequest, PromptRequest, ResourceLink, ResumeSessionRequest,
-    SessionId, SetSessionModeRequest, TextContent, TextResourceContents,
+    SessionId, SetSessionModeRequest, SystemPrompt, SystemPromptMode, TextContent,
+    TextResourceContents,
 };
 use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde_json::{Value, json};
@@ -65,6 +66,11 @@ pub struct AgentSpec {
     pub cwd: PathBuf,
     /// Directories besides `cwd` the agent may read and write.
     pub extra_roots: Vec<PathBuf>,
+    /// `additionalDirectories` for agents that advertise them (also in `extra_roots`).
+    pub additional_directories: Vec<PathBuf>,
+    /// `systemPrompt` (text, and `true` to override the agent's own) for agents that
+    /// advertise it.
+    pub system_prompt: Option<(String, bool)>,
     /// Resume this ACP session with `session/load` (when the agent advertises it).
     pub load_session: Option<String>,
     /// Keep each frame's verbatim line with its message (an extension asked for ACP
@@ -351,6 +357,31 @@ async fn run(
                         "the agent does not advertise session/load: a new session starts instead of {id}, without the agent's memory of it"
                     )));
                 }
+                // Additional directories and a system prompt go only to agents that take them.
+                let session_caps = &init.agent_capabilities.session_capabilities;
+                let dirs = if session_caps.additional_directories.is_some() {
+                    spec.additional_directories.clone()
+                } else {
+                    if !spec.additional_directories.is_empty() {
+                        let _ = tx.send(Input::Warning(
+                            "the agent does not take additional directories ([session] additional_directories): not sent".into(),
+                        ));
+                    }
+                    Vec::new()
+                };
+                let system = match (&spec.system_prompt, session_caps.system_prompt.is_some()) {
+                    (Some((text, replace)), true) => Some(
+                        SystemPrompt::new(vec![ContentBlock::Text(TextContent::new(text.clone()))])
+                            .mode(if *replace { SystemPromptMode::Override } else { SystemPromptMode::Append }),
+                    ),
+                    (Some(_), false) => {
+                        let _ = tx.send(Input::Warning(
+                            "the agent does not take a system prompt ([session] system_prompt): not sent".into(),
+                        ));
+                        None
+                    }
+                    (None, _) => None,
+                };
                 let (mcp, offers) = crate::mcp::offer(&spec.mcp_servers, &init.agent_capabilities.mcp_capabilities);
                 if !offers.is_empty() {
                     let _ = tx.send(Input::Mcp(offers));
@@ -359,17 +390,32 @@ async fn run(
                 let session_id: SessionId = loop {
                     let attempt = match (&resume, &load) {
                         (Some(id), _) => cx
-                            .send_request(ResumeSessionRequest::new(id.clone(), spec.cwd.clone()).mcp_servers(mcp.clone()))
+                            .send_request(
+                                ResumeSessionRequest::new(id.clone(), spec.cwd.clone())
+                                    .mcp_servers(mcp.clone())
+                                    .additional_directories(dirs.clone())
+                                    .system_prompt(system.clone()),
+                            )
                             .block_task()
                             .await
                             .map(|_| SessionId::from(id.clone())),
                         (None, Some(id)) => cx
-                            .send_request(LoadSessionRequest::new(id.clone(), spec.cwd.clone()).mcp_servers(mcp.clone()))
+                            .send_request(
+                                LoadSessionRequest::new(id.clone(), spec.cwd.clone())
+                                    .mcp_servers(mcp.clone())
+                                    .additional_directories(dirs.clone())
+                                    .system_prompt(system.clone()),
+                            )
                             .block_task()
                             .await
                             .map(|_| SessionId::from(id.clone())),
                         (None, None) => cx
-                            .send_request(NewSessionRequest::new(spec.cwd.clone()).mcp_servers(mcp.clone()))
+                            .send_request(
+                                NewSessionRequest::new(spec.cwd.clone())
+                                    .mcp_servers(mcp.clone())
+                                    .additional_directories(dirs.clone())
+                                    .system_prompt(system.clone()),
+                            )
                             .block_task()
                             .await
                             .map(|s| s.session_id),

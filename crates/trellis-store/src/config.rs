@@ -75,6 +75,30 @@ pub struct ConnectionConfig {
     pub terminal_output_limit: Option<usize>,
 }
 
+/// `[session]`: what every new (or resumed) session is started with.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionConfig {
+    /// Instructions for the agent (`systemPrompt`), sent to agents that advertise
+    /// `sessionCapabilities.systemPrompt`.
+    pub system_prompt: Option<String>,
+    /// `append` (the default: added to the agent's own instructions) or `override`.
+    pub system_prompt_mode: Option<SystemPromptMode>,
+    /// Directories besides the session's the agent may work in (`additionalDirectories`;
+    /// also readable and writable through Trellis). Relative paths are relative to the
+    /// session's directory.
+    #[serde(default)]
+    pub additional_directories: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemPromptMode {
+    #[default]
+    Append,
+    Override,
+}
+
 /// `[ui]`: the full-screen UI.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -140,6 +164,8 @@ pub struct Config {
     pub extensions: ExtensionsConfig,
     #[serde(default)]
     pub connection: ConnectionConfig,
+    #[serde(default)]
+    pub session: SessionConfig,
     /// MCP servers offered to agents (`[mcp_servers.NAME]`).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,

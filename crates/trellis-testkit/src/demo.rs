@@ -93,7 +93,11 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     json!({
                         "protocolVersion": 1,
                         "agentCapabilities": {"loadSession": demo.opts.load_session,
-                            "sessionCapabilities": if demo.opts.resume_session { json!({"resume": {}}) } else { json!({}) },
+                            "sessionCapabilities": if demo.opts.resume_session {
+                                json!({"resume": {}, "additionalDirectories": {}, "systemPrompt": {}})
+                            } else {
+                                json!({"additionalDirectories": {}, "systemPrompt": {}})
+                            },
                             "promptCapabilities": {"embeddedContext": true}},
                         "agentInfo": {"name": "trellis-demo", "title": "Trellis demo agent", "version": env!("CARGO_PKG_VERSION")},
                         "authMethods": []

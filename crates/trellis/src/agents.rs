@@ -132,6 +132,25 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
         }
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    // `[session] additional_directories`, relative to the session's directory; Trellis
+    // lets the agent's file requests reach them too.
+    let dirs: Vec<PathBuf> = config
+        .session
+        .additional_directories
+        .iter()
+        .map(|d| {
+            let d = cwd.join(d);
+            std::fs::canonicalize(&d)
+                .with_context(|| format!("[session] additional_directories: {}", d.display()))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let system_prompt = config.session.system_prompt.clone().map(|p| {
+        (
+            p,
+            config.session.system_prompt_mode
+                == Some(trellis_store::config::SystemPromptMode::Override),
+        )
+    });
     Ok(Resolved {
         name,
         command: agent.to_string(),
@@ -142,7 +161,9 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             caps,
             auth_method: auth,
             cwd,
-            extra_roots: Vec::<PathBuf>::new(),
+            extra_roots: dirs.clone(),
+            additional_directories: dirs,
+            system_prompt,
             load_session: None,
             keep_lines: false,
             setup_timeout: std::time::Duration::from_secs_f64(

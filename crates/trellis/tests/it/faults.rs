@@ -121,6 +121,8 @@ pub(crate) fn driver_for(
         auth_method: None,
         cwd: cwd.to_path_buf(),
         extra_roots: vec![],
+        additional_directories: vec![],
+        system_prompt: None,
         load_session: None,
         keep_lines: false,
         setup_timeout: Duration::from_secs(30),

@@ -608,3 +608,78 @@ fn the_picker_finds_a_call_opens_it_and_the_session_exports_itself() {
     );
     assert_eq!(html.matches("<details class=\"call").count(), 5);
 }
+
+/// `[session] system_prompt` and `additional_directories` reach the agent's
+/// `session/new` when it advertises them (issue 12, item 6, in part), and the extra
+/// directory is also one the agent may use through Trellis.
+#[test]
+fn session_config_sends_a_system_prompt_and_additional_directories() {
+    let home = Home::new();
+    let a = home.project("alpha");
+    let extra = home.project("shared");
+    let conf = home.path().join("config/trellis/config.toml");
+    std::fs::create_dir_all(conf.parent().unwrap()).unwrap();
+    std::fs::write(
+        &conf,
+        "[session]\nsystem_prompt = \"Answer in French.\"\nsystem_prompt_mode = \"override\"\nadditional_directories = [\"../shared\"]\n",
+    )
+    .unwrap();
+    let o = home.trellis(
+        &[
+            "run",
+            "--prompt",
+            "hi",
+            "--permission",
+            "allow-once",
+            "--cwd",
+            a.to_str().unwrap(),
+        ],
+        &a,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = home.json(&["sessions", "list", "--json"], &a);
+    let log = std::fs::read_to_string(rows[0]["path"].as_str().unwrap()).unwrap();
+    let new = log.lines().find(|l| l.contains("\"session/new\"")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(new).unwrap();
+    let params = &v["msg"]["params"];
+    assert_eq!(
+        params["additionalDirectories"],
+        serde_json::json!([extra.to_str().unwrap()])
+    );
+    assert_eq!(params["systemPrompt"]["mode"], "override");
+    assert_eq!(
+        params["systemPrompt"]["content"][0]["text"],
+        "Answer in French."
+    );
+
+    // An agent that does not take them: not sent, and said so.
+    let o = home.trellis(
+        &[
+            "run",
+            "--prompt",
+            "hi",
+            "--agent",
+            "trellis agent hostile blank-lines",
+            "--permission",
+            "allow-once",
+            "--cwd",
+            a.to_str().unwrap(),
+        ],
+        &a,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("does not take a system prompt"), "{err}");
+    assert!(
+        err.contains("does not take additional directories"),
+        "{err}"
+    );
+    // A directory that does not exist is a config error.
+    std::fs::write(
+        &conf,
+        "[session]\nadditional_directories = [\"../missing\"]\n",
+    )
+    .unwrap();
+    let o = home.trellis(&["run", "--prompt", "hi"], &a);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("[session] additional_directories"));
+}
