@@ -79,7 +79,7 @@ fn searching(c: &mut Criterion) {
         };
         let text = log_text(
             &format!("agent{}", i % 4),
-            &format!("/work/p{}", i % 50),
+            &format!("/home/dev/project-{}", i % 50),
             1e9 + i as f64,
             20,
             w,

@@ -108,7 +108,7 @@ pub fn load_log(calls: usize, lines: usize, started: f64) -> String {
     line(
         0.0,
         "client",
-        json!({"type": "session_log", "schema": 1, "agent": "demo", "cwd": "/work/demo",
+        json!({"type": "session_log", "schema": 1, "agent": "demo", "cwd": "/home/dev/demo",
                "trellis": "0.1.0", "started": started}),
     );
     line(

@@ -616,12 +616,12 @@ fn the_picker_finds_a_call_opens_it_and_the_session_exports_itself() {
 fn session_config_sends_a_system_prompt_and_additional_directories() {
     let home = Home::new();
     let a = home.project("alpha");
-    let extra = home.project("shared");
+    let extra = home.project("library");
     let conf = home.path().join("config/trellis/config.toml");
     std::fs::create_dir_all(conf.parent().unwrap()).unwrap();
     std::fs::write(
         &conf,
-        "[session]\nsystem_prompt = \"Answer in French.\"\nsystem_prompt_mode = \"override\"\nadditional_directories = [\"../shared\"]\n",
+        "[session]\nsystem_prompt = \"Answer in French.\"\nsystem_prompt_mode = \"override\"\nadditional_directories = [\"../library\"]\n",
     )
     .unwrap();
     let o = home.trellis(
