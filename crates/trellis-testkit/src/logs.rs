@@ -1,22 +1,32 @@
 //! Session logs as Trellis writes them, made up for tests and benchmarks of what reads
 //! logs (the session index, exports).
 
-use serde_json::json;
+use serde_json::{Value, json};
+
+/// Appends one log record.
+fn push(s: &mut String, t: f64, dir: &str, msg: Value) {
+    s.push_str(&json!({"t": t, "dir": dir, "msg": msg}).to_string());
+    s.push('\n');
+}
+
+/// The header record of a log.
+fn header(agent: &str, cwd: &str, started: f64) -> Value {
+    json!({"type": "session_log", "schema": 1, "agent": agent, "cwd": cwd,
+           "trellis": "0.1.0", "started": started})
+}
+
+/// A `session/update` notification for session `sid`.
+fn update(sid: &str, u: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "session/update",
+           "params": {"sessionId": sid, "update": u}})
+}
 
 /// A session log as Trellis writes it: header, then `turns` turns, each with a prompt,
 /// a streamed message and one terminal command whose output names `word`.
 pub fn log_text(agent: &str, cwd: &str, started: f64, turns: u32, word: &str) -> String {
     let mut s = String::new();
-    let mut line = |t: f64, dir: &str, msg: serde_json::Value| {
-        s.push_str(&json!({"t": t, "dir": dir, "msg": msg}).to_string());
-        s.push('\n');
-    };
-    line(
-        0.0,
-        "client",
-        json!({"type": "session_log", "schema": 1, "agent": agent, "cwd": cwd,
-               "trellis": "0.1.0", "started": started}),
-    );
+    let mut line = |t: f64, dir: &str, msg: Value| push(&mut s, t, dir, msg);
+    line(0.0, "client", header(agent, cwd, started));
     line(
         0.1,
         "client_to_agent",
@@ -37,14 +47,8 @@ pub fn turn_text(agent: &str, n: u32, word: &str) -> String {
     let mut s = String::new();
     let sid = format!("acp-{agent}");
     let t = n as f64;
-    let mut line = |dir: &str, msg: serde_json::Value| {
-        s.push_str(&json!({"t": t, "dir": dir, "msg": msg}).to_string());
-        s.push('\n');
-    };
-    let update = |u: serde_json::Value| {
-        json!({"jsonrpc": "2.0", "method": "session/update",
-               "params": {"sessionId": sid, "update": u}})
-    };
+    let mut line = |dir: &str, msg: Value| push(&mut s, t, dir, msg);
+    let update = |u: Value| update(&sid, u);
     line(
         "client_to_agent",
         json!({"jsonrpc": "2.0", "id": format!("p{n}"), "method": "session/prompt",
@@ -101,16 +105,8 @@ pub fn turn_text(agent: &str, n: u32, word: &str) -> String {
 /// `calls` calls, each announced, then completed with `lines` lines of text output.
 pub fn load_log(calls: usize, lines: usize, started: f64) -> String {
     let mut s = String::with_capacity(calls * (lines * 72 + 600));
-    let mut line = |t: f64, dir: &str, msg: serde_json::Value| {
-        s.push_str(&json!({"t": t, "dir": dir, "msg": msg}).to_string());
-        s.push('\n');
-    };
-    line(
-        0.0,
-        "client",
-        json!({"type": "session_log", "schema": 1, "agent": "demo", "cwd": "/home/dev/demo",
-               "trellis": "0.1.0", "started": started}),
-    );
+    let mut line = |t: f64, dir: &str, msg: Value| push(&mut s, t, dir, msg);
+    line(0.0, "client", header("demo", "/home/dev/demo", started));
     line(
         0.1,
         "client_to_agent",
@@ -122,10 +118,7 @@ pub fn load_log(calls: usize, lines: usize, started: f64) -> String {
             format!("{i:4} 0123456789 the quick brown fox jumps over the lazy dog 0123456789\n")
         })
         .collect();
-    let update = |u: serde_json::Value| {
-        json!({"jsonrpc": "2.0", "method": "session/update",
-               "params": {"sessionId": "demo", "update": u}})
-    };
+    let update = |u: Value| update("demo", u);
     for i in 0..calls {
         let t = 0.1 + i as f64 * 1e-5;
         line(

@@ -67,6 +67,32 @@ impl Home {
         serde_json::from_str(&self.ok(args, cwd)).unwrap()
     }
 
+    /// `trellis run --resume ID` with `extra`, one prompt "go on", JSONL out, from `cwd`.
+    fn resume(&self, cwd: &Path, id: &str, extra: &[&str]) -> String {
+        let mut args = vec!["run", "--resume", id];
+        args.extend_from_slice(extra);
+        args.extend([
+            "--prompt",
+            "go on",
+            "--permission",
+            "allow-once",
+            "--format",
+            "jsonl",
+        ]);
+        self.ok(&args, cwd)
+    }
+
+    /// The session of `cwd` that is not `id` (the one resuming it).
+    fn other_than(&self, cwd: &Path, id: &str) -> serde_json::Value {
+        let rows = self.json(&["sessions", "list", "--json"], cwd);
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] != id)
+            .unwrap()
+            .clone()
+    }
+
     fn index(&self) -> PathBuf {
         self.path().join("data/trellis/index.sqlite")
     }
@@ -376,21 +402,7 @@ fn resume_rebuilds_locally_and_carries_the_earlier_session() {
         first[0]["path"].as_str().unwrap().to_string(),
     );
     // Elsewhere, with no --agent nor --cwd: the earlier session's agent and directory.
-    let out = home.ok(
-        &[
-            "run",
-            "--resume",
-            &id[..4],
-            "--carry",
-            "--prompt",
-            "go on",
-            "--permission",
-            "allow-once",
-            "--format",
-            "jsonl",
-        ],
-        home.path(),
-    );
+    let out = home.resume(home.path(), &id[..4], &["--carry"]);
     let ev = events(&out);
     let started = ev.iter().find(|e| e["type"] == "session_started").unwrap();
     assert_eq!(started["cwd"], a.to_str().unwrap());
@@ -406,13 +418,7 @@ fn resume_rebuilds_locally_and_carries_the_earlier_session() {
     );
 
     // The new log names the old one, and the index links them.
-    let rows = home.json(&["sessions", "list", "--json"], &a);
-    let new = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] != id.as_str())
-        .unwrap();
+    let new = home.other_than(&a, &id);
     assert_eq!(new["continues"], old_log.as_str());
     let show = home.ok(&["sessions", "show", &id], &a);
     assert!(
@@ -443,35 +449,14 @@ fn resume_reloads_an_agent_that_can_and_does_not_show_its_replay_twice() {
     let first = home.json(&["sessions", "list", "--json"], &a);
     let id = first[0]["id"].as_str().unwrap().to_string();
     let acp = first[0]["acp_id"].as_str().unwrap().to_string();
-    let out = home.ok(
-        &[
-            "run",
-            "--resume",
-            &id,
-            "--agent",
-            "trellis agent demo --load-session",
-            "--prompt",
-            "go on",
-            "--permission",
-            "allow-once",
-            "--format",
-            "jsonl",
-        ],
-        &a,
-    );
+    let out = home.resume(&a, &id, &["--agent", "trellis agent demo --load-session"]);
     let ev = events(&out);
     let started = ev.iter().find(|e| e["type"] == "session_started").unwrap();
     assert_eq!(started["load_session"], true);
     assert_eq!(started["session"], acp.as_str(), "the same ACP session");
     // The history the agent replayed is in the log, not shown again (nor indexed again).
     assert!(!out.contains("(replayed)"), "{out}");
-    let rows = home.json(&["sessions", "list", "--json"], &a);
-    let new = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] != id.as_str())
-        .unwrap();
+    let new = home.other_than(&a, &id);
     let log = std::fs::read_to_string(new["path"].as_str().unwrap()).unwrap();
     assert_eq!(log.matches("(replayed)").count(), 2);
     assert!(
@@ -491,32 +476,18 @@ fn resume_prefers_session_resume_when_the_agent_advertises_it() {
     let first = home.json(&["sessions", "list", "--json"], &a);
     let id = first[0]["id"].as_str().unwrap().to_string();
     let acp = first[0]["acp_id"].as_str().unwrap().to_string();
-    let out = home.ok(
+    let out = home.resume(
+        &a,
+        &id,
         &[
-            "run",
-            "--resume",
-            &id,
             "--agent",
             "trellis agent demo --load-session --resume-session",
-            "--prompt",
-            "go on",
-            "--permission",
-            "allow-once",
-            "--format",
-            "jsonl",
         ],
-        &a,
     );
     let ev = events(&out);
     let started = ev.iter().find(|e| e["type"] == "session_started").unwrap();
     assert_eq!(started["session"], acp.as_str(), "the same ACP session");
-    let rows = home.json(&["sessions", "list", "--json"], &a);
-    let new = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] != id.as_str())
-        .unwrap();
+    let new = home.other_than(&a, &id);
     let log = std::fs::read_to_string(new["path"].as_str().unwrap()).unwrap();
     assert!(log.contains("\"method\":\"session/resume\""), "{log}");
     assert!(!log.contains("\"method\":\"session/load\""));
