@@ -24,6 +24,18 @@ pub fn civil(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
     )
 }
 
+/// Days since the Unix epoch of a date (the inverse of [`civil`]'s date part).
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let (m, d) = (i64::from(m), i64::from(d));
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// `2026-12-01 14:03 UTC`.
 pub fn utc_minutes(secs: f64) -> String {
     let (y, mo, d, h, mi, _) = civil(secs.max(0.0) as i64);
@@ -39,6 +51,8 @@ mod tests {
         assert_eq!(civil(0), (1970, 1, 1, 0, 0, 0));
         assert_eq!(civil(1795996800 + 3661), (2026, 11, 30, 1, 1, 1));
         assert_eq!(civil(951_782_400), (2000, 2, 29, 0, 0, 0));
+        assert_eq!(days_from_civil(2026, 11, 30), 1795996800 / 86_400);
+        assert_eq!(days_from_civil(2000, 2, 29), 951_782_400 / 86_400);
         assert_eq!(utc_minutes(1795996800.0 + 3661.0), "2026-11-30 01:01 UTC");
     }
 }

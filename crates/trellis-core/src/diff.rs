@@ -48,6 +48,28 @@ pub fn ops<'a>(old: &'a str, new: &'a str) -> Vec<Op<'a>> {
     out
 }
 
+/// Which lines of a diff to show when unchanged runs are folded: those within
+/// `context` lines of a change (the views and the exports fold the same way).
+pub fn near_changes(ops: &[Op<'_>], context: usize) -> Vec<bool> {
+    let changed: Vec<usize> = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| !matches!(o, Op::Same(_)))
+        .map(|(i, _)| i)
+        .collect();
+    (0..ops.len())
+        .map(|i| {
+            // `changed` is sorted: the nearest change is at the insertion point or before.
+            let at = changed.partition_point(|&c| c < i);
+            [at.checked_sub(1), Some(at)]
+                .into_iter()
+                .flatten()
+                .filter_map(|k| changed.get(k))
+                .any(|&c| c.abs_diff(i) <= context)
+        })
+        .collect()
+}
+
 /// Lines `a` and `b` share at their start and (after that) at their end.
 pub fn common_ends(a: &[&str], b: &[&str]) -> (usize, usize) {
     let head = a.iter().zip(b).take_while(|(x, y)| x == y).count();

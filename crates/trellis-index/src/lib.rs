@@ -118,11 +118,7 @@ impl Index {
     pub fn refresh(&mut self, sessions_dir: &Path) -> Result<Updated> {
         let mut logs = Vec::new();
         collect_logs(sessions_dir, &mut logs, 0);
-        let known: Vec<String> = {
-            let mut st = self.conn.prepare("SELECT path FROM sessions")?;
-            st.query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?
-        };
+        let known = self.known_paths()?;
         let mut done = Updated::default();
         for p in &known {
             let path = PathBuf::from(p);
@@ -138,13 +134,18 @@ impl Index {
         Ok(done)
     }
 
+    /// Every log the index knows.
+    fn known_paths(&self) -> Result<Vec<String>> {
+        let mut st = self.conn.prepare("SELECT path FROM sessions")?;
+        let paths = st
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(paths)
+    }
+
     /// Forgets everything and reads every log again.
     pub fn reindex(&mut self, sessions_dir: &Path) -> Result<Updated> {
-        let known: Vec<String> = {
-            let mut st = self.conn.prepare("SELECT path FROM sessions")?;
-            st.query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?
-        };
+        let known = self.known_paths()?;
         let tx = self.conn.transaction()?;
         tx.execute_batch(
             "DELETE FROM entries; DELETE FROM calls; DELETE FROM sessions;

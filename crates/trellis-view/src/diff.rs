@@ -27,21 +27,7 @@ enum Row<'a> {
 
 /// The rows of the diff, numbered, with unchanged runs beyond [`CONTEXT`] folded.
 fn rows<'a>(ops: &[Op<'a>]) -> (Vec<Row<'a>>, usize) {
-    let changed: Vec<usize> = ops
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| !matches!(o, Op::Same(_)))
-        .map(|(i, _)| i)
-        .collect();
-    let near = |i: usize| {
-        // `changed` is sorted: the nearest change is at the insertion point or before it.
-        let at = changed.partition_point(|&c| c < i);
-        [at.checked_sub(1), Some(at)]
-            .into_iter()
-            .flatten()
-            .filter_map(|k| changed.get(k))
-            .any(|&c| c.abs_diff(i) <= CONTEXT)
-    };
+    let shown = trellis_core::diff::near_changes(ops, CONTEXT);
     let (mut a, mut b) = (0usize, 0usize);
     let mut out = Vec::with_capacity(ops.len());
     for (i, op) in ops.iter().enumerate() {
@@ -60,7 +46,7 @@ fn rows<'a>(ops: &[Op<'a>]) -> (Vec<Row<'a>>, usize) {
                 Row::Add(b, l)
             }
         };
-        if near(i) {
+        if shown[i] {
             out.push(row);
         } else if out.last() != Some(&Row::Fold) {
             out.push(Row::Fold);

@@ -313,18 +313,11 @@ fn parse_since(s: &str) -> anyhow::Result<f64> {
     }
     let parts: Vec<&str> = s.split('-').collect();
     if let [y, m, d] = parts[..]
-        && let (Ok(y), Ok(m), Ok(d)) = (y.parse::<i64>(), m.parse::<i64>(), d.parse::<i64>())
+        && let (Ok(y), Ok(m), Ok(d)) = (y.parse::<i64>(), m.parse::<u32>(), d.parse::<u32>())
         && (1..=12).contains(&m)
         && (1..=31).contains(&d)
     {
-        // Days from civil (the inverse of `trellis_core::civil`).
-        let y = if m <= 2 { y - 1 } else { y };
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let mp = (m + 9) % 12;
-        let doy = (153 * mp + 2) / 5 + d - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        let days = era * 146_097 + doe - 719_468;
+        let days = trellis_core::civil::days_from_civil(y, m, d);
         return Ok(days as f64 * 86_400.0);
     }
     bail!("--since {s}: not a date (2026-11-30) nor an age (3d, 12h, 2w, 30m)")

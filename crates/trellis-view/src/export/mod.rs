@@ -241,18 +241,13 @@ fn push_line(out: &mut String, text: &str) {
 /// The diff of `old` and `new` with [`CONTEXT`] lines around each change (a `…` line
 /// where unchanged lines are left out).
 fn hunks(old: &str, new: &str) -> Vec<(char, String)> {
-    use trellis_core::diff::{Op, ops};
+    use trellis_core::diff::{Op, near_changes, ops};
     let all = ops(old, new);
-    let changed: Vec<bool> = all.iter().map(|o| !matches!(o, Op::Same(_))).collect();
-    let near = |i: usize| {
-        let lo = i.saturating_sub(CONTEXT);
-        let hi = (i + CONTEXT + 1).min(changed.len());
-        changed[lo..hi].iter().any(|c| *c)
-    };
+    let shown = near_changes(&all, CONTEXT);
     let mut out = Vec::new();
     let mut skipped = false;
     for (i, op) in all.iter().enumerate() {
-        if !near(i) {
+        if !shown[i] {
             skipped = true;
             continue;
         }
