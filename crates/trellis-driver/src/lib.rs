@@ -198,6 +198,12 @@ impl Driver {
             .as_ref()
             .and_then(ExtHost::next_deadline)
             .map(|d| Duration::from_secs_f64((d - self.now()).max(0.0)));
+        // Events held for plugins during a storm go when it pauses.
+        let held = self.host.as_ref().and_then(ExtHost::held_for);
+        let deadline = match (deadline, held) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let conn = self.conn.as_mut();
         let ext = self.ext_rx.as_mut();
         tokio::select! {
@@ -510,10 +516,11 @@ impl Driver {
         }
     }
 
-    /// Hands the events of the last batch to the extensions' workers.
+    /// Hands the events of the last batch to the extensions' workers (those of plugins
+    /// wait for a storm to pause: [`ExtHost::deliver_paced`]).
     pub fn deliver(&self) {
         if let Some(h) = &self.host {
-            h.deliver();
+            h.deliver_paced();
         }
     }
 
@@ -551,7 +558,9 @@ impl Driver {
         while let Some(input) = self.conn.as_mut().and_then(|c| c.rx.try_recv().ok()) {
             self.input(input, notes);
         }
-        self.deliver();
+        if let Some(h) = &self.host {
+            h.deliver();
+        }
         if let Some(c) = &self.conn {
             c.handle.recorder().sync();
         }

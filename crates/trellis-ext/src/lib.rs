@@ -13,6 +13,8 @@ pub mod board;
 mod chain;
 pub mod diag;
 pub mod host;
+mod outbox;
+mod pace;
 pub mod settings;
 pub mod slot;
 pub mod ui;
@@ -32,6 +34,7 @@ use trellis_core::{Effect, Event, EventBody};
 
 pub use diag::{ExtState, ExtStatus, StatusReport};
 pub use host::Shared;
+use outbox::Outbox;
 use slot::{Job, worker};
 pub use slot::{Slot, install_panic_guard};
 pub use ui::Ui;
@@ -175,7 +178,7 @@ pub struct ExtHost {
     pub(crate) slots: Vec<Arc<Slot>>,
     /// Events dispatched but not yet handed to each extension's worker (see
     /// [`ExtHost::deliver`]).
-    outbox: Mutex<Vec<Vec<Arc<Event>>>>,
+    outbox: Arc<Outbox>,
     pub(crate) shared: Arc<Shared>,
     arbiter: Arbiter,
     asks: BTreeMap<String, Arc<PermissionAsk>>,
@@ -203,10 +206,6 @@ impl std::fmt::Debug for ExtHost {
             .finish()
     }
 }
-
-/// Events queued for one extension before they are handed over without waiting for the
-/// end of the input batch.
-const DELIVER_AT: usize = 256;
 
 fn kind_of_call_bit(k: trellis_core::ToolKind) -> u16 {
     trellis_core::ToolKind::ALL
@@ -395,7 +394,8 @@ impl ExtHost {
             // Its first push: what it shows before any event.
             slot.send(Job::Idle, &shared);
         }
-        let ui = Arc::new(Ui::build(&slots, &shared));
+        let outbox = Arc::new(Outbox::new(slots.len()));
+        let ui = Arc::new(Ui::build(&slots, &shared, outbox.clone()));
         let mirror_on = slots.iter().any(|s| {
             // Claimants are offered the call as it stands: they need the mirror too.
             s.has(Capability::Observe)
@@ -404,7 +404,7 @@ impl ExtHost {
         });
         let host = ExtHost {
             mirror_on,
-            outbox: Mutex::new(vec![Vec::new(); slots.len()]),
+            outbox,
             slots,
             shared,
             arbiter: Arbiter::new(opts.permission_timeout),
@@ -436,45 +436,46 @@ impl ExtHost {
             _ => u16::MAX,
         };
         let mut shared_ev: Option<Arc<Event>> = None;
-        let mut outbox = lock(&self.outbox);
-        let mut full = false;
-        for (i, slot) in self.slots.iter().enumerate() {
+        self.outbox.queue(&self.slots, &self.shared, |slot| {
             if slot.mask.get().copied().unwrap_or(0) & bit == 0
                 || slot.call_kinds.get().copied().unwrap_or(u16::MAX) & call_bit == 0
                 || slot.is_disabled()
             {
-                continue;
+                return None;
             }
-            let ev = shared_ev
-                .get_or_insert_with(|| Arc::new(ev.clone()))
-                .clone();
-            outbox[i].push(ev);
-            full |= outbox[i].len() >= DELIVER_AT;
-        }
-        drop(outbox);
-        if full {
-            self.deliver();
-        }
+            Some(
+                shared_ev
+                    .get_or_insert_with(|| Arc::new(ev.clone()))
+                    .clone(),
+            )
+        });
     }
 
     /// Hands every queued event to its extension's worker.
     pub fn deliver(&self) {
-        let mut outbox = lock(&self.outbox);
-        for (slot, batch) in self.slots.iter().zip(outbox.iter_mut()) {
-            if batch.is_empty() {
-                continue;
-            }
-            // Batches the worker is done with: their events are released here, and one
-            // vector is kept for the next batch.
-            let mut spent = std::mem::take(&mut *lock(&slot.spent));
-            let next = spent.pop().map(|mut v| {
-                v.clear();
-                v
-            });
-            drop(spent);
-            let full = std::mem::replace(batch, next.unwrap_or_default());
-            slot.send(Job::Events(full), &self.shared);
-        }
+        self.outbox.deliver(&self.slots, &self.shared);
+    }
+
+    /// [`ExtHost::deliver`] as the session runs (the runtime calls it after each batch of
+    /// input): extensions whose events may wait get theirs when the storm pauses
+    /// ([`crate::pace`]); call it again once [`ExtHost::held_for`] has passed.
+    pub fn deliver_paced(&self) {
+        self.deliver_paced_at(Instant::now());
+    }
+
+    /// [`ExtHost::deliver_paced`] at `now` (tests give the clock).
+    pub fn deliver_paced_at(&self, now: Instant) {
+        self.outbox.deliver_paced(&self.slots, &self.shared, now);
+    }
+
+    /// How long held events may still wait (`None`: nothing is held).
+    pub fn held_for(&self) -> Option<Duration> {
+        self.held_for_at(Instant::now())
+    }
+
+    /// [`ExtHost::held_for`] at `now`.
+    pub fn held_for_at(&self, now: Instant) -> Option<Duration> {
+        self.outbox.held_for(now)
     }
 
     /// Feeds the reducer's effects: events are dispatched; a permission request the

@@ -79,6 +79,8 @@ pub struct Slot {
     pub(crate) options: OnceLock<serde_json::Value>,
     pub(crate) failure_limit: u32,
     pub(crate) queue: usize,
+    /// Its events may wait for a storm to pause (`Extension::events_may_wait`).
+    pub(crate) paced: bool,
 }
 
 thread_local! {
@@ -123,7 +125,9 @@ impl Slot {
         failure_limit: u32,
         queue: usize,
     ) -> Slot {
+        let paced = ext.events_may_wait();
         Slot {
+            paced,
             index,
             me: OnceLock::new(),
             woken: AtomicBool::new(false),
@@ -240,7 +244,8 @@ impl Slot {
     }
 
     /// Queues a job (`weight`: the events it carries, 1 for anything else). The queue is
-    /// bounded in events: an extension that would go past the bound is disabled.
+    /// bounded in events: an extension that would go past the bound is disabled (except
+    /// by events held for it, see [`crate::outbox`]).
     pub(crate) fn send(&self, job: Job, shared: &Shared) -> bool {
         let Some(tx) = self.tx.get() else {
             return false;
@@ -253,7 +258,10 @@ impl Slot {
             _ => (1, false),
         };
         let before = self.pending.fetch_add(weight, Ordering::AcqRel);
-        if before + weight > self.queue {
+        // Events the host held for an extension whose events may wait come in one batch
+        // after a storm: they are not a sign that it is behind (its own bound applies,
+        // e.g. a plugin's stdin backlog in bytes).
+        if before + weight > self.queue && !(events && self.paced) {
             self.pending.fetch_sub(weight, Ordering::AcqRel);
             self.disable(
                 format!(

@@ -24,6 +24,7 @@ use trellis_core::ext::{
 use crate::board::{CardReq, TransformReq, mix, rewrite};
 use crate::host::{Shared, StoreBox};
 use crate::lock;
+use crate::outbox::Outbox;
 pub use crate::settings::{RowTarget, RowView, SettingsPage};
 use crate::slot::{Job, Slot};
 
@@ -112,6 +113,8 @@ pub struct SectionView {
 pub struct Ui {
     pub(crate) slots: Vec<Arc<Slot>>,
     pub(crate) shared: Arc<Shared>,
+    /// For the events held for an extension, handed over before a user action.
+    outbox: Arc<Outbox>,
     pub sections: Vec<SectionEntry>,
     pub designs: Vec<DesignEntry>,
     pub transforms: Vec<TransformEntry>,
@@ -153,10 +156,11 @@ fn command_name_ok(n: &str) -> bool {
 pub const HOST_COMMANDS: &[&str] = &["settings", "status"];
 
 impl Ui {
-    pub(crate) fn build(slots: &[Arc<Slot>], shared: &Arc<Shared>) -> Ui {
+    pub(crate) fn build(slots: &[Arc<Slot>], shared: &Arc<Shared>, outbox: Arc<Outbox>) -> Ui {
         let mut ui = Ui {
             slots: slots.to_vec(),
             shared: shared.clone(),
+            outbox,
             sections: Vec::new(),
             designs: Vec::new(),
             transforms: Vec::new(),
@@ -401,6 +405,13 @@ impl Ui {
         self.slots.get(slot).map_or("", |s| s.name.as_str())
     }
 
+    /// Sends a user action, after the events held for the extension (it acts on what
+    /// it has seen).
+    fn act(&self, slot: &Slot, action: UiAction) {
+        self.outbox.deliver_to(&self.slots, &self.shared, slot);
+        slot.send(Job::Action(action), &self.shared);
+    }
+
     pub(crate) fn live(&self, slot: usize) -> Option<&Arc<Slot>> {
         self.slots.get(slot).filter(|s| !s.is_disabled())
     }
@@ -452,12 +463,12 @@ impl Ui {
         if before != after
             && let Some(slot) = self.live(e.slot)
         {
-            slot.send(
-                Job::Action(UiAction::Visibility {
+            self.act(
+                slot,
+                UiAction::Visibility {
                     section: e.id.clone(),
                     shown: after,
-                }),
-                &self.shared,
+                },
             );
         }
     }
@@ -510,12 +521,12 @@ impl Ui {
         if let Some(e) = self.sections.iter().find(|s| s.key == key)
             && let Some(slot) = self.live(e.slot)
         {
-            slot.send(
-                Job::Action(UiAction::RowClick {
+            self.act(
+                slot,
+                UiAction::RowClick {
                     section: e.id.clone(),
                     row: row.to_string(),
-                }),
-                &self.shared,
+                },
             );
         }
     }
@@ -709,12 +720,12 @@ impl Ui {
             return false;
         };
         if let Some(slot) = self.live(c.slot) {
-            slot.send(
-                Job::Action(UiAction::Command {
+            self.act(
+                slot,
+                UiAction::Command {
                     name: name.to_string(),
                     args: args.to_string(),
-                }),
-                &self.shared,
+                },
             );
         }
         true
@@ -738,10 +749,7 @@ impl Ui {
         if let Some(k) = self.keys.get(index)
             && let Some(slot) = self.live(k.slot)
         {
-            slot.send(
-                Job::Action(UiAction::Key { id: k.id.clone() }),
-                &self.shared,
-            );
+            self.act(slot, UiAction::Key { id: k.id.clone() });
         }
     }
 }

@@ -1,37 +1,27 @@
-//! Feeding a plugin's stdin: the writer thread, and when it writes.
+//! Feeding a plugin's stdin: the writer thread.
 //!
-//! A plugin at rest gets every line at once. During an event storm (the agent streams
-//! thousands of calls a second) the writer holds the event lines and writes them when the
-//! storm pauses, or when the oldest has waited [`MAX_HOLD`]: a plugin process that parses
-//! JSON while the session is saturated takes memory bandwidth and cache from the client
-//! and the agent whatever its CPU priority, so it reads its backlog in the pauses instead.
-//! Lines that need an answer (requests, responses, user actions) are never held: they go
-//! at once, after everything queued before them (order is kept).
+//! Events reach the adapter when the host hands them over: at once at rest, after a
+//! storm pauses during one (`trellis_ext`'s outbox holds them: a plugin process that
+//! parses JSON while the session is saturated takes CPU, memory bandwidth and cache from
+//! the client and the agent whatever its priority). The writer writes what it gets, in
+//! order; requests, responses and user actions come after everything queued before them.
 
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{Receiver, TryRecvError};
 
 use trellis_core::tool_call::ToolContent;
 use trellis_core::{Event, EventBody, ToolCall};
-
-/// Lines arriving within this of each other are a storm; a pause this long ends it.
-pub const QUIET: Duration = Duration::from_millis(15);
-/// The longest an event line waits for a pause.
-pub const MAX_HOLD: Duration = Duration::from_millis(400);
 
 /// What the writer writes.
 #[derive(Debug)]
 pub enum Piece {
     /// A line made for this plugin that goes at once (a request, a response, an action).
     Raw(Vec<u8>),
-    /// A notification made for this plugin that may wait for a pause (`idle`).
-    Note(Vec<u8>),
     /// An event, written as an `event` notification (with its ACP payload when `acp`).
     /// Its JSON is made when it is written, once for every plugin that receives it (the
-    /// host's shared copy of the event, and its `wire`). May wait for a pause.
+    /// host's shared copy of the event, and its `wire`).
     /// `bytes` is its size estimate, made once by [`Piece::event`].
     Event {
         event: Arc<Event>,
@@ -57,18 +47,14 @@ impl Piece {
     /// estimate from the sizes of its texts; the same figure is added and removed).
     pub fn bytes(&self) -> usize {
         match self {
-            Piece::Raw(b) | Piece::Note(b) => b.len(),
+            Piece::Raw(b) => b.len(),
             Piece::Event { bytes, .. } => *bytes,
         }
     }
 
-    fn urgent(&self) -> bool {
-        matches!(self, Piece::Raw(_))
-    }
-
     fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
         match self {
-            Piece::Raw(b) | Piece::Note(b) => out.write_all(b),
+            Piece::Raw(b) => out.write_all(b),
             Piece::Event { event, acp, .. } => {
                 let json = event.wire.get_or_init(|| {
                     serde_json::to_string(event)
@@ -126,49 +112,9 @@ fn approx_json_len(ev: &Event) -> usize {
     }
 }
 
-/// When held lines go out: the policy, apart from the clock and the pipe.
-#[derive(Debug, Default)]
-pub struct Pacer {
-    /// When the previous block arrived.
-    last: Option<Instant>,
-    /// When the oldest held block arrived (`None`: nothing held).
-    held_since: Option<Instant>,
-}
-
-impl Pacer {
-    /// A block arrives at `now`: true when everything held (it included) goes out now.
-    pub fn arrive(&mut self, now: Instant, urgent: bool) -> bool {
-        let storm = self
-            .last
-            .is_some_and(|l| now.saturating_duration_since(l) < QUIET);
-        self.last = Some(now);
-        let since = *self.held_since.get_or_insert(now);
-        let go = urgent || !storm || now.saturating_duration_since(since) >= MAX_HOLD;
-        if go {
-            self.held_since = None;
-        }
-        go
-    }
-
-    /// How long the writer may wait for the next block before writing what it holds
-    /// (`None`: nothing held, wait as long as it takes).
-    pub fn wait(&self, now: Instant) -> Option<Duration> {
-        let since = self.held_since?;
-        let quiet = self.last.map_or(Duration::ZERO, |l| {
-            (l + QUIET).saturating_duration_since(now)
-        });
-        let hold = (since + MAX_HOLD).saturating_duration_since(now);
-        Some(quiet.min(hold))
-    }
-
-    /// The wait ran out: what is held goes out.
-    pub fn timed_out(&mut self) {
-        self.held_since = None;
-    }
-}
-
-/// The writer thread: blocks from `rx` to the plugin's stdin, paced by [`Pacer`].
-/// `backlog` counts bytes queued and not yet written; `failed` is set when stdin breaks.
+/// The writer thread: blocks from `rx` to the plugin's stdin, in order, flushed whenever
+/// the queue is empty. `backlog` counts bytes queued and not yet written; `failed` is set
+/// when stdin breaks.
 pub(crate) fn writer(
     stdin: std::process::ChildStdin,
     rx: Receiver<Vec<Piece>>,
@@ -177,41 +123,28 @@ pub(crate) fn writer(
 ) {
     crate::process::lower_thread_priority(19);
     let mut out = std::io::BufWriter::with_capacity(64 << 10, stdin);
-    let mut pacer = Pacer::default();
     let mut held: Vec<Vec<Piece>> = Vec::new();
-    let mut ok = true;
-    while ok {
-        let got = match pacer.wait(Instant::now()) {
-            None => {
+    loop {
+        let block = match rx.try_recv() {
+            Ok(b) => b,
+            Err(TryRecvError::Empty) => {
                 // Whatever is buffered goes out before the writer waits for more.
                 if out.flush().is_err() {
                     break;
                 }
-                rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
-            }
-            Some(t) => rx.recv_timeout(t),
-        };
-        let go = match got {
-            Ok(block) => {
-                let urgent = block.iter().any(Piece::urgent);
-                held.push(block);
-                pacer.arrive(Instant::now(), urgent)
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                pacer.timed_out();
-                true
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                ok = write_all(&mut out, &mut held, &backlog);
-                let _ = out.flush();
-                if ok {
-                    return;
+                match rx.recv() {
+                    Ok(b) => b,
+                    Err(_) => return,
                 }
-                break;
+            }
+            Err(TryRecvError::Disconnected) => {
+                let _ = out.flush();
+                return;
             }
         };
-        if go {
-            ok = write_all(&mut out, &mut held, &backlog);
+        held.push(block);
+        if !write_all(&mut out, &mut held, &backlog) {
+            break;
         }
     }
     failed.store(true, Ordering::Release);
@@ -244,66 +177,10 @@ fn write_all(out: &mut impl Write, held: &mut Vec<Vec<Piece>>, backlog: &AtomicU
 mod tests {
     use super::*;
 
-    fn at(base: Instant, ms: u64) -> Instant {
-        base + Duration::from_millis(ms)
-    }
-
     #[test]
-    fn a_line_after_a_pause_goes_at_once() {
-        let t = Instant::now();
-        let mut p = Pacer::default();
-        assert!(p.arrive(t, false));
-        assert_eq!(p.wait(t), None);
-        assert!(p.arrive(at(t, 100), false), "a pause longer than QUIET");
-    }
-
-    #[test]
-    fn a_storm_is_held_until_it_pauses() {
-        let t = Instant::now();
-        let mut p = Pacer::default();
-        assert!(p.arrive(t, false), "the first block of a storm");
-        assert!(!p.arrive(at(t, 1), false));
-        assert!(!p.arrive(at(t, 2), false));
-        // Waits for a pause measured from the last arrival.
-        assert_eq!(p.wait(at(t, 2)), Some(QUIET));
-        assert_eq!(p.wait(at(t, 10)), Some(QUIET - Duration::from_millis(8)));
-        p.timed_out();
-        assert_eq!(p.wait(at(t, 20)), None);
-    }
-
-    #[test]
-    fn a_long_storm_is_written_every_max_hold() {
-        let t = Instant::now();
-        let mut p = Pacer::default();
-        assert!(p.arrive(t, false));
-        let mut written = Vec::new();
-        for ms in 1..=1000 {
-            if p.arrive(at(t, ms), false) {
-                written.push(ms);
-            }
-            assert!(p.wait(at(t, ms)).is_none_or(|w| w <= QUIET));
-        }
-        let hold = MAX_HOLD.as_millis() as u64;
-        assert_eq!(written, vec![1 + hold, 2 + 2 * hold]);
-    }
-
-    #[test]
-    fn requests_are_never_held() {
-        let t = Instant::now();
-        let mut p = Pacer::default();
-        assert!(p.arrive(t, false));
-        assert!(!p.arrive(at(t, 1), false));
-        assert!(
-            p.arrive(at(t, 2), true),
-            "a request takes the held events with it"
-        );
-        assert_eq!(p.wait(at(t, 2)), None);
-    }
-
-    #[test]
-    fn the_writer_keeps_order_and_writes_held_lines_when_the_queue_ends() {
-        // A storm of events, a request in the middle, then the end of the queue: every
-        // line reaches stdin, in order, and the backlog returns to zero.
+    fn the_writer_keeps_order_and_writes_everything_before_the_queue_ends() {
+        // Events (with and without their ACP payload) and other lines, then the end of
+        // the queue: every line reaches stdin, in order, and the backlog returns to zero.
         let mut child = std::process::Command::new("cat")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -315,9 +192,7 @@ mod tests {
         let failed = Arc::new(AtomicBool::new(false));
         let mut expected = String::new();
         for i in 0..50 {
-            let block = if i == 25 {
-                vec![Piece::Raw(format!("request {i}\n").into_bytes())]
-            } else if i % 2 == 0 {
+            let block = if i % 2 == 0 {
                 vec![Piece::event(
                     Arc::new(Event {
                         schema: 1,
@@ -333,7 +208,7 @@ mod tests {
                     i % 4 == 0,
                 )]
             } else {
-                vec![Piece::Note(format!("note {i}\n").into_bytes())]
+                vec![Piece::Raw(format!("request {i}\n").into_bytes())]
             };
             for p in &block {
                 let mut v = Vec::new();

@@ -378,6 +378,17 @@ pub trait Extension: Send {
         self.on_event(event, host)
     }
 
+    /// Whether the host may hold this extension's events during a storm (thousands of
+    /// events a second) and hand them over when it pauses, at least every 400 ms. For an
+    /// extension that shows nothing live and whose work happens elsewhere (the plugin
+    /// adapter: its process reads them after the storm anyway), this saves a wake-up of
+    /// its worker per batch of agent input. Permission offers, actions and the end of a
+    /// run still bring every event before them at once.
+    #[doc(hidden)]
+    fn events_may_wait(&self) -> bool {
+        false
+    }
+
     /// A permission request nobody's rules decided (needs `intercept-permissions`).
     fn on_permission(
         &mut self,

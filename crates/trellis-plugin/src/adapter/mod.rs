@@ -99,8 +99,6 @@ pub struct PluginExt {
     /// Set by the watcher when the package's files changed (trying a plugin).
     changed: Arc<std::sync::atomic::AtomicBool>,
     reloads: u32,
-    /// The worker's priority was lowered.
-    niced: bool,
     /// Event lines not handed to the writer yet: a burst of events costs one hand-over
     /// per block (or per batch), not one per event, and an event's JSON is shared by
     /// every plugin, never copied.
@@ -147,7 +145,6 @@ impl PluginExt {
             waker: Arc::new(Mutex::new(None)),
             changed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             reloads: 0,
-            niced: false,
             outbuf: Vec::new(),
             outbuf_bytes: 0,
         }
@@ -199,13 +196,13 @@ impl Extension for PluginExt {
         self.on_shared_event(&Arc::new(event.clone()), host)
     }
 
+    fn events_may_wait(&self) -> bool {
+        // The process reads them after a storm anyway: the host holds them until it
+        // pauses, and neither this worker nor the writer wakes meanwhile.
+        true
+    }
+
     fn on_shared_event(&mut self, event: &Arc<Event>, host: &mut dyn Host) -> Result<(), ExtError> {
-        if !self.niced {
-            // The session comes first: this worker yields to the client's own threads
-            // when the CPU is short.
-            crate::process::lower_thread_priority(19);
-            self.niced = true;
-        }
         if !self.ensure(host)? {
             self.lost += 1;
             return Ok(());
@@ -218,8 +215,7 @@ impl Extension for PluginExt {
     }
 
     fn on_idle(&mut self, host: &mut dyn Host) -> Result<(), ExtError> {
-        // Held with the events it follows during a storm (it needs no answer).
-        let r = self.notify_later(host, "idle", &serde_json::json!({}));
+        let r = self.notify(host, "idle", &serde_json::json!({}));
         self.diagnostics(host);
         r
     }

@@ -10,15 +10,18 @@ use super::PluginExt;
 use crate::process::{Inbound, Piece};
 use crate::protocol::{self, Incoming};
 
-/// Event lines are handed to the writer in blocks of this size (or at the end of a batch).
-const OUT_BLOCK: usize = 64 << 10;
+/// Event lines are handed to the writer in blocks of this size or [`OUT_PIECES`] lines
+/// (or at the end of a batch): the host hands over events held during a storm in batches
+/// of thousands, and each block wakes the writer.
+const OUT_BLOCK: usize = 1 << 20;
+const OUT_PIECES: usize = 4096;
 
 impl PluginExt {
     /// Queues an event line, handed over in blocks.
     pub(super) fn send_buffered(&mut self, piece: Piece) -> Result<(), ExtError> {
         self.outbuf_bytes += piece.bytes();
         self.outbuf.push(piece);
-        if self.outbuf_bytes >= OUT_BLOCK || self.outbuf.len() >= 256 {
+        if self.outbuf_bytes >= OUT_BLOCK || self.outbuf.len() >= OUT_PIECES {
             self.flush_out()?;
         }
         Ok(())
@@ -179,38 +182,11 @@ impl PluginExt {
         method: &str,
         params: &impl serde::Serialize,
     ) -> Result<(), ExtError> {
-        self.notify_paced(host, method, params, true)
-    }
-
-    /// Sends a notification that may wait with the events during a storm
-    /// ([`crate::feed`]).
-    pub(super) fn notify_later(
-        &mut self,
-        host: &mut dyn Host,
-        method: &str,
-        params: &impl serde::Serialize,
-    ) -> Result<(), ExtError> {
-        self.notify_paced(host, method, params, false)
-    }
-
-    fn notify_paced(
-        &mut self,
-        host: &mut dyn Host,
-        method: &str,
-        params: &impl serde::Serialize,
-        urgent: bool,
-    ) -> Result<(), ExtError> {
         if !self.ensure(host)? {
             self.lost += 1;
             return Ok(());
         }
-        let line = protocol::notification(method, params);
-        if urgent {
-            self.send(line)?;
-        } else {
-            self.send_buffered(Piece::Note(line))?;
-            self.flush_out()?;
-        }
+        self.send(protocol::notification(method, params))?;
         self.pump(host, None, Instant::now())?;
         Ok(())
     }

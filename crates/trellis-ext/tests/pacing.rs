@@ -1,0 +1,233 @@
+//! Events for extensions whose events may wait (plugin adapters): held during a storm,
+//! handed over when it pauses or has lasted too long, in order, before anything that
+//! needs the extension's answer, and never counted as the extension falling behind.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use trellis_core::event::{Event, EventBody, Role};
+use trellis_core::ext::{
+    Capability, CommandDecl, ExtError, Extension, Host, Manifest, Registration, UiAction,
+};
+use trellis_ext::{Candidate, ExtHost, ExtState, HostMsg, HostOptions};
+
+/// Records the chunks it sees and the commands it is sent.
+struct Rec {
+    name: &'static str,
+    waits: bool,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Extension for Rec {
+    fn manifest(&self) -> Manifest {
+        Manifest {
+            name: self.name.into(),
+            version: "1.0.0".into(),
+            description: "test".into(),
+            capabilities: vec![Capability::Observe, Capability::Ui],
+            ui_only: false,
+        }
+    }
+    fn register(&mut self, _h: &mut dyn Host) -> Result<Registration, ExtError> {
+        Ok(Registration {
+            commands: vec![CommandDecl {
+                name: format!("{}-cmd", self.name),
+                description: "test".into(),
+            }],
+            ..Registration::default()
+        })
+    }
+    fn events_may_wait(&self) -> bool {
+        self.waits
+    }
+    fn on_event(&mut self, e: &Event, _h: &mut dyn Host) -> Result<(), ExtError> {
+        if let EventBody::MessageChunk { text, .. } = &e.body {
+            self.seen.lock().unwrap().push(text.clone());
+        }
+        Ok(())
+    }
+    fn on_action(&mut self, a: &UiAction, _h: &mut dyn Host) -> Result<(), ExtError> {
+        if let UiAction::Command { name, .. } = a {
+            self.seen.lock().unwrap().push(format!("/{name}"));
+        }
+        Ok(())
+    }
+}
+
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// A host with a live extension and one whose events may wait.
+fn host(
+    queue: usize,
+) -> (
+    ExtHost,
+    tokio::sync::mpsc::UnboundedReceiver<HostMsg>,
+    Seen,
+    Seen,
+) {
+    trellis_ext::install_panic_guard();
+    let (live, waiting) = (Seen::default(), Seen::default());
+    let exts: Vec<Box<dyn Extension>> = vec![
+        Box::new(Rec {
+            name: "live",
+            waits: false,
+            seen: live.clone(),
+        }),
+        Box::new(Rec {
+            name: "waiting",
+            waits: true,
+            seen: waiting.clone(),
+        }),
+    ];
+    let (h, rx) = ExtHost::new(
+        exts.into_iter()
+            .map(|ext| Candidate { ext, builtin: true })
+            .collect(),
+        HostOptions {
+            queue,
+            ..HostOptions::default()
+        },
+    );
+    (h, rx, live, waiting)
+}
+
+fn chunk(i: usize) -> Event {
+    Event {
+        schema: 1,
+        t: i as f64,
+        session: None,
+        body: EventBody::MessageChunk {
+            role: Role::Agent,
+            message_id: None,
+            text: i.to_string(),
+        },
+        acp: None,
+        wire: Default::default(),
+    }
+}
+
+/// Waits until `seen` holds `n` entries (the workers run on their own threads).
+fn wait_for(seen: &Seen, n: usize) -> Vec<String> {
+    let start = Instant::now();
+    loop {
+        let v = seen.lock().unwrap().clone();
+        if v.len() >= n || start.elapsed() > Duration::from_secs(10) {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn numbers(r: std::ops::RangeInclusive<usize>) -> Vec<String> {
+    r.map(|i| i.to_string()).collect()
+}
+
+const MS: Duration = Duration::from_millis(1);
+
+/// The first event after a quiet spell, then a storm of 100 more, one per input batch,
+/// 0.1 ms apart; returns the clock after the last.
+fn storm(h: &ExtHost, t0: Instant, live: &Seen, waiting: &Seen) -> Instant {
+    h.dispatch(&chunk(0));
+    h.deliver_paced_at(t0);
+    assert_eq!(wait_for(waiting, 1), ["0"], "at rest an event goes at once");
+    let mut now = t0;
+    for i in 1..=100 {
+        now = t0 + MS * 10 + Duration::from_micros(100) * i as u32;
+        h.dispatch(&chunk(i));
+        h.deliver_paced_at(now);
+        // The live one gets each at once (and keeps up, even with a small queue).
+        assert_eq!(wait_for(live, i + 1).len(), i + 1);
+    }
+    assert_eq!(*live.lock().unwrap(), numbers(0..=100));
+    now
+}
+
+#[test]
+fn events_that_may_wait_are_held_during_a_storm_and_handed_over_when_it_pauses() {
+    let (h, _rx, live, waiting) = host(16384);
+    let t0 = Instant::now();
+    let now = storm(&h, t0, &live, &waiting);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(*waiting.lock().unwrap(), ["0"], "held during the storm");
+    // The runtime is told when to come back: once the storm has been quiet long enough.
+    let wait = h.held_for_at(now).expect("events are held");
+    assert!(
+        wait > Duration::ZERO && wait <= Duration::from_millis(15),
+        "{wait:?}"
+    );
+    h.deliver_paced_at(now + wait / 2);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(waiting.lock().unwrap().len(), 1, "not before the pause");
+    h.deliver_paced_at(now + wait);
+    assert_eq!(
+        wait_for(&waiting, 101),
+        numbers(0..=100),
+        "all of them, in order"
+    );
+    assert_eq!(h.held_for_at(now + wait), None, "nothing held any more");
+}
+
+#[test]
+fn a_storm_that_goes_on_hands_its_events_over_every_few_hundred_milliseconds() {
+    let (h, _rx, live, waiting) = host(16384);
+    let t0 = Instant::now();
+    h.dispatch(&chunk(0));
+    h.deliver_paced_at(t0);
+    let mut handed = Vec::new();
+    for i in 1..=1000 {
+        // One event a millisecond for a second: never a pause.
+        h.dispatch(&chunk(i));
+        h.deliver_paced_at(t0 + MS * i as u32);
+        let n = wait_for(&live, i + 1).len();
+        assert_eq!(n, i + 1);
+        let w = waiting.lock().unwrap().len();
+        if handed.last().is_none_or(|&(_, last)| last < w) && w > 1 {
+            handed.push((i, w));
+        }
+    }
+    // Handed over about every 400 ms (the count lags while the worker runs).
+    assert!(
+        (1..=3).contains(&handed.len()) && handed[0].0 >= 390,
+        "{handed:?}"
+    );
+    h.deliver();
+    assert_eq!(wait_for(&waiting, 1001), numbers(0..=1000));
+}
+
+#[test]
+fn a_user_action_brings_the_held_events_first() {
+    let (h, _rx, live, waiting) = host(16384);
+    storm(&h, Instant::now(), &live, &waiting);
+    assert!(h.ui.run_command("waiting-cmd", ""));
+    let mut expected = numbers(0..=100);
+    expected.push("/waiting-cmd".into());
+    assert_eq!(wait_for(&waiting, 102), expected);
+}
+
+#[test]
+fn held_events_beyond_the_queue_bound_are_not_the_extension_falling_behind() {
+    // A queue of 64 events; the storm holds 100 and hands them over at once.
+    let (h, _rx, live, waiting) = host(64);
+    let t0 = Instant::now();
+    let now = storm(&h, t0, &live, &waiting);
+    h.deliver_paced_at(now + Duration::from_secs(1));
+    assert_eq!(wait_for(&waiting, 101), numbers(0..=100));
+    let st = h.status();
+    for e in &st.extensions {
+        assert!(
+            matches!(e.state, ExtState::Ready),
+            "{}: {:?}",
+            e.name,
+            e.state
+        );
+    }
+}
+
+#[test]
+fn a_forced_delivery_hands_everything_over() {
+    let (h, _rx, live, waiting) = host(16384);
+    storm(&h, Instant::now(), &live, &waiting);
+    assert!(h.flush(Duration::from_secs(10)));
+    assert_eq!(*waiting.lock().unwrap(), numbers(0..=100));
+}
