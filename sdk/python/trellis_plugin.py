@@ -208,6 +208,10 @@ class Host:
     def set_mode(self, mode: str) -> None:
         self.call("session/drive", {"action": "set_mode", "mode": mode})
 
+    def set_config_option(self, option_id: str, value: Union[str, bool]) -> None:
+        """Sets one of the agent's config options (a choice's value, or a boolean)."""
+        self.call("session/drive", {"action": "set_config_option", "id": option_id, "value": value})
+
 
 class _Conn:
     """The JSON-RPC connection over stdin/stdout."""

@@ -128,6 +128,7 @@ export class Host {
   prompt(text) { return this.call("session/drive", { action: "prompt", text }); }
   cancelTurn() { return this.call("session/drive", { action: "cancel" }); }
   setMode(mode) { return this.call("session/drive", { action: "set_mode", mode }); }
+  setConfigOption(id, value) { return this.call("session/drive", { action: "set_config_option", id, value }); }
 }
 
 /** A plugin: declare handlers, then `run()`. */

@@ -14,11 +14,12 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock, EmbeddedResource,
-    EmbeddedResourceResource, FileSystemCapabilities, Implementation, InitializeRequest,
-    LoadSessionRequest, NewSessionRequest, PromptRequest, ResourceLink, ResumeSessionRequest,
-    SessionId, SetSessionModeRequest, SystemPrompt, SystemPromptMode, TextContent,
-    TextResourceContents,
+    AuthenticateRequest, BooleanConfigOptionCapabilities, CancelNotification, ClientCapabilities,
+    ClientSessionCapabilities, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
+    FileSystemCapabilities, Implementation, InitializeRequest, LoadSessionRequest,
+    NewSessionRequest, PromptRequest, ResourceLink, ResumeSessionRequest, SessionConfigOptionValue,
+    SessionConfigOptionsCapabilities, SessionId, SetSessionConfigOptionRequest,
+    SetSessionModeRequest, SystemPrompt, SystemPromptMode, TextContent, TextResourceContents,
 };
 use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde_json::{Value, json};
@@ -130,6 +131,11 @@ pub enum Command {
     /// Ask the agent to switch to session mode `mode` (`session/set_mode`).
     SetMode {
         mode: String,
+    },
+    /// Set one of the agent's config options (`session/set_config_option`).
+    SetConfigOption {
+        id: String,
+        value: trellis_core::session_config::ConfigValue,
     },
     Shutdown,
 }
@@ -332,7 +338,11 @@ async fn run(
                     .fs(FileSystemCapabilities::new()
                         .read_text_file(spec.caps.read_text_file)
                         .write_text_file(spec.caps.write_text_file))
-                    .terminal(spec.caps.terminal);
+                    .terminal(spec.caps.terminal)
+                    // Config options of type boolean are shown and set like the others.
+                    .session(ClientSessionCapabilities::new().config_options(
+                        SessionConfigOptionsCapabilities::new().boolean(BooleanConfigOptionCapabilities::new()),
+                    ));
                 let init = cx
                     .send_request(
                         InitializeRequest::new(ProtocolVersion::V1)
@@ -507,6 +517,16 @@ async fn run(
                         Some(Command::SetMode { mode }) => {
                             // The answer (or error) is in the frame stream and the log.
                             let _ = cx.send_request(SetSessionModeRequest::new(session_id.clone(), mode));
+                        }
+                        Some(Command::SetConfigOption { id, value }) => {
+                            use trellis_core::session_config::ConfigValue;
+                            let value = match value {
+                                ConfigValue::Id(v) => SessionConfigOptionValue::value_id(v),
+                                ConfigValue::Bool(b) => SessionConfigOptionValue::boolean(b),
+                            };
+                            // The answer (the options as they now stand, or an error) is in
+                            // the frame stream and the log.
+                            let _ = cx.send_request(SetSessionConfigOptionRequest::new(session_id.clone(), id, value));
                         }
                         Some(Command::Shutdown) | None => {
                             stopping.store(true, std::sync::atomic::Ordering::Relaxed);

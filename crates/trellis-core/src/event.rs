@@ -129,6 +129,10 @@ pub enum EventBody {
     ModeChanged {
         mode: String,
     },
+    /// The agent's config options changed (set up, updated, or set by the user).
+    ConfigChanged {
+        options: Vec<crate::session_config::ConfigOption>,
+    },
     CommandsUpdated {
         commands: Vec<AvailableCommand>,
     },
@@ -172,6 +176,7 @@ impl EventBody {
             EventBody::Plan { .. } => "plan",
             EventBody::Usage { .. } => "usage",
             EventBody::ModeChanged { .. } => "mode_changed",
+            EventBody::ConfigChanged { .. } => "config_changed",
             EventBody::CommandsUpdated { .. } => "commands_updated",
             EventBody::TitleChanged { .. } => "title_changed",
             EventBody::AgentExited { .. } => "agent_exited",
@@ -197,6 +202,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "plan",
     "usage",
     "mode_changed",
+    "config_changed",
     "commands_updated",
     "title_changed",
     "agent_exited",

@@ -20,6 +20,7 @@ pub mod log;
 pub mod permission;
 mod requests;
 pub mod session;
+pub mod session_config;
 mod session_update;
 pub mod summary;
 pub mod tool_call;

@@ -58,6 +58,9 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             crate::ext::DriveAction::SetMode { mode } => {
                 format!("mode {mode} asked for by extension {extension}")
             }
+            crate::ext::DriveAction::SetConfigOption { id, value } => {
+                format!("{id} = {value} asked for by extension {extension}")
+            }
         }),
         LocalRecord::StderrElided { lines, bytes } => cx.emit(EventBody::Warning {
             message: format!(

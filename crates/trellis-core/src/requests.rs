@@ -368,6 +368,12 @@ pub(crate) fn client_request(cx: &mut Ctx<'_>, msg: Message) {
                 resume: method == "session/resume",
             }
         }
+        "session/set_mode" => ClientRequest::SetMode(
+            msg.params_as::<wire::SetModeParams>()
+                .map(|p| p.mode_id)
+                .unwrap_or_default(),
+        ),
+        "session/set_config_option" => ClientRequest::SetConfigOption,
         "session/prompt" => {
             let text = msg
                 .params_as::<wire::PromptParams>()
@@ -432,6 +438,15 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
         ClientRequest::LoadSession { session_id, .. } => session_id.clone(),
         _ => None,
     };
+    if matches!(
+        req,
+        ClientRequest::SetMode(_) | ClientRequest::SetConfigOption
+    ) {
+        cx.s.settings_answered += 1;
+        if msg.error.is_some() {
+            cx.s.settings_refused += 1;
+        }
+    }
     if let Some(err) = &msg.error {
         let what = match req {
             ClientRequest::Initialize => "initialize",
@@ -439,6 +454,8 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
             ClientRequest::LoadSession { resume: false, .. } => "session/load",
             ClientRequest::LoadSession { resume: true, .. } => "session/resume",
             ClientRequest::Prompt => "session/prompt",
+            ClientRequest::SetMode(_) => "session/set_mode",
+            ClientRequest::SetConfigOption => "session/set_config_option",
             ClientRequest::Other => "request",
         };
         cx.emit(EventBody::Warning {
@@ -472,7 +489,12 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
             }
             if let Some(modes) = r.modes {
                 cx.s.mode = Some(modes.current_mode_id);
+                cx.s.modes = crate::session_config::parse_modes(&modes.available_modes);
             }
+            let options = r
+                .config_options
+                .as_ref()
+                .map(crate::session_config::parse_options);
             let load_session =
                 cx.s.agent_capabilities
                     .as_ref()
@@ -485,6 +507,22 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
                 load_session,
                 mode: cx.s.mode.clone(),
             });
+            if let Some(options) = options {
+                set_config(cx, options);
+            }
+        }
+        ClientRequest::SetMode(mode) => {
+            if !mode.is_empty() && cx.s.mode.as_deref() != Some(mode.as_str()) {
+                cx.s.mode = Some(mode.clone());
+                cx.emit(EventBody::ModeChanged { mode });
+            }
+        }
+        ClientRequest::SetConfigOption => {
+            if let Ok(r) = msg.result_as::<wire::ConfigOptionsResult>()
+                && let Some(v) = &r.config_options
+            {
+                set_config(cx, crate::session_config::parse_options(v));
+            }
         }
         ClientRequest::Prompt => {
             let stop = msg
@@ -527,4 +565,12 @@ pub(crate) fn file_written(cx: &mut Ctx<'_>, request_id: &str, old: Option<Strin
         old: old.map(Into::into),
         new,
     });
+}
+
+/// The agent's config options are now `options`: kept, and told when they changed.
+pub(crate) fn set_config(cx: &mut Ctx<'_>, options: Vec<crate::session_config::ConfigOption>) {
+    if cx.s.config != options {
+        cx.s.config = options.clone();
+        cx.emit(EventBody::ConfigChanged { options });
+    }
 }

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use crate::fxhash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 use crate::event::Role;
 use crate::ledger::Ledger;
@@ -90,6 +89,10 @@ pub(crate) enum ClientRequest {
         resume: bool,
     },
     Prompt,
+    /// `session/set_mode` to this mode.
+    SetMode(String),
+    /// `session/set_config_option`.
+    SetConfigOption,
     Other,
 }
 
@@ -135,7 +138,15 @@ pub struct Session {
     pub commands: Vec<AvailableCommand>,
     pub mode: Option<String>,
     pub title: Option<String>,
-    pub config_options: Option<Box<RawValue>>,
+    /// The agent's config options (ACP `configOptions`), as last reported.
+    pub config: Vec<crate::session_config::ConfigOption>,
+    /// The legacy modes the agent offers (`modes.availableModes`); `mode` is the current one.
+    pub modes: Vec<crate::session_config::ConfigChoice>,
+    /// Answers (or errors) the agent gave to `session/set_mode` and
+    /// `session/set_config_option` so far (a headless run waits for its settings).
+    pub settings_answered: u64,
+    /// Of those, the ones the agent refused.
+    pub settings_refused: u64,
     pub terminals: BTreeMap<String, TerminalState>,
     /// Turns started so far (the current one, if open, is `turn`).
     pub turn: u32,

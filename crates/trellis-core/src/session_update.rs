@@ -133,10 +133,14 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
             cx.s.usage = Some(u.clone());
             cx.emit(EventBody::Usage { usage: u });
         }),
-        "config_option_update" => {
-            cx.s.config_options = serde_json::value::RawValue::from_string(raw.to_string()).ok();
-            Ok(())
-        }
+        "config_option_update" => serde_json::from_str::<wire::ConfigOptionsResult>(raw).map(|r| {
+            let options = crate::session_config::parse_options(
+                r.config_options
+                    .as_ref()
+                    .unwrap_or(&serde_json::Value::Null),
+            );
+            crate::requests::set_config(cx, options);
+        }),
         _ => {
             cx.s.counters.updates -= 1;
             *cx.s

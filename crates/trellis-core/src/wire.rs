@@ -372,6 +372,23 @@ pub struct NewSessionResult {
     pub session_id: Option<String>,
     #[serde(default)]
     pub modes: Option<Modes>,
+    /// `configOptions`, read leniently by [`crate::session_config::parse_options`].
+    #[serde(default)]
+    pub config_options: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigOptionsResult {
+    #[serde(default)]
+    pub config_options: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetModeParams {
+    #[serde(default)]
+    pub mode_id: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, Deserialize)]

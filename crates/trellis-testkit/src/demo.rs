@@ -48,12 +48,80 @@ struct ClientCaps {
     read: bool,
     write: bool,
     terminal: bool,
+    /// `sessionCapabilities.configOptions.boolean`: boolean options may be offered.
+    boolean_options: bool,
+}
+
+/// The demo's config options: a model (grouped choices), a thought level, and a switch
+/// (offered only to clients that take boolean options).
+struct DemoConfig {
+    model: String,
+    thought: String,
+    web: bool,
+}
+
+impl Default for DemoConfig {
+    fn default() -> DemoConfig {
+        DemoConfig {
+            model: "demo-fast".into(),
+            thought: "medium".into(),
+            web: false,
+        }
+    }
+}
+
+impl DemoConfig {
+    fn options(&self, boolean: bool) -> Value {
+        let mut v = vec![
+            json!({"id": "model", "name": "Model", "category": "model", "type": "select",
+                "description": "Which demo model answers",
+                "currentValue": self.model, "options": [
+                    {"group": "quick", "name": "Quick", "options": [
+                        {"value": "demo-fast", "name": "Demo Fast", "description": "answers at once"}]},
+                    {"group": "careful", "name": "Careful", "options": [
+                        {"value": "demo-deep", "name": "Demo Deep", "description": "thinks first"},
+                        {"value": "demo-max", "name": "Demo Max"}]}]}),
+            json!({"id": "thought_level", "name": "Thinking", "category": "thought_level", "type": "select",
+                "currentValue": self.thought, "options": [
+                    {"value": "low", "name": "Low"}, {"value": "medium", "name": "Medium"},
+                    {"value": "high", "name": "High"}]}),
+        ];
+        if boolean {
+            v.push(
+                json!({"id": "web_search", "name": "Web search", "type": "boolean",
+                "currentValue": self.web}),
+            );
+        }
+        Value::Array(v)
+    }
+
+    /// Applies `session/set_config_option`; an error message for what is not allowed.
+    fn set(&mut self, params: &Value, boolean: bool) -> Result<(), String> {
+        let id = params["configId"].as_str().unwrap_or("");
+        let value = &params["value"];
+        let pick = |choices: &[&str], v: &Value| -> Result<String, String> {
+            v.as_str()
+                .filter(|s| choices.contains(s))
+                .map(str::to_string)
+                .ok_or_else(|| format!("{v} is not a value of {id}"))
+        };
+        match id {
+            "model" => self.model = pick(&["demo-fast", "demo-deep", "demo-max"], value)?,
+            "thought_level" => self.thought = pick(&["low", "medium", "high"], value)?,
+            "web_search" if boolean && params["type"] == "boolean" => {
+                self.web = value.as_bool().ok_or("web_search takes a boolean")?;
+            }
+            _ => return Err(format!("unknown config option {id}")),
+        }
+        Ok(())
+    }
 }
 
 struct Demo {
     peer: Peer,
     opts: DemoOptions,
     caps: ClientCaps,
+    config: DemoConfig,
     session_id: String,
     workspace: PathBuf,
     prompts: usize,
@@ -65,6 +133,7 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
         peer: Peer::stdio(),
         opts,
         caps: ClientCaps::default(),
+        config: DemoConfig::default(),
         session_id: String::new(),
         workspace: PathBuf::new(),
         prompts: 0,
@@ -87,6 +156,7 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     read: caps["fs"]["readTextFile"].as_bool().unwrap_or(false),
                     write: caps["fs"]["writeTextFile"].as_bool().unwrap_or(false),
                     terminal: caps["terminal"].as_bool().unwrap_or(false),
+                    boolean_options: caps["session"]["configOptions"]["boolean"].is_object(),
                 };
                 demo.peer.respond(
                     &id,
@@ -121,7 +191,8 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     json!({
                         "sessionId": demo.session_id,
                         "modes": {"currentModeId": "default", "availableModes": [
-                            {"id": "default", "name": "Default"}, {"id": "yolo", "name": "Allow everything"}]}
+                            {"id": "default", "name": "Default"}, {"id": "yolo", "name": "Allow everything"}]},
+                        "configOptions": demo.config.options(demo.caps.boolean_options)
                     }),
                 )?;
             }
@@ -140,15 +211,30 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                             "sessionUpdate": kind, "content": {"type": "text", "text": text}}}),
                     )?;
                 }
-                demo.peer.respond(&id, json!({}))?;
+                demo.peer.respond(
+                    &id,
+                    json!({"configOptions": demo.config.options(demo.caps.boolean_options)}),
+                )?;
             }
             "session/resume" if demo.opts.resume_session => {
                 let cwd = params["cwd"].as_str().unwrap_or(".").to_string();
                 demo.workspace = Path::new(&cwd).join("demo-workspace");
                 demo.session_id = params["sessionId"].as_str().unwrap_or("").to_string();
-                demo.peer.respond(&id, json!({}))?;
+                demo.peer.respond(
+                    &id,
+                    json!({"configOptions": demo.config.options(demo.caps.boolean_options)}),
+                )?;
             }
             "session/set_mode" => demo.peer.respond(&id, json!({}))?,
+            "session/set_config_option" => {
+                match demo.config.set(&params, demo.caps.boolean_options) {
+                    Ok(()) => demo.peer.respond(
+                        &id,
+                        json!({"configOptions": demo.config.options(demo.caps.boolean_options)}),
+                    )?,
+                    Err(e) => demo.peer.respond_error(&id, -32602, &e)?,
+                }
+            }
             "session/prompt" => {
                 demo.prompts += 1;
                 let stop = if demo.opts.calls > 0 {

@@ -52,6 +52,25 @@ impl App {
         }
     }
 
+    /// The agent's options: the list (`M`, `/config`), or one option's choices (`/model`,
+    /// `/mode`, `/config NAME`).
+    pub fn open_options(&mut self, on: Option<&str>) {
+        let s = &self.driver.session;
+        match on.map(str::trim).filter(|k| !k.is_empty()) {
+            None => self.overlay = Some(Overlay::Options(crate::agent_options::Picker::new())),
+            Some(k) => match crate::agent_options::Picker::on(s, k) {
+                Some(p) => self.overlay = Some(Overlay::Options(p)),
+                None => {
+                    self.message = Some(if s.config.is_empty() && s.modes.is_empty() {
+                        "the agent offers no options to set".into()
+                    } else {
+                        format!("the agent offers no option {}", trellis_text::one_line(k))
+                    })
+                }
+            },
+        }
+    }
+
     /// `/export md|html`: this session's log as a document beside the session.
     fn export(&mut self, format: &str) {
         let format = if format.is_empty() { "md" } else { format };
@@ -129,6 +148,20 @@ impl App {
                     }
                 }
             }
+            Overlay::Options(mut p) => match p.key(&key, &self.driver.session) {
+                crate::agent_options::PickerKey::Stay => self.overlay = Some(Overlay::Options(p)),
+                crate::agent_options::PickerKey::Close => {}
+                crate::agent_options::PickerKey::Set { setting, close } => {
+                    self.message = Some(format!(
+                        "asked the agent for {}",
+                        trellis_text::one_line(&setting.to_string())
+                    ));
+                    self.driver.send_setting(setting);
+                    if !close {
+                        self.overlay = Some(Overlay::Options(p));
+                    }
+                }
+            },
             Overlay::Rule(mut p) => match p.key(key) {
                 None => self.overlay = Some(Overlay::Rule(p)),
                 Some(false) => {
@@ -247,6 +280,8 @@ impl App {
         match name {
             "settings" => self.open_settings(),
             "sessions" => self.open_sessions(),
+            "config" => self.open_options(Some(args)),
+            "model" | "mode" => self.open_options(Some(name)),
             "export" => self.export(args.trim()),
             "status" => self.overlay = Some(Overlay::Status { scroll: 0 }),
             _ => {

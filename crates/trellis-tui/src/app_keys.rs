@@ -75,7 +75,8 @@ impl App {
                 KeyAction::FoldThoughts
                 | KeyAction::Settings
                 | KeyAction::Sidebar
-                | KeyAction::Sessions => {}
+                | KeyAction::Sessions
+                | KeyAction::Options => {}
             },
             Resolved::Pending => {}
             Resolved::Unbound => match key.code {
@@ -134,6 +135,7 @@ impl App {
             }
             Resolved::Action(KeyAction::Settings) => self.open_settings(),
             Resolved::Action(KeyAction::Sessions) => self.open_sessions(),
+            Resolved::Action(KeyAction::Options) => self.open_options(None),
             Resolved::Action(KeyAction::Sidebar) => self.sidebar = !self.sidebar,
             Resolved::Action(KeyAction::Help) => {
                 self.overlay = Some(crate::extui::Overlay::Help { scroll: 0 })

@@ -546,6 +546,13 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
             p.lines(&app.driver.session, &theme),
             0,
         ),
+        Overlay::Options(p) => {
+            let s = &app.driver.session;
+            let (lines, at) = p.lines(s, inner_w, &theme);
+            let inner_h = area.height.saturating_sub(2) as usize;
+            let scroll = (at + 2).saturating_sub(inner_h);
+            (p.title(s), lines, scroll)
+        }
         Overlay::Sessions(p) => {
             // The cursor's row in view: scrolled so that it sits on the last lines.
             let lines = p.lines(inner_w, &theme);

@@ -481,4 +481,6 @@ pub enum Overlay {
     Rule(RulePreview),
     /// The sessions picker.
     Sessions(crate::history::Picker),
+    /// The agent's options (model, mode, …).
+    Options(crate::agent_options::Picker),
 }

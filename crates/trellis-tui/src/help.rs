@@ -79,6 +79,7 @@ const TRANSCRIPT_ACTIONS: &[KeyAction] = &[
     KeyAction::Sidebar,
     KeyAction::Settings,
     KeyAction::Sessions,
+    KeyAction::Options,
     KeyAction::Help,
 ];
 

@@ -38,10 +38,11 @@ pub enum KeyAction {
     Help,
     /// The sessions picker: past sessions, search, open, resume.
     Sessions,
+    Options,
 }
 
 impl KeyAction {
-    pub const ALL: [(KeyAction, &'static str, &'static str); 21] = [
+    pub const ALL: [(KeyAction, &'static str, &'static str); 22] = [
         (KeyAction::Inspect, "inspect", "gT"),
         (KeyAction::ToggleCall, "toggle_call", "K"),
         (KeyAction::NextCall, "next_call", "<Tab>"),
@@ -63,6 +64,7 @@ impl KeyAction {
         (KeyAction::Original, "original", "O"),
         (KeyAction::Help, "help", "?"),
         (KeyAction::Sessions, "sessions", "H"),
+        (KeyAction::Options, "agent_options", "M"),
     ];
 
     /// What the action does, for the help screen.
@@ -91,6 +93,7 @@ impl KeyAction {
             KeyAction::Original => "output without display transforms",
             KeyAction::Help => "this help",
             KeyAction::Sessions => "past sessions: search, open, resume",
+            KeyAction::Options => "the agent's model, mode and other options (/config)",
         }
     }
 

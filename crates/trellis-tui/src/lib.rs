@@ -6,6 +6,7 @@
 //! Invariant: the terminal is always restored — on return, on error and on panic.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod agent_options;
 pub mod app;
 mod app_ext;
 mod app_keys;

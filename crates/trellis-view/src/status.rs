@@ -86,8 +86,25 @@ pub fn status_line_with(
     theme: &Theme,
 ) -> Line<'static> {
     let mut parts: Vec<String> = vec![agent.to_string()];
-    if let Some(mode) = &session.mode {
-        parts.push(format!("mode {mode}"));
+    // The agent's options that say how it works: its mode (a config option of that
+    // category, else the legacy mode), then model and thinking level.
+    let option = |cat: &str| {
+        session
+            .config
+            .iter()
+            .find(|o| o.category.as_deref() == Some(cat))
+    };
+    match (option("mode"), &session.mode) {
+        (Some(o), _) => parts.push(format!("mode {}", trellis_text::one_line(&o.shown_value()))),
+        (None, Some(mode)) => parts.push(format!("mode {mode}")),
+        (None, None) => {}
+    }
+    if let Some(o) = option("model") {
+        parts.push(trellis_text::one_line(&o.shown_value()).into_owned());
+    }
+    if let Some(o) = option("thought_level") {
+        let name = o.name.to_lowercase();
+        parts.push(trellis_text::one_line(&format!("{name} {}", o.shown_value())).into_owned());
     }
     if let Some(u) = &session.usage {
         let mut s = format!("{}/{} tokens", tokens(u.used), tokens(u.size));

@@ -190,6 +190,16 @@ fn status_bar_at_three_widths() {
         assert_eq!(line.width(), w);
         insta::assert_snapshot!(format!("status_{w}"), text(&[line]));
     }
+    // The real agent's config options (issue 12, item 1): its mode and model selectors.
+    let ids: Vec<(&str, Option<&str>, usize)> = s
+        .config
+        .iter()
+        .map(|o| (o.id.as_str(), o.category.as_deref(), o.choices.len()))
+        .collect();
+    assert_eq!(
+        ids,
+        [("mode", Some("mode"), 5), ("model", Some("model"), 5)]
+    );
 }
 
 fn transcript(s: &Session, width: usize, height: usize) -> String {

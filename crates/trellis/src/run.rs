@@ -44,6 +44,12 @@ pub struct RunArgs {
     /// agent that cannot load it.
     #[arg(long, requires = "resume")]
     carry: bool,
+    /// Set one of the agent's options before the first prompt: KEY is an option's id,
+    /// category (model, mode, thought_level…) or name, VALUE a choice's value or name
+    /// (on/off for a switch); may repeat. An unknown option or value, or one the agent
+    /// refuses, ends the run before any prompt (exit 2).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = key_value)]
+    set: Vec<(String, String)>,
     /// Attach a file to the (first) prompt (as a resource link); may repeat.
     #[arg(long = "file")]
     files: Vec<PathBuf>,
@@ -54,6 +60,13 @@ pub struct RunArgs {
     /// Print resource usage as JSON on stderr at exit (for benchmarks).
     #[arg(long, hide = true)]
     stats: bool,
+}
+
+fn key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!("`{s}`: expected KEY=VALUE")),
+    }
 }
 
 fn exit_code(stop: Option<&str>) -> u8 {
@@ -150,6 +163,7 @@ pub fn main(
         resolved,
         writer,
         &args.prompt,
+        &args.set,
         &args.files,
         &cwd,
         resume,
@@ -162,6 +176,9 @@ pub fn main(
             serde_json::json!({"cpu_user_s": user, "cpu_sys_s": sys, "max_rss_kb": rss,
                 "updates": stop.updates, "output_bytes": stop.output_bytes})
         );
+    }
+    if stop.settings_failed {
+        return Ok(ExitCode::from(EXIT_USAGE));
     }
     let code = exit_code(stop.reason.as_deref());
     if args.strict && code == 0 && (stop.failed > 0 || stop.refused > 0) {
@@ -185,6 +202,8 @@ struct Finished {
     refused: usize,
     updates: u64,
     output_bytes: usize,
+    /// A `--set` was unknown, invalid or refused: no prompt was sent.
+    settings_failed: bool,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -198,6 +217,7 @@ async fn drive(
     resolved: crate::agents::Resolved,
     writer: LogWriter,
     prompts: &[String],
+    sets: &[(String, String)],
     files: &[PathBuf],
     cwd: &str,
     resume: Option<crate::sessions::Resume>,
@@ -256,6 +276,8 @@ async fn drive(
     let mut shown = Vec::new();
     let mut ctrl_c = 0u32;
     let mut prompted = false;
+    let (mut ready, mut settings_failed) = (false, false);
+    let (mut settings_due, mut refused_before) = (0u64, 0u64);
     let mut queue: std::collections::VecDeque<String> = prompts.iter().cloned().collect();
     let mut refused = 0usize;
     loop {
@@ -324,10 +346,32 @@ async fn drive(
                         driver.decide(request_id, Choice::Verdict(verdict), decider, &mut notes);
                     }
                 }
-                Note::Ready if !prompted => {
-                    prompted = true;
-                    if let Some(first) = queue.pop_front() {
-                        driver.prompt(first, files.to_vec());
+                Note::Ready if !ready => {
+                    ready = true;
+                    // The user's settings first; the first prompt once they are answered.
+                    let before = driver.session.settings_answered;
+                    let mut checked = Vec::new();
+                    for (k, v) in sets {
+                        match driver.resolve_setting(k, v) {
+                            Ok(s) => checked.push(s),
+                            Err(e) => {
+                                eprintln!("trellis: --set {}={}: {}", safe(k), safe(v), safe(&e));
+                                settings_failed = true;
+                            }
+                        }
+                    }
+                    let mut sent = 0;
+                    if !settings_failed {
+                        for s in checked {
+                            eprintln!("trellis: setting {}", safe(&s.to_string()));
+                            driver.send_setting(s);
+                            sent += 1;
+                        }
+                    }
+                    settings_due = before + sent;
+                    refused_before = driver.session.settings_refused;
+                    if settings_failed {
+                        driver.end("a --set was not accepted", &mut notes);
                     }
                 }
                 Note::Message(text) => eprintln!("trellis: {}", safe(&text)),
@@ -342,6 +386,23 @@ async fn drive(
         // Notes produced while handling notes (the answers above) are shown next round.
         if !notes.is_empty() {
             continue;
+        }
+        if ready
+            && !prompted
+            && !settings_failed
+            && driver.session.settings_answered >= settings_due
+        {
+            if driver.session.settings_refused > refused_before {
+                // The agent's reason is on stderr already (a warning).
+                eprintln!("trellis: the agent refused a --set: no prompt sent");
+                settings_failed = true;
+                driver.end("a --set was refused", &mut notes);
+                continue;
+            }
+            prompted = true;
+            if let Some(first) = queue.pop_front() {
+                driver.prompt(first, files.to_vec());
+            }
         }
         driver.deliver();
         out.flush()?;
@@ -383,5 +444,6 @@ async fn drive(
         refused,
         updates: session.counters.updates,
         output_bytes,
+        settings_failed,
     })
 }

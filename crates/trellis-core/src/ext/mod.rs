@@ -216,6 +216,11 @@ pub enum DriveAction {
     Cancel,
     /// Asks the agent to switch to session mode `mode`.
     SetMode { mode: String },
+    /// Asks the agent to set its config option `id` (a choice's value, or a boolean).
+    SetConfigOption {
+        id: String,
+        value: crate::session_config::ConfigValue,
+    },
 }
 
 /// Session facts for [`Host::session`].

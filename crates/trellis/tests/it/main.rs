@@ -1,6 +1,7 @@
 //! End-to-end tests of the `trellis` binary (one test binary, as house style asks).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent_options;
 mod cli;
 mod completions;
 mod drive;

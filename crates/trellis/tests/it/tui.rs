@@ -565,3 +565,38 @@ fn stats_are_final_at_the_end_of_a_turn_without_a_key() {
     });
     assert!(s.lines().last().unwrap_or("").contains("3000 calls"), "{s}");
 }
+
+/// The agent's options in the real terminal (issue 12, item 1): `M` lists them, a model
+/// chosen goes to the demo agent, and the status bar shows its answer; `/mode` switches
+/// the legacy mode.
+#[test]
+fn the_agents_model_is_chosen_in_the_options_picker() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = Tmux::start_allowing(dir.path(), &[], 120, 30) else {
+        return;
+    };
+    let s = t.wait_for("Demo Fast │ thinking Medium");
+    assert!(s.contains("mode default"), "{s}");
+    t.send(&["Escape", "M"]);
+    t.wait_for("Agent options");
+    // Model (first row) → its choices → Demo Max (the third) → set.
+    t.send(&["Enter"]);
+    t.wait_for("Careful");
+    t.send(&["Down", "Down", "Enter"]);
+    t.wait_for("asked the agent for Model = demo-max");
+    t.send(&["Escape"]);
+    t.wait("the agent's answer on the status bar", |s| {
+        s.lines()
+            .last()
+            .is_some_and(|l| l.contains("Demo Max │ thinking Medium"))
+    });
+    t.send(&["i", "/mode", "Enter"]);
+    t.wait_for("Allow everything");
+    t.send(&["Down", "Enter"]);
+    t.wait("the mode on the status bar", |s| {
+        s.lines().last().is_some_and(|l| l.contains("mode yolo"))
+    });
+    let log = t.log();
+    assert!(log.contains("\"session/set_config_option\""), "in the log");
+    assert!(log.contains("\"session/set_mode\""));
+}

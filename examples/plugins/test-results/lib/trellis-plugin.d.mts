@@ -146,6 +146,8 @@ export class Host {
   prompt(text: string): Promise<null>;
   cancelTurn(): Promise<null>;
   setMode(mode: string): Promise<null>;
+  /** Sets one of the agent's config options (a choice's value, or a boolean). Needs `drive`. */
+  setConfigOption(id: string, value: string | boolean): Promise<null>;
 }
 
 export interface PluginOptions {
