@@ -15,11 +15,12 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AuthenticateRequest, BooleanConfigOptionCapabilities, CancelNotification, ClientCapabilities,
-    ClientSessionCapabilities, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
-    FileSystemCapabilities, Implementation, InitializeRequest, LoadSessionRequest,
-    NewSessionRequest, PromptRequest, ResourceLink, ResumeSessionRequest, SessionConfigOptionValue,
-    SessionConfigOptionsCapabilities, SessionId, SetSessionConfigOptionRequest,
-    SetSessionModeRequest, SystemPrompt, SystemPromptMode, TextContent, TextResourceContents,
+    ClientSessionCapabilities, CompactionCapabilities, ContentBlock, EmbeddedResource,
+    EmbeddedResourceResource, FileSystemCapabilities, Implementation, InitializeRequest,
+    LoadSessionRequest, NewSessionRequest, NoticeCapabilities, PromptRequest, ResourceLink,
+    ResumeSessionRequest, SessionConfigOptionValue, SessionConfigOptionsCapabilities, SessionId,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, SystemPrompt, SystemPromptMode,
+    TextContent, TextResourceContents,
 };
 use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde_json::{Value, json};
@@ -339,10 +340,16 @@ async fn run(
                         .read_text_file(spec.caps.read_text_file)
                         .write_text_file(spec.caps.write_text_file))
                     .terminal(spec.caps.terminal)
-                    // Config options of type boolean are shown and set like the others.
-                    .session(ClientSessionCapabilities::new().config_options(
-                        SessionConfigOptionsCapabilities::new().boolean(BooleanConfigOptionCapabilities::new()),
-                    ));
+                    // Config options of type boolean are shown and set like the others;
+                    // notices and compaction go to the transcript.
+                    .session(
+                        ClientSessionCapabilities::new()
+                            .config_options(
+                                SessionConfigOptionsCapabilities::new().boolean(BooleanConfigOptionCapabilities::new()),
+                            )
+                            .notices(NoticeCapabilities::new())
+                            .compaction(CompactionCapabilities::new()),
+                    );
                 let init = cx
                     .send_request(
                         InitializeRequest::new(ProtocolVersion::V1)

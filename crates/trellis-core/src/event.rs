@@ -129,6 +129,18 @@ pub enum EventBody {
     ModeChanged {
         mode: String,
     },
+    /// A notice from the agent, for the user.
+    Notice {
+        severity: String,
+        title: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+    /// The agent compacted (or is compacting) its context: the compaction as it now
+    /// stands (summary chunks are joined, not announced one by one).
+    Compaction {
+        compaction: crate::session::Compaction,
+    },
     /// The agent's config options changed (set up, updated, or set by the user).
     ConfigChanged {
         options: Vec<crate::session_config::ConfigOption>,
@@ -177,6 +189,8 @@ impl EventBody {
             EventBody::Usage { .. } => "usage",
             EventBody::ModeChanged { .. } => "mode_changed",
             EventBody::ConfigChanged { .. } => "config_changed",
+            EventBody::Notice { .. } => "notice",
+            EventBody::Compaction { .. } => "compaction",
             EventBody::CommandsUpdated { .. } => "commands_updated",
             EventBody::TitleChanged { .. } => "title_changed",
             EventBody::AgentExited { .. } => "agent_exited",
@@ -203,6 +217,8 @@ pub const EVENT_KINDS: &[&str] = &[
     "usage",
     "mode_changed",
     "config_changed",
+    "notice",
+    "compaction",
     "commands_updated",
     "title_changed",
     "agent_exited",

@@ -5,6 +5,7 @@
 //! threads: time arrives inside actions, so replaying a log reproduces a session exactly.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod agent_notes;
 pub mod b64;
 pub mod civil;
 pub mod diff;

@@ -25,6 +25,30 @@ pub enum Entry {
     ToolCall { index: usize },
     /// A client-side note (agent exit, bad input…), shown in the transcript.
     Notice { text: String },
+    /// A notice from the agent (`notice`): live information for the user.
+    AgentNotice {
+        /// `info`, `warning`, `error`, or the agent's own word.
+        severity: String,
+        title: String,
+        description: Option<String>,
+    },
+    /// The agent compacting its context (`compaction_update`,
+    /// `compaction_summary_chunk`), updated in place.
+    Compaction(Compaction),
+}
+
+/// One compaction of the agent's context.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Compaction {
+    pub id: String,
+    /// `in_progress`, `completed`, `failed`, `cancelled`, or the agent's own word.
+    pub status: String,
+    /// The summary the agent gave (text of its content blocks).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub summary: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,5 +1,6 @@
 //! `session/update` notifications: transcript chunks, tool calls, plan, usage, commands,
-//! mode, title. Unknown kinds are counted and skipped.
+//! mode, config options, title, notices and compaction. Unknown kinds are counted and
+//! skipped.
 
 use crate::event::{EventBody, Role};
 use crate::hot::HotUpdate;
@@ -133,6 +134,9 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
             cx.s.usage = Some(u.clone());
             cx.emit(EventBody::Usage { usage: u });
         }),
+        "notice" => crate::agent_notes::notice(cx, raw),
+        "compaction_update" => crate::agent_notes::compaction_update(cx, raw),
+        "compaction_summary_chunk" => crate::agent_notes::compaction_chunk(cx, raw),
         "config_option_update" => serde_json::from_str::<wire::ConfigOptionsResult>(raw).map(|r| {
             let options = crate::session_config::parse_options(
                 r.config_options

@@ -110,6 +110,20 @@ pub fn transcript_text(session: &Session) -> String {
             Entry::Notice { text } => {
                 let _ = writeln!(out, "! {text}");
             }
+            Entry::AgentNotice {
+                severity,
+                title,
+                description,
+            } => {
+                let _ = write!(out, "[{severity}] {title}");
+                if let Some(d) = description {
+                    let _ = write!(out, " — {d}");
+                }
+                let _ = writeln!(out);
+            }
+            Entry::Compaction(c) => {
+                let _ = writeln!(out, "{}", crate::agent_notes::compaction_line(c));
+            }
         }
     }
     out

@@ -237,7 +237,10 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
             }
             "session/prompt" => {
                 demo.prompts += 1;
-                let stop = if demo.opts.calls > 0 {
+                let text = params["prompt"][0]["text"].as_str().unwrap_or("");
+                let stop = if text.trim_start().starts_with("/compact") {
+                    demo.compact()?
+                } else if demo.opts.calls > 0 {
                     demo.load()?
                 } else {
                     demo.story()?
@@ -287,6 +290,41 @@ impl Demo {
     }
 
     /// Pauses between steps; true when the turn was cancelled meanwhile.
+    /// `/compact`: the conversation compacted (a compaction in progress, its summary in
+    /// chunks, completed) and a notice about it.
+    fn compact(&mut self) -> Result<&'static str, PeerError> {
+        let id = format!("compaction-{}", self.prompts);
+        self.update(
+            json!({"sessionUpdate": "compaction_update", "compactionId": id,
+            "status": "in_progress"}),
+        )?;
+        if self.pause() {
+            self.update(
+                json!({"sessionUpdate": "compaction_update", "compactionId": id,
+                "status": "cancelled"}),
+            )?;
+            return Ok("cancelled");
+        }
+        for piece in [
+            "The user asked to fix the TODO in the demo workspace.\n",
+            "I read README.md, found the TODO in src/lib.rs, fixed it, and ran the tests.\n",
+            "Next: nothing pending.",
+        ] {
+            self.update(
+                json!({"sessionUpdate": "compaction_summary_chunk", "compactionId": id,
+                "content": {"type": "text", "text": piece}}),
+            )?;
+        }
+        self.update(
+            json!({"sessionUpdate": "compaction_update", "compactionId": id,
+            "status": "completed"}),
+        )?;
+        self.update(json!({"sessionUpdate": "notice", "severity": "info",
+            "title": "Context compacted",
+            "description": "Earlier turns are now a summary; the files are unchanged."}))?;
+        Ok("end_turn")
+    }
+
     fn pause(&mut self) -> bool {
         self.peer.cancelled(self.opts.delay)
     }
@@ -417,7 +455,8 @@ impl Demo {
         self.update(
             json!({"sessionUpdate": "available_commands_update", "availableCommands": [
             {"name": "explain", "description": "Explain the workspace"},
-            {"name": "test", "description": "Run the tests", "input": {"hint": "filter"}}]}),
+            {"name": "test", "description": "Run the tests", "input": {"hint": "filter"}},
+            {"name": "compact", "description": "Compact the conversation"}]}),
         )?;
         self.say("agent_thought_chunk", "The user wants the TODO fixed. I should read the README, find the TODO, fix it, and run the tests.")?;
         self.plan(0)?;

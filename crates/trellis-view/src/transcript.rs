@@ -128,6 +128,23 @@ impl TranscriptView {
                 mix(&[2, c.rev as u64, term as u64, w])
             }
             Entry::Notice { text } => mix(&[3, text.len() as u64, w]),
+            Entry::AgentNotice {
+                title, description, ..
+            } => mix(&[
+                4,
+                title.len() as u64,
+                description.as_ref().map_or(0, |d| d.len() as u64 + 1),
+                w,
+            ]),
+            Entry::Compaction(c) => mix(&[
+                5,
+                c.status
+                    .bytes()
+                    .fold(0u64, |h, b| h.wrapping_mul(31) ^ u64::from(b)),
+                c.summary.len() as u64,
+                c.error.as_ref().map_or(0, |e| e.len() as u64 + 1),
+                w,
+            ]),
         }
     }
 
@@ -332,6 +349,65 @@ impl TranscriptView {
             Entry::Notice { text } => {
                 let text = trellis_text::for_display(text);
                 trellis_text::wrap::wrap_line(&Line::styled(format!("! {text}"), theme.notice), w)
+            }
+            Entry::AgentNotice {
+                severity,
+                title,
+                description,
+            } => {
+                let (glyph, style) = match severity.as_str() {
+                    "warning" => ("⚠", theme.cancelled),
+                    "error" => ("✗", theme.failed),
+                    _ => ("ⓘ", theme.notice),
+                };
+                let title = trellis_text::one_line(title);
+                let mut out = trellis_text::wrap::wrap_line(
+                    &Line::styled(format!("{glyph} {title}"), style),
+                    w,
+                );
+                if let Some(d) = description {
+                    for l in trellis_text::for_display(d).lines() {
+                        out.extend(trellis_text::wrap::wrap_line(
+                            &Line::styled(format!("  {l}"), theme.dim),
+                            w,
+                        ));
+                    }
+                }
+                out
+            }
+            Entry::Compaction(c) => {
+                let (glyph, style) = match c.status.as_str() {
+                    "in_progress" => ("⟳", theme.running),
+                    "failed" => ("✗", theme.failed),
+                    "cancelled" => ("–", theme.cancelled),
+                    _ => ("✓", theme.notice),
+                };
+                let head = trellis_text::one_line(&trellis_core::agent_notes::compaction_line(c))
+                    .into_owned();
+                let mut out = trellis_text::wrap::wrap_line(
+                    &Line::styled(format!("{glyph} {head}"), style),
+                    w,
+                );
+                // The summary, its first lines (the whole of it is in the log and exports).
+                const SHOWN: usize = 6;
+                let summary = trellis_text::for_display(&c.summary);
+                let mut lines: Vec<Line<'static>> = Vec::new();
+                for l in summary.lines().filter(|l| !l.trim().is_empty()) {
+                    lines.extend(trellis_text::wrap::wrap_line(
+                        &Line::styled(format!("  │ {l}"), theme.dim),
+                        w,
+                    ));
+                }
+                let more = lines.len().saturating_sub(SHOWN);
+                lines.truncate(SHOWN);
+                out.extend(lines);
+                if more > 0 {
+                    out.push(Line::styled(
+                        format!("  │ … {more} more lines of the summary"),
+                        theme.dim,
+                    ));
+                }
+                out
             }
             Entry::ToolCall { .. } => Vec::new(),
         };

@@ -96,6 +96,14 @@ pub fn html(session: &Session, opts: &Options<'_>) -> String {
             Item::Agent(t) => msg(&mut out, "agent", t),
             Item::Thought(t) => msg(&mut out, "thought", t),
             Item::Notice(t) => msg(&mut out, "notice", t),
+            Item::Compaction { line, summary } => {
+                let _ = writeln!(
+                    out,
+                    "<details class=\"msg notice\" data-item><summary>{}</summary><pre>{}</pre></details>",
+                    escape(line),
+                    escape(summary)
+                );
+            }
             Item::Call(c) => {
                 let _ = write!(
                     out,

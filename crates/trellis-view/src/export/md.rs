@@ -40,6 +40,17 @@ pub fn markdown(session: &Session, opts: &Options<'_>) -> String {
             Item::Notice(t) => {
                 let _ = writeln!(out, "*{}*\n", one_line(t));
             }
+            Item::Compaction { line, summary } if summary.trim().is_empty() => {
+                let _ = writeln!(out, "*{}*\n", one_line(line));
+            }
+            Item::Compaction { line, summary } => {
+                let _ = writeln!(
+                    out,
+                    "<details>\n<summary>{}</summary>\n\n{}\n</details>\n",
+                    escape(&one_line(line)),
+                    fenced("text", summary)
+                );
+            }
             Item::Call(c) => {
                 let mut summary = format!("{} {} · {}", c.glyph, c.kind, c.title);
                 if let Some(s) = &c.size {

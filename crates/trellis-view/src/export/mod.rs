@@ -65,6 +65,11 @@ pub enum Item {
     Agent(String),
     Thought(String),
     Notice(String),
+    /// The agent compacted its context: what happened, and its summary.
+    Compaction {
+        line: String,
+        summary: String,
+    },
     Call(Box<CallDoc>),
 }
 
@@ -156,6 +161,22 @@ impl Doc {
                     items.push(Item::Call(Box::new(call_doc(call, session, &clean))));
                 }
                 Entry::Notice { text } => items.push(Item::Notice(clean(text))),
+                Entry::AgentNotice {
+                    severity,
+                    title,
+                    description,
+                } => {
+                    let mut t = format!("{severity}: {title}");
+                    if let Some(d) = description {
+                        t.push_str(" — ");
+                        t.push_str(d);
+                    }
+                    items.push(Item::Notice(clean(&t)));
+                }
+                Entry::Compaction(c) => items.push(Item::Compaction {
+                    line: clean(&trellis_core::agent_notes::compaction_line(c)),
+                    summary: clean(&c.summary),
+                }),
             }
         }
         Doc {

@@ -37,3 +37,79 @@ fn repeated_prompts_run_as_consecutive_turns() {
     assert_eq!(of("tool_call_created").len(), 10);
     assert_eq!(of("session_ended").len(), 1);
 }
+
+/// A compaction and a notice from the agent (issue 12, item 6): events, the log, `log
+/// show`, the Markdown export; the client advertises that it shows them.
+#[test]
+fn a_compaction_and_a_notice_reach_events_the_log_and_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("session.jsonl");
+    let trellis = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .args(args)
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .output()
+            .unwrap()
+    };
+    let o = trellis(&[
+        "run",
+        "--format",
+        "jsonl",
+        "--prompt",
+        "/compact",
+        "--cwd",
+        dir.path().to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let compactions: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "compaction")
+        .collect();
+    assert_eq!(compactions.len(), 2, "started and completed: {events:?}");
+    assert_eq!(compactions[1]["compaction"]["status"], "completed");
+    assert!(
+        compactions[1]["compaction"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("found the TODO in src/lib.rs")
+    );
+    let notice = events.iter().find(|e| e["type"] == "notice").unwrap();
+    assert_eq!(notice["title"], "Context compacted");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let init = text.lines().find(|l| l.contains("\"initialize\"")).unwrap();
+    assert!(
+        init.contains("\"notices\":{}") && init.contains("\"compaction\":{}"),
+        "{init}"
+    );
+    // Rebuilt from the log.
+    let shown = trellis(&["log", "show", log.to_str().unwrap()]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("context compacted"), "{shown}");
+    assert!(
+        shown.contains("[info] Context compacted — Earlier turns"),
+        "{shown}"
+    );
+    // Exported: the summary whole, under its line.
+    let md = trellis(&[
+        "sessions",
+        "export",
+        log.to_str().unwrap(),
+        "--format",
+        "md",
+    ]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("<summary>context compacted</summary>"), "{md}");
+    assert!(md.contains("Next: nothing pending."), "{md}");
+}
