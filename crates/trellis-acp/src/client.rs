@@ -17,10 +17,10 @@ use agent_client_protocol::v1::schema::{
     AuthenticateRequest, BooleanConfigOptionCapabilities, CancelNotification, ClientCapabilities,
     ClientSessionCapabilities, CompactionCapabilities, ContentBlock, EmbeddedResource,
     EmbeddedResourceResource, FileSystemCapabilities, Implementation, InitializeRequest,
-    LoadSessionRequest, NewSessionRequest, NoticeCapabilities, PromptRequest, ResourceLink,
-    ResumeSessionRequest, SessionConfigOptionValue, SessionConfigOptionsCapabilities, SessionId,
-    SetSessionConfigOptionRequest, SetSessionModeRequest, SystemPrompt, SystemPromptMode,
-    TextContent, TextResourceContents,
+    LoadSessionRequest, NewSessionRequest, NoticeCapabilities, PlanCapabilities, PromptRequest,
+    ResourceLink, ResumeSessionRequest, SessionConfigOptionValue, SessionConfigOptionsCapabilities,
+    SessionId, SetSessionConfigOptionRequest, SetSessionModeRequest, SystemPrompt,
+    SystemPromptMode, TextContent, TextResourceContents,
 };
 use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde_json::{Value, json};
@@ -349,7 +349,9 @@ async fn run(
                             )
                             .notices(NoticeCapabilities::new())
                             .compaction(CompactionCapabilities::new()),
-                    );
+                    )
+                    // Several plans by id (plan_update, plan_removed) are shown.
+                    .plan(PlanCapabilities::new());
                 let init = cx
                     .send_request(
                         InitializeRequest::new(ProtocolVersion::V1)

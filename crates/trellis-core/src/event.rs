@@ -122,6 +122,14 @@ pub enum EventBody {
     Plan {
         entries: Vec<PlanEntry>,
     },
+    /// A plan the agent keeps by id was made or replaced.
+    PlanUpdated {
+        plan: crate::plans::NamedPlan,
+    },
+    /// A plan the agent kept by id is gone.
+    PlanRemoved {
+        plan_id: String,
+    },
     Usage {
         #[serde(flatten)]
         usage: Usage,
@@ -186,6 +194,8 @@ impl EventBody {
             EventBody::FileWritten { .. } => "file_written",
             EventBody::TerminalExited { .. } => "terminal_exited",
             EventBody::Plan { .. } => "plan",
+            EventBody::PlanUpdated { .. } => "plan_updated",
+            EventBody::PlanRemoved { .. } => "plan_removed",
             EventBody::Usage { .. } => "usage",
             EventBody::ModeChanged { .. } => "mode_changed",
             EventBody::ConfigChanged { .. } => "config_changed",
@@ -214,6 +224,8 @@ pub const EVENT_KINDS: &[&str] = &[
     "file_written",
     "terminal_exited",
     "plan",
+    "plan_updated",
+    "plan_removed",
     "usage",
     "mode_changed",
     "config_changed",

@@ -19,6 +19,7 @@ pub mod ledger;
 mod local;
 pub mod log;
 pub mod permission;
+pub mod plans;
 mod requests;
 pub mod session;
 pub mod session_config;

@@ -158,6 +158,8 @@ pub struct Session {
     pub transcript: Vec<Entry>,
     pub ledger: Ledger,
     pub plan: Vec<PlanEntry>,
+    /// Plans the agent keeps by id (`plan_update`), in the order they first came.
+    pub plans: Vec<crate::plans::NamedPlan>,
     pub usage: Option<Usage>,
     pub commands: Vec<AvailableCommand>,
     pub mode: Option<String>,
@@ -214,6 +216,7 @@ impl Session {
         s.ledger.archive();
         s.terminals = prev.terminals;
         s.plan = prev.plan;
+        s.plans = prev.plans;
         s.usage = prev.usage;
         s.title = prev.title;
         s.turn = prev.turn;
@@ -270,7 +273,10 @@ impl Session {
     /// Plan progress: (completed, total).
     pub fn plan_progress(&self) -> (usize, usize) {
         let done = self.plan.iter().filter(|e| e.status == "completed").count();
-        (done, self.plan.len())
+        self.plans
+            .iter()
+            .map(crate::plans::NamedPlan::progress)
+            .fold((done, self.plan.len()), |(d, t), (d2, t2)| (d + d2, t + t2))
     }
 }
 

@@ -134,6 +134,8 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
             cx.s.usage = Some(u.clone());
             cx.emit(EventBody::Usage { usage: u });
         }),
+        "plan_update" => crate::plans::update(cx, raw),
+        "plan_removed" => crate::plans::removed(cx, raw),
         "notice" => crate::agent_notes::notice(cx, raw),
         "compaction_update" => crate::agent_notes::compaction_update(cx, raw),
         "compaction_summary_chunk" => crate::agent_notes::compaction_chunk(cx, raw),

@@ -240,6 +240,8 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                 let text = params["prompt"][0]["text"].as_str().unwrap_or("");
                 let stop = if text.trim_start().starts_with("/compact") {
                     demo.compact()?
+                } else if text.trim_start().starts_with("/plans") {
+                    demo.plans()?
                 } else if demo.opts.calls > 0 {
                     demo.load()?
                 } else {
@@ -322,6 +324,45 @@ impl Demo {
         self.update(json!({"sessionUpdate": "notice", "severity": "info",
             "title": "Context compacted",
             "description": "Earlier turns are now a summary; the files are unchanged."}))?;
+        Ok("end_turn")
+    }
+
+    /// `/plans`: plans by id — a checklist worked through, a Markdown design, a file —
+    /// and one of them removed at the end.
+    fn plans(&mut self) -> Result<&'static str, PeerError> {
+        let items = |done: usize| {
+            let entries: Vec<Value> = ["Write the failing test", "Fix the parser", "Run the suite"]
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let status = match i.cmp(&done) {
+                        std::cmp::Ordering::Less => "completed",
+                        std::cmp::Ordering::Equal => "in_progress",
+                        std::cmp::Ordering::Greater => "pending",
+                    };
+                    json!({"content": c, "priority": "medium", "status": status})
+                })
+                .collect();
+            json!({"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": "fix",
+                "entries": entries}})
+        };
+        self.update(json!({"sessionUpdate": "plan_update", "plan": {"type": "markdown",
+            "planId": "design", "content": "# Design\n\n- Parse lazily\n- Keep errors with their spans\n"}}))?;
+        self.update(
+            json!({"sessionUpdate": "plan_update", "plan": {"type": "file",
+            "planId": "notes", "uri": "file:///home/dev/app/PLAN.md"}}),
+        )?;
+        for done in 0..=3 {
+            self.update(items(done))?;
+            if self.pause() {
+                return Ok("cancelled");
+            }
+        }
+        self.update(json!({"sessionUpdate": "plan_removed", "planId": "design"}))?;
+        self.say(
+            "agent_message_chunk",
+            "The fix plan is done; the design plan is dropped.",
+        )?;
         Ok("end_turn")
     }
 
@@ -456,7 +497,8 @@ impl Demo {
             json!({"sessionUpdate": "available_commands_update", "availableCommands": [
             {"name": "explain", "description": "Explain the workspace"},
             {"name": "test", "description": "Run the tests", "input": {"hint": "filter"}},
-            {"name": "compact", "description": "Compact the conversation"}]}),
+            {"name": "compact", "description": "Compact the conversation"},
+            {"name": "plans", "description": "Keep several plans"}]}),
         )?;
         self.say("agent_thought_chunk", "The user wants the TODO fixed. I should read the README, find the TODO, fix it, and run the tests.")?;
         self.plan(0)?;

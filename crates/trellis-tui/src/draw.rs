@@ -35,7 +35,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     } else {
         app.prompt.text.split('\n').count().clamp(1, 6) as u16 + 2
     };
-    let mut plan = plan_lines(app);
+    let mut plan = crate::plans::plan_lines(app);
     plan.extend(queue_lines(app, area.width as usize));
     let plan_h = (plan.len() as u16).min(area.height / 4);
     let [main, plan_area, prompt, status] = Layout::vertical([
@@ -607,31 +607,6 @@ fn queue_lines(app: &App, width: usize) -> Vec<Line<'static>> {
             ])
         })
         .collect()
-}
-
-/// The plan, updated in place above the prompt while it has entries not completed.
-fn plan_lines(app: &App) -> Vec<Line<'static>> {
-    let plan = &app.driver.session.plan;
-    if plan.is_empty()
-        || plan.iter().all(|e| e.status == "completed") && !app.driver.session.turn_open
-    {
-        return Vec::new();
-    }
-    let theme = &app.theme;
-    let (done, total) = app.driver.session.plan_progress();
-    let mut out = vec![Line::styled(format!(" Plan {done}/{total}"), theme.title)];
-    for e in plan {
-        let (mark, style) = match e.status.as_str() {
-            "completed" => ("☑", theme.ok),
-            "in_progress" => ("◐", theme.running),
-            _ => ("☐", theme.dim),
-        };
-        out.push(Line::from(vec![
-            Span::styled(format!(" {mark} "), style),
-            Span::raw(e.content.clone()),
-        ]));
-    }
-    out
 }
 
 /// Key hints for the inspector's border, from the bindings in force.

@@ -16,6 +16,7 @@ pub mod extui;
 pub mod help;
 pub mod history;
 pub mod keymap;
+mod plans;
 pub mod plugins_page;
 pub mod prompt;
 pub mod rules;

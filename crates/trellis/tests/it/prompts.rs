@@ -113,3 +113,64 @@ fn a_compaction_and_a_notice_reach_events_the_log_and_exports() {
     assert!(md.contains("<summary>context compacted</summary>"), "{md}");
     assert!(md.contains("Next: nothing pending."), "{md}");
 }
+
+/// Plans by id (issue 12, item 5): the demo's `/plans` keeps three, works one through and
+/// removes another; the client advertises that it shows them.
+#[test]
+fn plans_by_id_are_events_and_advertised() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("session.jsonl");
+    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["run", "--format", "jsonl", "--prompt", "/plans", "--log"])
+        .arg(&log)
+        .arg("--cwd")
+        .arg(dir.path())
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let updated: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "plan_updated")
+        .map(|e| &e["plan"])
+        .collect();
+    let kinds: Vec<(&str, &str)> = updated[..3]
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["type"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [("design", "markdown"), ("notes", "file"), ("fix", "items")]
+    );
+    let last = updated.last().unwrap();
+    assert!(
+        last["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["status"] == "completed")
+    );
+    let removed: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "plan_removed")
+        .collect();
+    assert_eq!(removed.len(), 1);
+    assert_eq!(removed[0]["plan_id"], "design");
+    let init = std::fs::read_to_string(&log).unwrap();
+    let init = init
+        .lines()
+        .find(|l| l.contains("\"initialize\""))
+        .unwrap()
+        .to_string();
+    assert!(init.contains("\"plan\":{}"), "{init}");
+}
