@@ -574,3 +574,36 @@ pub(crate) fn set_config(cx: &mut Ctx<'_>, options: Vec<crate::session_config::C
         cx.emit(EventBody::ConfigChanged { options });
     }
 }
+
+/// `$/cancel_request` from the agent: it no longer wants the answer to one of its
+/// requests. An open permission request is answered now with the `cancelled` outcome
+/// (ACP's cancelled marker; the dialog, or the extension holding it, lets go); a request
+/// already answered, or not Trellis's to cancel (a file or terminal request is served at
+/// once), is left as it is.
+pub(crate) fn agent_cancelled(cx: &mut Ctx<'_>, msg: &Message) {
+    let id = msg
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
+        .and_then(|v| v.get("requestId").map(serde_json::Value::to_string))
+        .and_then(|raw| crate::wire::canonical_id(&raw).ok().flatten());
+    let Some(id) = id else {
+        cx.malformed(
+            "$/cancel_request",
+            "skipped a $/cancel_request without a request id".into(),
+        );
+        return;
+    };
+    if matches!(
+        cx.s.agent_requests.get(&id),
+        Some(AgentRequest::Permission { .. })
+    ) {
+        // Already being answered: that answer stands (answered exactly once).
+        let _ = crate::update::decide(
+            cx,
+            &id,
+            Choice::Cancelled,
+            Decider::Client("cancelled by the agent".into()),
+        );
+    }
+}

@@ -243,6 +243,7 @@ fn frame(cx: &mut Ctx<'_>, seq: u64, dir: Dir, msg: Message) {
         (Dir::AgentToClient, true, true) => crate::requests::agent_request(cx, seq, msg),
         (Dir::AgentToClient, true, false) => match msg.method.as_deref() {
             Some("session/update") => crate::session_update::apply(cx, seq, &msg),
+            Some("$/cancel_request") => crate::requests::agent_cancelled(cx, &msg),
             Some(other) => {
                 let other = other.to_string();
                 *cx.s

@@ -309,3 +309,65 @@ proptest! {
         prop_assert!(problems.len() <= 1);
     }
 }
+
+/// `$/cancel_request` from the agent (issue 12, item 6): an open permission request is
+/// answered `cancelled` at once, once; one already answered keeps its answer.
+#[test]
+fn a_permission_request_the_agent_cancels_is_answered_once_as_cancelled() {
+    let answers = |fx: &[Effect]| -> Vec<(String, String)> {
+        fx.iter()
+            .filter_map(|e| match e {
+                Effect::Answer {
+                    request_id,
+                    outcome,
+                    decider,
+                } => Some((request_id.clone(), format!("{outcome:?} by {decider}"))),
+                _ => None,
+            })
+            .collect()
+    };
+    let cancel = |seq: u64, id: Value| {
+        frame(
+            seq,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":id}}),
+        )
+    };
+    let mut s = session();
+    update(&mut s, ask(10, 7));
+    let fx = update(&mut s, cancel(11, json!(7)));
+    assert_eq!(
+        answers(&fx),
+        [(
+            "7".to_string(),
+            "Cancelled by cancelled by the agent".to_string()
+        )]
+    );
+    // Twice, or for a request that is not open: nothing more.
+    assert!(answers(&update(&mut s, cancel(12, json!(7)))).is_empty());
+    assert!(answers(&update(&mut s, cancel(13, json!("nope")))).is_empty());
+    // Answered by the user first: the agent's cancel changes nothing.
+    update(&mut s, ask(14, 8));
+    let fx = update(
+        &mut s,
+        Action::Decide {
+            t: 15.0,
+            request_id: "8".into(),
+            choice: trellis_core::Choice::Option("y".into()),
+            decider: trellis_core::Decider::User,
+        },
+    );
+    assert_eq!(answers(&fx).len(), 1);
+    assert!(answers(&update(&mut s, cancel(16, json!(8)))).is_empty());
+    // Without an id: skipped, with a warning.
+    let fx = update(
+        &mut s,
+        frame(
+            17,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{}}),
+        ),
+    );
+    assert!(answers(&fx).is_empty());
+    assert_eq!(s.counters.unknown_notifications.len(), 0);
+}

@@ -46,6 +46,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "empty-options",
         "asks permissions with no options and with unknown option kinds",
     ),
+    (
+        "cancel-permission",
+        "asks a permission, cancels it with $/cancel_request after 0.4 s, reports the answer",
+    ),
     ("hang-init", "never answers initialize"),
     ("hang-session", "answers initialize, never session/new"),
     (
@@ -302,6 +306,31 @@ impl Hostile {
                 }
                 std::thread::sleep(Duration::from_millis(300));
                 std::process::exit(3);
+            }
+            "cancel-permission" => {
+                let id = "perm-cancel";
+                self.peer.send(
+                    &json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
+                    "params": permission(&sid, "c-cancel", "rm -rf build", "allow_once")}),
+                )?;
+                std::thread::sleep(Duration::from_millis(400));
+                self.peer
+                    .send(&json!({"jsonrpc": "2.0", "method": "$/cancel_request",
+                    "params": {"requestId": id}}))?;
+                let answer = self.peer.wait_for_timeout(
+                    |v| v.get("method").is_none() && v.get("id") == Some(&json!(id)),
+                    Duration::from_secs(5),
+                );
+                let outcome = answer.map_or_else(
+                    || "no answer".to_string(),
+                    |a| {
+                        a["result"]["outcome"]["outcome"]
+                            .as_str()
+                            .unwrap_or("?")
+                            .to_string()
+                    },
+                );
+                self.report("cancelled permission", &outcome)?;
             }
             "empty-options" => {
                 let a = self.peer.request("session/request_permission", json!({"sessionId": sid,

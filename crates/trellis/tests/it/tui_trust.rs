@@ -257,3 +257,24 @@ fn the_ui_survives_every_hostile_scenario_and_leaves_nothing_behind() {
         assert_ne!(t.format("#{pane_title}"), "PWNED-TITLE");
     }
 }
+
+/// The agent withdraws its question (`$/cancel_request`, issue 12, item 6): the dialog
+/// goes without a key, the agent hears `cancelled`, and the log names who decided.
+#[test]
+fn a_permission_the_agent_cancels_leaves_the_dialog() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = ui_on("cancel-permission", dir.path()) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["go", "Enter"]);
+    t.wait_for("[y] Allow");
+    t.wait("the dialog to go", |s| !s.contains("[y] Allow"));
+    t.wait_for("report: cancelled permission: cancelled");
+    let log = t.log();
+    assert_eq!(
+        log.matches("\"name\":\"cancelled by the agent\"").count(),
+        1,
+        "decided once, by the agent's cancel"
+    );
+}
