@@ -137,6 +137,12 @@ pub enum EventBody {
     ModeChanged {
         mode: String,
     },
+    /// A call broke a permission rule (see `crate::anomaly`).
+    Anomaly {
+        call_id: String,
+        rule: String,
+        message: String,
+    },
     /// A notice from the agent, for the user.
     Notice {
         severity: String,
@@ -200,6 +206,7 @@ impl EventBody {
             EventBody::ModeChanged { .. } => "mode_changed",
             EventBody::ConfigChanged { .. } => "config_changed",
             EventBody::Notice { .. } => "notice",
+            EventBody::Anomaly { .. } => "anomaly",
             EventBody::Compaction { .. } => "compaction",
             EventBody::CommandsUpdated { .. } => "commands_updated",
             EventBody::TitleChanged { .. } => "title_changed",
@@ -230,6 +237,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "mode_changed",
     "config_changed",
     "notice",
+    "anomaly",
     "compaction",
     "commands_updated",
     "title_changed",

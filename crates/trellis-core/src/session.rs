@@ -45,7 +45,7 @@ pub struct Compaction {
     /// `in_progress`, `completed`, `failed`, `cancelled`, or the agent's own word.
     pub status: String,
     /// The summary the agent gave (text of its content blocks).
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub summary: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -133,6 +133,8 @@ pub struct Counters {
     pub foreign_updates: u64,
     /// Updates naming a call id never announced.
     pub unannounced_calls: u64,
+    /// Anomalies found (see `crate::anomaly`).
+    pub anomalies: u64,
     /// Messages that could not be decoded (bad params), by method or update kind.
     pub malformed: BTreeMap<String, u64>,
     /// Frames seen, both directions.

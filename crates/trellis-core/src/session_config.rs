@@ -22,7 +22,7 @@ pub struct ConfigOption {
     /// The current value: a choice's `value`, or a boolean.
     pub value: ConfigValue,
     /// What a selector may be set to (empty for a boolean option).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<ConfigChoice>,
 }
 

@@ -223,6 +223,10 @@ fn tool_call_patch(
     let id = patch.tool_call_id.clone();
     let applied = cx.s.ledger.apply(patch, announce, t, turn);
     cx.s.ledger.push_frame(applied.index, seq);
+    // On a status change (or a call announced already running).
+    if applied.created || applied.previous_status.is_some() {
+        crate::anomaly::check(cx, applied.index, applied.previous_status);
+    }
     if applied.created {
         cx.s.transcript.push(Entry::ToolCall {
             index: applied.index,

@@ -88,6 +88,9 @@ pub fn tool_line(call: &ToolCall, session: &Session) -> String {
     if matches!(call.status, ToolStatus::Cancelled | ToolStatus::Unfinished) {
         let _ = write!(line, " · {}", call.status.as_str());
     }
+    for a in &call.anomalies {
+        let _ = write!(line, " · ⚑ {}", crate::anomaly::label(a));
+    }
     line
 }
 
@@ -158,6 +161,18 @@ pub fn ledger_summary(session: &Session) -> String {
             "{} lines were not valid JSON-RPC and were skipped",
             k.invalid_lines
         ));
+    }
+    for c in session.ledger.calls() {
+        for a in &c.anomalies {
+            notes.push(format!(
+                "call {} {}",
+                c.id,
+                crate::anomaly::RULES
+                    .iter()
+                    .find(|(r, _)| r == a)
+                    .map_or(a.as_str(), |(_, s)| s)
+            ));
+        }
     }
     if k.unannounced_calls > 0 {
         notes.push(format!(

@@ -503,6 +503,10 @@ pub struct ToolCall {
     pub permissions: Vec<crate::permission::PermissionRecord>,
     /// Turn in which the call was first seen.
     pub turn: u32,
+    /// Rules this call broke (see `crate::anomaly`): it ran without asking, while
+    /// asking, or after a refusal.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anomalies: Vec<String>,
     /// Bumped on every change, so views can cache what they drew.
     #[serde(skip)]
     pub rev: u32,
@@ -569,6 +573,7 @@ impl ToolCall {
             }],
             permissions: Vec::new(),
             turn,
+            anomalies: Vec::new(),
             rev: 0,
         }
     }

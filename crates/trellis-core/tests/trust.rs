@@ -371,3 +371,103 @@ fn a_permission_request_the_agent_cancels_is_answered_once_as_cancelled() {
     assert!(answers(&fx).is_empty());
     assert_eq!(s.counters.unknown_notifications.len(), 0);
 }
+
+/// The anomaly detectors (issue 12, item 8): each rule on the call that broke it, once,
+/// as an event; calls that behave, or run unasked, are left alone.
+#[test]
+fn calls_that_run_while_asking_or_after_a_refusal_are_flagged() {
+    let tool = |seq: u64, id: &str, kind: &str, status: &str| {
+        frame(
+            seq,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{
+                "sessionUpdate":"tool_call","toolCallId":id,"title":id,"kind":kind,"status":status}}}),
+        )
+    };
+    let status = |seq: u64, id: &str, status: &str| {
+        frame(
+            seq,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{
+                "sessionUpdate":"tool_call_update","toolCallId":id,"status":status}}}),
+        )
+    };
+    let found = |fx: &[Effect]| -> Vec<(String, String)> {
+        fx.iter()
+            .filter_map(|e| match e {
+                Effect::Emit(ev) => match &ev.body {
+                    EventBody::Anomaly { call_id, rule, .. } => {
+                        Some((call_id.clone(), rule.clone()))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    };
+    let pair = |a: &str, b: &str| vec![(a.to_string(), b.to_string())];
+    // A call that just runs, unasked: not a rule (agents skip asking after "always
+    // allow" or in modes that allow).
+    let mut s = session();
+    assert!(found(&update(&mut s, tool(10, "e1", "edit", "in_progress"))).is_empty());
+    assert!(found(&update(&mut s, status(11, "e1", "completed"))).is_empty());
+    // Ran while its permission request was open (ask() asks for call c7).
+    update(&mut s, tool(20, "c7", "execute", "pending"));
+    update(&mut s, ask(21, 7));
+    assert_eq!(
+        found(&update(&mut s, status(22, "c7", "in_progress"))),
+        pair("c7", "ran_while_asking")
+    );
+    // Asked, refused, ran anyway; asked, allowed, ran: fine.
+    update(&mut s, tool(40, "c9", "execute", "pending"));
+    update(
+        &mut s,
+        frame(
+            41,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","id":9,"method":"session/request_permission","params":{"sessionId":"s1",
+                "toolCall":{"toolCallId":"c9","title":"x"},
+                "options":[{"optionId":"y","name":"Yes","kind":"allow_once"},{"optionId":"n","name":"No","kind":"reject_once"}]}}),
+        ),
+    );
+    update(
+        &mut s,
+        frame(
+            42,
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":9,"result":{"outcome":{"outcome":"selected","optionId":"n"}}}),
+        ),
+    );
+    assert_eq!(
+        found(&update(&mut s, status(43, "c9", "completed"))),
+        pair("c9", "ran_after_refusal")
+    );
+    update(&mut s, tool(50, "c10", "execute", "pending"));
+    update(
+        &mut s,
+        frame(
+            51,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","id":10,"method":"session/request_permission","params":{"sessionId":"s1",
+                "toolCall":{"toolCallId":"c10","title":"x"},
+                "options":[{"optionId":"y","name":"Yes","kind":"allow_once"}]}}),
+        ),
+    );
+    update(
+        &mut s,
+        frame(
+            52,
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":10,"result":{"outcome":{"outcome":"selected","optionId":"y"}}}),
+        ),
+    );
+    assert!(found(&update(&mut s, status(53, "c10", "completed"))).is_empty());
+    assert_eq!(s.ledger.get("c9").unwrap().anomalies, ["ran_after_refusal"]);
+    assert_eq!(s.counters.anomalies, 2);
+    let summary = trellis_core::summary::ledger_summary(&s);
+    assert!(summary.contains("⚑ ran while asking"), "{summary}");
+    assert!(
+        summary.contains("call c9 ran after its permission request was refused"),
+        "{summary}"
+    );
+}

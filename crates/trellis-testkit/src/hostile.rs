@@ -47,6 +47,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "asks permissions with no options and with unknown option kinds",
     ),
     (
+        "ignore-refusal",
+        "asks a permission, then runs the call whatever the answer, and runs another while asking",
+    ),
+    (
         "cancel-permission",
         "asks a permission, cancels it with $/cancel_request after 0.4 s, reports the answer",
     ),
@@ -306,6 +310,39 @@ impl Hostile {
                 }
                 std::thread::sleep(Duration::from_millis(300));
                 std::process::exit(3);
+            }
+            "ignore-refusal" => {
+                let answer = self.peer.request(
+                    "session/request_permission",
+                    permission(&sid, "c-refused", "rm -rf build", "allow_once"),
+                )?;
+                self.report("refused?", &answer.to_string())?;
+                self.update(
+                    json!({"sessionUpdate": "tool_call", "toolCallId": "c-refused",
+                    "title": "rm -rf build", "kind": "execute", "status": "completed"}),
+                )?;
+                // Asks, and runs before the answer.
+                self.update(
+                    json!({"sessionUpdate": "tool_call", "toolCallId": "c-eager",
+                    "title": "make deploy", "kind": "execute", "status": "pending"}),
+                )?;
+                let id = "perm-eager";
+                self.peer.send(
+                    &json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
+                    "params": permission(&sid, "c-eager", "make deploy", "allow_once")}),
+                )?;
+                self.update(
+                    json!({"sessionUpdate": "tool_call_update", "toolCallId": "c-eager",
+                    "status": "in_progress"}),
+                )?;
+                let _ = self.peer.wait_for_timeout(
+                    |v| v.get("method").is_none() && v.get("id") == Some(&json!(id)),
+                    Duration::from_secs(5),
+                );
+                self.update(
+                    json!({"sessionUpdate": "tool_call_update", "toolCallId": "c-eager",
+                    "status": "completed"}),
+                )?;
             }
             "cancel-permission" => {
                 let id = "perm-cancel";

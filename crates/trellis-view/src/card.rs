@@ -130,6 +130,10 @@ pub fn exit_summary(call: &ToolCall, session: &Session) -> Option<String> {
 pub fn card_line(call: &ToolCall, session: &Session, cx: &CardCtx<'_>) -> Line<'static> {
     let t = cx.theme;
     let mut meta: Vec<String> = Vec::new();
+    // A broken permission rule first: it is what the user must not miss.
+    for a in &call.anomalies {
+        meta.push(format!("⚑ {}", trellis_core::anomaly::label(a)));
+    }
     if let Some(e) = elapsed(call, cx.now) {
         meta.push(e);
     }

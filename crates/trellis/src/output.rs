@@ -138,9 +138,19 @@ impl<W: Write> Output<W> {
                     .calls()
                     .filter(|c| c.turn == session.turn && c.status == ToolStatus::Failed)
                     .count();
+                let flagged = session
+                    .ledger
+                    .calls()
+                    .filter(|c| c.turn == session.turn && !c.anomalies.is_empty())
+                    .count();
+                let flagged = if flagged > 0 {
+                    format!(", {flagged} anomalous (⚑)")
+                } else {
+                    String::new()
+                };
                 writeln!(
                     self.out,
-                    "— {} · {calls} tool calls, {failed} failed",
+                    "— {} · {calls} tool calls, {failed} failed{flagged}",
                     safe(stop_reason)
                 )
             }

@@ -589,3 +589,52 @@ fn orphans_adopted_from_terminals_are_reaped_while_the_session_runs() {
     assert_eq!(h.code, Some(0), "{}", h.stderr);
     assert_eq!(h.report("zombies"), "0");
 }
+
+/// An agent that runs what was refused (issue 12, item 8): each such call is flagged
+/// `ran_after_refusal` once, as an event, on its line and in the closing line.
+#[test]
+fn calls_run_after_a_refusal_are_flagged() {
+    let h = hostile(
+        "ignore-refusal",
+        &["--permission", "reject"],
+        "",
+        Duration::from_secs(20),
+    );
+    assert_eq!(h.code, Some(0), "{}", h.stderr);
+    let flagged: Vec<(String, String)> = h
+        .events()
+        .iter()
+        .filter(|e| e["type"] == "anomaly")
+        .map(|e| {
+            (
+                e["call_id"].as_str().unwrap().to_string(),
+                e["rule"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(flagged.len(), 2, "{flagged:?}");
+    assert_eq!(flagged[0], ("c-refused".into(), "ran_after_refusal".into()));
+    // Ran before the answer reached it, or (when the answer went out first) after the
+    // refusal: flagged either way.
+    assert_eq!(flagged[1].0, "c-eager");
+    assert!(
+        ["ran_while_asking", "ran_after_refusal"].contains(&flagged[1].1.as_str()),
+        "{flagged:?}"
+    );
+    let text = hostile(
+        "ignore-refusal",
+        &["--permission", "reject", "--format", "text"],
+        "",
+        Duration::from_secs(20),
+    );
+    assert!(
+        text.stdout.contains("rm -rf build")
+            && text.stdout.contains("⚑ ran after refusal")
+            && text.stdout.contains("2 anomalous (⚑)"),
+        "{}",
+        text.stdout
+    );
+    // Rebuilt from the log: the same findings.
+    let s = h.rebuilt();
+    assert_eq!(s.counters.anomalies, 2);
+}
