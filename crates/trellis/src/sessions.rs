@@ -73,7 +73,7 @@ pub enum SessionsCmd {
         id: String,
         #[arg(long, value_enum, default_value = "md")]
         format: ExportFormat,
-        /// Write to FILE instead of standard output.
+        /// Write to FILE instead of standard output (`-`: standard output).
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Keep secrets (API keys, tokens, passwords) instead of redacting them.
@@ -237,7 +237,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
         } => {
             let row = index.session(&id)?;
             let text = export(&row, format, !no_redact)?;
-            match output {
+            match output.filter(|p| p.as_os_str() != "-") {
                 Some(path) => write_new(&path, text.as_bytes())?,
                 None => out.push_str(&text),
             }

@@ -108,10 +108,13 @@ fn a_compaction_and_a_notice_reach_events_the_log_and_exports() {
         log.to_str().unwrap(),
         "--format",
         "md",
+        "-o",
+        "-",
     ]);
     let md = String::from_utf8_lossy(&md.stdout);
     assert!(md.contains("<summary>context compacted</summary>"), "{md}");
     assert!(md.contains("Next: nothing pending."), "{md}");
+    assert!(!dir.path().join("-").exists() && !std::path::Path::new("-").exists());
 }
 
 /// Plans by id (issue 12, item 5): the demo's `/plans` keeps three, works one through and
