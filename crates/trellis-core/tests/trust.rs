@@ -419,48 +419,33 @@ fn calls_that_run_while_asking_or_after_a_refusal_are_flagged() {
         pair("c7", "ran_while_asking")
     );
     // Asked, refused, ran anyway; asked, allowed, ran: fine.
-    update(&mut s, tool(40, "c9", "execute", "pending"));
-    update(
-        &mut s,
-        frame(
-            41,
-            Dir::AgentToClient,
-            json!({"jsonrpc":"2.0","id":9,"method":"session/request_permission","params":{"sessionId":"s1",
-                "toolCall":{"toolCallId":"c9","title":"x"},
-                "options":[{"optionId":"y","name":"Yes","kind":"allow_once"},{"optionId":"n","name":"No","kind":"reject_once"}]}}),
-        ),
-    );
-    update(
-        &mut s,
-        frame(
-            42,
-            Dir::ClientToAgent,
-            json!({"jsonrpc":"2.0","id":9,"result":{"outcome":{"outcome":"selected","optionId":"n"}}}),
-        ),
-    );
+    let answered = |s: &mut Session, seq: u64, id: u64, option: &str| {
+        update(s, tool(seq, &format!("c{id}"), "execute", "pending"));
+        update(
+            s,
+            frame(
+                seq + 1,
+                Dir::AgentToClient,
+                json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission","params":{"sessionId":"s1",
+                    "toolCall":{"toolCallId":format!("c{id}"),"title":"x"},
+                    "options":[{"optionId":"y","name":"Yes","kind":"allow_once"},{"optionId":"n","name":"No","kind":"reject_once"}]}}),
+            ),
+        );
+        update(
+            s,
+            frame(
+                seq + 2,
+                Dir::ClientToAgent,
+                json!({"jsonrpc":"2.0","id":id,"result":{"outcome":{"outcome":"selected","optionId":option}}}),
+            ),
+        );
+    };
+    answered(&mut s, 40, 9, "n");
     assert_eq!(
         found(&update(&mut s, status(43, "c9", "completed"))),
         pair("c9", "ran_after_refusal")
     );
-    update(&mut s, tool(50, "c10", "execute", "pending"));
-    update(
-        &mut s,
-        frame(
-            51,
-            Dir::AgentToClient,
-            json!({"jsonrpc":"2.0","id":10,"method":"session/request_permission","params":{"sessionId":"s1",
-                "toolCall":{"toolCallId":"c10","title":"x"},
-                "options":[{"optionId":"y","name":"Yes","kind":"allow_once"}]}}),
-        ),
-    );
-    update(
-        &mut s,
-        frame(
-            52,
-            Dir::ClientToAgent,
-            json!({"jsonrpc":"2.0","id":10,"result":{"outcome":{"outcome":"selected","optionId":"y"}}}),
-        ),
-    );
+    answered(&mut s, 50, 10, "y");
     assert!(found(&update(&mut s, status(53, "c10", "completed"))).is_empty());
     assert_eq!(s.ledger.get("c9").unwrap().anomalies, ["ran_after_refusal"]);
     assert_eq!(s.counters.anomalies, 2);

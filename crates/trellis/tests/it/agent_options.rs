@@ -1,29 +1,16 @@
 //! `trellis run --set KEY=VALUE` (issue 12, item 1, headless part): the agent's options
 //! set before the first prompt, checked against what it offers.
 
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::prompts::{demo_run, events};
 
 fn run(dir: &std::path::Path, sets: &[&str]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_trellis"));
-    c.args(["run", "--format", "jsonl", "--permission", "allow-once"])
-        .args(["--prompt", "fix the TODO"])
-        .arg("--cwd")
-        .arg(dir)
-        .arg("--log")
-        .arg(dir.join("session.jsonl"))
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env("XDG_CONFIG_HOME", dir.join("config"));
+    let mut args = vec!["--permission", "allow-once", "--prompt", "fix the TODO"];
     for s in sets {
-        c.args(["--set", s]);
+        args.extend(["--set", s]);
     }
-    c.output().unwrap()
-}
-
-fn events(o: &Output) -> Vec<serde_json::Value> {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    demo_run(dir, &args)
 }
 
 /// The client's requests of `method` in the session log, as sent.

@@ -1,26 +1,72 @@
 //! `trellis run --prompt A --prompt B`: consecutive turns in one session (issue 12,
 //! item 7, headless part).
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// `trellis ARGS` with its data and config under `dir`.
+pub(crate) fn trellis_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(args)
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .output()
+        .unwrap()
+}
+
+/// `trellis run --format jsonl ARGS` on the demo agent in `dir`, logged to
+/// `dir/session.jsonl`.
+pub(crate) fn demo_run(dir: &Path, args: &[&str]) -> Output {
+    let (cwd, log) = (dir.to_str().unwrap(), dir.join("session.jsonl"));
+    let mut all = vec![
+        "run",
+        "--format",
+        "jsonl",
+        "--cwd",
+        cwd,
+        "--log",
+        log.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    trellis_in(dir, &all)
+}
+
+/// The events of a JSONL run.
+pub(crate) fn events(o: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// [`demo_run`] that must end cleanly; its events.
+fn demo_events(dir: &Path, args: &[&str]) -> Vec<Value> {
+    let o = demo_run(dir, args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    events(&o)
+}
 
 #[test]
 fn repeated_prompts_run_as_consecutive_turns() {
     let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
-        .args(["run", "--format", "jsonl", "--permission", "allow-once"])
-        .args(["--prompt", "fix the TODO", "--prompt", "fix it again"])
-        .arg("--cwd")
-        .arg(dir.path())
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = demo_events(
+        dir.path(),
+        &[
+            "--permission",
+            "allow-once",
+            "--prompt",
+            "fix the TODO",
+            "--prompt",
+            "fix it again",
+        ],
+    );
     let of = |ty: &str| -> Vec<&serde_json::Value> {
         events.iter().filter(|e| e["type"] == ty).collect()
     };
@@ -44,35 +90,8 @@ fn repeated_prompts_run_as_consecutive_turns() {
 fn a_compaction_and_a_notice_reach_events_the_log_and_exports() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("session.jsonl");
-    let trellis = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_trellis"))
-            .args(args)
-            .env("XDG_DATA_HOME", dir.path().join("data"))
-            .env("XDG_CONFIG_HOME", dir.path().join("config"))
-            .output()
-            .unwrap()
-    };
-    let o = trellis(&[
-        "run",
-        "--format",
-        "jsonl",
-        "--prompt",
-        "/compact",
-        "--cwd",
-        dir.path().to_str().unwrap(),
-        "--log",
-        log.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let trellis = |args: &[&str]| trellis_in(dir.path(), args);
+    let events = demo_events(dir.path(), &["--prompt", "/compact"]);
     let compactions: Vec<&serde_json::Value> = events
         .iter()
         .filter(|e| e["type"] == "compaction")
@@ -123,25 +142,7 @@ fn a_compaction_and_a_notice_reach_events_the_log_and_exports() {
 fn plans_by_id_are_events_and_advertised() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("session.jsonl");
-    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
-        .args(["run", "--format", "jsonl", "--prompt", "/plans", "--log"])
-        .arg(&log)
-        .arg("--cwd")
-        .arg(dir.path())
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = demo_events(dir.path(), &["--prompt", "/plans"]);
     let updated: Vec<&serde_json::Value> = events
         .iter()
         .filter(|e| e["type"] == "plan_updated")
