@@ -351,7 +351,13 @@ async fn run(
                             .compaction(CompactionCapabilities::new()),
                     )
                     // Several plans by id (plan_update, plan_removed) are shown.
-                    .plan(PlanCapabilities::new());
+                    .plan(PlanCapabilities::new())
+                    // Command output in a call's `_meta` (Codex) is shown as it streams.
+                    .meta(
+                        [("terminal_output_delta".to_string(), Value::Bool(true))]
+                            .into_iter()
+                            .collect::<serde_json::Map<_, _>>(),
+                    );
                 let init = cx
                     .send_request(
                         InitializeRequest::new(ProtocolVersion::V1)

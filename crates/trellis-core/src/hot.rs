@@ -20,6 +20,8 @@ pub enum HotUpdate {
     ToolCall {
         patch: ToolCallPatch,
         announce: bool,
+        /// The update's `_meta`, when it says something about a terminal.
+        meta: Option<String>,
     },
     Chunk {
         role: Role,
@@ -81,6 +83,8 @@ struct Hot<'a> {
     name: Option<String>,
     #[serde(default)]
     message_id: Option<String>,
+    #[serde(default, rename = "_meta", borrow)]
+    meta: Option<&'a RawValue>,
 }
 
 fn not_null(raw: Option<&RawValue>) -> Option<&str> {
@@ -118,7 +122,14 @@ impl HotParams<'_> {
                     raw_output: h.raw_output.filter(|r| r.get() != "null"),
                     name: h.name,
                 };
-                HotUpdate::ToolCall { patch, announce }
+                let meta = not_null(h.meta)
+                    .filter(|m| m.contains("\"terminal_"))
+                    .map(str::to_string);
+                HotUpdate::ToolCall {
+                    patch,
+                    announce,
+                    meta,
+                }
             }
             (_, Some(role)) => {
                 let text = block_text(h.content?.get()).ok()?;

@@ -26,6 +26,7 @@ pub mod session;
 pub mod session_config;
 mod session_update;
 pub mod summary;
+mod terminal_meta;
 pub mod tool_call;
 pub mod update;
 pub mod wire;

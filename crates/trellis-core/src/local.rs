@@ -1,7 +1,7 @@
 //! Applying client-side log records.
 
 use crate::event::EventBody;
-use crate::session::{LocalRecord, TERMINAL_OUTPUT_CAP};
+use crate::session::LocalRecord;
 use crate::update::{Ctx, end_turn};
 
 pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
@@ -19,15 +19,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
         }
         LocalRecord::TerminalOutput { terminal_id, data } => {
             let term = cx.s.terminals.entry(terminal_id).or_default();
-            term.output.push_str(&data);
-            if term.output.len() > TERMINAL_OUTPUT_CAP {
-                let mut cut = term.output.len() - TERMINAL_OUTPUT_CAP;
-                while !term.output.is_char_boundary(cut) {
-                    cut += 1;
-                }
-                term.output.drain(..cut);
-                term.dropped += cut;
-            }
+            crate::terminal_meta::append(term, &data);
         }
         LocalRecord::TerminalExited {
             terminal_id,

@@ -31,13 +31,17 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
     }
     cx.s.counters.updates += 1;
     match d.update {
-        HotUpdate::ToolCall { patch, announce } => {
+        HotUpdate::ToolCall {
+            patch,
+            announce,
+            meta,
+        } => {
             let tag = if announce {
                 "tool_call"
             } else {
                 "tool_call_update"
             };
-            if let Err(e) = tool_call_patch(cx, seq, patch, announce) {
+            if let Err(e) = tool_call_patch(cx, seq, patch, announce, meta.as_deref()) {
                 cx.malformed(tag, format!("skipped a malformed {tag} update: {e}"));
             }
         }
@@ -206,7 +210,12 @@ fn tool_call(
     announce: bool,
 ) -> Result<(), serde_json::Error> {
     let patch: ToolCallPatch = serde_json::from_str(raw)?;
-    tool_call_patch(cx, seq, patch, announce)
+    let meta = serde_json::from_str::<wire::MetaOnly>(raw)
+        .ok()
+        .and_then(|m| m.meta)
+        .map(|m| m.get().to_string())
+        .filter(|m| m.contains("\"terminal_"));
+    tool_call_patch(cx, seq, patch, announce, meta.as_deref())
 }
 
 fn tool_call_patch(
@@ -214,6 +223,7 @@ fn tool_call_patch(
     seq: u64,
     patch: ToolCallPatch,
     announce: bool,
+    meta: Option<&str>,
 ) -> Result<(), serde_json::Error> {
     if patch.tool_call_id.is_empty() {
         return Err(serde::de::Error::custom("missing toolCallId"));
@@ -227,6 +237,9 @@ fn tool_call_patch(
     if applied.created || applied.previous_status.is_some() {
         crate::anomaly::check(cx, applied.index, applied.previous_status);
     }
+    // Command output in `_meta` (Codex) counts as a change of the call.
+    let output = meta.is_some_and(|m| crate::terminal_meta::apply(cx, applied.index, m));
+    let meta_only = meta_only && !output;
     if applied.created {
         cx.s.transcript.push(Entry::ToolCall {
             index: applied.index,

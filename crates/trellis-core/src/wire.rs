@@ -463,3 +463,10 @@ pub struct ExitStatus {
     #[serde(default)]
     pub signal: Option<String>,
 }
+
+/// Just the `_meta` of an update (read apart from the rest).
+#[derive(Debug, Default, Deserialize)]
+pub struct MetaOnly {
+    #[serde(default, rename = "_meta")]
+    pub meta: Option<Box<RawValue>>,
+}
