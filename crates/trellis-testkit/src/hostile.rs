@@ -55,6 +55,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "asks a permission, cancels it with $/cancel_request after 0.4 s, reports the answer",
     ),
     ("hang-init", "never answers initialize"),
+    (
+        "hang-settings",
+        "offers a config option and never answers session/set_config_option",
+    ),
     ("hang-session", "answers initialize, never session/new"),
     (
         "terminal-flood",
@@ -120,8 +124,15 @@ pub fn run(scenario: &str) -> Result<(), PeerError> {
             "session/new" => {
                 h.cwd = PathBuf::from(params["cwd"].as_str().unwrap_or("."));
                 let sid = h.session_id.clone();
-                h.respond(&id, json!({"sessionId": sid}), scenario)?;
+                let mut result = json!({"sessionId": sid});
+                if scenario == "hang-settings" {
+                    result["configOptions"] = json!([{"id": "model", "name": "Model",
+                        "type": "select", "currentValue": "a",
+                        "options": [{"value": "a", "name": "A"}, {"value": "b", "name": "B"}]}]);
+                }
+                h.respond(&id, result, scenario)?;
             }
+            "session/set_config_option" if scenario == "hang-settings" => {}
             "session/prompt" => {
                 let stop = h.play(scenario)?;
                 if scenario == "linger" || scenario == "escape-group" {

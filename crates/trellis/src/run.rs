@@ -229,6 +229,8 @@ async fn drive(
             writer.path().to_path_buf(),
         )
     });
+    // An agent that never answers a setting must not hold the run forever.
+    let settings_timeout = resolved.spec.setup_timeout;
     let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
     trellis_ext::install_panic_guard();
     crate::setup::record_header(
@@ -278,11 +280,26 @@ async fn drive(
     let mut prompted = false;
     let (mut ready, mut settings_failed) = (false, false);
     let (mut settings_due, mut refused_before) = (0u64, 0u64);
+    let mut settings_deadline: Option<tokio::time::Instant> = None;
     let mut queue: std::collections::VecDeque<String> = prompts.iter().cloned().collect();
     let mut refused = 0usize;
     loop {
         tokio::select! {
             incoming = driver.recv() => driver.handle(incoming, &mut notes),
+            _ = async {
+                match settings_deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                eprintln!(
+                    "trellis: the agent did not answer the settings (--set) within {} s: no prompt sent",
+                    settings_timeout.as_secs_f64()
+                );
+                settings_deadline = None;
+                settings_failed = true;
+                driver.end("the agent did not answer --set", &mut notes);
+            }
             sig = signals.recv() => {
                 // SIGTERM / SIGHUP: like Ctrl-C twice — cancel (open requests are answered
                 // `cancelled`), close the log, stop the agent and its terminals.
@@ -369,6 +386,9 @@ async fn drive(
                         }
                     }
                     settings_due = before + sent;
+                    if sent > 0 {
+                        settings_deadline = Some(tokio::time::Instant::now() + settings_timeout);
+                    }
                     refused_before = driver.session.settings_refused;
                     if settings_failed {
                         driver.end("a --set was not accepted", &mut notes);
@@ -400,6 +420,7 @@ async fn drive(
                 continue;
             }
             prompted = true;
+            settings_deadline = None;
             if let Some(first) = queue.pop_front() {
                 driver.prompt(first, files.to_vec());
             }

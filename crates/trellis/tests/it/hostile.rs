@@ -638,3 +638,23 @@ fn calls_run_after_a_refusal_are_flagged() {
     let s = h.rebuilt();
     assert_eq!(s.counters.anomalies, 2);
 }
+
+/// A setting the agent never answers (`--set`, issue 12, item 1) holds the run only for
+/// the setup timeout: then it ends before any prompt, exit 2, saying why.
+#[test]
+fn a_setting_the_agent_never_answers_ends_the_run_in_time() {
+    let h = hostile(
+        "hang-settings",
+        &["--set", "model=b"],
+        "[connection]\nsetup_timeout = 1\n",
+        Duration::from_secs(20),
+    );
+    assert_eq!(h.code, Some(2), "{}", h.stderr);
+    assert!(
+        h.stderr
+            .contains("the agent did not answer the settings (--set) within 1 s"),
+        "{}",
+        h.stderr
+    );
+    assert!(!h.events().iter().any(|e| e["type"] == "turn_started"));
+}
