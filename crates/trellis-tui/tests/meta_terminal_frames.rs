@@ -3,37 +3,19 @@
 //! live in its card, with `terminal_exit`'s code; the agent's bytes made harmless.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use serde_json::{Value, json};
-use trellis_core::wire::Dir;
+use serde_json::json;
 use trellis_tui::App;
 
 mod common;
-use common::{frame_text, session_of};
-
-fn update(u: Value) -> (Dir, Value) {
-    (
-        Dir::AgentToClient,
-        json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}}),
-    )
-}
+use common::{frame_text, new_session, session_of, update};
 
 #[test]
 fn output_in_meta_is_the_calls_terminal_output() {
-    let mut frames = vec![
-        (
-            Dir::ClientToAgent,
-            json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/home/dev/app","mcpServers":[]}}),
-        ),
-        (
-            Dir::AgentToClient,
-            json!({"jsonrpc":"2.0","id":1,"result":{"sessionId":"S"}}),
-        ),
-        update(
-            json!({"sessionUpdate":"tool_call","toolCallId":"call_1","title":"cargo test",
+    let mut frames = new_session(vec![update(
+        json!({"sessionUpdate":"tool_call","toolCallId":"call_1","title":"cargo test",
             "kind":"execute","status":"in_progress",
             "rawInput":{"command":["bash","-lc","cargo test"]}}),
-        ),
-    ];
+    )]);
     for chunk in [
         "running 3 tests\n",
         "test a ... ok\ntest b ... ",

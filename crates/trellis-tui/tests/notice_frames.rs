@@ -3,31 +3,15 @@
 //! made harmless.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use serde_json::{Value, json};
-use trellis_core::wire::Dir;
+use serde_json::json;
 use trellis_tui::App;
 
 mod common;
-use common::{frame_text, session_of};
-
-fn update(u: Value) -> (Dir, Value) {
-    (
-        Dir::AgentToClient,
-        json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}}),
-    )
-}
+use common::{frame_text, new_session, session_of, update};
 
 #[test]
 fn notices_and_a_compaction_in_the_transcript() {
-    let mut frames = vec![
-        (
-            Dir::ClientToAgent,
-            json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/home/dev/app","mcpServers":[]}}),
-        ),
-        (
-            Dir::AgentToClient,
-            json!({"jsonrpc":"2.0","id":1,"result":{"sessionId":"S"}}),
-        ),
+    let mut frames = new_session(vec![
         update(json!({"sessionUpdate":"notice","severity":"info","title":"Indexed 1 204 files"})),
         update(
             json!({"sessionUpdate":"notice","severity":"warning","title":"Rate limited",
@@ -40,7 +24,7 @@ fn notices_and_a_compaction_in_the_transcript() {
         update(
             json!({"sessionUpdate":"compaction_update","compactionId":"c1","status":"in_progress"}),
         ),
-    ];
+    ]);
     for i in 0..9 {
         frames.push(update(
             json!({"sessionUpdate":"compaction_summary_chunk","compactionId":"c1",

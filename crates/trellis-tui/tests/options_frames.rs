@@ -11,7 +11,7 @@ use trellis_core::wire::Dir;
 use trellis_tui::App;
 
 mod common;
-use common::{frame_text, session_of};
+use common::{frame_text, new_session_with, session_of};
 
 fn options(model: &str, web: bool) -> Value {
     json!([
@@ -33,20 +33,13 @@ fn options(model: &str, web: bool) -> Value {
 
 /// A session set up with config options and legacy modes; `later` frames after that.
 fn session(later: Vec<(Dir, Value)>) -> Session {
-    let mut frames = vec![
-        (
-            Dir::ClientToAgent,
-            json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/home/dev/app","mcpServers":[]}}),
-        ),
-        (
-            Dir::AgentToClient,
-            json!({"jsonrpc":"2.0","id":1,"result":{"sessionId":"S",
-                "modes": {"currentModeId": "ask", "availableModes": [
-                    {"id": "ask", "name": "Ask first"}, {"id": "auto", "name": "Act alone"}]},
-                "configOptions": options("fast", false)}}),
-        ),
-    ];
-    frames.extend(later);
+    let frames = new_session_with(
+        json!({"sessionId":"S",
+            "modes": {"currentModeId": "ask", "availableModes": [
+                {"id": "ask", "name": "Ask first"}, {"id": "auto", "name": "Act alone"}]},
+            "configOptions": options("fast", false)}),
+        later,
+    );
     session_of(frames)
 }
 

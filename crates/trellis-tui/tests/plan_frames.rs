@@ -9,25 +9,10 @@ use trellis_core::wire::Dir;
 use trellis_tui::App;
 
 mod common;
-use common::{frame_text, session_of};
-
-fn update(u: Value) -> (Dir, Value) {
-    (
-        Dir::AgentToClient,
-        json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}}),
-    )
-}
+use common::{frame_text, new_session, session_of, update};
 
 fn frames(more: Vec<(Dir, Value)>) -> Vec<(Dir, Value)> {
-    let mut v = vec![
-        (
-            Dir::ClientToAgent,
-            json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/home/dev/app","mcpServers":[]}}),
-        ),
-        (
-            Dir::AgentToClient,
-            json!({"jsonrpc":"2.0","id":1,"result":{"sessionId":"S"}}),
-        ),
+    let mut v = new_session(vec![
         (
             Dir::ClientToAgent,
             json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}),
@@ -51,7 +36,7 @@ fn frames(more: Vec<(Dir, Value)>) -> Vec<(Dir, Value)> {
         ),
         update(json!({"sessionUpdate":"plan_update","plan":{"type":"hologram","planId":"odd"}})),
         update(json!({"sessionUpdate":"plan_update","plan":{"type":"items"}})),
-    ];
+    ]);
     v.extend(more);
     v
 }

@@ -98,3 +98,38 @@ pub fn draw_marked(app: &mut App, w: u16, h: u16) -> Vec<(String, bool)> {
         })
         .collect()
 }
+
+/// A `session/update` from the agent for session `S`.
+pub fn update(u: serde_json::Value) -> (trellis_core::wire::Dir, serde_json::Value) {
+    (
+        trellis_core::wire::Dir::AgentToClient,
+        serde_json::json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}}),
+    )
+}
+
+/// `session/new` in `/home/dev/app` and the agent's answer (session `S`), then `more`.
+pub fn new_session(
+    more: Vec<(trellis_core::wire::Dir, serde_json::Value)>,
+) -> Vec<(trellis_core::wire::Dir, serde_json::Value)> {
+    new_session_with(serde_json::json!({"sessionId": "S"}), more)
+}
+
+/// [`new_session`] with the agent's whole answer given (`result`).
+pub fn new_session_with(
+    result: serde_json::Value,
+    more: Vec<(trellis_core::wire::Dir, serde_json::Value)>,
+) -> Vec<(trellis_core::wire::Dir, serde_json::Value)> {
+    use trellis_core::wire::Dir;
+    let mut v = vec![
+        (
+            Dir::ClientToAgent,
+            serde_json::json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/home/dev/app","mcpServers":[]}}),
+        ),
+        (
+            Dir::AgentToClient,
+            serde_json::json!({"jsonrpc":"2.0","id":1,"result":result}),
+        ),
+    ];
+    v.extend(more);
+    v
+}
