@@ -8,17 +8,20 @@
 //!   yet answered on the wire).
 //! - `ran_after_refusal`: the call ran after its last permission request was answered
 //!   with a refusal (a reject option, or cancelled).
-//!
-//! Not a rule (yet): a call that ran without any request although the client's policy
-//! would have asked. Agents legitimately skip asking after an "always allow" answer or in
-//! a mode that allows (`acceptEdits`, `bypassPermissions`, a "yolo" mode…), and a client
-//! cannot tell those apart from a bug without knowing each agent's modes: on recorded
-//! Claude sessions it flagged calls the user had allowed.
+//! - `ran_unasked`: a call of a kind that changes things (edit, delete, move, execute)
+//!   ran without any request although the agent had asked for a call of that kind before
+//!   in this session, no "always allow" answer was given for that kind, the mode and
+//!   config options have not changed since that request, and the client's policy would
+//!   not have allowed it by itself. "Ran without asking" alone is not enough: agents
+//!   legitimately skip asking after an "always allow" answer or in a mode that allows
+//!   (`acceptEdits`, `bypassPermissions`, a "yolo" mode…), and on recorded Claude sessions
+//!   that plain rule flagged calls the user had allowed; an agent that asks for a kind and
+//!   then, with nothing changed, stops asking is the inconsistency users report.
 
 use crate::event::EventBody;
-use crate::permission::{OptionKind, Outcome};
+use crate::permission::{OptionKind, Outcome, Verdict};
 use crate::session::AgentRequest;
-use crate::tool_call::ToolStatus;
+use crate::tool_call::{ToolKind, ToolStatus};
 use crate::update::Ctx;
 
 /// The rules, with what a finding says (the docs and `/status` use these words).
@@ -30,6 +33,10 @@ pub const RULES: &[(&str, &str)] = &[
     (
         "ran_after_refusal",
         "ran after its permission request was refused",
+    ),
+    (
+        "ran_unasked",
+        "ran without asking, though the agent asks for calls of its kind and nothing changed since",
     ),
 ];
 
@@ -75,6 +82,19 @@ pub(crate) fn check(cx: &mut Ctx<'_>, index: usize, before: Option<ToolStatus>) 
         if refused {
             found.push("ran_after_refusal");
         }
+    } else if call.permissions.is_empty()
+        && matches!(
+            call.kind,
+            ToolKind::Edit | ToolKind::Delete | ToolKind::Move | ToolKind::Execute
+        )
+        && cx
+            .s
+            .asks_by_kind
+            .get(&call.kind)
+            .is_some_and(|&(asked, always)| !always && asked >= cx.s.settings_changed_at)
+        && cx.s.policy.decide(call, cx.s.cwd.as_deref()).0 != Verdict::Allow
+    {
+        found.push("ran_unasked");
     }
     for rule in found {
         let call = cx.s.ledger.at_mut(index);

@@ -105,6 +105,9 @@ fn permission_asked(
     }
     cx.s.ledger.push_frame(applied.index, seq);
     let call = cx.s.ledger.at_mut(applied.index);
+    let kind = call.kind;
+    cx.s.asks_by_kind.entry(kind).or_default().0 = t;
+    let call = cx.s.ledger.at_mut(applied.index);
     call.permissions.push(PermissionRecord {
         request_id: id.to_string(),
         options: options.clone(),
@@ -173,6 +176,14 @@ pub(crate) fn permission_resolved(
     decider: Decider,
 ) {
     let t = cx.t;
+    if let Outcome::Selected {
+        kind: Some(OptionKind::AllowAlways),
+        ..
+    } = &outcome
+        && let Some(call) = cx.s.ledger.get(&call_id)
+    {
+        cx.s.asks_by_kind.entry(call.kind).or_default().1 = true;
+    }
     if let Some(call) = cx.s.ledger.get_mut(&call_id)
         && let Some(rec) = call
             .permissions
@@ -513,6 +524,7 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
         }
         ClientRequest::SetMode(mode) => {
             if !mode.is_empty() && cx.s.mode.as_deref() != Some(mode.as_str()) {
+                cx.s.settings_changed_at = cx.t;
                 cx.s.mode = Some(mode.clone());
                 cx.emit(EventBody::ModeChanged { mode });
             }
@@ -570,6 +582,7 @@ pub(crate) fn file_written(cx: &mut Ctx<'_>, request_id: &str, old: Option<Strin
 /// The agent's config options are now `options`: kept, and told when they changed.
 pub(crate) fn set_config(cx: &mut Ctx<'_>, options: Vec<crate::session_config::ConfigOption>) {
     if cx.s.config != options {
+        cx.s.settings_changed_at = cx.t;
         cx.s.config = options.clone();
         cx.emit(EventBody::ConfigChanged { options });
     }

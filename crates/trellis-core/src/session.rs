@@ -175,6 +175,11 @@ pub struct Session {
     pub settings_answered: u64,
     /// Of those, the ones the agent refused.
     pub settings_refused: u64,
+    /// Session time of the last change of mode or config options (see `crate::anomaly`).
+    pub settings_changed_at: f64,
+    /// Per kind of call: when the agent last asked permission for one, and whether an
+    /// "always allow" answer was given for one (see `crate::anomaly`).
+    pub asks_by_kind: BTreeMap<crate::tool_call::ToolKind, (f64, bool)>,
     pub terminals: BTreeMap<String, TerminalState>,
     /// Turns started so far (the current one, if open, is `turn`).
     pub turn: u32,

@@ -123,6 +123,7 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
             cx.emit(EventBody::CommandsUpdated { commands });
         }),
         "current_mode_update" => serde_json::from_str::<wire::ModeUpdate>(raw).map(|m| {
+            cx.s.settings_changed_at = cx.t;
             cx.s.mode = Some(m.current_mode_id.clone());
             cx.emit(EventBody::ModeChanged {
                 mode: m.current_mode_id,

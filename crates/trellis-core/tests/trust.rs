@@ -373,9 +373,11 @@ fn a_permission_request_the_agent_cancels_is_answered_once_as_cancelled() {
 }
 
 /// The anomaly detectors (issue 12, item 8): each rule on the call that broke it, once,
-/// as an event; calls that behave, or run unasked, are left alone.
+/// as an event; calls that behave are left alone, and so are calls run unasked where
+/// the agent may skip asking (it never asked for the kind, "always allow" was answered,
+/// the mode changed, or the policy allows).
 #[test]
-fn calls_that_run_while_asking_or_after_a_refusal_are_flagged() {
+fn calls_that_run_while_asking_after_a_refusal_or_unasked_are_flagged() {
     let tool = |seq: u64, id: &str, kind: &str, status: &str| {
         frame(
             seq,
@@ -406,8 +408,7 @@ fn calls_that_run_while_asking_or_after_a_refusal_are_flagged() {
             .collect()
     };
     let pair = |a: &str, b: &str| vec![(a.to_string(), b.to_string())];
-    // A call that just runs, unasked: not a rule (agents skip asking after "always
-    // allow" or in modes that allow).
+    // A call that just runs, unasked, before the agent ever asked for its kind: fine.
     let mut s = session();
     assert!(found(&update(&mut s, tool(10, "e1", "edit", "in_progress"))).is_empty());
     assert!(found(&update(&mut s, status(11, "e1", "completed"))).is_empty());
@@ -448,7 +449,75 @@ fn calls_that_run_while_asking_or_after_a_refusal_are_flagged() {
     answered(&mut s, 50, 10, "y");
     assert!(found(&update(&mut s, status(53, "c10", "completed"))).is_empty());
     assert_eq!(s.ledger.get("c9").unwrap().anomalies, ["ran_after_refusal"]);
-    assert_eq!(s.counters.anomalies, 2);
+    // The agent asks for its commands (c7, c9, c10): one it now runs unasked is flagged;
+    // not after an "always allow" answer for one.
+    assert_eq!(
+        found(&update(&mut s, tool(60, "c11", "execute", "completed"))),
+        pair("c11", "ran_unasked")
+    );
+    let always = |s: &mut Session, seq: u64, id: u64, kind: &str| {
+        update(s, tool(seq, &format!("c{id}"), kind, "pending"));
+        update(
+            s,
+            frame(
+                seq + 1,
+                Dir::AgentToClient,
+                json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission","params":{"sessionId":"s1",
+                    "toolCall":{"toolCallId":format!("c{id}"),"title":"x"},
+                    "options":[{"optionId":"a","name":"Always","kind":"allow_always"},{"optionId":"y","name":"Yes","kind":"allow_once"}]}}),
+            ),
+        );
+    };
+    always(&mut s, 70, 12, "execute");
+    update(
+        &mut s,
+        frame(
+            72,
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":12,"result":{"outcome":{"outcome":"selected","optionId":"a"}}}),
+        ),
+    );
+    assert!(found(&update(&mut s, status(73, "c12", "completed"))).is_empty());
+    assert!(found(&update(&mut s, tool(74, "c13", "execute", "completed"))).is_empty());
+    // Asked for a delete, then the mode changed: a delete unasked is not flagged until
+    // the agent asks for one again.
+    always(&mut s, 80, 14, "delete");
+    update(
+        &mut s,
+        frame(
+            82,
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":14,"result":{"outcome":{"outcome":"selected","optionId":"y"}}}),
+        ),
+    );
+    update(&mut s, status(83, "c14", "completed"));
+    update(
+        &mut s,
+        frame(
+            84,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{
+                "sessionUpdate":"current_mode_update","currentModeId":"bypass"}}}),
+        ),
+    );
+    assert!(found(&update(&mut s, tool(85, "d1", "delete", "completed"))).is_empty());
+    always(&mut s, 90, 16, "delete");
+    update(
+        &mut s,
+        frame(
+            92,
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":16,"result":{"outcome":{"outcome":"selected","optionId":"y"}}}),
+        ),
+    );
+    assert_eq!(
+        found(&update(&mut s, tool(93, "d2", "delete", "completed"))),
+        pair("d2", "ran_unasked")
+    );
+    // A policy that allows it by itself: not flagged.
+    s.policy = Policy::AllowOnce;
+    assert!(found(&update(&mut s, tool(94, "d3", "delete", "completed"))).is_empty());
+    assert_eq!(s.counters.anomalies, 4);
     let summary = trellis_core::summary::ledger_summary(&s);
     assert!(summary.contains("⚑ ran while asking"), "{summary}");
     assert!(
