@@ -70,7 +70,7 @@ fn the_list_a_selectors_grouped_choices_and_the_status_bar() {
         let mut a = app(session(vec![]));
         let f = frame_text(&mut a, w, h);
         assert!(
-            last_line(&f).contains("mode ask │ Fast One │ thinking Medium"),
+            last_line(&f).contains("mode Ask first │ Fast One │ thinking Medium"),
             "{}",
             last_line(&f)
         );

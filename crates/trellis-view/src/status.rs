@@ -96,7 +96,15 @@ pub fn status_line_with(
     };
     match (option("mode"), &session.mode) {
         (Some(o), _) => parts.push(format!("mode {}", trellis_text::one_line(&o.shown_value()))),
-        (None, Some(mode)) => parts.push(format!("mode {mode}")),
+        (None, Some(mode)) => {
+            // The legacy mode by its name when the agent gave one.
+            let name = session
+                .modes
+                .iter()
+                .find(|m| &m.value == mode)
+                .map_or(mode.as_str(), |m| m.name.as_str());
+            parts.push(format!("mode {}", trellis_text::one_line(name)));
+        }
         (None, None) => {}
     }
     if let Some(o) = option("model") {

@@ -576,7 +576,7 @@ fn the_agents_model_is_chosen_in_the_options_picker() {
         return;
     };
     let s = t.wait_for("Demo Fast │ thinking Medium");
-    assert!(s.contains("mode default"), "{s}");
+    assert!(s.contains("mode Default │"), "{s}");
     t.send(&["Escape", "M"]);
     t.wait_for("Agent options");
     // Model (first row) → its choices → Demo Max (the third) → set.
@@ -594,7 +594,9 @@ fn the_agents_model_is_chosen_in_the_options_picker() {
     t.wait_for("Allow everything");
     t.send(&["Down", "Enter"]);
     t.wait("the mode on the status bar", |s| {
-        s.lines().last().is_some_and(|l| l.contains("mode yolo"))
+        s.lines()
+            .last()
+            .is_some_and(|l| l.contains("mode Allow everything"))
     });
     let log = t.log();
     assert!(log.contains("\"session/set_config_option\""), "in the log");
