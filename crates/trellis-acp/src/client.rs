@@ -412,35 +412,28 @@ async fn run(
                     let _ = tx.send(Input::Mcp(offers));
                 }
                 let mut authenticated = false;
+                // What every setup request carries (three request types, one set of fields).
+                macro_rules! setup {
+                    ($req:expr) => {
+                        $req.mcp_servers(mcp.clone())
+                            .additional_directories(dirs.clone())
+                            .system_prompt(system.clone())
+                    };
+                }
                 let session_id: SessionId = loop {
                     let attempt = match (&resume, &load) {
                         (Some(id), _) => cx
-                            .send_request(
-                                ResumeSessionRequest::new(id.clone(), spec.cwd.clone())
-                                    .mcp_servers(mcp.clone())
-                                    .additional_directories(dirs.clone())
-                                    .system_prompt(system.clone()),
-                            )
+                            .send_request(setup!(ResumeSessionRequest::new(id.clone(), spec.cwd.clone())))
                             .block_task()
                             .await
                             .map(|_| SessionId::from(id.clone())),
                         (None, Some(id)) => cx
-                            .send_request(
-                                LoadSessionRequest::new(id.clone(), spec.cwd.clone())
-                                    .mcp_servers(mcp.clone())
-                                    .additional_directories(dirs.clone())
-                                    .system_prompt(system.clone()),
-                            )
+                            .send_request(setup!(LoadSessionRequest::new(id.clone(), spec.cwd.clone())))
                             .block_task()
                             .await
                             .map(|_| SessionId::from(id.clone())),
                         (None, None) => cx
-                            .send_request(
-                                NewSessionRequest::new(spec.cwd.clone())
-                                    .mcp_servers(mcp.clone())
-                                    .additional_directories(dirs.clone())
-                                    .system_prompt(system.clone()),
-                            )
+                            .send_request(setup!(NewSessionRequest::new(spec.cwd.clone())))
                             .block_task()
                             .await
                             .map(|s| s.session_id),

@@ -58,6 +58,16 @@ fn entry<'a>(cx: &'a mut Ctx<'_>, id: &str) -> &'a mut Compaction {
     }
 }
 
+/// The entry of the compaction `v` names (made when new); `None` — said as a malformed
+/// `kind` — when it names none.
+fn named<'a>(cx: &'a mut Ctx<'_>, v: &Value, kind: &str, what: &str) -> Option<&'a mut Compaction> {
+    let Some(id) = text(v, "compactionId").filter(|i| !i.is_empty()) else {
+        cx.malformed(kind, format!("skipped a {what} without an id"));
+        return None;
+    };
+    Some(entry(cx, &id))
+}
+
 /// The text of content blocks (text as is, anything else as a short tag).
 fn blocks_text(v: &Value) -> String {
     let one = |b: &Value| crate::hot::block_text(&b.to_string()).unwrap_or_default();
@@ -72,14 +82,9 @@ fn blocks_text(v: &Value) -> String {
 /// (`null` clears them; absent leaves them as they are).
 pub(crate) fn compaction_update(cx: &mut Ctx<'_>, raw: &str) -> Result<(), serde_json::Error> {
     let v: Value = serde_json::from_str(raw)?;
-    let Some(id) = text(&v, "compactionId").filter(|i| !i.is_empty()) else {
-        cx.malformed(
-            "compaction_update",
-            "skipped a compaction update without an id".into(),
-        );
+    let Some(c) = named(cx, &v, "compaction_update", "compaction update") else {
         return Ok(());
     };
-    let c = entry(cx, &id);
     if let Some(s) = text(&v, "status") {
         c.status = s;
     }
@@ -101,15 +106,15 @@ pub(crate) fn compaction_update(cx: &mut Ctx<'_>, raw: &str) -> Result<(), serde
 /// `compaction_summary_chunk`: one more block of a compaction's summary.
 pub(crate) fn compaction_chunk(cx: &mut Ctx<'_>, raw: &str) -> Result<(), serde_json::Error> {
     let v: Value = serde_json::from_str(raw)?;
-    let Some(id) = text(&v, "compactionId").filter(|i| !i.is_empty()) else {
-        cx.malformed(
-            "compaction_summary_chunk",
-            "skipped a compaction summary chunk without an id".into(),
-        );
-        return Ok(());
-    };
     let piece = v.get("content").map(blocks_text).unwrap_or_default();
-    entry(cx, &id).summary.push_str(&piece);
+    if let Some(c) = named(
+        cx,
+        &v,
+        "compaction_summary_chunk",
+        "compaction summary chunk",
+    ) {
+        c.summary.push_str(&piece);
+    }
     Ok(())
 }
 

@@ -277,6 +277,17 @@ impl Session {
         v
     }
 
+    /// The legacy mode as the agent names it (its id when it gave no name).
+    pub fn mode_name(&self) -> Option<&str> {
+        let mode = self.mode.as_deref()?;
+        Some(
+            self.modes
+                .iter()
+                .find(|m| m.value == mode)
+                .map_or(mode, |m| m.name.as_str()),
+        )
+    }
+
     /// Plan progress: (completed, total).
     pub fn plan_progress(&self) -> (usize, usize) {
         let done = self.plan.iter().filter(|e| e.status == "completed").count();

@@ -420,8 +420,9 @@ fn calls_that_run_while_asking_after_a_refusal_or_unasked_are_flagged() {
         pair("c7", "ran_while_asking")
     );
     // Asked, refused, ran anyway; asked, allowed, ran: fine.
-    let answered = |s: &mut Session, seq: u64, id: u64, option: &str| {
-        update(s, tool(seq, &format!("c{id}"), "execute", "pending"));
+    // Call c{id} of `kind` asks (always, once, or no) and is answered `option`.
+    let answered = |s: &mut Session, seq: u64, id: u64, kind: &str, option: &str| {
+        update(s, tool(seq, &format!("c{id}"), kind, "pending"));
         update(
             s,
             frame(
@@ -429,7 +430,9 @@ fn calls_that_run_while_asking_after_a_refusal_or_unasked_are_flagged() {
                 Dir::AgentToClient,
                 json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission","params":{"sessionId":"s1",
                     "toolCall":{"toolCallId":format!("c{id}"),"title":"x"},
-                    "options":[{"optionId":"y","name":"Yes","kind":"allow_once"},{"optionId":"n","name":"No","kind":"reject_once"}]}}),
+                    "options":[{"optionId":"a","name":"Always","kind":"allow_always"},
+                        {"optionId":"y","name":"Yes","kind":"allow_once"},
+                        {"optionId":"n","name":"No","kind":"reject_once"}]}}),
             ),
         );
         update(
@@ -441,12 +444,12 @@ fn calls_that_run_while_asking_after_a_refusal_or_unasked_are_flagged() {
             ),
         );
     };
-    answered(&mut s, 40, 9, "n");
+    answered(&mut s, 40, 9, "execute", "n");
     assert_eq!(
         found(&update(&mut s, status(43, "c9", "completed"))),
         pair("c9", "ran_after_refusal")
     );
-    answered(&mut s, 50, 10, "y");
+    answered(&mut s, 50, 10, "execute", "y");
     assert!(found(&update(&mut s, status(53, "c10", "completed"))).is_empty());
     assert_eq!(s.ledger.get("c9").unwrap().anomalies, ["ran_after_refusal"]);
     // The agent asks for its commands (c7, c9, c10): one it now runs unasked is flagged;
@@ -455,41 +458,12 @@ fn calls_that_run_while_asking_after_a_refusal_or_unasked_are_flagged() {
         found(&update(&mut s, tool(60, "c11", "execute", "completed"))),
         pair("c11", "ran_unasked")
     );
-    let always = |s: &mut Session, seq: u64, id: u64, kind: &str| {
-        update(s, tool(seq, &format!("c{id}"), kind, "pending"));
-        update(
-            s,
-            frame(
-                seq + 1,
-                Dir::AgentToClient,
-                json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission","params":{"sessionId":"s1",
-                    "toolCall":{"toolCallId":format!("c{id}"),"title":"x"},
-                    "options":[{"optionId":"a","name":"Always","kind":"allow_always"},{"optionId":"y","name":"Yes","kind":"allow_once"}]}}),
-            ),
-        );
-    };
-    always(&mut s, 70, 12, "execute");
-    update(
-        &mut s,
-        frame(
-            72,
-            Dir::ClientToAgent,
-            json!({"jsonrpc":"2.0","id":12,"result":{"outcome":{"outcome":"selected","optionId":"a"}}}),
-        ),
-    );
+    answered(&mut s, 70, 12, "execute", "a");
     assert!(found(&update(&mut s, status(73, "c12", "completed"))).is_empty());
     assert!(found(&update(&mut s, tool(74, "c13", "execute", "completed"))).is_empty());
     // Asked for a delete, then the mode changed: a delete unasked is not flagged until
     // the agent asks for one again.
-    always(&mut s, 80, 14, "delete");
-    update(
-        &mut s,
-        frame(
-            82,
-            Dir::ClientToAgent,
-            json!({"jsonrpc":"2.0","id":14,"result":{"outcome":{"outcome":"selected","optionId":"y"}}}),
-        ),
-    );
+    answered(&mut s, 80, 14, "delete", "y");
     update(&mut s, status(83, "c14", "completed"));
     update(
         &mut s,
@@ -501,15 +475,7 @@ fn calls_that_run_while_asking_after_a_refusal_or_unasked_are_flagged() {
         ),
     );
     assert!(found(&update(&mut s, tool(85, "d1", "delete", "completed"))).is_empty());
-    always(&mut s, 90, 16, "delete");
-    update(
-        &mut s,
-        frame(
-            92,
-            Dir::ClientToAgent,
-            json!({"jsonrpc":"2.0","id":16,"result":{"outcome":{"outcome":"selected","optionId":"y"}}}),
-        ),
-    );
+    answered(&mut s, 90, 16, "delete", "y");
     assert_eq!(
         found(&update(&mut s, tool(93, "d2", "delete", "completed"))),
         pair("d2", "ran_unasked")

@@ -65,15 +65,12 @@ fn describe(s: &Session, row: &Row) -> Option<(String, String, Vec<ConfigChoice>
                 o.is_boolean(),
             )
         }),
-        Row::Modes => {
-            let cur = s.mode.clone().unwrap_or_default();
-            let shown = s
-                .modes
-                .iter()
-                .find(|m| m.value == cur)
-                .map_or(cur, |m| m.name.clone());
-            Some(("Mode".into(), shown, s.modes.clone(), false))
-        }
+        Row::Modes => Some((
+            "Mode".into(),
+            s.mode_name().unwrap_or_default().to_string(),
+            s.modes.clone(),
+            false,
+        )),
     }
 }
 

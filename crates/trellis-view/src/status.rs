@@ -96,13 +96,8 @@ pub fn status_line_with(
     };
     match (option("mode"), &session.mode) {
         (Some(o), _) => parts.push(format!("mode {}", trellis_text::one_line(&o.shown_value()))),
-        (None, Some(mode)) => {
-            // The legacy mode by its name when the agent gave one.
-            let name = session
-                .modes
-                .iter()
-                .find(|m| &m.value == mode)
-                .map_or(mode.as_str(), |m| m.name.as_str());
+        (None, Some(_)) => {
+            let name = session.mode_name().unwrap_or_default();
             parts.push(format!("mode {}", trellis_text::one_line(name)));
         }
         (None, None) => {}

@@ -33,10 +33,7 @@ impl Hostile {
         String::from_utf8(bytes).expect("the session log is UTF-8")
     }
     fn events(&self) -> Vec<Value> {
-        self.stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-            .collect()
+        crate::jsonl(&self.stdout)
     }
     /// The agent's `report: WHAT: OUTCOME` lines, from its messages.
     fn report(&self, what: &str) -> String {

@@ -17,6 +17,14 @@ mod strict;
 mod tui;
 mod tui_trust;
 
+/// The events of a headless run's JSON Lines output (a line that is not JSON fails the
+/// test, with the line).
+pub fn jsonl(out: &str) -> Vec<serde_json::Value> {
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 /// A tool a test needs is missing: under CI (`CI=true`) that is a failure, never a pass;
 /// elsewhere the test says so on stderr and returns.
 pub fn missing_tool(what: &str) {

@@ -35,10 +35,7 @@ pub(crate) fn demo_run(dir: &Path, args: &[&str]) -> Output {
 
 /// The events of a JSONL run.
 pub(crate) fn events(o: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    crate::jsonl(&String::from_utf8_lossy(&o.stdout))
 }
 
 /// [`demo_run`] that must end cleanly; its events.

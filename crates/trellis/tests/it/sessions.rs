@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::jsonl as events;
+
 struct Home {
     dir: tempfile::TempDir,
 }
@@ -382,13 +384,6 @@ fn artifact_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// Events of a headless run in JSON Lines.
-fn events(out: &str) -> Vec<serde_json::Value> {
-    out.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]
