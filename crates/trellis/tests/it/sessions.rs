@@ -6,6 +6,16 @@ use std::process::{Command, Output};
 
 use crate::jsonl as events;
 
+/// A row of `sessions list --json`.
+struct Row(serde_json::Value);
+
+impl Row {
+    /// A text field, as an owned string.
+    fn str(&self, key: &str) -> String {
+        self.0[key].as_str().unwrap().to_string()
+    }
+}
+
 struct Home {
     dir: tempfile::TempDir,
 }
@@ -63,6 +73,12 @@ impl Home {
             ],
             cwd,
         );
+    }
+
+    /// A demo session ("the first prompt") in `cwd`: its row in `sessions list`.
+    fn first_session(&self, cwd: &Path) -> Row {
+        self.demo(cwd, "the first prompt");
+        Row(self.json(&["sessions", "list", "--json"], cwd)[0].clone())
     }
 
     fn json(&self, args: &[&str], cwd: &Path) -> serde_json::Value {
@@ -390,12 +406,8 @@ fn artifact_dir() -> PathBuf {
 fn resume_rebuilds_locally_and_carries_the_earlier_session() {
     let home = Home::new();
     let a = home.project("alpha");
-    home.demo(&a, "the first prompt");
-    let first = home.json(&["sessions", "list", "--json"], &a);
-    let (id, old_log) = (
-        first[0]["id"].as_str().unwrap().to_string(),
-        first[0]["path"].as_str().unwrap().to_string(),
-    );
+    let first = home.first_session(&a);
+    let (id, old_log) = (first.str("id"), first.str("path"));
     // Elsewhere, with no --agent nor --cwd: the earlier session's agent and directory.
     let out = home.resume(home.path(), &id[..4], &["--carry"]);
     let ev = events(&out);
@@ -440,10 +452,8 @@ fn resume_rebuilds_locally_and_carries_the_earlier_session() {
 fn resume_reloads_an_agent_that_can_and_does_not_show_its_replay_twice() {
     let home = Home::new();
     let a = home.project("alpha");
-    home.demo(&a, "the first prompt");
-    let first = home.json(&["sessions", "list", "--json"], &a);
-    let id = first[0]["id"].as_str().unwrap().to_string();
-    let acp = first[0]["acp_id"].as_str().unwrap().to_string();
+    let first = home.first_session(&a);
+    let (id, acp) = (first.str("id"), first.str("acp_id"));
     let out = home.resume(&a, &id, &["--agent", "trellis agent demo --load-session"]);
     let ev = events(&out);
     let started = ev.iter().find(|e| e["type"] == "session_started").unwrap();
@@ -467,10 +477,8 @@ fn resume_reloads_an_agent_that_can_and_does_not_show_its_replay_twice() {
 fn resume_prefers_session_resume_when_the_agent_advertises_it() {
     let home = Home::new();
     let a = home.project("alpha");
-    home.demo(&a, "the first prompt");
-    let first = home.json(&["sessions", "list", "--json"], &a);
-    let id = first[0]["id"].as_str().unwrap().to_string();
-    let acp = first[0]["acp_id"].as_str().unwrap().to_string();
+    let first = home.first_session(&a);
+    let (id, acp) = (first.str("id"), first.str("acp_id"));
     let out = home.resume(
         &a,
         &id,
@@ -495,9 +503,7 @@ fn resume_prefers_session_resume_when_the_agent_advertises_it() {
 fn resume_in_the_ui_shows_the_history_above_a_divider() {
     let home = Home::new();
     let a = home.project("alpha");
-    home.demo(&a, "the first prompt");
-    let first = home.json(&["sessions", "list", "--json"], &a);
-    let id = first[0]["id"].as_str().unwrap().to_string();
+    let id = home.first_session(&a).str("id");
     let data = format!("XDG_DATA_HOME={}", home.path().join("data").display());
     let config = format!("XDG_CONFIG_HOME={}", home.path().join("config").display());
     let Some(t) = crate::tui::Tmux::start_env(
