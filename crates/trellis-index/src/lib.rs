@@ -10,9 +10,11 @@
 mod background;
 pub mod extract;
 mod query;
+mod read;
 mod schema;
+mod write;
 
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -147,10 +149,8 @@ impl Index {
     pub fn reindex(&mut self, sessions_dir: &Path) -> Result<Updated> {
         let known = self.known_paths()?;
         let tx = self.conn.transaction()?;
-        tx.execute_batch(
-            "DELETE FROM entries; DELETE FROM calls; DELETE FROM sessions;
-             INSERT INTO entries_fts(entries_fts) VALUES('rebuild');",
-        )?;
+        write::clear(&tx)?;
+        tx.execute_batch("DELETE FROM calls; DELETE FROM sessions;")?;
         tx.commit()?;
         let mut logs = Vec::new();
         collect_logs(sessions_dir, &mut logs, 0);
@@ -214,12 +214,14 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
             .map(|d| d.as_nanos() as i64)
             .unwrap_or_default();
         let head = head_hash(&mut file)?;
+        // Cached statements: a refresh runs these once per log, for thousands of logs.
         let known: Option<(i64, i64, String, i64, i64)> = tx
-            .query_row(
+            .prepare_cached(
                 "SELECT size, mtime, head, checkpoint, ck_turn FROM sessions WHERE path = ?1",
-                [&key],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
-            )
+            )?
+            .query_row([&key], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
             .optional()?;
         let id = session_id(log);
         let (from, turn, facts) = match known {
@@ -232,23 +234,17 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
             _ => (0, 0, Facts::default()),
         };
         file.seek(SeekFrom::Start(from))?;
-        tx.execute(
-            "DELETE FROM entries WHERE session = ?1 AND offset >= ?2",
-            params![id, from as i64],
-        )?;
-        tx.execute(
-            "DELETE FROM calls WHERE session = ?1 AND offset >= ?2",
-            params![id, from as i64],
-        )?;
+        write::delete_from(tx, &id, from)?;
+        tx.prepare_cached("DELETE FROM calls WHERE session = ?1 AND offset >= ?2")?
+            .execute(params![id, from as i64])?;
         let mut ex = Extractor::resuming(turn);
         ex.facts = facts;
         ex.last_title = tx
-            .query_row(
+            .prepare_cached(
                 "SELECT text FROM entries WHERE session = ?1 AND kind = 'title' AND offset < ?2
                  ORDER BY offset DESC LIMIT 1",
-                params![id, from as i64],
-                |r| r.get(0),
-            )
+            )?
+            .query_row(params![id, from as i64], |r| r.get(0))
             .optional()?;
         let mut sink = SqlSink {
             tx,
@@ -256,14 +252,13 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
             checkpoint: (from, turn),
             err: None,
         };
-        let end = read_lines(&mut file, from, &mut ex, &mut sink)?;
-        ex.finish(&mut sink);
+        let end = read::read_into(file, from, meta.len(), &mut ex, &mut sink)?;
         if let Some(e) = sink.err {
             return Err(e.into());
         }
         let (ck, ck_turn) = sink.checkpoint;
         let f = &ex.facts;
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO sessions(id, path, acp_id, agent, agent_title, command, cwd, title,
                  started, last_t, end_reason, turns, tokens_used, tokens_size, cost, currency,
                  continues, head, size, mtime, checkpoint, ck_turn)
@@ -279,32 +274,32 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
                  continues = excluded.continues, head = excluded.head, size = excluded.size,
                  mtime = excluded.mtime, checkpoint = excluded.checkpoint,
                  ck_turn = excluded.ck_turn",
-            params![
-                id,
-                key,
-                f.acp_id,
-                f.agent,
-                f.agent_title,
-                f.command,
-                f.cwd,
-                f.title,
-                f.started,
-                f.last_t,
-                f.end_reason,
-                ex.turn(),
-                f.tokens_used,
-                f.tokens_size,
-                f.cost,
-                f.currency,
-                f.continues,
-                head,
-                end as i64,
-                // A file that ended mid-line is read again next time.
-                if end == meta.len() { mtime } else { -1 },
-                ck as i64,
-                ck_turn,
-            ],
-        )?;
+        )?
+        .execute(params![
+            id,
+            key,
+            f.acp_id,
+            f.agent,
+            f.agent_title,
+            f.command,
+            f.cwd,
+            f.title,
+            f.started,
+            f.last_t,
+            f.end_reason,
+            ex.turn(),
+            f.tokens_used,
+            f.tokens_size,
+            f.cost,
+            f.currency,
+            f.continues,
+            head,
+            end as i64,
+            // A file that ended mid-line is read again next time.
+            if end == meta.len() { mtime } else { -1 },
+            ck as i64,
+            ck_turn,
+        ])?;
         Ok(Updated {
             logs: 1,
             bytes: end - from,
@@ -329,7 +324,7 @@ impl Index {
     pub fn forget(&mut self, path: &str) -> Result<()> {
         let id = session_id(Path::new(path));
         let tx = self.conn.transaction()?;
-        tx.execute("DELETE FROM entries WHERE session = ?1", [&id])?;
+        write::delete_from(&tx, &id, 0)?;
         tx.execute("DELETE FROM calls WHERE session = ?1", [&id])?;
         tx.execute("DELETE FROM sessions WHERE id = ?1", [&id])?;
         tx.commit()?;
@@ -339,12 +334,13 @@ impl Index {
 
 fn facts(conn: &Connection, id: &str) -> Result<Facts> {
     {
-        Ok(conn.query_row(
-            "SELECT acp_id, agent, agent_title, command, cwd, title, started, last_t,
+        Ok(conn
+            .prepare_cached(
+                "SELECT acp_id, agent, agent_title, command, cwd, title, started, last_t,
                     end_reason, tokens_used, tokens_size, cost, currency, continues
              FROM sessions WHERE id = ?1",
-            [id],
-            |r| {
+            )?
+            .query_row([id], |r| {
                 Ok(Facts {
                     acp_id: r.get(0)?,
                     agent: r.get(1)?,
@@ -362,8 +358,7 @@ fn facts(conn: &Connection, id: &str) -> Result<Facts> {
                     continues: r.get(13)?,
                     bad_lines: 0,
                 })
-            },
-        )?)
+            })?)
     }
 }
 
@@ -387,21 +382,7 @@ impl SqlSink<'_> {
 impl Sink for SqlSink<'_> {
     fn doc(&mut self, d: Doc) {
         let session = self.session;
-        self.run(|tx| {
-            tx.prepare_cached(
-                "INSERT INTO entries(session, kind, turn, call_id, offset, text)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![
-                session,
-                d.kind.as_str(),
-                d.turn,
-                d.call_id,
-                d.offset as i64,
-                d.text
-            ])?;
-            Ok(())
-        });
+        self.run(|tx| write::insert(tx, session, &d));
     }
 
     fn call(&mut self, c: CallRow) {
@@ -429,28 +410,6 @@ impl Sink for SqlSink<'_> {
 
     fn checkpoint(&mut self, offset: u64, turn: u32) {
         self.checkpoint = (offset, turn);
-    }
-}
-
-/// Feeds every complete line from `from` on; returns the offset after the last one.
-fn read_lines(
-    file: &mut std::fs::File,
-    from: u64,
-    ex: &mut Extractor,
-    sink: &mut dyn Sink,
-) -> std::io::Result<u64> {
-    let mut r = BufReader::with_capacity(1 << 20, file);
-    let mut line = Vec::with_capacity(64 << 10);
-    let mut at = from;
-    loop {
-        line.clear();
-        let n = r.read_until(b'\n', &mut line)?;
-        if n == 0 || line.last() != Some(&b'\n') {
-            return Ok(at);
-        }
-        let next = at + n as u64;
-        ex.feed(&line[..n - 1], at, next, sink);
-        at = next;
     }
 }
 

@@ -101,6 +101,17 @@ fn sessions_are_listed_with_their_facts_and_found_by_their_words() {
     }
 }
 
+/// The full-text index holds exactly the words of the entries table: FTS5 compares them
+/// (`integrity-check` with rank 1 reads the external content too).
+fn words_match_entries(index: &Path) {
+    let c = rusqlite::Connection::open(index).unwrap();
+    c.execute(
+        "INSERT INTO entries_fts(entries_fts, rank) VALUES('integrity-check', 1)",
+        [],
+    )
+    .expect("the full-text index and the entries disagree");
+}
+
 #[test]
 fn a_growing_log_is_read_from_its_last_turn_end() {
     let s = setup();
@@ -124,8 +135,10 @@ fn a_growing_log_is_read_from_its_last_turn_end() {
     let row = ix.session(&session_id(&a)).unwrap();
     assert_eq!(row.turns, 2);
     // The rest of the line arrives: the open turn is read again, not twice.
+    words_match_entries(&s.index);
     append(&a, &second[cut..]);
     ix.update(&a).unwrap();
+    words_match_entries(&s.index);
     assert_eq!(ix.search("beta", None, None, false, 9).unwrap().len(), 1);
     // Per turn: the prompt, the message, the call; the title, sent every turn, once.
     assert_eq!(ix.search("build", None, None, false, 99).unwrap().len(), 7);
@@ -148,6 +161,7 @@ fn a_growing_log_is_read_from_its_last_turn_end() {
     let before = whole(&ix);
     ix.reindex(&s.sessions).unwrap();
     assert_eq!(whole(&ix), before);
+    words_match_entries(&s.index);
 }
 
 #[test]
@@ -162,8 +176,10 @@ fn a_replaced_or_deleted_log_is_noticed() {
     ix.refresh(&s.sessions).unwrap();
     assert!(ix.search("alpha", None, None, false, 9).unwrap().is_empty());
     assert_eq!(ix.search("gamma", None, None, false, 9).unwrap().len(), 3);
+    words_match_entries(&s.index);
     std::fs::remove_file(&a).unwrap();
     assert_eq!(ix.refresh(&s.sessions).unwrap().gone, 1);
+    words_match_entries(&s.index);
     assert!(ix.list(&ListFilter::default()).unwrap().is_empty());
     assert!(ix.search("gamma", None, None, false, 9).unwrap().is_empty());
 }
@@ -199,6 +215,17 @@ fn a_damaged_or_newer_index_is_set_aside_and_rebuilt() {
         "{found:?}"
     );
     assert!(ix.list(&ListFilter::default()).unwrap().is_empty());
+    drop(ix);
+
+    // Older (schema 1 kept its words in step by triggers): dropped and made anew.
+    {
+        let c = rusqlite::Connection::open(&s.index).unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+    }
+    let (mut ix, found) = Index::open(&s.index).unwrap();
+    assert_eq!(found, Found::Created);
+    ix.refresh(&s.sessions).unwrap();
+    assert_eq!(ix.search("alpha", None, None, false, 9).unwrap().len(), 1);
     drop(ix);
 
     // Deleted: created again, and filled from the logs.

@@ -1,0 +1,54 @@
+//! Writing searchable entries: the `entries` table and its full-text index together, with
+//! plain statements (see the note on triggers in `schema`).
+
+use rusqlite::{Transaction, params};
+
+use crate::extract::Doc;
+
+/// Adds one entry of `session` and its words.
+pub(crate) fn insert(tx: &Transaction<'_>, session: &str, d: &Doc) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO entries(session, kind, turn, call_id, offset, text)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        session,
+        d.kind.as_str(),
+        d.turn,
+        d.call_id,
+        d.offset as i64,
+        d.text
+    ])?;
+    let id = tx.last_insert_rowid();
+    tx.prepare_cached("INSERT INTO entries_fts(rowid, text) VALUES (?1, ?2)")?
+        .execute(params![id, d.text])?;
+    Ok(())
+}
+
+/// Removes the entries of `session` from log offset `from` on, and their words (one
+/// statement for all of them: the full-text index flushes once).
+pub(crate) fn delete_from(tx: &Transaction<'_>, session: &str, from: u64) -> rusqlite::Result<()> {
+    // Nothing to delete (a log read for the first time) is the common case of a refresh:
+    // the statement on the full-text index would write its pending words all the same.
+    let any = tx
+        .prepare_cached("SELECT 1 FROM entries WHERE session = ?1 AND offset >= ?2 LIMIT 1")?
+        .exists(params![session, from as i64])?;
+    if !any {
+        return Ok(());
+    }
+    tx.prepare_cached(
+        "INSERT INTO entries_fts(entries_fts, rowid, text)
+         SELECT 'delete', id, text FROM entries WHERE session = ?1 AND offset >= ?2",
+    )?
+    .execute(params![session, from as i64])?;
+    tx.prepare_cached("DELETE FROM entries WHERE session = ?1 AND offset >= ?2")?
+        .execute(params![session, from as i64])?;
+    Ok(())
+}
+
+/// Removes every entry and every word.
+pub(crate) fn clear(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "DELETE FROM entries; INSERT INTO entries_fts(entries_fts) VALUES('delete-all');",
+    )
+}
