@@ -14,13 +14,13 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, BooleanConfigOptionCapabilities, CancelNotification, ClientCapabilities,
-    ClientSessionCapabilities, CompactionCapabilities, ContentBlock, EmbeddedResource,
-    EmbeddedResourceResource, FileSystemCapabilities, Implementation, InitializeRequest,
-    LoadSessionRequest, NewSessionRequest, NoticeCapabilities, PlanCapabilities, PromptRequest,
-    ResourceLink, ResumeSessionRequest, SessionConfigOptionValue, SessionConfigOptionsCapabilities,
-    SessionId, SetSessionConfigOptionRequest, SetSessionModeRequest, SystemPrompt,
-    SystemPromptMode, TextContent, TextResourceContents,
+    AuthCapabilities, AuthenticateRequest, BooleanConfigOptionCapabilities, CancelNotification,
+    ClientCapabilities, ClientSessionCapabilities, CompactionCapabilities, ContentBlock,
+    EmbeddedResource, EmbeddedResourceResource, FileSystemCapabilities, Implementation,
+    InitializeRequest, LoadSessionRequest, NewSessionRequest, NoticeCapabilities, PlanCapabilities,
+    PromptRequest, ResourceLink, ResumeSessionRequest, SessionConfigOptionValue,
+    SessionConfigOptionsCapabilities, SessionId, SetSessionConfigOptionRequest,
+    SetSessionModeRequest, SystemPrompt, SystemPromptMode, TextContent, TextResourceContents,
 };
 use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde_json::{Value, json};
@@ -28,6 +28,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use trellis_core::permission::Outcome;
 use trellis_core::update::Action;
 
+use crate::login::{Chosen, Login, chosen_method};
 use crate::recorder::{LogSink, Recorder};
 use crate::roots::Roots;
 use crate::services::{Services, route};
@@ -43,6 +44,9 @@ pub struct Caps {
     pub read_text_file: bool,
     pub write_text_file: bool,
     pub terminal: bool,
+    /// The front end can run an agent's login in the user's terminal (`authMethods` of
+    /// type `terminal`): the UI can, a headless run cannot (it says what to run).
+    pub terminal_login: bool,
 }
 
 impl Default for Caps {
@@ -51,6 +55,7 @@ impl Default for Caps {
             read_text_file: true,
             write_text_file: true,
             terminal: true,
+            terminal_login: false,
         }
     }
 }
@@ -103,6 +108,9 @@ pub enum Input {
     Warning(String),
     /// What became of the MCP servers offered at setup.
     Mcp(Vec<crate::mcp::McpOffer>),
+    /// The agent wants the user to log in by running it in the terminal: the front end
+    /// runs the login and answers [`Command::LoginDone`]; setup waits (its timeout too).
+    Login(Login),
     /// The session is set up; prompts may be sent.
     Ready,
     /// The connection is over; `error` says why if it was not a clean shutdown.
@@ -137,6 +145,11 @@ pub enum Command {
     SetConfigOption {
         id: String,
         value: trellis_core::session_config::ConfigValue,
+    },
+    /// The login the connection asked for ([`Input::Login`]) is over; `ok` false when it
+    /// could not run.
+    LoginDone {
+        ok: bool,
     },
     Shutdown,
 }
@@ -334,12 +347,18 @@ async fn run(
             // Setup is bounded by the setup timeout, and the user can stop it at any time;
             // prompts sent meanwhile wait for it.
             let mut queued: std::collections::VecDeque<Command> = Default::default();
+            // The setup timeout stops while the user logs in (`None`).
+            let timeout = spec.setup_timeout;
+            let deadline = Mutex::new(Some(std::time::Instant::now() + timeout));
+            let (login_tx, mut login_rx) = unbounded_channel::<bool>();
             let setup = async {
                 let caps = ClientCapabilities::new()
                     .fs(FileSystemCapabilities::new()
                         .read_text_file(spec.caps.read_text_file)
                         .write_text_file(spec.caps.write_text_file))
                     .terminal(spec.caps.terminal)
+                    // Only where a login can run in the user's terminal (the UI).
+                    .auth(AuthCapabilities::new().terminal(spec.caps.terminal_login))
                     // Config options of type boolean are shown and set like the others;
                     // notices and compaction go to the transcript.
                     .session(
@@ -441,12 +460,40 @@ async fn run(
                     match attempt {
                         Ok(id) => break id,
                         Err(e) if !authenticated && i32::from(e.code) == -32000 && !init.auth_methods.is_empty() => {
-                            let method = spec
-                                .auth_method
-                                .clone()
-                                .or_else(|| init.auth_methods.first().map(|m| m.id().to_string()))
-                                .unwrap_or_default();
-                            cx.send_request(AuthenticateRequest::new(method)).block_task().await?;
+                            let how = chosen_method(
+                                &init.auth_methods,
+                                spec.auth_method.as_deref(),
+                                &spec.command,
+                                &spec.args,
+                                &spec.env,
+                            );
+                            match how {
+                                Chosen::Agent(method) => {
+                                    cx.send_request(AuthenticateRequest::new(method)).block_task().await?;
+                                }
+                                Chosen::Terminal(login) if !spec.caps.terminal_login => {
+                                    return Err(agent_client_protocol::Error::new(
+                                        -32000,
+                                        format!(
+                                            "the agent asks you to log in ({}): run `{}` in a terminal, then start again",
+                                            login.name,
+                                            login.command_line()
+                                        ),
+                                    ));
+                                }
+                                Chosen::Terminal(login) => {
+                                    *lock(&deadline) = None;
+                                    let _ = tx.send(Input::Login(login));
+                                    let ok = login_rx.recv().await.unwrap_or(false);
+                                    *lock(&deadline) = Some(std::time::Instant::now() + timeout);
+                                    if !ok {
+                                        return Err(agent_client_protocol::Error::new(
+                                            -32000,
+                                            "the agent asks you to log in, and the login could not run",
+                                        ));
+                                    }
+                                }
+                            }
                             authenticated = true;
                         }
                         Err(e) => return Err(e),
@@ -455,29 +502,40 @@ async fn run(
                 let embed = init.agent_capabilities.prompt_capabilities.embedded_context;
                 Ok::<_, agent_client_protocol::Error>((session_id, embed))
             };
-            let timeout = spec.setup_timeout;
-            let setup = tokio::time::timeout(timeout, setup);
             tokio::pin!(setup);
+            // Checked at least every second: the deadline moves when a login ends.
+            let expired = || async {
+                loop {
+                    let now = std::time::Instant::now();
+                    let next = match *lock(&deadline) {
+                        Some(d) if d <= now => return,
+                        Some(d) => (d - now).min(std::time::Duration::from_secs(1)),
+                        None => std::time::Duration::from_secs(1),
+                    };
+                    tokio::time::sleep(next).await;
+                }
+            };
             let (session_id, embed): (SessionId, bool) = loop {
                 tokio::select! {
-                    r = &mut setup => match r {
-                        Ok(r) => break r?,
-                        Err(_) => {
-                            return Err(agent_client_protocol::Error::new(
-                                -32603,
-                                format!(
-                                    "the agent did not finish setting up (initialize, session/new) within {} s",
-                                    timeout.as_secs_f64()
-                                ),
-                            ));
-                        }
-                    },
+                    r = &mut setup => break r?,
+                    () = expired() => {
+                        return Err(agent_client_protocol::Error::new(
+                            -32603,
+                            format!(
+                                "the agent did not finish setting up (initialize, session/new) within {} s",
+                                timeout.as_secs_f64()
+                            ),
+                        ));
+                    }
                     cmd = cmd_rx.recv() => match cmd {
                         Some(Command::Shutdown) | None => {
                             stopping.store(true, std::sync::atomic::Ordering::Relaxed);
                             return Ok(());
                         }
                         Some(Command::Cancel) => {}
+                        Some(Command::LoginDone { ok }) => {
+                            let _ = login_tx.send(ok);
+                        }
                         Some(prompt) => queued.push_back(prompt),
                     },
                 }
@@ -536,6 +594,8 @@ async fn run(
                             // the frame stream and the log.
                             let _ = cx.send_request(SetSessionConfigOptionRequest::new(session_id.clone(), id, value));
                         }
+                        // A login is only ever asked for during setup.
+                        Some(Command::LoginDone { .. }) => {}
                         Some(Command::Shutdown) | None => {
                             stopping.store(true, std::sync::atomic::Ordering::Relaxed);
                             break;

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod fs;
 pub mod lines;
+pub mod login;
 pub mod mcp;
 pub mod reaper;
 pub mod recorder;
@@ -16,6 +17,7 @@ pub mod terminal;
 pub mod transport;
 
 pub use client::{AgentSpec, Caps, Command, Embedded, Handle, Input, start, start_at};
+pub use login::Login;
 pub use mcp::{McpOffer, McpServerSpec, McpTransport};
 pub use recorder::{LogSink, Origin, Recorder};
 pub use roots::Roots;

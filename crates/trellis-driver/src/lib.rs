@@ -88,6 +88,9 @@ pub enum Note {
     OpenInspector(String),
     /// An extension's contributions changed.
     Repaint,
+    /// The agent asks the user to log in by running it in the terminal: the front end
+    /// runs `Login` (the UI, outside its full screen) and answers [`Driver::login_done`].
+    Login(trellis_acp::Login),
     /// The agent is set up; prompts are sent now.
     Ready,
     /// A line of the agent's stderr (logged already).
@@ -307,6 +310,18 @@ impl Driver {
             Input::Ready => {
                 self.ready = true;
                 notes.push(Note::Ready);
+            }
+            Input::Login(login) => {
+                if let Some(c) = &self.conn {
+                    c.handle.recorder().local(LocalRecord::Mark {
+                        text: format!(
+                            "the agent asks for a login in the terminal ({}): {}",
+                            login.name,
+                            login.command_line()
+                        ),
+                    });
+                }
+                notes.push(Note::Login(login));
             }
             Input::Stderr(line) => notes.push(Note::Stderr(line)),
             Input::Mcp(offers) => {
@@ -584,6 +599,14 @@ impl Driver {
     pub fn cancel(&mut self, notes: &mut Vec<Note>) {
         let t = self.now();
         self.apply(Action::Cancel { t }, notes);
+    }
+
+    /// The login asked for by [`Note::Login`] is over (`ok`: it ran; its exit status is
+    /// the agent's business: setup asks again and fails if it still needs a login).
+    pub fn login_done(&mut self, ok: bool) {
+        if let Some(c) = &self.conn {
+            c.handle.send(Command::LoginDone { ok });
+        }
     }
 
     /// Sends a prompt. Before the agent is set up the connection holds it (and the log

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::demo_login;
 use crate::peer::{Incoming, Peer, PeerError};
 
 #[derive(Debug, Clone)]
@@ -29,6 +30,8 @@ pub struct DemoOptions {
     pub load_session: bool,
     /// Advertise `sessionCapabilities.resume` and answer `session/resume` (no replay).
     pub resume_session: bool,
+    /// Require a login, done once this file exists (see `crate::demo_login`).
+    pub login_file: Option<PathBuf>,
 }
 
 impl Default for DemoOptions {
@@ -39,6 +42,7 @@ impl Default for DemoOptions {
             delay: Duration::from_millis(120),
             load_session: false,
             resume_session: false,
+            login_file: None,
         }
     }
 }
@@ -50,6 +54,8 @@ struct ClientCaps {
     terminal: bool,
     /// `sessionCapabilities.configOptions.boolean`: boolean options may be offered.
     boolean_options: bool,
+    /// `auth.terminal`: the client can run a login in its terminal.
+    terminal_login: bool,
 }
 
 /// The demo's config options: a model (grouped choices), a thought level, and a switch
@@ -157,6 +163,7 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     write: caps["fs"]["writeTextFile"].as_bool().unwrap_or(false),
                     terminal: caps["terminal"].as_bool().unwrap_or(false),
                     boolean_options: caps["session"]["configOptions"]["boolean"].is_object(),
+                    terminal_login: caps["auth"]["terminal"].as_bool().unwrap_or(false),
                 };
                 demo.peer.respond(
                     &id,
@@ -170,9 +177,27 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                             },
                             "promptCapabilities": {"embeddedContext": true}},
                         "agentInfo": {"name": "trellis-demo", "title": "Trellis demo agent", "version": env!("CARGO_PKG_VERSION")},
-                        "authMethods": []
+                        "authMethods": demo_login::methods(demo.opts.login_file.as_deref(), demo.caps.terminal_login)
                     }),
                 )?;
+            }
+            "authenticate" => match (&demo.opts.login_file, params["methodId"].as_str()) {
+                (Some(f), Some(demo_login::AGENT_METHOD)) => match demo_login::mark(f) {
+                    Ok(()) => demo.peer.respond(&id, json!({}))?,
+                    Err(e) => {
+                        demo.peer
+                            .respond_error(&id, -32603, &format!("cannot log in: {e}"))?
+                    }
+                },
+                _ => demo
+                    .peer
+                    .respond_error(&id, -32602, "no such authentication method")?,
+            },
+            "session/new" | "session/load" | "session/resume"
+                if !demo_login::logged_in(demo.opts.login_file.as_deref()) =>
+            {
+                demo.peer
+                    .respond_error(&id, -32000, "Authentication required")?;
             }
             "session/new" => {
                 let cwd = params["cwd"].as_str().unwrap_or(".").to_string();

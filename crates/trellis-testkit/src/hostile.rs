@@ -61,6 +61,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
     ("hang-session", "answers initialize, never session/new"),
     (
+        "terminal-login-anyway",
+        "offers only a terminal login to a client that did not advertise one, and requires it",
+    ),
+    (
         "terminal-flood",
         "runs a command printing 40 MB through a terminal without a byte limit",
     ),
@@ -113,13 +117,25 @@ pub fn run(scenario: &str) -> Result<(), PeerError> {
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         match method {
             "initialize" if scenario == "hang-init" => {}
-            "initialize" => h.respond(
-                &id,
-                json!({"protocolVersion": 1, "agentCapabilities": {},
-                    "agentInfo": {"name": "trellis-hostile", "version": env!("CARGO_PKG_VERSION")},
-                    "authMethods": []}),
-                scenario,
-            )?,
+            "initialize" => {
+                let methods = if scenario == "terminal-login-anyway" {
+                    json!([{"type": "terminal", "id": "tui-login", "name": "Log in\u{1b}[2J here",
+                        "args": ["--login", "a b"], "env": {"LOGIN_MODE": "1"}}])
+                } else {
+                    json!([])
+                };
+                h.respond(
+                    &id,
+                    json!({"protocolVersion": 1, "agentCapabilities": {},
+                        "agentInfo": {"name": "trellis-hostile", "version": env!("CARGO_PKG_VERSION")},
+                        "authMethods": methods}),
+                    scenario,
+                )?
+            }
+            "session/new" if scenario == "terminal-login-anyway" => {
+                h.peer
+                    .respond_error(&id, -32000, "Authentication required")?;
+            }
             "session/new" if scenario == "hang-session" => {}
             "session/new" => {
                 h.cwd = PathBuf::from(params["cwd"].as_str().unwrap_or("."));

@@ -114,6 +114,8 @@ pub struct App {
     pub exit_after_first_frame: bool,
     /// The screen was taken over (the pager): the next frame is drawn in full.
     pub(crate) full_redraw: bool,
+    /// A login the agent asked for, run by the loop once no key reader holds the terminal.
+    pub(crate) login: Option<trellis_acp::Login>,
     /// Whether the terminal has focus (focus events; assumed until told otherwise).
     pub focused: bool,
     /// How a permission request reaches a user who is elsewhere.
@@ -251,6 +253,7 @@ impl App {
             mcp_problems: Vec::new(),
             return_focus: None,
             full_redraw: false,
+            login: None,
             plugin_rows: Vec::new(),
             float_cache: std::cell::RefCell::new(None),
             float_builds: std::cell::Cell::new(0),

@@ -80,6 +80,8 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
             // Warnings quote the agent and extensions: one line, nothing raw.
             Note::Message(text) => app.message = Some(trellis_text::one_line(&text).into_owned()),
             Note::OpenInspector(call_id) => app.inspect_call(&call_id),
+            // Run by the loop: the key reader must let go of the terminal first.
+            Note::Login(login) => app.login = Some(login),
             Note::Repaint | Note::Ready | Note::Stderr(_) | Note::Closed => {}
         }
     }
@@ -227,7 +229,21 @@ fn outside(program: &str, path: &std::path::Path) -> std::io::Result<std::proces
 
 /// Runs `cmd` in the terminal's normal screen, then returns to the full screen.
 fn outside_run(cmd: &mut std::process::Command) -> std::io::Result<std::process::ExitStatus> {
+    outside_run_with(cmd, "")
+}
+
+/// [`outside_run`], with `head` printed first.
+fn outside_run_with(
+    cmd: &mut std::process::Command,
+    head: &str,
+) -> std::io::Result<std::process::ExitStatus> {
     restore();
+    if !head.is_empty() {
+        // Sanitized by the caller; the normal screen, before the command takes it.
+        let out = &mut std::io::stdout();
+        let _ = std::io::Write::write_all(out, format!("{head}\n").as_bytes());
+        let _ = std::io::Write::flush(out);
+    }
     let status = cmd.spawn().and_then(|mut child| {
         // Waited for here, not by the orphan reaper.
         trellis_acp::reaper::own(child.id());
@@ -236,6 +252,26 @@ fn outside_run(cmd: &mut std::process::Command) -> std::io::Result<std::process:
     let _ = ratatui::init();
     let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
     status
+}
+
+/// Runs the agent's login in the terminal's normal screen, under a line that says what
+/// asks for it and why.
+fn run_login(login: &trellis_acp::Login) -> std::io::Result<std::process::ExitStatus> {
+    let mut cmd = std::process::Command::new(&login.program);
+    cmd.args(&login.args)
+        .envs(login.env.iter().map(|(k, v)| (k, v)));
+    let mut head = format!(
+        "Trellis: the agent asks you to log in ({}).",
+        trellis_text::one_line(&login.name)
+    );
+    if let Some(d) = login.description.as_deref().filter(|d| !d.is_empty()) {
+        head.push_str(&format!("\n{}", trellis_text::one_line(d)));
+    }
+    head.push_str(&format!(
+        "\nRunning: {}\n",
+        trellis_text::one_line(&login.command_line())
+    ));
+    outside_run_with(&mut cmd, &head)
 }
 
 /// `trellis replay LOG [--call ID]` in the terminal's normal screen: a past session,
@@ -340,6 +376,24 @@ async fn run_loop(
         }
         if app.quit {
             return Ok(());
+        }
+        if let Some(login) = app.login.take() {
+            // The key reader reads the terminal while it waits: it would take the
+            // login's keys and the terminal's answers. It goes, and comes back after.
+            drop(events);
+            let ok = run_login(&login).is_ok();
+            events = EventStream::new();
+            app.driver.login_done(ok);
+            app.full_redraw = true;
+            app.message = Some(if ok {
+                "login finished: the agent sets up its session again".into()
+            } else {
+                format!(
+                    "the login could not run: {}",
+                    trellis_text::one_line(&login.command_line())
+                )
+            });
+            continue;
         }
         // Events of the last batch go to the extensions' workers together.
         app.driver.deliver();

@@ -93,6 +93,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             read_text_file: o.read_text_file.unwrap_or(d.read_text_file),
             write_text_file: o.write_text_file.unwrap_or(d.write_text_file),
             terminal: o.terminal.unwrap_or(d.terminal),
+            terminal_login: d.terminal_login,
         };
         (
             agent.to_string(),

@@ -109,6 +109,13 @@ enum AgentCmd {
         /// Advertise `session/resume` (reloading without replaying history).
         #[arg(long)]
         resume_session: bool,
+        /// Require a login before `session/new`, done once FILE exists (offered as a
+        /// terminal method to clients that take one, and through `authenticate`).
+        #[arg(long, value_name = "FILE")]
+        login_file: Option<PathBuf>,
+        /// Log in on the terminal (what the terminal method runs), then exit.
+        #[arg(long, requires = "login_file")]
+        login: bool,
     },
     /// Play the agent side of a recorded session (fixture or Trellis log).
     Replay { file: PathBuf },
@@ -280,13 +287,24 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
             delay_ms,
             load_session,
             resume_session,
+            login_file,
+            login,
         } => {
+            if let (true, Some(f)) = (login, &login_file) {
+                let ok = trellis_testkit::demo_login::interactive(f)?;
+                return Ok(if ok {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                });
+            }
             let opts = trellis_testkit::demo::DemoOptions {
                 calls,
                 lines,
                 delay: std::time::Duration::from_millis(delay_ms),
                 load_session,
                 resume_session,
+                login_file,
             };
             trellis_testkit::demo::run(opts)?;
         }

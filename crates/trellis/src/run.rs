@@ -350,6 +350,9 @@ async fn drive(
                         }
                     }
                 }
+                // Not advertised headless (no terminal to lend): an agent that asks all
+                // the same is told the login cannot run, and setup fails saying so.
+                Note::Login(_) => driver.login_done(false),
                 Note::Dialog { request_id } => {
                     let call = driver
                         .session

@@ -7,6 +7,7 @@ mod completions;
 mod drive;
 mod faults;
 mod hostile;
+mod login;
 mod mcp;
 mod plugin_death;
 mod plugins;
