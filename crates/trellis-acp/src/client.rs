@@ -17,10 +17,11 @@ use agent_client_protocol::v1::schema::{
     AuthCapabilities, AuthenticateRequest, BooleanConfigOptionCapabilities, CancelNotification,
     ClientCapabilities, ClientSessionCapabilities, CompactionCapabilities, ContentBlock,
     EmbeddedResource, EmbeddedResourceResource, FileSystemCapabilities, Implementation,
-    InitializeRequest, LoadSessionRequest, NewSessionRequest, NoticeCapabilities, PlanCapabilities,
-    PromptRequest, ResourceLink, ResumeSessionRequest, SessionConfigOptionValue,
-    SessionConfigOptionsCapabilities, SessionId, SetSessionConfigOptionRequest,
-    SetSessionModeRequest, SystemPrompt, SystemPromptMode, TextContent, TextResourceContents,
+    InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
+    NoticeCapabilities, PlanCapabilities, PromptRequest, ResourceLink, ResumeSessionRequest,
+    SessionConfigOptionValue, SessionConfigOptionsCapabilities, SessionId,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, SystemPrompt, SystemPromptMode,
+    TextContent, TextResourceContents,
 };
 use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde_json::{Value, json};
@@ -145,6 +146,11 @@ pub enum Command {
     SetConfigOption {
         id: String,
         value: trellis_core::session_config::ConfigValue,
+    },
+    /// Ask the agent for its sessions in `cwd` (`session/list`, first page); the answer is
+    /// in the frame stream (the session keeps it).
+    ListSessions {
+        cwd: Option<PathBuf>,
     },
     /// The login the connection asked for ([`Input::Login`]) is over; `ok` false when it
     /// could not run.
@@ -596,6 +602,9 @@ async fn run(
                         }
                         // A login is only ever asked for during setup.
                         Some(Command::LoginDone { .. }) => {}
+                        Some(Command::ListSessions { cwd }) => {
+                            let _ = cx.send_request(ListSessionsRequest::new().cwd(cwd));
+                        }
                         Some(Command::Shutdown) | None => {
                             stopping.store(true, std::sync::atomic::Ordering::Relaxed);
                             break;

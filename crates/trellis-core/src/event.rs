@@ -162,6 +162,12 @@ pub enum EventBody {
     CommandsUpdated {
         commands: Vec<AvailableCommand>,
     },
+    /// The agent answered `session/list` (the sessions picker asked): how many sessions
+    /// it listed, and whether it has more than that first page.
+    AgentSessionsListed {
+        count: usize,
+        more: bool,
+    },
     TitleChanged {
         #[serde(skip_serializing_if = "Option::is_none")]
         title: Option<String>,
@@ -209,6 +215,7 @@ impl EventBody {
             EventBody::Anomaly { .. } => "anomaly",
             EventBody::Compaction { .. } => "compaction",
             EventBody::CommandsUpdated { .. } => "commands_updated",
+            EventBody::AgentSessionsListed { .. } => "agent_sessions_listed",
             EventBody::TitleChanged { .. } => "title_changed",
             EventBody::AgentExited { .. } => "agent_exited",
             EventBody::CallState { .. } => "call_state",
@@ -240,6 +247,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "anomaly",
     "compaction",
     "commands_updated",
+    "agent_sessions_listed",
     "title_changed",
     "agent_exited",
     "call_state",

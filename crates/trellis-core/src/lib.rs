@@ -6,6 +6,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod agent_notes;
+pub mod agent_sessions;
 pub mod anomaly;
 pub mod b64;
 pub mod civil;

@@ -385,6 +385,7 @@ pub(crate) fn client_request(cx: &mut Ctx<'_>, msg: Message) {
                 .unwrap_or_default(),
         ),
         "session/set_config_option" => ClientRequest::SetConfigOption,
+        "session/list" => ClientRequest::ListSessions,
         "session/prompt" => {
             let text = msg
                 .params_as::<wire::PromptParams>()
@@ -467,6 +468,7 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
             ClientRequest::Prompt => "session/prompt",
             ClientRequest::SetMode(_) => "session/set_mode",
             ClientRequest::SetConfigOption => "session/set_config_option",
+            ClientRequest::ListSessions => "session/list",
             ClientRequest::Other => "request",
         };
         cx.emit(EventBody::Warning {
@@ -547,6 +549,17 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
                 stop
             };
             end_turn(cx, stop);
+        }
+        ClientRequest::ListSessions => {
+            let listed = msg
+                .result_as::<serde_json::Value>()
+                .map(|v| crate::agent_sessions::parse(&v))
+                .unwrap_or_default();
+            cx.emit(EventBody::AgentSessionsListed {
+                count: listed.sessions.len(),
+                more: listed.more,
+            });
+            cx.s.agent_sessions = Some(listed);
         }
         ClientRequest::Other => {}
     }

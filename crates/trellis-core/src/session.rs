@@ -117,6 +117,8 @@ pub(crate) enum ClientRequest {
     SetMode(String),
     /// `session/set_config_option`.
     SetConfigOption,
+    /// `session/list`.
+    ListSessions,
     Other,
 }
 
@@ -157,6 +159,8 @@ pub struct Session {
     pub agent: AgentInfo,
     pub agent_capabilities: Option<serde_json::Value>,
     pub auth_methods: Vec<serde_json::Value>,
+    /// The agent's list of its sessions, as it last answered `session/list`.
+    pub agent_sessions: Option<crate::agent_sessions::AgentSessions>,
     pub transcript: Vec<Entry>,
     pub ledger: Ledger,
     pub plan: Vec<PlanEntry>,

@@ -601,6 +601,21 @@ impl Driver {
         self.apply(Action::Cancel { t }, notes);
     }
 
+    /// Asks the agent for its sessions in the session's directory, if it lists them
+    /// (`sessionCapabilities.list`); the answer lands in `session.agent_sessions` with an
+    /// `agent_sessions_listed` event. Returns whether it was asked.
+    pub fn list_agent_sessions(&mut self) -> bool {
+        let s = &self.session;
+        if !trellis_core::agent_sessions::advertised(s.agent_capabilities.as_ref()) || self.closed {
+            return false;
+        }
+        let Some(c) = &self.conn else { return false };
+        c.handle.send(Command::ListSessions {
+            cwd: s.cwd.as_ref().map(PathBuf::from),
+        });
+        true
+    }
+
     /// The login asked for by [`Note::Login`] is over (`ok`: it ran; its exit status is
     /// the agent's business: setup asks again and fails if it still needs a login).
     pub fn login_done(&mut self, ok: bool) {

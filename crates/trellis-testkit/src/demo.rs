@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::demo_login;
 use crate::peer::{Incoming, Peer, PeerError};
+use crate::{demo_history, demo_login};
 
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
@@ -170,10 +170,10 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     json!({
                         "protocolVersion": 1,
                         "agentCapabilities": {"loadSession": demo.opts.load_session,
-                            "sessionCapabilities": if demo.opts.resume_session {
-                                json!({"resume": {}, "additionalDirectories": {}, "systemPrompt": {}})
-                            } else {
-                                json!({"additionalDirectories": {}, "systemPrompt": {}})
+                            "sessionCapabilities": match (demo.opts.resume_session, demo.opts.load_session) {
+                                (true, _) => json!({"resume": {}, "list": {}, "additionalDirectories": {}, "systemPrompt": {}}),
+                                (false, true) => json!({"list": {}, "additionalDirectories": {}, "systemPrompt": {}}),
+                                (false, false) => json!({"additionalDirectories": {}, "systemPrompt": {}}),
                             },
                             "promptCapabilities": {"embeddedContext": true}},
                         "agentInfo": {"name": "trellis-demo", "title": "Trellis demo agent", "version": env!("CARGO_PKG_VERSION")},
@@ -249,6 +249,9 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     &id,
                     json!({"configOptions": demo.config.options(demo.caps.boolean_options)}),
                 )?;
+            }
+            "session/list" if demo.opts.load_session || demo.opts.resume_session => {
+                demo.peer.respond(&id, demo_history::listed(&params))?
             }
             "session/set_mode" => demo.peer.respond(&id, json!({}))?,
             "session/set_config_option" => {

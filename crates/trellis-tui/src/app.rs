@@ -143,6 +143,9 @@ pub struct App {
     /// Once this session is closed, run Trellis again with these arguments (resuming
     /// another session from the picker).
     pub then_run: Option<Vec<String>>,
+    /// The agent as Trellis was told it (`--agent`, a preset or a command line): resuming
+    /// a session only the agent has starts Trellis again with it.
+    pub agent_arg: Option<String>,
     /// MCP servers of the config or of plugin packages that could not be offered.
     pub mcp_problems: Vec<String>,
     /// The Plugins page, built when Settings opens (reading packages and hashing them is
@@ -250,6 +253,7 @@ impl App {
             plugins: None,
             history: None,
             then_run: None,
+            agent_arg: None,
             mcp_problems: Vec::new(),
             return_focus: None,
             full_redraw: false,

@@ -47,9 +47,40 @@ impl App {
     /// Opens the sessions picker (when this front end keeps a history).
     pub fn open_sessions(&mut self) {
         match self.history.as_deref() {
-            Some(h) => self.overlay = Some(Overlay::Sessions(crate::history::Picker::new(h))),
+            Some(h) => {
+                let mut p = crate::history::Picker::new(h);
+                // The agent's own list joins when it answers (an `agent_sessions_listed`
+                // event); the last answer is shown meanwhile.
+                if let Some(listed) = &self.driver.session.agent_sessions {
+                    p.merge_agent(
+                        listed,
+                        self.driver.session.id.as_deref(),
+                        self.driver.session.cwd.as_deref(),
+                        h,
+                    );
+                }
+                self.driver.list_agent_sessions();
+                self.overlay = Some(Overlay::Sessions(p));
+            }
             None => self.message = Some("no session history here".into()),
         }
+    }
+
+    /// The agent answered `session/list`: an open sessions picker shows its sessions.
+    pub(crate) fn agent_sessions_listed(&mut self) {
+        let (Some(Overlay::Sessions(p)), Some(h), Some(listed)) = (
+            self.overlay.as_mut(),
+            self.history.as_deref(),
+            self.driver.session.agent_sessions.as_ref(),
+        ) else {
+            return;
+        };
+        p.merge_agent(
+            listed,
+            self.driver.session.id.as_deref(),
+            self.driver.session.cwd.as_deref(),
+            h,
+        );
     }
 
     /// The agent's options: the list (`M`, `/config`), or one option's choices (`/model`,
@@ -133,12 +164,44 @@ impl App {
                 match p.key(&key, h) {
                     crate::history::PickerKey::Stay => self.overlay = Some(Overlay::Sessions(p)),
                     crate::history::PickerKey::Close => {}
+                    crate::history::PickerKey::Open(r) if r.agent_only => {
+                        self.overlay = Some(Overlay::Sessions(p));
+                        self.message = Some(
+                            "only the agent has this session: Ctrl-R resumes it (no log here to open)"
+                                .into(),
+                        );
+                    }
                     crate::history::PickerKey::Open(r) => {
                         self.overlay = Some(Overlay::Sessions(p));
                         return vec![Intent::Open {
                             log: r.log,
                             call: r.call_id,
                         }];
+                    }
+                    crate::history::PickerKey::Resume(r) if r.agent_only => {
+                        let Some(agent) = self.agent_arg.clone() else {
+                            self.overlay = Some(Overlay::Sessions(p));
+                            self.message = Some("this session cannot start its agent again".into());
+                            return Vec::new();
+                        };
+                        // In the directory the agent gave, else this session's.
+                        let s = &self.driver.session;
+                        let cwd = s
+                            .agent_sessions
+                            .as_ref()
+                            .and_then(|l| l.sessions.iter().find(|x| x.id == r.id))
+                            .and_then(|x| x.cwd.clone())
+                            .or_else(|| s.cwd.clone());
+                        let mut args = vec!["--agent".into(), agent];
+                        if let Some(cwd) = cwd {
+                            args.extend(["--cwd".into(), cwd]);
+                        }
+                        // One argument: an id that starts with `-` is still the value.
+                        args.push(format!("--load={}", r.id));
+                        self.then_run = Some(args);
+                        self.stop_reason = Some("resuming another session".into());
+                        self.quit = true;
+                        return vec![Intent::Quit];
                     }
                     crate::history::PickerKey::Resume(r) => {
                         self.then_run = Some(vec!["sessions".into(), "resume".into(), r.id]);

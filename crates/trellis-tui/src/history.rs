@@ -37,6 +37,54 @@ pub struct PickRow {
     pub call_id: Option<String>,
     /// For a hit: the text around it; `\u{2}`/`\u{3}` mark the match.
     pub snippet: Option<String>,
+    /// The agent's id of the session (`session/load`), where known.
+    pub acp_id: Option<String>,
+    /// Only the agent has this session (`session/list`): no log here, `log` is empty;
+    /// it can be resumed, not opened.
+    pub agent_only: bool,
+}
+
+impl PickRow {
+    /// A session the agent lists (`session/list`), as a row; `cwd`: this session's.
+    pub fn from_agent(
+        s: &trellis_core::agent_sessions::AgentSession,
+        cwd: Option<&str>,
+    ) -> PickRow {
+        let when = s
+            .updated_at
+            .as_deref()
+            .map(|u| {
+                // `2026-11-30T10:00:00Z` → `2026-11-30 10:00 UTC`; anything else as given.
+                let b = u.as_bytes();
+                if u.len() >= 16 && b.get(10) == Some(&b'T') && u.ends_with('Z') {
+                    format!("{} {} UTC", &u[..10], &u[11..16])
+                } else {
+                    trellis_text::clip(&trellis_text::one_line(u), 20).into_owned()
+                }
+            })
+            .unwrap_or_else(|| "—".into());
+        let here = s.cwd.is_none() || s.cwd.as_deref() == cwd;
+        PickRow {
+            id: s.id.clone(),
+            log: PathBuf::new(),
+            when,
+            title: s
+                .title
+                .as_deref()
+                .map(|t| trellis_text::one_line(t).into_owned())
+                .unwrap_or_else(|| "(untitled)".into()),
+            here,
+            place: s
+                .cwd
+                .as_deref()
+                .filter(|_| !here)
+                .map(|c| format!("in {}", trellis_text::one_line(c))),
+            call_id: None,
+            snippet: None,
+            acp_id: Some(s.id.clone()),
+            agent_only: true,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -45,6 +93,9 @@ pub struct Picker {
     pub rows: Vec<PickRow>,
     pub cursor: usize,
     pub error: Option<String>,
+    /// Sessions the agent listed that the history does not have (shown with the recent
+    /// sessions, not in search results: the agent's list holds no text to search).
+    pub agent: Vec<PickRow>,
 }
 
 /// What a key in the picker asks for.
@@ -69,7 +120,12 @@ impl Picker {
             h.search(&self.query)
         };
         match got {
-            Ok(rows) => {
+            Ok(mut rows) => {
+                if self.query.trim().is_empty() && !self.agent.is_empty() {
+                    rows.extend(self.agent.iter().cloned());
+                    // This directory's first, each group in the order it came.
+                    rows.sort_by_key(|r| !r.here);
+                }
                 self.rows = rows;
                 self.error = None;
             }
@@ -79,6 +135,32 @@ impl Picker {
             }
         }
         self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
+    }
+
+    /// Adds the sessions the agent listed that the history does not know (by the agent's
+    /// id) and that are not this one (`current`, the agent's id of the running session);
+    /// `cwd`: this session's directory.
+    pub fn merge_agent(
+        &mut self,
+        listed: &trellis_core::agent_sessions::AgentSessions,
+        current: Option<&str>,
+        cwd: Option<&str>,
+        h: &dyn History,
+    ) {
+        let mut known: std::collections::HashSet<String> = h
+            .recent()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|r| r.acp_id)
+            .collect();
+        known.extend(current.map(str::to_string));
+        self.agent = listed
+            .sessions
+            .iter()
+            .filter(|s| !known.contains(&s.id))
+            .map(|s| PickRow::from_agent(s, cwd))
+            .collect();
+        self.refresh(h);
     }
 
     pub fn key(&mut self, key: &KeyEvent, h: &dyn History) -> PickerKey {
@@ -159,7 +241,12 @@ impl Picker {
         }
         for (i, r) in self.rows.iter().enumerate() {
             let mark = if i == self.cursor { "▸ " } else { "  " };
-            let here = if r.here { "" } else { " (elsewhere)" };
+            let here = match (r.here, r.agent_only) {
+                (true, false) => "",
+                (false, false) => " (elsewhere)",
+                (true, true) => " (the agent's: resume only)",
+                (false, true) => " (the agent's, elsewhere: resume only)",
+            };
             let head = format!("{mark}{}  {}  ", r.id, r.when);
             let rest = match &r.place {
                 Some(p) => format!("{p} · {}{here}", r.title),

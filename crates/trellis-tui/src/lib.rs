@@ -41,6 +41,9 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
         match note {
             Note::Event(ev) => {
                 invalidate_for(app, &ev.body);
+                if let EventBody::AgentSessionsListed { .. } = &ev.body {
+                    app.agent_sessions_listed();
+                }
                 if let EventBody::TurnEnded { stop_reason, .. } = &ev.body {
                     app.turn_ended(stop_reason);
                 }

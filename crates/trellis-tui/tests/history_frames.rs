@@ -29,6 +29,8 @@ fn row(id: &str, title: &str, here: bool) -> PickRow {
         place: None,
         call_id: None,
         snippet: None,
+        acp_id: Some(format!("acp-{id}")),
+        agent_only: false,
     }
 }
 
@@ -133,4 +135,57 @@ fn without_a_history_the_picker_says_so() {
     }
     press(&mut app, KeyCode::Enter, KeyModifiers::NONE);
     assert!(frame_text(&mut app, 80, 24).contains("no session history here"));
+}
+
+/// The agent's own sessions (`session/list`) join the recent rows: those the history
+/// knows (by the agent's id) once, the others marked as the agent's, their text made safe.
+#[test]
+fn the_agents_sessions_join_the_recent_rows_once() {
+    use trellis_core::agent_sessions::{AgentSession, AgentSessions};
+    let fake = Fake {
+        asked: Arc::new(Mutex::new(Vec::new())),
+    };
+    let mut p = trellis_tui::history::Picker::new(&fake);
+    let s = |id: &str, cwd: &str, title: &str| AgentSession {
+        id: id.into(),
+        cwd: Some(cwd.into()),
+        title: Some(title.into()),
+        updated_at: Some("2026-11-30T16:40:00Z".into()),
+    };
+    let listed = AgentSessions {
+        sessions: vec![
+            s("acp-bbbb2222", "/p", "known here already"),
+            s("this-one", "/p", "the running session"),
+            s("agent-9", "/p", "Only the agent\x1b]0;pwned\x07 has it"),
+            s("agent-7", "/elsewhere", "From another directory"),
+        ],
+        more: false,
+    };
+    p.merge_agent(&listed, Some("this-one"), Some("/p"), &fake);
+    let text: String = p
+        .lines(110, &trellis_view::Theme::plain())
+        .iter()
+        .map(|l| {
+            let mut s: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+            s.push('\n');
+            s
+        })
+        .collect();
+    insta::assert_snapshot!("picker_agent_sessions", text);
+    assert!(!text.contains("known here already"), "{text}");
+    assert!(!text.contains("the running session"), "{text}");
+    assert!(!text.contains('\x1b'), "{text}");
+    assert_eq!(p.rows.iter().filter(|r| r.agent_only).count(), 2);
+    // This directory's first: the local ones, then the agent's; the others after.
+    let order: Vec<&str> = p.rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        order,
+        ["aaaa1111", "bbbb2222", "agent-9", "cccc3333", "agent-7"]
+    );
+    // A search shows hits only (the agent's list has no text to search).
+    p.key(
+        &KeyEvent::new(KeyCode::Char('x'), KeyModifiers::NONE),
+        &fake,
+    );
+    assert!(p.rows.iter().all(|r| !r.agent_only));
 }

@@ -555,6 +555,8 @@ impl IndexHistory {
             place: None,
             call_id: None,
             snippet: None,
+            acp_id: r.acp_id.clone(),
+            agent_only: false,
         }
     }
 }
@@ -589,6 +591,8 @@ impl trellis_tui::history::History for IndexHistory {
                 }),
                 call_id: h.call_id,
                 snippet: Some(h.snippet),
+                acp_id: None,
+                agent_only: false,
             })
             .collect())
     }

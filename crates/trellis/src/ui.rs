@@ -27,6 +27,11 @@ pub struct UiArgs {
     /// for; its process restarts when its files change (`trellis plugin try`).
     #[arg(long = "plugin", global = true, value_name = "PATH")]
     pub plugin: Vec<PathBuf>,
+    /// Continue the agent's session SESSION_ID (`session/resume` or `session/load`), one
+    /// the local history may not have (the sessions picker resumes the agent's own
+    /// sessions with it).
+    #[arg(long, value_name = "SESSION_ID")]
+    pub load: Option<String>,
     /// Quit after the first frame (for the startup benchmark).
     #[arg(long, global = true, hide = true)]
     pub exit_after_first_frame: bool,
@@ -71,8 +76,12 @@ pub fn main(
         .clone()
         .or_else(|| resume.as_ref().and_then(|r| r.cwd.clone()));
     let mut resolved = crate::agents::resolve(&agent, &config, cwd.as_deref())?;
+    let agent_arg = agent.clone();
     if let Some(r) = &resume {
         resolved.spec.load_session = r.row.acp_id.clone();
+    }
+    if let Some(id) = &args.load {
+        resolved.spec.load_session = Some(id.clone());
     }
     let continues = resume.as_ref().map(|r| r.row.path.clone());
     let command = resolved.command.clone();
@@ -175,6 +184,7 @@ pub fn main(
             app.message = Some(format!("{first} (see /status)"));
         }
         app.mcp_problems = mcp_problems;
+        app.agent_arg = Some(agent_arg.clone());
         app.exit_after_first_frame = exit_after_first_frame;
         app.driver.connect(Connection { handle, rx });
         app.history = Some(Box::new(crate::sessions::IndexHistory::new(cwd.clone())));

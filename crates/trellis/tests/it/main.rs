@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent_options;
+mod agent_sessions;
 mod cli;
 mod completions;
 mod drive;
