@@ -495,7 +495,7 @@ async fn run(
                                     if !ok {
                                         return Err(agent_client_protocol::Error::new(
                                             -32000,
-                                            "the agent asks you to log in, and the login could not run",
+                                            "the agent asks you to log in, and the login did not succeed",
                                         ));
                                     }
                                 }

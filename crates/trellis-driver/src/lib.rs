@@ -616,8 +616,8 @@ impl Driver {
         true
     }
 
-    /// The login asked for by [`Note::Login`] is over (`ok`: it ran; its exit status is
-    /// the agent's business: setup asks again and fails if it still needs a login).
+    /// The login asked for by [`Note::Login`] is over (`ok`: it exited with status 0, a
+    /// login by ACP's terminal auth: setup is tried again; else setup fails saying so).
     pub fn login_done(&mut self, ok: bool) {
         if let Some(c) = &self.conn {
             c.handle.send(Command::LoginDone { ok });

@@ -384,17 +384,17 @@ async fn run_loop(
             // The key reader reads the terminal while it waits: it would take the
             // login's keys and the terminal's answers. It goes, and comes back after.
             drop(events);
-            let ok = run_login(&login).is_ok();
+            // Exit status 0 is a login (ACP's terminal auth); setup is tried again.
+            let ran = run_login(&login);
             events = EventStream::new();
+            let ok = ran.as_ref().is_ok_and(|s| s.success());
             app.driver.login_done(ok);
             app.full_redraw = true;
-            app.message = Some(if ok {
-                "login finished: the agent sets up its session again".into()
-            } else {
-                format!(
-                    "the login could not run: {}",
-                    trellis_text::one_line(&login.command_line())
-                )
+            let command = trellis_text::one_line(&login.command_line()).into_owned();
+            app.message = Some(match ran {
+                Ok(_) if ok => "login finished: the agent sets up its session again".into(),
+                Ok(s) => format!("the login failed ({s}): {command}"),
+                Err(e) => format!("the login could not run ({e}): {command}"),
             });
             continue;
         }

@@ -126,3 +126,19 @@ fn the_ui_runs_a_terminal_login_and_sets_up_the_session() {
     assert_eq!(requests(&log, "session/new"), 2);
     assert!(log.contains("the agent asks for a login in the terminal"));
 }
+
+#[test]
+fn a_failed_terminal_login_ends_the_setup_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("logged-in");
+    let agent = demo_with_login(&file);
+    let Some(t) = Tmux::start_allowing(dir.path(), &["--agent", &agent], 110, 30) else {
+        return;
+    };
+    t.wait_for("Type yes to log in:");
+    t.send(&["no", "Enter"]);
+    // The login exited with status 1: no second try, and the reason on screen.
+    let s = t.wait_for("agent exited: the agent asks you to log in, and the login did not");
+    assert!(!file.exists(), "{s}");
+    assert_eq!(requests(&t.log(), "session/new"), 1);
+}
