@@ -188,7 +188,13 @@ impl Recorder {
                         }
                         Some(b) => inner.pending.push_str(&encode_frame_bytes(t, dir, line, b)),
                     }
-                    let forward = !(dir == Dir::AgentToClient && msg.is_notification());
+                    // The agent's notifications are the reducer's alone (the SDK has
+                    // nothing to do with them), but for `$/cancel_request`: the SDK marks
+                    // the request it names as cancelled, which a request served over time
+                    // (`terminal/wait_for_exit`) watches.
+                    let forward = !(dir == Dir::AgentToClient
+                        && msg.is_notification()
+                        && msg.method.as_deref() != Some("$/cancel_request"));
                     (Action::Frame { seq, t, dir, msg }, forward)
                 }
                 Err(e) => {

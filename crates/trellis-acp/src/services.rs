@@ -210,12 +210,19 @@ pub(crate) fn route(
         "terminal/wait_for_exit" if s.caps.terminal => match params::<TermParams>(&p) {
             Ok(p) => {
                 let terms = s.terminals.clone();
+                // The agent may stop waiting (`$/cancel_request`, which the SDK routes to
+                // the request): answered then as cancelled (-32800); the command runs on.
+                let cancel = responder.cancellation();
                 tokio::spawn(async move {
-                    let r = terms
-                        .wait_for_exit(&p.terminal_id)
-                        .await
-                        .map(|e| json!({"exitCode": e.exit_code, "signal": e.signal}))
-                        .map_err(|e| rpc_error(-32602, e.to_string()));
+                    let r = cancel
+                        .run_until_cancelled(async {
+                            terms
+                                .wait_for_exit(&p.terminal_id)
+                                .await
+                                .map(|e| json!({"exitCode": e.exit_code, "signal": e.signal}))
+                                .map_err(|e| rpc_error(-32602, e.to_string()))
+                        })
+                        .await;
                     answer(responder, r);
                 });
             }

@@ -54,6 +54,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "cancel-permission",
         "asks a permission, cancels it with $/cancel_request after 0.4 s, reports the answer",
     ),
+    (
+        "cancel-wait",
+        "waits for a 30 s command to exit, withdraws the wait with $/cancel_request, reports the answer",
+    ),
     ("hang-init", "never answers initialize"),
     (
         "hang-settings",
@@ -395,6 +399,38 @@ impl Hostile {
                     },
                 );
                 self.report("cancelled permission", &outcome)?;
+            }
+            "cancel-wait" => {
+                let t = self.peer.request(
+                    "terminal/create",
+                    json!({"sessionId": sid, "command": "sleep 30"}),
+                )?;
+                let tid = t["terminalId"].clone();
+                let id = "wait-cancel";
+                self.peer.send(
+                    &json!({"jsonrpc": "2.0", "id": id, "method": "terminal/wait_for_exit",
+                    "params": {"sessionId": sid, "terminalId": tid}}),
+                )?;
+                std::thread::sleep(Duration::from_millis(300));
+                let asked = std::time::Instant::now();
+                self.peer
+                    .send(&json!({"jsonrpc": "2.0", "method": "$/cancel_request",
+                    "params": {"requestId": id}}))?;
+                let answer = self.peer.wait_for_timeout(
+                    |v| v.get("method").is_none() && v.get("id") == Some(&json!(id)),
+                    Duration::from_secs(5),
+                );
+                let code = answer.map_or_else(
+                    || "no answer".to_string(),
+                    |a| a["error"]["code"].to_string(),
+                );
+                let fast = asked.elapsed() < Duration::from_secs(5);
+                self.report("cancelled wait", &format!("{code} in time {fast}"))?;
+                // The command itself runs on until killed.
+                let out = self.terminal_call("terminal/output", &tid)?;
+                self.report("still running", &out["exitStatus"].is_null().to_string())?;
+                self.terminal_call("terminal/kill", &tid)?;
+                self.terminal_call("terminal/release", &tid)?;
             }
             "empty-options" => {
                 let a = self.peer.request("session/request_permission", json!({"sessionId": sid,

@@ -655,3 +655,25 @@ fn a_setting_the_agent_never_answers_ends_the_run_in_time() {
     );
     assert!(!h.events().iter().any(|e| e["type"] == "turn_started"));
 }
+
+/// The agent stops waiting for a command (`$/cancel_request` on its
+/// `terminal/wait_for_exit`): the wait is answered at once as cancelled (-32800), the
+/// command runs on until the agent kills it, and the turn ends normally.
+#[test]
+fn an_agent_may_withdraw_its_wait_for_a_command() {
+    let h = hostile(
+        "cancel-wait",
+        &["--permission", "allow-once"],
+        "",
+        Duration::from_secs(20),
+    );
+    assert_eq!(h.code, Some(0), "{}", h.stderr);
+    assert_eq!(h.report("cancelled wait"), "-32800 in time true");
+    assert_eq!(h.report("still running"), "true");
+    let ended: Vec<_> = h
+        .events()
+        .into_iter()
+        .filter(|e| e["type"] == "turn_ended")
+        .collect();
+    assert_eq!(ended[0]["stop_reason"], "end_turn");
+}
