@@ -138,6 +138,9 @@ fn replayed_fixtures_give_the_recorded_ledger() {
         ("claude-agent-acp-0.23.1.jsonl", "allow-once"),
         ("claude-agent-acp-0.23.1-rejected.jsonl", "reject"),
         ("claude-code-acp-0.16.2-fs-terminal.jsonl", "allow-once"),
+        // opencode against a scripted model on loopback (see docs/agent-conventions.md).
+        ("opencode-1.18.33.jsonl", "allow-once"),
+        ("opencode-1.18.33-rejected.jsonl", "reject"),
     ] {
         let r = replay(&fixtures().join(name), &["--permission", policy]);
         assert_eq!(r.code(), 0, "{name}: {}", r.stderr());
