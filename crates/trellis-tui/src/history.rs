@@ -122,7 +122,15 @@ impl Picker {
         match got {
             Ok(mut rows) => {
                 if self.query.trim().is_empty() && !self.agent.is_empty() {
-                    rows.extend(self.agent.iter().cloned());
+                    // Those the history knows (by the agent's id) are already there.
+                    let known: std::collections::HashSet<String> =
+                        rows.iter().filter_map(|r| r.acp_id.clone()).collect();
+                    rows.extend(
+                        self.agent
+                            .iter()
+                            .filter(|a| !a.acp_id.as_ref().is_some_and(|id| known.contains(id)))
+                            .cloned(),
+                    );
                     // This directory's first, each group in the order it came.
                     rows.sort_by_key(|r| !r.here);
                 }
@@ -147,17 +155,10 @@ impl Picker {
         cwd: Option<&str>,
         h: &dyn History,
     ) {
-        let mut known: std::collections::HashSet<String> = h
-            .recent()
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|r| r.acp_id)
-            .collect();
-        known.extend(current.map(str::to_string));
         self.agent = listed
             .sessions
             .iter()
-            .filter(|s| !known.contains(&s.id))
+            .filter(|s| Some(s.id.as_str()) != current)
             .map(|s| PickRow::from_agent(s, cwd))
             .collect();
         self.refresh(h);

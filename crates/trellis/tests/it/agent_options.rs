@@ -15,13 +15,10 @@ fn run(dir: &std::path::Path, sets: &[&str]) -> Output {
 
 /// The client's requests of `method` in the session log, as sent.
 fn sent(dir: &std::path::Path, method: &str) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("session.jsonl"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|r| r["dir"] == "client_to_agent" && r["msg"]["method"] == method)
-        .map(|r| r["msg"]["params"].clone())
-        .collect()
+    crate::sent(
+        &std::fs::read_to_string(dir.join("session.jsonl")).unwrap(),
+        method,
+    )
 }
 
 #[test]

@@ -37,12 +37,9 @@ fn the_agents_sessions_join_the_picker_and_resume_by_load() {
     // Trellis starts again on the agent's session: it replays its history.
     t.wait_for("(replayed) what I answered then");
     let log = t.log();
-    let loads: Vec<_> = crate::jsonl(&log)
-        .into_iter()
-        .filter(|r| r["dir"] == "client_to_agent" && r["msg"]["method"] == "session/load")
-        .collect();
+    let loads = crate::sent(&log, "session/load");
     assert_eq!(loads.len(), 1, "{log}");
-    assert_eq!(loads[0]["msg"]["params"]["sessionId"], "demo-earlier-2");
+    assert_eq!(loads[0]["sessionId"], "demo-earlier-2");
     assert!(
         log.contains("\"method\":\"session/list\""),
         "asked the agent"

@@ -13,12 +13,9 @@ fn demo_with_login(file: &std::path::Path) -> String {
     )
 }
 
-/// The client's requests of `method` in a session log.
+/// How many requests of `method` the client sent, in a session log.
 fn requests(log: &str, method: &str) -> usize {
-    crate::jsonl(log)
-        .iter()
-        .filter(|r| r["dir"] == "client_to_agent" && r["msg"]["method"] == method)
-        .count()
+    crate::sent(log, method).len()
 }
 
 #[test]

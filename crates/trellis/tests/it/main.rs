@@ -27,6 +27,15 @@ pub fn jsonl(out: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The parameters of the client's requests of `method` in a session log's text, as sent.
+pub fn sent(log: &str, method: &str) -> Vec<serde_json::Value> {
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["dir"] == "client_to_agent" && r["msg"]["method"] == method)
+        .map(|r| r["msg"]["params"].clone())
+        .collect()
+}
+
 /// A tool a test needs is missing: under CI (`CI=true`) that is a failure, never a pass;
 /// elsewhere the test says so on stderr and returns.
 pub fn missing_tool(what: &str) {
