@@ -16,6 +16,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AuthCapabilities, AuthenticateRequest, BooleanConfigOptionCapabilities, CancelNotification,
     ClientCapabilities, ClientSessionCapabilities, CompactionCapabilities, ContentBlock,
+    ElicitationCapabilities, ElicitationFormCapabilities, ElicitationUrlCapabilities,
     EmbeddedResource, EmbeddedResourceResource, FileSystemCapabilities, Implementation,
     InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
     NoticeCapabilities, PlanCapabilities, PromptRequest, ResourceLink, ResumeSessionRequest,
@@ -48,6 +49,11 @@ pub struct Caps {
     /// The front end can run an agent's login in the user's terminal (`authMethods` of
     /// type `terminal`): the UI can, a headless run cannot (it says what to run).
     pub terminal_login: bool,
+    /// Elicitation forms are answered: by the user in the UI, from `--answers` (or
+    /// declined) in a headless run.
+    pub elicitation_form: bool,
+    /// Elicitation links are shown and opened: only where someone can visit them (the UI).
+    pub elicitation_url: bool,
 }
 
 impl Default for Caps {
@@ -57,6 +63,8 @@ impl Default for Caps {
             write_text_file: true,
             terminal: true,
             terminal_login: false,
+            elicitation_form: true,
+            elicitation_url: false,
         }
     }
 }
@@ -160,12 +168,65 @@ pub enum Command {
     Shutdown,
 }
 
-/// Permission responders waiting for the driver's answer (or answers waiting for their
+/// Permission and elicitation responders waiting for the driver's answer (or answers waiting for their
 /// responder: the tap sees a request before its handler runs).
 #[derive(Default)]
 pub(crate) struct Responders {
-    pub(crate) waiting: HashMap<String, Responder<Value, V1>>,
+    /// Requests waiting for the driver's answer, by canonical id.
+    pub(crate) waiting: HashMap<String, (Parked, Responder<Value, V1>)>,
+    /// Answers that came before their request was parked.
     pub(crate) answers: HashMap<String, Value>,
+}
+
+/// What kind of request waits for an answer: it says how the request is closed when
+/// nobody is left to answer it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parked {
+    Permission,
+    Elicitation,
+}
+
+impl Parked {
+    /// The answer when the connection closes with the request open.
+    fn closed(self) -> Value {
+        match self {
+            Parked::Permission => json!({"outcome": {"outcome": "cancelled"}}),
+            Parked::Elicitation => json!({"action": "cancel"}),
+        }
+    }
+
+    /// The record of who closed it.
+    fn decided(
+        self,
+        request_id: String,
+        decider: trellis_core::Decider,
+    ) -> trellis_core::LocalRecord {
+        match self {
+            Parked::Permission => trellis_core::LocalRecord::PermissionDecided {
+                request_id,
+                decider,
+            },
+            Parked::Elicitation => trellis_core::LocalRecord::ElicitationDecided {
+                request_id,
+                decider,
+            },
+        }
+    }
+}
+
+/// The elicitation modes advertised (none: the field is left out).
+fn elicitation_caps(caps: &Caps) -> Option<ElicitationCapabilities> {
+    if !caps.elicitation_form && !caps.elicitation_url {
+        return None;
+    }
+    let mut c = ElicitationCapabilities::new();
+    if caps.elicitation_form {
+        c = c.form(ElicitationFormCapabilities::new());
+    }
+    if caps.elicitation_url {
+        c = c.url(ElicitationUrlCapabilities::new());
+    }
+    Some(c)
 }
 
 /// The driver's handle on a running connection.
@@ -219,6 +280,19 @@ impl Handle {
                 self.answer_permission(&request_id, &outcome);
                 None
             }
+            Effect::Elicit {
+                request_id,
+                answer,
+                decider,
+            } => {
+                self.recorder
+                    .local(trellis_core::LocalRecord::ElicitationDecided {
+                        request_id: request_id.clone(),
+                        decider,
+                    });
+                self.answer(&request_id, answer.to_json());
+                None
+            }
             Effect::SendCancel => {
                 self.send(Command::Cancel);
                 None
@@ -233,10 +307,15 @@ impl Handle {
 
     /// Answers permission request `request_id` (canonical JSON id) with `outcome`.
     pub fn answer_permission(&self, request_id: &str, outcome: &Outcome) {
-        let value = outcome_json(outcome);
+        self.answer(request_id, outcome_json(outcome));
+    }
+
+    /// Answers the parked agent request `request_id` with `value` (or keeps the answer
+    /// for when it is parked).
+    fn answer(&self, request_id: &str, value: Value) {
         let mut r = lock(&self.responders);
         match r.waiting.remove(request_id) {
-            Some(responder) => {
+            Some((_, responder)) => {
                 let _ = responder.respond(value);
             }
             None => {
@@ -290,12 +369,9 @@ pub fn start_at(
             "agent exited"
         };
         let open: Vec<_> = lock(&responders).waiting.drain().collect();
-        for (request_id, responder) in open {
-            recorder.local(trellis_core::LocalRecord::PermissionDecided {
-                request_id,
-                decider: trellis_core::Decider::Client(why.into()),
-            });
-            let _ = responder.respond(json!({"outcome": {"outcome": "cancelled"}}));
+        for (request_id, (parked, responder)) in open {
+            recorder.local(parked.decided(request_id, trellis_core::Decider::Client(why.into())));
+            let _ = responder.respond(parked.closed());
         }
         let _ = tx.send(Input::Closed {
             error: result.err(),
@@ -365,6 +441,7 @@ async fn run(
                     .terminal(spec.caps.terminal)
                     // Only where a login can run in the user's terminal (the UI).
                     .auth(AuthCapabilities::new().terminal(spec.caps.terminal_login))
+                    .elicitation(elicitation_caps(&spec.caps))
                     // Config options of type boolean are shown and set like the others;
                     // notices and compaction go to the transcript.
                     .session(

@@ -1,8 +1,9 @@
-//! The client methods the agent calls (`session/request_permission`, `fs/*`, `terminal/*`):
-//! routed by the SDK's dispatch handler, which never awaits.
+//! The client methods the agent calls (`session/request_permission`, `elicitation/create`,
+//! `fs/*`, `terminal/*`): routed by the SDK's dispatch handler, which never awaits.
 //!
-//! Invariants: permission requests are parked for the driver (keyed by the canonical id);
-//! requests naming another session are refused; file requests run on the blocking pool with
+//! Invariants: permission requests and elicitations are parked for the driver (keyed by the
+//! canonical id); requests naming another session, and elicitations of a mode not
+//! advertised, are refused; file requests run on the blocking pool with
 //! a time bound; every path is confined to the session's roots.
 
 use std::path::PathBuf;
@@ -12,7 +13,7 @@ use agent_client_protocol::{Responder, UntypedMessage, V1};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::client::{Caps, Responders, id_key, lock};
+use crate::client::{Caps, Parked, Responders, id_key, lock};
 use crate::recorder::Recorder;
 use crate::roots::Roots;
 use crate::terminal::{Spawn, Terminals};
@@ -117,32 +118,62 @@ pub(crate) fn route(
             Err(e) => responder.respond_with_error(e),
         };
     };
+    // Parks a request for the driver's answer (or answers it with one that came first).
+    let park = |parked: Parked, responder: Responder<Value, V1>| {
+        let key = id_key(&responder);
+        let mut r = lock(responders);
+        match r.answers.remove(&key) {
+            Some(v) => {
+                let _ = responder.respond(v);
+            }
+            None => {
+                r.waiting.insert(key, (parked, responder));
+            }
+        }
+    };
+    let theirs = p.get("sessionId").and_then(Value::as_str);
+    let mine = lock(&s.session).clone();
+    let other_session = match (mine.as_deref(), theirs) {
+        (Some(mine), Some(theirs)) => mine != theirs,
+        _ => false,
+    };
     match method.as_str() {
         "session/request_permission" => {
-            let theirs = p.get("sessionId").and_then(Value::as_str);
-            let mine = lock(&s.session).clone();
-            let foreign = match (mine.as_deref(), theirs) {
-                (Some(mine), Some(theirs)) => mine != theirs,
-                (None, Some(_)) => false,
-                (_, None) => true,
-            };
-            if foreign {
+            if other_session || theirs.is_none() {
                 let msg = format!(
                     "permission request for {}: not this connection's session",
                     theirs.unwrap_or("no session")
                 );
                 return answer(responder, Err(rpc_error(-32602, msg)));
             }
-            let key = id_key(&responder);
-            let mut r = lock(responders);
-            match r.answers.remove(&key) {
-                Some(v) => {
-                    let _ = responder.respond(v);
-                }
-                None => {
-                    r.waiting.insert(key, responder);
-                }
+            park(Parked::Permission, responder);
+        }
+        "elicitation/create" if s.caps.elicitation_form || s.caps.elicitation_url => {
+            // Tied to a session (this one) or to a request of the setup (no session id).
+            if other_session {
+                let msg = format!(
+                    "elicitation for {}: not this connection's session",
+                    theirs.unwrap_or_default()
+                );
+                return answer(responder, Err(rpc_error(-32602, msg)));
             }
+            let offered = match p.get("mode").and_then(Value::as_str) {
+                Some("form") => s.caps.elicitation_form,
+                Some("url") => s.caps.elicitation_url,
+                _ => false,
+            };
+            // The reducer reads the same params; what it cannot decode, it refuses too.
+            let decodes = trellis_core::elicitation::parse("", &p.to_string()).is_ok();
+            if !offered || !decodes {
+                let mode = p.get("mode").map(Value::to_string).unwrap_or("none".into());
+                let msg = if offered {
+                    "malformed elicitation".to_string()
+                } else {
+                    format!("elicitation mode {mode} is not supported here")
+                };
+                return answer(responder, Err(rpc_error(-32602, msg)));
+            }
+            park(Parked::Elicitation, responder);
         }
         "fs/read_text_file" if s.caps.read_text_file => match params::<ReadParams>(&p) {
             Ok(p) => {

@@ -178,6 +178,26 @@ pub enum EventBody {
         code: Option<i32>,
         message: String,
     },
+    /// The agent asks the user for input (`elicitation/create`): a form or a link.
+    ElicitationRequested {
+        #[serde(flatten)]
+        elicitation: Arc<crate::elicitation::Elicitation>,
+    },
+    /// An elicitation was answered (or closed unanswered).
+    ElicitationResolved {
+        request_id: String,
+        /// `accept`, `decline`, `cancel`, or `error` (the client's answer was an error).
+        action: String,
+        /// What was sent with `accept` (a form's values).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schema", schemars(with = "Option<serde_json::Value>"))]
+        content: Option<serde_json::Map<String, serde_json::Value>>,
+        decider: Decider,
+    },
+    /// The agent says the step behind a URL elicitation is done (`elicitation/complete`).
+    ElicitationCompleted {
+        elicitation_id: String,
+    },
     /// An extension's per-call state changed (recorded in the session log).
     CallState {
         call_id: String,
@@ -203,6 +223,9 @@ impl EventBody {
             EventBody::ToolCallUpdated { .. } => "tool_call_updated",
             EventBody::PermissionRequested { .. } => "permission_requested",
             EventBody::PermissionResolved { .. } => "permission_resolved",
+            EventBody::ElicitationRequested { .. } => "elicitation_requested",
+            EventBody::ElicitationResolved { .. } => "elicitation_resolved",
+            EventBody::ElicitationCompleted { .. } => "elicitation_completed",
             EventBody::FileWritten { .. } => "file_written",
             EventBody::TerminalExited { .. } => "terminal_exited",
             EventBody::Plan { .. } => "plan",

@@ -11,6 +11,8 @@ pub mod anomaly;
 pub mod b64;
 pub mod civil;
 pub mod diff;
+mod elicit_requests;
+pub mod elicitation;
 pub mod enrich;
 pub mod event;
 pub mod ext;
@@ -32,6 +34,7 @@ pub mod tool_call;
 pub mod update;
 pub mod wire;
 
+pub use elicitation::{ElicitAnswer, Elicitation};
 pub use event::{Event, EventBody, SCHEMA_VERSION};
 pub use ledger::Ledger;
 pub use permission::{Decider, Outcome, Policy, Verdict};

@@ -14,6 +14,10 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
         LocalRecord::PermissionDecided {
             request_id,
             decider,
+        }
+        | LocalRecord::ElicitationDecided {
+            request_id,
+            decider,
         } => {
             cx.s.deciders.insert(request_id, decider);
         }
@@ -34,6 +38,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             end_turn(cx, "agent_exited".into());
             // Nobody is left to answer: open requests are closed on our side.
             crate::requests::close_open_permissions(cx, "agent exited");
+            crate::elicit_requests::close_open(cx, "agent exited");
         }
         LocalRecord::SessionEnded { reason } => {
             end_turn(cx, "cancelled".into());
@@ -41,7 +46,8 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             cx.emit(EventBody::SessionEnded { reason });
         }
         LocalRecord::ConnectionClosed => {
-            crate::requests::close_open_permissions(cx, "connection closed")
+            crate::requests::close_open_permissions(cx, "connection closed");
+            crate::elicit_requests::close_open(cx, "connection closed");
         }
         LocalRecord::Mark { text } => cx.notice(text),
         LocalRecord::Driven { extension, action } => cx.notice(match action {

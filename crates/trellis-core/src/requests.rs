@@ -55,6 +55,7 @@ pub(crate) fn agent_request(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
             },
             Err(_) => AgentRequest::Other,
         },
+        "elicitation/create" => crate::elicit_requests::asked(cx, &id, &msg),
         "terminal/release" => {
             if let Ok(p) = msg.params_as::<wire::TerminalIdParams>() {
                 cx.s.terminals.entry(p.terminal_id).or_default().released = true;
@@ -233,7 +234,10 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
     // message. A file that does not exist (-32002) or a method Trellis lacks is routine.
     if let Some(e) = &msg.error
         && (e.code == -32602 || e.code == -32603)
-        && !matches!(req, AgentRequest::Permission { .. })
+        && !matches!(
+            req,
+            AgentRequest::Permission { .. } | AgentRequest::Elicitation { .. }
+        )
     {
         cx.warn_once(
             format!("refused:{}", e.message),
@@ -267,6 +271,7 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
             }
             permission_resolved(cx, id, call_id, outcome, decider);
         }
+        AgentRequest::Elicitation { .. } => crate::elicit_requests::answered(cx, id, &msg),
         AgentRequest::Write {
             path,
             bytes,
@@ -364,7 +369,11 @@ pub(crate) fn client_request(cx: &mut Ctx<'_>, msg: Message) {
         return;
     };
     let req = match method {
-        "initialize" => ClientRequest::Initialize,
+        "initialize" => {
+            let params = msg.params.as_deref().map_or("{}", |p| p.get());
+            cx.s.elicitation_offered = Some(crate::elicitation::Offered::from_initialize(params));
+            ClientRequest::Initialize
+        }
         "session/new" => ClientRequest::NewSession {
             cwd: msg
                 .params_as::<wire::NewSessionParams>()
@@ -629,6 +638,17 @@ pub(crate) fn agent_cancelled(cx: &mut Ctx<'_>, msg: &Message) {
             cx,
             &id,
             Choice::Cancelled,
+            Decider::Client("cancelled by the agent".into()),
+        );
+    }
+    if matches!(
+        cx.s.agent_requests.get(&id),
+        Some(AgentRequest::Elicitation { answering: false })
+    ) {
+        let _ = crate::elicit_requests::answer(
+            cx,
+            &id,
+            crate::elicitation::ElicitAnswer::Cancel,
             Decider::Client("cancelled by the agent".into()),
         );
     }

@@ -96,6 +96,10 @@ pub(crate) enum AgentRequest {
     TerminalOutput {
         terminal_id: String,
     },
+    /// `elicitation/create`; the question itself is in `Session::elicitations`.
+    Elicitation {
+        answering: bool,
+    },
     Other,
 }
 
@@ -200,6 +204,11 @@ pub struct Session {
     pub(crate) client_requests: FxHashMap<String, ClientRequest>,
     pub(crate) deciders: FxHashMap<String, Decider>,
     pub(crate) warned: std::collections::HashSet<String>,
+    /// Elicitations the agent asked and the client has not answered yet, oldest first.
+    pub elicitations: Vec<std::sync::Arc<crate::elicitation::Elicitation>>,
+    /// The elicitation modes the client advertised, once `initialize` was seen (a log
+    /// without it takes every question as offered).
+    pub elicitation_offered: Option<crate::elicitation::Offered>,
     /// Extension state per call: (extension, call id) → value. Saved in the log.
     pub call_state: BTreeMap<(String, String), serde_json::Value>,
     /// The history above came from an earlier session's log (a resumed session).
@@ -281,6 +290,19 @@ impl Session {
         v
     }
 
+    /// Elicitations waiting for someone to answer, oldest first (those already being
+    /// answered are left out).
+    pub fn pending_elicitations(
+        &self,
+    ) -> impl Iterator<Item = &std::sync::Arc<crate::elicitation::Elicitation>> {
+        self.elicitations.iter().filter(|e| {
+            matches!(
+                self.agent_requests.get(&e.request_id),
+                Some(AgentRequest::Elicitation { answering: false })
+            )
+        })
+    }
+
     /// The legacy mode as the agent names it (its id when it gave no name).
     pub fn mode_name(&self) -> Option<&str> {
         let mode = self.mode.as_deref()?;
@@ -326,6 +348,11 @@ pub enum LocalRecord {
     },
     /// Who answered a permission request (written just before the answer frame).
     PermissionDecided {
+        request_id: String,
+        decider: Decider,
+    },
+    /// Who answered an elicitation (written just before the answer frame).
+    ElicitationDecided {
         request_id: String,
         decider: Decider,
     },

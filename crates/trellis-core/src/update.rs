@@ -42,6 +42,13 @@ pub enum Action {
     },
     /// The user wants the running turn cancelled.
     Cancel { t: f64 },
+    /// The user (or an extension, or a headless answer file) answers an open elicitation.
+    Elicit {
+        t: f64,
+        request_id: String,
+        answer: crate::elicitation::ElicitAnswer,
+        decider: Decider,
+    },
 }
 
 /// An answer to a permission request.
@@ -64,6 +71,12 @@ pub enum Effect {
     Answer {
         request_id: String,
         outcome: Outcome,
+        decider: Decider,
+    },
+    /// Answer the agent's elicitation `request_id`, recording `decider` first.
+    Elicit {
+        request_id: String,
+        answer: crate::elicitation::ElicitAnswer,
         decider: Decider,
     },
     /// Send `session/cancel` for the session.
@@ -133,7 +146,8 @@ pub fn update(state: &mut Session, action: Action) -> Vec<Effect> {
         | Action::InvalidLine { t, .. }
         | Action::Local { t, .. }
         | Action::Decide { t, .. }
-        | Action::Cancel { t } => *t,
+        | Action::Cancel { t }
+        | Action::Elicit { t, .. } => *t,
     };
     let acp = match &action {
         Action::Frame { msg, .. } => msg.raw.clone(),
@@ -178,6 +192,16 @@ pub fn update(state: &mut Session, action: Action) -> Vec<Effect> {
         Action::Cancel { .. } => {
             if cx.s.turn_open {
                 cx.fx.push(Effect::SendCancel);
+            }
+        }
+        Action::Elicit {
+            request_id,
+            answer,
+            decider,
+            ..
+        } => {
+            if let Err(e) = crate::elicit_requests::answer(&mut cx, &request_id, answer, decider) {
+                cx.emit(EventBody::Warning { message: e });
             }
         }
     }
@@ -244,6 +268,7 @@ fn frame(cx: &mut Ctx<'_>, seq: u64, dir: Dir, msg: Message) {
         (Dir::AgentToClient, true, false) => match msg.method.as_deref() {
             Some("session/update") => crate::session_update::apply(cx, seq, &msg),
             Some("$/cancel_request") => crate::requests::agent_cancelled(cx, &msg),
+            Some("elicitation/complete") => crate::elicit_requests::completed(cx, &msg),
             Some(other) => {
                 let other = other.to_string();
                 *cx.s
@@ -277,6 +302,7 @@ fn cancel_seen(cx: &mut Ctx<'_>) {
         // Already-answered requests are refused inside `decide`; that is expected here.
         let _ = decide(cx, &request_id, Choice::Cancelled, Decider::Cancel);
     }
+    crate::elicit_requests::cancel_pending(cx, Decider::Cancel);
 }
 
 /// Marks every still-open call with `status` as the turn ends; returns their ids.

@@ -10,6 +10,9 @@ use trellis_core::tool_call::ToolCallPatch;
 use trellis_core::wire::{Dir, Message, canonical_id};
 use trellis_core::{Action, Effect, EventBody, LocalRecord, Policy, Session, ToolCall, update};
 
+mod common;
+use common::{frame, session};
+
 fn call(kind: &str, input: Value, locations: &[&str]) -> ToolCall {
     let patch: ToolCallPatch = serde_json::from_str(
         &json!({
@@ -113,45 +116,6 @@ fn ids_have_one_canonical_form() {
     }
     let m = Message::parse(r#"{"jsonrpc":"2.0","id":"p\u0031","method":"x"}"#).unwrap();
     assert_eq!(m.id.as_deref(), Some(r#""p1""#));
-}
-
-fn frame(seq: u64, dir: Dir, v: Value) -> Action {
-    Action::Frame {
-        seq,
-        t: seq as f64,
-        dir,
-        msg: Message::parse(&v.to_string()).unwrap(),
-    }
-}
-
-/// A session set up with id `s1` and a turn open.
-fn session() -> Session {
-    let mut s = Session::new(Policy::Ask);
-    update(
-        &mut s,
-        frame(
-            1,
-            Dir::ClientToAgent,
-            json!({"jsonrpc":"2.0","id":0,"method":"session/new","params":{"cwd":"/w"}}),
-        ),
-    );
-    update(
-        &mut s,
-        frame(
-            2,
-            Dir::AgentToClient,
-            json!({"jsonrpc":"2.0","id":0,"result":{"sessionId":"s1"}}),
-        ),
-    );
-    update(
-        &mut s,
-        frame(
-            3,
-            Dir::ClientToAgent,
-            json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}),
-        ),
-    );
-    s
 }
 
 fn ask(seq: u64, id: u64) -> Action {

@@ -595,6 +595,28 @@ impl Driver {
         );
     }
 
+    /// Answers the agent's elicitation `request_id` (`elicitation/create`): the form's
+    /// content, a decline or a cancel. A form answer the form refuses is not sent (the
+    /// reducer warns); the request stays open.
+    pub fn elicit(
+        &mut self,
+        request_id: String,
+        answer: trellis_core::ElicitAnswer,
+        decider: Decider,
+        notes: &mut Vec<Note>,
+    ) {
+        let t = self.now();
+        self.apply(
+            Action::Elicit {
+                t,
+                request_id,
+                answer,
+                decider,
+            },
+            notes,
+        );
+    }
+
     /// Cancels the running turn (open permission requests are answered `cancelled`).
     pub fn cancel(&mut self, notes: &mut Vec<Note>) {
         let t = self.now();

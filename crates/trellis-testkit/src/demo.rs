@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::peer::{Incoming, Peer, PeerError};
-use crate::{demo_history, demo_login};
+use crate::{demo_elicit, demo_history, demo_login};
 
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
@@ -56,6 +56,9 @@ struct ClientCaps {
     boolean_options: bool,
     /// `auth.terminal`: the client can run a login in its terminal.
     terminal_login: bool,
+    /// `elicitation.form` / `elicitation.url`: the client answers forms / opens links.
+    elicit_form: bool,
+    elicit_url: bool,
 }
 
 /// The demo's config options: a model (grouped choices), a thought level, and a switch
@@ -164,6 +167,8 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     terminal: caps["terminal"].as_bool().unwrap_or(false),
                     boolean_options: caps["session"]["configOptions"]["boolean"].is_object(),
                     terminal_login: caps["auth"]["terminal"].as_bool().unwrap_or(false),
+                    elicit_form: caps["elicitation"]["form"].is_object(),
+                    elicit_url: caps["elicitation"]["url"].is_object(),
                 };
                 demo.peer.respond(
                     &id,
@@ -270,6 +275,10 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     demo.compact()?
                 } else if text.trim_start().starts_with("/plans") {
                     demo.plans()?
+                } else if text.trim_start().starts_with("/elicit-url") {
+                    demo.elicit(true)?
+                } else if text.trim_start().starts_with("/elicit") {
+                    demo.elicit(false)?
                 } else if demo.opts.calls > 0 {
                     demo.load()?
                 } else {
@@ -317,6 +326,22 @@ impl Demo {
                 "content": {"type": "text", "text": part.concat()}}))?;
         }
         Ok(())
+    }
+
+    /// `/elicit` (a form) or `/elicit-url` (a link): asks, then says what it got.
+    fn elicit(&mut self, url: bool) -> Result<&'static str, PeerError> {
+        let sid = self.session_id.clone();
+        let said = if url {
+            demo_elicit::link(&mut self.peer, &sid, self.caps.elicit_url, self.prompts)?
+        } else {
+            demo_elicit::form(&mut self.peer, &sid, self.caps.elicit_form)?
+        };
+        self.say("agent_message_chunk", &said)?;
+        Ok(if self.peer.cancelled(Duration::ZERO) {
+            "cancelled"
+        } else {
+            "end_turn"
+        })
     }
 
     /// Pauses between steps; true when the turn was cancelled meanwhile.

@@ -94,6 +94,8 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             write_text_file: o.write_text_file.unwrap_or(d.write_text_file),
             terminal: o.terminal.unwrap_or(d.terminal),
             terminal_login: d.terminal_login,
+            elicitation_form: d.elicitation_form,
+            elicitation_url: d.elicitation_url,
         };
         (
             agent.to_string(),

@@ -1,6 +1,7 @@
 //! `trellis`: the command-line entry point.
 
 mod agents;
+mod answers;
 mod output;
 mod plugin_cmd;
 mod plugin_test;

@@ -57,6 +57,12 @@ pub struct RunArgs {
     /// was refused (for scripts and CI).
     #[arg(long)]
     strict: bool,
+    /// Answer the agent's forms (`elicitation/create`) from this JSON object (field name
+    /// → value; a form takes the values of its own fields, its defaults for the rest).
+    /// A form it does not fill in correctly is declined, saying why; without it every
+    /// form is declined.
+    #[arg(long, value_name = "FILE")]
+    answers: Option<PathBuf>,
     /// Print resource usage as JSON on stderr at exit (for benchmarks).
     #[arg(long, hide = true)]
     stats: bool,
@@ -113,6 +119,10 @@ pub fn main(
         .clone()
         .or_else(|| resume.as_ref().and_then(|r| r.row.acp_id.clone()));
     let (policy, explicit) = policy_from(common.permission.as_deref(), &config)?;
+    let answers = match &args.answers {
+        Some(p) => crate::answers::Answers::load(p)?,
+        None => crate::answers::Answers::none(),
+    };
     if let Policy::Rules {
         fallback: trellis_core::permission::Verdict::Ask,
         ..
@@ -159,6 +169,7 @@ pub fn main(
     let stop = rt.block_on(drive(
         args.format,
         policy,
+        &answers,
         host,
         resolved,
         writer,
@@ -210,6 +221,7 @@ struct Finished {
 async fn drive(
     format: Format,
     policy: Policy,
+    answers: &crate::answers::Answers,
     (host, ext_rx): (
         trellis_ext::ExtHost,
         tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
@@ -326,6 +338,20 @@ async fn drive(
                     out.event(&ev, &driver.session)?;
                     if let trellis_core::EventBody::PermissionResolved { outcome, .. } = &ev.body {
                         refused += usize::from(!outcome.is_allowed());
+                    }
+                    // The agent's question, if still open: answered from --answers or
+                    // declined.
+                    if let trellis_core::EventBody::ElicitationRequested { elicitation } = &ev.body
+                        && driver
+                            .session
+                            .pending_elicitations()
+                            .any(|e| e.request_id == elicitation.request_id)
+                    {
+                        let (answer, said) = answers.answer(elicitation);
+                        eprintln!("trellis: {}", safe(&said));
+                        let decider = answers.decider();
+                        let id = elicitation.request_id.clone();
+                        driver.elicit(id, answer, decider, &mut notes);
                     }
                     // A turn ended: an extension holding `drive` may answer it with a
                     // prompt of its own (that goes first); else the next of the user's

@@ -101,6 +101,7 @@ pub fn main(
     resolved.spec.keep_lines = host.wants_acp();
     // The UI lends the terminal for an agent's login (`authMethods` of type terminal).
     resolved.spec.caps.terminal_login = true;
+    resolved.spec.caps.elicitation_url = true;
     let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
     let saved = trellis_tui::rules::load(&host, &cwd_now);
     let stored: Vec<_> = saved.iter().map(|r| r.rule.clone()).collect();

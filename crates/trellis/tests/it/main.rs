@@ -6,6 +6,7 @@ mod agent_sessions;
 mod cli;
 mod completions;
 mod drive;
+mod elicit;
 mod faults;
 mod hostile;
 mod login;
