@@ -336,7 +336,7 @@ impl Terminals {
             return;
         }
         for &pgid in &groups {
-            signal_group(pgid, libc::SIGTERM);
+            term_group(pgid);
         }
         let deadline = tokio::time::Instant::now() + grace;
         while tokio::time::Instant::now() < deadline {
@@ -362,8 +362,14 @@ fn front_cut(text: &str, keep: usize) -> usize {
     cut
 }
 
-fn kill_group(pgid: u32) {
+/// Kills the process group `pgid` (SIGKILL).
+pub fn kill_group(pgid: u32) {
     signal_group(pgid, libc::SIGKILL);
+}
+
+/// Asks the process group `pgid` to end (SIGTERM).
+pub fn term_group(pgid: u32) {
+    signal_group(pgid, libc::SIGTERM);
 }
 
 /// Sends `sig` to the process group `pgid` (an already-gone group is fine).

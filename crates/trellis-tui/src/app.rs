@@ -29,6 +29,17 @@ pub enum Intent {
         request_id: String,
         option_id: String,
     },
+    /// Answer the agent's question `request_id` (`elicitation/create`).
+    Elicit {
+        request_id: String,
+        answer: trellis_core::ElicitAnswer,
+    },
+    /// The user goes to the link of question `request_id`: open it in the browser (copy
+    /// it when that fails), and accept.
+    Visit {
+        request_id: String,
+        url: String,
+    },
     /// Put the text on the clipboard (OSC 52).
     Copy(String),
     /// Show the text in `$PAGER`.
@@ -159,6 +170,10 @@ pub struct App {
         std::cell::RefCell<Option<(String, std::sync::Arc<trellis_view::dialog::Dialog>)>>,
     /// How far the dialog's question is scrolled, for which request.
     pub(crate) dialog_scroll: (String, usize),
+    /// What the user entered in the agent's open question.
+    pub asking: Option<crate::ask::Asking>,
+    /// Browser openers started for the agent's links (stopped when the app goes).
+    pub openers: crate::opener::Openers,
 }
 
 /// A built float: its key, title and lines.
@@ -263,6 +278,8 @@ impl App {
             float_builds: std::cell::Cell::new(0),
             dialog_cache: std::cell::RefCell::new(None),
             dialog_scroll: (String::new(), 0),
+            asking: None,
+            openers: Default::default(),
         }
     }
 
@@ -375,6 +392,15 @@ impl App {
         let (req, call_id, options) = pending.into_iter().next()?;
         let call = self.driver.session.ledger.position(&call_id)?;
         Some((req, call, options, 1, total))
+    }
+
+    /// The agent's question the dialog shows (the oldest open one), once no permission
+    /// request waits.
+    pub fn question(&self) -> Option<std::sync::Arc<trellis_core::Elicitation>> {
+        if self.replay {
+            return None;
+        }
+        self.driver.session.pending_elicitations().next().cloned()
     }
 
     pub(crate) fn scroll_by(&mut self, delta: isize) {
@@ -616,37 +642,42 @@ impl App {
     }
 
     /// The terminal sequences that tell a user who is elsewhere about a permission request
-    /// (bell, title mark, OSC 9 notification, as configured), or that clear the title mark
-    /// once no request is pending.
+    /// or a question of the agent (bell, title mark, OSC 9 notification, as configured), or
+    /// that clear the title mark once nothing is pending.
     pub fn alert(&mut self, body: &trellis_core::EventBody) -> Option<String> {
         use trellis_core::EventBody;
-        match body {
-            EventBody::PermissionRequested { title, .. } if !self.focused => {
-                let mut seq = String::new();
-                if self.alerts.bell {
-                    seq.push('\x07');
-                }
-                if self.alerts.title {
-                    seq.push_str(&format!(
-                        "\x1b]2;● trellis — permission needed ({})\x07",
-                        self.agent
-                    ));
-                    self.title_marked = true;
-                }
-                if self.alerts.notify {
-                    let text = trellis_text::clip(title, 120).replace(['\x07', '\x1b'], "");
-                    seq.push_str(&format!("\x1b]9;Trellis: permission needed: {text}\x07"));
-                }
-                (!seq.is_empty()).then_some(seq)
+        let (need, text) = match body {
+            EventBody::PermissionRequested { title, .. } => ("permission needed", title.as_str()),
+            EventBody::ElicitationRequested { elicitation } => {
+                ("input needed", elicitation.message.as_str())
             }
-            EventBody::PermissionResolved { .. }
-                if self.title_marked && self.driver.session.pending_permissions().is_empty() =>
+            EventBody::PermissionResolved { .. } | EventBody::ElicitationResolved { .. }
+                if self.title_marked
+                    && self.driver.session.pending_permissions().is_empty()
+                    && self.driver.session.pending_elicitations().next().is_none() =>
             {
                 self.title_marked = false;
-                Some(format!("\x1b]2;trellis — {}\x07", self.agent))
+                return Some(format!("\x1b]2;trellis — {}\x07", self.agent));
             }
-            _ => None,
+            _ => return None,
+        };
+        if self.focused {
+            return None;
         }
+        let mut seq = String::new();
+        if self.alerts.bell {
+            seq.push('\x07');
+        }
+        if self.alerts.title {
+            seq.push_str(&format!("\x1b]2;● trellis — {need} ({})\x07", self.agent));
+            self.title_marked = true;
+        }
+        if self.alerts.notify {
+            let text = trellis_text::clip(&trellis_text::sanitize::one_line(text), 120)
+                .replace(['\x07', '\x1b'], "");
+            seq.push_str(&format!("\x1b]9;Trellis: {need}: {text}\x07"));
+        }
+        (!seq.is_empty()).then_some(seq)
     }
 
     /// Handles a key; returns what the loop must do.
@@ -733,6 +764,10 @@ impl App {
                 self.dialog_scroll.1 = self.dialog_scroll.1.saturating_add_signed(step);
                 return Vec::new();
             }
+        }
+        if let Some(e) = self.question() {
+            let asking = crate::ask::state_for(&mut self.asking, &e);
+            return asking.key(&e, key).into_iter().collect();
         }
         match key.code {
             KeyCode::PageUp => return self.scrolled(-(self.page as isize - 1)),

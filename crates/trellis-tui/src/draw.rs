@@ -17,7 +17,7 @@ pub struct Clock {
     pub frame: usize,
 }
 
-fn centered(area: Rect, w: u16, h: u16) -> Rect {
+pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
     Rect {
@@ -222,6 +222,8 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
         draw_inspector(f, app, ins, main);
     } else if let Some((req, call, options, i, n)) = app.dialog() {
         draw_dialog(f, app, (req, call, options, i, n), main);
+    } else if let Some(e) = app.question() {
+        crate::ask::draw(f, app, &e, main);
     }
 }
 

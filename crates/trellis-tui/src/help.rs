@@ -61,6 +61,17 @@ const DIALOG: &[(&str, &str)] = &[
     ("Esc", "cancel the turn"),
 ];
 
+const QUESTION: &[(&str, &str)] = &[
+    ("Tab / S-Tab, ↑ / ↓", "next / previous field"),
+    ("Space, ← / →", "choose, pick (y / n for a switch)"),
+    ("Enter", "send (problems show under their fields)"),
+    ("Ctrl-D / Esc", "decline / dismiss"),
+    (
+        "Enter, c, y (a link)",
+        "open it in the browser, copy it, go on",
+    ),
+];
+
 const ANYWHERE: &[(&str, &str)] = &[
     ("F1", "this help"),
     ("Ctrl-C twice", "quit"),
@@ -163,6 +174,8 @@ pub fn help_lines(app: &App, width: usize, theme: &Theme) -> Vec<Line<'static>> 
     p.bound(&app.keys, INSPECTOR_ACTIONS);
     p.heading("Permission dialog");
     p.fixed(DIALOG);
+    p.heading("The agent's questions (forms, links)");
+    p.fixed(QUESTION);
     if let Some(h) = &app.driver.host
         && !h.ui.keys.is_empty()
     {

@@ -10,12 +10,14 @@ pub mod agent_options;
 pub mod app;
 mod app_ext;
 mod app_keys;
+pub mod ask;
 pub mod complete;
 pub mod draw;
 pub mod extui;
 pub mod help;
 pub mod history;
 pub mod keymap;
+pub mod opener;
 mod plans;
 pub mod plugins_page;
 pub mod prompt;
@@ -143,18 +145,34 @@ fn invalidate_for(app: &mut App, body: &EventBody) {
     }
 }
 
+/// Reaps the browser openers that ended; a failed one's link goes to the clipboard.
+fn reap_openers(app: &mut App) {
+    for ended in app.openers.reap() {
+        if let opener::Ended::Failed { status, url } = ended {
+            copy(&url);
+            app.message = Some(format!(
+                "the browser did not open the link ({}): it is on the clipboard",
+                trellis_text::one_line(&status)
+            ));
+        }
+    }
+}
+
+/// Puts `text` on the clipboard (OSC 52).
+fn copy(text: &str) {
+    let seq = format!(
+        "\x1b]52;c;{}\x07",
+        trellis_core::b64::encode(text.as_bytes())
+    );
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), seq.as_bytes());
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+}
+
 /// Carries out what a key asked for.
 pub fn perform_intent(app: &mut App, intent: Intent) {
     let mut notes = Vec::new();
     match intent {
-        Intent::Copy(text) => {
-            let seq = format!(
-                "\x1b]52;c;{}\x07",
-                trellis_core::b64::encode(text.as_bytes())
-            );
-            let _ = std::io::Write::write_all(&mut std::io::stdout(), seq.as_bytes());
-            let _ = std::io::Write::flush(&mut std::io::stdout());
-        }
+        Intent::Copy(text) => copy(&text),
         Intent::Page(text) => {
             if let Err(e) = page(&text) {
                 app.message = Some(format!("cannot open the pager: {e}"));
@@ -180,6 +198,22 @@ pub fn perform_intent(app: &mut App, intent: Intent) {
         // The run loop stops on `app.quit`; closing the session follows it.
         Intent::Quit | Intent::Restart => {}
         Intent::Cancel => app.driver.cancel(&mut notes),
+        Intent::Elicit { request_id, answer } => {
+            app.driver
+                .elicit(request_id, answer, Decider::User, &mut notes)
+        }
+        Intent::Visit { request_id, url } => {
+            app.message = Some(match app.openers.open(&url) {
+                Ok(()) => "opening the link in your browser".into(),
+                Err(e) => {
+                    copy(&url);
+                    format!("cannot start a browser ({e}): the link is on the clipboard")
+                }
+            });
+            let answer = trellis_core::ElicitAnswer::Accept(Default::default());
+            app.driver
+                .elicit(request_id, answer, Decider::User, &mut notes);
+        }
         Intent::Decide {
             request_id,
             option_id,
@@ -440,8 +474,9 @@ async fn run_loop(
                 app.stop_reason = Some(format!("stopped by {sig}"));
                 return Ok(());
             }
-            _ = tick.tick(), if animating => {
+            _ = tick.tick(), if animating || !app.openers.is_empty() => {
                 frame = frame.wrapping_add(1);
+                reap_openers(app);
                 dirty = true;
             }
         }

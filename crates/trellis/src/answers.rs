@@ -4,7 +4,7 @@
 //!
 //! One file serves every form of the run: a form takes the file's values for its own
 //! fields, its defaults for the others, and is accepted only when [`Form::check`] passes
-//! (the same check the dialog and extensions go through); otherwise it is declined and
+//! (the same check the dialog and the reducer apply); otherwise it is declined and
 //! every problem is named.
 
 use std::io::Read;

@@ -1,6 +1,7 @@
 //! The agent's questions (`elicitation/create`) in a headless run: declined without
 //! `--answers`, answered from it when it fills the form in, declined naming the problems
-//! when it does not; links are not offered headless.
+//! when it does not; links are not offered headless. In the UI (tmux): the form is filled
+//! in and sent, and a link is accepted and its completion noticed.
 
 use std::process::{Command, Output};
 
@@ -18,28 +19,31 @@ impl Run {
     fn stdout(&self) -> String {
         String::from_utf8_lossy(&self.out.stdout).into_owned()
     }
-    /// The client's answers to the agent's `elicitation/create`, as sent.
     fn answers(&self) -> Vec<serde_json::Value> {
-        let records: Vec<serde_json::Value> = self
-            .log
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        let asked: Vec<_> = records
-            .iter()
-            .filter(|r| r["dir"] == "agent_to_client" && r["msg"]["method"] == "elicitation/create")
-            .map(|r| r["msg"]["id"].clone())
-            .collect();
-        records
-            .iter()
-            .filter(|r| {
-                r["dir"] == "client_to_agent"
-                    && r["msg"].get("method").is_none()
-                    && asked.contains(&r["msg"]["id"])
-            })
-            .map(|r| r["msg"]["result"].clone())
-            .collect()
+        answers(&self.log)
     }
+}
+
+/// The client's answers to the agent's `elicitation/create` in a session log, as sent.
+fn answers(log: &str) -> Vec<serde_json::Value> {
+    let records: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let asked: Vec<_> = records
+        .iter()
+        .filter(|r| r["dir"] == "agent_to_client" && r["msg"]["method"] == "elicitation/create")
+        .map(|r| r["msg"]["id"].clone())
+        .collect();
+    records
+        .iter()
+        .filter(|r| {
+            r["dir"] == "client_to_agent"
+                && r["msg"].get("method").is_none()
+                && asked.contains(&r["msg"]["id"])
+        })
+        .map(|r| r["msg"]["result"].clone())
+        .collect()
 }
 
 fn run(prompt: &str, answers: Option<&str>) -> Run {
@@ -146,4 +150,86 @@ fn answers_that_do_not_fit_decline_naming_every_problem() {
         "{}",
         bad.stderr()
     );
+}
+
+#[test]
+fn the_ui_fills_a_form_in_and_follows_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    // The "browser": notes the address it was given.
+    let opened = dir.path().join("opened.txt");
+    let browser = dir.path().join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\nprintf '%s\\n' \"$1\" >> {}\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &browser,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let env = format!("BROWSER={}", browser.display());
+    let Some(t) = crate::tui::Tmux::start_env(
+        &[&env],
+        &["demo", "--cwd", dir.path().to_str().unwrap()],
+        100,
+        32,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["/elicit", "Enter"]);
+    t.wait_for("Which release should I cut?");
+    // Sent empty: the problem shows and nothing reaches the agent.
+    t.send(&["Enter"]);
+    t.wait_for("✗ required");
+    t.send(&["1.4.0", "Enter"]);
+    let s = t.wait_for("Thanks: I got");
+    assert!(s.contains(r#""version":"1.4.0""#), "{s}");
+    assert_eq!(
+        answers(&t.log()),
+        [
+            json!({"action": "accept", "content": {"version": "1.4.0", "channel": "beta",
+            "targets": ["linux"], "shards": 2, "dry_run": true}})
+        ]
+    );
+    // A link: the site is named; Enter opens it in the browser and accepts, and the
+    // agent's completion is noticed.
+    t.send(&["/elicit-url", "Enter"]);
+    let s = t.wait_for("visit a link");
+    assert!(s.contains("site  example.com"), "{s}");
+    t.send(&["Enter"]);
+    t.wait_for("You signed in; I am going on.");
+    t.wait_for("the linked step is done");
+    // The opener runs beside the UI: wait for its note (the second turn's link).
+    let start = std::time::Instant::now();
+    while !opened.exists() && start.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(
+        std::fs::read_to_string(&opened).unwrap_or_default(),
+        "https://example.com/trellis-demo/sign-in?step=2\n"
+    );
+    let all = answers(&t.log());
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all[1], json!({"action": "accept"}));
+}
+
+#[test]
+fn a_browser_that_fails_leaves_the_link_on_the_clipboard() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = crate::tui::Tmux::start_env(
+        &["BROWSER=exit 3;"],
+        &["demo", "--cwd", dir.path().to_str().unwrap()],
+        100,
+        32,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["/elicit-url", "Enter"]);
+    t.wait_for("visit a link");
+    t.send(&["Enter"]);
+    t.wait_for("the browser did not open the link (exit status: 3): it is on the clipboard");
 }

@@ -1,0 +1,205 @@
+//! Opening a link in the user's browser, for the agent's URL questions.
+//!
+//! The opener is `$BROWSER` (its first `:`-separated entry, `%s` standing for the
+//! address, else the address appended; run by `sh` with the address as `"$1"`, never
+//! pasted into the script) or the system's (`xdg-open`, `open` on macOS). It starts in its
+//! own process group with no terminal (stdin, stdout and stderr closed: nothing it prints
+//! reaches the screen), is reaped as it ends (a failure is reported and the link copied
+//! instead), and is stopped, with its group, when Trellis exits. An opener hands the
+//! address to a running browser and ends at once; a browser it had to start is stopped
+//! with Trellis, like every process Trellis starts (the orphan reaper sees to those that
+//! leave the group).
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The openers still running.
+#[derive(Default)]
+pub struct Openers {
+    running: Vec<(Child, String)>,
+}
+
+/// What became of an opener that ended.
+#[derive(Debug, PartialEq)]
+pub enum Ended {
+    Opened,
+    /// It failed (its status, sanitized for display); the address is the link.
+    Failed {
+        status: String,
+        url: String,
+    },
+}
+
+impl Openers {
+    /// Starts the opener for `url` (the caller checked it with [`crate::ask::openable`]).
+    pub fn open(&mut self, url: &str) -> std::io::Result<()> {
+        let mut cmd = command(url, std::env::var("BROWSER").ok().as_deref());
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        let child = cmd.spawn()?;
+        self.running.push((child, url.to_string()));
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.running.is_empty()
+    }
+
+    /// Reaps the openers that ended, saying how each did.
+    pub fn reap(&mut self) -> Vec<Ended> {
+        let mut ended = Vec::new();
+        self.running
+            .retain_mut(|(child, url)| match child.try_wait() {
+                Ok(None) => true,
+                Ok(Some(s)) if s.success() => {
+                    ended.push(Ended::Opened);
+                    false
+                }
+                Ok(Some(s)) => {
+                    ended.push(Ended::Failed {
+                        status: s.to_string(),
+                        url: std::mem::take(url),
+                    });
+                    false
+                }
+                Err(e) => {
+                    ended.push(Ended::Failed {
+                        status: e.to_string(),
+                        url: std::mem::take(url),
+                    });
+                    false
+                }
+            });
+        ended
+    }
+}
+
+impl Drop for Openers {
+    /// Stops the openers still running, each with its process group: TERM, a short grace,
+    /// then KILL; each is waited for.
+    fn drop(&mut self) {
+        if self.running.is_empty() {
+            return;
+        }
+        for (child, _) in &self.running {
+            trellis_acp::terminal::term_group(child.id());
+        }
+        let until = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < until {
+            self.running
+                .retain_mut(|(c, _)| matches!(c.try_wait(), Ok(None)));
+            if self.running.is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for (child, _) in &mut self.running {
+            trellis_acp::terminal::kill_group(child.id());
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The opener's command for `url`, given `$BROWSER`.
+fn command(url: &str, browser: Option<&str>) -> Command {
+    let entry = browser
+        .into_iter()
+        .flat_map(|b| b.split(':'))
+        .map(str::trim)
+        .find(|e| !e.is_empty());
+    match entry {
+        Some(entry) => {
+            let script = if entry.contains("%s") {
+                entry.replace("%s", "\"$1\"")
+            } else {
+                format!("{entry} \"$1\"")
+            };
+            let mut cmd = Command::new("sh");
+            cmd.arg("-c").arg(script).arg("sh").arg(url);
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(if cfg!(target_os = "macos") {
+                "open"
+            } else {
+                "xdg-open"
+            });
+            cmd.arg(url);
+            cmd
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(cmd: &Command) -> Vec<String> {
+        std::iter::once(cmd.get_program())
+            .chain(cmd.get_args())
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_address_is_an_argument_never_part_of_the_script() {
+        let url = "https://x.example/$(touch pwned)`id`";
+        assert_eq!(
+            argv(&command(url, Some("firefox --new-tab:chromium"))),
+            ["sh", "-c", "firefox --new-tab \"$1\"", "sh", url]
+        );
+        assert_eq!(
+            argv(&command(url, Some("lynx -dump %s | less"))),
+            ["sh", "-c", "lynx -dump \"$1\" | less", "sh", url]
+        );
+        let system = argv(&command(url, Some(" : ")));
+        assert_eq!(system[1], url);
+        assert_eq!(system.len(), 2);
+    }
+
+    #[test]
+    fn openers_are_reaped_and_failures_named() {
+        let mut o = Openers::default();
+        let mut ok = command("https://a.example", Some("true"));
+        let mut bad = command("https://b.example", Some("exit 3;"));
+        o.running
+            .push((ok.spawn().unwrap(), "https://a.example".into()));
+        o.running
+            .push((bad.spawn().unwrap(), "https://b.example".into()));
+        let mut ended = Vec::new();
+        while ended.len() < 2 {
+            ended.extend(o.reap());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(ended.contains(&Ended::Opened), "{ended:?}");
+        assert!(
+            ended
+                .iter()
+                .any(|e| matches!(e, Ended::Failed { url, .. } if url == "https://b.example")),
+            "{ended:?}"
+        );
+        assert!(o.is_empty());
+    }
+
+    #[test]
+    fn openers_still_running_are_stopped_with_their_group() {
+        let mut o = Openers::default();
+        let mut cmd = command("https://a.example", Some("sleep 30 & sleep 30; :"));
+        cmd.process_group(0);
+        let child = cmd.spawn().unwrap();
+        let pgid = child.id();
+        o.running.push((child, "https://a.example".into()));
+        drop(o);
+        // The whole group is gone (the background sleep too).
+        let alive = Command::new("kill")
+            .args(["-0", "--", &format!("-{pgid}")])
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(!alive);
+    }
+}
