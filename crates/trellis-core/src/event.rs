@@ -258,6 +258,9 @@ pub const EVENT_KINDS: &[&str] = &[
     "tool_call_updated",
     "permission_requested",
     "permission_resolved",
+    "elicitation_requested",
+    "elicitation_resolved",
+    "elicitation_completed",
     "file_written",
     "terminal_exited",
     "plan",
@@ -266,8 +269,8 @@ pub const EVENT_KINDS: &[&str] = &[
     "usage",
     "mode_changed",
     "config_changed",
-    "notice",
     "anomaly",
+    "notice",
     "compaction",
     "commands_updated",
     "agent_sessions_listed",
@@ -276,3 +279,25 @@ pub const EVENT_KINDS: &[&str] = &[
     "call_state",
     "warning",
 ];
+
+#[cfg(test)]
+mod tests {
+    /// `EVENT_KINDS` (what extensions subscribe by, and the host's dispatch mask) names
+    /// exactly the event types `docs/events.md` documents, in its order: a new event
+    /// missing from it would never reach any extension.
+    #[test]
+    fn every_documented_event_type_is_known_to_extensions() {
+        let doc = include_str!("../../../docs/events.md");
+        let table = doc
+            .split("| `type` | fields |\n|---|---|\n")
+            .nth(1)
+            .expect("the events table");
+        let documented: Vec<&str> = table
+            .lines()
+            .take_while(|l| l.starts_with("| `"))
+            .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+            .collect();
+        assert_eq!(documented, super::EVENT_KINDS);
+        assert!(super::EVENT_KINDS.len() <= 64, "the dispatch mask is a u64");
+    }
+}
