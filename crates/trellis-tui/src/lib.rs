@@ -400,7 +400,11 @@ async fn run_loop(
     let mut dirty = true;
     loop {
         if std::mem::take(&mut app.full_redraw) {
-            terminal.clear()?;
+            // Clears the screen and forgets the last frame. Not `Terminal::clear`: it asks
+            // the terminal where the cursor is and fails the UI when no answer comes within
+            // 2 s (a loaded machine after a login, a terminal that does not answer).
+            let size = terminal.size()?;
+            terminal.resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))?;
             dirty = true;
         }
         if dirty {
