@@ -6,31 +6,12 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::{Value, json};
 use trellis_core::wire::Dir;
 use trellis_core::{ElicitAnswer, Session};
+use trellis_testkit::demo_elicit::release_form;
 use trellis_tui::App;
 use trellis_tui::app::Intent;
 
 mod common;
 use common::{frame_text, session_of};
-
-fn release_form() -> Value {
-    json!({
-        "type": "object", "title": "Release", "description": "What to publish",
-        "properties": {
-            "version": {"type": "string", "title": "Version", "pattern": "^[0-9]+\\.[0-9]+\\.[0-9]+$",
-                "description": "semver, e.g. 1.4.0"},
-            "channel": {"type": "string", "title": "Channel", "oneOf": [
-                {"const": "stable", "title": "Stable"}, {"const": "beta", "title": "Beta"}],
-                "default": "beta"},
-            "targets": {"type": "array", "title": "Targets", "minItems": 1,
-                "items": {"enum": ["linux", "macos", "windows"]}, "default": ["linux"]},
-            "shards": {"type": "integer", "title": "Shards", "minimum": 1, "maximum": 8, "default": 2},
-            "dry_run": {"type": "boolean", "title": "Dry run", "default": true},
-            "notes": {"type": "string", "title": "Notes", "maxLength": 120},
-            "contact": {"type": "string", "title": "Contact", "format": "email"}
-        },
-        "required": ["version", "channel", "targets"]
-    })
-}
 
 /// A session in a turn whose agent asks `params` (an `elicitation/create` with id 7).
 fn asked(params: Value) -> Session {

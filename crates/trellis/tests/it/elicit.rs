@@ -168,16 +168,9 @@ fn the_ui_fills_a_form_in_and_follows_a_link() {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
-    let env = format!("BROWSER={}", browser.display());
-    let Some(t) = crate::tui::Tmux::start_env(
-        &[&env],
-        &["demo", "--cwd", dir.path().to_str().unwrap()],
-        100,
-        32,
-    ) else {
+    let Some(t) = demo_ui(&format!("BROWSER={}", browser.display()), dir.path()) else {
         return;
     };
-    t.wait_for("Enter send");
     t.send(&["/elicit", "Enter"]);
     t.wait_for("Which release should I cut?");
     // Sent empty: the problem shows and nothing reaches the agent.
@@ -219,17 +212,19 @@ fn the_ui_fills_a_form_in_and_follows_a_link() {
 #[test]
 fn a_browser_that_fails_leaves_the_link_on_the_clipboard() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(t) = crate::tui::Tmux::start_env(
-        &["BROWSER=exit 3;"],
-        &["demo", "--cwd", dir.path().to_str().unwrap()],
-        100,
-        32,
-    ) else {
+    let Some(t) = demo_ui("BROWSER=exit 3;", dir.path()) else {
         return;
     };
-    t.wait_for("Enter send");
     t.send(&["/elicit-url", "Enter"]);
     t.wait_for("visit a link");
     t.send(&["Enter"]);
     t.wait_for("the browser did not open the link (exit status: 3): it is on the clipboard");
+}
+
+/// The UI on the demo agent in `cwd` with `env` (`NAME=value`), ready for a prompt.
+fn demo_ui(env: &str, cwd: &std::path::Path) -> Option<crate::tui::Tmux> {
+    let t =
+        crate::tui::Tmux::start_env(&[env], &["demo", "--cwd", cwd.to_str().unwrap()], 100, 32)?;
+    t.wait_for("Enter send");
+    Some(t)
 }
