@@ -78,8 +78,9 @@ impl Openers {
 }
 
 impl Drop for Openers {
-    /// Stops the openers still running, each with its process group: TERM, a short grace,
-    /// then KILL; each is waited for.
+    /// Stops the openers still running, each with its process group: TERM, a grace of
+    /// up to 500 ms for the openers themselves, then KILL to every group (what ignored TERM
+    /// or outlived its opener in the group goes too); each opener is waited for.
     fn drop(&mut self) {
         if self.running.is_empty() {
             return;
@@ -88,12 +89,12 @@ impl Drop for Openers {
             trellis_acp::terminal::term_group(child.id());
         }
         let until = Instant::now() + Duration::from_millis(500);
-        while Instant::now() < until {
-            self.running
-                .retain_mut(|(c, _)| matches!(c.try_wait(), Ok(None)));
-            if self.running.is_empty() {
-                return;
-            }
+        while Instant::now() < until
+            && self
+                .running
+                .iter_mut()
+                .any(|(c, _)| matches!(c.try_wait(), Ok(None)))
+        {
             std::thread::sleep(Duration::from_millis(20));
         }
         for (child, _) in &mut self.running {
@@ -187,19 +188,45 @@ mod tests {
     #[test]
     fn openers_still_running_are_stopped_with_their_group() {
         let mut o = Openers::default();
-        let mut cmd = command("https://a.example", Some("sleep 30 & sleep 30; :"));
+        let mut cmd = command(
+            "https://a.example",
+            Some("trap '' TERM; sleep 30 & sleep 30; :"),
+        );
         cmd.process_group(0);
         let child = cmd.spawn().unwrap();
         let pgid = child.id();
         o.running.push((child, "https://a.example".into()));
+        // Both ignore TERM once the shell has read its script: KILL must end them.
+        std::thread::sleep(Duration::from_millis(200));
+        let t = Instant::now();
         drop(o);
-        // The whole group is gone (the background sleep too).
-        let alive = Command::new("kill")
-            .args(["-0", "--", &format!("-{pgid}")])
-            .stderr(Stdio::null())
-            .status()
-            .unwrap()
-            .success();
-        assert!(!alive);
+        assert!(
+            t.elapsed() >= Duration::from_millis(400),
+            "the grace was given"
+        );
+        // No live process is left in the group (the background sleep, no longer the
+        // opener's child, may stay a zombie until init reaps it: that is not alive).
+        let live = || -> Vec<String> {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+                .filter(|stat| {
+                    // After the command's `)`: state, ppid, pgrp.
+                    let rest: Vec<&str> = stat
+                        .rsplit_once(')')
+                        .map_or("", |r| r.1)
+                        .split_whitespace()
+                        .collect();
+                    rest.get(2) == Some(&pgid.to_string().as_str()) && rest.first() != Some(&"Z")
+                })
+                .collect()
+        };
+        // A killed process takes a moment to become a zombie.
+        let start = Instant::now();
+        while !live().is_empty() && start.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(live().is_empty(), "{:?}", live());
     }
 }
