@@ -394,7 +394,7 @@ impl ExtHost {
             // Its first push: what it shows before any event.
             slot.send(Job::Idle, &shared);
         }
-        let outbox = Arc::new(Outbox::new(slots.len()));
+        let outbox = Arc::new(Outbox::new(&slots));
         let ui = Arc::new(Ui::build(&slots, &shared, outbox.clone()));
         let mirror_on = slots.iter().any(|s| {
             // Claimants are offered the call as it stands: they need the mirror too.
@@ -435,19 +435,10 @@ impl ExtHost {
             }
             _ => u16::MAX,
         };
-        let mut shared_ev: Option<Arc<Event>> = None;
-        self.outbox.queue(&self.slots, &self.shared, |slot| {
-            if slot.mask.get().copied().unwrap_or(0) & bit == 0
-                || slot.call_kinds.get().copied().unwrap_or(u16::MAX) & call_bit == 0
-                || slot.is_disabled()
-            {
-                return None;
-            }
-            Some(
-                shared_ev
-                    .get_or_insert_with(|| Arc::new(ev.clone()))
-                    .clone(),
-            )
+        self.outbox.queue(&self.slots, &self.shared, ev, |slot| {
+            slot.mask.get().copied().unwrap_or(0) & bit != 0
+                && slot.call_kinds.get().copied().unwrap_or(u16::MAX) & call_bit != 0
+                && !slot.is_disabled()
         });
     }
 

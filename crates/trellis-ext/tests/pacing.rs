@@ -230,3 +230,196 @@ fn a_forced_delivery_hands_everything_over() {
     assert!(h.flush(Duration::from_secs(10)));
     assert_eq!(*waiting.lock().unwrap(), numbers(0..=100));
 }
+
+/// Records every event it is handed as the host's shared copy.
+struct Keep {
+    name: String,
+    waits: bool,
+    got: Arc<Mutex<Vec<Arc<Event>>>>,
+}
+
+impl Extension for Keep {
+    fn manifest(&self) -> Manifest {
+        Manifest {
+            name: self.name.clone(),
+            version: "1.0.0".into(),
+            description: "test".into(),
+            capabilities: vec![Capability::Observe, Capability::Ui],
+            ui_only: false,
+        }
+    }
+    fn register(&mut self, _h: &mut dyn Host) -> Result<Registration, ExtError> {
+        Ok(Registration {
+            commands: vec![CommandDecl {
+                name: format!("{}-cmd", self.name),
+                description: "test".into(),
+            }],
+            ..Registration::default()
+        })
+    }
+    fn events_may_wait(&self) -> bool {
+        self.waits
+    }
+    fn on_event(&mut self, _e: &Event, _h: &mut dyn Host) -> Result<(), ExtError> {
+        unreachable!("the host hands over its shared copy")
+    }
+    fn on_shared_event(&mut self, e: &Arc<Event>, _h: &mut dyn Host) -> Result<(), ExtError> {
+        self.got.lock().unwrap().push(e.clone());
+        Ok(())
+    }
+}
+
+type Got = Arc<Mutex<Vec<Arc<Event>>>>;
+
+fn keeping(waiting: usize) -> (ExtHost, Got, Vec<Got>) {
+    trellis_ext::install_panic_guard();
+    let live = Got::default();
+    let held: Vec<Got> = (0..waiting).map(|_| Got::default()).collect();
+    let mut exts: Vec<Box<dyn Extension>> = vec![Box::new(Keep {
+        name: "live".into(),
+        waits: false,
+        got: live.clone(),
+    })];
+    for (i, got) in held.iter().enumerate() {
+        exts.push(Box::new(Keep {
+            name: format!("waiting{i}"),
+            waits: true,
+            got: got.clone(),
+        }));
+    }
+    let (h, _rx) = ExtHost::new(
+        exts.into_iter()
+            .map(|ext| Candidate { ext, builtin: true })
+            .collect(),
+        HostOptions::default(),
+    );
+    (h, live, held)
+}
+
+fn wait_len(got: &Got, n: usize) -> Vec<Arc<Event>> {
+    let start = Instant::now();
+    loop {
+        let v = got.lock().unwrap().clone();
+        if v.len() >= n || start.elapsed() > Duration::from_secs(10) {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A storm of tool-call events (the two snapshots of each call), chunks and an event
+/// carrying its ACP line, as the reducer makes them.
+fn call_storm(n: usize) -> Vec<Event> {
+    use trellis_core::{ToolCall, ToolStatus};
+    let session: Option<Arc<str>> = Some("s-1".into());
+    let mut out = Vec::new();
+    for i in 0..n {
+        let mut c = ToolCall::placeholder(format!("call-{i}"), i as f64, 1);
+        c.title = format!("Run {i}");
+        c.status = ToolStatus::InProgress;
+        let created = Arc::new(c.clone());
+        c.status = ToolStatus::Completed;
+        let done = Arc::new(c);
+        let ev = |t: f64, body| Event {
+            schema: 1,
+            t,
+            session: session.clone(),
+            body,
+            acp: None,
+            wire: Default::default(),
+        };
+        out.push(ev(i as f64, EventBody::ToolCallCreated { call: created }));
+        let mut update = ev(
+            i as f64 + 0.5,
+            EventBody::ToolCallUpdated {
+                previous_status: Some(ToolStatus::InProgress),
+                status: ToolStatus::Completed,
+                call: done,
+            },
+        );
+        if i % 7 == 3 {
+            update.acp = Some(format!("{{\"line\":{i}}}").into());
+        }
+        out.push(update);
+        if i % 5 == 0 {
+            out.push(chunk(i));
+        }
+    }
+    out
+}
+
+/// What an event says, with the call snapshot it carries by identity.
+fn said(e: &Event) -> String {
+    let call = match &e.body {
+        EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } => {
+            format!("{:p}", Arc::as_ptr(call))
+        }
+        _ => String::new(),
+    };
+    let mut json = serde_json::to_value(e).unwrap();
+    json["call_ptr"] = call.into();
+    json["acp"] = e.acp.as_deref().into();
+    json.to_string()
+}
+
+#[test]
+fn held_call_events_are_handed_over_exactly_as_dispatched_and_shared_by_all_that_wait() {
+    let (h, live, held) = keeping(3);
+    let events = call_storm(300);
+    let t0 = Instant::now();
+    let mut now = t0;
+    for (i, e) in events.iter().enumerate() {
+        now = t0 + MS * 10 + Duration::from_micros(100) * i as u32;
+        h.dispatch(e);
+        h.deliver_paced_at(now);
+    }
+    let expected: Vec<String> = events.iter().map(said).collect();
+    assert_eq!(
+        wait_len(&live, events.len())
+            .iter()
+            .map(|e| said(e))
+            .collect::<Vec<_>>(),
+        expected
+    );
+    // An action to one of them brings it everything held; the others still wait.
+    assert!(h.ui.run_command("waiting1-cmd", ""));
+    let first = wait_len(&held[1], events.len());
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(held[0].lock().unwrap().len() < 3, "the others still wait");
+    h.deliver_paced_at(now + Duration::from_secs(1));
+    let (zero, two) = (
+        wait_len(&held[0], events.len()),
+        wait_len(&held[2], events.len()),
+    );
+    for got in [&first, &zero, &two] {
+        // The same events in the same order, each call with the snapshot it had then
+        // (not the call's latest), the ACP line kept where there was one.
+        assert_eq!(got.iter().map(|e| said(e)).collect::<Vec<_>>(), expected);
+    }
+    // Handed over together, the extensions share one copy of each event (a plugin's
+    // JSON is made once); the one handed over earlier has its own.
+    let shared = zero
+        .iter()
+        .zip(&two)
+        .filter(|(a, b)| Arc::ptr_eq(a, b))
+        .count();
+    assert_eq!(shared, events.len());
+}
+
+#[test]
+fn waiting_extensions_past_the_held_limit_get_their_events_at_each_batch() {
+    // 64 waiting extensions have their events held; the 65th gets them like a built-in.
+    let (h, _live, held) = keeping(65);
+    let t0 = Instant::now();
+    h.dispatch(&chunk(0));
+    h.deliver_paced_at(t0);
+    for i in 1..=20 {
+        h.dispatch(&chunk(i));
+        h.deliver_paced_at(t0 + MS * 10 + Duration::from_micros(100) * i as u32);
+    }
+    assert_eq!(wait_len(&held[64], 21).len(), 21, "not held");
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(held[63].lock().unwrap().len(), 1, "held");
+    h.deliver();
+    assert_eq!(wait_len(&held[63], 21).len(), 21);
+}
