@@ -4,15 +4,19 @@
 //! The measured value is the agent's time for the load: from the prompt (`turn_started`)
 //! to `turn_ended`, with the plugins already running. The agent waits 0.4 s before it
 //! starts (a real agent takes seconds to set up; `TRELLIS_BENCH_AGENT_DELAY=1.2` for
-//! longer: on the development VM the figure then grows, with the page faults of the
-//! client's main thread during the load — memory the allocator returned to the system
-//! after a second idle is faulted in again, and the events held for the plugins are
-//! fresh memory). Events reach the plugins only after
-//! the load (the host holds them while the storm lasts, and neither the adapters' workers
-//! nor the writers wake), so what the figure shows is the client's own work for the
-//! plugins during the load (dispatching to their queues), not the plugins' CPU. The
-//! session-time end of the turn and the wall time to exit (plugins drain their queues
-//! after the turn) are printed too. Samples alternate between the two clients.
+//! longer). Events reach the plugins only after the load (the host holds them while the
+//! storm lasts, and neither the adapters' workers nor the writers wake), so what the
+//! figure shows is the client's own work for the plugins during the load (dispatching
+//! to them and holding their events), not the plugins' CPU. The session-time end of the
+//! turn and the wall time to exit (plugins drain their queues after the turn) are
+//! printed too.
+//!
+//! On the development VM a page of memory the process touches for the first time costs
+//! far more than the work done in it, so memory decides the figure: what the held events
+//! take (see `trellis-ext/src/outbox.rs`), and what the allocator already holds when the
+//! load starts. That also makes a run depend on the one before it (a run after one that
+//! freed a lot of memory is faster), so samples come in pairs with each client first in
+//! every other pair, and each client follows each equally often.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -160,7 +164,7 @@ fn bench(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("trellis-bench-plugins-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let with = plugins(&dir);
-    // Side by side, alternating: the figures to compare. This machine's run-to-run noise
+    // Side by side, in pairs: the figures to compare. This machine's run-to-run noise
     // is large (the same client varies by ±30%), so many pairs, and both the median and
     // the least disturbed run (the minimum) are reported.
     let pairs: usize = std::env::var("TRELLIS_BENCH_PAIRS")
@@ -169,15 +173,30 @@ fn bench(c: &mut Criterion) {
         .unwrap_or(21);
     let (mut a, mut b) = (vec![], vec![]);
     let (mut ea, mut eb, mut wa, mut wb) = (vec![], vec![], vec![], vec![]);
-    for _ in 0..pairs {
-        let (t, e, w) = run(&dir, &[]);
-        a.push(t);
-        ea.push(e);
-        wa.push(w);
-        let (t, e, w) = run(&dir, &with);
-        b.push(t);
-        eb.push(e);
-        wb.push(w);
+    for i in 0..pairs {
+        // Which runs first alternates (ABBA…): a run is affected by the one before it
+        // (on this VM, memory a big run freed is cheap for the next one), so with a fixed
+        // order one client would always follow the other.
+        let plugins_first = i % 2 == 1;
+        let mut one = |with: &[PathBuf]| {
+            let (t, e, w) = run(&dir, with);
+            if with.is_empty() {
+                a.push(t);
+                ea.push(e);
+                wa.push(w);
+            } else {
+                b.push(t);
+                eb.push(e);
+                wb.push(w);
+            }
+        };
+        if plugins_first {
+            one(&with);
+            one(&[]);
+        } else {
+            one(&[]);
+            one(&with);
+        }
     }
     // Each pair ran back to back, under the same machine conditions: the median of the
     // pairs' ratios, with a distribution-free 95% interval (order statistics).
@@ -199,7 +218,7 @@ fn bench(c: &mut Criterion) {
     let (ma, mb) = (median(a), median(b));
     let pct = |x: Duration, y: Duration| (y.as_secs_f64() / x.as_secs_f64() - 1.0) * 100.0;
     eprintln!(
-        "the load's time (prompt to turn end), {CALLS} calls, {pairs} alternating pairs: median no plugins {:.3} s, three plugins {:.3} s ({:+.1}%); minimum {:.3} s vs {:.3} s ({:+.1}%)",
+        "the load's time (prompt to turn end), {CALLS} calls, {pairs} pairs: median no plugins {:.3} s, three plugins {:.3} s ({:+.1}%); minimum {:.3} s vs {:.3} s ({:+.1}%)",
         ma.as_secs_f64(),
         mb.as_secs_f64(),
         pct(ma, mb),
