@@ -106,6 +106,17 @@ fn ledger_snapshot(s: &Session) -> String {
                     old_text.as_deref().unwrap_or("")
                 ));
             }
+            // A terminal's output, whether the client ran it or the agent reported it
+            // (Codex's `_meta`).
+            if let trellis_core::tool_call::ToolContent::Terminal { terminal_id } = item
+                && let Some(t) = s.terminals.get(terminal_id)
+            {
+                let exit = t.exit.as_ref().and_then(|e| e.exit_code);
+                out.push_str(&format!(
+                    "\n    terminal {terminal_id} {:?} exit {exit:?}",
+                    t.output
+                ));
+            }
         }
         for p in &c.permissions {
             let outcome = p
@@ -134,16 +145,21 @@ fn stable(text: &str, run: &Run) -> String {
 
 #[test]
 fn replayed_fixtures_give_the_recorded_ledger() {
-    for (name, policy) in [
-        ("claude-agent-acp-0.23.1.jsonl", "allow-once"),
-        ("claude-agent-acp-0.23.1-rejected.jsonl", "reject"),
-        ("claude-code-acp-0.16.2-fs-terminal.jsonl", "allow-once"),
+    // (fixture, policy, exit code: 6 when the turn ended cancelled)
+    for (name, policy, code) in [
+        ("claude-agent-acp-0.23.1.jsonl", "allow-once", 0),
+        ("claude-agent-acp-0.23.1-rejected.jsonl", "reject", 0),
+        ("claude-code-acp-0.16.2-fs-terminal.jsonl", "allow-once", 0),
         // opencode against a scripted model on loopback (see docs/agent-conventions.md).
-        ("opencode-1.18.33.jsonl", "allow-once"),
-        ("opencode-1.18.33-rejected.jsonl", "reject"),
+        ("opencode-1.18.33.jsonl", "allow-once", 0),
+        ("opencode-1.18.33-rejected.jsonl", "reject", 0),
+        // Codex (codex-acp and the codex binary) against a scripted Responses API on
+        // loopback: a command outside its sandbox asks, and a refusal cancels the turn.
+        ("codex-acp-2.6.0.jsonl", "allow-once", 0),
+        ("codex-acp-2.6.0-rejected.jsonl", "reject", 6),
     ] {
         let r = replay(&fixtures().join(name), &["--permission", policy]);
-        assert_eq!(r.code(), 0, "{name}: {}", r.stderr());
+        assert_eq!(r.code(), code, "{name}: {}", r.stderr());
         let s = r.rebuilt();
         // The log rebuilds what the live run printed.
         let last: Vec<_> = r
