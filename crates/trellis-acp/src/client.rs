@@ -155,10 +155,12 @@ pub enum Command {
         id: String,
         value: trellis_core::session_config::ConfigValue,
     },
-    /// Ask the agent for its sessions in `cwd` (`session/list`, first page); the answer is
-    /// in the frame stream (the session keeps it).
+    /// Ask the agent for its sessions in `cwd` (`session/list`; `cursor`: the page after
+    /// the first that the agent offered); the answer is in the frame stream (the session
+    /// keeps it, and asks for the next page itself).
     ListSessions {
         cwd: Option<PathBuf>,
+        cursor: Option<String>,
     },
     /// The login the connection asked for ([`Input::Login`]) is over; `ok` false when it
     /// could not run.
@@ -295,6 +297,13 @@ impl Handle {
             }
             Effect::SendCancel => {
                 self.send(Command::Cancel);
+                None
+            }
+            Effect::ListSessions { cwd, cursor } => {
+                self.send(Command::ListSessions {
+                    cwd: cwd.map(PathBuf::from),
+                    cursor: Some(cursor),
+                });
                 None
             }
             Effect::Sync => {
@@ -679,8 +688,8 @@ async fn run(
                         }
                         // A login is only ever asked for during setup.
                         Some(Command::LoginDone { .. }) => {}
-                        Some(Command::ListSessions { cwd }) => {
-                            let _ = cx.send_request(ListSessionsRequest::new().cwd(cwd));
+                        Some(Command::ListSessions { cwd, cursor }) => {
+                            let _ = cx.send_request(ListSessionsRequest::new().cwd(cwd).cursor(cursor));
                         }
                         Some(Command::Shutdown) | None => {
                             stopping.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -394,7 +394,13 @@ pub(crate) fn client_request(cx: &mut Ctx<'_>, msg: Message) {
                 .unwrap_or_default(),
         ),
         "session/set_config_option" => ClientRequest::SetConfigOption,
-        "session/list" => ClientRequest::ListSessions,
+        "session/list" => {
+            let p = msg.params_as::<serde_json::Value>().unwrap_or_default();
+            ClientRequest::ListSessions {
+                cwd: p.get("cwd").and_then(|c| c.as_str()).map(str::to_string),
+                next_page: p.get("cursor").is_some_and(|c| c.is_string()),
+            }
+        }
         "session/prompt" => {
             let text = msg
                 .params_as::<wire::PromptParams>()
@@ -477,7 +483,7 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
             ClientRequest::Prompt => "session/prompt",
             ClientRequest::SetMode(_) => "session/set_mode",
             ClientRequest::SetConfigOption => "session/set_config_option",
-            ClientRequest::ListSessions => "session/list",
+            ClientRequest::ListSessions { .. } => "session/list",
             ClientRequest::Other => "request",
         };
         cx.emit(EventBody::Warning {
@@ -559,11 +565,25 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
             };
             end_turn(cx, stop);
         }
-        ClientRequest::ListSessions => {
-            let listed = msg
+        ClientRequest::ListSessions { cwd, next_page } => {
+            let page = msg
                 .result_as::<serde_json::Value>()
                 .map(|v| crate::agent_sessions::parse(&v))
                 .unwrap_or_default();
+            let listed = match (next_page, cx.s.agent_sessions.take()) {
+                (true, Some(mut all)) => {
+                    all.join(page);
+                    all
+                }
+                _ => page,
+            };
+            // The next page, while the agent offers one and the bounds allow.
+            if let Some(cursor) = listed.ask_next() {
+                cx.fx.push(crate::Effect::ListSessions {
+                    cwd,
+                    cursor: cursor.to_string(),
+                });
+            }
             cx.emit(EventBody::AgentSessionsListed {
                 count: listed.sessions.len(),
                 more: listed.more,

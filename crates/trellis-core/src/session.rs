@@ -121,8 +121,11 @@ pub(crate) enum ClientRequest {
     SetMode(String),
     /// `session/set_config_option`.
     SetConfigOption,
-    /// `session/list`.
-    ListSessions,
+    /// `session/list` (`next_page`: asked with a cursor, a page after the first).
+    ListSessions {
+        cwd: Option<String>,
+        next_page: bool,
+    },
     Other,
 }
 

@@ -81,6 +81,8 @@ pub enum Effect {
     },
     /// Send `session/cancel` for the session.
     SendCancel,
+    /// Ask for the next page of the agent's sessions (`session/list` with `cursor`).
+    ListSessions { cwd: Option<String>, cursor: String },
     /// Make the log durable (end of a turn).
     Sync,
 }

@@ -455,3 +455,90 @@ fn calls_that_run_while_asking_after_a_refusal_or_unasked_are_flagged() {
         "{summary}"
     );
 }
+
+#[test]
+fn the_agents_session_pages_are_followed_and_joined_within_bounds() {
+    use trellis_core::Effect;
+    let mut s = common::session();
+    let list = |id: u64, cursor: Option<&str>| {
+        let mut params = json!({"cwd": "/w"});
+        if let Some(c) = cursor {
+            params["cursor"] = c.into();
+        }
+        json!({"jsonrpc":"2.0","id":id,"method":"session/list","params":params})
+    };
+    let page = |id: u64, ids: &[&str], next: Option<&str>| {
+        let sessions: Vec<_> = ids
+            .iter()
+            .map(|i| json!({"sessionId": i, "cwd": "/w"}))
+            .collect();
+        json!({"jsonrpc":"2.0","id":id,"result":{"sessions":sessions,"nextCursor":next}})
+    };
+    let next_of = |fx: &[Effect]| {
+        fx.iter().find_map(|e| match e {
+            Effect::ListSessions { cwd, cursor } => Some((cwd.clone(), cursor.clone())),
+            _ => None,
+        })
+    };
+    update(
+        &mut s,
+        common::frame(10, Dir::ClientToAgent, list(100, None)),
+    );
+    let fx = update(
+        &mut s,
+        common::frame(11, Dir::AgentToClient, page(100, &["a", "b"], Some("p2"))),
+    );
+    // The next page is asked for with the agent's cursor, in the same directory.
+    assert_eq!(next_of(&fx), Some((Some("/w".into()), "p2".into())));
+    update(
+        &mut s,
+        common::frame(12, Dir::ClientToAgent, list(101, Some("p2"))),
+    );
+    let fx = update(
+        &mut s,
+        common::frame(13, Dir::AgentToClient, page(101, &["b", "c"], None)),
+    );
+    assert_eq!(next_of(&fx), None, "the last page");
+    let listed = s.agent_sessions.as_ref().unwrap();
+    let ids: Vec<_> = listed.sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c"], "joined, nothing listed twice");
+    assert!(!listed.more);
+    // A new listing starts over.
+    update(
+        &mut s,
+        common::frame(14, Dir::ClientToAgent, list(102, None)),
+    );
+    update(
+        &mut s,
+        common::frame(15, Dir::AgentToClient, page(102, &["z"], None)),
+    );
+    assert_eq!(s.agent_sessions.as_ref().unwrap().sessions.len(), 1);
+    // An agent that offers the same next page forever is asked a bounded number of times.
+    let (mut asked, mut id) = (0, 200);
+    update(
+        &mut s,
+        common::frame(20, Dir::ClientToAgent, list(id, None)),
+    );
+    let mut fx = update(
+        &mut s,
+        common::frame(21, Dir::AgentToClient, page(id, &["x"], Some("again"))),
+    );
+    while let Some((_, cursor)) = next_of(&fx) {
+        asked += 1;
+        assert!(asked < 100, "never stops asking");
+        id += 1;
+        update(
+            &mut s,
+            common::frame(22, Dir::ClientToAgent, list(id, Some(&cursor))),
+        );
+        fx = update(
+            &mut s,
+            common::frame(23, Dir::AgentToClient, page(id, &["x"], Some("again"))),
+        );
+    }
+    assert_eq!(asked + 1, trellis_core::agent_sessions::MAX_PAGES);
+    assert!(
+        s.agent_sessions.as_ref().unwrap().more,
+        "it still offers more"
+    );
+}

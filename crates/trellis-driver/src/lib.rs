@@ -634,6 +634,7 @@ impl Driver {
         let Some(c) = &self.conn else { return false };
         c.handle.send(Command::ListSessions {
             cwd: s.cwd.as_ref().map(PathBuf::from),
+            cursor: None,
         });
         true
     }

@@ -159,7 +159,7 @@ fn the_agents_sessions_join_the_recent_rows_once() {
             s("agent-9", "/p", "Only the agent\x1b]0;pwned\x07 has it"),
             s("agent-7", "/elsewhere", "From another directory"),
         ],
-        more: false,
+        ..AgentSessions::default()
     };
     p.merge_agent(&listed, Some("this-one"), Some("/p"), &fake);
     let text: String = p

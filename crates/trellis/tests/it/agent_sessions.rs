@@ -40,8 +40,9 @@ fn the_agents_sessions_join_the_picker_and_resume_by_load() {
     let loads = crate::sent(&log, "session/load");
     assert_eq!(loads.len(), 1, "{log}");
     assert_eq!(loads[0]["sessionId"], "demo-earlier-2");
-    assert!(
-        log.contains("\"method\":\"session/list\""),
-        "asked the agent"
-    );
+    // The demo lists one session a page: the second came with the cursor it offered.
+    let lists = crate::sent(&log, "session/list");
+    assert_eq!(lists.len(), 2, "{log}");
+    assert!(lists[0].get("cursor").is_none());
+    assert_eq!(lists[1]["cursor"], "page-2");
 }
