@@ -19,24 +19,33 @@ struct Rec {
     seen: Arc<Mutex<Vec<String>>>,
 }
 
+/// A test extension's manifest: it observes, and has a command `NAME-cmd`.
+fn manifest_of(name: &str) -> Manifest {
+    Manifest {
+        name: name.into(),
+        version: "1.0.0".into(),
+        description: "test".into(),
+        capabilities: vec![Capability::Observe, Capability::Ui],
+        ui_only: false,
+    }
+}
+
+fn registration_of(name: &str) -> Result<Registration, ExtError> {
+    Ok(Registration {
+        commands: vec![CommandDecl {
+            name: format!("{name}-cmd"),
+            description: "test".into(),
+        }],
+        ..Registration::default()
+    })
+}
+
 impl Extension for Rec {
     fn manifest(&self) -> Manifest {
-        Manifest {
-            name: self.name.into(),
-            version: "1.0.0".into(),
-            description: "test".into(),
-            capabilities: vec![Capability::Observe, Capability::Ui],
-            ui_only: false,
-        }
+        manifest_of(self.name)
     }
     fn register(&mut self, _h: &mut dyn Host) -> Result<Registration, ExtError> {
-        Ok(Registration {
-            commands: vec![CommandDecl {
-                name: format!("{}-cmd", self.name),
-                description: "test".into(),
-            }],
-            ..Registration::default()
-        })
+        registration_of(self.name)
     }
     fn events_may_wait(&self) -> bool {
         self.waits
@@ -240,22 +249,10 @@ struct Keep {
 
 impl Extension for Keep {
     fn manifest(&self) -> Manifest {
-        Manifest {
-            name: self.name.clone(),
-            version: "1.0.0".into(),
-            description: "test".into(),
-            capabilities: vec![Capability::Observe, Capability::Ui],
-            ui_only: false,
-        }
+        manifest_of(&self.name)
     }
     fn register(&mut self, _h: &mut dyn Host) -> Result<Registration, ExtError> {
-        Ok(Registration {
-            commands: vec![CommandDecl {
-                name: format!("{}-cmd", self.name),
-                description: "test".into(),
-            }],
-            ..Registration::default()
-        })
+        registration_of(&self.name)
     }
     fn events_may_wait(&self) -> bool {
         self.waits
