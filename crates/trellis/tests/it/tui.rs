@@ -283,6 +283,29 @@ fn replay_of_each_fixture() {
 }
 
 #[test]
+fn replay_of_codex_shows_the_output_it_reports_in_meta() {
+    // Codex runs commands itself and reports their output in `_meta`, never through a
+    // client terminal: the recorded session's output must still be one key away.
+    let path = fixture("codex-acp-2.6.0.jsonl");
+    let Some(t) = Tmux::start(&["replay", path.to_str().unwrap()]) else {
+        return;
+    };
+    let s = t.wait_for("Listed the files, read the README");
+    let cards = s
+        .lines()
+        .filter(|l| l.starts_with('✓') || l.starts_with('✗'))
+        .count();
+    assert_eq!(cards, 3, "{s}");
+    t.send(&["g", "T"]);
+    t.wait_for("[3/3]");
+    // Back to `cat README.md`: its output, as Codex reported it.
+    t.send(&["BTab"]);
+    let s = t.wait_for("Tool Result: Read file");
+    assert!(s.lines().any(|l| l.contains("│Hello ")), "{s}");
+    t.send(&["q", "q"]);
+}
+
+#[test]
 fn keys_are_answered_while_the_agent_floods_the_stream() {
     let dir = tempfile::tempdir().unwrap();
     let agent = format!(
