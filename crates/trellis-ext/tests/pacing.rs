@@ -66,6 +66,22 @@ impl Extension for Rec {
 
 type Seen = Arc<Mutex<Vec<String>>>;
 
+/// A host running `exts` as built-ins, with a queue bound of `queue` events.
+fn host_of(
+    exts: Vec<Box<dyn Extension>>,
+    queue: usize,
+) -> (ExtHost, tokio::sync::mpsc::UnboundedReceiver<HostMsg>) {
+    ExtHost::new(
+        exts.into_iter()
+            .map(|ext| Candidate { ext, builtin: true })
+            .collect(),
+        HostOptions {
+            queue,
+            ..HostOptions::default()
+        },
+    )
+}
+
 /// A host with a live extension and one whose events may wait.
 fn host(
     queue: usize,
@@ -89,15 +105,7 @@ fn host(
             seen: waiting.clone(),
         }),
     ];
-    let (h, rx) = ExtHost::new(
-        exts.into_iter()
-            .map(|ext| Candidate { ext, builtin: true })
-            .collect(),
-        HostOptions {
-            queue,
-            ..HostOptions::default()
-        },
-    );
+    let (h, rx) = host_of(exts, queue);
     (h, rx, live, waiting)
 }
 
@@ -117,7 +125,7 @@ fn chunk(i: usize) -> Event {
 }
 
 /// Waits until `seen` holds `n` entries (the workers run on their own threads).
-fn wait_for(seen: &Seen, n: usize) -> Vec<String> {
+fn wait_for<T: Clone>(seen: &Arc<Mutex<Vec<T>>>, n: usize) -> Vec<T> {
     let start = Instant::now();
     loop {
         let v = seen.lock().unwrap().clone();
@@ -284,24 +292,8 @@ fn keeping(waiting: usize) -> (ExtHost, Got, Vec<Got>) {
             got: got.clone(),
         }));
     }
-    let (h, _rx) = ExtHost::new(
-        exts.into_iter()
-            .map(|ext| Candidate { ext, builtin: true })
-            .collect(),
-        HostOptions::default(),
-    );
+    let (h, _rx) = host_of(exts, HostOptions::default().queue);
     (h, live, held)
-}
-
-fn wait_len(got: &Got, n: usize) -> Vec<Arc<Event>> {
-    let start = Instant::now();
-    loop {
-        let v = got.lock().unwrap().clone();
-        if v.len() >= n || start.elapsed() > Duration::from_secs(10) {
-            return v;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 /// A storm of tool-call events (the two snapshots of each call), chunks and an event
@@ -372,7 +364,7 @@ fn held_call_events_are_handed_over_exactly_as_dispatched_and_shared_by_all_that
     }
     let expected: Vec<String> = events.iter().map(said).collect();
     assert_eq!(
-        wait_len(&live, events.len())
+        wait_for(&live, events.len())
             .iter()
             .map(|e| said(e))
             .collect::<Vec<_>>(),
@@ -380,13 +372,13 @@ fn held_call_events_are_handed_over_exactly_as_dispatched_and_shared_by_all_that
     );
     // An action to one of them brings it everything held; the others still wait.
     assert!(h.ui.run_command("waiting1-cmd", ""));
-    let first = wait_len(&held[1], events.len());
+    let first = wait_for(&held[1], events.len());
     std::thread::sleep(Duration::from_millis(30));
     assert!(held[0].lock().unwrap().len() < 3, "the others still wait");
     h.deliver_paced_at(now + Duration::from_secs(1));
     let (zero, two) = (
-        wait_len(&held[0], events.len()),
-        wait_len(&held[2], events.len()),
+        wait_for(&held[0], events.len()),
+        wait_for(&held[2], events.len()),
     );
     for got in [&first, &zero, &two] {
         // The same events in the same order, each call with the snapshot it had then
@@ -414,9 +406,9 @@ fn waiting_extensions_past_the_held_limit_get_their_events_at_each_batch() {
         h.dispatch(&chunk(i));
         h.deliver_paced_at(t0 + MS * 10 + Duration::from_micros(100) * i as u32);
     }
-    assert_eq!(wait_len(&held[64], 21).len(), 21, "not held");
+    assert_eq!(wait_for(&held[64], 21).len(), 21, "not held");
     std::thread::sleep(Duration::from_millis(30));
     assert_eq!(held[63].lock().unwrap().len(), 1, "held");
     h.deliver();
-    assert_eq!(wait_len(&held[63], 21).len(), 21);
+    assert_eq!(wait_for(&held[63], 21).len(), 21);
 }

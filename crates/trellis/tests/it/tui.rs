@@ -253,6 +253,14 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Tool cards on a screen (a card's line starts with its status mark).
+fn cards(screen: &str) -> usize {
+    screen
+        .lines()
+        .filter(|l| l.starts_with('✓') || l.starts_with('✗'))
+        .count()
+}
+
 #[test]
 fn replay_of_each_fixture() {
     for name in [
@@ -265,10 +273,7 @@ fn replay_of_each_fixture() {
             return;
         };
         let s = t.wait_for("Done: listed the directory");
-        let cards = s
-            .lines()
-            .filter(|l| l.starts_with('✓') || l.starts_with('✗'))
-            .count();
+        let cards = cards(&s);
         assert_eq!(cards, 5, "{name}: {s}");
         if name.contains("rejected") {
             assert!(s.contains("✗ ✎ Edit hello.txt"), "{s}");
@@ -291,10 +296,7 @@ fn replay_of_codex_shows_the_output_it_reports_in_meta() {
         return;
     };
     let s = t.wait_for("Listed the files, read the README");
-    let cards = s
-        .lines()
-        .filter(|l| l.starts_with('✓') || l.starts_with('✗'))
-        .count();
+    let cards = cards(&s);
     assert_eq!(cards, 3, "{s}");
     t.send(&["g", "T"]);
     t.wait_for("[3/3]");
