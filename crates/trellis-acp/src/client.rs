@@ -21,8 +21,8 @@ use agent_client_protocol::v1::schema::{
     InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
     NoticeCapabilities, PlanCapabilities, PromptRequest, ResourceLink, ResumeSessionRequest,
     SessionConfigOptionValue, SessionConfigOptionsCapabilities, SessionId,
-    SetSessionConfigOptionRequest, SetSessionModeRequest, SystemPrompt, SystemPromptMode,
-    TextContent, TextResourceContents,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, SubagentCapabilities, SystemPrompt,
+    SystemPromptMode, TextContent, TextResourceContents,
 };
 use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde_json::{Value, json};
@@ -411,6 +411,7 @@ async fn run(
     let services = Services {
         roots: Arc::new(Roots::new(roots)),
         session: session.clone(),
+        children: Default::default(),
         cwd: spec.cwd.clone(),
         caps: spec.caps,
         terminals: Terminals::with_default_limit(recorder.clone(), spec.terminal_output_limit),
@@ -428,8 +429,11 @@ async fn run(
                     route(&services, &handler_responders, req, responder);
                     Ok(Handled::Yes)
                 }
-                // State comes from the frame tap; nothing else to do here.
-                Dispatch::Notification(_) => Ok(Handled::Yes),
+                // State comes from the frame tap; the services only follow subagents.
+                Dispatch::Notification(n) => {
+                    services.observe(&n);
+                    Ok(Handled::Yes)
+                }
                 other @ Dispatch::Response(..) => Ok(Handled::No { message: other, retry: false }),
             },
             agent_client_protocol::on_receive_dispatch!(),
@@ -463,6 +467,9 @@ async fn run(
                     )
                     // Several plans by id (plan_update, plan_removed) are shown.
                     .plan(PlanCapabilities::new())
+                    // Child sessions are followed as a tree under the calls that start them;
+                    // their permission requests and questions are attributed and answered.
+                    .subagents(SubagentCapabilities::new())
                     // Command output in a call's `_meta` (Codex) is shown as it streams.
                     .meta(
                         [("terminal_output_delta".to_string(), Value::Bool(true))]

@@ -191,10 +191,12 @@ impl Recorder {
                     // The agent's notifications are the reducer's alone (the SDK has
                     // nothing to do with them), but for `$/cancel_request`: the SDK marks
                     // the request it names as cancelled, which a request served over time
-                    // (`terminal/wait_for_exit`) watches.
+                    // (`terminal/wait_for_exit`) watches; and for a subagent's announcement:
+                    // the services accept the child's requests from then on.
                     let forward = !(dir == Dir::AgentToClient
                         && msg.is_notification()
-                        && msg.method.as_deref() != Some("$/cancel_request"));
+                        && msg.method.as_deref() != Some("$/cancel_request")
+                        && !line.contains("\"subagent_update\""));
                     (Action::Frame { seq, t, dir, msg }, forward)
                 }
                 Err(e) => {

@@ -23,6 +23,9 @@ pub(crate) struct Services {
     pub(crate) roots: Arc<Roots>,
     /// This connection's ACP session, once set up: requests naming another are refused.
     pub(crate) session: Arc<Mutex<Option<String>>>,
+    /// Subagents (child sessions) the agent announced on this session or on one of them:
+    /// their permission requests and elicitations are this session's.
+    pub(crate) children: Mutex<std::collections::HashSet<String>>,
     pub(crate) cwd: PathBuf,
     pub(crate) caps: Caps,
     pub(crate) terminals: Terminals,
@@ -103,6 +106,36 @@ fn fs_task(
     });
 }
 
+impl Services {
+    /// Follows `subagent_update` notifications (in arrival order, before any request of the
+    /// child they announce): the children whose requests are accepted.
+    pub(crate) fn observe(&self, n: &UntypedMessage) {
+        if n.method() != "session/update" {
+            return;
+        }
+        let p = n.params();
+        let update = &p["update"];
+        if update["sessionUpdate"] != "subagent_update" {
+            return;
+        }
+        let (Some(parent), Some(child)) = (
+            p.get("sessionId").and_then(Value::as_str),
+            update.get("sessionId").and_then(Value::as_str),
+        ) else {
+            return;
+        };
+        let mine = lock(&self.session).clone();
+        let mut children = lock(&self.children);
+        let known_parent = mine.as_deref().is_none_or(|m| m == parent) || children.contains(parent);
+        if known_parent
+            && mine.as_deref() != Some(child)
+            && children.len() < trellis_core::subagents::MAX_SUBAGENTS
+        {
+            children.insert(child.to_string());
+        }
+    }
+}
+
 /// Routes one agent request. Never awaits: slow work goes to a spawned task.
 pub(crate) fn route(
     s: &Services,
@@ -134,7 +167,7 @@ pub(crate) fn route(
     let theirs = p.get("sessionId").and_then(Value::as_str);
     let mine = lock(&s.session).clone();
     let other_session = match (mine.as_deref(), theirs) {
-        (Some(mine), Some(theirs)) => mine != theirs,
+        (Some(mine), Some(theirs)) => mine != theirs && !lock(&s.children).contains(theirs),
         _ => false,
     };
     match method.as_str() {

@@ -86,6 +86,7 @@ impl Extension for Permissions {
                 call_id,
                 outcome,
                 decider,
+                ..
             } => {
                 let title = self
                     .waiting

@@ -67,7 +67,7 @@ pub(crate) fn check(cx: &mut Ctx<'_>, index: usize, before: Option<ToolStatus>) 
     let open =
         cx.s.agent_requests
             .values()
-            .any(|r| matches!(r, AgentRequest::Permission { call_id, .. } if *call_id == id));
+            .any(|r| matches!(r, AgentRequest::Permission { call, .. } if *call == index));
     if open {
         found.push("ran_while_asking");
     } else if let Some(last) = call.permissions.iter().rev().find(|p| p.outcome.is_some()) {

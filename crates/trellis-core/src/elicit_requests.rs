@@ -30,14 +30,22 @@ pub(crate) fn asked(cx: &mut Ctx<'_>, id: &str, msg: &Message) -> AgentRequest {
             return AgentRequest::Other;
         }
     };
-    // Tied to another session: not this session's to ask (the client refuses it).
-    if let (Some(mine), Some(theirs)) = (&cx.s.id, scope.session_id.as_deref())
-        && **mine != *theirs
-    {
-        cx.emit(EventBody::Warning {
-            message: format!("refused elicitation {id} for {theirs}: it is not this session's"),
-        });
-        return AgentRequest::Other;
+    // Tied to another session: not this session's to ask (the client refuses it). A
+    // subagent's question is this session's, attributed to the child.
+    let mut e = e;
+    if let Some(theirs) = scope.session_id.as_deref() {
+        match crate::subagents::route(cx, theirs) {
+            None => {
+                cx.emit(EventBody::Warning {
+                    message: format!(
+                        "refused elicitation {id} for {theirs}: it is not this session's"
+                    ),
+                });
+                return AgentRequest::Other;
+            }
+            Some(Some(_)) => e.subagent = Some(theirs.to_string()),
+            Some(None) => {}
+        }
     }
     // A mode the client did not advertise: the client refuses it.
     if let Some(offered) = cx.s.elicitation_offered

@@ -76,6 +76,10 @@ pub enum EventBody {
         #[serde(skip_serializing_if = "Option::is_none")]
         message_id: Option<String>,
         text: String,
+        /// The subagent (child session id) this is about; none: the session itself.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
+        subagent: Option<Arc<str>>,
     },
     ToolCallCreated {
         call: Arc<ToolCall>,
@@ -92,12 +96,20 @@ pub enum EventBody {
         title: String,
         kind: ToolKind,
         options: Vec<PermissionOption>,
+        /// The subagent (child session id) this is about; none: the session itself.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
+        subagent: Option<Arc<str>>,
     },
     PermissionResolved {
         request_id: String,
         call_id: String,
         outcome: Outcome,
         decider: Decider,
+        /// The subagent (child session id) this is about; none: the session itself.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
+        subagent: Option<Arc<str>>,
     },
     /// Delivered after the write and before the ACP response goes out.
     FileWritten {
@@ -161,6 +173,16 @@ pub enum EventBody {
     },
     CommandsUpdated {
         commands: Vec<AvailableCommand>,
+    },
+    /// A subagent was announced or changed (`subagent_update`, or a call of its parent
+    /// now shows it): the child as it now stands.
+    Subagent {
+        subagent: Arc<crate::subagents::Subagent>,
+    },
+    /// A message between sessions (`session_message`, `session_message_chunk`) as it now
+    /// stands.
+    SessionMessage {
+        message: crate::subagents::SessionMessage,
     },
     /// The agent answered `session/list` (the sessions picker asked): how many sessions
     /// it listed, and whether it has more than that first page.
@@ -238,6 +260,8 @@ impl EventBody {
             EventBody::Anomaly { .. } => "anomaly",
             EventBody::Compaction { .. } => "compaction",
             EventBody::CommandsUpdated { .. } => "commands_updated",
+            EventBody::Subagent { .. } => "subagent",
+            EventBody::SessionMessage { .. } => "session_message",
             EventBody::AgentSessionsListed { .. } => "agent_sessions_listed",
             EventBody::TitleChanged { .. } => "title_changed",
             EventBody::AgentExited { .. } => "agent_exited",
@@ -273,6 +297,8 @@ pub const EVENT_KINDS: &[&str] = &[
     "notice",
     "compaction",
     "commands_updated",
+    "subagent",
+    "session_message",
     "agent_sessions_listed",
     "title_changed",
     "agent_exited",

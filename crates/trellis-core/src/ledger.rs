@@ -14,6 +14,9 @@ pub struct Ledger {
     /// only while an older snapshot is still alive.
     calls: Vec<Arc<ToolCall>>,
     index: FxHashMap<String, usize>,
+    /// Calls of subagents, keyed by (child's position in `Session::subagents`, call id):
+    /// ids are the child's own and may repeat the parent's.
+    nested: FxHashMap<(usize, String), usize>,
     /// Log sequence numbers of the frames that touched each call (parallel to `calls`).
     /// Kept beside the calls, not in them: the list grows with every update, and a call
     /// copied because an old snapshot is alive would copy it each time.
@@ -37,6 +40,7 @@ impl Ledger {
     /// looked up in the new one.
     pub fn archive(&mut self) {
         self.index.clear();
+        self.nested.clear();
         for f in &mut self.frames {
             f.clear();
         }
@@ -95,20 +99,47 @@ impl Ledger {
         self.index.get(id).copied()
     }
 
+    /// Position of call `id` of the session `owner` (none: this session; else the child at
+    /// that position of `Session::subagents`).
+    pub fn position_in(&self, owner: Option<usize>, id: &str) -> Option<usize> {
+        match owner {
+            None => self.position(id),
+            Some(o) => self.nested.get(&(o, id.to_string())).copied(),
+        }
+    }
+
     /// Applies one message about a call. A `tool_call` for a known id and an update for an
     /// unknown id are both upserts: the first creates a placeholder, the merge rule is the same.
     /// `announce` is true for `tool_call` messages (the agent introduced the call).
     pub fn apply(&mut self, patch: ToolCallPatch, announce: bool, t: f64, turn: u32) -> Applied {
-        let (index, created) = match self.index.get(&patch.tool_call_id) {
-            Some(&i) => (i, false),
+        self.apply_in(None, patch, announce, t, turn)
+    }
+
+    /// [`Ledger::apply`] for a call of session `owner` (see [`Ledger::position_in`]);
+    /// `subagent` names that child on a call it creates.
+    pub fn apply_in(
+        &mut self,
+        owner: Option<(usize, &Arc<str>)>,
+        patch: ToolCallPatch,
+        announce: bool,
+        t: f64,
+        turn: u32,
+    ) -> Applied {
+        let known = match owner {
+            None => self.index.get(&patch.tool_call_id).copied(),
+            Some((o, _)) => self.position_in(Some(o), &patch.tool_call_id),
+        };
+        let (index, created) = match known {
+            Some(i) => (i, false),
             None => {
                 let i = self.calls.len();
-                self.index.insert(patch.tool_call_id.clone(), i);
-                self.calls.push(Arc::new(ToolCall::placeholder(
-                    patch.tool_call_id.clone(),
-                    t,
-                    turn,
-                )));
+                match owner {
+                    None => self.index.insert(patch.tool_call_id.clone(), i),
+                    Some((o, _)) => self.nested.insert((o, patch.tool_call_id.clone()), i),
+                };
+                let mut call = ToolCall::placeholder(patch.tool_call_id.clone(), t, turn);
+                call.subagent = owner.map(|(_, id)| id.clone());
+                self.calls.push(Arc::new(call));
                 self.frames.push(Vec::new());
                 (i, true)
             }

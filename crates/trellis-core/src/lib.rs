@@ -28,6 +28,7 @@ mod requests;
 pub mod session;
 pub mod session_config;
 mod session_update;
+pub mod subagents;
 pub mod summary;
 mod terminal_meta;
 pub mod tool_call;

@@ -80,12 +80,12 @@ fn permission_asked(
     let options: Vec<_> = p.options.into_iter().filter_map(|o| o.0).collect();
     // A request for another session (or none) is not this session's to decide: the client
     // answers it with an error, and it never reaches the rules, extensions or the dialog.
-    let foreign = match (&cx.s.id, p.session_id.as_deref()) {
-        (Some(mine), Some(theirs)) => **mine != *theirs,
-        (None, Some(_)) => false,
-        (_, None) => true,
-    };
-    if foreign {
+    // A subagent's is this session's, attributed to the child.
+    let owner = p
+        .session_id
+        .as_deref()
+        .and_then(|theirs| crate::subagents::route(cx, theirs));
+    let Some(owner) = owner else {
         let named = p.session_id.as_deref().unwrap_or("no session");
         cx.emit(EventBody::Warning {
             message: format!(
@@ -93,16 +93,27 @@ fn permission_asked(
             ),
         });
         return AgentRequest::Other;
-    }
+    };
+    let subagent = owner.map(|c| cx.s.subagents.list[c].session_id.clone());
     let patch: ToolCallPatch = p.tool_call;
     let call_id = patch.tool_call_id.clone();
     let (turn, t) = (cx.s.turn, cx.t);
-    let applied = cx.s.ledger.apply(patch, false, t, turn);
+    let applied =
+        cx.s.ledger
+            .apply_in(owner.zip(subagent.as_ref()), patch, false, t, turn);
     if applied.created {
         cx.s.counters.unannounced_calls += 1;
-        cx.s.transcript.push(Entry::ToolCall {
+        let entry = Entry::ToolCall {
             index: applied.index,
-        });
+        };
+        match owner {
+            None => cx.s.transcript.push(entry),
+            Some(c) => {
+                let s = &mut cx.s.subagents.list[c];
+                s.entries.push(entry);
+                s.calls += 1;
+            }
+        }
     }
     cx.s.ledger.push_frame(applied.index, seq);
     let call = cx.s.ledger.at_mut(applied.index);
@@ -127,6 +138,7 @@ fn permission_asked(
         title: crate::enrich::card_title(&call),
         kind: call.kind,
         options: options.clone(),
+        subagent,
     });
     let usable = options.iter().any(|o| o.kind != OptionKind::Unknown);
     let (verdict, decider) = if usable {
@@ -143,7 +155,7 @@ fn permission_asked(
     cx.s.agent_requests.insert(
         id.to_string(),
         AgentRequest::Permission {
-            call_id: call_id.clone(),
+            call: applied.index,
             options: options.clone(),
             answering: false,
         },
@@ -162,17 +174,18 @@ fn permission_asked(
         })
     );
     AgentRequest::Permission {
-        call_id,
+        call: applied.index,
         options,
         answering,
     }
 }
 
-/// Records how permission request `id` (for `call_id`) ended, on the call and as an event.
+/// Records how permission request `id` (for the call at ledger position `index`) ended,
+/// on the call and as an event.
 pub(crate) fn permission_resolved(
     cx: &mut Ctx<'_>,
     id: &str,
-    call_id: String,
+    index: usize,
     outcome: Outcome,
     decider: Decider,
 ) {
@@ -181,26 +194,28 @@ pub(crate) fn permission_resolved(
         kind: Some(OptionKind::AllowAlways),
         ..
     } = &outcome
-        && let Some(call) = cx.s.ledger.get(&call_id)
     {
-        cx.s.asks_by_kind.entry(call.kind).or_default().1 = true;
+        let kind = cx.s.ledger.at(index).kind;
+        cx.s.asks_by_kind.entry(kind).or_default().1 = true;
     }
-    if let Some(call) = cx.s.ledger.get_mut(&call_id)
-        && let Some(rec) = call
-            .permissions
-            .iter_mut()
-            .rev()
-            .find(|r| r.request_id == id)
+    let call = cx.s.ledger.at_mut(index);
+    if let Some(rec) = call
+        .permissions
+        .iter_mut()
+        .rev()
+        .find(|r| r.request_id == id)
     {
         rec.outcome = Some(outcome.clone());
         rec.decider = Some(decider.clone());
         rec.decided_at = Some(t);
     }
+    let (call_id, subagent) = (call.id.clone(), call.subagent.clone());
     cx.emit(EventBody::PermissionResolved {
         request_id: id.to_string(),
         call_id,
         outcome,
         decider,
+        subagent,
     });
 }
 
@@ -208,13 +223,22 @@ pub(crate) fn permission_resolved(
 /// by what the client recorded or `why` (nobody is left to answer it; the log, ledger and
 /// events say so).
 pub(crate) fn close_open_permissions(cx: &mut Ctx<'_>, why: &str) {
-    for (id, call_id) in cx.s.open_permissions() {
+    let mut open: Vec<(String, usize)> =
+        cx.s.agent_requests
+            .iter()
+            .filter_map(|(id, r)| match r {
+                AgentRequest::Permission { call, .. } => Some((id.clone(), *call)),
+                _ => None,
+            })
+            .collect();
+    open.sort();
+    for (id, call) in open {
         cx.s.agent_requests.remove(&id);
         let decider =
             cx.s.deciders
                 .remove(&id)
                 .unwrap_or_else(|| Decider::Client(why.into()));
-        permission_resolved(cx, &id, call_id, Outcome::Cancelled, decider);
+        permission_resolved(cx, &id, call, Outcome::Cancelled, decider);
     }
 }
 
@@ -245,9 +269,7 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
         );
     }
     match req {
-        AgentRequest::Permission {
-            call_id, options, ..
-        } => {
+        AgentRequest::Permission { call, options, .. } => {
             let outcome = match (&msg.error, msg.result_as::<wire::PermissionResult>()) {
                 (Some(e), _) => Outcome::Error {
                     message: e.message.clone(),
@@ -266,10 +288,8 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
                 },
             };
             let decider = cx.s.deciders.remove(id).unwrap_or(Decider::Unrecorded);
-            if let Some(i) = cx.s.ledger.position(&call_id) {
-                cx.s.ledger.push_frame(i, seq);
-            }
-            permission_resolved(cx, id, call_id, outcome, decider);
+            cx.s.ledger.push_frame(call, seq);
+            permission_resolved(cx, id, call, outcome, decider);
         }
         AgentRequest::Elicitation { .. } => crate::elicit_requests::answered(cx, id, &msg),
         AgentRequest::Write {

@@ -35,6 +35,9 @@ pub enum Entry {
     /// The agent compacting its context (`compaction_update`,
     /// `compaction_summary_chunk`), updated in place.
     Compaction(Compaction),
+    /// A subagent, by its position in `Session::subagents`, where it was announced (its
+    /// parent's call shows it instead once one names it).
+    Subagent { index: usize },
 }
 
 /// One compaction of the agent's context.
@@ -76,7 +79,8 @@ pub struct TerminalState {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum AgentRequest {
     Permission {
-        call_id: String,
+        /// The call's position in the ledger (a subagent's call ids are its own).
+        call: usize,
         options: Vec<PermissionOption>,
         answering: bool,
     },
@@ -212,6 +216,8 @@ pub struct Session {
     /// The elicitation modes the client advertised, once `initialize` was seen (a log
     /// without it takes every question as offered).
     pub elicitation_offered: Option<crate::elicitation::Offered>,
+    /// Child sessions the agent announced, and the messages between sessions.
+    pub subagents: crate::subagents::Subagents,
     /// Extension state per call: (extension, call id) → value. Saved in the log.
     pub call_state: BTreeMap<(String, String), serde_json::Value>,
     /// The history above came from an earlier session's log (a resumed session).
@@ -244,6 +250,10 @@ impl Session {
         s.title = prev.title;
         s.turn = prev.turn;
         s.call_state = prev.call_state;
+        // Kept for the history above (its entries point at them); a child of the new
+        // connection is a new child.
+        s.subagents = prev.subagents;
+        s.subagents.archive();
         s.transcript.push(Entry::Notice { text: notice });
         s.seeded = true;
         s
@@ -265,7 +275,9 @@ impl Session {
             .agent_requests
             .iter()
             .filter_map(|(id, r)| match r {
-                AgentRequest::Permission { call_id, .. } => Some((id.clone(), call_id.clone())),
+                AgentRequest::Permission { call, .. } => {
+                    Some((id.clone(), self.ledger.at(*call).id.clone()))
+                }
                 _ => None,
             })
             .collect();
@@ -274,17 +286,18 @@ impl Session {
     }
 
     /// Permission requests waiting for someone to decide, oldest first:
-    /// (request id, call id, options). Requests already being answered are left out.
-    pub fn pending_permissions(&self) -> Vec<(String, String, Vec<PermissionOption>)> {
-        let mut v: Vec<(String, String, Vec<PermissionOption>)> = self
+    /// (request id, the call's position in the ledger, options). Requests already being
+    /// answered are left out.
+    pub fn pending_permissions(&self) -> Vec<(String, usize, Vec<PermissionOption>)> {
+        let mut v: Vec<(String, usize, Vec<PermissionOption>)> = self
             .agent_requests
             .iter()
             .filter_map(|(id, r)| match r {
                 AgentRequest::Permission {
-                    call_id,
+                    call,
                     options,
                     answering: false,
-                } => Some((id.clone(), call_id.clone(), options.clone())),
+                } => Some((id.clone(), *call, options.clone())),
                 _ => None,
             })
             .collect();

@@ -5,7 +5,7 @@
 use crate::event::{EventBody, Role};
 use crate::hot::HotUpdate;
 use crate::session::{Entry, MessageBlock};
-use crate::tool_call::ToolCallPatch;
+use crate::tool_call::{ToolCallPatch, ToolContent};
 use crate::update::Ctx;
 use crate::wire::{self, Message};
 
@@ -26,9 +26,9 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
     let Some(d) = decoded else {
         return slow(cx, seq, msg);
     };
-    if foreign(cx, d.session_id.as_deref()) {
+    let Some(owner) = target(cx, d.session_id.as_deref()) else {
         return;
-    }
+    };
     cx.s.counters.updates += 1;
     match d.update {
         HotUpdate::ToolCall {
@@ -41,7 +41,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
             } else {
                 "tool_call_update"
             };
-            if let Err(e) = tool_call_patch(cx, seq, patch, announce, meta.as_deref()) {
+            if let Err(e) = tool_call_patch(cx, seq, owner, patch, announce, meta.as_deref()) {
                 cx.malformed(tag, format!("skipped a malformed {tag} update: {e}"));
             }
         }
@@ -49,31 +49,29 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
             role,
             text,
             message_id,
-        } => append_chunk(cx, text, message_id, role),
+        } => append_chunk(cx, owner, text, message_id, role),
     }
 }
 
-/// True (with a warning, once per kind of fault) when an update is not for this session:
-/// it names another session, or none at all. Before the session id is known, any id passes.
-fn foreign(cx: &mut Ctx<'_>, theirs: Option<&str>) -> bool {
-    match (&cx.s.id, theirs) {
-        (_, None) => {
-            cx.s.counters.foreign_updates += 1;
-            cx.warn_once(
-                "no-session-id".into(),
-                "ignored a session/update without a sessionId (the agent must name its session)"
-                    .into(),
-            );
-            true
-        }
-        (Some(mine), Some(theirs)) if **mine != *theirs => {
-            cx.s.counters.foreign_updates += 1;
-            let key = format!("foreign:{theirs}");
-            cx.warn_once(key, format!("ignored updates for another session {theirs}"));
-            true
-        }
-        _ => false,
+/// Whose update this is: this session (`Some(None)`), a subagent it announced
+/// (`Some(Some(child))`), or nobody's (`None`, with a warning once per kind of fault): it
+/// names another session, or none at all. Before the session id is known, any id passes.
+fn target(cx: &mut Ctx<'_>, theirs: Option<&str>) -> Option<Option<usize>> {
+    let Some(theirs) = theirs else {
+        cx.s.counters.foreign_updates += 1;
+        cx.warn_once(
+            "no-session-id".into(),
+            "ignored a session/update without a sessionId (the agent must name its session)".into(),
+        );
+        return None;
+    };
+    let routed = crate::subagents::route(cx, theirs);
+    if routed.is_none() {
+        cx.s.counters.foreign_updates += 1;
+        let key = format!("foreign:{theirs}");
+        cx.warn_once(key, format!("ignored updates for another session {theirs}"));
     }
+    routed
 }
 
 fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
@@ -87,9 +85,9 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
             return;
         }
     };
-    if foreign(cx, params.session_id.as_deref()) {
+    let Some(owner) = target(cx, params.session_id.as_deref()) else {
         return;
-    }
+    };
     let raw = params.update.get();
     let tag = match serde_json::from_str::<wire::UpdateTag>(raw) {
         Ok(t) => t.session_update.into_owned(),
@@ -102,12 +100,22 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
         }
     };
     cx.s.counters.updates += 1;
+    if let Some(child) = owner {
+        return child_update(cx, seq, child, &tag, raw);
+    }
     let result = match tag.as_str() {
-        "user_message_chunk" => chunk(cx, raw, Role::User),
-        "agent_message_chunk" => chunk(cx, raw, Role::Agent),
-        "agent_thought_chunk" => chunk(cx, raw, Role::Thought),
-        "tool_call" => tool_call(cx, seq, raw, true),
-        "tool_call_update" => tool_call(cx, seq, raw, false),
+        "user_message_chunk" => chunk(cx, None, raw, Role::User),
+        "agent_message_chunk" => chunk(cx, None, raw, Role::Agent),
+        "agent_thought_chunk" => chunk(cx, None, raw, Role::Thought),
+        "tool_call" => tool_call(cx, seq, None, raw, true),
+        "tool_call_update" => tool_call(cx, seq, None, raw, false),
+        "subagent_update" => {
+            crate::subagents::update(cx, None, raw).or_else(|e| bad(cx, "subagent_update", e))
+        }
+        "session_message" => crate::subagents::message(cx, None, raw, false)
+            .or_else(|e| bad(cx, "session_message", e)),
+        "session_message_chunk" => crate::subagents::message(cx, None, raw, true)
+            .or_else(|e| bad(cx, "session_message_chunk", e)),
         "plan" => serde_json::from_str::<wire::PlanUpdate>(raw).map(|p| {
             cx.s.plan = p.entries.into_iter().filter_map(|e| e.0).collect();
             let entries = cx.s.plan.clone();
@@ -171,18 +179,88 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
     }
 }
 
-fn chunk(cx: &mut Ctx<'_>, raw: &str, role: Role) -> Result<(), serde_json::Error> {
-    let c: wire::ChunkUpdate = serde_json::from_str(raw)?;
-    let text = crate::hot::block_text(c.content.get())?;
-    append_chunk(cx, text, c.message_id, role);
+/// A fault in an update that is not a decoding error: counted and warned like one.
+fn bad(cx: &mut Ctx<'_>, tag: &str, e: String) -> Result<(), serde_json::Error> {
+    cx.malformed(tag, format!("skipped a malformed {tag} update: {e}"));
     Ok(())
 }
 
-/// Appends a chunk's text to the transcript (joined to the last block when role and
-/// message id match) and emits it.
-fn append_chunk(cx: &mut Ctx<'_>, text: String, message_id: Option<String>, role: Role) {
+/// An update for subagent `child`: its messages, calls, plan, its own children and the
+/// messages in its transcript. Anything else a child says is counted and skipped (once
+/// warned per kind): the session's settings, usage and commands are the parent's.
+fn child_update(cx: &mut Ctx<'_>, seq: u64, child: usize, tag: &str, raw: &str) {
+    let c = Some(child);
+    let result = match tag {
+        "user_message_chunk" => chunk(cx, c, raw, Role::User),
+        "agent_message_chunk" => chunk(cx, c, raw, Role::Agent),
+        "agent_thought_chunk" => chunk(cx, c, raw, Role::Thought),
+        "tool_call" => tool_call(cx, seq, c, raw, true),
+        "tool_call_update" => tool_call(cx, seq, c, raw, false),
+        "plan" => serde_json::from_str::<wire::PlanUpdate>(raw).map(|p| {
+            let s = &mut cx.s.subagents.list[child];
+            s.plan = p.entries.into_iter().filter_map(|e| e.0).collect();
+            let subagent = std::sync::Arc::new(s.clone());
+            cx.emit(EventBody::Subagent { subagent });
+        }),
+        "subagent_update" => {
+            crate::subagents::update(cx, c, raw).or_else(|e| bad(cx, "subagent_update", e))
+        }
+        "session_message" => {
+            crate::subagents::message(cx, c, raw, false).or_else(|e| bad(cx, "session_message", e))
+        }
+        "session_message_chunk" => crate::subagents::message(cx, c, raw, true)
+            .or_else(|e| bad(cx, "session_message_chunk", e)),
+        other => {
+            cx.s.counters.updates -= 1;
+            *cx.s
+                .counters
+                .unknown_updates
+                .entry(format!("subagent:{other}"))
+                .or_default() += 1;
+            cx.warn_once(
+                format!("child-update:{other}"),
+                format!(
+                    "ignored {other} from a subagent (only its messages, calls and plan are shown)"
+                ),
+            );
+            Ok(())
+        }
+    };
+    if let Err(e) = result {
+        cx.malformed(tag, format!("skipped a malformed {tag} update: {e}"));
+    }
+}
+
+fn chunk(
+    cx: &mut Ctx<'_>,
+    owner: Option<usize>,
+    raw: &str,
+    role: Role,
+) -> Result<(), serde_json::Error> {
+    let c: wire::ChunkUpdate = serde_json::from_str(raw)?;
+    let text = crate::hot::block_text(c.content.get())?;
+    append_chunk(cx, owner, text, c.message_id, role);
+    Ok(())
+}
+
+/// Appends a chunk's text to the transcript of `owner` (this session's, or a subagent's),
+/// joined to the last block when role and message id match, and emits it.
+fn append_chunk(
+    cx: &mut Ctx<'_>,
+    owner: Option<usize>,
+    text: String,
+    message_id: Option<String>,
+    role: Role,
+) {
     let turn = cx.s.turn;
-    let joined = match cx.s.transcript.last_mut() {
+    let (transcript, subagent) = match owner {
+        None => (&mut cx.s.transcript, None),
+        Some(c) => {
+            let s = &mut cx.s.subagents.list[c];
+            (&mut s.entries, Some(s.session_id.clone()))
+        }
+    };
+    let joined = match transcript.last_mut() {
         Some(Entry::Message(m)) if m.role == role && m.message_id == message_id => {
             m.text.push_str(&text);
             true
@@ -190,7 +268,7 @@ fn append_chunk(cx: &mut Ctx<'_>, text: String, message_id: Option<String>, role
         _ => false,
     };
     if !joined {
-        cx.s.transcript.push(Entry::Message(MessageBlock {
+        transcript.push(Entry::Message(MessageBlock {
             role,
             message_id: message_id.clone(),
             text: text.clone(),
@@ -201,12 +279,14 @@ fn append_chunk(cx: &mut Ctx<'_>, text: String, message_id: Option<String>, role
         role,
         message_id,
         text,
+        subagent,
     });
 }
 
 fn tool_call(
     cx: &mut Ctx<'_>,
     seq: u64,
+    owner: Option<usize>,
     raw: &str,
     announce: bool,
 ) -> Result<(), serde_json::Error> {
@@ -216,12 +296,13 @@ fn tool_call(
         .and_then(|m| m.meta)
         .map(|m| m.get().to_string())
         .filter(|m| m.contains("\"terminal_"));
-    tool_call_patch(cx, seq, patch, announce, meta.as_deref())
+    tool_call_patch(cx, seq, owner, patch, announce, meta.as_deref())
 }
 
 fn tool_call_patch(
     cx: &mut Ctx<'_>,
     seq: u64,
+    owner: Option<usize>,
     patch: ToolCallPatch,
     announce: bool,
     meta: Option<&str>,
@@ -232,7 +313,18 @@ fn tool_call_patch(
     let meta_only = patch.is_empty();
     let (t, turn) = (cx.t, cx.s.turn);
     let id = patch.tool_call_id.clone();
-    let applied = cx.s.ledger.apply(patch, announce, t, turn);
+    let names_session = patch
+        .content
+        .as_ref()
+        .is_some_and(|c| c.iter().any(|c| matches!(c, ToolContent::Session { .. })));
+    let child = owner.map(|c| (c, cx.s.subagents.list[c].session_id.clone()));
+    let applied = cx.s.ledger.apply_in(
+        child.as_ref().map(|(c, id)| (*c, id)),
+        patch,
+        announce,
+        t,
+        turn,
+    );
     cx.s.ledger.push_frame(applied.index, seq);
     // On a status change (or a call announced already running).
     if applied.created || applied.previous_status.is_some() {
@@ -242,9 +334,17 @@ fn tool_call_patch(
     let output = meta.is_some_and(|m| crate::terminal_meta::apply(cx, applied.index, m));
     let meta_only = meta_only && !output;
     if applied.created {
-        cx.s.transcript.push(Entry::ToolCall {
+        let entry = Entry::ToolCall {
             index: applied.index,
-        });
+        };
+        match owner {
+            None => cx.s.transcript.push(entry),
+            Some(c) => {
+                let s = &mut cx.s.subagents.list[c];
+                s.entries.push(entry);
+                s.calls += 1;
+            }
+        }
         if !announce {
             cx.s.counters.unannounced_calls += 1;
             cx.emit(EventBody::Warning {
@@ -260,6 +360,9 @@ fn tool_call_patch(
             status: call.status,
             call,
         });
+    }
+    if names_session {
+        crate::subagents::link_call(cx, applied.index);
     }
     Ok(())
 }

@@ -94,10 +94,47 @@ pub fn tool_line(call: &ToolCall, session: &Session) -> String {
     line
 }
 
-/// The whole transcript as plain text.
-pub fn transcript_text(session: &Session) -> String {
+/// One line for a subagent: `⤷ subagent Explore the code · idle (end_turn) · 3 calls`.
+pub fn subagent_line(s: &crate::subagents::Subagent) -> String {
+    let mut line = format!("⤷ subagent {}", s.label());
+    if let Some(state) = &s.state {
+        let _ = write!(line, " · {}", state.replace('_', " "));
+        if let Some(r) = &s.stop_reason {
+            let _ = write!(line, " ({r})");
+        }
+    }
+    if let Some(e) = &s.error {
+        let _ = write!(line, " · {e}");
+    }
+    let _ = write!(
+        line,
+        " · {} call{}",
+        s.calls,
+        if s.calls == 1 { "" } else { "s" }
+    );
+    line
+}
+
+/// Subagent `child` (its position in `Session::subagents`) and everything it did, as
+/// plain text (what exports show under the call that started it).
+pub fn subagent_story(session: &Session, child: usize) -> String {
     let mut out = String::new();
-    for entry in &session.transcript {
+    subagent_text(session, child, 0, &mut out);
+    out
+}
+
+/// A subagent and everything it did, indented under its parent (`depth` levels).
+fn subagent_text(session: &Session, child: usize, depth: usize, out: &mut String) {
+    let s = &session.subagents.list[child];
+    let pad = "  ".repeat(depth);
+    let _ = writeln!(out, "{pad}{}", subagent_line(s));
+    entries_text(session, &s.entries, depth + 1, out);
+}
+
+/// Entries of a transcript (the session's or a subagent's) as plain text.
+fn entries_text(session: &Session, entries: &[Entry], depth: usize, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    for entry in entries {
         match entry {
             Entry::Message(m) => {
                 let prefix = match m.role {
@@ -105,30 +142,50 @@ pub fn transcript_text(session: &Session) -> String {
                     Role::Agent => "",
                     Role::Thought => "(thinking) ",
                 };
-                let _ = writeln!(out, "{prefix}{}", m.text.trim_end());
+                let _ = writeln!(out, "{pad}{prefix}{}", m.text.trim_end());
             }
             Entry::ToolCall { index } => {
-                let _ = writeln!(out, "{}", tool_line(session.ledger.at(*index), session));
+                let call = session.ledger.at(*index);
+                let _ = writeln!(out, "{pad}{}", tool_line(call, session));
+                if let Some(child) = session
+                    .subagents
+                    .for_call(call)
+                    .and_then(|c| session.subagents.position(&c.session_id))
+                {
+                    subagent_text(session, child, depth + 1, out);
+                }
+            }
+            Entry::Subagent { index } => {
+                // Under its parent's call once one names it.
+                if session.subagents.list[*index].call_id.is_none() {
+                    subagent_text(session, *index, depth, out);
+                }
             }
             Entry::Notice { text } => {
-                let _ = writeln!(out, "! {text}");
+                let _ = writeln!(out, "{pad}! {text}");
             }
             Entry::AgentNotice {
                 severity,
                 title,
                 description,
             } => {
-                let _ = write!(out, "[{severity}] {title}");
+                let _ = write!(out, "{pad}[{severity}] {title}");
                 if let Some(d) = description {
                     let _ = write!(out, " — {d}");
                 }
                 let _ = writeln!(out);
             }
             Entry::Compaction(c) => {
-                let _ = writeln!(out, "{}", crate::agent_notes::compaction_line(c));
+                let _ = writeln!(out, "{pad}{}", crate::agent_notes::compaction_line(c));
             }
         }
     }
+}
+
+/// The whole transcript as plain text, subagents indented under the calls that show them.
+pub fn transcript_text(session: &Session) -> String {
+    let mut out = String::new();
+    entries_text(session, &session.transcript, 0, &mut out);
     out
 }
 
@@ -148,7 +205,20 @@ pub fn ledger_summary(session: &Session) -> String {
         count(ToolStatus::Pending) + count(ToolStatus::InProgress),
     );
     for c in calls {
-        let _ = writeln!(out, "  {:<40} {}", c.id, tool_line(c, session));
+        // A subagent's call ids are its own: named with the child's.
+        let id = match &c.subagent {
+            Some(child) => format!("{child}/{}", c.id),
+            None => c.id.clone(),
+        };
+        let _ = writeln!(out, "  {id:<40} {}", tool_line(c, session));
+    }
+    if !session.subagents.is_empty() {
+        let _ = writeln!(out, "{} subagents:", session.subagents.list.len());
+        for (i, s) in session.subagents.list.iter().enumerate() {
+            if s.parent.is_none() {
+                subagent_text(session, i, 1, &mut out);
+            }
+        }
     }
     if let Some(stop) = &session.last_stop {
         let _ = writeln!(out, "last turn: {stop} (turns: {})", session.turn);

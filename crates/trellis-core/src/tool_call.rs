@@ -153,6 +153,8 @@ pub enum ToolContent {
     },
     /// Live output of a client terminal.
     Terminal { terminal_id: String },
+    /// A reference to another session (a subagent the call delegated to).
+    Session { session_id: String },
 }
 
 /// Wire shape of one content item: every field optional so that one malformed item is
@@ -170,6 +172,8 @@ struct WireContent<'a> {
     new_text: Option<String>,
     #[serde(rename = "terminalId")]
     terminal_id: Option<String>,
+    #[serde(rename = "sessionId")]
+    session_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -198,6 +202,7 @@ impl PartialEq for ToolContent {
                 },
             ) => p1 == p2 && o1 == o2 && n1 == n2,
             (Terminal { terminal_id: a }, Terminal { terminal_id: b }) => a == b,
+            (Session { session_id: a }, Session { session_id: b }) => a == b,
             _ => false,
         }
     }
@@ -226,6 +231,9 @@ impl ToolContent {
             }),
             "terminal" => Some(ToolContent::Terminal {
                 terminal_id: w.terminal_id?,
+            }),
+            "session" => Some(ToolContent::Session {
+                session_id: w.session_id?,
             }),
             _ => None,
         }
@@ -507,6 +515,10 @@ pub struct ToolCall {
     /// asking, or after a refusal.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub anomalies: Vec<String>,
+    /// The subagent (child session id) that made this call; none: the session itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
+    pub subagent: Option<std::sync::Arc<str>>,
     /// Bumped on every change, so views can cache what they drew.
     #[serde(skip)]
     pub rev: u32,
@@ -574,6 +586,7 @@ impl ToolCall {
             permissions: Vec::new(),
             turn,
             anomalies: Vec::new(),
+            subagent: None,
             rev: 0,
         }
     }

@@ -44,6 +44,7 @@ fn chunk(i: usize) -> Event {
             role: trellis_core::event::Role::Agent,
             message_id: None,
             text: format!("{i}"),
+            subagent: None,
         },
     )
 }
@@ -340,6 +341,7 @@ fn ask_effects(req: &str) -> Vec<Effect> {
                         kind: OptionKind::RejectOnce,
                     },
                 ],
+                subagent: None,
             },
         )),
     ]

@@ -118,6 +118,7 @@ fn chunk(i: usize) -> Event {
             role: Role::Agent,
             message_id: None,
             text: i.to_string(),
+            subagent: None,
         },
         acp: None,
         wire: Default::default(),

@@ -68,6 +68,7 @@ fn event(i: u64) -> Event {
             role: trellis_core::event::Role::Agent,
             message_id: None,
             text: format!("chunk {i}"),
+            subagent: None,
         },
         acp: None,
         wire: Default::default(),

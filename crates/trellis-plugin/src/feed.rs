@@ -96,6 +96,7 @@ fn approx_json_len(ev: &Event) -> usize {
                     new_text,
                 } => path.len() + old_text.as_ref().map_or(0, String::len) + new_text.len() + 48,
                 ToolContent::Terminal { terminal_id } => terminal_id.len() + 32,
+                ToolContent::Session { session_id } => session_id.len() + 32,
             })
             .sum();
         let raw = c.raw_input.as_ref().map_or(0, |r| r.get().len())

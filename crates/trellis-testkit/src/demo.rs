@@ -6,6 +6,11 @@
 //! uses the client's fs and terminal services when they are advertised and the disk
 //! otherwise. Between steps it honours `session/cancel` (the cancel point of the script).
 //!
+//! Prompts starting with a command play one scene of the ACP surface instead: `/compact`
+//! (compaction and a notice), `/plans` (plans by id), `/elicit` and `/elicit-url` (the
+//! agent's questions), `/subagents` (a child session that asks permission; see
+//! [`crate::demo_subagent`]).
+//!
 //! With `calls > 0` it is a load generator: `calls` execute cards of `lines` lines each,
 //! streamed as fast as the pipe takes them.
 
@@ -15,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::peer::{Incoming, Peer, PeerError};
-use crate::{demo_elicit, demo_history, demo_login};
+use crate::{demo_elicit, demo_history, demo_login, demo_subagent};
 
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
@@ -59,6 +64,8 @@ struct ClientCaps {
     /// `elicitation.form` / `elicitation.url`: the client answers forms / opens links.
     elicit_form: bool,
     elicit_url: bool,
+    /// `subagents`: the client follows child sessions.
+    subagents: bool,
 }
 
 /// The demo's config options: a model (grouped choices), a thought level, and a switch
@@ -169,6 +176,7 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     terminal_login: caps["auth"]["terminal"].as_bool().unwrap_or(false),
                     elicit_form: caps["elicitation"]["form"].is_object(),
                     elicit_url: caps["elicitation"]["url"].is_object(),
+                    subagents: caps["subagents"].is_object(),
                 };
                 demo.peer.respond(
                     &id,
@@ -275,6 +283,17 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     demo.compact()?
                 } else if text.trim_start().starts_with("/plans") {
                     demo.plans()?
+                } else if text.trim_start().starts_with("/subagents") {
+                    let lib = demo.path("src/lib.rs");
+                    demo_subagent::Scene {
+                        peer: &mut demo.peer,
+                        session_id: &demo.session_id,
+                        supported: demo.caps.subagents,
+                        turn: demo.prompts,
+                        lib_path: lib,
+                        delay: demo.opts.delay,
+                    }
+                    .run()?
                 } else if text.trim_start().starts_with("/elicit-url") {
                     demo.elicit(true)?
                 } else if text.trim_start().starts_with("/elicit") {

@@ -12,6 +12,7 @@ pub mod demo;
 pub mod demo_elicit;
 pub mod demo_history;
 pub mod demo_login;
+pub mod demo_subagent;
 pub mod hostile;
 pub mod logs;
 pub mod peer;

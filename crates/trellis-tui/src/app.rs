@@ -352,8 +352,11 @@ impl App {
         }
     }
 
+    /// The transcript entry that shows ledger call `call` (for a subagent's call, the card
+    /// of the call that started the subagent).
     pub(crate) fn entry_of_call(&self, call: usize) -> Option<usize> {
-        self.view.entry_of_call(call)
+        let shown = self.driver.session.shown_call(call)?;
+        self.view.entry_of_call(shown)
     }
 
     /// The dialog for `key`, built by `build` when the key changed.
@@ -389,8 +392,7 @@ impl App {
             pending.retain(|(req, ..)| h.holder(req).is_none());
         }
         let total = pending.len();
-        let (req, call_id, options) = pending.into_iter().next()?;
-        let call = self.driver.session.ledger.position(&call_id)?;
+        let (req, call, options) = pending.into_iter().next()?;
         Some((req, call, options, 1, total))
     }
 
@@ -500,17 +502,83 @@ impl App {
         }
     }
 
+    /// The calls of the session call `index` belongs to (this session's, or a subagent's),
+    /// in order: what the inspector steps through.
+    pub(crate) fn siblings(&self, index: usize) -> Vec<usize> {
+        let s = &self.driver.session;
+        match s.ledger.at(index).subagent.as_deref() {
+            None if s.subagents.is_empty() => (0..s.ledger.len()).collect(),
+            None => (0..s.ledger.len())
+                .filter(|&i| s.ledger.at(i).subagent.is_none())
+                .collect(),
+            Some(child) => s
+                .subagents
+                .get(child)
+                .map(|c| c.call_indices().collect())
+                .unwrap_or_else(|| vec![index]),
+        }
+    }
+
+    /// Where call `index` is among its siblings: (1-based place, how many).
+    pub fn sibling_place(&self, index: usize) -> (usize, usize) {
+        let s = &self.driver.session;
+        if s.subagents.is_empty() {
+            return (index + 1, s.ledger.len());
+        }
+        let sib = self.siblings(index);
+        let at = sib.iter().position(|&i| i == index).unwrap_or(0);
+        (at + 1, sib.len())
+    }
+
+    /// `]s`: into the subagent the inspected call started (its first call); `[s`: back
+    /// to the call that started the inspected call's subagent.
+    pub(crate) fn step_subagent(&mut self, into: bool) {
+        let Some(ins) = self.inspector else { return };
+        let s = &self.driver.session;
+        let target = if into {
+            let child = s.subagents.for_call(s.ledger.at(ins.call));
+            match child {
+                None => Err("this call started no subagent"),
+                Some(c) => c
+                    .call_indices()
+                    .next()
+                    .ok_or("its subagent made no calls yet"),
+            }
+        } else {
+            match s.ledger.at(ins.call).subagent.as_deref() {
+                None => Err("this call is not a subagent's"),
+                Some(child) => s
+                    .subagents
+                    .position(child)
+                    .and_then(|c| s.call_of_subagent(c))
+                    .ok_or("no call of its parent names this subagent"),
+            }
+        };
+        match target {
+            Ok(call) => {
+                self.inspector = Some(Inspector {
+                    call,
+                    scroll: 0,
+                    ..ins
+                })
+            }
+            Err(why) => self.message = Some(why.into()),
+        }
+    }
+
     pub(crate) fn step_inspector(&mut self, forward: bool, only_failed: bool) {
         let Some(ins) = self.inspector else { return };
-        let n = self.driver.session.ledger.len();
+        let sib = self.siblings(ins.call);
+        let n = sib.len();
         if n == 0 {
             return;
         }
+        let here = sib.iter().position(|&i| i == ins.call).unwrap_or(0);
         for k in 1..=n {
             let i = if forward {
-                (ins.call + k) % n
+                sib[(here + k) % n]
             } else {
-                (ins.call + n - k % n) % n
+                sib[(here + n - k % n) % n]
             };
             if !only_failed || self.driver.session.ledger.at(i).status == ToolStatus::Failed {
                 self.inspector = Some(Inspector {

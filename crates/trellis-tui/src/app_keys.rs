@@ -57,6 +57,10 @@ impl App {
                     self.step_inspector(forward, failed);
                     return Vec::new();
                 }
+                KeyAction::StepIn | KeyAction::StepOut => {
+                    self.step_subagent(a == KeyAction::StepIn);
+                    return Vec::new();
+                }
                 KeyAction::Down => ins.scroll += 1,
                 KeyAction::Up => ins.scroll = ins.scroll.saturating_sub(1),
                 KeyAction::Bottom => ins.scroll = usize::MAX / 2,

@@ -96,7 +96,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
     let top = app.top.map(|t| t.min(max_top)).unwrap_or(max_top);
     let highlight = app
         .dialog()
-        .and_then(|(_, call, ..)| app.view.entry_of_call(call));
+        .and_then(|(_, call, ..)| app.entry_of_call(call));
     let cursor = if app.focus == Focus::Transcript {
         app.cursor
     } else {
@@ -389,8 +389,18 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
     // The inspector floats over the transcript: nothing of it shows beside the frame.
     f.render_widget(Clear, main);
     let call = app.driver.session.ledger.at(ins.call);
-    let n = app.driver.session.ledger.len();
-    let mut title = inspector_title(call, ins.view, ins.call + 1, n);
+    // Stepping goes through the calls of one session (this one's, or a subagent's).
+    let (i, n) = app.sibling_place(ins.call);
+    let mut title = inspector_title(call, ins.view, i, n);
+    if let Some(child) = call.subagent.as_deref() {
+        let label = app
+            .driver
+            .session
+            .subagents
+            .get(child)
+            .map_or(child, |s| s.label());
+        title = format!("⤷ {} › {title}", trellis_text::one_line(label));
+    }
     if ins.original {
         title.push_str(" (original)");
     }
@@ -421,8 +431,17 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
         })
         .map(|t| t.output.len() + t.dropped + usize::from(t.exit.is_some()))
         .sum();
+    // The story of a subagent the call started changes without the call.
+    let tree = {
+        let s = &app.driver.session;
+        s.subagents
+            .for_call(call)
+            .and_then(|c| s.subagents.position(&c.session_id))
+            .map_or(0, |c| trellis_view::subagent::tree_key(s, c))
+    };
     let key = format!(
-        "inspector {} {} {terminal} {:?} {} {} {:?} {:?}",
+        "inspector {} {} {} {tree} {terminal} {:?} {} {} {:?} {:?}",
+        ins.call,
         call.id,
         call.rev,
         ins.view,

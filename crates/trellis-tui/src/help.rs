@@ -103,6 +103,8 @@ const INSPECTOR_ACTIONS: &[KeyAction] = &[
     KeyAction::PrevCall,
     KeyAction::NextFailed,
     KeyAction::PrevFailed,
+    KeyAction::StepIn,
+    KeyAction::StepOut,
     KeyAction::Down,
     KeyAction::Up,
     KeyAction::Bottom,

@@ -39,10 +39,14 @@ pub enum KeyAction {
     /// The sessions picker: past sessions, search, open, resume.
     Sessions,
     Options,
+    /// In the inspector: into the subagent the call started (its first call).
+    StepIn,
+    /// In the inspector: back to the call that started this call's subagent.
+    StepOut,
 }
 
 impl KeyAction {
-    pub const ALL: [(KeyAction, &'static str, &'static str); 22] = [
+    pub const ALL: [(KeyAction, &'static str, &'static str); 24] = [
         (KeyAction::Inspect, "inspect", "gT"),
         (KeyAction::ToggleCall, "toggle_call", "K"),
         (KeyAction::NextCall, "next_call", "<Tab>"),
@@ -65,6 +69,8 @@ impl KeyAction {
         (KeyAction::Help, "help", "?"),
         (KeyAction::Sessions, "sessions", "H"),
         (KeyAction::Options, "agent_options", "M"),
+        (KeyAction::StepIn, "step_in", "]s"),
+        (KeyAction::StepOut, "step_out", "[s"),
     ];
 
     /// What the action does, for the help screen.
@@ -94,6 +100,8 @@ impl KeyAction {
             KeyAction::Help => "this help",
             KeyAction::Sessions => "past sessions: search, open, resume",
             KeyAction::Options => "the agent's model, mode and other options (/config)",
+            KeyAction::StepIn => "into the subagent the call started",
+            KeyAction::StepOut => "back to the call that started the subagent",
         }
     }
 

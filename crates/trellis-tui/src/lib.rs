@@ -66,18 +66,19 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
                 let held_first = app.driver.host.as_ref().is_some_and(|h| h.has_claimants());
                 let session = &app.driver.session;
                 if held_first
-                    && let Some((_, call_id, options)) = session
+                    && let Some((_, index, options)) = session
                         .pending_permissions()
                         .into_iter()
                         .find(|(r, ..)| *r == request_id)
-                    && let Some(call) = session.ledger.get(&call_id)
                 {
+                    let call = session.ledger.at(index);
                     let body = EventBody::PermissionRequested {
                         request_id,
-                        call_id: call_id.clone(),
+                        call_id: call.id.clone(),
                         title: trellis_core::enrich::card_title(call),
                         kind: call.kind,
                         options,
+                        subagent: call.subagent.clone(),
                     };
                     ring(app, &body);
                 }
@@ -128,19 +129,25 @@ fn ring(app: &mut App, body: &EventBody) {
 
 fn invalidate_for(app: &mut App, body: &EventBody) {
     alert_for(app, body);
-    let id = match body {
+    let session = &app.driver.session;
+    let p = match body {
         EventBody::ToolCallUpdated { call, .. } | EventBody::ToolCallCreated { call } => {
-            Some(call.id.as_str())
+            session.position_of(call)
         }
-        EventBody::PermissionRequested { call_id, .. }
-        | EventBody::PermissionResolved { call_id, .. } => Some(call_id.as_str()),
+        EventBody::PermissionRequested {
+            call_id, subagent, ..
+        }
+        | EventBody::PermissionResolved {
+            call_id, subagent, ..
+        } => session.call_position(subagent.as_deref(), call_id),
         EventBody::TerminalExited {
             call_id: Some(call_id),
             ..
-        } => Some(call_id.as_str()),
+        } => session.ledger.position(call_id),
         _ => None,
     };
-    if let Some(p) = id.and_then(|id| app.driver.session.ledger.position(id)) {
+    // A subagent's call is drawn under the card of the call that started it.
+    if let Some(p) = p.and_then(|p| session.shown_call(p)) {
         app.view.invalidate_call(p);
     }
 }

@@ -261,6 +261,7 @@ fn permission_alerts_only_when_the_terminal_is_elsewhere() {
         title: "Edit one.txt".into(),
         kind: trellis_core::ToolKind::Edit,
         options: vec![],
+        subagent: None,
     };
     assert_eq!(app.alert(&asked), None, "focused: the dialog is enough");
     app.focused = false;
@@ -284,6 +285,7 @@ fn permission_alerts_only_when_the_terminal_is_elsewhere() {
         call_id: "one".into(),
         outcome: trellis_core::Outcome::Cancelled,
         decider: trellis_core::Decider::User,
+        subagent: None,
     };
     assert_eq!(
         app.alert(&resolved).as_deref(),

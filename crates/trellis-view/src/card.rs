@@ -191,6 +191,8 @@ pub fn output_text(call: &ToolCall, session: &Session) -> String {
                 }
             }
             ToolContent::Diff { path, .. } => out.push_str(&format!("(diff of {path})")),
+            // Drawn as the tree under the card (see `crate::subagent`).
+            ToolContent::Session { .. } => {}
             ToolContent::Block { block } => {
                 // Raw content blocks, verbatim (long base64 payloads shortened).
                 let mut v: serde_json::Value =

@@ -40,7 +40,7 @@ const MAX_DIFF: usize = 2000;
 /// The dialog for request `index` of `total`, `width` columns wide.
 pub fn permission_dialog(
     call: &ToolCall,
-    _session: &Session,
+    session: &Session,
     options: &[PermissionOption],
     index: usize,
     total: usize,
@@ -55,8 +55,31 @@ pub fn permission_dialog(
     let mut body = vec![
         Line::styled(trellis_core::enrich::card_title(call), theme.title),
         Line::styled(format!("kind: {}", call.kind.as_str()), theme.meta),
-        Line::default(),
     ];
+    // A subagent's request says whose it is: the child and the call that started it.
+    if let Some(child) = call.subagent.as_deref() {
+        let label = session
+            .subagents
+            .get(child)
+            .map_or(child.to_string(), |s| s.label().to_string());
+        let mut who = format!("asked by subagent {}", trellis_text::one_line(&label));
+        if let Some(by) = session
+            .subagents
+            .position(child)
+            .and_then(|i| session.call_of_subagent(i))
+        {
+            let started = trellis_core::enrich::card_title(session.ledger.at(by));
+            who.push_str(&format!(
+                " (started by {})",
+                trellis_text::one_line(&started)
+            ));
+        }
+        body.extend(trellis_text::wrap::wrap_line(
+            &Line::styled(who, theme.notice),
+            width,
+        ));
+    }
+    body.push(Line::default());
     let mut push = |line: Line<'static>| body.extend(trellis_text::wrap::wrap_line(&line, width));
     // The arguments, highlighted, without the fences the Call view keeps for copying.
     match call_args(call) {

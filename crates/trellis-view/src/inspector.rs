@@ -194,9 +194,33 @@ pub fn result_lines_with(
     theme: &Theme,
     decor: Option<&dyn crate::transcript::Decor>,
 ) -> Vec<Line<'static>> {
+    // A call that started a subagent: the child's story, then the call's own output.
+    let child = session
+        .subagents
+        .for_call(call)
+        .and_then(|c| session.subagents.position(&c.session_id));
+    if let Some(child) = child {
+        let mut out = crate::subagent::inspector_lines(session, child, width, theme);
+        if no_result_reason(call, session).is_none() {
+            out.push(Line::default());
+            out.push(Line::styled("Result", theme.title));
+            out.extend(own_result_lines(call, session, width, theme, decor));
+        }
+        return out;
+    }
     if let Some(reason) = no_result_reason(call, session) {
         return vec![Line::styled(reason, theme.dim)];
     }
+    own_result_lines(call, session, width, theme, decor)
+}
+
+fn own_result_lines(
+    call: &ToolCall,
+    session: &Session,
+    width: usize,
+    theme: &Theme,
+    decor: Option<&dyn crate::transcript::Decor>,
+) -> Vec<Line<'static>> {
     let mut out: Vec<Line<'static>> = Vec::new();
     let head = |s: String| Line::styled(s, theme.title);
     match call.kind {
@@ -341,8 +365,7 @@ pub fn view_lines_with(
         InspectorView::Permissions => permission_lines(call, theme),
         InspectorView::Raw => {
             let frames = session
-                .ledger
-                .position(&call.id)
+                .position_of(call)
                 .map(|i| session.ledger.frames(i))
                 .unwrap_or(&[]);
             raw_lines(frames, log, width, theme)

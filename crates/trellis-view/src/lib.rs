@@ -9,6 +9,7 @@ pub mod diff;
 pub mod export;
 pub mod inspector;
 pub mod status;
+pub mod subagent;
 pub mod theme;
 pub mod transcript;
 

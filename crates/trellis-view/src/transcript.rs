@@ -74,11 +74,23 @@ pub struct TranscriptView {
     call_entry: Vec<usize>,
     /// Entries invalidated since the last `sync`.
     dirty: Vec<usize>,
+    /// Entries that show a subagent (a call that started one, or the announcement): what
+    /// the child does changes them without touching them, so `sync` re-checks their keys.
+    trees: Vec<usize>,
     pub policies: OutputPolicies,
     pub thoughts_folded: bool,
     /// Card designs and display transforms (from extensions).
     pub decor: Option<Arc<dyn Decor>>,
     decor_epoch: u64,
+}
+
+/// The subagent the call started (its position in `Session::subagents`), if any.
+fn child_of(session: &Session, call: &trellis_core::ToolCall) -> Option<usize> {
+    if session.subagents.is_empty() {
+        return None;
+    }
+    let child = session.subagents.for_call(call)?;
+    session.subagents.position(&child.session_id)
 }
 
 impl std::fmt::Debug for dyn Decor {
@@ -125,7 +137,18 @@ impl TranscriptView {
                         _ => None,
                     })
                     .sum();
-                mix(&[2, c.rev as u64, term as u64, w])
+                let tree =
+                    child_of(session, c).map_or(0, |ch| crate::subagent::tree_key(session, ch));
+                mix(&[2, c.rev as u64, term as u64, w, tree])
+            }
+            Entry::Subagent { index } => {
+                let linked = session.subagents.list[*index].call_id.is_some();
+                mix(&[
+                    6,
+                    linked as u64,
+                    crate::subagent::tree_key(session, *index),
+                    w,
+                ])
             }
             Entry::Notice { text } => mix(&[3, text.len() as u64, w]),
             Entry::AgentNotice {
@@ -215,6 +238,12 @@ impl TranscriptView {
                 self.measure(session, i, theme);
             }
         }
+        for k in 0..self.trees.len() {
+            let i = self.trees[k];
+            if i < n {
+                self.measure(session, i, theme);
+            }
+        }
         if let Some(d) = &self.decor {
             d.flush();
         }
@@ -227,9 +256,22 @@ impl TranscriptView {
             return;
         }
         let mut designed = false;
+        let shows_child = match entry {
+            Entry::ToolCall { index } => child_of(session, session.ledger.at(*index)).is_some(),
+            Entry::Subagent { .. } => true,
+            _ => false,
+        };
+        if shows_child && !self.trees.contains(&i) {
+            self.trees.push(i);
+        }
         let (height, lines) = match entry {
             Entry::ToolCall { index } => {
                 let call = session.ledger.at(*index);
+                let tree = |cx: &CardCtx<'_>| {
+                    child_of(session, call)
+                        .map(|ch| crate::subagent::tree_lines(session, ch, cx, 0))
+                        .unwrap_or_default()
+                };
                 let mut policy = self.policies.for_call(call);
                 let cx = CardCtx {
                     theme,
@@ -283,14 +325,16 @@ impl TranscriptView {
                         } else {
                             lines.extend(card.result.into_iter().take(limit));
                         }
+                        lines.extend(tree(&cx));
                         (lines.len(), Some(Arc::new(lines)))
                     }
                     None => {
-                        let lines = if policy == OutputPolicy::Hidden {
+                        let mut lines = if policy == OutputPolicy::Hidden {
                             Vec::new()
                         } else {
                             preview_of_text(&text(), &cx, policy)
                         };
+                        lines.extend(tree(&cx));
                         (lines.len() + 1, Some(Arc::new(lines)))
                     }
                 }
@@ -312,8 +356,29 @@ impl TranscriptView {
         }
     }
 
-    fn render_entry(&self, _session: &Session, entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
+    fn render_entry(&self, session: &Session, entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
         let w = self.width;
+        if let Entry::Subagent { index } = entry {
+            // Under the call that started it, once one names it.
+            if session.subagents.list[*index].call_id.is_some() {
+                return Vec::new();
+            }
+            let cx = CardCtx {
+                theme,
+                width: w,
+                now: 0.0,
+                frame: 0,
+                selected: false,
+                highlighted: false,
+            };
+            let mut out = crate::subagent::tree_lines(session, *index, &cx, 0);
+            // Not under a card: the head starts the line.
+            if let Some(first) = out.first_mut() {
+                *first = crate::subagent::head_line(&session.subagents.list[*index], "", w, theme);
+            }
+            out.push(Line::default());
+            return out;
+        }
         // Text from the agent (or a log) is drawn with its control characters visible:
         // nothing it holds can move the cursor or break the layout's measure.
         let mut out = match entry {
@@ -409,7 +474,7 @@ impl TranscriptView {
                 }
                 out
             }
-            Entry::ToolCall { .. } => Vec::new(),
+            Entry::ToolCall { .. } | Entry::Subagent { .. } => Vec::new(),
         };
         out.push(Line::default());
         out

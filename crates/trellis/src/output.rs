@@ -22,7 +22,7 @@ pub struct Output<W: Write> {
     out: W,
     format: Format,
     /// Role of the message being streamed on the current text line, if any.
-    open_role: Option<Role>,
+    open_role: Option<(Role, Option<std::sync::Arc<str>>)>,
 }
 
 impl<W: Write> Output<W> {
@@ -99,15 +99,38 @@ impl<W: Write> Output<W> {
             EventBody::MessageChunk {
                 role: Role::User, ..
             } => Ok(()),
-            EventBody::MessageChunk { role, text, .. } => {
-                if self.open_role != Some(*role) {
+            EventBody::MessageChunk {
+                role,
+                text,
+                subagent,
+                ..
+            } => {
+                let who = (*role, subagent.clone());
+                if self.open_role.as_ref() != Some(&who) {
                     self.end_line()?;
+                    if subagent.is_some() {
+                        write!(self.out, "  ⤷ ")?;
+                    }
                     if *role == Role::Thought {
                         write!(self.out, "(thinking) ")?;
                     }
-                    self.open_role = Some(*role);
+                    self.open_role = Some(who);
                 }
-                self.out.write_all(safe(text).as_bytes())
+                // A subagent's text stays indented under its parent.
+                let text = safe(text);
+                if subagent.is_some() {
+                    self.out.write_all(text.replace('\n', "\n    ").as_bytes())
+                } else {
+                    self.out.write_all(text.as_bytes())
+                }
+            }
+            EventBody::Subagent { subagent } if subagent.state.as_deref() == Some("idle") => {
+                self.end_line()?;
+                writeln!(
+                    self.out,
+                    "  {}",
+                    safe(&trellis_core::summary::subagent_line(subagent))
+                )
             }
             EventBody::ToolCallUpdated {
                 previous_status,
@@ -118,13 +141,23 @@ impl<W: Write> Output<W> {
                     status.is_terminal() && previous_status.is_none_or(|p| !p.is_terminal());
                 if newly_done {
                     self.end_line()?;
-                    writeln!(self.out, "{}", safe(&tool_line(call, session)))?;
+                    writeln!(
+                        self.out,
+                        "{}{}",
+                        indent(call),
+                        safe(&tool_line(call, session))
+                    )?;
                 }
                 Ok(())
             }
             EventBody::ToolCallCreated { call } if call.status.is_terminal() => {
                 self.end_line()?;
-                writeln!(self.out, "{}", safe(&tool_line(call, session)))
+                writeln!(
+                    self.out,
+                    "{}{}",
+                    indent(call),
+                    safe(&tool_line(call, session))
+                )
             }
             EventBody::TurnEnded { stop_reason, .. } => {
                 self.end_line()?;
@@ -157,5 +190,14 @@ impl<W: Write> Output<W> {
             EventBody::AgentExited { .. } => self.end_line(),
             _ => Ok(()),
         }
+    }
+}
+
+/// A subagent's call is indented under its parent's.
+fn indent(call: &trellis_core::ToolCall) -> &'static str {
+    if call.subagent.is_some() {
+        "  ⤷ "
+    } else {
+        ""
     }
 }

@@ -357,7 +357,7 @@ fn describe(out: &mut String, t: f64, o: &Out, session: &Session) {
             .pending_permissions()
             .into_iter()
             .find(|(r, ..)| r == request_id)
-            .map(|(_, c, _)| title(&c))
+            .map(|(_, c, _)| trellis_core::enrich::card_title(session.ledger.at(c)))
             .or_else(|| {
                 session.ledger.calls().find_map(|c| {
                     c.permissions

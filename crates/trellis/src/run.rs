@@ -385,7 +385,7 @@ async fn drive(
                         .pending_permissions()
                         .into_iter()
                         .find(|(r, ..)| *r == request_id)
-                        .and_then(|(_, call_id, _)| driver.session.ledger.get(&call_id).cloned());
+                        .map(|(_, call, _)| driver.session.ledger.at(call).clone());
                     let Some(call) = call else { continue };
                     let (verdict, decider) = fallback.decide(&call, driver.session.cwd.as_deref());
                     if verdict != trellis_core::permission::Verdict::Ask {

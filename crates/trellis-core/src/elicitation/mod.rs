@@ -20,6 +20,9 @@ pub struct Elicitation {
     /// The tool call the question belongs to, when the agent named one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The subagent (child session id) that asks; none: the session itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<String>,
     /// What the agent says it needs.
     pub message: String,
     #[serde(flatten)]
@@ -271,6 +274,7 @@ pub fn parse(request_id: &str, params: &str) -> Result<(Scope, Elicitation), Ref
         Elicitation {
             request_id: request_id.to_string(),
             call_id: scope.call_id,
+            subagent: None,
             message: p.message.unwrap_or_default(),
             mode,
         },

@@ -177,6 +177,13 @@ impl Doc {
                     line: clean(&trellis_core::agent_notes::compaction_line(c)),
                     summary: clean(&c.summary),
                 }),
+                // Under the call that started it, once one names it.
+                Entry::Subagent { index } => {
+                    if session.subagents.list[*index].call_id.is_none() {
+                        let story = trellis_core::summary::subagent_story(session, *index);
+                        items.push(Item::Notice(clean(story.trim_end())));
+                    }
+                }
             }
         }
         Doc {
@@ -209,6 +216,8 @@ fn call_doc(call: &ToolCall, session: &Session, clean: &dyn Fn(&str) -> String) 
                 }
             }
             ToolContent::Block { block } => push_line(&mut output, block.get()),
+            // The subagent's story follows the call's own output.
+            ToolContent::Session { .. } => {}
             ToolContent::Diff {
                 path,
                 old_text,
@@ -224,6 +233,16 @@ fn call_doc(call: &ToolCall, session: &Session, clean: &dyn Fn(&str) -> String) 
                 });
             }
         }
+    }
+    if let Some(child) = session
+        .subagents
+        .for_call(call)
+        .and_then(|c| session.subagents.position(&c.session_id))
+    {
+        push_line(
+            &mut output,
+            &clean(&trellis_core::summary::subagent_story(session, child)),
+        );
     }
     let permissions = call
         .permissions
