@@ -444,13 +444,14 @@ impl App {
     /// The card the inspector opens on, by cursor mode; `Err` says why there is none.
     pub fn card_at_cursor(&self) -> Result<usize, String> {
         let Some(cursor) = self.cursor else {
-            // No cursor yet: the latest call.
-            return self
-                .driver
-                .session
+            // No cursor yet: the latest card (a subagent's call is on the card of the
+            // call that started the subagent).
+            let s = &self.driver.session;
+            return s
                 .ledger
                 .len()
                 .checked_sub(1)
+                .map(|i| s.shown_call(i).unwrap_or(i))
                 .ok_or_else(|| "no tool calls yet".to_string());
         };
         if let Some(i) = self.ledger_index(cursor) {

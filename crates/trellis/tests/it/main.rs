@@ -17,6 +17,7 @@ mod prompts;
 mod replay_ui;
 mod sessions;
 mod strict;
+mod subagents;
 mod tui;
 mod tui_trust;
 
