@@ -192,6 +192,14 @@ class Host:
     def respond_permission(self, request_id: str, option_id: str) -> None:
         self.call("permission/respond", {"request_id": request_id, "option_id": option_id})
 
+    def respond_question(self, request_id: str, action: str, content: Optional[Dict[str, Any]] = None) -> None:
+        """Answers a question this plugin claimed: ``accept`` (with a form's values),
+        ``decline`` or ``cancel``. An answer the form refuses is declined, saying why."""
+        p: Dict[str, Any] = {"request_id": request_id, "action": action}
+        if content is not None:
+            p["content"] = content
+        self.call("question/respond", p)
+
     def store_get(self, key: str) -> Any:
         return self.call("store/get", {"key": key})
 
@@ -287,6 +295,7 @@ class Plugin:
         self._settings: Dict[str, Handler] = {}
         self._clicks: Dict[str, Handler] = {}
         self._permission: Optional[Handler] = None
+        self._question: Optional[Handler] = None
         self._idle: List[Handler] = []
         self._start: List[Handler] = []
         self._visibility: List[Handler] = []
@@ -322,6 +331,13 @@ class Plugin:
         """``f(offer, host) -> bool``: True claims the request (then answer it with
         ``host.respond_permission``), False passes it on. Needs `intercept-permissions`."""
         self._permission = f
+        return f
+
+    def on_question(self, f: Handler) -> Handler:
+        """``f(offer, host) -> bool``: a question of the agent's (``offer["question"]``: its
+        ``request_id``, ``mode``, a form's ``fields`` or a link). True claims it (then answer
+        it with ``host.respond_question``), False passes it on. Needs `answer-questions`."""
+        self._question = f
         return f
 
     def section(self, id: str, title: str, max_rows: int = 10, collapsed: bool = False) -> Callable[[Handler], Handler]:
@@ -457,6 +473,9 @@ class Plugin:
                 self._action(params, host)
             elif method == "permission/offer":
                 claim = bool(self._permission(params, host)) if self._permission else False
+                self._reply(rid, {"claim": claim})
+            elif method == "question/offer":
+                claim = bool(self._question(params, host)) if self._question else False
                 self._reply(rid, {"claim": claim})
             elif method == "render/card":
                 f = self._designs.get(params.get("design", ""))

@@ -80,6 +80,9 @@ pub enum Note {
     /// A permission request went through rules and extensions undecided: the person
     /// (UI dialog) or the headless policy decides, through [`Driver::decide`].
     Dialog { request_id: String },
+    /// An agent's question no extension answered: the person (UI dialog) or, headless,
+    /// `--answers` and the default decline answer it, through [`Driver::elicit`].
+    Question { request_id: String },
     /// A client terminal's output grew.
     TerminalOutput { terminal_id: String },
     /// Something to tell the user (a warning from the connection, an extension's notice).
@@ -555,6 +558,28 @@ impl Driver {
                     notes,
                 ),
                 Out::Dialog { request_id } => notes.push(Note::Dialog { request_id }),
+                Out::Question { request_id } => notes.push(Note::Question { request_id }),
+                Out::Elicit {
+                    request_id,
+                    answer,
+                    extension,
+                } => {
+                    self.elicit(
+                        request_id.clone(),
+                        answer,
+                        Decider::Extension(extension),
+                        notes,
+                    );
+                    // An answer the form refused leaves the question open: the next
+                    // step takes it.
+                    if self
+                        .session
+                        .pending_elicitations()
+                        .any(|e| e.request_id == request_id)
+                    {
+                        notes.push(Note::Question { request_id });
+                    }
+                }
                 Out::CallState {
                     extension,
                     call_id,

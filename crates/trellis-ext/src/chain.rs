@@ -1,7 +1,7 @@
-//! The runtime side of the permission chain's extension step: offering requests to
-//! claimants through their queues, handling their replies and deadlines, and turning the
-//! arbiter's steps into [`Out`]s. The decisions themselves are `trellis_core`'s
-//! (`ext/arbiter.rs`).
+//! The runtime side of the permission chain's extension step: offering requests (and the
+//! agent's questions) to claimants through their queues, handling their replies and
+//! deadlines, and turning the arbiter's steps into [`Out`]s. The decisions themselves are
+//! `trellis_core`'s (`ext/arbiter.rs`).
 
 use trellis_core::ext::Capability;
 use trellis_core::ext::arbiter::Step;
@@ -26,7 +26,24 @@ impl ExtHost {
             .collect()
     }
 
-    /// The extension holding a request (the dialog must not show it meanwhile).
+    /// Whether any extension may claim the agent's questions (no allocation).
+    pub fn has_question_claimants(&self) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.has(Capability::AnswerQuestions) && !s.is_disabled())
+    }
+
+    /// Extensions that may claim the agent's questions, in declared order.
+    pub fn question_claimants(&self) -> Vec<String> {
+        self.slots
+            .iter()
+            .filter(|s| s.has(Capability::AnswerQuestions) && !s.is_disabled())
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
+    /// The extension holding a request or a question (the dialog must not show it
+    /// meanwhile).
     pub fn holder(&self, request_id: &str) -> Option<&str> {
         self.arbiter.holder(request_id)
     }
@@ -38,9 +55,12 @@ impl ExtHost {
                     // The extension sees the events so far before the offer.
                     self.deliver();
                     let slot = self.slots.iter().find(|s| s.name == ext).cloned();
-                    let ask = self.asks.get(request_id).cloned();
-                    let sent = match (&slot, ask) {
-                        (Some(slot), Some(ask)) => slot.send(Job::Permission(ask), &self.shared),
+                    let job = match self.asks.get(request_id) {
+                        Some(ask) => Some(Job::Permission(ask.clone())),
+                        None => self.questions.get(request_id).cloned().map(Job::Question),
+                    };
+                    let sent = match (&slot, job) {
+                        (Some(slot), Some(job)) => slot.send(job, &self.shared),
                         _ => false,
                     };
                     if sent {
@@ -53,12 +73,17 @@ impl ExtHost {
                     }
                 }
                 Step::Dialog => {
-                    self.asks.remove(request_id);
-                    out.push(Out::Dialog {
-                        request_id: request_id.to_string(),
-                    });
+                    let request_id = request_id.to_string();
+                    if self.questions.remove(&request_id).is_some() {
+                        out.push(Out::Question { request_id });
+                    } else {
+                        self.asks.remove(&request_id);
+                        out.push(Out::Dialog { request_id });
+                    }
                     return;
                 }
+                // Carried out where the answer is at hand (`HostMsg::Answer`).
+                Step::Elicit { .. } => return,
                 Step::Answer { option_id, by } => {
                     self.asks.remove(request_id);
                     out.push(Out::Decide {
@@ -77,8 +102,13 @@ impl ExtHost {
             if let Some(slot) = self.slots.iter().find(|s| s.name == h.extension) {
                 slot.failed("permission request", &h.reason, &self.shared);
             }
+            let what = if h.question {
+                "question"
+            } else {
+                "permission request"
+            };
             out.push(Out::Notice(format!(
-                "permission request handed on from {}: {}",
+                "{what} handed on from {}: {}",
                 h.extension, h.reason
             )));
         }
@@ -117,6 +147,25 @@ impl ExtHost {
                 Err(why) => {
                     if let Some(slot) = self.slots.iter().find(|s| s.name == extension) {
                         slot.failed("respond_permission", &why, &self.shared);
+                    }
+                }
+            },
+            HostMsg::Answer {
+                extension,
+                request_id,
+                answer,
+            } => match self.arbiter.respond_question(&request_id, &extension) {
+                Ok(_) => {
+                    self.questions.remove(&request_id);
+                    out.push(Out::Elicit {
+                        request_id,
+                        answer,
+                        extension,
+                    });
+                }
+                Err(why) => {
+                    if let Some(slot) = self.slots.iter().find(|s| s.name == extension) {
+                        slot.failed("respond_question", &why, &self.shared);
                     }
                 }
             },

@@ -27,7 +27,8 @@ use crate::{HostMsg, lock};
 pub(crate) struct Mirror {
     pub info: SessionInfo,
     pub calls: Vec<Arc<ToolCall>>,
-    pub index: HashMap<String, usize>,
+    /// Position in `calls` by (subagent, call id): a subagent's call ids are its own.
+    pub index: HashMap<(Option<Arc<str>>, String), usize>,
     pub call_state: HashMap<(String, String), Value>,
 }
 
@@ -50,10 +51,11 @@ impl Mirror {
             }
             EventBody::TurnEnded { .. } => self.info.turn_open = false,
             EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } => {
-                match self.index.get(&call.id) {
+                let key = (call.subagent.clone(), call.id.clone());
+                match self.index.get(&key) {
                     Some(&i) => self.calls[i] = call.clone(),
                     None => {
-                        self.index.insert(call.id.clone(), self.calls.len());
+                        self.index.insert(key, self.calls.len());
                         self.calls.push(call.clone());
                     }
                 }
@@ -336,7 +338,9 @@ impl Host for HostCtx<'_> {
             return None;
         }
         let m = self.shared.mirror();
-        m.index.get(call_id).map(|&i| m.calls[i].clone())
+        m.index
+            .get(&(None, call_id.to_string()))
+            .map(|&i| m.calls[i].clone())
     }
 
     fn call_state(&self, call_id: &str) -> Option<Value> {
@@ -411,6 +415,20 @@ impl Host for HostCtx<'_> {
             extension: self.slot.name.clone(),
             request_id: request_id.to_string(),
             option_id: option_id.to_string(),
+        });
+        Ok(())
+    }
+
+    fn respond_question(
+        &mut self,
+        request_id: &str,
+        answer: trellis_core::ElicitAnswer,
+    ) -> Result<(), HostError> {
+        self.need(Capability::AnswerQuestions, "respond_question")?;
+        self.shared.send(HostMsg::Answer {
+            extension: self.slot.name.clone(),
+            request_id: request_id.to_string(),
+            answer,
         });
         Ok(())
     }

@@ -29,7 +29,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use trellis_core::event::EVENT_KINDS;
 use trellis_core::ext::arbiter::Arbiter;
-use trellis_core::ext::{Capability, Extension, PermissionAsk};
+use trellis_core::ext::{Capability, Extension, PermissionAsk, QuestionAsk};
 use trellis_core::{Effect, Event, EventBody};
 
 pub use diag::{ExtState, ExtStatus, StatusReport};
@@ -112,6 +112,12 @@ pub enum HostMsg {
         request_id: String,
         option_id: String,
     },
+    /// An extension's answer to a question it holds.
+    Answer {
+        extension: String,
+        request_id: String,
+        answer: trellis_core::ElicitAnswer,
+    },
     CallState {
         extension: String,
         call_id: String,
@@ -149,6 +155,18 @@ pub enum Out {
     Dialog {
         request_id: String,
     },
+    /// Answer the agent's question with an extension's answer; the decider is the
+    /// extension.
+    Elicit {
+        request_id: String,
+        answer: trellis_core::ElicitAnswer,
+        extension: String,
+    },
+    /// No extension took the question: the dialog (or, headless, `--answers` and the
+    /// default decline) takes it.
+    Question {
+        request_id: String,
+    },
     /// Record an extension's call state in the session log.
     CallState {
         extension: String,
@@ -182,6 +200,8 @@ pub struct ExtHost {
     pub(crate) shared: Arc<Shared>,
     arbiter: Arbiter,
     asks: BTreeMap<String, Arc<PermissionAsk>>,
+    /// Questions offered to extensions holding `answer-questions`, by request id.
+    questions: BTreeMap<String, Arc<QuestionAsk>>,
     notes: Vec<String>,
     /// Some extension reads session state (observe, call-state, or a claimant that is
     /// offered calls): keep the mirror.
@@ -410,6 +430,7 @@ impl ExtHost {
             arbiter: Arbiter::new(opts.permission_timeout),
             permission_timeout: opts.permission_timeout,
             asks: BTreeMap::new(),
+            questions: BTreeMap::new(),
             notes,
             ui,
         };
@@ -480,6 +501,7 @@ impl ExtHost {
                     request_id,
                     call_id,
                     options,
+                    subagent,
                     ..
                 } => {
                     let answered = fx.iter().any(
@@ -489,7 +511,9 @@ impl ExtHost {
                     if !answered {
                         let call = {
                             let m = self.shared.mirror();
-                            m.index.get(call_id).map(|&i| m.calls[i].clone())
+                            m.index
+                                .get(&(subagent.clone(), call_id.clone()))
+                                .map(|&i| m.calls[i].clone())
                         };
                         let call = call.unwrap_or_else(|| {
                             Arc::new(trellis_core::ToolCall::placeholder(call_id.clone(), now, 0))
@@ -514,6 +538,33 @@ impl ExtHost {
                     self.asks.remove(request_id);
                     self.dispatch(ev);
                 }
+                EventBody::ElicitationRequested { elicitation } => {
+                    self.dispatch(ev);
+                    // Answered in the same step (refused, or by the caller): nothing to
+                    // offer.
+                    let answered = fx.iter().any(|f| {
+                        matches!(f, Effect::Elicit { request_id: r, .. } if *r == elicitation.request_id)
+                    });
+                    if !answered && self.has_question_claimants() {
+                        let id = elicitation.request_id.clone();
+                        let ask = Arc::new(QuestionAsk {
+                            session: ev.session.clone(),
+                            question: elicitation.clone(),
+                            acp: ev.acp.clone(),
+                            deadline: self.permission_timeout,
+                        });
+                        let step = self
+                            .arbiter
+                            .start_question(&id, self.question_claimants(), now);
+                        self.questions.insert(id.clone(), ask);
+                        self.step(&id, step, now, &mut out);
+                    }
+                }
+                EventBody::ElicitationResolved { request_id, .. } => {
+                    self.arbiter.forget(request_id);
+                    self.questions.remove(request_id);
+                    self.dispatch(ev);
+                }
                 _ => self.dispatch(ev),
             }
         }
@@ -534,7 +585,7 @@ impl ExtHost {
         for i in 0..session.ledger.len() {
             let c = session.ledger.snapshot(i);
             let at = m.calls.len();
-            m.index.insert(c.id.clone(), at);
+            m.index.insert((c.subagent.clone(), c.id.clone()), at);
             m.calls.push(c);
         }
         for ((ext, call), v) in &session.call_state {

@@ -20,8 +20,8 @@ use std::time::Instant;
 
 use trellis_core::Event;
 use trellis_core::ext::{
-    Capability, CardLines, Claim, ExtError, Extension, Manifest, PermissionAsk, Registration,
-    UiAction,
+    Capability, CardLines, Claim, ExtError, Extension, Manifest, PermissionAsk, QuestionAsk,
+    Registration, UiAction,
 };
 
 use crate::board::{Requests, clean_line};
@@ -34,6 +34,7 @@ pub(crate) enum Job {
     /// Events in order (delivered in batches: one wake-up per batch, not per event).
     Events(Vec<Arc<Event>>),
     Permission(Arc<PermissionAsk>),
+    Question(Arc<QuestionAsk>),
     Action(UiAction),
     /// Push what changed (after registration, or a section became shown).
     Idle,
@@ -360,6 +361,20 @@ impl Slot {
                     result,
                 });
             }
+            Job::Question(ask) => {
+                let r = self.call(shared, "question", |e, cx| e.on_question(&ask, cx));
+                let result = match r {
+                    Some(Claim::Claim) => Ok(true),
+                    Some(Claim::Pass) => Ok(false),
+                    None if self.is_disabled() => Err("the extension is disabled".to_string()),
+                    None => Err("failed while deciding (see its failures)".to_string()),
+                };
+                shared.send(HostMsg::Claim {
+                    extension: self.name.clone(),
+                    request_id: ask.question.request_id.clone(),
+                    result,
+                });
+            }
             Job::Action(action) => {
                 let what = match &action {
                     UiAction::Setting { .. } => "settings action",
@@ -460,17 +475,22 @@ pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
             _ => 1,
         };
         if slot.is_disabled() {
-            if let Job::Permission(ask) = job {
+            let asked = match &job {
+                Job::Permission(ask) => Some(ask.request_id.clone()),
+                Job::Question(ask) => Some(ask.question.request_id.clone()),
+                _ => None,
+            };
+            if let Some(request_id) = asked {
                 shared.send(HostMsg::Claim {
                     extension: slot.name.clone(),
-                    request_id: ask.request_id.clone(),
+                    request_id,
                     result: Err("the extension is disabled".into()),
                 });
             }
         } else {
             needs_idle |= matches!(
                 job,
-                Job::Events(_) | Job::Permission(_) | Job::Wake | Job::Sync
+                Job::Events(_) | Job::Permission(_) | Job::Question(_) | Job::Wake | Job::Sync
             );
             slot.run_job(job, &shared);
             // Caught up with the session: the extension pushes what it shows (once per

@@ -74,6 +74,24 @@ pub struct Offer {
     pub deadline_ms: u64,
 }
 
+/// A question of the agent's (`elicitation/create`) offered to the plugin.
+#[derive(Debug, Clone, Deserialize)]
+pub struct QuestionOffer {
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The question, as the `elicitation_requested` event gives it: `request_id`,
+    /// `message`, `mode` (`form` with its typed `fields`, or `url`).
+    pub question: Value,
+    pub deadline_ms: u64,
+}
+
+impl QuestionOffer {
+    /// The id to answer with [`Host::respond_question`].
+    pub fn request_id(&self) -> &str {
+        self.question["request_id"].as_str().unwrap_or_default()
+    }
+}
+
 /// Something the user did to one of the plugin's contributions.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -118,6 +136,11 @@ pub trait Plugin {
     }
     /// `true` claims the request (then answer it with `Host::respond_permission`).
     fn on_permission(&mut self, _offer: &Offer, _host: &mut Host) -> Result<bool, String> {
+        Ok(false)
+    }
+    /// `true` claims the question (then answer it with `Host::respond_question`); needs
+    /// `answer-questions`.
+    fn on_question(&mut self, _offer: &QuestionOffer, _host: &mut Host) -> Result<bool, String> {
         Ok(false)
     }
     fn on_action(&mut self, _action: &Action, _host: &mut Host) -> Result<(), String> {
@@ -297,6 +320,20 @@ impl Host {
             json!({"request_id": request_id, "option_id": option_id}),
         )
     }
+    /// Answers a claimed question: `action` is `accept` (with `content`, a form's values),
+    /// `decline` or `cancel`.
+    pub fn respond_question(
+        &mut self,
+        request_id: &str,
+        action: &str,
+        content: Option<serde_json::Map<String, Value>>,
+    ) -> Result<(), HostError> {
+        let mut p = json!({"request_id": request_id, "action": action});
+        if let Some(c) = content {
+            p["content"] = Value::Object(c);
+        }
+        self.unit("question/respond", p)
+    }
     pub fn store_get(&mut self, key: &str) -> Result<Value, HostError> {
         self.call("store/get", json!({"key": key}))
     }
@@ -361,6 +398,9 @@ pub fn run_on(
                 .map(|_| Value::Null),
             "permission/offer" => params::<Offer>(&p)
                 .and_then(|o| plugin.on_permission(&o, &mut host))
+                .map(|claim| json!({"claim": claim})),
+            "question/offer" => params::<QuestionOffer>(&p)
+                .and_then(|o| plugin.on_question(&o, &mut host))
                 .map(|claim| json!({"claim": claim})),
             "render/card" => plugin
                 .card(

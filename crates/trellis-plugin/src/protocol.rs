@@ -3,9 +3,9 @@
 //! `docs/plugin-protocol.md` documents every message with an example.
 //!
 //! Host → plugin: `initialize` (request), `event`, `idle`, `action`, `shutdown`
-//! (notifications), `permission/offer`, `render/card`, `render/transform`, `sync`
+//! (notifications), `permission/offer`, `question/offer`, `render/card`, `render/transform`, `sync`
 //! (requests).
-//! Plugin → host: the host functions (`host/*`, `store/*`, `ui/*`, `permission/respond`,
+//! Plugin → host: the host functions (`host/*`, `store/*`, `ui/*`, `permission/respond`, `question/respond`,
 //! `session/drive`), as requests (answered) or notifications (errors then go to
 //! `/status`).
 //!
@@ -125,6 +125,22 @@ pub struct OfferResult {
     pub claim: bool,
 }
 
+/// `question/offer` params: a question of the agent's (`elicitation/create`: a form or
+/// a link) nobody answered yet.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct QuestionOfferParams<'a> {
+    pub session: Option<&'a str>,
+    /// The question as the `elicitation_requested` event gives it (`request_id`, `mode`,
+    /// the form's typed `fields` or the link).
+    pub question: &'a trellis_core::Elicitation,
+    /// Milliseconds a claimant has to answer with `question/respond` before the question
+    /// is handed on.
+    pub deadline_ms: u64,
+    /// The verbatim ACP request, when the plugin asked for ACP payloads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acp: Option<&'a str>,
+}
+
 /// `render/card` params.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CardParams<'a> {
@@ -226,6 +242,31 @@ pub struct RespondParams {
     pub option_id: String,
 }
 
+/// `question/respond` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct QuestionRespondParams {
+    pub request_id: String,
+    /// `accept` (with `content`: a form's values; for a link, that the user agreed),
+    /// `decline` or `cancel`.
+    pub action: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<serde_json::Map<String, Value>>,
+}
+
+impl QuestionRespondParams {
+    pub fn answer(self) -> Result<trellis_core::ElicitAnswer, String> {
+        use trellis_core::ElicitAnswer as A;
+        match self.action.as_str() {
+            "accept" => Ok(A::Accept(self.content.unwrap_or_default())),
+            "decline" => Ok(A::Decline),
+            "cancel" => Ok(A::Cancel),
+            other => Err(format!(
+                "unknown action {other:?} (accept, decline or cancel)"
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KeyParam {
     pub key: String,
@@ -285,6 +326,7 @@ pub const METHODS: &[(&str, &str)] = &[
     ("shutdown", "host → plugin notification"),
     ("sync", "host → plugin request"),
     ("permission/offer", "host → plugin request"),
+    ("question/offer", "host → plugin request"),
     ("render/card", "host → plugin request"),
     ("render/transform", "host → plugin request"),
     ("host/session", "plugin → host"),
@@ -299,6 +341,7 @@ pub const METHODS: &[(&str, &str)] = &[
     ("host/report", "plugin → host"),
     ("host/repaint", "plugin → host"),
     ("permission/respond", "plugin → host"),
+    ("question/respond", "plugin → host"),
     ("store/get", "plugin → host"),
     ("store/put", "plugin → host"),
     ("ui/section_shown", "plugin → host"),

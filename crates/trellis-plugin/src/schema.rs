@@ -99,6 +99,13 @@ pub fn document() -> Value {
             result: Some(s::<OfferResult>(&mut g)),
         },
         Method {
+            name: "question/offer",
+            direction: h2p,
+            request: true,
+            params: s::<QuestionOfferParams<'static>>(&mut g),
+            result: Some(s::<OfferResult>(&mut g)),
+        },
+        Method {
             name: "render/card",
             direction: h2p,
             request: true,
@@ -194,6 +201,13 @@ pub fn document() -> Value {
             direction: p2h,
             request: true,
             params: s::<RespondParams>(&mut g),
+            result: Some(null()),
+        },
+        Method {
+            name: "question/respond",
+            direction: p2h,
+            request: true,
+            params: s::<QuestionRespondParams>(&mut g),
             result: Some(null()),
         },
         Method {

@@ -7,8 +7,9 @@ use serde_json::Value;
 use trellis_core::ext::{Capability, DriveAction, Host, HostError};
 
 use crate::protocol::{
-    CallId, IdParam, KeyParam, PatchSection, PathParam, PutCallState, ReportParams, RespondParams,
-    RpcError, SetSection, SetSettings, SetStatusItem, SetTransform, StorePut, TextParam, code,
+    CallId, IdParam, KeyParam, PatchSection, PathParam, PutCallState, QuestionRespondParams,
+    ReportParams, RespondParams, RpcError, SetSection, SetSettings, SetStatusItem, SetTransform,
+    StorePut, TextParam, code,
 };
 
 fn params<T: DeserializeOwned>(method: &str, p: Value) -> Result<T, RpcError> {
@@ -93,6 +94,15 @@ pub fn serve(host: &mut dyn Host, method: &str, p: Value) -> Result<Value, RpcEr
             let a: RespondParams = params(method, p)?;
             host.respond_permission(&a.request_id, &a.option_id)
                 .map_err(host_err)?;
+            Ok(Value::Null)
+        }
+        "question/respond" => {
+            let a: QuestionRespondParams = params(method, p)?;
+            let id = a.request_id.clone();
+            let answer = a
+                .answer()
+                .map_err(|m| RpcError::new(code::INVALID_PARAMS, format!("{method}: {m}")))?;
+            host.respond_question(&id, answer).map_err(host_err)?;
             Ok(Value::Null)
         }
         "store/get" => {

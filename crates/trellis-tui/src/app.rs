@@ -402,7 +402,18 @@ impl App {
         if self.replay {
             return None;
         }
-        self.driver.session.pending_elicitations().next().cloned()
+        // A question an extension holds is not the user's (yet).
+        let held = |id: &str| {
+            self.driver
+                .host
+                .as_ref()
+                .is_some_and(|h| h.holder(id).is_some())
+        };
+        self.driver
+            .session
+            .pending_elicitations()
+            .find(|e| !held(&e.request_id))
+            .cloned()
     }
 
     pub(crate) fn scroll_by(&mut self, delta: isize) {

@@ -83,6 +83,18 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
                     ring(app, &body);
                 }
             }
+            // A question extensions let go: the user is alerted now.
+            Note::Question { request_id } => {
+                let e = app
+                    .driver
+                    .session
+                    .pending_elicitations()
+                    .find(|e| e.request_id == request_id)
+                    .cloned();
+                if let Some(elicitation) = e {
+                    ring(app, &EventBody::ElicitationRequested { elicitation });
+                }
+            }
             // Warnings quote the agent and extensions: one line, nothing raw.
             Note::Message(text) => app.message = Some(trellis_text::one_line(&text).into_owned()),
             Note::OpenInspector(call_id) => app.inspect_call(&call_id),
@@ -110,8 +122,11 @@ pub fn perform_outs(app: &mut App, outs: Vec<trellis_ext::Out>) {
 
 fn alert_for(app: &mut App, body: &EventBody) {
     // A request extensions may take alerts only if it reaches the dialog (above).
+    let host = app.driver.host.as_ref();
     if matches!(body, EventBody::PermissionRequested { .. })
-        && app.driver.host.as_ref().is_some_and(|h| h.has_claimants())
+        && host.is_some_and(|h| h.has_claimants())
+        || matches!(body, EventBody::ElicitationRequested { .. })
+            && host.is_some_and(|h| h.has_question_claimants())
     {
         return;
     }

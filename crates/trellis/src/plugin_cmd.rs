@@ -81,6 +81,9 @@ fn meaning(c: Capability) -> &'static str {
         Capability::Store => "keep its own data between sessions",
         Capability::CallState => "save per-call notes in your session logs",
         Capability::Drive => "send prompts to the agent, cancel turns and change modes on its own",
+        Capability::AnswerQuestions => {
+            "answer the agent's questions for you (fill in its forms, or decline them)"
+        }
     }
 }
 

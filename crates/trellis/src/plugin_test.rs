@@ -381,6 +381,12 @@ fn describe(out: &mut String, t: f64, o: &Out, session: &Session) {
             "permission {request_id} ({}): not claimed (to the dialog)",
             request_title(request_id)
         ),
+        Out::Elicit {
+            request_id, answer, ..
+        } => format!("question {request_id}: claimed, answered {answer:?}"),
+        Out::Question { request_id } => {
+            format!("question {request_id}: not claimed (to the dialog)")
+        }
         Out::CallState { call_id, value, .. } => {
             format!("call state {call_id} ({}): {value}", title(call_id))
         }

@@ -339,19 +339,16 @@ async fn drive(
                     if let trellis_core::EventBody::PermissionResolved { outcome, .. } = &ev.body {
                         refused += usize::from(!outcome.is_allowed());
                     }
-                    // The agent's question, if still open: answered from --answers or
-                    // declined.
+                    // The agent's question, if still open and no extension may take
+                    // it: answered from --answers or declined (else when extensions
+                    // let go of it: `Note::Question`).
                     if let trellis_core::EventBody::ElicitationRequested { elicitation } = &ev.body
-                        && driver
-                            .session
-                            .pending_elicitations()
-                            .any(|e| e.request_id == elicitation.request_id)
+                        && !driver
+                            .host
+                            .as_ref()
+                            .is_some_and(|h| h.has_question_claimants())
                     {
-                        let (answer, said) = answers.answer(elicitation);
-                        eprintln!("trellis: {}", safe(&said));
-                        let decider = answers.decider();
-                        let id = elicitation.request_id.clone();
-                        driver.elicit(id, answer, decider, &mut notes);
+                        answer_question(&mut driver, answers, &elicitation.request_id, &mut notes);
                     }
                     // A turn ended: an extension holding `drive` may answer it with a
                     // prompt of its own (that goes first); else the next of the user's
@@ -379,6 +376,9 @@ async fn drive(
                 // Not advertised headless (no terminal to lend): an agent that asks all
                 // the same is told the login cannot run, and setup fails saying so.
                 Note::Login(_) => driver.login_done(false),
+                Note::Question { request_id } => {
+                    answer_question(&mut driver, answers, &request_id, &mut notes);
+                }
                 Note::Dialog { request_id } => {
                     let call = driver
                         .session
@@ -496,4 +496,23 @@ async fn drive(
         output_bytes,
         settings_failed,
     })
+}
+
+/// Answers the agent's question `request_id`, if still open, from `--answers` (or declines
+/// it), saying what was sent.
+fn answer_question(
+    driver: &mut trellis_driver::Driver,
+    answers: &crate::answers::Answers,
+    request_id: &str,
+    notes: &mut Vec<Note>,
+) {
+    let open = driver
+        .session
+        .pending_elicitations()
+        .find(|e| e.request_id == request_id)
+        .cloned();
+    let Some(elicitation) = open else { return };
+    let (answer, said) = answers.answer(&elicitation);
+    eprintln!("trellis: {}", safe(&said));
+    driver.elicit(request_id.to_string(), answer, answers.decider(), notes);
 }

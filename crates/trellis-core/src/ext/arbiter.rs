@@ -1,5 +1,7 @@
 //! The extension step of the permission chain: user rules → extensions holding
-//! `intercept-permissions`, in declared order → the dialog.
+//! `intercept-permissions`, in declared order → the dialog. The agent's questions
+//! (`elicitation/create`) go the same way: extensions holding `answer-questions`, in
+//! declared order → the dialog (or, headless, `--answers` and the default decline).
 //!
 //! Pure: the runtime feeds it what happened (asked, claimed, passed, failed, answered,
 //! time passed) and performs the [`Step`]s it returns. Invariants:
@@ -20,6 +22,8 @@ pub enum Step {
     Dialog,
     /// Answer the agent with this option; the decider is the extension.
     Answer { option_id: String, by: String },
+    /// The holder answered a question: send its answer; the decider is the extension.
+    Elicit { by: String },
 }
 
 /// Why a request moved past an extension.
@@ -28,11 +32,15 @@ pub struct HandOn {
     pub request_id: String,
     pub extension: String,
     pub reason: String,
+    /// It is a question, not a permission request.
+    pub question: bool,
 }
 
 #[derive(Debug, Clone)]
 struct Open {
-    options: Vec<PermissionOption>,
+    /// The options a permission request offers; `None` for a question (any answer goes
+    /// to the reducer, which checks it against the form).
+    options: Option<Vec<PermissionOption>>,
     claimants: Vec<String>,
     at: usize,
     claimed: bool,
@@ -63,6 +71,22 @@ impl Arbiter {
         &mut self,
         request_id: &str,
         options: Vec<PermissionOption>,
+        claimants: Vec<String>,
+        now: f64,
+    ) -> Step {
+        self.begin(request_id, Some(options), claimants, now)
+    }
+
+    /// A question of the agent's. `claimants`: extensions holding `answer-questions`, in
+    /// declared order.
+    pub fn start_question(&mut self, request_id: &str, claimants: Vec<String>, now: f64) -> Step {
+        self.begin(request_id, None, claimants, now)
+    }
+
+    fn begin(
+        &mut self,
+        request_id: &str,
+        options: Option<Vec<PermissionOption>>,
         claimants: Vec<String>,
         now: f64,
     ) -> Step {
@@ -143,7 +167,12 @@ impl Arbiter {
                 o.claimants[o.at]
             ));
         }
-        if !o.options.iter().any(|x| x.option_id == option_id) {
+        let Some(options) = &o.options else {
+            return Err(format!(
+                "{request_id} is a question, not a permission request"
+            ));
+        };
+        if !options.iter().any(|x| x.option_id == option_id) {
             self.hand_on(
                 request_id,
                 ext,
@@ -154,6 +183,28 @@ impl Arbiter {
         self.open.remove(request_id);
         Ok(Step::Answer {
             option_id: option_id.to_string(),
+            by: ext.to_string(),
+        })
+    }
+
+    /// The holder answered a question. Answers from anyone but the holder are refused.
+    pub fn respond_question(&mut self, request_id: &str, ext: &str) -> Result<Step, String> {
+        let Some(o) = self.open.get(request_id) else {
+            return Err(format!("question {request_id} is not open"));
+        };
+        if o.options.is_some() {
+            return Err(format!(
+                "{request_id} is a permission request, not a question"
+            ));
+        }
+        if o.claimants[o.at] != ext {
+            return Err(format!(
+                "question {request_id} is held by {}, not {ext}",
+                o.claimants[o.at]
+            ));
+        }
+        self.open.remove(request_id);
+        Ok(Step::Elicit {
             by: ext.to_string(),
         })
     }
@@ -189,10 +240,15 @@ impl Arbiter {
     }
 
     fn hand_on(&mut self, request_id: &str, ext: &str, reason: String) {
+        let question = self
+            .open
+            .get(request_id)
+            .is_some_and(|o| o.options.is_none());
         self.hand_ons.push(HandOn {
             request_id: request_id.to_string(),
             extension: ext.to_string(),
             reason,
+            question,
         });
     }
 
@@ -278,6 +334,47 @@ mod tests {
                 .any(|h| h.reason.contains("did not offer"))
         );
         assert!(a.next_deadline().is_none());
+    }
+
+    #[test]
+    fn questions_go_through_claimants_in_order_and_are_answered_by_the_holder_only() {
+        let mut a = Arbiter::new(30.0);
+        assert_eq!(a.start_question("q", two(), 0.0), Step::Offer("a".into()));
+        // A question is not answered with an option, nor a permission request with an
+        // answer.
+        assert!(a.respond("q", "a", "yes", 0.5).is_err());
+        a.start("p", opts(), two(), 0.0);
+        assert!(a.respond_question("p", "a").is_err());
+        assert_eq!(a.passed("q", "a", 1.0), Some(Step::Offer("b".into())));
+        a.claimed("q", "b");
+        assert!(a.respond_question("q", "a").is_err(), "a let go of it");
+        assert_eq!(
+            a.respond_question("q", "b"),
+            Ok(Step::Elicit { by: "b".into() })
+        );
+        assert!(a.respond_question("q", "b").is_err(), "answered once");
+        // A holder that stays silent hands it on, to the dialog at last; the hand-on
+        // says it was a question.
+        a.start_question("q2", vec!["a".into()], 0.0);
+        a.claimed("q2", "a");
+        assert_eq!(
+            a.expire(31.0),
+            vec![
+                ("p".into(), Step::Offer("b".into())),
+                ("q2".into(), Step::Dialog)
+            ]
+        );
+        assert!(
+            a.hand_ons
+                .iter()
+                .any(|h| h.request_id == "q2" && h.question)
+        );
+        assert!(
+            a.hand_ons
+                .iter()
+                .any(|h| h.request_id == "p" && !h.question)
+        );
+        assert_eq!(a.start_question("q3", vec![], 0.0), Step::Dialog);
     }
 
     #[test]

@@ -51,16 +51,19 @@ pub enum Capability {
     /// such action is recorded with the extension as its origin and shown on the
     /// transcript.
     Drive,
+    /// Claim the agent's questions (`elicitation/create`) and answer them.
+    AnswerQuestions,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 6] = [
+    pub const ALL: [Capability; 7] = [
         Capability::Observe,
         Capability::InterceptPermissions,
         Capability::Ui,
         Capability::Store,
         Capability::CallState,
         Capability::Drive,
+        Capability::AnswerQuestions,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -71,6 +74,7 @@ impl Capability {
             Capability::Store => "store",
             Capability::CallState => "call-state",
             Capability::Drive => "drive",
+            Capability::AnswerQuestions => "answer-questions",
         }
     }
 
@@ -178,7 +182,20 @@ pub struct PermissionAsk {
     pub deadline: f64,
 }
 
-/// Whether an extension takes a permission request.
+/// A question of the agent's (`elicitation/create`, a form or a link) offered to an
+/// extension holding `answer-questions`, once nobody else answered it.
+#[derive(Debug, Clone)]
+pub struct QuestionAsk {
+    pub session: Option<Arc<str>>,
+    /// The question (its `request_id` is what [`Host::respond_question`] answers).
+    pub question: Arc<crate::elicitation::Elicitation>,
+    /// The verbatim `elicitation/create` message.
+    pub acp: Option<Arc<str>>,
+    /// Seconds a claimant has to answer before the question is handed on.
+    pub deadline: f64,
+}
+
+/// Whether an extension takes a permission request (or a question).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {
     /// "Mine": the extension will answer with `respond_permission` (before the timeout).
@@ -279,6 +296,17 @@ pub trait Host {
     fn open_inspector(&mut self, call_id: &str) -> Result<(), HostError>;
     /// Answers a permission request this extension claimed.
     fn respond_permission(&mut self, request_id: &str, option_id: &str) -> Result<(), HostError>;
+
+    /// Answers a question the extension claimed (needs `answer-questions`): accept with
+    /// a form's values (checked against the form: an answer that does not fit is
+    /// declined, saying why), decline, or cancel.
+    fn respond_question(
+        &mut self,
+        _request_id: &str,
+        _answer: crate::elicitation::ElicitAnswer,
+    ) -> Result<(), HostError> {
+        Err(HostError::NotGranted(Capability::AnswerQuestions))
+    }
     /// Reads a key of this extension's persistent store.
     fn store_get(&self, key: &str) -> Result<Option<serde_json::Value>, HostError>;
     /// Writes a key (`None` deletes it); the store file is replaced atomically.
@@ -400,6 +428,12 @@ pub trait Extension: Send {
         _ask: &PermissionAsk,
         _host: &mut dyn Host,
     ) -> Result<Claim, ExtError> {
+        Ok(Claim::Pass)
+    }
+
+    /// A question of the agent's nobody else answered (needs `answer-questions`): claim
+    /// it and answer with [`Host::respond_question`] before its deadline, or pass.
+    fn on_question(&mut self, _ask: &QuestionAsk, _host: &mut dyn Host) -> Result<Claim, ExtError> {
         Ok(Claim::Pass)
     }
 

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use trellis_core::ToolCall;
 use trellis_core::event::Event;
 use trellis_core::ext::{
-    CardLines, Claim, ExtError, Extension, Host, Manifest, PermissionAsk, Registration, UiAction,
-    Waker,
+    CardLines, Claim, ExtError, Extension, Host, Manifest, PermissionAsk, QuestionAsk,
+    Registration, UiAction, Waker,
 };
 
 mod supervise;
@@ -29,8 +29,8 @@ mod wire;
 
 use crate::process::{Inbound, Launch, Piece, Proc, Stderr};
 use crate::protocol::{
-    self, ActionParams, CallFacts, CardParams, OfferParams, OfferResult, TransformParams,
-    TransformResult,
+    self, ActionParams, CallFacts, CardParams, OfferParams, OfferResult, QuestionOfferParams,
+    TransformParams, TransformResult,
 };
 
 /// Bounds of the supervisor.
@@ -253,6 +253,24 @@ impl Extension for PluginExt {
         let v = self.request(host, "permission/offer", &params, limit)?;
         let r: OfferResult = serde_json::from_value(v)
             .map_err(|e| ExtError::msg(format!("permission/offer answer: {e}")))?;
+        Ok(if r.claim { Claim::Claim } else { Claim::Pass })
+    }
+
+    fn on_question(&mut self, ask: &QuestionAsk, host: &mut dyn Host) -> Result<Claim, ExtError> {
+        if !self.ensure(host)? {
+            return Ok(Claim::Pass);
+        }
+        let deadline = Duration::from_secs_f64(ask.deadline.max(0.0));
+        let params = QuestionOfferParams {
+            session: ask.session.as_deref(),
+            question: &ask.question,
+            deadline_ms: deadline.as_millis() as u64,
+            acp: if self.acp { ask.acp.as_deref() } else { None },
+        };
+        let limit = self.spec.limits.offer_timeout.min(deadline);
+        let v = self.request(host, "question/offer", &params, limit)?;
+        let r: OfferResult = serde_json::from_value(v)
+            .map_err(|e| ExtError::msg(format!("question/offer answer: {e}")))?;
         Ok(if r.claim { Claim::Claim } else { Claim::Pass })
     }
 

@@ -14,6 +14,7 @@ mod mcp;
 mod plugin_death;
 mod plugins;
 mod prompts;
+mod questions;
 mod replay_ui;
 mod sessions;
 mod strict;
