@@ -133,3 +133,42 @@ fn a_refused_childs_edit_fails_only_that_call() {
     assert!(lib.contains("TODO"), "{lib}");
     assert_eq!(of(&ev, "turn_ended")[0]["stop_reason"], "end_turn");
 }
+
+/// In the UI (tmux, the real binary): the child's permission request opens the dialog
+/// saying which subagent asks; once answered, the card of the delegating call shows the
+/// child's tree; the inspector tells its story and steps into its calls and back.
+#[test]
+fn in_the_ui_the_childs_request_is_asked_and_its_tree_inspected() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let Some(t) = crate::tui::Tmux::start_sized(&["demo", "--cwd", cwd], 120, 40) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["/subagents", "Enter"]);
+    let s = t.wait_for("asked by subagent Explorer");
+    assert!(
+        s.contains("Permission") && s.contains("Edit src/lib.rs"),
+        "{s}"
+    );
+    t.send(&["y"]);
+    let s = t.wait_for("The subagent is done.");
+    assert!(
+        s.contains("└ ⤷ subagent Explorer · idle (end_turn) · 3 calls"),
+        "{s}"
+    );
+    assert!(s.contains("allowed once by user"), "{s}");
+    // The inspector on the latest card: the delegating call, with the child's story.
+    t.send(&["Escape", "g", "T"]);
+    let s = t.wait_for("Tool Result: Delegate: find and fix the TODOs");
+    assert!(
+        s.contains("→ to it:") && s.contains("Find the TODOs in src/"),
+        "{s}"
+    );
+    t.send(&["]", "s"]);
+    t.wait_for("⤷ Explorer › Tool Result: Read src/lib.rs [1/3]");
+    t.send(&["Tab"]);
+    t.wait_for("⤷ Explorer › Tool Result: Search TODO in src/ [2/3]");
+    t.send(&["[", "s"]);
+    t.wait_for("Tool Result: Delegate: find and fix the TODOs [1/1]");
+}
