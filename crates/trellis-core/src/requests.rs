@@ -678,7 +678,7 @@ pub(crate) fn agent_cancelled(cx: &mut Ctx<'_>, msg: &Message) {
             cx,
             &id,
             Choice::Cancelled,
-            Decider::Client("cancelled by the agent".into()),
+            Decider::Client("the agent, which withdrew it".into()),
         );
     }
     if matches!(
@@ -689,7 +689,7 @@ pub(crate) fn agent_cancelled(cx: &mut Ctx<'_>, msg: &Message) {
             cx,
             &id,
             crate::elicitation::ElicitAnswer::Cancel,
-            Decider::Client("cancelled by the agent".into()),
+            Decider::Client("the agent, which withdrew it".into()),
         );
     }
 }

@@ -304,7 +304,7 @@ fn a_permission_request_the_agent_cancels_is_answered_once_as_cancelled() {
         answers(&fx),
         [(
             "7".to_string(),
-            "Cancelled by cancelled by the agent".to_string()
+            "Cancelled by the agent, which withdrew it".to_string()
         )]
     );
     // Twice, or for a request that is not open: nothing more.

@@ -9,7 +9,8 @@
 //! Prompts starting with a command play one scene of the ACP surface instead: `/compact`
 //! (compaction and a notice), `/plans` (plans by id), `/elicit` and `/elicit-url` (the
 //! agent's questions), `/subagents` (a child session that asks permission; see
-//! [`crate::demo_subagent`]).
+//! [`crate::demo_subagent`]), `/anomalies` (the permission bugs the client detects, and a
+//! request withdrawn with `$/cancel_request`; see [`crate::demo_anomaly`]).
 //!
 //! With `calls > 0` it is a load generator: `calls` execute cards of `lines` lines each,
 //! streamed as fast as the pipe takes them.
@@ -20,7 +21,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::peer::{Incoming, Peer, PeerError};
-use crate::{demo_elicit, demo_history, demo_login, demo_subagent};
+use crate::{demo_anomaly, demo_elicit, demo_history, demo_login, demo_subagent};
 
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
@@ -283,6 +284,10 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                     demo.compact()?
                 } else if text.trim_start().starts_with("/plans") {
                     demo.plans()?
+                } else if text.trim_start().starts_with("/anomalies") {
+                    let said = demo_anomaly::run(&mut demo.peer, &demo.session_id, demo.prompts)?;
+                    demo.say("agent_message_chunk", &said)?;
+                    "end_turn"
                 } else if text.trim_start().starts_with("/subagents") {
                     let lib = demo.path("src/lib.rs");
                     demo_subagent::Scene {

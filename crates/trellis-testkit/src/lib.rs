@@ -9,6 +9,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod demo;
+pub mod demo_anomaly;
 pub mod demo_elicit;
 pub mod demo_history;
 pub mod demo_login;

@@ -175,3 +175,64 @@ fn plans_by_id_are_events_and_advertised() {
         .to_string();
     assert!(init.contains("\"plan\":{}"), "{init}");
 }
+
+/// The demo's `/anomalies` (issue 12, item 8, and `$/cancel_request` from the agent): a
+/// command that runs while its request is open, a deletion that goes ahead after a
+/// refusal — each an `anomaly` event, marked on the call and counted in the closing
+/// line — and a request the agent withdraws, answered `cancelled` once.
+#[test]
+fn the_demos_misbehaviour_is_detected_and_its_withdrawn_request_answered_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = demo_events(
+        dir.path(),
+        &["--permission", "reject", "--prompt", "/anomalies"],
+    );
+    let anomalies: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "anomaly")
+        .map(|e| (e["call_id"].as_str().unwrap(), e["rule"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        anomalies,
+        [
+            ("eager-1", "ran_while_asking"),
+            ("stubborn-1", "ran_after_refusal")
+        ]
+    );
+    let resolved: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "permission_resolved")
+        .collect();
+    assert_eq!(resolved.len(), 3, "each request answered once: {events:?}");
+    let withdrawn = resolved
+        .iter()
+        .find(|e| e["call_id"] == "withdrawn-1")
+        .unwrap();
+    assert_eq!(withdrawn["outcome"]["outcome"], "cancelled");
+    assert_eq!(withdrawn["decider"]["name"], "the agent, which withdrew it");
+    // On the calls, and in the text the user reads.
+    let last = |id: &str| {
+        events
+            .iter()
+            .rev()
+            .find(|e| e["type"] == "tool_call_updated" && e["call"]["id"] == id)
+            .unwrap()["call"]
+            .clone()
+    };
+    assert_eq!(last("eager-1")["anomalies"][0], "ran_while_asking");
+    assert_eq!(last("stubborn-1")["anomalies"][0], "ran_after_refusal");
+    let o = trellis_in(
+        dir.path(),
+        &[
+            "log",
+            "show",
+            dir.path().join("session.jsonl").to_str().unwrap(),
+        ],
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("⚑ ran while asking"), "{text}");
+    assert!(
+        text.contains("call stubborn-1 ran after its permission request was refused"),
+        "{text}"
+    );
+}

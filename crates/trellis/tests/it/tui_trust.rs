@@ -273,7 +273,8 @@ fn a_permission_the_agent_cancels_leaves_the_dialog() {
     t.wait_for("report: cancelled permission: cancelled");
     let log = t.log();
     assert_eq!(
-        log.matches("\"name\":\"cancelled by the agent\"").count(),
+        log.matches("\"name\":\"the agent, which withdrew it\"")
+            .count(),
         1,
         "decided once, by the agent's cancel"
     );

@@ -87,6 +87,27 @@ export interface Offer {
   acp?: string;
 }
 
+/** A question of the agent's (`elicitation/create`), as `elicitation_requested` gives it. */
+export interface Question {
+  request_id: string;
+  call_id?: string;
+  subagent?: string;
+  message: string;
+  mode: "form" | "url";
+  title?: string;
+  description?: string;
+  fields?: Array<{ name: string; title?: string; description?: string; required: boolean; type: string; default?: unknown; [k: string]: unknown }>;
+  elicitation_id?: string;
+  url?: string;
+}
+
+export interface QuestionOffer {
+  session: string | null;
+  question: Question;
+  deadline_ms: number;
+  acp?: string;
+}
+
 export interface CardLines {
   call: Line[];
   result?: Line[];
@@ -141,6 +162,7 @@ export class Host {
   setSettings(rows: SettingsRow[]): Promise<null>;
   setTransform(id: string, rewrites: Rewrite[]): Promise<null>;
   respondPermission(requestId: string, optionId: string): Promise<null>;
+  respondQuestion(requestId: string, action: "accept" | "decline" | "cancel", content?: Record<string, unknown>): Promise<null>;
   storeGet(key: string): Promise<unknown>;
   storePut(key: string, value: unknown): Promise<null>;
   prompt(text: string): Promise<null>;
@@ -171,6 +193,7 @@ export class Plugin {
   onIdle(fn: (host: Host) => Awaitable<void>): this;
   onVisibility(fn: (section: string, shown: boolean, host: Host) => Awaitable<void>): this;
   onPermission(fn: (offer: Offer, host: Host) => Awaitable<boolean>): this;
+  onQuestion(fn: (offer: QuestionOffer, host: Host) => Awaitable<boolean>): this;
   section(
     id: string,
     title: string,

@@ -123,6 +123,12 @@ export class Host {
   setSettings(rows) { return this.call("ui/set_settings", { rows }); }
   setTransform(id, rewrites) { return this.call("ui/set_transform", { id, rewrites }); }
   respondPermission(requestId, optionId) { return this.call("permission/respond", { request_id: requestId, option_id: optionId }); }
+  /** Answers a claimed question: "accept" (with a form's values), "decline" or "cancel". */
+  respondQuestion(requestId, action, content = undefined) {
+    const p = { request_id: requestId, action };
+    if (content !== undefined) p.content = content;
+    return this.call("question/respond", p);
+  }
   storeGet(key) { return this.call("store/get", { key }); }
   storePut(key, value) { return this.call("store/put", { key, value }); }
   prompt(text) { return this.call("session/drive", { action: "prompt", text }); }
@@ -153,6 +159,7 @@ export class Plugin {
     this.settings = new Map();
     this.clicks = new Map();
     this.permission = null;
+    this.question = null;
     this.name = "";
     this.granted = [];
     this.options = null;
@@ -172,6 +179,8 @@ export class Plugin {
   onVisibility(fn) { this.handlers.visibility.push(fn); return this; }
   /** `fn(offer, host) -> boolean`: true claims (answer with host.respondPermission). */
   onPermission(fn) { this.permission = fn; return this; }
+  /** `fn(offer, host) -> boolean`: true claims the question (answer with host.respondQuestion). */
+  onQuestion(fn) { this.question = fn; return this; }
   section(id, title, { maxRows = 10, collapsed = false } = {}, onClick = null) {
     this.registration.sections.push({ id, title, max_rows: maxRows, collapsed });
     if (onClick) this.clicks.set(id, onClick);
@@ -258,6 +267,9 @@ export class Plugin {
           return await this.#action(p, host);
         case "permission/offer":
           reply({ claim: this.permission ? Boolean(await this.permission(p, host)) : false });
+          return;
+        case "question/offer":
+          reply({ claim: this.question ? Boolean(await this.question(p, host)) : false });
           return;
         case "render/card": {
           const f = this.designs.get(p.design);
