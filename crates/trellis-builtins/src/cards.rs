@@ -30,7 +30,7 @@ fn text_lines(call: &ToolCall) -> Vec<String> {
         .iter()
         .filter_map(|c| match c {
             ToolContent::Text { text } => {
-                Some(text.lines().map(str::to_string).collect::<Vec<_>>())
+                Some(text.load().lines().map(str::to_string).collect::<Vec<_>>())
             }
             _ => None,
         })

@@ -83,10 +83,19 @@ impl Ledger {
         self.calls[index].clone()
     }
 
-    /// Records that frame `seq` touched the call at `index`.
+    /// Records that frame `seq` touched the call at `index`; the texts of its content that
+    /// this frame brought are noted as coming from it (see [`crate::bulk::Text::set_origin`]:
+    /// texts an earlier frame brought keep theirs).
     pub fn push_frame(&mut self, index: usize, seq: u64) {
         if let Some(f) = self.frames.get_mut(index) {
             f.push(seq);
+        }
+        if let Some(call) = self.calls.get(index) {
+            for (i, c) in call.content.iter().enumerate() {
+                if let crate::tool_call::ToolContent::Text { text } = c {
+                    text.set_origin(seq, i);
+                }
+            }
         }
     }
 

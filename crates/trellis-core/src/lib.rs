@@ -9,6 +9,7 @@ pub mod agent_notes;
 pub mod agent_sessions;
 pub mod anomaly;
 pub mod b64;
+pub mod bulk;
 pub mod civil;
 pub mod diff;
 mod elicit_requests;

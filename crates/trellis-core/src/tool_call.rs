@@ -137,8 +137,12 @@ pub struct Location {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolContent {
     /// A text content block (the common case: tool output). Shared, so snapshots of a
-    /// call (events, views) do not copy the output.
-    Text { text: std::sync::Arc<String> },
+    /// call (events, views) do not copy the output; a finished call's may be kept only in
+    /// the session log, and is read back when asked for.
+    Text {
+        #[cfg_attr(feature = "schema", schemars(with = "String"))]
+        text: crate::bulk::Text,
+    },
     /// Any other content block (image, resource, link…), kept verbatim.
     Block {
         #[cfg_attr(feature = "schema", schemars(with = "serde_json::Value"))]
@@ -252,7 +256,7 @@ impl ToolContent {
     /// output counts the lines of output, see [`output_lines`]).
     pub fn text_size(&self) -> (usize, usize) {
         match self {
-            ToolContent::Text { text } => (text.len(), output_lines(text)),
+            ToolContent::Text { text } => (text.len(), text.output_lines()),
             ToolContent::Diff { new_text, .. } => (new_text.len(), count_lines(new_text)),
             _ => (0, 0),
         }

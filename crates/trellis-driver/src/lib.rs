@@ -17,6 +17,8 @@
 //!   connection to say so.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod bulk;
+
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -130,6 +132,8 @@ pub struct Driver {
     index: Option<trellis_index::Background>,
     /// A document sent with the next prompt (an earlier session carried into this one).
     carry: Option<trellis_acp::Embedded>,
+    /// Where finished calls' output goes once it leaves memory (see `bulk`).
+    bulk: Option<bulk::Bulk>,
 }
 
 impl Driver {
@@ -150,6 +154,7 @@ impl Driver {
             mcp: Vec::new(),
             index: None,
             carry: None,
+            bulk: None,
         }
     }
 
@@ -173,6 +178,29 @@ impl Driver {
     }
 
     /// Indexes the session's log at every turn end and when it closes.
+    /// Finished calls' output may leave memory for `log` (this session's log, which the
+    /// connection writes every frame to before the reducer sees it): beyond
+    /// [`bulk::HELD_BUDGET`] bytes held, the output of the calls that finished longest ago
+    /// is read back from the log when asked for.
+    pub fn keep_output_in_log(&mut self, log: &std::path::Path) {
+        // `TRELLIS_HELD_OUTPUT` (bytes) sets the budget, for tests of what the log keeps.
+        let budget = std::env::var("TRELLIS_HELD_OUTPUT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(bulk::HELD_BUDGET);
+        self.keep_output_in_log_within(log, budget);
+    }
+
+    /// Where finished calls' output is kept, for `/status` (`None`: all in memory).
+    pub fn output_held(&self) -> Option<String> {
+        self.bulk.as_ref().map(bulk::Bulk::line)
+    }
+
+    /// [`Driver::keep_output_in_log`] with another budget (tests).
+    pub fn keep_output_in_log_within(&mut self, log: &std::path::Path, budget: usize) {
+        self.bulk = Some(bulk::Bulk::new(log, &self.session, budget));
+    }
+
     pub fn set_index(&mut self, index: trellis_index::Background) {
         self.index = Some(index);
     }
@@ -382,6 +410,17 @@ impl Driver {
             };
             if let Some(Effect::Emit(ev)) = e {
                 match &ev.body {
+                    EventBody::ToolCallUpdated {
+                        previous_status,
+                        status,
+                        call,
+                    } if status.is_terminal() && previous_status.is_some() => {
+                        if let Some(b) = self.bulk.as_mut()
+                            && let Some(i) = self.session.position_of(call)
+                        {
+                            b.finished(&self.session, i);
+                        }
+                    }
                     EventBody::TurnStarted { .. } => self.prompt_in_flight = false,
                     EventBody::TurnEnded { .. } => {
                         self.prompt_in_flight = false;

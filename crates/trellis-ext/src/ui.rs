@@ -564,15 +564,16 @@ impl Ui {
         // answers may arrive later: the text is part of what the card answers).
         let (shown, waiting) = self.displayed(call);
         let text = shown.as_ref().map_or(0, |c| {
-            let texts: Vec<&[u8]> = c
+            let texts: Vec<std::sync::Arc<String>> = c
                 .content
                 .iter()
                 .filter_map(|x| match x {
-                    trellis_core::tool_call::ToolContent::Text { text } => Some(text.as_bytes()),
+                    trellis_core::tool_call::ToolContent::Text { text } => Some(text.load()),
                     _ => None,
                 })
                 .collect();
-            mix(&texts)
+            let bytes: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
+            mix(&bytes)
         });
         let key = mix(&[
             &call.rev.to_le_bytes(),
@@ -617,11 +618,11 @@ impl Ui {
         let mut waiting = false;
         for (i, c) in call.content.iter().enumerate() {
             if let ToolContent::Text { text } = c {
-                let (t, w) = self.transformed(call, text);
+                let (t, w) = self.transformed(call, &text.load());
                 waiting |= w;
                 if let Some(t) = t {
                     let copy = out.get_or_insert_with(|| call.clone());
-                    copy.content[i] = ToolContent::Text { text: Arc::new(t) };
+                    copy.content[i] = ToolContent::Text { text: t.into() };
                 }
             }
         }

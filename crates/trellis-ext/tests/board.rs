@@ -55,9 +55,7 @@ fn call(id: &str, rev: u32, text: &str) -> ToolCall {
     let mut c = ToolCall::placeholder(id.into(), 0.0, 1);
     c.kind = ToolKind::Execute;
     c.rev = rev;
-    c.content = vec![trellis_core::tool_call::ToolContent::Text {
-        text: Arc::new(text.to_string()),
-    }];
+    c.content = vec![trellis_core::tool_call::ToolContent::Text { text: text.into() }];
     c
 }
 
@@ -105,7 +103,9 @@ impl Extension for Slow {
             .content
             .iter()
             .filter_map(|c| match c {
-                trellis_core::tool_call::ToolContent::Text { text } => Some(text.to_string()),
+                trellis_core::tool_call::ToolContent::Text { text } => {
+                    Some(text.load().to_string())
+                }
                 _ => None,
             })
             .collect();

@@ -272,7 +272,7 @@ fn a_python_plugin_uses_every_part_of_the_api() {
     call.status = trellis_core::ToolStatus::Completed;
     call.raw_output = Some(serde_json::value::to_raw_value(&json!({"exit_code": 0})).unwrap());
     call.content = vec![trellis_core::tool_call::ToolContent::Text {
-        text: std::sync::Arc::new("a b\nshout id-42\n".into()),
+        text: "a b\nshout id-42\n".into(),
     }];
     call.rev = 9;
     assert!(

@@ -523,6 +523,12 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
                 .map(|h| h.status())
                 .unwrap_or_default();
             let mut text = report.lines();
+            // Where finished calls' output is kept (memory, or the session log).
+            if let Some(line) = app.driver.output_held() {
+                text.push(String::new());
+                text.push("Tool output".into());
+                text.push(format!("  {line}"));
+            }
             // The MCP servers offered to the agent, and those that were not (and why).
             if !app.driver.mcp.is_empty() || !app.mcp_problems.is_empty() {
                 text.push(String::new());

@@ -184,7 +184,7 @@ pub fn output_text(call: &ToolCall, session: &Session) -> String {
     let mut out = String::new();
     for c in &call.content {
         match c {
-            ToolContent::Text { text } => out.push_str(text),
+            ToolContent::Text { text } => out.push_str(&text.load()),
             ToolContent::Terminal { terminal_id } => {
                 if let Some(term) = session.terminals.get(terminal_id) {
                     out.push_str(&term.output);

@@ -257,7 +257,9 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
             c.content
                 .iter()
                 .filter_map(|x| match x {
-                    trellis_core::tool_call::ToolContent::Text { text } => Some(text.as_str()),
+                    trellis_core::tool_call::ToolContent::Text { text } => {
+                        Some(text.load().to_string())
+                    }
                     _ => None,
                 })
                 .collect::<Vec<_>>()

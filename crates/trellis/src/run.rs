@@ -235,6 +235,7 @@ async fn drive(
     resume: Option<crate::sessions::Resume>,
 ) -> anyhow::Result<Finished> {
     let continues = resume.as_ref().map(|r| r.row.path.clone());
+    let log_path = writer.path().to_path_buf();
     let index = Paths::from_env().map(|p| {
         trellis_index::Background::start(
             p.data_dir.join(trellis_index::FILE),
@@ -278,6 +279,7 @@ async fn drive(
         None => (Session::new(session_policy), None),
     };
     let mut driver = Driver::new(session, Connection { handle, rx });
+    driver.keep_output_in_log(&log_path);
     driver.set_host(host, ext_rx);
     if let Some(doc) = carry {
         driver.carry(doc);

@@ -174,6 +174,7 @@ pub fn main(
         if let Some(doc) = carry {
             app.driver.carry(doc);
         }
+        app.driver.keep_output_in_log(&log_for_app);
         app.log_path = Some(log_for_app);
         app.theme = theme;
         apply_ui_config(&mut app, &config)?;

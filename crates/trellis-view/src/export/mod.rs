@@ -207,7 +207,7 @@ fn call_doc(call: &ToolCall, session: &Session, clean: &dyn Fn(&str) -> String) 
     let mut diffs = Vec::new();
     for c in &call.content {
         match c {
-            ToolContent::Text { text } => push_line(&mut output, text),
+            ToolContent::Text { text } => push_line(&mut output, &text.load()),
             ToolContent::Terminal { terminal_id } => {
                 if let Some(t) = session.terminals.get(terminal_id) {
                     // Colours dropped, not shown as escape sequences.

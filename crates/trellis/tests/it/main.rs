@@ -8,6 +8,7 @@ mod completions;
 mod drive;
 mod elicit;
 mod faults;
+mod held_output;
 mod hostile;
 mod login;
 mod mcp;

@@ -1,0 +1,256 @@
+//! Tool output that can leave memory: the text of a call's content, kept in the session
+//! log (where its frame already is) once the call is finished, and read back when a view,
+//! an export or an extension asks for it.
+//!
+//! Invariants:
+//! - A [`Text`] always knows its length and line count, held or not, so cards and
+//!   summaries never read the log.
+//! - [`Text::load`] returns the same text before and after [`Text::evict`]: evicting only
+//!   swaps where it is kept. A text whose frame cannot be read back (the log is gone) loads
+//!   as a one-line note saying so, never as an error.
+//! - Recently loaded texts stay in a small cache ([`RECENT`] texts, [`RECENT_BYTES`] at most),
+//!   so a view drawing the same card twice reads the log once.
+//!
+//! Pure: reading is the [`BulkSource`]'s business (the driver gives one over the log).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+/// Reads the text of content item `item` of the call a log line (`seq`) describes.
+pub trait BulkSource: Send + Sync {
+    fn text(&self, seq: u64, item: usize) -> Option<String>;
+}
+
+/// Texts kept in the cache of recently loaded ones.
+pub const RECENT: usize = 256;
+/// Bytes the cache of recently loaded texts keeps at most.
+pub const RECENT_BYTES: usize = 8 << 20;
+
+enum State {
+    Held(Arc<String>),
+    Stored {
+        source: Arc<dyn BulkSource>,
+        seq: u64,
+        item: usize,
+        cache: Weak<String>,
+    },
+}
+
+struct Cell {
+    len: usize,
+    lines: OnceLock<usize>,
+    /// The log line and content item it came from, once a frame set it.
+    origin: OnceLock<(u64, usize)>,
+    state: Mutex<State>,
+}
+
+/// The text of one content item, shared by every snapshot of the call.
+#[derive(Clone)]
+pub struct Text(Arc<Cell>);
+
+fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn recent() -> &'static Mutex<(VecDeque<Arc<String>>, usize)> {
+    static R: OnceLock<Mutex<(VecDeque<Arc<String>>, usize)>> = OnceLock::new();
+    R.get_or_init(|| Mutex::new((VecDeque::new(), 0)))
+}
+
+fn remember(t: &Arc<String>) {
+    let mut r = recent()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    r.1 += t.len();
+    r.0.push_back(t.clone());
+    while r.0.len() > RECENT || (r.1 > RECENT_BYTES && r.0.len() > 1) {
+        if let Some(old) = r.0.pop_front() {
+            r.1 -= old.len();
+        }
+    }
+}
+
+impl Text {
+    pub fn new(text: String) -> Text {
+        Text(Arc::new(Cell {
+            len: text.len(),
+            lines: OnceLock::new(),
+            origin: OnceLock::new(),
+            state: Mutex::new(State::Held(Arc::new(text))),
+        }))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.len == 0
+    }
+
+    /// Lines of output as a user counts them (see [`crate::tool_call::output_lines`]).
+    pub fn output_lines(&self) -> usize {
+        *self
+            .0
+            .lines
+            .get_or_init(|| crate::tool_call::output_lines(&self.load()))
+    }
+
+    /// The text, from memory, the cache, or the log.
+    pub fn load(&self) -> Arc<String> {
+        let mut st = lock(&self.0.state);
+        match &mut *st {
+            State::Held(t) => t.clone(),
+            State::Stored {
+                source,
+                seq,
+                item,
+                cache,
+            } => {
+                if let Some(t) = cache.upgrade() {
+                    return t;
+                }
+                let t = Arc::new(source.text(*seq, *item).unwrap_or_else(|| {
+                    format!(
+                        "[{} bytes of output not available: the session log could not be read]",
+                        self.0.len
+                    )
+                }));
+                *cache = Arc::downgrade(&t);
+                drop(st);
+                remember(&t);
+                t
+            }
+        }
+    }
+
+    /// Whether the text is in memory (not only in the log).
+    pub fn is_held(&self) -> bool {
+        matches!(*lock(&self.0.state), State::Held(_))
+    }
+
+    /// Notes which log line (`seq`) and content item the text came from; the first note
+    /// stands (a later frame that repeats the content makes a new `Text`).
+    pub fn set_origin(&self, seq: u64, item: usize) {
+        let _ = self.0.origin.set((seq, item));
+    }
+
+    /// Leaves memory for `source` (which can read it back from where [`Text::set_origin`]
+    /// said it came from); returns the bytes let go. A text with no origin stays.
+    pub fn evict(&self, source: &Arc<dyn BulkSource>) -> usize {
+        let Some(&(seq, item)) = self.0.origin.get() else {
+            return 0;
+        };
+        let mut st = lock(&self.0.state);
+        let State::Held(t) = &*st else { return 0 };
+        // Counted before it goes: a card asks for the line count without loading.
+        let _ = self
+            .0
+            .lines
+            .get_or_init(|| crate::tool_call::output_lines(t));
+        let cache = Arc::downgrade(t);
+        *st = State::Stored {
+            source: source.clone(),
+            seq,
+            item,
+            cache,
+        };
+        self.0.len
+    }
+}
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_held() {
+            f.debug_tuple("Text").field(&*self.load()).finish()
+        } else {
+            write!(f, "Text(<{} bytes in the log>)", self.0.len)
+        }
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, o: &Text) -> bool {
+        Arc::ptr_eq(&self.0, &o.0) || (self.0.len == o.0.len && *self.load() == *o.load())
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Text {
+        Text::new(s)
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Text {
+        Text::new(s.to_string())
+    }
+}
+
+impl serde::Serialize for Text {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.load())
+    }
+}
+
+/// The text of content item `item` (as [`crate::tool_call::parse_content`] numbers them)
+/// of the call a session-log record describes: a `tool_call` / `tool_call_update`, or the
+/// `toolCall` of a permission request. `None` when the record holds no such text.
+pub fn text_in_record(record: &str, item: usize) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(record).ok()?;
+    let params = v.get("msg")?.get("params")?;
+    let content = params
+        .get("update")
+        .or_else(|| params.get("toolCall"))?
+        .get("content")?;
+    let items = crate::tool_call::parse_content(&content.to_string()).ok()?;
+    match items.into_iter().nth(item)? {
+        crate::tool_call::ToolContent::Text { text } => Some((*text.load()).clone()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Log(Vec<String>);
+    impl BulkSource for Log {
+        fn text(&self, seq: u64, item: usize) -> Option<String> {
+            self.0.get(seq as usize + item).cloned()
+        }
+    }
+
+    #[test]
+    fn a_text_loads_the_same_before_and_after_it_leaves_memory() {
+        let src: Arc<dyn BulkSource> = Arc::new(Log(vec!["a\nb\n".into(), "other".into()]));
+        let t = Text::new("a\nb\n".into());
+        assert_eq!(t.evict(&src), 0, "no origin: stays");
+        t.set_origin(0, 0);
+        let snapshot = t.clone();
+        assert_eq!(t.evict(&src), 4);
+        assert!(!snapshot.is_held(), "every snapshot shares it");
+        assert_eq!(snapshot.len(), 4);
+        assert_eq!(snapshot.output_lines(), 2);
+        assert_eq!(&**snapshot.load(), "a\nb\n");
+        assert_eq!(serde_json::to_string(&t).unwrap(), "\"a\\nb\\n\"");
+        // A log that cannot be read: a note, not a failure.
+        let gone: Arc<dyn BulkSource> = Arc::new(Log(vec![]));
+        let u = Text::new("x".repeat(10));
+        u.set_origin(5, 0);
+        u.evict(&gone);
+        // Nothing else holds it: read again (and missing).
+        assert!(u.load().contains("10 bytes of output not available"));
+    }
+
+    #[test]
+    fn a_records_text_is_found_by_the_item_the_parser_gives_it() {
+        let rec = r#"{"t":1,"dir":"agent_to_client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[{"type":"bogus"},{"type":"diff","path":"a","newText":"x"},{"type":"content","content":{"type":"text","text":"out\n"}}]}}}}"#;
+        // The malformed first item is skipped by the parser: the text is item 1.
+        assert_eq!(text_in_record(rec, 1).as_deref(), Some("out\n"));
+        assert_eq!(text_in_record(rec, 0), None, "a diff is not text");
+        let ask = r#"{"t":1,"dir":"agent_to_client","msg":{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"c","content":[{"type":"content","content":{"type":"text","text":"why"}}]},"options":[]}}}"#;
+        assert_eq!(text_in_record(ask, 0).as_deref(), Some("why"));
+        assert_eq!(text_in_record("not json", 0), None);
+    }
+}

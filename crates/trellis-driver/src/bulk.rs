@@ -1,0 +1,117 @@
+//! Finished calls' output leaves memory for the session log (issue 11, part 5): the texts
+//! of the calls that finished longest ago are evicted once those held pass a budget, and
+//! read back from the log (by line, through an index of its line starts) when a view, an
+//! export or an extension asks (`trellis_core::bulk`).
+//!
+//! Invariants: only calls of this connection are evicted (a resumed session's history came
+//! from another log, whose line numbers these are not); a call is evicted once, after it
+//! finished; the most recently finished keep their text in memory up to the budget.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use trellis_core::bulk::{BulkSource, text_in_record};
+use trellis_core::tool_call::ToolContent;
+use trellis_core::{Session, ToolCall};
+
+/// Bytes of finished calls' output kept in memory (the newest first).
+pub const HELD_BUDGET: usize = 16 << 20;
+
+/// Reads texts back from a session log.
+struct LogSource {
+    index: Mutex<trellis_store::LogIndex>,
+}
+
+impl BulkSource for LogSource {
+    fn text(&self, seq: u64, item: usize) -> Option<String> {
+        let mut ix = self
+            .index
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ix.refresh().ok()?;
+        let line = ix.line(seq).ok()??;
+        text_in_record(&line, item)
+    }
+}
+
+pub(crate) struct Bulk {
+    source: Arc<dyn BulkSource>,
+    /// Ledger positions of finished calls whose text is held, oldest first, with its bytes.
+    finished: VecDeque<(usize, usize)>,
+    held: usize,
+    /// Calls before this position are not this connection's.
+    first: usize,
+    budget: usize,
+    /// Calls whose output was let go, and its bytes.
+    evicted: (usize, usize),
+}
+
+fn held_bytes(call: &ToolCall) -> usize {
+    call.content
+        .iter()
+        .map(|c| match c {
+            ToolContent::Text { text } if text.is_held() => text.len(),
+            _ => 0,
+        })
+        .sum()
+}
+
+impl Bulk {
+    pub(crate) fn new(log: &Path, session: &Session, budget: usize) -> Bulk {
+        Bulk {
+            source: Arc::new(LogSource {
+                index: Mutex::new(trellis_store::LogIndex::new(log)),
+            }),
+            finished: VecDeque::new(),
+            held: 0,
+            first: session.ledger.len(),
+            budget,
+            evicted: (0, 0),
+        }
+    }
+
+    /// Call `index` finished: its output is held until newer ones push it past the budget.
+    pub(crate) fn finished(&mut self, session: &Session, index: usize) {
+        if index < self.first || index >= session.ledger.len() {
+            return;
+        }
+        let bytes = held_bytes(session.ledger.at(index));
+        if bytes == 0 {
+            return;
+        }
+        self.finished.push_back((index, bytes));
+        self.held += bytes;
+        while self.held > self.budget {
+            let Some((i, b)) = self.finished.pop_front() else {
+                break;
+            };
+            self.held -= b;
+            let mut let_go = 0;
+            for c in &session.ledger.at(i).content {
+                if let ToolContent::Text { text } = c {
+                    let_go += text.evict(&self.source);
+                }
+            }
+            if let_go > 0 {
+                self.evicted.0 += 1;
+                self.evicted.1 += let_go;
+            }
+        }
+    }
+}
+
+impl Bulk {
+    /// `/status`'s line: what is held, and what only the log keeps.
+    pub(crate) fn line(&self) -> String {
+        let mb = |b: usize| b as f64 / (1 << 20) as f64;
+        format!(
+            "finished calls' output in memory: {:.1} MB of {:.0} MB ({} calls); in the session log only: {} calls, {:.1} MB (read back when shown)",
+            mb(self.held),
+            mb(self.budget),
+            self.finished.len(),
+            self.evicted.0,
+            mb(self.evicted.1)
+        )
+    }
+}

@@ -1,0 +1,102 @@
+//! Memory and CPU per call as a session grows (issue 11, part 5): `trellis run` against
+//! `trellis agent demo --calls N --lines 20`, headless, JSONL to /dev/null, for N = 10 000
+//! and 100 000 (and 1 000 000 with `TRELLIS_BENCH_MILLION=1`: about a minute and 2 GB of
+//! log). The figures are the client's own (getrusage in the client, `--stats`): peak RSS,
+//! RSS per call above the 10 000-call run, and CPU per call. Three runs per size,
+//! alternating sizes; the median CPU and the worst RSS are printed.
+//!
+//! `cargo bench -p trellis --bench memory`
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::process::{Command, Stdio};
+
+struct Run {
+    cpu_s: f64,
+    rss_kb: u64,
+    updates: u64,
+}
+
+fn run(calls: usize) -> Run {
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    let dir = std::env::temp_dir().join(format!("trellis-memory-{}-{calls}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(exe)
+        .args([
+            "run",
+            "--stats",
+            "--format",
+            "jsonl",
+            "--permission",
+            "allow-once",
+            "--prompt",
+            "load",
+            "--agent",
+        ])
+        .arg(format!("{exe} agent demo --calls {calls} --lines 20"))
+        .arg("--cwd")
+        .arg(&dir)
+        .arg("--log")
+        .arg(dir.join("session.jsonl"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .expect("stats line");
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    Run {
+        cpu_s: v["cpu_user_s"].as_f64().unwrap() + v["cpu_sys_s"].as_f64().unwrap(),
+        rss_kb: v["max_rss_kb"].as_u64().unwrap(),
+        updates: v["updates"].as_u64().unwrap(),
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs it once, quickly.
+    if !std::env::args().any(|a| a == "--bench") {
+        let r = run(1_000);
+        assert!(r.updates >= 2_000);
+        return;
+    }
+    let mut sizes = vec![10_000, 100_000];
+    if std::env::var("TRELLIS_BENCH_MILLION").as_deref() == Ok("1") {
+        sizes.push(1_000_000);
+    }
+    let rounds = 3;
+    let mut results: Vec<Vec<Run>> = sizes.iter().map(|_| Vec::new()).collect();
+    for _ in 0..rounds {
+        for (i, &n) in sizes.iter().enumerate() {
+            results[i].push(run(n));
+        }
+    }
+    eprintln!("calls      peak RSS   RSS/call above 10k   client CPU/call   updates");
+    let base_rss = results[0].iter().map(|r| r.rss_kb).max().unwrap() as f64 * 1024.0;
+    for (i, &n) in sizes.iter().enumerate() {
+        let rs = &mut results[i];
+        rs.sort_by(|a, b| a.cpu_s.total_cmp(&b.cpu_s));
+        let rss = rs.iter().map(|r| r.rss_kb).max().unwrap() as f64 * 1024.0;
+        let per_call = if i == 0 {
+            "—".to_string()
+        } else {
+            format!("{:.0} B", (rss - base_rss) / (n - sizes[0]) as f64)
+        };
+        let cpu = rs[rs.len() / 2].cpu_s;
+        eprintln!(
+            "{n:<10} {:>7.1} MB   {per_call:>19}   {:>12.2} µs   {}",
+            rss / 1e6,
+            cpu * 1e6 / n as f64,
+            rs[0].updates
+        );
+    }
+}

@@ -1,0 +1,51 @@
+//! Finished calls' output leaves memory for the session log and comes back when shown
+//! (issue 11, part 5, first step): with a small budget (`TRELLIS_HELD_OUTPUT`), the first
+//! call of a 300-call load is read back from the log — card, inspector and `/status` say
+//! the same as before.
+
+#[test]
+fn the_first_calls_output_is_read_back_from_the_log_in_the_inspector() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    let agent = format!("{exe} agent demo --calls 300 --lines 3");
+    let cwd = dir.path().to_str().unwrap();
+    let Some(t) = crate::tui::Tmux::start_env(
+        &["TRELLIS_HELD_OUTPUT=2000"],
+        &[
+            "--agent",
+            &agent,
+            "--permission",
+            "allow-once",
+            "--cwd",
+            cwd,
+        ],
+        120,
+        40,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["load", "Enter"]);
+    t.wait_for("300 calls");
+    t.send(&["/status", "Enter"]);
+    let s = t.wait_for("in the session log only:");
+    let only: usize = s
+        .split("in the session log only: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(only >= 250, "most calls' output left memory: {s}");
+    t.send(&["Escape"]);
+    // The latest call, then Tab wraps to the first: its output comes from the log.
+    t.send(&["C-t"]);
+    t.wait_for("Generate chunk 299 [300/300]");
+    t.send(&["Tab"]);
+    let s = t.wait_for("Generate chunk 0 [1/300]");
+    assert!(
+        s.contains("   0 0123456789 the quick brown fox jumps over the lazy dog"),
+        "{s}"
+    );
+    assert!(s.contains("   2 0123456789 the quick brown fox"), "{s}");
+    assert!(!s.contains("not available"), "{s}");
+}
