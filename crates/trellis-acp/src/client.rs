@@ -146,6 +146,10 @@ pub enum Command {
         embedded: Vec<Embedded>,
     },
     Cancel,
+    /// Cancel the work of a subagent (`session/cancel` with the child's session id).
+    CancelSubagent {
+        session_id: String,
+    },
     /// Ask the agent to switch to session mode `mode` (`session/set_mode`).
     SetMode {
         mode: String,
@@ -297,6 +301,10 @@ impl Handle {
             }
             Effect::SendCancel => {
                 self.send(Command::Cancel);
+                None
+            }
+            Effect::CancelSubagent { session_id } => {
+                self.send(Command::CancelSubagent { session_id });
                 None
             }
             Effect::ListSessions { cwd, cursor } => {
@@ -631,7 +639,7 @@ async fn run(
                             stopping.store(true, std::sync::atomic::Ordering::Relaxed);
                             return Ok(());
                         }
-                        Some(Command::Cancel) => {}
+                        Some(Command::Cancel | Command::CancelSubagent { .. }) => {}
                         Some(Command::LoginDone { ok }) => {
                             let _ = login_tx.send(ok);
                         }
@@ -678,6 +686,9 @@ async fn run(
                         }
                         Some(Command::Cancel) => {
                             cx.send_notification(CancelNotification::new(session_id.clone()))?;
+                        }
+                        Some(Command::CancelSubagent { session_id: child }) => {
+                            cx.send_notification(CancelNotification::new(SessionId::from(child)))?;
                         }
                         Some(Command::SetMode { mode }) => {
                             // The answer (or error) is in the frame stream and the log.

@@ -434,3 +434,83 @@ impl crate::Session {
         None
     }
 }
+
+/// Whether the client may cancel subagent `id`'s work now: the agent lets it (`cancel` in
+/// the child's capabilities) and the child is working.
+pub(crate) fn may_cancel(cx: &Ctx<'_>, id: &str) -> Result<(), String> {
+    let s =
+        cx.s.subagents
+            .get(id)
+            .ok_or_else(|| format!("no subagent {id}"))?;
+    if !s.can_cancel {
+        return Err(format!(
+            "the agent does not let the client cancel subagent {}",
+            s.label()
+        ));
+    }
+    if !matches!(
+        s.state.as_deref(),
+        Some("running" | "requires_action") | None
+    ) {
+        return Err(format!("subagent {} is not working", s.label()));
+    }
+    Ok(())
+}
+
+/// The child a client `session/cancel` names, if it names one.
+pub(crate) fn cancelled_child(cx: &Ctx<'_>, msg: &crate::wire::Message) -> Option<usize> {
+    let v: Value = serde_json::from_str(msg.params.as_deref()?.get()).ok()?;
+    let id = v.get("sessionId")?.as_str()?;
+    cx.s.subagents.position(id)
+}
+
+/// The client cancelled subagent `child`'s work: its open calls (and its own children's)
+/// are marked cancelled and its open permission requests answered `cancelled`; the
+/// session's own turn goes on.
+pub(crate) fn cancel_seen(cx: &mut Ctx<'_>, child: usize) {
+    // The child and its descendants.
+    let mut ids: Vec<Arc<str>> = vec![cx.s.subagents.list[child].session_id.clone()];
+    let mut k = 0;
+    while k < ids.len() {
+        let parent = ids[k].clone();
+        ids.extend(
+            cx.s.subagents
+                .list
+                .iter()
+                .filter(|s| s.parent.as_deref() == Some(&*parent))
+                .map(|s| s.session_id.clone()),
+        );
+        k += 1;
+    }
+    let t = cx.t;
+    for i in 0..cx.s.ledger.len() {
+        let call = cx.s.ledger.at(i);
+        let ours = call.subagent.as_ref().is_some_and(|s| ids.contains(s));
+        if !ours || call.status.is_terminal() {
+            continue;
+        }
+        let call = cx.s.ledger.at_mut(i);
+        let prev = call.set_status(crate::ToolStatus::Cancelled, t);
+        let call = cx.s.ledger.snapshot(i);
+        cx.emit(EventBody::ToolCallUpdated {
+            previous_status: prev,
+            status: crate::ToolStatus::Cancelled,
+            call,
+        });
+    }
+    for (request_id, _) in cx.s.open_permissions() {
+        let asks_child = matches!(
+            cx.s.agent_requests.get(&request_id),
+            Some(crate::session::AgentRequest::Permission { call, .. })
+                if cx.s.ledger.at(*call).subagent.as_ref().is_some_and(|s| ids.contains(s))
+        );
+        if asks_child {
+            let _ = crate::update::decide(
+                cx,
+                &request_id,
+                crate::update::Choice::Cancelled,
+                crate::permission::Decider::Cancel,
+            );
+        }
+    }
+}

@@ -42,6 +42,8 @@ pub enum Action {
     },
     /// The user wants the running turn cancelled.
     Cancel { t: f64 },
+    /// The user wants a subagent's work cancelled (only one that lets the client).
+    CancelSubagent { t: f64, session_id: String },
     /// The user (or an extension, or a headless answer file) answers an open elicitation.
     Elicit {
         t: f64,
@@ -81,6 +83,8 @@ pub enum Effect {
     },
     /// Send `session/cancel` for the session.
     SendCancel,
+    /// Send `session/cancel` for a subagent (child session id).
+    CancelSubagent { session_id: String },
     /// Ask for the next page of the agent's sessions (`session/list` with `cursor`).
     ListSessions { cwd: Option<String>, cursor: String },
     /// Make the log durable (end of a turn).
@@ -149,6 +153,7 @@ pub fn update(state: &mut Session, action: Action) -> Vec<Effect> {
         | Action::Local { t, .. }
         | Action::Decide { t, .. }
         | Action::Cancel { t }
+        | Action::CancelSubagent { t, .. }
         | Action::Elicit { t, .. } => *t,
     };
     let acp = match &action {
@@ -194,6 +199,13 @@ pub fn update(state: &mut Session, action: Action) -> Vec<Effect> {
         Action::Cancel { .. } => {
             if cx.s.turn_open {
                 cx.fx.push(Effect::SendCancel);
+            }
+        }
+        Action::CancelSubagent { session_id, .. } => {
+            if let Err(e) = crate::subagents::may_cancel(&cx, &session_id) {
+                cx.emit(EventBody::Warning { message: e });
+            } else {
+                cx.fx.push(Effect::CancelSubagent { session_id });
             }
         }
         Action::Elicit {
@@ -289,7 +301,11 @@ fn frame(cx: &mut Ctx<'_>, seq: u64, dir: Dir, msg: Message) {
         (Dir::ClientToAgent, true, true) => crate::requests::client_request(cx, msg),
         (Dir::ClientToAgent, true, false) => {
             if msg.method.as_deref() == Some("session/cancel") {
-                cancel_seen(cx);
+                // A subagent's cancel stops only the child's work.
+                match crate::subagents::cancelled_child(cx, &msg) {
+                    Some(child) => crate::subagents::cancel_seen(cx, child),
+                    None => cancel_seen(cx),
+                }
             }
         }
         (Dir::ClientToAgent, false, _) => crate::requests::client_response(cx, seq, msg),

@@ -391,3 +391,78 @@ fn nesting_is_followed_to_a_bound_and_patches_keep_what_they_omit() {
     let text = trellis_core::summary::transcript_text(&s);
     assert!(text.contains("deep"), "{text}");
 }
+
+#[test]
+fn cancelling_a_child_stops_only_its_work_and_only_when_the_agent_allows() {
+    let mut s = session();
+    delegation(&mut s);
+    // The child is idle after the delegation: working again, with a request open.
+    on(
+        &mut s,
+        60,
+        "s1",
+        json!({"sessionUpdate":"subagent_update","sessionId":"kid","state":{"state":"running"}}),
+    );
+    update(
+        &mut s,
+        frame(
+            61,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","id":8,"method":"session/request_permission","params":{
+                "sessionId":"kid","toolCall":{"toolCallId":"k2"},
+                "options":[{"optionId":"y","name":"Allow","kind":"allow_once"}]}}),
+        ),
+    );
+    let fx = update(
+        &mut s,
+        trellis_core::Action::CancelSubagent {
+            t: 62.0,
+            session_id: "kid".into(),
+        },
+    );
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::CancelSubagent { session_id } if session_id == "kid"))
+    );
+    // The cancel on the wire: the child's open call and request end; the parent's go on.
+    let fx = update(
+        &mut s,
+        frame(
+            63,
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"kid"}}),
+        ),
+    );
+    let k2 = s.call_position(Some("kid"), "k2").unwrap();
+    assert_eq!(s.ledger.at(k2).status, trellis_core::ToolStatus::Cancelled);
+    let t1 = s.call_position(None, "t1").unwrap();
+    assert_eq!(s.ledger.at(t1).status, trellis_core::ToolStatus::InProgress);
+    assert!(s.turn_open);
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::Answer { request_id, .. } if request_id == "8"))
+    );
+    // A child whose agent does not allow it is not cancelled.
+    on(
+        &mut s,
+        64,
+        "s1",
+        json!({"sessionUpdate":"subagent_update","sessionId":"kid","capabilities":null}),
+    );
+    let fx = update(
+        &mut s,
+        trellis_core::Action::CancelSubagent {
+            t: 65.0,
+            session_id: "kid".into(),
+        },
+    );
+    assert!(
+        !fx.iter()
+            .any(|e| matches!(e, Effect::CancelSubagent { .. }))
+    );
+    assert!(
+        warnings(&events(fx))
+            .iter()
+            .any(|w| w.contains("does not let"))
+    );
+}

@@ -681,6 +681,13 @@ impl Driver {
         );
     }
 
+    /// Cancels the work of subagent `session_id` (when the agent lets the client): its
+    /// open calls and permission requests end `cancelled`; the session's turn goes on.
+    pub fn cancel_subagent(&mut self, session_id: String, notes: &mut Vec<Note>) {
+        let t = self.now();
+        self.apply(Action::CancelSubagent { t, session_id }, notes);
+    }
+
     /// Cancels the running turn (open permission requests are answered `cancelled`).
     pub fn cancel(&mut self, notes: &mut Vec<Note>) {
         let t = self.now();

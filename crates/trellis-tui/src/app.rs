@@ -24,6 +24,8 @@ pub enum Intent {
         files: Vec<std::path::PathBuf>,
     },
     Cancel,
+    /// Cancel a subagent's work (the child session id).
+    CancelSubagent(String),
     /// Answer permission request `request_id` with the option `option_id`.
     Decide {
         request_id: String,
@@ -576,6 +578,23 @@ impl App {
             }
             Err(why) => self.message = Some(why.into()),
         }
+    }
+
+    /// The subagent the inspected call started, else the one it belongs to: what `X`
+    /// cancels.
+    pub(crate) fn subagent_to_cancel(&mut self) -> Option<String> {
+        let ins = self.inspector?;
+        let s = &self.driver.session;
+        let call = s.ledger.at(ins.call);
+        let child = s
+            .subagents
+            .for_call(call)
+            .map(|c| c.session_id.to_string())
+            .or_else(|| call.subagent.as_deref().map(str::to_string));
+        if child.is_none() {
+            self.message = Some("this call is not a subagent's and started none".into());
+        }
+        child
     }
 
     pub(crate) fn step_inspector(&mut self, forward: bool, only_failed: bool) {

@@ -61,6 +61,13 @@ impl App {
                     self.step_subagent(a == KeyAction::StepIn);
                     return Vec::new();
                 }
+                KeyAction::CancelSubagent => {
+                    return self
+                        .subagent_to_cancel()
+                        .map(Intent::CancelSubagent)
+                        .into_iter()
+                        .collect();
+                }
                 KeyAction::Down => ins.scroll += 1,
                 KeyAction::Up => ins.scroll = ins.scroll.saturating_sub(1),
                 KeyAction::Bottom => ins.scroll = usize::MAX / 2,

@@ -105,6 +105,7 @@ const INSPECTOR_ACTIONS: &[KeyAction] = &[
     KeyAction::PrevFailed,
     KeyAction::StepIn,
     KeyAction::StepOut,
+    KeyAction::CancelSubagent,
     KeyAction::Down,
     KeyAction::Up,
     KeyAction::Bottom,

@@ -43,10 +43,12 @@ pub enum KeyAction {
     StepIn,
     /// In the inspector: back to the call that started this call's subagent.
     StepOut,
+    /// In the inspector: cancel the work of the subagent the call started (or belongs to).
+    CancelSubagent,
 }
 
 impl KeyAction {
-    pub const ALL: [(KeyAction, &'static str, &'static str); 24] = [
+    pub const ALL: [(KeyAction, &'static str, &'static str); 25] = [
         (KeyAction::Inspect, "inspect", "gT"),
         (KeyAction::ToggleCall, "toggle_call", "K"),
         (KeyAction::NextCall, "next_call", "<Tab>"),
@@ -71,6 +73,7 @@ impl KeyAction {
         (KeyAction::Options, "agent_options", "M"),
         (KeyAction::StepIn, "step_in", "]s"),
         (KeyAction::StepOut, "step_out", "[s"),
+        (KeyAction::CancelSubagent, "cancel_subagent", "X"),
     ];
 
     /// What the action does, for the help screen.
@@ -102,6 +105,7 @@ impl KeyAction {
             KeyAction::Options => "the agent's model, mode and other options (/config)",
             KeyAction::StepIn => "into the subagent the call started",
             KeyAction::StepOut => "back to the call that started the subagent",
+            KeyAction::CancelSubagent => "cancel the subagent's work (when the agent allows it)",
         }
     }
 

@@ -220,6 +220,7 @@ pub fn perform_intent(app: &mut App, intent: Intent) {
         // The run loop stops on `app.quit`; closing the session follows it.
         Intent::Quit | Intent::Restart => {}
         Intent::Cancel => app.driver.cancel(&mut notes),
+        Intent::CancelSubagent(id) => app.driver.cancel_subagent(id, &mut notes),
         Intent::Elicit { request_id, answer } => {
             app.driver
                 .elicit(request_id, answer, Decider::User, &mut notes)
