@@ -6,8 +6,8 @@
 //! away, and follows again once they scroll back to the bottom.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+use trellis_core::Session;
 use trellis_core::session::Entry;
-use trellis_core::{Session, ToolStatus};
 use trellis_view::inspector::InspectorView;
 
 use crate::extui::{Overlay, RulePreview};
@@ -112,7 +112,7 @@ pub struct App {
     /// The session log (for the Raw view).
     pub log_path: Option<std::path::PathBuf>,
     /// Where each line of the session log starts (the Raw view reads only its frames).
-    log_index: std::cell::RefCell<Option<trellis_store::LogIndex>>,
+    pub(crate) log_index: std::cell::RefCell<Option<trellis_store::LogIndex>>,
     /// First line and height of the transcript area, and its first shown line, at the
     /// last draw (for mouse clicks).
     pub transcript_area: (u16, u16),
@@ -454,176 +454,6 @@ impl App {
         }
     }
 
-    /// The card the inspector opens on, by cursor mode; `Err` says why there is none.
-    pub fn card_at_cursor(&self) -> Result<usize, String> {
-        let Some(cursor) = self.cursor else {
-            // No cursor yet: the latest card (a subagent's call is on the card of the
-            // call that started the subagent).
-            let s = &self.driver.session;
-            return s
-                .ledger
-                .len()
-                .checked_sub(1)
-                .map(|i| s.shown_call(i).unwrap_or(i))
-                .ok_or_else(|| "no tool calls yet".to_string());
-        };
-        if let Some(i) = self.ledger_index(cursor) {
-            return Ok(i);
-        }
-        let above = (0..cursor).rev().find_map(|e| self.ledger_index(e));
-        let below =
-            (cursor + 1..self.driver.session.transcript.len()).find_map(|e| self.ledger_index(e));
-        let found = match self.cursor_mode {
-            CursorMode::Exact => None,
-            CursorMode::Above => above,
-            CursorMode::Below => below,
-            CursorMode::Nearest => {
-                let dist = |i: Option<usize>| {
-                    i.and_then(|i| self.view.entry_of_call(i))
-                        .map(|e| e.abs_diff(cursor))
-                };
-                match (dist(above), dist(below)) {
-                    (Some(a), Some(b)) if b < a => below,
-                    (Some(_), _) => above,
-                    (None, _) => below,
-                }
-            }
-        };
-        found.ok_or_else(|| match self.cursor_mode {
-            CursorMode::Exact => "no tool call at the cursor (cursor mode exact)".to_string(),
-            CursorMode::Above => "no tool call at or above the cursor".to_string(),
-            CursorMode::Below => "no tool call at or below the cursor".to_string(),
-            CursorMode::Nearest => "no tool call in the transcript".to_string(),
-        })
-    }
-
-    /// Opens (or re-targets) the inspector on the card at the cursor.
-    pub fn open_inspector(&mut self) {
-        match self.card_at_cursor() {
-            Ok(call) => {
-                let view = self
-                    .inspector
-                    .map(|i| i.view)
-                    .unwrap_or(InspectorView::Result);
-                self.inspector = Some(Inspector {
-                    call,
-                    view,
-                    scroll: 0,
-                    original: false,
-                });
-            }
-            Err(why) => self.message = Some(why),
-        }
-    }
-
-    /// The calls of the session call `index` belongs to (this session's, or a subagent's),
-    /// in order: what the inspector steps through.
-    pub(crate) fn siblings(&self, index: usize) -> Vec<usize> {
-        let s = &self.driver.session;
-        match s.ledger.at(index).subagent.as_deref() {
-            None if s.subagents.is_empty() => (0..s.ledger.len()).collect(),
-            None => (0..s.ledger.len())
-                .filter(|&i| s.ledger.at(i).subagent.is_none())
-                .collect(),
-            Some(child) => s
-                .subagents
-                .get(child)
-                .map(|c| c.call_indices().collect())
-                .unwrap_or_else(|| vec![index]),
-        }
-    }
-
-    /// Where call `index` is among its siblings: (1-based place, how many).
-    pub fn sibling_place(&self, index: usize) -> (usize, usize) {
-        let s = &self.driver.session;
-        if s.subagents.is_empty() {
-            return (index + 1, s.ledger.len());
-        }
-        let sib = self.siblings(index);
-        let at = sib.iter().position(|&i| i == index).unwrap_or(0);
-        (at + 1, sib.len())
-    }
-
-    /// `]s`: into the subagent the inspected call started (its first call); `[s`: back
-    /// to the call that started the inspected call's subagent.
-    pub(crate) fn step_subagent(&mut self, into: bool) {
-        let Some(ins) = self.inspector else { return };
-        let s = &self.driver.session;
-        let target = if into {
-            let child = s.subagents.for_call(s.ledger.at(ins.call));
-            match child {
-                None => Err("this call started no subagent"),
-                Some(c) => c
-                    .call_indices()
-                    .next()
-                    .ok_or("its subagent made no calls yet"),
-            }
-        } else {
-            match s.ledger.at(ins.call).subagent.as_deref() {
-                None => Err("this call is not a subagent's"),
-                Some(child) => s
-                    .subagents
-                    .position(child)
-                    .and_then(|c| s.call_of_subagent(c))
-                    .ok_or("no call of its parent names this subagent"),
-            }
-        };
-        match target {
-            Ok(call) => {
-                self.inspector = Some(Inspector {
-                    call,
-                    scroll: 0,
-                    ..ins
-                })
-            }
-            Err(why) => self.message = Some(why.into()),
-        }
-    }
-
-    /// The subagent the inspected call started, else the one it belongs to: what `X`
-    /// cancels.
-    pub(crate) fn subagent_to_cancel(&mut self) -> Option<String> {
-        let ins = self.inspector?;
-        let s = &self.driver.session;
-        let call = s.ledger.at(ins.call);
-        let child = s
-            .subagents
-            .for_call(call)
-            .map(|c| c.session_id.to_string())
-            .or_else(|| call.subagent.as_deref().map(str::to_string));
-        if child.is_none() {
-            self.message = Some("this call is not a subagent's and started none".into());
-        }
-        child
-    }
-
-    pub(crate) fn step_inspector(&mut self, forward: bool, only_failed: bool) {
-        let Some(ins) = self.inspector else { return };
-        let sib = self.siblings(ins.call);
-        let n = sib.len();
-        if n == 0 {
-            return;
-        }
-        let here = sib.iter().position(|&i| i == ins.call).unwrap_or(0);
-        for k in 1..=n {
-            let i = if forward {
-                sib[(here + k) % n]
-            } else {
-                sib[(here + n - k % n) % n]
-            };
-            if !only_failed || self.driver.session.ledger.at(i).status == ToolStatus::Failed {
-                self.inspector = Some(Inspector {
-                    call: i,
-                    view: ins.view,
-                    scroll: 0,
-                    original: ins.original,
-                });
-                return;
-            }
-        }
-        self.message = Some("no failed call".into());
-    }
-
     pub fn on_mouse(&mut self, m: MouseEvent) {
         match m.kind {
             MouseEventKind::ScrollUp if self.inspector.is_some() => {
@@ -683,61 +513,6 @@ impl App {
             }
             _ => {}
         }
-    }
-
-    /// Plain text of what the inspector shows (for copying and the pager).
-    pub fn inspector_text(&self) -> Option<String> {
-        let ins = self.inspector?;
-        let call = self.driver.session.ledger.at(ins.call);
-        let frames = self.call_frames(ins.call);
-        let body = trellis_view::inspector::view_lines(
-            call,
-            &self.driver.session,
-            ins.view,
-            100_000,
-            &self.theme,
-            frames.as_ref(),
-        );
-        Some(trellis_text::plain_text(&body))
-    }
-
-    /// The session log's line index, brought up to date (it reads only what was
-    /// appended since); `None` without a log.
-    fn log_index(&self) -> Option<std::cell::RefMut<'_, trellis_store::LogIndex>> {
-        let path = self.log_path.as_ref()?;
-        let mut cell = self.log_index.borrow_mut();
-        cell.get_or_insert_with(|| trellis_store::LogIndex::new(path))
-            .refresh()
-            .ok()?;
-        std::cell::RefMut::filter_map(cell, Option::as_mut).ok()
-    }
-
-    /// The lines of call `index`'s frames from the session log, read one by one at the
-    /// offsets an index keeps (the log is never read whole); `None` without a log.
-    pub fn call_frames(&self, index: usize) -> Option<trellis_view::inspector::FrameLines> {
-        let ix = self.log_index()?;
-        let mut out = trellis_view::inspector::FrameLines::new();
-        for &seq in self.driver.session.ledger.frames(index) {
-            if let Ok(Some(line)) = ix.line(seq) {
-                out.insert(seq, line);
-            }
-        }
-        Some(out)
-    }
-
-    /// How many of call `index`'s frames the log holds now (the Raw view is built again
-    /// when this changes, not whenever the log grows).
-    pub fn frames_in_log(&self, index: usize) -> Option<usize> {
-        let lines = self.log_index()?.lines() as u64;
-        Some(
-            self.driver
-                .session
-                .ledger
-                .frames(index)
-                .iter()
-                .filter(|&&s| s <= lines)
-                .count(),
-        )
     }
 
     /// The terminal sequences that tell a user who is elsewhere about a permission request

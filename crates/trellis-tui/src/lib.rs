@@ -9,6 +9,7 @@
 pub mod agent_options;
 pub mod app;
 mod app_ext;
+mod app_inspector;
 mod app_keys;
 pub mod ask;
 pub mod complete;
