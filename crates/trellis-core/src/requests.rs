@@ -97,23 +97,10 @@ fn permission_asked(
     let subagent = owner.map(|c| cx.s.subagents.list[c].session_id.clone());
     let patch: ToolCallPatch = p.tool_call;
     let call_id = patch.tool_call_id.clone();
-    let (turn, t) = (cx.s.turn, cx.t);
-    let applied =
-        cx.s.ledger
-            .apply_in(owner.zip(subagent.as_ref()), patch, false, t, turn);
+    let t = cx.t;
+    let applied = crate::subagents::apply_call(cx, owner, patch, false);
     if applied.created {
         cx.s.counters.unannounced_calls += 1;
-        let entry = Entry::ToolCall {
-            index: applied.index,
-        };
-        match owner {
-            None => cx.s.transcript.push(entry),
-            Some(c) => {
-                let s = &mut cx.s.subagents.list[c];
-                s.entries.push(entry);
-                s.calls += 1;
-            }
-        }
     }
     cx.s.ledger.push_frame(applied.index, seq);
     let call = cx.s.ledger.at_mut(applied.index);

@@ -311,20 +311,12 @@ fn tool_call_patch(
         return Err(serde::de::Error::custom("missing toolCallId"));
     }
     let meta_only = patch.is_empty();
-    let (t, turn) = (cx.t, cx.s.turn);
     let id = patch.tool_call_id.clone();
     let names_session = patch
         .content
         .as_ref()
         .is_some_and(|c| c.iter().any(|c| matches!(c, ToolContent::Session { .. })));
-    let child = owner.map(|c| (c, cx.s.subagents.list[c].session_id.clone()));
-    let applied = cx.s.ledger.apply_in(
-        child.as_ref().map(|(c, id)| (*c, id)),
-        patch,
-        announce,
-        t,
-        turn,
-    );
+    let applied = crate::subagents::apply_call(cx, owner, patch, announce);
     cx.s.ledger.push_frame(applied.index, seq);
     // On a status change (or a call announced already running).
     if applied.created || applied.previous_status.is_some() {
@@ -334,17 +326,6 @@ fn tool_call_patch(
     let output = meta.is_some_and(|m| crate::terminal_meta::apply(cx, applied.index, m));
     let meta_only = meta_only && !output;
     if applied.created {
-        let entry = Entry::ToolCall {
-            index: applied.index,
-        };
-        match owner {
-            None => cx.s.transcript.push(entry),
-            Some(c) => {
-                let s = &mut cx.s.subagents.list[c];
-                s.entries.push(entry);
-                s.calls += 1;
-            }
-        }
         if !announce {
             cx.s.counters.unannounced_calls += 1;
             cx.emit(EventBody::Warning {

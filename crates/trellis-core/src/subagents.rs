@@ -190,6 +190,39 @@ pub(crate) fn route(cx: &Ctx<'_>, theirs: &str) -> Option<Option<usize>> {
     }
 }
 
+/// Applies a message about a call of session `owner` (none: this session; else the child
+/// at that position) to the ledger; a call it creates goes to that session's transcript.
+pub(crate) fn apply_call(
+    cx: &mut Ctx<'_>,
+    owner: Option<usize>,
+    patch: crate::ToolCallPatch,
+    announce: bool,
+) -> crate::ledger::Applied {
+    let (t, turn) = (cx.t, cx.s.turn);
+    let child = owner.map(|c| (c, cx.s.subagents.list[c].session_id.clone()));
+    let applied = cx.s.ledger.apply_in(
+        child.as_ref().map(|(c, id)| (*c, id)),
+        patch,
+        announce,
+        t,
+        turn,
+    );
+    if applied.created {
+        let entry = Entry::ToolCall {
+            index: applied.index,
+        };
+        match owner {
+            None => cx.s.transcript.push(entry),
+            Some(c) => {
+                let s = &mut cx.s.subagents.list[c];
+                s.entries.push(entry);
+                s.calls += 1;
+            }
+        }
+    }
+    applied
+}
+
 /// A patch field: omitted (`None`), `null` (`Some(None)`), or a value.
 fn patch<'a>(v: &'a Value, key: &str) -> Option<Option<&'a Value>> {
     v.get(key).map(|x| if x.is_null() { None } else { Some(x) })
@@ -482,22 +515,9 @@ pub(crate) fn cancel_seen(cx: &mut Ctx<'_>, child: usize) {
         );
         k += 1;
     }
-    let t = cx.t;
-    for i in 0..cx.s.ledger.len() {
-        let call = cx.s.ledger.at(i);
-        let ours = call.subagent.as_ref().is_some_and(|s| ids.contains(s));
-        if !ours || call.status.is_terminal() {
-            continue;
-        }
-        let call = cx.s.ledger.at_mut(i);
-        let prev = call.set_status(crate::ToolStatus::Cancelled, t);
-        let call = cx.s.ledger.snapshot(i);
-        cx.emit(EventBody::ToolCallUpdated {
-            previous_status: prev,
-            status: crate::ToolStatus::Cancelled,
-            call,
-        });
-    }
+    crate::update::mark_open_calls_of(cx, crate::ToolStatus::Cancelled, |call| {
+        call.subagent.as_ref().is_some_and(|s| ids.contains(s))
+    });
     for (request_id, _) in cx.s.open_permissions() {
         let asks_child = matches!(
             cx.s.agent_requests.get(&request_id),

@@ -325,13 +325,22 @@ fn cancel_seen(cx: &mut Ctx<'_>) {
 
 /// Marks every still-open call with `status` as the turn ends; returns their ids.
 pub(crate) fn mark_open_calls(cx: &mut Ctx<'_>, status: ToolStatus) -> Vec<String> {
+    mark_open_calls_of(cx, status, |_| true)
+}
+
+/// [`mark_open_calls`] for the calls `which` picks.
+pub(crate) fn mark_open_calls_of(
+    cx: &mut Ctx<'_>,
+    status: ToolStatus,
+    which: impl Fn(&crate::ToolCall) -> bool,
+) -> Vec<String> {
     let t = cx.t;
     let mut marked = Vec::new();
     for i in 0..cx.s.ledger.len() {
         let call = cx.s.ledger.at(i);
         // Any call still open is abandoned with the turn: normally one of this turn's, but
         // a call re-opened by a later turn (or by a restarted agent reusing an id) too.
-        if call.status.is_terminal() {
+        if call.status.is_terminal() || !which(call) {
             continue;
         }
         let call = cx.s.ledger.at_mut(i);

@@ -339,6 +339,22 @@ impl Slot {
         }
     }
 
+    /// The reply to an offer (a permission request or a question): claimed, passed, or
+    /// failed (`None`: the callback failed, or the extension is disabled).
+    fn send_claim(&self, shared: &Shared, request_id: &str, r: Option<Claim>) {
+        let result = match r {
+            Some(Claim::Claim) => Ok(true),
+            Some(Claim::Pass) => Ok(false),
+            None if self.is_disabled() => Err("the extension is disabled".to_string()),
+            None => Err("failed while deciding (see its failures)".to_string()),
+        };
+        shared.send(HostMsg::Claim {
+            extension: self.name.clone(),
+            request_id: request_id.to_string(),
+            result,
+        });
+    }
+
     pub(crate) fn run_job(&self, job: Job, shared: &Shared) {
         match job {
             Job::Events(evs) => {
@@ -349,31 +365,11 @@ impl Slot {
                 let r = self.call(shared, "permission request", |e, cx| {
                     e.on_permission(&ask, cx)
                 });
-                let result = match r {
-                    Some(Claim::Claim) => Ok(true),
-                    Some(Claim::Pass) => Ok(false),
-                    None if self.is_disabled() => Err("the extension is disabled".to_string()),
-                    None => Err("failed while deciding (see its failures)".to_string()),
-                };
-                shared.send(HostMsg::Claim {
-                    extension: self.name.clone(),
-                    request_id: ask.request_id.clone(),
-                    result,
-                });
+                self.send_claim(shared, &ask.request_id, r);
             }
             Job::Question(ask) => {
                 let r = self.call(shared, "question", |e, cx| e.on_question(&ask, cx));
-                let result = match r {
-                    Some(Claim::Claim) => Ok(true),
-                    Some(Claim::Pass) => Ok(false),
-                    None if self.is_disabled() => Err("the extension is disabled".to_string()),
-                    None => Err("failed while deciding (see its failures)".to_string()),
-                };
-                shared.send(HostMsg::Claim {
-                    extension: self.name.clone(),
-                    request_id: ask.question.request_id.clone(),
-                    result,
-                });
+                self.send_claim(shared, &ask.question.request_id, r);
             }
             Job::Action(action) => {
                 let what = match &action {
