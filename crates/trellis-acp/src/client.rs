@@ -347,7 +347,7 @@ pub(crate) fn id_key(responder: &Responder<Value, V1>) -> String {
 }
 
 /// Starts the agent and the connection on the current tokio runtime.
-pub fn start(spec: AgentSpec, sink: Box<dyn LogSink>) -> (Handle, UnboundedReceiver<Input>) {
+pub fn start(spec: AgentSpec, sink: Box<dyn LogSink>) -> (Handle, crate::inputs::Inputs) {
     start_at(spec, sink, crate::recorder::Origin::default())
 }
 
@@ -356,7 +356,7 @@ pub fn start_at(
     spec: AgentSpec,
     sink: Box<dyn LogSink>,
     origin: crate::recorder::Origin,
-) -> (Handle, UnboundedReceiver<Input>) {
+) -> (Handle, crate::inputs::Inputs) {
     let (tx, rx) = unbounded_channel();
     let (cmd_tx, cmd_rx) = unbounded_channel();
     let recorder = Recorder::with_origin(sink, tx.clone(), origin);
@@ -394,7 +394,8 @@ pub fn start_at(
             error: result.err(),
         });
     });
-    (handle, rx)
+    let inputs = handle.recorder.inputs(rx);
+    (handle, inputs)
 }
 
 async fn run(

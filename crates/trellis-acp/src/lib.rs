@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod fs;
+pub mod inputs;
 pub mod lines;
 pub mod login;
 pub mod mcp;
@@ -17,6 +18,7 @@ pub mod terminal;
 pub mod transport;
 
 pub use client::{AgentSpec, Caps, Command, Embedded, Handle, Input, start, start_at};
+pub use inputs::Inputs;
 pub use login::Login;
 pub use mcp::{McpOffer, McpServerSpec, McpTransport};
 pub use recorder::{LogSink, Origin, Recorder};

@@ -55,6 +55,8 @@ struct Inner {
     pending: String,
     /// Their actions, released after the write.
     actions: Vec<Input>,
+    /// Actions queued for the driver (the agent's reader waits on it).
+    backlog: Arc<crate::inputs::Backlog>,
 }
 
 #[derive(Clone)]
@@ -107,9 +109,21 @@ impl Recorder {
                 lost_reported: 0,
                 pending: String::new(),
                 actions: Vec::new(),
+                backlog: Arc::default(),
             })),
             start: Instant::now(),
         }
+    }
+
+    /// The queue to the driver, as the driver reads it (see [`crate::inputs`]).
+    pub fn inputs(&self, rx: tokio::sync::mpsc::UnboundedReceiver<Input>) -> crate::inputs::Inputs {
+        crate::inputs::Inputs::new(rx, self.with(|i| i.backlog.clone()))
+    }
+
+    /// Waits while the driver has too much queued (the agent's reader calls it).
+    pub async fn room(&self) {
+        let backlog = self.with(|i| i.backlog.clone());
+        backlog.room().await;
     }
 
     /// Whether frames carry their verbatim line (for extensions that asked for it).
@@ -155,9 +169,12 @@ impl Recorder {
             }
             inner.pending.clear();
         }
+        let mut actions = 0;
         for input in inner.actions.drain(..) {
+            actions += usize::from(matches!(input, Input::Action(_)));
             let _ = inner.tx.send(input);
         }
+        inner.backlog.sent(actions);
     }
 
     /// One line on the agent's stdin or stdout. Returns false for agent notifications,

@@ -123,8 +123,13 @@ pub fn spawn(
                         (String::from_utf8_lossy(&buf), Some(&buf[..]))
                     }
                 };
-                if tap.line_bytes(Dir::AgentToClient, &line, raw, more) {
-                    let line = line.into_owned();
+                let forward = tap.line_bytes(Dir::AgentToClient, &line, raw, more);
+                let line = forward.then(|| line.into_owned());
+                if more == More::No {
+                    // Backpressure: the driver has enough queued (see `crate::inputs`).
+                    tap.room().await;
+                }
+                if let Some(line) = line {
                     return Some((Ok(line), (r, buf, bad_utf8)));
                 }
             }

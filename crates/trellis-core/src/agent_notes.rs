@@ -21,11 +21,12 @@ pub(crate) fn notice(cx: &mut Ctx<'_>, raw: &str) -> Result<(), serde_json::Erro
     };
     let severity = text(&v, "severity").unwrap_or_else(|| "info".into());
     let description = text(&v, "description").filter(|d| !d.trim().is_empty());
-    cx.s.transcript.push(Entry::AgentNotice {
-        severity: severity.clone(),
-        title: title.clone(),
-        description: description.clone(),
-    });
+    cx.s.transcript
+        .push(Entry::AgentNotice(Box::new(crate::session::AgentNotice {
+            severity: severity.clone(),
+            title: title.clone(),
+            description: description.clone(),
+        })));
     cx.emit(EventBody::Notice {
         severity,
         title,
@@ -43,12 +44,12 @@ fn entry<'a>(cx: &'a mut Ctx<'_>, id: &str) -> &'a mut Compaction {
     let at = match at {
         Some(i) => i,
         None => {
-            cx.s.transcript.push(Entry::Compaction(Compaction {
+            cx.s.transcript.push(Entry::Compaction(Box::new(Compaction {
                 id: id.to_string(),
                 status: "in_progress".into(),
                 summary: String::new(),
                 error: None,
-            }));
+            })));
             cx.s.transcript.len() - 1
         }
     };

@@ -92,7 +92,7 @@ pub(crate) fn check(cx: &mut Ctx<'_>, index: usize, before: Option<ToolStatus>) 
             .asks_by_kind
             .get(&call.kind)
             .is_some_and(|&(asked, always)| !always && asked >= cx.s.settings_changed_at)
-        && cx.s.policy.decide(call, cx.s.cwd.as_deref()).0 != Verdict::Allow
+        && cx.s.policy.decide(&call, cx.s.cwd.as_deref()).0 != Verdict::Allow
     {
         found.push("ran_unasked");
     }

@@ -124,6 +124,36 @@ impl Text {
         }
     }
 
+    /// A text known to be in the log (a frozen call's, see [`crate::cold`]): read back
+    /// through `source` when asked for.
+    pub fn logged(
+        source: &Arc<dyn BulkSource>,
+        seq: u64,
+        item: usize,
+        len: usize,
+        lines: usize,
+    ) -> Text {
+        let cell = Cell {
+            len,
+            lines: OnceLock::new(),
+            origin: OnceLock::new(),
+            state: Mutex::new(State::Stored {
+                source: source.clone(),
+                seq,
+                item,
+                cache: Weak::new(),
+            }),
+        };
+        let _ = cell.lines.set(lines);
+        let _ = cell.origin.set((seq, item));
+        Text(Arc::new(cell))
+    }
+
+    /// The log line and content item the text came from, if a frame set it.
+    pub fn origin(&self) -> Option<(u64, usize)> {
+        self.0.origin.get().copied()
+    }
+
     /// Whether the text is in memory (not only in the log).
     pub fn is_held(&self) -> bool {
         matches!(*lock(&self.0.state), State::Held(_))

@@ -155,7 +155,7 @@ fn resolved(
         _ => "failed",
     };
     cx.s.transcript.push(Entry::Notice {
-        text: format!("agent's {what} {how} ({decider})"),
+        text: Box::new(format!("agent's {what} {how} ({decider})")),
     });
     cx.emit(EventBody::ElicitationResolved {
         request_id: id.to_string(),
@@ -175,7 +175,7 @@ pub(crate) fn completed(cx: &mut Ctx<'_>, msg: &Message) {
     match msg.params_as::<Params>() {
         Ok(p) => {
             cx.s.transcript.push(Entry::Notice {
-                text: "the agent says the linked step is done".into(),
+                text: Box::new("the agent says the linked step is done".into()),
             });
             cx.emit(EventBody::ElicitationCompleted {
                 elicitation_id: p.elicitation_id,

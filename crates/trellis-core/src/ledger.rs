@@ -1,26 +1,66 @@
 //! The tool-call ledger of one session: calls in arrival order, indexed by id.
 //!
-//! Invariant: `index[id] == position of the call with that id in calls`; ids are unique.
+//! Calls are kept in chunks of [`CHUNK`]; once every call of a chunk is finished (and it
+//! is not one of the newest), [`Ledger::settle`] may freeze it into the [`Cold`] store the
+//! driver gave ([`Ledger::set_cold`]): the chunk leaves memory and is decoded again when
+//! a call of it is read, and thawed back when one is changed. Without a store nothing is
+//! frozen (replays, tests).
+//!
+//! Invariants: `at(p).position == p`; the call with id `i` (of a given subagent) is at
+//! the position `position` gives, whether in memory or frozen; ids are unique per owner;
+//! a frozen chunk holds only finished calls and is never changed in place.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::fxhash::FxHashMap;
 
+use crate::cold::{CHUNK, Cold, Thawed};
 use crate::tool_call::{ToolCall, ToolCallPatch, ToolStatus};
 
+/// The newest chunks are never frozen: late updates to recent calls stay cheap.
+const KEEP_HOT: usize = 2;
+
 #[derive(Debug, Clone, Default)]
-pub struct Ledger {
+struct Hot {
     /// Shared so that snapshots (events, views) cost a reference count; mutation copies
     /// only while an older snapshot is still alive.
     calls: Vec<Arc<ToolCall>>,
-    index: FxHashMap<String, usize>,
-    /// Calls of subagents, keyed by (child's position in `Session::subagents`, call id):
-    /// ids are the child's own and may repeat the parent's.
-    nested: FxHashMap<(usize, String), usize>,
     /// Log sequence numbers of the frames that touched each call (parallel to `calls`).
     /// Kept beside the calls, not in them: the list grows with every update, and a call
     /// copied because an old snapshot is alive would copy it each time.
     frames: Vec<Vec<u64>>,
+}
+
+#[derive(Debug, Default)]
+pub struct Ledger {
+    len: usize,
+    /// Per chunk number: its calls while in memory; `None`: frozen in `cold`.
+    chunks: Vec<Option<Box<Hot>>>,
+    /// Positions of the calls in memory, by id.
+    index: FxHashMap<String, usize>,
+    /// Calls of subagents in memory, keyed by (child's position in `Session::subagents`,
+    /// call id): ids are the child's own and may repeat the parent's.
+    nested: FxHashMap<(usize, String), usize>,
+    /// Each child's session id, by its position (learned as its calls come).
+    owners: Vec<Option<Arc<str>>>,
+    cold: Option<Arc<Cold>>,
+    /// Calls before this position are an earlier session's (see [`Ledger::archive`]).
+    archived: usize,
+}
+
+impl Clone for Ledger {
+    fn clone(&self) -> Ledger {
+        Ledger {
+            len: self.len,
+            chunks: self.chunks.clone(),
+            index: self.index.clone(),
+            nested: self.nested.clone(),
+            owners: self.owners.clone(),
+            cold: self.cold.as_ref().map(|c| c.fork()),
+            archived: self.archived,
+        }
+    }
 }
 
 /// What applying a message to the ledger did.
@@ -33,7 +73,26 @@ pub struct Applied {
     pub previous_status: Option<ToolStatus>,
 }
 
+/// A call that could not be read back (the spill failed): said so, never a panic.
+fn unreadable(position: usize) -> Arc<ToolCall> {
+    let mut c = ToolCall::placeholder(format!("unreadable-{position}"), 0.0, 0);
+    c.title = "(this call could not be read back from the spill file)".into();
+    c.status = ToolStatus::Unfinished;
+    c.position = position;
+    Arc::new(c)
+}
+
 impl Ledger {
+    /// Lets finished chunks leave memory for `cold` (see [`Ledger::settle`]).
+    pub fn set_cold(&mut self, cold: Arc<Cold>) {
+        self.cold = Some(cold);
+    }
+
+    /// The store frozen chunks are in, if any.
+    pub fn cold(&self) -> Option<&Arc<Cold>> {
+        self.cold.as_ref()
+    }
+
     /// Keeps every call (by position: the transcript still shows them) but forgets their
     /// ids and frames: the calls of an earlier session a resumed one continues. A new call
     /// that reuses an id is a new call, and frame numbers of the earlier log are not
@@ -41,80 +100,199 @@ impl Ledger {
     pub fn archive(&mut self) {
         self.index.clear();
         self.nested.clear();
-        for f in &mut self.frames {
-            f.clear();
+        for hot in self.chunks.iter_mut().flatten() {
+            for f in &mut hot.frames {
+                f.clear();
+            }
         }
+        self.archived = self.len;
     }
 
     pub fn len(&self) -> usize {
-        self.calls.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.calls.is_empty()
+        self.len == 0
     }
 
-    pub fn calls(&self) -> impl DoubleEndedIterator<Item = &ToolCall> + ExactSizeIterator + Clone {
-        self.calls.iter().map(|c| &**c)
+    /// Whether the call at `index` is frozen (out of memory) now.
+    pub fn is_frozen(&self, index: usize) -> bool {
+        matches!(self.chunks.get(index / CHUNK), Some(None))
     }
 
-    pub fn get(&self, id: &str) -> Option<&ToolCall> {
-        self.index.get(id).map(|&i| &*self.calls[i])
+    /// Every call, in order (frozen ones decoded a chunk at a time).
+    pub fn calls(&self) -> Calls<'_> {
+        Calls {
+            ledger: self,
+            front: 0,
+            back: self.len,
+            fcache: None,
+            bcache: None,
+        }
+    }
+
+    /// The calls in memory, newest first (the recent ones, and every call not finished).
+    pub fn recent(&self) -> impl Iterator<Item = &ToolCall> + Clone {
+        self.chunks
+            .iter()
+            .rev()
+            .flatten()
+            .flat_map(|h| h.calls.iter().rev().map(|c| &**c))
+    }
+
+    /// Positions of the calls not finished (they are always in memory).
+    pub fn open(&self) -> Vec<usize> {
+        self.chunks
+            .iter()
+            .flatten()
+            .flat_map(|h| h.calls.iter())
+            .filter(|c| !c.status.is_terminal())
+            .map(|c| c.position)
+            .collect()
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<ToolCall>> {
+        self.position(id).map(|i| self.at(i))
     }
 
     pub fn get_mut(&mut self, id: &str) -> Option<&mut ToolCall> {
-        let i = *self.index.get(id)?;
+        let i = self.position(id)?;
         Some(self.at_mut(i))
     }
 
-    pub fn at(&self, index: usize) -> &ToolCall {
-        &self.calls[index]
+    /// The call at `index` (a reference count, or decoded when frozen).
+    pub fn at(&self, index: usize) -> Arc<ToolCall> {
+        match self.chunks.get(index / CHUNK) {
+            Some(Some(hot)) => hot.calls[index % CHUNK].clone(),
+            _ => self
+                .cold
+                .as_ref()
+                .and_then(|c| c.call(index))
+                .unwrap_or_else(|| unreadable(index)),
+        }
+    }
+
+    /// The chunk holding `index`, in memory (thawed if it was frozen).
+    fn hot(&mut self, index: usize) -> &mut Hot {
+        let no = index / CHUNK;
+        if self.chunks[no].is_none() {
+            let thawed = self
+                .cold
+                .as_ref()
+                .and_then(|c| c.thaw(no))
+                .unwrap_or_else(|| {
+                    let first = no * CHUNK;
+                    let n = CHUNK.min(self.len - first);
+                    Thawed {
+                        calls: (first..first + n).map(unreadable).collect(),
+                        frames: vec![Vec::new(); n],
+                    }
+                });
+            for c in &thawed.calls {
+                self.remember(c);
+            }
+            self.chunks[no] = Some(Box::new(Hot {
+                calls: thawed.calls,
+                frames: thawed.frames,
+            }));
+        }
+        self.chunks[no].get_or_insert_default()
+    }
+
+    /// Indexes a call in memory by its id.
+    fn remember(&mut self, c: &ToolCall) {
+        if c.position < self.archived {
+            return;
+        }
+        match &c.subagent {
+            None => {
+                self.index.insert(c.id.clone(), c.position);
+            }
+            Some(sid) => {
+                if let Some(o) = self.owners.iter().position(|s| s.as_ref() == Some(sid)) {
+                    self.nested.insert((o, c.id.clone()), c.position);
+                }
+            }
+        }
     }
 
     /// Mutable access; bumps the call's revision (views re-render on it).
     pub fn at_mut(&mut self, index: usize) -> &mut ToolCall {
-        let call = Arc::make_mut(&mut self.calls[index]);
+        let hot = self.hot(index);
+        let call = Arc::make_mut(&mut hot.calls[index % CHUNK]);
         call.rev = call.rev.wrapping_add(1);
         call
     }
 
     /// A cheap, immutable snapshot of the call at `index`.
     pub fn snapshot(&self, index: usize) -> Arc<ToolCall> {
-        self.calls[index].clone()
+        self.at(index)
     }
 
     /// Records that frame `seq` touched the call at `index`; the texts of its content that
     /// this frame brought are noted as coming from it (see [`crate::bulk::Text::set_origin`]:
     /// texts an earlier frame brought keep theirs).
     pub fn push_frame(&mut self, index: usize, seq: u64) {
-        if let Some(f) = self.frames.get_mut(index) {
-            f.push(seq);
+        if index >= self.len {
+            return;
         }
-        if let Some(call) = self.calls.get(index) {
-            for (i, c) in call.content.iter().enumerate() {
-                if let crate::tool_call::ToolContent::Text { text } = c {
-                    text.set_origin(seq, i);
-                }
+        let hot = self.hot(index);
+        let i = index % CHUNK;
+        hot.frames[i].push(seq);
+        for (n, c) in hot.calls[i].content.iter().enumerate() {
+            if let crate::tool_call::ToolContent::Text { text } = c {
+                text.set_origin(seq, n);
             }
         }
     }
 
     /// Frames (log sequence numbers) that touched the call at `index`, in order.
-    pub fn frames(&self, index: usize) -> &[u64] {
-        self.frames.get(index).map(Vec::as_slice).unwrap_or(&[])
+    pub fn frames(&self, index: usize) -> Cow<'_, [u64]> {
+        if index < self.archived {
+            return Cow::Borrowed(&[]);
+        }
+        match self.chunks.get(index / CHUNK) {
+            Some(Some(hot)) => Cow::Borrowed(
+                hot.frames
+                    .get(index % CHUNK)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]),
+            ),
+            Some(None) => Cow::Owned(
+                self.cold
+                    .as_ref()
+                    .and_then(|c| c.chunk(index / CHUNK))
+                    .and_then(|t| t.frames.get(index % CHUNK).cloned())
+                    .unwrap_or_default(),
+            ),
+            None => Cow::Borrowed(&[]),
+        }
     }
 
     pub fn position(&self, id: &str) -> Option<usize> {
-        self.index.get(id).copied()
+        if let Some(&i) = self.index.get(id) {
+            return Some(i);
+        }
+        self.find_frozen(None, id)
+    }
+
+    fn find_frozen(&self, owner: Option<&str>, id: &str) -> Option<usize> {
+        let p = self.cold.as_ref()?.find(owner, id)?;
+        (p >= self.archived && self.is_frozen(p)).then_some(p)
     }
 
     /// Position of call `id` of the session `owner` (none: this session; else the child at
     /// that position of `Session::subagents`).
     pub fn position_in(&self, owner: Option<usize>, id: &str) -> Option<usize> {
-        match owner {
-            None => self.position(id),
-            Some(o) => self.nested.get(&(o, id.to_string())).copied(),
+        let Some(o) = owner else {
+            return self.position(id);
+        };
+        if let Some(&i) = self.nested.get(&(o, id.to_string())) {
+            return Some(i);
         }
+        let sid = self.owners.get(o)?.as_deref()?;
+        self.find_frozen(Some(sid), id)
     }
 
     /// Applies one message about a call. A `tool_call` for a known id and an update for an
@@ -134,22 +312,36 @@ impl Ledger {
         t: f64,
         turn: u32,
     ) -> Applied {
-        let known = match owner {
-            None => self.index.get(&patch.tool_call_id).copied(),
-            Some((o, _)) => self.position_in(Some(o), &patch.tool_call_id),
-        };
+        if let Some((o, sid)) = owner {
+            if self.owners.len() <= o {
+                self.owners.resize(o + 1, None);
+            }
+            if self.owners[o].is_none() {
+                self.owners[o] = Some(sid.clone());
+            }
+        }
+        let known = self.position_in(owner.map(|(o, _)| o), &patch.tool_call_id);
         let (index, created) = match known {
             Some(i) => (i, false),
             None => {
-                let i = self.calls.len();
+                let i = self.len;
+                let mut call = ToolCall::placeholder(patch.tool_call_id.clone(), t, turn);
+                call.subagent = owner.map(|(_, id)| id.clone());
+                call.position = i;
                 match owner {
                     None => self.index.insert(patch.tool_call_id.clone(), i),
                     Some((o, _)) => self.nested.insert((o, patch.tool_call_id.clone()), i),
                 };
-                let mut call = ToolCall::placeholder(patch.tool_call_id.clone(), t, turn);
-                call.subagent = owner.map(|(_, id)| id.clone());
-                self.calls.push(Arc::new(call));
-                self.frames.push(Vec::new());
+                if i / CHUNK == self.chunks.len() {
+                    self.chunks.push(Some(Box::new(Hot {
+                        calls: Vec::with_capacity(CHUNK),
+                        frames: Vec::with_capacity(CHUNK),
+                    })));
+                }
+                let hot = self.chunks[i / CHUNK].get_or_insert_default();
+                hot.calls.push(Arc::new(call));
+                hot.frames.push(Vec::new());
+                self.len += 1;
                 (i, true)
             }
         };
@@ -164,4 +356,123 @@ impl Ledger {
             previous_status,
         }
     }
+
+    /// Freezes the chunks whose calls are all finished (but the newest [`KEEP_HOT`]) into
+    /// the store, if there is one; returns how many calls left memory.
+    pub fn settle(&mut self) -> usize {
+        let Some(cold) = self.cold.clone() else {
+            return 0;
+        };
+        if !cold.can_freeze() || self.chunks.len() <= KEEP_HOT {
+            return 0;
+        }
+        let mut frozen = 0;
+        for no in 0..self.chunks.len() - KEEP_HOT {
+            let ready = match &self.chunks[no] {
+                Some(hot) => {
+                    hot.calls.len() == CHUNK && hot.calls.iter().all(|c| c.status.is_terminal())
+                }
+                None => false,
+            };
+            if !ready {
+                continue;
+            }
+            let Some(hot) = self.chunks[no].take() else {
+                continue;
+            };
+            let thawed = Thawed {
+                calls: hot.calls,
+                frames: hot.frames,
+            };
+            if !cold.freeze(no, &thawed, self.archived) {
+                self.chunks[no] = Some(Box::new(Hot {
+                    calls: thawed.calls,
+                    frames: thawed.frames,
+                }));
+                break;
+            }
+            for c in &thawed.calls {
+                match &c.subagent {
+                    None => {
+                        if self.index.get(&c.id) == Some(&c.position) {
+                            self.index.remove(&c.id);
+                        }
+                    }
+                    Some(sid) => {
+                        if let Some(o) = self.owners.iter().position(|s| s.as_ref() == Some(sid)) {
+                            self.nested.remove(&(o, c.id.clone()));
+                        }
+                    }
+                }
+            }
+            frozen += thawed.calls.len();
+        }
+        frozen
+    }
 }
+
+/// Every call of a ledger in order; see [`Ledger::calls`].
+#[derive(Clone)]
+pub struct Calls<'a> {
+    ledger: &'a Ledger,
+    front: usize,
+    back: usize,
+    fcache: Option<(usize, Arc<Thawed>)>,
+    bcache: Option<(usize, Arc<Thawed>)>,
+}
+
+impl Calls<'_> {
+    fn get(&mut self, i: usize, back: bool) -> Arc<ToolCall> {
+        let no = i / CHUNK;
+        if let Some(Some(hot)) = self.ledger.chunks.get(no) {
+            return hot.calls[i % CHUNK].clone();
+        }
+        let cache = if back {
+            &mut self.bcache
+        } else {
+            &mut self.fcache
+        };
+        if cache.as_ref().is_none_or(|(n, _)| *n != no) {
+            *cache = self
+                .ledger
+                .cold
+                .as_ref()
+                .and_then(|c| c.chunk(no))
+                .map(|t| (no, t));
+        }
+        cache
+            .as_ref()
+            .and_then(|(_, t)| t.calls.get(i % CHUNK).cloned())
+            .unwrap_or_else(|| unreadable(i))
+    }
+}
+
+impl Iterator for Calls<'_> {
+    type Item = Arc<ToolCall>;
+
+    fn next(&mut self) -> Option<Arc<ToolCall>> {
+        if self.front >= self.back {
+            return None;
+        }
+        let c = self.get(self.front, false);
+        self.front += 1;
+        Some(c)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.back - self.front;
+        (n, Some(n))
+    }
+}
+
+impl DoubleEndedIterator for Calls<'_> {
+    fn next_back(&mut self) -> Option<Arc<ToolCall>> {
+        if self.front >= self.back {
+            return None;
+        }
+        self.back -= 1;
+        Some(self.get(self.back, true))
+    }
+}
+
+impl ExactSizeIterator for Calls<'_> {}

@@ -11,6 +11,7 @@ pub mod anomaly;
 pub mod b64;
 pub mod bulk;
 pub mod civil;
+pub mod cold;
 pub mod diff;
 mod elicit_requests;
 pub mod elicitation;

@@ -118,7 +118,7 @@ impl Outcome {
 }
 
 /// One permission request about a call, as kept in the call's history.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PermissionRecord {
     /// JSON-RPC id of the agent's request (canonical JSON text).

@@ -336,13 +336,13 @@ pub(crate) fn edit_call_for_path(cx: &Ctx<'_>, path: &str) -> Option<String> {
     let names = |c: &&crate::tool_call::ToolCall| {
         c.kind == ToolKind::Edit && crate::enrich::paths_of(c).iter().any(|p| p == path)
     };
-    let calls = cx.s.ledger.calls();
-    calls
-        .clone()
-        .rev()
+    // The calls in memory: every one still running, and the recent ones (a write for an
+    // edit call that finished long ago and left memory is not attributed to it).
+    cx.s.ledger
+        .recent()
         .filter(names)
         .find(|c| !c.status.is_terminal())
-        .or_else(|| calls.rev().find(names))
+        .or_else(|| cx.s.ledger.recent().find(names))
         .map(|c| c.id.clone())
 }
 
@@ -416,12 +416,12 @@ pub(crate) fn client_request(cx: &mut Ctx<'_>, msg: Message) {
             cx.s.turn += 1;
             cx.s.turn_open = true;
             let turn = cx.s.turn;
-            cx.s.transcript.push(Entry::Message(MessageBlock {
+            cx.s.transcript.push(Entry::Message(Box::new(MessageBlock {
                 role: crate::event::Role::User,
                 message_id: None,
                 text: text.clone(),
                 turn,
-            }));
+            })));
             cx.emit(EventBody::TurnStarted { turn, prompt: text });
             ClientRequest::Prompt
         }

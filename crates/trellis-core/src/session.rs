@@ -19,25 +19,30 @@ use crate::wire::{AgentInfo, AvailableCommand, ExitStatus, PlanEntry, Usage};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Entry {
-    /// Consecutive chunks of one role and one message id, joined.
-    Message(MessageBlock),
+    /// Consecutive chunks of one role and one message id, joined. (Boxed, like every
+    /// large variant: a session of a million calls holds a million entries.)
+    Message(Box<MessageBlock>),
     /// A tool call, by its position in the ledger.
     ToolCall { index: usize },
     /// A client-side note (agent exit, bad input…), shown in the transcript.
-    Notice { text: String },
+    Notice { text: Box<String> },
     /// A notice from the agent (`notice`): live information for the user.
-    AgentNotice {
-        /// `info`, `warning`, `error`, or the agent's own word.
-        severity: String,
-        title: String,
-        description: Option<String>,
-    },
+    AgentNotice(Box<AgentNotice>),
     /// The agent compacting its context (`compaction_update`,
     /// `compaction_summary_chunk`), updated in place.
-    Compaction(Compaction),
+    Compaction(Box<Compaction>),
     /// A subagent, by its position in `Session::subagents`, where it was announced (its
     /// parent's call shows it instead once one names it).
     Subagent { index: usize },
+}
+
+/// A notice from the agent (`notice`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentNotice {
+    /// `info`, `warning`, `error`, or the agent's own word.
+    pub severity: String,
+    pub title: String,
+    pub description: Option<String>,
 }
 
 /// One compaction of the agent's context.
@@ -254,7 +259,9 @@ impl Session {
         // connection is a new child.
         s.subagents = prev.subagents;
         s.subagents.archive();
-        s.transcript.push(Entry::Notice { text: notice });
+        s.transcript.push(Entry::Notice {
+            text: Box::new(notice),
+        });
         s.seeded = true;
         s
     }

@@ -268,12 +268,12 @@ fn append_chunk(
         _ => false,
     };
     if !joined {
-        transcript.push(Entry::Message(MessageBlock {
+        transcript.push(Entry::Message(Box::new(MessageBlock {
             role,
             message_id: message_id.clone(),
             text: text.clone(),
             turn,
-        }));
+        })));
     }
     cx.emit(EventBody::MessageChunk {
         role,

@@ -146,10 +146,10 @@ fn entries_text(session: &Session, entries: &[Entry], depth: usize, out: &mut St
             }
             Entry::ToolCall { index } => {
                 let call = session.ledger.at(*index);
-                let _ = writeln!(out, "{pad}{}", tool_line(call, session));
+                let _ = writeln!(out, "{pad}{}", tool_line(&call, session));
                 if let Some(child) = session
                     .subagents
-                    .for_call(call)
+                    .for_call(&call)
                     .and_then(|c| session.subagents.position(&c.session_id))
                 {
                     subagent_text(session, child, depth + 1, out);
@@ -164,11 +164,8 @@ fn entries_text(session: &Session, entries: &[Entry], depth: usize, out: &mut St
             Entry::Notice { text } => {
                 let _ = writeln!(out, "{pad}! {text}");
             }
-            Entry::AgentNotice {
-                severity,
-                title,
-                description,
-            } => {
+            Entry::AgentNotice(n) => {
+                let (severity, title, description) = (&n.severity, &n.title, &n.description);
                 let _ = write!(out, "{pad}[{severity}] {title}");
                 if let Some(d) = description {
                     let _ = write!(out, " — {d}");
@@ -210,7 +207,7 @@ pub fn ledger_summary(session: &Session) -> String {
             Some(child) => format!("{child}/{}", c.id),
             None => c.id.clone(),
         };
-        let _ = writeln!(out, "  {id:<40} {}", tool_line(c, session));
+        let _ = writeln!(out, "  {id:<40} {}", tool_line(&c, session));
     }
     if !session.subagents.is_empty() {
         let _ = writeln!(out, "{} subagents:", session.subagents.list.len());

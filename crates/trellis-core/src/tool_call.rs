@@ -99,6 +99,20 @@ impl ToolStatus {
         }
     }
 
+    /// The status [`ToolStatus::as_str`] names (client marks too: not for the wire).
+    pub fn parse(s: &str) -> Option<ToolStatus> {
+        [
+            ToolStatus::Pending,
+            ToolStatus::InProgress,
+            ToolStatus::Completed,
+            ToolStatus::Failed,
+            ToolStatus::Cancelled,
+            ToolStatus::Unfinished,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+
     /// The four statuses an agent may send. Client marks are never parsed from the wire.
     pub fn parse_wire(s: &str) -> Option<ToolStatus> {
         match s {
@@ -526,6 +540,9 @@ pub struct ToolCall {
     /// Bumped on every change, so views can cache what they drew.
     #[serde(skip)]
     pub rev: u32,
+    /// Its place in the session's ledger (see [`crate::Ledger::at`]).
+    #[serde(skip)]
+    pub position: usize,
 }
 
 /// One entry of a call's status history.
@@ -592,6 +609,7 @@ impl ToolCall {
             anomalies: Vec::new(),
             subagent: None,
             rev: 0,
+            position: 0,
         }
     }
 

@@ -141,7 +141,9 @@ impl Ctx<'_> {
     }
 
     pub fn notice(&mut self, text: String) {
-        self.s.transcript.push(Entry::Notice { text });
+        self.s.transcript.push(Entry::Notice {
+            text: Box::new(text),
+        });
     }
 }
 
@@ -336,11 +338,12 @@ pub(crate) fn mark_open_calls_of(
 ) -> Vec<String> {
     let t = cx.t;
     let mut marked = Vec::new();
-    for i in 0..cx.s.ledger.len() {
+    // Open calls are always in memory: only those are looked at.
+    for i in cx.s.ledger.open() {
         let call = cx.s.ledger.at(i);
         // Any call still open is abandoned with the turn: normally one of this turn's, but
         // a call re-opened by a later turn (or by a restarted agent reusing an id) too.
-        if call.status.is_terminal() || !which(call) {
+        if call.status.is_terminal() || !which(&call) {
             continue;
         }
         let call = cx.s.ledger.at_mut(i);

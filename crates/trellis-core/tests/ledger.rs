@@ -58,7 +58,7 @@ fn applied(patches: &[ToolCallPatch]) -> ToolCall {
         l.apply(p.clone(), true, 0.0, 1);
     }
     l.get("c")
-        .cloned()
+        .map(|c| (*c).clone())
         .unwrap_or_else(|| ToolCall::placeholder("c".into(), 0.0, 1))
 }
 
@@ -165,7 +165,7 @@ fn meta_only_update_changes_nothing_and_repeated_tool_call_is_an_update() {
         ),
     );
     assert!(fx.is_empty(), "a _meta-only update emits nothing");
-    assert_eq!(s.ledger.get("a").unwrap(), &before);
+    assert_eq!(s.ledger.get("a").unwrap(), before);
     update(
         &mut s,
         frame(
@@ -180,7 +180,7 @@ fn meta_only_update_changes_nothing_and_repeated_tool_call_is_an_update() {
         ("A2", ToolStatus::InProgress, ToolKind::Read)
     );
     assert_eq!(s.ledger.len(), 1);
-    assert_eq!(s.ledger.frames(0), &[1, 2, 3]);
+    assert_eq!(&*s.ledger.frames(0), &[1, 2, 3]);
 }
 
 #[test]

@@ -387,7 +387,7 @@ fn nesting_is_followed_to_a_bound_and_patches_keep_what_they_omit() {
         json!({"sessionUpdate":"tool_call","toolCallId":"self","content":[{"type":"session","sessionId":"k0"}]}),
     );
     let me = s.call_position(Some("k0"), "self").unwrap();
-    assert!(s.subagents.for_call(s.ledger.at(me)).is_none());
+    assert!(s.subagents.for_call(&s.ledger.at(me)).is_none());
     let text = trellis_core::summary::transcript_text(&s);
     assert!(text.contains("deep"), "{text}");
 }

@@ -24,7 +24,7 @@ fn call(kind: &str, input: Value, locations: &[&str]) -> ToolCall {
     .unwrap();
     let mut l = trellis_core::Ledger::default();
     l.apply(patch, true, 0.0, 1);
-    l.get("c").unwrap().clone()
+    (*l.get("c").unwrap()).clone()
 }
 
 fn rule(text: &str) -> Rule {

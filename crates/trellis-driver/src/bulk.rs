@@ -12,11 +12,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use trellis_core::bulk::{BulkSource, text_in_record};
+use trellis_core::cold::{Cold, Spill};
 use trellis_core::tool_call::ToolContent;
 use trellis_core::{Session, ToolCall};
 
 /// Bytes of finished calls' output kept in memory (the newest first).
-pub const HELD_BUDGET: usize = 16 << 20;
+pub const HELD_BUDGET: usize = 4 << 20;
 
 /// Reads texts back from a session log.
 struct LogSource {
@@ -35,8 +36,43 @@ impl BulkSource for LogSource {
     }
 }
 
+/// The spill file frozen chunks of calls go to (see `trellis_core::cold`): created
+/// exclusively and already unlinked (`tempfile::tempfile`), so nothing can be put in its
+/// place and nothing is left behind, however Trellis ends.
+struct TempSpill {
+    file: Mutex<(std::fs::File, u64)>,
+}
+
+impl Spill for TempSpill {
+    fn put(&self, bytes: &[u8]) -> std::io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut g = self
+            .file
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let at = g.1;
+        g.0.write_all_at(bytes, at)?;
+        g.1 += bytes.len() as u64;
+        Ok(at)
+    }
+
+    fn get(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let g = self
+            .file
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut buf = vec![0; len];
+        g.0.read_exact_at(&mut buf, at)?;
+        Ok(buf)
+    }
+}
+
 pub(crate) struct Bulk {
     source: Arc<dyn BulkSource>,
+    /// Where finished chunks of calls go (none: the spill file could not be made).
+    pub(crate) cold: Option<Arc<Cold>>,
+    spill_error: Option<String>,
     /// Ledger positions of finished calls whose text is held, oldest first, with its bytes.
     finished: VecDeque<(usize, usize)>,
     held: usize,
@@ -59,10 +95,25 @@ fn held_bytes(call: &ToolCall) -> usize {
 
 impl Bulk {
     pub(crate) fn new(log: &Path, session: &Session, budget: usize) -> Bulk {
+        let source: Arc<dyn BulkSource> = Arc::new(LogSource {
+            index: Mutex::new(trellis_store::LogIndex::new(log)),
+        });
+        let (cold, spill_error) = match tempfile::tempfile() {
+            Ok(f) => (
+                Some(Cold::new(
+                    Arc::new(TempSpill {
+                        file: Mutex::new((f, 0)),
+                    }),
+                    source.clone(),
+                )),
+                None,
+            ),
+            Err(e) => (None, Some(e.to_string())),
+        };
         Bulk {
-            source: Arc::new(LogSource {
-                index: Mutex::new(trellis_store::LogIndex::new(log)),
-            }),
+            source,
+            cold,
+            spill_error,
             finished: VecDeque::new(),
             held: 0,
             first: session.ledger.len(),
@@ -76,7 +127,7 @@ impl Bulk {
         if index < self.first || index >= session.ledger.len() {
             return;
         }
-        let bytes = held_bytes(session.ledger.at(index));
+        let bytes = held_bytes(&session.ledger.at(index));
         if bytes == 0 {
             return;
         }
@@ -87,6 +138,10 @@ impl Bulk {
                 break;
             };
             self.held -= b;
+            if session.ledger.is_frozen(i) {
+                // Its chunk left memory whole, texts as places in the log.
+                continue;
+            }
             let mut let_go = 0;
             for c in &session.ledger.at(i).content {
                 if let ToolContent::Text { text } = c {
@@ -102,11 +157,20 @@ impl Bulk {
 }
 
 impl Bulk {
-    /// `/status`'s line: what is held, and what only the log keeps.
+    /// `/status`'s lines: what is held, what only the log keeps, and how many calls are
+    /// out of memory whole.
     pub(crate) fn line(&self) -> String {
         let mb = |b: usize| b as f64 / (1 << 20) as f64;
+        let frozen = match (&self.cold, &self.spill_error) {
+            (Some(c), _) => match c.stats() {
+                (n, None) => format!("\n{n} finished calls out of memory (read back when shown)"),
+                (n, Some(e)) => format!("\n{n} finished calls out of memory, no more: {e}"),
+            },
+            (None, Some(e)) => format!("\nevery call stays in memory (no spill file: {e})"),
+            (None, None) => String::new(),
+        };
         format!(
-            "finished calls' output in memory: {:.1} MB of {:.0} MB ({} calls); in the session log only: {} calls, {:.1} MB (read back when shown)",
+            "finished calls' output in memory: {:.1} MB of {:.0} MB ({} calls); in the session log only: {} calls, {:.1} MB (read back when shown){frozen}",
             mb(self.held),
             mb(self.budget),
             self.finished.len(),

@@ -62,7 +62,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(6);
 /// A live agent: the connection handle and what it reports.
 pub struct Connection {
     pub handle: Handle,
-    pub rx: UnboundedReceiver<Input>,
+    pub rx: trellis_acp::Inputs,
 }
 
 /// What [`Driver::recv`] received, for [`Driver::handle`].
@@ -167,7 +167,10 @@ impl Driver {
     }
 
     /// Installs the extension host and its message channel.
-    pub fn set_host(&mut self, host: ExtHost, rx: UnboundedReceiver<HostMsg>) {
+    pub fn set_host(&mut self, mut host: ExtHost, rx: UnboundedReceiver<HostMsg>) {
+        if let Some(cold) = self.session.ledger.cold() {
+            host.set_cold(cold.clone());
+        }
         self.host = Some(host);
         self.ext_rx = Some(rx);
     }
@@ -198,7 +201,14 @@ impl Driver {
 
     /// [`Driver::keep_output_in_log`] with another budget (tests).
     pub fn keep_output_in_log_within(&mut self, log: &std::path::Path, budget: usize) {
-        self.bulk = Some(bulk::Bulk::new(log, &self.session, budget));
+        let bulk = bulk::Bulk::new(log, &self.session, budget);
+        if let Some(cold) = &bulk.cold {
+            self.session.ledger.set_cold(cold.clone());
+            if let Some(h) = self.host.as_mut() {
+                h.set_cold(cold.clone());
+            }
+        }
+        self.bulk = Some(bulk);
     }
 
     pub fn set_index(&mut self, index: trellis_index::Background) {
@@ -299,6 +309,8 @@ impl Driver {
                         next = self.conn.as_mut().and_then(|c| c.rx.try_recv().ok());
                     }
                 }
+                // Chunks of finished calls leave memory (when a spill file is set).
+                self.session.ledger.settle();
             }
             Incoming::Ext(msg) => {
                 let mut next = Some(msg);

@@ -23,16 +23,107 @@ use crate::ui::Prefs;
 use crate::{HostMsg, lock};
 
 /// Session state as extensions see it.
+///
+/// Calls are held as the ledger's snapshots while the ledger holds them; once the ledger
+/// froze a call's chunk (see `trellis_core::cold`), the mirror lets go of its snapshot
+/// too and reads the call from the same store when asked: extensions see every call,
+/// memory holds only the recent ones.
 #[derive(Debug, Default)]
 pub(crate) struct Mirror {
     pub info: SessionInfo,
-    pub calls: Vec<Arc<ToolCall>>,
+    /// Calls in memory, in the order they came.
+    calls: Vec<Arc<ToolCall>>,
     /// Position in `calls` by (subagent, call id): a subagent's call ids are its own.
-    pub index: HashMap<(Option<Arc<str>>, String), usize>,
+    index: HashMap<(Option<Arc<str>>, String), usize>,
+    cold: Option<Arc<trellis_core::cold::Cold>>,
+    /// Calls let go because they are frozen, and `calls.len()` after the last sweep.
+    let_go: usize,
+    swept_at: usize,
     pub call_state: HashMap<(String, String), Value>,
 }
 
+/// Calls held at least before a sweep lets frozen ones go.
+const SWEEP_FLOOR: usize = 2 * trellis_core::cold::CHUNK;
+
 impl Mirror {
+    pub fn set_cold(&mut self, cold: Arc<trellis_core::cold::Cold>) {
+        self.cold = Some(cold);
+    }
+
+    /// Every call, in order: those frozen (by position), then those held.
+    pub fn calls(&self) -> Vec<Arc<ToolCall>> {
+        let mut out = Vec::with_capacity(self.calls.len() + self.let_go);
+        if let Some(cold) = &self.cold {
+            for no in cold.frozen_chunks() {
+                if let Some(t) = cold.chunk(no) {
+                    out.extend(
+                        t.calls
+                            .iter()
+                            .filter(|c| {
+                                !self.index.contains_key(&(c.subagent.clone(), c.id.clone()))
+                            })
+                            .cloned(),
+                    );
+                }
+            }
+        }
+        out.extend(self.calls.iter().cloned());
+        out
+    }
+
+    /// The call `id` of `subagent` (none: the session's own).
+    pub fn call(&self, subagent: Option<Arc<str>>, id: &str) -> Option<Arc<ToolCall>> {
+        let key = (subagent, id.to_string());
+        if let Some(&i) = self.index.get(&key) {
+            return Some(self.calls[i].clone());
+        }
+        let cold = self.cold.as_ref()?;
+        let p = cold.find(key.0.as_deref(), id)?;
+        cold.call(p)
+    }
+
+    /// Holds `call` (the newest snapshot of it).
+    pub fn put(&mut self, call: &Arc<ToolCall>) {
+        let key = (call.subagent.clone(), call.id.clone());
+        match self.index.get(&key) {
+            Some(&i) => self.calls[i] = call.clone(),
+            None => {
+                if self.let_go > 0
+                    && self
+                        .cold
+                        .as_ref()
+                        .is_some_and(|c| c.find(key.0.as_deref(), &key.1).is_some())
+                {
+                    // A frozen call changed again (the ledger thawed it): held anew.
+                    self.let_go -= 1;
+                }
+                self.index.insert(key, self.calls.len());
+                self.calls.push(call.clone());
+            }
+        }
+        self.info.calls = self.calls.len() + self.let_go;
+        if self.cold.is_some() && self.calls.len() > (2 * self.swept_at).max(SWEEP_FLOOR) {
+            self.sweep();
+        }
+    }
+
+    /// Lets go of the snapshots of calls the ledger froze.
+    fn sweep(&mut self) {
+        let Some(cold) = self.cold.clone() else {
+            return;
+        };
+        let before = self.calls.len();
+        self.calls
+            .retain(|c| !cold.holds(c.position, c.subagent.as_deref(), &c.id));
+        self.let_go += before - self.calls.len();
+        self.index.clear();
+        for (i, c) in self.calls.iter().enumerate() {
+            self.index.insert((c.subagent.clone(), c.id.clone()), i);
+        }
+        self.swept_at = self.calls.len();
+        self.info.calls = self.calls.len() + self.let_go;
+    }
+
     pub fn observe(&mut self, ev: &Event) {
         if ev.session.is_some() && self.info.id != ev.session {
             self.info.id.clone_from(&ev.session);
@@ -51,15 +142,7 @@ impl Mirror {
             }
             EventBody::TurnEnded { .. } => self.info.turn_open = false,
             EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } => {
-                let key = (call.subagent.clone(), call.id.clone());
-                match self.index.get(&key) {
-                    Some(&i) => self.calls[i] = call.clone(),
-                    None => {
-                        self.index.insert(key, self.calls.len());
-                        self.calls.push(call.clone());
-                    }
-                }
-                self.info.calls = self.calls.len();
+                self.put(call);
             }
             EventBody::Usage { usage } => self.info.usage = Some(usage.clone()),
             EventBody::ModeChanged { mode } => self.info.mode = Some(mode.clone()),
@@ -330,17 +413,14 @@ impl Host for HostCtx<'_> {
         if self.need(Capability::Observe, "calls").is_err() {
             return Vec::new();
         }
-        self.shared.mirror().calls.clone()
+        self.shared.mirror().calls()
     }
 
     fn call(&self, call_id: &str) -> Option<Arc<ToolCall>> {
         if self.need(Capability::Observe, "call").is_err() {
             return None;
         }
-        let m = self.shared.mirror();
-        m.index
-            .get(&(None, call_id.to_string()))
-            .map(|&i| m.calls[i].clone())
+        self.shared.mirror().call(None, call_id)
     }
 
     fn call_state(&self, call_id: &str) -> Option<Value> {

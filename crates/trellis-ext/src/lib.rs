@@ -509,12 +509,7 @@ impl ExtHost {
                     );
                     self.dispatch(ev);
                     if !answered {
-                        let call = {
-                            let m = self.shared.mirror();
-                            m.index
-                                .get(&(subagent.clone(), call_id.clone()))
-                                .map(|&i| m.calls[i].clone())
-                        };
+                        let call = self.shared.mirror().call(subagent.clone(), call_id);
                         let call = call.unwrap_or_else(|| {
                             Arc::new(trellis_core::ToolCall::placeholder(call_id.clone(), now, 0))
                         });
@@ -579,21 +574,25 @@ impl ExtHost {
             .any(|s| s.has(Capability::Observe) && s.registration().is_some_and(|r| r.acp_payloads))
     }
 
+    /// Lets the mirror read frozen calls from the ledger's store (and let go of them).
+    pub fn set_cold(&mut self, cold: Arc<trellis_core::cold::Cold>) {
+        self.shared.mirror_mut().set_cold(cold);
+    }
+
     /// Seeds the mirror from a session built without dispatching (e.g. a replayed log).
     pub fn seed(&self, session: &trellis_core::Session) {
         let mut m = self.shared.mirror_mut();
-        for i in 0..session.ledger.len() {
-            let c = session.ledger.snapshot(i);
-            let at = m.calls.len();
-            m.index.insert((c.subagent.clone(), c.id.clone()), at);
-            m.calls.push(c);
+        if let Some(cold) = session.ledger.cold() {
+            m.set_cold(cold.clone());
+        }
+        for c in session.ledger.calls() {
+            m.put(&c);
         }
         for ((ext, call), v) in &session.call_state {
             m.call_state.insert((ext.clone(), call.clone()), v.clone());
         }
         m.info.id.clone_from(&session.id);
         m.info.cwd.clone_from(&session.cwd);
-        m.info.calls = m.calls.len();
     }
 
     /// Waits (up to `limit`) until every queued job has been handled. For tests and for

@@ -62,6 +62,8 @@ fn serve(index: PathBuf, log: PathBuf, rx: Receiver<()>, done: Sender<()>) {
             ix = Index::open(&index).ok().map(|(i, _)| i);
         }
         if let Some(i) = ix.as_mut() {
+            // In the session's process: the small in-memory term hash.
+            let _ = i.set_bulk(false);
             // A failure here (a locked or full disk) is caught up later by the next
             // read or `trellis sessions`; the session is never disturbed.
             let _ = i.update(&log);

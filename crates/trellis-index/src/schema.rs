@@ -121,12 +121,18 @@ fn check(path: &Path) -> Result<Option<Connection>, String> {
         .map_err(|e| format!("not a usable SQLite file ({e})"))?;
     match version {
         SCHEMA => {
+            // The check reads every page: through a small cache, or a running session
+            // would hold the whole index in memory for it.
+            conn.pragma_update(None, "cache_size", CHECK_CACHE_KIB)
+                .map_err(|e| format!("not a usable SQLite file ({e})"))?;
             let ok: String = conn
                 .query_row("PRAGMA quick_check", [], |r| r.get(0))
                 .map_err(|e| format!("damaged ({e})"))?;
             if ok != "ok" {
                 return Err(format!("damaged ({ok})"));
             }
+            conn.pragma_update(None, "cache_size", CACHE_KIB)
+                .map_err(|e| format!("not a usable SQLite file ({e})"))?;
             Ok(Some(conn))
         }
         v if v > SCHEMA => Err(format!(
@@ -140,11 +146,17 @@ fn check(path: &Path) -> Result<Option<Connection>, String> {
     }
 }
 
+/// Page cache of a connection (negative: KiB). Small: the index is written while a
+/// session runs, in its process, and searches touch few pages.
+const CACHE_KIB: i64 = -8_000;
+/// Page cache while the whole file is checked.
+const CHECK_CACHE_KIB: i64 = -1_000;
+
 fn tune(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.pragma_update(None, "cache_size", -32_000)?;
+    conn.pragma_update(None, "cache_size", CACHE_KIB)?;
     Ok(())
 }
 

@@ -268,7 +268,7 @@ fn a_python_plugin_uses_every_part_of_the_api() {
         &trellis_ext::ui::RowTarget::Card("kind:execute".into()),
         "everything/shell",
     );
-    let mut call = s.s.ledger.get("c1").unwrap().clone();
+    let mut call = (*s.s.ledger.get("c1").unwrap()).clone();
     call.status = trellis_core::ToolStatus::Completed;
     call.raw_output = Some(serde_json::value::to_raw_value(&json!({"exit_code": 0})).unwrap());
     call.content = vec![trellis_core::tool_call::ToolContent::Text {

@@ -611,7 +611,7 @@ impl App {
                         req,
                         o.option_id.clone(),
                         o.kind,
-                        call,
+                        &call,
                     )));
                     return Vec::new();
                 }

@@ -104,7 +104,7 @@ impl App {
         let Some(ins) = self.inspector else { return };
         let s = &self.driver.session;
         let target = if into {
-            let child = s.subagents.for_call(s.ledger.at(ins.call));
+            let child = s.subagents.for_call(&s.ledger.at(ins.call));
             match child {
                 None => Err("this call started no subagent"),
                 Some(c) => c
@@ -142,7 +142,7 @@ impl App {
         let call = s.ledger.at(ins.call);
         let child = s
             .subagents
-            .for_call(call)
+            .for_call(&call)
             .map(|c| c.session_id.to_string())
             .or_else(|| call.subagent.as_deref().map(str::to_string));
         if child.is_none() {
@@ -184,7 +184,7 @@ impl App {
         let call = self.driver.session.ledger.at(ins.call);
         let frames = self.call_frames(ins.call);
         let body = trellis_view::inspector::view_lines(
-            call,
+            &call,
             &self.driver.session,
             ins.view,
             100_000,
@@ -210,7 +210,7 @@ impl App {
     pub fn call_frames(&self, index: usize) -> Option<trellis_view::inspector::FrameLines> {
         let ix = self.log_index()?;
         let mut out = trellis_view::inspector::FrameLines::new();
-        for &seq in self.driver.session.ledger.frames(index) {
+        for &seq in self.driver.session.ledger.frames(index).iter() {
             if let Ok(Some(line)) = ix.line(seq) {
                 out.insert(seq, line);
             }

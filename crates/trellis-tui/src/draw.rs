@@ -326,7 +326,7 @@ fn draw_dialog(
     let key = format!("dialog {} {} {}/{} {w}", call.id, call.rev, i, n);
     let d = app.dialog_built(key, || {
         trellis_view::dialog::permission_dialog(
-            call,
+            &call,
             &app.driver.session,
             &options,
             i,
@@ -391,7 +391,7 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
     let call = app.driver.session.ledger.at(ins.call);
     // Stepping goes through the calls of one session (this one's, or a subagent's).
     let (i, n) = app.sibling_place(ins.call);
-    let mut title = inspector_title(call, ins.view, i, n);
+    let mut title = inspector_title(&call, ins.view, i, n);
     if let Some(child) = call.subagent.as_deref() {
         let label = app
             .driver
@@ -435,7 +435,7 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
     let tree = {
         let s = &app.driver.session;
         s.subagents
-            .for_call(call)
+            .for_call(&call)
             .and_then(|c| s.subagents.position(&c.session_id))
             .map_or(0, |c| trellis_view::subagent::tree_key(s, c))
     };
@@ -457,7 +457,7 @@ fn draw_inspector(f: &mut Frame<'_>, app: &mut App, ins: crate::app::Inspector, 
     let built = app.cached(key, || {
         let frames = if raw { app.call_frames(ins.call) } else { None };
         let body = view_lines_with(
-            call,
+            &call,
             &app.driver.session,
             ins.view,
             r.width.saturating_sub(2) as usize,
@@ -527,7 +527,7 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
             if let Some(line) = app.driver.output_held() {
                 text.push(String::new());
                 text.push("Tool output".into());
-                text.push(format!("  {line}"));
+                text.extend(line.lines().map(|l| format!("  {l}")));
             }
             // The MCP servers offered to the agent, and those that were not (and why).
             if !app.driver.mcp.is_empty() || !app.mcp_problems.is_empty() {

@@ -196,7 +196,7 @@ impl RulePreview {
             .ledger
             .calls()
             .filter(|c| rule.matches(c, session.cwd.as_deref()))
-            .map(trellis_core::enrich::card_title)
+            .map(|c| trellis_core::enrich::card_title(&c))
             .collect()
     }
 

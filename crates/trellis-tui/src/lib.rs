@@ -76,7 +76,7 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
                     let body = EventBody::PermissionRequested {
                         request_id,
                         call_id: call.id.clone(),
-                        title: trellis_core::enrich::card_title(call),
+                        title: trellis_core::enrich::card_title(&call),
                         kind: call.kind,
                         options,
                         subagent: call.subagent.clone(),

@@ -124,7 +124,7 @@ fn the_call_view_keeps_fences_dim_and_highlights_the_json() {
     let s = tall_question();
     let call = s.ledger.calls().next().unwrap();
     let theme = trellis_view::Theme::default();
-    let lines = trellis_view::inspector::call_lines(call, 80, &theme);
+    let lines = trellis_view::inspector::call_lines(&call, 80, &theme);
     let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     // The fence is longer than the backticks in the arguments, as in the copied text.
     assert_eq!(text.first().map(String::as_str), Some("````json"));
@@ -143,7 +143,9 @@ fn the_call_view_keeps_fences_dim_and_highlights_the_json() {
     let styles: std::collections::HashSet<_> = kv.spans.iter().map(|s| s.style).collect();
     assert!(styles.len() > 1, "{kv:?}");
     assert_eq!(
-        trellis_view::inspector::call_view_text(call).lines().next(),
+        trellis_view::inspector::call_view_text(&call)
+            .lines()
+            .next(),
         Some("````json")
     );
 }

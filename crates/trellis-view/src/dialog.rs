@@ -68,7 +68,7 @@ pub fn permission_dialog(
             .position(child)
             .and_then(|i| session.call_of_subagent(i))
         {
-            let started = trellis_core::enrich::card_title(session.ledger.at(by));
+            let started = trellis_core::enrich::card_title(&session.ledger.at(by));
             who.push_str(&format!(
                 " (started by {})",
                 trellis_text::one_line(&started)

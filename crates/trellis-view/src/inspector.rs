@@ -367,8 +367,8 @@ pub fn view_lines_with(
             let frames = session
                 .position_of(call)
                 .map(|i| session.ledger.frames(i))
-                .unwrap_or(&[]);
-            raw_lines(frames, log, width, theme)
+                .unwrap_or_default();
+            raw_lines(&frames, log, width, theme)
         }
     }
 }

@@ -96,13 +96,13 @@ pub fn tree_lines(
     };
     for &i in &calls[hidden..] {
         let call = session.ledger.at(i);
-        let mut line = card_line(call, session, &sub);
+        let mut line = card_line(&call, session, &sub);
         line.spans.insert(0, Span::raw(inner.clone()));
         out.push(line);
         if depth + 1 < MAX_DEPTH
             && let Some(g) = session
                 .subagents
-                .for_call(call)
+                .for_call(&call)
                 .and_then(|g| session.subagents.position(&g.session_id))
         {
             let g = &session.subagents.list[g];
@@ -186,7 +186,7 @@ pub fn inspector_lines(
                 wrap(&m.text, style, &mut out);
             }
             Entry::ToolCall { index } => {
-                let mut line = card_line(session.ledger.at(*index), session, &cx);
+                let mut line = card_line(&session.ledger.at(*index), session, &cx);
                 line.spans.insert(0, Span::raw("  "));
                 out.push(line);
             }

@@ -138,7 +138,7 @@ impl TranscriptView {
                     })
                     .sum();
                 let tree =
-                    child_of(session, c).map_or(0, |ch| crate::subagent::tree_key(session, ch));
+                    child_of(session, &c).map_or(0, |ch| crate::subagent::tree_key(session, ch));
                 mix(&[2, c.rev as u64, term as u64, w, tree])
             }
             Entry::Subagent { index } => {
@@ -151,12 +151,10 @@ impl TranscriptView {
                 ])
             }
             Entry::Notice { text } => mix(&[3, text.len() as u64, w]),
-            Entry::AgentNotice {
-                title, description, ..
-            } => mix(&[
+            Entry::AgentNotice(n) => mix(&[
                 4,
-                title.len() as u64,
-                description.as_ref().map_or(0, |d| d.len() as u64 + 1),
+                n.title.len() as u64,
+                n.description.as_ref().map_or(0, |d| d.len() as u64 + 1),
                 w,
             ]),
             Entry::Compaction(c) => mix(&[
@@ -257,7 +255,7 @@ impl TranscriptView {
         }
         let mut designed = false;
         let shows_child = match entry {
-            Entry::ToolCall { index } => child_of(session, session.ledger.at(*index)).is_some(),
+            Entry::ToolCall { index } => child_of(session, &session.ledger.at(*index)).is_some(),
             Entry::Subagent { .. } => true,
             _ => false,
         };
@@ -268,11 +266,11 @@ impl TranscriptView {
             Entry::ToolCall { index } => {
                 let call = session.ledger.at(*index);
                 let tree = |cx: &CardCtx<'_>| {
-                    child_of(session, call)
+                    child_of(session, &call)
                         .map(|ch| crate::subagent::tree_lines(session, ch, cx, 0))
                         .unwrap_or_default()
                 };
-                let mut policy = self.policies.for_call(call);
+                let mut policy = self.policies.for_call(&call);
                 let cx = CardCtx {
                     theme,
                     width: self.width,
@@ -282,8 +280,8 @@ impl TranscriptView {
                     highlighted: false,
                 };
                 let text = || {
-                    let raw = output_text(call, session);
-                    match self.decor.as_ref().and_then(|d| d.transform(call, &raw)) {
+                    let raw = output_text(&call, session);
+                    match self.decor.as_ref().and_then(|d| d.transform(&call, &raw)) {
                         Some(t) => t,
                         None => raw,
                     }
@@ -291,7 +289,7 @@ impl TranscriptView {
                 match self
                     .decor
                     .as_ref()
-                    .and_then(|d| d.card(call, self.width, theme))
+                    .and_then(|d| d.card(&call, self.width, theme))
                 {
                     Some(card) => {
                         designed = true;
@@ -301,7 +299,7 @@ impl TranscriptView {
                         let mut lines = card.call;
                         // A design decides the call part; who decided its permission is
                         // always shown with it.
-                        if let Some(p) = trellis_core::summary::permission_summary(call)
+                        if let Some(p) = trellis_core::summary::permission_summary(&call)
                             && let Some(first) = lines.first_mut()
                             && !first.spans.iter().any(|s| s.content.contains(p.as_str()))
                         {
@@ -415,11 +413,8 @@ impl TranscriptView {
                 let text = trellis_text::for_display(text);
                 trellis_text::wrap::wrap_line(&Line::styled(format!("! {text}"), theme.notice), w)
             }
-            Entry::AgentNotice {
-                severity,
-                title,
-                description,
-            } => {
+            Entry::AgentNotice(n) => {
+                let (severity, title, description) = (&n.severity, &n.title, &n.description);
                 let (glyph, style) = match severity.as_str() {
                     "warning" => ("⚠", theme.cancelled),
                     "error" => ("✗", theme.failed),
@@ -559,7 +554,7 @@ impl TranscriptView {
                     }
                 } else {
                     if skip == 0 {
-                        out.push(card_line(call, session, &cx));
+                        out.push(card_line(&call, session, &cx));
                     }
                     if let Some(rest) = &self.entries[i].lines {
                         let from = skip.saturating_sub(1);

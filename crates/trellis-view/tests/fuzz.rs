@@ -98,9 +98,9 @@ proptest! {
             }
             for call in s.ledger.calls() {
                 for view in [InspectorView::Result, InspectorView::Call, InspectorView::Diff, InspectorView::Permissions, InspectorView::Raw] {
-                    let _ = view_lines(call, &s, view, width, &theme, None);
+                    let _ = view_lines(&call, &s, view, width, &theme, None);
                 }
-                let _ = trellis_view::dialog::permission_dialog(call, &s, &[], 1, 1, width, &theme);
+                let _ = trellis_view::dialog::permission_dialog(&call, &s, &[], 1, 1, width, &theme);
             }
         }
     }

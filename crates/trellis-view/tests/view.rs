@@ -140,7 +140,7 @@ fn cards(s: &Session, width: usize) -> String {
             selected: false,
             highlighted: false,
         };
-        out.extend(card(c, s, &cx, &policies));
+        out.extend(card(&c, s, &cx, &policies));
     }
     text(&out)
 }
@@ -176,7 +176,7 @@ fn output_preview_keeps_wide_chars_tabs_and_colours_within_width() {
         selected: false,
         highlighted: false,
     };
-    let lines = card(b.s.ledger.at(0), &b.s, &cx, &policies);
+    let lines = card(&b.s.ledger.at(0), &b.s, &cx, &policies);
     assert!(lines.iter().all(|l| l.width() <= 40), "{lines:?}");
     insta::assert_snapshot!(text(&lines));
 }
@@ -282,8 +282,8 @@ fn inspector_views_of_every_fixture_call() {
     let mut out = String::new();
     for (i, c) in s.ledger.calls().enumerate() {
         for view in [InspectorView::Result, InspectorView::Call] {
-            out.push_str(&format!("=== {}\n", inspector_title(c, view, i + 1, n)));
-            out.push_str(&text(&view_lines(c, &s, view, 80, &theme, None)));
+            out.push_str(&format!("=== {}\n", inspector_title(&c, view, i + 1, n)));
+            out.push_str(&text(&view_lines(&c, &s, view, 80, &theme, None)));
             out.push('\n');
         }
     }
@@ -317,7 +317,7 @@ fn call_view_fences_outgrow_backticks_and_split_execute_arguments() {
     let mut out = String::new();
     for c in b.s.ledger.calls() {
         out.push_str(&text(&view_lines(
-            c,
+            &c,
             &b.s,
             InspectorView::Call,
             60,
@@ -326,7 +326,7 @@ fn call_view_fences_outgrow_backticks_and_split_execute_arguments() {
         )));
         out.push_str("\n---\n");
         out.push_str(&text(&view_lines(
-            c,
+            &c,
             &b.s,
             InspectorView::Result,
             60,

@@ -215,7 +215,7 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
             .ledger
             .calls()
             .filter(|c| d.applies_to.matches(c))
-            .cloned()
+            .map(|c| (*c).clone())
             .collect();
         for _ in 0..3 {
             for c in &calls {
@@ -252,7 +252,7 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     out.push_str("\n## transforms\n");
     let mut any_t = false;
     if !host.ui.transforms.is_empty() {
-        let calls: Vec<_> = session.ledger.calls().cloned().collect();
+        let calls: Vec<_> = session.ledger.calls().map(|c| (*c).clone()).collect();
         let text_of = |c: &trellis_core::ToolCall| -> String {
             c.content
                 .iter()
@@ -351,7 +351,7 @@ fn describe(out: &mut String, t: f64, o: &Out, session: &Session) {
         session
             .ledger
             .get(call_id)
-            .map(trellis_core::enrich::card_title)
+            .map(|c| trellis_core::enrich::card_title(&c))
             .unwrap_or_default()
     };
     let request_title = |request_id: &str| {
@@ -359,13 +359,13 @@ fn describe(out: &mut String, t: f64, o: &Out, session: &Session) {
             .pending_permissions()
             .into_iter()
             .find(|(r, ..)| r == request_id)
-            .map(|(_, c, _)| trellis_core::enrich::card_title(session.ledger.at(c)))
+            .map(|(_, c, _)| trellis_core::enrich::card_title(&session.ledger.at(c)))
             .or_else(|| {
                 session.ledger.calls().find_map(|c| {
                     c.permissions
                         .iter()
                         .any(|p| p.request_id == request_id)
-                        .then(|| trellis_core::enrich::card_title(c))
+                        .then(|| trellis_core::enrich::card_title(&c))
                 })
             })
             .unwrap_or_default()

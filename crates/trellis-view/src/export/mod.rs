@@ -158,14 +158,11 @@ impl Doc {
                 }
                 Entry::ToolCall { index } => {
                     let call = session.ledger.at(*index);
-                    items.push(Item::Call(Box::new(call_doc(call, session, &clean))));
+                    items.push(Item::Call(Box::new(call_doc(&call, session, &clean))));
                 }
                 Entry::Notice { text } => items.push(Item::Notice(clean(text))),
-                Entry::AgentNotice {
-                    severity,
-                    title,
-                    description,
-                } => {
+                Entry::AgentNotice(n) => {
+                    let (severity, title, description) = (&n.severity, &n.title, &n.description);
                     let mut t = format!("{severity}: {title}");
                     if let Some(d) = description {
                         t.push_str(" — ");

@@ -89,9 +89,9 @@ fn ledger_snapshot(s: &Session) -> String {
             c.id,
             c.kind.as_str(),
             c.status.as_str(),
-            trellis_core::enrich::card_title(c)
+            trellis_core::enrich::card_title(&c)
         ));
-        if let Some((a, d)) = trellis_core::enrich::diff_stat(c) {
+        if let Some((a, d)) = trellis_core::enrich::diff_stat(&c) {
             out.push_str(&format!(" | +{a} -{d}"));
         }
         for item in &c.content {

@@ -106,11 +106,11 @@ fn an_extension_holding_drive_continues_the_session_and_is_named_as_the_origin()
         "the notice comes before the prompt it explains: {text}"
     );
     // The demo agent's second turn adds its own calls; the first turn's stay as they were.
-    let ids: Vec<&str> = d.session.ledger.calls().map(|c| c.id.as_str()).collect();
+    let ids: Vec<String> = d.session.ledger.calls().map(|c| c.id.clone()).collect();
     let second = ids.iter().filter(|i| i.ends_with(".2")).count();
     assert!(second > 0 && second * 2 == ids.len(), "{ids:?}");
     assert!(
-        ids.contains(&"edit-1") && ids.contains(&"edit-1.2"),
+        ids.iter().any(|i| i == "edit-1") && ids.iter().any(|i| i == "edit-1.2"),
         "{ids:?}"
     );
 }

@@ -49,3 +49,55 @@ fn the_first_calls_output_is_read_back_from_the_log_in_the_inspector() {
     assert!(s.contains("   2 0123456789 the quick brown fox"), "{s}");
     assert!(!s.contains("not available"), "{s}");
 }
+
+/// Past a few chunks of finished calls, whole calls leave memory for the spill file
+/// (issue 11, part 5): `/status` counts them, and the first call still opens in the
+/// inspector with its output (from the log) and its frames.
+#[test]
+fn finished_calls_leave_memory_and_still_open_in_the_inspector() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    let agent = format!("{exe} agent demo --calls 2100 --lines 2");
+    let cwd = dir.path().to_str().unwrap();
+    let Some(t) = crate::tui::Tmux::start_env(
+        &[],
+        &[
+            "--agent",
+            &agent,
+            "--permission",
+            "allow-once",
+            "--cwd",
+            cwd,
+        ],
+        160,
+        40,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["load", "Enter"]);
+    t.wait_for("2100 calls");
+    t.send(&["/status", "Enter"]);
+    let s = t.wait_for("finished calls out of memory");
+    let frozen: usize = s
+        .lines()
+        .find_map(|l| {
+            let head = l.split(" finished calls out of memory").next()?;
+            (head.len() < l.len()).then(|| head.split_whitespace().last()?.parse().ok())?
+        })
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(frozen >= 1024, "whole chunks left memory: {s}");
+    t.send(&["Escape"]);
+    t.send(&["C-t"]);
+    t.wait_for("Generate chunk 2099 [2100/2100]");
+    t.send(&["Tab"]);
+    let s = t.wait_for("Generate chunk 0 [1/2100]");
+    assert!(
+        s.contains("   1 0123456789 the quick brown fox jumps over the lazy dog"),
+        "{s}"
+    );
+    assert!(
+        !s.contains("not available") && !s.contains("could not be read"),
+        "{s}"
+    );
+}

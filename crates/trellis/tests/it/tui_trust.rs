@@ -46,7 +46,7 @@ fn requests_open_in_the_dialog_are_closed_when_the_agent_dies() {
     let decided: Vec<_> = session
         .ledger
         .calls()
-        .flat_map(|c| c.permissions.iter())
+        .flat_map(|c| c.permissions.clone())
         .map(|p| p.decider.as_ref().map(|d| d.to_string()))
         .collect();
     assert_eq!(decided.len(), 200);

@@ -1,0 +1,507 @@
+//! Finished calls out of memory (issue 11, part 5): the ledger hands chunks of
+//! [`CHUNK`] calls, once all of them are finished, to a [`Cold`] store, which writes them
+//! to a private spill file and keeps only where each chunk is and a compact index of
+//! their ids; a call is decoded again (with its chunk, into a small cache) when a view, an
+//! export or an extension asks for it. The texts of their output stay in the session log
+//! (see [`crate::bulk`]): a frozen call holds only where they are.
+//!
+//! Invariants:
+//! - A frozen call decodes equal to the call that was frozen (same fields, statuses,
+//!   permissions, frames, revision); only where its output text is kept changes.
+//! - The id index answers exactly: a key is a keyed hash of (subagent, id) with the
+//!   position, and every candidate is checked against the decoded call, so a collision
+//!   (or ids an agent crafted to collide) costs a decode, never a wrong answer.
+//! - A chunk is frozen once per thaw; a thawed chunk's old entries stay in the index and
+//!   are ignored (the ledger looks in its own map first, and an entry whose chunk is not
+//!   frozen any more is skipped).
+//!
+//! Pure apart from the [`Spill`] it is given (the driver's is an unlinked temporary file).
+
+use std::collections::VecDeque;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::bulk::{BulkSource, Text};
+use crate::permission::PermissionRecord;
+use crate::tool_call::{Location, StatusChange, ToolCall, ToolContent, ToolKind, ToolStatus};
+
+/// Calls per chunk: the unit that is frozen, read back and cached.
+pub const CHUNK: usize = 512;
+/// Decoded chunks kept (a frame draws from one or two; the inspector steps within one).
+const CACHED: usize = 8;
+
+/// Where frozen chunks go: append-only bytes, read back by place.
+pub trait Spill: Send + Sync {
+    /// Appends `bytes`; returns where they start.
+    fn put(&self, bytes: &[u8]) -> std::io::Result<u64>;
+    fn get(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>>;
+}
+
+/// One chunk read back: its calls and the frames that touched each.
+#[derive(Debug)]
+pub struct Thawed {
+    pub calls: Vec<Arc<ToolCall>>,
+    pub frames: Vec<Vec<u64>>,
+}
+
+#[derive(Default, Clone)]
+struct Frozen {
+    /// Per chunk number: where its bytes are, if it is frozen.
+    chunks: Vec<Option<(u64, u32)>>,
+    /// Sorted runs of `hash << 32 | position`, merged like a binary counter.
+    runs: Vec<Vec<u64>>,
+    frozen_calls: usize,
+}
+
+struct State {
+    frozen: Frozen,
+    cache: VecDeque<(usize, Arc<Thawed>)>,
+    /// Set when the spill could not be written or read (freezing stops; nothing is lost).
+    failed: Option<String>,
+}
+
+/// The frozen part of one ledger, shared with what reads it from other threads (the
+/// extensions' view of the session).
+pub struct Cold {
+    spill: Arc<dyn Spill>,
+    bulk: Arc<dyn BulkSource>,
+    keys: std::collections::hash_map::RandomState,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Cold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.lock();
+        f.debug_struct("Cold")
+            .field("frozen_calls", &st.frozen.frozen_calls)
+            .field("failed", &st.failed)
+            .finish()
+    }
+}
+
+fn key_hash(keys: &impl BuildHasher, subagent: Option<&str>, id: &str) -> u64 {
+    let mut h = keys.build_hasher();
+    match subagent {
+        None => h.write_u8(0),
+        Some(s) => {
+            h.write_u8(1);
+            h.write(s.as_bytes());
+            h.write_u8(0xff);
+        }
+    }
+    h.write(id.as_bytes());
+    h.finish() >> 32
+}
+
+impl Cold {
+    /// A store writing to `spill`; frozen texts are read back through `bulk` (the session
+    /// log the calls' frames are in).
+    pub fn new(spill: Arc<dyn Spill>, bulk: Arc<dyn BulkSource>) -> Arc<Cold> {
+        Arc::new(Cold {
+            spill,
+            bulk,
+            keys: std::collections::hash_map::RandomState::new(),
+            state: Mutex::new(State {
+                frozen: Frozen::default(),
+                cache: VecDeque::new(),
+                failed: None,
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A copy with the same frozen chunks (a cloned ledger freezes on its own).
+    pub(crate) fn fork(&self) -> Arc<Cold> {
+        let st = self.lock();
+        Arc::new(Cold {
+            spill: self.spill.clone(),
+            bulk: self.bulk.clone(),
+            keys: self.keys.clone(),
+            state: Mutex::new(State {
+                frozen: st.frozen.clone(),
+                cache: VecDeque::new(),
+                failed: st.failed.clone(),
+            }),
+        })
+    }
+
+    /// Calls frozen now, and why freezing stopped if it did.
+    pub fn stats(&self) -> (usize, Option<String>) {
+        let st = self.lock();
+        (st.frozen.frozen_calls, st.failed.clone())
+    }
+
+    /// The numbers of the chunks frozen now, in order.
+    pub fn frozen_chunks(&self) -> Vec<usize> {
+        let st = self.lock();
+        (0..st.frozen.chunks.len())
+            .filter(|&n| st.frozen.chunks[n].is_some())
+            .collect()
+    }
+
+    pub fn is_frozen(&self, position: usize) -> bool {
+        let st = self.lock();
+        matches!(st.frozen.chunks.get(position / CHUNK), Some(Some(_)))
+    }
+
+    pub(crate) fn can_freeze(&self) -> bool {
+        self.lock().failed.is_none()
+    }
+
+    /// Writes chunk `no` out. `inline_below`: calls before this position keep their
+    /// texts in the spill (their frames are in another log). False when it could not be
+    /// written (the chunk stays in memory).
+    pub(crate) fn freeze(&self, no: usize, thawed: &Thawed, inline_below: usize) -> bool {
+        let calls: Vec<FrozenCall> = thawed
+            .calls
+            .iter()
+            .zip(&thawed.frames)
+            .map(|(c, f)| FrozenCall::of(c, f, c.position < inline_below))
+            .collect();
+        let bytes = match serde_json::to_vec(&calls) {
+            Ok(b) => b,
+            Err(e) => {
+                self.lock().failed = Some(e.to_string());
+                return false;
+            }
+        };
+        let at = match self.spill.put(&bytes) {
+            Ok(at) => at,
+            Err(e) => {
+                self.lock().failed = Some(format!("spill write failed: {e}"));
+                return false;
+            }
+        };
+        let mut run: Vec<u64> = thawed
+            .calls
+            .iter()
+            .map(|c| key_hash(&self.keys, c.subagent.as_deref(), &c.id) << 32 | c.position as u64)
+            .collect();
+        run.sort_unstable();
+        let mut st = self.lock();
+        let fr = &mut st.frozen;
+        if fr.chunks.len() <= no {
+            fr.chunks.resize(no + 1, None);
+        }
+        fr.chunks[no] = Some((at, bytes.len() as u32));
+        fr.frozen_calls += thawed.calls.len();
+        fr.runs.push(run);
+        while fr.runs.len() >= 2 {
+            let n = fr.runs.len();
+            if fr.runs[n - 2].len() > 2 * fr.runs[n - 1].len() {
+                break;
+            }
+            let b = fr.runs.pop().unwrap_or_default();
+            let a = fr.runs.pop().unwrap_or_default();
+            fr.runs.push(merge(a, b));
+        }
+        true
+    }
+
+    /// Takes chunk `no` back out (to be changed): its calls, decoded.
+    pub(crate) fn thaw(&self, no: usize) -> Option<Thawed> {
+        let t = self.chunk(no)?;
+        let mut st = self.lock();
+        if let Some(slot) = st.frozen.chunks.get_mut(no) {
+            *slot = None;
+        }
+        st.frozen.frozen_calls -= t.calls.len();
+        st.cache.retain(|(n, _)| *n != no);
+        drop(st);
+        Some(Thawed {
+            calls: t.calls.clone(),
+            frames: t.frames.clone(),
+        })
+    }
+
+    /// Chunk `no`, decoded (from the cache when it was read lately).
+    pub fn chunk(&self, no: usize) -> Option<Arc<Thawed>> {
+        let (at, len) = {
+            let mut st = self.lock();
+            if let Some(i) = st.cache.iter().position(|(n, _)| *n == no) {
+                let hit = st.cache.remove(i)?;
+                let t = hit.1.clone();
+                st.cache.push_front(hit);
+                return Some(t);
+            }
+            (*st.frozen.chunks.get(no)?)?
+        };
+        let decoded = self
+            .spill
+            .get(at, len as usize)
+            .map_err(|e| format!("spill read failed: {e}"))
+            .and_then(|b| serde_json::from_slice::<Vec<FrozenCall>>(&b).map_err(|e| e.to_string()));
+        let calls = match decoded {
+            Ok(c) => c,
+            Err(e) => {
+                self.lock().failed = Some(e);
+                return None;
+            }
+        };
+        let mut t = Thawed {
+            calls: Vec::with_capacity(calls.len()),
+            frames: Vec::with_capacity(calls.len()),
+        };
+        for c in calls {
+            let (call, frames) = c.into_call(&self.bulk);
+            t.calls.push(Arc::new(call));
+            t.frames.push(frames);
+        }
+        let t = Arc::new(t);
+        let mut st = self.lock();
+        st.cache.push_front((no, t.clone()));
+        st.cache.truncate(CACHED);
+        Some(t)
+    }
+
+    /// The frozen call at `position`.
+    pub fn call(&self, position: usize) -> Option<Arc<ToolCall>> {
+        let t = self.chunk(position / CHUNK)?;
+        t.calls.get(position % CHUNK).cloned()
+    }
+
+    /// Whether the call frozen at `position` is call `id` of `subagent`, as far as the
+    /// id index can tell without decoding it (its key is there; a collision would need
+    /// the same 32-bit keyed hash at the same position).
+    pub fn holds(&self, position: usize, subagent: Option<&str>, id: &str) -> bool {
+        let key = key_hash(&self.keys, subagent, id) << 32 | position as u64;
+        let st = self.lock();
+        matches!(st.frozen.chunks.get(position / CHUNK), Some(Some(_)))
+            && st.frozen.runs.iter().any(|r| r.binary_search(&key).is_ok())
+    }
+
+    /// Position of the frozen call `id` of `subagent` (none: the session's own).
+    pub fn find(&self, subagent: Option<&str>, id: &str) -> Option<usize> {
+        let h = key_hash(&self.keys, subagent, id);
+        let candidates: Vec<usize> = {
+            let st = self.lock();
+            let mut out = Vec::new();
+            for run in &st.frozen.runs {
+                let from = run.partition_point(|&k| k < h << 32);
+                for &k in run[from..].iter().take_while(|&&k| k >> 32 == h) {
+                    let p = (k & 0xffff_ffff) as usize;
+                    if matches!(st.frozen.chunks.get(p / CHUNK), Some(Some(_))) {
+                        out.push(p);
+                    }
+                }
+            }
+            out
+        };
+        candidates.into_iter().find(|&p| {
+            self.call(p)
+                .is_some_and(|c| c.id == id && c.subagent.as_deref() == subagent)
+        })
+    }
+}
+
+fn merge(a: Vec<u64>, b: Vec<u64>) -> Vec<u64> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+/// A call as the spill keeps it.
+#[derive(Serialize, Deserialize)]
+struct FrozenCall {
+    id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    title: String,
+    kind: ToolKind,
+    status: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    content: Vec<FrozenContent>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    locations: Vec<Location>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    raw_input: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    raw_output: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    announced: bool,
+    history: Vec<(String, f64)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    permissions: Vec<PermissionRecord>,
+    turn: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    anomalies: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    subagent: Option<String>,
+    rev: u32,
+    position: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    frames: Vec<u64>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "t")]
+enum FrozenContent {
+    /// A text in the session log: its frame (`seq`) and item, length and lines.
+    Logged {
+        seq: u64,
+        item: usize,
+        len: usize,
+        lines: usize,
+    },
+    /// A text kept here (no frame said it, or the frame is in another log).
+    Text {
+        text: String,
+    },
+    Block {
+        block: Box<RawValue>,
+    },
+    Diff {
+        path: String,
+        old_text: Option<String>,
+        new_text: String,
+    },
+    Terminal {
+        terminal_id: String,
+    },
+    Session {
+        session_id: String,
+    },
+}
+
+impl FrozenCall {
+    fn of(c: &ToolCall, frames: &[u64], inline: bool) -> FrozenCall {
+        let content = c
+            .content
+            .iter()
+            .map(|item| match item {
+                ToolContent::Text { text } => match text.origin() {
+                    Some((seq, item)) if !inline => FrozenContent::Logged {
+                        seq,
+                        item,
+                        len: text.len(),
+                        lines: text.output_lines(),
+                    },
+                    _ => FrozenContent::Text {
+                        text: (*text.load()).clone(),
+                    },
+                },
+                ToolContent::Block { block } => FrozenContent::Block {
+                    block: block.clone(),
+                },
+                ToolContent::Diff {
+                    path,
+                    old_text,
+                    new_text,
+                } => FrozenContent::Diff {
+                    path: path.clone(),
+                    old_text: old_text.clone(),
+                    new_text: new_text.clone(),
+                },
+                ToolContent::Terminal { terminal_id } => FrozenContent::Terminal {
+                    terminal_id: terminal_id.clone(),
+                },
+                ToolContent::Session { session_id } => FrozenContent::Session {
+                    session_id: session_id.clone(),
+                },
+            })
+            .collect();
+        FrozenCall {
+            id: c.id.clone(),
+            title: c.title.clone(),
+            kind: c.kind,
+            status: c.status.as_str().to_string(),
+            content,
+            locations: c.locations.clone(),
+            raw_input: c.raw_input.clone(),
+            raw_output: c.raw_output.clone(),
+            name: c.name.clone(),
+            announced: c.announced,
+            history: c
+                .status_history
+                .iter()
+                .map(|h| (h.status.as_str().to_string(), h.t))
+                .collect(),
+            permissions: c.permissions.clone(),
+            turn: c.turn,
+            anomalies: c.anomalies.clone(),
+            subagent: c.subagent.as_deref().map(str::to_string),
+            rev: c.rev,
+            position: c.position,
+            frames: frames.to_vec(),
+        }
+    }
+
+    fn into_call(self, bulk: &Arc<dyn BulkSource>) -> (ToolCall, Vec<u64>) {
+        let status = |s: &str| ToolStatus::parse(s).unwrap_or(ToolStatus::Unfinished);
+        let content = self
+            .content
+            .into_iter()
+            .map(|c| match c {
+                FrozenContent::Logged {
+                    seq,
+                    item,
+                    len,
+                    lines,
+                } => ToolContent::Text {
+                    text: Text::logged(bulk, seq, item, len, lines),
+                },
+                FrozenContent::Text { text } => ToolContent::Text {
+                    text: Text::new(text),
+                },
+                FrozenContent::Block { block } => ToolContent::Block { block },
+                FrozenContent::Diff {
+                    path,
+                    old_text,
+                    new_text,
+                } => ToolContent::Diff {
+                    path,
+                    old_text,
+                    new_text,
+                },
+                FrozenContent::Terminal { terminal_id } => ToolContent::Terminal { terminal_id },
+                FrozenContent::Session { session_id } => ToolContent::Session { session_id },
+            })
+            .collect();
+        let call = ToolCall {
+            id: self.id,
+            title: self.title,
+            kind: self.kind,
+            status: status(&self.status),
+            content,
+            locations: self.locations,
+            raw_input: self.raw_input,
+            raw_output: self.raw_output,
+            name: self.name,
+            announced: self.announced,
+            status_history: self
+                .history
+                .iter()
+                .map(|(s, t)| StatusChange {
+                    status: status(s),
+                    t: *t,
+                })
+                .collect(),
+            permissions: self.permissions,
+            turn: self.turn,
+            anomalies: self.anomalies,
+            subagent: self.subagent.map(Arc::from),
+            rev: self.rev,
+            position: self.position,
+        };
+        (call, self.frames)
+    }
+}

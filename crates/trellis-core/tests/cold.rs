@@ -1,0 +1,180 @@
+//! Finished chunks of calls out of memory (`trellis_core::cold`): what a frozen call
+//! reads back as, finding it by id, changing it again, and a spill that fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use trellis_core::bulk::BulkSource;
+use trellis_core::cold::{CHUNK, Cold, Spill};
+use trellis_core::tool_call::{ToolCallPatch, ToolContent};
+use trellis_core::{Ledger, ToolStatus};
+
+#[derive(Default)]
+struct MemSpill {
+    bytes: Mutex<Vec<u8>>,
+    fail: std::sync::atomic::AtomicBool,
+}
+
+impl Spill for MemSpill {
+    fn put(&self, b: &[u8]) -> std::io::Result<u64> {
+        if self.fail.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(std::io::Error::other("disk full"));
+        }
+        let mut v = self.bytes.lock().unwrap();
+        let at = v.len() as u64;
+        v.extend_from_slice(b);
+        Ok(at)
+    }
+    fn get(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let v = self.bytes.lock().unwrap();
+        Ok(v[at as usize..at as usize + len].to_vec())
+    }
+}
+
+/// The "log": the text frame `seq` brought is `out <seq>`.
+struct Log;
+impl BulkSource for Log {
+    fn text(&self, seq: u64, item: usize) -> Option<String> {
+        Some(format!("out {seq}/{item}\n"))
+    }
+}
+
+fn patch(v: serde_json::Value) -> ToolCallPatch {
+    serde_json::from_str(&v.to_string()).unwrap()
+}
+
+/// `n` calls, each announced (frame 2i) and completed with output (frame 2i+1); every
+/// tenth belongs to subagent "kid" and reuses the parent's id.
+fn ledger(n: usize) -> (Ledger, Arc<Cold>, Arc<MemSpill>) {
+    let spill = Arc::new(MemSpill::default());
+    let cold = Cold::new(spill.clone(), Arc::new(Log));
+    let mut l = Ledger::default();
+    l.set_cold(cold.clone());
+    let kid: Arc<str> = Arc::from("kid");
+    for i in 0..n {
+        let owner = (i % 10 == 9).then_some((0, &kid));
+        let id = if owner.is_some() {
+            format!("c{}", i - 9)
+        } else {
+            format!("c{i}")
+        };
+        let a = l.apply_in(
+            owner,
+            patch(
+                json!({"toolCallId": id, "title": format!("T{i}"), "kind": "execute",
+                "status": "in_progress", "rawInput": {"n": i}}),
+            ),
+            true,
+            i as f64,
+            1,
+        );
+        l.push_frame(a.index, 2 * i as u64);
+        let a = l.apply_in(
+            owner,
+            patch(json!({"toolCallId": id, "status": "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": format!("out {}/0\n", 2 * i + 1)}}]})),
+            false,
+            i as f64 + 0.5,
+            1,
+        );
+        l.push_frame(a.index, 2 * i as u64 + 1);
+    }
+    (l, cold, spill)
+}
+
+#[test]
+fn a_frozen_call_reads_back_as_it_was_and_is_found_by_its_id() {
+    let n = 5 * CHUNK + 7;
+    let (mut l, cold, _) = ledger(n);
+    let before: Vec<_> = l.calls().map(|c| (*c).clone()).collect();
+    let frozen = l.settle();
+    // All but the newest two chunks (the last one partial) left memory.
+    assert_eq!(frozen, 4 * CHUNK);
+    assert!(l.is_frozen(0) && l.is_frozen(4 * CHUNK - 1) && !l.is_frozen(4 * CHUNK));
+    assert_eq!(cold.stats(), (4 * CHUNK, None));
+    for (i, b) in before.iter().enumerate() {
+        let c = l.at(i);
+        assert_eq!(*c, *b, "call {i}");
+        assert_eq!(c.position, i);
+        assert_eq!(c.status_history, b.status_history);
+        assert_eq!(c.rev, b.rev);
+        assert_eq!(c.subagent, b.subagent);
+        assert_eq!(&*l.frames(i), &[2 * i as u64, 2 * i as u64 + 1]);
+        let ToolContent::Text { text } = &c.content[0] else {
+            panic!("text")
+        };
+        assert_eq!(text.len(), format!("out {}/0\n", 2 * i + 1).len());
+        assert_eq!(text.output_lines(), 1);
+        if i < 4 * CHUNK {
+            assert!(
+                !text.is_held(),
+                "a frozen call's output is read from the log"
+            );
+        }
+        assert_eq!(*text.load(), format!("out {}/0\n", 2 * i + 1));
+    }
+    // By id: the session's own and the subagent's (the same id, another call).
+    assert_eq!(l.position("c0"), Some(0));
+    assert_eq!(l.position_in(Some(0), "c0"), Some(9));
+    assert_eq!(l.position("c1030"), Some(1030));
+    assert_eq!(l.position("c9"), None, "c9 is the subagent's only");
+    assert_eq!(l.position("nope"), None);
+    assert_eq!(cold.find(Some("kid"), "c0"), Some(9));
+    assert!(cold.holds(9, Some("kid"), "c0") && !cold.holds(9, None, "c0"));
+    // In order, both ways, frozen or not.
+    let ids: Vec<_> = l.calls().rev().map(|c| c.position).collect();
+    assert_eq!(ids, (0..n).rev().collect::<Vec<_>>());
+    assert!(l.open().is_empty());
+    assert_eq!(l.calls().len(), n);
+}
+
+#[test]
+fn a_frozen_call_changed_again_comes_back_into_memory_and_freezes_again() {
+    let (mut l, cold, _) = ledger(4 * CHUNK);
+    l.settle();
+    assert!(l.is_frozen(5));
+    // A late update to a frozen call (by id) and a status the client sets.
+    let a = l.apply(
+        patch(json!({"toolCallId": "c5", "title": "renamed"})),
+        false,
+        99.0,
+        2,
+    );
+    assert_eq!((a.index, a.created), (5, false));
+    assert!(!l.is_frozen(5), "thawed to be changed");
+    l.push_frame(5, 777);
+    assert_eq!(l.at(5).title, "renamed");
+    assert_eq!(&*l.frames(5), &[10, 11, 777]);
+    // Still found by id while in memory, and the neighbours too.
+    assert_eq!(l.position("c6"), Some(6));
+    assert_eq!(l.position_in(Some(0), "c0"), Some(9));
+    // A call re-opened is not frozen again until it finishes.
+    l.at_mut(6).set_status(ToolStatus::InProgress, 100.0);
+    assert_eq!(l.settle(), 0);
+    assert_eq!(l.open(), vec![6]);
+    l.at_mut(6).set_status(ToolStatus::Completed, 101.0);
+    assert_eq!(l.settle(), CHUNK);
+    assert_eq!(l.at(5).title, "renamed");
+    assert_eq!(&*l.frames(5), &[10, 11, 777]);
+    assert_eq!(l.position("c5"), Some(5));
+    assert_eq!(cold.stats().0, 2 * CHUNK);
+    // A clone freezes on its own: the original's store is not changed by it.
+    let mut copy = l.clone();
+    copy.at_mut(7).title = "copy".into();
+    assert_eq!(l.at(7).title, "T7");
+    assert_eq!(copy.at(7).title, "copy");
+}
+
+#[test]
+fn a_spill_that_fails_keeps_the_calls_in_memory() {
+    let (mut l, cold, spill) = ledger(4 * CHUNK);
+    spill.fail.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(l.settle(), 0);
+    assert!(!l.is_frozen(0));
+    let (n, why) = cold.stats();
+    assert_eq!(n, 0);
+    assert!(why.unwrap().contains("disk full"));
+    assert_eq!(l.at(3).title, "T3");
+    assert_eq!(l.position("c3"), Some(3));
+}
