@@ -30,6 +30,8 @@ use crate::tool_call::{Location, StatusChange, ToolCall, ToolContent, ToolKind, 
 
 /// Calls per chunk: the unit that is frozen, read back and cached.
 pub const CHUNK: usize = 512;
+/// Keys per run of the id index at most (2 MiB); a million calls make four such runs.
+const MAX_RUN: usize = 1 << 18;
 /// Decoded chunks kept (a frame draws from one or two; the inspector steps within one).
 const CACHED: usize = 8;
 
@@ -47,10 +49,63 @@ pub struct Thawed {
     pub frames: Vec<Vec<u64>>,
 }
 
+/// Counts over calls that need no decoding: per status, and the bytes of their output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    counts: [usize; 6],
+    pub output_bytes: usize,
+    pub calls: usize,
+}
+
+fn status_slot(s: ToolStatus) -> usize {
+    match s {
+        ToolStatus::Pending => 0,
+        ToolStatus::InProgress => 1,
+        ToolStatus::Completed => 2,
+        ToolStatus::Failed => 3,
+        ToolStatus::Cancelled => 4,
+        ToolStatus::Unfinished => 5,
+    }
+}
+
+impl Tally {
+    pub fn count(&self, s: ToolStatus) -> usize {
+        self.counts[status_slot(s)]
+    }
+
+    pub fn add(&mut self, c: &ToolCall) {
+        self.counts[status_slot(c.status)] += 1;
+        self.output_bytes += c
+            .content
+            .iter()
+            .map(ToolContent::text_size_bytes)
+            .sum::<usize>();
+        self.calls += 1;
+    }
+
+    fn merge(&mut self, o: &Tally) {
+        for (a, b) in self.counts.iter_mut().zip(o.counts) {
+            *a += b;
+        }
+        self.output_bytes += o.output_bytes;
+        self.calls += o.calls;
+    }
+
+    fn remove(&mut self, o: &Tally) {
+        for (a, b) in self.counts.iter_mut().zip(o.counts) {
+            *a -= b;
+        }
+        self.output_bytes -= o.output_bytes;
+        self.calls -= o.calls;
+    }
+}
+
 #[derive(Default, Clone)]
 struct Frozen {
-    /// Per chunk number: where its bytes are, if it is frozen.
-    chunks: Vec<Option<(u64, u32)>>,
+    /// Per chunk number: where its bytes are, if it is frozen, and its calls' tally.
+    chunks: Vec<Option<(u64, u32, Tally)>>,
+    /// The tally of every frozen chunk.
+    tally: Tally,
     /// Sorted runs of `hash << 32 | position`, merged like a binary counter.
     runs: Vec<Vec<u64>>,
     frozen_calls: usize,
@@ -133,6 +188,11 @@ impl Cold {
         })
     }
 
+    /// The tally of every frozen call (kept as chunks freeze and thaw).
+    pub fn tally(&self) -> Tally {
+        self.lock().frozen.tally
+    }
+
     /// Calls frozen now, and why freezing stopped if it did.
     pub fn stats(&self) -> (usize, Option<String>) {
         let st = self.lock();
@@ -160,19 +220,21 @@ impl Cold {
     /// texts in the spill (their frames are in another log). False when it could not be
     /// written (the chunk stays in memory).
     pub(crate) fn freeze(&self, no: usize, thawed: &Thawed, inline_below: usize) -> bool {
-        let calls: Vec<FrozenCall> = thawed
+        let calls: Vec<FrozenRef<'_>> = thawed
             .calls
             .iter()
             .zip(&thawed.frames)
-            .map(|(c, f)| FrozenCall::of(c, f, c.position < inline_below))
+            .map(|(c, f)| FrozenRef::of(c, f, c.position < inline_below))
             .collect();
-        let bytes = match serde_json::to_vec(&calls) {
-            Ok(b) => b,
-            Err(e) => {
-                self.lock().failed = Some(e.to_string());
-                return false;
-            }
-        };
+        let mut bytes = Vec::with_capacity(calls.len() * 320);
+        if let Err(e) = serde_json::to_writer(&mut bytes, &calls) {
+            self.lock().failed = Some(e.to_string());
+            return false;
+        }
+        let mut tally = Tally::default();
+        for c in &thawed.calls {
+            tally.add(c);
+        }
         let at = match self.spill.put(&bytes) {
             Ok(at) => at,
             Err(e) => {
@@ -191,12 +253,16 @@ impl Cold {
         if fr.chunks.len() <= no {
             fr.chunks.resize(no + 1, None);
         }
-        fr.chunks[no] = Some((at, bytes.len() as u32));
+        fr.chunks[no] = Some((at, bytes.len() as u32, tally));
+        fr.tally.merge(&tally);
         fr.frozen_calls += thawed.calls.len();
         fr.runs.push(run);
         while fr.runs.len() >= 2 {
             let n = fr.runs.len();
-            if fr.runs[n - 2].len() > 2 * fr.runs[n - 1].len() {
+            let (a, b) = (fr.runs[n - 2].len(), fr.runs[n - 1].len());
+            // Runs stop growing at MAX_RUN keys: a merge copies both runs, and one of the
+            // whole index would cost its size again in memory for a moment.
+            if a > 2 * b || a + b > MAX_RUN {
                 break;
             }
             let b = fr.runs.pop().unwrap_or_default();
@@ -210,8 +276,8 @@ impl Cold {
     pub(crate) fn thaw(&self, no: usize) -> Option<Thawed> {
         let t = self.chunk(no)?;
         let mut st = self.lock();
-        if let Some(slot) = st.frozen.chunks.get_mut(no) {
-            *slot = None;
+        if let Some(Some((_, _, tally))) = st.frozen.chunks.get_mut(no).map(Option::take) {
+            st.frozen.tally.remove(&tally);
         }
         st.frozen.frozen_calls -= t.calls.len();
         st.cache.retain(|(n, _)| *n != no);
@@ -232,7 +298,8 @@ impl Cold {
                 st.cache.push_front(hit);
                 return Some(t);
             }
-            (*st.frozen.chunks.get(no)?)?
+            let (at, len, _) = (*st.frozen.chunks.get(no)?)?;
+            (at, len)
         };
         let decoded = self
             .spill
@@ -319,8 +386,8 @@ fn merge(a: Vec<u64>, b: Vec<u64>) -> Vec<u64> {
     out
 }
 
-/// A call as the spill keeps it.
-#[derive(Serialize, Deserialize)]
+/// A call as the spill keeps it (read back).
+#[derive(Deserialize)]
 struct FrozenCall {
     id: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -352,8 +419,7 @@ struct FrozenCall {
     frames: Vec<u64>,
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(tag = "t")]
+#[derive(Deserialize)]
 enum FrozenContent {
     /// A text in the session log: its frame (`seq`) and item, length and lines.
     Logged {
@@ -382,69 +448,124 @@ enum FrozenContent {
     },
 }
 
-impl FrozenCall {
-    fn of(c: &ToolCall, frames: &[u64], inline: bool) -> FrozenCall {
+/// A call as the spill keeps it, written from the call without copying it (the same
+/// fields as [`FrozenCall`]).
+#[derive(Serialize)]
+struct FrozenRef<'a> {
+    id: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    title: &'a str,
+    kind: ToolKind,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    content: Vec<ContentRef<'a>>,
+    #[serde(skip_serializing_if = "<[Location]>::is_empty")]
+    locations: &'a [Location],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw_input: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw_output: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    announced: bool,
+    history: Vec<(&'static str, f64)>,
+    #[serde(skip_serializing_if = "<[PermissionRecord]>::is_empty")]
+    permissions: &'a [PermissionRecord],
+    turn: u32,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    anomalies: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subagent: Option<&'a str>,
+    rev: u32,
+    position: usize,
+    #[serde(skip_serializing_if = "<[u64]>::is_empty")]
+    frames: &'a [u64],
+}
+
+#[derive(Serialize)]
+enum ContentRef<'a> {
+    Logged {
+        seq: u64,
+        item: usize,
+        len: usize,
+        lines: usize,
+    },
+    Text {
+        text: std::sync::Arc<String>,
+    },
+    Block {
+        block: &'a RawValue,
+    },
+    Diff {
+        path: &'a str,
+        old_text: Option<&'a str>,
+        new_text: &'a str,
+    },
+    Terminal {
+        terminal_id: &'a str,
+    },
+    Session {
+        session_id: &'a str,
+    },
+}
+
+impl<'a> FrozenRef<'a> {
+    fn of(c: &'a ToolCall, frames: &'a [u64], inline: bool) -> FrozenRef<'a> {
         let content = c
             .content
             .iter()
             .map(|item| match item {
                 ToolContent::Text { text } => match text.origin() {
-                    Some((seq, item)) if !inline => FrozenContent::Logged {
+                    Some((seq, item)) if !inline => ContentRef::Logged {
                         seq,
                         item,
                         len: text.len(),
                         lines: text.output_lines(),
                     },
-                    _ => FrozenContent::Text {
-                        text: (*text.load()).clone(),
-                    },
+                    _ => ContentRef::Text { text: text.load() },
                 },
-                ToolContent::Block { block } => FrozenContent::Block {
-                    block: block.clone(),
-                },
+                ToolContent::Block { block } => ContentRef::Block { block },
                 ToolContent::Diff {
                     path,
                     old_text,
                     new_text,
-                } => FrozenContent::Diff {
-                    path: path.clone(),
-                    old_text: old_text.clone(),
-                    new_text: new_text.clone(),
+                } => ContentRef::Diff {
+                    path,
+                    old_text: old_text.as_deref(),
+                    new_text,
                 },
-                ToolContent::Terminal { terminal_id } => FrozenContent::Terminal {
-                    terminal_id: terminal_id.clone(),
-                },
-                ToolContent::Session { session_id } => FrozenContent::Session {
-                    session_id: session_id.clone(),
-                },
+                ToolContent::Terminal { terminal_id } => ContentRef::Terminal { terminal_id },
+                ToolContent::Session { session_id } => ContentRef::Session { session_id },
             })
             .collect();
-        FrozenCall {
-            id: c.id.clone(),
-            title: c.title.clone(),
+        FrozenRef {
+            id: &c.id,
+            title: &c.title,
             kind: c.kind,
-            status: c.status.as_str().to_string(),
+            status: c.status.as_str(),
             content,
-            locations: c.locations.clone(),
-            raw_input: c.raw_input.clone(),
-            raw_output: c.raw_output.clone(),
-            name: c.name.clone(),
+            locations: &c.locations,
+            raw_input: c.raw_input.as_deref(),
+            raw_output: c.raw_output.as_deref(),
+            name: c.name.as_deref(),
             announced: c.announced,
             history: c
                 .status_history
                 .iter()
-                .map(|h| (h.status.as_str().to_string(), h.t))
+                .map(|h| (h.status.as_str(), h.t))
                 .collect(),
-            permissions: c.permissions.clone(),
+            permissions: &c.permissions,
             turn: c.turn,
-            anomalies: c.anomalies.clone(),
-            subagent: c.subagent.as_deref().map(str::to_string),
+            anomalies: &c.anomalies,
+            subagent: c.subagent.as_deref(),
             rev: c.rev,
             position: c.position,
-            frames: frames.to_vec(),
+            frames,
         }
     }
+}
 
+impl FrozenCall {
     fn into_call(self, bulk: &Arc<dyn BulkSource>) -> (ToolCall, Vec<u64>) {
         let status = |s: &str| ToolStatus::parse(s).unwrap_or(ToolStatus::Unfinished);
         let content = self

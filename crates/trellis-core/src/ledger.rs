@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::fxhash::FxHashMap;
 
-use crate::cold::{CHUNK, Cold, Thawed};
+use crate::cold::{CHUNK, Cold, Tally, Thawed};
 use crate::tool_call::{ToolCall, ToolCallPatch, ToolStatus};
 
 /// The newest chunks are never frozen: late updates to recent calls stay cheap.
@@ -47,6 +47,8 @@ pub struct Ledger {
     cold: Option<Arc<Cold>>,
     /// Calls before this position are an earlier session's (see [`Ledger::archive`]).
     archived: usize,
+    /// Every chunk before this one is frozen (`settle` starts here).
+    settled: usize,
 }
 
 impl Clone for Ledger {
@@ -59,6 +61,7 @@ impl Clone for Ledger {
             owners: self.owners.clone(),
             cold: self.cold.as_ref().map(|c| c.fork()),
             archived: self.archived,
+            settled: self.settled,
         }
     }
 }
@@ -141,6 +144,16 @@ impl Ledger {
             .flat_map(|h| h.calls.iter().rev().map(|c| &**c))
     }
 
+    /// Calls per status and their output bytes, without decoding frozen calls (their
+    /// chunks' tallies were taken when they froze).
+    pub fn tally(&self) -> Tally {
+        let mut t = self.cold.as_ref().map(|c| c.tally()).unwrap_or_default();
+        for c in self.chunks.iter().flatten().flat_map(|h| h.calls.iter()) {
+            t.add(c);
+        }
+        t
+    }
+
     /// Positions of the calls not finished (they are always in memory).
     pub fn open(&self) -> Vec<usize> {
         self.chunks
@@ -177,6 +190,7 @@ impl Ledger {
     fn hot(&mut self, index: usize) -> &mut Hot {
         let no = index / CHUNK;
         if self.chunks[no].is_none() {
+            self.settled = self.settled.min(no);
             let thawed = self
                 .cold
                 .as_ref()
@@ -367,7 +381,7 @@ impl Ledger {
             return 0;
         }
         let mut frozen = 0;
-        for no in 0..self.chunks.len() - KEEP_HOT {
+        for no in self.settled..self.chunks.len() - KEEP_HOT {
             let ready = match &self.chunks[no] {
                 Some(hot) => {
                     hot.calls.len() == CHUNK && hot.calls.iter().all(|c| c.status.is_terminal())
@@ -406,6 +420,9 @@ impl Ledger {
                 }
             }
             frozen += thawed.calls.len();
+        }
+        while matches!(self.chunks.get(self.settled), Some(None)) {
+            self.settled += 1;
         }
         frozen
     }

@@ -190,7 +190,8 @@ pub fn transcript_text(session: &Session) -> String {
 pub fn ledger_summary(session: &Session) -> String {
     let mut out = String::new();
     let calls = session.ledger.calls();
-    let count = |s: ToolStatus| calls.clone().filter(|c| c.status == s).count();
+    let tally = session.ledger.tally();
+    let count = |s: ToolStatus| tally.count(s);
     let _ = writeln!(
         out,
         "{} tool calls: {} completed, {} failed, {} cancelled, {} unfinished, {} open",

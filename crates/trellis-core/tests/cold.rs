@@ -127,6 +127,11 @@ fn a_frozen_call_reads_back_as_it_was_and_is_found_by_its_id() {
     assert_eq!(ids, (0..n).rev().collect::<Vec<_>>());
     assert!(l.open().is_empty());
     assert_eq!(l.calls().len(), n);
+    // Counted without decoding: the frozen chunks' tallies and the calls in memory.
+    let t = l.tally();
+    assert_eq!((t.calls, t.count(ToolStatus::Completed)), (n, n));
+    let bytes: usize = (0..n).map(|i| format!("out {}/0\n", 2 * i + 1).len()).sum();
+    assert_eq!(t.output_bytes, bytes);
 }
 
 #[test]
@@ -153,6 +158,7 @@ fn a_frozen_call_changed_again_comes_back_into_memory_and_freezes_again() {
     l.at_mut(6).set_status(ToolStatus::InProgress, 100.0);
     assert_eq!(l.settle(), 0);
     assert_eq!(l.open(), vec![6]);
+    assert_eq!(l.tally().count(ToolStatus::InProgress), 1);
     l.at_mut(6).set_status(ToolStatus::Completed, 101.0);
     assert_eq!(l.settle(), CHUNK);
     assert_eq!(l.at(5).title, "renamed");

@@ -148,9 +148,12 @@ impl Index {
     /// How much of the full-text index's work is held in memory between flushes to disk:
     /// `bulk` (16 MB) for commands that read many logs, else 1 MB for a running session,
     /// which indexes in its own process (the setting is the index file's, so each user
-    /// sets it). Indexing the small way is about a tenth slower.
+    /// sets it), with a 2 MB page cache instead of 8. Indexing the small way is slower
+    /// (it runs in the background).
     pub fn set_bulk(&self, bulk: bool) -> Result<()> {
         let bytes: i64 = if bulk { 16 << 20 } else { 1 << 20 };
+        let cache_kib: i64 = if bulk { -8_000 } else { -2_000 };
+        self.conn.pragma_update(None, "cache_size", cache_kib)?;
         self.conn.execute(
             "INSERT INTO entries_fts(entries_fts, rank) VALUES('hashsize', ?1)",
             [bytes],

@@ -18,8 +18,11 @@ enum Found {
     Checkpoint(u64, u32),
 }
 
-/// Handed over this many at a time.
-const BATCH: usize = 256;
+/// Handed over this many at a time, at most [`DEPTH`] batches ahead of the writer: a
+/// running session indexes in its own process, so what is in flight stays small (about
+/// 64 × 5 tool outputs).
+const BATCH: usize = 64;
+const DEPTH: usize = 4;
 
 struct Forward {
     tx: SyncSender<Vec<Found>>,
@@ -71,7 +74,7 @@ pub(crate) fn read_into(
         ex.finish(sink);
         return Ok(end);
     }
-    let (tx, rx) = sync_channel::<Vec<Found>>(16);
+    let (tx, rx) = sync_channel::<Vec<Found>>(DEPTH);
     std::thread::scope(|s| {
         let reader = std::thread::Builder::new()
             .name("index-reader".into())

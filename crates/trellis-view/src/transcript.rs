@@ -2,11 +2,17 @@
 //! of what it shows, heights kept in prefix sums, so a frame renders only what is visible
 //! and finds it by binary search — its cost does not grow with the transcript.
 //!
-//! Invariants: `prefix[i]` is the line offset of entry `i` for every `i < valid`; an entry
-//! whose key changes (new text, a call's revision, the width) is re-measured and the sums
-//! after it recomputed lazily. Callers report changes to existing calls with
-//! [`TranscriptView::invalidate_call`]; new entries and message growth are found by `sync`.
+//! Invariants: `prefix[b]` is the line offset of entry `b * BLOCK` for every such entry
+//! `< valid`; an entry whose key changes (new text, a call's revision, the width) is
+//! re-measured and the sums after it recomputed lazily. Callers report changes to
+//! existing calls with [`TranscriptView::invalidate_call`]; new entries and message
+//! growth are found by `sync`.
+//!
+//! Per entry only its key and height are kept (16 bytes: a session of a million calls
+//! has a million entries); rendered lines are kept for the [`LINES_KEPT`] entries laid
+//! out last that have any, and laid out again when drawn otherwise.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use ratatui_core::text::{Line, Span};
@@ -54,24 +60,55 @@ pub trait Decor: Send + Sync {
     fn flush(&self) {}
 }
 
-#[derive(Debug, Clone)]
-struct Cached {
-    key: u64,
-    height: usize,
-    /// Rendered lines (for a native card: only the lines under its first line).
-    lines: Option<Arc<Vec<Line<'static>>>>,
-    /// Drawn by a card design: `lines` holds the whole card.
-    designed: bool,
+/// An entry's height in lines; the top bit marks a card drawn by a design (its lines are
+/// then the whole card).
+#[derive(Debug, Clone, Copy, Default)]
+struct Cached(u32);
+
+const DESIGNED: u32 = 1 << 31;
+
+impl Cached {
+    fn new(height: usize, designed: bool) -> Cached {
+        let h = u32::try_from(height)
+            .unwrap_or(DESIGNED - 1)
+            .min(DESIGNED - 1);
+        Cached(if designed { h | DESIGNED } else { h })
+    }
+    fn height(self) -> u32 {
+        self.0 & !DESIGNED
+    }
+    fn designed(self) -> bool {
+        self.0 & DESIGNED != 0
+    }
 }
+
+/// Entries per prefix sum (the offset of an entry inside its block is summed when asked).
+const BLOCK: usize = 64;
+/// Entries whose rendered lines are kept.
+pub const LINES_KEPT: usize = 4096;
+
+type Lines = Arc<Vec<Line<'static>>>;
 
 #[derive(Debug, Default)]
 pub struct TranscriptView {
     width: usize,
     entries: Vec<Cached>,
+    /// The key (see `key`) each entry was laid out with, for the entries `sync` looks at
+    /// again without being told (the last one, those showing a subagent); any other is
+    /// laid out again only when invalidated.
+    keys: std::collections::HashMap<usize, u64>,
+    /// Rendered lines of the entries laid out last that have any (for a native card: only
+    /// the lines under its first line), oldest first in `kept`.
+    lines: std::collections::HashMap<usize, Lines>,
+    kept: VecDeque<usize>,
+    /// Line offset of each block's first entry (see [`BLOCK`]), and one past the end.
     prefix: Vec<usize>,
     valid: usize,
-    /// Transcript entry of each ledger index.
-    call_entry: Vec<usize>,
+    /// Entries from which the next `sync` lays out every entry again (after
+    /// `invalidate_all`; else none).
+    relayout_from: usize,
+    /// Transcript entry of each ledger index (`u32::MAX`: none).
+    call_entry: Vec<u32>,
     /// Entries invalidated since the last `sync`.
     dirty: Vec<usize>,
     /// Entries that show a subagent (a call that started one, or the announcement): what
@@ -172,20 +209,21 @@ impl TranscriptView {
     /// Marks the entry of ledger call `index` for re-measuring.
     pub fn invalidate_call(&mut self, index: usize) {
         if let Some(&e) = self.call_entry.get(index)
-            && let Some(c) = self.entries.get_mut(e)
+            && (e as usize) < self.entries.len()
         {
-            c.key = 0;
-            c.lines = None;
-            self.dirty.push(e);
+            self.keys.remove(&(e as usize));
+            self.lines.remove(&(e as usize));
+            self.dirty.push(e as usize);
         }
     }
 
     /// Forgets every cached entry (theme or policy change).
     pub fn invalidate_all(&mut self) {
-        for c in &mut self.entries {
-            c.key = 0;
-            c.lines = None;
-        }
+        // Every entry is laid out again by the next `sync`.
+        self.keys.clear();
+        self.lines.clear();
+        self.kept.clear();
+        self.relayout_from = 0;
         self.valid = 0;
     }
 
@@ -214,20 +252,16 @@ impl TranscriptView {
         for (i, e) in session.transcript.iter().enumerate().skip(first_new) {
             if let Entry::ToolCall { index } = e {
                 if self.call_entry.len() <= *index {
-                    self.call_entry.resize(*index + 1, usize::MAX);
+                    self.call_entry.resize(*index + 1, u32::MAX);
                 }
-                self.call_entry[*index] = i;
+                self.call_entry[*index] = u32::try_from(i).unwrap_or(u32::MAX);
             }
-            self.entries.push(Cached {
-                key: 0,
-                height: 0,
-                lines: None,
-                designed: false,
-            });
+            self.entries.push(Cached::default());
         }
         // Re-measure what may have changed: the new entries, the last old one (it may be a
         // streaming message), and those invalidated since.
-        let start = first_new.saturating_sub(1).min(self.valid);
+        let start = first_new.saturating_sub(1).min(self.relayout_from);
+        self.relayout_from = usize::MAX;
         for i in start..n {
             self.measure(session, i, theme);
         }
@@ -242,6 +276,12 @@ impl TranscriptView {
                 self.measure(session, i, theme);
             }
         }
+        // Keys are kept only where they are looked at again unasked.
+        if self.keys.len() > self.trees.len() + 1 {
+            let last = n.saturating_sub(1);
+            let trees = &self.trees;
+            self.keys.retain(|&i, _| i == last || trees.contains(&i));
+        }
         if let Some(d) = &self.decor {
             d.flush();
         }
@@ -250,10 +290,9 @@ impl TranscriptView {
     fn measure(&mut self, session: &Session, i: usize, theme: &Theme) {
         let entry = &session.transcript[i];
         let key = self.key(session, entry);
-        if self.entries[i].key == key && key != 0 {
+        if self.keys.get(&i) == Some(&key) && key != 0 {
             return;
         }
-        let mut designed = false;
         let shows_child = match entry {
             Entry::ToolCall { index } => child_of(session, &session.ledger.at(*index)).is_some(),
             Entry::Subagent { .. } => true,
@@ -262,6 +301,56 @@ impl TranscriptView {
         if shows_child && !self.trees.contains(&i) {
             self.trees.push(i);
         }
+        let (height, lines, designed) = self.layout(session, i, theme);
+        let old = self.entries[i].height();
+        self.entries[i] = Cached::new(height, designed);
+        let height = self.entries[i].height();
+        self.keys.insert(i, key);
+        self.keep(i, lines);
+        if old != height || i >= self.valid {
+            self.valid = self.valid.min(i);
+        }
+    }
+
+    /// Keeps entry `i`'s lines (if it has any), letting the oldest kept go.
+    fn keep(&mut self, i: usize, lines: Vec<Line<'static>>) {
+        if lines.is_empty() {
+            self.lines.remove(&i);
+            return;
+        }
+        if self.lines.insert(i, Arc::new(lines)).is_none() {
+            self.kept.push_back(i);
+        }
+        while self.kept.len() > LINES_KEPT {
+            if let Some(old) = self.kept.pop_front() {
+                self.lines.remove(&old);
+            }
+        }
+    }
+
+    /// The lines of entry `i`: kept ones, or laid out again (and kept).
+    fn lines_of(&mut self, session: &Session, i: usize, theme: &Theme) -> Option<Lines> {
+        if let Some(l) = self.lines.get(&i) {
+            return Some(l.clone());
+        }
+        let (_, lines, _) = self.layout(session, i, theme);
+        if lines.is_empty() {
+            return None;
+        }
+        self.keep(i, lines);
+        self.lines.get(&i).cloned()
+    }
+
+    /// Entry `i` at the view's width: its height, its lines (for a native card those
+    /// under its first line), and whether a card design drew it.
+    fn layout(
+        &self,
+        session: &Session,
+        i: usize,
+        theme: &Theme,
+    ) -> (usize, Vec<Line<'static>>, bool) {
+        let entry = &session.transcript[i];
+        let mut designed = false;
         let (height, lines) = match entry {
             Entry::ToolCall { index } => {
                 let call = session.ledger.at(*index);
@@ -324,7 +413,7 @@ impl TranscriptView {
                             lines.extend(card.result.into_iter().take(limit));
                         }
                         lines.extend(tree(&cx));
-                        (lines.len(), Some(Arc::new(lines)))
+                        (lines.len(), lines)
                     }
                     None => {
                         let mut lines = if policy == OutputPolicy::Hidden {
@@ -333,25 +422,16 @@ impl TranscriptView {
                             preview_of_text(&text(), &cx, policy)
                         };
                         lines.extend(tree(&cx));
-                        (lines.len() + 1, Some(Arc::new(lines)))
+                        (lines.len() + 1, lines)
                     }
                 }
             }
             _ => {
                 let lines = self.render_entry(session, entry, theme);
-                (lines.len(), Some(Arc::new(lines)))
+                (lines.len(), lines)
             }
         };
-        let old = self.entries[i].height;
-        self.entries[i] = Cached {
-            key,
-            height,
-            lines,
-            designed,
-        };
-        if old != height || i >= self.valid {
-            self.valid = self.valid.min(i);
-        }
+        (height, lines, designed)
     }
 
     fn render_entry(&self, session: &Session, entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
@@ -475,11 +555,26 @@ impl TranscriptView {
         out
     }
 
+    /// Brings the block sums up to date: `prefix[b]` for every block, and the total last.
     fn fix_prefix(&mut self) {
         let n = self.entries.len();
-        self.prefix.resize(n + 1, 0);
-        for i in self.valid..n {
-            self.prefix[i + 1] = self.prefix[i] + self.entries[i].height;
+        let blocks = n.div_ceil(BLOCK);
+        if self.valid >= n && self.prefix.len() == blocks + 1 {
+            return;
+        }
+        // From the block holding the first stale entry on.
+        let from = (self.valid / BLOCK).min(blocks);
+        self.prefix.resize(blocks + 1, 0);
+        if from == 0 {
+            self.prefix[0] = 0;
+        }
+        for b in from..blocks {
+            let end = ((b + 1) * BLOCK).min(n);
+            let sum: usize = self.entries[b * BLOCK..end]
+                .iter()
+                .map(|c| c.height() as usize)
+                .sum();
+            self.prefix[b + 1] = self.prefix[b] + sum;
         }
         self.valid = n;
     }
@@ -493,16 +588,33 @@ impl TranscriptView {
     /// First line of entry `i`.
     pub fn offset_of(&mut self, i: usize) -> usize {
         self.fix_prefix();
-        self.prefix[i.min(self.entries.len())]
+        let i = i.min(self.entries.len());
+        let b = i / BLOCK;
+        let base = self.prefix.get(b).copied().unwrap_or(0);
+        base + self.entries[b * BLOCK..i]
+            .iter()
+            .map(|c| c.height() as usize)
+            .sum::<usize>()
     }
 
     /// The entry drawn at line `y` of the whole transcript.
     pub fn entry_at(&mut self, y: usize) -> Option<usize> {
         self.fix_prefix();
-        if self.entries.is_empty() || y >= self.prefix[self.entries.len()] {
+        let total = self.prefix.last().copied().unwrap_or(0);
+        if self.entries.is_empty() || y >= total {
             return None;
         }
-        Some(self.prefix.partition_point(|&p| p <= y) - 1)
+        // The last block starting at or before `y`, then its entries in order.
+        let b = self.prefix.partition_point(|&p| p <= y).saturating_sub(1);
+        let mut at = self.prefix[b];
+        for i in b * BLOCK..self.entries.len() {
+            let h = self.entries[i].height() as usize;
+            if y < at + h {
+                return Some(i);
+            }
+            at += h;
+        }
+        None
     }
 
     /// Lines `top..top + height` of the transcript. `cursor` is the selected entry,
@@ -524,7 +636,7 @@ impl TranscriptView {
         let Some(mut i) = self.entry_at(top) else {
             return out;
         };
-        let mut skip = top - self.prefix[i];
+        let mut skip = top - self.offset_of(i);
         while out.len() < height && i < self.entries.len() {
             let want = height - out.len();
             if let Entry::ToolCall { index } = &session.transcript[i] {
@@ -537,8 +649,8 @@ impl TranscriptView {
                     selected: cursor == Some(i),
                     highlighted: highlight == Some(i),
                 };
-                if self.entries[i].designed {
-                    if let Some(all) = &self.entries[i].lines {
+                if self.entries[i].designed() {
+                    if let Some(all) = self.lines_of(session, i, theme) {
                         for (k, l) in all.iter().enumerate().skip(skip).take(want) {
                             let mut l = l.clone();
                             if k == 0 && (cx.selected || cx.highlighted) {
@@ -556,7 +668,9 @@ impl TranscriptView {
                     if skip == 0 {
                         out.push(card_line(&call, session, &cx));
                     }
-                    if let Some(rest) = &self.entries[i].lines {
+                    if self.entries[i].height() > 1
+                        && let Some(rest) = self.lines_of(session, i, theme)
+                    {
                         let from = skip.saturating_sub(1);
                         out.extend(
                             rest.iter()
@@ -566,7 +680,7 @@ impl TranscriptView {
                         );
                     }
                 }
-            } else if let Some(lines) = &self.entries[i].lines {
+            } else if let Some(lines) = self.lines_of(session, i, theme) {
                 let shown = lines.iter().skip(skip).take(want).cloned();
                 if cursor == Some(i) {
                     // The cursor on a message, a thought or a plan: the whole entry is
@@ -588,12 +702,17 @@ impl TranscriptView {
         self.call_entry
             .get(index)
             .copied()
-            .filter(|&e| e != usize::MAX)
+            .filter(|&e| e != u32::MAX)
+            .map(|e| e as usize)
     }
 
     /// Entry indexes of tool calls, in order (for cursor moves).
     pub fn call_entries(&self) -> impl Iterator<Item = usize> + '_ {
-        self.call_entry.iter().copied().filter(|&e| e != usize::MAX)
+        self.call_entry
+            .iter()
+            .copied()
+            .filter(|&e| e != u32::MAX)
+            .map(|e| e as usize)
     }
 
     pub fn len(&self) -> usize {

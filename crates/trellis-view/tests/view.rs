@@ -272,6 +272,65 @@ fn windows_agree_with_the_whole_and_incremental_equals_fresh() {
     }
 }
 
+/// More entries with lines than the view keeps lines for, of every height: what is drawn
+/// after their lines were let go (laid out again) is what was drawn before, and offsets
+/// and hit-tests agree across the prefix blocks.
+#[test]
+fn entries_whose_lines_were_let_go_draw_the_same() {
+    let theme = Theme::plain();
+    let mut b = Builder::new();
+    let n = trellis_view::transcript::LINES_KEPT + 300;
+    for i in 0..n {
+        if i % 3 == 0 {
+            let id = format!("c{i}");
+            b.call(
+                &id,
+                json!({"title":format!("Search {i}"),"kind":"search","status":"in_progress"}),
+                i as f64,
+            );
+            b.patch(
+                &id,
+                json!({"status":"failed","content":text_content(&"x\n".repeat(i % 4))}),
+                i as f64,
+            );
+        } else {
+            b.up(json!({"sessionUpdate":"agent_message_chunk","messageId":format!("m{i}"),"content":{"type":"text","text":"line\n".repeat(1 + i % 3)}}), i as f64);
+        }
+    }
+    let mut v = TranscriptView::new();
+    v.sync(&b.s, 40, &theme);
+    let total = v.total_height();
+    // The first screen, drawn first from kept lines of the newest, then the oldest.
+    let last = text(&v.render(&b.s, total - 30, 30, &theme, 0.0, 0, None, None));
+    let first = text(&v.render(&b.s, 0, 40, &theme, 0.0, 0, None, None));
+    let mut fresh = TranscriptView::new();
+    fresh.sync(&b.s, 40, &theme);
+    assert_eq!(
+        text(&fresh.render(&b.s, 0, 40, &theme, 0.0, 0, None, None)),
+        first
+    );
+    assert_eq!(
+        text(&fresh.render(&b.s, total - 30, 30, &theme, 0.0, 0, None, None)),
+        last
+    );
+    assert!(first.contains("Search 0") && last.contains(&format!("Search {}", (n - 1) / 3 * 3)));
+    let mut at = 0;
+    for i in 0..v.len() {
+        assert_eq!(v.offset_of(i), at, "entry {i}");
+        let next = if i + 1 < v.len() {
+            v.offset_of(i + 1)
+        } else {
+            total
+        };
+        if next > at {
+            assert_eq!(v.entry_at(at), Some(i));
+            assert_eq!(v.entry_at(next - 1), Some(i));
+        }
+        at = next;
+    }
+    assert_eq!(v.entry_at(total), None);
+}
+
 use trellis_view::inspector::{InspectorView, fence_for, inspector_title, view_lines};
 
 #[test]

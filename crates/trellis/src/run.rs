@@ -476,20 +476,14 @@ async fn drive(
     }
     out.flush()?;
     let session = &driver.session;
-    let output_bytes = session
-        .ledger
-        .calls()
-        .map(|c| c.content.iter().map(|x| x.text_size_bytes()).sum::<usize>())
-        .sum();
+    // Counted without reading back the calls that left memory.
+    let tally = session.ledger.tally();
+    let output_bytes = tally.output_bytes;
     let reason = session
         .last_stop
         .clone()
         .or_else(|| session.agent_exited.as_ref().map(|_| "agent_exited".into()));
-    let failed = session
-        .ledger
-        .calls()
-        .filter(|c| c.status == trellis_core::ToolStatus::Failed)
-        .count();
+    let failed = tally.count(trellis_core::ToolStatus::Failed);
     Ok(Finished {
         reason,
         failed,
