@@ -32,6 +32,8 @@ use crate::tool_call::{Location, StatusChange, ToolCall, ToolContent, ToolKind, 
 pub const CHUNK: usize = 512;
 /// Keys per run of the id index at most (2 MiB); a million calls make four such runs.
 const MAX_RUN: usize = 1 << 18;
+/// Calls read back alone kept.
+const CACHED_SINGLE: usize = 64;
 /// Decoded chunks kept (a frame draws from one or two; the inspector steps within one).
 const CACHED: usize = 8;
 
@@ -114,6 +116,8 @@ struct Frozen {
 struct State {
     frozen: Frozen,
     cache: VecDeque<(usize, Arc<Thawed>)>,
+    /// Calls read back one at a time, newest first.
+    single: VecDeque<(usize, Arc<ToolCall>, Vec<u64>)>,
     /// Set when the spill could not be written or read (freezing stops; nothing is lost).
     failed: Option<String>,
 }
@@ -162,6 +166,7 @@ impl Cold {
             state: Mutex::new(State {
                 frozen: Frozen::default(),
                 cache: VecDeque::new(),
+                single: VecDeque::new(),
                 failed: None,
             }),
         })
@@ -183,6 +188,7 @@ impl Cold {
             state: Mutex::new(State {
                 frozen: st.frozen.clone(),
                 cache: VecDeque::new(),
+                single: VecDeque::new(),
                 failed: st.failed.clone(),
             }),
         })
@@ -226,10 +232,21 @@ impl Cold {
             .zip(&thawed.frames)
             .map(|(c, f)| FrozenRef::of(c, f, c.position < inline_below))
             .collect();
-        let mut bytes = Vec::with_capacity(calls.len() * 320);
-        if let Err(e) = serde_json::to_writer(&mut bytes, &calls) {
-            self.lock().failed = Some(e.to_string());
-            return false;
+        // A table of where each call's JSON starts (and where the last ends), then the
+        // calls: one call is read back without the others.
+        let table = 4 * (calls.len() + 1);
+        let mut bytes = vec![0u8; table];
+        let mut ends = Vec::with_capacity(calls.len() + 1);
+        ends.push(table as u32);
+        for c in &calls {
+            if let Err(e) = serde_json::to_writer(&mut bytes, c) {
+                self.lock().failed = Some(e.to_string());
+                return false;
+            }
+            ends.push(u32::try_from(bytes.len()).unwrap_or(u32::MAX));
+        }
+        for (k, e) in ends.iter().enumerate() {
+            bytes[4 * k..4 * k + 4].copy_from_slice(&e.to_le_bytes());
         }
         let mut tally = Tally::default();
         for c in &thawed.calls {
@@ -281,6 +298,7 @@ impl Cold {
         }
         st.frozen.frozen_calls -= t.calls.len();
         st.cache.retain(|(n, _)| *n != no);
+        st.single.retain(|(p, ..)| *p / CHUNK != no);
         drop(st);
         Some(Thawed {
             calls: t.calls.clone(),
@@ -305,7 +323,15 @@ impl Cold {
             .spill
             .get(at, len as usize)
             .map_err(|e| format!("spill read failed: {e}"))
-            .and_then(|b| serde_json::from_slice::<Vec<FrozenCall>>(&b).map_err(|e| e.to_string()));
+            .and_then(|b| {
+                let ends = table(&b)?;
+                ends.windows(2)
+                    .map(|w| {
+                        serde_json::from_slice::<FrozenCall>(&b[w[0] as usize..w[1] as usize])
+                            .map_err(|e| e.to_string())
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            });
         let calls = match decoded {
             Ok(c) => c,
             Err(e) => {
@@ -329,10 +355,61 @@ impl Cold {
         Some(t)
     }
 
-    /// The frozen call at `position`.
+    /// The frozen call at `position`: from a decoded chunk, or read and decoded alone
+    /// (the inspector opening one call of a long session decodes one call, not 512).
     pub fn call(&self, position: usize) -> Option<Arc<ToolCall>> {
-        let t = self.chunk(position / CHUNK)?;
-        t.calls.get(position % CHUNK).cloned()
+        self.one(position).map(|(c, _)| c)
+    }
+
+    /// The frames of the frozen call at `position`.
+    pub fn frames(&self, position: usize) -> Option<Vec<u64>> {
+        self.one(position).map(|(_, f)| f)
+    }
+
+    fn one(&self, position: usize) -> Option<(Arc<ToolCall>, Vec<u64>)> {
+        let (no, k) = (position / CHUNK, position % CHUNK);
+        let (at, len) = {
+            let st = self.lock();
+            if let Some(i) = st.cache.iter().position(|(n, _)| *n == no) {
+                let t = st.cache[i].1.clone();
+                return Some((t.calls.get(k)?.clone(), t.frames.get(k)?.clone()));
+            }
+            if let Some((_, c, f)) = st.single.iter().find(|(p, ..)| *p == position) {
+                return Some((c.clone(), f.clone()));
+            }
+            let (at, len, _) = (*st.frozen.chunks.get(no)?)?;
+            (at, len)
+        };
+        let read = || -> Result<FrozenCall, String> {
+            let head = self
+                .spill
+                .get(at, (4 * (k + 2)).min(len as usize))
+                .map_err(|e| format!("spill read failed: {e}"))?;
+            let ends = table_prefix(&head, k + 2)?;
+            let (from, to) = (ends[k], ends[k + 1]);
+            if from > to || to > len {
+                return Err("spill chunk damaged".into());
+            }
+            let b = self
+                .spill
+                .get(at + u64::from(from), (to - from) as usize)
+                .map_err(|e| format!("spill read failed: {e}"))?;
+            serde_json::from_slice(&b).map_err(|e| e.to_string())
+        };
+        let frozen = match read() {
+            Ok(c) => c,
+            Err(e) => {
+                self.lock().failed = Some(e);
+                return None;
+            }
+        };
+        let (call, frames) = frozen.into_call(&self.bulk);
+        let call = Arc::new(call);
+        let mut st = self.lock();
+        st.single
+            .push_front((position, call.clone(), frames.clone()));
+        st.single.truncate(CACHED_SINGLE);
+        Some((call, frames))
     }
 
     /// Whether the call frozen at `position` is call `id` of `subagent`, as far as the
@@ -367,6 +444,30 @@ impl Cold {
                 .is_some_and(|c| c.id == id && c.subagent.as_deref() == subagent)
         })
     }
+}
+
+/// The table at the head of a chunk: where each call starts, and where the last ends.
+fn table(b: &[u8]) -> Result<Vec<u32>, String> {
+    let first = table_prefix(b, 1)?[0] as usize;
+    if first < 8 || !first.is_multiple_of(4) || first > b.len() {
+        return Err("spill chunk damaged".into());
+    }
+    let ends = table_prefix(b, first / 4)?;
+    if ends.windows(2).any(|w| w[0] > w[1]) || ends.last().is_some_and(|&e| e as usize > b.len()) {
+        return Err("spill chunk damaged".into());
+    }
+    Ok(ends)
+}
+
+/// The first `n` entries of a chunk's table.
+fn table_prefix(b: &[u8], n: usize) -> Result<Vec<u32>, String> {
+    if b.len() < 4 * n {
+        return Err("spill chunk damaged".into());
+    }
+    Ok(b[..4 * n]
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect())
 }
 
 fn merge(a: Vec<u64>, b: Vec<u64>) -> Vec<u64> {

@@ -276,8 +276,7 @@ impl Ledger {
             Some(None) => Cow::Owned(
                 self.cold
                     .as_ref()
-                    .and_then(|c| c.chunk(index / CHUNK))
-                    .and_then(|t| t.frames.get(index % CHUNK).cloned())
+                    .and_then(|c| c.frames(index))
                     .unwrap_or_default(),
             ),
             None => Cow::Borrowed(&[]),

@@ -122,6 +122,10 @@ fn a_frozen_call_reads_back_as_it_was_and_is_found_by_its_id() {
     assert_eq!(l.position("nope"), None);
     assert_eq!(cold.find(Some("kid"), "c0"), Some(9));
     assert!(cold.holds(9, Some("kid"), "c0") && !cold.holds(9, None, "c0"));
+    // A call read alone and one of its decoded chunk are the same call.
+    let chunk = cold.chunk(1).unwrap();
+    assert_eq!(*chunk.calls[7], *l.at(CHUNK + 7));
+    assert_eq!(chunk.frames[7], &*l.frames(CHUNK + 7));
     // In order, both ways, frozen or not.
     let ids: Vec<_> = l.calls().rev().map(|c| c.position).collect();
     assert_eq!(ids, (0..n).rev().collect::<Vec<_>>());

@@ -2,6 +2,12 @@
 //! output lines each, every tenth call expanded (a read with a 5-line preview). The frame
 //! is drawn into ratatui's `TestBackend`, so it measures our work (layout, rendering,
 //! diffing the buffer), not the terminal. Also: opening the inspector at 10 000 calls.
+//!
+//! With `TRELLIS_BENCH_MILLION=1`, the same at 10 000 and 1 000 000 calls whose finished
+//! chunks left memory (as in a live session: `trellis_core::cold`, the output in a "log"
+//! read back on demand): a frame at the bottom, a frame scrolled to the top (frozen
+//! calls), and opening the inspector on calls spread over the session, a different
+//! chunk each time (every open decodes one).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -17,9 +23,53 @@ fn session(calls: usize) -> Session {
     session_with_events(calls).0
 }
 
+/// In-memory spill for the frozen chunks.
+#[derive(Default)]
+struct MemSpill(std::sync::Mutex<Vec<u8>>);
+impl trellis_core::cold::Spill for MemSpill {
+    fn put(&self, b: &[u8]) -> std::io::Result<u64> {
+        let mut v = self.0.lock().unwrap();
+        v.extend_from_slice(b);
+        Ok((v.len() - b.len()) as u64)
+    }
+    fn get(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let v = self.0.lock().unwrap();
+        Ok(v[at as usize..at as usize + len].to_vec())
+    }
+}
+
+/// The "log": every call's output is the same body.
+struct Body;
+impl trellis_core::bulk::BulkSource for Body {
+    fn text(&self, _seq: u64, _item: usize) -> Option<String> {
+        Some(body())
+    }
+}
+
+fn body() -> String {
+    (0..20)
+        .map(|l| format!("{l:>4} the quick brown fox jumps over the lazy dog\n"))
+        .collect()
+}
+
+/// [`session`] with finished chunks frozen as they finish.
+fn frozen_session(calls: usize) -> Session {
+    build(calls, true).0
+}
+
 /// The session and the events its frames produced (for extensions).
 fn session_with_events(calls: usize) -> (Session, Vec<trellis_core::Event>) {
+    build(calls, false)
+}
+
+fn build(calls: usize, freeze: bool) -> (Session, Vec<trellis_core::Event>) {
     let mut s = Session::new(Policy::Ask);
+    if freeze {
+        s.ledger.set_cold(trellis_core::cold::Cold::new(
+            std::sync::Arc::new(MemSpill::default()),
+            std::sync::Arc::new(Body),
+        ));
+    }
     let mut seq = 0;
     let mut events = Vec::new();
     let mut feed = |s: &mut Session, v: serde_json::Value, dir: Dir| {
@@ -33,7 +83,10 @@ fn session_with_events(calls: usize) -> (Session, Vec<trellis_core::Event>) {
                 msg: Message::parse(&v.to_string()).unwrap(),
             },
         ) {
-            if let trellis_core::Effect::Emit(e) = fx {
+            // With freezing, nobody keeps the events (a driver hands them on).
+            if let trellis_core::Effect::Emit(e) = fx
+                && !freeze
+            {
                 events.push(e);
             }
         }
@@ -43,10 +96,11 @@ fn session_with_events(calls: usize) -> (Session, Vec<trellis_core::Event>) {
         json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}),
         Dir::ClientToAgent,
     );
-    let body: String = (0..20)
-        .map(|l| format!("{l:>4} the quick brown fox jumps over the lazy dog\n"))
-        .collect();
+    let body = body();
     for i in 0..calls {
+        if freeze && i % 512 == 0 {
+            s.ledger.settle();
+        }
         let kind = if i % 10 == 0 { "read" } else { "execute" };
         let up = |u: serde_json::Value| json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}});
         feed(
@@ -73,6 +127,9 @@ fn session_with_events(calls: usize) -> (Session, Vec<trellis_core::Event>) {
                 Dir::AgentToClient,
             );
         }
+    }
+    if freeze {
+        s.ledger.settle();
     }
     (s, events)
 }
@@ -316,6 +373,9 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
+    if std::env::var("TRELLIS_BENCH_MILLION").as_deref() == Ok("1") {
+        frozen(c);
+    }
 
     let mut g = c.benchmark_group("first_layout");
     g.sample_size(10);
@@ -336,6 +396,59 @@ fn bench(c: &mut Criterion) {
         )
     });
     g.finish();
+}
+
+/// Frames and inspector opens at 10 000 and 1 000 000 calls, finished chunks frozen.
+fn frozen(c: &mut Criterion) {
+    let make = |calls: usize| {
+        let mut app = App::new(frozen_session(calls), "bench".into(), false);
+        app.view.policies = OutputPolicies {
+            by_kind: vec![(ToolKind::Read, OutputPolicy::Preview(5))],
+            failed_preview: 3,
+        };
+        let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
+        term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 }))
+            .unwrap();
+        (app, term)
+    };
+    for calls in [10_000, 1_000_000] {
+        let (mut app, mut term) = make(calls);
+        let frozen = app.driver.session.ledger.cold().map_or(0, |c| c.stats().0);
+        eprintln!("{calls} calls: {frozen} frozen");
+        let mut g = c.benchmark_group("frozen");
+        g.sample_size(30);
+        let mut frame = 0;
+        g.bench_function(BenchmarkId::new("frame_bottom", calls), |b| {
+            b.iter(|| {
+                frame += 1;
+                term.draw(|f| draw(f, &mut app, Clock { now: 2.0, frame }))
+                    .unwrap();
+            })
+        });
+        app.top = Some(0);
+        g.bench_function(BenchmarkId::new("frame_top", calls), |b| {
+            b.iter(|| {
+                frame += 1;
+                term.draw(|f| draw(f, &mut app, Clock { now: 2.0, frame }))
+                    .unwrap();
+            })
+        });
+        app.top = None;
+        // A different chunk each open (97 chunks on, and one call further).
+        let entries = app.driver.session.transcript.len();
+        let mut k = 0usize;
+        g.bench_function(BenchmarkId::new("inspector_open", calls), |b| {
+            b.iter(|| {
+                k += 1;
+                app.inspector = None;
+                app.cursor = Some((k * 97 * 512 + k) % entries);
+                app.open_inspector();
+                term.draw(|f| draw(f, &mut app, Clock { now: 2.0, frame: 0 }))
+                    .unwrap();
+            })
+        });
+        g.finish();
+    }
 }
 
 criterion_group!(benches, bench);
