@@ -11,9 +11,10 @@
 //! - The id index answers exactly: a key is a keyed hash of (subagent, id) with the
 //!   position, and every candidate is checked against the decoded call, so a collision
 //!   (or ids an agent crafted to collide) costs a decode, never a wrong answer.
-//! - A chunk is frozen once per thaw; a thawed chunk's old entries stay in the index and
-//!   are ignored (the ledger looks in its own map first, and an entry whose chunk is not
-//!   frozen any more is skipped).
+//! - A chunk is frozen once per thaw; a thawed chunk's copy and its old entries in the
+//!   index stay, readable as the chunk was (the ledger looks in its own map first and
+//!   checks its own chunks; the mirror takes what changed since from events), until it
+//!   freezes again and the new copy replaces it.
 //!
 //! Pure apart from the [`Spill`] it is given (the driver's is an unlinked temporary file).
 
@@ -102,15 +103,32 @@ impl Tally {
     }
 }
 
+/// A chunk's copy in the spill.
+#[derive(Clone, Copy)]
+struct Stored {
+    at: u64,
+    len: u32,
+    tally: Tally,
+    /// Frozen now; false once thawed (the copy stays readable, as it was, for those who
+    /// read the frozen part and take what changed since from events: the mirror).
+    live: bool,
+}
+
 #[derive(Default, Clone)]
 struct Frozen {
-    /// Per chunk number: where its bytes are, if it is frozen, and its calls' tally.
-    chunks: Vec<Option<(u64, u32, Tally)>>,
+    /// Per chunk number: its copy in the spill, if it has one.
+    chunks: Vec<Option<Stored>>,
     /// The tally of every frozen chunk.
     tally: Tally,
     /// Sorted runs of `hash << 32 | position`, merged like a binary counter.
     runs: Vec<Vec<u64>>,
     frozen_calls: usize,
+}
+
+impl Frozen {
+    fn live(&self, no: usize) -> bool {
+        matches!(self.chunks.get(no), Some(Some(s)) if s.live)
+    }
 }
 
 struct State {
@@ -205,7 +223,8 @@ impl Cold {
         (st.frozen.frozen_calls, st.failed.clone())
     }
 
-    /// The numbers of the chunks frozen now, in order.
+    /// The numbers of the chunks with a copy in the spill, in order: those frozen, and
+    /// those thawed since (their copy as it was: see [`Cold::is_frozen`]).
     pub fn frozen_chunks(&self) -> Vec<usize> {
         let st = self.lock();
         (0..st.frozen.chunks.len())
@@ -215,7 +234,7 @@ impl Cold {
 
     pub fn is_frozen(&self, position: usize) -> bool {
         let st = self.lock();
-        matches!(st.frozen.chunks.get(position / CHUNK), Some(Some(_)))
+        st.frozen.live(position / CHUNK)
     }
 
     pub(crate) fn can_freeze(&self) -> bool {
@@ -266,11 +285,19 @@ impl Cold {
             .collect();
         run.sort_unstable();
         let mut st = self.lock();
+        // A chunk frozen again: its new copy replaces the old one, cached copies too.
+        st.cache.retain(|(n, _)| *n != no);
+        st.single.retain(|(p, ..)| *p / CHUNK != no);
         let fr = &mut st.frozen;
         if fr.chunks.len() <= no {
             fr.chunks.resize(no + 1, None);
         }
-        fr.chunks[no] = Some((at, bytes.len() as u32, tally));
+        fr.chunks[no] = Some(Stored {
+            at,
+            len: bytes.len() as u32,
+            tally,
+            live: true,
+        });
         fr.tally.merge(&tally);
         fr.frozen_calls += thawed.calls.len();
         fr.runs.push(run);
@@ -293,12 +320,15 @@ impl Cold {
     pub(crate) fn thaw(&self, no: usize) -> Option<Thawed> {
         let t = self.chunk(no)?;
         let mut st = self.lock();
-        if let Some(Some((_, _, tally))) = st.frozen.chunks.get_mut(no).map(Option::take) {
-            st.frozen.tally.remove(&tally);
+        let fr = &mut st.frozen;
+        if let Some(Some(s)) = fr.chunks.get_mut(no)
+            && s.live
+        {
+            s.live = false;
+            let tally = s.tally;
+            fr.tally.remove(&tally);
+            fr.frozen_calls -= t.calls.len();
         }
-        st.frozen.frozen_calls -= t.calls.len();
-        st.cache.retain(|(n, _)| *n != no);
-        st.single.retain(|(p, ..)| *p / CHUNK != no);
         drop(st);
         Some(Thawed {
             calls: t.calls.clone(),
@@ -316,8 +346,8 @@ impl Cold {
                 st.cache.push_front(hit);
                 return Some(t);
             }
-            let (at, len, _) = (*st.frozen.chunks.get(no)?)?;
-            (at, len)
+            let s = (*st.frozen.chunks.get(no)?)?;
+            (s.at, s.len)
         };
         let decoded = self
             .spill
@@ -377,8 +407,8 @@ impl Cold {
             if let Some((_, c, f)) = st.single.iter().find(|(p, ..)| *p == position) {
                 return Some((c.clone(), f.clone()));
             }
-            let (at, len, _) = (*st.frozen.chunks.get(no)?)?;
-            (at, len)
+            let s = (*st.frozen.chunks.get(no)?)?;
+            (s.at, s.len)
         };
         let read = || -> Result<FrozenCall, String> {
             let head = self
@@ -418,7 +448,7 @@ impl Cold {
     pub fn holds(&self, position: usize, subagent: Option<&str>, id: &str) -> bool {
         let key = key_hash(&self.keys, subagent, id) << 32 | position as u64;
         let st = self.lock();
-        matches!(st.frozen.chunks.get(position / CHUNK), Some(Some(_)))
+        st.frozen.live(position / CHUNK)
             && st.frozen.runs.iter().any(|r| r.binary_search(&key).is_ok())
     }
 
@@ -432,6 +462,8 @@ impl Cold {
                 let from = run.partition_point(|&k| k < h << 32);
                 for &k in run[from..].iter().take_while(|&&k| k >> 32 == h) {
                     let p = (k & 0xffff_ffff) as usize;
+                    // A thawed chunk's copy answers too: the ledger looks in its own
+                    // map first, and the mirror wants the call as it was.
                     if matches!(st.frozen.chunks.get(p / CHUNK), Some(Some(_))) {
                         out.push(p);
                     }

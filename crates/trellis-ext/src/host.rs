@@ -36,8 +36,10 @@ pub(crate) struct Mirror {
     /// Position in `calls` by (subagent, call id): a subagent's call ids are its own.
     index: HashMap<(Option<Arc<str>>, String), usize>,
     cold: Option<Arc<trellis_core::cold::Cold>>,
-    /// Calls let go because they are frozen, and `calls.len()` after the last sweep.
-    let_go: usize,
+    /// With a store, the ledger's snapshots carry their places: the calls so far are the
+    /// furthest place seen, plus one (those let go included).
+    seen: usize,
+    /// `calls.len()` after the last sweep.
     swept_at: usize,
     pub call_state: HashMap<(String, String), Value>,
 }
@@ -52,7 +54,7 @@ impl Mirror {
 
     /// Every call, in order: those frozen (by position), then those held.
     pub fn calls(&self) -> Vec<Arc<ToolCall>> {
-        let mut out = Vec::with_capacity(self.calls.len() + self.let_go);
+        let mut out = Vec::with_capacity(self.info.calls);
         if let Some(cold) = &self.cold {
             for no in cold.frozen_chunks() {
                 if let Some(t) = cold.chunk(no) {
@@ -88,20 +90,12 @@ impl Mirror {
         match self.index.get(&key) {
             Some(&i) => self.calls[i] = call.clone(),
             None => {
-                if self.let_go > 0
-                    && self
-                        .cold
-                        .as_ref()
-                        .is_some_and(|c| c.find(key.0.as_deref(), &key.1).is_some())
-                {
-                    // A frozen call changed again (the ledger thawed it): held anew.
-                    self.let_go -= 1;
-                }
                 self.index.insert(key, self.calls.len());
                 self.calls.push(call.clone());
             }
         }
-        self.info.calls = self.calls.len() + self.let_go;
+        self.seen = self.seen.max(call.position + 1);
+        self.info.calls = self.count();
         if self.cold.is_some() && self.calls.len() > (2 * self.swept_at).max(SWEEP_FLOOR) {
             self.sweep();
         }
@@ -112,16 +106,22 @@ impl Mirror {
         let Some(cold) = self.cold.clone() else {
             return;
         };
-        let before = self.calls.len();
         self.calls
             .retain(|c| !cold.holds(c.position, c.subagent.as_deref(), &c.id));
-        self.let_go += before - self.calls.len();
         self.index.clear();
         for (i, c) in self.calls.iter().enumerate() {
             self.index.insert((c.subagent.clone(), c.id.clone()), i);
         }
         self.swept_at = self.calls.len();
-        self.info.calls = self.calls.len() + self.let_go;
+    }
+
+    /// Calls so far: those held, or with a store every place the ledger gave.
+    fn count(&self) -> usize {
+        if self.cold.is_some() {
+            self.seen.max(self.calls.len())
+        } else {
+            self.calls.len()
+        }
     }
 
     pub fn observe(&mut self, ev: &Event) {
@@ -715,5 +715,87 @@ mod tests {
         assert_eq!(s.resolve("/workspace/vendor/x"), "/opt/vendor/x");
         assert_eq!(s.resolve("/workspaces/x"), "/workspaces/x");
         assert_eq!(s.resolve("rel/x"), "rel/x");
+    }
+}
+
+#[cfg(test)]
+mod mirror_tests {
+    use super::*;
+    use std::sync::Mutex as StdMutex;
+    use trellis_core::cold::{CHUNK, Cold, Spill};
+
+    #[derive(Default)]
+    struct MemSpill(StdMutex<Vec<u8>>);
+    impl Spill for MemSpill {
+        fn put(&self, b: &[u8]) -> std::io::Result<u64> {
+            let mut v = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            v.extend_from_slice(b);
+            Ok((v.len() - b.len()) as u64)
+        }
+        fn get(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
+            let v = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Ok(v[at as usize..at as usize + len].to_vec())
+        }
+    }
+    struct NoLog;
+    impl trellis_core::bulk::BulkSource for NoLog {
+        fn text(&self, _: u64, _: usize) -> Option<String> {
+            None
+        }
+    }
+
+    /// The mirror lets go of what the ledger froze and still sees every call, and counts
+    /// each once (also one that changed again after it was let go).
+    #[test]
+    fn frozen_calls_leave_the_mirror_and_are_still_seen() {
+        let cold = Cold::new(Arc::new(MemSpill::default()), Arc::new(NoLog));
+        let mut l = trellis_core::Ledger::default();
+        l.set_cold(cold.clone());
+        let mut m = Mirror::default();
+        m.set_cold(cold);
+        let n = 4 * CHUNK;
+        for i in 0..n {
+            let patch: trellis_core::ToolCallPatch = serde_json::from_str(&format!(
+                r#"{{"toolCallId":"c{i}","title":"T{i}","status":"completed"}}"#
+            ))
+            .unwrap_or_default();
+            let a = l.apply(patch, true, 0.0, 1);
+            m.put(&l.snapshot(a.index));
+            if i % CHUNK == CHUNK - 1 {
+                l.settle();
+            }
+        }
+        l.settle();
+        // One more put sweeps what is frozen now.
+        for _ in 0..2 * CHUNK {
+            m.put(&l.snapshot(n - 1));
+        }
+        m.sweep();
+        assert!(m.calls.len() <= 2 * CHUNK, "held: {}", m.calls.len());
+        assert_eq!(m.info.calls, n);
+        let all = m.calls();
+        assert_eq!(all.len(), n);
+        assert!(all.iter().enumerate().all(|(i, c)| c.id == format!("c{i}")));
+        assert_eq!(
+            m.call(None, "c3").map(|c| c.title.clone()).as_deref(),
+            Some("T3")
+        );
+        // A frozen call changed again comes back, and is counted once.
+        let patch: trellis_core::ToolCallPatch =
+            serde_json::from_str(r#"{"toolCallId":"c3","title":"again"}"#).unwrap_or_default();
+        let a = l.apply(patch, false, 1.0, 2);
+        m.put(&l.snapshot(a.index));
+        assert_eq!(m.info.calls, n);
+        assert_eq!(m.calls().len(), n);
+        assert_eq!(
+            m.call(None, "c3").map(|c| c.title.clone()).as_deref(),
+            Some("again")
+        );
     }
 }
