@@ -311,7 +311,12 @@ fn app_with(calls: usize, plugins: Vec<trellis_ext::Candidate>) -> (App, Termina
 }
 
 fn app(calls: usize) -> (App, Terminal<TestBackend>) {
-    let mut app = App::new(session(calls), "bench".into(), false);
+    app_of(session(calls))
+}
+
+/// The app over `s`, a read call's output previewed, after its first frame.
+fn app_of(s: Session) -> (App, Terminal<TestBackend>) {
+    let mut app = App::new(s, "bench".into(), false);
     app.view.policies = OutputPolicies {
         by_kind: vec![(ToolKind::Read, OutputPolicy::Preview(5))],
         failed_preview: 3,
@@ -400,19 +405,8 @@ fn bench(c: &mut Criterion) {
 
 /// Frames and inspector opens at 10 000 and 1 000 000 calls, finished chunks frozen.
 fn frozen(c: &mut Criterion) {
-    let make = |calls: usize| {
-        let mut app = App::new(frozen_session(calls), "bench".into(), false);
-        app.view.policies = OutputPolicies {
-            by_kind: vec![(ToolKind::Read, OutputPolicy::Preview(5))],
-            failed_preview: 3,
-        };
-        let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
-        term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 }))
-            .unwrap();
-        (app, term)
-    };
     for calls in [10_000, 1_000_000] {
-        let (mut app, mut term) = make(calls);
+        let (mut app, mut term) = app_of(frozen_session(calls));
         let frozen = app.driver.session.ledger.cold().map_or(0, |c| c.stats().0);
         eprintln!("{calls} calls: {frozen} frozen");
         let mut g = c.benchmark_group("frozen");

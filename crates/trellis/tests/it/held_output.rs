@@ -3,14 +3,19 @@
 //! call of a 300-call load is read back from the log — card, inspector and `/status` say
 //! the same as before.
 
-#[test]
-fn the_first_calls_output_is_read_back_from_the_log_in_the_inspector() {
-    let dir = tempfile::tempdir().unwrap();
+/// The UI (`width` × 40) after the demo agent's load of `calls` calls of `lines` lines.
+fn loaded(
+    dir: &tempfile::TempDir,
+    env: &[&str],
+    calls: usize,
+    lines: usize,
+    width: u16,
+) -> Option<crate::tui::Tmux> {
     let exe = env!("CARGO_BIN_EXE_trellis");
-    let agent = format!("{exe} agent demo --calls 300 --lines 3");
+    let agent = format!("{exe} agent demo --calls {calls} --lines {lines}");
     let cwd = dir.path().to_str().unwrap();
-    let Some(t) = crate::tui::Tmux::start_env(
-        &["TRELLIS_HELD_OUTPUT=2000"],
+    let t = crate::tui::Tmux::start_env(
+        env,
         &[
             "--agent",
             &agent,
@@ -19,14 +24,21 @@ fn the_first_calls_output_is_read_back_from_the_log_in_the_inspector() {
             "--cwd",
             cwd,
         ],
-        120,
+        width,
         40,
-    ) else {
-        return;
-    };
+    )?;
     t.wait_for("Enter send");
     t.send(&["load", "Enter"]);
-    t.wait_for("300 calls");
+    t.wait_for(&format!("{calls} calls"));
+    Some(t)
+}
+
+#[test]
+fn the_first_calls_output_is_read_back_from_the_log_in_the_inspector() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = loaded(&dir, &["TRELLIS_HELD_OUTPUT=2000"], 300, 3, 120) else {
+        return;
+    };
     t.send(&["/status", "Enter"]);
     let s = t.wait_for("in the session log only:");
     let only: usize = s
@@ -56,27 +68,9 @@ fn the_first_calls_output_is_read_back_from_the_log_in_the_inspector() {
 #[test]
 fn finished_calls_leave_memory_and_still_open_in_the_inspector() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = env!("CARGO_BIN_EXE_trellis");
-    let agent = format!("{exe} agent demo --calls 2100 --lines 2");
-    let cwd = dir.path().to_str().unwrap();
-    let Some(t) = crate::tui::Tmux::start_env(
-        &[],
-        &[
-            "--agent",
-            &agent,
-            "--permission",
-            "allow-once",
-            "--cwd",
-            cwd,
-        ],
-        160,
-        40,
-    ) else {
+    let Some(t) = loaded(&dir, &[], 2100, 2, 160) else {
         return;
     };
-    t.wait_for("Enter send");
-    t.send(&["load", "Enter"]);
-    t.wait_for("2100 calls");
     t.send(&["/status", "Enter"]);
     let s = t.wait_for("finished calls out of memory");
     let frozen: usize = s
