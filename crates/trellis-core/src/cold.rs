@@ -45,6 +45,33 @@ pub trait Spill: Send + Sync {
     fn get(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>>;
 }
 
+/// A spill kept in memory (for tests and benchmarks: it saves nothing).
+#[derive(Default)]
+pub struct MemorySpill(Mutex<Vec<u8>>);
+
+impl Spill for MemorySpill {
+    fn put(&self, bytes: &[u8]) -> std::io::Result<u64> {
+        let mut v = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        v.extend_from_slice(bytes);
+        Ok((v.len() - bytes.len()) as u64)
+    }
+
+    fn get(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let v = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        usize::try_from(at)
+            .ok()
+            .and_then(|a| v.get(a..a.checked_add(len)?))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| std::io::Error::other("past the end of the spill"))
+    }
+}
+
 /// One chunk read back: its calls and the frames that touched each.
 #[derive(Debug)]
 pub struct Thawed {

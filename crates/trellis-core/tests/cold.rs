@@ -2,17 +2,18 @@
 //! reads back as, finding it by id, changing it again, and a spill that fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::json;
 use trellis_core::bulk::BulkSource;
-use trellis_core::cold::{CHUNK, Cold, Spill};
+use trellis_core::cold::{CHUNK, Cold, MemorySpill, Spill};
 use trellis_core::tool_call::{ToolCallPatch, ToolContent};
 use trellis_core::{Ledger, ToolStatus};
 
+/// The in-memory spill, and a disk that fills up on demand.
 #[derive(Default)]
 struct MemSpill {
-    bytes: Mutex<Vec<u8>>,
+    bytes: MemorySpill,
     fail: std::sync::atomic::AtomicBool,
 }
 
@@ -21,14 +22,10 @@ impl Spill for MemSpill {
         if self.fail.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(std::io::Error::other("disk full"));
         }
-        let mut v = self.bytes.lock().unwrap();
-        let at = v.len() as u64;
-        v.extend_from_slice(b);
-        Ok(at)
+        self.bytes.put(b)
     }
     fn get(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
-        let v = self.bytes.lock().unwrap();
-        Ok(v[at as usize..at as usize + len].to_vec())
+        self.bytes.get(at, len)
     }
 }
 

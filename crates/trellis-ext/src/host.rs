@@ -721,28 +721,7 @@ mod tests {
 #[cfg(test)]
 mod mirror_tests {
     use super::*;
-    use std::sync::Mutex as StdMutex;
-    use trellis_core::cold::{CHUNK, Cold, Spill};
-
-    #[derive(Default)]
-    struct MemSpill(StdMutex<Vec<u8>>);
-    impl Spill for MemSpill {
-        fn put(&self, b: &[u8]) -> std::io::Result<u64> {
-            let mut v = self
-                .0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            v.extend_from_slice(b);
-            Ok((v.len() - b.len()) as u64)
-        }
-        fn get(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
-            let v = self
-                .0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            Ok(v[at as usize..at as usize + len].to_vec())
-        }
-    }
+    use trellis_core::cold::{CHUNK, Cold, MemorySpill};
     struct NoLog;
     impl trellis_core::bulk::BulkSource for NoLog {
         fn text(&self, _: u64, _: usize) -> Option<String> {
@@ -754,7 +733,7 @@ mod mirror_tests {
     /// each once (also one that changed again after it was let go).
     #[test]
     fn frozen_calls_leave_the_mirror_and_are_still_seen() {
-        let cold = Cold::new(Arc::new(MemSpill::default()), Arc::new(NoLog));
+        let cold = Cold::new(Arc::new(MemorySpill::default()), Arc::new(NoLog));
         let mut l = trellis_core::Ledger::default();
         l.set_cold(cold.clone());
         let mut m = Mirror::default();

@@ -23,21 +23,6 @@ fn session(calls: usize) -> Session {
     session_with_events(calls).0
 }
 
-/// In-memory spill for the frozen chunks.
-#[derive(Default)]
-struct MemSpill(std::sync::Mutex<Vec<u8>>);
-impl trellis_core::cold::Spill for MemSpill {
-    fn put(&self, b: &[u8]) -> std::io::Result<u64> {
-        let mut v = self.0.lock().unwrap();
-        v.extend_from_slice(b);
-        Ok((v.len() - b.len()) as u64)
-    }
-    fn get(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
-        let v = self.0.lock().unwrap();
-        Ok(v[at as usize..at as usize + len].to_vec())
-    }
-}
-
 /// The "log": every call's output is the same body.
 struct Body;
 impl trellis_core::bulk::BulkSource for Body {
@@ -66,7 +51,7 @@ fn build(calls: usize, freeze: bool) -> (Session, Vec<trellis_core::Event>) {
     let mut s = Session::new(Policy::Ask);
     if freeze {
         s.ledger.set_cold(trellis_core::cold::Cold::new(
-            std::sync::Arc::new(MemSpill::default()),
+            std::sync::Arc::new(trellis_core::cold::MemorySpill::default()),
             std::sync::Arc::new(Body),
         ));
     }
