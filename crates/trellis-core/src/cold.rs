@@ -259,6 +259,15 @@ impl Cold {
             .collect()
     }
 
+    /// The tally of frozen chunk `no` (none if it is not frozen now).
+    pub fn chunk_tally(&self, no: usize) -> Option<Tally> {
+        let st = self.lock();
+        match st.frozen.chunks.get(no) {
+            Some(Some(s)) if s.live => Some(s.tally),
+            _ => None,
+        }
+    }
+
     pub fn is_frozen(&self, position: usize) -> bool {
         let st = self.lock();
         st.frozen.live(position / CHUNK)

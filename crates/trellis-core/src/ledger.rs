@@ -124,6 +124,26 @@ impl Ledger {
         matches!(self.chunks.get(index / CHUNK), Some(None))
     }
 
+    /// The tally of the calls of chunk `no` (positions `no * CHUNK ..`), without reading
+    /// frozen calls back: what lets a search by status skip whole chunks.
+    pub fn chunk_tally(&self, no: usize) -> Tally {
+        match self.chunks.get(no) {
+            Some(Some(hot)) => {
+                let mut t = Tally::default();
+                for c in &hot.calls {
+                    t.add(c);
+                }
+                t
+            }
+            Some(None) => self
+                .cold
+                .as_ref()
+                .and_then(|c| c.chunk_tally(no))
+                .unwrap_or_default(),
+            None => Tally::default(),
+        }
+    }
+
     /// Every call, in order (frozen ones decoded a chunk at a time).
     pub fn calls(&self) -> Calls<'_> {
         Calls {

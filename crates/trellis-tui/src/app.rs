@@ -335,18 +335,6 @@ impl App {
         self.float_builds.get()
     }
 
-    /// Card entries in transcript order.
-    pub(crate) fn cards(&self) -> Vec<usize> {
-        self.driver
-            .session
-            .transcript
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| matches!(e, Entry::ToolCall { .. }))
-            .map(|(i, _)| i)
-            .collect()
-    }
-
     pub(crate) fn ledger_index(&self, entry: usize) -> Option<usize> {
         match self.driver.session.transcript.get(entry)? {
             Entry::ToolCall { index } => Some(*index),
@@ -426,21 +414,39 @@ impl App {
         self.top = if next >= max_top { None } else { Some(next) };
     }
 
-    /// Moves the card cursor by `delta` cards and scrolls it into view.
+    /// Moves the card cursor by `delta` cards and scrolls it into view. Walks only the
+    /// entries between (a session of a million calls has a million cards).
     pub(crate) fn move_cursor(&mut self, delta: isize) {
-        let cards = self.cards();
-        if cards.is_empty() {
+        let t = &self.driver.session.transcript;
+        let is_card = |i: usize| matches!(t.get(i), Some(Entry::ToolCall { .. }));
+        let first = || (0..t.len()).find(|&i| is_card(i));
+        let last = || (0..t.len()).rev().find(|&i| is_card(i));
+        let target = match self.cursor.filter(|&c| is_card(c)) {
+            Some(c) => {
+                let (mut at, mut left, mut i) = (c, delta.unsigned_abs(), c);
+                while left > 0 {
+                    i = match (delta > 0, i) {
+                        (true, i) if i + 1 < t.len() => i + 1,
+                        (false, i) if i > 0 => i - 1,
+                        _ => break,
+                    };
+                    if is_card(i) {
+                        at = i;
+                        left -= 1;
+                    }
+                }
+                Some(at)
+            }
+            // Entering the transcript (delta 0) or moving up starts from the latest card.
+            None if delta <= 0 => last(),
+            None => first(),
+        };
+        let Some(entry) = target else {
             self.message = Some("no tool calls yet".into());
             return;
-        }
-        let pos = match self.cursor.and_then(|c| cards.iter().position(|&e| e == c)) {
-            Some(p) => (p as isize + delta).clamp(0, cards.len() as isize - 1) as usize,
-            // Entering the transcript (delta 0) or moving up starts from the latest card.
-            None if delta <= 0 => cards.len() - 1,
-            None => 0,
         };
-        self.cursor = Some(cards[pos]);
-        self.reveal(cards[pos]);
+        self.cursor = Some(entry);
+        self.reveal(entry);
     }
 
     pub(crate) fn reveal(&mut self, entry: usize) {

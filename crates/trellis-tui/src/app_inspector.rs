@@ -6,6 +6,7 @@ use trellis_core::ToolStatus;
 use trellis_view::inspector::InspectorView;
 
 use crate::app::{App, CursorMode, Inspector};
+use crate::siblings::Siblings;
 
 impl App {
     /// The card the inspector opens on, by cursor mode; `Err` says why there is none.
@@ -70,32 +71,15 @@ impl App {
         }
     }
 
-    /// The calls of the session call `index` belongs to (this session's, or a subagent's),
-    /// in order: what the inspector steps through.
-    pub(crate) fn siblings(&self, index: usize) -> Vec<usize> {
-        let s = &self.driver.session;
-        match s.ledger.at(index).subagent.as_deref() {
-            None if s.subagents.is_empty() => (0..s.ledger.len()).collect(),
-            None => (0..s.ledger.len())
-                .filter(|&i| s.ledger.at(i).subagent.is_none())
-                .collect(),
-            Some(child) => s
-                .subagents
-                .get(child)
-                .map(|c| c.call_indices().collect())
-                .unwrap_or_else(|| vec![index]),
-        }
-    }
-
-    /// Where call `index` is among its siblings: (1-based place, how many).
+    /// Where call `index` is among the calls of its session (this session's own, or a
+    /// subagent's): (1-based place, how many). Asked on every frame the inspector draws.
     pub fn sibling_place(&self, index: usize) -> (usize, usize) {
         let s = &self.driver.session;
         if s.subagents.is_empty() {
             return (index + 1, s.ledger.len());
         }
-        let sib = self.siblings(index);
-        let at = sib.iter().position(|&i| i == index).unwrap_or(0);
-        (at + 1, sib.len())
+        let sib = Siblings::of(s, index);
+        (sib.place(index).unwrap_or(0) + 1, sib.len())
     }
 
     /// `]s`: into the subagent the inspected call started (its first call); `[s`: back
@@ -151,31 +135,31 @@ impl App {
         child
     }
 
+    /// The inspector on the next (previous) call of its session; `only_failed`: the next
+    /// failed one, skipping whole chunks whose tally has none (a frozen call is read back
+    /// only where a failed one can be).
     pub(crate) fn step_inspector(&mut self, forward: bool, only_failed: bool) {
         let Some(ins) = self.inspector else { return };
-        let sib = self.siblings(ins.call);
-        let n = sib.len();
-        if n == 0 {
-            return;
-        }
-        let here = sib.iter().position(|&i| i == ins.call).unwrap_or(0);
-        for k in 1..=n {
-            let i = if forward {
-                sib[(here + k) % n]
-            } else {
-                sib[(here + n - k % n) % n]
-            };
-            if !only_failed || self.driver.session.ledger.at(i).status == ToolStatus::Failed {
+        let ledger = &self.driver.session.ledger;
+        let sib = Siblings::of(&self.driver.session, ins.call);
+        let next = sib.step(
+            ins.call,
+            forward,
+            |chunk| !only_failed || ledger.chunk_tally(chunk).count(ToolStatus::Failed) > 0,
+            |i| !only_failed || ledger.at(i).status == ToolStatus::Failed,
+        );
+        match next {
+            Some(call) => {
                 self.inspector = Some(Inspector {
-                    call: i,
+                    call,
                     view: ins.view,
                     scroll: 0,
                     original: ins.original,
-                });
-                return;
+                })
             }
+            None if only_failed => self.message = Some("no failed call".into()),
+            None => {}
         }
-        self.message = Some("no failed call".into());
     }
 
     /// Plain text of what the inspector shows (for copying and the pager).

@@ -23,6 +23,7 @@ mod plans;
 pub mod plugins_page;
 pub mod prompt;
 pub mod rules;
+mod siblings;
 pub mod sidebar;
 pub mod signals;
 

@@ -3,7 +3,9 @@
 //! and 100 000 (and 1 000 000 with `TRELLIS_BENCH_MILLION=1`: about a minute and 2 GB of
 //! log). The figures are the client's own (getrusage in the client, `--stats`): peak RSS,
 //! RSS per call above the 10 000-call run, and CPU per call. Three runs per size,
-//! alternating sizes; the median CPU and the worst RSS are printed.
+//! alternating sizes; the median CPU and the worst RSS are printed. When `TRELLIS_BASELINE`
+//! names another `trellis` binary (e.g. a build of an earlier commit), it runs as the client
+//! in alternation with this build (the agent is always this build's), and its table follows.
 //!
 //! `cargo bench -p trellis --bench memory`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
@@ -16,11 +18,11 @@ struct Run {
     updates: u64,
 }
 
-fn run(calls: usize) -> Run {
+fn run(client: &str, calls: usize) -> Run {
     let exe = env!("CARGO_BIN_EXE_trellis");
     let dir = std::env::temp_dir().join(format!("trellis-memory-{}-{calls}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let out = Command::new(exe)
+    let out = Command::new(client)
         .args([
             "run",
             "--stats",
@@ -65,7 +67,7 @@ fn run(calls: usize) -> Run {
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs it once, quickly.
     if !std::env::args().any(|a| a == "--bench") {
-        let r = run(1_000);
+        let r = run(env!("CARGO_BIN_EXE_trellis"), 1_000);
         assert!(r.updates >= 2_000);
         return;
     }
@@ -73,13 +75,29 @@ fn main() {
     if std::env::var("TRELLIS_BENCH_MILLION").as_deref() == Ok("1") {
         sizes.push(1_000_000);
     }
+    let mut clients = vec![("this build", env!("CARGO_BIN_EXE_trellis").to_string())];
+    if let Ok(b) = std::env::var("TRELLIS_BASELINE") {
+        clients.push(("baseline binary", b));
+    }
     let rounds = 3;
-    let mut results: Vec<Vec<Run>> = sizes.iter().map(|_| Vec::new()).collect();
+    let mut results: Vec<Vec<Vec<Run>>> = clients
+        .iter()
+        .map(|_| sizes.iter().map(|_| Vec::new()).collect())
+        .collect();
     for _ in 0..rounds {
         for (i, &n) in sizes.iter().enumerate() {
-            results[i].push(run(n));
+            for (c, (_, client)) in clients.iter().enumerate() {
+                results[c][i].push(run(client, n));
+            }
         }
     }
+    for ((name, _), results) in clients.iter().zip(&mut results) {
+        report(name, &sizes, results);
+    }
+}
+
+fn report(name: &str, sizes: &[usize], results: &mut [Vec<Run>]) {
+    eprintln!("{name}");
     eprintln!("calls      peak RSS   RSS/call above 10k   client CPU/call   updates");
     let base_rss = results[0].iter().map(|r| r.rss_kb).max().unwrap() as f64 * 1024.0;
     for (i, &n) in sizes.iter().enumerate() {
