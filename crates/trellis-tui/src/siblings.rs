@@ -27,24 +27,18 @@ impl Siblings {
         }
         // Which child a call belongs to is in the subagents' own lists (in memory), so
         // the call itself is not read back to learn it.
-        let mut owner = None;
         let mut skip = Vec::new();
         for child in &s.subagents.list {
             let calls: Vec<usize> = child.call_indices().collect();
             if calls.contains(&index) {
-                owner = Some(calls.clone());
+                return Siblings::Child(calls);
             }
             skip.extend(calls);
         }
-        match owner {
-            Some(calls) => Siblings::Child(calls),
-            None => {
-                skip.sort_unstable();
-                skip.dedup();
-                skip.retain(|&p| p < len);
-                Siblings::Own { len, skip }
-            }
-        }
+        skip.sort_unstable();
+        skip.dedup();
+        skip.retain(|&p| p < len);
+        Siblings::Own { len, skip }
     }
 
     pub(crate) fn len(&self) -> usize {
