@@ -6,7 +6,7 @@
 //! With `TRELLIS_BENCH_MILLION=1`, the same at 10 000 and 1 000 000 calls whose finished
 //! chunks left memory (as in a live session: `trellis_core::cold`, the output in a "log"
 //! read back on demand): a frame at the bottom, a frame scrolled to the top (frozen
-//! calls), and opening the inspector on calls spread over the session, a different
+//! calls), the frame after a resize, and opening the inspector on calls spread over the session, a different
 //! chunk each time (every open decodes one).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -284,14 +284,12 @@ fn app_with(calls: usize, plugins: Vec<trellis_ext::Candidate>) -> (App, Termina
         failed_preview: 3,
     };
     let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
-    term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 }))
-        .unwrap();
-    // The designed cards asked for by that frame arrive; the next frame has them.
+    settle(&mut app, &mut term);
+    // The designed cards asked for by those frames arrive; the next frames have them.
     let host = app.driver.host.as_ref().unwrap();
     host.flush(std::time::Duration::from_secs(60));
     assert_eq!(host.ui.sections().len(), 5);
-    term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 }))
-        .unwrap();
+    settle(&mut app, &mut term);
     (app, term)
 }
 
@@ -307,10 +305,23 @@ fn app_of(s: Session) -> (App, Terminal<TestBackend>) {
         failed_preview: 3,
     };
     let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
-    // The first frame lays the whole transcript out once (measured apart, below).
-    term.draw(|f| draw(f, &mut app, Clock { now: 1.0, frame: 0 }))
-        .unwrap();
+    // The first frames lay the whole transcript out once (the first one is measured
+    // apart, below).
+    settle(&mut app, &mut term);
     (app, term)
+}
+
+/// Draws until the transcript's layout has caught up (returns the frames it took).
+fn settle(app: &mut App, term: &mut Terminal<TestBackend>) -> usize {
+    let mut frames = 0;
+    loop {
+        term.draw(|f| draw(f, app, Clock { now: 1.0, frame: 0 }))
+            .unwrap();
+        frames += 1;
+        if !app.view.settling() {
+            return frames;
+        }
+    }
 }
 
 /// One frame after another of the app `make(calls)` builds, for each size.
@@ -413,6 +424,29 @@ fn frozen(c: &mut Criterion) {
             })
         });
         app.top = None;
+        // A resize: the frame after the width changed by one column (a terminal being
+        // dragged sends one after another).
+        let mut narrow = false;
+        g.bench_function(BenchmarkId::new("resize", calls), |b| {
+            b.iter(|| {
+                narrow = !narrow;
+                term.backend_mut()
+                    .resize(if narrow { 199 } else { 200 }, 50);
+                term.autoresize().unwrap();
+                term.draw(|f| draw(f, &mut app, Clock { now: 2.0, frame: 0 }))
+                    .unwrap();
+            })
+        });
+        term.backend_mut().resize(200, 50);
+        term.autoresize().unwrap();
+        // And all it takes to lay everything out again after one (in the background, a
+        // frame every 100 ms in the UI): once, as a figure.
+        let t = std::time::Instant::now();
+        let n = settle(&mut app, &mut term);
+        eprintln!(
+            "{calls} calls: a resize settles in {n} frames, {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
         // A different chunk each open (97 chunks on, and one call further).
         let entries = app.driver.session.transcript.len();
         let mut k = 0usize;

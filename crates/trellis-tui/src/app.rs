@@ -406,6 +406,14 @@ impl App {
             .cloned()
     }
 
+    /// Whether frames still have bounded work to finish (stale layout after a resize,
+    /// a rule preview counting its matches): the UI keeps drawing until they are done.
+    pub(crate) fn catching_up(&self) -> bool {
+        self.view.settling()
+            || matches!(&self.overlay, Some(crate::extui::Overlay::Rule(p))
+                if !p.hits.complete(&self.driver.session))
+    }
+
     pub(crate) fn scroll_by(&mut self, delta: isize) {
         let total = self.view.total_height();
         let max_top = total.saturating_sub(self.page);

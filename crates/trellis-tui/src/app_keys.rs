@@ -138,7 +138,7 @@ impl App {
             Resolved::Action(KeyAction::Bottom) => self.top = None,
             Resolved::Action(KeyAction::FoldThoughts) => {
                 self.view.thoughts_folded = !self.view.thoughts_folded;
-                self.view.invalidate_all();
+                self.view.invalidate_thoughts();
             }
             Resolved::Action(KeyAction::Close) if self.replay => {
                 self.quit = true;

@@ -216,6 +216,10 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
         status,
     );
 
+    if let Some(crate::extui::Overlay::Rule(p)) = app.overlay.as_mut() {
+        // What the rule matches, a budget of calls per frame.
+        p.advance(&app.driver.session, crate::extui::Hits::BUDGET);
+    }
     if let Some(ov) = app.overlay.clone() {
         draw_overlay(f, app, &ov, area);
     } else if let Some(ins) = app.inspector {

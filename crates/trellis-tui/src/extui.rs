@@ -138,6 +138,31 @@ pub struct RulePreview {
     pub pattern: String,
     pub scope: Scope,
     pub field: RuleField,
+    /// What the pattern matches so far (see [`RulePreview::advance`]).
+    pub hits: Hits,
+}
+
+/// Calls of the session a rule matches, counted from the newest down a budget at a time
+/// (a session of a million calls is not read back in one frame): calls `low..top` were
+/// looked at.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Hits {
+    low: usize,
+    top: usize,
+    pub count: usize,
+    /// The newest matches' card titles (at most [`Hits::SHOWN`]), newest first.
+    pub latest: Vec<String>,
+}
+
+impl Hits {
+    pub const SHOWN: usize = 4;
+    /// Calls looked at per frame.
+    pub const BUDGET: usize = 8192;
+
+    /// Whether every call of the session has been looked at.
+    pub fn complete(&self, session: &Session) -> bool {
+        self.low == 0 && self.top >= session.ledger.len()
+    }
 }
 
 impl RulePreview {
@@ -169,6 +194,7 @@ impl RulePreview {
             pattern,
             scope: Scope::Session,
             field: RuleField::Pattern,
+            hits: Hits::default(),
         }
     }
 
@@ -189,15 +215,44 @@ impl RulePreview {
         r
     }
 
-    /// Calls of this session the rule would have matched (what it matches, concretely).
-    pub fn matches(&self, session: &Session) -> Vec<String> {
+    /// Looks at up to `budget` more calls for [`RulePreview::hits`]: those that arrived
+    /// since first (the newest), then older ones.
+    pub fn advance(&mut self, session: &Session, budget: usize) {
+        let n = session.ledger.len();
+        if self.hits.top == 0 && self.hits.low == 0 {
+            (self.hits.low, self.hits.top) = (n, n);
+        }
         let rule = self.rule();
-        session
-            .ledger
-            .calls()
-            .filter(|c| rule.matches(c, session.cwd.as_deref()))
-            .map(|c| trellis_core::enrich::card_title(&c))
-            .collect()
+        let cwd = session.cwd.as_deref();
+        let mut left = budget;
+        let h = &mut self.hits;
+        let mut newer = Vec::new();
+        while h.top < n && left > 0 {
+            let c = session.ledger.at(h.top);
+            if rule.matches(&c, cwd) {
+                h.count += 1;
+                newer.push(trellis_core::enrich::card_title(&c));
+            }
+            h.top += 1;
+            left -= 1;
+        }
+        if !newer.is_empty() {
+            newer.reverse();
+            newer.append(&mut h.latest);
+            newer.truncate(Hits::SHOWN);
+            h.latest = newer;
+        }
+        while h.low > 0 && left > 0 {
+            h.low -= 1;
+            let c = session.ledger.at(h.low);
+            if rule.matches(&c, cwd) {
+                h.count += 1;
+                if h.latest.len() < Hits::SHOWN {
+                    h.latest.push(trellis_core::enrich::card_title(&c));
+                }
+            }
+            left -= 1;
+        }
     }
 
     /// Edits the preview; returns `Some(true)` to save, `Some(false)` to abandon.
@@ -227,14 +282,18 @@ impl RulePreview {
             }
             KeyCode::Backspace if self.field == RuleField::Pattern => {
                 self.pattern.pop();
+                self.hits = Hits::default();
             }
-            KeyCode::Char(c) if self.field == RuleField::Pattern => self.pattern.push(c),
+            KeyCode::Char(c) if self.field == RuleField::Pattern => {
+                self.pattern.push(c);
+                self.hits = Hits::default();
+            }
             _ => {}
         }
         None
     }
 
-    /// The preview's lines.
+    /// The preview's lines (from what [`RulePreview::advance`] found).
     pub fn lines(&self, session: &Session, theme: &Theme) -> Vec<Line<'static>> {
         let verdict = match self.verdict {
             Verdict::Allow => "allow",
@@ -278,22 +337,28 @@ impl RulePreview {
             scope.push(Span::raw("  "));
         }
         out.push(Line::from(scope));
-        let hits = self.matches(session);
+        let h = &self.hits;
+        let plural = if h.count == 1 { "" } else { "s" };
         out.push(Line::default());
         out.push(Line::styled(
-            format!(
-                "Matches {} call{} of this session so far:",
-                hits.len(),
-                if hits.len() == 1 { "" } else { "s" }
-            ),
+            if h.complete(session) {
+                format!("Matches {} call{plural} of this session so far:", h.count)
+            } else {
+                format!(
+                    "Matches {} call{plural} among the latest {} of {} (looking…)",
+                    h.count,
+                    h.top - h.low,
+                    session.ledger.len()
+                )
+            },
             theme.dim,
         ));
-        for h in hits.iter().take(4) {
-            out.push(Line::from(format!("  {h}")));
+        for t in &h.latest {
+            out.push(Line::from(format!("  {t}")));
         }
-        if hits.len() > 4 {
+        if h.count > h.latest.len() {
             out.push(Line::styled(
-                format!("  … +{} more", hits.len() - 4),
+                format!("  … +{} more", h.count - h.latest.len()),
                 theme.dim,
             ));
         }

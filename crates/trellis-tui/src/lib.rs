@@ -503,7 +503,7 @@ async fn run_loop(
                 app.stop_reason = Some(format!("stopped by {sig}"));
                 return Ok(());
             }
-            _ = tick.tick(), if animating || !app.openers.is_empty() => {
+            _ = tick.tick(), if animating || app.catching_up() || !app.openers.is_empty() => {
                 frame = frame.wrapping_add(1);
                 reap_openers(app);
                 dirty = true;

@@ -512,6 +512,94 @@ impl Extension for Approver {
     }
 }
 
+/// A long session: the preview counts what the rule matches a budget of calls per frame,
+/// newest first, so opening it never reads a whole session back in one frame; calls that
+/// arrive meanwhile count, and an edit starts the count again.
+#[test]
+fn the_rule_preview_counts_a_long_session_a_budget_at_a_time() {
+    let w = workspace();
+    let mut b = B::new();
+    let calls = 20_000;
+    let command = |i: usize| {
+        if i.is_multiple_of(3) {
+            "cargo test --all"
+        } else {
+            "ls"
+        }
+    };
+    for i in 0..calls {
+        b.up(json!({"sessionUpdate":"tool_call","toolCallId":format!("c{i}"),"title":format!("Call {i}"),
+            "kind":"execute","status":"completed","rawInput":{"command":command(i)}}));
+    }
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"x3","title":"Run tests again","kind":"execute","status":"pending",
+        "rawInput":{"command":"cargo test --all"}}));
+    b.f(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":9,"method":"session/request_permission","params":{"sessionId":"S",
+        "toolCall":{"toolCallId":"x3"},
+        "options":[{"optionId":"once","name":"Allow","kind":"allow_once"},{"optionId":"always","name":"Always","kind":"allow_always"}]}}));
+    let mut app = app_with_builtins(b, vec![], vec![], w.path());
+    app.sidebar = false;
+    app.on_key(KeyEvent::new(KeyCode::Char('a'), KeyModifiers::NONE));
+    let budget = trellis_tui::extui::Hits::BUDGET;
+    let f = common::draw_text(&mut app, 100, 30);
+    // The newest `budget` calls: the one asking, and calls `calls - budget + 1..calls`.
+    let first = 1
+        + (calls + 1 - budget..calls)
+            .filter(|i| i.is_multiple_of(3))
+            .count();
+    assert!(
+        f.contains(&format!(
+            "Matches {first} calls among the latest {budget} of {} (looking…)",
+            calls + 1
+        )),
+        "{f}"
+    );
+    assert!(
+        f.contains("Run tests again") && f.contains("Call 19998"),
+        "{f}"
+    );
+    // A call arrives while it counts: it is the newest match.
+    let mut seq = 1_000_000;
+    let mut feed = |app: &mut App, v: Value| {
+        seq += 1;
+        update(
+            &mut app.driver.session,
+            Action::Frame {
+                seq,
+                t: seq as f64,
+                dir: Dir::AgentToClient,
+                msg: Message::parse(&v.to_string()).unwrap(),
+            },
+        );
+    };
+    feed(
+        &mut app,
+        json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":
+        {"sessionUpdate":"tool_call","toolCallId":"late","title":"Late tests","kind":"execute","status":"completed",
+         "rawInput":{"command":"cargo test --all"}}}}),
+    );
+    let mut f = String::new();
+    for _ in 0..(calls / budget + 1) {
+        f = common::draw_text(&mut app, 100, 30);
+    }
+    let all = 2 + (0..calls).filter(|i| i.is_multiple_of(3)).count();
+    assert!(
+        f.contains(&format!("Matches {all} calls of this session so far:")),
+        "{f}"
+    );
+    let late = f.find("Late tests").unwrap();
+    assert!(late < f.find("Run tests again").unwrap(), "{f}");
+    assert!(f.contains(&format!("… +{} more", all - 4)), "{f}");
+    // An edit counts again, from the newest.
+    app.on_key(k(KeyCode::Backspace));
+    let f = common::draw_text(&mut app, 100, 30);
+    assert!(f.contains("Matches 0 calls among the latest"), "{f}");
+    for _ in 0..(calls / budget + 1) {
+        common::draw_text(&mut app, 100, 30);
+    }
+    let f = common::draw_text(&mut app, 100, 30);
+    assert!(f.contains("Matches 0 calls of this session so far:"), "{f}");
+}
+
 #[test]
 fn an_extension_claims_a_request_in_the_ui_and_the_dialog_never_shows_it() {
     let w = workspace();

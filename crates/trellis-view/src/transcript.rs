@@ -8,6 +8,13 @@
 //! existing calls with [`TranscriptView::invalidate_call`]; new entries and message
 //! growth are found by `sync`.
 //!
+//! A change that touches many entries (a resize, a design switched, thoughts unfolded)
+//! marks them stale instead of laying them all out at once (at a million calls that
+//! read every frozen call back: seconds): the bottom and what a frame draws are laid
+//! out first, the rest a budget per `sync`, their old heights standing in meanwhile. A
+//! resize leaves native cards alone: their lines are clipped, never wrapped, so their
+//! height does not depend on the width.
+//!
 //! Per entry only its key and height are kept (16 bytes: a session of a million calls
 //! has a million entries); rendered lines are kept for the [`LINES_KEPT`] entries laid
 //! out last that have any, and laid out again when drawn otherwise.
@@ -86,6 +93,32 @@ impl Cached {
 const BLOCK: usize = 64;
 /// Entries whose rendered lines are kept.
 pub const LINES_KEPT: usize = 4096;
+/// Stale entries (see [`Stale`]) laid out again per `sync`, and looked at.
+const RELAYOUT_BUDGET: usize = 4096;
+const SCAN_BUDGET: usize = 1 << 16;
+
+/// What a change may draw differently, from the narrowest to the widest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+enum Scope {
+    #[default]
+    Nothing,
+    /// Thoughts (folded or unfolded).
+    Thoughts,
+    /// Whatever wraps or is drawn by a design: everything but native cards, whose lines
+    /// are clipped, never wrapped (their height does not depend on the width, so a
+    /// resize need not read a frozen call back).
+    Wrapped,
+    Everything,
+}
+
+/// Entries laid out before a change, not laid out again yet: those of `scope` below
+/// `upto`. `sync` lays them out from the bottom up, [`RELAYOUT_BUDGET`] at a time, and
+/// `render` those it draws first; meanwhile their old heights stand in.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stale {
+    upto: usize,
+    scope: Scope,
+}
 
 type Lines = Arc<Vec<Line<'static>>>;
 
@@ -104,9 +137,10 @@ pub struct TranscriptView {
     /// Line offset of each block's first entry (see [`BLOCK`]), and one past the end.
     prefix: Vec<usize>,
     valid: usize,
-    /// Entries from which the next `sync` lays out every entry again (after
-    /// `invalidate_all`; else none).
-    relayout_from: usize,
+    stale: Stale,
+    /// Entries never laid out yet (more arrived at once than a `sync` lays out: a replay
+    /// opening, a burst): a height of one line stands in until `sync` gets to them.
+    fresh: std::ops::Range<usize>,
     /// Transcript entry of each ledger index (`u32::MAX`: none).
     call_entry: Vec<u32>,
     /// Entries invalidated since the last `sync`.
@@ -217,14 +251,102 @@ impl TranscriptView {
         }
     }
 
-    /// Forgets every cached entry (theme or policy change).
+    /// Forgets every cached entry (theme or policy change): each is laid out again, the
+    /// nearest the bottom and those drawn first.
     pub fn invalidate_all(&mut self) {
-        // Every entry is laid out again by the next `sync`.
+        self.go_stale(Scope::Everything);
+    }
+
+    /// Thoughts were folded or unfolded: only they are laid out again.
+    pub fn invalidate_thoughts(&mut self) {
+        self.go_stale(Scope::Thoughts);
+    }
+
+    fn go_stale(&mut self, scope: Scope) {
+        // Kept lines are drawn as they are: all go (a native card's too, clipped to
+        // the old width), and are laid out again when drawn.
         self.keys.clear();
         self.lines.clear();
         self.kept.clear();
-        self.relayout_from = 0;
-        self.valid = 0;
+        // Both changes' entries, over the whole transcript (one scope holds the other).
+        self.stale = Stale {
+            upto: self.entries.len(),
+            scope: scope.max(if self.stale.upto > 0 {
+                self.stale.scope
+            } else {
+                Scope::Nothing
+            }),
+        };
+    }
+
+    /// Whether entry `i` is still to be laid out again after a change.
+    fn is_stale(&self, session: &Session, i: usize) -> bool {
+        if self.fresh.contains(&i) {
+            return true;
+        }
+        if i >= self.stale.upto {
+            return false;
+        }
+        match (self.stale.scope, &session.transcript[i]) {
+            (Scope::Nothing, _) => false,
+            (Scope::Everything, _) => true,
+            (Scope::Wrapped, Entry::ToolCall { .. }) => self.entries[i].designed(),
+            (Scope::Wrapped, _) => true,
+            (Scope::Thoughts, Entry::Message(m)) => m.role == Role::Thought,
+            (Scope::Thoughts, _) => false,
+        }
+    }
+
+    /// Whether entries are still to be laid out again after a change (the UI keeps
+    /// drawing until they are).
+    pub fn settling(&self) -> bool {
+        self.stale.upto > 0 || !self.fresh.is_empty()
+    }
+
+    /// Lays out stale entries from the bottom up, up to [`RELAYOUT_BUDGET`] with the
+    /// `measured` this sync laid out already.
+    fn relayout(&mut self, session: &Session, theme: &Theme, mut measured: usize) {
+        let mut looked = 0;
+        // The newest first.
+        while !self.fresh.is_empty() && measured < RELAYOUT_BUDGET {
+            let i = self.fresh.end - 1;
+            self.measure(session, i, theme);
+            self.fresh.end = i;
+            measured += 1;
+        }
+        while self.stale.upto > 0 && measured < RELAYOUT_BUDGET && looked < SCAN_BUDGET {
+            let i = self.stale.upto - 1;
+            if self.is_stale(session, i) {
+                self.measure(session, i, theme);
+                measured += 1;
+            }
+            self.stale.upto = i;
+            looked += 1;
+        }
+    }
+
+    /// Lays out the stale entries lines `top..top + height` show, so what is drawn is
+    /// exact (their heights may move what is in view: a few rounds settle it).
+    fn settle_view(&mut self, session: &Session, top: usize, height: usize, theme: &Theme) {
+        for _ in 0..4 {
+            let Some(mut i) = self.entry_at(top) else {
+                return;
+            };
+            let mut y = self.offset_of(i);
+            let mut changed = false;
+            while y < top + height && i < self.entries.len() {
+                if self.is_stale(session, i) {
+                    let old = self.entries[i].height();
+                    self.measure(session, i, theme);
+                    changed |= self.entries[i].height() != old;
+                }
+                y += self.entries[i].height() as usize;
+                i += 1;
+            }
+            if !changed {
+                return;
+            }
+        }
     }
 
     /// Brings the layout up to date with `session` at `width`: new entries are measured,
@@ -232,7 +354,7 @@ impl TranscriptView {
     pub fn sync(&mut self, session: &Session, width: usize, theme: &Theme) {
         if width != self.width {
             self.width = width;
-            self.invalidate_all();
+            self.go_stale(Scope::Wrapped);
         }
         let epoch = self.decor.as_ref().map(|d| d.epoch()).unwrap_or(0);
         if epoch != self.decor_epoch {
@@ -256,13 +378,24 @@ impl TranscriptView {
                 }
                 self.call_entry[*index] = u32::try_from(i).unwrap_or(u32::MAX);
             }
-            self.entries.push(Cached::default());
+            self.entries.push(Cached::new(1, false));
         }
-        // Re-measure what may have changed: the new entries, the last old one (it may be a
+        // Re-measure what may have changed: the new entries (the newest, when more came
+        // than a sync lays out: the others follow), the last old one (it may be a
         // streaming message), and those invalidated since.
-        let start = first_new.saturating_sub(1).min(self.relayout_from);
-        self.relayout_from = usize::MAX;
-        for i in start..n {
+        let now_from = n.saturating_sub(RELAYOUT_BUDGET).max(first_new);
+        if now_from > first_new {
+            let start = if self.fresh.is_empty() {
+                first_new
+            } else {
+                self.fresh.start.min(first_new)
+            };
+            self.fresh = start..now_from;
+        }
+        if let Some(last_old) = first_new.checked_sub(1) {
+            self.measure(session, last_old, theme);
+        }
+        for i in now_from..n {
             self.measure(session, i, theme);
         }
         for i in std::mem::take(&mut self.dirty) {
@@ -276,6 +409,7 @@ impl TranscriptView {
                 self.measure(session, i, theme);
             }
         }
+        self.relayout(session, theme, n - now_from);
         // Keys are kept only where they are looked at again unasked.
         if self.keys.len() > self.trees.len() + 1 {
             let last = n.saturating_sub(1);
@@ -631,6 +765,9 @@ impl TranscriptView {
         cursor: Option<usize>,
         highlight: Option<usize>,
     ) -> Vec<Line<'static>> {
+        if self.settling() {
+            self.settle_view(session, top, height, theme);
+        }
         self.fix_prefix();
         let mut out = Vec::with_capacity(height);
         let Some(mut i) = self.entry_at(top) else {

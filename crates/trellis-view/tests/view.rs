@@ -299,12 +299,18 @@ fn entries_whose_lines_were_let_go_draw_the_same() {
     }
     let mut v = TranscriptView::new();
     v.sync(&b.s, 40, &theme);
+    while v.settling() {
+        v.sync(&b.s, 40, &theme);
+    }
     let total = v.total_height();
     // The first screen, drawn first from kept lines of the newest, then the oldest.
     let last = text(&v.render(&b.s, total - 30, 30, &theme, 0.0, 0, None, None));
     let first = text(&v.render(&b.s, 0, 40, &theme, 0.0, 0, None, None));
     let mut fresh = TranscriptView::new();
     fresh.sync(&b.s, 40, &theme);
+    while fresh.settling() {
+        fresh.sync(&b.s, 40, &theme);
+    }
     assert_eq!(
         text(&fresh.render(&b.s, 0, 40, &theme, 0.0, 0, None, None)),
         first
@@ -329,6 +335,180 @@ fn entries_whose_lines_were_let_go_draw_the_same() {
         at = next;
     }
     assert_eq!(v.entry_at(total), None);
+}
+
+/// Designs every fifth call, with as many lines as the width allows tens of columns (so
+/// its height depends on the width), and counts the calls it is asked to draw.
+struct Every5th(std::sync::atomic::AtomicUsize);
+
+impl trellis_view::transcript::Decor for Every5th {
+    fn card(
+        &self,
+        call: &trellis_core::ToolCall,
+        width: usize,
+        _theme: &Theme,
+    ) -> Option<trellis_view::transcript::DesignedCard> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n: usize = call.id.trim_start_matches('c').parse().ok()?;
+        n.is_multiple_of(5)
+            .then(|| trellis_view::transcript::DesignedCard {
+                call: vec![Line::from(format!("designed {}", call.id))],
+                result: (0..width / 10)
+                    .map(|k| Line::from(format!("row {k}")))
+                    .collect(),
+            })
+    }
+    fn transform(&self, _call: &trellis_core::ToolCall, _text: &str) -> Option<String> {
+        None
+    }
+    fn epoch(&self) -> u64 {
+        0
+    }
+}
+
+impl Every5th {
+    fn asked(&self) -> usize {
+        self.0.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+fn view_with(decor: &std::sync::Arc<Every5th>) -> TranscriptView {
+    let mut v = TranscriptView::new();
+    v.policies = OutputPolicies {
+        by_kind: vec![(ToolKind::Search, OutputPolicy::Preview(3))],
+        failed_preview: 3,
+    };
+    v.decor = Some(decor.clone());
+    v
+}
+
+/// Every window of `v` against a fresh layout of `s` at `width`.
+fn same_as_fresh(v: &mut TranscriptView, s: &Session, width: usize, fresh: &mut TranscriptView) {
+    let theme = Theme::plain();
+    fresh.sync(s, width, &theme);
+    while fresh.settling() {
+        fresh.sync(s, width, &theme);
+    }
+    let total = fresh.total_height();
+    assert_eq!(v.total_height(), total);
+    for top in (0..total).step_by(97) {
+        assert_eq!(
+            text(&v.render(s, top, 40, &theme, 0.0, 0, None, None)),
+            text(&fresh.render(s, top, 40, &theme, 0.0, 0, None, None)),
+            "top {top}"
+        );
+    }
+}
+
+/// A resize lays out again only what wraps or a design draws (a native card is clipped,
+/// so its height holds: a frozen call is not read back), the bottom and what is drawn
+/// first; the rest follows a budget per sync, and the result is a fresh layout's. A
+/// thoughts toggle lays out only thoughts.
+#[test]
+fn a_resize_lays_out_what_it_changes_nearest_first() {
+    let theme = Theme::plain();
+    let mut b = Builder::new();
+    let calls = 6 * 4096;
+    for i in 0..calls {
+        let id = format!("c{i}");
+        b.call(
+            &id,
+            json!({"title":format!("Search {i}"),"kind":"search","status":"in_progress"}),
+            i as f64,
+        );
+        b.patch(
+            &id,
+            json!({"status":"completed","content":text_content(&"hit\n".repeat(i % 6))}),
+            i as f64,
+        );
+        if i % 40 == 0 {
+            b.up(json!({"sessionUpdate":"agent_thought_chunk","messageId":format!("t{i}"),"content":{"type":"text","text":"thinking ".repeat(1 + i % 30)}}), i as f64);
+            b.up(json!({"sessionUpdate":"agent_message_chunk","messageId":format!("m{i}"),"content":{"type":"text","text":"words that wrap ".repeat(1 + i % 17)}}), i as f64);
+        }
+    }
+    let decor = std::sync::Arc::new(Every5th(Default::default()));
+    let mut v = view_with(&decor);
+    // Opening a long session lays out its newest entries, the rest a budget per sync.
+    v.sync(&b.s, 100, &theme);
+    assert!(v.settling());
+    let first = decor.asked();
+    assert!(first <= 4096, "{first}");
+    let mut fresh = view_with(&std::sync::Arc::new(Every5th(Default::default())));
+    fresh.sync(&b.s, 100, &theme);
+    let (total, fresh_total) = (v.total_height(), fresh.total_height());
+    assert_eq!(
+        text(&v.render(&b.s, total - 30, 30, &theme, 0.0, 0, None, None)),
+        text(&fresh.render(&b.s, fresh_total - 30, 30, &theme, 0.0, 0, None, None))
+    );
+    while v.settling() {
+        v.sync(&b.s, 100, &theme);
+    }
+    assert!(first + decor.asked() >= calls);
+    let mut fresh = view_with(&std::sync::Arc::new(Every5th(Default::default())));
+    while fresh.settling() || fresh.is_empty() {
+        fresh.sync(&b.s, 100, &theme);
+    }
+    same_as_fresh(&mut v, &b.s, 100, &mut fresh);
+
+    decor.asked();
+    v.sync(&b.s, 60, &theme);
+    assert!(v.settling(), "more stale entries than one sync lays out");
+    let asked = decor.asked();
+    assert!(
+        asked <= 4096 + 1,
+        "only designed calls were laid out: {asked}"
+    );
+    // The bottom and the top are exact at once.
+    let total = v.total_height();
+    let mut fresh = view_with(&std::sync::Arc::new(Every5th(Default::default())));
+    fresh.sync(&b.s, 60, &theme);
+    let fresh_total = fresh.total_height();
+    assert_ne!(total, fresh_total, "the old heights stand in above");
+    assert_eq!(
+        text(&v.render(&b.s, total - 30, 30, &theme, 0.0, 0, None, None)),
+        text(&fresh.render(&b.s, fresh_total - 30, 30, &theme, 0.0, 0, None, None))
+    );
+    assert_eq!(
+        text(&v.render(&b.s, 0, 40, &theme, 0.0, 0, None, None)),
+        text(&fresh.render(&b.s, 0, 40, &theme, 0.0, 0, None, None))
+    );
+    let mut syncs = 1;
+    while v.settling() {
+        v.sync(&b.s, 60, &theme);
+        syncs += 1;
+        assert!(syncs < 10, "stale entries are laid out a budget at a time");
+    }
+    let asked = decor.asked();
+    assert!(
+        asked < calls / 5 + 200,
+        "native cards were not laid out again: {asked} asked"
+    );
+    same_as_fresh(&mut v, &b.s, 60, &mut fresh);
+
+    // Thoughts unfold: no call is laid out again but the last, and those drawn.
+    decor.asked();
+    v.thoughts_folded = false;
+    v.invalidate_thoughts();
+    v.sync(&b.s, 60, &theme);
+    assert!(decor.asked() <= 1);
+    while v.settling() {
+        v.sync(&b.s, 60, &theme);
+    }
+    assert!(decor.asked() <= 1);
+    let mut fresh = view_with(&std::sync::Arc::new(Every5th(Default::default())));
+    fresh.thoughts_folded = false;
+    same_as_fresh(&mut v, &b.s, 60, &mut fresh);
+
+    // Everything, and a resize on top of it before it is done: one fresh layout.
+    v.invalidate_all();
+    v.sync(&b.s, 60, &theme);
+    v.sync(&b.s, 45, &theme);
+    while v.settling() {
+        v.sync(&b.s, 45, &theme);
+    }
+    let mut fresh = view_with(&std::sync::Arc::new(Every5th(Default::default())));
+    fresh.thoughts_folded = false;
+    same_as_fresh(&mut v, &b.s, 45, &mut fresh);
 }
 
 use trellis_view::inspector::{InspectorView, fence_for, inspector_title, view_lines};
