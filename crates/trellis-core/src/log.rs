@@ -252,19 +252,34 @@ pub fn rebuild<'a>(
 ) -> Vec<String> {
     let mut problems = Vec::new();
     for (n, line) in lines.into_iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match parse_record(line) {
-            Ok(entry) => {
-                if let Some(action) = entry.into_action(n as u64 + 1) {
-                    for fx in crate::update::update(session, action) {
-                        on_effect(fx);
-                    }
-                }
-            }
-            Err(e) => problems.push(format!("line {}: {e}", n + 1)),
+        if let Some(p) = apply_line(session, n as u64 + 1, line, &mut on_effect) {
+            problems.push(p);
         }
     }
     problems
+}
+
+/// Folds log line `number` (1-based: the frame's sequence number, by which its texts are
+/// read back from the log) into a session; a line that cannot be read is the warning
+/// returned.
+pub fn apply_line(
+    session: &mut crate::session::Session,
+    number: u64,
+    line: &str,
+    mut on_effect: impl FnMut(crate::update::Effect),
+) -> Option<String> {
+    if line.trim().is_empty() {
+        return None;
+    }
+    match parse_record(line) {
+        Ok(entry) => {
+            if let Some(action) = entry.into_action(number) {
+                for fx in crate::update::update(session, action) {
+                    on_effect(fx);
+                }
+            }
+            None
+        }
+        Err(e) => Some(format!("line {number}: {e}")),
+    }
 }

@@ -93,22 +93,30 @@ fn held_bytes(call: &ToolCall) -> usize {
         .sum()
 }
 
+/// What reads texts back from `log`, and the store of frozen chunks whose texts are
+/// places in it (or why there is none: the spill file could not be made).
+pub(crate) fn log_store(log: &Path) -> (Arc<dyn BulkSource>, Result<Arc<Cold>, String>) {
+    let source: Arc<dyn BulkSource> = Arc::new(LogSource {
+        index: Mutex::new(trellis_store::LogIndex::new(log)),
+    });
+    let cold = match tempfile::tempfile() {
+        Ok(f) => Ok(Cold::new(
+            Arc::new(TempSpill {
+                file: Mutex::new((f, 0)),
+            }),
+            source.clone(),
+        )),
+        Err(e) => Err(e.to_string()),
+    };
+    (source, cold)
+}
+
 impl Bulk {
     pub(crate) fn new(log: &Path, session: &Session, budget: usize) -> Bulk {
-        let source: Arc<dyn BulkSource> = Arc::new(LogSource {
-            index: Mutex::new(trellis_store::LogIndex::new(log)),
-        });
-        let (cold, spill_error) = match tempfile::tempfile() {
-            Ok(f) => (
-                Some(Cold::new(
-                    Arc::new(TempSpill {
-                        file: Mutex::new((f, 0)),
-                    }),
-                    source.clone(),
-                )),
-                None,
-            ),
-            Err(e) => (None, Some(e.to_string())),
+        let (source, cold) = log_store(log);
+        let (cold, spill_error) = match cold {
+            Ok(c) => (Some(c), None),
+            Err(e) => (None, Some(e)),
         };
         Bulk {
             source,

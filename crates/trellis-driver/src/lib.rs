@@ -18,6 +18,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod bulk;
+pub mod replay;
 mod settings;
 
 pub use settings::Setting;

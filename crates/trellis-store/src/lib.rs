@@ -10,4 +10,4 @@ pub mod session_log;
 pub use config::{AgentPreset, Config, ConfigError};
 pub use log_index::LogIndex;
 pub use paths::Paths;
-pub use session_log::{LogWriter, read_log};
+pub use session_log::{LogWriter, open_log, read_log};

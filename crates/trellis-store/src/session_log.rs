@@ -102,6 +102,21 @@ pub fn read_log(path: &Path) -> io::Result<String> {
     std::fs::read_to_string(path)
 }
 
+/// Opens a log (or fixture) file to read it a line at a time. Only a regular file: a FIFO
+/// or a device named as a log would block or never end.
+pub fn open_log(path: &Path) -> io::Result<std::fs::File> {
+    let not_a_file = || io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(not_a_file());
+    }
+    let file = std::fs::File::open(path)?;
+    // It may have been swapped between the two looks: the file opened decides.
+    if !file.metadata()?.is_file() {
+        return Err(not_a_file());
+    }
+    Ok(file)
+}
+
 /// UTC date `YYYY-MM-DD` and time `HHMMSS` for a Unix timestamp.
 fn civil(secs: u64) -> (String, String) {
     let (y, m, d, h, mi, s) = trellis_core::civil::civil(secs as i64);

@@ -265,10 +265,9 @@ fn status(config: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn log_show(file: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let text =
-        trellis_store::read_log(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    let mut session = trellis_core::Session::new(trellis_core::Policy::Ask);
-    let problems = trellis_core::log::rebuild(&mut session, text.lines(), |_| {});
+    let rebuilt = trellis_driver::replay::rebuild_log(file, |_| {})
+        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let (session, problems, unreadable) = (rebuilt.session, rebuilt.problems, rebuilt.unreadable);
     // Everything in a log came from outside: print it with control sequences made visible.
     let transcript = trellis_core::summary::transcript_text(&session);
     print!("{}", output::safe(&transcript));
@@ -279,6 +278,13 @@ fn log_show(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     );
     for p in &problems {
         eprintln!("{}: {}", file.display(), output::safe(p));
+    }
+    if unreadable > problems.len() {
+        eprintln!(
+            "{}: {} more unreadable lines",
+            file.display(),
+            unreadable - problems.len()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -248,10 +248,11 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
 
 /// The session of `row`, rebuilt from its log, as a document.
 pub fn export(row: &SessionRow, format: ExportFormat, redact: bool) -> anyhow::Result<String> {
-    let log = trellis_store::read_log(Path::new(&row.path))
-        .with_context(|| format!("the session's log {}", row.path))?;
-    let mut session = trellis_core::Session::new(trellis_core::Policy::Ask);
-    trellis_core::log::rebuild(&mut session, log.lines(), |_| {});
+    // Read a line at a time, finished calls out of memory as it goes (texts are read
+    // back from the log as the document is written).
+    let session = trellis_driver::replay::rebuild_log(Path::new(&row.path), |_| {})
+        .with_context(|| format!("the session's log {}", row.path))?
+        .session;
     let redactor = trellis_builtins::redact::Redact::default();
     let redact_fn = |s: &str| redactor.redact(s);
     let opts = trellis_view::export::Options {

@@ -212,26 +212,32 @@ pub fn replay(
     exit_after_first_frame: bool,
 ) -> anyhow::Result<ExitCode> {
     let config = load_config(config_path)?;
-    let text =
-        trellis_store::read_log(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let mut session = Session::new(Policy::Ask);
-    let mut events = Vec::new();
-    let problems = trellis_core::log::rebuild(&mut session, text.lines(), |fx| {
-        if let trellis_core::Effect::Emit(ev) = fx {
-            events.push(ev);
-        }
-    });
     // Extensions see the recording's events (stores stay in memory: a replay changes
-    // nothing on disk).
-    let (host, host_rx) = crate::setup::ext_host(
+    // nothing on disk), a batch at a time as the log is read.
+    let (mut host, host_rx) = crate::setup::ext_host(
         &config,
         &crate::setup::Live::default(),
         &crate::setup::SessionPlugins::default(),
     )?;
-    for ev in &events {
-        host.dispatch(ev);
+    let replay = trellis_driver::replay::Replay::open(file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    if let Some(cold) = replay.cold() {
+        host.set_cold(cold.clone());
     }
+    let mut sent = 0usize;
+    let rebuilt = replay
+        .run(|fx| {
+            if let trellis_core::Effect::Emit(ev) = fx {
+                host.dispatch(&ev);
+                sent += 1;
+                if sent.is_multiple_of(4096) {
+                    host.deliver();
+                }
+            }
+        })
+        .with_context(|| format!("cannot read {}", file.display()))?;
     host.deliver();
+    let session = rebuilt.session;
     let name = if session.agent.name.is_empty() {
         "recording".to_string()
     } else {
@@ -245,11 +251,13 @@ pub fn replay(
     if let Some(c) = call {
         app.inspect_call(c);
     }
-    if let Some(p) = problems.first() {
+    if let Some(p) = rebuilt.problems.first() {
         app.message = Some(format!(
             "{} unreadable log lines (first: {p})",
-            problems.len()
+            rebuilt.unreadable
         ));
+    } else if let Some(e) = &rebuilt.spill_error {
+        app.message = Some(format!("every call stays in memory (no spill file: {e})"));
     }
     runtime()?.block_on(trellis_tui::run(app, None))?;
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,189 @@
+//! A recorded session rebuilt from its log the way a live one is kept (issue 11, part 5):
+//! the log is read a line at a time, never whole, and finished chunks of calls leave
+//! memory as they finish, their texts as places in that same log, so opening a session of
+//! a million calls costs what running it did.
+//!
+//! A line that is not UTF-8 is read with its bad bytes replaced (and then parsed like any
+//! other: a line that is not a record is a warning, the rest of the log still applies).
+
+use std::io::BufRead;
+use std::path::Path;
+use std::sync::Arc;
+
+use trellis_core::cold::Cold;
+use trellis_core::{Effect, Policy, Session};
+
+/// Warnings kept in full (the rest are counted).
+const PROBLEMS_KEPT: usize = 100;
+/// Log lines between two settles of the ledger (finished chunks leave memory).
+const SETTLE_EVERY: u64 = 512;
+
+/// What [`rebuild_log`] made of a log.
+pub struct Rebuilt {
+    pub session: Session,
+    /// The first unreadable lines, each with its line number.
+    pub problems: Vec<String>,
+    /// Every unreadable line, counted.
+    pub unreadable: usize,
+    /// Why every call stays in memory, if it does (the spill file could not be made).
+    pub spill_error: Option<String>,
+}
+
+/// A log opened to be rebuilt (see [`Replay::run`]).
+pub struct Replay {
+    reader: std::io::BufReader<std::fs::File>,
+    session: Session,
+    spill_error: Option<String>,
+}
+
+impl Replay {
+    /// Opens the log at `path` (a regular file only).
+    pub fn open(path: &Path) -> std::io::Result<Replay> {
+        let file = trellis_store::open_log(path)?;
+        let mut session = Session::new(Policy::Ask);
+        let (_, cold) = crate::bulk::log_store(path);
+        let spill_error = match cold {
+            Ok(c) => {
+                session.ledger.set_cold(c);
+                None
+            }
+            Err(e) => Some(e),
+        };
+        Ok(Replay {
+            reader: std::io::BufReader::with_capacity(1 << 16, file),
+            session,
+            spill_error,
+        })
+    }
+
+    /// Where finished chunks will go (an extension host's copy of the session should
+    /// freeze into the same store before it sees the events).
+    pub fn cold(&self) -> Option<&Arc<Cold>> {
+        self.session.ledger.cold()
+    }
+
+    /// Folds the log into a new session; every effect the reducer produces goes to
+    /// `on_effect` as it is produced (nothing is collected).
+    pub fn run(mut self, mut on_effect: impl FnMut(Effect)) -> std::io::Result<Rebuilt> {
+        let mut buf = Vec::new();
+        let (mut number, mut problems, mut unreadable) = (0u64, Vec::new(), 0usize);
+        let session = &mut self.session;
+        loop {
+            buf.clear();
+            if self.reader.read_until(b'\n', &mut buf)? == 0 {
+                break;
+            }
+            number += 1;
+            let line = String::from_utf8_lossy(&buf);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if let Some(p) = trellis_core::log::apply_line(session, number, line, &mut on_effect) {
+                unreadable += 1;
+                if problems.len() < PROBLEMS_KEPT {
+                    problems.push(p);
+                }
+            }
+            if number.is_multiple_of(SETTLE_EVERY) {
+                session.ledger.settle();
+            }
+        }
+        session.ledger.settle();
+        Ok(Rebuilt {
+            session: self.session,
+            problems,
+            unreadable,
+            spill_error: self.spill_error,
+        })
+    }
+}
+
+/// [`Replay::open`] and [`Replay::run`].
+pub fn rebuild_log(path: &Path, on_effect: impl FnMut(Effect)) -> std::io::Result<Rebuilt> {
+    Replay::open(path)?.run(on_effect)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use std::io::Write;
+    use trellis_core::tool_call::ToolContent;
+
+    fn up(t: f64, u: serde_json::Value) -> String {
+        serde_json::json!({"t": t, "dir": "agent_to_client", "msg": {"jsonrpc": "2.0",
+            "method": "session/update", "params": {"sessionId": "S", "update": u}}})
+        .to_string()
+    }
+
+    /// A log of `calls` finished calls, with a line that is not UTF-8 and blank lines.
+    fn long_log(calls: usize) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        let mut w = std::io::BufWriter::new(f.as_file_mut());
+        writeln!(w, "{}", serde_json::json!({"t": 0.0, "dir": "client_to_agent", "msg": {"jsonrpc": "2.0", "id": 1,
+            "method": "session/prompt", "params": {"sessionId": "S", "prompt": [{"type": "text", "text": "go"}]}}})).unwrap();
+        for i in 0..calls {
+            let id = format!("c{i}");
+            writeln!(
+                w,
+                "{}",
+                up(
+                    1.0,
+                    serde_json::json!({"sessionUpdate": "tool_call", "toolCallId": id,
+                "title": format!("Call {i}"), "kind": "execute", "status": "in_progress"})
+                )
+            )
+            .unwrap();
+            writeln!(w, "{}", up(1.0, serde_json::json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
+                "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": format!("out {i}\nline 2\n")}}]}))).unwrap();
+            if i == calls / 2 {
+                w.write_all(b"\xff\xfe{\"t\": \n\n\r\n").unwrap();
+            }
+        }
+        drop(w);
+        f
+    }
+
+    #[test]
+    fn a_long_log_is_rebuilt_with_finished_chunks_out_of_memory() {
+        let log = long_log(3000);
+        let mut events = 0;
+        let r = rebuild_log(log.path(), |fx| {
+            if matches!(fx, Effect::Emit(_)) {
+                events += 1;
+            }
+        })
+        .unwrap();
+        let s = &r.session;
+        assert_eq!(s.ledger.len(), 3000);
+        assert!(events >= 6000, "{events}");
+        assert_eq!(r.unreadable, 1, "{:?}", r.problems);
+        assert!(r.problems[0].starts_with("line 3004:"), "{:?}", r.problems);
+        assert!(r.spill_error.is_none());
+        let frozen = s.ledger.cold().unwrap().stats().0;
+        assert!(frozen >= 2048, "{frozen} calls frozen");
+        // A frozen call's output reads back from the log, the newest's is in memory.
+        for i in [0, 5, 1499, 1500, 2999] {
+            assert!(s.ledger.is_frozen(i) || i == 2999);
+            let c = s.ledger.at(i);
+            let ToolContent::Text { text } = &c.content[0] else {
+                panic!("{:?}", c.content)
+            };
+            assert_eq!(*text.load(), format!("out {i}\nline 2\n"));
+        }
+    }
+
+    #[test]
+    fn only_a_regular_file_is_read_as_a_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // A FIFO would block the open (no writer) or never end: refused at once.
+        let e = rebuild_log(&fifo, |_| {}).err().unwrap();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+        let e = rebuild_log(dir.path(), |_| {}).err().unwrap();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    }
+}
