@@ -188,10 +188,9 @@ impl Proc {
         if let Some(f) = l.on_spawn {
             f(child.id());
         }
-        // Plugins run at the lowest CPU priority: when the CPU is short, the agent and the
-        // client come first, and plugins catch up on their queues afterwards.
-        set_priority(child.id(), PLUGIN_NICE);
-        set_idle_policy(child.id());
+        // The process starts at Trellis's own priority and is lowered once it has
+        // answered `initialize` (`Proc::lower_priority`): at the lowest from the start, a
+        // busy machine (a build on every core) starved it past its start timeout.
         let (stdin, stdout, err) =
             match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
                 (Some(a), Some(b), Some(c)) => (a, b, c),
@@ -239,6 +238,25 @@ impl Proc {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Puts the process at the lowest CPU priority, every thread it has so far (Linux:
+    /// threads have their own; those it starts later inherit it): when the CPU is short,
+    /// the agent and the client come first, and plugins catch up on their queues
+    /// afterwards.
+    pub fn lower_priority(&self) {
+        let pid = self.child.id();
+        let tasks: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in if tasks.is_empty() { vec![pid] } else { tasks } {
+            set_priority(id, PLUGIN_NICE);
+            set_idle_policy(id);
+        }
     }
 
     /// Queues a line for the plugin's stdin.
@@ -352,7 +370,8 @@ fn die_with_parent(cmd: &mut Command) {
     let _ = cmd;
 }
 
-/// Puts process `pid` in the `SCHED_IDLE` class: it runs on CPU time nothing else wants.
+/// Puts thread (or process) `pid` in the `SCHED_IDLE` class: it runs on CPU time nothing
+/// else wants.
 #[allow(unsafe_code)]
 fn set_idle_policy(pid: u32) {
     let param = libc::sched_param { sched_priority: 0 };

@@ -655,3 +655,52 @@ fn a_frozen_v1_plugin_keeps_working() {
     assert_eq!(h.ui.status_line_items(40)[0].text(), "v1 3");
     assert_eq!(state(&h, "v1-frozen"), ExtState::Ready, "{}", status(&h));
 }
+
+/// Policy (`SCHED_*`) and niceness of each thread of process `pid`, from `/proc`.
+fn priorities(pid: u32) -> Vec<(u32, i64)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let stat = std::fs::read_to_string(e.unwrap().path().join("stat")).unwrap();
+        // The fields after the command's closing parenthesis start at field 3 (state).
+        let rest: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        out.push((rest[41 - 3].parse().unwrap(), rest[19 - 3].parse().unwrap()));
+    }
+    out
+}
+
+/// A plugin starts at Trellis's own priority (a machine busy with a build on every core
+/// starved it past its start timeout at the lowest one) and, once it has answered
+/// `initialize`, every thread of it runs at the lowest (`SCHED_IDLE`, nice 19).
+#[test]
+fn a_plugin_starts_at_normal_priority_and_then_runs_at_the_lowest() {
+    if !python() {
+        return;
+    }
+    let sp = spec(
+        "priority",
+        &["python3", "./priority.py"],
+        &[Capability::Observe],
+        Limits::default(),
+    );
+    let (mut h, mut rx) = host(vec![(sp, vec![Capability::Observe])]);
+    pump(&mut h, &mut rx, &[], |_, h| {
+        status(h).contains("started with policy")
+    });
+    let st = status(&h);
+    let own = priorities(std::process::id())[0].1;
+    assert!(
+        st.contains(&format!("started with policy 0 nice {own}")),
+        "{st}"
+    );
+    let pid: u32 = st
+        .split("process ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{st}"));
+    let threads = priorities(pid);
+    assert!(threads.len() >= 2, "{threads:?}");
+    // SCHED_IDLE is policy 5.
+    assert!(threads.iter().all(|&t| t == (5, 19)), "{threads:?}");
+    h.shutdown(Duration::from_secs(5));
+}

@@ -112,6 +112,10 @@ impl PluginExt {
             )));
         }
         self.version = r.version;
+        // Started: from now on it runs on CPU time the agent and the client do not want.
+        if let Some(p) = &self.proc {
+            p.lower_priority();
+        }
         match &self.registration {
             None => {
                 self.acp = r.registration.acp_payloads;
