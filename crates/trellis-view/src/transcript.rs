@@ -22,13 +22,16 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use ratatui_core::text::{Line, Span};
+use ratatui_core::text::Line;
 use trellis_core::event::Role;
 use trellis_core::session::Entry;
 use trellis_core::{Session, ToolStatus};
 
-use crate::card::{CardCtx, OutputPolicies, OutputPolicy, card_line, output_text, preview_of_text};
+use crate::card::{CardCtx, OutputPolicies, card_line};
 use crate::theme::Theme;
+
+mod entry;
+use entry::child_of;
 
 /// A card drawn by a design: its call part (the first line is the card's line) and its
 /// result part (shown under it like native output, subject to the output policy).
@@ -155,25 +158,10 @@ pub struct TranscriptView {
     decor_epoch: u64,
 }
 
-/// The subagent the call started (its position in `Session::subagents`), if any.
-fn child_of(session: &Session, call: &trellis_core::ToolCall) -> Option<usize> {
-    if session.subagents.is_empty() {
-        return None;
-    }
-    let child = session.subagents.for_call(call)?;
-    session.subagents.position(&child.session_id)
-}
-
 impl std::fmt::Debug for dyn Decor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Decor")
     }
-}
-
-fn mix(parts: &[u64]) -> u64 {
-    parts.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, p| {
-        (h ^ p).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 impl TranscriptView {
@@ -181,62 +169,6 @@ impl TranscriptView {
         TranscriptView {
             thoughts_folded: true,
             ..TranscriptView::default()
-        }
-    }
-
-    fn key(&self, session: &Session, entry: &Entry) -> u64 {
-        let w = self.width as u64;
-        match entry {
-            Entry::Message(m) => mix(&[
-                1,
-                m.role as u64,
-                m.text.len() as u64,
-                w,
-                self.thoughts_folded as u64,
-            ]),
-            Entry::ToolCall { index } => {
-                let c = session.ledger.at(*index);
-                // Terminal output grows outside the call: count it in.
-                let term: usize = c
-                    .content
-                    .iter()
-                    .filter_map(|x| match x {
-                        trellis_core::tool_call::ToolContent::Terminal { terminal_id } => session
-                            .terminals
-                            .get(terminal_id)
-                            .map(|t| t.output.len() + t.exit.is_some() as usize),
-                        _ => None,
-                    })
-                    .sum();
-                let tree =
-                    child_of(session, &c).map_or(0, |ch| crate::subagent::tree_key(session, ch));
-                mix(&[2, c.rev as u64, term as u64, w, tree])
-            }
-            Entry::Subagent { index } => {
-                let linked = session.subagents.list[*index].call_id.is_some();
-                mix(&[
-                    6,
-                    linked as u64,
-                    crate::subagent::tree_key(session, *index),
-                    w,
-                ])
-            }
-            Entry::Notice { text } => mix(&[3, text.len() as u64, w]),
-            Entry::AgentNotice(n) => mix(&[
-                4,
-                n.title.len() as u64,
-                n.description.as_ref().map_or(0, |d| d.len() as u64 + 1),
-                w,
-            ]),
-            Entry::Compaction(c) => mix(&[
-                5,
-                c.status
-                    .bytes()
-                    .fold(0u64, |h, b| h.wrapping_mul(31) ^ u64::from(b)),
-                c.summary.len() as u64,
-                c.error.as_ref().map_or(0, |e| e.len() as u64 + 1),
-                w,
-            ]),
         }
     }
 
@@ -473,220 +405,6 @@ impl TranscriptView {
         }
         self.keep(i, lines);
         self.lines.get(&i).cloned()
-    }
-
-    /// Entry `i` at the view's width: its height, its lines (for a native card those
-    /// under its first line), and whether a card design drew it.
-    fn layout(
-        &self,
-        session: &Session,
-        i: usize,
-        theme: &Theme,
-    ) -> (usize, Vec<Line<'static>>, bool) {
-        let entry = &session.transcript[i];
-        let mut designed = false;
-        let (height, lines) = match entry {
-            Entry::ToolCall { index } => {
-                let call = session.ledger.at(*index);
-                let tree = |cx: &CardCtx<'_>| {
-                    child_of(session, &call)
-                        .map(|ch| crate::subagent::tree_lines(session, ch, cx, 0))
-                        .unwrap_or_default()
-                };
-                let mut policy = self.policies.for_call(&call);
-                let cx = CardCtx {
-                    theme,
-                    width: self.width,
-                    now: 0.0,
-                    frame: 0,
-                    selected: false,
-                    highlighted: false,
-                };
-                let text = || {
-                    let raw = output_text(&call, session);
-                    match self.decor.as_ref().and_then(|d| d.transform(&call, &raw)) {
-                        Some(t) => t,
-                        None => raw,
-                    }
-                };
-                match self
-                    .decor
-                    .as_ref()
-                    .and_then(|d| d.card(&call, self.width, theme))
-                {
-                    Some(card) => {
-                        designed = true;
-                        if call.status == ToolStatus::Failed && policy == OutputPolicy::Hidden {
-                            policy = OutputPolicy::Preview(self.policies.failed_preview);
-                        }
-                        let mut lines = card.call;
-                        // A design decides the call part; who decided its permission is
-                        // always shown with it.
-                        if let Some(p) = trellis_core::summary::permission_summary(&call)
-                            && let Some(first) = lines.first_mut()
-                            && !first.spans.iter().any(|s| s.content.contains(p.as_str()))
-                        {
-                            first.spans.push(ratatui_core::text::Span::styled(
-                                format!("  · {p}"),
-                                theme.meta,
-                            ));
-                            *first = ratatui_core::text::Line::from(crate::card::clip_spans(
-                                std::mem::take(first),
-                                self.width,
-                            ));
-                        }
-                        let limit = match policy {
-                            OutputPolicy::Hidden => 0,
-                            OutputPolicy::Preview(n) => n,
-                            OutputPolicy::Full => usize::MAX,
-                        };
-                        if card.result.is_empty() && call.status == ToolStatus::Failed {
-                            // The design shows no result: a failure's output still shows.
-                            lines.extend(preview_of_text(&text(), &cx, policy));
-                        } else {
-                            lines.extend(card.result.into_iter().take(limit));
-                        }
-                        lines.extend(tree(&cx));
-                        (lines.len(), lines)
-                    }
-                    None => {
-                        let mut lines = if policy == OutputPolicy::Hidden {
-                            Vec::new()
-                        } else {
-                            preview_of_text(&text(), &cx, policy)
-                        };
-                        lines.extend(tree(&cx));
-                        (lines.len() + 1, lines)
-                    }
-                }
-            }
-            _ => {
-                let lines = self.render_entry(session, entry, theme);
-                (lines.len(), lines)
-            }
-        };
-        (height, lines, designed)
-    }
-
-    fn render_entry(&self, session: &Session, entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
-        let w = self.width;
-        if let Entry::Subagent { index } = entry {
-            // Under the call that started it, once one names it.
-            if session.subagents.list[*index].call_id.is_some() {
-                return Vec::new();
-            }
-            let cx = CardCtx {
-                theme,
-                width: w,
-                now: 0.0,
-                frame: 0,
-                selected: false,
-                highlighted: false,
-            };
-            let mut out = crate::subagent::tree_lines(session, *index, &cx, 0);
-            // Not under a card: the head starts the line.
-            if let Some(first) = out.first_mut() {
-                *first = crate::subagent::head_line(&session.subagents.list[*index], "", w, theme);
-            }
-            out.push(Line::default());
-            return out;
-        }
-        // Text from the agent (or a log) is drawn with its control characters visible:
-        // nothing it holds can move the cursor or break the layout's measure.
-        let mut out = match entry {
-            Entry::Message(m) => match m.role {
-                Role::User => {
-                    let line = Line::from(vec![
-                        Span::styled("› ", theme.user),
-                        Span::styled(trellis_text::for_display(&m.text).into_owned(), theme.user),
-                    ]);
-                    trellis_text::wrap::wrap_line(&line, w)
-                }
-                Role::Agent => {
-                    trellis_text::markdown::render(&trellis_text::for_display(&m.text), w, theme.md)
-                }
-                Role::Thought => {
-                    let text = trellis_text::for_display(&m.text);
-                    if self.thoughts_folded {
-                        let first = text.lines().next().unwrap_or("").to_string();
-                        let more = text.lines().count() > 1 || text.len() > first.len();
-                        let text = format!("∴ {first}{}", if more { " …" } else { "" });
-                        vec![Line::styled(
-                            trellis_text::clip(&text, w).into_owned(),
-                            theme.thought,
-                        )]
-                    } else {
-                        trellis_text::wrap::wrap_line(
-                            &Line::styled(format!("∴ {text}"), theme.thought),
-                            w,
-                        )
-                    }
-                }
-            },
-            Entry::Notice { text } => {
-                let text = trellis_text::for_display(text);
-                trellis_text::wrap::wrap_line(&Line::styled(format!("! {text}"), theme.notice), w)
-            }
-            Entry::AgentNotice(n) => {
-                let (severity, title, description) = (&n.severity, &n.title, &n.description);
-                let (glyph, style) = match severity.as_str() {
-                    "warning" => ("⚠", theme.cancelled),
-                    "error" => ("✗", theme.failed),
-                    _ => ("ⓘ", theme.notice),
-                };
-                let title = trellis_text::one_line(title);
-                let mut out = trellis_text::wrap::wrap_line(
-                    &Line::styled(format!("{glyph} {title}"), style),
-                    w,
-                );
-                if let Some(d) = description {
-                    for l in trellis_text::for_display(d).lines() {
-                        out.extend(trellis_text::wrap::wrap_line(
-                            &Line::styled(format!("  {l}"), theme.dim),
-                            w,
-                        ));
-                    }
-                }
-                out
-            }
-            Entry::Compaction(c) => {
-                let (glyph, style) = match c.status.as_str() {
-                    "in_progress" => ("⟳", theme.running),
-                    "failed" => ("✗", theme.failed),
-                    "cancelled" => ("–", theme.cancelled),
-                    _ => ("✓", theme.notice),
-                };
-                let head = trellis_text::one_line(&trellis_core::agent_notes::compaction_line(c))
-                    .into_owned();
-                let mut out = trellis_text::wrap::wrap_line(
-                    &Line::styled(format!("{glyph} {head}"), style),
-                    w,
-                );
-                // The summary, its first lines (the whole of it is in the log and exports).
-                const SHOWN: usize = 6;
-                let summary = trellis_text::for_display(&c.summary);
-                let mut lines: Vec<Line<'static>> = Vec::new();
-                for l in summary.lines().filter(|l| !l.trim().is_empty()) {
-                    lines.extend(trellis_text::wrap::wrap_line(
-                        &Line::styled(format!("  │ {l}"), theme.dim),
-                        w,
-                    ));
-                }
-                let more = lines.len().saturating_sub(SHOWN);
-                lines.truncate(SHOWN);
-                out.extend(lines);
-                if more > 0 {
-                    out.push(Line::styled(
-                        format!("  │ … {more} more lines of the summary"),
-                        theme.dim,
-                    ));
-                }
-                out
-            }
-            Entry::ToolCall { .. } | Entry::Subagent { .. } => Vec::new(),
-        };
-        out.push(Line::default());
-        out
     }
 
     /// Brings the block sums up to date: `prefix[b]` for every block, and the total last.

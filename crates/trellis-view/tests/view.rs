@@ -71,6 +71,21 @@ impl Builder {
             .extend(fields.as_object().unwrap().clone());
         self.up(u, t);
     }
+    /// Search call `c{i}` ("Search {i}"), run and ended with `status` and `output`.
+    fn search(&mut self, i: usize, status: &str, output: &str) {
+        let id = format!("c{i}");
+        let title = format!("Search {i}");
+        self.call(
+            &id,
+            json!({"title":title,"kind":"search","status":"in_progress"}),
+            i as f64,
+        );
+        self.patch(
+            &id,
+            json!({"status":status,"content":text_content(output)}),
+            i as f64,
+        );
+    }
     fn patch(&mut self, id: &str, fields: Value, t: f64) {
         let mut u = json!({"sessionUpdate":"tool_call_update","toolCallId":id});
         u.as_object_mut()
@@ -282,17 +297,7 @@ fn entries_whose_lines_were_let_go_draw_the_same() {
     let n = trellis_view::transcript::LINES_KEPT + 300;
     for i in 0..n {
         if i % 3 == 0 {
-            let id = format!("c{i}");
-            b.call(
-                &id,
-                json!({"title":format!("Search {i}"),"kind":"search","status":"in_progress"}),
-                i as f64,
-            );
-            b.patch(
-                &id,
-                json!({"status":"failed","content":text_content(&"x\n".repeat(i % 4))}),
-                i as f64,
-            );
+            b.search(i, "failed", &"x\n".repeat(i % 4));
         } else {
             b.up(json!({"sessionUpdate":"agent_message_chunk","messageId":format!("m{i}"),"content":{"type":"text","text":"line\n".repeat(1 + i % 3)}}), i as f64);
         }
@@ -410,17 +415,7 @@ fn a_resize_lays_out_what_it_changes_nearest_first() {
     let mut b = Builder::new();
     let calls = 6 * 4096;
     for i in 0..calls {
-        let id = format!("c{i}");
-        b.call(
-            &id,
-            json!({"title":format!("Search {i}"),"kind":"search","status":"in_progress"}),
-            i as f64,
-        );
-        b.patch(
-            &id,
-            json!({"status":"completed","content":text_content(&"hit\n".repeat(i % 6))}),
-            i as f64,
-        );
+        b.search(i, "completed", &"hit\n".repeat(i % 6));
         if i % 40 == 0 {
             b.up(json!({"sessionUpdate":"agent_thought_chunk","messageId":format!("t{i}"),"content":{"type":"text","text":"thinking ".repeat(1 + i % 30)}}), i as f64);
             b.up(json!({"sessionUpdate":"agent_message_chunk","messageId":format!("m{i}"),"content":{"type":"text","text":"words that wrap ".repeat(1 + i % 17)}}), i as f64);
