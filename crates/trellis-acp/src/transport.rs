@@ -19,7 +19,7 @@ use std::time::Duration;
 use agent_client_protocol::Lines;
 use futures::StreamExt;
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStderr, ChildStdin};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use trellis_core::wire::Dir;
 
 use crate::lines;
@@ -37,10 +37,20 @@ const STDERR_LOG_HEAD: usize = 1 << 20;
 /// Stderr bytes of the tail kept beyond the head (logged when stderr closes).
 const STDERR_LOG_TAIL: usize = 64 << 10;
 
+/// Lines from the agent waiting for the SDK (requests and responses only: updates stop
+/// at the recorder); the reader waits when the SDK is this far behind.
+const SDK_QUEUE: usize = 64;
+/// How long the end of a session waits for the agent's pipes to close after its process
+/// group was stopped (a process that left the group may still hold them).
+const DRAIN_WAIT: Duration = Duration::from_secs(1);
+
 pub struct AgentProcess {
     child: Child,
     pgid: Option<u32>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// The stdout and stderr readers: the session ends only after they reached the end
+    /// of what the agent wrote (or [`DRAIN_WAIT`] after its group was stopped).
+    readers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 pub type Transport = Lines<
@@ -71,69 +81,13 @@ pub fn spawn(
     let stdout = child.stdout.take().ok_or_else(missing)?;
     let stderr = child.stderr.take().ok_or_else(missing)?;
     let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-    tokio::spawn(drain_stderr(stderr, recorder.clone(), stderr_tail.clone()));
-    let tap_in = recorder.clone();
-    let reader = (BufReader::with_capacity(1 << 16, stdout), Vec::new(), 0u64);
-    let incoming = futures::stream::unfold(reader, move |(mut r, mut buf, mut bad_utf8)| {
-        let tap = tap_in.clone();
-        async move {
-            loop {
-                let read = match lines::read_line(&mut r, &mut buf, MAX_LINE).await {
-                    Ok(Some(read)) => read,
-                    Ok(None) => {
-                        // Whatever is pending reaches the log and the reducer.
-                        tap.flush();
-                        if bad_utf8 > 1 {
-                            tap.warn(format!(
-                                "the agent wrote {bad_utf8} lines of invalid UTF-8 in all"
-                            ));
-                        }
-                        return None;
-                    }
-                    Err(e) => return Some((Err(e), (r, buf, bad_utf8))),
-                };
-                // Group commit: another complete line already in memory?
-                let more = if lines::has_complete_line(r.buffer()) {
-                    More::Buffered
-                } else {
-                    More::No
-                };
-                if read.dropped > 0 {
-                    tap.oversized(Dir::AgentToClient, &buf, buf.len() + read.dropped, more);
-                    continue;
-                }
-                if lines::is_blank(&buf) {
-                    if more == More::No {
-                        tap.flush();
-                    }
-                    continue;
-                }
-                let (line, raw) = match std::str::from_utf8(&buf) {
-                    Ok(s) => (std::borrow::Cow::Borrowed(s), None),
-                    Err(_) => {
-                        bad_utf8 += 1;
-                        if bad_utf8 == 1 {
-                            tap.warn(
-                                "the agent wrote a line that is not valid UTF-8; invalid bytes \
-                                 were replaced with U+FFFD (the line is in the session log as \
-                                 received)"
-                                    .into(),
-                            );
-                        }
-                        (String::from_utf8_lossy(&buf), Some(&buf[..]))
-                    }
-                };
-                let forward = tap.line_bytes(Dir::AgentToClient, &line, raw, more);
-                let line = forward.then(|| line.into_owned());
-                if more == More::No {
-                    // Backpressure: the driver has enough queued (see `crate::inputs`).
-                    tap.room().await;
-                }
-                if let Some(line) = line {
-                    return Some((Ok(line), (r, buf, bad_utf8)));
-                }
-            }
-        }
+    let stderr_reader = tokio::spawn(drain_stderr(stderr, recorder.clone(), stderr_tail.clone()));
+    // The SDK gets the lines the recorder forwards (requests and responses) through a
+    // bounded channel; the reader itself belongs to Trellis and reads to the end.
+    let (to_sdk, from_reader) = tokio::sync::mpsc::channel::<std::io::Result<String>>(SDK_QUEUE);
+    let stdout_reader = tokio::spawn(read_stdout(stdout, recorder.clone(), to_sdk));
+    let incoming = futures::stream::unfold(from_reader, |mut rx| async move {
+        rx.recv().await.map(|line| (line, rx))
     })
     .boxed();
     let tap_out = recorder;
@@ -157,9 +111,88 @@ pub fn spawn(
             child,
             pgid,
             stderr_tail,
+            readers: vec![stdout_reader, stderr_reader],
         },
         transport,
     ))
+}
+
+/// Reads the agent's stdout to its end, whatever happens to the connection: every line
+/// reaches the recorder (the log, then the reducer) before it is offered to the SDK, and a
+/// connection that failed (a write into the stdin of an agent that died) or finished stops
+/// only the offering. The SDK once owned this loop and dropped it with the connection,
+/// losing what a dying agent had left in the pipe.
+async fn read_stdout(
+    stdout: ChildStdout,
+    tap: Recorder,
+    to_sdk: tokio::sync::mpsc::Sender<std::io::Result<String>>,
+) {
+    let mut r = BufReader::with_capacity(1 << 16, stdout);
+    let mut buf = Vec::new();
+    let mut bad_utf8 = 0u64;
+    let mut sdk = Some(to_sdk);
+    loop {
+        let read = match lines::read_line(&mut r, &mut buf, MAX_LINE).await {
+            Ok(Some(read)) => read,
+            Ok(None) => break,
+            Err(e) => {
+                tap.warn(format!("reading the agent's output failed: {e}"));
+                if let Some(tx) = sdk.take() {
+                    let _ = tx.send(Err(e)).await;
+                }
+                break;
+            }
+        };
+        // Group commit: another complete line already in memory?
+        let more = if lines::has_complete_line(r.buffer()) {
+            More::Buffered
+        } else {
+            More::No
+        };
+        if read.dropped > 0 {
+            tap.oversized(Dir::AgentToClient, &buf, buf.len() + read.dropped, more);
+            continue;
+        }
+        if lines::is_blank(&buf) {
+            if more == More::No {
+                tap.flush();
+            }
+            continue;
+        }
+        let (line, raw) = match std::str::from_utf8(&buf) {
+            Ok(s) => (std::borrow::Cow::Borrowed(s), None),
+            Err(_) => {
+                bad_utf8 += 1;
+                if bad_utf8 == 1 {
+                    tap.warn(
+                        "the agent wrote a line that is not valid UTF-8; invalid bytes were \
+                         replaced with U+FFFD (the line is in the session log as received)"
+                            .into(),
+                    );
+                }
+                (String::from_utf8_lossy(&buf), Some(&buf[..]))
+            }
+        };
+        let forward = tap.line_bytes(Dir::AgentToClient, &line, raw, more);
+        let line = (forward && sdk.is_some()).then(|| line.into_owned());
+        if more == More::No {
+            // Backpressure: the driver has enough queued (see `crate::inputs`).
+            tap.room().await;
+        }
+        if let (Some(line), Some(tx)) = (line, sdk.as_ref())
+            && tx.send(Ok(line)).await.is_err()
+        {
+            // The connection is over; the rest is still read and recorded.
+            sdk = None;
+        }
+    }
+    // Whatever is pending reaches the log and the reducer.
+    tap.flush();
+    if bad_utf8 > 1 {
+        tap.warn(format!(
+            "the agent wrote {bad_utf8} lines of invalid UTF-8 in all"
+        ));
+    }
 }
 
 /// Drains the agent's stderr as bytes, always (a pipe left full would block the agent).
@@ -220,25 +253,27 @@ async fn drain_stderr(
 }
 
 impl AgentProcess {
-    /// Stops the agent (stdin is already closed by then); returns why it ended if that was
-    /// not a clean exit.
+    /// Stops the agent (stdin is already closed by then) and reads what it wrote to the
+    /// end; returns why it ended if that was not a clean exit.
     pub async fn finish(mut self, grace: Duration) -> Option<String> {
         let status = match tokio::time::timeout(grace, self.child.wait()).await {
             Ok(s) => s.ok(),
             Err(_) => {
                 self.signal(libc::SIGTERM);
-                match tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await {
-                    Ok(_) => return None,
-                    Err(_) => {
-                        self.signal(libc::SIGKILL);
-                        let _ = self.child.wait().await;
-                        return None;
-                    }
+                if tokio::time::timeout(Duration::from_secs(2), self.child.wait())
+                    .await
+                    .is_err()
+                {
+                    self.signal(libc::SIGKILL);
+                    let _ = self.child.wait().await;
                 }
+                // Stopped by Trellis: not the agent's failure.
+                None
             }
         };
         // Wrapper launchers may leave children behind holding the pipes.
         self.signal(libc::SIGTERM);
+        self.drain().await;
         let status = status?;
         if status.success() {
             return None;
@@ -260,6 +295,20 @@ impl AgentProcess {
         } else {
             format!("{what}: {}", tail.join("\n"))
         })
+    }
+
+    /// Waits for the readers to reach the end of the agent's output; a pipe still held
+    /// open [`DRAIN_WAIT`] later (by a process that left the group) is read no further.
+    async fn drain(&mut self) {
+        let deadline = tokio::time::Instant::now() + DRAIN_WAIT;
+        for reader in &mut self.readers {
+            if tokio::time::timeout_at(deadline, &mut *reader)
+                .await
+                .is_err()
+            {
+                reader.abort();
+            }
+        }
     }
 
     fn signal(&self, sig: i32) {

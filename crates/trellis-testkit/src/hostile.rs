@@ -43,6 +43,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "starts a terminal, asks 200 permissions at once, then exits without waiting",
     ),
     (
+        "burst-then-die",
+        "writes 300 messages with a permission request after every tenth, then aborts without reading",
+    ),
+    (
         "empty-options",
         "asks permissions with no options and with unknown option kinds",
     ),
@@ -89,6 +93,11 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "orphans short-lived processes through a terminal, then counts the client's zombies",
     ),
 ];
+
+/// Messages `burst-then-die` writes before its last words.
+pub const BURST: usize = 300;
+/// The last message `burst-then-die` writes before it aborts.
+pub const LAST_WORDS: &str = "last words: the burst is over\n";
 
 struct Hostile {
     peer: Peer,
@@ -362,6 +371,21 @@ impl Hostile {
                 }
                 std::thread::sleep(Duration::from_millis(300));
                 std::process::exit(3);
+            }
+            "burst-then-die" => {
+                // Larger than a pipe's buffer in all, so the client is still reading (and
+                // answering requests into a closed stdin) when the agent is gone.
+                let pad = "x".repeat(400);
+                for i in 1..=BURST {
+                    self.say(&format!("burst {i} of {BURST} {pad}\n"))?;
+                    if i % 10 == 0 {
+                        let id = format!("burst-perm-{i}");
+                        self.peer.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
+                            "params": permission(&sid, &format!("b{i}"), &format!("touch b{i}"), "allow_once")}))?;
+                    }
+                }
+                self.say(LAST_WORDS)?;
+                std::process::abort();
             }
             "ignore-refusal" => {
                 let answer = self.peer.request(

@@ -677,3 +677,37 @@ fn an_agent_may_withdraw_its_wait_for_a_command() {
         .collect();
     assert_eq!(ended[0]["stop_reason"], "end_turn");
 }
+
+#[test]
+fn everything_a_dying_agent_wrote_reaches_the_events_and_the_log() {
+    // The agent writes more than a pipe holds, with permission requests in between, and
+    // aborts: Trellis's answers meet a closed stdin while the end of the burst is still in
+    // the pipe. Whatever happens on the write side, every line is read, logged and shown.
+    use trellis_testkit::hostile::{BURST, LAST_WORDS};
+    for attempt in 0..12 {
+        let h = hostile("burst-then-die", &["--permission", "allow-once"], "", LIMIT);
+        assert_eq!(h.code, Some(7), "attempt {attempt}: {}", h.stderr);
+        let shown: String = h
+            .events()
+            .iter()
+            .filter(|e| e["type"] == "message_chunk")
+            .filter_map(|e| e["text"].as_str().map(str::to_string))
+            .collect();
+        let log = h.log();
+        for i in 1..=BURST {
+            let line = format!("burst {i} of {BURST} ");
+            assert!(shown.contains(&line), "attempt {attempt}: event {i} lost");
+            assert!(log.contains(&line), "attempt {attempt}: log line {i} lost");
+        }
+        let last = LAST_WORDS.trim_end();
+        assert!(
+            shown.contains(last),
+            "attempt {attempt}: last words not shown"
+        );
+        assert!(
+            log.contains(last),
+            "attempt {attempt}: last words not logged"
+        );
+        h.assert_answered_once();
+    }
+}
