@@ -717,8 +717,14 @@ impl Driver {
         if let Some(c) = &self.conn {
             c.handle.recorder().sync();
         }
-        if let Some(ix) = self.index.as_mut() {
-            ix.finish(INDEX_WAIT);
+        if let Some(ix) = self.index.as_mut()
+            && let Some(why) = ix.finish(INDEX_WAIT)
+        {
+            notes.push(Note::Message(format!(
+                "this session may be missing from the session history: {why}; \
+                 `trellis sessions add {}` adds it",
+                ix.log().display()
+            )));
         }
     }
 }

@@ -1,9 +1,15 @@
 //! Keeping the index up to date while a session runs: a thread that reads the session's
 //! log again (from its last checkpoint) whenever it is told a turn ended, and once more
 //! when the session closes. Requests that pile up while it works are served by one read.
+//!
+//! The session can always be found again from its log: one in the sessions directory by
+//! the scan every `trellis sessions` command makes, one elsewhere through the pointer
+//! written here before anything else ([`crate::elsewhere`]). What failed (the pointer, the
+//! index) is kept and told at the end ([`Background::finish`]), never silently dropped.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::Index;
@@ -12,21 +18,62 @@ use crate::Index;
 pub struct Background {
     tx: Option<Sender<()>>,
     done: Receiver<()>,
+    problem: Arc<Mutex<Problem>>,
+    log: PathBuf,
+}
+
+/// What went wrong, by the step that failed (a later success of the same step clears it).
+#[derive(Debug, Default)]
+struct Problem {
+    pointer: Option<String>,
+    index: Option<String>,
+}
+
+fn lock(p: &Mutex<Problem>) -> std::sync::MutexGuard<'_, Problem> {
+    match p.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 impl Background {
-    /// Starts the thread for the log at `log`, indexing into the file `index`; the log is
-    /// registered in the index at once.
-    pub fn start(index: PathBuf, log: PathBuf) -> Background {
+    /// Starts the thread for the log at `log`, indexing into the file `index`; a log
+    /// outside `sessions_dir` is recorded at once, and registered in the index first
+    /// thing on the thread.
+    pub fn start(index: PathBuf, sessions_dir: &Path, log: PathBuf) -> Background {
+        // The index is shared by every directory: its paths are absolute.
+        let log = std::path::absolute(&log).unwrap_or(log);
+        let problem = Arc::new(Mutex::new(Problem::default()));
+        if !log.starts_with(sessions_dir)
+            && let Err(e) = crate::elsewhere::remember(&index, &log)
+        {
+            lock(&problem).pointer = Some(format!(
+                "its log is outside the sessions directory and could not be recorded ({e})"
+            ));
+        }
         let (tx, rx) = channel::<()>();
         let (done_tx, done) = channel();
+        let shared = problem.clone();
         let spawned = std::thread::Builder::new()
             .name("session-index".into())
-            .spawn(move || serve(index, log, rx, done_tx));
+            .spawn({
+                let log = log.clone();
+                move || serve(index, log, rx, done_tx, shared)
+            });
+        if let Err(e) = &spawned {
+            lock(&problem).index = Some(format!("the indexing thread did not start ({e})"));
+        }
         Background {
             tx: spawned.ok().map(|_| tx),
             done,
+            problem,
+            log,
         }
+    }
+
+    /// The session's log, as the index knows it (absolute).
+    pub fn log(&self) -> &Path {
+        &self.log
     }
 
     /// A turn ended: read what the log gained.
@@ -37,36 +84,66 @@ impl Background {
     }
 
     /// The session is over: one last read, waited for at most `wait` (the next
-    /// `trellis sessions` command catches up with whatever is left).
-    pub fn finish(&mut self, wait: Duration) {
+    /// `trellis sessions` command catches up with whatever is left). Returns what is
+    /// wrong, if anything: why the session may be missing from the history for now.
+    pub fn finish(&mut self, wait: Duration) -> Option<String> {
         if let Some(tx) = self.tx.take() {
             let _ = tx.send(());
             drop(tx);
             let _ = self.done.recv_timeout(wait);
         }
+        let p = lock(&self.problem);
+        match (&p.pointer, &p.index) {
+            (None, None) => None,
+            (Some(a), None) | (None, Some(a)) => Some(a.clone()),
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        }
     }
 }
 
-fn serve(index: PathBuf, log: PathBuf, rx: Receiver<()>, done: Sender<()>) {
+fn serve(
+    index: PathBuf,
+    log: PathBuf,
+    rx: Receiver<()>,
+    done: Sender<()>,
+    problem: Arc<Mutex<Problem>>,
+) {
+    let report = |r: crate::Result<()>, what: &str| {
+        lock(&problem).index = r.err().map(|e| format!("{what}: {e}"));
+    };
+    let open = || -> crate::Result<Index> {
+        let (mut ix, _) = Index::open(&index)?;
+        ix.register(&log)?;
+        Ok(ix)
+    };
     // The log is known to the index from the start: whatever this thread does not get
     // to read (the session killed, the last read cut short at exit) the next
-    // `trellis sessions` command reads, also for a log outside the sessions directory.
-    let mut ix: Option<Index> = Index::open(&index).ok().map(|(i, _)| i);
-    if let Some(i) = ix.as_mut() {
-        let _ = i.register(&log);
-    }
+    // `trellis sessions` command reads.
+    let mut ix = match open() {
+        Ok(ix) => Some(ix),
+        Err(e) => {
+            report(Err(e), "the session index could not register it");
+            None
+        }
+    };
     while rx.recv().is_ok() {
         // Everything asked meanwhile is served by this one read.
         while rx.try_recv().is_ok() {}
         if ix.is_none() {
-            ix = Index::open(&index).ok().map(|(i, _)| i);
+            match open() {
+                Ok(i) => ix = Some(i),
+                Err(e) => report(Err(e), "the session index could not register it"),
+            }
         }
         if let Some(i) = ix.as_mut() {
             // In the session's process: the small in-memory term hash.
             let _ = i.set_bulk(false);
             // A failure here (a locked or full disk) is caught up later by the next
             // read or `trellis sessions`; the session is never disturbed.
-            let _ = i.update(&log);
+            report(
+                i.update(&log).map(|_| ()),
+                "the session index could not read it",
+            );
         }
     }
     let _ = done.send(());

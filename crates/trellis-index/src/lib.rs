@@ -8,6 +8,7 @@
 //! end of a file (a session still writing, a crash) is left for the next read.
 
 mod background;
+pub mod elsewhere;
 pub mod extract;
 mod query;
 mod read;
@@ -115,10 +116,11 @@ impl Index {
         &self.path
     }
 
-    /// Brings the index up to date with every log under `sessions_dir` (recursively) and
-    /// every log it already knows elsewhere (`--log FILE`); drops logs that are gone.
+    /// Brings the index up to date with every log under `sessions_dir` (recursively),
+    /// every log recorded elsewhere (`--log FILE`, see [`elsewhere`]) and every other log
+    /// it already knows; drops logs that are gone.
     pub fn refresh(&mut self, sessions_dir: &Path) -> Result<Updated> {
-        let mut logs = Vec::new();
+        let mut logs = self.logs_outside(sessions_dir);
         collect_logs(sessions_dir, &mut logs, 0);
         let known = self.known_paths()?;
         let mut done = Updated::default();
@@ -132,8 +134,16 @@ impl Index {
             }
         }
         logs.sort();
+        logs.dedup();
         done += self.update_all(&logs)?;
         Ok(done)
+    }
+
+    /// The logs recorded outside `sessions_dir`.
+    fn logs_outside(&self, sessions_dir: &Path) -> Vec<PathBuf> {
+        let mut logs = elsewhere::recorded(&self.path);
+        logs.retain(|p| !p.starts_with(sessions_dir));
+        logs
     }
 
     /// Every log the index knows.
@@ -168,7 +178,7 @@ impl Index {
         write::clear(&tx)?;
         tx.execute_batch("DELETE FROM calls; DELETE FROM sessions;")?;
         tx.commit()?;
-        let mut logs = Vec::new();
+        let mut logs = self.logs_outside(sessions_dir);
         collect_logs(sessions_dir, &mut logs, 0);
         logs.extend(
             known
@@ -177,6 +187,7 @@ impl Index {
                 .filter(|p| p.is_file() && !p.starts_with(sessions_dir)),
         );
         logs.sort();
+        logs.dedup();
         self.update_all(&logs)
     }
 
@@ -337,8 +348,10 @@ impl Index {
         Ok(())
     }
 
-    /// Drops a session from the index (the log is left alone).
+    /// Drops a session from the index (the log is left alone, but no longer recorded as
+    /// a log elsewhere).
     pub fn forget(&mut self, path: &str) -> Result<()> {
+        elsewhere::forget(&self.path, Path::new(path));
         let id = session_id(Path::new(path));
         let tx = self.conn.transaction()?;
         write::delete_from(&tx, &id, 0)?;

@@ -85,34 +85,87 @@ pub enum Found {
 }
 
 /// Opens the index at `path`, creating it or setting an untrustworthy one aside.
-pub fn open(path: &Path) -> Result<(Connection, Found), rusqlite::Error> {
+///
+/// Any number of processes may open it at once (parallel headless runs on a machine with
+/// no index yet): whether to create, reset or set aside is decided under an exclusive lock
+/// on a file beside the index, the schema is written inside an immediate transaction, and
+/// no file is ever removed — one another process has just created and written its session
+/// into would be lost with it.
+pub fn open(path: &Path) -> crate::Result<(Connection, Found)> {
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
+    let _lock = Lock::take(path)?;
     let existed = path.exists();
     match check(path) {
-        Ok(Some(conn)) => return Ok((conn, Found::Ready)),
-        Ok(None) => {}
+        Ok(Some(conn)) => Ok((conn, Found::Ready)),
+        Ok(None) => Ok((create(path)?, Found::Created)),
         Err(why) if existed => {
             let to = aside(path, &why);
             let conn = create(path)?;
-            return Ok((conn, Found::SetAside { why, to }));
+            Ok((conn, Found::SetAside { why, to }))
         }
-        Err(_) => {}
+        Err(why) => Err(crate::Error::Io(std::io::Error::other(why))),
     }
-    let conn = create(path)?;
-    Ok((conn, Found::Created))
 }
 
-/// `Ok(Some)` for a usable index, `Ok(None)` for none or an older one (dropped),
-/// `Err(why)` for one that must not be touched.
+/// The lock taken while an index is checked and created: `flock` on `<index>.lock`, a file
+/// that is created once (never through a link) and never removed.
+struct Lock(std::fs::File);
+
+/// How long a process waits for another to finish checking or creating the index.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Lock {
+    fn take(index: &Path) -> crate::Result<Lock> {
+        let mut name = index.as_os_str().to_owned();
+        name.push(".lock");
+        let mut opts = std::fs::OpenOptions::new();
+        opts.read(true).write(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        }
+        let file = opts.open(PathBuf::from(&name))?;
+        let start = std::time::Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Lock(file)),
+                Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(crate::Error::Io(std::io::Error::other(format!(
+                        "another Trellis has held {} for {} s",
+                        PathBuf::from(&name).display(),
+                        LOCK_WAIT.as_secs()
+                    ))));
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+/// `Ok(Some)` for a usable index, `Ok(None)` for none, an empty one or an older one (made
+/// anew in place by [`create`]), `Err(why)` for one that must not be touched.
 fn check(path: &Path) -> Result<Option<Connection>, String> {
     if !path.exists() {
         return Ok(None);
     }
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
     )
     .map_err(|e| format!("cannot open it ({e})"))?;
     tune(&conn).map_err(|e| format!("not a usable SQLite file ({e})"))?;
@@ -138,11 +191,7 @@ fn check(path: &Path) -> Result<Option<Connection>, String> {
         v if v > SCHEMA => Err(format!(
             "written by a newer Trellis (schema {v}, this one reads {SCHEMA})"
         )),
-        _ => {
-            drop(conn);
-            remove(path);
-            Ok(None)
-        }
+        _ => Ok(None),
     }
 }
 
@@ -160,22 +209,57 @@ fn tune(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Opens (creating the file if there is none) and writes this schema into an index that
+/// has none or an older one, inside one immediate transaction: a reader sees the old
+/// tables or the new ones, never a file that vanished.
 fn create(path: &Path) -> rusqlite::Result<Connection> {
-    remove(path);
-    let conn = Connection::open(path)?;
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+    )?;
     tune(&conn)?;
-    conn.execute_batch(&format!(
-        "BEGIN; {TABLES} PRAGMA user_version = {SCHEMA}; COMMIT;"
-    ))?;
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version != SCHEMA {
+        drop_all(&tx)?;
+        tx.execute_batch(TABLES)?;
+        tx.pragma_update(None, "user_version", SCHEMA)?;
+    }
+    tx.commit()?;
     Ok(conn)
 }
 
-fn remove(path: &Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let mut p = path.as_os_str().to_owned();
-        p.push(suffix);
-        let _ = std::fs::remove_file(PathBuf::from(p));
+/// Drops every table, view and trigger an older schema left (a full-text table first:
+/// dropping it drops its shadow tables).
+fn drop_all(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let objects: Vec<(String, String, String)> = tx
+        .prepare(
+            "SELECT type, name, coalesce(sql, '') FROM sqlite_master
+             WHERE type IN ('table', 'view', 'trigger') AND name NOT LIKE 'sqlite_%'",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let quoted = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
+    let order = |(kind, _, sql): &(String, String, String)| match kind.as_str() {
+        "trigger" => 0,
+        "view" => 1,
+        _ if sql.starts_with("CREATE VIRTUAL") => 2,
+        _ => 3,
+    };
+    let mut objects = objects;
+    objects.sort_by_key(order);
+    for (kind, name, _) in &objects {
+        let what = match kind.as_str() {
+            "trigger" => "TRIGGER",
+            "view" => "VIEW",
+            _ => "TABLE",
+        };
+        tx.execute_batch(&format!("DROP {what} IF EXISTS {}", quoted(name)))?;
     }
+    Ok(())
 }
 
 /// Moves the index (and its WAL files) beside itself, under a name that says why.

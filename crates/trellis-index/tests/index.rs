@@ -287,3 +287,40 @@ fn a_registered_log_outside_the_sessions_directory_is_read_by_the_next_refresh()
     assert_eq!(ix.search("alpha", None, None, false, 9).unwrap().len(), 1);
     assert_eq!(ix.session(&session_id(&elsewhere)).unwrap().turns, 1);
 }
+
+#[test]
+fn many_openers_of_a_new_index_lose_nobody() {
+    // Sixteen openers at the same instant on a machine with no index (then with a
+    // damaged one), each registering its own session: none may remove a file another has
+    // just created and written into. Each opener has its own connection and lock
+    // descriptor, as separate processes would.
+    const OPENERS: usize = 16;
+    for round in 0..8 {
+        let s = setup();
+        if round % 2 == 1 {
+            std::fs::write(&s.index, vec![0x5a; 8192]).unwrap();
+        }
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(OPENERS));
+        let threads: Vec<_> = (0..OPENERS)
+            .map(|i| {
+                let (index, barrier) = (s.index.clone(), barrier.clone());
+                let log = s.sessions.join(format!("run-{i}.jsonl"));
+                write(&log, &log_text("demo", &format!("/p/{i}"), 1.0, 1, "w"));
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let (mut ix, _) = Index::open(&index).unwrap();
+                    ix.register(&log).unwrap();
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        // Without a refresh: only what was registered.
+        let c = rusqlite::Connection::open(&s.index).unwrap();
+        let n: i64 = c
+            .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, OPENERS as i64, "round {round}");
+    }
+}

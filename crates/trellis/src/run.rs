@@ -239,6 +239,7 @@ async fn drive(
     let index = Paths::from_env().map(|p| {
         trellis_index::Background::start(
             p.data_dir.join(trellis_index::FILE),
+            &p.sessions_dir(),
             writer.path().to_path_buf(),
         )
     });
@@ -464,8 +465,10 @@ async fn drive(
     }
     driver.close("headless run finished", &mut notes).await;
     for note in notes.drain(..) {
-        if let Note::Event(ev) = note {
-            out.event(&ev, &driver.session)?;
+        match note {
+            Note::Event(ev) => out.event(&ev, &driver.session)?,
+            Note::Message(text) => eprintln!("trellis: {}", safe(&text)),
+            _ => {}
         }
     }
     // Extensions finish what they were given; their diagnostics close the stream.

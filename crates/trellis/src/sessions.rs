@@ -59,6 +59,13 @@ pub enum SessionsCmd {
     Rm { id: String },
     /// Rebuild the index from the logs.
     Reindex,
+    /// Add session logs to the history: a log written elsewhere (`--log`) that the index
+    /// lost, or one copied from another machine. Logs outside the sessions directory are
+    /// remembered, so a rebuilt index finds them again.
+    Add {
+        #[arg(required = true)]
+        logs: Vec<PathBuf>,
+    },
     /// Continue a session in the UI: its agent (`--agent` to change) in its directory,
     /// its history above a divider. An agent that advertises `session/load` reloads it;
     /// any other starts without its memory of it — `--carry` sends the earlier session
@@ -110,6 +117,29 @@ pub fn open_index() -> anyhow::Result<(Index, PathBuf)> {
     }
     index.refresh(&sessions)?;
     Ok((index, sessions))
+}
+
+/// `sessions add`: one log into the index (recorded first when it is elsewhere).
+fn add(index: &mut Index, sessions: &Path, log: &Path) -> anyhow::Result<String> {
+    let log = std::path::absolute(log)?;
+    let mut first = String::new();
+    let file =
+        trellis_store::open_log(&log).with_context(|| format!("cannot read {}", log.display()))?;
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(std::io::Read::take(file, 1 << 16)),
+        &mut first,
+    )?;
+    let is_log = serde_json::from_str::<serde_json::Value>(&first)
+        .is_ok_and(|v| v["msg"]["type"] == "session_log");
+    if !is_log {
+        bail!("{} is not a Trellis session log", log.display());
+    }
+    if !log.starts_with(sessions) {
+        trellis_index::elsewhere::remember(index.path(), &log)
+            .with_context(|| format!("cannot record {}", log.display()))?;
+    }
+    index.update(&log)?;
+    Ok(trellis_index::session_id(&log))
 }
 
 pub fn main(cmd: SessionsCmd) -> anyhow::Result<ExitCode> {
@@ -227,6 +257,12 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                 done.logs,
                 done.bytes as f64 / 1e6
             )?;
+        }
+        SessionsCmd::Add { logs } => {
+            for log in logs {
+                let id = add(&mut index, &sessions, &log)?;
+                writeln!(out, "added {id} {}", log.display())?;
+            }
         }
         SessionsCmd::Resume { .. } => bail!("`sessions resume` runs the UI (see main)"),
         SessionsCmd::Export {

@@ -193,6 +193,7 @@ pub fn main(
         if let Some(p) = Paths::from_env() {
             app.driver.set_index(trellis_index::Background::start(
                 p.data_dir.join(trellis_index::FILE),
+                &p.sessions_dir(),
                 log_for_index,
             ));
         }

@@ -655,3 +655,101 @@ fn session_config_sends_a_system_prompt_and_additional_directories() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("[session] additional_directories"));
 }
+
+#[test]
+fn sixteen_first_runs_at_once_are_all_in_the_history() {
+    // On a machine with no index yet (then with a damaged one), sixteen headless runs
+    // start at the same moment, half of them logging outside the sessions directory:
+    // every one is listed afterwards, and found again when the index is lost.
+    const RUNS: usize = 16;
+    for damaged in [false, true] {
+        let home = Home::new();
+        let elsewhere = home.project("elsewhere");
+        if damaged {
+            std::fs::create_dir_all(home.index().parent().unwrap()).unwrap();
+            std::fs::write(home.index(), vec![0x5a; 8192]).unwrap();
+        }
+        let children: Vec<_> = (0..RUNS)
+            .map(|i| {
+                let cwd = home.project(&format!("p{i}"));
+                let mut c = Command::new(env!("CARGO_BIN_EXE_trellis"));
+                c.args(["run", "--format", "jsonl", "--permission", "allow-once"])
+                    .args(["--prompt", &format!("parallel run {i}")])
+                    .arg("--cwd")
+                    .arg(&cwd)
+                    .current_dir(&cwd)
+                    .env("XDG_DATA_HOME", home.path().join("data"))
+                    .env("XDG_CONFIG_HOME", home.path().join("config"))
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped());
+                if i % 2 == 0 {
+                    c.arg("--log").arg(elsewhere.join(format!("run-{i}.jsonl")));
+                }
+                c.spawn().unwrap()
+            })
+            .collect();
+        for c in children {
+            let o = c.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "damaged={damaged}: {err}");
+            assert!(!err.contains("missing from the session history"), "{err}");
+        }
+        let listed = |home: &Home| {
+            let rows = home.json(&["sessions", "list", "--all", "--json"], home.path());
+            let mut cwds: Vec<String> = rows
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["cwd"].as_str().unwrap().to_string())
+                .collect();
+            cwds.sort();
+            cwds
+        };
+        let mut want: Vec<String> = (0..RUNS)
+            .map(|i| home.project(&format!("p{i}")).display().to_string())
+            .collect();
+        want.sort();
+        assert_eq!(listed(&home), want, "damaged={damaged}");
+        // The index lost: the logs in the sessions directory are scanned, the others
+        // were recorded beside it.
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = home.index().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+        assert_eq!(listed(&home), want, "damaged={damaged}, index deleted");
+        let out = home.ok(&["sessions", "reindex"], home.path());
+        assert!(out.starts_with(&format!("indexed {RUNS} logs")), "{out}");
+        assert_eq!(listed(&home), want, "damaged={damaged}, reindexed");
+    }
+}
+
+#[test]
+fn a_log_written_elsewhere_can_be_added_to_the_history() {
+    let home = Home::new();
+    let cwd = home.project("work");
+    // A log the index never heard of (copied from another machine).
+    let log = home.path().join("copied/session.jsonl");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(
+        &log,
+        trellis_testkit::logs::log_text("demo", cwd.to_str().unwrap(), 1.0, 1, "zebu"),
+    )
+    .unwrap();
+    let rows = home.json(&["sessions", "list", "--all", "--json"], &cwd);
+    assert!(rows.as_array().unwrap().is_empty());
+    let out = home.ok(&["sessions", "add", log.to_str().unwrap()], &cwd);
+    assert!(out.starts_with("added "), "{out}");
+    let rows = home.json(&["sessions", "list", "--all", "--json"], &cwd);
+    assert_eq!(rows.as_array().unwrap().len(), 1);
+    // Recorded: a rebuilt index finds it again.
+    std::fs::remove_file(home.index()).unwrap();
+    let rows = home.json(&["sessions", "list", "--all", "--json"], &cwd);
+    assert_eq!(rows.as_array().unwrap().len(), 1);
+    // Not a log: refused, nothing recorded.
+    let not_log = home.path().join("notes.jsonl");
+    std::fs::write(&not_log, "{\"hello\": 1}\n").unwrap();
+    let o = home.trellis(&["sessions", "add", not_log.to_str().unwrap()], &cwd);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a Trellis session log"));
+}
