@@ -88,12 +88,9 @@ impl Text {
         self.0.len == 0
     }
 
-    /// Lines of output as a user counts them (see [`crate::tool_call::output_lines`]).
+    /// Lines of output as a user counts them (see [`output_lines`]).
     pub fn output_lines(&self) -> usize {
-        *self
-            .0
-            .lines
-            .get_or_init(|| crate::tool_call::output_lines(&self.load()))
+        *self.0.lines.get_or_init(|| output_lines(&self.load()))
     }
 
     /// The text, from memory, the cache, or the log.
@@ -174,10 +171,7 @@ impl Text {
         let mut st = lock(&self.0.state);
         let State::Held(t) = &*st else { return 0 };
         // Counted before it goes: a card asks for the line count without loading.
-        let _ = self
-            .0
-            .lines
-            .get_or_init(|| crate::tool_call::output_lines(t));
+        let _ = self.0.lines.get_or_init(|| output_lines(t));
         let cache = Arc::downgrade(t);
         *st = State::Stored {
             source: source.clone(),
@@ -223,21 +217,52 @@ impl serde::Serialize for Text {
     }
 }
 
-/// The text of content item `item` (as [`crate::tool_call::parse_content`] numbers them)
-/// of the call a session-log record describes: a `tool_call` / `tool_call_update`, or the
-/// `toolCall` of a permission request. `None` when the record holds no such text.
-pub fn text_in_record(record: &str, item: usize) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(record).ok()?;
-    let params = v.get("msg")?.get("params")?;
-    let content = params
-        .get("update")
-        .or_else(|| params.get("toolCall"))?
-        .get("content")?;
-    let items = crate::tool_call::parse_content(&content.to_string()).ok()?;
-    match items.into_iter().nth(item)? {
-        crate::tool_call::ToolContent::Text { text } => Some((*text.load()).clone()),
-        _ => None,
+/// Lines of tool output as the user would count them: agents wrap output in a Markdown
+/// fence (```` ```console ````), append notes for the model (`<system-reminder>` blocks)
+/// and number the lines of a file they read (`     1→text`, with a last empty numbered
+/// line for the final newline); none of that is output.
+pub fn output_lines(text: &str) -> usize {
+    let mut lines: Vec<&str> = text.lines().collect();
+    if lines.len() >= 2
+        && lines[0].trim_start().starts_with("```")
+        && lines.last().is_some_and(|l| l.trim() == "```")
+    {
+        lines.remove(0);
+        lines.pop();
     }
+    // Notes to the model.
+    let mut kept = Vec::with_capacity(lines.len());
+    let mut in_note = false;
+    for l in lines {
+        let t = l.trim();
+        if t == "<system-reminder>" {
+            in_note = true;
+        } else if t == "</system-reminder>" {
+            in_note = false;
+        } else if !in_note {
+            kept.push(l);
+        }
+    }
+    while kept.last().is_some_and(|l| l.trim().is_empty()) {
+        kept.pop();
+    }
+    // A numbered listing: its last number stands for the final newline when empty.
+    let numbered = |l: &str| {
+        let t = l.trim_start();
+        let digits = t.chars().take_while(char::is_ascii_digit).count();
+        digits > 0 && t[digits..].starts_with('→')
+    };
+    if !kept.is_empty() && kept.iter().all(|l| numbered(l)) {
+        while kept.last().is_some_and(|l| {
+            let t = l.trim_start();
+            t.trim_start_matches(|c: char| c.is_ascii_digit())
+                .trim_start_matches('→')
+                .is_empty()
+        }) {
+            kept.pop();
+        }
+    }
+    kept.len()
 }
 
 #[cfg(test)]
@@ -271,16 +296,5 @@ mod tests {
         u.evict(&gone);
         // Nothing else holds it: read again (and missing).
         assert!(u.load().contains("10 bytes of output not available"));
-    }
-
-    #[test]
-    fn a_records_text_is_found_by_the_item_the_parser_gives_it() {
-        let rec = r#"{"t":1,"dir":"agent_to_client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[{"type":"bogus"},{"type":"diff","path":"a","newText":"x"},{"type":"content","content":{"type":"text","text":"out\n"}}]}}}}"#;
-        // The malformed first item is skipped by the parser: the text is item 1.
-        assert_eq!(text_in_record(rec, 1).as_deref(), Some("out\n"));
-        assert_eq!(text_in_record(rec, 0), None, "a diff is not text");
-        let ask = r#"{"t":1,"dir":"agent_to_client","msg":{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"c","content":[{"type":"content","content":{"type":"text","text":"why"}}]},"options":[]}}}"#;
-        assert_eq!(text_in_record(ask, 0).as_deref(), Some("why"));
-        assert_eq!(text_in_record("not json", 0), None);
     }
 }

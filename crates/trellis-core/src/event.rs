@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::permission::{Decider, Outcome, PermissionOption};
 use crate::tool_call::{ToolCall, ToolKind, ToolStatus};
+pub use crate::transcript::Role;
 use crate::wire::{AgentInfo, AvailableCommand, ExitStatus, PlanEntry, Usage};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -33,16 +34,6 @@ pub struct Event {
     #[serde(skip)]
     #[cfg_attr(feature = "schema", schemars(skip))]
     pub wire: std::sync::OnceLock<Arc<str>>,
-}
-
-/// Who wrote a message chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    User,
-    Agent,
-    Thought,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -165,7 +156,7 @@ pub enum EventBody {
     /// The agent compacted (or is compacting) its context: the compaction as it now
     /// stands (summary chunks are joined, not announced one by one).
     Compaction {
-        compaction: crate::session::Compaction,
+        compaction: crate::transcript::Compaction,
     },
     /// The agent's config options changed (set up, updated, or set by the user).
     ConfigChanged {

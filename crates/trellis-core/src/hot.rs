@@ -10,9 +10,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::event::Role;
 use crate::tool_call::{ToolCallPatch, ToolKind, ToolStatus, parse_content, parse_locations};
-use crate::wire;
+use crate::transcript::Role;
 
 /// A decoded hot update.
 #[derive(Debug, Clone)]
@@ -153,9 +152,22 @@ pub(crate) fn decode_params(raw: &str) -> Option<Decoded> {
     serde_json::from_str::<HotParams>(raw).ok()?.decode()
 }
 
+/// A content block reduced to what the transcript needs.
+#[derive(Deserialize)]
+pub struct TextBlock {
+    #[serde(rename = "type", default)]
+    pub ty: String,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub uri: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
 /// The transcript text of a content block: text as is, anything else as a short tag.
 pub(crate) fn block_text(content: &str) -> Result<String, serde_json::Error> {
-    let block: wire::TextBlock = serde_json::from_str(content)?;
+    let block: TextBlock = serde_json::from_str(content)?;
     Ok(
         match (block.ty.as_str(), block.text, block.name, block.uri) {
             ("text", Some(text), _, _) => text,

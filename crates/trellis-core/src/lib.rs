@@ -5,7 +5,7 @@
 //! threads: time arrives inside actions, so replaying a log reproduces a session exactly.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod agent_notes;
+pub mod action;
 pub mod agent_sessions;
 pub mod anomaly;
 pub mod b64;
@@ -13,7 +13,6 @@ pub mod bulk;
 pub mod civil;
 pub mod cold;
 pub mod diff;
-mod elicit_requests;
 pub mod elicitation;
 pub mod enrich;
 pub mod event;
@@ -22,18 +21,15 @@ mod fxhash;
 pub mod glob;
 pub mod hot;
 pub mod ledger;
-mod local;
 pub mod log;
 pub mod permission;
 pub mod plans;
-mod requests;
 pub mod session;
 pub mod session_config;
-mod session_update;
 pub mod subagents;
 pub mod summary;
-mod terminal_meta;
 pub mod tool_call;
+pub mod transcript;
 pub mod update;
 pub mod wire;
 

@@ -10,63 +10,10 @@ use crate::fxhash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::Role;
 use crate::ledger::Ledger;
 use crate::permission::{Decider, PermissionOption, Policy};
+pub use crate::transcript::{AgentNotice, Compaction, Entry, MessageBlock};
 use crate::wire::{AgentInfo, AvailableCommand, ExitStatus, PlanEntry, Usage};
-
-/// One block of the transcript.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Entry {
-    /// Consecutive chunks of one role and one message id, joined. (Boxed, like every
-    /// large variant: a session of a million calls holds a million entries.)
-    Message(Box<MessageBlock>),
-    /// A tool call, by its position in the ledger.
-    ToolCall { index: usize },
-    /// A client-side note (agent exit, bad input…), shown in the transcript.
-    Notice { text: Box<String> },
-    /// A notice from the agent (`notice`): live information for the user.
-    AgentNotice(Box<AgentNotice>),
-    /// The agent compacting its context (`compaction_update`,
-    /// `compaction_summary_chunk`), updated in place.
-    Compaction(Box<Compaction>),
-    /// A subagent, by its position in `Session::subagents`, where it was announced (its
-    /// parent's call shows it instead once one names it).
-    Subagent { index: usize },
-}
-
-/// A notice from the agent (`notice`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AgentNotice {
-    /// `info`, `warning`, `error`, or the agent's own word.
-    pub severity: String,
-    pub title: String,
-    pub description: Option<String>,
-}
-
-/// One compaction of the agent's context.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct Compaction {
-    pub id: String,
-    /// `in_progress`, `completed`, `failed`, `cancelled`, or the agent's own word.
-    pub status: String,
-    /// The summary the agent gave (text of its content blocks).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub summary: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MessageBlock {
-    pub role: Role,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_id: Option<String>,
-    pub text: String,
-    pub turn: u32,
-}
 
 /// A client terminal as the session saw it (live output kept after release).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

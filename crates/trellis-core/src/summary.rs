@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 
 use crate::enrich::{card_title, diff_stat};
-use crate::event::Role;
 use crate::session::{Entry, Session};
 use crate::tool_call::{ToolCall, ToolStatus};
+use crate::transcript::Role;
 
 pub fn status_glyph(s: ToolStatus) -> &'static str {
     match s {
@@ -173,7 +173,7 @@ fn entries_text(session: &Session, entries: &[Entry], depth: usize, out: &mut St
                 let _ = writeln!(out);
             }
             Entry::Compaction(c) => {
-                let _ = writeln!(out, "{pad}{}", crate::agent_notes::compaction_line(c));
+                let _ = writeln!(out, "{pad}{}", c.line());
             }
         }
     }

@@ -277,53 +277,8 @@ impl ToolContent {
     }
 }
 
-/// Lines of tool output as the user would count them: agents wrap output in a Markdown
-/// fence (```` ```console ````), append notes for the model (`<system-reminder>` blocks)
-/// and number the lines of a file they read (`     1→text`, with a last empty numbered
-/// line for the final newline); none of that is output.
-pub fn output_lines(text: &str) -> usize {
-    let mut lines: Vec<&str> = text.lines().collect();
-    if lines.len() >= 2
-        && lines[0].trim_start().starts_with("```")
-        && lines.last().is_some_and(|l| l.trim() == "```")
-    {
-        lines.remove(0);
-        lines.pop();
-    }
-    // Notes to the model.
-    let mut kept = Vec::with_capacity(lines.len());
-    let mut in_note = false;
-    for l in lines {
-        let t = l.trim();
-        if t == "<system-reminder>" {
-            in_note = true;
-        } else if t == "</system-reminder>" {
-            in_note = false;
-        } else if !in_note {
-            kept.push(l);
-        }
-    }
-    while kept.last().is_some_and(|l| l.trim().is_empty()) {
-        kept.pop();
-    }
-    // A numbered listing: its last number stands for the final newline when empty.
-    let numbered = |l: &str| {
-        let t = l.trim_start();
-        let digits = t.chars().take_while(char::is_ascii_digit).count();
-        digits > 0 && t[digits..].starts_with('→')
-    };
-    if !kept.is_empty() && kept.iter().all(|l| numbered(l)) {
-        while kept.last().is_some_and(|l| {
-            let t = l.trim_start();
-            t.trim_start_matches(|c: char| c.is_ascii_digit())
-                .trim_start_matches('→')
-                .is_empty()
-        }) {
-            kept.pop();
-        }
-    }
-    kept.len()
-}
+/// Lines of tool output as the user would count them (see [`crate::bulk::output_lines`]).
+pub use crate::bulk::output_lines;
 
 /// Number of lines as a user counts them: a trailing newline does not open a new line.
 pub fn count_lines(text: &str) -> usize {
@@ -526,7 +481,7 @@ pub struct ToolCall {
     pub status_history: Vec<StatusChange>,
     /// Permission requests about this call, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub permissions: Vec<crate::permission::PermissionRecord>,
+    pub permissions: Vec<crate::permission::record::PermissionRecord>,
     /// Turn in which the call was first seen.
     pub turn: u32,
     /// Rules this call broke (see `crate::anomaly`): it ran without asking, while
@@ -680,9 +635,26 @@ impl ToolCall {
     }
 }
 
+/// The text of content item `item` (as [`parse_content`] numbers them)
+/// of the call a session-log record describes: a `tool_call` / `tool_call_update`, or the
+/// `toolCall` of a permission request. `None` when the record holds no such text.
+pub fn text_in_record(record: &str, item: usize) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(record).ok()?;
+    let params = v.get("msg")?.get("params")?;
+    let content = params
+        .get("update")
+        .or_else(|| params.get("toolCall"))?
+        .get("content")?;
+    let items = parse_content(&content.to_string()).ok()?;
+    match items.into_iter().nth(item)? {
+        ToolContent::Text { text } => Some((*text.load()).clone()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
-mod output_line_tests {
-    use super::output_lines;
+mod tests {
+    use super::{output_lines, text_in_record};
 
     #[test]
     fn fences_notes_and_numbering_are_not_output() {
@@ -698,5 +670,16 @@ mod output_line_tests {
         assert_eq!(output_lines("```\n```"), 0);
         // A listing whose numbers are content stays as it is.
         assert_eq!(output_lines("1→x\nplain"), 2);
+    }
+
+    #[test]
+    fn a_records_text_is_found_by_the_item_the_parser_gives_it() {
+        let rec = r#"{"t":1,"dir":"agent_to_client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[{"type":"bogus"},{"type":"diff","path":"a","newText":"x"},{"type":"content","content":{"type":"text","text":"out\n"}}]}}}}"#;
+        // The malformed first item is skipped by the parser: the text is item 1.
+        assert_eq!(text_in_record(rec, 1).as_deref(), Some("out\n"));
+        assert_eq!(text_in_record(rec, 0), None, "a diff is not text");
+        let ask = r#"{"t":1,"dir":"agent_to_client","msg":{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"c","content":[{"type":"content","content":{"type":"text","text":"why"}}]},"options":[]}}}"#;
+        assert_eq!(text_in_record(ask, 0).as_deref(), Some("why"));
+        assert_eq!(text_in_record("not json", 0), None);
     }
 }

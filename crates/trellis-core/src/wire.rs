@@ -190,18 +190,7 @@ pub struct ChunkUpdate {
     pub message_id: Option<String>,
 }
 
-/// A content block reduced to what the transcript needs.
-#[derive(Deserialize)]
-pub struct TextBlock {
-    #[serde(rename = "type", default)]
-    pub ty: String,
-    #[serde(default)]
-    pub text: Option<String>,
-    #[serde(default)]
-    pub uri: Option<String>,
-    #[serde(default)]
-    pub name: Option<String>,
-}
+pub use crate::hot::TextBlock;
 
 /// One plan entry.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]

@@ -11,9 +11,10 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use trellis_core::bulk::{BulkSource, text_in_record};
+use trellis_core::bulk::BulkSource;
 use trellis_core::cold::{Cold, Spill};
 use trellis_core::tool_call::ToolContent;
+use trellis_core::tool_call::text_in_record;
 use trellis_core::{Session, ToolCall};
 
 /// Bytes of finished calls' output kept in memory (the newest first).

@@ -171,7 +171,7 @@ impl Doc {
                     items.push(Item::Notice(clean(&t)));
                 }
                 Entry::Compaction(c) => items.push(Item::Compaction {
-                    line: clean(&trellis_core::agent_notes::compaction_line(c)),
+                    line: clean(&c.line()),
                     summary: clean(&c.summary),
                 }),
                 // Under the call that started it, once one names it.

@@ -263,8 +263,7 @@ impl TranscriptView {
                     "cancelled" => ("–", theme.cancelled),
                     _ => ("✓", theme.notice),
                 };
-                let head = trellis_text::one_line(&trellis_core::agent_notes::compaction_line(c))
-                    .into_owned();
+                let head = trellis_text::one_line(&c.line()).into_owned();
                 let mut out = trellis_text::wrap::wrap_line(
                     &Line::styled(format!("{glyph} {head}"), style),
                     w,

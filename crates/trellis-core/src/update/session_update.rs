@@ -2,11 +2,11 @@
 //! mode, config options, title, notices and compaction. Unknown kinds are counted and
 //! skipped.
 
+use super::ctx::Ctx;
 use crate::event::{EventBody, Role};
 use crate::hot::HotUpdate;
 use crate::session::{Entry, MessageBlock};
 use crate::tool_call::{ToolCallPatch, ToolContent};
-use crate::update::Ctx;
 use crate::wire::{self, Message};
 
 /// Applies one `session/update`: hot kinds as decoded in one pass (see [`crate::hot`]), the
@@ -65,7 +65,7 @@ fn target(cx: &mut Ctx<'_>, theirs: Option<&str>) -> Option<Option<usize>> {
         );
         return None;
     };
-    let routed = crate::subagents::route(cx, theirs);
+    let routed = super::subagents::route(cx, theirs);
     if routed.is_none() {
         cx.s.counters.foreign_updates += 1;
         let key = format!("foreign:{theirs}");
@@ -99,136 +99,179 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
             return;
         }
     };
-    cx.s.counters.updates += 1;
-    if let Some(child) = owner {
-        return child_update(cx, seq, child, &tag, raw);
-    }
-    let result = match tag.as_str() {
-        "user_message_chunk" => chunk(cx, None, raw, Role::User),
-        "agent_message_chunk" => chunk(cx, None, raw, Role::Agent),
-        "agent_thought_chunk" => chunk(cx, None, raw, Role::Thought),
-        "tool_call" => tool_call(cx, seq, None, raw, true),
-        "tool_call_update" => tool_call(cx, seq, None, raw, false),
-        "subagent_update" => {
-            crate::subagents::update(cx, None, raw).or_else(|e| bad(cx, "subagent_update", e))
-        }
-        "session_message" => crate::subagents::message(cx, None, raw, false)
-            .or_else(|e| bad(cx, "session_message", e)),
-        "session_message_chunk" => crate::subagents::message(cx, None, raw, true)
-            .or_else(|e| bad(cx, "session_message_chunk", e)),
-        "plan" => serde_json::from_str::<wire::PlanUpdate>(raw).map(|p| {
-            cx.s.plan = p.entries.into_iter().filter_map(|e| e.0).collect();
-            let entries = cx.s.plan.clone();
-            cx.emit(EventBody::Plan { entries });
-        }),
-        "available_commands_update" => serde_json::from_str::<wire::CommandsUpdate>(raw).map(|c| {
-            cx.s.commands = c
-                .available_commands
-                .into_iter()
-                .filter_map(|e| e.0)
-                .collect();
-            let commands = cx.s.commands.clone();
-            cx.emit(EventBody::CommandsUpdated { commands });
-        }),
-        "current_mode_update" => serde_json::from_str::<wire::ModeUpdate>(raw).map(|m| {
-            cx.s.settings_changed_at = cx.t;
-            cx.s.mode = Some(m.current_mode_id.clone());
-            cx.emit(EventBody::ModeChanged {
-                mode: m.current_mode_id,
-            });
-        }),
-        "session_info_update" => serde_json::from_str::<wire::SessionInfoUpdate>(raw).map(|i| {
-            if let Some(title) = i.title {
-                cx.s.title = title.clone();
-                cx.emit(EventBody::TitleChanged { title });
-            }
-        }),
-        "usage_update" => serde_json::from_str::<wire::Usage>(raw).map(|u| {
-            cx.s.usage = Some(u.clone());
-            cx.emit(EventBody::Usage { usage: u });
-        }),
-        "plan_update" => crate::plans::update(cx, raw),
-        "plan_removed" => crate::plans::removed(cx, raw),
-        "notice" => crate::agent_notes::notice(cx, raw),
-        "compaction_update" => crate::agent_notes::compaction_update(cx, raw),
-        "compaction_summary_chunk" => crate::agent_notes::compaction_chunk(cx, raw),
-        "config_option_update" => serde_json::from_str::<wire::ConfigOptionsResult>(raw).map(|r| {
-            let options = crate::session_config::parse_options(
-                r.config_options
-                    .as_ref()
-                    .unwrap_or(&serde_json::Value::Null),
-            );
-            crate::requests::set_config(cx, options);
-        }),
-        _ => {
-            cx.s.counters.updates -= 1;
-            *cx.s
-                .counters
-                .unknown_updates
-                .entry(tag.clone())
-                .or_default() += 1;
-            cx.warn_once(
-                format!("update:{tag}"),
-                format!("ignored unknown session/update kind {tag}"),
-            );
-            Ok(())
-        }
+    let kind = KINDS
+        .iter()
+        .find(|k| k.tag == tag)
+        .filter(|k| owner.is_none() || k.from_subagents);
+    let Some(kind) = kind else {
+        return unknown(cx, owner, &tag);
     };
-    if let Err(e) = result {
+    cx.s.counters.updates += 1;
+    let update = Update { seq, owner, raw };
+    if let Err(e) = (kind.apply)(cx, update) {
         cx.malformed(&tag, format!("skipped a malformed {tag} update: {e}"));
     }
 }
 
-/// A fault in an update that is not a decoding error: counted and warned like one.
-fn bad(cx: &mut Ctx<'_>, tag: &str, e: String) -> Result<(), serde_json::Error> {
-    cx.malformed(tag, format!("skipped a malformed {tag} update: {e}"));
-    Ok(())
+/// An update kind this client does not show: counted and warned once per kind (from a
+/// subagent: anything but its messages, calls, plan and children; the session's
+/// settings, usage and commands are the parent's).
+fn unknown(cx: &mut Ctx<'_>, owner: Option<usize>, tag: &str) {
+    let (key, warn_key, message) = match owner {
+        None => (
+            tag.to_string(),
+            format!("update:{tag}"),
+            format!("ignored unknown session/update kind {tag}"),
+        ),
+        Some(_) => (
+            format!("subagent:{tag}"),
+            format!("child-update:{tag}"),
+            format!("ignored {tag} from a subagent (only its messages, calls and plan are shown)"),
+        ),
+    };
+    *cx.s.counters.unknown_updates.entry(key).or_default() += 1;
+    cx.warn_once(warn_key, message);
 }
 
-/// An update for subagent `child`: its messages, calls, plan, its own children and the
-/// messages in its transcript. Anything else a child says is counted and skipped (once
-/// warned per kind): the session's settings, usage and commands are the parent's.
-fn child_update(cx: &mut Ctx<'_>, seq: u64, child: usize, tag: &str, raw: &str) {
-    let c = Some(child);
-    let result = match tag {
-        "user_message_chunk" => chunk(cx, c, raw, Role::User),
-        "agent_message_chunk" => chunk(cx, c, raw, Role::Agent),
-        "agent_thought_chunk" => chunk(cx, c, raw, Role::Thought),
-        "tool_call" => tool_call(cx, seq, c, raw, true),
-        "tool_call_update" => tool_call(cx, seq, c, raw, false),
-        "plan" => serde_json::from_str::<wire::PlanUpdate>(raw).map(|p| {
+/// One `session/update` as a handler gets it: its frame number, whose it is (none: this
+/// session's; else the subagent at that position) and its `update` object.
+#[derive(Clone, Copy)]
+struct Update<'a> {
+    seq: u64,
+    owner: Option<usize>,
+    raw: &'a str,
+}
+
+/// An update kind: its tag, whether a subagent may send it, and its handler (an error is
+/// counted and warned as a malformed update of that kind).
+struct Kind {
+    tag: &'static str,
+    from_subagents: bool,
+    apply: fn(&mut Ctx<'_>, Update<'_>) -> Result<(), String>,
+}
+
+const fn kind(
+    tag: &'static str,
+    from_subagents: bool,
+    apply: fn(&mut Ctx<'_>, Update<'_>) -> Result<(), String>,
+) -> Kind {
+    Kind {
+        tag,
+        from_subagents,
+        apply,
+    }
+}
+
+fn json<T>(r: Result<T, serde_json::Error>) -> Result<T, String> {
+    r.map_err(|e| e.to_string())
+}
+
+/// The one dispatch table of the update kinds the slow path reads, for the session and
+/// its subagents alike.
+const KINDS: &[Kind] = &[
+    kind("user_message_chunk", true, |cx, u| {
+        json(chunk(cx, u.owner, u.raw, Role::User))
+    }),
+    kind("agent_message_chunk", true, |cx, u| {
+        json(chunk(cx, u.owner, u.raw, Role::Agent))
+    }),
+    kind("agent_thought_chunk", true, |cx, u| {
+        json(chunk(cx, u.owner, u.raw, Role::Thought))
+    }),
+    kind("tool_call", true, |cx, u| {
+        json(tool_call(cx, u.seq, u.owner, u.raw, true))
+    }),
+    kind("tool_call_update", true, |cx, u| {
+        json(tool_call(cx, u.seq, u.owner, u.raw, false))
+    }),
+    kind("subagent_update", true, |cx, u| {
+        super::subagents::update(cx, u.owner, u.raw)
+    }),
+    kind("session_message", true, |cx, u| {
+        super::subagents::message(cx, u.owner, u.raw, false)
+    }),
+    kind("session_message_chunk", true, |cx, u| {
+        super::subagents::message(cx, u.owner, u.raw, true)
+    }),
+    kind("plan", true, plan),
+    kind("available_commands_update", false, |cx, u| {
+        let c: wire::CommandsUpdate = json(serde_json::from_str(u.raw))?;
+        cx.s.commands = c
+            .available_commands
+            .into_iter()
+            .filter_map(|e| e.0)
+            .collect();
+        let commands = cx.s.commands.clone();
+        cx.emit(EventBody::CommandsUpdated { commands });
+        Ok(())
+    }),
+    kind("current_mode_update", false, |cx, u| {
+        let m: wire::ModeUpdate = json(serde_json::from_str(u.raw))?;
+        cx.s.settings_changed_at = cx.t;
+        cx.s.mode = Some(m.current_mode_id.clone());
+        cx.emit(EventBody::ModeChanged {
+            mode: m.current_mode_id,
+        });
+        Ok(())
+    }),
+    kind("session_info_update", false, |cx, u| {
+        let i: wire::SessionInfoUpdate = json(serde_json::from_str(u.raw))?;
+        if let Some(title) = i.title {
+            cx.s.title = title.clone();
+            cx.emit(EventBody::TitleChanged { title });
+        }
+        Ok(())
+    }),
+    kind("usage_update", false, |cx, u| {
+        let usage: wire::Usage = json(serde_json::from_str(u.raw))?;
+        cx.s.usage = Some(usage.clone());
+        cx.emit(EventBody::Usage { usage });
+        Ok(())
+    }),
+    kind("plan_update", false, |cx, u| {
+        json(super::plans::update(cx, u.raw))
+    }),
+    kind("plan_removed", false, |cx, u| {
+        json(super::plans::removed(cx, u.raw))
+    }),
+    kind("notice", false, |cx, u| {
+        json(super::agent_notes::notice(cx, u.raw))
+    }),
+    kind("compaction_update", false, |cx, u| {
+        json(super::agent_notes::compaction_update(cx, u.raw))
+    }),
+    kind("compaction_summary_chunk", false, |cx, u| {
+        json(super::agent_notes::compaction_chunk(cx, u.raw))
+    }),
+    kind("config_option_update", false, |cx, u| {
+        let r: wire::ConfigOptionsResult = json(serde_json::from_str(u.raw))?;
+        let options = crate::session_config::parse_options(
+            r.config_options
+                .as_ref()
+                .unwrap_or(&serde_json::Value::Null),
+        );
+        super::requests::set_config(cx, options);
+        Ok(())
+    }),
+];
+
+/// The legacy whole `plan`: the session's, or a subagent's own.
+fn plan(cx: &mut Ctx<'_>, u: Update<'_>) -> Result<(), String> {
+    let p: wire::PlanUpdate = json(serde_json::from_str(u.raw))?;
+    let entries: Vec<_> = p.entries.into_iter().filter_map(|e| e.0).collect();
+    match u.owner {
+        None => {
+            cx.s.plan = entries.clone();
+            cx.emit(EventBody::Plan { entries });
+        }
+        Some(child) => {
             let s = &mut cx.s.subagents.list[child];
-            s.plan = p.entries.into_iter().filter_map(|e| e.0).collect();
+            s.plan = entries;
             let subagent = std::sync::Arc::new(s.clone());
             cx.emit(EventBody::Subagent { subagent });
-        }),
-        "subagent_update" => {
-            crate::subagents::update(cx, c, raw).or_else(|e| bad(cx, "subagent_update", e))
         }
-        "session_message" => {
-            crate::subagents::message(cx, c, raw, false).or_else(|e| bad(cx, "session_message", e))
-        }
-        "session_message_chunk" => crate::subagents::message(cx, c, raw, true)
-            .or_else(|e| bad(cx, "session_message_chunk", e)),
-        other => {
-            cx.s.counters.updates -= 1;
-            *cx.s
-                .counters
-                .unknown_updates
-                .entry(format!("subagent:{other}"))
-                .or_default() += 1;
-            cx.warn_once(
-                format!("child-update:{other}"),
-                format!(
-                    "ignored {other} from a subagent (only its messages, calls and plan are shown)"
-                ),
-            );
-            Ok(())
-        }
-    };
-    if let Err(e) = result {
-        cx.malformed(tag, format!("skipped a malformed {tag} update: {e}"));
     }
+    Ok(())
 }
 
 fn chunk(
@@ -316,14 +359,14 @@ fn tool_call_patch(
         .content
         .as_ref()
         .is_some_and(|c| c.iter().any(|c| matches!(c, ToolContent::Session { .. })));
-    let applied = crate::subagents::apply_call(cx, owner, patch, announce);
+    let applied = super::subagents::apply_call(cx, owner, patch, announce);
     cx.s.ledger.push_frame(applied.index, seq);
     // On a status change (or a call announced already running).
     if applied.created || applied.previous_status.is_some() {
-        crate::anomaly::check(cx, applied.index, applied.previous_status);
+        super::anomaly::check(cx, applied.index, applied.previous_status);
     }
     // Command output in `_meta` (Codex) counts as a change of the call.
-    let output = meta.is_some_and(|m| crate::terminal_meta::apply(cx, applied.index, m));
+    let output = meta.is_some_and(|m| super::terminal_meta::apply(cx, applied.index, m));
     let meta_only = meta_only && !output;
     if applied.created {
         if !announce {
@@ -343,7 +386,7 @@ fn tool_call_patch(
         });
     }
     if names_session {
-        crate::subagents::link_call(cx, applied.index);
+        super::subagents::link_call(cx, applied.index);
     }
     Ok(())
 }

@@ -8,10 +8,10 @@
 
 use serde_json::Value;
 
+use super::ctx::Ctx;
 use crate::event::EventBody;
 use crate::session::TerminalState;
 use crate::tool_call::ToolContent;
-use crate::update::Ctx;
 use crate::wire::ExitStatus;
 
 /// Appends `data` to a terminal's output, dropping the front beyond the cap.

@@ -3,11 +3,14 @@
 
 use serde_json::value::RawValue;
 
+use crate::action::Choice;
 use crate::event::EventBody;
 use crate::permission::{Decider, OptionKind, Outcome, PermissionRecord, Verdict};
 use crate::session::{AgentRequest, ClientRequest, Entry, MessageBlock};
 use crate::tool_call::{ToolCallPatch, ToolContent, ToolKind};
-use crate::update::{Choice, Ctx, decide, end_turn};
+
+use super::ctx::Ctx;
+use super::turn::{decide, end_turn};
 use crate::wire::{self, ExitStatus, Message};
 
 /// A request from the agent to the client.
@@ -55,7 +58,7 @@ pub(crate) fn agent_request(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
             },
             Err(_) => AgentRequest::Other,
         },
-        "elicitation/create" => crate::elicit_requests::asked(cx, &id, &msg),
+        "elicitation/create" => super::elicit::asked(cx, &id, &msg),
         "terminal/release" => {
             if let Ok(p) = msg.params_as::<wire::TerminalIdParams>() {
                 cx.s.terminals.entry(p.terminal_id).or_default().released = true;
@@ -84,7 +87,7 @@ fn permission_asked(
     let owner = p
         .session_id
         .as_deref()
-        .and_then(|theirs| crate::subagents::route(cx, theirs));
+        .and_then(|theirs| super::subagents::route(cx, theirs));
     let Some(owner) = owner else {
         let named = p.session_id.as_deref().unwrap_or("no session");
         cx.emit(EventBody::Warning {
@@ -98,7 +101,7 @@ fn permission_asked(
     let patch: ToolCallPatch = p.tool_call;
     let call_id = patch.tool_call_id.clone();
     let t = cx.t;
-    let applied = crate::subagents::apply_call(cx, owner, patch, false);
+    let applied = super::subagents::apply_call(cx, owner, patch, false);
     if applied.created {
         cx.s.counters.unannounced_calls += 1;
     }
@@ -278,7 +281,7 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
             cx.s.ledger.push_frame(call, seq);
             permission_resolved(cx, id, call, outcome, decider);
         }
-        AgentRequest::Elicitation { .. } => crate::elicit_requests::answered(cx, id, &msg),
+        AgentRequest::Elicitation { .. } => super::elicit::answered(cx, id, &msg),
         AgentRequest::Write {
             path,
             bytes,
@@ -661,7 +664,7 @@ pub(crate) fn agent_cancelled(cx: &mut Ctx<'_>, msg: &Message) {
         Some(AgentRequest::Permission { .. })
     ) {
         // Already being answered: that answer stands (answered exactly once).
-        let _ = crate::update::decide(
+        let _ = super::turn::decide(
             cx,
             &id,
             Choice::Cancelled,
@@ -672,7 +675,7 @@ pub(crate) fn agent_cancelled(cx: &mut Ctx<'_>, msg: &Message) {
         cx.s.agent_requests.get(&id),
         Some(AgentRequest::Elicitation { answering: false })
     ) {
-        let _ = crate::elicit_requests::answer(
+        let _ = super::elicit::answer(
             cx,
             &id,
             crate::elicitation::ElicitAnswer::Cancel,

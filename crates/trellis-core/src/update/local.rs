@@ -1,8 +1,9 @@
 //! Applying client-side log records.
 
+use super::ctx::Ctx;
+use super::turn::end_turn;
 use crate::event::EventBody;
 use crate::session::LocalRecord;
-use crate::update::{Ctx, end_turn};
 
 pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
     match record {
@@ -23,13 +24,13 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
         }
         LocalRecord::TerminalOutput { terminal_id, data } => {
             let term = cx.s.terminals.entry(terminal_id).or_default();
-            crate::terminal_meta::append(term, &data);
+            super::terminal_meta::append(term, &data);
         }
         LocalRecord::TerminalExited {
             terminal_id,
             status,
         } => {
-            crate::requests::terminal_exited(cx, terminal_id, status);
+            super::requests::terminal_exited(cx, terminal_id, status);
         }
         LocalRecord::AgentExited { code, message } => {
             cx.s.agent_exited = Some(message.clone());
@@ -37,8 +38,8 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             cx.emit(EventBody::AgentExited { code, message });
             end_turn(cx, "agent_exited".into());
             // Nobody is left to answer: open requests are closed on our side.
-            crate::requests::close_open_permissions(cx, "agent exited");
-            crate::elicit_requests::close_open(cx, "agent exited");
+            super::requests::close_open_permissions(cx, "agent exited");
+            super::elicit::close_open(cx, "agent exited");
         }
         LocalRecord::SessionEnded { reason } => {
             end_turn(cx, "cancelled".into());
@@ -46,8 +47,8 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             cx.emit(EventBody::SessionEnded { reason });
         }
         LocalRecord::ConnectionClosed => {
-            crate::requests::close_open_permissions(cx, "connection closed");
-            crate::elicit_requests::close_open(cx, "connection closed");
+            super::requests::close_open_permissions(cx, "connection closed");
+            super::elicit::close_open(cx, "connection closed");
         }
         LocalRecord::Mark { text } => cx.notice(text),
         LocalRecord::Driven { extension, action } => cx.notice(match action {
@@ -66,7 +67,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             ),
         }),
         LocalRecord::FileWritten { request_id, old } => {
-            crate::requests::file_written(cx, &request_id, old)
+            super::requests::file_written(cx, &request_id, old)
         }
         LocalRecord::CallState {
             extension,

@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
+use super::ctx::Ctx;
 use crate::event::EventBody;
 use crate::session::{Compaction, Entry};
-use crate::update::Ctx;
 
 fn text(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
@@ -117,18 +117,4 @@ pub(crate) fn compaction_chunk(cx: &mut Ctx<'_>, raw: &str) -> Result<(), serde_
         c.summary.push_str(&piece);
     }
     Ok(())
-}
-
-/// A compaction in one line: what happened (the summary is shown apart).
-pub fn compaction_line(c: &Compaction) -> String {
-    match c.status.as_str() {
-        "in_progress" => "compacting the context…".into(),
-        "completed" => "context compacted".into(),
-        "failed" => match &c.error {
-            Some(e) => format!("context compaction failed: {e}"),
-            None => "context compaction failed".into(),
-        },
-        "cancelled" => "context compaction cancelled".into(),
-        other => format!("context compaction: {other}"),
-    }
 }

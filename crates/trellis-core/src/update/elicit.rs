@@ -9,11 +9,13 @@
 
 use std::sync::Arc;
 
+use crate::action::Effect;
 use crate::elicitation::{ElicitAnswer, ElicitMode, Refusal};
 use crate::event::EventBody;
 use crate::permission::Decider;
 use crate::session::{AgentRequest, Entry};
-use crate::update::{Ctx, Effect};
+
+use super::ctx::Ctx;
 use crate::wire::Message;
 
 /// `elicitation/create` from the agent.
@@ -34,7 +36,7 @@ pub(crate) fn asked(cx: &mut Ctx<'_>, id: &str, msg: &Message) -> AgentRequest {
     // subagent's question is this session's, attributed to the child.
     let mut e = e;
     if let Some(theirs) = scope.session_id.as_deref() {
-        match crate::subagents::route(cx, theirs) {
+        match super::subagents::route(cx, theirs) {
             None => {
                 cx.emit(EventBody::Warning {
                     message: format!(
