@@ -38,6 +38,10 @@ pub enum FsError {
     Outside(#[from] crate::roots::RootsError),
     #[error("{path} moved outside the session roots while it was being opened")]
     Raced { path: String },
+    /// This system cannot tell where an open file is: refused rather than served
+    /// unchecked.
+    #[error("cannot verify that {path} is inside the session roots: {why}")]
+    Unverified { path: String, why: String },
     #[error("cannot access {path}: {error}")]
     Io { path: String, error: std::io::Error },
 }
@@ -47,7 +51,10 @@ impl FsError {
     pub fn code(&self) -> i32 {
         match self {
             FsError::NotFound(_) => -32002,
-            FsError::Outside(_) | FsError::NotRegular { .. } | FsError::Raced { .. } => -32602,
+            FsError::Outside(_)
+            | FsError::NotRegular { .. }
+            | FsError::Raced { .. }
+            | FsError::Unverified { .. } => -32602,
             _ => -32603,
         }
     }
@@ -105,17 +112,19 @@ fn open_regular(roots: &Roots, shown: &Path, real: &Path) -> Result<std::fs::Fil
     Ok(file)
 }
 
-/// Checks where an open descriptor really points (Linux: `/proc/self/fd`).
+/// Checks where an open descriptor really points ([`trellis_os::fd::path_of`]). A system
+/// that cannot say fails the check: the file is refused, never served unchecked.
 fn confined_fd(roots: &Roots, shown: &Path, file: &std::fs::File) -> Result<(), FsError> {
-    use std::os::fd::AsRawFd;
-    if let Ok(at) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
-        && !roots.contains(&at)
-    {
-        return Err(FsError::Raced {
+    match trellis_os::fd::path_of(file) {
+        Ok(at) if roots.contains(&at) => Ok(()),
+        Ok(_) => Err(FsError::Raced {
             path: shown.display().to_string(),
-        });
+        }),
+        Err(e) => Err(FsError::Unverified {
+            path: shown.display().to_string(),
+            why: e.to_string(),
+        }),
     }
-    Ok(())
 }
 
 /// Reads `path`, optionally from 1-based `line` for `limit` lines, at most [`READ_CAP`]

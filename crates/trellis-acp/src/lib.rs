@@ -10,7 +10,6 @@ pub mod inputs;
 pub mod lines;
 pub mod login;
 pub mod mcp;
-pub mod reaper;
 pub mod recorder;
 pub mod roots;
 mod services;

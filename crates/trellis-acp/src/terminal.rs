@@ -129,7 +129,7 @@ impl Terminals {
             self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         if let Some(pgid) = child.id() {
-            crate::reaper::own(pgid);
+            trellis_os::reaper::own(pgid);
             match self.groups.lock() {
                 Ok(mut g) => g.push(pgid),
                 Err(p) => p.into_inner().push(pgid),
@@ -175,7 +175,8 @@ impl Terminals {
             let status = match child.wait().await {
                 Ok(s) => ExitStatus {
                     exit_code: s.code().map(i64::from),
-                    signal: std::os::unix::process::ExitStatusExt::signal(&s).map(signal_name),
+                    signal: std::os::unix::process::ExitStatusExt::signal(&s)
+                        .map(trellis_os::signal_name),
                 },
                 Err(_) => ExitStatus::default(),
             };
@@ -335,20 +336,12 @@ impl Terminals {
         if groups.is_empty() {
             return;
         }
-        for &pgid in &groups {
-            term_group(pgid);
-        }
-        let deadline = tokio::time::Instant::now() + grace;
-        while tokio::time::Instant::now() < deadline {
-            let running = self.lock().values().any(|t| t.exit.borrow().is_none());
-            if !running {
-                break;
+        let all_exited = async {
+            while self.lock().values().any(|t| t.exit.borrow().is_none()) {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        for pgid in groups {
-            kill_group(pgid);
-        }
+        };
+        trellis_os::group::stop(&groups, grace, all_exited).await;
     }
 }
 
@@ -363,33 +356,8 @@ fn front_cut(text: &str, keep: usize) -> usize {
 }
 
 /// Kills the process group `pgid` (SIGKILL).
-pub fn kill_group(pgid: u32) {
-    signal_group(pgid, libc::SIGKILL);
-}
-
-/// Asks the process group `pgid` to end (SIGTERM).
-pub fn term_group(pgid: u32) {
-    signal_group(pgid, libc::SIGTERM);
-}
-
-/// Sends `sig` to the process group `pgid` (an already-gone group is fine).
-#[allow(unsafe_code)]
-pub(crate) fn signal_group(pgid: u32, sig: i32) {
-    // SAFETY: kill(2) with a negative pid signals a process group; it has no memory effects.
-    unsafe {
-        libc::kill(-(pgid as i32), sig);
-    }
-}
-
-fn signal_name(sig: i32) -> String {
-    match sig {
-        libc::SIGKILL => "SIGKILL".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGINT => "SIGINT".into(),
-        libc::SIGSEGV => "SIGSEGV".into(),
-        libc::SIGPIPE => "SIGPIPE".into(),
-        n => format!("signal {n}"),
-    }
+fn kill_group(pgid: u32) {
+    trellis_os::group::signal(pgid, trellis_os::Signal::SIGKILL);
 }
 
 #[cfg(test)]

@@ -103,7 +103,7 @@ pub fn spawn(
     });
     let pgid = child.id();
     if let Some(pid) = pgid {
-        crate::reaper::own(pid);
+        trellis_os::reaper::own(pid);
     }
     let transport = Lines::new(Box::pin(outgoing) as _, incoming);
     Ok((
@@ -259,20 +259,21 @@ impl AgentProcess {
         let status = match tokio::time::timeout(grace, self.child.wait()).await {
             Ok(s) => s.ok(),
             Err(_) => {
-                self.signal(libc::SIGTERM);
-                if tokio::time::timeout(Duration::from_secs(2), self.child.wait())
-                    .await
-                    .is_err()
-                {
-                    self.signal(libc::SIGKILL);
-                    let _ = self.child.wait().await;
-                }
+                let groups: Vec<u32> = self.pgid.into_iter().collect();
+                let child = &mut self.child;
+                trellis_os::group::stop(&groups, Duration::from_secs(2), async {
+                    let _ = child.wait().await;
+                })
+                .await;
+                let _ = self.child.wait().await;
                 // Stopped by Trellis: not the agent's failure.
                 None
             }
         };
         // Wrapper launchers may leave children behind holding the pipes.
-        self.signal(libc::SIGTERM);
+        if let Some(pgid) = self.pgid {
+            trellis_os::group::signal(pgid, trellis_os::Signal::SIGTERM);
+        }
         self.drain().await;
         let status = status?;
         if status.success() {
@@ -308,12 +309,6 @@ impl AgentProcess {
             {
                 reader.abort();
             }
-        }
-    }
-
-    fn signal(&self, sig: i32) {
-        if let Some(pgid) = self.pgid {
-            crate::terminal::signal_group(pgid, sig);
         }
     }
 }

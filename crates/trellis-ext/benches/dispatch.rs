@@ -52,15 +52,7 @@ const BATCH: u64 = 1000;
 /// CPU time of the calling thread: what the stream's thread spends, whatever the
 /// extensions' workers do on the other core meanwhile.
 fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY-free: `clock_gettime` only writes the struct we pass.
-    #[allow(unsafe_code)]
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0);
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    trellis_os::usage::this_thread_cpu()
 }
 
 fn frames(n: u64) -> Vec<Message> {

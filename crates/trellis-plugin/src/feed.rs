@@ -122,7 +122,7 @@ pub(crate) fn writer(
     backlog: Arc<AtomicUsize>,
     failed: Arc<AtomicBool>,
 ) {
-    crate::process::lower_thread_priority(19);
+    trellis_os::priority::lower_this_thread(trellis_os::priority::LOWEST);
     let mut out = std::io::BufWriter::with_capacity(64 << 10, stdin);
     let mut held: Vec<Vec<Piece>> = Vec::new();
     loop {

@@ -181,7 +181,7 @@ impl Proc {
                 .map_err(|e| format!("the plugin's data directory {}: {e}", d.display()))?;
             cmd.env("PLUGIN_DATA", d);
         }
-        die_with_parent(&mut cmd);
+        trellis_os::priority::die_with_parent(&mut cmd);
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", prog.display()))?;
@@ -245,18 +245,7 @@ impl Proc {
     /// the agent and the client come first, and plugins catch up on their queues
     /// afterwards.
     pub fn lower_priority(&self) {
-        let pid = self.child.id();
-        let tasks: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .map(|d| {
-                d.flatten()
-                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        for id in if tasks.is_empty() { vec![pid] } else { tasks } {
-            set_priority(id, PLUGIN_NICE);
-            set_idle_policy(id);
-        }
+        trellis_os::priority::lower_process(self.child.id(), PLUGIN_NICE);
     }
 
     /// Queues a line for the plugin's stdin.
@@ -290,17 +279,28 @@ impl Proc {
     /// after another `grace`; waits for it. Returns how it ended.
     pub fn stop(&mut self, grace: Duration) -> String {
         self.writer = None; // closes stdin once the writer drains
-        let pgid = self.child.id() as i32;
+        let pgid = self.child.id();
         if let Some(s) = wait_for(&mut self.child, grace) {
-            kill_group(pgid, libc::SIGKILL);
+            // What the plugin left running in its group.
+            trellis_os::group::signal(pgid, trellis_os::Signal::SIGKILL);
             return s;
         }
-        kill_group(pgid, libc::SIGTERM);
-        if let Some(s) = wait_for(&mut self.child, grace) {
-            kill_group(pgid, libc::SIGKILL);
+        let mut ended = None;
+        let child = &mut self.child;
+        trellis_os::group::stop_blocking(&[pgid], grace, || match child.try_wait() {
+            Ok(Some(s)) => {
+                ended = Some(describe(s));
+                true
+            }
+            Ok(None) => false,
+            Err(e) => {
+                ended = Some(format!("lost: {e}"));
+                true
+            }
+        });
+        if let Some(s) = ended {
             return s;
         }
-        kill_group(pgid, libc::SIGKILL);
         let _ = self.child.kill();
         match self.child.wait() {
             Ok(s) => describe(s),
@@ -330,78 +330,7 @@ fn wait_for(child: &mut Child, limit: Duration) -> Option<String> {
 }
 
 /// The niceness plugin processes run at.
-pub const PLUGIN_NICE: i32 = 19;
-
-/// Sets the niceness of process (or, on Linux, thread) `id`; failures are ignored (a
-/// priority is a preference).
-#[allow(unsafe_code)]
-fn set_priority(id: u32, nice: i32) {
-    // SAFETY: setpriority(2) on one process or thread id; no memory is involved.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, id as libc::id_t, nice);
-    }
-}
-
-/// The plugin process is killed by the kernel if Trellis dies without stopping it
-/// (SIGKILL, a crash): Linux's parent-death signal, set between fork and exec. A plugin
-/// that ignores the end of its stdin cannot outlive Trellis. Elsewhere a no-op.
-#[allow(unsafe_code)]
-fn die_with_parent(cmd: &mut Command) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: the closure runs in the child between fork and exec; it calls only
-        // async-signal-safe system calls (prctl, getppid) and allocates nothing.
-        let parent = std::process::id() as libc::pid_t;
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // Trellis died before the signal was armed: do not start at all.
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::other("trellis exited"));
-                }
-                Ok(())
-            });
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cmd;
-}
-
-/// Puts thread (or process) `pid` in the `SCHED_IDLE` class: it runs on CPU time nothing
-/// else wants.
-#[allow(unsafe_code)]
-fn set_idle_policy(pid: u32) {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_setscheduler(2) reads `param` (a valid local) for one process id.
-    unsafe {
-        libc::sched_setscheduler(pid as libc::pid_t, libc::SCHED_IDLE, &param);
-    }
-}
-
-/// Lowers the priority of the calling thread (Linux: threads have their own niceness).
-#[allow(unsafe_code)]
-pub fn lower_thread_priority(nice: i32) {
-    // SAFETY: gettid(2) has no arguments and cannot fail.
-    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
-    if let Ok(tid) = u32::try_from(tid) {
-        set_priority(tid, nice);
-    }
-}
-
-/// Signals a whole process group (the plugin and whatever it started).
-#[allow(unsafe_code)]
-fn kill_group(pgid: i32, sig: i32) {
-    if pgid > 1 {
-        // SAFETY: kill(2) with a negative pid signals a process group; no memory is
-        // touched. The group is the one the plugin was started in (its own pid).
-        unsafe {
-            libc::kill(-pgid, sig);
-        }
-    }
-}
+pub const PLUGIN_NICE: i32 = trellis_os::priority::LOWEST;
 
 fn describe(s: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
@@ -443,7 +372,7 @@ fn reader(
     inbound: Sender<Inbound>,
     wake: Arc<dyn Fn() + Send + Sync>,
 ) {
-    lower_thread_priority(19);
+    trellis_os::priority::lower_this_thread(PLUGIN_NICE);
     let mut r = BufReader::with_capacity(64 * 1024, stdout);
     let mut line: Vec<u8> = Vec::new();
     loop {

@@ -501,7 +501,10 @@ impl Hostile {
                 // The client reaps what it adopted within a few seconds.
                 std::thread::sleep(Duration::from_millis(4500));
                 let client = std::os::unix::process::parent_id();
-                self.report("zombies", &zombies_of(client).to_string())?;
+                self.report(
+                    "zombies",
+                    &trellis_os::reaper::zombies_of(client).len().to_string(),
+                )?;
             }
             "escape-group" => {
                 let marker = format!("trellis-escape-{}", std::process::id());
@@ -642,25 +645,6 @@ impl Hostile {
         self.report("escaped id", &answer_kind(got.as_ref()))?;
         Ok(())
     }
-}
-
-/// Zombie children of `pid` (processes that ended and nobody reaped).
-fn zombies_of(pid: u32) -> usize {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    dir.flatten()
-        .filter(|e| {
-            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| {
-                let mut it = stat
-                    .rsplit_once(')')
-                    .map(|(_, r)| r)
-                    .unwrap_or("")
-                    .split_whitespace();
-                it.next() == Some("Z") && it.next() == Some(pid.to_string().as_str())
-            })
-        })
-        .count()
 }
 
 fn answer_kind(v: Option<&Value>) -> String {

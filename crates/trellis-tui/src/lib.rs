@@ -25,7 +25,6 @@ pub mod prompt;
 pub mod rules;
 mod siblings;
 pub mod sidebar;
-pub mod signals;
 
 use std::time::{Duration, Instant};
 
@@ -308,7 +307,7 @@ fn outside_run_with(
     }
     let status = cmd.spawn().and_then(|mut child| {
         // Waited for here, not by the orphan reaper.
-        trellis_acp::reaper::own(child.id());
+        trellis_os::reaper::own(child.id());
         child.wait()
     });
     let _ = ratatui::init();
@@ -389,7 +388,7 @@ pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<
         EnableMouseCapture,
         crossterm::event::EnableFocusChange
     )?;
-    let mut signals = signals::Signals::new(true)?;
+    let mut signals = trellis_os::signals::Signals::new(true)?;
     let result = run_loop(&mut terminal, &mut app, &mut restart, &mut signals).await;
     restore();
     if app.driver.connection().is_some() {
@@ -415,7 +414,7 @@ async fn run_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
     restart: &mut Option<Restart>,
-    signals: &mut signals::Signals,
+    signals: &mut trellis_os::signals::Signals,
 ) -> std::io::Result<()> {
     let start = Instant::now();
     let mut events = EventStream::new();

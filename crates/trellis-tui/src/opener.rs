@@ -12,7 +12,7 @@
 
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The openers still running.
 #[derive(Default)]
@@ -85,20 +85,13 @@ impl Drop for Openers {
         if self.running.is_empty() {
             return;
         }
-        for (child, _) in &self.running {
-            trellis_acp::terminal::term_group(child.id());
-        }
-        let until = Instant::now() + Duration::from_millis(500);
-        while Instant::now() < until
-            && self
-                .running
+        let groups: Vec<u32> = self.running.iter().map(|(c, _)| c.id()).collect();
+        trellis_os::group::stop_blocking(&groups, Duration::from_millis(500), || {
+            self.running
                 .iter_mut()
-                .any(|(c, _)| matches!(c.try_wait(), Ok(None)))
-        {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+                .all(|(c, _)| !matches!(c.try_wait(), Ok(None)))
+        });
         for (child, _) in &mut self.running {
-            trellis_acp::terminal::kill_group(child.id());
             let _ = child.wait();
         }
     }
@@ -137,6 +130,7 @@ fn command(url: &str, browser: Option<&str>) -> Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     fn argv(cmd: &Command) -> Vec<String> {
         std::iter::once(cmd.get_program())

@@ -142,8 +142,8 @@ fn main() -> ExitCode {
                 command: sessions::SessionsCmd::Resume { .. }
             })
     );
-    if client && trellis_acp::reaper::adopt_orphans() {
-        trellis_acp::reaper::keep_reaping();
+    if client && trellis_os::reaper::adopt_orphans() {
+        trellis_os::reaper::keep_reaping();
     }
     let result = match cli.command {
         None => ui::main(cli.ui, cli.config, false, None),
@@ -174,7 +174,7 @@ fn main() -> ExitCode {
         Some(Cmd::Man) => man(),
     };
     if client {
-        trellis_acp::reaper::stop_descendants(std::time::Duration::from_millis(500));
+        trellis_os::reaper::stop_descendants(std::time::Duration::from_millis(500));
     }
     match result {
         Ok(code) => code,

@@ -174,7 +174,7 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
     // Start it and see it answer.
     let data = tempfile::tempdir()?;
     let reg = Registry::new(data.path().to_path_buf(), None);
-    let mut spec = trellis_plugin::registry::spec_of(&p, &reg, Some(trellis_acp::reaper::own))
+    let mut spec = trellis_plugin::registry::spec_of(&p, &reg, Some(trellis_os::reaper::own))
         .map_err(|e| anyhow!(e))?;
     spec.launch.log_file = None;
     let grant = spec.manifest.capabilities.clone();

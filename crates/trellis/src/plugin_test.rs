@@ -36,9 +36,8 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     let package = trellis_plugin::Package::load(dir)
         .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
     let reg = trellis_plugin::registry::Registry::new(data.to_path_buf(), None);
-    let mut spec =
-        trellis_plugin::registry::spec_of(&package, &reg, Some(trellis_acp::reaper::own))
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut spec = trellis_plugin::registry::spec_of(&package, &reg, Some(trellis_os::reaper::own))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     spec.launch.log_file = None;
     let name = spec.manifest.name.clone();
     let grant: Vec<Capability> = spec.manifest.capabilities.clone();

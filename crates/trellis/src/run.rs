@@ -288,7 +288,7 @@ async fn drive(
     if let Some(ix) = index {
         driver.set_index(ix);
     }
-    let mut signals = trellis_tui::signals::Signals::new(false)?;
+    let mut signals = trellis_os::signals::Signals::new(false)?;
     let mut notes = Vec::new();
     let mut shown = Vec::new();
     let mut ctrl_c = 0u32;
@@ -321,7 +321,7 @@ async fn drive(
                 eprintln!("trellis: {sig}: cancelling the turn and stopping the agent");
                 driver.end(&format!("stopped by {sig}"), &mut notes);
             }
-            _ = tokio::signal::ctrl_c() => {
+            _ = trellis_os::signals::interrupt() => {
                 ctrl_c += 1;
                 if ctrl_c == 1 && driver.session.turn_open {
                     eprintln!("trellis: cancelling the turn (Ctrl-C again to stop the agent)");

@@ -105,14 +105,14 @@ pub fn session_plugins(live: &Live) -> anyhow::Result<SessionPlugins> {
         return Ok(out);
     };
     let reg = trellis_plugin::registry::Registry::new(paths.data_dir, live.project.clone());
-    let (specs, notes) = reg.enabled_specs(Some(trellis_acp::reaper::own));
+    let (specs, notes) = reg.enabled_specs(Some(trellis_os::reaper::own));
     out.specs = specs;
     out.notes = notes;
     for dir in &live.try_plugins {
         let package = trellis_plugin::Package::load(dir)
             .map_err(|e| anyhow::anyhow!("--plugin {}: {e}", dir.display()))?;
         let mut spec =
-            trellis_plugin::registry::spec_of(&package, &reg, Some(trellis_acp::reaper::own))
+            trellis_plugin::registry::spec_of(&package, &reg, Some(trellis_os::reaper::own))
                 .map_err(|e| anyhow::anyhow!("--plugin {}: {e}", dir.display()))?;
         // Trying a plugin: its process restarts when its files change.
         spec.limits.watch = true;

@@ -7,6 +7,10 @@
 //!
 //! Only the client commands (the UI, `trellis run`) do this, never the built-in agents.
 //!
+//! Linux only: the subreaper flag and the process table in `/proc`. Elsewhere (macOS has
+//! neither) orphans go to init as usual and only process groups stop what Trellis started:
+//! [`adopt_orphans`] says so by returning `false`, and the table is empty.
+//!
 //! Adopted orphans that exit are reaped while Trellis runs (a scan every few seconds), so a
 //! long session does not collect zombies; Trellis's own children (the agent, terminal
 //! commands) are left to the runtime that waits for them ([`own`]).
@@ -14,6 +18,8 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
 
 /// Children the async runtime waits for itself: never reaped here.
 static OWNED: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
@@ -35,36 +41,70 @@ fn owned(pid: u32) -> bool {
     g.as_ref().is_some_and(|s| s.contains(&pid))
 }
 
-/// Zombie children of this process that nobody else waits for: adopted orphans that ended.
-fn adopted_zombies() -> Vec<u32> {
-    let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| {
-            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let mut it = stat.rsplit_once(')')?.1.split_whitespace();
-            let state = it.next()?;
-            let ppid = it.next()?.parse::<u32>().ok()?;
-            (state == "Z" && ppid == me && !owned(pid)).then_some(pid)
-        })
+/// One process of the table: its id, its parent's, and whether it is a zombie.
+#[derive(Debug, Clone, Copy)]
+pub struct Proc {
+    pub pid: u32,
+    pub ppid: u32,
+    pub zombie: bool,
+}
+
+/// Every process the system lists (Linux: `/proc`; elsewhere none).
+pub fn table() -> Vec<Proc> {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.flatten()
+            .filter_map(|e| {
+                let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+                // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                let mut it = stat.rsplit_once(')')?.1.split_whitespace();
+                let state = it.next()?;
+                let ppid = it.next()?.parse::<u32>().ok()?;
+                Some(Proc {
+                    pid,
+                    ppid,
+                    zombie: state == "Z",
+                })
+            })
+            .collect()
+    }
+    #[cfg(not(target_os = "linux"))]
+    Vec::new()
+}
+
+/// Zombie children of process `parent` (ended, and nobody reaped them).
+pub fn zombies_of(parent: u32) -> Vec<u32> {
+    table()
+        .into_iter()
+        .filter(|p| p.zombie && p.ppid == parent)
+        .map(|p| p.pid)
         .collect()
 }
 
+/// Zombie children of this process that nobody else waits for: adopted orphans that ended.
+fn adopted_zombies() -> Vec<u32> {
+    let mut z = zombies_of(std::process::id());
+    z.retain(|&pid| !owned(pid));
+    z
+}
+
 /// Reaps adopted orphans that ended; returns how many.
-#[allow(unsafe_code)]
 pub fn reap_adopted() -> usize {
-    let mut n = 0;
-    for pid in adopted_zombies() {
-        let mut status = 0;
-        // SAFETY: waitpid on a specific pid with WNOHANG writes only `status`, a local.
-        if unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) } == pid as i32 {
-            n += 1;
-        }
-    }
-    n
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    adopted_zombies()
+        .into_iter()
+        .filter_map(|pid| i32::try_from(pid).ok())
+        .filter(|&pid| {
+            !matches!(
+                waitpid(nix::unistd::Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)),
+                Ok(WaitStatus::StillAlive) | Err(_)
+            )
+        })
+        .count()
 }
 
 /// Starts a thread that reaps adopted orphans every few seconds while the process runs.
@@ -81,38 +121,22 @@ pub fn keep_reaping() {
 
 /// Makes this process the subreaper of its descendants. Returns whether the system
 /// supports it (Linux); elsewhere orphans go to init as usual.
-#[allow(unsafe_code)]
 pub fn adopt_orphans() -> bool {
-    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) only sets a flag on this process; it takes
-    // no pointers.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
+    #[cfg(target_os = "linux")]
+    {
+        nix::sys::prctl::set_child_subreaper(true).is_ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    false
 }
 
-/// Every process below `root` (children, their children, …), from `/proc`.
+/// Every process below `root` (children, their children, …); zombies are gone already.
 pub fn descendants(root: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut parent_of: Vec<(u32, u32)> = Vec::new();
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        let fields = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
-        let mut it = fields.split_whitespace();
-        let state = it.next().unwrap_or("");
-        let ppid = it.next().and_then(|s| s.parse::<u32>().ok());
-        // Zombies are gone already; they only wait to be reaped.
-        if let Some(ppid) = ppid
-            && state != "Z"
-        {
-            parent_of.push((pid, ppid));
-        }
-    }
+    let parent_of: Vec<(u32, u32)> = table()
+        .into_iter()
+        .filter(|p| !p.zombie)
+        .map(|p| (p.pid, p.ppid))
+        .collect();
     let mut out = Vec::new();
     let mut frontier = vec![root];
     while let Some(p) = frontier.pop() {
@@ -124,12 +148,8 @@ pub fn descendants(root: u32) -> Vec<u32> {
     out
 }
 
-#[allow(unsafe_code)]
-fn signal(pid: u32, sig: i32) {
-    // SAFETY: kill(2) sends a signal; it has no memory effects.
-    unsafe {
-        libc::kill(pid as i32, sig);
-    }
+fn signal(pid: u32, sig: Signal) {
+    crate::group::signal_process(pid, sig);
 }
 
 /// Stops every process still below this one: SIGTERM, up to `grace` for them to go, then
@@ -142,7 +162,7 @@ pub fn stop_descendants(grace: Duration) -> usize {
         return 0;
     }
     for &p in &first {
-        signal(p, libc::SIGTERM);
+        signal(p, Signal::SIGTERM);
     }
     let start = Instant::now();
     let mut left = descendants(me);
@@ -155,7 +175,7 @@ pub fn stop_descendants(grace: Duration) -> usize {
             break;
         }
         for &p in &left {
-            signal(p, libc::SIGKILL);
+            signal(p, Signal::SIGKILL);
         }
         std::thread::sleep(Duration::from_millis(20));
         left = descendants(me);
@@ -165,6 +185,8 @@ pub fn stop_descendants(grace: Duration) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]
@@ -198,7 +220,7 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         for p in below_child {
-            signal(p, libc::SIGKILL);
+            signal(p, Signal::SIGKILL);
         }
     }
 }

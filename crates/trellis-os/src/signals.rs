@@ -38,3 +38,9 @@ impl Signals {
         }
     }
 }
+
+/// The next Ctrl-C (SIGINT) of a headless run, which counts them: the first cancels the
+/// turn, the second ends the run.
+pub async fn interrupt() -> std::io::Result<()> {
+    tokio::signal::ctrl_c().await
+}

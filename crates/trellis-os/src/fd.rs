@@ -1,0 +1,51 @@
+//! Where an open file really is, asked of its descriptor: a path checked before opening
+//! may have been swapped for a link by the time it is opened.
+
+use std::fs::File;
+use std::io;
+use std::path::PathBuf;
+
+/// The path the kernel has for `file`. Linux: `/proc/self/fd`; macOS: `fcntl(F_GETPATH)`.
+/// Elsewhere, or when the system cannot say (no `/proc` mounted), an error: a caller
+/// checking containment must refuse the file, never skip the check.
+pub fn path_of(file: &File) -> io::Result<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+    }
+    #[cfg(target_vendor = "apple")]
+    {
+        use nix::fcntl::{FcntlArg, fcntl};
+        let mut path = PathBuf::new();
+        fcntl(file, FcntlArg::F_GETPATH(&mut path)).map_err(io::Error::from)?;
+        Ok(path)
+    }
+    #[cfg(not(any(target_os = "linux", target_vendor = "apple")))]
+    {
+        let _ = file;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this system cannot tell where an open file is",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    #[test]
+    fn a_descriptor_knows_its_real_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.txt");
+        std::fs::write(&real, "x").unwrap();
+        let link = dir.path().join("link.txt");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let f = std::fs::File::open(&link).unwrap();
+        assert_eq!(
+            super::path_of(&f).unwrap(),
+            std::fs::canonicalize(&real).unwrap()
+        );
+    }
+}

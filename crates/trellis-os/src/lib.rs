@@ -1,0 +1,38 @@
+//! Processes, signals and every call that depends on the operating system, in one place.
+//!
+//! Trellis starts other programs (the agent, terminal commands, plugins, a browser) and must
+//! stop them all, whatever happens; it checks where an open file really is; it handles the
+//! signals that end a session. Each of these depends on the system, so each lives here,
+//! behind `cfg`, with the macOS equivalent where one exists and a fail-closed answer where
+//! none does:
+//!
+//! | what | Linux | macOS | elsewhere |
+//! |---|---|---|---|
+//! | signal a process group ([`group`]) | `killpg` | `killpg` | `killpg` (any Unix) |
+//! | adopt orphans ([`reaper`]) | `PR_SET_CHILD_SUBREAPER`, `/proc` | not possible: process groups only | same |
+//! | a descriptor's real path ([`fd::path_of`]) | `/proc/self/fd` | `fcntl(F_GETPATH)` | an error: callers refuse |
+//! | plugin dies with Trellis ([`priority::die_with_parent`]) | `PR_SET_PDEATHSIG` | not possible: stopped at exit | same |
+//! | background priority ([`priority`]) | per-thread nice, `SCHED_IDLE` | process nice | process nice |
+//! | CPU time ([`usage`]) | `getrusage` | `getrusage` | `getrusage` |
+//!
+//! A test (`tests/confined.rs`) fails when a system-specific call appears anywhere else in
+//! the workspace.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod fd;
+pub mod group;
+pub mod priority;
+pub mod reaper;
+pub mod signals;
+pub mod usage;
+
+pub use nix::sys::signal::Signal;
+
+/// The name of signal number `sig` (`SIGKILL`), or `signal N` for one this system does not
+/// name.
+pub fn signal_name(sig: i32) -> String {
+    match Signal::try_from(sig) {
+        Ok(s) => s.as_str().to_string(),
+        Err(_) => format!("signal {sig}"),
+    }
+}

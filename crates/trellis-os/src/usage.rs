@@ -1,0 +1,42 @@
+//! CPU time and peak memory this process used (`--stats`, the benchmarks).
+
+use std::time::Duration;
+
+use nix::sys::resource::{UsageWho, getrusage};
+use nix::sys::time::{TimeVal, TimeValLike};
+
+/// What this process used so far.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    pub user: Duration,
+    pub system: Duration,
+    /// Peak resident memory, KiB (Linux's unit; macOS reports bytes and is converted).
+    pub max_rss_kib: i64,
+}
+
+/// This process's usage so far (zero when the system will not say).
+pub fn this_process() -> Usage {
+    match getrusage(UsageWho::RUSAGE_SELF) {
+        Ok(u) => Usage {
+            user: duration(u.user_time()),
+            system: duration(u.system_time()),
+            #[cfg(target_vendor = "apple")]
+            max_rss_kib: u.max_rss() / 1024,
+            #[cfg(not(target_vendor = "apple"))]
+            max_rss_kib: u.max_rss(),
+        },
+        Err(_) => Usage::default(),
+    }
+}
+
+fn duration(tv: TimeVal) -> Duration {
+    Duration::from_micros(u64::try_from(tv.num_microseconds()).unwrap_or_default())
+}
+
+/// CPU time of the calling thread (benchmarks measure one thread while others work).
+pub fn this_thread_cpu() -> Duration {
+    match nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID) {
+        Ok(t) => Duration::from(t),
+        Err(_) => Duration::ZERO,
+    }
+}
