@@ -21,9 +21,9 @@ pub fn this_process() -> Usage {
             user: duration(u.user_time()),
             system: duration(u.system_time()),
             #[cfg(target_vendor = "apple")]
-            max_rss_kib: u.max_rss() / 1024,
+            max_rss_kib: i64::from(u.max_rss()) / 1024,
             #[cfg(not(target_vendor = "apple"))]
-            max_rss_kib: u.max_rss(),
+            max_rss_kib: i64::from(u.max_rss()),
         },
         Err(_) => Usage::default(),
     }
