@@ -21,9 +21,9 @@ pub fn this_process() -> Usage {
             user: duration(u.user_time()),
             system: duration(u.system_time()),
             #[cfg(target_vendor = "apple")]
-            max_rss_kib: i64::from(u.max_rss()) / 1024,
+            max_rss_kib: kib(u.max_rss()) / 1024,
             #[cfg(not(target_vendor = "apple"))]
-            max_rss_kib: i64::from(u.max_rss()),
+            max_rss_kib: kib(u.max_rss()),
         },
         Err(_) => Usage::default(),
     }
@@ -39,4 +39,10 @@ pub fn this_thread_cpu() -> Duration {
         Ok(t) => Duration::from(t),
         Err(_) => Duration::ZERO,
     }
+}
+
+/// `c_long` is 32 bits on some targets, 64 on others.
+#[allow(clippy::useless_conversion)]
+fn kib(v: std::ffi::c_long) -> i64 {
+    i64::from(v)
 }
