@@ -15,9 +15,11 @@
 //! resize leaves native cards alone: their lines are clipped, never wrapped, so their
 //! height does not depend on the width.
 //!
-//! Per entry only its key and height are kept (16 bytes: a session of a million calls
-//! has a million entries); rendered lines are kept for the [`LINES_KEPT`] entries laid
-//! out last that have any, and laid out again when drawn otherwise.
+//! Per entry only its height is kept (4 bytes, the top bit marking a designed card), and
+//! per call the entry that shows it (4 bytes): a session of a million calls has a million
+//! entries. The keys entries were laid out with are kept only for the few `sync` looks at
+//! again unasked (the last entry, those showing a subagent); rendered lines for the
+//! [`LINES_KEPT`] entries laid out last that have any, laid out again when drawn otherwise.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
