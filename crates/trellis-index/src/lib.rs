@@ -116,6 +116,15 @@ impl Index {
         &self.path
     }
 
+    /// A transaction that writes: it takes the write lock at once (waiting up to the busy
+    /// timeout). A deferred one that read first would fail without waiting when another
+    /// process wrote meanwhile (its snapshot cannot become a writer).
+    fn write_tx(&mut self) -> Result<rusqlite::Transaction<'_>> {
+        Ok(self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?)
+    }
+
     /// Brings the index up to date with every log under `sessions_dir` (recursively),
     /// every log recorded elsewhere (`--log FILE`, see [`elsewhere`]) and every other log
     /// it already knows; drops logs that are gone.
@@ -174,7 +183,7 @@ impl Index {
     /// Forgets everything and reads every log again.
     pub fn reindex(&mut self, sessions_dir: &Path) -> Result<Updated> {
         let known = self.known_paths()?;
-        let tx = self.conn.transaction()?;
+        let tx = self.write_tx()?;
         write::clear(&tx)?;
         tx.execute_batch("DELETE FROM calls; DELETE FROM sessions;")?;
         tx.commit()?;
@@ -194,7 +203,7 @@ impl Index {
     /// Indexes what is new in one log: nothing when it did not change, from its last
     /// checkpoint when it grew, all of it when it is new, shrank or was replaced.
     pub fn update(&mut self, log: &Path) -> Result<Updated> {
-        let tx = self.conn.transaction()?;
+        let tx = self.write_tx()?;
         let done = update_in(&tx, log)?;
         tx.commit()?;
         Ok(done)
@@ -205,7 +214,7 @@ impl Index {
     fn update_all(&mut self, logs: &[PathBuf]) -> Result<Updated> {
         let _ = self.set_bulk(true);
         let mut done = Updated::default();
-        let mut tx = self.conn.transaction()?;
+        let mut tx = self.write_tx()?;
         let mut since = 0;
         for log in logs {
             let d = match update_in(&tx, log) {
@@ -218,7 +227,7 @@ impl Index {
             done += d;
             if since > 64 << 20 {
                 tx.commit()?;
-                tx = self.conn.transaction()?;
+                tx = self.write_tx()?;
                 since = 0;
             }
         }
@@ -353,7 +362,7 @@ impl Index {
     pub fn forget(&mut self, path: &str) -> Result<()> {
         elsewhere::forget(&self.path, Path::new(path));
         let id = session_id(Path::new(path));
-        let tx = self.conn.transaction()?;
+        let tx = self.write_tx()?;
         write::delete_from(&tx, &id, 0)?;
         tx.execute("DELETE FROM calls WHERE session = ?1", [&id])?;
         tx.execute("DELETE FROM sessions WHERE id = ?1", [&id])?;
