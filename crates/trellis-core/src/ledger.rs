@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 
 use crate::cold::{CHUNK, Cold, Tally, Thawed};
 use crate::tool_call::{ToolCall, ToolCallPatch, ToolStatus};

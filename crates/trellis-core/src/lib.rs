@@ -8,7 +8,6 @@
 pub mod action;
 pub mod agent_sessions;
 pub mod anomaly;
-pub mod b64;
 pub mod bulk;
 pub mod civil;
 pub mod cold;
@@ -17,7 +16,6 @@ pub mod elicitation;
 pub mod enrich;
 pub mod event;
 pub mod ext;
-mod fxhash;
 pub mod glob;
 pub mod hot;
 pub mod ledger;

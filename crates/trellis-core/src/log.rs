@@ -202,7 +202,7 @@ pub fn encode_invalid(t: f64, dir: Dir, raw: &str, bytes: Option<&[u8]>) -> Stri
         dir: dir.into(),
         raw: Some(raw),
         line: None,
-        b64: bytes.map(crate::b64::encode),
+        b64: bytes.map(b64),
         msg: None,
     })
 }
@@ -213,7 +213,7 @@ pub fn encode_frame_bytes(t: f64, dir: Dir, json: &str, bytes: &[u8]) -> String 
     let mut s = encode_frame(t, dir, json);
     // `{"t":…,"dir":"…","msg":` → `{"t":…,"dir":"…","b64":"…","msg":`
     if let Some(at) = s.find(",\"msg\":") {
-        s.insert_str(at, &format!(",\"b64\":\"{}\"", crate::b64::encode(bytes)));
+        s.insert_str(at, &format!(",\"b64\":\"{}\"", b64(bytes)));
     }
     s
 }
@@ -282,4 +282,10 @@ pub fn apply_line(
         }
         Err(e) => Some(format!("line {number}: {e}")),
     }
+}
+
+/// Bytes as standard base64 (RFC 4648, padded): invalid UTF-8 kept losslessly in the log.
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 

@@ -13,9 +13,9 @@
 
 use std::sync::Arc;
 
-use crate::fxhash::FxHashMap;
 use crate::transcript::Entry;
 use crate::wire::PlanEntry;
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 /// Most children one session keeps; announcements beyond it are refused with a warning

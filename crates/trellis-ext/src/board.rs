@@ -230,16 +230,16 @@ pub fn stored(body: SectionBody) -> (StoredSection, Option<String>) {
     (StoredSection { body, dropped }, problem)
 }
 
-/// FNV-1a over parts (stable within a process; keys of the answer caches).
+/// A hash of `parts` (stable within a process; keys of the answer caches).
 pub(crate) fn mix(parts: &[&[u8]]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
     for p in parts {
-        for b in *p {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        h = (h ^ 0xff).wrapping_mul(0x0100_0000_01b3);
+        // Length first: ("ab", "c") and ("a", "bc") differ.
+        h.write_usize(p.len());
+        h.write(p);
     }
-    h
+    h.finish()
 }
 
 #[cfg(test)]

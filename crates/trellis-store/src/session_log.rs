@@ -119,10 +119,10 @@ pub fn open_log(path: &Path) -> io::Result<std::fs::File> {
 
 /// UTC date `YYYY-MM-DD` and time `HHMMSS` for a Unix timestamp.
 fn civil(secs: u64) -> (String, String) {
-    let (y, m, d, h, mi, s) = trellis_core::civil::civil(secs as i64);
+    let t = trellis_core::civil::civil(i64::try_from(secs).unwrap_or(i64::MAX));
     (
-        format!("{y:04}-{m:02}-{d:02}"),
-        format!("{h:02}{mi:02}{s:02}"),
+        t.strftime("%Y-%m-%d").to_string(),
+        t.strftime("%H%M%S").to_string(),
     )
 }
 

@@ -16,7 +16,7 @@ pub mod width;
 pub mod wrap;
 
 pub use clip::{clip, clip_pieces};
-pub use sanitize::{for_display, one_line, sanitize};
+pub use sanitize::{for_display, one_line, sanitize, squeezed};
 
 /// The text of styled lines, styles dropped, one `\n` between lines.
 pub fn plain_text(lines: &[ratatui_core::text::Line<'_>]) -> String {

@@ -67,6 +67,17 @@ pub fn one_line(text: &str) -> Cow<'_, str> {
     Cow::Owned(sanitize(&spaced).into_owned())
 }
 
+/// `text` on one line with every run of whitespace (line breaks included) squeezed to one
+/// space and none at either end, cut after `max` characters with `…` (exports, listings).
+/// Control characters other than whitespace are left for the caller's [`sanitize`].
+pub fn squeezed(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &flat[..i]),
+        None => flat,
+    }
+}
+
 fn push_sanitized(out: &mut String, text: &str) {
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -101,6 +112,13 @@ mod tests {
     #[test]
     fn tabs_are_expanded_for_display() {
         assert_eq!(for_display("a\tb\n\tc"), "a       b\n        c");
+    }
+
+    #[test]
+    fn squeezed_is_one_line_and_cut_by_characters() {
+        assert_eq!(squeezed("  a\n\tb   c ", 100), "a b c");
+        assert_eq!(squeezed("ééé", 2), "éé…");
+        assert_eq!(squeezed("abc", 3), "abc");
     }
 
     #[test]

@@ -185,7 +185,7 @@ fn reap_openers(app: &mut App) {
 fn copy(text: &str) {
     let seq = format!(
         "\x1b]52;c;{}\x07",
-        trellis_core::b64::encode(text.as_bytes())
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, text.as_bytes())
     );
     let _ = std::io::Write::write_all(&mut std::io::stdout(), seq.as_bytes());
     let _ = std::io::Write::flush(&mut std::io::stdout());

@@ -41,17 +41,17 @@ pub fn head_line(s: &Subagent, indent: &str, width: usize, theme: &Theme) -> Lin
 /// A part of the cache key of a card whose call started `child`: changes whenever the
 /// tree under it would draw differently.
 pub fn tree_key(session: &Session, child: usize) -> u64 {
+    use std::hash::Hasher;
     let s = &session.subagents.list[child];
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut add = |x: u64| h = (h ^ x).wrapping_mul(0x0100_0000_01b3);
-    add(s.calls as u64);
-    add(s.entries.len() as u64);
+    let mut h = rustc_hash::FxHasher::default();
+    h.write_usize(s.calls);
+    h.write_usize(s.entries.len());
     for b in s.state.iter().chain(&s.stop_reason).chain(&s.title) {
-        add(b.len() as u64);
-        add(b.bytes().fold(0, |a, c| a.wrapping_mul(31) ^ u64::from(c)));
+        h.write_usize(b.len());
+        h.write(b.as_bytes());
     }
     if let Some(Entry::Message(m)) = s.entries.last() {
-        add(m.text.len() as u64);
+        h.write_usize(m.text.len());
     }
     for i in s
         .call_indices()
@@ -60,9 +60,9 @@ pub fn tree_key(session: &Session, child: usize) -> u64 {
         .rev()
         .take(TREE_CALLS)
     {
-        add(session.ledger.at(*i).rev as u64);
+        h.write_u64(session.ledger.at(*i).rev as u64);
     }
-    h
+    h.finish()
 }
 
 /// Lines under the card of the call that started `child`: its head, its latest calls

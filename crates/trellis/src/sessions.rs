@@ -219,7 +219,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                         "{}  {}  {}",
                         h.session,
                         safe(&place),
-                        safe(&one_line(what, 60))
+                        safe(&trellis_text::squeezed(what, 60))
                     )?;
                     writeln!(out, "    {}", highlight(&h.snippet, tty))?;
                 }
@@ -348,23 +348,11 @@ fn parse_since(s: &str) -> anyhow::Result<f64> {
     {
         return Ok(now - n * u);
     }
-    let parts: Vec<&str> = s.split('-').collect();
-    if let [y, m, d] = parts[..]
-        && let (Ok(y), Ok(m), Ok(d)) = (y.parse::<i64>(), m.parse::<u32>(), d.parse::<u32>())
-        && (1..=12).contains(&m)
-        && (1..=31).contains(&d)
-    {
-        let days = trellis_core::civil::days_from_civil(y, m, d);
-        return Ok(days as f64 * 86_400.0);
-    }
-    bail!("--since {s}: not a date (2026-11-30) nor an age (3d, 12h, 2w, 30m)")
-}
-
-fn one_line(s: &str, max: usize) -> String {
-    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &flat[..i]),
-        None => flat,
+    match trellis_core::civil::midnight_utc(s) {
+        Ok(t) => Ok(t as f64),
+        Err(why) => {
+            bail!("--since {s}: not a date (2026-11-30, UTC) nor an age (3d, 12h, 2w, 30m): {why}")
+        }
     }
 }
 
@@ -393,10 +381,10 @@ fn list_line(r: &SessionRow) -> String {
         "{}  {}  {:<14} {:>3} turns {:>5} calls{fails}  {}",
         r.id,
         when(r.started),
-        one_line(agent, 14),
+        trellis_text::squeezed(agent, 14),
         r.turns,
         r.calls.total,
-        one_line(what, 60)
+        trellis_text::squeezed(what, 60)
     )
 }
 
@@ -405,7 +393,7 @@ fn show_text(r: &SessionRow, next: &[SessionRow]) -> String {
     let mut line = |k: &str, v: String| s.push_str(&format!("{k:<11}{v}\n"));
     line("session", r.id.clone());
     if let Some(t) = r.title.as_deref().or(r.first_prompt.as_deref()) {
-        line("title", one_line(t, 100));
+        line("title", trellis_text::squeezed(t, 100));
     }
     line(
         "agent",
@@ -461,7 +449,10 @@ fn highlight(snippet: &str, tty: bool) -> String {
         ("«", "»")
     };
     let mut out = String::new();
-    for (i, part) in one_line(snippet, 400).split(['\u{2}', '\u{3}']).enumerate() {
+    for (i, part) in trellis_text::squeezed(snippet, 400)
+        .split(['\u{2}', '\u{3}'])
+        .enumerate()
+    {
         if i % 2 == 1 {
             out.push_str(open);
             out.push_str(&safe(part));
@@ -581,7 +572,7 @@ impl IndexHistory {
             id: r.id.clone(),
             log: PathBuf::from(&r.path),
             when: when(r.started),
-            title: one_line(
+            title: trellis_text::squeezed(
                 r.title
                     .as_deref()
                     .or(r.first_prompt.as_deref())
@@ -620,7 +611,7 @@ impl trellis_tui::history::History for IndexHistory {
                 id: h.session,
                 log: PathBuf::from(&h.path),
                 when: when(h.started),
-                title: one_line(h.title.as_deref().unwrap_or(""), 120),
+                title: trellis_text::squeezed(h.title.as_deref().unwrap_or(""), 120),
                 here: h.cwd.as_deref() == Some(self.cwd.as_str()),
                 place: Some(match &h.call_id {
                     Some(c) => format!("turn {} · {} of {c}", h.turn, h.kind),

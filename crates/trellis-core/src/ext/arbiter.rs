@@ -10,8 +10,8 @@
 //!   fault never approves anything;
 //! - an answer is accepted only from the current holder, once.
 
-use crate::fxhash::FxHashMap;
 use crate::permission::PermissionOption;
+use rustc_hash::FxHashMap;
 
 /// What the runtime must do next for a request.
 #[derive(Debug, Clone, PartialEq)]

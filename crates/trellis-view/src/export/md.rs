@@ -11,9 +11,9 @@ use trellis_core::Session;
 pub fn markdown(session: &Session, opts: &Options<'_>) -> String {
     let doc = Doc::of(session, opts);
     let mut out = String::new();
-    let _ = writeln!(out, "# {}\n", one_line(&doc.title));
+    let _ = writeln!(out, "# {}\n", squeezed(&doc.title));
     for (k, v) in &doc.facts {
-        let _ = writeln!(out, "- **{k}:** {}", one_line(v));
+        let _ = writeln!(out, "- **{k}:** {}", squeezed(v));
     }
     out.push('\n');
     for item in &doc.items {
@@ -38,16 +38,16 @@ pub fn markdown(session: &Session, opts: &Options<'_>) -> String {
                 );
             }
             Item::Notice(t) => {
-                let _ = writeln!(out, "*{}*\n", one_line(t));
+                let _ = writeln!(out, "*{}*\n", squeezed(t));
             }
             Item::Compaction { line, summary } if summary.trim().is_empty() => {
-                let _ = writeln!(out, "*{}*\n", one_line(line));
+                let _ = writeln!(out, "*{}*\n", squeezed(line));
             }
             Item::Compaction { line, summary } => {
                 let _ = writeln!(
                     out,
                     "<details>\n<summary>{}</summary>\n\n{}\n</details>\n",
-                    escape(&one_line(line)),
+                    escape(&squeezed(line)),
                     fenced("text", summary)
                 );
             }
@@ -59,7 +59,7 @@ pub fn markdown(session: &Session, opts: &Options<'_>) -> String {
                 let _ = writeln!(
                     out,
                     "<details>\n<summary>{}</summary>\n",
-                    escape(&one_line(&summary))
+                    escape(&squeezed(&summary))
                 );
                 let _ = writeln!(out, "Call `{}`, {}.\n", c.id.replace('`', "'"), c.status);
                 if !c.args.is_empty() {
@@ -73,7 +73,7 @@ pub fn markdown(session: &Session, opts: &Options<'_>) -> String {
                     }
                 }
                 for p in &c.permissions {
-                    let _ = writeln!(out, "**Permission:** {}\n", one_line(p));
+                    let _ = writeln!(out, "**Permission:** {}\n", squeezed(p));
                 }
                 if !c.output.is_empty() {
                     let _ = writeln!(out, "**Result**\n\n{}", fenced("text", &c.output));
@@ -100,8 +100,9 @@ fn fenced(lang: &str, body: &str) -> String {
     format!("{fence}{lang}\n{body}{nl}{fence}\n")
 }
 
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// On one line, whitespace squeezed (see [`trellis_text::squeezed`]), never cut.
+fn squeezed(s: &str) -> String {
+    trellis_text::squeezed(s, usize::MAX)
 }
 
 /// Text safe inside HTML (the `<summary>` of a call).

@@ -20,9 +20,12 @@ pub(super) fn child_of(session: &Session, call: &trellis_core::ToolCall) -> Opti
 }
 
 fn mix(parts: &[u64]) -> u64 {
-    parts.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, p| {
-        (h ^ p).wrapping_mul(0x0100_0000_01b3)
-    })
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    for &p in parts {
+        h.write_u64(p);
+    }
+    h.finish()
 }
 
 impl TranscriptView {
