@@ -444,10 +444,39 @@ fn calls_that_run_while_asking_after_a_refusal_or_unasked_are_flagged() {
         found(&update(&mut s, tool(93, "d2", "delete", "completed"))),
         pair("d2", "ran_unasked")
     );
+    // opencode 1.18 marks a call in_progress and sends its permission request in the same
+    // millisecond, in that order: not unasked, which is judged when the call ends.
+    assert!(found(&update(&mut s, tool(95, "c17", "delete", "in_progress"))).is_empty());
+    update(
+        &mut s,
+        frame(
+            95,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","id":17,"method":"session/request_permission","params":{"sessionId":"s1",
+                "toolCall":{"toolCallId":"c17","title":"x"},
+                "options":[{"optionId":"y","name":"Yes","kind":"allow_once"}]}}),
+        ),
+    );
+    update(
+        &mut s,
+        frame(
+            96,
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":17,"result":{"outcome":{"outcome":"selected","optionId":"y"}}}),
+        ),
+    );
+    assert!(found(&update(&mut s, status(97, "c17", "completed"))).is_empty());
+    assert!(s.ledger.get("c17").unwrap().anomalies.is_empty());
+    // The same start, and no request until it ends: unasked, known at its end.
+    assert!(found(&update(&mut s, tool(98, "d4", "delete", "in_progress"))).is_empty());
+    assert_eq!(
+        found(&update(&mut s, status(99, "d4", "completed"))),
+        pair("d4", "ran_unasked")
+    );
     // A policy that allows it by itself: not flagged.
     s.policy = Policy::AllowOnce;
-    assert!(found(&update(&mut s, tool(94, "d3", "delete", "completed"))).is_empty());
-    assert_eq!(s.counters.anomalies, 4);
+    assert!(found(&update(&mut s, tool(100, "d3", "delete", "completed"))).is_empty());
+    assert_eq!(s.counters.anomalies, 5);
     let summary = trellis_core::summary::ledger_summary(&s);
     assert!(summary.contains("⚑ ran while asking"), "{summary}");
     assert!(
