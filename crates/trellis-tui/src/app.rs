@@ -604,6 +604,12 @@ impl App {
         if let Some(ov) = self.overlay.take() {
             return self.overlay_key(ov, key);
         }
+        // Ctrl-T in every place (the prompt, the transcript, a replay, the inspector, over
+        // a dialog): the inspector on the latest call.
+        if ctrl && key.code == KeyCode::Char('t') {
+            self.inspect_latest();
+            return Vec::new();
+        }
         if matches!(key.code, KeyCode::F(_))
             && self.keys.feed(Key::from_event(&key)) == Resolved::Action(KeyAction::Settings)
         {

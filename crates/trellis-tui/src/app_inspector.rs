@@ -5,7 +5,7 @@
 use trellis_core::ToolStatus;
 use trellis_view::inspector::InspectorView;
 
-use crate::app::{App, CursorMode, Inspector};
+use crate::app::{App, CursorMode, Focus, Inspector};
 use crate::siblings::Siblings;
 
 impl App {
@@ -53,6 +53,35 @@ impl App {
     }
 
     /// Opens (or re-targets) the inspector on the card at the cursor.
+    /// Ctrl-T: the inspector on the latest call (a subagent's is on the card of the call
+    /// that started it), wherever the cursor is; closing it goes back where it was opened.
+    pub fn inspect_latest(&mut self) {
+        let s = &self.driver.session;
+        let Some(call) = s
+            .ledger
+            .len()
+            .checked_sub(1)
+            .map(|i| s.shown_call(i).unwrap_or(i))
+        else {
+            self.message = Some("no tool calls yet".into());
+            return;
+        };
+        if self.inspector.is_none() {
+            self.return_focus = Some(self.focus);
+        }
+        self.focus = Focus::Transcript;
+        let view = self
+            .inspector
+            .map(|i| i.view)
+            .unwrap_or(InspectorView::Result);
+        self.inspector = Some(Inspector {
+            call,
+            view,
+            scroll: 0,
+            original: false,
+        });
+    }
+
     pub fn open_inspector(&mut self) {
         match self.card_at_cursor() {
             Ok(call) => {

@@ -274,11 +274,6 @@ impl App {
                 self.focus = Focus::Transcript;
                 self.move_cursor(0);
             }
-            KeyCode::Char('t') if ctrl => {
-                self.return_focus = Some(Focus::Prompt);
-                self.focus = Focus::Transcript;
-                self.open_inspector();
-            }
             // Readline's editing keys, as in every shell.
             KeyCode::Char('a') if ctrl => self.prompt.home(),
             KeyCode::Char('e') if ctrl => self.prompt.end(),

@@ -28,7 +28,6 @@ const PROMPT: &[(&str, &str)] = &[
     ("Delete", "delete the character under the cursor"),
     ("↑ / ↓", "prompt history (one-line prompts)"),
     ("Ctrl-G", "edit the prompt in $VISUAL / $EDITOR"),
-    ("Ctrl-T", "inspect the latest call"),
     (
         "Esc",
         "cancel the running turn; when idle, to the transcript",
@@ -74,6 +73,7 @@ const QUESTION: &[(&str, &str)] = &[
 
 const ANYWHERE: &[(&str, &str)] = &[
     ("F1", "this help"),
+    ("Ctrl-T", "inspect the latest call"),
     ("Ctrl-C twice", "quit"),
     ("Ctrl-R", "restart an agent that ended"),
 ];

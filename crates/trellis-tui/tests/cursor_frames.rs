@@ -74,3 +74,56 @@ fn the_cursor_shows_on_messages_and_cards() {
         "{m:?}"
     );
 }
+
+/// A session with two calls: `ls`, then `cat` (the latest).
+fn two_calls() -> Session {
+    let mut s = session();
+    trellis_core::update(
+        &mut s,
+        trellis_core::Action::Frame {
+            seq: 100,
+            t: 10.0,
+            dir: Dir::AgentToClient,
+            msg: trellis_core::wire::Message::parse(
+                &json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{
+                "sessionUpdate":"tool_call","toolCallId":"cat","title":"cat","kind":"read","status":"completed"}}})
+                .to_string(),
+            )
+            .unwrap(),
+        },
+    );
+    s
+}
+
+#[test]
+fn ctrl_t_inspects_the_latest_call_from_every_place() {
+    use trellis_tui::app::Focus;
+    let latest = |app: &App| app.driver.session.ledger.at(app.inspector.unwrap().call).id.clone();
+    for replay in [false, true] {
+        let mut app = App::new(two_calls(), "demo".into(), replay);
+        app.theme = trellis_view::Theme::plain();
+        draw_marked(&mut app, 80, 16);
+        // In the transcript, with the cursor on the older card.
+        app.focus = Focus::Transcript;
+        app.cursor = app.driver.session.transcript.iter().position(
+            |e| matches!(e, trellis_core::session::Entry::ToolCall { index: 0 }),
+        );
+        assert!(app.cursor.is_some());
+        press(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+        assert_eq!(latest(&app), "cat", "replay={replay}");
+        // Again inside the inspector: still the latest; Esc goes back to the transcript.
+        press(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+        assert_eq!(latest(&app), "cat");
+        press(&mut app, KeyCode::Esc, KeyModifiers::NONE);
+        assert!(app.inspector.is_none());
+        assert_eq!(app.focus, Focus::Transcript);
+    }
+    // From the prompt: back to the prompt when closed.
+    let mut app = App::new(two_calls(), "demo".into(), false);
+    draw_marked(&mut app, 80, 16);
+    app.focus = Focus::Prompt;
+    press(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+    assert_eq!(latest(&app), "cat");
+    press(&mut app, KeyCode::Esc, KeyModifiers::NONE);
+    assert_eq!(app.focus, Focus::Prompt);
+}
