@@ -315,6 +315,10 @@ pub enum LocalRecord {
         /// The log of the session this one continues (`trellis sessions resume`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         continues: Option<String>,
+        /// The directory Trellis was started in, when the session runs elsewhere (the
+        /// demo's scratch workspace, `--cwd`): a session is listed for both.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        launched_in: Option<String>,
     },
     /// Who answered a permission request (written just before the answer frame).
     PermissionDecided {

@@ -87,6 +87,8 @@ pub struct Facts {
     pub cost: Option<f64>,
     pub currency: Option<String>,
     pub continues: Option<String>,
+    /// The directory Trellis was started in, when the session ran elsewhere.
+    pub launched_in: Option<String>,
     /// Lines that were not records (cut short, not JSON).
     pub bad_lines: u64,
 }
@@ -191,6 +193,7 @@ impl Extractor {
                 f.started = msg.get("started").and_then(Value::as_f64);
                 f.command = str_of(msg, "command").map(str::to_string);
                 f.continues = str_of(msg, "continues").map(str::to_string);
+                f.launched_in = str_of(msg, "launched_in").map(str::to_string);
             }
             Some("session_ended") => f.end_reason = str_of(msg, "reason").map(str::to_string),
             Some("agent_exited") if f.end_reason.is_none() => {

@@ -298,9 +298,9 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
         tx.prepare_cached(
             "INSERT INTO sessions(id, path, acp_id, agent, agent_title, command, cwd, title,
                  started, last_t, end_reason, turns, tokens_used, tokens_size, cost, currency,
-                 continues, head, size, mtime, checkpoint, ck_turn)
+                 continues, head, size, mtime, checkpoint, ck_turn, launched_in)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                 ?17, ?18, ?19, ?20, ?21, ?22)
+                 ?17, ?18, ?19, ?20, ?21, ?22, ?23)
              ON CONFLICT(id) DO UPDATE SET path = excluded.path, acp_id = excluded.acp_id,
                  agent = excluded.agent, agent_title = excluded.agent_title,
                  command = excluded.command, cwd = excluded.cwd, title = excluded.title,
@@ -310,7 +310,7 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
                  cost = excluded.cost, currency = excluded.currency,
                  continues = excluded.continues, head = excluded.head, size = excluded.size,
                  mtime = excluded.mtime, checkpoint = excluded.checkpoint,
-                 ck_turn = excluded.ck_turn",
+                 ck_turn = excluded.ck_turn, launched_in = excluded.launched_in",
         )?
         .execute(params![
             id,
@@ -336,6 +336,7 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
             if end == meta.len() { mtime } else { -1 },
             ck as i64,
             ck_turn,
+            f.launched_in,
         ])?;
         Ok(Updated {
             logs: 1,
@@ -376,7 +377,7 @@ fn facts(conn: &Connection, id: &str) -> Result<Facts> {
         Ok(conn
             .prepare_cached(
                 "SELECT acp_id, agent, agent_title, command, cwd, title, started, last_t,
-                    end_reason, tokens_used, tokens_size, cost, currency, continues
+                    end_reason, tokens_used, tokens_size, cost, currency, continues, launched_in
              FROM sessions WHERE id = ?1",
             )?
             .query_row([id], |r| {
@@ -395,6 +396,7 @@ fn facts(conn: &Connection, id: &str) -> Result<Facts> {
                     cost: r.get(11)?,
                     currency: r.get(12)?,
                     continues: r.get(13)?,
+                    launched_in: r.get(14)?,
                     bad_lines: 0,
                 })
             })?)

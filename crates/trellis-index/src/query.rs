@@ -31,6 +31,9 @@ pub struct SessionRow {
     pub currency: Option<String>,
     /// The log of the session this one continues.
     pub continues: Option<String>,
+    /// The directory Trellis was started in, when the session ran elsewhere (the demo's
+    /// scratch workspace, `--cwd`).
+    pub launched_in: Option<String>,
     /// Bytes of log indexed.
     pub bytes: u64,
 }
@@ -48,7 +51,7 @@ pub struct CallCounts {
 /// Which sessions `list` returns.
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
-    /// Only sessions that ran in this directory.
+    /// Only sessions that ran in this directory, or were started from it.
     pub cwd: Option<String>,
     /// Only this agent (the name in the log, or the agent's own name).
     pub agent: Option<String>,
@@ -103,7 +106,8 @@ const SESSION_COLUMNS: &str = "s.id, s.path, s.acp_id, s.agent, s.agent_title, s
     (SELECT count(*) FROM calls c WHERE c.session = s.id AND c.status = 'completed'),
     (SELECT count(*) FROM calls c WHERE c.session = s.id AND c.status = 'failed'),
     (SELECT substr(e.text, 1, 300) FROM entries e
-     WHERE e.session = s.id AND e.kind = 'prompt' ORDER BY e.offset LIMIT 1)";
+     WHERE e.session = s.id AND e.kind = 'prompt' ORDER BY e.offset LIMIT 1),
+    s.launched_in";
 
 fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     let started: Option<f64> = r.get(8)?;
@@ -129,6 +133,7 @@ fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         cost: r.get(14)?,
         currency: r.get(15)?,
         continues: r.get(16)?,
+        launched_in: r.get(22)?,
         bytes: r.get::<_, i64>(17)?.max(0) as u64,
         calls: CallCounts {
             total,
@@ -163,7 +168,8 @@ impl Index {
         let mut sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE 1");
         let mut args: Vec<Sql> = Vec::new();
         if let Some(cwd) = &f.cwd {
-            sql.push_str(" AND s.cwd = ?");
+            sql.push_str(" AND (s.cwd = ? OR s.launched_in = ?)");
+            args.push(Sql::Text(cwd.clone()));
             args.push(Sql::Text(cwd.clone()));
         }
         if let Some(a) = &f.agent {
@@ -214,7 +220,8 @@ impl Index {
             args.extend(scope.kinds().iter().map(|k| Sql::Text(k.to_string())));
         }
         if let Some(cwd) = cwd {
-            sql.push_str(" AND s.cwd = ?");
+            sql.push_str(" AND (s.cwd = ? OR s.launched_in = ?)");
+            args.push(Sql::Text(cwd.to_string()));
             args.push(Sql::Text(cwd.to_string()));
         }
         sql.push_str(&format!(" ORDER BY entries_fts.rowid DESC LIMIT {limit}"));

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OpenFlags};
 
 /// The schema this build writes (`PRAGMA user_version`). An index with another version
 /// is not read: an older one is rebuilt, a newer one (a later Trellis) is set aside.
-pub const SCHEMA: i64 = 2;
+pub const SCHEMA: i64 = 3;
 
 const TABLES: &str = r#"
 CREATE TABLE sessions(
@@ -27,6 +27,7 @@ CREATE TABLE sessions(
     cost REAL,
     currency TEXT,
     continues TEXT,               -- the log this session continues
+    launched_in TEXT,             -- where Trellis was started, when the session ran elsewhere
     head TEXT NOT NULL,           -- hash of the first line: a replaced file is read again
     size INTEGER NOT NULL,        -- bytes read (complete lines)
     mtime INTEGER NOT NULL,       -- of the file when read, nanoseconds

@@ -98,16 +98,26 @@ fn two_calls() -> Session {
 #[test]
 fn ctrl_t_inspects_the_latest_call_from_every_place() {
     use trellis_tui::app::Focus;
-    let latest = |app: &App| app.driver.session.ledger.at(app.inspector.unwrap().call).id.clone();
+    let latest = |app: &App| {
+        app.driver
+            .session
+            .ledger
+            .at(app.inspector.unwrap().call)
+            .id
+            .clone()
+    };
     for replay in [false, true] {
         let mut app = App::new(two_calls(), "demo".into(), replay);
         app.theme = trellis_view::Theme::plain();
         draw_marked(&mut app, 80, 16);
         // In the transcript, with the cursor on the older card.
         app.focus = Focus::Transcript;
-        app.cursor = app.driver.session.transcript.iter().position(
-            |e| matches!(e, trellis_core::session::Entry::ToolCall { index: 0 }),
-        );
+        app.cursor = app
+            .driver
+            .session
+            .transcript
+            .iter()
+            .position(|e| matches!(e, trellis_core::session::Entry::ToolCall { index: 0 }));
         assert!(app.cursor.is_some());
         press(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
         assert_eq!(latest(&app), "cat", "replay={replay}");

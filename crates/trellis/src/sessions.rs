@@ -181,8 +181,12 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
             } else if rows.is_empty() {
                 eprintln!("no sessions here (try --all)");
             } else {
-                for r in &rows {
-                    writeln!(out, "{}", safe(&list_line(r)))?;
+                let names = display_titles(&rows);
+                let home = std::env::var("HOME").ok();
+                for (r, name) in rows.iter().zip(&names) {
+                    // Across directories, each row says where it ran.
+                    let dir = all.then(|| short_dir(r, home.as_deref(), 32));
+                    writeln!(out, "{}", safe(&list_line(r, name, dir.as_deref())))?;
                 }
             }
         }
@@ -361,12 +365,55 @@ fn when(t: Option<f64>) -> String {
         .unwrap_or_else(|| "—".into())
 }
 
-fn list_line(r: &SessionRow) -> String {
-    let what = r
-        .title
-        .as_deref()
-        .or(r.first_prompt.as_deref())
-        .unwrap_or("(no prompt)");
+/// What each row is called: the agent's title, unless it does not tell the session
+/// apart — several of the rows share it (an agent that titles every session alike), or it
+/// is a placeholder — then the user's first prompt.
+fn display_titles(rows: &[SessionRow]) -> Vec<String> {
+    const PLACEHOLDERS: &[&str] = &["new session", "untitled", "new chat", "new thread"];
+    let mut uses = std::collections::HashMap::<&str, usize>::new();
+    for r in rows {
+        if let Some(t) = r.title.as_deref() {
+            *uses.entry(t).or_default() += 1;
+        }
+    }
+    rows.iter()
+        .map(|r| {
+            let generic = |t: &str| {
+                uses.get(t).is_some_and(|&n| n > 1)
+                    || PLACEHOLDERS.contains(&t.trim().to_lowercase().as_str())
+            };
+            let title = r.title.as_deref().filter(|t| !t.trim().is_empty());
+            match (title, r.first_prompt.as_deref()) {
+                (Some(t), Some(p)) if generic(t) => p,
+                (Some(t), _) => t,
+                (None, Some(p)) => p,
+                (None, None) => "(no prompt)",
+            }
+            .to_string()
+        })
+        .collect()
+}
+
+/// Where a session ran, for a listing: the home directory as `~`, cut from the left to
+/// `max` characters (the end of a path names the project).
+fn short_dir(r: &SessionRow, home: Option<&str>, max: usize) -> String {
+    let dir = r.cwd.as_deref().unwrap_or("?");
+    let dir = match home.filter(|h| h.len() > 1) {
+        Some(h) if dir == h => "~".to_string(),
+        Some(h) if dir.starts_with(h) && dir[h.len()..].starts_with('/') => {
+            format!("~{}", &dir[h.len()..])
+        }
+        _ => dir.to_string(),
+    };
+    let n = dir.chars().count();
+    if n <= max {
+        return dir;
+    }
+    let cut: String = dir.chars().skip(n - (max - 1)).collect();
+    format!("…{cut}")
+}
+
+fn list_line(r: &SessionRow, what: &str, dir: Option<&str>) -> String {
     let agent = r
         .agent_title
         .as_deref()
@@ -377,8 +424,9 @@ fn list_line(r: &SessionRow) -> String {
     } else {
         String::new()
     };
+    let dir = dir.map(|d| format!("{d:<32}  ")).unwrap_or_default();
     format!(
-        "{}  {}  {:<14} {:>3} turns {:>5} calls{fails}  {}",
+        "{}  {}  {:<14} {:>3} turns {:>5} calls{fails}  {dir}{}",
         r.id,
         when(r.started),
         trellis_text::squeezed(agent, 14),
@@ -528,7 +576,10 @@ impl Resume {
 
 /// The sessions picker's view of the index (the UI crate knows no database).
 pub struct IndexHistory {
-    /// The directory of the running session: its sessions come first.
+    /// The directory of the running session and the one Trellis was started in (they
+    /// differ for the demo's scratch workspace or `--cwd`): sessions of either come first.
+    dirs: Vec<String>,
+    /// Where exports are written: the running session's directory.
     cwd: String,
     /// Opened and brought up to date when the picker opens; searched as the user types.
     index: std::sync::Mutex<Option<Index>>,
@@ -536,7 +587,15 @@ pub struct IndexHistory {
 
 impl IndexHistory {
     pub fn new(cwd: String) -> IndexHistory {
+        let mut dirs = vec![cwd.clone()];
+        dirs.extend(
+            std::env::current_dir()
+                .ok()
+                .map(|d| d.display().to_string())
+                .filter(|d| *d != cwd),
+        );
         IndexHistory {
+            dirs,
             cwd,
             index: std::sync::Mutex::new(None),
         }
@@ -567,19 +626,20 @@ impl IndexHistory {
         }
     }
 
-    fn row(&self, r: &SessionRow) -> trellis_tui::history::PickRow {
+    /// Whether a session ran in (or was started from) one of the picker's directories.
+    fn here(&self, dirs: &[Option<&str>]) -> bool {
+        dirs.iter()
+            .flatten()
+            .any(|d| self.dirs.iter().any(|h| h == d))
+    }
+
+    fn row(&self, r: &SessionRow, name: String) -> trellis_tui::history::PickRow {
         trellis_tui::history::PickRow {
             id: r.id.clone(),
             log: PathBuf::from(&r.path),
             when: when(r.started),
-            title: trellis_text::squeezed(
-                r.title
-                    .as_deref()
-                    .or(r.first_prompt.as_deref())
-                    .unwrap_or("(no prompt)"),
-                120,
-            ),
-            here: r.cwd.as_deref() == Some(self.cwd.as_str()),
+            title: trellis_text::squeezed(&name, 120),
+            here: self.here(&[r.cwd.as_deref(), r.launched_in.as_deref()]),
             place: None,
             call_id: None,
             snippet: None,
@@ -597,7 +657,12 @@ impl trellis_tui::history::History for IndexHistory {
                 ..ListFilter::default()
             })
         })?;
-        let mut out: Vec<_> = rows.iter().map(|r| self.row(r)).collect();
+        let names = display_titles(&rows);
+        let mut out: Vec<_> = rows
+            .iter()
+            .zip(names)
+            .map(|(r, name)| self.row(r, name))
+            .collect();
         // This directory's sessions first (stable: newest first within each group).
         out.sort_by_key(|r| !r.here);
         Ok(out)
@@ -612,7 +677,7 @@ impl trellis_tui::history::History for IndexHistory {
                 log: PathBuf::from(&h.path),
                 when: when(h.started),
                 title: trellis_text::squeezed(h.title.as_deref().unwrap_or(""), 120),
-                here: h.cwd.as_deref() == Some(self.cwd.as_str()),
+                here: self.here(&[h.cwd.as_deref()]),
                 place: Some(match &h.call_id {
                     Some(c) => format!("turn {} · {} of {c}", h.turn, h.kind),
                     None => format!("turn {} · {}", h.turn, h.kind),

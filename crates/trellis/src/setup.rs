@@ -68,6 +68,10 @@ pub fn record_header(
             started,
             command: Some(command.to_string()),
             continues: continues.map(str::to_string),
+            launched_in: std::env::current_dir()
+                .ok()
+                .map(|d| d.display().to_string())
+                .filter(|d| d != cwd),
         });
 }
 

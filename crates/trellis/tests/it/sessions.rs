@@ -753,3 +753,75 @@ fn a_log_written_elsewhere_can_be_added_to_the_history() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a Trellis session log"));
 }
+
+#[test]
+fn listings_say_where_sessions_ran_and_tell_alike_titles_apart() {
+    let home = Home::new();
+    let (a, b) = (home.project("alpha"), home.project("beta"));
+    home.demo(&a, "first prompt in alpha");
+    home.demo(&b, "first prompt in beta");
+    // A run started from alpha in another directory (the demo's scratch workspace does
+    // the same): listed for alpha too.
+    let elsewhere = home.project("scratch");
+    home.ok(
+        &[
+            "run",
+            "--format",
+            "jsonl",
+            "--permission",
+            "allow-once",
+            "--prompt",
+            "started from alpha",
+            "--cwd",
+            elsewhere.to_str().unwrap(),
+        ],
+        &a,
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["sessions", "list", "--all"])
+        .current_dir(&a)
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    // Every row names its directory, the home directory as ~.
+    for dir in ["~/alpha", "~/beta", "~/scratch"] {
+        assert!(
+            lines.iter().any(|l| l.contains(&format!("{dir} "))),
+            "{dir}: {text}"
+        );
+    }
+    // The demo agent titles every session alike: the first prompts tell them apart.
+    let all = home.json(&["sessions", "list", "--all", "--json"], &a);
+    assert!(
+        all.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["title"] == "Fix the TODO in the demo workspace"),
+        "{all}"
+    );
+    for prompt in [
+        "first prompt in alpha",
+        "first prompt in beta",
+        "started from alpha",
+    ] {
+        assert!(text.contains(prompt), "{prompt}: {text}");
+    }
+    // This directory's sessions: the one that ran here and the one started from here.
+    let here = home.json(&["sessions", "list", "--json"], &a);
+    let mut cwds: Vec<String> = here
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["cwd"].as_str().unwrap().to_string())
+        .collect();
+    cwds.sort();
+    assert_eq!(
+        cwds,
+        [a.display().to_string(), elsewhere.display().to_string()]
+    );
+}
