@@ -34,6 +34,12 @@ pub struct Event {
     #[serde(skip)]
     #[cfg_attr(feature = "schema", schemars(skip))]
     pub wire: std::sync::OnceLock<Arc<str>>,
+    /// The ledger position of the call the event is about (tool call created or updated,
+    /// permission asked or resolved, terminal exited, anomaly), so front ends never look
+    /// it up again by id. Not part of the event schema.
+    #[serde(skip)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    pub position: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -25,6 +25,9 @@ pub struct TerminalState {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit: Option<ExitStatus>,
     pub released: bool,
+    /// Ledger position of the latest call whose content shows this terminal.
+    #[serde(skip)]
+    pub call: Option<usize>,
 }
 
 /// An agent request the client has not answered yet.

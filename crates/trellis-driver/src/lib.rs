@@ -407,10 +407,10 @@ impl Driver {
                     EventBody::ToolCallUpdated {
                         previous_status,
                         status,
-                        call,
+                        ..
                     } if status.is_terminal() && previous_status.is_some() => {
                         if let Some(b) = self.bulk.as_mut()
-                            && let Some(i) = self.session.position_of(call)
+                            && let Some(i) = ev.position
                         {
                             b.finished(&self.session, i);
                         }

@@ -109,6 +109,7 @@ impl Held {
                 },
                 acp: None,
                 wire: Default::default(),
+                position: None,
             }),
         }
     }

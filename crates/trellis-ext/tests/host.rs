@@ -34,6 +34,7 @@ fn ev(t: f64, body: EventBody) -> Event {
         body,
         acp: Some(Arc::from("{\"jsonrpc\":\"2.0\"}")),
         wire: Default::default(),
+        position: None,
     }
 }
 

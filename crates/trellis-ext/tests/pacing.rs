@@ -122,6 +122,7 @@ fn chunk(i: usize) -> Event {
         },
         acp: None,
         wire: Default::default(),
+        position: None,
     }
 }
 
@@ -317,6 +318,7 @@ fn call_storm(n: usize) -> Vec<Event> {
             body,
             acp: None,
             wire: Default::default(),
+            position: None,
         };
         out.push(ev(i as f64, EventBody::ToolCallCreated { call: created }));
         let mut update = ev(

@@ -72,6 +72,7 @@ fn event(i: u64) -> Event {
         },
         acp: None,
         wire: Default::default(),
+        position: None,
     }
 }
 

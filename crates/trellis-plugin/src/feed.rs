@@ -205,6 +205,7 @@ mod tests {
                         },
                         acp: Some(Arc::from(r#"{"x":1}"#)),
                         wire: Default::default(),
+                        position: None,
                     }),
                     i % 4 == 0,
                 )]

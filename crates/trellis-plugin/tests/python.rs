@@ -317,6 +317,7 @@ fn a_python_plugin_uses_every_part_of_the_api() {
         },
         acp: None,
         wire: Default::default(),
+        position: None,
     });
     // The refusal is counted and its note written by different threads: wait for both.
     pump(&mut h, &mut rx, &[ended], |_, h| {

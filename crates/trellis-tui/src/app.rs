@@ -59,6 +59,17 @@ pub enum Intent {
     Quit,
 }
 
+/// What the user is alerted to when the terminal is not focused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Alert {
+    /// A permission request reached the dialog: the requesting call's title.
+    Permission { title: String },
+    /// A question reached the dialog: its message.
+    Question { message: String },
+    /// A request was answered (the title's marker goes once none is left).
+    Answered,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Focus {
     Prompt,
@@ -532,14 +543,11 @@ impl App {
     /// The terminal sequences that tell a user who is elsewhere about a permission request
     /// or a question of the agent (bell, title mark, OSC 9 notification, as configured), or
     /// that clear the title mark once nothing is pending.
-    pub fn alert(&mut self, body: &trellis_core::EventBody) -> Option<String> {
-        use trellis_core::EventBody;
-        let (need, text) = match body {
-            EventBody::PermissionRequested { title, .. } => ("permission needed", title.as_str()),
-            EventBody::ElicitationRequested { elicitation } => {
-                ("input needed", elicitation.message.as_str())
-            }
-            EventBody::PermissionResolved { .. } | EventBody::ElicitationResolved { .. }
+    pub fn alert(&mut self, alert: &Alert) -> Option<String> {
+        let (need, text) = match alert {
+            Alert::Permission { title } => ("permission needed", title.as_str()),
+            Alert::Question { message } => ("input needed", message.as_str()),
+            Alert::Answered
                 if self.title_marked
                     && self.driver.session.pending_permissions().is_empty()
                     && self.driver.session.pending_elicitations().next().is_none() =>

@@ -34,7 +34,7 @@ use trellis_core::event::EventBody;
 use trellis_core::{Choice, Decider, Effect};
 use trellis_driver::Note;
 
-pub use app::{App, Intent};
+pub use app::{Alert, App, Intent};
 pub use draw::{Clock, draw};
 pub use trellis_driver::Connection;
 
@@ -43,7 +43,8 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
     for note in notes {
         match note {
             Note::Event(ev) => {
-                invalidate_for(app, &ev.body);
+                alert_for(app, &ev.body);
+                invalidate_for(app, &ev);
                 if let EventBody::AgentSessionsListed { .. } = &ev.body {
                     app.agent_sessions_listed();
                 }
@@ -52,12 +53,9 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
                 }
             }
             Note::TerminalOutput { terminal_id } => {
-                let pos = app.driver.session.ledger.calls().rposition(|c| {
-                    c.content.iter().any(|x| {
-                        matches!(x, trellis_core::tool_call::ToolContent::Terminal { terminal_id: t } if *t == terminal_id)
-                    })
-                });
-                if let Some(p) = pos {
+                let session = &app.driver.session;
+                let shown = session.terminals.get(&terminal_id).and_then(|t| t.call);
+                if let Some(p) = shown.and_then(|p| session.shown_call(p)) {
                     app.view.invalidate_call(p);
                 }
             }
@@ -67,33 +65,25 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
                 let held_first = app.driver.host.as_ref().is_some_and(|h| h.has_claimants());
                 let session = &app.driver.session;
                 if held_first
-                    && let Some((_, index, options)) = session
+                    && let Some((_, index, _)) = session
                         .pending_permissions()
                         .into_iter()
                         .find(|(r, ..)| *r == request_id)
                 {
-                    let call = session.ledger.at(index);
-                    let body = EventBody::PermissionRequested {
-                        request_id,
-                        call_id: call.id.clone(),
-                        title: trellis_core::enrich::card_title(&call),
-                        kind: call.kind,
-                        options,
-                        subagent: call.subagent.clone(),
-                    };
-                    ring(app, &body);
+                    let title = trellis_core::enrich::card_title(&session.ledger.at(index));
+                    ring(app, &Alert::Permission { title });
                 }
             }
             // A question extensions let go: the user is alerted now.
             Note::Question { request_id } => {
-                let e = app
+                let message = app
                     .driver
                     .session
                     .pending_elicitations()
                     .find(|e| e.request_id == request_id)
-                    .cloned();
-                if let Some(elicitation) = e {
-                    ring(app, &EventBody::ElicitationRequested { elicitation });
+                    .map(|e| e.message.clone());
+                if let Some(message) = message {
+                    ring(app, &Alert::Question { message });
                 }
             }
             // Warnings quote the agent and extensions: one line, nothing raw.
@@ -124,46 +114,45 @@ pub fn perform_outs(app: &mut App, outs: Vec<trellis_ext::Out>) {
 fn alert_for(app: &mut App, body: &EventBody) {
     // A request extensions may take alerts only if it reaches the dialog (above).
     let host = app.driver.host.as_ref();
-    if matches!(body, EventBody::PermissionRequested { .. })
-        && host.is_some_and(|h| h.has_claimants())
-        || matches!(body, EventBody::ElicitationRequested { .. })
-            && host.is_some_and(|h| h.has_question_claimants())
-    {
-        return;
-    }
-    ring(app, body);
+    let alert = match body {
+        EventBody::PermissionRequested { title, .. } => {
+            if host.is_some_and(|h| h.has_claimants()) {
+                return;
+            }
+            Alert::Permission {
+                title: title.clone(),
+            }
+        }
+        EventBody::ElicitationRequested { elicitation } => {
+            if host.is_some_and(|h| h.has_question_claimants()) {
+                return;
+            }
+            Alert::Question {
+                message: elicitation.message.clone(),
+            }
+        }
+        EventBody::PermissionResolved { .. } | EventBody::ElicitationResolved { .. } => {
+            Alert::Answered
+        }
+        _ => return,
+    };
+    ring(app, &alert);
 }
 
-/// Writes the alert sequences for `body`, if the app wants any.
-fn ring(app: &mut App, body: &EventBody) {
-    if let Some(seq) = app.alert(body) {
+/// Writes the alert sequences for `alert`, if the app wants any.
+fn ring(app: &mut App, alert: &Alert) {
+    if let Some(seq) = app.alert(alert) {
         let out = &mut std::io::stdout();
         let _ = std::io::Write::write_all(out, seq.as_bytes());
         let _ = std::io::Write::flush(out);
     }
 }
 
-fn invalidate_for(app: &mut App, body: &EventBody) {
-    alert_for(app, body);
+/// The card of the call an event is about is drawn again (a subagent's call is drawn
+/// under the card of the call that started it).
+fn invalidate_for(app: &mut App, ev: &trellis_core::Event) {
     let session = &app.driver.session;
-    let p = match body {
-        EventBody::ToolCallUpdated { call, .. } | EventBody::ToolCallCreated { call } => {
-            session.position_of(call)
-        }
-        EventBody::PermissionRequested {
-            call_id, subagent, ..
-        }
-        | EventBody::PermissionResolved {
-            call_id, subagent, ..
-        } => session.call_position(subagent.as_deref(), call_id),
-        EventBody::TerminalExited {
-            call_id: Some(call_id),
-            ..
-        } => session.ledger.position(call_id),
-        _ => None,
-    };
-    // A subagent's call is drawn under the card of the call that started it.
-    if let Some(p) = p.and_then(|p| session.shown_call(p)) {
+    if let Some(p) = ev.position.and_then(|p| session.shown_call(p)) {
         app.view.invalidate_call(p);
     }
 }

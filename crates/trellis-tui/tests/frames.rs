@@ -255,13 +255,8 @@ fn permission_alerts_only_when_the_terminal_is_elsewhere() {
     let mut b = B::new();
     b.ask(0, "one", "Edit one.txt", "edit");
     let mut app = App::new(b.s, "demo".into(), false);
-    let asked = trellis_core::EventBody::PermissionRequested {
-        request_id: "0".into(),
-        call_id: "one".into(),
+    let asked = trellis_tui::Alert::Permission {
         title: "Edit one.txt".into(),
-        kind: trellis_core::ToolKind::Edit,
-        options: vec![],
-        subagent: None,
     };
     assert_eq!(app.alert(&asked), None, "focused: the dialog is enough");
     app.focused = false;
@@ -280,13 +275,7 @@ fn permission_alerts_only_when_the_terminal_is_elsewhere() {
     );
     // Once answered (nothing pending), the title mark is cleared.
     app.driver.session = Session::new(Policy::Ask);
-    let resolved = trellis_core::EventBody::PermissionResolved {
-        request_id: "0".into(),
-        call_id: "one".into(),
-        outcome: trellis_core::Outcome::Cancelled,
-        decider: trellis_core::Decider::User,
-        subagent: None,
-    };
+    let resolved = trellis_tui::Alert::Answered;
     assert_eq!(
         app.alert(&resolved).as_deref(),
         Some("\u{1b}]2;trellis — demo\u{7}")

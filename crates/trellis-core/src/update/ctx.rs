@@ -15,6 +15,15 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     pub fn emit(&mut self, body: EventBody) {
+        self.emit_at(None, body);
+    }
+
+    /// Emits an event about the call at ledger position `index`.
+    pub fn emit_about(&mut self, index: usize, body: EventBody) {
+        self.emit_at(Some(index), body);
+    }
+
+    fn emit_at(&mut self, position: Option<usize>, body: EventBody) {
         self.fx.push(Effect::Emit(Event {
             schema: SCHEMA_VERSION,
             t: self.t,
@@ -22,6 +31,7 @@ impl Ctx<'_> {
             body,
             acp: self.acp.clone(),
             wire: Default::default(),
+            position,
         }));
     }
 

@@ -7,7 +7,7 @@ use crate::action::Choice;
 use crate::event::EventBody;
 use crate::permission::{Decider, OptionKind, Outcome, PermissionRecord, Verdict};
 use crate::session::{AgentRequest, ClientRequest, Entry, MessageBlock};
-use crate::tool_call::{ToolCallPatch, ToolContent, ToolKind};
+use crate::tool_call::{ToolCallPatch, ToolKind};
 
 use super::ctx::Ctx;
 use super::turn::{decide, end_turn};
@@ -120,9 +120,9 @@ fn permission_asked(
     });
     let call = cx.s.ledger.snapshot(applied.index);
     if applied.created {
-        cx.emit(EventBody::ToolCallCreated { call: call.clone() });
+        cx.emit_about(applied.index, EventBody::ToolCallCreated { call: call.clone() });
     }
-    cx.emit(EventBody::PermissionRequested {
+    cx.emit_about(applied.index, EventBody::PermissionRequested {
         request_id: id.to_string(),
         call_id: call_id.clone(),
         title: crate::enrich::card_title(&call),
@@ -200,7 +200,7 @@ pub(crate) fn permission_resolved(
         rec.decided_at = Some(t);
     }
     let (call_id, subagent) = (call.id.clone(), call.subagent.clone());
-    cx.emit(EventBody::PermissionResolved {
+    cx.emit_about(index, EventBody::PermissionResolved {
         request_id: id.to_string(),
         call_id,
         outcome,
@@ -356,21 +356,17 @@ pub(crate) fn terminal_exited(cx: &mut Ctx<'_>, terminal_id: String, status: Exi
         return;
     }
     term.exit = Some(status.clone());
-    let call_id =
-        cx.s.ledger
-            .calls()
-            .rev()
-            .find(|c| {
-                c.content.iter().any(
-                    |x| matches!(x, ToolContent::Terminal { terminal_id: t } if *t == terminal_id),
-                )
-            })
-            .map(|c| c.id.clone());
-    cx.emit(EventBody::TerminalExited {
+    let index = term.call;
+    let call_id = index.map(|i| cx.s.ledger.at(i).id.clone());
+    let body = EventBody::TerminalExited {
         terminal_id,
         call_id,
         status,
-    });
+    };
+    match index {
+        Some(i) => cx.emit_about(i, body),
+        None => cx.emit(body),
+    }
 }
 
 /// A request from the client to the agent.

@@ -359,7 +359,19 @@ fn tool_call_patch(
         .content
         .as_ref()
         .is_some_and(|c| c.iter().any(|c| matches!(c, ToolContent::Session { .. })));
+    let terminals: Vec<String> = patch
+        .content
+        .iter()
+        .flatten()
+        .filter_map(|c| match c {
+            ToolContent::Terminal { terminal_id } => Some(terminal_id.clone()),
+            _ => None,
+        })
+        .collect();
     let applied = super::subagents::apply_call(cx, owner, patch, announce);
+    for tid in terminals {
+        cx.s.terminals.entry(tid).or_default().call = Some(applied.index);
+    }
     cx.s.ledger.push_frame(applied.index, seq);
     // On a status change (or a call announced already running).
     if applied.created || applied.previous_status.is_some() {
@@ -376,10 +388,10 @@ fn tool_call_patch(
             });
         }
         let call = cx.s.ledger.snapshot(applied.index);
-        cx.emit(EventBody::ToolCallCreated { call });
+        cx.emit_about(applied.index, EventBody::ToolCallCreated { call });
     } else if !meta_only {
         let call = cx.s.ledger.snapshot(applied.index);
-        cx.emit(EventBody::ToolCallUpdated {
+        cx.emit_about(applied.index, EventBody::ToolCallUpdated {
             previous_status: applied.previous_status,
             status: call.status,
             call,

@@ -80,7 +80,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, index: usize, meta: &str) -> bool {
         cx.s.terminals.entry(tid.clone()).or_default().exit = Some(status.clone());
         attach(cx, index, &tid);
         let call_id = Some(cx.s.ledger.at(index).id.clone());
-        cx.emit(EventBody::TerminalExited {
+        cx.emit_about(index, EventBody::TerminalExited {
             terminal_id: tid,
             call_id,
             status,
@@ -92,6 +92,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, index: usize, meta: &str) -> bool {
 
 /// The call shows terminal `tid` (as a client terminal embedded in its content would).
 fn attach(cx: &mut Ctx<'_>, index: usize, tid: &str) {
+    cx.s.terminals.entry(tid.to_string()).or_default().call = Some(index);
     let call = cx.s.ledger.at_mut(index);
     let has = call
         .content
