@@ -22,7 +22,7 @@ pub const HELD_BUDGET: usize = 4 << 20;
 
 /// Reads texts back from a session log.
 struct LogSource {
-    index: Mutex<trellis_store::LogIndex>,
+    index: Mutex<trellis_store::LineOffsets>,
 }
 
 impl BulkSource for LogSource {
@@ -98,7 +98,7 @@ fn held_bytes(call: &ToolCall) -> usize {
 /// places in it (or why there is none: the spill file could not be made).
 pub(crate) fn log_store(log: &Path) -> (Arc<dyn BulkSource>, Result<Arc<Cold>, String>) {
     let source: Arc<dyn BulkSource> = Arc::new(LogSource {
-        index: Mutex::new(trellis_store::LogIndex::new(log)),
+        index: Mutex::new(trellis_store::LineOffsets::new(log)),
     });
     let cold = match tempfile::tempfile() {
         Ok(f) => Ok(Cold::new(

@@ -32,7 +32,7 @@ use trellis_acp::{Command, Handle, Input};
 use trellis_core::ext::DriveAction;
 use trellis_core::session::LocalRecord;
 use trellis_core::{Action, Choice, Decider, Effect, Event, EventBody, Session, update};
-use trellis_ext::{ExtHost, HostMsg, Out};
+use trellis_ext_host::{ExtHost, HostMsg, Out};
 
 /// Most agent inputs applied in one [`Driver::handle`] (a front end looks at its own
 /// inputs between batches).

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use trellis_agents::logs::{load_log, log_text};
 use trellis_index::{Index, Scope};
-use trellis_testkit::logs::{load_log, log_text};
 
 fn indexing(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();

@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use trellis_agents::logs::{log_text, turn_text};
 use trellis_index::{Found, Index, ListFilter, Scope, session_id};
-use trellis_testkit::logs::{log_text, turn_text};
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();

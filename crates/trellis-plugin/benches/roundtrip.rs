@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use trellis_core::ext::Capability;
 use trellis_core::{Event, EventBody};
-use trellis_ext::{Candidate, ExtConfig, ExtHost, HostMsg, HostOptions};
+use trellis_ext_host::{Candidate, ExtConfig, ExtHost, HostMsg, HostOptions};
 use trellis_plugin::process::Launch;
 use trellis_plugin::{Limits, PluginExt, PluginSpec};
 

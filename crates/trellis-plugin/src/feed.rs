@@ -1,7 +1,7 @@
 //! Feeding a plugin's stdin: the writer thread.
 //!
 //! Events reach the adapter when the host hands them over: at once at rest, after a
-//! storm pauses during one (`trellis_ext`'s outbox holds them: a plugin process that
+//! storm pauses during one (`trellis_ext_host`'s outbox holds them: a plugin process that
 //! parses JSON while the session is saturated takes CPU, memory bandwidth and cache from
 //! the client and the agent whatever its priority). The writer writes what it gets, in
 //! order; requests, responses and user actions come after everything queued before them.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use trellis_core::ext::Capability;
 use trellis_core::wire::{Dir, Message};
 use trellis_core::{Action, Effect, Event, Policy, Session, update};
-use trellis_ext::{Candidate, ExtConfig, ExtHost, ExtState, HostMsg, HostOptions, Out};
+use trellis_ext_host::{Candidate, ExtConfig, ExtHost, ExtState, HostMsg, HostOptions, Out};
 use trellis_plugin::process::Launch;
 use trellis_plugin::{Limits, PluginExt, PluginSpec};
 
@@ -74,7 +74,7 @@ fn spec(name: &str, argv: &[&str], caps: &[Capability], limits: Limits) -> Plugi
 fn host(
     plugins: Vec<(PluginSpec, Vec<Capability>)>,
 ) -> (ExtHost, tokio::sync::mpsc::UnboundedReceiver<HostMsg>) {
-    trellis_ext::install_panic_guard();
+    trellis_ext_host::install_panic_guard();
     let mut opts = HostOptions {
         permission_timeout: 3.0,
         failure_limit: 50,
@@ -265,7 +265,7 @@ fn a_python_plugin_uses_every_part_of_the_api() {
     assert_eq!(h.ui.status_line_items(40)[0].text(), "2 seen");
     // A card design, answered by the process for this revision and width.
     h.ui.apply(
-        &trellis_ext::ui::RowTarget::Card("kind:execute".into()),
+        &trellis_ext_host::ui::RowTarget::Card("kind:execute".into()),
         "everything/shell",
     );
     let mut call = (*s.s.ledger.get("c1").unwrap()).clone();

@@ -3,11 +3,11 @@
 
 pub mod config;
 pub mod ext_store;
-pub mod log_index;
+pub mod line_offsets;
 pub mod paths;
 pub mod session_log;
 
 pub use config::{AgentPreset, Config, ConfigError};
-pub use log_index::LogIndex;
+pub use line_offsets::LineOffsets;
 pub use paths::Paths;
 pub use session_log::{LogWriter, open_log, read_log};

@@ -181,7 +181,7 @@ fn app_with_extensions(calls: usize) -> (App, Terminal<TestBackend>) {
 }
 
 /// Three Python plugins subscribed to every event, each pushing a status item.
-fn counters() -> Vec<trellis_ext::Candidate> {
+fn counters() -> Vec<trellis_ext_host::Candidate> {
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let sdk = root.join("../../sdk/python").canonicalize().unwrap();
     let dir = std::env::temp_dir().join(format!("trellis-frame-bench-{}", std::process::id()));
@@ -226,7 +226,7 @@ fn counters() -> Vec<trellis_ext::Candidate> {
                 },
                 limits: trellis_plugin::Limits::default(),
             };
-            trellis_ext::Candidate {
+            trellis_ext_host::Candidate {
                 ext: Box::new(trellis_plugin::PluginExt::new(spec)),
                 builtin: false,
             }
@@ -239,21 +239,24 @@ fn app_with_plugins(calls: usize) -> (App, Terminal<TestBackend>) {
     app_with(calls, counters())
 }
 
-fn app_with(calls: usize, plugins: Vec<trellis_ext::Candidate>) -> (App, Terminal<TestBackend>) {
+fn app_with(
+    calls: usize,
+    plugins: Vec<trellis_ext_host::Candidate>,
+) -> (App, Terminal<TestBackend>) {
     let (s, events) = session_with_events(calls);
-    let mut exts: Vec<trellis_ext::Candidate> = trellis_builtins::all()
+    let mut exts: Vec<trellis_ext_host::Candidate> = trellis_builtins::all()
         .into_iter()
-        .map(|ext| trellis_ext::Candidate { ext, builtin: true })
+        .map(|ext| trellis_ext_host::Candidate { ext, builtin: true })
         .collect();
-    exts.push(trellis_ext::Candidate {
+    exts.push(trellis_ext_host::Candidate {
         ext: Box::new(Panels),
         builtin: true,
     });
-    let mut opts = trellis_ext::HostOptions::default();
+    let mut opts = trellis_ext_host::HostOptions::default();
     for p in &plugins {
         opts.config.insert(
             p.ext.manifest().name,
-            trellis_ext::ExtConfig {
+            trellis_ext_host::ExtConfig {
                 enabled: Some(true),
                 grant: Some(vec![
                     trellis_core::ext::Capability::Observe,
@@ -264,17 +267,17 @@ fn app_with(calls: usize, plugins: Vec<trellis_ext::Candidate>) -> (App, Termina
         );
     }
     exts.extend(plugins);
-    let (host, rx) = trellis_ext::ExtHost::new(exts, opts);
+    let (host, rx) = trellis_ext_host::ExtHost::new(exts, opts);
     for e in &events {
         host.dispatch(e);
     }
     host.flush(std::time::Duration::from_secs(60));
     host.ui.apply(
-        &trellis_ext::ui::RowTarget::Card("kind:execute".into()),
+        &trellis_ext_host::ui::RowTarget::Card("kind:execute".into()),
         "cards/terminal",
     );
     host.ui.apply(
-        &trellis_ext::ui::RowTarget::Card("kind:read".into()),
+        &trellis_ext_host::ui::RowTarget::Card("kind:read".into()),
         "cards/compact",
     );
     let mut app = App::new(s, "bench".into(), false);

@@ -123,7 +123,7 @@ pub struct App {
     /// The session log (for the Raw view).
     pub log_path: Option<std::path::PathBuf>,
     /// Where each line of the session log starts (the Raw view reads only its frames).
-    pub(crate) log_index: std::cell::RefCell<Option<trellis_store::LogIndex>>,
+    pub(crate) line_offsets: std::cell::RefCell<Option<trellis_store::LineOffsets>>,
     /// First line and height of the transcript area, and its first shown line, at the
     /// last draw (for mouse clicks).
     pub transcript_area: (u16, u16),
@@ -258,7 +258,7 @@ impl App {
             steering: false,
             replay,
             log_path: None,
-            log_index: std::cell::RefCell::new(None),
+            line_offsets: std::cell::RefCell::new(None),
             home: std::env::var("HOME").ok(),
             transcript_area: (0, 0),
             shown_top: 0,

@@ -12,8 +12,8 @@ impl App {
     /// Installs the extension host: its designs and transforms draw the transcript.
     pub fn set_ext(
         &mut self,
-        host: trellis_ext::ExtHost,
-        rx: tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
+        host: trellis_ext_host::ExtHost,
+        rx: tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
     ) {
         let mut host = host;
         // Contributed keys: single keys Trellis does not use itself, else rejected.
@@ -124,13 +124,13 @@ impl App {
                 match st.key(key, &pages) {
                     SettingsKey::Close => return Vec::new(),
                     SettingsKey::None => {}
-                    SettingsKey::Apply(trellis_ext::ui::RowTarget::Rule(i), choice) => {
+                    SettingsKey::Apply(trellis_ext_host::ui::RowTarget::Rule(i), choice) => {
                         if choice == "delete" {
                             self.delete_rule(i);
                             st.row = st.row.min(self.saved_rules.len().saturating_sub(1));
                         }
                     }
-                    SettingsKey::Apply(trellis_ext::ui::RowTarget::Plugin(name), choice) => {
+                    SettingsKey::Apply(trellis_ext_host::ui::RowTarget::Plugin(name), choice) => {
                         self.message = Some(crate::plugins_page::apply(
                             self.plugins.as_ref(),
                             &name,
@@ -296,8 +296,8 @@ impl App {
 
     /// The Settings pages: the host's and extensions' pages, then `Rules` (saved rules,
     /// each can be deleted) when there are any.
-    pub fn settings_pages(&self) -> Vec<trellis_ext::ui::SettingsPage> {
-        use trellis_ext::ui::{RowTarget, RowView, SettingsPage};
+    pub fn settings_pages(&self) -> Vec<trellis_ext_host::ui::SettingsPage> {
+        use trellis_ext_host::ui::{RowTarget, RowView, SettingsPage};
         let mut pages = self
             .driver
             .host

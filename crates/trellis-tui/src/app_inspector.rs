@@ -209,10 +209,10 @@ impl App {
 
     /// The session log's line index, brought up to date (it reads only what was
     /// appended since); `None` without a log.
-    fn log_index(&self) -> Option<std::cell::RefMut<'_, trellis_store::LogIndex>> {
+    fn line_offsets(&self) -> Option<std::cell::RefMut<'_, trellis_store::LineOffsets>> {
         let path = self.log_path.as_ref()?;
-        let mut cell = self.log_index.borrow_mut();
-        cell.get_or_insert_with(|| trellis_store::LogIndex::new(path))
+        let mut cell = self.line_offsets.borrow_mut();
+        cell.get_or_insert_with(|| trellis_store::LineOffsets::new(path))
             .refresh()
             .ok()?;
         std::cell::RefMut::filter_map(cell, Option::as_mut).ok()
@@ -221,7 +221,7 @@ impl App {
     /// The lines of call `index`'s frames from the session log, read one by one at the
     /// offsets an index keeps (the log is never read whole); `None` without a log.
     pub fn call_frames(&self, index: usize) -> Option<trellis_view::inspector::FrameLines> {
-        let ix = self.log_index()?;
+        let ix = self.line_offsets()?;
         let mut out = trellis_view::inspector::FrameLines::new();
         for &seq in self.driver.session.ledger.frames(index).iter() {
             if let Ok(Some(line)) = ix.line(seq) {
@@ -234,7 +234,7 @@ impl App {
     /// How many of call `index`'s frames the log holds now (the Raw view is built again
     /// when this changes, not whenever the log grows).
     pub fn frames_in_log(&self, index: usize) -> Option<usize> {
-        let lines = self.log_index()?.lines() as u64;
+        let lines = self.line_offsets()?.lines() as u64;
         Some(
             self.driver
                 .session

@@ -186,7 +186,11 @@ impl App {
             .iter()
             .map(|c| c.name.clone())
             .collect();
-        commands.extend(trellis_ext::ui::HOST_COMMANDS.iter().map(|c| c.to_string()));
+        commands.extend(
+            trellis_ext_host::ui::HOST_COMMANDS
+                .iter()
+                .map(|c| c.to_string()),
+        );
         if let Some(h) = &self.driver.host {
             commands.extend(h.ui.commands.iter().map(|c| c.name.clone()));
         }

@@ -14,7 +14,7 @@ use ratatui::text::{Line, Span};
 use trellis_core::ext::{StyledLine, Tone};
 use trellis_core::permission::{OptionKind, Rule, Verdict};
 use trellis_core::{Session, ToolCall, ToolKind};
-use trellis_ext::ui::{RowTarget, SettingsPage, Ui};
+use trellis_ext_host::ui::{RowTarget, SettingsPage, Ui};
 use trellis_view::Theme;
 use trellis_view::transcript::{Decor, DesignedCard};
 
@@ -69,7 +69,7 @@ impl Decor for ExtDecor {
                 .result
                 .iter()
                 .map(|l| {
-                    let l = trellis_ext::ui::fit(l, room);
+                    let l = trellis_ext_host::ui::fit(l, room);
                     let mut line = line_of(&l, theme);
                     line.spans.insert(0, Span::styled(gutter, theme.dim));
                     line

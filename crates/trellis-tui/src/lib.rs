@@ -105,7 +105,7 @@ pub fn apply_effects(app: &mut App, fx: Vec<Effect>) {
 }
 
 /// Carries out what the extension host asked for.
-pub fn perform_outs(app: &mut App, outs: Vec<trellis_ext::Out>) {
+pub fn perform_outs(app: &mut App, outs: Vec<trellis_ext_host::Out>) {
     let mut notes = Vec::new();
     app.driver.outs(outs, &mut notes);
     show_notes(app, notes);
@@ -371,7 +371,7 @@ pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<
         hook(info);
     }));
     // Panics inside extensions are recorded, never printed over the screen.
-    trellis_ext::install_panic_guard();
+    trellis_ext_host::install_panic_guard();
     crossterm::execute!(
         std::io::stdout(),
         EnableMouseCapture,

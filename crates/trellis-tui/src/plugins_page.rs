@@ -3,7 +3,7 @@
 //! asks for (the choice names it). Changes apply from the next session: plugins are
 //! started when a session starts.
 
-use trellis_ext::ui::{RowTarget, RowView, SettingsPage};
+use trellis_ext_host::ui::{RowTarget, RowView, SettingsPage};
 use trellis_plugin::registry::{Enabled, Registry, Scope, short};
 
 #[derive(Debug, Clone, PartialEq)]

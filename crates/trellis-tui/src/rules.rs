@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 use trellis_core::permission::{Policy, Rule, Verdict};
-use trellis_ext::ExtHost;
+use trellis_ext_host::ExtHost;
 
 use crate::extui::Scope;
 

@@ -8,7 +8,7 @@
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
-use trellis_ext::ui::{SectionView, fit};
+use trellis_ext_host::ui::{SectionView, fit};
 use trellis_view::Theme;
 
 use crate::app::SidebarHit;

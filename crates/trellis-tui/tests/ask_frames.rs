@@ -4,9 +4,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::{Value, json};
+use trellis_agents::demo_elicit::release_form;
 use trellis_core::wire::Dir;
 use trellis_core::{ElicitAnswer, Session};
-use trellis_testkit::demo_elicit::release_form;
 use trellis_tui::App;
 use trellis_tui::app::Intent;
 

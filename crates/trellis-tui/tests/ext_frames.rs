@@ -10,8 +10,8 @@ use trellis_core::ext::{Capability, ExtError, Extension, Host, Manifest, Registr
 use trellis_core::session::LocalRecord;
 use trellis_core::wire::{Dir, Message};
 use trellis_core::{Action, Effect, Event, Policy, Session, update};
-use trellis_ext::ui::RowTarget;
-use trellis_ext::{Candidate, ExtHost, HostOptions};
+use trellis_ext_host::ui::RowTarget;
+use trellis_ext_host::{Candidate, ExtHost, HostOptions};
 use trellis_tui::{App, Intent};
 
 mod common;
@@ -139,7 +139,7 @@ fn app_with_builtins(
     extra: Vec<Box<dyn Extension>>,
     w: &std::path::Path,
 ) -> App {
-    trellis_ext::install_panic_guard();
+    trellis_ext_host::install_panic_guard();
     let mut exts: Vec<Candidate> = builtins
         .into_iter()
         .map(|ext| Candidate { ext, builtin: true })
@@ -155,7 +155,7 @@ fn app_with_builtins(
     };
     opts.config.insert(
         "broken".into(),
-        trellis_ext::ExtConfig {
+        trellis_ext_host::ExtConfig {
             enabled: Some(true),
             grant: Some(vec![Capability::Observe, Capability::Ui]),
             ..Default::default()
@@ -163,7 +163,7 @@ fn app_with_builtins(
     );
     opts.config.insert(
         "redact".into(),
-        trellis_ext::ExtConfig {
+        trellis_ext_host::ExtConfig {
             enabled: Some(true),
             grant: Some(vec![Capability::Ui, Capability::Store]),
             ..Default::default()
@@ -173,7 +173,7 @@ fn app_with_builtins(
     if names.iter().any(|n| n == "approver") {
         opts.config.insert(
             "approver".into(),
-            trellis_ext::ExtConfig {
+            trellis_ext_host::ExtConfig {
                 enabled: Some(true),
                 grant: Some(vec![Capability::InterceptPermissions]),
                 ..Default::default()

@@ -13,7 +13,7 @@
 //!
 //! On the development VM a page of memory the process touches for the first time costs
 //! far more than the work done in it, so memory decides the figure: what the held events
-//! take (see `trellis-ext/src/outbox.rs`), and what the allocator already holds when the
+//! take (see `trellis-ext-host/src/outbox.rs`), and what the allocator already holds when the
 //! load starts. That also makes a run depend on the one before it (a run after one that
 //! freed a lot of memory is faster), so samples come in pairs with each client first in
 //! every other pair, and each client follows each equally often.

@@ -301,14 +301,14 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
             login,
         } => {
             if let (true, Some(f)) = (login, &login_file) {
-                let ok = trellis_testkit::demo_login::interactive(f)?;
+                let ok = trellis_agents::demo_login::interactive(f)?;
                 return Ok(if ok {
                     ExitCode::SUCCESS
                 } else {
                     ExitCode::FAILURE
                 });
             }
-            let opts = trellis_testkit::demo::DemoOptions {
+            let opts = trellis_agents::demo::DemoOptions {
                 calls,
                 lines,
                 delay: std::time::Duration::from_millis(delay_ms),
@@ -316,19 +316,19 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
                 resume_session,
                 login_file,
             };
-            trellis_testkit::demo::run(opts)?;
+            trellis_agents::demo::run(opts)?;
         }
         AgentCmd::Replay { file } => {
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-            trellis_testkit::replay::run(&text)?;
+            trellis_agents::replay::run(&text)?;
         }
         AgentCmd::Hostile { scenario } if scenario == "list" => {
-            for (name, what) in trellis_testkit::hostile::SCENARIOS {
+            for (name, what) in trellis_agents::hostile::SCENARIOS {
                 println!("{name:22} {what}");
             }
         }
-        AgentCmd::Hostile { scenario } => trellis_testkit::hostile::run(&scenario)?,
+        AgentCmd::Hostile { scenario } => trellis_agents::hostile::run(&scenario)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -58,7 +58,11 @@ impl<W: Write> Output<W> {
 
     /// The closing `status` event: extension diagnostics (JSON Lines), or a note on
     /// stderr when an extension is not healthy (text).
-    pub fn status(&mut self, report: &trellis_ext::StatusReport, t: f64) -> std::io::Result<()> {
+    pub fn status(
+        &mut self,
+        report: &trellis_ext_host::StatusReport,
+        t: f64,
+    ) -> std::io::Result<()> {
         match self.format {
             Format::Jsonl => {
                 let v = serde_json::json!({
@@ -74,7 +78,7 @@ impl<W: Write> Output<W> {
             }
             Format::Text => {
                 for e in &report.extensions {
-                    if e.state != trellis_ext::ExtState::Ready {
+                    if e.state != trellis_ext_host::ExtState::Ready {
                         eprintln!("trellis: extension {}: {:?}", safe(&e.name), e.state);
                     }
                 }

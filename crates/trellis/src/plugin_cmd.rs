@@ -178,17 +178,17 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow!(e))?;
     spec.launch.log_file = None;
     let grant = spec.manifest.capabilities.clone();
-    let mut opts = trellis_ext::HostOptions::default();
+    let mut opts = trellis_ext_host::HostOptions::default();
     opts.config.insert(
         p.name.clone(),
-        trellis_ext::ExtConfig {
+        trellis_ext_host::ExtConfig {
             enabled: Some(true),
             grant: Some(grant),
             options: serde_json::Value::Null,
         },
     );
-    let (host, _rx) = trellis_ext::ExtHost::new(
-        vec![trellis_ext::Candidate {
+    let (host, _rx) = trellis_ext_host::ExtHost::new(
+        vec![trellis_ext_host::Candidate {
             ext: Box::new(trellis_plugin::PluginExt::new(spec)),
             builtin: false,
         }],
@@ -199,14 +199,15 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
     host.shutdown(std::time::Duration::from_secs(5));
     let e = st.extensions.first();
     match e.map(|e| &e.state) {
-        Some(trellis_ext::ExtState::Disabled(r)) | Some(trellis_ext::ExtState::Degraded(r)) => {
+        Some(trellis_ext_host::ExtState::Disabled(r))
+        | Some(trellis_ext_host::ExtState::Degraded(r)) => {
             println!("✗ start: {}", safe(r));
             for l in e.map(|e| e.extra.clone()).unwrap_or_default() {
                 println!("  {}", safe(&l));
             }
             Ok(ExitCode::from(1))
         }
-        Some(trellis_ext::ExtState::Ready) => {
+        Some(trellis_ext_host::ExtState::Ready) => {
             let regs = e.map(|e| e.registrations.join(", ")).unwrap_or_default();
             println!(
                 "✓ start: answered initialize (protocol v1){}",

@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::Context;
 use trellis_core::ext::Capability;
 use trellis_core::{Effect, Policy, Session};
-use trellis_ext::{Candidate, ExtConfig, ExtHost, HostOptions, Out};
+use trellis_ext_host::{Candidate, ExtConfig, ExtHost, HostOptions, Out};
 
 /// Width cards are asked at.
 const WIDTH: u16 = 80;
@@ -43,7 +43,7 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     let grant: Vec<Capability> = spec.manifest.capabilities.clone();
     let text =
         std::fs::read_to_string(log).with_context(|| format!("cannot read {}", log.display()))?;
-    trellis_ext::install_panic_guard();
+    trellis_ext_host::install_panic_guard();
     let mut opts = HostOptions {
         permission_timeout: 5.0,
         ..HostOptions::default()
@@ -69,7 +69,7 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     let mut records = 0usize;
     let mut problems = Vec::new();
     let settle = |host: &mut ExtHost,
-                  rx: &mut tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
+                  rx: &mut tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
                   outs: &mut Vec<Out>,
                   t: f64| {
         // Until the plugin has handled everything and said all it had to say.
@@ -207,7 +207,7 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     let mut any_card = false;
     for d in &designs {
         host.ui.apply(
-            &trellis_ext::ui::RowTarget::Card(d.applies_to.key()),
+            &trellis_ext_host::ui::RowTarget::Card(d.applies_to.key()),
             &d.key,
         );
         let calls: Vec<_> = session
@@ -297,9 +297,9 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     let mut failed = false;
     if let Some(e) = st.extensions.iter().find(|e| e.name == name) {
         let state = match &e.state {
-            trellis_ext::ExtState::Ready => "ready".to_string(),
-            trellis_ext::ExtState::Degraded(r) => format!("degraded — {}", clean(r)),
-            trellis_ext::ExtState::Disabled(r) => {
+            trellis_ext_host::ExtState::Ready => "ready".to_string(),
+            trellis_ext_host::ExtState::Degraded(r) => format!("degraded — {}", clean(r)),
+            trellis_ext_host::ExtState::Disabled(r) => {
                 failed = true;
                 format!("disabled — {}", clean(r))
             }

@@ -223,8 +223,8 @@ async fn drive(
     policy: Policy,
     answers: &crate::answers::Answers,
     (host, ext_rx): (
-        trellis_ext::ExtHost,
-        tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
+        trellis_ext_host::ExtHost,
+        tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
     ),
     resolved: crate::agents::Resolved,
     writer: LogWriter,
@@ -246,7 +246,7 @@ async fn drive(
     // An agent that never answers a setting must not hold the run forever.
     let settings_timeout = resolved.spec.setup_timeout;
     let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
-    trellis_ext::install_panic_guard();
+    trellis_ext_host::install_panic_guard();
     crate::setup::record_header(
         &handle,
         (&resolved.name, &resolved.command),

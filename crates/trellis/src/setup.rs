@@ -145,15 +145,15 @@ pub fn ext_host(
     live: &Live,
     plugins: &SessionPlugins,
 ) -> anyhow::Result<(
-    trellis_ext::ExtHost,
-    tokio::sync::mpsc::UnboundedReceiver<trellis_ext::HostMsg>,
+    trellis_ext_host::ExtHost,
+    tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
 )> {
     use trellis_core::ext::Capability;
     let x = &config.extensions;
     let (store, headless) = (live.store, live.headless);
-    let mut opts = trellis_ext::HostOptions {
+    let mut opts = trellis_ext_host::HostOptions {
         headless,
-        ..trellis_ext::HostOptions::default()
+        ..trellis_ext_host::HostOptions::default()
     };
     if let Some(n) = x.failure_limit {
         if n == 0 {
@@ -216,7 +216,7 @@ pub fn ext_host(
         };
         opts.config.insert(
             name.clone(),
-            trellis_ext::ExtConfig {
+            trellis_ext_host::ExtConfig {
                 enabled: e.enabled,
                 grant,
                 options,
@@ -230,9 +230,9 @@ pub fn ext_host(
         // Replays read the user's stores (chosen card designs included), write nothing.
         opts.store_seed = stores;
     }
-    let mut candidates: Vec<trellis_ext::Candidate> = trellis_builtins::all()
+    let mut candidates: Vec<trellis_ext_host::Candidate> = trellis_builtins::all()
         .into_iter()
-        .map(|ext| trellis_ext::Candidate { ext, builtin: true })
+        .map(|ext| trellis_ext_host::Candidate { ext, builtin: true })
         .collect();
     opts.notes.extend(plugins.notes.iter().cloned());
     {
@@ -246,13 +246,13 @@ pub fn ext_host(
             if entry.grant.is_none() {
                 entry.grant = Some(grant.clone());
             }
-            candidates.push(trellis_ext::Candidate {
+            candidates.push(trellis_ext_host::Candidate {
                 ext: Box::new(trellis_plugin::PluginExt::new(spec.clone())),
                 builtin: false,
             });
         }
     }
-    Ok(trellis_ext::ExtHost::new(candidates, opts))
+    Ok(trellis_ext_host::ExtHost::new(candidates, opts))
 }
 
 /// The MCP servers to offer the agent: `[mcp_servers]` from the config, then the

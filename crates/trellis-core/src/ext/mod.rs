@@ -9,7 +9,7 @@
 //! clipped, options are validated, panics are caught (see the host crate).
 //!
 //! This module is pure: types and rules only. The runtime (threads, queues, timing, the
-//! store on disk) lives in `trellis-ext`.
+//! store on disk) lives in `trellis-ext-host`.
 
 pub mod arbiter;
 pub mod contrib;

@@ -84,10 +84,13 @@ pub(crate) fn check(cx: &mut Ctx<'_>, index: usize, before: Option<ToolStatus>) 
         }
         call.anomalies.push(rule.to_string());
         cx.s.counters.anomalies += 1;
-        cx.emit_about(index, EventBody::Anomaly {
-            call_id: id.clone(),
-            rule: rule.to_string(),
-            message: says(rule).to_string(),
-        });
+        cx.emit_about(
+            index,
+            EventBody::Anomaly {
+                call_id: id.clone(),
+                rule: rule.to_string(),
+                message: says(rule).to_string(),
+            },
+        );
     }
 }

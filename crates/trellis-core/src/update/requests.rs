@@ -120,16 +120,22 @@ fn permission_asked(
     });
     let call = cx.s.ledger.snapshot(applied.index);
     if applied.created {
-        cx.emit_about(applied.index, EventBody::ToolCallCreated { call: call.clone() });
+        cx.emit_about(
+            applied.index,
+            EventBody::ToolCallCreated { call: call.clone() },
+        );
     }
-    cx.emit_about(applied.index, EventBody::PermissionRequested {
-        request_id: id.to_string(),
-        call_id: call_id.clone(),
-        title: crate::enrich::card_title(&call),
-        kind: call.kind,
-        options: options.clone(),
-        subagent,
-    });
+    cx.emit_about(
+        applied.index,
+        EventBody::PermissionRequested {
+            request_id: id.to_string(),
+            call_id: call_id.clone(),
+            title: crate::enrich::card_title(&call),
+            kind: call.kind,
+            options: options.clone(),
+            subagent,
+        },
+    );
     let usable = options.iter().any(|o| o.kind != OptionKind::Unknown);
     let (verdict, decider) = if usable {
         cx.s.policy.decide(&call, cx.s.cwd.as_deref())
@@ -200,13 +206,16 @@ pub(crate) fn permission_resolved(
         rec.decided_at = Some(t);
     }
     let (call_id, subagent) = (call.id.clone(), call.subagent.clone());
-    cx.emit_about(index, EventBody::PermissionResolved {
-        request_id: id.to_string(),
-        call_id,
-        outcome,
-        decider,
-        subagent,
-    });
+    cx.emit_about(
+        index,
+        EventBody::PermissionResolved {
+            request_id: id.to_string(),
+            call_id,
+            outcome,
+            decider,
+            subagent,
+        },
+    );
 }
 
 /// The agent is gone: every permission request still open is closed as `cancelled`, decided

@@ -391,11 +391,14 @@ fn tool_call_patch(
         cx.emit_about(applied.index, EventBody::ToolCallCreated { call });
     } else if !meta_only {
         let call = cx.s.ledger.snapshot(applied.index);
-        cx.emit_about(applied.index, EventBody::ToolCallUpdated {
-            previous_status: applied.previous_status,
-            status: call.status,
-            call,
-        });
+        cx.emit_about(
+            applied.index,
+            EventBody::ToolCallUpdated {
+                previous_status: applied.previous_status,
+                status: call.status,
+                call,
+            },
+        );
     }
     if names_session {
         super::subagents::link_call(cx, applied.index);

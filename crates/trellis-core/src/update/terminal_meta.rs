@@ -80,11 +80,14 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, index: usize, meta: &str) -> bool {
         cx.s.terminals.entry(tid.clone()).or_default().exit = Some(status.clone());
         attach(cx, index, &tid);
         let call_id = Some(cx.s.ledger.at(index).id.clone());
-        cx.emit_about(index, EventBody::TerminalExited {
-            terminal_id: tid,
-            call_id,
-            status,
-        });
+        cx.emit_about(
+            index,
+            EventBody::TerminalExited {
+                terminal_id: tid,
+                call_id,
+                status,
+            },
+        );
         changed = true;
     }
     changed

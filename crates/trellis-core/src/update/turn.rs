@@ -88,11 +88,14 @@ pub(crate) fn mark_open_calls_of(
         let prev = call.set_status(status, t);
         marked.push(call.id.clone());
         let call = cx.s.ledger.snapshot(i);
-        cx.emit_about(i, EventBody::ToolCallUpdated {
-            previous_status: prev,
-            status,
-            call,
-        });
+        cx.emit_about(
+            i,
+            EventBody::ToolCallUpdated {
+                previous_status: prev,
+                status,
+                call,
+            },
+        );
     }
     marked
 }

@@ -11,7 +11,7 @@ use trellis_core::ext::{
     Capability, DriveAction, ExtError, Extension, Host, Manifest, Registration,
 };
 use trellis_core::{Event, EventBody};
-use trellis_ext::{Candidate, ExtConfig, HostOptions};
+use trellis_ext_host::{Candidate, ExtConfig, HostOptions};
 
 use crate::faults::{driver_for, run_saying, runtime};
 

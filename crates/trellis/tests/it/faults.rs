@@ -12,7 +12,7 @@ use trellis_core::ext::{
     SectionDecl,
 };
 use trellis_driver::{Connection, Driver, Note};
-use trellis_ext::{Candidate, ExtHost, HostOptions};
+use trellis_ext_host::{Candidate, ExtHost, HostOptions};
 
 pub(crate) fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_trellis")
@@ -112,7 +112,7 @@ pub(crate) fn driver_for(
     exts: Vec<Candidate>,
     opts: HostOptions,
 ) -> Driver {
-    trellis_ext::install_panic_guard();
+    trellis_ext_host::install_panic_guard();
     let spec = trellis_acp::AgentSpec {
         command: exe().into(),
         args,

@@ -683,7 +683,7 @@ fn everything_a_dying_agent_wrote_reaches_the_events_and_the_log() {
     // The agent writes more than a pipe holds, with permission requests in between, and
     // aborts: Trellis's answers meet a closed stdin while the end of the burst is still in
     // the pipe. Whatever happens on the write side, every line is read, logged and shown.
-    use trellis_testkit::hostile::{BURST, LAST_WORDS};
+    use trellis_agents::hostile::{BURST, LAST_WORDS};
     for attempt in 0..12 {
         let h = hostile("burst-then-die", &["--permission", "allow-once"], "", LIMIT);
         assert_eq!(h.code, Some(7), "attempt {attempt}: {}", h.stderr);

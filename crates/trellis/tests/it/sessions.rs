@@ -733,7 +733,7 @@ fn a_log_written_elsewhere_can_be_added_to_the_history() {
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
     std::fs::write(
         &log,
-        trellis_testkit::logs::log_text("demo", cwd.to_str().unwrap(), 1.0, 1, "zebu"),
+        trellis_agents::logs::log_text("demo", cwd.to_str().unwrap(), 1.0, 1, "zebu"),
     )
     .unwrap();
     let rows = home.json(&["sessions", "list", "--all", "--json"], &cwd);

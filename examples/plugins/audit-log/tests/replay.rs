@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use trellis_core::ext::Capability;
-use trellis_ext::{Candidate, ExtConfig, ExtHost, HostOptions};
+use trellis_ext_host::{Candidate, ExtConfig, ExtHost, HostOptions};
 use trellis_plugin::{Limits, PluginExt, PluginSpec, process::Launch};
 
 #[test]
@@ -66,7 +66,7 @@ fn every_call_is_logged_once_with_its_per_call_state() {
     let st = host.status();
     assert_eq!(
         st.extensions[0].state,
-        trellis_ext::ExtState::Ready,
+        trellis_ext_host::ExtState::Ready,
         "{:?}",
         st.lines()
     );

@@ -142,7 +142,7 @@ use serde_json::json;
 use trellis_core::ext::Extension;
 use trellis_core::wire::{Dir, Message};
 use trellis_core::{Action, Effect, Policy, Session, update};
-use trellis_ext::{Candidate, ExtConfig, ExtHost, HostOptions, Out};
+use trellis_ext_host::{Candidate, ExtConfig, ExtHost, HostOptions, Out};
 
 fn frame(s: &mut Session, seq: u64, v: serde_json::Value) -> Vec<Effect> {
     update(

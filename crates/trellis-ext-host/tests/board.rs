@@ -14,8 +14,8 @@ use trellis_core::ext::{
     ToolMatch, TransformDecl,
 };
 use trellis_core::{ToolCall, ToolKind};
-use trellis_ext::ui::RowTarget;
-use trellis_ext::{Candidate, ExtConfig, ExtHost, HostMsg, HostOptions, Out};
+use trellis_ext_host::ui::RowTarget;
+use trellis_ext_host::{Candidate, ExtConfig, ExtHost, HostMsg, HostOptions, Out};
 
 fn manifest(name: &str, caps: &[Capability]) -> Manifest {
     Manifest {
@@ -31,7 +31,7 @@ fn host(
     ext: Box<dyn Extension>,
     grant: &[Capability],
 ) -> (ExtHost, tokio::sync::mpsc::UnboundedReceiver<HostMsg>) {
-    trellis_ext::install_panic_guard();
+    trellis_ext_host::install_panic_guard();
     let name = ext.manifest().name;
     let mut opts = HostOptions::default();
     opts.config.insert(

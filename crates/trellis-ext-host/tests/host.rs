@@ -14,7 +14,7 @@ use trellis_core::ext::{
 };
 use trellis_core::permission::{OptionKind, PermissionOption};
 use trellis_core::{Effect, ToolCall};
-use trellis_ext::{Candidate, ExtHost, ExtState, HostMsg, HostOptions, Out};
+use trellis_ext_host::{Candidate, ExtHost, ExtState, HostMsg, HostOptions, Out};
 
 fn manifest(name: &str, caps: &[Capability]) -> Manifest {
     Manifest {
@@ -54,7 +54,7 @@ fn host(
     exts: Vec<Box<dyn Extension>>,
     opts: HostOptions,
 ) -> (ExtHost, tokio::sync::mpsc::UnboundedReceiver<HostMsg>) {
-    trellis_ext::install_panic_guard();
+    trellis_ext_host::install_panic_guard();
     ExtHost::new(
         exts.into_iter()
             .map(|ext| Candidate { ext, builtin: true })
@@ -524,7 +524,7 @@ fn a_collapsed_or_hidden_section_body_is_never_built() {
 
 #[test]
 fn contributed_lines_are_measured_like_the_terminal_and_clipped() {
-    use trellis_ext::ui::fit;
+    use trellis_ext_host::ui::fit;
     let w = trellis_text::display_width;
     let line = |s: &str| StyledLine(vec![StyledSpan::new(s, Tone::Normal)]);
     // A row that fits comes back byte-identical, escapes and all.
@@ -640,7 +640,7 @@ fn capabilities_are_only_what_the_config_grants() {
     let mut opts = HostOptions::default();
     opts.config.insert(
         "greedy".into(),
-        trellis_ext::ExtConfig {
+        trellis_ext_host::ExtConfig {
             enabled: Some(true),
             grant: Some(vec![Capability::Observe]),
             ..Default::default()
@@ -656,7 +656,7 @@ fn capabilities_are_only_what_the_config_grants() {
     let mut opts = HostOptions::default();
     opts.config.insert(
         "greedy".into(),
-        trellis_ext::ExtConfig {
+        trellis_ext_host::ExtConfig {
             enabled: Some(false),
             grant: None,
             ..Default::default()
@@ -673,14 +673,14 @@ fn options_from_the_config_reach_the_extension_and_bad_ones_are_reported() {
     let mut opts = HostOptions::default();
     opts.config.insert(
         "redact".into(),
-        trellis_ext::ExtConfig {
+        trellis_ext_host::ExtConfig {
             options: json!({"patterns": ["INTERNAL-[0-9]{4}", "(unclosed"]}),
             ..Default::default()
         },
     );
     opts.config.insert(
         "follow".into(),
-        trellis_ext::ExtConfig {
+        trellis_ext_host::ExtConfig {
             options: json!({"window": 2}),
             ..Default::default()
         },

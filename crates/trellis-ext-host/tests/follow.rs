@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 use trellis_core::wire::{Dir, Message};
 use trellis_core::{Action, Effect, Policy, Session, update};
-use trellis_ext::{Candidate, ExtHost, HostOptions};
+use trellis_ext_host::{Candidate, ExtHost, HostOptions};
 
 fn follow_host() -> ExtHost {
     let follow = trellis_builtins::all()

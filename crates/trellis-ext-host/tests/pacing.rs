@@ -10,7 +10,7 @@ use trellis_core::event::{Event, EventBody, Role};
 use trellis_core::ext::{
     Capability, CommandDecl, ExtError, Extension, Host, Manifest, Registration, UiAction,
 };
-use trellis_ext::{Candidate, ExtHost, ExtState, HostMsg, HostOptions};
+use trellis_ext_host::{Candidate, ExtHost, ExtState, HostMsg, HostOptions};
 
 /// Records the chunks it sees and the commands it is sent.
 struct Rec {
@@ -91,7 +91,7 @@ fn host(
     Seen,
     Seen,
 ) {
-    trellis_ext::install_panic_guard();
+    trellis_ext_host::install_panic_guard();
     let (live, waiting) = (Seen::default(), Seen::default());
     let exts: Vec<Box<dyn Extension>> = vec![
         Box::new(Rec {
@@ -279,7 +279,7 @@ impl Extension for Keep {
 type Got = Arc<Mutex<Vec<Arc<Event>>>>;
 
 fn keeping(waiting: usize) -> (ExtHost, Got, Vec<Got>) {
-    trellis_ext::install_panic_guard();
+    trellis_ext_host::install_panic_guard();
     let live = Got::default();
     let held: Vec<Got> = (0..waiting).map(|_| Got::default()).collect();
     let mut exts: Vec<Box<dyn Extension>> = vec![Box::new(Keep {

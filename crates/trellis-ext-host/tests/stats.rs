@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use trellis_ext::{Candidate, ExtHost, HostOptions};
+use trellis_ext_host::{Candidate, ExtHost, HostOptions};
 
 #[test]
 fn updates_without_a_status_change_are_not_new_calls() {

@@ -14,16 +14,16 @@ use std::path::{Path, PathBuf};
 pub const MAX_LINE: u64 = 8 << 20;
 
 #[derive(Debug)]
-pub struct LogIndex {
+pub struct LineOffsets {
     path: PathBuf,
     /// Bytes looked at so far (complete lines and the start of a partial one).
     scanned: u64,
     starts: Vec<u64>,
 }
 
-impl LogIndex {
-    pub fn new(path: &Path) -> LogIndex {
-        LogIndex {
+impl LineOffsets {
+    pub fn new(path: &Path) -> LineOffsets {
+        LineOffsets {
             path: path.to_path_buf(),
             scanned: 0,
             starts: vec![0],
@@ -96,7 +96,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("log.jsonl");
         let mut f = File::create(&p).expect("create");
-        let mut ix = LogIndex::new(&p);
+        let mut ix = LineOffsets::new(&p);
         ix.refresh().expect("refresh");
         assert_eq!(ix.lines(), 0);
         f.write_all(b"{\"a\":1}\n{\"b\":2}\r\n{\"c\":")

@@ -18,7 +18,7 @@ use serde_json::json;
 use trellis_core::ext::{Capability, ExtError, Extension, Host, Manifest};
 use trellis_core::wire::{Dir, Message};
 use trellis_core::{Action, Effect, Event, Policy, Session, update};
-use trellis_ext::{Candidate, ExtHost, HostOptions};
+use trellis_ext_host::{Candidate, ExtHost, HostOptions};
 
 struct Counter {
     name: String,
@@ -164,7 +164,7 @@ fn bench(c: &mut Criterion) {
     assert!(
         st.extensions
             .iter()
-            .all(|e| e.state == trellis_ext::ExtState::Ready),
+            .all(|e| e.state == trellis_ext_host::ExtState::Ready),
         "no extension may be disabled during the benchmark: {:?}",
         st.extensions[0].state
     );
