@@ -12,17 +12,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AuthCapabilities, AuthenticateRequest, BooleanConfigOptionCapabilities, CancelNotification,
-    ClientCapabilities, ClientSessionCapabilities, CompactionCapabilities, ContentBlock,
-    ElicitationCapabilities, ElicitationFormCapabilities, ElicitationUrlCapabilities,
-    EmbeddedResource, EmbeddedResourceResource, FileSystemCapabilities, Implementation,
-    InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
-    NoticeCapabilities, PlanCapabilities, PromptRequest, ResourceLink, ResumeSessionRequest,
-    SessionConfigOptionValue, SessionConfigOptionsCapabilities, SessionId,
-    SetSessionConfigOptionRequest, SetSessionModeRequest, SubagentCapabilities, SystemPrompt,
-    SystemPromptMode, TextContent, TextResourceContents,
+    CancelNotification, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
+    ListSessionsRequest, PromptRequest, ResourceLink, SessionConfigOptionValue, SessionId,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, TextContent, TextResourceContents,
 };
 use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
 use serde_json::{Value, json};
@@ -30,13 +23,16 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use trellis_core::permission::Outcome;
 use trellis_core::update::Action;
 
-use crate::login::{Chosen, Login, chosen_method};
+use crate::login::Login;
 use crate::recorder::{LogSink, Recorder};
 use crate::roots::Roots;
 use crate::services::{Services, route};
 use crate::terminal::Terminals;
 
 /// The running `session/prompt` request.
+/// The connection to the agent, as the SDK hands it to Trellis.
+pub(crate) type Conn = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>;
+
 type TurnFuture =
     std::pin::Pin<Box<dyn Future<Output = Result<(), agent_client_protocol::Error>> + Send>>;
 
@@ -218,21 +214,6 @@ impl Parked {
             },
         }
     }
-}
-
-/// The elicitation modes advertised (none: the field is left out).
-fn elicitation_caps(caps: &Caps) -> Option<ElicitationCapabilities> {
-    if !caps.elicitation_form && !caps.elicitation_url {
-        return None;
-    }
-    let mut c = ElicitationCapabilities::new();
-    if caps.elicitation_form {
-        c = c.form(ElicitationFormCapabilities::new());
-    }
-    if caps.elicitation_url {
-        c = c.url(ElicitationUrlCapabilities::new());
-    }
-    Some(c)
 }
 
 /// The driver's handle on a running connection.
@@ -455,161 +436,7 @@ async fn run(
             let timeout = spec.setup_timeout;
             let deadline = Mutex::new(Some(std::time::Instant::now() + timeout));
             let (login_tx, mut login_rx) = unbounded_channel::<bool>();
-            let setup = async {
-                let caps = ClientCapabilities::new()
-                    .fs(FileSystemCapabilities::new()
-                        .read_text_file(spec.caps.read_text_file)
-                        .write_text_file(spec.caps.write_text_file))
-                    .terminal(spec.caps.terminal)
-                    // Only where a login can run in the user's terminal (the UI).
-                    .auth(AuthCapabilities::new().terminal(spec.caps.terminal_login))
-                    .elicitation(elicitation_caps(&spec.caps))
-                    // Config options of type boolean are shown and set like the others;
-                    // notices and compaction go to the transcript.
-                    .session(
-                        ClientSessionCapabilities::new()
-                            .config_options(
-                                SessionConfigOptionsCapabilities::new().boolean(BooleanConfigOptionCapabilities::new()),
-                            )
-                            .notices(NoticeCapabilities::new())
-                            .compaction(CompactionCapabilities::new()),
-                    )
-                    // Several plans by id (plan_update, plan_removed) are shown.
-                    .plan(PlanCapabilities::new())
-                    // Child sessions are followed as a tree under the calls that start them;
-                    // their permission requests and questions are attributed and answered.
-                    .subagents(SubagentCapabilities::new())
-                    // Command output in a call's `_meta` (Codex) is shown as it streams.
-                    .meta(
-                        [("terminal_output_delta".to_string(), Value::Bool(true))]
-                            .into_iter()
-                            .collect::<serde_json::Map<_, _>>(),
-                    );
-                let init = cx
-                    .send_request(
-                        InitializeRequest::new(ProtocolVersion::V1)
-                            .client_capabilities(caps)
-                            .client_info(Implementation::new("trellis", env!("CARGO_PKG_VERSION"))),
-                    )
-                    .block_task()
-                    .await?;
-                // `session/load` when asked for and advertised; authenticate once if required.
-                // An earlier session: `session/resume` when advertised (no history is
-                // replayed), else `session/load`, else a new session.
-                let resume = spec
-                    .load_session
-                    .clone()
-                    .filter(|_| init.agent_capabilities.session_capabilities.resume.is_some());
-                let load = spec
-                    .load_session
-                    .clone()
-                    .filter(|_| resume.is_none() && init.agent_capabilities.load_session);
-                if let (Some(id), None, None) = (&spec.load_session, &load, &resume) {
-                    let _ = tx.send(Input::Warning(format!(
-                        "the agent does not advertise session/load: a new session starts instead of {id}, without the agent's memory of it"
-                    )));
-                }
-                // Additional directories and a system prompt go only to agents that take them.
-                let session_caps = &init.agent_capabilities.session_capabilities;
-                let dirs = if session_caps.additional_directories.is_some() {
-                    spec.additional_directories.clone()
-                } else {
-                    if !spec.additional_directories.is_empty() {
-                        let _ = tx.send(Input::Warning(
-                            "the agent does not take additional directories ([session] additional_directories): not sent".into(),
-                        ));
-                    }
-                    Vec::new()
-                };
-                let system = match (&spec.system_prompt, session_caps.system_prompt.is_some()) {
-                    (Some((text, replace)), true) => Some(
-                        SystemPrompt::new(vec![ContentBlock::Text(TextContent::new(text.clone()))])
-                            .mode(if *replace { SystemPromptMode::Override } else { SystemPromptMode::Append }),
-                    ),
-                    (Some(_), false) => {
-                        let _ = tx.send(Input::Warning(
-                            "the agent does not take a system prompt ([session] system_prompt): not sent".into(),
-                        ));
-                        None
-                    }
-                    (None, _) => None,
-                };
-                let (mcp, offers) = crate::mcp::offer(&spec.mcp_servers, &init.agent_capabilities.mcp_capabilities);
-                if !offers.is_empty() {
-                    let _ = tx.send(Input::Mcp(offers));
-                }
-                let mut authenticated = false;
-                // What every setup request carries (three request types, one set of fields).
-                macro_rules! setup {
-                    ($req:expr) => {
-                        $req.mcp_servers(mcp.clone())
-                            .additional_directories(dirs.clone())
-                            .system_prompt(system.clone())
-                    };
-                }
-                let session_id: SessionId = loop {
-                    let attempt = match (&resume, &load) {
-                        (Some(id), _) => cx
-                            .send_request(setup!(ResumeSessionRequest::new(id.clone(), spec.cwd.clone())))
-                            .block_task()
-                            .await
-                            .map(|_| SessionId::from(id.clone())),
-                        (None, Some(id)) => cx
-                            .send_request(setup!(LoadSessionRequest::new(id.clone(), spec.cwd.clone())))
-                            .block_task()
-                            .await
-                            .map(|_| SessionId::from(id.clone())),
-                        (None, None) => cx
-                            .send_request(setup!(NewSessionRequest::new(spec.cwd.clone())))
-                            .block_task()
-                            .await
-                            .map(|s| s.session_id),
-                    };
-                    match attempt {
-                        Ok(id) => break id,
-                        Err(e) if !authenticated && i32::from(e.code) == -32000 && !init.auth_methods.is_empty() => {
-                            let how = chosen_method(
-                                &init.auth_methods,
-                                spec.auth_method.as_deref(),
-                                &spec.command,
-                                &spec.args,
-                                &spec.env,
-                            );
-                            match how {
-                                Chosen::Agent(method) => {
-                                    cx.send_request(AuthenticateRequest::new(method)).block_task().await?;
-                                }
-                                Chosen::Terminal(login) if !spec.caps.terminal_login => {
-                                    return Err(agent_client_protocol::Error::new(
-                                        -32000,
-                                        format!(
-                                            "the agent asks you to log in ({}): run `{}` in a terminal, then start again",
-                                            login.name,
-                                            login.command_line()
-                                        ),
-                                    ));
-                                }
-                                Chosen::Terminal(login) => {
-                                    *lock(&deadline) = None;
-                                    let _ = tx.send(Input::Login(login));
-                                    let ok = login_rx.recv().await.unwrap_or(false);
-                                    *lock(&deadline) = Some(std::time::Instant::now() + timeout);
-                                    if !ok {
-                                        return Err(agent_client_protocol::Error::new(
-                                            -32000,
-                                            "the agent asks you to log in, and the login did not succeed",
-                                        ));
-                                    }
-                                }
-                            }
-                            authenticated = true;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                };
-                let embed = init.agent_capabilities.prompt_capabilities.embedded_context;
-                Ok::<_, agent_client_protocol::Error>((session_id, embed))
-            };
+            let setup = crate::setup::set_up(&cx, &spec, &tx, &deadline, &mut login_rx);
             tokio::pin!(setup);
             // Checked at least every second: the deadline moves when a login ends.
             let expired = || async {
@@ -650,82 +477,7 @@ async fn run(
             };
             *lock(&session_slot) = Some(session_id.to_string());
             let _ = tx.send(Input::Ready);
-            let mut turn: Option<TurnFuture> = None;
-            loop {
-                let next = match queued.pop_front() {
-                    Some(c) if turn.is_none() => Some(Some(c)),
-                    Some(c) => {
-                        queued.push_front(c);
-                        None
-                    }
-                    None => None,
-                };
-                tokio::select! {
-                    cmd = async { match next { Some(c) => c, None => cmd_rx.recv().await } } => match cmd {
-                        Some(Command::Prompt { text, files, embedded }) if turn.is_none() => {
-                            let mut blocks = vec![ContentBlock::Text(TextContent::new(text))];
-                            for f in files {
-                                let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                                blocks.push(ContentBlock::ResourceLink(ResourceLink::new(name, file_uri(&f))));
-                            }
-                            for e in embedded {
-                                blocks.push(if embed {
-                                    ContentBlock::Resource(EmbeddedResource::new(
-                                        EmbeddedResourceResource::TextResourceContents(
-                                            TextResourceContents::new(e.text, e.uri).mime_type(e.mime),
-                                        ),
-                                    ))
-                                } else {
-                                    ContentBlock::Text(TextContent::new(format!("{}:\n\n{}", e.uri, e.text)))
-                                });
-                            }
-                            let sent = cx.send_request(PromptRequest::new(session_id.clone(), blocks));
-                            turn = Some(Box::pin(async move { sent.block_task().await.map(|_| ()) }));
-                        }
-                        Some(Command::Prompt { .. }) => {
-                            let _ = tx.send(Input::Warning("a turn is already running; prompt not sent".into()));
-                        }
-                        Some(Command::Cancel) => {
-                            cx.send_notification(CancelNotification::new(session_id.clone()))?;
-                        }
-                        Some(Command::CancelSubagent { session_id: child }) => {
-                            cx.send_notification(CancelNotification::new(SessionId::from(child)))?;
-                        }
-                        Some(Command::SetMode { mode }) => {
-                            // The answer (or error) is in the frame stream and the log.
-                            let _ = cx.send_request(SetSessionModeRequest::new(session_id.clone(), mode));
-                        }
-                        Some(Command::SetConfigOption { id, value }) => {
-                            use trellis_core::session_config::ConfigValue;
-                            let value = match value {
-                                ConfigValue::Id(v) => SessionConfigOptionValue::value_id(v),
-                                ConfigValue::Bool(b) => SessionConfigOptionValue::boolean(b),
-                            };
-                            // The answer (the options as they now stand, or an error) is in
-                            // the frame stream and the log.
-                            let _ = cx.send_request(SetSessionConfigOptionRequest::new(session_id.clone(), id, value));
-                        }
-                        // A login is only ever asked for during setup.
-                        Some(Command::LoginDone { .. }) => {}
-                        Some(Command::ListSessions { cwd, cursor }) => {
-                            let _ = cx.send_request(ListSessionsRequest::new().cwd(cwd).cursor(cursor));
-                        }
-                        Some(Command::Shutdown) | None => {
-                            stopping.store(true, std::sync::atomic::Ordering::Relaxed);
-                            break;
-                        }
-                    },
-                    result = async { match turn.as_mut() { Some(f) => f.await, None => std::future::pending().await } } => {
-                        turn = None;
-                        // An error answer is already in the frame stream; a closed
-                        // connection means the agent is gone.
-                        if result.is_err() && cx.is_incoming_closed() {
-                            break;
-                        }
-                    }
-                }
-            }
-            Ok(())
+            serve(&cx, session_id, embed, queued, &mut cmd_rx, &tx, &stopping).await
         })
         .await;
     terminals.stop_all(std::time::Duration::from_secs(1)).await;
@@ -738,6 +490,113 @@ async fn run(
         }),
         (Ok(()), None) => Ok(()),
     }
+}
+
+/// Sends prompts (queued ones first, one turn at a time), cancels and settings until the
+/// client shuts down or the agent goes away.
+async fn serve(
+    cx: &Conn,
+    session_id: SessionId,
+    embed: bool,
+    mut queued: std::collections::VecDeque<Command>,
+    cmd_rx: &mut UnboundedReceiver<Command>,
+    tx: &UnboundedSender<Input>,
+    stopping: &std::sync::atomic::AtomicBool,
+) -> Result<(), agent_client_protocol::Error> {
+    let mut turn: Option<TurnFuture> = None;
+    loop {
+        let next = match queued.pop_front() {
+            Some(c) if turn.is_none() => Some(Some(c)),
+            Some(c) => {
+                queued.push_front(c);
+                None
+            }
+            None => None,
+        };
+        tokio::select! {
+            cmd = async { match next { Some(c) => c, None => cmd_rx.recv().await } } => match cmd {
+                Some(Command::Prompt { text, files, embedded }) if turn.is_none() => {
+                    let blocks = prompt_blocks(text, files, embedded, embed);
+                    let sent = cx.send_request(PromptRequest::new(session_id.clone(), blocks));
+                    turn = Some(Box::pin(async move { sent.block_task().await.map(|_| ()) }));
+                }
+                Some(Command::Prompt { .. }) => {
+                    let _ = tx.send(Input::Warning("a turn is already running; prompt not sent".into()));
+                }
+                Some(Command::Cancel) => {
+                    cx.send_notification(CancelNotification::new(session_id.clone()))?;
+                }
+                Some(Command::CancelSubagent { session_id: child }) => {
+                    cx.send_notification(CancelNotification::new(SessionId::from(child)))?;
+                }
+                Some(Command::SetMode { mode }) => {
+                    // The answer (or error) is in the frame stream and the log.
+                    let _ = cx.send_request(SetSessionModeRequest::new(session_id.clone(), mode));
+                }
+                Some(Command::SetConfigOption { id, value }) => {
+                    use trellis_core::session_config::ConfigValue;
+                    let value = match value {
+                        ConfigValue::Id(v) => SessionConfigOptionValue::value_id(v),
+                        ConfigValue::Bool(b) => SessionConfigOptionValue::boolean(b),
+                    };
+                    // The answer (the options as they now stand, or an error) is in
+                    // the frame stream and the log.
+                    let _ = cx.send_request(SetSessionConfigOptionRequest::new(session_id.clone(), id, value));
+                }
+                // A login is only ever asked for during setup.
+                Some(Command::LoginDone { .. }) => {}
+                Some(Command::ListSessions { cwd, cursor }) => {
+                    let _ = cx.send_request(ListSessionsRequest::new().cwd(cwd).cursor(cursor));
+                }
+                Some(Command::Shutdown) | None => {
+                    stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+                    break;
+                }
+            },
+            result = async { match turn.as_mut() { Some(f) => f.await, None => std::future::pending().await } } => {
+                turn = None;
+                // An error answer is already in the frame stream; a closed
+                // connection means the agent is gone.
+                if result.is_err() && cx.is_incoming_closed() {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A prompt's content: its text, a link per attached file, and each embedded file as a
+/// resource when the agent takes them (else as text).
+fn prompt_blocks(
+    text: String,
+    files: Vec<PathBuf>,
+    embedded: Vec<crate::Embedded>,
+    embed: bool,
+) -> Vec<ContentBlock> {
+    let mut blocks = vec![ContentBlock::Text(TextContent::new(text))];
+    for f in files {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        blocks.push(ContentBlock::ResourceLink(ResourceLink::new(
+            name,
+            file_uri(&f),
+        )));
+    }
+    for e in embedded {
+        blocks.push(if embed {
+            ContentBlock::Resource(EmbeddedResource::new(
+                EmbeddedResourceResource::TextResourceContents(
+                    TextResourceContents::new(e.text, e.uri).mime_type(e.mime),
+                ),
+            ))
+        } else {
+            ContentBlock::Text(TextContent::new(format!("{}:\n\n{}", e.uri, e.text)))
+        });
+    }
+    blocks
 }
 
 fn file_uri(p: &Path) -> String {

@@ -13,6 +13,7 @@ pub mod mcp;
 pub mod recorder;
 pub mod roots;
 mod services;
+mod setup;
 pub mod terminal;
 pub mod transport;
 
