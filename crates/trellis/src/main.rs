@@ -2,6 +2,7 @@
 
 mod agents;
 mod answers;
+mod headless;
 mod output;
 mod plugin_cmd;
 mod plugin_test;

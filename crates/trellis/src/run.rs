@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use trellis_core::Session;
 use trellis_core::permission::Policy;
-use trellis_core::{Choice, Session};
 use trellis_driver::{Connection, Driver, Note};
 use trellis_store::{Config, LogWriter, Paths};
 
@@ -205,16 +205,16 @@ pub fn main(
 /// `--strict`: the turn ended, but not cleanly.
 pub const EXIT_STRICT: u8 = 9;
 
-struct Finished {
-    reason: Option<String>,
+pub(crate) struct Finished {
+    pub(crate) reason: Option<String>,
     /// Calls that ended `failed`.
-    failed: usize,
+    pub(crate) failed: usize,
     /// Permission requests answered with anything but an allow.
-    refused: usize,
-    updates: u64,
-    output_bytes: usize,
+    pub(crate) refused: usize,
+    pub(crate) updates: u64,
+    pub(crate) output_bytes: usize,
     /// A `--set` was unknown, invalid or refused: no prompt was sent.
-    settings_failed: bool,
+    pub(crate) settings_failed: bool,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -254,7 +254,7 @@ async fn drive(
         continues.as_deref(),
     );
     let stdout = std::io::stdout();
-    let mut out = Output::new(
+    let out = Output::new(
         std::io::BufWriter::with_capacity(1 << 16, stdout.lock()),
         format,
     );
@@ -273,8 +273,6 @@ async fn drive(
         ),
         other => (Policy::Ask, other),
     };
-    /// How long a turn's end waits for extensions holding `drive` to catch up.
-    const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
     let (session, carry) = match resume {
         Some(r) => r.session(session_policy),
         None => (Session::new(session_policy), None),
@@ -288,218 +286,25 @@ async fn drive(
     if let Some(ix) = index {
         driver.set_index(ix);
     }
-    let mut signals = trellis_os::signals::Signals::new(false)?;
-    let mut notes = Vec::new();
-    let mut shown = Vec::new();
-    let mut ctrl_c = 0u32;
-    let mut prompted = false;
-    let (mut ready, mut settings_failed) = (false, false);
-    let (mut settings_due, mut refused_before) = (0u64, 0u64);
-    let mut settings_deadline: Option<tokio::time::Instant> = None;
-    let mut queue: std::collections::VecDeque<String> = prompts.iter().cloned().collect();
-    let mut refused = 0usize;
-    loop {
-        tokio::select! {
-            incoming = driver.recv() => driver.handle(incoming, &mut notes),
-            _ = async {
-                match settings_deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            } => {
-                eprintln!(
-                    "trellis: the agent did not answer the settings (--set) within {} s: no prompt sent",
-                    settings_timeout.as_secs_f64()
-                );
-                settings_deadline = None;
-                settings_failed = true;
-                driver.end("the agent did not answer --set", &mut notes);
-            }
-            sig = signals.recv() => {
-                // SIGTERM / SIGHUP: like Ctrl-C twice — cancel (open requests are answered
-                // `cancelled`), close the log, stop the agent and its terminals.
-                eprintln!("trellis: {sig}: cancelling the turn and stopping the agent");
-                driver.end(&format!("stopped by {sig}"), &mut notes);
-            }
-            _ = trellis_os::signals::interrupt() => {
-                ctrl_c += 1;
-                if ctrl_c == 1 && driver.session.turn_open {
-                    eprintln!("trellis: cancelling the turn (Ctrl-C again to stop the agent)");
-                    driver.cancel(&mut notes);
-                } else {
-                    eprintln!("trellis: stopping the agent");
-                    driver.end("stopped by Ctrl-C", &mut notes);
-                }
-            }
-        }
-        // The notes of this round; `notes` collects what handling them produces (kept
-        // apart and reused, so a round allocates nothing).
-        std::mem::swap(&mut notes, &mut shown);
-        for note in shown.drain(..) {
-            match note {
-                Note::Event(ev) => {
-                    out.event(&ev, &driver.session)?;
-                    if let trellis_core::EventBody::PermissionResolved { outcome, .. } = &ev.body {
-                        refused += usize::from(!outcome.is_allowed());
-                    }
-                    // The agent's question, if still open and no extension may take
-                    // it: answered from --answers or declined (else when extensions
-                    // let go of it: `Note::Question`).
-                    if let trellis_core::EventBody::ElicitationRequested { elicitation } = &ev.body
-                        && !driver
-                            .host
-                            .as_ref()
-                            .is_some_and(|h| h.has_question_claimants())
-                    {
-                        answer_question(&mut driver, answers, &elicitation.request_id, &mut notes);
-                    }
-                    // A turn ended: an extension holding `drive` may answer it with a
-                    // prompt of its own (that goes first); else the next of the user's
-                    // prompts if this one ended normally; else the run ends.
-                    if let trellis_core::EventBody::TurnEnded { stop_reason, .. } = &ev.body {
-                        driver.settle(SETTLE, &mut notes);
-                        if driver.driven_pending() {
-                            // Its turn comes first; the user's next prompt after it.
-                        } else if stop_reason == "end_turn"
-                            && let Some(next) = queue.pop_front()
-                        {
-                            driver.prompt(next, Vec::new());
-                        } else {
-                            if !queue.is_empty() {
-                                eprintln!(
-                                    "trellis: the turn ended with {}: {} prompt(s) not sent",
-                                    safe(stop_reason),
-                                    queue.len()
-                                );
-                            }
-                            driver.end("headless run finished", &mut notes);
-                        }
-                    }
-                }
-                // Not advertised headless (no terminal to lend): an agent that asks all
-                // the same is told the login cannot run, and setup fails saying so.
-                Note::Login(_) => driver.login_done(false),
-                Note::Question { request_id } => {
-                    answer_question(&mut driver, answers, &request_id, &mut notes);
-                }
-                Note::Dialog { request_id } => {
-                    let call = driver
-                        .session
-                        .pending_permissions()
-                        .into_iter()
-                        .find(|(r, ..)| *r == request_id)
-                        .map(|(_, call, _)| driver.session.ledger.at(call).clone());
-                    let Some(call) = call else { continue };
-                    let (verdict, decider) = fallback.decide(&call, driver.session.cwd.as_deref());
-                    if verdict != trellis_core::permission::Verdict::Ask {
-                        driver.decide(request_id, Choice::Verdict(verdict), decider, &mut notes);
-                    }
-                }
-                Note::Ready if !ready => {
-                    ready = true;
-                    // The user's settings first; the first prompt once they are answered.
-                    let before = driver.session.settings_answered;
-                    let mut checked = Vec::new();
-                    for (k, v) in sets {
-                        match driver.resolve_setting(k, v) {
-                            Ok(s) => checked.push(s),
-                            Err(e) => {
-                                eprintln!("trellis: --set {}={}: {}", safe(k), safe(v), safe(&e));
-                                settings_failed = true;
-                            }
-                        }
-                    }
-                    let mut sent = 0;
-                    if !settings_failed {
-                        for s in checked {
-                            eprintln!("trellis: setting {}", safe(&s.to_string()));
-                            driver.send_setting(s);
-                            sent += 1;
-                        }
-                    }
-                    settings_due = before + sent;
-                    if sent > 0 {
-                        settings_deadline = Some(tokio::time::Instant::now() + settings_timeout);
-                    }
-                    refused_before = driver.session.settings_refused;
-                    if settings_failed {
-                        driver.end("a --set was not accepted", &mut notes);
-                    }
-                }
-                Note::Message(text) => eprintln!("trellis: {}", safe(&text)),
-                Note::Ready
-                | Note::Stderr(_)
-                | Note::TerminalOutput { .. }
-                | Note::OpenInspector(_)
-                | Note::Repaint
-                | Note::Closed => {}
-            }
-        }
-        // Notes produced while handling notes (the answers above) are shown next round.
-        if !notes.is_empty() {
-            continue;
-        }
-        if ready
-            && !prompted
-            && !settings_failed
-            && driver.session.settings_answered >= settings_due
-        {
-            if driver.session.settings_refused > refused_before {
-                // The agent's reason is on stderr already (a warning).
-                eprintln!("trellis: the agent refused a --set: no prompt sent");
-                settings_failed = true;
-                driver.end("a --set was refused", &mut notes);
-                continue;
-            }
-            prompted = true;
-            settings_deadline = None;
-            if let Some(first) = queue.pop_front() {
-                driver.prompt(first, files.to_vec());
-            }
-        }
-        driver.deliver();
-        out.flush()?;
-        if driver.closed() && driver.drained() {
-            break;
-        }
-    }
-    driver.close("headless run finished", &mut notes).await;
-    for note in notes.drain(..) {
-        match note {
-            Note::Event(ev) => out.event(&ev, &driver.session)?,
-            Note::Message(text) => eprintln!("trellis: {}", safe(&text)),
-            _ => {}
-        }
-    }
-    // Extensions finish what they were given; their diagnostics close the stream.
-    let now = driver.now();
-    if let Some(host) = &driver.host {
-        host.flush(std::time::Duration::from_secs(2));
-        out.status(&host.status(), now)?;
-    }
-    out.flush()?;
-    let session = &driver.session;
-    // Counted without reading back the calls that left memory.
-    let tally = session.ledger.tally();
-    let output_bytes = tally.output_bytes;
-    let reason = session
-        .last_stop
-        .clone()
-        .or_else(|| session.agent_exited.as_ref().map(|_| "agent_exited".into()));
-    let failed = tally.count(trellis_core::ToolStatus::Failed);
-    Ok(Finished {
-        reason,
-        failed,
-        refused,
-        updates: session.counters.updates,
-        output_bytes,
-        settings_failed,
-    })
+    let signals = trellis_os::signals::Signals::new(false)?;
+    let run = crate::headless::Headless::new(
+        driver,
+        out,
+        crate::headless::Rules {
+            fallback,
+            answers,
+            sets,
+            files,
+            settings_timeout,
+        },
+        prompts,
+    );
+    run.run(signals).await
 }
 
 /// Answers the agent's question `request_id`, if still open, from `--answers` (or declines
 /// it), saying what was sent.
-fn answer_question(
+pub(crate) fn answer_question(
     driver: &mut trellis_driver::Driver,
     answers: &crate::answers::Answers,
     request_id: &str,

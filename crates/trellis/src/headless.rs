@@ -1,0 +1,330 @@
+//! The loop of `trellis run` once the session is set up: the driver's notes become
+//! output, the user's settings are sent and answered before the first prompt, the prompts
+//! follow one turn at a time, the headless policy answers what reaches the end of the
+//! permission chain, and signals end the run the way Ctrl-C twice does.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use trellis_core::permission::{Policy, Verdict};
+use trellis_core::{Choice, EventBody};
+use trellis_driver::{Driver, Note};
+
+use crate::output::{Output, safe};
+use crate::run::{Finished, answer_question};
+
+/// How long a turn's end waits for extensions holding `drive` to catch up.
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// What the run answers with and sends, as the user gave it.
+pub(crate) struct Rules<'a> {
+    /// The policy in place of the dialog (the user's rules are in the reducer).
+    pub fallback: Policy,
+    pub answers: &'a crate::answers::Answers,
+    /// `--set`: sent when the agent is ready, answered before the first prompt.
+    pub sets: &'a [(String, String)],
+    /// Files attached to the first prompt.
+    pub files: &'a [PathBuf],
+    /// How long the agent has to answer the settings.
+    pub settings_timeout: Duration,
+}
+
+/// Where the settings stand.
+#[derive(Default)]
+struct Settings {
+    /// Set up, settings sent.
+    ready: bool,
+    failed: bool,
+    /// Answers to wait for (`settings_answered` reaching it), refusals seen before.
+    due: u64,
+    refused_before: u64,
+    deadline: Option<tokio::time::Instant>,
+}
+
+pub(crate) struct Headless<'a, W: std::io::Write> {
+    driver: Driver,
+    out: Output<W>,
+    rules: Rules<'a>,
+    queue: VecDeque<String>,
+    settings: Settings,
+    prompted: bool,
+    /// Permission requests answered with anything but an allow.
+    refused: usize,
+    ctrl_c: u32,
+}
+
+impl<'a, W: std::io::Write> Headless<'a, W> {
+    pub(crate) fn new(
+        driver: Driver,
+        out: Output<W>,
+        rules: Rules<'a>,
+        prompts: &[String],
+    ) -> Headless<'a, W> {
+        Headless {
+            driver,
+            out,
+            rules,
+            queue: prompts.iter().cloned().collect(),
+            settings: Settings::default(),
+            prompted: false,
+            refused: 0,
+            ctrl_c: 0,
+        }
+    }
+
+    /// Runs until the session is closed and drained, then closes it and says how it ended.
+    pub(crate) async fn run(
+        mut self,
+        mut signals: trellis_os::signals::Signals,
+    ) -> anyhow::Result<Finished> {
+        let mut notes = Vec::new();
+        let mut shown = Vec::new();
+        loop {
+            self.wait(&mut signals, &mut notes).await;
+            // The notes of this round; `notes` collects what handling them produces (kept
+            // apart and reused, so a round allocates nothing).
+            std::mem::swap(&mut notes, &mut shown);
+            for note in shown.drain(..) {
+                self.note(note, &mut notes)?;
+            }
+            // Notes produced while handling notes (the answers above) are shown next round.
+            if !notes.is_empty() {
+                continue;
+            }
+            self.first_prompt(&mut notes);
+            if !notes.is_empty() {
+                continue;
+            }
+            self.driver.deliver();
+            self.out.flush()?;
+            if self.driver.closed() && self.driver.drained() {
+                break;
+            }
+        }
+        self.finish(notes).await
+    }
+
+    /// One round: the driver's input, the settings' deadline, a signal.
+    async fn wait(&mut self, signals: &mut trellis_os::signals::Signals, notes: &mut Vec<Note>) {
+        let deadline = self.settings.deadline;
+        tokio::select! {
+            incoming = self.driver.recv() => self.driver.handle(incoming, notes),
+            _ = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                eprintln!(
+                    "trellis: the agent did not answer the settings (--set) within {} s: no prompt sent",
+                    self.rules.settings_timeout.as_secs_f64()
+                );
+                self.settings.deadline = None;
+                self.settings.failed = true;
+                self.driver.end("the agent did not answer --set", notes);
+            }
+            sig = signals.recv() => {
+                // SIGTERM / SIGHUP: like Ctrl-C twice — cancel (open requests are answered
+                // `cancelled`), close the log, stop the agent and its terminals.
+                eprintln!("trellis: {sig}: cancelling the turn and stopping the agent");
+                self.driver.end(&format!("stopped by {sig}"), notes);
+            }
+            _ = trellis_os::signals::interrupt() => {
+                self.ctrl_c += 1;
+                if self.ctrl_c == 1 && self.driver.session.turn_open {
+                    eprintln!("trellis: cancelling the turn (Ctrl-C again to stop the agent)");
+                    self.driver.cancel(notes);
+                } else {
+                    eprintln!("trellis: stopping the agent");
+                    self.driver.end("stopped by Ctrl-C", notes);
+                }
+            }
+        }
+    }
+
+    fn note(&mut self, note: Note, notes: &mut Vec<Note>) -> std::io::Result<()> {
+        match note {
+            Note::Event(ev) => {
+                self.out.event(&ev, &self.driver.session)?;
+                self.event(&ev.body, notes);
+            }
+            // Not advertised headless (no terminal to lend): an agent that asks all the
+            // same is told the login cannot run, and setup fails saying so.
+            Note::Login(_) => self.driver.login_done(false),
+            Note::Question { request_id } => {
+                answer_question(&mut self.driver, self.rules.answers, &request_id, notes);
+            }
+            Note::Dialog { request_id } => self.dialog(request_id, notes),
+            Note::Ready if !self.settings.ready => self.send_settings(notes),
+            Note::Message(text) => eprintln!("trellis: {}", safe(&text)),
+            Note::Ready
+            | Note::Stderr(_)
+            | Note::TerminalOutput { .. }
+            | Note::OpenInspector(_)
+            | Note::Repaint
+            | Note::Closed => {}
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, body: &EventBody, notes: &mut Vec<Note>) {
+        match body {
+            EventBody::PermissionResolved { outcome, .. } => {
+                self.refused += usize::from(!outcome.is_allowed());
+            }
+            // The agent's question, if still open and no extension may take it: answered
+            // from --answers or declined (else when extensions let go of it:
+            // `Note::Question`).
+            EventBody::ElicitationRequested { elicitation }
+                if !self
+                    .driver
+                    .host
+                    .as_ref()
+                    .is_some_and(|h| h.has_question_claimants()) =>
+            {
+                answer_question(
+                    &mut self.driver,
+                    self.rules.answers,
+                    &elicitation.request_id,
+                    notes,
+                );
+            }
+            EventBody::TurnEnded { stop_reason, .. } => self.turn_ended(stop_reason, notes),
+            _ => {}
+        }
+    }
+
+    /// A turn ended: an extension holding `drive` may answer it with a prompt of its own
+    /// (that goes first); else the next of the user's prompts if this one ended normally;
+    /// else the run ends.
+    fn turn_ended(&mut self, stop_reason: &str, notes: &mut Vec<Note>) {
+        self.driver.settle(SETTLE, notes);
+        if self.driver.driven_pending() {
+            // Its turn comes first; the user's next prompt after it.
+        } else if stop_reason == "end_turn"
+            && let Some(next) = self.queue.pop_front()
+        {
+            self.driver.prompt(next, Vec::new());
+        } else {
+            if !self.queue.is_empty() {
+                eprintln!(
+                    "trellis: the turn ended with {}: {} prompt(s) not sent",
+                    safe(stop_reason),
+                    self.queue.len()
+                );
+            }
+            self.driver.end("headless run finished", notes);
+        }
+    }
+
+    /// A permission request reached the end of the chain: the headless policy answers it
+    /// (or leaves it to the agent's cancel when the policy says ask).
+    fn dialog(&mut self, request_id: String, notes: &mut Vec<Note>) {
+        let session = &self.driver.session;
+        let Some(call) = session
+            .pending_permissions()
+            .into_iter()
+            .find(|(r, ..)| *r == request_id)
+            .map(|(_, call, _)| session.ledger.at(call).clone())
+        else {
+            return;
+        };
+        let (verdict, decider) = self.rules.fallback.decide(&call, session.cwd.as_deref());
+        if verdict != Verdict::Ask {
+            self.driver
+                .decide(request_id, Choice::Verdict(verdict), decider, notes);
+        }
+    }
+
+    /// The agent is set up: the user's settings are checked and sent; the first prompt
+    /// waits for their answers.
+    fn send_settings(&mut self, notes: &mut Vec<Note>) {
+        let st = &mut self.settings;
+        st.ready = true;
+        let before = self.driver.session.settings_answered;
+        let mut checked = Vec::new();
+        for (k, v) in self.rules.sets {
+            match self.driver.resolve_setting(k, v) {
+                Ok(s) => checked.push(s),
+                Err(e) => {
+                    eprintln!("trellis: --set {}={}: {}", safe(k), safe(v), safe(&e));
+                    st.failed = true;
+                }
+            }
+        }
+        let mut sent = 0;
+        if !st.failed {
+            for s in checked {
+                eprintln!("trellis: setting {}", safe(&s.to_string()));
+                self.driver.send_setting(s);
+                sent += 1;
+            }
+        }
+        st.due = before + sent;
+        if sent > 0 {
+            st.deadline = Some(tokio::time::Instant::now() + self.rules.settings_timeout);
+        }
+        st.refused_before = self.driver.session.settings_refused;
+        if st.failed {
+            self.driver.end("a --set was not accepted", notes);
+        }
+    }
+
+    /// Once every setting is answered (and none refused), the first prompt.
+    fn first_prompt(&mut self, notes: &mut Vec<Note>) {
+        let st = &mut self.settings;
+        let session = &self.driver.session;
+        if !st.ready || self.prompted || st.failed || session.settings_answered < st.due {
+            return;
+        }
+        if session.settings_refused > st.refused_before {
+            // The agent's reason is on stderr already (a warning).
+            eprintln!("trellis: the agent refused a --set: no prompt sent");
+            st.failed = true;
+            self.driver.end("a --set was refused", notes);
+            return;
+        }
+        self.prompted = true;
+        st.deadline = None;
+        if let Some(first) = self.queue.pop_front() {
+            self.driver.prompt(first, self.rules.files.to_vec());
+        }
+    }
+
+    /// Closes the session, prints what closing reported and the extensions' diagnostics,
+    /// and says how the run ended.
+    async fn finish(mut self, mut notes: Vec<Note>) -> anyhow::Result<Finished> {
+        let driver = &mut self.driver;
+        driver.close("headless run finished", &mut notes).await;
+        for note in notes.drain(..) {
+            match note {
+                Note::Event(ev) => self.out.event(&ev, &driver.session)?,
+                Note::Message(text) => eprintln!("trellis: {}", safe(&text)),
+                _ => {}
+            }
+        }
+        // Extensions finish what they were given; their diagnostics close the stream.
+        let now = driver.now();
+        if let Some(host) = &driver.host {
+            host.flush(Duration::from_secs(2));
+            self.out.status(&host.status(), now)?;
+        }
+        self.out.flush()?;
+        let session = &driver.session;
+        // Counted without reading back the calls that left memory.
+        let tally = session.ledger.tally();
+        let reason = session
+            .last_stop
+            .clone()
+            .or_else(|| session.agent_exited.as_ref().map(|_| "agent_exited".into()));
+        Ok(Finished {
+            reason,
+            failed: tally.count(trellis_core::ToolStatus::Failed),
+            refused: self.refused,
+            updates: session.counters.updates,
+            output_bytes: tally.output_bytes,
+            settings_failed: self.settings.failed,
+        })
+    }
+}
