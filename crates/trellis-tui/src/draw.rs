@@ -51,7 +51,24 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
         f.render_widget(Paragraph::new(plan).scroll((skip, 0)), plan_area);
     }
 
-    // Sidebar (contributed sections) on the right when there is room.
+    let main = draw_sidebar(f, app, main, area);
+    draw_transcript(f, app, main, clock);
+    draw_prompt(f, app, prompt);
+    if app.focus == Focus::Prompt
+        && app.inspector.is_none()
+        && app.overlay.is_none()
+        && let Some((cands, sel)) = &app.prompt.popup
+    {
+        completion_popup(f, cands, *sel, prompt, main, &app.theme);
+    }
+
+    draw_status(f, app, status);
+    draw_floating(f, app, main, area);
+}
+
+/// The extensions' sections on the right when there is room; returns what is left for
+/// the transcript.
+fn draw_sidebar(f: &mut Frame<'_>, app: &mut App, main: Rect, area: Rect) -> Rect {
     let sections = match &app.driver.host {
         Some(h)
             if app.sidebar
@@ -62,7 +79,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
         }
         _ => Vec::new(),
     };
-    let main = if sections.is_empty() {
+    if sections.is_empty() {
         app.sidebar_hits.clear();
         main
     } else {
@@ -84,9 +101,12 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
         f.render_widget(block, side);
         f.render_widget(Paragraph::new(lines), inner);
         left
-    };
+    }
+}
 
-    // Transcript.
+/// The transcript from the top line shown (the end unless scrolled), with the cursor and
+/// the card a question is about; a first-run hint when it is empty.
+fn draw_transcript(f: &mut Frame<'_>, app: &mut App, main: Rect, clock: Clock) {
     let width = main.width as usize;
     let theme = app.theme.clone();
     app.view.sync(&app.driver.session, width, &theme);
@@ -126,8 +146,11 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
             Rect { height: 1, ..main },
         );
     }
+}
 
-    // Prompt.
+/// The prompt editor, its title saying what the keys do now, and the cursor in it.
+fn draw_prompt(f: &mut Frame<'_>, app: &App, prompt: Rect) {
+    let theme = &app.theme;
     if !app.replay {
         let title = match app.focus {
             Focus::Prompt if app.driver.session.turn_open => " working… Esc cancels ",
@@ -156,17 +179,12 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
             ));
         }
     }
+}
 
-    if app.focus == Focus::Prompt
-        && app.inspector.is_none()
-        && app.overlay.is_none()
-        && let Some((cands, sel)) = &app.prompt.popup
-    {
-        completion_popup(f, cands, *sel, prompt, main, &theme);
-    }
-
-    // Status bar: a message (or the connection's state) has priority over everything
-    // but the agent's name; extension items and the key hint show when they fit.
+/// The status bar: a message (or the connection's state) has priority over everything
+/// but the agent's name; extension items and the key hint show when they fit.
+fn draw_status(f: &mut Frame<'_>, app: &App, status: Rect) {
+    let theme = &app.theme;
     let items: Vec<String> = app
         .driver
         .host
@@ -211,11 +229,15 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
                 items: &items,
             },
             status.width as usize,
-            &theme,
+            theme,
         )),
         status,
     );
+}
 
+/// What floats over the transcript, one at a time: an overlay, the inspector, the
+/// permission dialog, a question.
+fn draw_floating(f: &mut Frame<'_>, app: &mut App, main: Rect, area: Rect) {
     if let Some(crate::extui::Overlay::Rule(p)) = app.overlay.as_mut() {
         // What the rule matches, a budget of calls per frame.
         p.advance(&app.driver.session, crate::extui::Hits::BUDGET);

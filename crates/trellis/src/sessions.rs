@@ -185,7 +185,10 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                 let home = std::env::var("HOME").ok();
                 for (r, name) in rows.iter().zip(&names) {
                     // Across directories, each row says where it ran.
-                    let dir = all.then(|| short_dir(r, home.as_deref(), 32));
+                    let dir = all.then(|| {
+                        let cwd = r.cwd.as_deref().unwrap_or("?");
+                        trellis_view::status::short_path(cwd, home.as_deref(), 32)
+                    });
                     writeln!(out, "{}", safe(&list_line(r, name, dir.as_deref())))?;
                 }
             }
@@ -392,25 +395,6 @@ fn display_titles(rows: &[SessionRow]) -> Vec<String> {
             .to_string()
         })
         .collect()
-}
-
-/// Where a session ran, for a listing: the home directory as `~`, cut from the left to
-/// `max` characters (the end of a path names the project).
-fn short_dir(r: &SessionRow, home: Option<&str>, max: usize) -> String {
-    let dir = r.cwd.as_deref().unwrap_or("?");
-    let dir = match home.filter(|h| h.len() > 1) {
-        Some(h) if dir == h => "~".to_string(),
-        Some(h) if dir.starts_with(h) && dir[h.len()..].starts_with('/') => {
-            format!("~{}", &dir[h.len()..])
-        }
-        _ => dir.to_string(),
-    };
-    let n = dir.chars().count();
-    if n <= max {
-        return dir;
-    }
-    let cut: String = dir.chars().skip(n - (max - 1)).collect();
-    format!("…{cut}")
 }
 
 fn list_line(r: &SessionRow, what: &str, dir: Option<&str>) -> String {
