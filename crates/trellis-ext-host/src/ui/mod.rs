@@ -9,6 +9,8 @@
 //! card design whose choice is unknown, disposed, failing or not answered yet draws the
 //! native card; ids are never shown, only labels.
 
+mod declare;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -169,181 +171,13 @@ impl Ui {
             keys: Vec::new(),
             card_rows: Vec::new(),
         };
-        let mut titles = Vec::new();
-        let mut design_labels: Vec<String> = Vec::new();
+        let mut labels = declare::Labels::default();
         for (i, slot) in slots.iter().enumerate() {
-            let Some(reg) = slot.registration() else {
-                continue;
-            };
-            let ui_ok = slot.has(Capability::Ui);
-            let mut d = slot.diag();
-            let any = !reg.sections.is_empty()
-                || !reg.designs.is_empty()
-                || !reg.transforms.is_empty()
-                || !reg.status_items.is_empty()
-                || !reg.commands.is_empty()
-                || !reg.keys.is_empty();
-            if any && !ui_ok {
-                d.notes.push(
-                    "its UI contributions are not shown: capability ui is not granted".into(),
-                );
-                continue;
-            }
-            let mut check = |what: &str, label: &str| match validate(label) {
-                Ok(()) => true,
-                Err(e) => {
-                    d.reject(what, &e.to_string(), label);
-                    false
-                }
-            };
-            let mut regs = Vec::new();
-            for s in &reg.sections {
-                if check("section title", &s.title) {
-                    titles.push(s.title.clone());
-                    regs.push(format!("section {}", s.title));
-                    ui.sections.push(SectionEntry {
-                        slot: i,
-                        id: s.id.clone(),
-                        key: format!("{}/{}", slot.name, s.id),
-                        title: s.title.clone(),
-                        max_rows: s.max_rows.clamp(1, MAX_SECTION_ROWS),
-                        default_collapsed: s.collapsed,
-                    });
-                }
-            }
-            for x in &reg.designs {
-                if check("card design", &x.label) {
-                    regs.push(format!(
-                        "card design {} for {}",
-                        x.label,
-                        x.applies_to.words()
-                    ));
-                    design_labels.push(x.label.clone());
-                    ui.designs.push(DesignEntry {
-                        slot: i,
-                        id: x.id.clone(),
-                        key: format!("{}/{}", slot.name, x.id),
-                        label: x.label.clone(),
-                        applies_to: x.applies_to.clone(),
-                    });
-                }
-            }
-            let mut bad_rules = Vec::new();
-            for x in &reg.transforms {
-                if !check("transform", &x.label) {
-                    continue;
-                }
-                if let Some(rules) = &x.rewrites {
-                    match crate::board::compile(rules) {
-                        Ok(c) => {
-                            shared
-                                .board()
-                                .rewrites
-                                .entry((i, x.id.clone()))
-                                .or_insert_with(|| Arc::new(c));
-                        }
-                        Err(e) => {
-                            bad_rules.push((e, x.label.clone()));
-                            continue;
-                        }
-                    }
-                }
-                regs.push(format!("transform {}", x.label));
-                ui.transforms.push(TransformEntry {
-                    slot: i,
-                    id: x.id.clone(),
-                    label: x.label.clone(),
-                    declarative: x.rewrites.is_some(),
-                });
-            }
-            for x in &reg.status_items {
-                if check("status item", &x.label) {
-                    regs.push(format!("status item {}", x.label));
-                    ui.status_items.push(Named {
-                        slot: i,
-                        id: x.id.clone(),
-                        label: x.label.clone(),
-                    });
-                }
-            }
-            for x in &reg.keys {
-                if check("key", &x.label) {
-                    regs.push(format!("key {} ({})", x.keys, x.label));
-                    ui.keys.push(KeyEntry {
-                        slot: i,
-                        id: x.id.clone(),
-                        keys: x.keys.clone(),
-                        label: x.label.clone(),
-                    });
-                }
-            }
-            for x in &reg.commands {
-                if !command_name_ok(&x.name) {
-                    d.reject(
-                        "command",
-                        "a command name is 1-32 lowercase letters, digits or '-'",
-                        &x.name,
-                    );
-                } else if HOST_COMMANDS.contains(&x.name.as_str()) {
-                    d.reject("command", "the name is taken by Trellis", &x.name);
-                } else if let Some(o) = ui.commands.iter().find(|c| c.name == x.name) {
-                    let owner = slots[o.slot].name.clone();
-                    d.reject("command", &format!("the name is taken by {owner}"), &x.name);
-                } else {
-                    regs.push(format!("command /{}", x.name));
-                    ui.commands.push(CommandEntry {
-                        slot: i,
-                        name: x.name.clone(),
-                        description: x.description.lines().next().unwrap_or("").to_string(),
-                    });
-                }
-            }
-            for (e, label) in bad_rules {
-                d.reject("transform", &e, &label);
-            }
-            d.registrations = regs;
+            ui.declare(i, slot, shared, &mut labels);
         }
-        for (s, t) in ui
-            .sections
-            .iter_mut()
-            .zip(with_ordinals(titles.iter().map(String::as_str)))
-        {
-            s.title = t;
-        }
-        for (s, t) in ui
-            .designs
-            .iter_mut()
-            .zip(with_ordinals(design_labels.iter().map(String::as_str)))
-        {
-            s.label = t;
-        }
-        // The Cards page: one line per tool that has designs, `Card <words>`.
-        let mut tools: Vec<ToolMatch> = Vec::new();
-        for d in &ui.designs {
-            if !tools.contains(&d.applies_to) {
-                tools.push(d.applies_to.clone());
-            }
-        }
-        let names: Vec<String> = tools
-            .iter()
-            .map(|t| format!("Card {}", t.words()))
-            .collect();
-        ui.card_rows = tools
-            .into_iter()
-            .zip(with_ordinals(names.iter().map(String::as_str)))
-            .collect();
-        let (prefs, problem) = shared.with_store(HOST_NS, |s| match s {
-            StoreBox::Disk(d) => d.get("ui").cloned(),
-            StoreBox::Memory(m) => m.get("ui").cloned(),
-        });
-        if let Some(p) = problem {
-            ui.shared_note(p);
-        }
-        if let Some(v) = prefs
-            && let Ok(p) = serde_json::from_value::<Prefs>(v)
-        {
-            *lock(&shared.prefs) = p;
-        }
+        ui.number_labels(&labels);
+        ui.number_card_rows();
+        ui.load_prefs(shared);
         ui
     }
 
