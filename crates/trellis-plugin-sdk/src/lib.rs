@@ -92,16 +92,9 @@ impl QuestionOffer {
     }
 }
 
-/// Something the user did to one of the plugin's contributions.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Action {
-    Setting { row: String, choice: String },
-    Command { name: String, args: String },
-    Key { id: String },
-    RowClick { section: String, row: String },
-    Visibility { section: String, shown: bool },
-}
+/// Something the user did to one of the plugin's contributions (the host's own type: a
+/// new kind of action may come, so a `match` needs a `_` arm).
+pub use trellis_core::ext::UiAction as Action;
 
 /// A host function failed.
 #[derive(Debug, Clone, PartialEq)]

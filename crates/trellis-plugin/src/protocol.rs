@@ -168,42 +168,8 @@ pub struct TransformResult {
     pub text: Option<String>,
 }
 
-/// `action` params: what the user did to a contribution.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ActionParams {
-    Setting { row: String, choice: String },
-    Command { name: String, args: String },
-    Key { id: String },
-    RowClick { section: String, row: String },
-    Visibility { section: String, shown: bool },
-}
-
-impl ActionParams {
-    pub fn of(a: &trellis_core::ext::UiAction) -> Option<ActionParams> {
-        use trellis_core::ext::UiAction as A;
-        Some(match a {
-            A::Setting { row, choice } => ActionParams::Setting {
-                row: row.clone(),
-                choice: choice.clone(),
-            },
-            A::Command { name, args } => ActionParams::Command {
-                name: name.clone(),
-                args: args.clone(),
-            },
-            A::Key { id } => ActionParams::Key { id: id.clone() },
-            A::RowClick { section, row } => ActionParams::RowClick {
-                section: section.clone(),
-                row: row.clone(),
-            },
-            A::Visibility { section, shown } => ActionParams::Visibility {
-                section: section.clone(),
-                shown: *shown,
-            },
-            _ => return None,
-        })
-    }
-}
+/// `action` params: what the user did to a contribution (the extension API's type).
+pub type ActionParams = trellis_core::ext::UiAction;
 
 // ---- plugin → host: host functions ----
 

@@ -204,8 +204,12 @@ pub enum Claim {
     Pass,
 }
 
-/// Something the user did to one of the extension's contributions.
-#[derive(Debug, Clone, PartialEq)]
+/// Something the user did to one of the extension's contributions. The one type for
+/// built-in extensions, the plugin protocol's `action` message (its `kind` tag) and the
+/// Rust plugin SDK.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum UiAction {
     /// A settings row was applied (Enter) with choice `choice`.

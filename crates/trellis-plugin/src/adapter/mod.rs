@@ -29,8 +29,8 @@ mod wire;
 
 use crate::process::{Inbound, Launch, Piece, Proc, Stderr};
 use crate::protocol::{
-    self, ActionParams, CallFacts, CardParams, OfferParams, OfferResult, QuestionOfferParams,
-    TransformParams, TransformResult,
+    self, CallFacts, CardParams, OfferParams, OfferResult, QuestionOfferParams, TransformParams,
+    TransformResult,
 };
 
 /// Bounds of the supervisor.
@@ -275,10 +275,7 @@ impl Extension for PluginExt {
     }
 
     fn on_action(&mut self, action: &UiAction, host: &mut dyn Host) -> Result<(), ExtError> {
-        match ActionParams::of(action) {
-            Some(a) => self.notify(host, "action", &a),
-            None => Ok(()),
-        }
+        self.notify(host, "action", action)
     }
 
     fn card(
