@@ -167,8 +167,10 @@ fn events_that_may_wait_are_held_during_a_storm_and_handed_over_when_it_pauses()
     let (h, _rx, live, waiting) = host(16384);
     let t0 = Instant::now();
     let now = storm(&h, t0, &live, &waiting);
-    std::thread::sleep(Duration::from_millis(50));
-    assert_eq!(*waiting.lock().unwrap(), ["0"], "held during the storm");
+    // What came before the storm arrives; the storm is held by the host (its own state,
+    // not a guess after a sleep: what it holds no worker can have).
+    assert_eq!(wait_for(&waiting, 1), ["0"]);
+    assert!(h.held_for_at(now).is_some(), "held during the storm");
     // The runtime is told when to come back: once the storm has been quiet long enough.
     let wait = h.held_for_at(now).expect("events are held");
     assert!(
@@ -176,7 +178,10 @@ fn events_that_may_wait_are_held_during_a_storm_and_handed_over_when_it_pauses()
         "{wait:?}"
     );
     h.deliver_paced_at(now + wait / 2);
-    std::thread::sleep(Duration::from_millis(20));
+    assert!(
+        h.held_for_at(now + wait / 2).is_some(),
+        "not before the pause"
+    );
     assert_eq!(waiting.lock().unwrap().len(), 1, "not before the pause");
     h.deliver_paced_at(now + wait);
     assert_eq!(
@@ -376,7 +381,8 @@ fn held_call_events_are_handed_over_exactly_as_dispatched_and_shared_by_all_that
     // An action to one of them brings it everything held; the others still wait.
     assert!(h.ui.run_command("waiting1-cmd", ""));
     let first = wait_for(&held[1], events.len());
-    std::thread::sleep(Duration::from_millis(30));
+    // The host still holds the others' events: none of their workers can have them.
+    assert!(h.held_for_at(now).is_some(), "the others still wait");
     assert!(held[0].lock().unwrap().len() < 3, "the others still wait");
     h.deliver_paced_at(now + Duration::from_secs(1));
     let (zero, two) = (
@@ -410,7 +416,7 @@ fn waiting_extensions_past_the_held_limit_get_their_events_at_each_batch() {
         h.deliver_paced_at(t0 + MS * 10 + Duration::from_micros(100) * i as u32);
     }
     assert_eq!(wait_for(&held[64], 21).len(), 21, "not held");
-    std::thread::sleep(Duration::from_millis(30));
+    assert!(h.held_for_at(t0 + MS * 12).is_some(), "held");
     assert_eq!(held[63].lock().unwrap().len(), 1, "held");
     h.deliver();
     assert_eq!(wait_for(&held[63], 21).len(), 21);

@@ -182,16 +182,26 @@ mod tests {
     #[test]
     fn openers_still_running_are_stopped_with_their_group() {
         let mut o = Openers::default();
-        let mut cmd = command(
-            "https://a.example",
-            Some("trap '' TERM; sleep 30 & sleep 30; :"),
+        let dir = tempfile::tempdir().unwrap();
+        let ready = dir.path().join("ready");
+        let script = format!(
+            "trap '' TERM; sleep 30 & echo > '{}'; sleep 30; :",
+            ready.display()
         );
+        let mut cmd = command("https://a.example", Some(&script));
         cmd.process_group(0);
         let child = cmd.spawn().unwrap();
         let pgid = child.id();
         o.running.push((child, "https://a.example".into()));
-        // Both ignore TERM once the shell has read its script: KILL must end them.
-        std::thread::sleep(Duration::from_millis(200));
+        // Both ignore TERM once the shell has run its first line: KILL must end them.
+        let start = Instant::now();
+        while !ready.exists() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the script never started"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let t = Instant::now();
         drop(o);
         assert!(

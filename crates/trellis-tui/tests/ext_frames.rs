@@ -639,11 +639,7 @@ fn the_redact_plugin_draws_the_same_frames_as_the_built_in() {
         .output()
         .is_err()
     {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "missing under CI: python3"
-        );
-        return;
+        panic!("python3 is missing: run the suite with scripts/test, which installs it");
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let package = trellis_plugin::Package::load(&root.join("examples/plugins/redact")).unwrap();

@@ -1,5 +1,5 @@
 //! The real binary in a real terminal: tmux drives it (`send-keys`) and reads the screen
-//! (`capture-pane`). Skipped with a message when tmux is missing (`.ci/run` installs it).
+//! (`capture-pane`). A missing tmux fails the tests (`scripts/test` installs it).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
