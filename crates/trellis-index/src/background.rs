@@ -108,6 +108,8 @@ fn serve(
     done: Sender<()>,
     problem: Arc<Mutex<Problem>>,
 ) {
+    // The session's own work comes first: indexing runs on CPU time it leaves.
+    trellis_os::priority::lower_this_thread(trellis_os::priority::LOWEST);
     let report = |r: crate::Result<()>, what: &str| {
         lock(&problem).index = r.err().map(|e| format!("{what}: {e}"));
     };

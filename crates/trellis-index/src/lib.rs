@@ -288,6 +288,7 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
             session: &id,
             checkpoint: (from, turn),
             err: None,
+            committed_at: from,
         };
         let end = read::read_into(file, from, meta.len(), &mut ex, &mut sink)?;
         if let Some(e) = sink.err {
@@ -408,7 +409,16 @@ struct SqlSink<'a> {
     session: &'a str,
     checkpoint: (u64, u32),
     err: Option<rusqlite::Error>,
+    /// Log offset up to which rows are committed (see [`COMMIT_EVERY`]).
+    committed_at: u64,
 }
+
+/// Bytes of log whose rows are committed at once while one log is read. A long turn (a
+/// hundred thousand calls) was one transaction, and the write-ahead log grew to hold all
+/// of it (271 MB beside a 14 MB index). Committing part of a log is safe: the session's
+/// row and checkpoint are written only at the end, and the next read of the log deletes
+/// everything past its checkpoint before reading it again.
+const COMMIT_EVERY: u64 = 16 << 20;
 
 impl SqlSink<'_> {
     fn run(&mut self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>) {
@@ -418,12 +428,22 @@ impl SqlSink<'_> {
             self.err = Some(e);
         }
     }
+
+    /// Commits what is written so far once [`COMMIT_EVERY`] bytes of log were read since
+    /// the last commit, and goes on in a new transaction (taking the write lock at once).
+    fn commit_at(&mut self, offset: u64) {
+        if offset >= self.committed_at + COMMIT_EVERY {
+            self.committed_at = offset;
+            self.run(|tx| tx.execute_batch("COMMIT; BEGIN IMMEDIATE"));
+        }
+    }
 }
 
 impl Sink for SqlSink<'_> {
     fn doc(&mut self, d: Doc) {
         let session = self.session;
         self.run(|tx| write::insert(tx, session, &d));
+        self.commit_at(d.offset);
     }
 
     fn call(&mut self, c: CallRow) {

@@ -207,8 +207,14 @@ fn tune(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "cache_size", CACHE_KIB)?;
+    // After a checkpoint the write-ahead log is cut back to this size (it otherwise stays
+    // as large as it ever grew).
+    conn.pragma_update(None, "journal_size_limit", WAL_LIMIT)?;
     Ok(())
 }
+
+/// The largest write-ahead log kept between writes, bytes.
+const WAL_LIMIT: i64 = 32 << 20;
 
 /// Opens (creating the file if there is none) and writes this schema into an index that
 /// has none or an older one, inside one immediate transaction: a reader sees the old
