@@ -52,7 +52,6 @@ impl App {
         })
     }
 
-    /// Opens (or re-targets) the inspector on the card at the cursor.
     /// Ctrl-T: the inspector on the latest call (a subagent's is on the card of the call
     /// that started it), wherever the cursor is; closing it goes back where it was opened.
     pub fn inspect_latest(&mut self) {
@@ -70,6 +69,20 @@ impl App {
             self.return_focus = Some(self.focus);
         }
         self.focus = Focus::Transcript;
+        self.inspect_at(call);
+    }
+
+    /// Opens (or re-targets) the inspector on the card at the cursor.
+    pub fn open_inspector(&mut self) {
+        match self.card_at_cursor() {
+            Ok(call) => self.inspect_at(call),
+            Err(why) => self.message = Some(why),
+        }
+    }
+
+    /// The inspector on ledger call `call`, in the view it shows now (the result when it
+    /// was closed).
+    fn inspect_at(&mut self, call: usize) {
         let view = self
             .inspector
             .map(|i| i.view)
@@ -80,24 +93,6 @@ impl App {
             scroll: 0,
             original: false,
         });
-    }
-
-    pub fn open_inspector(&mut self) {
-        match self.card_at_cursor() {
-            Ok(call) => {
-                let view = self
-                    .inspector
-                    .map(|i| i.view)
-                    .unwrap_or(InspectorView::Result);
-                self.inspector = Some(Inspector {
-                    call,
-                    view,
-                    scroll: 0,
-                    original: false,
-                });
-            }
-            Err(why) => self.message = Some(why),
-        }
     }
 
     /// Where call `index` is among the calls of its session (this session's own, or a
