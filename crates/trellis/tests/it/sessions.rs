@@ -114,6 +114,22 @@ impl Home {
     fn index(&self) -> PathBuf {
         self.path().join("data/trellis/index.sqlite")
     }
+
+    /// The directories of the sessions `sessions list ARGS --json` lists from `cwd`,
+    /// sorted.
+    fn listed_cwds(&self, args: &[&str], cwd: &Path) -> Vec<String> {
+        let mut all = vec!["sessions", "list", "--json"];
+        all.extend_from_slice(args);
+        let rows = self.json(&all, cwd);
+        let mut cwds: Vec<String> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["cwd"].as_str().unwrap().to_string())
+            .collect();
+        cwds.sort();
+        cwds
+    }
 }
 
 #[test]
@@ -694,17 +710,7 @@ fn sixteen_first_runs_at_once_are_all_in_the_history() {
             assert!(o.status.success(), "damaged={damaged}: {err}");
             assert!(!err.contains("missing from the session history"), "{err}");
         }
-        let listed = |home: &Home| {
-            let rows = home.json(&["sessions", "list", "--all", "--json"], home.path());
-            let mut cwds: Vec<String> = rows
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| r["cwd"].as_str().unwrap().to_string())
-                .collect();
-            cwds.sort();
-            cwds
-        };
+        let listed = |home: &Home| home.listed_cwds(&["--all"], home.path());
         let mut want: Vec<String> = (0..RUNS)
             .map(|i| home.project(&format!("p{i}")).display().to_string())
             .collect();
@@ -812,16 +818,8 @@ fn listings_say_where_sessions_ran_and_tell_alike_titles_apart() {
         assert!(text.contains(prompt), "{prompt}: {text}");
     }
     // This directory's sessions: the one that ran here and the one started from here.
-    let here = home.json(&["sessions", "list", "--json"], &a);
-    let mut cwds: Vec<String> = here
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["cwd"].as_str().unwrap().to_string())
-        .collect();
-    cwds.sort();
     assert_eq!(
-        cwds,
+        home.listed_cwds(&[], &a),
         [a.display().to_string(), elsewhere.display().to_string()]
     );
 }
