@@ -144,33 +144,64 @@ pub(crate) fn route(
     responder: Responder<Value, V1>,
 ) {
     let (method, p) = req.into_parts();
-    let answer = |responder: Responder<Value, V1>,
-                  r: Result<Value, agent_client_protocol::Error>| {
-        let _ = match r {
-            Ok(v) => responder.respond(v),
-            Err(e) => responder.respond_with_error(e),
-        };
-    };
-    // Parks a request for the driver's answer (or answers it with one that came first).
-    let park = |parked: Parked, responder: Responder<Value, V1>| {
-        let key = id_key(&responder);
-        let mut r = lock(responders);
-        match r.answers.remove(&key) {
-            Some(v) => {
-                let _ = responder.respond(v);
-            }
-            None => {
-                r.waiting.insert(key, (parked, responder));
-            }
-        }
-    };
     let theirs = p.get("sessionId").and_then(Value::as_str);
     let mine = lock(&s.session).clone();
     let other_session = match (mine.as_deref(), theirs) {
         (Some(mine), Some(theirs)) => mine != theirs && !lock(&s.children).contains(theirs),
         _ => false,
     };
+    let to = Asked {
+        theirs,
+        other_session,
+        responders,
+    };
     match method.as_str() {
+        "session/request_permission" | "elicitation/create" => ask(s, &to, &method, &p, responder),
+        m if m.starts_with("fs/") => fs_request(s, m, &p, responder),
+        m if m.starts_with("terminal/") => terminal_request(s, m, &p, responder),
+        other => not_found(other, responder),
+    }
+}
+
+/// Who a request that waits for the driver is for.
+struct Asked<'a> {
+    /// The session it names.
+    theirs: Option<&'a str>,
+    /// It names a session that is neither this one nor one of its subagents.
+    other_session: bool,
+    responders: &'a Arc<Mutex<Responders>>,
+}
+
+fn answer(responder: Responder<Value, V1>, r: Result<Value, agent_client_protocol::Error>) {
+    let _ = match r {
+        Ok(v) => responder.respond(v),
+        Err(e) => responder.respond_with_error(e),
+    };
+}
+
+fn not_found(method: &str, responder: Responder<Value, V1>) {
+    let msg = format!("Method not found: {method} (not supported or not advertised by Trellis)");
+    answer(responder, Err(rpc_error(-32601, msg)));
+}
+
+/// Parks a request for the driver's answer (or answers it with one that came first).
+fn park(responders: &Arc<Mutex<Responders>>, parked: Parked, responder: Responder<Value, V1>) {
+    let key = id_key(&responder);
+    let mut r = lock(responders);
+    match r.answers.remove(&key) {
+        Some(v) => {
+            let _ = responder.respond(v);
+        }
+        None => {
+            r.waiting.insert(key, (parked, responder));
+        }
+    }
+}
+
+/// A permission request or a question: checked, then parked for the driver.
+fn ask(s: &Services, to: &Asked<'_>, method: &str, p: &Value, responder: Responder<Value, V1>) {
+    let (theirs, other_session) = (to.theirs, to.other_session);
+    match method {
         "session/request_permission" => {
             if other_session || theirs.is_none() {
                 let msg = format!(
@@ -179,7 +210,7 @@ pub(crate) fn route(
                 );
                 return answer(responder, Err(rpc_error(-32602, msg)));
             }
-            park(Parked::Permission, responder);
+            park(to.responders, Parked::Permission, responder);
         }
         "elicitation/create" if s.caps.elicitation_form || s.caps.elicitation_url => {
             // Tied to a session (this one) or to a request of the setup (no session id).
@@ -206,9 +237,16 @@ pub(crate) fn route(
                 };
                 return answer(responder, Err(rpc_error(-32602, msg)));
             }
-            park(Parked::Elicitation, responder);
+            park(to.responders, Parked::Elicitation, responder);
         }
-        "fs/read_text_file" if s.caps.read_text_file => match params::<ReadParams>(&p) {
+        other => not_found(other, responder),
+    }
+}
+
+/// `fs/*`: on the blocking pool, bounded.
+fn fs_request(s: &Services, method: &str, p: &Value, responder: Responder<Value, V1>) {
+    match method {
+        "fs/read_text_file" if s.caps.read_text_file => match params::<ReadParams>(p) {
             Ok(p) => {
                 let roots = s.roots.clone();
                 fs_task(responder, move || {
@@ -218,7 +256,7 @@ pub(crate) fn route(
             }
             Err(e) => answer(responder, Err(e)),
         },
-        "fs/write_text_file" if s.caps.write_text_file => match params::<WriteParams>(&p) {
+        "fs/write_text_file" if s.caps.write_text_file => match params::<WriteParams>(p) {
             Ok(p) => {
                 let roots = s.roots.clone();
                 let recorder = s.recorder.clone();
@@ -233,8 +271,15 @@ pub(crate) fn route(
             }
             Err(e) => answer(responder, Err(e)),
         },
+        other => not_found(other, responder),
+    }
+}
+
+/// `terminal/*`: at once, or on a spawned task for a wait.
+fn terminal_request(s: &Services, method: &str, p: &Value, responder: Responder<Value, V1>) {
+    match method {
         "terminal/create" if s.caps.terminal => {
-            let r = params::<CreateParams>(&p).and_then(|p| {
+            let r = params::<CreateParams>(p).and_then(|p| {
                 let cwd = match &p.cwd {
                     Some(c) => s
                         .roots
@@ -256,7 +301,7 @@ pub(crate) fn route(
             answer(responder, r);
         }
         "terminal/output" if s.caps.terminal => {
-            let r = params::<TermParams>(&p).and_then(|p| {
+            let r = params::<TermParams>(p).and_then(|p| {
                 s.terminals
                     .output(&p.terminal_id)
                     .map(|o| {
@@ -271,7 +316,7 @@ pub(crate) fn route(
             });
             answer(responder, r);
         }
-        "terminal/wait_for_exit" if s.caps.terminal => match params::<TermParams>(&p) {
+        "terminal/wait_for_exit" if s.caps.terminal => match params::<TermParams>(p) {
             Ok(p) => {
                 let terms = s.terminals.clone();
                 // The agent may stop waiting (`$/cancel_request`, which the SDK routes to
@@ -293,7 +338,7 @@ pub(crate) fn route(
             Err(e) => answer(responder, Err(e)),
         },
         "terminal/kill" | "terminal/release" if s.caps.terminal => {
-            let r = params::<TermParams>(&p)
+            let r = params::<TermParams>(p)
                 .and_then(|p| {
                     let done = if method == "terminal/kill" {
                         s.terminals.kill(&p.terminal_id)
@@ -305,10 +350,6 @@ pub(crate) fn route(
                 .map(|_| json!({}));
             answer(responder, r);
         }
-        other => {
-            let msg =
-                format!("Method not found: {other} (not supported or not advertised by Trellis)");
-            answer(responder, Err(rpc_error(-32601, msg)));
-        }
+        other => not_found(other, responder),
     }
 }
