@@ -35,14 +35,64 @@ fn clean(s: &str) -> String {
 pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     let package = trellis_plugin::Package::load(dir)
         .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+    let text =
+        std::fs::read_to_string(log).with_context(|| format!("cannot read {}", log.display()))?;
+    let (name, mut host, mut rx) = start(&package, data)?;
+    let replayed = replay(&mut host, &mut rx, &text);
+    let session = &replayed.session;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# trellis plugin test: {} {} against {} ({} records, {} calls)",
+        name,
+        package.version,
+        log.file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        replayed.records,
+        session.ledger.len()
+    );
+    out.push_str("\n## timeline\n");
+    out.push_str(if replayed.timeline.is_empty() {
+        "(nothing)\n"
+    } else {
+        &replayed.timeline
+    });
+    write_sections(&mut out, &host);
+    write_status_items(&mut out, &host);
+    write_settings(&mut out, &host);
+    write_cards(&mut out, &mut host, session);
+    write_transforms(&mut out, &mut host, session);
+    write_store(&mut out, &host, &name);
+    let failed = write_status(&mut out, &host, &name, &replayed.problems);
+    host.shutdown(Duration::from_secs(5));
+    Ok(Outcome {
+        snapshot: out,
+        failed,
+    })
+}
+
+/// What a replay left: the session, what the plugin did, the log's problems.
+struct Replayed {
+    session: Session,
+    timeline: String,
+    records: usize,
+    problems: Vec<String>,
+}
+
+type HostRx = tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>;
+
+/// A host with the plugin alone, granted everything it asks for, its stores in memory.
+fn start(
+    package: &trellis_plugin::Package,
+    data: &Path,
+) -> anyhow::Result<(String, ExtHost, HostRx)> {
     let reg = trellis_plugin::registry::Registry::new(data.to_path_buf(), None);
-    let mut spec = trellis_plugin::registry::spec_of(&package, &reg, Some(trellis_os::reaper::own))
+    let mut spec = trellis_plugin::registry::spec_of(package, &reg, Some(trellis_os::reaper::own))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     spec.launch.log_file = None;
     let name = spec.manifest.name.clone();
     let grant: Vec<Capability> = spec.manifest.capabilities.clone();
-    let text =
-        std::fs::read_to_string(log).with_context(|| format!("cannot read {}", log.display()))?;
     trellis_ext_host::install_panic_guard();
     let mut opts = HostOptions {
         permission_timeout: 5.0,
@@ -56,35 +106,39 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
             options: serde_json::Value::Null,
         },
     );
-    let (mut host, mut rx) = ExtHost::new(
+    let (host, rx) = ExtHost::new(
         vec![Candidate {
             ext: Box::new(trellis_plugin::PluginExt::new(spec)),
             builtin: false,
         }],
         opts,
     );
+    Ok((name, host, rx))
+}
+
+/// Until the plugin has handled everything and said all it had to say.
+fn settle(host: &mut ExtHost, rx: &mut HostRx, outs: &mut Vec<Out>, t: f64) {
+    for _ in 0..50 {
+        host.flush(Duration::from_secs(10));
+        let mut any = false;
+        while let Ok(m) = rx.try_recv() {
+            any = true;
+            outs.extend(host.on_msg(m, t));
+        }
+        if !any {
+            break;
+        }
+    }
+}
+
+/// The log reduced record by record, the plugin given each record's events and settled
+/// before the next.
+fn replay(host: &mut ExtHost, rx: &mut HostRx, text: &str) -> Replayed {
     let mut session = Session::new(Policy::Ask);
     let mut timeline = String::new();
     let mut t = 0.0;
     let mut records = 0usize;
     let mut problems = Vec::new();
-    let settle = |host: &mut ExtHost,
-                  rx: &mut tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
-                  outs: &mut Vec<Out>,
-                  t: f64| {
-        // Until the plugin has handled everything and said all it had to say.
-        for _ in 0..50 {
-            host.flush(Duration::from_secs(10));
-            let mut any = false;
-            while let Ok(m) = rx.try_recv() {
-                any = true;
-                outs.extend(host.on_msg(m, t));
-            }
-            if !any {
-                break;
-            }
-        }
-    };
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -109,35 +163,27 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
         }
         let mut outs = host.on_effects(&fx, t);
         host.deliver();
-        settle(&mut host, &mut rx, &mut outs, t);
+        settle(host, rx, &mut outs, t);
         // Claims that time out are handed on by the clock.
         if host.next_deadline().is_some() {
             std::thread::sleep(Duration::from_millis(50));
             outs.extend(host.tick(t + 3600.0));
-            settle(&mut host, &mut rx, &mut outs, t);
+            settle(host, rx, &mut outs, t);
         }
         for o in outs {
             describe(&mut timeline, t, &o, &session);
         }
     }
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# trellis plugin test: {} {} against {} ({records} records, {} calls)",
-        name,
-        package.version,
-        log.file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        session.ledger.len()
-    );
-    out.push_str("\n## timeline\n");
-    out.push_str(if timeline.is_empty() {
-        "(nothing)\n"
-    } else {
-        &timeline
-    });
-    // What it shows.
+    Replayed {
+        session,
+        timeline,
+        records,
+        problems,
+    }
+}
+
+/// What it shows in the sidebar.
+fn write_sections(out: &mut String, host: &ExtHost) {
     out.push_str("\n## sections\n");
     let sections = host.ui.sections();
     if sections.is_empty() {
@@ -167,6 +213,10 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
             let _ = writeln!(out, "  ({e})");
         }
     }
+}
+
+/// Its status-bar items.
+fn write_status_items(out: &mut String, host: &ExtHost) {
     out.push_str("\n## status items\n");
     let items = host.ui.status_line_items(200);
     if items.is_empty() {
@@ -175,6 +225,10 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     for l in items {
         let _ = writeln!(out, "  {}", clean(&l.text()));
     }
+}
+
+/// Its settings rows, the current choice marked.
+fn write_settings(out: &mut String, host: &ExtHost) {
     out.push_str("\n## settings\n");
     let mut any_setting = false;
     for p in host.ui.settings() {
@@ -201,7 +255,10 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     if !any_setting {
         out.push_str("(none)\n");
     }
-    // Its cards, one design at a time, for every call it applies to.
+}
+
+/// Its cards, one design at a time, for every call each applies to.
+fn write_cards(out: &mut String, host: &mut ExtHost, session: &Session) {
     out.push_str(&format!("\n## cards (width {WIDTH})\n"));
     let designs = host.ui.designs.clone();
     let mut any_card = false;
@@ -248,6 +305,10 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     if !any_card {
         out.push_str("(none)\n");
     }
+}
+
+/// What its transforms make of every call's output.
+fn write_transforms(out: &mut String, host: &mut ExtHost, session: &Session) {
     out.push_str("\n## transforms\n");
     let mut any_t = false;
     if !host.ui.transforms.is_empty() {
@@ -284,14 +345,22 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     if !any_t {
         out.push_str("(none)\n");
     }
+}
+
+/// Its store.
+fn write_store(out: &mut String, host: &ExtHost, name: &str) {
     out.push_str("\n## store\n");
-    let store = host.store_dump(&name);
+    let store = host.store_dump(name);
     if store.is_empty() {
         out.push_str("(empty)\n");
     }
     for (k, v) in store {
         let _ = writeln!(out, "  {} = {}", clean(&k), clean(&v.to_string()));
     }
+}
+
+/// Its state in `/status`; returns whether it ended up disabled (or never loaded).
+fn write_status(out: &mut String, host: &ExtHost, name: &str, problems: &[String]) -> bool {
     out.push_str("\n## status\n");
     let st = host.status();
     let mut failed = false;
@@ -336,13 +405,9 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
         }
     }
     for p in problems {
-        let _ = writeln!(out, "  log: {}", clean(&p));
+        let _ = writeln!(out, "  log: {}", clean(p));
     }
-    host.shutdown(Duration::from_secs(5));
-    Ok(Outcome {
-        snapshot: out,
-        failed,
-    })
+    failed
 }
 
 fn describe(out: &mut String, t: f64, o: &Out, session: &Session) {
