@@ -271,282 +271,353 @@ impl Hostile {
     }
 
     fn play(&mut self, scenario: &str) -> Result<&'static str, PeerError> {
-        let sid = self.session_id.clone();
         match scenario {
             "write-escape" => self.write_escape()?,
-            "fifo" => {
-                let fifo = self.cwd.join("pipe");
-                let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-                self.report(
-                    "mkfifo",
-                    &format!("{}", made.map(|s| s.success()).unwrap_or(false)),
-                )?;
-                for (what, path) in [
-                    ("read fifo", self.path("pipe")),
-                    ("read directory", self.cwd.display().to_string()),
-                ] {
-                    let r =
-                        self.ask("fs/read_text_file", json!({"sessionId": sid, "path": path}))?;
-                    self.report(what, &r)?;
-                }
-                std::fs::write(self.cwd.join("plain.txt"), "plain\n")?;
-                let r = self.ask(
-                    "fs/read_text_file",
-                    json!({"sessionId": sid, "path": self.path("plain.txt")}),
-                )?;
-                self.report("read plain file", &r)?;
-            }
-            "blank-lines" => {
-                for text in ["one ", "two ", "three"] {
-                    let line = json!({"jsonrpc": "2.0", "method": "session/update", "params": {
-                        "sessionId": sid, "update": {"sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": text}}}})
-                    .to_string();
-                    self.send_line(&line, scenario)?;
-                }
-            }
-            "bad-utf8" => {
-                let head = format!(
-                    "{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"sessionId\":\"{sid}\",\"update\":{{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{{\"type\":\"text\",\"text\":\"caf"
-                );
-                let mut line = head.into_bytes();
-                line.extend_from_slice(b"\xe9 \xff\xfe bytes\"}}}}\n");
-                self.peer.send_bytes(&line)?;
-                self.say(" and then more text")?;
-            }
-            "stderr-flood" => {
-                use std::io::Write;
-                let mut err = std::io::stderr().lock();
-                err.write_all(b"bad byte \xff on stderr\n")?;
-                let line = "x".repeat(1023) + "\n";
-                for _ in 0..(8 << 10) {
-                    err.write_all(line.as_bytes())?;
-                }
-                err.write_all(b"the last stderr line\n")?;
-                err.flush()?;
-                self.say("stderr written")?;
-            }
+            "fifo" => self.fifo()?,
+            "blank-lines" => self.blank_lines()?,
+            "bad-utf8" => self.bad_utf8()?,
+            "stderr-flood" => self.stderr_flood()?,
             "odd-ids" => self.odd_ids()?,
-            "foreign-session" => {
-                self.peer.notify(
-                    "session/update",
-                    json!({"update": {"sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": "GHOST-NO-SESSION"}}}),
-                )?;
-                self.peer.notify(
-                    "session/update",
-                    json!({"sessionId": "someone-else", "update": {"sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": "GHOST-OTHER-SESSION"}}}),
-                )?;
-                let r = self.ask(
-                    "session/request_permission",
-                    permission("other", "c-foreign", "rm -rf ~", "allow_once"),
-                )?;
-                self.report("permission for another session", &r)?;
-                let r = self.ask(
-                    "session/request_permission",
-                    json!({
-                    "toolCall": {"toolCallId": "c-none", "title": "no session"},
-                    "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}]}),
-                )?;
-                self.report("permission without session", &r)?;
-                let answer = self.peer.request(
-                    "session/request_permission",
-                    permission(&sid, "c-own", "echo mine", "allow_once"),
-                )?;
-                self.report("own permission", &answer.to_string())?;
-            }
-            "die-with-permissions" => {
-                // A terminal left running too: the client must stop it when the agent dies.
-                let marker = format!("trellis-die-{}", std::process::id());
-                let _ = self.peer.request(
-                    "terminal/create",
-                    json!({"sessionId": sid, "command": format!("sleep 600; true {marker}-terminal")}),
-                );
-                self.report("marker", &marker)?;
-                for i in 0..200 {
-                    let id = format!("perm-{i}");
-                    self.peer.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
-                        "params": permission(&sid, &format!("c{i}"), &format!("touch f{i}"), "allow_once")}))?;
-                }
-                std::thread::sleep(Duration::from_millis(300));
-                std::process::exit(3);
-            }
-            "burst-then-die" => {
-                // Larger than a pipe's buffer in all, so the client is still reading (and
-                // answering requests into a closed stdin) when the agent is gone.
-                let pad = "x".repeat(400);
-                for i in 1..=BURST {
-                    self.say(&format!("burst {i} of {BURST} {pad}\n"))?;
-                    if i % 10 == 0 {
-                        let id = format!("burst-perm-{i}");
-                        self.peer.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
-                            "params": permission(&sid, &format!("b{i}"), &format!("touch b{i}"), "allow_once")}))?;
-                    }
-                }
-                self.say(LAST_WORDS)?;
-                std::process::abort();
-            }
-            "ignore-refusal" => {
-                let answer = self.peer.request(
-                    "session/request_permission",
-                    permission(&sid, "c-refused", "rm -rf build", "allow_once"),
-                )?;
-                self.report("refused?", &answer.to_string())?;
-                self.update(
-                    json!({"sessionUpdate": "tool_call", "toolCallId": "c-refused",
-                    "title": "rm -rf build", "kind": "execute", "status": "completed"}),
-                )?;
-                // Asks, and runs before the answer.
-                self.update(
-                    json!({"sessionUpdate": "tool_call", "toolCallId": "c-eager",
-                    "title": "make deploy", "kind": "execute", "status": "pending"}),
-                )?;
-                let id = "perm-eager";
-                self.peer.send(
-                    &json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
-                    "params": permission(&sid, "c-eager", "make deploy", "allow_once")}),
-                )?;
-                self.update(
-                    json!({"sessionUpdate": "tool_call_update", "toolCallId": "c-eager",
-                    "status": "in_progress"}),
-                )?;
-                let _ = self.peer.wait_for_timeout(
-                    |v| v.get("method").is_none() && v.get("id") == Some(&json!(id)),
-                    Duration::from_secs(5),
-                );
-                self.update(
-                    json!({"sessionUpdate": "tool_call_update", "toolCallId": "c-eager",
-                    "status": "completed"}),
-                )?;
-            }
-            "cancel-permission" => {
-                let id = "perm-cancel";
-                let answer = self.withdrawn(
-                    id,
-                    "session/request_permission",
-                    permission(&sid, "c-cancel", "rm -rf build", "allow_once"),
-                    Duration::from_millis(400),
-                )?;
-                let outcome = answer.map_or_else(
-                    || "no answer".to_string(),
-                    |a| {
-                        a["result"]["outcome"]["outcome"]
-                            .as_str()
-                            .unwrap_or("?")
-                            .to_string()
-                    },
-                );
-                self.report("cancelled permission", &outcome)?;
-            }
-            "cancel-wait" => {
-                let t = self.peer.request(
-                    "terminal/create",
-                    json!({"sessionId": sid, "command": "sleep 30"}),
-                )?;
-                let tid = t["terminalId"].clone();
-                // Withdrawn long before the command ends: answered within 5 s or not at all.
-                let answer = self.withdrawn(
-                    "wait-cancel",
-                    "terminal/wait_for_exit",
-                    json!({"sessionId": sid, "terminalId": tid}),
-                    Duration::from_millis(300),
-                )?;
-                let code = answer.map_or_else(
-                    || "no answer".to_string(),
-                    |a| a["error"]["code"].to_string(),
-                );
-                self.report("cancelled wait", &code)?;
-                // The command itself runs on until killed.
-                let out = self.terminal_call("terminal/output", &tid)?;
-                self.report("still running", &out["exitStatus"].is_null().to_string())?;
-                self.terminal_call("terminal/kill", &tid)?;
-                self.terminal_call("terminal/release", &tid)?;
-            }
-            "empty-options" => {
-                let a = self.peer.request("session/request_permission", json!({"sessionId": sid,
-                    "toolCall": {"toolCallId": "c-empty", "title": "no options", "kind": "execute"}, "options": []}))?;
-                self.report("empty options", &a.to_string())?;
-                let b = self.peer.request(
-                    "session/request_permission",
-                    json!({"sessionId": sid,
-                    "toolCall": {"toolCallId": "c-odd", "title": "odd options", "kind": "execute"},
-                    "options": [{"optionId": "x", "name": "Maybe", "kind": "perhaps"}]}),
-                )?;
-                self.report("unknown kinds", &b.to_string())?;
-            }
-            "terminal-flood" => {
-                let tid = self.terminal_run("head -c 40000000 /dev/zero | tr '\\0' x")?;
-                let out = self.terminal_call("terminal/output", &tid)?;
-                let len = out["output"].as_str().map(str::len).unwrap_or(0);
-                self.report(
-                    "terminal output bytes",
-                    &format!("{len} truncated={}", out["truncated"]),
-                )?;
-                self.terminal_call("terminal/release", &tid)?;
-            }
-            "escapes" => {
-                use std::io::Write;
-                let evil = "title\x1b]0;PWNED-TITLE\x07 clip\x1b]52;c;UFdORUQ=\x07 csi\x1b[2J\x1b[31mred\x1b[0m bell\x07 c1\u{9b}31m end";
-                self.say(evil)?;
-                self.update(json!({"sessionUpdate": "tool_call", "toolCallId": "c-esc",
-                    "title": evil, "kind": "execute", "status": "completed",
-                    "content": [{"type": "content", "content": {"type": "text", "text": evil}}]}))?;
-                let _ = writeln!(std::io::stderr(), "stderr {evil}");
-            }
-            "orphans" => {
-                let tid =
-                    self.terminal_run("for i in 1 2 3 4 5; do (sleep 0.1 &); done; echo orphaned")?;
-                self.terminal_call("terminal/release", &tid)?;
-                // The client reaps what it adopted within a few seconds.
-                std::thread::sleep(Duration::from_millis(4500));
-                let client = std::os::unix::process::parent_id();
-                self.report(
-                    "zombies",
-                    &trellis_os::reaper::zombies_of(client).len().to_string(),
-                )?;
-            }
-            "escape-group" => {
-                let marker = format!("trellis-escape-{}", std::process::id());
-                // A terminal command that daemonizes a child into a new session.
-                let _ = self.peer.request(
-                    "terminal/create",
-                    json!({"sessionId": sid, "command": format!(
-                        "(setsid sh -c 'sleep 600; true {marker}-terminal' >/dev/null 2>&1 &); echo spawned")}),
-                )?;
-                // The agent's own daemon: double fork + setsid, as MCP servers are started.
-                let _ = std::process::Command::new("sh")
-                    .arg("-c")
-                    .arg(format!(
-                        "(setsid sh -c 'sleep 600; true {marker}-daemon' >/dev/null 2>&1 &)"
-                    ))
-                    .status();
-                self.report("marker", &marker)?;
-                let _ = self.peer.request(
-                    "session/request_permission",
-                    permission(&sid, "c-escape", "wait", "allow_once"),
-                );
-            }
-            "linger" => {
-                let marker = format!("trellis-linger-{}", std::process::id());
-                let _ = self.peer.request(
-                    "terminal/create",
-                    json!({"sessionId": sid,
-                    "command": format!("sleep 600; true {marker}-terminal")}),
-                )?;
-                let _ = std::process::Command::new("sh")
-                    .arg("-c")
-                    .arg(format!("sleep 600; true {marker}-child"))
-                    .spawn();
-                self.report("marker", &marker)?;
-                let _ = self.peer.request(
-                    "session/request_permission",
-                    permission(&sid, "c-linger", "wait", "allow_once"),
-                );
-            }
+            "foreign-session" => self.foreign_session()?,
+            "die-with-permissions" => self.die_with_permissions()?,
+            "burst-then-die" => self.burst_then_die()?,
+            "ignore-refusal" => self.ignore_refusal()?,
+            "cancel-permission" => self.cancel_permission()?,
+            "cancel-wait" => self.cancel_wait()?,
+            "empty-options" => self.empty_options()?,
+            "terminal-flood" => self.terminal_flood()?,
+            "escapes" => self.escapes()?,
+            "orphans" => self.orphans()?,
+            "escape-group" => self.escape_group()?,
+            "linger" => self.linger()?,
             _ => {}
         }
         Ok("end_turn")
+    }
+
+    /// Scenario `fifo` (see [`SCENARIOS`]).
+    fn fifo(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        let fifo = self.cwd.join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        self.report(
+            "mkfifo",
+            &format!("{}", made.map(|s| s.success()).unwrap_or(false)),
+        )?;
+        for (what, path) in [
+            ("read fifo", self.path("pipe")),
+            ("read directory", self.cwd.display().to_string()),
+        ] {
+            let r = self.ask("fs/read_text_file", json!({"sessionId": sid, "path": path}))?;
+            self.report(what, &r)?;
+        }
+        std::fs::write(self.cwd.join("plain.txt"), "plain\n")?;
+        let r = self.ask(
+            "fs/read_text_file",
+            json!({"sessionId": sid, "path": self.path("plain.txt")}),
+        )?;
+        self.report("read plain file", &r)?;
+        Ok(())
+    }
+
+    /// Scenario `blank-lines` (see [`SCENARIOS`]).
+    fn blank_lines(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        for text in ["one ", "two ", "three"] {
+            let line = json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+                "sessionId": sid, "update": {"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": text}}}})
+            .to_string();
+            self.send_line(&line, "blank-lines")?;
+        }
+        Ok(())
+    }
+
+    /// Scenario `bad-utf8` (see [`SCENARIOS`]).
+    fn bad_utf8(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        let head = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"sessionId\":\"{sid}\",\"update\":{{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{{\"type\":\"text\",\"text\":\"caf"
+        );
+        let mut line = head.into_bytes();
+        line.extend_from_slice(b"\xe9 \xff\xfe bytes\"}}}}\n");
+        self.peer.send_bytes(&line)?;
+        self.say(" and then more text")?;
+        Ok(())
+    }
+
+    /// Scenario `stderr-flood` (see [`SCENARIOS`]).
+    fn stderr_flood(&mut self) -> Result<(), PeerError> {
+        use std::io::Write;
+        let mut err = std::io::stderr().lock();
+        err.write_all(b"bad byte \xff on stderr\n")?;
+        let line = "x".repeat(1023) + "\n";
+        for _ in 0..(8 << 10) {
+            err.write_all(line.as_bytes())?;
+        }
+        err.write_all(b"the last stderr line\n")?;
+        err.flush()?;
+        self.say("stderr written")?;
+        Ok(())
+    }
+
+    /// Scenario `foreign-session` (see [`SCENARIOS`]).
+    fn foreign_session(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        self.peer.notify(
+            "session/update",
+            json!({"update": {"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": "GHOST-NO-SESSION"}}}),
+        )?;
+        self.peer.notify(
+            "session/update",
+            json!({"sessionId": "someone-else", "update": {"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": "GHOST-OTHER-SESSION"}}}),
+        )?;
+        let r = self.ask(
+            "session/request_permission",
+            permission("other", "c-foreign", "rm -rf ~", "allow_once"),
+        )?;
+        self.report("permission for another session", &r)?;
+        let r = self.ask(
+            "session/request_permission",
+            json!({
+            "toolCall": {"toolCallId": "c-none", "title": "no session"},
+            "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}]}),
+        )?;
+        self.report("permission without session", &r)?;
+        let answer = self.peer.request(
+            "session/request_permission",
+            permission(&sid, "c-own", "echo mine", "allow_once"),
+        )?;
+        self.report("own permission", &answer.to_string())?;
+        Ok(())
+    }
+
+    /// Scenario `die-with-permissions` (see [`SCENARIOS`]).
+    fn die_with_permissions(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        // A terminal left running too: the client must stop it when the agent dies.
+        let marker = format!("trellis-die-{}", std::process::id());
+        let _ = self.peer.request(
+            "terminal/create",
+            json!({"sessionId": sid, "command": format!("sleep 600; true {marker}-terminal")}),
+        );
+        self.report("marker", &marker)?;
+        for i in 0..200 {
+            let id = format!("perm-{i}");
+            self.peer.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
+                "params": permission(&sid, &format!("c{i}"), &format!("touch f{i}"), "allow_once")}))?;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        std::process::exit(3)
+    }
+
+    /// Scenario `burst-then-die` (see [`SCENARIOS`]).
+    fn burst_then_die(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        // Larger than a pipe's buffer in all, so the client is still reading (and
+        // answering requests into a closed stdin) when the agent is gone.
+        let pad = "x".repeat(400);
+        for i in 1..=BURST {
+            self.say(&format!("burst {i} of {BURST} {pad}\n"))?;
+            if i % 10 == 0 {
+                let id = format!("burst-perm-{i}");
+                self.peer.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
+                    "params": permission(&sid, &format!("b{i}"), &format!("touch b{i}"), "allow_once")}))?;
+            }
+        }
+        self.say(LAST_WORDS)?;
+        std::process::abort()
+    }
+
+    /// Scenario `ignore-refusal` (see [`SCENARIOS`]).
+    fn ignore_refusal(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        let answer = self.peer.request(
+            "session/request_permission",
+            permission(&sid, "c-refused", "rm -rf build", "allow_once"),
+        )?;
+        self.report("refused?", &answer.to_string())?;
+        self.update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": "c-refused",
+            "title": "rm -rf build", "kind": "execute", "status": "completed"}),
+        )?;
+        // Asks, and runs before the answer.
+        self.update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": "c-eager",
+            "title": "make deploy", "kind": "execute", "status": "pending"}),
+        )?;
+        let id = "perm-eager";
+        self.peer.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
+            "params": permission(&sid, "c-eager", "make deploy", "allow_once")}),
+        )?;
+        self.update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c-eager",
+            "status": "in_progress"}),
+        )?;
+        let _ = self.peer.wait_for_timeout(
+            |v| v.get("method").is_none() && v.get("id") == Some(&json!(id)),
+            Duration::from_secs(5),
+        );
+        self.update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c-eager",
+            "status": "completed"}),
+        )?;
+        Ok(())
+    }
+
+    /// Scenario `cancel-permission` (see [`SCENARIOS`]).
+    fn cancel_permission(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        let id = "perm-cancel";
+        let answer = self.withdrawn(
+            id,
+            "session/request_permission",
+            permission(&sid, "c-cancel", "rm -rf build", "allow_once"),
+            Duration::from_millis(400),
+        )?;
+        let outcome = answer.map_or_else(
+            || "no answer".to_string(),
+            |a| {
+                a["result"]["outcome"]["outcome"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string()
+            },
+        );
+        self.report("cancelled permission", &outcome)?;
+        Ok(())
+    }
+
+    /// Scenario `cancel-wait` (see [`SCENARIOS`]).
+    fn cancel_wait(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        let t = self.peer.request(
+            "terminal/create",
+            json!({"sessionId": sid, "command": "sleep 30"}),
+        )?;
+        let tid = t["terminalId"].clone();
+        // Withdrawn long before the command ends: answered within 5 s or not at all.
+        let answer = self.withdrawn(
+            "wait-cancel",
+            "terminal/wait_for_exit",
+            json!({"sessionId": sid, "terminalId": tid}),
+            Duration::from_millis(300),
+        )?;
+        let code = answer.map_or_else(
+            || "no answer".to_string(),
+            |a| a["error"]["code"].to_string(),
+        );
+        self.report("cancelled wait", &code)?;
+        // The command itself runs on until killed.
+        let out = self.terminal_call("terminal/output", &tid)?;
+        self.report("still running", &out["exitStatus"].is_null().to_string())?;
+        self.terminal_call("terminal/kill", &tid)?;
+        self.terminal_call("terminal/release", &tid)?;
+        Ok(())
+    }
+
+    /// Scenario `empty-options` (see [`SCENARIOS`]).
+    fn empty_options(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        let a = self.peer.request("session/request_permission", json!({"sessionId": sid,
+            "toolCall": {"toolCallId": "c-empty", "title": "no options", "kind": "execute"}, "options": []}))?;
+        self.report("empty options", &a.to_string())?;
+        let b = self.peer.request(
+            "session/request_permission",
+            json!({"sessionId": sid,
+            "toolCall": {"toolCallId": "c-odd", "title": "odd options", "kind": "execute"},
+            "options": [{"optionId": "x", "name": "Maybe", "kind": "perhaps"}]}),
+        )?;
+        self.report("unknown kinds", &b.to_string())?;
+        Ok(())
+    }
+
+    /// Scenario `terminal-flood` (see [`SCENARIOS`]).
+    fn terminal_flood(&mut self) -> Result<(), PeerError> {
+        let tid = self.terminal_run("head -c 40000000 /dev/zero | tr '\\0' x")?;
+        let out = self.terminal_call("terminal/output", &tid)?;
+        let len = out["output"].as_str().map(str::len).unwrap_or(0);
+        self.report(
+            "terminal output bytes",
+            &format!("{len} truncated={}", out["truncated"]),
+        )?;
+        self.terminal_call("terminal/release", &tid)?;
+        Ok(())
+    }
+
+    /// Scenario `escapes` (see [`SCENARIOS`]).
+    fn escapes(&mut self) -> Result<(), PeerError> {
+        use std::io::Write;
+        let evil = "title\x1b]0;PWNED-TITLE\x07 clip\x1b]52;c;UFdORUQ=\x07 csi\x1b[2J\x1b[31mred\x1b[0m bell\x07 c1\u{9b}31m end";
+        self.say(evil)?;
+        self.update(json!({"sessionUpdate": "tool_call", "toolCallId": "c-esc",
+            "title": evil, "kind": "execute", "status": "completed",
+            "content": [{"type": "content", "content": {"type": "text", "text": evil}}]}))?;
+        let _ = writeln!(std::io::stderr(), "stderr {evil}");
+        Ok(())
+    }
+
+    /// Scenario `orphans` (see [`SCENARIOS`]).
+    fn orphans(&mut self) -> Result<(), PeerError> {
+        let tid = self.terminal_run("for i in 1 2 3 4 5; do (sleep 0.1 &); done; echo orphaned")?;
+        self.terminal_call("terminal/release", &tid)?;
+        // The client reaps what it adopted within a few seconds.
+        std::thread::sleep(Duration::from_millis(4500));
+        let client = std::os::unix::process::parent_id();
+        self.report(
+            "zombies",
+            &trellis_os::reaper::zombies_of(client).len().to_string(),
+        )?;
+        Ok(())
+    }
+
+    /// Scenario `escape-group` (see [`SCENARIOS`]).
+    fn escape_group(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        let marker = format!("trellis-escape-{}", std::process::id());
+        // A terminal command that daemonizes a child into a new session.
+        let _ = self.peer.request(
+            "terminal/create",
+            json!({"sessionId": sid, "command": format!(
+                "(setsid sh -c 'sleep 600; true {marker}-terminal' >/dev/null 2>&1 &); echo spawned")}),
+        )?;
+        // The agent's own daemon: double fork + setsid, as MCP servers are started.
+        let _ = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "(setsid sh -c 'sleep 600; true {marker}-daemon' >/dev/null 2>&1 &)"
+            ))
+            .status();
+        self.report("marker", &marker)?;
+        let _ = self.peer.request(
+            "session/request_permission",
+            permission(&sid, "c-escape", "wait", "allow_once"),
+        );
+        Ok(())
+    }
+
+    /// Scenario `linger` (see [`SCENARIOS`]).
+    fn linger(&mut self) -> Result<(), PeerError> {
+        let sid = self.session_id.clone();
+        let marker = format!("trellis-linger-{}", std::process::id());
+        let _ = self.peer.request(
+            "terminal/create",
+            json!({"sessionId": sid,
+            "command": format!("sleep 600; true {marker}-terminal")}),
+        )?;
+        let _ = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("sleep 600; true {marker}-child"))
+            .spawn();
+        self.report("marker", &marker)?;
+        let _ = self.peer.request(
+            "session/request_permission",
+            permission(&sid, "c-linger", "wait", "allow_once"),
+        );
+        Ok(())
     }
 
     fn write_escape(&mut self) -> Result<(), PeerError> {
