@@ -39,8 +39,6 @@ fn s<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
 /// The whole protocol as one JSON Schema document.
 pub fn document() -> Value {
     let mut g = SchemaSettings::draft2020_12().into_generator();
-    let h2p = "host → plugin";
-    let p2h = "plugin → host";
     let mut event = s::<Event>(&mut g);
     if let Some(o) = event.as_object_mut() {
         o.insert(
@@ -48,232 +46,8 @@ pub fn document() -> Value {
             json!("An event (docs/events.md), plus `acp`: the verbatim ACP line, when the plugin registered `acp_payloads`."),
         );
     }
-    let methods = vec![
-        Method {
-            name: "initialize",
-            direction: h2p,
-            request: true,
-            params: s::<InitializeParams>(&mut g),
-            result: Some(s::<InitializeResult>(&mut g)),
-        },
-        Method {
-            name: "event",
-            direction: h2p,
-            request: false,
-            params: event,
-            result: None,
-        },
-        Method {
-            name: "idle",
-            direction: h2p,
-            request: false,
-            params: empty(),
-            result: None,
-        },
-        Method {
-            name: "action",
-            direction: h2p,
-            request: false,
-            params: s::<ActionParams>(&mut g),
-            result: None,
-        },
-        Method {
-            name: "shutdown",
-            direction: h2p,
-            request: false,
-            params: empty(),
-            result: None,
-        },
-        Method {
-            name: "sync",
-            direction: h2p,
-            request: true,
-            params: empty(),
-            result: Some(empty()),
-        },
-        Method {
-            name: "permission/offer",
-            direction: h2p,
-            request: true,
-            params: s::<OfferParams<'static>>(&mut g),
-            result: Some(s::<OfferResult>(&mut g)),
-        },
-        Method {
-            name: "question/offer",
-            direction: h2p,
-            request: true,
-            params: s::<QuestionOfferParams<'static>>(&mut g),
-            result: Some(s::<OfferResult>(&mut g)),
-        },
-        Method {
-            name: "render/card",
-            direction: h2p,
-            request: true,
-            params: s::<CardParams<'static>>(&mut g),
-            result: Some(s::<CardLines>(&mut g)),
-        },
-        Method {
-            name: "render/transform",
-            direction: h2p,
-            request: true,
-            params: s::<TransformParams<'static>>(&mut g),
-            result: Some(s::<TransformResult>(&mut g)),
-        },
-        Method {
-            name: "host/session",
-            direction: p2h,
-            request: true,
-            params: empty(),
-            result: Some(s::<SessionInfo>(&mut g)),
-        },
-        Method {
-            name: "host/calls",
-            direction: p2h,
-            request: true,
-            params: empty(),
-            result: Some(s::<Vec<ToolCall>>(&mut g)),
-        },
-        Method {
-            name: "host/call",
-            direction: p2h,
-            request: true,
-            params: s::<CallId>(&mut g),
-            result: Some(s::<Option<ToolCall>>(&mut g)),
-        },
-        Method {
-            name: "host/call_state",
-            direction: p2h,
-            request: true,
-            params: s::<CallId>(&mut g),
-            result: Some(any()),
-        },
-        Method {
-            name: "host/put_call_state",
-            direction: p2h,
-            request: true,
-            params: s::<PutCallState>(&mut g),
-            result: Some(null()),
-        },
-        Method {
-            name: "host/resolve_path",
-            direction: p2h,
-            request: true,
-            params: s::<PathParam>(&mut g),
-            result: Some(s::<String>(&mut g)),
-        },
-        Method {
-            name: "host/notify",
-            direction: p2h,
-            request: true,
-            params: s::<TextParam>(&mut g),
-            result: Some(null()),
-        },
-        Method {
-            name: "host/open_inspector",
-            direction: p2h,
-            request: true,
-            params: s::<CallId>(&mut g),
-            result: Some(null()),
-        },
-        Method {
-            name: "host/options",
-            direction: p2h,
-            request: true,
-            params: empty(),
-            result: Some(any()),
-        },
-        Method {
-            name: "host/report",
-            direction: p2h,
-            request: true,
-            params: s::<ReportParams>(&mut g),
-            result: Some(null()),
-        },
-        Method {
-            name: "host/repaint",
-            direction: p2h,
-            request: true,
-            params: empty(),
-            result: Some(null()),
-        },
-        Method {
-            name: "permission/respond",
-            direction: p2h,
-            request: true,
-            params: s::<RespondParams>(&mut g),
-            result: Some(null()),
-        },
-        Method {
-            name: "question/respond",
-            direction: p2h,
-            request: true,
-            params: s::<QuestionRespondParams>(&mut g),
-            result: Some(null()),
-        },
-        Method {
-            name: "store/get",
-            direction: p2h,
-            request: true,
-            params: s::<KeyParam>(&mut g),
-            result: Some(any()),
-        },
-        Method {
-            name: "store/put",
-            direction: p2h,
-            request: true,
-            params: s::<StorePut>(&mut g),
-            result: Some(null()),
-        },
-        Method {
-            name: "ui/section_shown",
-            direction: p2h,
-            request: true,
-            params: s::<IdParam>(&mut g),
-            result: Some(s::<bool>(&mut g)),
-        },
-        Method {
-            name: "ui/set_section",
-            direction: p2h,
-            request: true,
-            params: s::<SetSection>(&mut g),
-            result: Some(null()),
-        },
-        Method {
-            name: "ui/patch_section",
-            direction: p2h,
-            request: true,
-            params: s::<PatchSection>(&mut g),
-            result: Some(null()),
-        },
-        Method {
-            name: "ui/set_status_item",
-            direction: p2h,
-            request: true,
-            params: s::<SetStatusItem>(&mut g),
-            result: Some(null()),
-        },
-        Method {
-            name: "ui/set_settings",
-            direction: p2h,
-            request: true,
-            params: s::<SetSettings>(&mut g),
-            result: Some(null()),
-        },
-        Method {
-            name: "ui/set_transform",
-            direction: p2h,
-            request: true,
-            params: s::<SetTransform>(&mut g),
-            result: Some(null()),
-        },
-        Method {
-            name: "session/drive",
-            direction: p2h,
-            request: true,
-            params: s::<DriveAction>(&mut g),
-            result: Some(null()),
-        },
-    ];
+    let mut methods = host_to_plugin(&mut g, event);
+    methods.extend(plugin_to_host(&mut g));
     let mut m = Map::new();
     for x in methods {
         let mut e = Map::new();
@@ -306,6 +80,244 @@ pub fn document() -> Value {
         "methods": m,
         "$defs": defs,
     })
+}
+
+/// What the host sends: the handshake, events, offers, actions, questions for the plugin's contributions.
+fn host_to_plugin(g: &mut SchemaGenerator, event: Schema) -> Vec<Method> {
+    let h2p = "host → plugin";
+    vec![
+        Method {
+            name: "initialize",
+            direction: h2p,
+            request: true,
+            params: s::<InitializeParams>(g),
+            result: Some(s::<InitializeResult>(g)),
+        },
+        Method {
+            name: "event",
+            direction: h2p,
+            request: false,
+            params: event,
+            result: None,
+        },
+        Method {
+            name: "idle",
+            direction: h2p,
+            request: false,
+            params: empty(),
+            result: None,
+        },
+        Method {
+            name: "action",
+            direction: h2p,
+            request: false,
+            params: s::<ActionParams>(g),
+            result: None,
+        },
+        Method {
+            name: "shutdown",
+            direction: h2p,
+            request: false,
+            params: empty(),
+            result: None,
+        },
+        Method {
+            name: "sync",
+            direction: h2p,
+            request: true,
+            params: empty(),
+            result: Some(empty()),
+        },
+        Method {
+            name: "permission/offer",
+            direction: h2p,
+            request: true,
+            params: s::<OfferParams<'static>>(g),
+            result: Some(s::<OfferResult>(g)),
+        },
+        Method {
+            name: "question/offer",
+            direction: h2p,
+            request: true,
+            params: s::<QuestionOfferParams<'static>>(g),
+            result: Some(s::<OfferResult>(g)),
+        },
+        Method {
+            name: "render/card",
+            direction: h2p,
+            request: true,
+            params: s::<CardParams<'static>>(g),
+            result: Some(s::<CardLines>(g)),
+        },
+        Method {
+            name: "render/transform",
+            direction: h2p,
+            request: true,
+            params: s::<TransformParams<'static>>(g),
+            result: Some(s::<TransformResult>(g)),
+        },
+    ]
+}
+
+/// What the plugin asks of the host: host functions, answers, contributions pushed.
+fn plugin_to_host(g: &mut SchemaGenerator) -> Vec<Method> {
+    let p2h = "plugin → host";
+    vec![
+        Method {
+            name: "host/session",
+            direction: p2h,
+            request: true,
+            params: empty(),
+            result: Some(s::<SessionInfo>(g)),
+        },
+        Method {
+            name: "host/calls",
+            direction: p2h,
+            request: true,
+            params: empty(),
+            result: Some(s::<Vec<ToolCall>>(g)),
+        },
+        Method {
+            name: "host/call",
+            direction: p2h,
+            request: true,
+            params: s::<CallId>(g),
+            result: Some(s::<Option<ToolCall>>(g)),
+        },
+        Method {
+            name: "host/call_state",
+            direction: p2h,
+            request: true,
+            params: s::<CallId>(g),
+            result: Some(any()),
+        },
+        Method {
+            name: "host/put_call_state",
+            direction: p2h,
+            request: true,
+            params: s::<PutCallState>(g),
+            result: Some(null()),
+        },
+        Method {
+            name: "host/resolve_path",
+            direction: p2h,
+            request: true,
+            params: s::<PathParam>(g),
+            result: Some(s::<String>(g)),
+        },
+        Method {
+            name: "host/notify",
+            direction: p2h,
+            request: true,
+            params: s::<TextParam>(g),
+            result: Some(null()),
+        },
+        Method {
+            name: "host/open_inspector",
+            direction: p2h,
+            request: true,
+            params: s::<CallId>(g),
+            result: Some(null()),
+        },
+        Method {
+            name: "host/options",
+            direction: p2h,
+            request: true,
+            params: empty(),
+            result: Some(any()),
+        },
+        Method {
+            name: "host/report",
+            direction: p2h,
+            request: true,
+            params: s::<ReportParams>(g),
+            result: Some(null()),
+        },
+        Method {
+            name: "host/repaint",
+            direction: p2h,
+            request: true,
+            params: empty(),
+            result: Some(null()),
+        },
+        Method {
+            name: "permission/respond",
+            direction: p2h,
+            request: true,
+            params: s::<RespondParams>(g),
+            result: Some(null()),
+        },
+        Method {
+            name: "question/respond",
+            direction: p2h,
+            request: true,
+            params: s::<QuestionRespondParams>(g),
+            result: Some(null()),
+        },
+        Method {
+            name: "store/get",
+            direction: p2h,
+            request: true,
+            params: s::<KeyParam>(g),
+            result: Some(any()),
+        },
+        Method {
+            name: "store/put",
+            direction: p2h,
+            request: true,
+            params: s::<StorePut>(g),
+            result: Some(null()),
+        },
+        Method {
+            name: "ui/section_shown",
+            direction: p2h,
+            request: true,
+            params: s::<IdParam>(g),
+            result: Some(s::<bool>(g)),
+        },
+        Method {
+            name: "ui/set_section",
+            direction: p2h,
+            request: true,
+            params: s::<SetSection>(g),
+            result: Some(null()),
+        },
+        Method {
+            name: "ui/patch_section",
+            direction: p2h,
+            request: true,
+            params: s::<PatchSection>(g),
+            result: Some(null()),
+        },
+        Method {
+            name: "ui/set_status_item",
+            direction: p2h,
+            request: true,
+            params: s::<SetStatusItem>(g),
+            result: Some(null()),
+        },
+        Method {
+            name: "ui/set_settings",
+            direction: p2h,
+            request: true,
+            params: s::<SetSettings>(g),
+            result: Some(null()),
+        },
+        Method {
+            name: "ui/set_transform",
+            direction: p2h,
+            request: true,
+            params: s::<SetTransform>(g),
+            result: Some(null()),
+        },
+        Method {
+            name: "session/drive",
+            direction: p2h,
+            request: true,
+            params: s::<DriveAction>(g),
+            result: Some(null()),
+        },
+    ]
 }
 
 /// The document as the checked-in file holds it: keys sorted at every level (the same
