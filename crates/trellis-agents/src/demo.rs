@@ -167,34 +167,7 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
         let id = id.clone();
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         match method {
-            "initialize" => {
-                let caps = &params["clientCapabilities"];
-                demo.caps = ClientCaps {
-                    read: caps["fs"]["readTextFile"].as_bool().unwrap_or(false),
-                    write: caps["fs"]["writeTextFile"].as_bool().unwrap_or(false),
-                    terminal: caps["terminal"].as_bool().unwrap_or(false),
-                    boolean_options: caps["session"]["configOptions"]["boolean"].is_object(),
-                    terminal_login: caps["auth"]["terminal"].as_bool().unwrap_or(false),
-                    elicit_form: caps["elicitation"]["form"].is_object(),
-                    elicit_url: caps["elicitation"]["url"].is_object(),
-                    subagents: caps["subagents"].is_object(),
-                };
-                demo.peer.respond(
-                    &id,
-                    json!({
-                        "protocolVersion": 1,
-                        "agentCapabilities": {"loadSession": demo.opts.load_session,
-                            "sessionCapabilities": match (demo.opts.resume_session, demo.opts.load_session) {
-                                (true, _) => json!({"resume": {}, "list": {}, "additionalDirectories": {}, "systemPrompt": {}}),
-                                (false, true) => json!({"list": {}, "additionalDirectories": {}, "systemPrompt": {}}),
-                                (false, false) => json!({"additionalDirectories": {}, "systemPrompt": {}}),
-                            },
-                            "promptCapabilities": {"embeddedContext": true}},
-                        "agentInfo": {"name": "trellis-demo", "title": "Trellis demo agent", "version": env!("CARGO_PKG_VERSION")},
-                        "authMethods": demo_login::methods(demo.opts.login_file.as_deref(), demo.caps.terminal_login)
-                    }),
-                )?;
-            }
+            "initialize" => demo.initialize(&id, &params)?,
             "authenticate" => match (&demo.opts.login_file, params["methodId"].as_str()) {
                 (Some(f), Some(demo_login::AGENT_METHOD)) => match demo_login::mark(f) {
                     Ok(()) => demo.peer.respond(&id, json!({}))?,
@@ -213,28 +186,7 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                 demo.peer
                     .respond_error(&id, -32000, "Authentication required")?;
             }
-            "session/new" => {
-                let cwd = params["cwd"].as_str().unwrap_or(".").to_string();
-                demo.workspace = Path::new(&cwd).join("demo-workspace");
-                if let Err(e) = seed_workspace(&demo.workspace) {
-                    demo.peer.respond_error(
-                        &id,
-                        -32603,
-                        &format!("cannot create the demo workspace: {e}"),
-                    )?;
-                    continue;
-                }
-                demo.session_id = format!("demo-{}", std::process::id());
-                demo.peer.respond(
-                    &id,
-                    json!({
-                        "sessionId": demo.session_id,
-                        "modes": {"currentModeId": "default", "availableModes": [
-                            {"id": "default", "name": "Default"}, {"id": "yolo", "name": "Allow everything"}]},
-                        "configOptions": demo.config.options(demo.caps.boolean_options)
-                    }),
-                )?;
-            }
+            "session/new" => demo.new_session(&id, &params)?,
             "session/load" if demo.opts.load_session => {
                 let cwd = params["cwd"].as_str().unwrap_or(".").to_string();
                 demo.workspace = Path::new(&cwd).join("demo-workspace");
@@ -278,42 +230,108 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                 }
             }
             "session/prompt" => {
-                demo.prompts += 1;
-                let text = params["prompt"][0]["text"].as_str().unwrap_or("");
-                let stop = if text.trim_start().starts_with("/compact") {
-                    demo.compact()?
-                } else if text.trim_start().starts_with("/plans") {
-                    demo.plans()?
-                } else if text.trim_start().starts_with("/anomalies") {
-                    let said = demo_anomaly::run(&mut demo.peer, &demo.session_id, demo.prompts)?;
-                    demo.say("agent_message_chunk", &said)?;
-                    "end_turn"
-                } else if text.trim_start().starts_with("/subagents") {
-                    let lib = demo.path("src/lib.rs");
-                    demo_subagent::Scene {
-                        peer: &mut demo.peer,
-                        session_id: &demo.session_id,
-                        supported: demo.caps.subagents,
-                        turn: demo.prompts,
-                        lib_path: lib,
-                        delay: demo.opts.delay,
-                    }
-                    .run()?
-                } else if text.trim_start().starts_with("/elicit-url") {
-                    demo.elicit(true)?
-                } else if text.trim_start().starts_with("/elicit") {
-                    demo.elicit(false)?
-                } else if demo.opts.calls > 0 {
-                    demo.load()?
-                } else {
-                    demo.story()?
-                };
+                let stop = demo.prompt(&params)?;
                 demo.peer.respond(&id, json!({"stopReason": stop}))?;
             }
             other => demo
                 .peer
                 .respond_error(&id, -32601, &format!("Method not found: {other}"))?,
         }
+    }
+}
+
+impl Demo {
+    /// `initialize`: what the client can do, and what the demo offers (its options say
+    /// whether it loads, resumes and lists sessions, and how one logs in).
+    fn initialize(&mut self, id: &Value, params: &Value) -> Result<(), PeerError> {
+        let caps = &params["clientCapabilities"];
+        self.caps = ClientCaps {
+            read: caps["fs"]["readTextFile"].as_bool().unwrap_or(false),
+            write: caps["fs"]["writeTextFile"].as_bool().unwrap_or(false),
+            terminal: caps["terminal"].as_bool().unwrap_or(false),
+            boolean_options: caps["session"]["configOptions"]["boolean"].is_object(),
+            terminal_login: caps["auth"]["terminal"].as_bool().unwrap_or(false),
+            elicit_form: caps["elicitation"]["form"].is_object(),
+            elicit_url: caps["elicitation"]["url"].is_object(),
+            subagents: caps["subagents"].is_object(),
+        };
+        self.peer.respond(
+            id,
+            json!({
+                "protocolVersion": 1,
+                "agentCapabilities": {"loadSession": self.opts.load_session,
+                    "sessionCapabilities": match (self.opts.resume_session, self.opts.load_session) {
+                        (true, _) => json!({"resume": {}, "list": {}, "additionalDirectories": {}, "systemPrompt": {}}),
+                        (false, true) => json!({"list": {}, "additionalDirectories": {}, "systemPrompt": {}}),
+                        (false, false) => json!({"additionalDirectories": {}, "systemPrompt": {}}),
+                    },
+                    "promptCapabilities": {"embeddedContext": true}},
+                "agentInfo": {"name": "trellis-demo", "title": "Trellis demo agent", "version": env!("CARGO_PKG_VERSION")},
+                "authMethods": demo_login::methods(self.opts.login_file.as_deref(), self.caps.terminal_login)
+            }),
+        )?;
+        Ok(())
+    }
+
+    /// `session/new`: the scratch workspace seeded beside the session's directory.
+    fn new_session(&mut self, id: &Value, params: &Value) -> Result<(), PeerError> {
+        let cwd = params["cwd"].as_str().unwrap_or(".").to_string();
+        self.workspace = Path::new(&cwd).join("demo-workspace");
+        if let Err(e) = seed_workspace(&self.workspace) {
+            self.peer.respond_error(
+                id,
+                -32603,
+                &format!("cannot create the demo workspace: {e}"),
+            )?;
+            return Ok(());
+        }
+        self.session_id = format!("demo-{}", std::process::id());
+        self.peer.respond(
+            id,
+            json!({
+                "sessionId": self.session_id,
+                "modes": {"currentModeId": "default", "availableModes": [
+                    {"id": "default", "name": "Default"}, {"id": "yolo", "name": "Allow everything"}]},
+                "configOptions": self.config.options(self.caps.boolean_options)
+            }),
+        )?;
+        Ok(())
+    }
+
+    /// `session/prompt`: the scene a prompt asks for (a slash command), the load of
+    /// `--calls`, or the story; returns the stop reason.
+    fn prompt(&mut self, params: &Value) -> Result<&'static str, PeerError> {
+        self.prompts += 1;
+        let text = params["prompt"][0]["text"].as_str().unwrap_or("");
+        let stop = if text.trim_start().starts_with("/compact") {
+            self.compact()?
+        } else if text.trim_start().starts_with("/plans") {
+            self.plans()?
+        } else if text.trim_start().starts_with("/anomalies") {
+            let said = demo_anomaly::run(&mut self.peer, &self.session_id, self.prompts)?;
+            self.say("agent_message_chunk", &said)?;
+            "end_turn"
+        } else if text.trim_start().starts_with("/subagents") {
+            let lib = self.path("src/lib.rs");
+            demo_subagent::Scene {
+                peer: &mut self.peer,
+                session_id: &self.session_id,
+                supported: self.caps.subagents,
+                turn: self.prompts,
+                lib_path: lib,
+                delay: self.opts.delay,
+            }
+            .run()?
+        } else if text.trim_start().starts_with("/elicit-url") {
+            self.elicit(true)?
+        } else if text.trim_start().starts_with("/elicit") {
+            self.elicit(false)?
+        } else if self.opts.calls > 0 {
+            self.load()?
+        } else {
+            self.story()?
+        };
+        Ok(stop)
     }
 }
 
