@@ -8,7 +8,6 @@
 //! - Every permission responder is answered exactly once: by the driver, or `cancelled` when
 //!   the connection shuts down with it still open.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -17,120 +16,24 @@ use agent_client_protocol::v1::schema::{
     ListSessionsRequest, PromptRequest, ResourceLink, SessionConfigOptionValue, SessionId,
     SetSessionConfigOptionRequest, SetSessionModeRequest, TextContent, TextResourceContents,
 };
-use agent_client_protocol::{Dispatch, Handled, Responder, UntypedMessage, V1};
+use agent_client_protocol::{Dispatch, Handled, UntypedMessage, V1};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use trellis_core::permission::Outcome;
-use trellis_core::update::Action;
 
-use crate::login::Login;
+use crate::inputs::Input;
+use crate::lock;
 use crate::recorder::{LogSink, Recorder};
+use crate::responders::Responders;
 use crate::roots::Roots;
 use crate::services::{Services, route};
+use crate::setup::Conn;
+pub use crate::spec::{AgentSpec, Caps, DEFAULT_SETUP_TIMEOUT_S, Embedded};
 use crate::terminal::Terminals;
 
 /// The running `session/prompt` request.
-/// The connection to the agent, as the SDK hands it to Trellis.
-pub(crate) type Conn = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>;
-
 type TurnFuture =
     std::pin::Pin<Box<dyn Future<Output = Result<(), agent_client_protocol::Error>> + Send>>;
-
-/// Client capabilities to advertise.
-#[derive(Debug, Clone, Copy)]
-pub struct Caps {
-    pub read_text_file: bool,
-    pub write_text_file: bool,
-    pub terminal: bool,
-    /// The front end can run an agent's login in the user's terminal (`authMethods` of
-    /// type `terminal`): the UI can, a headless run cannot (it says what to run).
-    pub terminal_login: bool,
-    /// Elicitation forms are answered: by the user in the UI, from `--answers` (or
-    /// declined) in a headless run.
-    pub elicitation_form: bool,
-    /// Elicitation links are shown and opened: only where someone can visit them (the UI).
-    pub elicitation_url: bool,
-}
-
-impl Default for Caps {
-    fn default() -> Self {
-        Caps {
-            read_text_file: true,
-            write_text_file: true,
-            terminal: true,
-            terminal_login: false,
-            elicitation_form: true,
-            elicitation_url: false,
-        }
-    }
-}
-
-/// How to start and talk to one agent.
-#[derive(Debug, Clone)]
-pub struct AgentSpec {
-    pub command: String,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub caps: Caps,
-    /// Method to use if the agent requires authentication (default: its first).
-    pub auth_method: Option<String>,
-    /// Session working directory (absolute).
-    pub cwd: PathBuf,
-    /// Directories besides `cwd` the agent may read and write.
-    pub extra_roots: Vec<PathBuf>,
-    /// `additionalDirectories` for agents that advertise them (also in `extra_roots`).
-    pub additional_directories: Vec<PathBuf>,
-    /// `systemPrompt` (text, and `true` to override the agent's own) for agents that
-    /// advertise it.
-    pub system_prompt: Option<(String, bool)>,
-    /// Resume this ACP session with `session/load` (when the agent advertises it).
-    pub load_session: Option<String>,
-    /// Keep each frame's verbatim line with its message (an extension asked for ACP
-    /// payloads).
-    pub keep_lines: bool,
-    /// How long the agent has to answer `initialize` and set up its session.
-    pub setup_timeout: std::time::Duration,
-    /// Bytes of terminal output kept when the agent asks for no limit.
-    pub terminal_output_limit: usize,
-    /// MCP servers to offer the agent (those its capabilities allow).
-    pub mcp_servers: Vec<crate::mcp::McpServerSpec>,
-}
-
-/// Default of [`AgentSpec::setup_timeout`], in seconds: generous, since the first `npx`
-/// run of an agent downloads it.
-pub const DEFAULT_SETUP_TIMEOUT_S: f64 = 300.0;
-
-/// From the connection to the driver. Actions are the hot path and stay unboxed (a box
-/// per frame would cost an allocation per update); the other variants are rare.
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
-pub enum Input {
-    /// A reducer action (frames and client records, in log order).
-    Action(Action),
-    /// A line of the agent's stderr.
-    Stderr(String),
-    /// Something went wrong on our side that the user should see.
-    Warning(String),
-    /// What became of the MCP servers offered at setup.
-    Mcp(Vec<crate::mcp::McpOffer>),
-    /// The agent wants the user to log in by running it in the terminal: the front end
-    /// runs the login and answers [`Command::LoginDone`]; setup waits (its timeout too).
-    Login(Login),
-    /// The session is set up; prompts may be sent.
-    Ready,
-    /// The connection is over; `error` says why if it was not a clean shutdown.
-    Closed { error: Option<String> },
-}
-
-/// A text document sent with a prompt (e.g. an earlier session carried into a resumed
-/// one): an embedded resource when the agent takes them (`embeddedContext`), else a
-/// text block of its own.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Embedded {
-    pub uri: String,
-    pub mime: String,
-    pub text: String,
-}
 
 /// From the driver to the connection.
 #[derive(Debug)]
@@ -170,65 +73,12 @@ pub enum Command {
     Shutdown,
 }
 
-/// Permission and elicitation responders waiting for the driver's answer (or answers waiting for their
-/// responder: the tap sees a request before its handler runs).
-#[derive(Default)]
-pub(crate) struct Responders {
-    /// Requests waiting for the driver's answer, by canonical id.
-    pub(crate) waiting: HashMap<String, (Parked, Responder<Value, V1>)>,
-    /// Answers that came before their request was parked.
-    pub(crate) answers: HashMap<String, Value>,
-}
-
-/// What kind of request waits for an answer: it says how the request is closed when
-/// nobody is left to answer it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Parked {
-    Permission,
-    Elicitation,
-}
-
-impl Parked {
-    /// The answer when the connection closes with the request open.
-    fn closed(self) -> Value {
-        match self {
-            Parked::Permission => json!({"outcome": {"outcome": "cancelled"}}),
-            Parked::Elicitation => json!({"action": "cancel"}),
-        }
-    }
-
-    /// The record of who closed it.
-    fn decided(
-        self,
-        request_id: String,
-        decider: trellis_core::Decider,
-    ) -> trellis_core::LocalRecord {
-        match self {
-            Parked::Permission => trellis_core::LocalRecord::PermissionDecided {
-                request_id,
-                decider,
-            },
-            Parked::Elicitation => trellis_core::LocalRecord::ElicitationDecided {
-                request_id,
-                decider,
-            },
-        }
-    }
-}
-
 /// The driver's handle on a running connection.
 #[derive(Clone)]
 pub struct Handle {
     cmd: UnboundedSender<Command>,
     responders: Arc<Mutex<Responders>>,
     recorder: Recorder,
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
 }
 
 fn outcome_json(outcome: &Outcome) -> Value {
@@ -321,10 +171,6 @@ impl Handle {
             }
         }
     }
-}
-
-pub(crate) fn id_key(responder: &Responder<Value, V1>) -> String {
-    serde_json::to_string(responder.raw_id()).unwrap_or_default()
 }
 
 /// Starts the agent and the connection on the current tokio runtime.

@@ -17,7 +17,31 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::mpsc::error::TryRecvError;
 
-use crate::client::Input;
+use trellis_core::update::Action;
+
+use crate::login::Login;
+
+/// From the connection to the driver. Actions are the hot path and stay unboxed (a box
+/// per frame would cost an allocation per update); the other variants are rare.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum Input {
+    /// A reducer action (frames and client records, in log order).
+    Action(Action),
+    /// A line of the agent's stderr.
+    Stderr(String),
+    /// Something went wrong on our side that the user should see.
+    Warning(String),
+    /// What became of the MCP servers offered at setup.
+    Mcp(Vec<crate::mcp::McpOffer>),
+    /// The agent wants the user to log in by running it in the terminal: the front end
+    /// runs the login and answers [`crate::client::Command::LoginDone`]; setup waits (its timeout too).
+    Login(Login),
+    /// The session is set up; prompts may be sent.
+    Ready,
+    /// The connection is over; `error` says why if it was not a clean shutdown.
+    Closed { error: Option<String> },
+}
 
 /// Actions queued above which the agent's reader waits.
 pub const HIGH: usize = 2048;
@@ -68,7 +92,7 @@ impl Backlog {
     }
 }
 
-/// What the connection reports, in order (see [`crate::client::Input`]).
+/// What the connection reports, in order (see [`Input`]).
 pub struct Inputs {
     rx: UnboundedReceiver<Input>,
     backlog: Arc<Backlog>,

@@ -11,15 +11,27 @@ pub mod lines;
 pub mod login;
 pub mod mcp;
 pub mod recorder;
+mod responders;
 pub mod roots;
 mod services;
 mod setup;
+pub mod spec;
 pub mod terminal;
 pub mod transport;
 
-pub use client::{AgentSpec, Caps, Command, Embedded, Handle, Input, start, start_at};
+pub use client::{Command, Handle, start, start_at};
+pub use inputs::Input;
 pub use inputs::Inputs;
 pub use login::Login;
 pub use mcp::{McpOffer, McpServerSpec, McpTransport};
 pub use recorder::{LogSink, Origin, Recorder};
 pub use roots::Roots;
+pub use spec::{AgentSpec, Caps, Embedded};
+
+/// A mutex's guard, also after a panic elsewhere poisoned it (what it guards stays usable).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}

@@ -5,6 +5,10 @@
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
+/// Longest line accepted from the agent's stdout (a longer one is logged as an invalid
+/// line with its head and length, and dropped).
+pub const MAX_LINE: usize = 64 << 20;
+
 /// One line read by [`read_line`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LineRead {

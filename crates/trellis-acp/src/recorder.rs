@@ -21,7 +21,7 @@ use trellis_core::session::LocalRecord;
 use trellis_core::update::Action;
 use trellis_core::wire::{Dir, Message};
 
-use crate::client::Input;
+use crate::inputs::Input;
 
 /// Where log lines go (the session log file in the app, memory in tests).
 pub trait LogSink: Send {
@@ -259,7 +259,7 @@ impl Recorder {
                 len,
                 error: format!(
                     "a line of {len} bytes is longer than the {} MiB limit; it was dropped",
-                    crate::transport::MAX_LINE >> 20
+                    crate::lines::MAX_LINE >> 20
                 ),
             }));
             if more == More::No {

@@ -13,9 +13,11 @@ use agent_client_protocol::{Responder, UntypedMessage, V1};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::client::{Caps, Parked, Responders, id_key, lock};
+use crate::lock;
 use crate::recorder::Recorder;
+use crate::responders::{Parked, Responders, id_key};
 use crate::roots::Roots;
+use crate::spec::Caps;
 use crate::terminal::{Spawn, Terminals};
 
 /// What the handlers serve requests with.

@@ -17,8 +17,13 @@ use agent_client_protocol::v1::schema::{
 use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use crate::client::{AgentSpec, Caps, Conn, Input, lock};
+use crate::inputs::Input;
+use crate::lock;
 use crate::login::{Chosen, chosen_method};
+use crate::spec::{AgentSpec, Caps};
+
+/// The connection to the agent, as the SDK hands it to Trellis.
+pub(crate) type Conn = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>;
 
 /// What Trellis tells the agent it can do (`initialize`).
 fn client_capabilities(caps: &Caps) -> ClientCapabilities {

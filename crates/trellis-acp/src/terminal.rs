@@ -363,7 +363,7 @@ fn kill_group(pgid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::Input;
+    use crate::inputs::Input;
     use crate::recorder::NullSink;
 
     fn terminals() -> (Terminals, tokio::sync::mpsc::UnboundedReceiver<Input>) {

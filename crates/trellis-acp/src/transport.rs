@@ -27,9 +27,7 @@ use crate::recorder::{More, Recorder};
 
 /// Lines of stderr kept to explain a crash.
 const STDERR_TAIL: usize = 20;
-/// Longest line accepted from the agent's stdout (a longer one is logged as an invalid
-/// line with its head and length, and dropped).
-pub const MAX_LINE: usize = 64 << 20;
+pub use crate::lines::MAX_LINE;
 /// Longest stderr line kept; the rest of a longer one is counted.
 const MAX_STDERR_LINE: usize = 16 << 10;
 /// Stderr bytes logged line by line; beyond them only a tail is kept.

@@ -12,7 +12,6 @@ use trellis_core::{Choice, EventBody};
 use trellis_driver::{Driver, Note};
 
 use crate::output::{Output, safe};
-use crate::run::{Finished, answer_question};
 
 /// How long a turn's end waits for extensions holding `drive` to catch up.
 const SETTLE: Duration = Duration::from_secs(2);
@@ -327,4 +326,35 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             settings_failed: self.settings.failed,
         })
     }
+}
+
+pub(crate) struct Finished {
+    pub(crate) reason: Option<String>,
+    /// Calls that ended `failed`.
+    pub(crate) failed: usize,
+    /// Permission requests answered with anything but an allow.
+    pub(crate) refused: usize,
+    pub(crate) updates: u64,
+    pub(crate) output_bytes: usize,
+    /// A `--set` was unknown, invalid or refused: no prompt was sent.
+    pub(crate) settings_failed: bool,
+}
+
+/// Answers the agent's question `request_id`, if still open, from `--answers` (or declines
+/// it), saying what was sent.
+pub(crate) fn answer_question(
+    driver: &mut trellis_driver::Driver,
+    answers: &crate::answers::Answers,
+    request_id: &str,
+    notes: &mut Vec<Note>,
+) {
+    let open = driver
+        .session
+        .pending_elicitations()
+        .find(|e| e.request_id == request_id)
+        .cloned();
+    let Some(elicitation) = open else { return };
+    let (answer, said) = answers.answer(&elicitation);
+    eprintln!("trellis: {}", safe(&said));
+    driver.elicit(request_id.to_string(), answer, answers.decider(), notes);
 }

@@ -12,10 +12,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 use trellis_core::Session;
 use trellis_core::permission::Policy;
-use trellis_driver::{Connection, Driver, Note};
+use trellis_driver::{Connection, Driver};
 use trellis_store::{Config, LogWriter, Paths};
 
-use crate::output::{Format, Output, safe};
+use crate::headless::Finished;
+use crate::output::{Format, Output};
 use crate::setup::{FileSink, policy_from};
 
 pub const EXIT_USAGE: u8 = 2;
@@ -205,18 +206,6 @@ pub fn main(
 /// `--strict`: the turn ended, but not cleanly.
 pub const EXIT_STRICT: u8 = 9;
 
-pub(crate) struct Finished {
-    pub(crate) reason: Option<String>,
-    /// Calls that ended `failed`.
-    pub(crate) failed: usize,
-    /// Permission requests answered with anything but an allow.
-    pub(crate) refused: usize,
-    pub(crate) updates: u64,
-    pub(crate) output_bytes: usize,
-    /// A `--set` was unknown, invalid or refused: no prompt was sent.
-    pub(crate) settings_failed: bool,
-}
-
 #[allow(clippy::too_many_arguments)]
 async fn drive(
     format: Format,
@@ -300,23 +289,4 @@ async fn drive(
         prompts,
     );
     run.run(signals).await
-}
-
-/// Answers the agent's question `request_id`, if still open, from `--answers` (or declines
-/// it), saying what was sent.
-pub(crate) fn answer_question(
-    driver: &mut trellis_driver::Driver,
-    answers: &crate::answers::Answers,
-    request_id: &str,
-    notes: &mut Vec<Note>,
-) {
-    let open = driver
-        .session
-        .pending_elicitations()
-        .find(|e| e.request_id == request_id)
-        .cloned();
-    let Some(elicitation) = open else { return };
-    let (answer, said) = answers.answer(&elicitation);
-    eprintln!("trellis: {}", safe(&said));
-    driver.elicit(request_id.to_string(), answer, answers.decider(), notes);
 }

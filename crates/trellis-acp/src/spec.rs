@@ -1,0 +1,79 @@
+//! What a connection is started with: the agent's command line and environment, the
+//! session's directories and options, what Trellis advertises, and documents sent with a
+//! prompt.
+
+use std::path::PathBuf;
+
+/// Client capabilities to advertise.
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    pub read_text_file: bool,
+    pub write_text_file: bool,
+    pub terminal: bool,
+    /// The front end can run an agent's login in the user's terminal (`authMethods` of
+    /// type `terminal`): the UI can, a headless run cannot (it says what to run).
+    pub terminal_login: bool,
+    /// Elicitation forms are answered: by the user in the UI, from `--answers` (or
+    /// declined) in a headless run.
+    pub elicitation_form: bool,
+    /// Elicitation links are shown and opened: only where someone can visit them (the UI).
+    pub elicitation_url: bool,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps {
+            read_text_file: true,
+            write_text_file: true,
+            terminal: true,
+            terminal_login: false,
+            elicitation_form: true,
+            elicitation_url: false,
+        }
+    }
+}
+
+/// How to start and talk to one agent.
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub caps: Caps,
+    /// Method to use if the agent requires authentication (default: its first).
+    pub auth_method: Option<String>,
+    /// Session working directory (absolute).
+    pub cwd: PathBuf,
+    /// Directories besides `cwd` the agent may read and write.
+    pub extra_roots: Vec<PathBuf>,
+    /// `additionalDirectories` for agents that advertise them (also in `extra_roots`).
+    pub additional_directories: Vec<PathBuf>,
+    /// `systemPrompt` (text, and `true` to override the agent's own) for agents that
+    /// advertise it.
+    pub system_prompt: Option<(String, bool)>,
+    /// Resume this ACP session with `session/load` (when the agent advertises it).
+    pub load_session: Option<String>,
+    /// Keep each frame's verbatim line with its message (an extension asked for ACP
+    /// payloads).
+    pub keep_lines: bool,
+    /// How long the agent has to answer `initialize` and set up its session.
+    pub setup_timeout: std::time::Duration,
+    /// Bytes of terminal output kept when the agent asks for no limit.
+    pub terminal_output_limit: usize,
+    /// MCP servers to offer the agent (those its capabilities allow).
+    pub mcp_servers: Vec<crate::mcp::McpServerSpec>,
+}
+
+/// Default of [`AgentSpec::setup_timeout`], in seconds: generous, since the first `npx`
+/// run of an agent downloads it.
+pub const DEFAULT_SETUP_TIMEOUT_S: f64 = 300.0;
+
+/// A text document sent with a prompt (e.g. an earlier session carried into a resumed
+/// one): an embedded resource when the agent takes them (`embeddedContext`), else a
+/// text block of its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedded {
+    pub uri: String,
+    pub mime: String,
+    pub text: String,
+}
