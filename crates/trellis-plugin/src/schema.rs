@@ -161,6 +161,13 @@ fn host_to_plugin(g: &mut SchemaGenerator, event: Schema) -> Vec<Method> {
 
 /// What the plugin asks of the host: host functions, answers, contributions pushed.
 fn plugin_to_host(g: &mut SchemaGenerator) -> Vec<Method> {
+    let mut methods = host_functions(g);
+    methods.extend(answers_and_contributions(g));
+    methods
+}
+
+/// The host functions: the session, its calls and their state, paths, notices, options.
+fn host_functions(g: &mut SchemaGenerator) -> Vec<Method> {
     let p2h = "plugin → host";
     vec![
         Method {
@@ -240,6 +247,13 @@ fn plugin_to_host(g: &mut SchemaGenerator) -> Vec<Method> {
             params: empty(),
             result: Some(null()),
         },
+    ]
+}
+
+/// Answers to offers, the store, what the plugin shows, and driving the session.
+fn answers_and_contributions(g: &mut SchemaGenerator) -> Vec<Method> {
+    let p2h = "plugin → host";
+    vec![
         Method {
             name: "permission/respond",
             direction: p2h,
