@@ -363,7 +363,8 @@ fn restore() {
 pub type Restart = Box<dyn FnMut(trellis_acp::Origin) -> Result<Connection, String> + Send>;
 
 /// Runs the UI until the user quits (or a signal asks it to), then closes the session.
-pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<()> {
+/// Returns what closing the session had to tell the user (to print after the UI).
+pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<Vec<String>> {
     let mut terminal = ratatui::init();
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -380,6 +381,7 @@ pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<
     let mut signals = trellis_os::signals::Signals::new(true)?;
     let result = run_loop(&mut terminal, &mut app, &mut restart, &mut signals).await;
     restore();
+    let mut said = Vec::new();
     if app.driver.connection().is_some() {
         let reason = app
             .stop_reason
@@ -387,6 +389,12 @@ pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<
             .unwrap_or_else(|| "user quit".into());
         let mut notes = Vec::new();
         app.driver.close(&reason, &mut notes).await;
+        // What closing had to say (the session missing from the history, say) goes to
+        // the caller, to print once the screen is the terminal's again.
+        said.extend(notes.into_iter().filter_map(|n| match n {
+            trellis_driver::Note::Message(text) => Some(text),
+            _ => None,
+        }));
     }
     // Resuming another session from the picker: this one is closed (its extensions
     // and plugins stopped as the app goes), then Trellis starts again in its place.
@@ -396,7 +404,7 @@ pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<
         let exe = std::env::current_exe()?;
         return Err(std::process::Command::new(exe).args(args).exec());
     }
-    result
+    result.map(|()| said)
 }
 
 async fn run_loop(

@@ -163,7 +163,7 @@ pub fn main(
     });
     let plugin_registry = Paths::from_env()
         .map(|p| trellis_plugin::registry::Registry::new(p.data_dir, Some(PathBuf::from(&cwd))));
-    rt.block_on(async move {
+    let said = rt.block_on(async move {
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
         crate::setup::record_header(&handle, (&name, &command), &cwd, continues.as_deref());
         let (session, carry) = match resume {
@@ -201,6 +201,9 @@ pub fn main(
             .await
             .map_err(anyhow::Error::from)
     })?;
+    for text in said {
+        eprintln!("trellis: {}", crate::output::safe(&text));
+    }
     eprintln!("trellis: session log: {}", log_path.display());
     Ok(ExitCode::SUCCESS)
 }
@@ -260,7 +263,9 @@ pub fn replay(
     } else if let Some(e) = &rebuilt.spill_error {
         app.message = Some(format!("every call stays in memory (no spill file: {e})"));
     }
-    runtime()?.block_on(trellis_tui::run(app, None))?;
+    for text in runtime()?.block_on(trellis_tui::run(app, None))? {
+        eprintln!("trellis: {}", crate::output::safe(&text));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

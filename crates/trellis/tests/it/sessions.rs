@@ -823,3 +823,41 @@ fn listings_say_where_sessions_ran_and_tell_alike_titles_apart() {
         [a.display().to_string(), elsewhere.display().to_string()]
     );
 }
+
+#[test]
+fn a_session_the_index_cannot_take_says_so_and_is_found_again() {
+    let home = Home::new();
+    let cwd = home.project("work");
+    // The index cannot be opened: its lock file's name is taken by a directory.
+    std::fs::create_dir_all(home.index().with_extension("sqlite.lock")).unwrap();
+    let log = home.path().join("elsewhere/run.jsonl");
+    let o = home.trellis(
+        &[
+            "run",
+            "--format",
+            "jsonl",
+            "--permission",
+            "allow-once",
+            "--prompt",
+            "index me",
+            "--cwd",
+            cwd.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+        ],
+        &cwd,
+    );
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("this session may be missing from the session history")
+            && err.contains(&format!("trellis sessions add {}", log.display())),
+        "{err}"
+    );
+    // Once the index can be opened, the history finds the log through its record.
+    std::fs::remove_dir(home.index().with_extension("sqlite.lock")).unwrap();
+    assert_eq!(
+        home.listed_cwds(&["--all"], &cwd),
+        [cwd.display().to_string()]
+    );
+}
