@@ -201,11 +201,16 @@ pub fn main(
             .await
             .map_err(anyhow::Error::from)
     })?;
+    print_said(said);
+    eprintln!("trellis: session log: {}", log_path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What closing the session had to say, once the terminal is the user's again.
+fn print_said(said: Vec<String>) {
     for text in said {
         eprintln!("trellis: {}", crate::output::safe(&text));
     }
-    eprintln!("trellis: session log: {}", log_path.display());
-    Ok(ExitCode::SUCCESS)
 }
 
 /// A recorded session (Trellis log or fixture) in the UI, without an agent.
@@ -263,9 +268,7 @@ pub fn replay(
     } else if let Some(e) = &rebuilt.spill_error {
         app.message = Some(format!("every call stays in memory (no spill file: {e})"));
     }
-    for text in runtime()?.block_on(trellis_tui::run(app, None))? {
-        eprintln!("trellis: {}", crate::output::safe(&text));
-    }
+    print_said(runtime()?.block_on(trellis_tui::run(app, None))?);
     Ok(ExitCode::SUCCESS)
 }
 
