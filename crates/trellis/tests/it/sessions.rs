@@ -59,20 +59,28 @@ impl Home {
 
     /// A headless demo session in `cwd`.
     fn demo(&self, cwd: &Path, prompt: &str) {
-        self.ok(
-            &[
-                "run",
-                "--format",
-                "jsonl",
-                "--permission",
-                "allow-once",
-                "--prompt",
-                prompt,
-                "--cwd",
-                cwd.to_str().unwrap(),
-            ],
-            cwd,
-        );
+        let o = self.demo_run(cwd, cwd, prompt, None);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    /// A headless demo run started from `from`, its session in `cwd`, its log at `log`
+    /// (default: the sessions directory).
+    fn demo_run(&self, from: &Path, cwd: &Path, prompt: &str, log: Option<&Path>) -> Output {
+        let mut args = vec![
+            "run",
+            "--format",
+            "jsonl",
+            "--permission",
+            "allow-once",
+            "--prompt",
+            prompt,
+            "--cwd",
+            cwd.to_str().unwrap(),
+        ];
+        if let Some(log) = log {
+            args.extend(["--log", log.to_str().unwrap()]);
+        }
+        self.trellis(&args, from)
     }
 
     /// A demo session ("the first prompt") in `cwd`: its row in `sessions list`.
@@ -194,20 +202,8 @@ fn sessions_are_listed_searched_shown_and_removed() {
     // A session logged elsewhere (`--log FILE`) is indexed by the session itself, as it
     // runs: `sessions` commands only scan the sessions directory.
     let elsewhere = home.path().join("elsewhere/kept.jsonl");
-    home.ok(
-        &[
-            "run",
-            "--permission",
-            "allow-once",
-            "--prompt",
-            "logged elsewhere",
-            "--cwd",
-            a.to_str().unwrap(),
-            "--log",
-            elsewhere.to_str().unwrap(),
-        ],
-        &a,
-    );
+    let o = home.demo_run(&a, &a, "logged elsewhere", Some(&elsewhere));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let found = home.json(
         &[
             "sessions",
@@ -769,20 +765,8 @@ fn listings_say_where_sessions_ran_and_tell_alike_titles_apart() {
     // A run started from alpha in another directory (the demo's scratch workspace does
     // the same): listed for alpha too.
     let elsewhere = home.project("scratch");
-    home.ok(
-        &[
-            "run",
-            "--format",
-            "jsonl",
-            "--permission",
-            "allow-once",
-            "--prompt",
-            "started from alpha",
-            "--cwd",
-            elsewhere.to_str().unwrap(),
-        ],
-        &a,
-    );
+    let o = home.demo_run(&a, &elsewhere, "started from alpha", None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
         .args(["sessions", "list", "--all"])
         .current_dir(&a)
@@ -831,22 +815,7 @@ fn a_session_the_index_cannot_take_says_so_and_is_found_again() {
     // The index cannot be opened: its lock file's name is taken by a directory.
     std::fs::create_dir_all(home.index().with_extension("sqlite.lock")).unwrap();
     let log = home.path().join("elsewhere/run.jsonl");
-    let o = home.trellis(
-        &[
-            "run",
-            "--format",
-            "jsonl",
-            "--permission",
-            "allow-once",
-            "--prompt",
-            "index me",
-            "--cwd",
-            cwd.to_str().unwrap(),
-            "--log",
-            log.to_str().unwrap(),
-        ],
-        &cwd,
-    );
+    let o = home.demo_run(&cwd, &cwd, "index me", Some(&log));
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
