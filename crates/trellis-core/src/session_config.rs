@@ -26,24 +26,7 @@ pub struct ConfigOption {
     pub choices: Vec<ConfigChoice>,
 }
 
-/// A value of an option.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(untagged)]
-pub enum ConfigValue {
-    Id(String),
-    Bool(bool),
-}
-
-impl std::fmt::Display for ConfigValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ConfigValue::Id(s) => f.write_str(s),
-            ConfigValue::Bool(true) => f.write_str("on"),
-            ConfigValue::Bool(false) => f.write_str("off"),
-        }
-    }
-}
+pub use trellis_plugin_protocol::ConfigValue;
 
 /// One choice of a selector (or one legacy mode).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

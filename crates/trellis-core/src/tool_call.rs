@@ -10,67 +10,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
-/// What a tool does, as the agent declares it. Unknown strings fall back to `Other`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, PartialOrd, Ord)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum ToolKind {
-    Read,
-    Edit,
-    Delete,
-    Move,
-    Search,
-    Execute,
-    Think,
-    Fetch,
-    SwitchMode,
-    #[default]
-    Other,
-}
-
-impl ToolKind {
-    pub const ALL: [ToolKind; 10] = [
-        ToolKind::Read,
-        ToolKind::Edit,
-        ToolKind::Delete,
-        ToolKind::Move,
-        ToolKind::Search,
-        ToolKind::Execute,
-        ToolKind::Think,
-        ToolKind::Fetch,
-        ToolKind::SwitchMode,
-        ToolKind::Other,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolKind::Read => "read",
-            ToolKind::Edit => "edit",
-            ToolKind::Delete => "delete",
-            ToolKind::Move => "move",
-            ToolKind::Search => "search",
-            ToolKind::Execute => "execute",
-            ToolKind::Think => "think",
-            ToolKind::Fetch => "fetch",
-            ToolKind::SwitchMode => "switch_mode",
-            ToolKind::Other => "other",
-        }
-    }
-
-    pub fn parse(s: &str) -> ToolKind {
-        ToolKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .unwrap_or(ToolKind::Other)
-    }
-}
-
-impl<'de> Deserialize<'de> for ToolKind {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        Ok(ToolKind::parse(&s))
-    }
-}
+pub use trellis_plugin_protocol::ToolKind;
 
 /// Lifecycle of a call. `Cancelled` and `Unfinished` are client-side marks for calls still
 /// open when a turn ends (cancelled turn, or a turn that ended without closing them).

@@ -30,71 +30,41 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
 
-use serde::Deserialize;
+use serde::Serialize;
 pub use serde_json::{Value, json};
-pub use trellis_core::ext::{
-    CardLines, CommandDecl, DesignDecl, DriveAction, KeyDecl, Registration, Rewrite, SectionBody,
-    SectionDecl, SectionPatch, SectionRow, SettingsRow, StatusDecl, StyledLine, StyledSpan, Tone,
-    ToolMatch, TransformDecl,
+pub use trellis_plugin_protocol::wire::{self, CallFacts, method};
+use trellis_plugin_protocol::wire::{
+    CallId, CardRequest, IdParam, Incoming, InitializeResult, KeyParam, OfferResult, PatchSection,
+    PathParam, PutCallState, ReportParams, RespondParams, SetSection, SetSettings, SetStatusItem,
+    SetTransform, StorePut, TextParam, TransformRequest, TransformResult,
 };
-pub use trellis_core::permission::PermissionOption;
+pub use trellis_plugin_protocol::{
+    CardLines, CommandDecl, DesignDecl, DriveAction, KeyDecl, PermissionOption, Registration,
+    Rewrite, SectionBody, SectionDecl, SectionPatch, SectionRow, SettingsRow, StatusDecl,
+    StyledLine, StyledSpan, Tone, ToolMatch, TransformDecl,
+};
 
 /// The protocol version this crate speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
 /// Error code of a host function that needs a capability the user did not grant.
-pub const NOT_GRANTED: i64 = -32001;
+pub const NOT_GRANTED: i64 = wire::code::NOT_GRANTED;
 
-/// What Trellis says when it starts the plugin.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Init {
-    /// The plugin's name (it namespaces its store and call state).
-    pub name: String,
-    /// Capabilities the user granted.
-    #[serde(default)]
-    pub granted: Vec<String>,
-    /// `[extensions.NAME.options]` from the user's config.
-    #[serde(default)]
-    pub options: Value,
-    /// How often the process was restarted after a crash in this session.
-    #[serde(default)]
-    pub restarts: u32,
-}
+/// What Trellis says when it starts the plugin: `name` (it namespaces the plugin's store
+/// and call state), the capabilities `granted`, `[extensions.NAME.options]` as `options`,
+/// and how often the process was `restarts`ed after a crash in this session.
+pub type Init = wire::InitializeParams;
 
-/// A permission request offered to the plugin.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Offer {
-    pub request_id: String,
-    #[serde(default)]
-    pub session: Option<String>,
-    /// The call, as in events.
-    pub call: Value,
-    /// What Trellis derived from the call: title, command, paths, duration, exit_code.
-    pub facts: Value,
-    pub options: Vec<PermissionOption>,
-    pub deadline_ms: u64,
-}
+/// A permission request offered to the plugin (`call` as in events, `facts` what Trellis
+/// derived from it).
+pub type Offer = wire::PermissionOffer;
 
-/// A question of the agent's (`elicitation/create`) offered to the plugin.
-#[derive(Debug, Clone, Deserialize)]
-pub struct QuestionOffer {
-    #[serde(default)]
-    pub session: Option<String>,
-    /// The question, as the `elicitation_requested` event gives it: `request_id`,
-    /// `message`, `mode` (`form` with its typed `fields`, or `url`).
-    pub question: Value,
-    pub deadline_ms: u64,
-}
-
-impl QuestionOffer {
-    /// The id to answer with [`Host::respond_question`].
-    pub fn request_id(&self) -> &str {
-        self.question["request_id"].as_str().unwrap_or_default()
-    }
-}
+/// A question of the agent's (`elicitation/create`) offered to the plugin; answer it by
+/// [`QuestionOffer::request_id`].
+pub type QuestionOffer = wire::QuestionOffer;
 
 /// Something the user did to one of the plugin's contributions (the host's own type: a
 /// new kind of action may come, so a `match` needs a `_` arm).
-pub use trellis_core::ext::UiAction as Action;
+pub use trellis_plugin_protocol::UiAction as Action;
 
 /// A host function failed.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,7 +114,7 @@ pub trait Plugin {
         &mut self,
         _design: &str,
         _call: &Value,
-        _facts: &Value,
+        _facts: &CallFacts,
         _width: u16,
         _host: &mut Host,
     ) -> Result<CardLines, String> {
@@ -170,7 +140,7 @@ pub struct Host {
     output: Box<dyn Write>,
     next_id: u64,
     /// Messages that arrived while waiting for an answer: handled next.
-    pending: VecDeque<Value>,
+    pending: VecDeque<Incoming>,
 }
 
 impl Host {
@@ -183,76 +153,74 @@ impl Host {
         }
     }
 
-    fn send(&mut self, mut msg: Value) -> std::io::Result<()> {
-        msg["jsonrpc"] = json!("2.0");
-        let mut line = serde_json::to_vec(&msg)?;
-        line.push(b'\n');
-        self.output.write_all(&line)?;
+    fn send(&mut self, line: &[u8]) -> std::io::Result<()> {
+        self.output.write_all(line)?;
         self.output.flush()
     }
 
-    fn read(&mut self) -> std::io::Result<Option<Value>> {
-        let mut line = String::new();
+    /// The next message from Trellis (`None` when it closed the connection).
+    fn read(&mut self) -> std::io::Result<Option<Incoming>> {
+        let mut line = Vec::new();
         loop {
             line.clear();
-            if self.input.read_line(&mut line)? == 0 {
+            if self.input.read_until(b'\n', &mut line)? == 0 {
                 return Ok(None);
             }
-            if !line.trim().is_empty() {
-                return serde_json::from_str(&line)
+            if !line.trim_ascii().is_empty() {
+                return wire::parse_line(&line)
                     .map(Some)
                     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e));
             }
         }
     }
 
-    /// Calls any host function by its protocol name.
-    pub fn call(&mut self, method: &str, params: Value) -> Result<Value, HostError> {
+    /// Calls any host function by its protocol name ([`method`]).
+    pub fn call(&mut self, method: &str, params: impl Serialize) -> Result<Value, HostError> {
         let id = self.next_id;
         self.next_id += 1;
         let io = |e: std::io::Error| HostError {
             code: 0,
             message: e.to_string(),
         };
-        self.send(json!({"id": id, "method": method, "params": params}))
-            .map_err(io)?;
+        self.send(&wire::request(id, method, &params)).map_err(io)?;
         loop {
-            let Some(msg) = self.read().map_err(io)? else {
-                return Err(HostError {
-                    code: 0,
-                    message: "Trellis closed the connection".into(),
-                });
-            };
-            if msg.get("method").is_none() && msg.get("id") == Some(&json!(id)) {
-                if let Some(e) = msg.get("error") {
+            match self.read().map_err(io)? {
+                None => {
                     return Err(HostError {
-                        code: e["code"].as_i64().unwrap_or(0),
-                        message: e["message"].as_str().unwrap_or_default().to_string(),
+                        code: 0,
+                        message: "Trellis closed the connection".into(),
                     });
                 }
-                return Ok(msg.get("result").cloned().unwrap_or(Value::Null));
+                Some(Incoming::Response { id: got, result }) if got == id => {
+                    return result.map_err(|e| HostError {
+                        code: e.code,
+                        message: e.message,
+                    });
+                }
+                // A stale answer is dropped; a call from Trellis is handled after this one.
+                Some(Incoming::Response { .. }) => {}
+                Some(call) => self.pending.push_back(call),
             }
-            self.pending.push_back(msg);
         }
     }
 
-    fn unit(&mut self, method: &str, params: Value) -> Result<(), HostError> {
+    fn unit(&mut self, method: &str, params: impl Serialize) -> Result<(), HostError> {
         self.call(method, params).map(|_| ())
     }
 
     pub fn session(&mut self) -> Result<Value, HostError> {
-        self.call("host/session", json!({}))
+        self.call(method::HOST_SESSION, json!({}))
     }
     pub fn calls(&mut self) -> Result<Vec<Value>, HostError> {
-        let v = self.call("host/calls", json!({}))?;
+        let v = self.call(method::HOST_CALLS, json!({}))?;
         Ok(v.as_array().cloned().unwrap_or_default())
     }
     pub fn get_call(&mut self, call_id: &str) -> Result<Option<Value>, HostError> {
-        let v = self.call("host/call", json!({"call_id": call_id}))?;
+        let v = self.call(method::HOST_CALL, call_id_param(call_id))?;
         Ok((!v.is_null()).then_some(v))
     }
     pub fn call_state(&mut self, call_id: &str) -> Result<Value, HostError> {
-        self.call("host/call_state", json!({"call_id": call_id}))
+        self.call(method::HOST_CALL_STATE, call_id_param(call_id))
     }
     pub fn put_call_state(
         &mut self,
@@ -260,58 +228,86 @@ impl Host {
         value: Value,
         merge: bool,
     ) -> Result<(), HostError> {
-        self.unit(
-            "host/put_call_state",
-            json!({"call_id": call_id, "value": value, "merge": merge}),
-        )
+        let p = PutCallState {
+            call_id: call_id.into(),
+            value,
+            merge,
+        };
+        self.unit(method::HOST_PUT_CALL_STATE, p)
     }
     pub fn resolve_path(&mut self, path: &str) -> Result<String, HostError> {
-        let v = self.call("host/resolve_path", json!({"path": path}))?;
+        let p = PathParam { path: path.into() };
+        let v = self.call(method::HOST_RESOLVE_PATH, p)?;
         Ok(v.as_str().unwrap_or(path).to_string())
     }
     pub fn options(&mut self) -> Result<Value, HostError> {
-        self.call("host/options", json!({}))
+        self.call(method::HOST_OPTIONS, json!({}))
     }
     pub fn report(&mut self, what: &str, message: &str) -> Result<(), HostError> {
-        self.unit("host/report", json!({"what": what, "message": message}))
+        let p = ReportParams {
+            what: what.into(),
+            message: message.into(),
+        };
+        self.unit(method::HOST_REPORT, p)
     }
     pub fn notify(&mut self, text: &str) -> Result<(), HostError> {
-        self.unit("host/notify", json!({"text": text}))
+        self.unit(method::HOST_NOTIFY, TextParam { text: text.into() })
     }
     pub fn open_inspector(&mut self, call_id: &str) -> Result<(), HostError> {
-        self.unit("host/open_inspector", json!({"call_id": call_id}))
+        self.unit(method::HOST_OPEN_INSPECTOR, call_id_param(call_id))
     }
     pub fn section_shown(&mut self, id: &str) -> Result<bool, HostError> {
-        Ok(self.call("ui/section_shown", json!({"id": id}))?.as_bool() == Some(true))
+        let v = self.call(method::UI_SECTION_SHOWN, IdParam { id: id.into() })?;
+        Ok(v.as_bool() == Some(true))
     }
     pub fn set_section(&mut self, id: &str, body: &SectionBody) -> Result<(), HostError> {
-        self.unit("ui/set_section", json!({"id": id, "body": body}))
+        let p = SetSection {
+            id: id.into(),
+            body: body.clone(),
+        };
+        self.unit(method::UI_SET_SECTION, p)
     }
     pub fn patch_section(&mut self, id: &str, patch: &[SectionPatch]) -> Result<(), HostError> {
-        self.unit("ui/patch_section", json!({"id": id, "patch": patch}))
+        let p = PatchSection {
+            id: id.into(),
+            patch: patch.to_vec(),
+        };
+        self.unit(method::UI_PATCH_SECTION, p)
     }
     pub fn set_status_item(
         &mut self,
         id: &str,
         line: Option<&StyledLine>,
     ) -> Result<(), HostError> {
-        self.unit("ui/set_status_item", json!({"id": id, "line": line}))
+        let p = SetStatusItem {
+            id: id.into(),
+            line: line.cloned(),
+        };
+        self.unit(method::UI_SET_STATUS_ITEM, p)
     }
     pub fn set_settings(&mut self, rows: &[SettingsRow]) -> Result<(), HostError> {
-        self.unit("ui/set_settings", json!({"rows": rows}))
+        let p = SetSettings {
+            rows: rows.to_vec(),
+        };
+        self.unit(method::UI_SET_SETTINGS, p)
     }
     pub fn set_transform(&mut self, id: &str, rewrites: &[Rewrite]) -> Result<(), HostError> {
-        self.unit("ui/set_transform", json!({"id": id, "rewrites": rewrites}))
+        let p = SetTransform {
+            id: id.into(),
+            rewrites: rewrites.to_vec(),
+        };
+        self.unit(method::UI_SET_TRANSFORM, p)
     }
     pub fn respond_permission(
         &mut self,
         request_id: &str,
         option_id: &str,
     ) -> Result<(), HostError> {
-        self.unit(
-            "permission/respond",
-            json!({"request_id": request_id, "option_id": option_id}),
-        )
+        let p = RespondParams {
+            request_id: request_id.into(),
+            option_id: option_id.into(),
+        };
+        self.unit(method::PERMISSION_RESPOND, p)
     }
     /// Answers a claimed question: `action` is `accept` (with `content`, a form's values),
     /// `decline` or `cancel`.
@@ -321,28 +317,36 @@ impl Host {
         action: &str,
         content: Option<serde_json::Map<String, Value>>,
     ) -> Result<(), HostError> {
-        let mut p = json!({"request_id": request_id, "action": action});
-        if let Some(c) = content {
-            p["content"] = Value::Object(c);
-        }
-        self.unit("question/respond", p)
+        let p = wire::QuestionRespondParams {
+            request_id: request_id.into(),
+            action: action.into(),
+            content,
+        };
+        self.unit(method::QUESTION_RESPOND, p)
     }
     pub fn store_get(&mut self, key: &str) -> Result<Value, HostError> {
-        self.call("store/get", json!({"key": key}))
+        self.call(method::STORE_GET, KeyParam { key: key.into() })
     }
     pub fn store_put(&mut self, key: &str, value: Value) -> Result<(), HostError> {
-        self.unit("store/put", json!({"key": key, "value": value}))
+        let p = StorePut {
+            key: key.into(),
+            value: Some(value),
+        };
+        self.unit(method::STORE_PUT, p)
     }
     pub fn drive(&mut self, action: &DriveAction) -> Result<(), HostError> {
-        self.unit(
-            "session/drive",
-            serde_json::to_value(action).unwrap_or_default(),
-        )
+        self.unit(method::SESSION_DRIVE, action)
     }
 }
 
-fn params<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, String> {
-    serde_json::from_value(v.clone()).map_err(|e| e.to_string())
+fn call_id_param(call_id: &str) -> CallId {
+    CallId {
+        call_id: call_id.into(),
+    }
+}
+
+fn params<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, String> {
+    serde_json::from_value(v).map_err(|e| e.to_string())
 }
 
 /// Serves Trellis on stdin/stdout until it closes the connection.
@@ -369,72 +373,81 @@ pub fn run_on(
                 None => break,
             },
         };
-        let method = msg["method"].as_str().unwrap_or_default().to_string();
-        let id = msg.get("id").cloned();
-        let p = msg.get("params").cloned().unwrap_or(Value::Null);
-        let result: Result<Value, String> = match method.as_str() {
-            "initialize" => {
-                let versions: Vec<u32> = params(&p["versions"]).unwrap_or_default();
-                if !versions.contains(&PROTOCOL_VERSION) {
-                    Err("this plugin speaks trellis-plugin v1 only".into())
-                } else {
-                    params::<Init>(&p).map(|init| {
-                        let reg = plugin.registration(&init);
-                        json!({"version": PROTOCOL_VERSION, "registration": reg})
-                    })
-                }
-            }
-            "event" => plugin.on_event(&p, &mut host).map(|_| Value::Null),
-            "idle" => plugin.on_idle(&mut host).map(|_| Value::Null),
-            "action" => params::<Action>(&p)
-                .and_then(|a| plugin.on_action(&a, &mut host))
-                .map(|_| Value::Null),
-            "permission/offer" => params::<Offer>(&p)
-                .and_then(|o| plugin.on_permission(&o, &mut host))
-                .map(|claim| json!({"claim": claim})),
-            "question/offer" => params::<QuestionOffer>(&p)
-                .and_then(|o| plugin.on_question(&o, &mut host))
-                .map(|claim| json!({"claim": claim})),
-            "render/card" => plugin
-                .card(
-                    p["design"].as_str().unwrap_or_default(),
-                    &p["call"],
-                    &p["facts"],
-                    p["width"].as_u64().unwrap_or(80).min(u64::from(u16::MAX)) as u16,
-                    &mut host,
-                )
-                .and_then(|c| serde_json::to_value(c).map_err(|e| e.to_string())),
-            "render/transform" => plugin
-                .transform(
-                    p["id"].as_str().unwrap_or_default(),
-                    &p["call"],
-                    p["text"].as_str().unwrap_or_default(),
-                    &mut host,
-                )
-                .map(|t| json!({"text": t})),
-            "sync" => Ok(json!({})),
-            "shutdown" => {
-                plugin.on_shutdown();
-                break;
-            }
-            other => Err(format!("unknown method {other}")),
+        // An answer nobody waits for any more (its call failed on our side): dropped.
+        let Incoming::Call {
+            id,
+            method,
+            params: p,
+        } = msg
+        else {
+            continue;
         };
+        if method == method::SHUTDOWN {
+            plugin.on_shutdown();
+            break;
+        }
+        let result = serve(&mut plugin, &method, p, &mut host);
         // After `initialize` is answered: the plugin's own start.
-        let started = method == "initialize" && result.is_ok();
-        if let Some(id) = id {
-            match result {
-                Ok(r) => host.send(json!({"id": id, "result": r}))?,
-                Err(e) => {
-                    eprintln!("{method}: {e}");
-                    host.send(json!({"id": id, "error": {"code": -32000, "message": e}}))?
-                }
+        let started = method == method::INITIALIZE && result.is_ok();
+        match (id, result) {
+            (Some(id), Ok(r)) => host.send(&wire::response(&id, Ok(r)))?,
+            (Some(id), Err(e)) => {
+                eprintln!("{method}: {e}");
+                let e = wire::RpcError::new(-32000, e);
+                host.send(&wire::response(&id, Err(e)))?
             }
-        } else if let Err(e) = result {
-            eprintln!("{method}: {e}");
+            (None, Ok(_)) => {}
+            (None, Err(e)) => eprintln!("{method}: {e}"),
         }
         if started && let Err(e) = plugin.on_start(&mut host) {
             eprintln!("start: {e}");
         }
     }
     Ok(())
+}
+
+/// One call from Trellis, answered by the plugin.
+fn serve(plugin: &mut impl Plugin, name: &str, p: Value, host: &mut Host) -> Result<Value, String> {
+    match name {
+        method::INITIALIZE => {
+            let init: Init = params(p)?;
+            if !init.versions.contains(&PROTOCOL_VERSION) {
+                return Err("this plugin speaks trellis-plugin v1 only".into());
+            }
+            let registration = plugin.registration(&init);
+            json(&InitializeResult {
+                version: PROTOCOL_VERSION,
+                registration,
+            })
+        }
+        method::EVENT => plugin.on_event(&p, host).map(|_| Value::Null),
+        method::IDLE => plugin.on_idle(host).map(|_| Value::Null),
+        method::ACTION => plugin
+            .on_action(&params::<Action>(p)?, host)
+            .map(|_| Value::Null),
+        method::PERMISSION_OFFER => {
+            let claim = plugin.on_permission(&params::<Offer>(p)?, host)?;
+            json(&OfferResult { claim })
+        }
+        method::QUESTION_OFFER => {
+            let claim = plugin.on_question(&params::<QuestionOffer>(p)?, host)?;
+            json(&OfferResult { claim })
+        }
+        method::RENDER_CARD => {
+            let r: CardRequest = params(p)?;
+            let lines = plugin.card(&r.design, &r.call, &r.facts, r.width, host)?;
+            json(&lines)
+        }
+        method::RENDER_TRANSFORM => {
+            let r: TransformRequest = params(p)?;
+            let text = plugin.transform(&r.id, &r.call, &r.text, host)?;
+            json(&TransformResult { text })
+        }
+        method::SYNC => Ok(json!({})),
+        other => Err(format!("unknown method {other}")),
+    }
+}
+
+fn json(v: &impl Serialize) -> Result<Value, String> {
+    serde_json::to_value(v).map_err(|e| e.to_string())
 }

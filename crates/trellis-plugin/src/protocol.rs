@@ -1,104 +1,21 @@
-//! The `trellis-plugin` protocol, version 1: JSON-RPC 2.0, one object per line on the
-//! plugin's stdin (host → plugin) and stdout (plugin → host); stderr is the plugin's log.
-//! `docs/plugin-protocol.md` documents every message with an example.
-//!
-//! Host → plugin: `initialize` (request), `event`, `idle`, `action`, `shutdown`
-//! (notifications), `permission/offer`, `question/offer`, `render/card`, `render/transform`, `sync`
-//! (requests).
-//! Plugin → host: the host functions (`host/*`, `store/*`, `ui/*`, `permission/respond`, `question/respond`,
-//! `session/drive`), as requests (answered) or notifications (errors then go to
-//! `/status`).
-//!
-//! Compatibility rule: v1 is frozen. Fields may be added to what the host sends (plugins
-//! ignore what they do not know); nothing is removed or changes meaning. A plugin names
-//! the version it speaks in its answer to `initialize`; a host that speaks several
-//! versions talks to each plugin in the one it chose.
+//! The host's side of the `trellis-plugin` protocol: the wire contract itself is
+//! `trellis-plugin-protocol` (re-exported here); what is added here writes the host's
+//! requests from the session model without copying it (borrowed calls and questions) and
+//! turns the plugin's answers into the model's types. The tests check that what the host
+//! writes is what the contract's owned types (the SDK's) read.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use trellis_core::ext::{
-    CardLines, Registration, Rewrite, SectionBody, SectionPatch, SettingsRow, StyledLine,
-};
+use serde::Serialize;
+pub use trellis_plugin_protocol::wire::*;
 
-/// The protocol's name, sent in `initialize`.
-pub const PROTOCOL: &str = "trellis-plugin";
-/// Versions this host speaks, oldest first.
-pub const VERSIONS: &[u32] = &[1];
-
-/// JSON-RPC error codes of the protocol (beside the standard -32700…-32603).
-pub mod code {
-    pub const PARSE: i64 = -32700;
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-    /// A host function needs a capability the user did not grant (`data.capability`).
-    pub const NOT_GRANTED: i64 = -32001;
-    /// The host refused the call's arguments (an undeclared id, a bad pattern…).
-    pub const INVALID: i64 = -32002;
-    /// The plugin's store could not be written.
-    pub const STORE: i64 = -32003;
-}
-
-/// `initialize` params (host → plugin).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct InitializeParams {
-    /// Always [`PROTOCOL`].
-    pub protocol: String,
-    /// Versions the host speaks; the plugin picks one.
-    pub versions: Vec<u32>,
-    pub host: HostInfo,
-    /// The plugin's name as the host knows it (namespaces its store and call state).
-    pub name: String,
-    /// Capabilities the user granted (a subset of what the package asked for).
-    pub granted: Vec<String>,
-    /// `[extensions.NAME.options]` from the user's config (`null` if none).
-    pub options: Value,
-    /// How many times the process was restarted after a crash in this session (0 at first).
-    pub restarts: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct HostInfo {
-    pub name: String,
-    pub version: String,
-}
-
-/// `initialize` result (plugin → host).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct InitializeResult {
-    /// The version chosen from `versions`.
-    pub version: u32,
-    /// Event subscriptions and UI contributions (as `Registration` in the Rust API).
-    #[serde(default)]
-    pub registration: Registration,
-}
-
-/// What the host derives from a call, sent beside it so plugins need not dig in
-/// agent-specific raw input (the same facts the native cards use).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CallFacts {
-    /// The card title (a better title than the agent's when it gave a thin one).
-    pub title: String,
-    /// The shell line of an execute call.
-    pub command: Option<String>,
-    /// Every path the call names.
-    pub paths: Vec<String>,
-    /// Seconds from its first status to its end (`null` while it runs).
-    pub duration: Option<f64>,
-    /// The exit code it reported, if any.
-    pub exit_code: Option<i64>,
-}
-
-impl CallFacts {
-    pub fn of(call: &trellis_core::ToolCall) -> CallFacts {
-        use trellis_core::enrich;
-        CallFacts {
-            title: enrich::card_title(call),
-            command: enrich::command_of(call),
-            paths: enrich::paths_of(call),
-            duration: enrich::duration_of(call),
-            exit_code: enrich::exit_code_of(call),
-        }
+/// What the host derives from a call (the same facts the native cards use).
+pub fn facts_of(call: &trellis_core::ToolCall) -> CallFacts {
+    use trellis_core::enrich;
+    CallFacts {
+        title: enrich::card_title(call),
+        command: enrich::command_of(call),
+        paths: enrich::paths_of(call),
+        duration: enrich::duration_of(call),
+        exit_code: enrich::exit_code_of(call),
     }
 }
 
@@ -116,13 +33,6 @@ pub struct OfferParams<'a> {
     /// The verbatim ACP request, when the plugin asked for ACP payloads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acp: Option<&'a str>,
-}
-
-/// `permission/offer` result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct OfferResult {
-    /// `true`: "mine, I will answer"; `false`: pass to the next step of the chain.
-    pub claim: bool,
 }
 
 /// `question/offer` params: a question of the agent's (`elicitation/create`: a form or
@@ -150,9 +60,6 @@ pub struct CardParams<'a> {
     pub width: u16,
 }
 
-/// `render/card` result is a [`CardLines`]: `{"call": [line…], "result": [line…]}`.
-pub type CardResult = CardLines;
-
 /// `render/transform` params.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TransformParams<'a> {
@@ -162,339 +69,91 @@ pub struct TransformParams<'a> {
     pub text: &'a str,
 }
 
-/// `render/transform` result: the new text, or `null` to leave it unchanged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct TransformResult {
-    pub text: Option<String>,
-}
-
-/// `action` params: what the user did to a contribution (the extension API's type).
-pub type ActionParams = trellis_core::ext::UiAction;
-
-// ---- plugin → host: host functions ----
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CallId {
-    pub call_id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct PutCallState {
-    pub call_id: String,
-    pub value: Value,
-    #[serde(default)]
-    pub merge: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct PathParam {
-    pub path: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct TextParam {
-    pub text: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ReportParams {
-    pub what: String,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RespondParams {
-    pub request_id: String,
-    pub option_id: String,
-}
-
-/// `question/respond` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct QuestionRespondParams {
-    pub request_id: String,
-    /// `accept` (with `content`: a form's values; for a link, that the user agreed),
-    /// `decline` or `cancel`.
-    pub action: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<serde_json::Map<String, Value>>,
-}
-
-impl QuestionRespondParams {
-    pub fn answer(self) -> Result<trellis_core::ElicitAnswer, String> {
-        use trellis_core::ElicitAnswer as A;
-        match self.action.as_str() {
-            "accept" => Ok(A::Accept(self.content.unwrap_or_default())),
-            "decline" => Ok(A::Decline),
-            "cancel" => Ok(A::Cancel),
-            other => Err(format!(
-                "unknown action {other:?} (accept, decline or cancel)"
-            )),
-        }
+/// The answer a `question/respond` gives.
+pub fn answer_of(p: QuestionRespondParams) -> Result<trellis_core::ElicitAnswer, String> {
+    use trellis_core::ElicitAnswer as A;
+    match p.action.as_str() {
+        "accept" => Ok(A::Accept(p.content.unwrap_or_default())),
+        "decline" => Ok(A::Decline),
+        "cancel" => Ok(A::Cancel),
+        other => Err(format!(
+            "unknown action {other:?} (accept, decline or cancel)"
+        )),
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct KeyParam {
-    pub key: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct StorePut {
-    pub key: String,
-    /// `null` deletes the key.
-    #[serde(default)]
-    pub value: Option<Value>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct IdParam {
-    pub id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SetSection {
-    pub id: String,
-    pub body: SectionBody,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct PatchSection {
-    pub id: String,
-    pub patch: Vec<SectionPatch>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SetStatusItem {
-    pub id: String,
-    /// `null` hides the item.
-    #[serde(default)]
-    pub line: Option<StyledLine>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SetSettings {
-    pub rows: Vec<SettingsRow>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SetTransform {
-    pub id: String,
-    pub rewrites: Vec<Rewrite>,
-}
-
-/// Every method of the protocol, with its direction and kind (documentation and the
-/// check that `docs/plugin-protocol.md` lists each one).
-pub const METHODS: &[(&str, &str)] = &[
-    ("initialize", "host → plugin request"),
-    ("event", "host → plugin notification"),
-    ("idle", "host → plugin notification"),
-    ("action", "host → plugin notification"),
-    ("shutdown", "host → plugin notification"),
-    ("sync", "host → plugin request"),
-    ("permission/offer", "host → plugin request"),
-    ("question/offer", "host → plugin request"),
-    ("render/card", "host → plugin request"),
-    ("render/transform", "host → plugin request"),
-    ("host/session", "plugin → host"),
-    ("host/calls", "plugin → host"),
-    ("host/call", "plugin → host"),
-    ("host/call_state", "plugin → host"),
-    ("host/put_call_state", "plugin → host"),
-    ("host/resolve_path", "plugin → host"),
-    ("host/notify", "plugin → host"),
-    ("host/open_inspector", "plugin → host"),
-    ("host/options", "plugin → host"),
-    ("host/report", "plugin → host"),
-    ("host/repaint", "plugin → host"),
-    ("permission/respond", "plugin → host"),
-    ("question/respond", "plugin → host"),
-    ("store/get", "plugin → host"),
-    ("store/put", "plugin → host"),
-    ("ui/section_shown", "plugin → host"),
-    ("ui/set_section", "plugin → host"),
-    ("ui/patch_section", "plugin → host"),
-    ("ui/set_status_item", "plugin → host"),
-    ("ui/set_settings", "plugin → host"),
-    ("ui/set_transform", "plugin → host"),
-    ("session/drive", "plugin → host"),
-];
-
-/// A JSON-RPC error object.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RpcError {
-    pub code: i64,
-    pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
-}
-
-impl RpcError {
-    pub fn new(code: i64, message: impl Into<String>) -> RpcError {
-        RpcError {
-            code,
-            message: message.into(),
-            data: None,
-        }
+/// The error for a host error.
+pub fn rpc_error_of(e: &trellis_core::ext::HostError) -> RpcError {
+    use trellis_core::ext::HostError as H;
+    match e {
+        H::NotGranted(c) => RpcError {
+            code: code::NOT_GRANTED,
+            message: e.to_string(),
+            data: Some(serde_json::json!({ "capability": c.as_str() })),
+        },
+        H::Invalid(_) => RpcError::new(code::INVALID, e.to_string()),
+        H::Store(_) => RpcError::new(code::STORE, e.to_string()),
     }
-
-    /// The error for a host error.
-    pub fn of(e: &trellis_core::ext::HostError) -> RpcError {
-        use trellis_core::ext::HostError as H;
-        match e {
-            H::NotGranted(c) => RpcError {
-                code: code::NOT_GRANTED,
-                message: e.to_string(),
-                data: Some(serde_json::json!({ "capability": c.as_str() })),
-            },
-            H::Invalid(_) => RpcError::new(code::INVALID, e.to_string()),
-            H::Store(_) => RpcError::new(code::STORE, e.to_string()),
-        }
-    }
-}
-
-/// One message as read from a line.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Incoming {
-    /// A request (with an id) or a notification (without) from the plugin.
-    Call {
-        id: Option<Value>,
-        method: String,
-        params: Value,
-    },
-    /// The answer to one of the host's requests.
-    Response {
-        id: u64,
-        result: Result<Value, RpcError>,
-    },
-}
-
-/// Why a line is not a protocol message (the plugin is disconnected for it).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum LineError {
-    #[error("not JSON: {0}")]
-    NotJson(String),
-    #[error("not a JSON-RPC 2.0 message: {0}")]
-    NotRpc(&'static str),
-}
-
-/// Parses one line from the plugin's stdout.
-pub fn parse_line(line: &[u8]) -> Result<Incoming, LineError> {
-    let v: Value = serde_json::from_slice(line).map_err(|e| LineError::NotJson(e.to_string()))?;
-    let Value::Object(mut o) = v else {
-        return Err(LineError::NotRpc("not an object"));
-    };
-    if o.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(LineError::NotRpc("\"jsonrpc\" is not \"2.0\""));
-    }
-    if let Some(m) = o.remove("method") {
-        let Value::String(method) = m else {
-            return Err(LineError::NotRpc("\"method\" is not a string"));
-        };
-        let id = o.remove("id");
-        if let Some(id) = &id
-            && !(id.is_string() || id.is_i64() || id.is_u64())
-        {
-            return Err(LineError::NotRpc("an id must be a string or an integer"));
-        }
-        let params = o.remove("params").unwrap_or(Value::Null);
-        return Ok(Incoming::Call { id, method, params });
-    }
-    let Some(id) = o.get("id").and_then(Value::as_u64) else {
-        return Err(LineError::NotRpc(
-            "a response to the host needs the integer id of its request",
-        ));
-    };
-    if let Some(e) = o.remove("error") {
-        let e: RpcError = serde_json::from_value(e)
-            .map_err(|_| LineError::NotRpc("\"error\" is not a JSON-RPC error object"))?;
-        return Ok(Incoming::Response { id, result: Err(e) });
-    }
-    match o.remove("result") {
-        Some(r) => Ok(Incoming::Response { id, result: Ok(r) }),
-        None => Err(LineError::NotRpc("neither method, result nor error")),
-    }
-}
-
-/// A request line (host → plugin).
-pub fn request(id: u64, method: &str, params: &impl Serialize) -> Vec<u8> {
-    line(&serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-}
-
-/// A notification line (host → plugin).
-pub fn notification(method: &str, params: &impl Serialize) -> Vec<u8> {
-    line(&serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params}))
-}
-
-/// A response line to one of the plugin's requests.
-pub fn response(id: &Value, result: Result<Value, RpcError>) -> Vec<u8> {
-    match result {
-        Ok(r) => line(&serde_json::json!({"jsonrpc": "2.0", "id": id, "result": r})),
-        Err(e) => line(&serde_json::json!({"jsonrpc": "2.0", "id": id, "error": e})),
-    }
-}
-
-fn line(v: &Value) -> Vec<u8> {
-    let mut out = serde_json::to_vec(v).unwrap_or_default();
-    out.push(b'\n');
-    out
 }
 
 #[cfg(test)]
 mod tests {
+    //! What the host writes, the contract's owned types (the Rust SDK's) read back whole.
     use super::*;
+    use trellis_core::ToolCall;
+    use trellis_plugin_protocol::{OptionKind, PermissionOption};
 
-    #[test]
-    fn lines_are_calls_responses_or_refused() {
-        assert_eq!(
-            parse_line(br#"{"jsonrpc":"2.0","id":3,"method":"host/calls"}"#).unwrap(),
-            Incoming::Call {
-                id: Some(serde_json::json!(3)),
-                method: "host/calls".into(),
-                params: Value::Null
-            }
-        );
-        assert_eq!(
-            parse_line(br#"{"jsonrpc":"2.0","id":7,"result":{"claim":true}}"#).unwrap(),
-            Incoming::Response {
-                id: 7,
-                result: Ok(serde_json::json!({"claim": true}))
-            }
-        );
-        assert!(matches!(
-            parse_line(br#"{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"no"}}"#),
-            Ok(Incoming::Response { result: Err(_), .. })
-        ));
-        for bad in [
-            &b"hello"[..],
-            br#"[1]"#,
-            br#"{"id":1,"method":"x"}"#,
-            br#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#,
-            br#"{"jsonrpc":"2.0","id":"x","result":1}"#,
-            br#"{"jsonrpc":"2.0"}"#,
-        ] {
-            assert!(parse_line(bad).is_err(), "{}", String::from_utf8_lossy(bad));
-        }
+    fn call() -> ToolCall {
+        let mut c = ToolCall::placeholder("c1".into(), 1.0, 1);
+        c.title = "Run `cargo test`".into();
+        c.kind = trellis_core::ToolKind::Execute;
+        c
+    }
+
+    fn through<T: serde::de::DeserializeOwned>(v: &impl Serialize) -> T {
+        serde_json::from_value(serde_json::to_value(v).unwrap()).unwrap()
     }
 
     #[test]
-    fn registrations_and_lines_take_the_short_forms() {
-        let r: InitializeResult = serde_json::from_value(serde_json::json!({
-            "version": 1,
-            "registration": {"subscriptions": ["turn_ended"],
-                "sections": [{"id": "s", "title": "Tests"}]}
-        }))
-        .unwrap();
-        assert_eq!(r.registration.sections[0].max_rows, 10);
-        let b: SectionBody = serde_json::from_value(serde_json::json!({
-            "rows": ["plain", [{"text": "ok", "tone": "good"}, " tail"], {"line": "x", "id": "c1"},
-                     {"text": "one span", "tone": "dim"}]
-        }))
-        .unwrap();
-        assert_eq!(b.rows[0].line.text(), "plain");
-        assert_eq!(b.rows[1].line.0[0].tone, trellis_core::ext::Tone::Good);
-        assert_eq!(b.rows[1].line.text(), "ok tail");
-        assert_eq!(b.rows[2].id.as_deref(), Some("c1"));
-        assert_eq!(b.rows[3].line.0[0].tone, trellis_core::ext::Tone::Dim);
-        assert_eq!(b.rows[3].line.text(), "one span");
+    fn every_request_the_host_writes_reads_as_the_contract_says() {
+        let c = call();
+        let options = [PermissionOption {
+            option_id: "ok".into(),
+            name: "Allow".into(),
+            kind: OptionKind::AllowOnce,
+        }];
+        let offer: PermissionOffer = through(&OfferParams {
+            request_id: "r1",
+            session: Some("s1"),
+            call: &c,
+            facts: facts_of(&c),
+            options: &options,
+            deadline_ms: 500,
+            acp: Some("{}"),
+        });
+        assert_eq!(offer.request_id, "r1");
+        assert_eq!(offer.session.as_deref(), Some("s1"));
+        assert_eq!(offer.call["id"], "c1");
+        assert_eq!(offer.call["kind"], "execute");
+        assert_eq!(offer.facts, facts_of(&c));
+        assert_eq!(offer.options, options);
+        assert_eq!((offer.deadline_ms, offer.acp.as_deref()), (500, Some("{}")));
+
+        let card: CardRequest = through(&CardParams {
+            design: "d",
+            call: &c,
+            facts: facts_of(&c),
+            width: 72,
+        });
+        assert_eq!((card.design.as_str(), card.width), ("d", 72));
+        assert_eq!(card.call["title"], "Run `cargo test`");
+
+        let t: TransformRequest = through(&TransformParams {
+            id: "t",
+            call: &c,
+            facts: facts_of(&c),
+            text: "out",
+        });
+        assert_eq!((t.id.as_str(), t.text.as_str()), ("t", "out"));
     }
 }

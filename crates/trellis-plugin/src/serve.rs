@@ -24,7 +24,7 @@ fn params<T: DeserializeOwned>(method: &str, p: Value) -> Result<T, RpcError> {
 }
 
 fn host_err(e: HostError) -> RpcError {
-    RpcError::of(&e)
+    crate::protocol::rpc_error_of(&e)
 }
 
 fn json(v: impl serde::Serialize) -> Result<Value, RpcError> {
@@ -99,8 +99,7 @@ pub fn serve(host: &mut dyn Host, method: &str, p: Value) -> Result<Value, RpcEr
         "question/respond" => {
             let a: QuestionRespondParams = params(method, p)?;
             let id = a.request_id.clone();
-            let answer = a
-                .answer()
+            let answer = crate::protocol::answer_of(a)
                 .map_err(|m| RpcError::new(code::INVALID_PARAMS, format!("{method}: {m}")))?;
             host.respond_question(&id, answer).map_err(host_err)?;
             Ok(Value::Null)

@@ -270,7 +270,7 @@ fn write_cards(out: &mut String, host: &mut ExtHost, session: &Session) {
         let calls: Vec<_> = session
             .ledger
             .calls()
-            .filter(|c| d.applies_to.matches(c))
+            .filter(|c| trellis_core::ext::applies(&d.applies_to, c))
             .map(|c| (*c).clone())
             .collect();
         for _ in 0..3 {

@@ -12,7 +12,6 @@
 //! store on disk) lives in `trellis-ext-host`.
 
 pub mod arbiter;
-pub mod contrib;
 pub mod labels;
 
 use std::sync::Arc;
@@ -22,11 +21,24 @@ use serde::{Deserialize, Serialize};
 pub use crate::event::Event;
 use crate::permission::PermissionOption;
 use crate::tool_call::ToolCall;
-pub use contrib::{
-    CardLines, CommandDecl, DesignDecl, KeyDecl, Registration, Rewrite, SectionBody, SectionDecl,
-    SectionPatch, SectionRow, SettingsRow, StatusDecl, StyledLine, StyledSpan, Tone, ToolMatch,
-    TransformDecl,
+/// The contribution types and actions are the plugin contract's
+/// (`trellis-plugin-protocol`): one definition for built-in extensions, plugins and the SDK.
+pub use trellis_plugin_protocol::contrib;
+pub use trellis_plugin_protocol::{
+    CardLines, CommandDecl, DesignDecl, DriveAction, KeyDecl, Registration, Rewrite, SectionBody,
+    SectionDecl, SectionPatch, SectionRow, SettingsRow, StatusDecl, StyledLine, StyledSpan, Tone,
+    ToolMatch, TransformDecl, UiAction,
 };
+
+/// The agent's own name for the tool of a call, when it gives one.
+pub fn tool_name(call: &ToolCall) -> Option<&str> {
+    call.name.as_deref()
+}
+
+/// Whether a design or rule for `m` applies to `call`.
+pub fn applies(m: &ToolMatch, call: &ToolCall) -> bool {
+    m.matches(call.kind, tool_name(call))
+}
 
 /// Version of this API. Bumped only for incompatible changes; fields are only ever added.
 pub const API_VERSION: u32 = 1;
@@ -202,46 +214,6 @@ pub enum Claim {
     Claim,
     /// Not mine: the next step of the chain gets it.
     Pass,
-}
-
-/// Something the user did to one of the extension's contributions. The one type for
-/// built-in extensions, the plugin protocol's `action` message (its `kind` tag) and the
-/// Rust plugin SDK.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(tag = "kind", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum UiAction {
-    /// A settings row was applied (Enter) with choice `choice`.
-    Setting { row: String, choice: String },
-    /// `/name args` was entered at the prompt.
-    Command { name: String, args: String },
-    /// A contributed key was pressed.
-    Key { id: String },
-    /// A clickable sidebar row was clicked.
-    RowClick { section: String, row: String },
-    /// A section of the extension became shown and expanded (or stopped being so): push
-    /// its body now if it was held back.
-    Visibility { section: String, shown: bool },
-}
-
-/// Something an extension holding `drive` asks of the session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(tag = "action", rename_all = "snake_case")]
-pub enum DriveAction {
-    /// Sends `text` as a prompt now if no turn runs, else queues it for the end of the
-    /// turn.
-    Prompt { text: String },
-    /// Cancels the running turn (nothing happens when none runs).
-    Cancel,
-    /// Asks the agent to switch to session mode `mode`.
-    SetMode { mode: String },
-    /// Asks the agent to set its config option `id` (a choice's value, or a boolean).
-    SetConfigOption {
-        id: String,
-        value: crate::session_config::ConfigValue,
-    },
 }
 
 /// Session facts for [`Host::session`].

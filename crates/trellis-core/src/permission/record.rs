@@ -3,34 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The hint an agent attaches to an option; choose by kind, never by position or name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum OptionKind {
-    AllowOnce,
-    AllowAlways,
-    RejectOnce,
-    RejectAlways,
-    #[serde(other)]
-    Unknown,
-}
-
-impl OptionKind {
-    pub fn is_allow(self) -> bool {
-        matches!(self, OptionKind::AllowOnce | OptionKind::AllowAlways)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "camelCase")]
-pub struct PermissionOption {
-    pub option_id: String,
-    #[serde(default)]
-    pub name: String,
-    pub kind: OptionKind,
-}
+pub use trellis_plugin_protocol::{OptionKind, PermissionOption};
 
 /// Who answered a permission request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,8 +17,8 @@ use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 use trellis_core::ToolCall;
-use trellis_core::ext::contrib::tool_name;
 use trellis_core::ext::labels::{validate, with_ordinals};
+use trellis_core::ext::tool_name;
 use trellis_core::ext::{
     Capability, CardLines, SectionRow, StyledLine, StyledSpan, ToolMatch, UiAction,
 };
@@ -381,7 +381,9 @@ impl Ui {
         keys.iter().find_map(|k| {
             let chosen = prefs.cards.get(k)?;
             self.designs.iter().find(|d| {
-                &d.key == chosen && d.applies_to.matches(call) && self.live(d.slot).is_some()
+                &d.key == chosen
+                    && trellis_core::ext::applies(&d.applies_to, call)
+                    && self.live(d.slot).is_some()
             })
         })
     }

@@ -29,7 +29,7 @@ mod wire;
 
 use crate::process::{Inbound, Launch, Piece, Proc, Stderr};
 use crate::protocol::{
-    self, CallFacts, CardParams, OfferParams, OfferResult, QuestionOfferParams, TransformParams,
+    self, CardParams, OfferParams, OfferResult, QuestionOfferParams, TransformParams,
     TransformResult,
 };
 
@@ -244,7 +244,7 @@ impl Extension for PluginExt {
             request_id: &ask.request_id,
             session: ask.session.as_deref(),
             call: &ask.call,
-            facts: CallFacts::of(&ask.call),
+            facts: protocol::facts_of(&ask.call),
             options: &ask.options,
             deadline_ms: deadline.as_millis() as u64,
             acp: if self.acp { ask.acp.as_deref() } else { None },
@@ -295,7 +295,7 @@ impl Extension for PluginExt {
             &CardParams {
                 design,
                 call,
-                facts: CallFacts::of(call),
+                facts: protocol::facts_of(call),
                 width,
             },
             limit,
@@ -320,7 +320,7 @@ impl Extension for PluginExt {
             &TransformParams {
                 id,
                 call,
-                facts: CallFacts::of(call),
+                facts: protocol::facts_of(call),
                 text,
             },
             limit,

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::tool_call::{ToolCall, ToolKind};
+use crate::kinds::ToolKind;
 
 /// A colour role; the host maps it onto its theme so contributions match the rest.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,7 +135,7 @@ impl From<String> for StyledLine {
 pub struct SettingsRow {
     /// Page the row belongs to (a label: one to three plain words).
     pub page: String,
-    /// Id handed back in [`crate::ext::UiAction::Setting`]; never shown.
+    /// Id handed back in [`crate::UiAction::Setting`]; never shown.
     pub id: String,
     /// The row's name (a label).
     pub label: String,
@@ -179,7 +179,7 @@ pub struct SectionBody {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SectionRow {
     pub line: StyledLine,
-    /// Set for clickable rows: handed back in [`crate::ext::UiAction::RowClick`].
+    /// Set for clickable rows: handed back in [`crate::UiAction::RowClick`].
     pub id: Option<String>,
 }
 
@@ -231,10 +231,11 @@ pub enum ToolMatch {
 }
 
 impl ToolMatch {
-    pub fn matches(&self, call: &ToolCall) -> bool {
+    /// Whether a call of kind `kind`, named `name` by its agent, is one of these.
+    pub fn matches(&self, kind: ToolKind, name: Option<&str>) -> bool {
         match self {
-            ToolMatch::Kind(k) => call.kind == *k,
-            ToolMatch::Name(n) => tool_name(call).is_some_and(|t| t == *n),
+            ToolMatch::Kind(k) => kind == *k,
+            ToolMatch::Name(n) => name == Some(n.as_str()),
         }
     }
 
@@ -280,11 +281,6 @@ impl ToolMatch {
     }
 }
 
-/// The agent's own name for the tool of a call, when it gives one.
-pub fn tool_name(call: &ToolCall) -> Option<&str> {
-    call.name.as_deref()
-}
-
 /// A card design: draws calls matching `applies_to` when the user picks it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -309,7 +305,7 @@ pub struct CardLines {
 ///
 /// Two kinds: **declarative** (`rewrites` set: regular-expression rewrites the host
 /// applies itself at frame time; the extension may replace them later with
-/// [`crate::ext::Host::set_transform`]) or **per call** (`rewrites` absent: the host asks
+/// `Host::set_transform` of the extension API) or **per call** (`rewrites` absent: the host asks
 /// the extension, on its own worker, for the text of each call revision, caches the answer
 /// and shows the text unchanged until it arrives).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
