@@ -196,10 +196,12 @@ fn the_ui_fills_a_form_in_and_follows_a_link() {
     t.wait_for("the linked step is done");
     // The opener runs beside the UI: wait for its note (the second turn's link).
     let start = std::time::Instant::now();
-    while !opened.exists() && start.elapsed() < std::time::Duration::from_secs(20) {
+    // (the opener writes its note in one piece; it is read whole once it ends in a newline)
+    while !std::fs::read_to_string(&opened).is_ok_and(|s| s.ends_with('\n'))
+        && start.elapsed() < std::time::Duration::from_secs(20)
+    {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    std::thread::sleep(std::time::Duration::from_millis(100));
     assert_eq!(
         std::fs::read_to_string(&opened).unwrap_or_default(),
         "https://example.com/trellis-demo/sign-in?step=2\n"

@@ -568,8 +568,14 @@ fn bad_globs_and_unknown_kinds_in_rules_name_file_line_and_key() {
 #[test]
 fn ctrl_c_during_setup_stops_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = spawn_run("hang-init", dir.path(), &dir.path().join("s.jsonl"));
-    std::thread::sleep(Duration::from_millis(500));
+    let log = dir.path().join("s.jsonl");
+    let mut child = spawn_run("hang-init", dir.path(), &log);
+    // Setup is under way once `initialize` is on record (the agent never answers it).
+    let start = Instant::now();
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("\"initialize\"")) {
+        assert!(start.elapsed() < LIMIT, "initialize was never sent");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     Command::new("kill")
         .arg("-INT")
         .arg(child.id().to_string())

@@ -104,6 +104,8 @@ fn the_ui_runs_a_terminal_login_and_sets_up_the_session() {
         s.contains("started by the client for its terminal method"),
         "the method's environment reached the login: {s}"
     );
+    // The person takes longer than the 1 s setup timeout to answer: the timeout must be
+    // paused meanwhile (this wait is the point of the test, not a guess at readiness).
     std::thread::sleep(std::time::Duration::from_millis(1500));
     t.send(&["yes", "Enter"]);
     // Back in the full screen, the session set up after the login.
