@@ -33,20 +33,53 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
             return Ok(any.then(|| finish(buf, dropped)));
         }
         any = true;
-        let (chunk, done) = match memchr::memchr(b'\n', available) {
-            Some(i) => (&available[..i], Some(i + 1)),
-            None => (available, None),
-        };
-        let room = max.saturating_sub(buf.len());
-        let keep = chunk.len().min(room);
-        buf.extend_from_slice(&chunk[..keep]);
-        dropped += chunk.len() - keep;
-        let used = done.unwrap_or(available.len());
+        let (used, done) = take(available, buf, max, &mut dropped);
         r.consume(used);
-        if done.is_some() {
+        if done {
             return Ok(Some(finish(buf, dropped)));
         }
     }
+}
+
+/// [`read_line`] on a blocking reader.
+pub fn read_line_blocking<R: std::io::BufRead>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<LineRead>> {
+    buf.clear();
+    let mut dropped = 0usize;
+    let mut any = false;
+    loop {
+        let available = match r.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(any.then(|| finish(buf, dropped)));
+        }
+        any = true;
+        let (used, done) = take(available, buf, max, &mut dropped);
+        r.consume(used);
+        if done {
+            return Ok(Some(finish(buf, dropped)));
+        }
+    }
+}
+
+/// Moves what `available` holds of the current line into `buf` (up to `max` bytes, the
+/// rest counted in `dropped`): how many bytes it used, and whether the line ended.
+fn take(available: &[u8], buf: &mut Vec<u8>, max: usize, dropped: &mut usize) -> (usize, bool) {
+    let (chunk, done) = match memchr::memchr(b'\n', available) {
+        Some(i) => (&available[..i], Some(i + 1)),
+        None => (available, None),
+    };
+    let room = max.saturating_sub(buf.len());
+    let keep = chunk.len().min(room);
+    buf.extend_from_slice(&chunk[..keep]);
+    *dropped += chunk.len() - keep;
+    (done.unwrap_or(available.len()), done.is_some())
 }
 
 fn finish(buf: &mut Vec<u8>, dropped: usize) -> LineRead {
@@ -74,9 +107,53 @@ pub fn is_blank(line: &[u8]) -> bool {
     line.iter().all(u8::is_ascii_whitespace)
 }
 
+/// Fewer, fuller reads while an agent streams. A reader that keeps up with a fast agent
+/// wakes for every few lines, and each wake costs a poll, a read, a log write and an
+/// output write. When the reader drains the pipe again soon after it last did (the agent
+/// is streaming), it waits [`Coalesce::GATHER`] before reading on, so the next read takes
+/// what arrived meanwhile in one piece. At an interactive pace (a line now and then)
+/// nothing ever waits: the first line after a pause is read at once.
+#[derive(Debug, Default)]
+pub struct Coalesce {
+    last_drain: Option<std::time::Instant>,
+}
+
+impl Coalesce {
+    /// How long a reader waits to gather a streaming agent's next lines.
+    pub const GATHER: std::time::Duration = std::time::Duration::from_millis(1);
+    /// Drains closer together than this mean the agent is streaming.
+    pub const STREAMING: std::time::Duration = std::time::Duration::from_millis(4);
+
+    /// The reader has handled every line it had (the next read would wait for the
+    /// agent) at `now`: how long to wait first, if at all.
+    pub fn drained(&mut self, now: std::time::Instant) -> Option<std::time::Duration> {
+        let streaming = self
+            .last_drain
+            .is_some_and(|t| now.saturating_duration_since(t) < Self::STREAMING);
+        self.last_drain = Some(now);
+        streaming.then_some(Self::GATHER)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_streaming_agent_is_read_in_gathered_pieces() {
+        use std::time::{Duration, Instant};
+        let t0 = Instant::now();
+        let mut c = Coalesce::default();
+        // The first line, and a line after a pause, are read at once.
+        assert_eq!(c.drained(t0), None);
+        assert_eq!(c.drained(t0 + Duration::from_millis(50)), None);
+        // Drains in quick succession: the agent streams, the reader gathers.
+        let t1 = t0 + Duration::from_millis(51);
+        assert_eq!(c.drained(t1), Some(Coalesce::GATHER));
+        assert_eq!(c.drained(t1 + Duration::from_millis(2)), Some(Coalesce::GATHER));
+        // A pause ends it.
+        assert_eq!(c.drained(t1 + Duration::from_millis(100)), None);
+    }
 
     async fn lines(input: &[u8], max: usize) -> Vec<(Vec<u8>, usize)> {
         let mut r = tokio::io::BufReader::with_capacity(4, input);
@@ -102,6 +179,14 @@ mod tests {
             ]
         );
         assert!(lines(b"", 4).await.is_empty());
+        // The blocking reader reads the same lines.
+        let mut r = std::io::BufReader::with_capacity(4, &b"ab\r\n\ncdefgh\n\xff\xfe\nlast"[..]);
+        let mut buf = Vec::new();
+        let mut blocking = Vec::new();
+        while let Some(l) = read_line_blocking(&mut r, &mut buf, 4).unwrap() {
+            blocking.push((buf.clone(), l.dropped));
+        }
+        assert_eq!(blocking, got);
     }
 
     #[test]

@@ -13,13 +13,14 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol::Lines;
 use futures::StreamExt;
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
+use tokio::process::{Child, ChildStderr, ChildStdin};
 use trellis_core::wire::Dir;
 
 use crate::lines;
@@ -49,6 +50,9 @@ pub struct AgentProcess {
     /// The stdout and stderr readers: the session ends only after they reached the end
     /// of what the agent wrote (or [`DRAIN_WAIT`] after its group was stopped).
     readers: Vec<tokio::task::JoinHandle<()>>,
+    /// Tells the stdout reader (a blocking thread: it cannot be aborted) to read no
+    /// further.
+    stop: Arc<AtomicBool>,
 }
 
 pub type Transport = Lines<
@@ -83,7 +87,14 @@ pub fn spawn(
     // The SDK gets the lines the recorder forwards (requests and responses) through a
     // bounded channel; the reader itself belongs to Trellis and reads to the end.
     let (to_sdk, from_reader) = tokio::sync::mpsc::channel::<std::io::Result<String>>(SDK_QUEUE);
-    let stdout_reader = tokio::spawn(read_stdout(stdout, recorder.clone(), to_sdk));
+    let stop = Arc::new(AtomicBool::new(false));
+    let pipe = Gathering {
+        pipe: std::fs::File::from(stdout.into_owned_fd()?),
+        coalesce: lines::Coalesce::default(),
+        stop: stop.clone(),
+    };
+    let (tap, rt) = (recorder.clone(), tokio::runtime::Handle::current());
+    let stdout_reader = tokio::task::spawn_blocking(move || read_stdout(pipe, tap, to_sdk, rt));
     let incoming = futures::stream::unfold(from_reader, |mut rx| async move {
         rx.recv().await.map(|line| (line, rx))
     })
@@ -110,9 +121,46 @@ pub fn spawn(
             pgid,
             stderr_tail,
             readers: vec![stdout_reader, stderr_reader],
+            stop,
         },
         transport,
     ))
+}
+
+/// How often a reader waiting for the agent checks whether it was told to stop.
+const STOP_CHECK: Duration = Duration::from_millis(250);
+
+/// The agent's stdout, read on a thread of its own: a streaming agent's lines are
+/// gathered into fewer, fuller reads ([`lines::Coalesce`]: a wait on this thread is not
+/// woken by every line the agent writes, as a task on the runtime's poller would be), and
+/// the reader ends when told to stop (a pipe held open by a process that left the group).
+struct Gathering {
+    /// Non-blocking (as the runtime left it): waited on with `poll`.
+    pipe: std::fs::File,
+    coalesce: lines::Coalesce,
+    stop: Arc<AtomicBool>,
+}
+
+impl std::io::Read for Gathering {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        // Called when every byte read so far was handled.
+        if let Some(wait) = self.coalesce.drained(std::time::Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(0);
+            }
+            match self.pipe.read(out) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    use std::os::fd::AsFd;
+                    trellis_os::fd::wait_readable(self.pipe.as_fd(), STOP_CHECK)?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                done => return done,
+            }
+        }
+    }
 }
 
 /// Reads the agent's stdout to its end, whatever happens to the connection: every line
@@ -120,23 +168,24 @@ pub fn spawn(
 /// connection that failed (a write into the stdin of an agent that died) or finished stops
 /// only the offering. The SDK once owned this loop and dropped it with the connection,
 /// losing what a dying agent had left in the pipe.
-async fn read_stdout(
-    stdout: ChildStdout,
+fn read_stdout(
+    stdout: Gathering,
     tap: Recorder,
     to_sdk: tokio::sync::mpsc::Sender<std::io::Result<String>>,
+    rt: tokio::runtime::Handle,
 ) {
-    let mut r = BufReader::with_capacity(1 << 16, stdout);
+    let mut r = std::io::BufReader::with_capacity(1 << 16, stdout);
     let mut buf = Vec::new();
     let mut bad_utf8 = 0u64;
     let mut sdk = Some(to_sdk);
     loop {
-        let read = match lines::read_line(&mut r, &mut buf, MAX_LINE).await {
+        let read = match lines::read_line_blocking(&mut r, &mut buf, MAX_LINE) {
             Ok(Some(read)) => read,
             Ok(None) => break,
             Err(e) => {
                 tap.warn(format!("reading the agent's output failed: {e}"));
                 if let Some(tx) = sdk.take() {
-                    let _ = tx.send(Err(e)).await;
+                    let _ = tx.blocking_send(Err(e));
                 }
                 break;
             }
@@ -175,10 +224,10 @@ async fn read_stdout(
         let line = (forward && sdk.is_some()).then(|| line.into_owned());
         if more == More::No {
             // Backpressure: the driver has enough queued (see `crate::inputs`).
-            tap.room().await;
+            rt.block_on(tap.room());
         }
         if let (Some(line), Some(tx)) = (line, sdk.as_ref())
-            && tx.send(Ok(line)).await.is_err()
+            && tx.blocking_send(Ok(line)).is_err()
         {
             // The connection is over; the rest is still read and recorded.
             sdk = None;
@@ -305,6 +354,7 @@ impl AgentProcess {
                 .await
                 .is_err()
             {
+                self.stop.store(true, Ordering::Relaxed);
                 reader.abort();
             }
         }

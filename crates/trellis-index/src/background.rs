@@ -111,6 +111,11 @@ fn serve(
     // The session's own work comes first: indexing runs on CPU time it leaves.
     trellis_os::priority::lower_this_thread(trellis_os::priority::LOWEST);
     let report = |r: crate::Result<()>, what: &str| {
+        if let Err(e) = &r
+            && e.is_damage()
+        {
+            crate::suspect(&index);
+        }
         lock(&problem).index = r.err().map(|e| format!("{what}: {e}"));
     };
     let open = || -> crate::Result<Index> {

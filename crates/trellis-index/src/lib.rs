@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 pub use background::Background;
 pub use extract::{CallRow, Doc, DocKind, Extractor, Facts, Sink};
 pub use query::{CallCounts, Hit, ListFilter, Scope, SessionRow};
-pub use schema::{Found, SCHEMA};
+pub use schema::{Found, SCHEMA, suspect};
 
 /// The index file's name in Trellis's data directory.
 pub const FILE: &str = "index.sqlite";
@@ -53,6 +53,15 @@ impl std::fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl Error {
+    /// SQLite found the file damaged: the next open checks it whole (see [`suspect`]).
+    pub fn is_damage(&self) -> bool {
+        use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+        matches!(self, Error::Sql(rusqlite::Error::SqliteFailure(e, _))
+            if matches!(e.code, DatabaseCorrupt | NotADatabase))
+    }
+}
 
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Error {

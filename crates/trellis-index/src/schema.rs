@@ -175,18 +175,16 @@ fn check(path: &Path) -> Result<Option<Connection>, String> {
         .map_err(|e| format!("not a usable SQLite file ({e})"))?;
     match version {
         SCHEMA => {
-            // The check reads every page: through a small cache, or a running session
-            // would hold the whole index in memory for it.
-            conn.pragma_update(None, "cache_size", CHECK_CACHE_KIB)
-                .map_err(|e| format!("not a usable SQLite file ({e})"))?;
-            let ok: String = conn
-                .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            // Its header and schema were read above and below; every page is read only
+            // once damage was seen in use (see [`suspect`]): a check of the whole file
+            // at every open cost each session time in proportion to all of history.
+            let _: i64 = conn
+                .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
                 .map_err(|e| format!("damaged ({e})"))?;
-            if ok != "ok" {
-                return Err(format!("damaged ({ok})"));
+            if suspected(path) {
+                full_check(&conn)?;
+                let _ = std::fs::remove_file(marker(path));
             }
-            conn.pragma_update(None, "cache_size", CACHE_KIB)
-                .map_err(|e| format!("not a usable SQLite file ({e})"))?;
             Ok(Some(conn))
         }
         v if v > SCHEMA => Err(format!(
@@ -194,6 +192,47 @@ fn check(path: &Path) -> Result<Option<Connection>, String> {
         )),
         _ => Ok(None),
     }
+}
+
+/// Reads every page (through a small cache, or a running session would hold the whole
+/// index in memory for it).
+fn full_check(conn: &Connection) -> Result<(), String> {
+    let fail = |e: rusqlite::Error| format!("damaged ({e})");
+    conn.pragma_update(None, "cache_size", CHECK_CACHE_KIB)
+        .map_err(fail)?;
+    let ok: String = conn
+        .query_row("PRAGMA quick_check", [], |r| r.get(0))
+        .map_err(fail)?;
+    if ok != "ok" {
+        return Err(format!("damaged ({ok})"));
+    }
+    conn.pragma_update(None, "cache_size", CACHE_KIB).map_err(fail)?;
+    Ok(())
+}
+
+/// The file beside the index that says damage was seen in use.
+fn marker(index: &Path) -> PathBuf {
+    let mut name = index.as_os_str().to_owned();
+    name.push(".suspect");
+    PathBuf::from(name)
+}
+
+fn suspected(index: &Path) -> bool {
+    std::fs::symlink_metadata(marker(index)).is_ok()
+}
+
+/// Damage was seen in use (SQLite said the file is corrupt): the next open reads every
+/// page, and sets the index aside if the check fails. The marker is created, never
+/// written through (an existing one, or a link in its place, is left as it is).
+pub fn suspect(index: &Path) {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let _ = opts.open(marker(index));
 }
 
 /// Page cache of a connection (negative: KiB). Small: the index is written while a

@@ -324,3 +324,42 @@ fn many_openers_of_a_new_index_lose_nobody() {
         assert_eq!(n, OPENERS as i64, "round {round}");
     }
 }
+
+/// Opening does not read the whole file (that cost every session time in proportion to
+/// all of history): damage inside it is found in use, said by the error, and the next open
+/// checks every page and sets the file aside.
+#[test]
+fn damage_found_in_use_is_checked_at_the_next_open_and_set_aside() {
+    let s = setup();
+    let a = s.sessions.join("2026-11-30/100000-demo-1.jsonl");
+    write(&a, &log_text("demo", "/p", 1.0, 400, "alpha"));
+    let (mut ix, _) = Index::open(&s.index).unwrap();
+    ix.refresh(&s.sessions).unwrap();
+    drop(ix);
+    // The back half of the file (words, not the schema at its start) overwritten.
+    let mut bytes = std::fs::read(&s.index).unwrap();
+    let len = bytes.len();
+    assert!(len > 64 << 10, "a small index: {len} bytes");
+    bytes[len / 2..].fill(0x5a);
+    std::fs::write(&s.index, &bytes).unwrap();
+
+    let (ix, found) = Index::open(&s.index).unwrap();
+    assert_eq!(found, Found::Ready, "the header and schema are intact");
+    let err = ix
+        .search("alpha", None, None, false, 1000)
+        .and_then(|_| ix.list(&ListFilter::default()))
+        .expect_err("the damaged pages are read");
+    assert!(err.is_damage(), "{err}");
+    drop(ix);
+    trellis_index::suspect(&s.index);
+    let (mut ix, found) = Index::open(&s.index).unwrap();
+    assert!(
+        matches!(&found, Found::SetAside { why, .. } if why.contains("damaged")),
+        "{found:?}"
+    );
+    ix.refresh(&s.sessions).unwrap();
+    assert!(!ix.search("alpha", None, None, false, 9).unwrap().is_empty());
+    // The check was done once: the next open trusts the new file.
+    drop(ix);
+    assert_eq!(Index::open(&s.index).unwrap().1, Found::Ready);
+}

@@ -144,7 +144,16 @@ fn add(index: &mut Index, sessions: &Path, log: &Path) -> anyhow::Result<String>
 
 pub fn main(cmd: SessionsCmd) -> anyhow::Result<ExitCode> {
     let mut out = String::new();
-    let code = run(cmd, &mut out)?;
+    let code = run(cmd, &mut out).inspect_err(|e| {
+        // SQLite found the index damaged: the next command checks it whole (and sets
+        // it aside, rebuilding from the logs, if it is).
+        if let Some(e) = e.downcast_ref::<trellis_index::Error>()
+            && e.is_damage()
+            && let Some(paths) = trellis_store::Paths::from_env()
+        {
+            trellis_index::suspect(&paths.data_dir.join(trellis_index::FILE));
+        }
+    })?;
     // A reader that stops early (`| head`) is not an error.
     match std::io::stdout().lock().write_all(out.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
