@@ -150,7 +150,10 @@ mod tests {
         // Drains in quick succession: the agent streams, the reader gathers.
         let t1 = t0 + Duration::from_millis(51);
         assert_eq!(c.drained(t1), Some(Coalesce::GATHER));
-        assert_eq!(c.drained(t1 + Duration::from_millis(2)), Some(Coalesce::GATHER));
+        assert_eq!(
+            c.drained(t1 + Duration::from_millis(2)),
+            Some(Coalesce::GATHER)
+        );
         // A pause ends it.
         assert_eq!(c.drained(t1 + Duration::from_millis(100)), None);
     }

@@ -149,6 +149,8 @@ struct Frozen {
     tally: Tally,
     /// Sorted runs of `hash << 32 | position`, merged like a binary counter.
     runs: Vec<Vec<u64>>,
+    /// The hashes of the runs: a call never frozen is told apart without a search.
+    seen: crate::bloom::Bloom,
     frozen_calls: usize,
 }
 
@@ -337,6 +339,12 @@ impl Cold {
         fr.tally.merge(&tally);
         fr.frozen_calls += thawed.calls.len();
         fr.runs.push(run);
+        let Frozen { runs, seen, .. } = fr;
+        for &k in runs.last().map(Vec::as_slice).unwrap_or_default() {
+            seen.add((k >> 32) as u32, || {
+                runs.iter().flatten().map(|k| (k >> 32) as u32)
+            });
+        }
         while fr.runs.len() >= 2 {
             let n = fr.runs.len();
             let (a, b) = (fr.runs[n - 2].len(), fr.runs[n - 1].len());
@@ -485,6 +493,7 @@ impl Cold {
         let key = key_hash(&self.keys, subagent, id) << 32 | position as u64;
         let st = self.lock();
         st.frozen.live(position / CHUNK)
+            && st.frozen.seen.may_hold((key >> 32) as u32)
             && st.frozen.runs.iter().any(|r| r.binary_search(&key).is_ok())
     }
 
@@ -493,6 +502,9 @@ impl Cold {
         let h = key_hash(&self.keys, subagent, id);
         let candidates: Vec<usize> = {
             let st = self.lock();
+            if !st.frozen.seen.may_hold(h as u32) {
+                return None;
+            }
             let mut out = Vec::new();
             for run in &st.frozen.runs {
                 let from = run.partition_point(|&k| k < h << 32);

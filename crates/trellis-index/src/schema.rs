@@ -206,7 +206,8 @@ fn full_check(conn: &Connection) -> Result<(), String> {
     if ok != "ok" {
         return Err(format!("damaged ({ok})"));
     }
-    conn.pragma_update(None, "cache_size", CACHE_KIB).map_err(fail)?;
+    conn.pragma_update(None, "cache_size", CACHE_KIB)
+        .map_err(fail)?;
     Ok(())
 }
 

@@ -33,7 +33,10 @@ pub fn path_of(file: &File) -> io::Result<PathBuf> {
 
 /// Waits until `fd` can be read without blocking (data, end of file or an error to
 /// report), at most `timeout` (whole milliseconds, at most 65 s): whether it can.
-pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout: std::time::Duration) -> io::Result<bool> {
+pub fn wait_readable(
+    fd: std::os::fd::BorrowedFd<'_>,
+    timeout: std::time::Duration,
+) -> io::Result<bool> {
     use nix::poll::{PollFd, PollFlags, poll};
     let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
     let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
@@ -62,4 +65,3 @@ mod tests {
         );
     }
 }
-
