@@ -222,6 +222,16 @@ impl serde::Serialize for Text {
 /// and number the lines of a file they read (`     1→text`, with a last empty numbered
 /// line for the final newline); none of that is output.
 pub fn output_lines(text: &str) -> usize {
+    // Most output is none of that: its lines, but blank ones at the end.
+    if !text.contains("```") && !text.contains("<system-reminder>") && !text.contains('→') {
+        let mut last_kept = 0;
+        for (n, l) in text.lines().enumerate() {
+            if !l.trim().is_empty() {
+                last_kept = n + 1;
+            }
+        }
+        return last_kept;
+    }
     let mut lines: Vec<&str> = text.lines().collect();
     if lines.len() >= 2
         && lines[0].trim_start().starts_with("```")

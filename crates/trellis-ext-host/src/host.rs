@@ -34,7 +34,10 @@ pub(crate) struct Mirror {
     /// Calls in memory, in the order they came.
     calls: Vec<Arc<ToolCall>>,
     /// Position in `calls` by (subagent, call id): a subagent's call ids are its own.
-    index: HashMap<(Option<Arc<str>>, String), usize>,
+    index: rustc_hash::FxHashMap<(Option<Arc<str>>, String), usize>,
+    /// Position in `calls` by ledger place (unique to a call): the key of every update,
+    /// looked up without making an owned key of the id.
+    by_place: rustc_hash::FxHashMap<usize, usize>,
     cold: Option<Arc<trellis_core::cold::Cold>>,
     /// With a store, the ledger's snapshots carry their places: the calls so far are the
     /// furthest place seen, plus one (those let go included).
@@ -61,9 +64,7 @@ impl Mirror {
                     out.extend(
                         t.calls
                             .iter()
-                            .filter(|c| {
-                                !self.index.contains_key(&(c.subagent.clone(), c.id.clone()))
-                            })
+                            .filter(|c| !self.by_place.contains_key(&c.position))
                             .cloned(),
                     );
                 }
@@ -86,11 +87,13 @@ impl Mirror {
 
     /// Holds `call` (the newest snapshot of it).
     pub fn put(&mut self, call: &Arc<ToolCall>) {
-        let key = (call.subagent.clone(), call.id.clone());
-        match self.index.get(&key) {
+        match self.by_place.get(&call.position) {
             Some(&i) => self.calls[i] = call.clone(),
             None => {
-                self.index.insert(key, self.calls.len());
+                let i = self.calls.len();
+                self.by_place.insert(call.position, i);
+                self.index
+                    .insert((call.subagent.clone(), call.id.clone()), i);
                 self.calls.push(call.clone());
             }
         }
@@ -109,8 +112,10 @@ impl Mirror {
         self.calls
             .retain(|c| !cold.holds(c.position, c.subagent.as_deref(), &c.id));
         self.index.clear();
+        self.by_place.clear();
         for (i, c) in self.calls.iter().enumerate() {
             self.index.insert((c.subagent.clone(), c.id.clone()), i);
+            self.by_place.insert(c.position, i);
         }
         self.swept_at = self.calls.len();
     }
