@@ -37,6 +37,8 @@ use trellis_ext_host::{ExtHost, HostMsg, Out};
 /// Most agent inputs applied in one [`Driver::handle`] (a front end looks at its own
 /// inputs between batches).
 pub const BATCH: usize = 512;
+/// Longest a replay reads in before front ends draw and read keys again.
+pub const REPLAY_SLICE: Duration = Duration::from_millis(25);
 
 /// How long [`Driver::close`] waits for the agent and its terminals to stop.
 const CLOSE_WAIT: Duration = Duration::from_secs(6);
@@ -54,6 +56,8 @@ pub enum Incoming {
     Ext(HostMsg),
     /// An extension's claim on a permission request reached its deadline.
     Deadline,
+    /// Records of a log being replayed (see [`Driver::replay`]).
+    Replay(replay::Fed),
 }
 
 /// What a front end shows or acts on.
@@ -116,6 +120,8 @@ pub struct Driver {
     carry: Option<trellis_acp::Embedded>,
     /// Where finished calls' output goes once it leaves memory (see `bulk`).
     bulk: Option<bulk::Bulk>,
+    /// A log being read into the session while it is shown (see [`Driver::replay`]).
+    feed: Option<replay::Feed>,
 }
 
 impl Driver {
@@ -137,6 +143,7 @@ impl Driver {
             index: None,
             carry: None,
             bulk: None,
+            feed: None,
         }
     }
 
@@ -233,6 +240,18 @@ impl Driver {
         self.closed
     }
 
+    /// Rebuilds the session from a log while front ends show it: the feed's records go
+    /// through the reducer and to extensions like a live agent's, a slice of time at a
+    /// time (see [`REPLAY_SLICE`]), so frames and keys go on meanwhile.
+    pub fn replay(&mut self, feed: replay::Feed) {
+        self.feed = Some(feed);
+    }
+
+    /// While a log is being read in: how much of it, from 0 to 1.
+    pub fn loading(&self) -> Option<f64> {
+        self.feed.as_ref().map(replay::Feed::progress)
+    }
+
     /// Whether anything from the connection is still waiting to be handled.
     pub fn drained(&self) -> bool {
         self.conn.as_ref().is_none_or(|c| c.rx.is_empty())
@@ -254,7 +273,14 @@ impl Driver {
         };
         let conn = self.conn.as_mut();
         let ext = self.ext_rx.as_mut();
+        let feed = self.feed.as_mut();
         tokio::select! {
+            Some(fed) = async {
+                match feed {
+                    Some(f) => f.rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => Incoming::Replay(fed),
             Some(input) = async {
                 match conn {
                     Some(c) => c.rx.recv().await,
@@ -281,6 +307,7 @@ impl Driver {
     /// waiting, up to [`BATCH`]); what front ends must see goes to `notes`.
     pub fn handle(&mut self, incoming: Incoming, notes: &mut Vec<Note>) {
         match incoming {
+            Incoming::Replay(fed) => self.replayed(fed, notes),
             Incoming::Agent(input) => {
                 let mut next = Some(input);
                 let mut n = 0;
@@ -377,6 +404,41 @@ impl Driver {
                     c.handle.recorder().local(LocalRecord::ConnectionClosed);
                 }
                 notes.push(Note::Closed);
+            }
+        }
+    }
+
+    /// Records of a replayed log, and whatever else the feed has ready, for at most
+    /// [`REPLAY_SLICE`].
+    fn replayed(&mut self, fed: replay::Fed, notes: &mut Vec<Note>) {
+        let until = Instant::now() + REPLAY_SLICE;
+        let mut next = Some(fed);
+        while let Some(fed) = next.take() {
+            match fed {
+                replay::Fed::Actions(actions) => {
+                    for action in actions {
+                        self.apply(action, notes);
+                    }
+                    // Chunks of finished calls leave memory.
+                    self.session.ledger.settle();
+                }
+                replay::Fed::End(ended) => {
+                    self.feed = None;
+                    if let Some(p) = ended.problems.first() {
+                        notes.push(Note::Message(format!(
+                            "{} unreadable log lines (first: {p})",
+                            ended.unreadable
+                        )));
+                    }
+                    if let Some(e) = ended.error {
+                        notes.push(Note::Message(format!(
+                            "the log could be read no further: {e}"
+                        )));
+                    }
+                }
+            }
+            if Instant::now() < until {
+                next = self.feed.as_mut().and_then(|f| f.rx.try_recv().ok());
             }
         }
     }

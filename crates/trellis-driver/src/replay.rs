@@ -96,6 +96,125 @@ impl Replay {
     }
 }
 
+/// Actions per batch a [`Feed`] hands over.
+const FEED_BATCH: usize = 2048;
+/// Batches read ahead of the reducer (memory stays bounded whatever the log's length).
+const FEED_AHEAD: usize = 4;
+
+/// What the reader of a [`Feed`] hands the driver.
+#[derive(Debug)]
+pub enum Fed {
+    /// Records in log order.
+    Actions(Vec<trellis_core::Action>),
+    /// The log is read to its end, or could be read no further.
+    End(Ended),
+}
+
+/// How reading a log ended.
+#[derive(Debug, Default)]
+pub struct Ended {
+    /// The first unreadable lines, each with its line number.
+    pub problems: Vec<String>,
+    /// Every unreadable line, counted.
+    pub unreadable: usize,
+    /// Why the log could be read no further, if it could not.
+    pub error: Option<String>,
+}
+
+/// A log read on a thread of its own for a session a front end shows while it is rebuilt:
+/// the first frame waits for nothing, the lines are parsed beside the reducer, and at most
+/// [`FEED_AHEAD`] batches wait in memory (a million calls cost what running them did).
+pub struct Feed {
+    pub(crate) rx: tokio::sync::mpsc::Receiver<Fed>,
+    read: Arc<std::sync::atomic::AtomicU64>,
+    size: u64,
+}
+
+impl Feed {
+    /// Opens the log at `path` (a regular file only): the empty session to rebuild it
+    /// into (its finished calls leave memory into a store of its own), and the feed.
+    pub fn start(path: &Path) -> std::io::Result<(Session, Option<String>, Feed)> {
+        let Replay {
+            reader,
+            session,
+            spill_error,
+        } = Replay::open(path)?;
+        let size = reader.get_ref().metadata().map(|m| m.len()).unwrap_or(0);
+        let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (tx, rx) = tokio::sync::mpsc::channel(FEED_AHEAD);
+        let progress = read.clone();
+        std::thread::Builder::new()
+            .name("replay-reader".into())
+            .spawn(move || feed(reader, &tx, &progress))?;
+        Ok((session, spill_error, Feed { rx, read, size }))
+    }
+
+    /// How much of the log was read, from 0 to 1.
+    pub fn progress(&self) -> f64 {
+        let read = self.read.load(std::sync::atomic::Ordering::Relaxed);
+        if self.size == 0 {
+            1.0
+        } else {
+            (read as f64 / self.size as f64).min(1.0)
+        }
+    }
+}
+
+/// The reader's thread: lines to actions, a batch at a time, until the log ends or the
+/// driver stopped listening.
+fn feed(
+    mut reader: std::io::BufReader<std::fs::File>,
+    tx: &tokio::sync::mpsc::Sender<Fed>,
+    read: &std::sync::atomic::AtomicU64,
+) {
+    let mut buf = Vec::new();
+    let mut ended = Ended::default();
+    let mut batch = Vec::with_capacity(FEED_BATCH);
+    let mut number = 0u64;
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                read.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            }
+            Err(e) => {
+                ended.error = Some(e.to_string());
+                break;
+            }
+        }
+        number += 1;
+        let line = String::from_utf8_lossy(&buf);
+        let line = line.trim_end_matches(['\n', '\r']);
+        if line.trim().is_empty() {
+            continue;
+        }
+        match trellis_core::log::parse_record(line) {
+            Ok(entry) => batch.extend(entry.into_action(number)),
+            Err(e) => {
+                ended.unreadable += 1;
+                if ended.problems.len() < PROBLEMS_KEPT {
+                    ended.problems.push(format!("line {number}: {e}"));
+                }
+            }
+        }
+        if batch.len() >= FEED_BATCH
+            && tx
+                .blocking_send(Fed::Actions(std::mem::replace(
+                    &mut batch,
+                    Vec::with_capacity(FEED_BATCH),
+                )))
+                .is_err()
+        {
+            return;
+        }
+    }
+    if !batch.is_empty() && tx.blocking_send(Fed::Actions(batch)).is_err() {
+        return;
+    }
+    let _ = tx.blocking_send(Fed::End(ended));
+}
+
 /// [`Replay::open`] and [`Replay::run`].
 pub fn rebuild_log(path: &Path, on_effect: impl FnMut(Effect)) -> std::io::Result<Rebuilt> {
     Replay::open(path)?.run(on_effect)
@@ -169,6 +288,62 @@ mod tests {
             };
             assert_eq!(*text.load(), format!("out {i}\nline 2\n"));
         }
+    }
+
+    /// A recording shown while it is read: the driver folds the feed in slices, says how
+    /// far it got, and ends with the session the one-pass rebuild makes (unreadable lines
+    /// said once).
+    #[test]
+    fn a_fed_replay_ends_with_the_session_a_whole_rebuild_makes() {
+        let log = long_log(3000);
+        let whole = rebuild_log(log.path(), |_| {}).unwrap();
+        let (session, spill, feed) = Feed::start(log.path()).unwrap();
+        assert!(spill.is_none());
+        assert_eq!(
+            session.ledger.len(),
+            0,
+            "nothing is read before it is shown"
+        );
+        let mut d = crate::Driver::offline(session);
+        d.replay(feed);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let (mut notes, mut seen) = (Vec::new(), Vec::new());
+        while let Some(done) = d.loading() {
+            seen.push(done);
+            let incoming = rt.block_on(d.recv());
+            d.handle(incoming, &mut notes);
+        }
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+        let (a, b) = (&d.session.ledger, &whole.session.ledger);
+        assert_eq!(a.len(), b.len());
+        for i in [0, 1499, 2999] {
+            let (x, y) = (a.at(i), b.at(i));
+            assert_eq!((&x.id, x.status, &x.title), (&y.id, y.status, &y.title));
+        }
+        assert!(
+            a.cold().unwrap().stats().0 >= 2048,
+            "finished chunks left memory"
+        );
+        let said: Vec<_> = notes
+            .iter()
+            .filter_map(|n| match n {
+                crate::Note::Message(m) => Some(m.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with("1 unreadable log lines (first: line 3004:"),
+            "{said:?}"
+        );
+        let events = notes
+            .iter()
+            .filter(|n| matches!(n, crate::Note::Event(_)))
+            .count();
+        assert!(events >= 6000, "{events}");
     }
 
     #[test]

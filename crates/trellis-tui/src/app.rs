@@ -136,6 +136,8 @@ pub struct App {
     pub key_hints: bool,
     /// Quit right after drawing the first frame (startup benchmarks).
     pub exit_after_first_frame: bool,
+    /// A call to inspect once the recording being read in has it.
+    pub(crate) inspect_pending: Option<String>,
     /// The screen was taken over (the pager): the next frame is drawn in full.
     pub(crate) full_redraw: bool,
     /// A login the agent asked for, run by the loop once no key reader holds the terminal.
@@ -268,6 +270,7 @@ impl App {
             cursor_mode: CursorMode::Exact,
             key_hints: true,
             exit_after_first_frame: false,
+            inspect_pending: None,
             focused: true,
             alerts: Alerts::default(),
             title_marked: false,

@@ -375,6 +375,30 @@ impl App {
     }
 
     /// Opens the inspector on a call by id (an extension asked).
+    /// Opens the inspector on `call_id` once the recording being read in has it (at once
+    /// when it is whole).
+    pub fn inspect_once_read(&mut self, call_id: &str) {
+        self.inspect_pending = Some(call_id.to_string());
+        self.inspect_when_loaded();
+    }
+
+    /// The call asked for by [`App::inspect_once_read`], if it has come.
+    pub(crate) fn inspect_when_loaded(&mut self) {
+        let Some(id) = self.inspect_pending.take() else {
+            return;
+        };
+        if self.driver.session.ledger.position(&id).is_some() {
+            self.inspect_call(&id);
+        } else if self.driver.loading().is_some() {
+            self.inspect_pending = Some(id);
+        } else {
+            self.message = Some(format!(
+                "no call {} in this recording",
+                trellis_text::one_line(&id)
+            ));
+        }
+    }
+
     pub fn inspect_call(&mut self, call_id: &str) {
         if let Some(call) = self.driver.session.ledger.position(call_id) {
             self.overlay = None;

@@ -196,7 +196,12 @@ fn draw_status(f: &mut Frame<'_>, app: &App, status: Rect) {
                 .collect()
         })
         .unwrap_or_default();
-    let state = if app.replay {
+    let state = if let Some(done) = app.driver.loading() {
+        Some(format!(
+            "reading the recording… {:.0} % (what is shown is complete up to here)",
+            done * 100.0
+        ))
+    } else if app.replay {
         None
     } else if app.driver.session.agent_exited.is_some() {
         Some("agent ended · Ctrl-R restarts it".to_string())
@@ -221,7 +226,11 @@ fn draw_status(f: &mut Frame<'_>, app: &App, status: Rect) {
     f.render_widget(
         Paragraph::new(status_line_with(
             &app.driver.session,
-            &app.agent,
+            // A recording names its agent once its setup is read.
+            match &app.driver.session.agent.name {
+                n if app.replay && !n.is_empty() => n,
+                _ => &app.agent,
+            },
             hint,
             StatusExtras {
                 cwd: cwd.as_deref(),

@@ -112,6 +112,10 @@ pub fn perform_outs(app: &mut App, outs: Vec<trellis_ext_host::Out>) {
 }
 
 fn alert_for(app: &mut App, body: &EventBody) {
+    // A recording read in replays its requests: they were answered long ago.
+    if app.driver.loading().is_some() {
+        return;
+    }
     // A request extensions may take alerts only if it reaches the dialog (above).
     let host = app.driver.host.as_ref();
     let alert = match body {
@@ -407,6 +411,26 @@ pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<
     result.map(|()| said)
 }
 
+/// How long the first frame of a recording being read in waits for it (a short one is
+/// whole in it; a long one shows what was read, and the rest comes as it is read).
+const FIRST_FRAME_WAIT: Duration = Duration::from_millis(150);
+
+/// A recording being read: what arrives in the first moments is in the first frame.
+async fn first_moments(app: &mut App) {
+    let until = tokio::time::Instant::now() + FIRST_FRAME_WAIT;
+    // (the deadline is checked here too: a timeout polls a ready future first, and a
+    // feed is always ready)
+    while app.driver.loading().is_some() && tokio::time::Instant::now() < until {
+        let Ok(incoming) = tokio::time::timeout_at(until, app.driver.recv()).await else {
+            break;
+        };
+        let mut notes = Vec::new();
+        app.driver.handle(incoming, &mut notes);
+        show_notes(app, notes);
+        app.inspect_when_loaded();
+    }
+}
+
 async fn run_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
@@ -419,6 +443,7 @@ async fn run_loop(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut frame = 0usize;
     let mut dirty = true;
+    first_moments(app).await;
     loop {
         if std::mem::take(&mut app.full_redraw) {
             // Clears the screen and forgets the last frame. Not `Terminal::clear`: it asks
@@ -465,6 +490,7 @@ async fn run_loop(
                 let mut notes = Vec::new();
                 app.driver.handle(incoming, &mut notes);
                 show_notes(app, notes);
+                app.inspect_when_loaded();
                 dirty = true;
             }
             ev = events.next() => match ev {

@@ -228,44 +228,23 @@ pub fn replay(
         &crate::setup::Live::default(),
         &crate::setup::SessionPlugins::default(),
     )?;
-    let replay = trellis_driver::replay::Replay::open(file)
+    // The session is shown at once and rebuilt while it is shown (a long recording
+    // would otherwise keep the screen blank until its last line was folded in).
+    let (session, spill_error, feed) = trellis_driver::replay::Feed::start(file)
         .with_context(|| format!("cannot read {}", file.display()))?;
-    if let Some(cold) = replay.cold() {
+    if let Some(cold) = session.ledger.cold() {
         host.set_cold(cold.clone());
     }
-    let mut sent = 0usize;
-    let rebuilt = replay
-        .run(|fx| {
-            if let trellis_core::Effect::Emit(ev) = fx {
-                host.dispatch(&ev);
-                sent += 1;
-                if sent.is_multiple_of(4096) {
-                    host.deliver();
-                }
-            }
-        })
-        .with_context(|| format!("cannot read {}", file.display()))?;
-    host.deliver();
-    let session = rebuilt.session;
-    let name = if session.agent.name.is_empty() {
-        "recording".to_string()
-    } else {
-        session.agent.name.clone()
-    };
-    let mut app = App::new(session, name, true);
+    let mut app = App::new(session, "recording".into(), true);
     app.log_path = Some(file.to_path_buf());
     apply_ui_config(&mut app, &config)?;
     app.set_ext(host, host_rx);
+    app.driver.replay(feed);
     app.exit_after_first_frame = exit_after_first_frame;
     if let Some(c) = call {
-        app.inspect_call(c);
+        app.inspect_once_read(c);
     }
-    if let Some(p) = rebuilt.problems.first() {
-        app.message = Some(format!(
-            "{} unreadable log lines (first: {p})",
-            rebuilt.unreadable
-        ));
-    } else if let Some(e) = &rebuilt.spill_error {
+    if let Some(e) = &spill_error {
         app.message = Some(format!("every call stays in memory (no spill file: {e})"));
     }
     print_said(runtime()?.block_on(trellis_tui::run(app, None))?);
