@@ -112,7 +112,8 @@ pub fn is_blank(line: &[u8]) -> bool {
 /// output write. When the reader drains the pipe again soon after it last did (the agent
 /// is streaming), it waits [`Coalesce::GATHER`] before reading on, so the next read takes
 /// what arrived meanwhile in one piece. At an interactive pace (a line now and then)
-/// nothing ever waits: the first line after a pause is read at once.
+/// nothing ever waits: the first line after a pause is read at once; nor does an agent
+/// that writes faster than it is read wait (the last read was big: the pipe was full).
 #[derive(Debug, Default)]
 pub struct Coalesce {
     last_drain: Option<std::time::Instant>,
@@ -120,18 +121,26 @@ pub struct Coalesce {
 
 impl Coalesce {
     /// How long a reader waits to gather a streaming agent's next lines.
-    pub const GATHER: std::time::Duration = std::time::Duration::from_millis(1);
+    pub const GATHER: std::time::Duration = std::time::Duration::from_micros(500);
     /// Drains closer together than this mean the agent is streaming.
     pub const STREAMING: std::time::Duration = std::time::Duration::from_millis(4);
 
-    /// The reader has handled every line it had (the next read would wait for the
-    /// agent) at `now`: how long to wait first, if at all.
-    pub fn drained(&mut self, now: std::time::Instant) -> Option<std::time::Duration> {
+    /// A read this big means the agent writes faster than it is read: no waiting.
+    pub const BIG_READ: usize = 16 << 10;
+
+    /// The reader has handled every line it had, `last_read` bytes from its last read
+    /// (the next read would wait for the agent), at `now`: how long to wait first, if at
+    /// all.
+    pub fn drained(
+        &mut self,
+        now: std::time::Instant,
+        last_read: usize,
+    ) -> Option<std::time::Duration> {
         let streaming = self
             .last_drain
             .is_some_and(|t| now.saturating_duration_since(t) < Self::STREAMING);
         self.last_drain = Some(now);
-        streaming.then_some(Self::GATHER)
+        (streaming && last_read < Self::BIG_READ).then_some(Self::GATHER)
     }
 }
 

@@ -92,6 +92,7 @@ pub fn spawn(
         pipe: std::fs::File::from(stdout.into_owned_fd()?),
         coalesce: lines::Coalesce::default(),
         stop: stop.clone(),
+        last_read: 0,
     };
     let (tap, rt) = (recorder.clone(), tokio::runtime::Handle::current());
     let stdout_reader = tokio::task::spawn_blocking(move || read_stdout(pipe, tap, to_sdk, rt));
@@ -139,12 +140,15 @@ struct Gathering {
     pipe: std::fs::File,
     coalesce: lines::Coalesce,
     stop: Arc<AtomicBool>,
+    /// Bytes the last read returned.
+    last_read: usize,
 }
 
 impl std::io::Read for Gathering {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         // Called when every byte read so far was handled.
-        if let Some(wait) = self.coalesce.drained(std::time::Instant::now()) {
+        let now = std::time::Instant::now();
+        if let Some(wait) = self.coalesce.drained(now, self.last_read) {
             std::thread::sleep(wait);
         }
         loop {
@@ -157,7 +161,10 @@ impl std::io::Read for Gathering {
                     trellis_os::fd::wait_readable(self.pipe.as_fd(), STOP_CHECK)?;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                done => return done,
+                done => {
+                    self.last_read = *done.as_ref().unwrap_or(&0);
+                    return done;
+                }
             }
         }
     }
