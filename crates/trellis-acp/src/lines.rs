@@ -154,17 +154,18 @@ mod tests {
         let t0 = Instant::now();
         let mut c = Coalesce::default();
         // The first line, and a line after a pause, are read at once.
-        assert_eq!(c.drained(t0), None);
-        assert_eq!(c.drained(t0 + Duration::from_millis(50)), None);
+        assert_eq!(c.drained(t0, 100), None);
+        assert_eq!(c.drained(t0 + Duration::from_millis(50), 100), None);
         // Drains in quick succession: the agent streams, the reader gathers.
         let t1 = t0 + Duration::from_millis(51);
-        assert_eq!(c.drained(t1), Some(Coalesce::GATHER));
-        assert_eq!(
-            c.drained(t1 + Duration::from_millis(2)),
-            Some(Coalesce::GATHER)
-        );
+        assert_eq!(c.drained(t1, 900), Some(Coalesce::GATHER));
+        let t2 = t1 + Duration::from_millis(2);
+        assert_eq!(c.drained(t2, 4000), Some(Coalesce::GATHER));
+        // An agent faster than the reader (the last read found the pipe full) is read on
+        // at once.
+        assert_eq!(c.drained(t2 + Duration::from_millis(1), 64 << 10), None);
         // A pause ends it.
-        assert_eq!(c.drained(t1 + Duration::from_millis(100)), None);
+        assert_eq!(c.drained(t2 + Duration::from_millis(100), 100), None);
     }
 
     async fn lines(input: &[u8], max: usize) -> Vec<(Vec<u8>, usize)> {
