@@ -19,6 +19,9 @@ const KEYS: usize = 40;
 /// Long enough that every key is typed while the turn streams.
 const CALLS: usize = 300_000;
 
+/// Output as read, each chunk with the moment it was read.
+type Chunks = Vec<(Instant, Vec<u8>)>;
+
 fn run(client: &str) -> Vec<Duration> {
     let exe = env!("CARGO_BIN_EXE_trellis");
     let dir = std::env::temp_dir().join(format!("trellis-echo-{}", std::process::id()));
@@ -39,7 +42,7 @@ fn run(client: &str) -> Vec<Duration> {
         .spawn()
         .unwrap();
     // Every chunk of output with the moment it was read.
-    let seen: Arc<Mutex<Vec<(Instant, Vec<u8>)>>> = Arc::default();
+    let seen: Arc<Mutex<Chunks>> = Arc::default();
     let mut out = child.stdout.take().unwrap();
     let reader = {
         let seen = seen.clone();
