@@ -323,7 +323,7 @@ async fn run(
             };
             *lock(&session_slot) = Some(session_id.to_string());
             let _ = tx.send(Input::Ready);
-            serve(&cx, session_id, embed, queued, &mut cmd_rx, &tx, &stopping).await
+            serve(&cx, session_id, embed, queued, &mut cmd_rx, &stopping).await
         })
         .await;
     terminals.stop_all(std::time::Duration::from_secs(1)).await;
@@ -346,7 +346,6 @@ async fn serve(
     embed: bool,
     mut queued: std::collections::VecDeque<Command>,
     cmd_rx: &mut UnboundedReceiver<Command>,
-    tx: &UnboundedSender<Input>,
     stopping: &std::sync::atomic::AtomicBool,
 ) -> Result<(), agent_client_protocol::Error> {
     let mut turn: Option<TurnFuture> = None;
@@ -366,9 +365,9 @@ async fn serve(
                     let sent = cx.send_request(PromptRequest::new(session_id.clone(), blocks));
                     turn = Some(Box::pin(async move { sent.block_task().await.map(|_| ()) }));
                 }
-                Some(Command::Prompt { .. }) => {
-                    let _ = tx.send(Input::Warning("a turn is already running; prompt not sent".into()));
-                }
+                // The driver saw the turn end (its answer is on record) before the SDK
+                // read that answer: sent once it has.
+                Some(c @ Command::Prompt { .. }) => queued.push_back(c),
                 Some(Command::Cancel) => {
                     cx.send_notification(CancelNotification::new(session_id.clone()))?;
                 }

@@ -185,12 +185,15 @@ fn read_stdout(
     let mut buf = Vec::new();
     let mut bad_utf8 = 0u64;
     let mut sdk = Some(to_sdk);
+    // Lines for the SDK, offered once the recorder released their actions to the driver.
+    let mut held: Vec<String> = Vec::new();
     loop {
         let read = match lines::read_line_blocking(&mut r, &mut buf, MAX_LINE) {
             Ok(Some(read)) => read,
             Ok(None) => break,
             Err(e) => {
                 tap.warn(format!("reading the agent's output failed: {e}"));
+                offer(&mut held, &mut sdk);
                 if let Some(tx) = sdk.take() {
                     let _ = tx.blocking_send(Err(e));
                 }
@@ -205,47 +208,58 @@ fn read_stdout(
         };
         if read.dropped > 0 {
             tap.oversized(Dir::AgentToClient, &buf, buf.len() + read.dropped, more);
-            continue;
-        }
-        if lines::is_blank(&buf) {
+        } else if lines::is_blank(&buf) {
             if more == More::No {
                 tap.flush();
             }
-            continue;
-        }
-        let (line, raw) = match std::str::from_utf8(&buf) {
-            Ok(s) => (std::borrow::Cow::Borrowed(s), None),
-            Err(_) => {
-                bad_utf8 += 1;
-                if bad_utf8 == 1 {
-                    tap.warn(
-                        "the agent wrote a line that is not valid UTF-8; invalid bytes were \
-                         replaced with U+FFFD (the line is in the session log as received)"
-                            .into(),
-                    );
+        } else {
+            let (line, raw) = match std::str::from_utf8(&buf) {
+                Ok(s) => (std::borrow::Cow::Borrowed(s), None),
+                Err(_) => {
+                    bad_utf8 += 1;
+                    if bad_utf8 == 1 {
+                        tap.warn(
+                            "the agent wrote a line that is not valid UTF-8; invalid bytes \
+                             were replaced with U+FFFD (the line is in the session log as \
+                             received)"
+                                .into(),
+                        );
+                    }
+                    (String::from_utf8_lossy(&buf), Some(&buf[..]))
                 }
-                (String::from_utf8_lossy(&buf), Some(&buf[..]))
+            };
+            if tap.line_bytes(Dir::AgentToClient, &line, raw, more) && sdk.is_some() {
+                held.push(line.into_owned());
             }
-        };
-        let forward = tap.line_bytes(Dir::AgentToClient, &line, raw, more);
-        let line = (forward && sdk.is_some()).then(|| line.into_owned());
+        }
         if more == More::No {
             // Backpressure: the driver has enough queued (see `crate::inputs`).
             rt.block_on(tap.room());
-        }
-        if let (Some(line), Some(tx)) = (line, sdk.as_ref())
-            && tx.blocking_send(Ok(line)).is_err()
-        {
-            // The connection is over; the rest is still read and recorded.
-            sdk = None;
+            offer(&mut held, &mut sdk);
         }
     }
-    // Whatever is pending reaches the log and the reducer.
+    // Whatever is pending reaches the log and the reducer, then the SDK.
     tap.flush();
+    offer(&mut held, &mut sdk);
     if bad_utf8 > 1 {
         tap.warn(format!(
             "the agent wrote {bad_utf8} lines of invalid UTF-8 in all"
         ));
+    }
+}
+
+/// Offers `held` lines to the SDK, in order; a connection that is over takes no more.
+fn offer(
+    held: &mut Vec<String>,
+    sdk: &mut Option<tokio::sync::mpsc::Sender<std::io::Result<String>>>,
+) {
+    for line in held.drain(..) {
+        if let Some(tx) = sdk.as_ref()
+            && tx.blocking_send(Ok(line)).is_err()
+        {
+            // The connection is over; the rest is still read and recorded.
+            *sdk = None;
+        }
     }
 }
 
