@@ -324,6 +324,7 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             updates: session.counters.updates,
             output_bytes: tally.output_bytes,
             settings_failed: self.settings.failed,
+            last_message: last_message(session),
         })
     }
 }
@@ -338,6 +339,17 @@ pub(crate) struct Finished {
     pub(crate) output_bytes: usize,
     /// A `--set` was unknown, invalid or refused: no prompt was sent.
     pub(crate) settings_failed: bool,
+    /// The agent's last message (`--output-file`).
+    pub(crate) last_message: Option<String>,
+}
+
+/// The text of the agent's last message in the session.
+fn last_message(session: &trellis_core::Session) -> Option<String> {
+    use trellis_core::transcript::{Entry, Role};
+    session.transcript.iter().rev().find_map(|e| match e {
+        Entry::Message(m) if m.role == Role::Agent => Some(m.text.clone()),
+        _ => None,
+    })
 }
 
 /// Answers the agent's question `request_id`, if still open, from `--answers` (or declines

@@ -64,6 +64,10 @@ pub struct RunArgs {
     /// form is declined.
     #[arg(long, value_name = "FILE")]
     answers: Option<PathBuf>,
+    /// Write the agent's last message to FILE when the run ends, however it ends (empty
+    /// when the agent wrote none): what a CI step or a script passes on.
+    #[arg(long, value_name = "FILE")]
+    output_file: Option<PathBuf>,
     /// Print resource usage as JSON on stderr at exit (for benchmarks).
     #[arg(long, hide = true)]
     stats: bool,
@@ -167,20 +171,33 @@ pub fn main(
     }
     resolved.spec.mcp_servers = mcp;
     resolved.spec.keep_lines = host.0.wants_acp();
-    let stop = rt.block_on(drive(
-        args.format,
-        policy,
-        &answers,
-        host,
-        resolved,
-        writer,
-        &args.prompt,
-        &args.set,
-        &args.files,
-        &cwd,
-        resume,
-    ))?;
+    let stop = rt
+        .block_on(drive(
+            args.format,
+            policy,
+            &answers,
+            host,
+            resolved,
+            writer,
+            &args.prompt,
+            &args.set,
+            &args.files,
+            &cwd,
+            resume,
+        ))
+        .inspect_err(|_| {
+            // A run that failed still leaves its artifact (an agent that wrote nothing).
+            if let Some(f) = &args.output_file {
+                let _ = crate::sessions::write_new(f, b"");
+            }
+        })?;
     eprintln!("trellis: session log: {}", log_path.display());
+    if let Some(f) = &args.output_file {
+        let text = stop.last_message.as_deref().unwrap_or_default();
+        if let Err(e) = crate::sessions::write_new(f, text.as_bytes()) {
+            eprintln!("trellis: --output-file: {e:#}");
+        }
+    }
     if args.stats {
         let (user, sys, rss) = crate::stats::self_usage();
         eprintln!(

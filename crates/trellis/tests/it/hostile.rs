@@ -690,9 +690,24 @@ fn everything_a_dying_agent_wrote_reaches_the_events_and_the_log() {
     // aborts: Trellis's answers meet a closed stdin while the end of the burst is still in
     // the pipe. Whatever happens on the write side, every line is read, logged and shown.
     use trellis_agents::hostile::{BURST, LAST_WORDS};
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("last-message.txt");
+    let args = [
+        "--permission",
+        "allow-once",
+        "--output-file",
+        output.to_str().unwrap(),
+    ];
     for attempt in 0..12 {
-        let h = hostile("burst-then-die", &["--permission", "allow-once"], "", LIMIT);
+        let _ = std::fs::remove_file(&output);
+        let h = hostile("burst-then-die", &args, "", LIMIT);
         assert_eq!(h.code, Some(7), "attempt {attempt}: {}", h.stderr);
+        // The artifact holds the agent's real last message, though the agent died.
+        let last_message = std::fs::read_to_string(&output).unwrap();
+        assert!(
+            last_message.ends_with(LAST_WORDS),
+            "attempt {attempt}: {last_message:?}"
+        );
         let shown: String = h
             .events()
             .iter()

@@ -236,3 +236,41 @@ fn the_demos_misbehaviour_is_detected_and_its_withdrawn_request_answered_once() 
         "{text}"
     );
 }
+
+/// `--output-file` (issue 31, item 4): the agent's last message of the last turn, written
+/// in place of whatever was at that path (a link there is replaced, never followed).
+#[test]
+fn the_output_file_holds_the_agents_last_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("last.txt");
+    let elsewhere = dir.path().join("not-yours.txt");
+    std::fs::write(&elsewhere, "keep me").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &out).unwrap();
+    let events = demo_events(
+        dir.path(),
+        &[
+            "--permission",
+            "allow-once",
+            "--prompt",
+            "fix the TODO",
+            "--output-file",
+            out.to_str().unwrap(),
+        ],
+    );
+    let last_turn_text: String = {
+        let started = events
+            .iter()
+            .rposition(|e| e["type"] == "tool_call_created" || e["type"] == "turn_started")
+            .unwrap();
+        events[started..]
+            .iter()
+            .filter(|e| e["type"] == "message_chunk" && e["role"] == "agent")
+            .filter_map(|e| e["text"].as_str())
+            .collect()
+    };
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert!(!written.is_empty());
+    assert_eq!(written, last_turn_text);
+    assert!(!std::fs::symlink_metadata(&out).unwrap().is_symlink());
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "keep me");
+}
