@@ -145,8 +145,10 @@ impl Handle {
                 });
                 None
             }
+            // A turn's end: durable soon, without holding the front end (the close
+            // syncs in place).
             Effect::Sync => {
-                self.recorder.sync();
+                self.recorder.sync_soon();
                 None
             }
             other => Some(other),

@@ -27,6 +27,11 @@ use crate::inputs::Input;
 pub trait LogSink: Send {
     fn append(&mut self, line: &str) -> std::io::Result<()>;
     fn sync(&mut self) -> std::io::Result<()>;
+    /// A handle that makes the log durable from another thread (none: [`LogSink::sync`]
+    /// is called in place).
+    fn syncer(&self) -> Option<std::fs::File> {
+        None
+    }
 }
 
 /// A sink that keeps nothing.
@@ -309,20 +314,49 @@ impl Recorder {
     /// Makes the log durable, and says what it could not keep since the last sync.
     pub fn sync(&self) {
         self.with(|inner| {
-            Self::commit(inner);
-            if let Some((first, n, e)) = &inner.lost
-                && *n > inner.lost_reported
-            {
-                let _ = inner.tx.send(Input::Warning(format!(
-                    "the session log is incomplete: {n} records from record {first} on could not be written ({e})"
-                )));
-                inner.lost_reported = *n;
-            }
+            Self::commit_and_report(inner);
             if let Err(e) = inner.sink.sync() {
                 let _ = inner
                     .tx
                     .send(Input::Warning(format!("session log sync failed: {e}")));
             }
         });
+    }
+
+    /// [`Recorder::sync`] without waiting for the disk: what is pending is written now,
+    /// the flush to the disk runs on a thread of its own. A turn's end must not hold the
+    /// UI for the hundreds of milliseconds a large log's flush can take.
+    pub fn sync_soon(&self) {
+        let handle = self.with(|inner| {
+            Self::commit_and_report(inner);
+            inner.sink.syncer().map(|f| (f, inner.tx.clone()))
+        });
+        let Some((file, tx)) = handle else {
+            return self.sync();
+        };
+        let flush = move || {
+            if let Err(e) = file.sync_data() {
+                let _ = tx.send(Input::Warning(format!("session log sync failed: {e}")));
+            }
+        };
+        if let Err(e) = std::thread::Builder::new()
+            .name("log-sync".into())
+            .spawn(flush)
+        {
+            self.warn(format!("session log sync failed: no thread for it ({e})"));
+        }
+    }
+
+    /// Writes what is pending and says what the log could not keep since the last time.
+    fn commit_and_report(inner: &mut Inner) {
+        Self::commit(inner);
+        if let Some((first, n, e)) = &inner.lost
+            && *n > inner.lost_reported
+        {
+            let _ = inner.tx.send(Input::Warning(format!(
+                "the session log is incomplete: {n} records from record {first} on could not be written ({e})"
+            )));
+            inner.lost_reported = *n;
+        }
     }
 }

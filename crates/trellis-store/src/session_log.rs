@@ -95,6 +95,11 @@ impl LogWriter {
     pub fn sync(&mut self) -> io::Result<()> {
         self.file.sync_data()
     }
+
+    /// Another handle on the log file, to make it durable from another thread.
+    pub fn syncer(&self) -> io::Result<File> {
+        self.file.try_clone()
+    }
 }
 
 /// Reads a whole log (or fixture) file.

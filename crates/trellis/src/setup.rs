@@ -16,6 +16,9 @@ impl LogSink for FileSink {
     fn sync(&mut self) -> std::io::Result<()> {
         self.0.sync()
     }
+    fn syncer(&self) -> Option<std::fs::File> {
+        self.0.syncer().ok()
+    }
 }
 
 /// The policy named by `--permission` (or the config); the flag says whether one was given.
