@@ -93,6 +93,7 @@ pub fn spawn(
         coalesce: lines::Coalesce::default(),
         stop: stop.clone(),
         last_read: 0,
+        read_after_stop: 0,
     };
     let (tap, rt) = (recorder.clone(), tokio::runtime::Handle::current());
     let stdout_reader = tokio::task::spawn_blocking(move || read_stdout(pipe, tap, to_sdk, rt));
@@ -134,7 +135,8 @@ const STOP_CHECK: Duration = Duration::from_millis(250);
 /// The agent's stdout, read on a thread of its own: a streaming agent's lines are
 /// gathered into fewer, fuller reads ([`lines::Coalesce`]: a wait on this thread is not
 /// woken by every line the agent writes, as a task on the runtime's poller would be), and
-/// the reader ends when told to stop (a pipe held open by a process that left the group).
+/// the reader ends when told to stop (a pipe held open by a process that left the group,
+/// or the process dropped without [`AgentProcess::finish`]) once nothing more is readable.
 struct Gathering {
     /// Non-blocking (as the runtime left it): waited on with `poll`.
     pipe: std::fs::File,
@@ -142,7 +144,12 @@ struct Gathering {
     stop: Arc<AtomicBool>,
     /// Bytes the last read returned.
     last_read: usize,
+    /// Bytes read since the reader was told to stop.
+    read_after_stop: usize,
 }
+
+/// What a reader told to stop still reads of what is there (a pipe holds 64 KiB).
+const AFTER_STOP: usize = 1 << 20;
 
 impl std::io::Read for Gathering {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
@@ -151,18 +158,27 @@ impl std::io::Read for Gathering {
         if let Some(wait) = self.coalesce.drained(now, self.last_read) {
             std::thread::sleep(wait);
         }
+        let stopping = self.stop.load(Ordering::Relaxed);
+        if stopping && self.read_after_stop >= AFTER_STOP {
+            // A process that keeps writing into a pipe it took along is read no further.
+            return Ok(0);
+        }
         loop {
-            if self.stop.load(Ordering::Relaxed) {
-                return Ok(0);
-            }
             match self.pipe.read(out) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    // Told to stop: what was readable was read; nothing more is waited for.
+                    if self.stop.load(Ordering::Relaxed) {
+                        return Ok(0);
+                    }
                     use std::os::fd::AsFd;
                     trellis_os::fd::wait_readable(self.pipe.as_fd(), STOP_CHECK)?;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 done => {
                     self.last_read = *done.as_ref().unwrap_or(&0);
+                    if stopping {
+                        self.read_after_stop += self.last_read;
+                    }
                     return done;
                 }
             }
@@ -317,6 +333,14 @@ async fn drain_stderr(
     }
     for line in tail {
         recorder.stderr(&line);
+    }
+}
+
+impl Drop for AgentProcess {
+    /// The reader waits no more for a pipe nobody will finish reading (the blocking pool,
+    /// and a runtime being shut down, would wait for it).
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
