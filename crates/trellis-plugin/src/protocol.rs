@@ -155,5 +155,30 @@ mod tests {
             text: "out",
         });
         assert_eq!((t.id.as_str(), t.text.as_str()), ("t", "out"));
+
+        let question = trellis_core::Elicitation {
+            request_id: "7".into(),
+            call_id: None,
+            subagent: None,
+            message: "Sign in".into(),
+            mode: trellis_core::elicitation::ElicitMode::Url {
+                elicitation_id: "e1".into(),
+                url: "https://example.com/in".into(),
+            },
+        };
+        let q: QuestionOffer = through(&QuestionOfferParams {
+            session: Some("s1"),
+            question: &question,
+            deadline_ms: 250,
+            acp: None,
+        });
+        assert_eq!(q.request_id(), "7");
+        assert_eq!(q.session.as_deref(), Some("s1"));
+        assert_eq!(
+            (q.question["mode"].as_str(), q.deadline_ms),
+            (Some("url"), 250)
+        );
+        assert_eq!(q.question["url"], "https://example.com/in");
+        assert_eq!(q.acp, None);
     }
 }
