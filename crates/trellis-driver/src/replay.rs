@@ -97,9 +97,9 @@ impl Replay {
 }
 
 /// Actions per batch a [`Feed`] hands over.
-const FEED_BATCH: usize = 2048;
+const FEED_BATCH: usize = 512;
 /// Batches read ahead of the reducer (memory stays bounded whatever the log's length).
-const FEED_AHEAD: usize = 4;
+const FEED_AHEAD: usize = 2;
 
 /// What the reader of a [`Feed`] hands the driver.
 #[derive(Debug)]

@@ -411,6 +411,9 @@ pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<
     result.map(|()| said)
 }
 
+/// How often a recording being read in is drawn.
+const READING_FRAME: Duration = Duration::from_millis(100);
+
 /// How long the first frame of a recording being read in waits for it (a short one is
 /// whole in it; a long one shows what was read, and the rest comes as it is read).
 const FIRST_FRAME_WAIT: Duration = Duration::from_millis(150);
@@ -443,6 +446,9 @@ async fn run_loop(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut frame = 0usize;
     let mut dirty = true;
+    // While a recording is read in, its slices come faster than frames are worth drawing:
+    // they are drawn at most every `READING_FRAME` (keys still draw at once).
+    let mut last_frame = Instant::now();
     first_moments(app).await;
     loop {
         if std::mem::take(&mut app.full_redraw) {
@@ -455,6 +461,7 @@ async fn run_loop(
         }
         if dirty {
             let now = start.elapsed().as_secs_f64();
+            last_frame = Instant::now();
             terminal.draw(|f| draw(f, app, Clock { now, frame }))?;
             dirty = false;
             if app.exit_after_first_frame {
@@ -491,7 +498,8 @@ async fn run_loop(
                 app.driver.handle(incoming, &mut notes);
                 show_notes(app, notes);
                 app.inspect_when_loaded();
-                dirty = true;
+                // (a slice of a recording is drawn by the tick when it comes too soon)
+                dirty |= app.driver.loading().is_none() || last_frame.elapsed() >= READING_FRAME;
             }
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) => {
@@ -525,7 +533,8 @@ async fn run_loop(
                 app.stop_reason = Some(format!("stopped by {sig}"));
                 return Ok(());
             }
-            _ = tick.tick(), if animating || app.catching_up() || !app.openers.is_empty() => {
+            _ = tick.tick(), if animating || app.catching_up() || !app.openers.is_empty()
+                || app.driver.loading().is_some() => {
                 frame = frame.wrapping_add(1);
                 reap_openers(app);
                 dirty = true;

@@ -441,7 +441,7 @@ impl Cold {
 
     fn one(&self, position: usize) -> Option<(Arc<ToolCall>, Vec<u64>)> {
         let (no, k) = (position / CHUNK, position % CHUNK);
-        let (at, len) = {
+        let place = {
             let st = self.lock();
             if let Some(i) = st.cache.iter().position(|(n, _)| *n == no) {
                 let t = st.cache[i].1.clone();
@@ -450,8 +450,19 @@ impl Cold {
             if let Some((_, c, f)) = st.single.iter().find(|(p, ..)| *p == position) {
                 return Some((c.clone(), f.clone()));
             }
-            let s = (*st.frozen.chunks.get(no)?)?;
-            (s.at, s.len)
+            // A scan (a view measuring calls it has not seen, one after another): the
+            // whole chunk is decoded once and cached instead of each call alone.
+            let scan = k > 0 && st.single.iter().any(|(p, ..)| *p == position - 1);
+            if !scan {
+                let s = (*st.frozen.chunks.get(no)?)?;
+                Some((s.at, s.len))
+            } else {
+                None
+            }
+        };
+        let Some((at, len)) = place else {
+            let t = self.chunk(no)?;
+            return Some((t.calls.get(k)?.clone(), t.frames.get(k)?.clone()));
         };
         let read = || -> Result<FrozenCall, String> {
             let head = self
