@@ -88,6 +88,10 @@ pub enum Note {
     Stderr(String),
     /// The connection is over (its last records follow as events).
     Closed,
+    /// A slice of a recording being read in: the calls its events were about (ledger
+    /// places), in place of the events themselves (nobody is alerted by a replay; a view
+    /// only needs to know which cards it drew changed).
+    Touched(Vec<usize>),
 }
 
 /// How long closing waits for the session index to take the log's last records (the
@@ -122,6 +126,8 @@ pub struct Driver {
     bulk: Option<bulk::Bulk>,
     /// A log being read into the session while it is shown (see [`Driver::replay`]).
     feed: Option<replay::Feed>,
+    /// While a slice of it is folded in: the places its events were about.
+    touched: Option<Vec<usize>>,
 }
 
 impl Driver {
@@ -144,6 +150,7 @@ impl Driver {
             carry: None,
             bulk: None,
             feed: None,
+            touched: None,
         }
     }
 
@@ -412,6 +419,7 @@ impl Driver {
     /// [`REPLAY_SLICE`].
     fn replayed(&mut self, fed: replay::Fed, notes: &mut Vec<Note>) {
         let until = Instant::now() + REPLAY_SLICE;
+        self.touched = Some(Vec::new());
         let mut next = Some(fed);
         while let Some(fed) = next.take() {
             match fed {
@@ -440,6 +448,11 @@ impl Driver {
             if Instant::now() < until {
                 next = self.feed.as_mut().and_then(|f| f.rx.try_recv().ok());
             }
+        }
+        if let Some(mut touched) = self.touched.take() {
+            touched.sort_unstable();
+            touched.dedup();
+            notes.push(Note::Touched(touched));
         }
     }
 
@@ -484,7 +497,10 @@ impl Driver {
                     }
                     _ => {}
                 }
-                notes.push(Note::Event(ev));
+                match self.touched.as_mut() {
+                    Some(t) => t.extend(ev.position),
+                    None => notes.push(Note::Event(ev)),
+                }
             }
         }
         self.outs(outs, notes);

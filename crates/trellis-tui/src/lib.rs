@@ -52,6 +52,19 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
                     app.turn_ended(stop_reason);
                 }
             }
+            // A recording read in: cards already drawn whose calls changed are laid out
+            // again (a subagent's call shows in its parent's card).
+            Note::Touched(places) => {
+                let session = &app.driver.session;
+                let nested = !session.subagents.is_empty();
+                for p in places {
+                    if app.view.knows_call(p) {
+                        app.view.invalidate_call(p);
+                    } else if nested && let Some(shown) = session.shown_call(p) {
+                        app.view.invalidate_call(shown);
+                    }
+                }
+            }
             Note::TerminalOutput { terminal_id } => {
                 let session = &app.driver.session;
                 let shown = session.terminals.get(&terminal_id).and_then(|t| t.call);

@@ -175,6 +175,13 @@ impl TranscriptView {
     }
 
     /// Marks the entry of ledger call `index` for re-measuring.
+    /// Whether call `index` is one of the cards laid out so far.
+    pub fn knows_call(&self, index: usize) -> bool {
+        self.call_entry
+            .get(index)
+            .is_some_and(|&e| (e as usize) < self.entries.len())
+    }
+
     pub fn invalidate_call(&mut self, index: usize) {
         if let Some(&e) = self.call_entry.get(index)
             && (e as usize) < self.entries.len()

@@ -162,6 +162,8 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             | Note::TerminalOutput { .. }
             | Note::OpenInspector(_)
             | Note::Repaint
+            // (a headless run replays nothing)
+            | Note::Touched(_)
             | Note::Closed => {}
         }
         Ok(())
