@@ -247,18 +247,6 @@ impl Driver {
         self.closed
     }
 
-    /// Rebuilds the session from a log while front ends show it: the feed's records go
-    /// through the reducer and to extensions like a live agent's, a slice of time at a
-    /// time (see [`REPLAY_SLICE`]), so frames and keys go on meanwhile.
-    pub fn replay(&mut self, feed: replay::Feed) {
-        self.feed = Some(feed);
-    }
-
-    /// While a log is being read in: how much of it, from 0 to 1.
-    pub fn loading(&self) -> Option<f64> {
-        self.feed.as_ref().map(replay::Feed::progress)
-    }
-
     /// Whether anything from the connection is still waiting to be handled.
     pub fn drained(&self) -> bool {
         self.conn.as_ref().is_none_or(|c| c.rx.is_empty())
@@ -412,47 +400,6 @@ impl Driver {
                 }
                 notes.push(Note::Closed);
             }
-        }
-    }
-
-    /// Records of a replayed log, and whatever else the feed has ready, for at most
-    /// [`REPLAY_SLICE`].
-    fn replayed(&mut self, fed: replay::Fed, notes: &mut Vec<Note>) {
-        let until = Instant::now() + REPLAY_SLICE;
-        self.touched = Some(Vec::new());
-        let mut next = Some(fed);
-        while let Some(fed) = next.take() {
-            match fed {
-                replay::Fed::Actions(actions) => {
-                    for action in actions {
-                        self.apply(action, notes);
-                    }
-                    // Chunks of finished calls leave memory.
-                    self.session.ledger.settle();
-                }
-                replay::Fed::End(ended) => {
-                    self.feed = None;
-                    if let Some(p) = ended.problems.first() {
-                        notes.push(Note::Message(format!(
-                            "{} unreadable log lines (first: {p})",
-                            ended.unreadable
-                        )));
-                    }
-                    if let Some(e) = ended.error {
-                        notes.push(Note::Message(format!(
-                            "the log could be read no further: {e}"
-                        )));
-                    }
-                }
-            }
-            if Instant::now() < until {
-                next = self.feed.as_mut().and_then(|f| f.rx.try_recv().ok());
-            }
-        }
-        if let Some(mut touched) = self.touched.take() {
-            touched.sort_unstable();
-            touched.dedup();
-            notes.push(Note::Touched(touched));
         }
     }
 

@@ -215,6 +215,62 @@ fn feed(
     let _ = tx.blocking_send(Fed::End(ended));
 }
 
+/// A recording read into a shown session, a slice at a time (see [`Feed`]).
+impl crate::Driver {
+    /// Rebuilds the session from a log while front ends show it: the feed's records go
+    /// through the reducer and to extensions like a live agent's, a slice of time at a
+    /// time (see [`crate::REPLAY_SLICE`]), so frames and keys go on meanwhile.
+    pub fn replay(&mut self, feed: Feed) {
+        self.feed = Some(feed);
+    }
+
+    /// While a log is being read in: how much of it, from 0 to 1.
+    pub fn loading(&self) -> Option<f64> {
+        self.feed.as_ref().map(Feed::progress)
+    }
+
+    /// Records of a replayed log, and whatever else the feed has ready, for at most
+    /// [`crate::REPLAY_SLICE`].
+    pub(crate) fn replayed(&mut self, fed: Fed, notes: &mut Vec<crate::Note>) {
+        let until = std::time::Instant::now() + crate::REPLAY_SLICE;
+        self.touched = Some(Vec::new());
+        let mut next = Some(fed);
+        while let Some(fed) = next.take() {
+            match fed {
+                Fed::Actions(actions) => {
+                    for action in actions {
+                        self.apply(action, notes);
+                    }
+                    // Chunks of finished calls leave memory.
+                    self.session.ledger.settle();
+                }
+                Fed::End(ended) => {
+                    self.feed = None;
+                    if let Some(p) = ended.problems.first() {
+                        notes.push(crate::Note::Message(format!(
+                            "{} unreadable log lines (first: {p})",
+                            ended.unreadable
+                        )));
+                    }
+                    if let Some(e) = ended.error {
+                        notes.push(crate::Note::Message(format!(
+                            "the log could be read no further: {e}"
+                        )));
+                    }
+                }
+            }
+            if std::time::Instant::now() < until {
+                next = self.feed.as_mut().and_then(|f| f.rx.try_recv().ok());
+            }
+        }
+        if let Some(mut touched) = self.touched.take() {
+            touched.sort_unstable();
+            touched.dedup();
+            notes.push(crate::Note::Touched(touched));
+        }
+    }
+}
+
 /// [`Replay::open`] and [`Replay::run`].
 pub fn rebuild_log(path: &Path, on_effect: impl FnMut(Effect)) -> std::io::Result<Rebuilt> {
     Replay::open(path)?.run(on_effect)
