@@ -123,7 +123,7 @@ pub struct Ended {
 
 /// A log read on a thread of its own for a session a front end shows while it is rebuilt:
 /// the first frame waits for nothing, the lines are parsed beside the reducer, and at most
-/// [`FEED_AHEAD`] batches wait in memory (a million calls cost what running them did).
+/// two batches wait in memory (a million calls cost what running them did).
 pub struct Feed {
     pub(crate) rx: tokio::sync::mpsc::Receiver<Fed>,
     read: Arc<std::sync::atomic::AtomicU64>,
