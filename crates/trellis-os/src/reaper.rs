@@ -33,6 +33,31 @@ pub fn own(pid: u32) {
     g.get_or_insert_with(HashSet::new).insert(pid);
 }
 
+/// Starts `cmd` as a child this process waits for itself: it is marked owned before the
+/// reaper can see it (the mark is taken under the lock the reaper reads), so a child that
+/// ends at once is never reaped behind its waiter's back. [`disown`] it once waited for.
+pub fn spawn_owned(cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    let mut g = match OWNED.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    let child = cmd.spawn()?;
+    g.get_or_insert_with(HashSet::new).insert(child.id());
+    Ok(child)
+}
+
+/// Forgets a child marked by [`own`] or [`spawn_owned`] once it has been waited for (its
+/// pid may be reused by an orphan the reaper must reap).
+pub fn disown(pid: u32) {
+    let mut g = match OWNED.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    if let Some(s) = g.as_mut() {
+        s.remove(&pid);
+    }
+}
+
 fn owned(pid: u32) -> bool {
     let g = match OWNED.lock() {
         Ok(g) => g,

@@ -1,0 +1,415 @@
+//! How a worktree ends: land, apply, keep, discard (and sync, which brings the source's
+//! new commits in so that a land can fast-forward).
+//!
+//! Every ending takes the label's lock, reads the record again and checks that the tree is
+//! still the one Trellis made, right before acting. Branches are never deleted; a tree is
+//! removed only after its whole state (uncommitted and untracked files included) is kept
+//! as a commit a ref points to, or once everything in it is on a branch.
+
+use std::path::Path;
+
+use crate::git::Git;
+use crate::record::{Record, Stage};
+use crate::{Error, Found, Status, now_s, status};
+
+/// How long an ending waits for another one on the same label.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What an ending did, for the user.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub lines: Vec<String>,
+    pub record: Option<Record>,
+}
+
+impl Outcome {
+    fn say(&mut self, s: impl Into<String>) {
+        self.lines.push(s.into());
+    }
+}
+
+/// `flock` on `<label>.lock` beside the record: created without following links, never
+/// removed.
+struct Lock(std::fs::File);
+
+impl Lock {
+    fn take(record_file: &Path) -> Result<Lock, Error> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = record_file.with_extension("lock");
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&file)
+            .map_err(|e| Error::Io(format!("{}: {e}", file.display())))?;
+        let start = std::time::Instant::now();
+        loop {
+            match f.try_lock() {
+                Ok(()) => return Ok(Lock(f)),
+                Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(Error::Refused(format!(
+                        "another Trellis is ending this worktree ({} is locked)",
+                        file.display()
+                    )));
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(Error::Io(format!("{}: {e}", file.display())));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+/// The record as it is on disk now, and its tree checked to be Trellis's.
+fn owned(found: &Found) -> Result<Record, Error> {
+    let record = Record::read(&found.file).map_err(Error::Io)?;
+    match status(&record) {
+        Status::Owned => Ok(record),
+        Status::Ended => Err(Error::Refused(format!(
+            "worktree {} has ended already ({})",
+            record.label,
+            record.stage.word()
+        ))),
+        Status::Incomplete => Err(Error::Refused(format!(
+            "worktree {} was never finished; Trellis leaves {} alone",
+            record.label,
+            record.path.display()
+        ))),
+        Status::Missing(why) => Err(Error::Refused(format!(
+            "worktree {} is gone: {why}; its branch {} is kept (`trellis worktree discard {}` forgets it)",
+            record.label, record.branch, record.label
+        ))),
+        Status::Foreign(why) => Err(Error::Refused(format!(
+            "{} is not the worktree Trellis made ({why}); Trellis will not touch it",
+            record.path.display()
+        ))),
+    }
+}
+
+/// The whole state of `tree` (tracked changes, untracked files; not ignored ones) as a
+/// commit on top of its HEAD, made through a private index: the tree, its index and its
+/// branch are left as they are. Returns the commit and whether it differs from HEAD.
+pub fn snapshot(tree: &Path, label: &str) -> Result<(String, bool), Error> {
+    let head = Git::at(tree)
+        .args(["rev-parse", "--verify", "HEAD^{commit}"])
+        .line()?;
+    let dir = tempfile::tempdir().map_err(|e| Error::Io(format!("temporary directory: {e}")))?;
+    let index = dir.path().join("index");
+    let with_index = |g: Git| g.env("GIT_INDEX_FILE", &index);
+    with_index(Git::at(tree).args(["read-tree", &head])).output()?;
+    with_index(Git::at(tree).args(["add", "-A", "--", "."])).output()?;
+    let written = with_index(Git::at(tree).arg("write-tree")).line()?;
+    let head_tree = Git::at(tree)
+        .args(["rev-parse", &format!("{head}^{{tree}}")])
+        .line()?;
+    if written == head_tree {
+        return Ok((head, false));
+    }
+    let commit = Git::at(tree)
+        .env("GIT_AUTHOR_NAME", "Trellis")
+        .env("GIT_AUTHOR_EMAIL", "trellis@localhost")
+        .env("GIT_COMMITTER_NAME", "Trellis")
+        .env("GIT_COMMITTER_EMAIL", "trellis@localhost")
+        .args(["commit-tree", &written, "-p", &head, "-m"])
+        .arg(format!("trellis: snapshot of worktree {label}"))
+        .line()?;
+    Ok((commit, true))
+}
+
+/// The branch the source has checked out.
+fn source_branch(source: &Path) -> Result<String, Error> {
+    Git::at(source)
+        .args(["symbolic-ref", "-q", "--short", "HEAD"])
+        .line()
+        .map_err(|_| {
+            Error::Refused(format!(
+                "{} is on a detached HEAD: check out the branch to land on first",
+                source.display()
+            ))
+        })
+}
+
+/// Keeps the snapshot under `refs/trellis/retired/<label>-<sha>` (never replacing a ref).
+fn retire_ref(record: &Record, commit: &str) -> Result<String, Error> {
+    let short: String = commit.chars().take(12).collect();
+    let name = format!("refs/trellis/retired/{}-{short}", record.label);
+    let exists = Git::at(&record.source)
+        .args(["rev-parse", "--verify", "--quiet", &name])
+        .line();
+    match exists {
+        Ok(at) if at == commit => return Ok(name),
+        Ok(_) => {
+            return Err(Error::Refused(format!(
+                "{name} exists and points elsewhere"
+            )));
+        }
+        Err(Error::Git { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    // The empty old value: create only.
+    Git::at(&record.source)
+        .args([
+            "update-ref",
+            "-m",
+            "trellis: retired worktree",
+            &name,
+            commit,
+            "",
+        ])
+        .output()?;
+    Ok(name)
+}
+
+/// Removes the tree, checked once more to be Trellis's right before.
+fn remove_tree(record: &Record, force: bool) -> Result<(), Error> {
+    if status(record) != Status::Owned {
+        return Err(Error::Refused(format!(
+            "{} changed while it was being ended; left as it is",
+            record.path.display()
+        )));
+    }
+    let mut g = Git::at(&record.source).args(["worktree", "remove"]);
+    if force {
+        g = g.arg("--force");
+    }
+    g.arg(&record.path).output()?;
+    Ok(())
+}
+
+fn finish(found: &Found, mut record: Record, stage: Stage) -> Result<Record, Error> {
+    record.stage = stage;
+    record.ended_at = Some(now_s());
+    record.save(&found.file)?;
+    Ok(record)
+}
+
+/// Fast-forwards the source's branch to the worktree's: the worktree's uncommitted work is
+/// committed on its branch first (`message`, the user's identity and hooks), the source
+/// must not have moved on (else: [`sync`] first), then the tree is removed (everything in
+/// it is on the branch).
+pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
+    let _lock = Lock::take(&found.file)?;
+    let record = owned(found)?;
+    let mut out = Outcome::default();
+    let tree = &record.path;
+    let on = Git::at(tree).args(["symbolic-ref", "-q", "HEAD"]).line();
+    let want = format!("refs/heads/{}", record.branch);
+    if on.as_deref().ok() != Some(want.as_str()) {
+        return Err(Error::Refused(format!(
+            "the worktree is not on its branch {} any more; land what it is on by hand",
+            record.branch
+        )));
+    }
+    let target = source_branch(&record.source)?;
+    let (_, dirty) = snapshot(tree, &record.label)?;
+    if dirty {
+        let msg = message
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("trellis: work of worktree {}", record.label));
+        Git::at(tree).args(["add", "-A", "--", "."]).output()?;
+        Git::at(tree).args(["commit", "-q", "-m", &msg]).output()?;
+        out.say(format!(
+            "committed the worktree's uncommitted work on {}",
+            record.branch
+        ));
+    }
+    let ff = Git::at(&record.source)
+        .args(["merge-base", "--is-ancestor", &target, &record.branch])
+        .ok()?;
+    if !ff {
+        return Err(Error::Refused(format!(
+            "{target} has commits that {} lacks, so it cannot fast-forward: bring them in with `trellis worktree sync {}`, then land again",
+            record.branch, record.label
+        )));
+    }
+    Git::at(&record.source)
+        .args(["merge", "--ff-only", "-q", &record.branch])
+        .output()?;
+    out.say(format!("{target} fast-forwarded to {}", record.branch));
+    match remove_tree(&record, false) {
+        Ok(()) => {
+            out.say(format!(
+                "removed {} (branch {} kept)",
+                tree.display(),
+                record.branch
+            ));
+            out.record = Some(finish(found, record, Stage::Landed)?);
+        }
+        Err(e) => {
+            out.say(format!("the tree stays at {}: {e}", tree.display()));
+            out.record = Some(finish(found, record, Stage::Kept)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Merges the source's branch into the worktree's, so that a land can fast-forward; a
+/// merge that conflicts is aborted, leaving the worktree as it was.
+pub fn sync(found: &Found) -> Result<Outcome, Error> {
+    let _lock = Lock::take(&found.file)?;
+    let record = owned(found)?;
+    let target = source_branch(&record.source)?;
+    let mut out = Outcome::default();
+    match Git::at(&record.path)
+        .args(["merge", "--no-edit", "-q", &target])
+        .output()
+    {
+        Ok(_) => out.say(format!("merged {target} into {}", record.branch)),
+        Err(e) => {
+            let merging = Git::at(&record.path)
+                .args(["rev-parse", "-q", "--verify", "MERGE_HEAD"])
+                .ok()?;
+            if merging {
+                Git::at(&record.path).args(["merge", "--abort"]).output()?;
+            }
+            return Err(Error::Refused(format!(
+                "merging {target} into {} failed, the worktree is as it was: {e}",
+                record.branch
+            )));
+        }
+    }
+    out.record = Some(record);
+    Ok(out)
+}
+
+/// The worktree's changes since it parted from the source (committed or not) as staged
+/// changes in the source, all or nothing; then the tree is retired as [`discard`] does.
+pub fn apply(found: &Found) -> Result<Outcome, Error> {
+    let _lock = Lock::take(&found.file)?;
+    let record = owned(found)?;
+    let mut out = Outcome::default();
+    let (snap, _) = snapshot(&record.path, &record.label)?;
+    let base = Git::at(&record.source)
+        .args(["merge-base", "HEAD", &snap])
+        .line()?;
+    let dir = tempfile::tempdir().map_err(|e| Error::Io(format!("temporary directory: {e}")))?;
+    let patch = dir.path().join("apply.patch");
+    let mut output = std::ffi::OsString::from("--output=");
+    output.push(patch.as_os_str());
+    Git::at(&record.source)
+        .args(["diff", "--binary", "--no-ext-diff", "--ignore-submodules"])
+        .arg(output)
+        .args([&base, &snap])
+        .output()?;
+    if std::fs::metadata(&patch).map(|m| m.len()).unwrap_or(0) == 0 {
+        return Err(Error::Refused(format!(
+            "worktree {} has no changes to apply",
+            record.label
+        )));
+    }
+    Git::at(&record.source)
+        .args(["apply", "--index", "--binary", "--whitespace=nowarn"])
+        .arg(&patch)
+        .output()
+        .map_err(|e| {
+            Error::Refused(format!(
+                "the changes do not apply to {} as it is now (nothing was changed): {e}",
+                record.source.display()
+            ))
+        })?;
+    out.say(format!(
+        "the changes of {} are staged in {}",
+        record.branch,
+        record.source.display()
+    ));
+    let name = retire_ref(&record, &snap)?;
+    out.say(format!("snapshot kept as {name}"));
+    let mut record = record;
+    record.snapshot = Some(name);
+    remove_tree(&record, true)?;
+    out.say(format!(
+        "removed {} (branch {} kept)",
+        record.path.display(),
+        record.branch
+    ));
+    out.record = Some(finish(found, record, Stage::Applied)?);
+    Ok(out)
+}
+
+/// Leaves the worktree where it is, still Trellis's (listed as kept).
+pub fn keep(found: &Found) -> Result<Outcome, Error> {
+    let _lock = Lock::take(&found.file)?;
+    let record = owned(found)?;
+    let mut out = Outcome::default();
+    out.say(format!(
+        "kept {} on {}",
+        record.path.display(),
+        record.branch
+    ));
+    out.record = Some(finish(found, record, Stage::Kept)?);
+    Ok(out)
+}
+
+/// Keeps the worktree's whole state as `refs/trellis/retired/<label>-<sha>`, then removes
+/// the tree. A worktree already removed behind Trellis's back is only marked ended.
+pub fn discard(found: &Found) -> Result<Outcome, Error> {
+    let _lock = Lock::take(&found.file)?;
+    let mut out = Outcome::default();
+    let now = Record::read(&found.file).map_err(Error::Io)?;
+    if let Status::Missing(why) = status(&now) {
+        out.say(format!(
+            "{why}; nothing to remove (branch {} kept)",
+            now.branch
+        ));
+        out.record = Some(finish(found, now, Stage::Discarded)?);
+        return Ok(out);
+    }
+    let record = owned(found)?;
+    let (snap, dirty) = snapshot(&record.path, &record.label)?;
+    let name = retire_ref(&record, &snap)?;
+    out.say(format!(
+        "snapshot{} kept as {name}",
+        if dirty {
+            " of the uncommitted work"
+        } else {
+            ""
+        }
+    ));
+    let mut record = record;
+    record.snapshot = Some(name);
+    remove_tree(&record, true)?;
+    out.say(format!(
+        "removed {} (branch {} kept)",
+        record.path.display(),
+        record.branch
+    ));
+    out.record = Some(finish(found, record, Stage::Discarded)?);
+    Ok(out)
+}
+
+/// Lines added and removed in the worktree since its base (committed or not, untracked
+/// files aside), and the files touched.
+pub fn diffstat(record: &Record) -> Option<(u64, u64, usize)> {
+    let out = Git::at(&record.path)
+        .args(["diff", "--numstat", "--no-ext-diff", &record.base])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out);
+    let (mut add, mut del, mut files) = (0, 0, 0);
+    for line in text.lines() {
+        let mut parts = line.split('\t');
+        let a = parts
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+        let d = parts
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+        add += a;
+        del += d;
+        files += 1;
+    }
+    Some((add, del, files))
+}

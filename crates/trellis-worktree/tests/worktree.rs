@@ -1,0 +1,592 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! Worktrees in temporary git repositories: creation, carry, include, setup, every ending,
+//! and what others do behind Trellis's back. Nothing of the user's may ever be lost.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use trellis_worktree::{Error, Plan, Stage, Status, Worktrees, end};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .expect("git runs (the tests need git)");
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn git_fails(dir: &Path, args: &[&str]) -> bool {
+    !Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git runs")
+        .status
+        .success()
+}
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    repo: PathBuf,
+    wt: Worktrees,
+}
+
+/// A repository with one commit on `main` (a file, a subdirectory, a .gitignore) and an
+/// empty data directory.
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(tmp.path()).unwrap();
+    let repo = base.join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.name", "Test User"]);
+    git(&repo, &["config", "user.email", "user@example.com"]);
+    git(&repo, &["config", "commit.gpgsign", "false"]);
+    std::fs::write(repo.join("a.txt"), "one\ntwo\n").unwrap();
+    std::fs::create_dir(repo.join("sub")).unwrap();
+    std::fs::write(repo.join("sub/b.txt"), "bee\n").unwrap();
+    std::fs::write(repo.join(".gitignore"), ".env\nsecrets/\nbuild/\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    let wt = Worktrees::new(&base.join("data"));
+    Fixture {
+        _tmp: tmp,
+        repo,
+        wt,
+    }
+}
+
+fn plan(label: &str) -> Plan {
+    Plan {
+        label: Some(label.into()),
+        ..Plan::default()
+    }
+}
+
+fn status_of(dir: &Path) -> String {
+    git(
+        dir,
+        &[
+            "status",
+            "--porcelain=v1",
+            "--untracked-files=all",
+            "--ignored",
+        ],
+    )
+}
+
+#[test]
+fn a_session_gets_a_fresh_worktree_on_its_own_branch() {
+    let f = fixture();
+    let before = status_of(&f.repo);
+    let made = f.wt.create(&f.repo.join("sub"), &plan("one")).unwrap();
+    let r = &made.record;
+    assert_eq!(r.branch, "trellis/one");
+    assert_eq!(r.stage, Stage::Active);
+    assert!(r.path.starts_with(f.wt.root()), "outside the repository");
+    assert!(!r.path.starts_with(&f.repo));
+    assert_eq!(made.cwd, r.path.join("sub"), "the same subdirectory");
+    assert_eq!(
+        std::fs::read_to_string(made.cwd.join("b.txt")).unwrap(),
+        "bee\n"
+    );
+    assert_eq!(
+        git(&r.path, &["symbolic-ref", "--short", "HEAD"]),
+        "trellis/one"
+    );
+    assert_eq!(r.base, git(&f.repo, &["rev-parse", "HEAD"]));
+    assert_eq!(status_of(&f.repo), before, "the source is untouched");
+    let list = f.wt.list();
+    assert_eq!(list.found.len(), 1);
+    assert_eq!(list.found[0].status, Status::Owned);
+    assert!(list.orphans.is_empty());
+}
+
+#[test]
+fn made_up_labels_and_parallel_creation_never_collide() {
+    let f = fixture();
+    let made: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| f.wt.create(&f.repo, &Plan::default()).unwrap()))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let labels: std::collections::HashSet<_> =
+        made.iter().map(|m| m.record.label.clone()).collect();
+    assert_eq!(labels.len(), 4);
+    assert_eq!(f.wt.list().found.len(), 4);
+    for m in &made {
+        assert_eq!(trellis_worktree::status(&m.record), Status::Owned);
+    }
+}
+
+#[test]
+fn carry_copies_uncommitted_work_and_leaves_the_source_alone() {
+    let f = fixture();
+    std::fs::write(f.repo.join("a.txt"), "one\ntwo changed\n").unwrap();
+    std::fs::write(f.repo.join("staged.txt"), "staged\n").unwrap();
+    git(&f.repo, &["add", "staged.txt"]);
+    std::fs::write(f.repo.join("untracked.txt"), "new\n").unwrap();
+    std::fs::write(f.repo.join(".env"), "SECRET=1\n").unwrap();
+    let before = status_of(&f.repo);
+    let made =
+        f.wt.create(
+            &f.repo,
+            &Plan {
+                label: Some("carry".into()),
+                carry: true,
+                setup: None,
+            },
+        )
+        .unwrap();
+    let t = &made.record.path;
+    assert_eq!(
+        std::fs::read_to_string(t.join("a.txt")).unwrap(),
+        "one\ntwo changed\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.join("staged.txt")).unwrap(),
+        "staged\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.join("untracked.txt")).unwrap(),
+        "new\n"
+    );
+    assert!(
+        !t.join(".env").exists(),
+        "ignored files come only through .worktreeinclude"
+    );
+    assert!(made.carried.patch);
+    assert_eq!(status_of(&f.repo), before, "the source is untouched");
+    // Without --carry, none of it.
+    let plain = f.wt.create(&f.repo, &plan("plain")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(plain.record.path.join("a.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+    assert!(!plain.record.path.join("untracked.txt").exists());
+}
+
+#[test]
+fn worktreeinclude_copies_named_ignored_files_only_safely() {
+    let f = fixture();
+    std::fs::write(f.repo.join(".worktreeinclude"), ".env\nsecrets/\n").unwrap();
+    std::fs::write(f.repo.join(".env"), "KEY=1\n").unwrap();
+    std::fs::create_dir(f.repo.join("secrets")).unwrap();
+    std::fs::write(f.repo.join("secrets/token"), "t\n").unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", f.repo.join("secrets/link")).unwrap();
+    nix_mkfifo(&f.repo.join("secrets/fifo"));
+    std::fs::create_dir(f.repo.join("build")).unwrap();
+    std::fs::write(f.repo.join("build/out.o"), "obj").unwrap();
+    let made = f.wt.create(&f.repo, &plan("inc")).unwrap();
+    let t = &made.record.path;
+    assert_eq!(std::fs::read_to_string(t.join(".env")).unwrap(), "KEY=1\n");
+    assert_eq!(
+        std::fs::read_to_string(t.join("secrets/token")).unwrap(),
+        "t\n"
+    );
+    let link = std::fs::symlink_metadata(t.join("secrets/link")).unwrap();
+    assert!(link.file_type().is_symlink(), "a link is copied as a link");
+    // git lists no FIFO; were one named, it would be skipped, never opened.
+    assert!(!t.join("secrets/fifo").exists(), "a FIFO is not copied");
+    assert!(!t.join("build").exists(), "ignored but not named");
+}
+
+fn nix_mkfifo(p: &Path) {
+    let ok = Command::new("mkfifo").arg(p).status().unwrap().success();
+    assert!(ok);
+}
+
+#[test]
+fn the_setup_command_runs_in_the_new_tree() {
+    let f = fixture();
+    let made = f
+        .wt
+        .create(
+            &f.repo,
+            &Plan {
+                label: Some("setup".into()),
+                carry: false,
+                setup: Some(
+                    "printf '%s|%s' \"$TRELLIS_WORKTREE_ROOT\" \"$TRELLIS_SOURCE_ROOT\" > ran; pwd > where"
+                        .into(),
+                ),
+            },
+        )
+        .unwrap();
+    let t = &made.record.path;
+    assert!(made.setup_failed.is_none());
+    assert_eq!(
+        std::fs::read_to_string(t.join("ran")).unwrap(),
+        format!("{}|{}", t.display(), f.repo.display())
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.join("where")).unwrap().trim(),
+        t.to_str().unwrap()
+    );
+    let bad =
+        f.wt.create(
+            &f.repo,
+            &Plan {
+                label: Some("badsetup".into()),
+                carry: false,
+                setup: Some("exit 3".into()),
+            },
+        )
+        .unwrap();
+    assert!(bad.setup_failed.unwrap().contains("failed"));
+    assert_eq!(trellis_worktree::status(&bad.record), Status::Owned);
+}
+
+#[test]
+fn land_fast_forwards_the_source_and_keeps_the_branch() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("land")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join("feature.txt"), "done\n").unwrap();
+    std::fs::write(t.join("a.txt"), "one\ntwo\nthree\n").unwrap();
+    let found = f.wt.find("land", None).unwrap();
+    let out = end::land(&found, Some("add the feature")).unwrap();
+    assert!(
+        out.lines.iter().any(|l| l.contains("fast-forwarded")),
+        "{:?}",
+        out.lines
+    );
+    assert_eq!(out.record.unwrap().stage, Stage::Landed);
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("feature.txt")).unwrap(),
+        "done\n"
+    );
+    assert_eq!(
+        git(&f.repo, &["log", "-1", "--format=%s"]),
+        "add the feature"
+    );
+    assert_eq!(git(&f.repo, &["status", "--porcelain"]), "");
+    assert!(!t.exists(), "the tree is removed");
+    assert_eq!(
+        git(&f.repo, &["rev-parse", "trellis/land"]),
+        git(&f.repo, &["rev-parse", "main"]),
+        "the branch is kept"
+    );
+    assert_eq!(f.wt.find("land", None).unwrap().status, Status::Ended);
+}
+
+#[test]
+fn land_refuses_when_the_source_moved_on_and_sync_then_land_works() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("late")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join("work.txt"), "agent work\n").unwrap();
+    std::fs::write(f.repo.join("upstream.txt"), "meanwhile\n").unwrap();
+    git(&f.repo, &["add", "upstream.txt"]);
+    git(&f.repo, &["commit", "-q", "-m", "meanwhile"]);
+    let main_before = git(&f.repo, &["rev-parse", "main"]);
+    let found = f.wt.find("late", None).unwrap();
+    let e = end::land(&found, None).unwrap_err();
+    assert!(e.to_string().contains("trellis worktree sync late"), "{e}");
+    assert_eq!(
+        git(&f.repo, &["rev-parse", "main"]),
+        main_before,
+        "main untouched"
+    );
+    // Nothing lost: the work is committed on the worktree's branch, the tree still there.
+    assert_eq!(
+        std::fs::read_to_string(t.join("work.txt")).unwrap(),
+        "agent work\n"
+    );
+    assert_eq!(
+        git(&f.repo, &["show", "trellis/late:work.txt"]),
+        "agent work"
+    );
+    assert_eq!(f.wt.find("late", None).unwrap().status, Status::Owned);
+    end::sync(&found).unwrap();
+    end::land(&found, None).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("work.txt")).unwrap(),
+        "agent work\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("upstream.txt")).unwrap(),
+        "meanwhile\n"
+    );
+}
+
+#[test]
+fn apply_stages_the_changes_in_the_source_and_keeps_a_snapshot() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("apply")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join("committed.txt"), "c\n").unwrap();
+    git(&t, &["add", "committed.txt"]);
+    git(&t, &["commit", "-q", "-m", "agent commit"]);
+    std::fs::write(t.join("a.txt"), "one\ntwo\nuncommitted\n").unwrap();
+    std::fs::write(t.join("untracked.txt"), "u\n").unwrap();
+    let found = f.wt.find("apply", None).unwrap();
+    let out = end::apply(&found).unwrap();
+    let rec = out.record.unwrap();
+    assert_eq!(rec.stage, Stage::Applied);
+    let staged = git(&f.repo, &["diff", "--cached", "--name-only"]);
+    for name in ["a.txt", "committed.txt", "untracked.txt"] {
+        assert!(staged.lines().any(|l| l == name), "{name} staged: {staged}");
+    }
+    assert_eq!(
+        git(&f.repo, &["log", "--format=%s"]),
+        "first",
+        "no history added"
+    );
+    let snap = rec.snapshot.unwrap();
+    assert!(snap.starts_with("refs/trellis/retired/apply-"));
+    assert_eq!(
+        git(&f.repo, &["show", &format!("{snap}:untracked.txt")]),
+        "u"
+    );
+    assert!(!t.exists());
+    assert!(!git_fails(
+        &f.repo,
+        &["rev-parse", "--verify", "trellis/apply"]
+    ));
+}
+
+#[test]
+fn apply_that_does_not_fit_changes_nothing() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("clash")).unwrap();
+    std::fs::write(made.record.path.join("a.txt"), "worktree version\n").unwrap();
+    std::fs::write(f.repo.join("a.txt"), "source version, not committed\n").unwrap();
+    let found = f.wt.find("clash", None).unwrap();
+    let e = end::apply(&found).unwrap_err();
+    assert!(e.to_string().contains("nothing was changed"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("a.txt")).unwrap(),
+        "source version, not committed\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(made.record.path.join("a.txt")).unwrap(),
+        "worktree version\n"
+    );
+    assert_eq!(f.wt.find("clash", None).unwrap().status, Status::Owned);
+}
+
+#[test]
+fn keep_leaves_the_tree_and_lists_it_as_kept() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("keep")).unwrap();
+    std::fs::write(made.record.path.join("x"), "x").unwrap();
+    let found = f.wt.find("keep", None).unwrap();
+    assert_eq!(
+        end::keep(&found).unwrap().record.unwrap().stage,
+        Stage::Kept
+    );
+    let again = f.wt.find("keep", None).unwrap();
+    assert_eq!(again.status, Status::Owned);
+    assert_eq!(again.record.stage, Stage::Kept);
+    assert_eq!(
+        std::fs::read_to_string(made.record.path.join("x")).unwrap(),
+        "x"
+    );
+    // A kept worktree can still be discarded later.
+    end::discard(&again).unwrap();
+}
+
+#[test]
+fn discard_of_a_dirty_tree_keeps_everything_under_a_retired_ref() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("dirty")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join("a.txt"), "edited\n").unwrap();
+    std::fs::write(t.join("new.txt"), "untracked work\n").unwrap();
+    std::fs::create_dir_all(t.join("deep/dir")).unwrap();
+    std::fs::write(t.join("deep/dir/f"), "deep\n").unwrap();
+    let found = f.wt.find("dirty", None).unwrap();
+    let out = end::discard(&found).unwrap();
+    let rec = out.record.unwrap();
+    assert_eq!(rec.stage, Stage::Discarded);
+    let snap = rec.snapshot.unwrap();
+    assert!(snap.starts_with("refs/trellis/retired/dirty-"), "{snap}");
+    assert_eq!(git(&f.repo, &["show", &format!("{snap}:a.txt")]), "edited");
+    assert_eq!(
+        git(&f.repo, &["show", &format!("{snap}:new.txt")]),
+        "untracked work"
+    );
+    assert_eq!(
+        git(&f.repo, &["show", &format!("{snap}:deep/dir/f")]),
+        "deep"
+    );
+    assert!(!t.exists());
+    assert!(
+        !git_fails(&f.repo, &["rev-parse", "--verify", "trellis/dirty"]),
+        "branch kept"
+    );
+    // The source never saw any of it.
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("a.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+    // A second discard is refused, not repeated.
+    assert!(end::discard(&f.wt.find("dirty", None).unwrap()).is_err());
+}
+
+#[test]
+fn a_worktree_remade_by_hand_at_the_same_place_is_never_touched() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("same")).unwrap();
+    let t = made.record.path.clone();
+    // Removed and made again by hand, at the same path and under the same name.
+    git(
+        &f.repo,
+        &["worktree", "remove", "--force", t.to_str().unwrap()],
+    );
+    git(&f.repo, &["branch", "mine"]);
+    git(
+        &f.repo,
+        &["worktree", "add", "-q", t.to_str().unwrap(), "mine"],
+    );
+    std::fs::write(t.join("precious.txt"), "the user's\n").unwrap();
+    let found = f.wt.find("same", None).unwrap();
+    assert!(
+        matches!(found.status, Status::Foreign(_)),
+        "{:?}",
+        found.status
+    );
+    for e in [
+        end::discard(&found).unwrap_err(),
+        end::land(&found, None).unwrap_err(),
+        end::apply(&found).unwrap_err(),
+        end::keep(&found).unwrap_err(),
+    ] {
+        assert!(e.to_string().contains("will not touch"), "{e}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(t.join("precious.txt")).unwrap(),
+        "the user's\n"
+    );
+}
+
+#[test]
+fn a_hand_made_worktree_of_the_same_name_is_left_alone() {
+    let f = fixture();
+    // The user's own worktree, whose git name will be "hand".
+    let theirs = f.repo.parent().unwrap().join("hand");
+    git(
+        &f.repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "theirs",
+            theirs.to_str().unwrap(),
+        ],
+    );
+    std::fs::write(theirs.join("mine.txt"), "keep me\n").unwrap();
+    let made = f.wt.create(&f.repo, &plan("hand")).unwrap();
+    let found = f.wt.find("hand", None).unwrap();
+    assert_eq!(found.status, Status::Owned);
+    assert_ne!(
+        made.record.identity.as_ref().unwrap().admin,
+        f.repo.join(".git/worktrees/hand"),
+        "git gave Trellis's worktree another name"
+    );
+    end::discard(&found).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(theirs.join("mine.txt")).unwrap(),
+        "keep me\n"
+    );
+    assert!(git(&f.repo, &["worktree", "list"]).contains(theirs.to_str().unwrap()));
+}
+
+#[test]
+fn a_worktree_deleted_behind_trellis_back_is_reported() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("gone")).unwrap();
+    std::fs::remove_dir_all(&made.record.path).unwrap();
+    let found = f.wt.find("gone", None).unwrap();
+    assert!(
+        matches!(found.status, Status::Missing(_)),
+        "{:?}",
+        found.status
+    );
+    let e = end::land(&found, None).unwrap_err();
+    assert!(e.to_string().contains("is gone"), "{e}");
+    assert!(end::keep(&found).is_err());
+    // Also after git forgot it.
+    git(&f.repo, &["worktree", "prune"]);
+    assert!(matches!(
+        f.wt.find("gone", None).unwrap().status,
+        Status::Missing(_)
+    ));
+    let out = end::discard(&found).unwrap();
+    assert_eq!(out.record.unwrap().stage, Stage::Discarded);
+    assert!(
+        !git_fails(&f.repo, &["rev-parse", "--verify", "trellis/gone"]),
+        "branch kept"
+    );
+}
+
+#[test]
+fn an_existing_branch_is_never_reused() {
+    let f = fixture();
+    git(&f.repo, &["branch", "trellis/taken"]);
+    let at = git(&f.repo, &["rev-parse", "trellis/taken"]);
+    let e = f.wt.create(&f.repo, &plan("taken")).unwrap_err();
+    assert!(matches!(e, Error::BranchExists(_)), "{e}");
+    assert_eq!(git(&f.repo, &["rev-parse", "trellis/taken"]), at);
+    assert!(f.wt.list().found.is_empty(), "no record left behind");
+    // A label used once is taken for good in that repository.
+    f.wt.create(&f.repo, &plan("once")).unwrap();
+    let e = f.wt.create(&f.repo, &plan("once")).unwrap_err();
+    assert!(
+        matches!(e, Error::BranchExists(_) | Error::LabelTaken(_)),
+        "{e}"
+    );
+}
+
+#[test]
+fn no_repository_or_no_commit_is_said() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wt = Worktrees::new(&tmp.path().join("data"));
+    let plain = tmp.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    assert!(matches!(
+        wt.create(&plain, &Plan::default()).unwrap_err(),
+        Error::NotARepository(_)
+    ));
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    git(&empty, &["init", "-q"]);
+    assert!(matches!(
+        wt.create(&empty, &Plan::default()).unwrap_err(),
+        Error::NoCommits(_)
+    ));
+    assert!(matches!(
+        wt.create(&plain, &plan("Bad/Label")).unwrap_err(),
+        Error::NotARepository(_) | Error::BadLabel(_)
+    ));
+}
+
+#[test]
+fn hostile_records_and_strays_are_listed_not_followed() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("real")).unwrap();
+    let repo_dir = made.record.path.parent().unwrap().to_path_buf();
+    std::fs::write(repo_dir.join("junk.json"), "{not json").unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", repo_dir.join("link.json")).unwrap();
+    std::fs::write(repo_dir.join("huge.json"), vec![b' '; 200_000]).unwrap();
+    std::fs::create_dir(repo_dir.join("stray")).unwrap();
+    let list = f.wt.list();
+    assert_eq!(list.found.len(), 1);
+    assert_eq!(list.unreadable.len(), 3, "{:?}", list.unreadable);
+    assert_eq!(list.orphans.len(), 1);
+    assert!(list.orphans[0].path.ends_with("stray"));
+}
