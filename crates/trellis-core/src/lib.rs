@@ -36,6 +36,6 @@ pub use elicitation::{ElicitAnswer, Elicitation};
 pub use event::{Event, EventBody, SCHEMA_VERSION};
 pub use ledger::Ledger;
 pub use permission::{Decider, Outcome, Policy, Verdict};
-pub use session::{LocalRecord, Session};
+pub use session::{LocalRecord, Session, WorktreeRef};
 pub use tool_call::{ToolCall, ToolCallPatch, ToolKind, ToolStatus};
 pub use update::{Action, Choice, Effect, update};

@@ -114,6 +114,18 @@ pub struct Counters {
     pub replayed: u64,
 }
 
+/// A git worktree Trellis made for a session: its label (the branch is
+/// `trellis/<label>`), the repository it came from and the commit it started at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorktreeRef {
+    pub label: String,
+    pub branch: String,
+    /// The top level of the source repository.
+    pub source: String,
+    /// The commit the worktree started from.
+    pub base: String,
+}
+
 /// Cap on terminal output kept per terminal (the front is dropped beyond it).
 pub const TERMINAL_OUTPUT_CAP: usize = 4 << 20;
 
@@ -122,6 +134,8 @@ pub struct Session {
     /// The ACP session id (shared: every event carries it).
     pub id: Option<std::sync::Arc<str>>,
     pub cwd: Option<String>,
+    /// The worktree Trellis made for this session, when it runs in one.
+    pub worktree: Option<WorktreeRef>,
     pub agent: AgentInfo,
     pub agent_capabilities: Option<serde_json::Value>,
     pub auth_methods: Vec<serde_json::Value>,
@@ -322,6 +336,9 @@ pub enum LocalRecord {
         /// demo's scratch workspace, `--cwd`): a session is listed for both.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         launched_in: Option<String>,
+        /// The worktree Trellis made for the session (`--worktree`): `cwd` is in it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worktree: Option<WorktreeRef>,
     },
     /// Who answered a permission request (written just before the answer frame).
     PermissionDecided {

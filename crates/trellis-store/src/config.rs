@@ -91,6 +91,15 @@ pub struct SessionConfig {
     pub additional_directories: Vec<PathBuf>,
 }
 
+/// `[worktree]`: worktrees Trellis makes for sessions (`--worktree`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeConfig {
+    /// A command run (`sh -c`) in each new worktree before the agent starts, with
+    /// `TRELLIS_WORKTREE_ROOT` and `TRELLIS_SOURCE_ROOT` set (install dependencies, say).
+    pub setup: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SystemPromptMode {
@@ -166,6 +175,8 @@ pub struct Config {
     pub connection: ConnectionConfig,
     #[serde(default)]
     pub session: SessionConfig,
+    #[serde(default)]
+    pub worktree: WorktreeConfig,
     /// MCP servers offered to agents (`[mcp_servers.NAME]`).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,

@@ -174,6 +174,10 @@ pub struct App {
     pub agent_arg: Option<String>,
     /// MCP servers of the config or of plugin packages that could not be offered.
     pub mcp_problems: Vec<String>,
+    /// Trellis's worktrees that need a look (missing, foreign, orphaned), as the front
+    /// end reports them when `/status` opens.
+    pub worktree_report: Option<Box<dyn Fn() -> Vec<String>>>,
+    pub worktree_lines: Vec<String>,
     /// The Plugins page, built when Settings opens (reading packages and hashing them is
     /// not done per frame).
     pub(crate) plugin_rows: Vec<crate::plugins_page::PluginRow>,
@@ -286,6 +290,8 @@ impl App {
             then_run: None,
             agent_arg: None,
             mcp_problems: Vec::new(),
+            worktree_report: None,
+            worktree_lines: Vec::new(),
             return_focus: None,
             full_redraw: false,
             login: None,

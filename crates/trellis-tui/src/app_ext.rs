@@ -346,7 +346,13 @@ impl App {
             "config" => self.open_options(Some(args)),
             "model" | "mode" => self.open_options(Some(name)),
             "export" => self.export(args.trim()),
-            "status" => self.overlay = Some(Overlay::Status { scroll: 0 }),
+            "status" => {
+                // Read when the page opens (files and git), never while it is drawn.
+                if let Some(report) = &self.worktree_report {
+                    self.worktree_lines = report();
+                }
+                self.overlay = Some(Overlay::Status { scroll: 0 });
+            }
             _ => {
                 return self
                     .driver

@@ -216,13 +216,22 @@ fn draw_status(f: &mut Frame<'_>, app: &App, status: Rect) {
     } else {
         "Ctrl-T inspect · F2 settings · Ctrl-C twice quits"
     };
-    let cwd = app.driver.session.cwd.as_deref().map(|c| {
-        trellis_view::status::short_path(
-            c,
-            app.home.as_deref(),
-            (status.width as usize / 4).max(12),
-        )
-    });
+    let room = (status.width as usize / 4).max(12);
+    // A session in a worktree of Trellis's is named by its source and label, not by the
+    // tree's long path under the data directory.
+    let cwd = match &app.driver.session.worktree {
+        Some(w) => Some(format!(
+            "{} [worktree {}]",
+            trellis_view::status::short_path(&w.source, app.home.as_deref(), room),
+            w.label
+        )),
+        None => app
+            .driver
+            .session
+            .cwd
+            .as_deref()
+            .map(|c| trellis_view::status::short_path(c, app.home.as_deref(), room)),
+    };
     f.render_widget(
         Paragraph::new(status_line_with(
             &app.driver.session,
@@ -574,6 +583,11 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
                 for p in &app.mcp_problems {
                     text.push(format!("  failed: {p}"));
                 }
+            }
+            if let Some((head, rest)) = app.worktree_lines.split_first() {
+                text.push(String::new());
+                text.push(format!("Worktrees: {head}"));
+                text.extend(rest.iter().map(|l| format!("  {l}")));
             }
             let mut lines: Vec<Line<'static>> = text
                 .into_iter()

@@ -235,7 +235,14 @@ pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
     }
     Git::at(&record.source)
         .args(["merge", "--ff-only", "-q", &record.branch])
-        .output()?;
+        .output()
+        .map_err(|e| {
+            Error::Refused(format!(
+                "{target} was not moved: {e}\n(the source has uncommitted changes to files the worktree changed — work carried in with --carry is still there too: commit or stash them in {}, then land again; the worktree's work is safe on {})",
+                record.source.display(),
+                record.branch
+            ))
+        })?;
     out.say(format!("{target} fast-forwarded to {}", record.branch));
     match remove_tree(&record, false) {
         Ok(()) => {
@@ -388,8 +395,9 @@ pub fn discard(found: &Found) -> Result<Outcome, Error> {
     Ok(out)
 }
 
-/// Lines added and removed in the worktree since its base (committed or not, untracked
-/// files aside), and the files touched.
+/// Lines added and removed in the worktree since its base, committed or not, new files
+/// included (their lines counted, up to 1 MiB each; a binary one counts as a file), and
+/// the files touched. Read-only: nothing is written to the repository.
 pub fn diffstat(record: &Record) -> Option<(u64, u64, usize)> {
     let out = Git::at(&record.path)
         .args(["diff", "--numstat", "--no-ext-diff", &record.base])
@@ -411,5 +419,34 @@ pub fn diffstat(record: &Record) -> Option<(u64, u64, usize)> {
         del += d;
         files += 1;
     }
+    let new = Git::at(&record.path)
+        .args(["ls-files", "-z", "--others", "--exclude-standard"])
+        .paths()
+        .ok()?;
+    for rel in new {
+        files += 1;
+        add += new_file_lines(&record.path.join(rel));
+    }
     Some((add, del, files))
+}
+
+fn new_file_lines(path: &Path) -> u64 {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return 0;
+    };
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return 0;
+    }
+    let mut buf = Vec::new();
+    if f.take(1 << 20).read_to_end(&mut buf).is_err() || buf.contains(&0) {
+        return 0;
+    }
+    let lines = buf.iter().filter(|&&b| b == b'\n').count() as u64;
+    lines + u64::from(buf.last().is_some_and(|&b| b != b'\n'))
 }

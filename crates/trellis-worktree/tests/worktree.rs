@@ -590,3 +590,40 @@ fn hostile_records_and_strays_are_listed_not_followed() {
     assert_eq!(list.orphans.len(), 1);
     assert!(list.orphans[0].path.ends_with("stray"));
 }
+
+#[test]
+fn land_over_a_dirty_source_changes_nothing_and_says_what_to_do() {
+    let f = fixture();
+    std::fs::write(f.repo.join("a.txt"), "one\ntwo\nlocal\n").unwrap();
+    let made =
+        f.wt.create(
+            &f.repo,
+            &Plan {
+                label: Some("carried".into()),
+                carry: true,
+                setup: None,
+            },
+        )
+        .unwrap();
+    std::fs::write(made.record.path.join("b.txt"), "agent\n").unwrap();
+    let found = f.wt.find("carried", None).unwrap();
+    let e = end::land(&found, None).unwrap_err();
+    assert!(e.to_string().contains("commit or stash"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("a.txt")).unwrap(),
+        "one\ntwo\nlocal\n",
+        "the source's own work is untouched"
+    );
+    assert_eq!(git(&f.repo, &["log", "--format=%s"]), "first");
+    // Once the source's copy is put away, the land goes through.
+    git(&f.repo, &["stash", "-q"]);
+    end::land(&found, None).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("b.txt")).unwrap(),
+        "agent\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("a.txt")).unwrap(),
+        "one\ntwo\nlocal\n"
+    );
+}

@@ -12,6 +12,7 @@ mod sessions;
 mod setup;
 mod stats;
 mod ui;
+mod worktree_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,6 +40,10 @@ struct Cli {
     config: Option<PathBuf>,
     #[command(flatten)]
     ui: ui::UiArgs,
+    /// With --worktree: copy the uncommitted work of the source (changes to tracked
+    /// files, untracked files) into the new worktree; the source is left as it is.
+    #[arg(long)]
+    carry: bool,
     /// Without a command: the full-screen UI on the configured agent (else the demo).
     #[command(subcommand)]
     command: Option<Cmd>,
@@ -66,6 +71,11 @@ enum Cmd {
     Sessions {
         #[command(subcommand)]
         command: sessions::SessionsCmd,
+    },
+    /// Worktrees Trellis made for sessions: list, land, sync, apply, keep, discard.
+    Worktree {
+        #[command(subcommand)]
+        command: worktree_cmd::WorktreeCmd,
     },
     /// Extensions: what is installed, enabled and granted (the `/status` view).
     Status {
@@ -147,12 +157,12 @@ fn main() -> ExitCode {
         trellis_os::reaper::keep_reaping();
     }
     let result = match cli.command {
-        None => ui::main(cli.ui, cli.config, false, None),
-        Some(Cmd::Demo) => ui::main(cli.ui, cli.config, true, None),
+        None => ui::main(cli.ui, cli.config, false, None, cli.carry),
+        Some(Cmd::Demo) => ui::main(cli.ui, cli.config, true, None, cli.carry),
         Some(Cmd::Sessions {
             command: sessions::SessionsCmd::Resume { id, carry },
         }) => sessions::Resume::find(&id, carry)
-            .and_then(|r| ui::main(cli.ui, cli.config, false, Some(r))),
+            .and_then(|r| ui::main(cli.ui, cli.config, false, Some(r), false)),
         Some(Cmd::Replay { file, call }) => ui::replay(
             &file,
             call.as_deref(),
@@ -165,6 +175,7 @@ fn main() -> ExitCode {
         }) => log_show(&file),
         Some(Cmd::Agent { command }) => agent(command),
         Some(Cmd::Sessions { command }) => sessions::main(command),
+        Some(Cmd::Worktree { command }) => worktree_cmd::main(command),
         Some(Cmd::Status { json }) => status(cli.config, json),
         Some(Cmd::Plugin { command }) => plugin_cmd::main(command, cli.ui, cli.config),
         Some(Cmd::Completions { shell }) => {
@@ -247,9 +258,11 @@ fn status(config: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         })
         .chain(problems.iter().map(|p| format!("failed: {p}")))
         .collect();
+    let worktrees = worktree_cmd::status_lines();
     if json {
         let mut v = serde_json::to_value(&report)?;
         v["mcp_servers"] = serde_json::json!(mcp_lines);
+        v["worktrees"] = serde_json::json!(worktrees);
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for l in report.lines() {
@@ -258,6 +271,12 @@ fn status(config: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         if !mcp_lines.is_empty() {
             println!("\nMCP servers");
             for l in &mcp_lines {
+                println!("  {}", output::safe(l));
+            }
+        }
+        if let Some((head, rest)) = worktrees.split_first() {
+            println!("\nWorktrees: {}", output::safe(head));
+            for l in rest {
                 println!("  {}", output::safe(l));
             }
         }

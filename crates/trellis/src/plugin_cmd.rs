@@ -98,7 +98,7 @@ pub fn main(
         PluginCmd::Try { path } => {
             let mut ui = ui;
             ui.plugin.push(path);
-            crate::ui::main(ui, config, false, None)
+            crate::ui::main(ui, config, false, None, false)
         }
         PluginCmd::Install { source } => install(&source),
         PluginCmd::List => list(),

@@ -42,8 +42,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "ID", conflicts_with = "load")]
     resume: Option<String>,
     /// With --resume: send the earlier session (as Markdown) with the first prompt, for an
-    /// agent that cannot load it.
-    #[arg(long, requires = "resume")]
+    /// agent that cannot load it. With --worktree: copy the uncommitted work of the
+    /// source (changes to tracked files, untracked files) into the new worktree.
+    #[arg(long)]
     carry: bool,
     /// Set one of the agent's options before the first prompt: KEY is an option's id,
     /// category (model, mode, thought_level…) or name, VALUE a choice's value or name
@@ -118,7 +119,18 @@ pub fn main(
         .cwd
         .clone()
         .or_else(|| resume.as_ref().and_then(|r| r.cwd.clone()));
+    if args.carry && args.resume.is_none() && common.worktree.is_none() {
+        anyhow::bail!(
+            "--carry needs --resume (the earlier session) or --worktree (uncommitted work)"
+        );
+    }
     let mut resolved = crate::agents::resolve(&agent, &config, cwd.as_deref())?;
+    let worktree = crate::worktree_cmd::isolate(
+        common.worktree.as_ref(),
+        args.carry && common.worktree.is_some(),
+        &mut resolved,
+        &config,
+    )?;
     resolved.spec.load_session = args
         .load
         .clone()
@@ -184,6 +196,7 @@ pub fn main(
             &args.files,
             &cwd,
             resume,
+            worktree,
         ))
         .inspect_err(|_| {
             // A run that failed still leaves its artifact (an agent that wrote nothing).
@@ -239,6 +252,7 @@ async fn drive(
     files: &[PathBuf],
     cwd: &str,
     resume: Option<crate::sessions::Resume>,
+    worktree: Option<trellis_core::WorktreeRef>,
 ) -> anyhow::Result<Finished> {
     let continues = resume.as_ref().map(|r| r.row.path.clone());
     let log_path = writer.path().to_path_buf();
@@ -258,6 +272,7 @@ async fn drive(
         (&resolved.name, &resolved.command),
         cwd,
         continues.as_deref(),
+        worktree,
     );
     let stdout = std::io::stdout();
     let out = Output::new(

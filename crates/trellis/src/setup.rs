@@ -56,6 +56,7 @@ pub fn record_header(
     (name, command): (&str, &str),
     cwd: &str,
     continues: Option<&str>,
+    worktree: Option<trellis_core::WorktreeRef>,
 ) {
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -75,6 +76,7 @@ pub fn record_header(
                 .ok()
                 .map(|d| d.display().to_string())
                 .filter(|d| d != cwd),
+            worktree,
         });
 }
 

@@ -32,6 +32,13 @@ pub struct UiArgs {
     /// sessions with it).
     #[arg(long, value_name = "SESSION_ID")]
     pub load: Option<String>,
+    /// Run the session in a git worktree of its own, made now: `--worktree` (a made-up
+    /// label), `--worktree=LABEL`, `--worktree=required` or `required:LABEL` (no
+    /// worktree, no session). Branch `trellis/<label>` from HEAD, the tree under
+    /// Trellis's data directory; end it with `trellis worktree land|apply|keep|discard`.
+    #[arg(long, global = true, value_name = "LABEL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "", value_parser = crate::worktree_cmd::parse_ask)]
+    pub worktree: Option<crate::worktree_cmd::Ask>,
     /// Quit after the first frame (for the startup benchmark).
     #[arg(long, global = true, hide = true)]
     pub exit_after_first_frame: bool,
@@ -59,6 +66,7 @@ pub fn main(
     config_path: Option<PathBuf>,
     force_demo: bool,
     resume: Option<crate::sessions::Resume>,
+    carry: bool,
 ) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env();
     let config = load_config(config_path)?;
@@ -76,6 +84,8 @@ pub fn main(
         .clone()
         .or_else(|| resume.as_ref().and_then(|r| r.cwd.clone()));
     let mut resolved = crate::agents::resolve(&agent, &config, cwd.as_deref())?;
+    let worktree =
+        crate::worktree_cmd::isolate(args.worktree.as_ref(), carry, &mut resolved, &config)?;
     let agent_arg = agent.clone();
     if let Some(r) = &resume {
         resolved.spec.load_session = r.row.acp_id.clone();
@@ -165,7 +175,13 @@ pub fn main(
         .map(|p| trellis_plugin::registry::Registry::new(p.data_dir, Some(PathBuf::from(&cwd))));
     let said = rt.block_on(async move {
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
-        crate::setup::record_header(&handle, (&name, &command), &cwd, continues.as_deref());
+        crate::setup::record_header(
+            &handle,
+            (&name, &command),
+            &cwd,
+            continues.as_deref(),
+            worktree,
+        );
         let (session, carry) = match resume {
             Some(r) => r.session(policy),
             None => (Session::new(policy), None),
@@ -186,6 +202,7 @@ pub fn main(
             app.message = Some(format!("{first} (see /status)"));
         }
         app.mcp_problems = mcp_problems;
+        app.worktree_report = Some(Box::new(crate::worktree_cmd::status_lines));
         app.agent_arg = Some(agent_arg.clone());
         app.exit_after_first_frame = exit_after_first_frame;
         app.driver.connect(Connection { handle, rx });

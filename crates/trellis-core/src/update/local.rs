@@ -7,9 +7,10 @@ use crate::session::LocalRecord;
 
 pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
     match record {
-        LocalRecord::SessionLog { cwd, .. } => {
+        LocalRecord::SessionLog { cwd, worktree, .. } => {
             if cx.s.cwd.is_none() {
                 cx.s.cwd = Some(cwd);
+                cx.s.worktree = worktree;
             }
         }
         LocalRecord::PermissionDecided {

@@ -22,6 +22,7 @@ mod strict;
 mod subagents;
 mod tui;
 mod tui_trust;
+mod worktrees;
 
 /// The events of a headless run's JSON Lines output (a line that is not JSON fails the
 /// test, with the line).

@@ -1,0 +1,264 @@
+//! `--worktree` and `trellis worktree …` against the real binary and the demo agent, in
+//! temporary git repositories (issue 30, items 9–10).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Home {
+        Home {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> PathBuf {
+        std::fs::canonicalize(self.dir.path()).unwrap()
+    }
+
+    fn trellis(&self, args: &[&str], cwd: &Path) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .args(args)
+            .current_dir(cwd)
+            .env("XDG_DATA_HOME", self.path().join("data"))
+            .env("XDG_CONFIG_HOME", self.path().join("config"))
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str], cwd: &Path) -> (String, String) {
+        let o = self.trellis(args, cwd);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{args:?}: {err}");
+        (String::from_utf8(o.stdout).unwrap(), err)
+    }
+
+    /// A repository with one commit.
+    fn repo(&self, name: &str) -> PathBuf {
+        let repo = self.path().join(name);
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        git(&repo, &["config", "user.name", "Test User"]);
+        git(&repo, &["config", "user.email", "user@example.com"]);
+        git(&repo, &["config", "commit.gpgsign", "false"]);
+        std::fs::write(repo.join("README.md"), "# project\n").unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "first"]);
+        repo
+    }
+
+    fn worktrees(&self, cwd: &Path) -> Vec<serde_json::Value> {
+        let (out, _) = self.ok(&["worktree", "list", "--all", "--json"], cwd);
+        crate::jsonl(&out)
+    }
+
+    fn first_log_record(&self) -> serde_json::Value {
+        let dir = self.path().join("data/trellis/sessions");
+        let day = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let log = std::fs::read_dir(day)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let text = std::fs::read_to_string(log).unwrap();
+        serde_json::from_str(text.lines().next().unwrap()).unwrap()
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = match Command::new("git").arg("-C").arg(dir).args(args).output() {
+        Ok(o) => o,
+        Err(_) => {
+            crate::missing_tool("git");
+            unreachable!()
+        }
+    };
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_headless_session_runs_in_its_own_worktree_and_lands() {
+    let home = Home::new();
+    let repo = home.repo("repo");
+    let (_, err) = home.ok(
+        &[
+            "run",
+            "--worktree=fix",
+            "--cwd",
+            repo.to_str().unwrap(),
+            "--prompt",
+            "fix the TODO",
+            "--permission",
+            "allow-once",
+        ],
+        &repo,
+    );
+    assert!(err.contains("worktree fix:"), "{err}");
+    assert!(
+        err.contains("trellis worktree land|apply|keep|discard fix"),
+        "{err}"
+    );
+    let rows = home.worktrees(&repo);
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(row["label"], "fix");
+    assert_eq!(row["branch"], "trellis/fix");
+    assert_eq!(row["status"], "owned");
+    assert_eq!(row["source"], repo.to_str().unwrap());
+    let tree = PathBuf::from(row["path"].as_str().unwrap());
+    assert!(
+        tree.starts_with(home.path().join("data")),
+        "under the data directory"
+    );
+    assert!(row["diffstat"]["files"].as_u64().unwrap() > 0, "{row}");
+    // The log says where the session ran and in which worktree.
+    let head = home.first_log_record();
+    assert_eq!(head["msg"]["cwd"], tree.to_str().unwrap());
+    assert_eq!(head["msg"]["worktree"]["label"], "fix");
+    assert_eq!(head["msg"]["worktree"]["source"], repo.to_str().unwrap());
+    // The agent wrote into the worktree, never into the source.
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+    assert_ne!(git(&tree, &["status", "--porcelain"]), "");
+    let (out, _) = home.ok(&["worktree", "land", "fix", "-m", "the demo's work"], &repo);
+    assert!(out.contains("fast-forwarded"), "{out}");
+    assert_eq!(git(&repo, &["log", "-1", "--format=%s"]), "the demo's work");
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+    assert!(!tree.exists());
+    assert_eq!(home.worktrees(&repo)[0]["stage"], "landed");
+    assert_eq!(
+        git(&repo, &["rev-parse", "trellis/fix"]),
+        git(&repo, &["rev-parse", "main"]),
+        "the branch is kept"
+    );
+}
+
+#[test]
+fn isolation_that_fails_is_loud_and_required_makes_it_fatal() {
+    let home = Home::new();
+    let plain = home.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    let cwd = plain.to_str().unwrap();
+    let (_, err) = home.ok(
+        &["run", "--worktree", "--cwd", cwd, "--prompt", "hi"],
+        &plain,
+    );
+    assert!(err.contains("NOT ISOLATED"), "{err}");
+    assert!(err.contains("is not in a git repository"), "{err}");
+    let o = Home::new().trellis(
+        &["run", "--worktree=required", "--cwd", cwd, "--prompt", "hi"],
+        &plain,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--worktree=required: no worktree"), "{err}");
+    assert!(!err.contains("session log"), "no session ran: {err}");
+    // --carry alone names what it needs.
+    let o = home.trellis(&["run", "--carry", "--cwd", cwd, "--prompt", "hi"], &plain);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--worktree"));
+    // A label that is not one.
+    let o = home.trellis(
+        &["run", "--worktree=../x", "--cwd", cwd, "--prompt", "hi"],
+        &plain,
+    );
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn setup_carry_discard_and_a_worktree_removed_behind_trellis_back() {
+    let home = Home::new();
+    let repo = home.repo("repo");
+    std::fs::create_dir_all(home.path().join("config/trellis")).unwrap();
+    std::fs::write(
+        home.path().join("config/trellis/config.toml"),
+        "[worktree]\nsetup = \"printf '%s' \\\"$TRELLIS_SOURCE_ROOT\\\" > .setup-done\"\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("notes.txt"), "uncommitted notes\n").unwrap();
+    let cwd = repo.to_str().unwrap();
+    home.ok(
+        &[
+            "run",
+            "--worktree=one",
+            "--carry",
+            "--cwd",
+            cwd,
+            "--prompt",
+            "hi",
+        ],
+        &repo,
+    );
+    let tree = PathBuf::from(
+        home.worktrees(&repo)[0]["path"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.join(".setup-done")).unwrap(),
+        cwd,
+        "the setup command ran in the tree"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.join("notes.txt")).unwrap(),
+        "uncommitted notes\n",
+        "carried"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("notes.txt")).unwrap(),
+        "uncommitted notes\n",
+        "and still in the source"
+    );
+    let (out, _) = home.ok(&["worktree", "discard", "one"], &repo);
+    assert!(out.contains("refs/trellis/retired/one-"), "{out}");
+    let refs = git(
+        &repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/trellis/retired/",
+        ],
+    );
+    assert_eq!(refs.lines().count(), 1);
+    assert_eq!(
+        git(&repo, &["show", &format!("{refs}:notes.txt")]),
+        "uncommitted notes"
+    );
+    assert!(!tree.exists());
+    // One removed by hand: reported by list and status, never a hang.
+    home.ok(
+        &["run", "--worktree=two", "--cwd", cwd, "--prompt", "hi"],
+        &repo,
+    );
+    let two = home
+        .worktrees(&repo)
+        .into_iter()
+        .find(|r| r["label"] == "two")
+        .unwrap();
+    std::fs::remove_dir_all(two["path"].as_str().unwrap()).unwrap();
+    let row = home
+        .worktrees(&repo)
+        .into_iter()
+        .find(|r| r["label"] == "two")
+        .unwrap();
+    assert_eq!(row["status"], "missing");
+    let (status, _) = home.ok(&["status"], &repo);
+    assert!(status.contains("two missing"), "{status}");
+    let o = home.trellis(&["worktree", "land", "two"], &repo);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is gone"));
+}
