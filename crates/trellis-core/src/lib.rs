@@ -8,6 +8,7 @@
 pub mod action;
 pub mod agent_sessions;
 pub mod anomaly;
+pub mod attention;
 mod bloom;
 pub mod bulk;
 pub mod civil;

@@ -91,6 +91,25 @@ pub struct SessionConfig {
     pub additional_directories: Vec<PathBuf>,
 }
 
+/// `[notify]`: how a session that needs the human is announced when it is not in front
+/// (bell, window title and desktop notification follow `[ui]`'s switches).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// Off switch for every announcement of background sessions (default on).
+    pub enabled: Option<bool>,
+    /// A session blocked on a permission, a question or a login (default on).
+    pub blocked: Option<bool>,
+    /// A session whose agent died or could not be set up (default on).
+    pub error: Option<bool>,
+    /// A background session's turn ended, when nothing else already waits (default on).
+    pub done: Option<bool>,
+    /// A command run (`sh -c`) on each announcement with `TRELLIS_SESSION` (the ACP
+    /// session id), `TRELLIS_STATE` and `TRELLIS_AGENT` set — never the prompt or the
+    /// output (for ntfy, a chat hook…).
+    pub command: Option<String>,
+}
+
 /// `[worktree]`: worktrees Trellis makes for sessions (`--worktree`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -121,6 +140,9 @@ pub struct UiConfig {
     pub bell: Option<bool>,
     pub title_marker: Option<bool>,
     pub notify: Option<bool>,
+    /// ASCII marks for session states in the rail (default: when the locale is not
+    /// UTF-8).
+    pub ascii: Option<bool>,
     /// Output under cards per kind: "hidden", "preview N" or "full".
     #[serde(default)]
     pub output: BTreeMap<String, String>,
@@ -177,6 +199,8 @@ pub struct Config {
     pub session: SessionConfig,
     #[serde(default)]
     pub worktree: WorktreeConfig,
+    #[serde(default)]
+    pub notify: NotifyConfig,
     /// MCP servers offered to agents (`[mcp_servers.NAME]`).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,

@@ -178,6 +178,10 @@ pub struct App {
     /// end reports them when `/status` opens.
     pub worktree_report: Option<Box<dyn Fn() -> Vec<String>>>,
     pub worktree_lines: Vec<String>,
+    /// What must live as long as this session's front end (the demo's scratch workspace).
+    kept: Vec<Box<dyn std::any::Any>>,
+    /// The session keys in force (the deck's), for the help screen.
+    pub session_keys: Vec<(String, &'static str)>,
     /// The Plugins page, built when Settings opens (reading packages and hashing them is
     /// not done per frame).
     pub(crate) plugin_rows: Vec<crate::plugins_page::PluginRow>,
@@ -244,6 +248,11 @@ impl CursorMode {
 }
 
 impl App {
+    /// Keeps `thing` until this front end goes.
+    pub fn keep_alive(&mut self, thing: Box<dyn std::any::Any>) {
+        self.kept.push(thing);
+    }
+
     pub fn new(session: Session, agent: String, replay: bool) -> App {
         App {
             driver: trellis_driver::Driver::offline(session),
@@ -292,6 +301,8 @@ impl App {
             mcp_problems: Vec::new(),
             worktree_report: None,
             worktree_lines: Vec::new(),
+            session_keys: Vec::new(),
+            kept: Vec::new(),
             return_focus: None,
             full_redraw: false,
             login: None,

@@ -29,7 +29,11 @@ pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
 }
 
 pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
-    let area = f.area();
+    draw_in(f, app, f.area(), clock);
+}
+
+/// A session's screen in `area` (the rest of the terminal holds the sessions rail).
+pub fn draw_in(f: &mut Frame<'_>, app: &mut App, area: Rect, clock: Clock) {
     let prompt_lines = if app.replay {
         0
     } else {

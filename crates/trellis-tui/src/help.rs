@@ -189,6 +189,12 @@ pub fn help_lines(app: &App, width: usize, theme: &Theme) -> Vec<Line<'static>> 
             p.row(&show_spec(&k.keys), &what, false);
         }
     }
+    if !app.session_keys.is_empty() {
+        p.heading("Sessions (anywhere)");
+        for (keys, what) in &app.session_keys {
+            p.row(&show_spec(keys), what, false);
+        }
+    }
     p.heading("Anywhere");
     p.fixed(ANYWHERE);
     p.out.push(Line::default());

@@ -13,6 +13,8 @@ mod app_inspector;
 mod app_keys;
 pub mod ask;
 pub mod complete;
+pub mod deck;
+mod deck_loop;
 pub mod draw;
 pub mod extui;
 pub mod help;
@@ -22,14 +24,14 @@ pub mod opener;
 mod plans;
 pub mod plugins_page;
 pub mod prompt;
+pub mod rail;
 pub mod rules;
 mod siblings;
 pub mod sidebar;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crossterm::event::{DisableMouseCapture, EnableMouseCapture, Event, EventStream};
-use futures::StreamExt;
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use trellis_core::event::EventBody;
 use trellis_core::{Choice, Decider, Effect};
 use trellis_driver::Note;
@@ -175,7 +177,7 @@ fn invalidate_for(app: &mut App, ev: &trellis_core::Event) {
 }
 
 /// Reaps the browser openers that ended; a failed one's link goes to the clipboard.
-fn reap_openers(app: &mut App) {
+pub(crate) fn reap_openers(app: &mut App) {
     for ended in app.openers.reap() {
         if let opener::Ended::Failed { status, url } = ended {
             copy(&url);
@@ -323,7 +325,7 @@ fn outside_run_with(
 
 /// Runs the agent's login in the terminal's normal screen, under a line that says what
 /// asks for it and why.
-fn run_login(login: &trellis_acp::Login) -> std::io::Result<std::process::ExitStatus> {
+pub(crate) fn run_login(login: &trellis_acp::Login) -> std::io::Result<std::process::ExitStatus> {
     let mut cmd = std::process::Command::new(&login.program);
     cmd.args(&login.args)
         .envs(login.env.iter().map(|(k, v)| (k, v)));
@@ -379,9 +381,26 @@ fn restore() {
 /// Starts the agent again, continuing the session log from an origin.
 pub type Restart = Box<dyn FnMut(trellis_acp::Origin) -> Result<Connection, String> + Send>;
 
-/// Runs the UI until the user quits (or a signal asks it to), then closes the session.
-/// Returns what closing the session had to tell the user (to print after the UI).
-pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<Vec<String>> {
+/// Runs the UI on one session until the user quits (or a signal asks it to), then closes
+/// the session. Returns what closing the session had to tell the user (to print after
+/// the UI).
+pub async fn run(app: App, restart: Option<Restart>) -> std::io::Result<Vec<String>> {
+    let source = app.driver.session.cwd.clone().unwrap_or_default();
+    let deck = deck::Deck::new(
+        deck::Opened {
+            app,
+            restart,
+            source,
+            branch: None,
+        },
+        String::new(),
+    );
+    run_deck(deck).await
+}
+
+/// Runs the UI on a deck of sessions until the user quits (or a signal asks it to), then
+/// closes every session. Returns what closing them had to tell the user.
+pub async fn run_deck(mut deck: deck::Deck) -> std::io::Result<Vec<String>> {
     let mut terminal = ratatui::init();
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -395,28 +414,44 @@ pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<
         EnableMouseCapture,
         crossterm::event::EnableFocusChange
     )?;
+    let keys = deck.keys.listed();
+    for s in &mut deck.slots {
+        s.app.session_keys = keys.clone();
+    }
     let mut signals = trellis_os::signals::Signals::new(true)?;
-    let result = run_loop(&mut terminal, &mut app, &mut restart, &mut signals).await;
-    restore();
     let mut said = Vec::new();
-    if app.driver.connection().is_some() {
-        let reason = app
-            .stop_reason
-            .clone()
-            .unwrap_or_else(|| "user quit".into());
-        let mut notes = Vec::new();
-        app.driver.close(&reason, &mut notes).await;
-        // What closing had to say (the session missing from the history, say) goes to
-        // the caller, to print once the screen is the terminal's again.
-        said.extend(notes.into_iter().filter_map(|n| match n {
-            trellis_driver::Note::Message(text) => Some(text),
-            _ => None,
-        }));
+    let result = deck_loop::deck_loop(&mut terminal, &mut deck, &mut signals, &mut said).await;
+    restore();
+    let reason = deck
+        .slots
+        .get(deck.front)
+        .and_then(|s| s.app.stop_reason.clone())
+        .unwrap_or_else(|| "user quit".into());
+    let then_run = deck
+        .slots
+        .get_mut(deck.front)
+        .and_then(|s| s.app.then_run.take());
+    for slot in &mut deck.slots {
+        if let Some(log) = &slot.app.log_path
+            && !slot.app.replay
+        {
+            said.push(format!("session log: {}", log.display()));
+        }
+        if slot.app.driver.connection().is_some() {
+            let mut notes = Vec::new();
+            slot.app.driver.close(&reason, &mut notes).await;
+            // What closing had to say (the session missing from the history, say) goes
+            // to the caller, to print once the screen is the terminal's again.
+            said.extend(notes.into_iter().filter_map(|n| match n {
+                trellis_driver::Note::Message(text) => Some(text),
+                _ => None,
+            }));
+        }
     }
     // Resuming another session from the picker: this one is closed (its extensions
     // and plugins stopped as the app goes), then Trellis starts again in its place.
-    if let (Ok(()), Some(args)) = (&result, app.then_run.take()) {
-        drop(app);
+    if let (Ok(()), Some(args)) = (&result, then_run) {
+        drop(deck);
         use std::os::unix::process::CommandExt;
         let exe = std::env::current_exe()?;
         return Err(std::process::Command::new(exe).args(args).exec());
@@ -425,133 +460,8 @@ pub async fn run(mut app: App, mut restart: Option<Restart>) -> std::io::Result<
 }
 
 /// How often a recording being read in is drawn.
-const READING_FRAME: Duration = Duration::from_millis(100);
+pub(crate) const READING_FRAME: Duration = Duration::from_millis(100);
 
 /// How long the first frame of a recording being read in waits for it (a short one is
 /// whole in it; a long one shows what was read, and the rest comes as it is read).
-const FIRST_FRAME_WAIT: Duration = Duration::from_millis(150);
-
-/// A recording being read: what arrives in the first moments is in the first frame.
-async fn first_moments(app: &mut App) {
-    let until = tokio::time::Instant::now() + FIRST_FRAME_WAIT;
-    // (the deadline is checked here too: a timeout polls a ready future first, and a
-    // feed is always ready)
-    while app.driver.loading().is_some() && tokio::time::Instant::now() < until {
-        let Ok(incoming) = tokio::time::timeout_at(until, app.driver.recv()).await else {
-            break;
-        };
-        let mut notes = Vec::new();
-        app.driver.handle(incoming, &mut notes);
-        show_notes(app, notes);
-        app.inspect_when_loaded();
-    }
-}
-
-async fn run_loop(
-    terminal: &mut ratatui::DefaultTerminal,
-    app: &mut App,
-    restart: &mut Option<Restart>,
-    signals: &mut trellis_os::signals::Signals,
-) -> std::io::Result<()> {
-    let start = Instant::now();
-    let mut events = EventStream::new();
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut frame = 0usize;
-    let mut dirty = true;
-    // While a recording is read in, its slices come faster than frames are worth drawing:
-    // they are drawn at most every `READING_FRAME` (keys still draw at once).
-    let mut last_frame = Instant::now();
-    first_moments(app).await;
-    loop {
-        if std::mem::take(&mut app.full_redraw) {
-            // Clears the screen and forgets the last frame. Not `Terminal::clear`: it asks
-            // the terminal where the cursor is and fails the UI when no answer comes within
-            // 2 s (a loaded machine after a login, a terminal that does not answer).
-            let size = terminal.size()?;
-            terminal.resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))?;
-            dirty = true;
-        }
-        if dirty {
-            let now = start.elapsed().as_secs_f64();
-            last_frame = Instant::now();
-            terminal.draw(|f| draw(f, app, Clock { now, frame }))?;
-            dirty = false;
-            if app.exit_after_first_frame {
-                return Ok(());
-            }
-        }
-        if app.quit {
-            return Ok(());
-        }
-        if let Some(login) = app.login.take() {
-            // The key reader reads the terminal while it waits: it would take the
-            // login's keys and the terminal's answers. It goes, and comes back after.
-            drop(events);
-            // Exit status 0 is a login (ACP's terminal auth); setup is tried again.
-            let ran = run_login(&login);
-            events = EventStream::new();
-            let ok = ran.as_ref().is_ok_and(|s| s.success());
-            app.driver.login_done(ok);
-            app.full_redraw = true;
-            let command = trellis_text::one_line(&login.command_line()).into_owned();
-            app.message = Some(match ran {
-                Ok(_) if ok => "login finished: the agent sets up its session again".into(),
-                Ok(s) => format!("the login failed ({s}): {command}"),
-                Err(e) => format!("the login could not run ({e}): {command}"),
-            });
-            continue;
-        }
-        // Events of the last batch go to the extensions' workers together.
-        app.driver.deliver();
-        let animating = trellis_view::TranscriptView::animating(&app.driver.session);
-        tokio::select! {
-            incoming = app.driver.recv() => {
-                let mut notes = Vec::new();
-                app.driver.handle(incoming, &mut notes);
-                show_notes(app, notes);
-                app.inspect_when_loaded();
-                // (a slice of a recording is drawn by the tick when it comes too soon)
-                dirty |= app.driver.loading().is_none() || last_frame.elapsed() >= READING_FRAME;
-            }
-            ev = events.next() => match ev {
-                Some(Ok(Event::Key(k))) => {
-                    for intent in app.on_key(k) {
-                        if intent == Intent::Restart {
-                            let origin = app.driver.connection().map(|h| h.recorder().origin());
-                            match (restart.as_mut(), origin) {
-                                (Some(start), Some(origin)) => match start(origin) {
-                                    Ok(c) => app.driver.connect(c),
-                                    Err(e) => app.message = Some(format!("cannot restart the agent: {e}")),
-                                },
-                                _ => app.message = Some("this session cannot restart its agent".into()),
-                            }
-                            continue;
-                        }
-                        perform_intent(app, intent);
-                    }
-                    dirty = true;
-                }
-                Some(Ok(Event::Mouse(m))) => {
-                    app.on_mouse(m);
-                    dirty = true;
-                }
-                Some(Ok(Event::FocusGained)) => app.focused = true,
-                Some(Ok(Event::FocusLost)) => app.focused = false,
-                Some(Ok(_)) => dirty = true,
-                Some(Err(e)) => return Err(e),
-                None => return Ok(()),
-            },
-            sig = signals.recv() => {
-                app.stop_reason = Some(format!("stopped by {sig}"));
-                return Ok(());
-            }
-            _ = tick.tick(), if animating || app.catching_up() || !app.openers.is_empty()
-                || app.driver.loading().is_some() => {
-                frame = frame.wrapping_add(1);
-                reap_openers(app);
-                dirty = true;
-            }
-        }
-    }
-}
+pub(crate) const FIRST_FRAME_WAIT: Duration = Duration::from_millis(150);

@@ -168,6 +168,15 @@ impl Worktrees {
         Ok((top, below))
     }
 
+    /// The branch checked out at `dir`, if it is on one.
+    pub fn branch_of(dir: &Path) -> Option<String> {
+        Git::at(dir)
+            .args(["symbolic-ref", "-q", "--short", "HEAD"])
+            .line()
+            .ok()
+            .filter(|b| !b.is_empty())
+    }
+
     /// The directory of one source repository's worktrees and records.
     fn repo_dir(&self, source: &Path) -> PathBuf {
         use sha2::Digest;

@@ -3,6 +3,7 @@
 mod agents;
 mod answers;
 mod headless;
+mod launch;
 mod output;
 mod plugin_cmd;
 mod plugin_test;

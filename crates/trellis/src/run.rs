@@ -125,12 +125,13 @@ pub fn main(
         );
     }
     let mut resolved = crate::agents::resolve(&agent, &config, cwd.as_deref())?;
-    let worktree = crate::worktree_cmd::isolate(
+    let (worktree, said) = crate::worktree_cmd::isolate(
         common.worktree.as_ref(),
         args.carry && common.worktree.is_some(),
         &mut resolved,
         &config,
     )?;
+    crate::worktree_cmd::print(&said);
     resolved.spec.load_session = args
         .load
         .clone()

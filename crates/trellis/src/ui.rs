@@ -5,11 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use trellis_core::Session;
-use trellis_core::permission::Policy;
-use trellis_store::{Config, LogWriter, Paths};
-use trellis_tui::{App, Connection};
-
-use crate::setup::{FileSink, policy_from};
+use trellis_store::{Config, Paths};
+use trellis_tui::App;
 
 #[derive(clap::Args, Default)]
 pub struct UiArgs {
@@ -68,7 +65,6 @@ pub fn main(
     resume: Option<crate::sessions::Resume>,
     carry: bool,
 ) -> anyhow::Result<ExitCode> {
-    let paths = Paths::from_env();
     let config = load_config(config_path)?;
     let agent = if force_demo {
         "demo".to_string()
@@ -83,144 +79,119 @@ pub fn main(
         .cwd
         .clone()
         .or_else(|| resume.as_ref().and_then(|r| r.cwd.clone()));
-    let mut resolved = crate::agents::resolve(&agent, &config, cwd.as_deref())?;
-    let worktree =
-        crate::worktree_cmd::isolate(args.worktree.as_ref(), carry, &mut resolved, &config)?;
-    let agent_arg = agent.clone();
-    if let Some(r) = &resume {
-        resolved.spec.load_session = r.row.acp_id.clone();
-    }
-    if let Some(id) = &args.load {
-        resolved.spec.load_session = Some(id.clone());
-    }
-    let continues = resume.as_ref().map(|r| r.row.path.clone());
-    let command = resolved.command.clone();
-    // The flag, else the config's [permissions] policy, else ask in the dialog; rules
-    // saved from "always" answers (global and this project's) come first.
-    let live = crate::setup::Live {
-        store: true,
-        headless: false,
-        project: Some(resolved.spec.cwd.clone()),
-        try_plugins: args.plugin.clone(),
-    };
-    let plugins = crate::setup::session_plugins(&live)?;
-    let (host, host_rx) = crate::setup::ext_host(&config, &live, &plugins)?;
-    let (mcp, mcp_problems) = crate::setup::mcp_servers(&config, &plugins)?;
-    let mut resolved = resolved;
-    resolved.spec.mcp_servers = mcp;
-    resolved.spec.keep_lines = host.wants_acp();
-    // The UI lends the terminal for an agent's login (`authMethods` of type terminal).
-    resolved.spec.caps.terminal_login = true;
-    resolved.spec.caps.elicitation_url = true;
-    let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
-    let saved = trellis_tui::rules::load(&host, &cwd_now);
-    let stored: Vec<_> = saved.iter().map(|r| r.rule.clone()).collect();
-    let policy = match policy_from(args.permission.as_deref(), &config)? {
-        (
-            Policy::Rules {
-                mut rules,
-                fallback,
-            },
-            true,
-        ) => {
-            rules.splice(0..0, stored);
-            Policy::Rules { rules, fallback }
-        }
-        (p, true) => p,
-        (_, false) => {
-            let mut rules = stored;
-            rules.extend(config.permissions.rules.iter().cloned());
-            if rules.is_empty() {
-                Policy::Ask
-            } else {
-                Policy::Rules {
-                    rules,
-                    fallback: trellis_core::permission::Verdict::Ask,
-                }
-            }
-        }
-    };
-    let writer = match &paths {
-        Some(p) => LogWriter::create_in(&p.sessions_dir(), &resolved.name),
-        None => anyhow::bail!("no data directory for the session log"),
-    }
-    .context("cannot create the session log")?;
-    let log_path = writer.path().to_path_buf();
-    let log_for_app = log_path.clone();
-    let log_for_index = log_path.clone();
-    let exit_after_first_frame = args.exit_after_first_frame;
-    let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
-    let name = resolved.name.clone();
     // Check the UI settings before starting the agent: a config error stops here.
     apply_ui_config(
         &mut App::new(Session::default(), String::new(), false),
         &config,
     )?;
-    let theme = if std::env::var_os("NO_COLOR").is_some() {
-        trellis_view::Theme::plain()
-    } else {
-        trellis_view::Theme::default()
+    let deck_keys = deck_keys(&config)?;
+    let ascii = config.ui.ascii.unwrap_or_else(|| !utf8_locale());
+    let n = &config.notify;
+    let notify = trellis_tui::deck::Notify {
+        enabled: n.enabled.unwrap_or(true),
+        blocked: n.blocked.unwrap_or(true),
+        error: n.error.unwrap_or(true),
+        done: n.done.unwrap_or(true),
+        command: n.command.clone().filter(|c| !c.trim().is_empty()),
+    };
+    let launch = crate::launch::Launch {
+        config,
+        permission: args.permission.clone(),
+        plugins: args.plugin.clone(),
+        exit_after_first_frame: args.exit_after_first_frame,
     };
     let rt = runtime()?;
-    let spec = resolved.spec.clone();
-    let restart_log = log_path.clone();
-    // Ctrl-R after the agent ended: the same agent, appending to the same log.
-    let restart: trellis_tui::Restart = Box::new(move |origin| {
-        let writer =
-            LogWriter::open(&restart_log).map_err(|e| format!("{}: {e}", restart_log.display()))?;
-        let (handle, rx) = trellis_acp::start_at(spec.clone(), Box::new(FileSink(writer)), origin);
-        Ok(Connection { handle, rx })
-    });
-    let plugin_registry = Paths::from_env()
-        .map(|p| trellis_plugin::registry::Registry::new(p.data_dir, Some(PathBuf::from(&cwd))));
+    let first = crate::launch::Request {
+        agent: agent.clone(),
+        cwd,
+        worktree: args.worktree.clone(),
+        carry,
+        resume,
+        load: args.load.clone(),
+    };
     let said = rt.block_on(async move {
-        let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
-        crate::setup::record_header(
-            &handle,
-            (&name, &command),
-            &cwd,
-            continues.as_deref(),
-            worktree,
-        );
-        let (session, carry) = match resume {
-            Some(r) => r.session(policy),
-            None => (Session::new(policy), None),
-        };
-        let mut app = App::new(session, name, false);
-        if let Some(doc) = carry {
-            app.driver.carry(doc);
-        }
-        app.driver.keep_output_in_log(&log_for_app);
-        app.log_path = Some(log_for_app);
-        app.theme = theme;
-        apply_ui_config(&mut app, &config)?;
-        // After the key bindings are known: contributed keys must not clash with them.
-        app.set_ext(host, host_rx);
-        app.saved_rules = saved;
-        app.plugins = plugin_registry;
-        if let Some(first) = mcp_problems.first() {
-            app.message = Some(format!("{first} (see /status)"));
-        }
-        app.mcp_problems = mcp_problems;
-        app.worktree_report = Some(Box::new(crate::worktree_cmd::status_lines));
-        app.agent_arg = Some(agent_arg.clone());
-        app.exit_after_first_frame = exit_after_first_frame;
-        app.driver.connect(Connection { handle, rx });
-        app.history = Some(Box::new(crate::sessions::IndexHistory::new(cwd.clone())));
-        if let Some(p) = Paths::from_env() {
-            app.driver.set_index(trellis_index::Background::start(
-                p.data_dir.join(trellis_index::FILE),
-                &p.sessions_dir(),
-                log_for_index,
-            ));
-        }
-        trellis_tui::run(app, Some(restart))
+        let (opened, _, notes) = launch.open(first)?;
+        // Before the full screen takes the terminal.
+        crate::worktree_cmd::print(&notes);
+        let mut deck = trellis_tui::deck::Deck::new(opened, agent);
+        deck.keys = deck_keys;
+        deck.ascii = ascii;
+        deck.notify = notify;
+        deck.opener = Some(Box::new(move |req: trellis_tui::deck::NewSession| {
+            let request = crate::launch::Request {
+                agent: req.agent.clone(),
+                cwd: Some(req.cwd.clone()),
+                // Asked for from the UI: no worktree is an error shown in the form.
+                worktree: req.worktree.then_some(crate::worktree_cmd::Ask {
+                    label: None,
+                    required: true,
+                }),
+                carry: false,
+                resume: None,
+                load: None,
+            };
+            match launch.open(request) {
+                Ok((mut opened, _, notes)) => {
+                    if let Some(last) = notes.first() {
+                        opened.app.message = Some(trellis_text::one_line(last).into_owned());
+                    }
+                    Ok(opened)
+                }
+                Err(e) => Err(format!("{e:#}")),
+            }
+        }));
+        let said = trellis_tui::run_deck(deck)
             .await
-            .map_err(anyhow::Error::from)
+            .map_err(anyhow::Error::from)?;
+        anyhow::Ok(said)
     })?;
+    // Each session's log, and what closing each had to say.
     print_said(said);
-    eprintln!("trellis: session log: {}", log_path.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the terminal's locale speaks UTF-8 (else the rail's marks are ASCII).
+fn utf8_locale() -> bool {
+    ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
+        .is_none_or(|s| {
+            let s = s.to_ascii_lowercase();
+            s.contains("utf-8") || s.contains("utf8")
+        })
+}
+
+/// The session keys from `[ui.keys]` (the names the deck owns).
+fn deck_keys(config: &Config) -> anyhow::Result<trellis_tui::deck::DeckKeys> {
+    use trellis_store::config::KeySetting;
+    let mut keys = std::collections::BTreeMap::new();
+    for (name, setting) in &config.ui.keys {
+        if !trellis_tui::deck::DeckAction::is_name(name) {
+            continue;
+        }
+        let v = match setting {
+            KeySetting::Keys(s) => Some(s.clone()),
+            KeySetting::Enabled(false) => None,
+            KeySetting::Enabled(true) => {
+                return Err(config
+                    .invalid(
+                        "ui.keys",
+                        name,
+                        "use a key like \"<A-j>\", or false to disable",
+                    )
+                    .into());
+            }
+        };
+        keys.insert(name.clone(), v);
+    }
+    trellis_tui::deck::DeckKeys::new(&keys).map_err(|e| {
+        let key = keys
+            .keys()
+            .find(|k| e.0.contains(k.as_str()))
+            .cloned()
+            .unwrap_or_else(|| "keys".into());
+        config.invalid("ui.keys", &key, e.0).into()
+    })
 }
 
 /// What closing the session had to say, once the terminal is the user's again.
@@ -270,7 +241,7 @@ pub fn replay(
 
 /// Applies `[ui]` from the config to the app; a bad value is an error naming file, line
 /// and key.
-fn apply_ui_config(app: &mut App, config: &Config) -> anyhow::Result<()> {
+pub(crate) fn apply_ui_config(app: &mut App, config: &Config) -> anyhow::Result<()> {
     use trellis_store::config::KeySetting;
     use trellis_tui::app::CursorMode;
     use trellis_view::{OutputPolicies, OutputPolicy};
@@ -323,6 +294,10 @@ fn apply_ui_config(app: &mut App, config: &Config) -> anyhow::Result<()> {
     };
     let mut keys = std::collections::BTreeMap::new();
     for (action, setting) in &ui.keys {
+        // The session keys are the deck's (`deck_keys`).
+        if trellis_tui::deck::DeckAction::is_name(action) {
+            continue;
+        }
         if !trellis_tui::keymap::KeyAction::ALL
             .iter()
             .any(|(_, n, _)| n == action)

@@ -203,19 +203,22 @@ pub fn parse_ask(v: &str) -> Result<Ask, String> {
     Ok(Ask { label, required })
 }
 
-/// Makes the worktree a new session asked for and moves the session into it. A failure
-/// is said loudly and the session runs where it was, unless the worktree is required.
+/// Makes the worktree a new session asked for and moves the session into it; what to
+/// tell the user comes back as lines (printed on stderr before a UI starts, shown in the
+/// UI after). A failure is said loudly and the session runs where it was, unless the
+/// worktree is required.
 pub fn isolate(
     ask: Option<&Ask>,
     carry: bool,
     resolved: &mut crate::agents::Resolved,
     config: &Config,
-) -> anyhow::Result<Option<trellis_core::WorktreeRef>> {
+) -> anyhow::Result<(Option<trellis_core::WorktreeRef>, Vec<String>)> {
+    let mut said = Vec::new();
     let Some(ask) = ask else {
         if carry {
             anyhow::bail!("--carry copies uncommitted work into a new worktree: add --worktree");
         }
-        return Ok(None);
+        return Ok((None, said));
     };
     let plan = Plan {
         label: ask.label.clone(),
@@ -229,26 +232,25 @@ pub fn isolate(
             anyhow::bail!("--worktree=required: no worktree: {e:#}")
         }
         Err(e) => {
-            eprintln!(
-                "trellis: NOT ISOLATED: no worktree ({}); the session runs in {} itself (--worktree=required makes this an error)",
-                safe(&format!("{e:#}")),
-                safe(&resolved.spec.cwd.display().to_string())
-            );
-            return Ok(None);
+            said.push(format!(
+                "NOT ISOLATED: no worktree ({e:#}); the session runs in {} itself (--worktree=required makes this an error)",
+                resolved.spec.cwd.display()
+            ));
+            return Ok((None, said));
         }
     };
     let r = &made.record;
-    eprintln!(
-        "trellis: worktree {}: {} (branch {}, from {} at {})",
-        safe(&r.label),
-        safe(&r.path.display().to_string()),
-        safe(&r.branch),
-        safe(&r.source.display().to_string()),
+    said.push(format!(
+        "worktree {}: {} (branch {}, from {} at {})",
+        r.label,
+        r.path.display(),
+        r.branch,
+        r.source.display(),
         &r.base.get(..10).unwrap_or(&r.base)
-    );
+    ));
     if carry {
-        eprintln!(
-            "trellis: carried: {}{} file(s){}",
+        said.push(format!(
+            "carried: {}{} file(s){}",
             if made.carried.patch {
                 "changes to tracked files, "
             } else {
@@ -258,9 +260,9 @@ pub fn isolate(
             if made.carried.skipped.is_empty() {
                 String::new()
             } else {
-                format!(", skipped {}", safe(&made.carried.skipped.join(", ")))
+                format!(", skipped {}", made.carried.skipped.join(", "))
             }
-        );
+        ));
     }
     if let Some(why) = &made.setup_failed {
         if ask.required {
@@ -269,19 +271,47 @@ pub fn isolate(
                 r.label
             );
         }
-        eprintln!("trellis: {}", safe(why));
+        said.push(why.clone());
     }
-    eprintln!(
-        "trellis: end it with `trellis worktree land|apply|keep|discard {}`",
+    said.push(format!(
+        "end it with `trellis worktree land|apply|keep|discard {}`",
         r.label
-    );
+    ));
     resolved.spec.cwd = made.cwd.clone();
-    Ok(Some(trellis_core::WorktreeRef {
-        label: r.label.clone(),
-        branch: r.branch.clone(),
-        source: r.source.display().to_string(),
-        base: r.base.clone(),
-    }))
+    Ok((
+        Some(trellis_core::WorktreeRef {
+            label: r.label.clone(),
+            branch: r.branch.clone(),
+            source: r.source.display().to_string(),
+            base: r.base.clone(),
+        }),
+        said,
+    ))
+}
+
+/// Lines for stderr, each as `trellis: …`, made harmless.
+pub fn print(lines: &[String]) {
+    for l in lines {
+        eprintln!("trellis: {}", safe(l));
+    }
+}
+
+/// Where a session in `dir` is grouped (its repository's top level, the source's for a
+/// worktree of Trellis's) and the branch or label shown for it.
+pub fn place_of(
+    dir: &std::path::Path,
+    worktree: Option<&trellis_core::WorktreeRef>,
+) -> (String, Option<String>) {
+    if let Some(w) = worktree {
+        return (w.source.clone(), Some(w.label.clone()));
+    }
+    match Worktrees::source_of(dir) {
+        Ok((top, _)) => {
+            let branch = Worktrees::branch_of(&top);
+            (top.display().to_string(), branch)
+        }
+        Err(_) => (dir.display().to_string(), None),
+    }
 }
 
 #[cfg(test)]

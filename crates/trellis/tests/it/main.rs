@@ -5,6 +5,7 @@ mod agent_options;
 mod agent_sessions;
 mod cli;
 mod completions;
+mod deck;
 mod drive;
 mod elicit;
 mod faults;

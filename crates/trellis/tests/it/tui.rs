@@ -150,6 +150,11 @@ impl Tmux {
         self.wait(text, |s| s.contains(text))
     }
 
+    /// The data directory the program under test writes to.
+    pub(crate) fn data(&self) -> &Path {
+        &self.data
+    }
+
     pub(crate) fn log(&self) -> String {
         let mut out = String::new();
         for day in std::fs::read_dir(self.data.join("trellis/sessions"))

@@ -147,7 +147,7 @@ fn a_setup_that_never_finishes_says_so_and_ctrl_c_quits() {
 }
 
 /// Every process descending from `pid`.
-fn descendants(pid: u32) -> Vec<u32> {
+pub(crate) fn descendants(pid: u32) -> Vec<u32> {
     let mut all: Vec<(u32, u32)> = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {

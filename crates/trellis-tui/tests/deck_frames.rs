@@ -1,0 +1,229 @@
+//! Several sessions in one terminal (issue 30): the rail at three sizes and as a strip,
+//! the inbox, the new-session form, and the help screen's session keys.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::json;
+use trellis_core::attention::{Attention, Blocked};
+use trellis_core::wire::Dir;
+use trellis_tui::App;
+use trellis_tui::deck::{Deck, DeckKeys, Opened};
+
+mod common;
+use common::{frame_text, new_session, session_of, update};
+
+fn prompt(text: &str) -> (Dir, serde_json::Value) {
+    (
+        Dir::ClientToAgent,
+        json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":text}]}}),
+    )
+}
+
+fn app(frames: Vec<(Dir, serde_json::Value)>, agent: &str) -> App {
+    let mut a = App::new(session_of(new_session(frames)), agent.into(), false);
+    a.theme = trellis_view::Theme::plain();
+    a
+}
+
+fn opened(app: App, source: &str, branch: Option<&str>) -> Opened {
+    Opened {
+        app,
+        restart: None,
+        source: source.into(),
+        branch: branch.map(str::to_string),
+    }
+}
+
+/// Three sessions in two repositories: one waiting for a permission (an edit), one done,
+/// one working; the first one in front.
+fn deck(now: Instant) -> Deck {
+    let blocked = app(
+        vec![
+            prompt("rename the parser module"),
+            update(
+                json!({"sessionUpdate":"tool_call","toolCallId":"e1","title":"Edit src/parse.rs","kind":"edit","status":"pending",
+                "content":[{"type":"diff","path":"src/parse.rs","oldText":"a\nb\n","newText":"a\nc\nd\n"}]}),
+            ),
+            (
+                Dir::AgentToClient,
+                json!({"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"S",
+                    "toolCall":{"toolCallId":"e1"},
+                    "options":[{"optionId":"y","name":"Allow","kind":"allow_once"},
+                               {"optionId":"a","name":"Always allow","kind":"allow_always"},
+                               {"optionId":"n","name":"Reject","kind":"reject_once"}]}}),
+            ),
+        ],
+        "claude",
+    );
+    let done = app(
+        vec![
+            prompt("fix the flaky test in ci"),
+            (
+                Dir::AgentToClient,
+                json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}),
+            ),
+        ],
+        "codex",
+    );
+    let working = app(vec![prompt("write the changelog")], "demo");
+    let mut d = Deck::new(
+        opened(working, "/home/dev/app", Some("main")),
+        "demo".into(),
+    );
+    d.add(
+        opened(blocked, "/home/dev/app", Some("trellis-rename")),
+        "claude".into(),
+    );
+    d.add(opened(done, "/home/dev/tools", None), "codex".into());
+    d.show(0);
+    let states = [
+        Attention::Working,
+        Attention::Blocked(Blocked::Permission),
+        Attention::Done,
+    ];
+    for (i, (s, a)) in d.slots.iter_mut().zip(states).enumerate() {
+        s.attention = a;
+        s.started = now - Duration::from_secs(60 * (i as u64 + 2));
+        s.since = now - Duration::from_secs(30 * (3 - i as u64));
+    }
+    d
+}
+
+fn deck_text(d: &mut Deck, w: u16, h: u16, now: Instant) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    for _ in 0..2 {
+        term.draw(|f| {
+            trellis_tui::rail::draw_deck_at(
+                f,
+                d,
+                trellis_tui::Clock {
+                    now: 10.0,
+                    frame: 0,
+                },
+                now,
+            )
+        })
+        .unwrap();
+    }
+    let buf = term.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..h {
+        let mut line = String::new();
+        let mut skip = 0;
+        for x in 0..w {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            let sym = buf[(x, y)].symbol();
+            skip = trellis_text::display_width(sym).saturating_sub(1);
+            line.push_str(sym);
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn the_rail_at_three_sizes_and_as_a_strip() {
+    let now = Instant::now();
+    for (w, h) in [(80u16, 24u16), (120, 40), (200, 50)] {
+        let mut d = deck(now);
+        let f = deck_text(&mut d, w, h, now);
+        insta::assert_snapshot!(format!("rail_{w}x{h}"), f);
+        if w >= trellis_tui::rail::MIN_WIDE {
+            // Grouped by repository, counts in words, each state a mark and a word.
+            assert!(f.contains("app · 1 blocked"), "{f}");
+            assert!(f.contains("tools · 1 done"), "{f}");
+            assert!(f.contains("◆ permission claude"), "{f}");
+            assert!(f.contains("✓ done codex"), "{f}");
+            assert!(f.contains("▶1 ◐ working demo"), "{f}");
+            assert!(f.contains("3m · +2 −1 · trellis-rena"), "{f}");
+        } else {
+            assert!(f.contains("[1◐working] 2◆permission 3✓done"), "{f}");
+        }
+    }
+    // ASCII marks, and a strip too narrow for every session: the counts that matter.
+    let mut d = deck(now);
+    d.ascii = true;
+    let f = deck_text(&mut d, 60, 20, now);
+    assert!(f.contains("[1~working] 2!permission 3+done"), "{f}");
+    for _ in 0..4 {
+        let a = app(vec![], "demo");
+        d.add(opened(a, "/home/dev/app", None), "demo".into());
+    }
+    d.show(0);
+    let f = deck_text(&mut d, 60, 20, now);
+    insta::assert_snapshot!("rail_strip_60x20", f);
+    assert!(f.contains("[1~working] of 7 · 1 blocked · 1 done"), "{f}");
+}
+
+#[test]
+fn the_inbox_lists_every_pending_request_with_one_time_answers() {
+    let now = Instant::now();
+    let mut d = deck(now);
+    d.inbox = Some(trellis_tui::deck::Inbox::default());
+    let f = deck_text(&mut d, 120, 40, now);
+    insta::assert_snapshot!("inbox_120x40", f);
+    assert!(f.contains("Inbox · 1 pending"), "{f}");
+    assert!(
+        f.contains("2 claude · app [trellis-rename] · permission"),
+        "{f}"
+    );
+    assert!(f.contains("Edit src/parse.rs (+2 −1)"), "{f}");
+    assert!(f.contains("1 Allow  2 Reject"), "{f}");
+    assert!(
+        !f.contains("Always allow"),
+        "always is made only in the session's dialog"
+    );
+    let pending = d.pending();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].key, d.slots[1].key);
+}
+
+#[test]
+fn the_new_session_form_starts_from_the_session_in_front() {
+    let now = Instant::now();
+    let mut d = deck(now);
+    d.open_form(true);
+    let form = d.form.as_ref().unwrap();
+    assert_eq!(form.agent, "demo");
+    assert_eq!(form.dir, "/home/dev/app");
+    let f = deck_text(&mut d, 120, 40, now);
+    insta::assert_snapshot!("new_session_120x40", f);
+    assert!(f.contains("New session in a worktree"), "{f}");
+}
+
+#[test]
+fn the_help_screen_lists_the_session_keys() {
+    let mut a = app(vec![], "demo");
+    a.session_keys = DeckKeys::default().listed();
+    a.on_key(crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::F(1),
+        crossterm::event::KeyModifiers::NONE,
+    ));
+    // Every page of it, scrolled to the end.
+    let mut f = String::new();
+    for _ in 0..8 {
+        f.push_str(&frame_text(&mut a, 120, 60));
+        a.on_key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::PageDown,
+            crossterm::event::KeyModifiers::NONE,
+        ));
+    }
+    assert!(f.contains("Sessions (anywhere)"), "{f}");
+    for needle in [
+        "Alt-1… Alt-9",
+        "Alt-a",
+        "the session that needs you",
+        "Alt-i",
+        "Alt-N",
+        "Ctrl-] then a key",
+    ] {
+        assert!(f.contains(needle), "{needle}: {f}");
+    }
+}

@@ -1,0 +1,177 @@
+//! Starting a live session for the UI: the first one, and each one the user opens from
+//! the UI (new session, new session in a worktree). Everything a session owns is made
+//! here: its agent, log, extension host and plugins, permission policy, index writer.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use trellis_core::Session;
+use trellis_core::permission::Policy;
+use trellis_store::{Config, LogWriter, Paths};
+use trellis_tui::deck::Opened;
+use trellis_tui::{App, Connection};
+
+use crate::setup::{FileSink, policy_from};
+
+/// What every session of this UI shares.
+pub struct Launch {
+    pub config: Config,
+    /// `--permission`.
+    pub permission: Option<String>,
+    /// `--plugin` packages.
+    pub plugins: Vec<PathBuf>,
+    pub exit_after_first_frame: bool,
+}
+
+/// One session to start.
+pub struct Request {
+    pub agent: String,
+    pub cwd: Option<PathBuf>,
+    pub worktree: Option<crate::worktree_cmd::Ask>,
+    pub carry: bool,
+    pub resume: Option<crate::sessions::Resume>,
+    pub load: Option<String>,
+}
+
+impl Launch {
+    /// Starts a session (within the runtime: the agent's tasks are spawned on it). Returns
+    /// it, its log, and what to tell the user about its worktree.
+    pub fn open(&self, req: Request) -> anyhow::Result<(Opened, PathBuf, Vec<String>)> {
+        let config = &self.config;
+        let paths = Paths::from_env();
+        let mut resolved = crate::agents::resolve(&req.agent, config, req.cwd.as_deref())?;
+        let (worktree, said) =
+            crate::worktree_cmd::isolate(req.worktree.as_ref(), req.carry, &mut resolved, config)?;
+        if let Some(r) = &req.resume {
+            resolved.spec.load_session = r.row.acp_id.clone();
+        }
+        if let Some(id) = &req.load {
+            resolved.spec.load_session = Some(id.clone());
+        }
+        let continues = req.resume.as_ref().map(|r| r.row.path.clone());
+        let command = resolved.command.clone();
+        let live = crate::setup::Live {
+            store: true,
+            headless: false,
+            project: Some(resolved.spec.cwd.clone()),
+            try_plugins: self.plugins.clone(),
+        };
+        let plugins = crate::setup::session_plugins(&live)?;
+        let (host, host_rx) = crate::setup::ext_host(config, &live, &plugins)?;
+        let (mcp, mcp_problems) = crate::setup::mcp_servers(config, &plugins)?;
+        resolved.spec.mcp_servers = mcp;
+        resolved.spec.keep_lines = host.wants_acp();
+        // The UI lends the terminal for an agent's login (`authMethods` of type terminal).
+        resolved.spec.caps.terminal_login = true;
+        resolved.spec.caps.elicitation_url = true;
+        // The flag, else the config's [permissions] policy, else ask in the dialog; rules
+        // saved from "always" answers (global and this project's) come first.
+        let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
+        let saved = trellis_tui::rules::load(&host, &cwd_now);
+        let stored: Vec<_> = saved.iter().map(|r| r.rule.clone()).collect();
+        let policy = match policy_from(self.permission.as_deref(), config)? {
+            (
+                Policy::Rules {
+                    mut rules,
+                    fallback,
+                },
+                true,
+            ) => {
+                rules.splice(0..0, stored);
+                Policy::Rules { rules, fallback }
+            }
+            (p, true) => p,
+            (_, false) => {
+                let mut rules = stored;
+                rules.extend(config.permissions.rules.iter().cloned());
+                if rules.is_empty() {
+                    Policy::Ask
+                } else {
+                    Policy::Rules {
+                        rules,
+                        fallback: trellis_core::permission::Verdict::Ask,
+                    }
+                }
+            }
+        };
+        let writer = match &paths {
+            Some(p) => LogWriter::create_in(&p.sessions_dir(), &resolved.name),
+            None => anyhow::bail!("no data directory for the session log"),
+        }
+        .context("cannot create the session log")?;
+        let log_path = writer.path().to_path_buf();
+        let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
+        let name = resolved.name.clone();
+        let (source, branch) = crate::worktree_cmd::place_of(&resolved.spec.cwd, worktree.as_ref());
+        let spec = resolved.spec.clone();
+        let restart_log = log_path.clone();
+        // Ctrl-R after the agent ended: the same agent, appending to the same log.
+        let restart: trellis_tui::Restart = Box::new(move |origin| {
+            let writer = LogWriter::open(&restart_log)
+                .map_err(|e| format!("{}: {e}", restart_log.display()))?;
+            let (handle, rx) =
+                trellis_acp::start_at(spec.clone(), Box::new(FileSink(writer)), origin);
+            Ok(Connection { handle, rx })
+        });
+        let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
+        crate::setup::record_header(
+            &handle,
+            (&name, &command),
+            &cwd,
+            continues.as_deref(),
+            worktree,
+        );
+        let (session, carry) = match req.resume {
+            Some(r) => r.session(policy),
+            None => (Session::new(policy), None),
+        };
+        let mut app = App::new(session, name, false);
+        if let Some(doc) = carry {
+            app.driver.carry(doc);
+        }
+        app.driver.keep_output_in_log(&log_path);
+        app.log_path = Some(log_path.clone());
+        app.theme = if std::env::var_os("NO_COLOR").is_some() {
+            trellis_view::Theme::plain()
+        } else {
+            trellis_view::Theme::default()
+        };
+        crate::ui::apply_ui_config(&mut app, config)?;
+        // After the key bindings are known: contributed keys must not clash with them.
+        app.set_ext(host, host_rx);
+        app.saved_rules = saved;
+        app.plugins = paths.as_ref().map(|p| {
+            trellis_plugin::registry::Registry::new(p.data_dir.clone(), Some(PathBuf::from(&cwd)))
+        });
+        if let Some(first) = mcp_problems.first() {
+            app.message = Some(format!("{first} (see /status)"));
+        }
+        app.mcp_problems = mcp_problems;
+        app.worktree_report = Some(Box::new(crate::worktree_cmd::status_lines));
+        app.agent_arg = Some(req.agent.clone());
+        app.exit_after_first_frame = self.exit_after_first_frame;
+        app.driver.connect(Connection { handle, rx });
+        app.history = Some(Box::new(crate::sessions::IndexHistory::new(cwd.clone())));
+        if let Some(p) = &paths {
+            app.driver.set_index(trellis_index::Background::start(
+                p.data_dir.join(trellis_index::FILE),
+                &p.sessions_dir(),
+                log_path.clone(),
+            ));
+        }
+        // The demo's scratch workspace lives as long as the session's front end.
+        if let Some(dir) = resolved.scratch {
+            app.keep_alive(Box::new(dir));
+        }
+        Ok((
+            Opened {
+                app,
+                restart: Some(restart),
+                source,
+                branch,
+            },
+            log_path,
+            said,
+        ))
+    }
+}

@@ -1,0 +1,168 @@
+//! Several sessions in one terminal (issue 30) with the real binary in tmux: three
+//! sessions (two demo agents in different directories, one in a worktree); one blocks on
+//! a permission while another is in front.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::tui::Tmux;
+
+fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .map(|o| o.status.success());
+    match ok {
+        Ok(true) => {}
+        Ok(false) => panic!("git {args:?} failed"),
+        Err(_) => crate::missing_tool("git"),
+    }
+}
+
+#[test]
+fn a_background_session_blocks_is_marked_announced_once_jumped_to_and_answered_from_the_inbox() {
+    let home = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(home.path()).unwrap();
+    let (a, b) = (root.join("a"), root.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    git(&a, &["init", "-q", "-b", "main"]);
+    git(&a, &["config", "user.email", "t@example.com"]);
+    git(&a, &["config", "user.name", "T"]);
+    std::fs::write(a.join("README.md"), "a\n").unwrap();
+    git(&a, &["add", "-A"]);
+    git(&a, &["commit", "-q", "-m", "first"]);
+    let hooks = root.join("hooks.txt");
+    let config = root.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[notify]\ncommand = \"echo \\\"$TRELLIS_STATE $TRELLIS_AGENT\\\" >> '{}'\"\n",
+            hooks.display()
+        ),
+    )
+    .unwrap();
+    let Some(t) = Tmux::start_env(
+        &["LANG=C.UTF-8"],
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--agent",
+            "demo",
+            "--cwd",
+            a.to_str().unwrap(),
+        ],
+        120,
+        40,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    // Session 2: a slower demo agent in the other directory.
+    t.send(&["M-n"]);
+    t.wait_for("New session");
+    t.send(&[
+        "C-u",
+        "trellis agent demo --delay-ms 300",
+        "Tab",
+        "C-u",
+        b.to_str().unwrap(),
+        "Enter",
+    ]);
+    t.wait("a second session in front", |s| s.contains("▶2"));
+    // Session 3: in a new worktree of the first directory's repository.
+    t.send(&["M-N"]);
+    t.wait_for("New session in a worktree");
+    t.send(&["Tab", "C-u", a.to_str().unwrap(), "Enter"]);
+    let s = t.wait("a third session in front", |s| s.contains("▶3"));
+    assert!(s.contains("a"), "{s}");
+    // Session 2 gets a prompt; session 1 comes to the front before the agent asks.
+    t.send(&["M-2"]);
+    t.wait_for("▶2");
+    t.send(&["fix the TODO", "Enter", "M-1"]);
+    let s = t.wait("the rail to mark session 2", |s| {
+        s.contains("2 ◆ permission")
+    });
+    assert!(s.contains("▶1"), "session 1 stays in front: {s}");
+    assert!(s.contains("b · 1 blocked"), "{s}");
+    let title = t.format("#{pane_title}");
+    assert!(
+        title.contains("session 2") && title.contains("permission"),
+        "the window title carries the mark: {title}"
+    );
+    // The jump key lands on it (its own dialog is there).
+    t.send(&["M-a"]);
+    t.wait("the jump to session 2", |s| {
+        s.contains("▶2") && s.contains("[y] Allow")
+    });
+    // Back to session 1; the inbox answers it there.
+    t.send(&["M-1"]);
+    t.wait("session 1 in front", |s| {
+        s.contains("▶1") && !s.contains("[y] Allow")
+    });
+    t.send(&["M-i"]);
+    let s = t.wait_for("Inbox · 1 pending");
+    assert!(s.contains("Edit src/lib.rs"), "{s}");
+    t.send(&["1"]);
+    t.wait("session 2 to finish", |s| s.contains("2 ✓ done"));
+    t.send(&["Escape"]);
+    // Done stays marked until seen.
+    std::thread::sleep(Duration::from_millis(600));
+    let s = t.screen();
+    assert!(s.contains("2 ✓ done") && s.contains("▶1"), "{s}");
+    t.send(&["M-2"]);
+    t.wait_for("▶2");
+    t.send(&["M-1"]);
+    t.wait("session 2 seen", |s| s.contains("2 · idle"));
+    // The log of session 2 has the answer once, by the user.
+    let log = t.log();
+    let decided: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\"permission_decided\""))
+        .collect();
+    assert_eq!(decided.len(), 1, "{decided:?}");
+    assert!(decided[0].contains("\"by\":\"user\""), "{decided:?}");
+    // Announced once: the block (and then the end of its turn, nothing else waiting).
+    let said = std::fs::read_to_string(&hooks).unwrap_or_default();
+    assert_eq!(
+        said.lines().filter(|l| l.starts_with("permission")).count(),
+        1,
+        "{said}"
+    );
+    // The third session's worktree is Trellis's.
+    let out = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["worktree", "list", "--json"])
+        .env("XDG_DATA_HOME", t.data())
+        .output()
+        .unwrap();
+    let rows = crate::jsonl(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["status"], "owned");
+    assert_eq!(rows[0]["source"], a.to_str().unwrap());
+    // Quitting ends every session and every agent.
+    let pid = t.program_pid().expect("trellis runs in the pane");
+    let children = crate::tui_trust::descendants(pid);
+    assert!(children.len() >= 3, "three agents: {children:?}");
+    t.send(&["C-c", "C-c"]);
+    let start = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists()
+        || children
+            .iter()
+            .any(|c| Path::new(&format!("/proc/{c}")).exists())
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "left {children:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = t.log();
+    assert_eq!(
+        log.matches("\"session_ended\"").count(),
+        3,
+        "every session closed its log"
+    );
+}
