@@ -73,6 +73,14 @@ pub struct NewSession {
     pub worktree: bool,
 }
 
+/// Worktree endings the comparison asks for (the UI crate runs no git).
+pub trait WorktreeOps {
+    /// The diff from worktree `a` to worktree `b` (labels).
+    fn diff(&self, a: &str, b: &str) -> Result<String, String>;
+    /// Lands (or applies) `keep` and discards the others behind snapshot refs.
+    fn keep(&self, keep: &str, discard: &[String]) -> Result<Vec<String>, String>;
+}
+
 /// Starts a session for the deck.
 pub type Opener = Box<dyn FnMut(NewSession) -> Result<Opened, String>>;
 
@@ -225,10 +233,11 @@ pub enum DeckAction {
     Close,
     Rail,
     Inbox,
+    Compare,
 }
 
 impl DeckAction {
-    pub const ALL: [(DeckAction, &'static str, &'static str); 17] = [
+    pub const ALL: [(DeckAction, &'static str, &'static str); 18] = [
         (DeckAction::Go(1), "session_1", "<A-1>"),
         (DeckAction::Go(2), "session_2", "<A-2>"),
         (DeckAction::Go(3), "session_3", "<A-3>"),
@@ -246,6 +255,7 @@ impl DeckAction {
         (DeckAction::Close, "session_close", "<A-w>"),
         (DeckAction::Rail, "session_rail", "<A-r>"),
         (DeckAction::Inbox, "inbox", "<A-i>"),
+        (DeckAction::Compare, "session_compare", "<A-c>"),
     ];
 
     pub fn describe(self) -> &'static str {
@@ -261,6 +271,9 @@ impl DeckAction {
             DeckAction::Close => "close the session in front (asks when it works)",
             DeckAction::Rail => "show or hide the sessions rail",
             DeckAction::Inbox => "every session's pending requests, oldest first",
+            DeckAction::Compare => {
+                "compare the sessions of a fan-out (or all): diffs, tests, cost; keep one"
+            }
         }
     }
 
@@ -452,6 +465,10 @@ pub struct Deck {
     /// Announcements waiting for the loop to write them (bell, title, OSC 9/777).
     pub announce: Vec<Announcement>,
     pub notify: Notify,
+    /// Sessions started together for the same prompt (`trellis fan`).
+    pub fan: Vec<SessionKey>,
+    pub compare: Option<crate::compare::Compare>,
+    pub worktrees: Option<Box<dyn WorktreeOps>>,
 }
 
 impl Deck {
@@ -471,6 +488,9 @@ impl Deck {
             next_key: 1,
             announce: Vec::new(),
             notify: Notify::default(),
+            fan: Vec::new(),
+            compare: None,
+            worktrees: None,
         };
         deck.add(first, agent_arg);
         deck
@@ -706,6 +726,42 @@ impl Deck {
         }
         self.confirm_close = None;
         true
+    }
+
+    /// Opens the comparison: the fan-out's sessions still on the deck, else all.
+    pub fn open_compare(&mut self) {
+        let mut keys: Vec<SessionKey> = self
+            .fan
+            .iter()
+            .copied()
+            .filter(|k| self.index_of(*k).is_some())
+            .collect();
+        if keys.len() < 2 {
+            keys = self.slots.iter().map(|s| s.key).collect();
+        }
+        self.compare = Some(crate::compare::Compare {
+            keys,
+            ..Default::default()
+        });
+        self.refresh_compare();
+    }
+
+    /// The comparison's rows again (when it opens and when a member's state changes).
+    pub fn refresh_compare(&mut self) {
+        let now = Instant::now();
+        let Some(c) = self.compare.as_mut() else {
+            return;
+        };
+        c.keys.retain(|k| self.slots.iter().any(|s| s.key == *k));
+        c.rows = c
+            .keys
+            .iter()
+            .filter_map(|k| {
+                let i = self.slots.iter().position(|s| s.key == *k)?;
+                Some(crate::compare::row(&self.slots[i], i + 1, now))
+            })
+            .collect();
+        c.selected = c.selected.min(c.rows.len().saturating_sub(1));
     }
 
     /// The form for a new session, from the one in front.

@@ -188,6 +188,81 @@ async fn act(deck: &mut Deck, a: DeckAction, said: &mut Vec<String>) {
         }
         DeckAction::Rail => deck.rail = !deck.rail,
         DeckAction::Inbox => deck.inbox = Some(Inbox::default()),
+        DeckAction::Compare => deck.open_compare(),
+    }
+}
+
+/// A key while the comparison is open.
+async fn compare_key(deck: &mut Deck, k: &KeyEvent, said: &mut Vec<String>) {
+    let Some(c) = deck.compare.as_mut() else {
+        return;
+    };
+    let n = c.rows.len().max(1);
+    match k.code {
+        KeyCode::Esc | KeyCode::Char('q') => deck.compare = None,
+        KeyCode::Down | KeyCode::Char('j') => c.selected = (c.selected + 1) % n,
+        KeyCode::Up | KeyCode::Char('k') => c.selected = (c.selected + n - 1) % n,
+        KeyCode::Enter | KeyCode::Char('o') => {
+            let key = c.rows.get(c.selected).map(|r| r.key);
+            if let Some(i) = key.and_then(|k| deck.index_of(k)) {
+                deck.compare = None;
+                deck.show(i);
+            }
+        }
+        KeyCode::Char('d') => match c.mark.take() {
+            None => {
+                c.mark = Some(c.selected);
+                deck.front().message =
+                    Some("d on another row shows the diff between the two".into());
+            }
+            Some(m) if m != c.selected => {
+                let (a, b) = (c.rows[m].label.clone(), c.rows[c.selected].label.clone());
+                let text = match (a, b, deck.worktrees.as_ref()) {
+                    (Some(a), Some(b), Some(ops)) => ops.diff(&a, &b),
+                    (_, _, None) => Err("no worktrees here".into()),
+                    _ => Err("both sessions must run in worktrees of Trellis's".into()),
+                };
+                match text {
+                    Ok(t) => perform_intent(deck.front(), Intent::Page(t)),
+                    Err(e) => deck.front().message = Some(format!("no diff: {e}")),
+                }
+            }
+            Some(_) => {}
+        },
+        KeyCode::Char('K') => {
+            let rows = c.rows.clone();
+            let Some(keep) = rows.get(c.selected).and_then(|r| r.label.clone()) else {
+                deck.front().message =
+                    Some("keep works on sessions that run in worktrees of Trellis's".into());
+                return;
+            };
+            let others: Vec<String> = rows
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != c.selected)
+                .filter_map(|(_, r)| r.label.clone())
+                .collect();
+            deck.compare = None;
+            // The sessions end first: their agents must not write into trees being removed.
+            for r in &rows {
+                if let Some(i) = deck.index_of(r.key) {
+                    close_slot(deck, i, "kept one of a fan-out", said).await;
+                }
+            }
+            let outcome = match deck.worktrees.as_ref() {
+                Some(ops) => ops.keep(&keep, &others),
+                None => Err("no worktrees here".into()),
+            };
+            let lines = match outcome {
+                Ok(lines) => lines,
+                Err(e) => vec![format!("keeping {keep} failed: {e}")],
+            };
+            if let Some(s) = deck.slots.get_mut(deck.front) {
+                s.app.message = lines.last().map(|l| trellis_text::one_line(l).into_owned());
+            }
+            said.extend(lines);
+        }
+        _ => {}
     }
 }
 
@@ -361,6 +436,9 @@ pub(crate) async fn deck_loop(
                 app.inspect_when_loaded();
                 let was = deck.slots[i].attention;
                 deck.refresh(i);
+                if deck.slots[i].attention != was {
+                    deck.refresh_compare();
+                }
                 if i == deck.front {
                     dirty |= deck.slots[i].app.driver.loading().is_none()
                         || last_frame.elapsed() >= READING_FRAME;
@@ -378,6 +456,10 @@ pub(crate) async fn deck_loop(
                     }
                     if deck.form.is_some() {
                         form_key(deck, &k);
+                        continue;
+                    }
+                    if deck.compare.is_some() {
+                        compare_key(deck, &k, said).await;
                         continue;
                     }
                     if deck.inbox.is_some() {

@@ -12,6 +12,7 @@ mod app_ext;
 mod app_inspector;
 mod app_keys;
 pub mod ask;
+pub mod compare;
 pub mod complete;
 pub mod deck;
 mod deck_loop;

@@ -253,6 +253,17 @@ pub fn draw_deck_at(f: &mut Frame<'_>, deck: &mut Deck, clock: Clock, now: Insta
         draw_form(f, deck, area, &theme);
     } else if deck.inbox.is_some() {
         draw_inbox(f, deck, area, &theme, now);
+    } else if let Some(c) = &deck.compare {
+        let w = area.width.saturating_sub(2).min(130);
+        let lines = crate::compare::lines(c, w.saturating_sub(2) as usize, &theme, deck.ascii);
+        let h = (lines.len() as u16 + 2).min(area.height);
+        let r = centered(area, w, h);
+        f.render_widget(Clear, r);
+        let title = format!(" Compare · {} sessions ", c.rows.len());
+        f.render_widget(
+            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
+            r,
+        );
     }
 }
 

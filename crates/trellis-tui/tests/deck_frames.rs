@@ -227,3 +227,84 @@ fn the_help_screen_lists_the_session_keys() {
         assert!(f.contains(needle), "{needle}: {f}");
     }
 }
+
+#[test]
+fn the_comparison_shows_one_row_per_session_from_its_ledger() {
+    let now = Instant::now();
+    let run = |status: &str, cmd: &str, id: &str| {
+        update(
+            json!({"sessionUpdate":"tool_call","toolCallId":id,"title":"Run","kind":"execute","status":status,
+            "rawInput":{"command":cmd}}),
+        )
+    };
+    let edit = |id: &str, path: &str| {
+        update(
+            json!({"sessionUpdate":"tool_call","toolCallId":id,"title":"Edit","kind":"edit","status":"completed",
+            "content":[{"type":"diff","path":path,"oldText":"x\n","newText":"y\nz\n"}]}),
+        )
+    };
+    let usage = update(
+        json!({"sessionUpdate":"usage_update","used":5321,"size":200000,"cost":{"amount":0.0123,"currency":"USD"}}),
+    );
+    let first = app(
+        vec![
+            prompt("fix it"),
+            edit("e1", "src/a.rs"),
+            run("completed", "cargo test", "r1"),
+            usage.clone(),
+        ],
+        "claude",
+    );
+    let second = app(
+        vec![
+            prompt("fix it"),
+            edit("e1", "src/a.rs"),
+            edit("e2", "src/b.rs"),
+            run("failed", "ls /nope", "r0"),
+            run("failed", "cargo test -q", "r1"),
+        ],
+        "codex",
+    );
+    let mut d = Deck::new(
+        opened(first, "/home/dev/app", Some("fan-1")),
+        "claude".into(),
+    );
+    d.add(
+        opened(second, "/home/dev/app", Some("fan-2")),
+        "codex".into(),
+    );
+    d.show(0);
+    for (i, s) in d.slots.iter_mut().enumerate() {
+        s.attention = Attention::Done;
+        s.started = now - Duration::from_secs(90 + 30 * i as u64);
+        s.since = now;
+        s.app.driver.session.worktree = Some(trellis_core::WorktreeRef {
+            label: format!("fan-{}", i + 1),
+            branch: format!("trellis/fan-{}", i + 1),
+            source: "/home/dev/app".into(),
+            base: "0".repeat(40),
+        });
+    }
+    d.fan = d.slots.iter().map(|s| s.key).collect();
+    d.open_compare();
+    let c = d.compare.as_ref().unwrap();
+    assert_eq!(c.rows.len(), 2);
+    assert_eq!(
+        (c.rows[0].files, c.rows[0].commands, c.rows[0].failed),
+        (1, 1, 0)
+    );
+    assert_eq!(c.rows[0].last_test, Some(("cargo test".into(), "passed")));
+    assert_eq!(c.rows[0].tokens, Some(5321));
+    assert_eq!(
+        (c.rows[1].files, c.rows[1].commands, c.rows[1].failed),
+        (2, 2, 2)
+    );
+    assert_eq!(
+        c.rows[1].last_test,
+        Some(("cargo test -q".into(), "failed"))
+    );
+    let f = deck_text(&mut d, 140, 30, now);
+    insta::assert_snapshot!("compare_140x30", f);
+    assert!(f.contains("Compare · 2 sessions"), "{f}");
+    assert!(f.contains("last test: cargo test -q — failed"), "{f}");
+}

@@ -450,3 +450,46 @@ fn new_file_lines(path: &Path) -> u64 {
     let lines = buf.iter().filter(|&&b| b == b'\n').count() as u64;
     lines + u64::from(buf.last().is_some_and(|&b| b != b'\n'))
 }
+
+/// The difference between two worktrees of one repository, each as its whole state
+/// (committed or not): a unified diff, `a` to `b`.
+pub fn compare(a: &Found, b: &Found) -> Result<String, Error> {
+    let ra = owned(a)?;
+    let rb = owned(b)?;
+    if ra.source != rb.source {
+        return Err(Error::Refused(format!(
+            "{} and {} are worktrees of different repositories",
+            ra.label, rb.label
+        )));
+    }
+    let (sa, _) = snapshot(&ra.path, &ra.label)?;
+    let (sb, _) = snapshot(&rb.path, &rb.label)?;
+    let out = Git::at(&ra.source)
+        .args(["diff", "--no-ext-diff", "--stat", "--patch", &sa, &sb])
+        .output()?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Keeps one worktree of several made for the same work: it lands (or, when the source
+/// moved on, its changes are applied as staged changes), then each of the others is
+/// discarded behind its snapshot ref. Stops at the first ending that fails, saying so;
+/// nothing is lost either way.
+pub fn keep_one(keep: &Found, others: &[Found]) -> Result<Outcome, Error> {
+    let mut out = Outcome::default();
+    match land(keep, None) {
+        Ok(o) => out.lines.extend(o.lines),
+        Err(Error::Refused(why)) => {
+            out.say(format!(
+                "{} cannot land ({why}); applying it instead",
+                keep.record.label
+            ));
+            out.lines.extend(apply(keep)?.lines);
+        }
+        Err(e) => return Err(e),
+    }
+    for f in others {
+        let o = discard(f)?;
+        out.lines.extend(o.lines);
+    }
+    Ok(out)
+}

@@ -627,3 +627,56 @@ fn land_over_a_dirty_source_changes_nothing_and_says_what_to_do() {
         "one\ntwo\nlocal\n"
     );
 }
+
+#[test]
+fn compare_two_and_keep_one_of_three() {
+    let f = fixture();
+    let mut labels = Vec::new();
+    for (i, text) in ["first try\n", "second try\n", "third try\n"]
+        .iter()
+        .enumerate()
+    {
+        let label = format!("fan-{i}");
+        let made = f.wt.create(&f.repo, &plan(&label)).unwrap();
+        std::fs::write(made.record.path.join("answer.txt"), text).unwrap();
+        labels.push(label);
+    }
+    let found: Vec<_> = labels.iter().map(|l| f.wt.find(l, None).unwrap()).collect();
+    let diff = end::compare(&found[0], &found[1]).unwrap();
+    assert!(
+        diff.contains("-first try") && diff.contains("+second try"),
+        "{diff}"
+    );
+    let out = end::keep_one(&found[1], &[found[0].clone(), found[2].clone()]).unwrap();
+    assert!(
+        out.lines.iter().any(|l| l.contains("fast-forwarded")),
+        "{:?}",
+        out.lines
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("answer.txt")).unwrap(),
+        "second try\n"
+    );
+    let refs = git(
+        &f.repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/trellis/retired/",
+        ],
+    );
+    assert_eq!(refs.lines().count(), 2, "{refs}");
+    for (i, name) in [(0, "first try"), (2, "third try")] {
+        let r = refs
+            .lines()
+            .find(|r| r.contains(&format!("fan-{i}-")))
+            .unwrap();
+        assert_eq!(git(&f.repo, &["show", &format!("{r}:answer.txt")]), name);
+    }
+    for l in &labels {
+        assert!(!git_fails(
+            &f.repo,
+            &["rev-parse", "--verify", &format!("trellis/{l}")]
+        ));
+    }
+}

@@ -2,6 +2,7 @@
 
 mod agents;
 mod answers;
+mod fan;
 mod headless;
 mod launch;
 mod output;
@@ -63,6 +64,9 @@ enum Cmd {
     },
     /// Run one prompt headless and stream what happens.
     Run(run::RunArgs),
+    /// The same prompt to N sessions at once, each in a new worktree, side by side in the
+    /// UI (Alt-c compares them and keeps one): `trellis fan 3 [--agent A]… PROMPT`.
+    Fan(fan::FanArgs),
     /// Session logs.
     Log {
         #[command(subcommand)]
@@ -148,6 +152,7 @@ fn main() -> ExitCode {
         cli.command,
         None | Some(Cmd::Demo)
             | Some(Cmd::Run(_))
+            | Some(Cmd::Fan(_))
             | Some(Cmd::Status { .. })
             | Some(Cmd::Plugin { .. })
             | Some(Cmd::Sessions {
@@ -171,6 +176,7 @@ fn main() -> ExitCode {
             cli.ui.exit_after_first_frame,
         ),
         Some(Cmd::Run(args)) => run::main(args, cli.ui, cli.config),
+        Some(Cmd::Fan(args)) => fan::main(args, cli.ui, cli.config),
         Some(Cmd::Log {
             command: LogCmd::Show { file },
         }) => log_show(&file),

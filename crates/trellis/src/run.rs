@@ -110,8 +110,7 @@ pub fn main(
         .map(|id| crate::sessions::Resume::find(id, args.carry))
         .transpose()?;
     let agent = common
-        .agent
-        .clone()
+        .one_agent()?
         .or_else(|| resume.as_ref().and_then(|r| r.agent.clone()))
         .or_else(|| config.default_agent.clone())
         .unwrap_or_else(|| "demo".into());

@@ -10,9 +10,10 @@ use trellis_tui::App;
 
 #[derive(clap::Args, Default)]
 pub struct UiArgs {
-    /// Agent preset or command line (default: the configured default, else the demo).
-    #[arg(long, global = true)]
-    pub agent: Option<String>,
+    /// Agent preset or command line (default: the configured default, else the demo);
+    /// `trellis fan` takes it several times.
+    #[arg(long, global = true, action = clap::ArgAction::Append)]
+    pub agent: Vec<String>,
     /// Session working directory (default: the current directory; a scratch one for demo).
     #[arg(long, global = true)]
     pub cwd: Option<PathBuf>,
@@ -41,7 +42,21 @@ pub struct UiArgs {
     pub exit_after_first_frame: bool,
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+impl UiArgs {
+    /// The one `--agent` of a command that runs one session.
+    pub fn one_agent(&self) -> anyhow::Result<Option<String>> {
+        match self.agent.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(one.clone())),
+            _ => anyhow::bail!(
+                "--agent given {} times: one session runs one agent (several at once: trellis fan)",
+                self.agent.len()
+            ),
+        }
+    }
+}
+
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -69,8 +84,7 @@ pub fn main(
     let agent = if force_demo {
         "demo".to_string()
     } else {
-        args.agent
-            .clone()
+        args.one_agent()?
             .or_else(|| resume.as_ref().and_then(|r| r.agent.clone()))
             .or_else(|| config.default_agent.clone())
             .unwrap_or_else(|| "demo".into())
@@ -79,7 +93,26 @@ pub fn main(
         .cwd
         .clone()
         .or_else(|| resume.as_ref().and_then(|r| r.cwd.clone()));
-    // Check the UI settings before starting the agent: a config error stops here.
+    let first = crate::launch::Request {
+        agent,
+        cwd,
+        worktree: args.worktree.clone(),
+        carry,
+        resume,
+        load: args.load.clone(),
+    };
+    start(&args, config, vec![first], None)
+}
+
+/// The UI on the sessions `requests` asks for (the first in front); with `prompt`, each
+/// is sent it once its agent is ready and they form a fan-out (compared with Alt-c).
+pub fn start(
+    args: &UiArgs,
+    config: Config,
+    requests: Vec<crate::launch::Request>,
+    prompt: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    // Check the UI settings before starting any agent: a config error stops here.
     apply_ui_config(
         &mut App::new(Session::default(), String::new(), false),
         &config,
@@ -101,22 +134,35 @@ pub fn main(
         exit_after_first_frame: args.exit_after_first_frame,
     };
     let rt = runtime()?;
-    let first = crate::launch::Request {
-        agent: agent.clone(),
-        cwd,
-        worktree: args.worktree.clone(),
-        carry,
-        resume,
-        load: args.load.clone(),
-    };
     let said = rt.block_on(async move {
-        let (opened, _, notes) = launch.open(first)?;
-        // Before the full screen takes the terminal.
-        crate::worktree_cmd::print(&notes);
-        let mut deck = trellis_tui::deck::Deck::new(opened, agent);
+        let mut deck: Option<trellis_tui::deck::Deck> = None;
+        for req in requests {
+            let agent = req.agent.clone();
+            let (mut opened, _, notes) = launch.open(req)?;
+            // Before the full screen takes the terminal.
+            crate::worktree_cmd::print(&notes);
+            if let Some(p) = &prompt {
+                // Queued until the agent has set its session up.
+                opened.app.driver.prompt(p.clone(), Vec::new());
+            }
+            match deck.as_mut() {
+                None => deck = Some(trellis_tui::deck::Deck::new(opened, agent)),
+                Some(d) => {
+                    d.add(opened, agent);
+                }
+            }
+        }
+        let Some(mut deck) = deck else {
+            anyhow::bail!("no session to start");
+        };
+        deck.show(0);
+        if prompt.is_some() {
+            deck.fan = deck.slots.iter().map(|s| s.key).collect();
+        }
         deck.keys = deck_keys;
         deck.ascii = ascii;
         deck.notify = notify;
+        deck.worktrees = Some(Box::new(crate::worktree_cmd::Ops));
         deck.opener = Some(Box::new(move |req: trellis_tui::deck::NewSession| {
             let request = crate::launch::Request {
                 agent: req.agent.clone(),

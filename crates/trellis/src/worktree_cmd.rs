@@ -289,6 +289,32 @@ pub fn isolate(
     ))
 }
 
+/// The worktree endings the UI's comparison asks for.
+pub struct Ops;
+
+impl trellis_tui::deck::WorktreeOps for Ops {
+    fn diff(&self, a: &str, b: &str) -> Result<String, String> {
+        let wt = worktrees().map_err(|e| format!("{e:#}"))?;
+        let here = std::env::current_dir().ok();
+        let fa = wt.find(a, here.as_deref()).map_err(|e| e.to_string())?;
+        let fb = wt.find(b, here.as_deref()).map_err(|e| e.to_string())?;
+        end::compare(&fa, &fb).map_err(|e| e.to_string())
+    }
+
+    fn keep(&self, keep: &str, discard: &[String]) -> Result<Vec<String>, String> {
+        let wt = worktrees().map_err(|e| format!("{e:#}"))?;
+        let here = std::env::current_dir().ok();
+        let k = wt.find(keep, here.as_deref()).map_err(|e| e.to_string())?;
+        let others = discard
+            .iter()
+            .map(|l| wt.find(l, here.as_deref()).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        end::keep_one(&k, &others)
+            .map(|o| o.lines)
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// Lines for stderr, each as `trellis: …`, made harmless.
 pub fn print(lines: &[String]) {
     for l in lines {

@@ -166,3 +166,92 @@ fn a_background_session_blocks_is_marked_announced_once_jumped_to_and_answered_f
         "every session closed its log"
     );
 }
+
+#[test]
+fn fan_three_compares_them_from_their_ledgers_and_keeps_one() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = std::fs::canonicalize(home.path()).unwrap().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.email", "t@example.com"]);
+    git(&repo, &["config", "user.name", "T"]);
+    std::fs::write(repo.join("README.md"), "r\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    let Some(t) = Tmux::start_env(
+        &["LANG=C.UTF-8"],
+        &[
+            "fan",
+            "3",
+            "--cwd",
+            repo.to_str().unwrap(),
+            "--permission",
+            "allow-once",
+            "fix the TODO",
+        ],
+        140,
+        40,
+    ) else {
+        return;
+    };
+    t.wait("three sessions done", |s| {
+        s.matches("✓ done").count() + s.matches("· idle").count() == 3
+    });
+    // Each got the prompt once.
+    let log = t.log();
+    let prompts = log
+        .lines()
+        .filter(|l| l.contains("\"session/prompt\"") && l.contains("client_to_agent"))
+        .count();
+    assert_eq!(prompts, 3, "one prompt per session");
+    t.send(&["M-c"]);
+    let s = t.wait_for("Compare · 3 sessions");
+    assert_eq!(s.matches("last test:").count(), 3, "{s}");
+    assert_eq!(
+        s.matches("+1 −2          1").count(),
+        3,
+        "the demo's edit in each, one file: {s}"
+    );
+    // Keep the second.
+    t.send(&["j", "K"]);
+    let start = Instant::now();
+    while t.program_pid().is_some() {
+        assert!(start.elapsed() < Duration::from_secs(20), "{}", t.screen());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(&repo)
+        .args(["log", "--format=%s", "main"])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        log.starts_with("trellis: work of worktree"),
+        "landed: {log}"
+    );
+    let refs = Command::new("git")
+        .arg("-C")
+        .arg(&repo)
+        .args([
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/trellis/retired/",
+        ])
+        .output()
+        .unwrap();
+    let refs = String::from_utf8_lossy(&refs.stdout);
+    assert_eq!(refs.lines().count(), 2, "two snapshot refs: {refs}");
+    let out = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["worktree", "list", "--all", "--json"])
+        .env("XDG_DATA_HOME", t.data())
+        .output()
+        .unwrap();
+    let rows = crate::jsonl(&String::from_utf8_lossy(&out.stdout));
+    let mut stages: Vec<String> = rows
+        .iter()
+        .map(|r| r["stage"].as_str().unwrap().to_string())
+        .collect();
+    stages.sort();
+    assert_eq!(stages, ["discarded", "discarded", "landed"]);
+}
