@@ -255,3 +255,116 @@ fn fan_three_compares_them_from_their_ledgers_and_keeps_one() {
     stages.sort();
     assert_eq!(stages, ["discarded", "discarded", "landed"]);
 }
+
+/// Every permission request of each session log under `data` is answered exactly once
+/// and none is left open; returns how many there were in all.
+fn answered_once_in_every_log(data: &Path) -> usize {
+    let mut total = 0;
+    for day in std::fs::read_dir(data.join("trellis/sessions"))
+        .unwrap()
+        .flatten()
+    {
+        for log in std::fs::read_dir(day.path()).unwrap().flatten() {
+            let text = std::fs::read_to_string(log.path()).unwrap();
+            let mut s = trellis_core::Session::new(trellis_core::Policy::Ask);
+            let mut seen = std::collections::HashMap::<String, usize>::new();
+            trellis_core::log::rebuild(&mut s, text.lines(), |fx| {
+                if let trellis_core::Effect::Emit(e) = fx
+                    && let trellis_core::EventBody::PermissionResolved { request_id, .. } = &e.body
+                {
+                    *seen.entry(request_id.clone()).or_default() += 1;
+                }
+            });
+            assert!(
+                s.open_permissions().is_empty(),
+                "{:?}",
+                s.open_permissions()
+            );
+            assert!(seen.values().all(|n| *n == 1), "{seen:?}");
+            total += seen.len();
+        }
+    }
+    total
+}
+
+/// The pid of the agent whose command line contains `needle`, below `root`.
+fn agent_pid(root: u32, needle: &str) -> Option<u32> {
+    crate::tui_trust::descendants(root).into_iter().find(|p| {
+        std::fs::read(format!("/proc/{p}/cmdline"))
+            .map(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(needle)
+            })
+            .unwrap_or(false)
+    })
+}
+
+#[test]
+fn floods_from_two_sessions_and_an_agent_dying_with_its_request_in_the_inbox() {
+    let home = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(home.path()).unwrap();
+    let (a, b) = (root.join("a"), root.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    let flood = format!("{exe} agent hostile die-with-permissions");
+    let Some(t) = Tmux::start_env(
+        &["LANG=C.UTF-8"],
+        &["--agent", &flood, "--cwd", a.to_str().unwrap()],
+        120,
+        40,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["M-n"]);
+    t.wait_for("New session");
+    t.send(&["Tab", "C-u", b.to_str().unwrap(), "Enter"]);
+    t.wait("a second session", |s| s.contains("▶2"));
+    // Both flood 200 permission requests and die, one right after the other.
+    t.send(&["go", "Enter", "M-1", "go", "Enter"]);
+    let s = t.wait("both agents to have died", |s| {
+        s.contains("1 ✗ error") && s.contains("2 ✗ error")
+    });
+    assert!(!s.contains("◆"), "{s}");
+    t.send(&["M-i"]);
+    t.wait_for("Nothing waits for you in any session.");
+    t.send(&["Escape"]);
+    // A third session asks, in the background, and its agent dies while the request
+    // sits in the inbox.
+    t.send(&["M-n"]);
+    t.wait_for("New session");
+    t.send(&[
+        "C-u",
+        "trellis agent demo --delay-ms 300",
+        "Tab",
+        "C-u",
+        a.to_str().unwrap(),
+        "Enter",
+    ]);
+    t.wait("a third session", |s| s.contains("▶3"));
+    t.send(&["fix the TODO", "Enter", "M-1"]);
+    t.wait("session 3 to block", |s| s.contains("3 ◆ permission"));
+    t.send(&["M-i"]);
+    t.wait_for("Inbox · 1 pending");
+    let pid = t.program_pid().expect("trellis runs in the pane");
+    let agent = agent_pid(pid, "--delay-ms 300").expect("the third agent runs");
+    let _ = Command::new("kill")
+        .args(["-9", &agent.to_string()])
+        .status();
+    t.wait("the request to leave the inbox", |s| {
+        s.contains("Nothing waits for you in any session.") && s.contains("3 ✗ error")
+    });
+    t.send(&["Escape", "C-c", "C-c"]);
+    let start = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "trellis did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // 200 + 200 + 1, each answered once (cancelled by the client for the dead agents).
+    assert_eq!(answered_once_in_every_log(t.data()), 401);
+}
