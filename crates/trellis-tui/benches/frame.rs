@@ -11,6 +11,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+
+/// As in the `trellis` binary.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
@@ -380,6 +384,60 @@ fn bench(c: &mut Criterion) {
     if std::env::var("TRELLIS_BENCH_MILLION").as_deref() == Ok("1") {
         frozen(c);
     }
+
+    // Several sessions (issue 30): bringing a 100 000-call session to the front. Once
+    // with a session never drawn before (it streamed in the background), once going back
+    // and forth between two that were.
+    let mut g = c.benchmark_group("switch_session");
+    g.sample_size(10);
+    let deck_of = |a: App, b: App| {
+        let opened = |app| trellis_tui::deck::Opened {
+            app,
+            restart: None,
+            source: "/bench".into(),
+            branch: None,
+        };
+        let mut d = trellis_tui::deck::Deck::new(opened(a), "bench".into());
+        d.add(opened(b), "bench".into());
+        d.show(0);
+        d
+    };
+    g.bench_function("first_frame_100000_calls_never_drawn", |b| {
+        // Timed by hand around the switch and the frame alone: building the two sessions
+        // and dropping them afterwards are not the frame's cost.
+        b.iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                let (front, _) = self::app(100);
+                let back = App::new(session(100_000), "bench".into(), false);
+                let mut deck = deck_of(front, back);
+                let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
+                let start = std::time::Instant::now();
+                deck.show(1);
+                term.draw(|f| {
+                    trellis_tui::rail::draw_deck(f, &mut deck, Clock { now: 1.0, frame: 0 })
+                })
+                .unwrap();
+                total += start.elapsed();
+                drop((deck, term));
+            }
+            total
+        })
+    });
+    let (a, _) = self::app(100_000);
+    let (b, _) = self::app(100_000);
+    let mut deck = deck_of(a, b);
+    let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
+    g.bench_function("back_and_forth_100000_calls", |b| {
+        b.iter(|| {
+            let next = 1 - deck.front;
+            deck.show(next);
+            term.draw(|f| trellis_tui::rail::draw_deck(f, &mut deck, Clock { now: 1.0, frame: 0 }))
+                .unwrap()
+                .area
+        })
+    });
+    g.finish();
 
     let mut g = c.benchmark_group("first_layout");
     g.sample_size(10);

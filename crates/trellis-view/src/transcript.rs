@@ -101,6 +101,11 @@ pub const LINES_KEPT: usize = 4096;
 /// Stale entries (see [`Stale`]) laid out again per `sync`, and looked at.
 const RELAYOUT_BUDGET: usize = 4096;
 const SCAN_BUDGET: usize = 1 << 16;
+/// When more new entries come at once than a sync lays out (a session brought to the
+/// front after it streamed in the background, a recording read in), only this many of
+/// the newest are laid out by that sync: what the first frame draws is laid out when it is
+/// drawn, and the rest follows [`RELAYOUT_BUDGET`] per sync.
+const FIRST_SCREEN: usize = 128;
 
 /// What a change may draw differently, from the narrowest to the widest.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -312,6 +317,10 @@ impl TranscriptView {
         }
         let n = session.transcript.len();
         let first_new = self.entries.len();
+        // One allocation for a flood of new entries, not one per doubling.
+        self.entries.reserve(n.saturating_sub(first_new));
+        self.call_entry
+            .reserve(session.ledger.len().saturating_sub(self.call_entry.len()));
         for (i, e) in session.transcript.iter().enumerate().skip(first_new) {
             if let Entry::ToolCall { index } = e {
                 if self.call_entry.len() <= *index {
@@ -324,7 +333,10 @@ impl TranscriptView {
         // Re-measure what may have changed: the new entries (the newest, when more came
         // than a sync lays out: the others follow), the last old one (it may be a
         // streaming message), and those invalidated since.
-        let now_from = n.saturating_sub(RELAYOUT_BUDGET).max(first_new);
+        let flood = n - first_new > RELAYOUT_BUDGET;
+        let now_from = n
+            .saturating_sub(if flood { FIRST_SCREEN } else { RELAYOUT_BUDGET })
+            .max(first_new);
         if now_from > first_new {
             let start = if self.fresh.is_empty() {
                 first_new
@@ -350,7 +362,9 @@ impl TranscriptView {
                 self.measure(session, i, theme);
             }
         }
-        self.relayout(session, theme, n - now_from);
+        // A flood spends this sync's budget on its newest entries alone: the frame.
+        let spent = if flood { RELAYOUT_BUDGET } else { n - now_from };
+        self.relayout(session, theme, spent);
         // Keys are kept only where they are looked at again unasked.
         if self.keys.len() > self.trees.len() + 1 {
             let last = n.saturating_sub(1);

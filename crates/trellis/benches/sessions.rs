@@ -1,0 +1,271 @@
+//! Several sessions at once (issue 30). The UI runs in a pseudo-terminal (`script`,
+//! 120×40) twice in one sitting: with one session, then with eight (`trellis fan 8`),
+//! every session streaming the demo's load of `CALLS` calls. Reported side by side:
+//! - the echo of keys typed into the session in front while it streams (a key every
+//!   20 ms, from writing it to the first output that carries it; a load of 10 000 calls
+//!   streams in well under a second alone, so five runs are pooled): median, worst, and
+//!   how many took longer than a 60 Hz frame (16.7 ms);
+//! - the UI process's peak resident memory (`VmHWM`);
+//! - the UI process's CPU time over 3 s once every session is idle.
+//!
+//! `cargo bench -p trellis --bench sessions`
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Typed while the turns stream: in no output of the demo agent, one cell wide.
+const KEY: &str = "Ж";
+const CALLS: usize = 10_000;
+
+type Chunks = Vec<(Instant, Vec<u8>)>;
+
+struct Figures {
+    echoes: Vec<Duration>,
+    peak_kb: u64,
+    idle_cpu: Duration,
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap()
+        .status
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+/// The pid of `script`'s child (the UI, once the shell exec'd it).
+fn child_of(parent: u32) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        let ppid: u32 = stat
+            .rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        (ppid == parent).then_some(pid)
+    })
+}
+
+/// User + system CPU time of `pid`.
+fn cpu(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let f: Vec<u64> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .map(|w| w.parse().unwrap_or(0))
+        .collect();
+    // utime and stime are fields 14 and 15 (1-based); after the comm: 12 and 13.
+    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+fn peak_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn run(sessions: usize) -> Figures {
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    let dir = std::env::temp_dir().join(format!(
+        "trellis-sessions-{}-{sessions}",
+        std::process::id()
+    ));
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.email=b@b",
+            "-c",
+            "user.name=b",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "b",
+        ],
+    );
+    let agent = format!("{exe} agent demo --calls {CALLS} --lines 20");
+    let what = if sessions == 1 {
+        format!("--agent '{agent}'")
+    } else {
+        format!("fan {sessions} --agent '{agent}' load")
+    };
+    let line = format!(
+        "stty rows 40 cols 120; exec {exe} {what} --permission allow-once --cwd {}",
+        repo.display()
+    );
+    let started = Instant::now();
+    let mut child = Command::new("script")
+        .args(["-qfec", &line, "/dev/null"])
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("TERM", "xterm-256color")
+        .env("LANG", "C.UTF-8")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seen: Arc<Mutex<Chunks>> = Arc::default();
+    let mut out = child.stdout.take().unwrap();
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 1 << 16];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock()
+                    .unwrap()
+                    .push((Instant::now(), buf[..n].to_vec()));
+            }
+        })
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    let wait_for = |what: &[u8], after: Instant, limit: Duration| -> Option<Instant> {
+        let start = Instant::now();
+        loop {
+            if let Some(t) = seen
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(t, _)| *t >= after)
+                .find(|(_, b)| b.windows(what.len()).any(|w| w == what))
+                .map(|(t, _)| *t)
+            {
+                return Some(t);
+            }
+            if start.elapsed() > limit {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    wait_for(b"Enter send", started, Duration::from_secs(60)).expect("the UI never drew");
+    if sessions == 1 {
+        stdin.write_all(b"load\r").unwrap();
+        stdin.flush().unwrap();
+    }
+    wait_for(b"Generate chunk", started, Duration::from_secs(60)).expect("no stream");
+    let ui = child_of(child.id()).expect("the UI process");
+    let mut echoes = Vec::new();
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let at = Instant::now();
+        stdin.write_all(KEY.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        let t = wait_for(KEY.as_bytes(), at, Duration::from_secs(5)).expect("no echo");
+        echoes.push(t - at);
+        // Only keys typed while the session in front streams count: it ends at its last
+        // call (the session stats' count).
+        if wait_for(CALLS.to_string().as_bytes(), started, Duration::ZERO)
+            .is_some_and(|end| end <= at)
+        {
+            echoes.pop();
+            break;
+        }
+    }
+    // Idle: every session done, then the UI's CPU over 3 s.
+    let mut last = cpu(ui);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = cpu(ui);
+        if now - last <= Duration::from_millis(20) || Instant::now() > deadline {
+            break;
+        }
+        last = now;
+    }
+    let before = cpu(ui);
+    std::thread::sleep(Duration::from_secs(3));
+    let idle_cpu = cpu(ui) - before;
+    let peak = peak_kb(ui);
+    stdin.write_all(b"\x03").unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let _ = stdin.write_all(b"\x03");
+    let _ = stdin.flush();
+    drop(stdin);
+    let _ = child.wait();
+    let _ = reader.join();
+    let _ = std::fs::remove_dir_all(&dir);
+    Figures {
+        echoes,
+        peak_kb: peak,
+        idle_cpu,
+    }
+}
+
+/// Five runs pooled: every echo, the highest peak, the most idle CPU.
+fn pooled(sessions: usize) -> Figures {
+    let mut all = Figures {
+        echoes: Vec::new(),
+        peak_kb: 0,
+        idle_cpu: Duration::ZERO,
+    };
+    for _ in 0..5 {
+        let f = run(sessions);
+        all.echoes.extend(f.echoes);
+        all.peak_kb = all.peak_kb.max(f.peak_kb);
+        all.idle_cpu = all.idle_cpu.max(f.idle_cpu);
+    }
+    all
+}
+
+fn summary(f: Figures) -> String {
+    let mut e = f.echoes;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let echo = if e.is_empty() {
+        "the turn ended before a key was typed".to_string()
+    } else {
+        e.sort();
+        format!(
+            "echo median {:.1} ms, worst {:.1} ms, {} of {} over a frame",
+            ms(e[e.len() / 2]),
+            ms(e[e.len() - 1]),
+            e.iter().filter(|d| ms(**d) > 1000.0 / 60.0).count(),
+            e.len()
+        )
+    };
+    format!(
+        "{echo}; highest peak RSS {:.1} MB; most CPU over 3 s idle: {:.0} ms",
+        f.peak_kb as f64 / 1024.0,
+        ms(f.idle_cpu)
+    )
+}
+
+fn main() {
+    for tool in ["script", "git"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "`{tool}` is needed"
+            );
+            eprintln!("SKIPPED: `{tool}` is needed");
+            return;
+        }
+    }
+    for round in 1..=2 {
+        eprintln!("round {round}, one session:    {}", summary(pooled(1)));
+        eprintln!("round {round}, eight sessions: {}", summary(pooled(8)));
+    }
+}
