@@ -180,6 +180,9 @@ pub struct App {
     pub worktree_lines: Vec<String>,
     /// What must live as long as this session's front end (the demo's scratch workspace).
     kept: Vec<Box<dyn std::any::Any>>,
+    /// `/worktree land|apply|keep|discard`: the ending asked for this session's worktree,
+    /// carried out by the deck (which closes the session first when the tree goes).
+    pub worktree_end: Option<String>,
     /// The session keys in force (the deck's), for the help screen.
     pub session_keys: Vec<(String, &'static str)>,
     /// The Plugins page, built when Settings opens (reading packages and hashing them is
@@ -302,6 +305,7 @@ impl App {
             worktree_report: None,
             worktree_lines: Vec::new(),
             session_keys: Vec::new(),
+            worktree_end: None,
             kept: Vec::new(),
             return_focus: None,
             full_redraw: false,

@@ -346,6 +346,20 @@ impl App {
             "config" => self.open_options(Some(args)),
             "model" | "mode" => self.open_options(Some(name)),
             "export" => self.export(args.trim()),
+            "worktree" => {
+                let action = args.trim();
+                self.message = Some(match (&self.driver.session.worktree, action) {
+                    (None, _) => "this session runs in no worktree of Trellis's".into(),
+                    (Some(w), "land" | "apply" | "keep" | "discard") => {
+                        self.worktree_end = Some(action.to_string());
+                        format!("{action} worktree {}…", w.label)
+                    }
+                    (Some(w), _) => format!(
+                        "/worktree land|apply|keep|discard (this session's worktree: {})",
+                        w.label
+                    ),
+                });
+            }
             "status" => {
                 // Read when the page opens (files and git), never while it is drawn.
                 if let Some(report) = &self.worktree_report {

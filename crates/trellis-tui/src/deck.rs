@@ -79,6 +79,8 @@ pub trait WorktreeOps {
     fn diff(&self, a: &str, b: &str) -> Result<String, String>;
     /// Lands (or applies) `keep` and discards the others behind snapshot refs.
     fn keep(&self, keep: &str, discard: &[String]) -> Result<Vec<String>, String>;
+    /// One ending (`land`, `apply`, `keep`, `discard`) of worktree `label`.
+    fn end(&self, label: &str, action: &str) -> Result<Vec<String>, String>;
 }
 
 /// Starts a session for the deck.

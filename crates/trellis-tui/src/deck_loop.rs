@@ -266,6 +266,35 @@ async fn compare_key(deck: &mut Deck, k: &KeyEvent, said: &mut Vec<String>) {
     }
 }
 
+/// `/worktree ACTION` in the session in front: `keep` leaves it running; the endings that
+/// remove the tree close the session first (its agent must not write into a tree being
+/// removed). What happened is said in the message line, and again after the UI.
+async fn end_worktree(deck: &mut Deck, action: &str, said: &mut Vec<String>) {
+    let i = deck.front;
+    let Some(label) = deck.slots[i]
+        .app
+        .driver
+        .session
+        .worktree
+        .as_ref()
+        .map(|w| w.label.clone())
+    else {
+        return;
+    };
+    if action != "keep" {
+        close_slot(deck, i, &format!("worktree {action}"), said).await;
+    }
+    let lines = match deck.worktrees.as_ref() {
+        Some(ops) => ops.end(&label, action),
+        None => Err("no worktrees here".into()),
+    }
+    .unwrap_or_else(|e| vec![format!("{action} {label}: {e}")]);
+    if let Some(s) = deck.slots.get_mut(deck.front) {
+        s.app.message = lines.last().map(|l| trellis_text::one_line(l).into_owned());
+    }
+    said.extend(lines);
+}
+
 /// A key while the new-session form is open.
 fn form_key(deck: &mut Deck, k: &KeyEvent) {
     let Some(form) = deck.form.as_mut() else {
@@ -479,7 +508,12 @@ pub(crate) async fn deck_loop(
                             announce(deck, &mut title_marked);
                         }
                         DeckKey::Swallowed => {}
-                        DeckKey::Pass => front_key(deck, k),
+                        DeckKey::Pass => {
+                            front_key(deck, k);
+                            if let Some(action) = deck.front().worktree_end.take() {
+                                end_worktree(deck, &action, said).await;
+                            }
+                        }
                     }
                 }
                 Some(Ok(Event::Mouse(m))) => {

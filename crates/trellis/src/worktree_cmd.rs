@@ -313,6 +313,21 @@ impl trellis_tui::deck::WorktreeOps for Ops {
             .map(|o| o.lines)
             .map_err(|e| e.to_string())
     }
+
+    fn end(&self, label: &str, action: &str) -> Result<Vec<String>, String> {
+        let wt = worktrees().map_err(|e| format!("{e:#}"))?;
+        let here = std::env::current_dir().ok();
+        let f = wt.find(label, here.as_deref()).map_err(|e| e.to_string())?;
+        match action {
+            "land" => end::land(&f, None),
+            "apply" => end::apply(&f),
+            "keep" => end::keep(&f),
+            "discard" => end::discard(&f),
+            other => return Err(format!("no ending {other:?}")),
+        }
+        .map(|o| o.lines)
+        .map_err(|e| e.to_string())
+    }
 }
 
 /// Lines for stderr, each as `trellis: …`, made harmless.

@@ -142,10 +142,31 @@ fn a_background_session_blocks_is_marked_announced_once_jumped_to_and_answered_f
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0]["status"], "owned");
     assert_eq!(rows[0]["source"], a.to_str().unwrap());
+    // Ended from the UI: the session closes, then its tree is retired behind a ref.
+    t.send(&["M-3"]);
+    t.wait_for("▶3");
+    t.send(&["/worktree discard", "Enter"]);
+    t.wait("the worktree session to close", |s| {
+        !s.contains("▶3") && s.contains("removed")
+    });
+    let out = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["worktree", "list", "--all", "--json"])
+        .env("XDG_DATA_HOME", t.data())
+        .output()
+        .unwrap();
+    let rows = crate::jsonl(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(rows[0]["stage"], "discarded", "{rows:?}");
+    assert!(
+        rows[0]["snapshot"]
+            .as_str()
+            .unwrap()
+            .starts_with("refs/trellis/retired/"),
+        "{rows:?}"
+    );
     // Quitting ends every session and every agent.
     let pid = t.program_pid().expect("trellis runs in the pane");
     let children = crate::tui_trust::descendants(pid);
-    assert!(children.len() >= 3, "three agents: {children:?}");
+    assert!(children.len() >= 2, "two agents left: {children:?}");
     t.send(&["C-c", "C-c"]);
     let start = Instant::now();
     while Path::new(&format!("/proc/{pid}")).exists()
