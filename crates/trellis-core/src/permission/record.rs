@@ -25,6 +25,9 @@ pub enum Decider {
     /// Trellis closed the request itself, for the reason given (`agent exited`, `no
     /// usable options`): nobody could answer it.
     Client(String),
+    /// Someone through the hub's socket (`trellis approve` in another pane, a script), by
+    /// the name the client gave and its process.
+    Attached(String),
 }
 
 impl std::fmt::Display for Decider {
@@ -37,6 +40,7 @@ impl std::fmt::Display for Decider {
             Decider::Cancel => f.write_str("cancel"),
             Decider::Unrecorded => f.write_str("unrecorded"),
             Decider::Client(why) => f.write_str(why),
+            Decider::Attached(who) => write!(f, "{who} (attached)"),
         }
     }
 }
