@@ -277,6 +277,24 @@ impl Session {
         v
     }
 
+    /// Who answered permission request `request_id`, if anyone did: while the answer is on
+    /// its way, or after (found on the calls of the last 4 096 positions: a conflict is
+    /// about a request just answered).
+    pub fn answered_by(&self, request_id: &str) -> Option<Decider> {
+        if let Some(d) = self.deciders.get(request_id) {
+            return Some(d.clone());
+        }
+        let n = self.ledger.len();
+        (n.saturating_sub(4096)..n).rev().find_map(|p| {
+            self.ledger
+                .at(p)
+                .permissions
+                .iter()
+                .find(|r| r.request_id == request_id)
+                .and_then(|r| r.decider.clone())
+        })
+    }
+
     /// Elicitations waiting for someone to answer, oldest first (those already being
     /// answered are left out).
     pub fn pending_elicitations(

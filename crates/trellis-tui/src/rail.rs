@@ -49,22 +49,6 @@ fn base(path: &str) -> &str {
         .unwrap_or(path)
 }
 
-/// What a session's row names it by: the agent's title, else its first prompt's words.
-fn title(slot: &Slot) -> String {
-    let s = &slot.app.driver.session;
-    let t = s.title.clone().or_else(|| {
-        s.transcript.iter().find_map(|e| match e {
-            trellis_core::transcript::Entry::Message(m)
-                if m.role == trellis_core::transcript::Role::User =>
-            {
-                Some(m.text.clone())
-            }
-            _ => None,
-        })
-    });
-    trellis_text::one_line(t.as_deref().unwrap_or("new session")).into_owned()
-}
-
 /// The rail's lines: sessions grouped by repository (in the order each group first
 /// appears), each group's header counting its blocked and done sessions in words.
 pub fn rail_lines(deck: &Deck, width: usize, theme: &Theme, now: Instant) -> Vec<Line<'static>> {
@@ -138,7 +122,7 @@ pub fn rail_lines(deck: &Deck, width: usize, theme: &Theme, now: Instant) -> Vec
             }
             lines.push(Line::from(row));
             lines.push(Line::styled(
-                format!("   {}", clip(&title(s), width.saturating_sub(3))),
+                format!("   {}", clip(&s.title(), width.saturating_sub(3))),
                 theme.text,
             ));
             let (add, del) = s.diffstat();

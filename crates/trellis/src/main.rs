@@ -4,6 +4,7 @@ mod agents;
 mod answers;
 mod fan;
 mod headless;
+mod hub_cmd;
 mod launch;
 mod output;
 mod plugin_cmd;
@@ -76,6 +77,25 @@ enum Cmd {
     Sessions {
         #[command(subcommand)]
         command: sessions::SessionsCmd,
+    },
+    /// Every session of every running Trellis of yours, those that need you first.
+    Ls {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Queue a prompt in a running session (HUB:KEY from `trellis ls`, KEY, or an ACP
+    /// session id's first characters).
+    Send { session: String, prompt: String },
+    /// Cancel a running session's turn.
+    Cancel { session: String },
+    /// End a running session (as closing it in its UI does).
+    Stop { session: String },
+    /// Answer the pending permission requests of every running session from this terminal
+    /// (once each; "always" rules stay in the session's own dialog).
+    Approve {
+        /// Wait for more requests instead of ending when none is left.
+        #[arg(long)]
+        wait: bool,
     },
     /// Worktrees Trellis made for sessions: list, land, sync, apply, keep, discard.
     Worktree {
@@ -183,6 +203,11 @@ fn main() -> ExitCode {
         Some(Cmd::Agent { command }) => agent(command),
         Some(Cmd::Sessions { command }) => sessions::main(command),
         Some(Cmd::Worktree { command }) => worktree_cmd::main(command),
+        Some(Cmd::Ls { json }) => hub_cmd::ls(json),
+        Some(Cmd::Send { session, prompt }) => hub_cmd::send(&session, &prompt),
+        Some(Cmd::Cancel { session }) => hub_cmd::cancel(&session),
+        Some(Cmd::Stop { session }) => hub_cmd::stop(&session),
+        Some(Cmd::Approve { wait }) => hub_cmd::approve(wait),
         Some(Cmd::Status { json }) => status(cli.config, json),
         Some(Cmd::Plugin { command }) => plugin_cmd::main(command, cli.ui, cli.config),
         Some(Cmd::Completions { shell }) => {

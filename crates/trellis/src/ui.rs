@@ -163,6 +163,15 @@ pub fn start(
         deck.ascii = ascii;
         deck.notify = notify;
         deck.worktrees = Some(Box::new(crate::worktree_cmd::Ops));
+        // Reachable from elsewhere: `trellis ls`, `send`, `cancel`, `stop`, `approve`.
+        match trellis_hub::place::runtime_dir()
+            .and_then(|d| trellis_hub::serve::serve(&d, &format!("hub-{}", std::process::id())))
+        {
+            Ok(served) => deck.hub = Some(served),
+            Err(e) => {
+                deck.front().message = Some(format!("no socket for trellis ls and approve: {e}"))
+            }
+        }
         deck.opener = Some(Box::new(move |req: trellis_tui::deck::NewSession| {
             let request = crate::launch::Request {
                 agent: req.agent.clone(),

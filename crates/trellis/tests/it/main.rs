@@ -11,6 +11,7 @@ mod elicit;
 mod faults;
 mod held_output;
 mod hostile;
+mod hub;
 mod login;
 mod mcp;
 mod plugin_death;

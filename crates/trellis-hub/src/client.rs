@@ -1,0 +1,87 @@
+//! The client side: every running hub of this user, asked over its socket (blocking: the
+//! commands that use it are short-lived). Hubs that died are cleared on the way.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use crate::place::{HubFiles, clear_if_stale, hubs};
+use crate::wire::{Body, Op, Request, Response, SessionInfo};
+
+/// How long a hub has to answer.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A connection to one hub.
+pub struct Client {
+    pub files: HubFiles,
+    stream: BufReader<UnixStream>,
+    name: String,
+    next: u64,
+}
+
+impl Client {
+    pub fn connect(files: &HubFiles, client_name: &str) -> std::io::Result<Client> {
+        let s = UnixStream::connect(&files.sock)?;
+        s.set_read_timeout(Some(WAIT))?;
+        s.set_write_timeout(Some(WAIT))?;
+        Ok(Client {
+            files: files.clone(),
+            stream: BufReader::new(s),
+            name: client_name.to_string(),
+            next: 1,
+        })
+    }
+
+    /// Sends `op` and waits for its answer.
+    pub fn call(&mut self, op: Op, operation_id: Option<String>) -> std::io::Result<Body> {
+        let id = self.next;
+        self.next += 1;
+        let req = Request {
+            id,
+            op,
+            client: self.name.clone(),
+            operation_id,
+        };
+        let mut line = serde_json::to_vec(&req)?;
+        line.push(b'\n');
+        self.stream.get_mut().write_all(&line)?;
+        let mut answer = String::new();
+        // Bounded: a hub's answer is one line, however many sessions it lists.
+        let n = Read::take(&mut self.stream, 64 << 20).read_line(&mut answer)?;
+        if n == 0 {
+            return Err(std::io::Error::other("the hub closed the connection"));
+        }
+        let r: Response = serde_json::from_str(&answer)
+            .map_err(|e| std::io::Error::other(format!("not a hub's answer: {e}")))?;
+        Ok(r.body)
+    }
+}
+
+/// Every live hub in `dir`, connected; dead hubs' files are removed.
+pub fn connect_all(dir: &std::path::Path, client_name: &str) -> Vec<Client> {
+    hubs(dir)
+        .into_iter()
+        .filter(|f| !clear_if_stale(f))
+        .filter_map(|f| Client::connect(&f, client_name).ok())
+        .collect()
+}
+
+/// Every session of every live hub: (hub name, sessions), or what went wrong per hub.
+pub fn list_all(
+    dir: &std::path::Path,
+    client_name: &str,
+) -> Vec<(String, Result<Vec<SessionInfo>, String>)> {
+    connect_all(dir, client_name)
+        .into_iter()
+        .map(|mut c| {
+            let name = c.files.name.clone();
+            let r = match c.call(Op::List, None) {
+                Ok(Body::Sessions { sessions, .. }) => Ok(sessions),
+                Ok(Body::Error { message, .. }) => Err(message),
+                Ok(_) => Err("an answer that is not a list".into()),
+                Err(e) => Err(e.to_string()),
+            };
+            (name, r)
+        })
+        .collect()
+}

@@ -1,0 +1,11 @@
+//! Reaching a running Trellis from elsewhere. Every UI serves a Unix socket of its own in
+//! a directory private to the user (`place`); `trellis ls`, `send`, `cancel`, `stop` and
+//! `approve` are its clients (`client`); the messages are JSON lines (`wire`); the hub's
+//! side hands each request to its loop (`serve`), which answers it from the sessions' own
+//! state — a permission request is answered exactly once whoever answers, and the losers
+//! are told who won.
+
+pub mod client;
+pub mod place;
+pub mod serve;
+pub mod wire;

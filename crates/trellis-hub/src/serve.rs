@@ -1,0 +1,156 @@
+//! A hub's socket, served: connections from this user only (the peer's uid checked on
+//! each), request lines bounded, every request handed to the hub's loop with a channel
+//! for its answer. A client that sends too much, stops reading or takes too long is
+//! dropped; the hub never waits on one.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::place::{HubFiles, try_hold};
+use crate::wire::{REQUEST_LIMIT, Request, Response};
+
+/// Connections served at once; more wait to be accepted.
+const CONNECTIONS: usize = 32;
+/// How long a connection may take to write an answer.
+const WRITE_WAIT: Duration = Duration::from_secs(5);
+/// How long the hub's loop has to answer a request.
+const ANSWER_WAIT: Duration = Duration::from_secs(30);
+
+/// A request for the hub's loop, and where its answer goes.
+#[derive(Debug)]
+pub struct Call {
+    pub request: Request,
+    /// The peer's process id, for the record of who answered.
+    pub pid: Option<i32>,
+    pub reply: oneshot::Sender<Response>,
+}
+
+/// A hub's socket while it is served: its name is held, and its socket file is removed
+/// when this goes.
+#[derive(Debug)]
+pub struct Served {
+    pub files: HubFiles,
+    pub calls: mpsc::Receiver<Call>,
+    _held: crate::place::Held,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.files.sock);
+        let _ = std::fs::remove_file(&self.files.lock);
+    }
+}
+
+/// Serves hub `name` in `dir` (within a Tokio runtime). Fails when a live hub has that
+/// name; a dead one's files are replaced.
+pub fn serve(dir: &std::path::Path, name: &str) -> std::io::Result<Served> {
+    let files = HubFiles::new(dir, name);
+    let held = try_hold(&files)?.ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            format!("a running Trellis serves the hub {name}"),
+        )
+    })?;
+    // We hold the name: a socket file there is a dead hub's.
+    if std::fs::symlink_metadata(&files.sock).is_ok() {
+        std::fs::remove_file(&files.sock)?;
+    }
+    let listener = UnixListener::bind(&files.sock)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&files.sock, std::fs::Permissions::from_mode(0o600))?;
+    }
+    let (tx, calls) = mpsc::channel(64);
+    let task = tokio::spawn(accept(listener, tx));
+    Ok(Served {
+        files,
+        calls,
+        _held: held,
+        task,
+    })
+}
+
+async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>) {
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
+    let me = nix::unistd::getuid().as_raw();
+    loop {
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        // This user only, checked on every connection.
+        let Ok(cred) = stream.peer_cred() else {
+            continue;
+        };
+        if cred.uid() != me {
+            continue;
+        }
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let _ = connection(stream, cred.pid(), tx).await;
+            drop(permit);
+        });
+    }
+}
+
+/// One client: request lines in, answers out, in order.
+async fn connection(
+    mut stream: UnixStream,
+    pid: Option<i32>,
+    tx: mpsc::Sender<Call>,
+) -> std::io::Result<()> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 8192];
+    loop {
+        while let Some(end) = buf.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=end).collect();
+            let line = &line[..line.len() - 1];
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let answer = match serde_json::from_slice::<Request>(line) {
+                Ok(request) => {
+                    let id = request.id;
+                    let (reply, rx) = oneshot::channel();
+                    if tx
+                        .send(Call {
+                            request,
+                            pid,
+                            reply,
+                        })
+                        .await
+                        .is_err()
+                    {
+                        return Ok(());
+                    }
+                    match tokio::time::timeout(ANSWER_WAIT, rx).await {
+                        Ok(Ok(r)) => r,
+                        _ => Response::error(id, "busy", "the hub did not answer in time"),
+                    }
+                }
+                Err(e) => Response::error(0, "bad_request", format!("not a request: {e}")),
+            };
+            let mut out = serde_json::to_vec(&answer).unwrap_or_default();
+            out.push(b'\n');
+            // A client that stops reading is dropped, never waited on.
+            tokio::time::timeout(WRITE_WAIT, stream.write_all(&out))
+                .await
+                .map_err(|_| std::io::Error::other("the client stopped reading"))??;
+        }
+        if buf.len() > REQUEST_LIMIT {
+            return Err(std::io::Error::other("request too long"));
+        }
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}

@@ -1,0 +1,127 @@
+//! A hub's socket end to end: requests answered by the hub's loop, bounded lines, a
+//! client that stops reading, stale sockets.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+
+use trellis_hub::client::{Client, list_all};
+use trellis_hub::place::{HubFiles, hubs};
+use trellis_hub::serve::serve;
+use trellis_hub::wire::{Body, HubInfo, Op, Response, SessionInfo};
+
+fn session(key: u32) -> SessionInfo {
+    SessionInfo {
+        key,
+        acp_id: Some(format!("acp-{key}")),
+        agent: "demo".into(),
+        state: "permission".into(),
+        rank: 0,
+        title: "t".into(),
+        cwd: "/w".into(),
+        source: "/w".into(),
+        branch: None,
+        for_s: 1,
+        pending: Vec::new(),
+    }
+}
+
+#[test]
+fn requests_reach_the_hub_loop_and_bad_clients_are_dropped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut served = rt.block_on(async { serve(&dir, "h1") }).unwrap();
+    // A second hub of the same name is refused.
+    assert!(rt.block_on(async { serve(&dir, "h1") }).is_err());
+    // The hub's loop: lists one session, records who decided.
+    let handler = rt.spawn(async move {
+        let mut seen = Vec::new();
+        while let Some(call) = served.calls.recv().await {
+            let id = call.request.id;
+            let body = match call.request.op {
+                Op::List => Body::Sessions {
+                    hub: HubInfo {
+                        name: "h1".into(),
+                        pid: std::process::id(),
+                    },
+                    sessions: vec![session(1)],
+                },
+                op => {
+                    seen.push((op, call.request.client.clone(), call.pid));
+                    Body::Done { said: "ok".into() }
+                }
+            };
+            let _ = call.reply.send(Response { id, body });
+            if seen.len() == 2 {
+                return (seen, served);
+            }
+        }
+        panic!("the socket closed")
+    });
+    let dir2 = dir.clone();
+    let listed = std::thread::spawn(move || list_all(&dir2, "test"))
+        .join()
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].1.as_ref().unwrap()[0], session(1));
+    // A client that writes an endless line is dropped; one that never reads its answers
+    // does not hold the others up.
+    let files = HubFiles::new(&dir, "h1");
+    let mut flood = UnixStream::connect(&files.sock).unwrap();
+    let _ = flood.write_all(&vec![b'x'; 200_000]);
+    let mut buf = [0u8; 16];
+    flood
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    assert!(matches!(flood.read(&mut buf), Ok(0) | Err(_)), "dropped");
+    let mut silent = UnixStream::connect(&files.sock).unwrap();
+    for _ in 0..50 {
+        let _ = silent.write_all(b"{\"id\":9,\"op\":\"list\"}\n");
+    }
+    let dir3 = dir.clone();
+    std::thread::spawn(move || {
+        let mut c = Client::connect(&HubFiles::new(&dir3, "h1"), "approver").unwrap();
+        for s in [1, 2] {
+            let b = c
+                .call(Op::Cancel { session: s }, Some(format!("op-{s}")))
+                .unwrap();
+            assert_eq!(b, Body::Done { said: "ok".into() });
+        }
+    })
+    .join()
+    .unwrap();
+    let (seen, served) = rt.block_on(handler).unwrap();
+    assert_eq!(seen[0].1, "approver");
+    assert_eq!(seen[0].2, Some(std::process::id() as i32), "the peer's pid");
+    // The hub goes: its files go with it, and nothing lists it.
+    drop(served);
+    drop(rt);
+    assert!(hubs(&dir).is_empty());
+}
+
+#[test]
+fn a_dead_hubs_socket_is_cleared_and_its_name_served_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    // What a killed hub leaves: a socket file and an unheld lock.
+    let files = HubFiles::new(&dir, "old");
+    let l = std::os::unix::net::UnixListener::bind(&files.sock).unwrap();
+    drop(l);
+    std::fs::write(&files.lock, "").unwrap();
+    assert_eq!(hubs(&dir).len(), 1);
+    assert!(list_all(&dir, "t").is_empty(), "a dead hub lists nothing");
+    assert!(!files.sock.exists(), "and its socket is gone");
+    // Its name can be served again.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let _ = std::os::unix::net::UnixListener::bind(&files.sock).unwrap();
+    let served = rt.block_on(async { serve(&dir, "old") }).unwrap();
+    assert!(served.files.sock.exists());
+}

@@ -1,0 +1,210 @@
+//! `trellis ls`, `send`, `cancel`, `stop`, `approve`: the running UIs of this user, reached
+//! through their sockets. Everything they print came from agents and is made harmless.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use trellis_hub::client::{Client, connect_all, list_all};
+use trellis_hub::wire::{Body, Op, SessionInfo};
+
+use crate::output::safe;
+
+/// A session as these commands name it: `HUB:KEY`, or `KEY` when only one hub has it, or a
+/// prefix of its ACP session id.
+fn resolve(spec: &str) -> anyhow::Result<(String, u32)> {
+    let dir = trellis_hub::place::runtime_dir()?;
+    let all = list_all(&dir, "trellis");
+    let mut hits: Vec<(String, u32)> = Vec::new();
+    for (hub, sessions) in &all {
+        for s in sessions.iter().flatten() {
+            let named = format!("{hub}:{}", s.key);
+            let by_key = spec.parse::<u32>().is_ok_and(|k| k == s.key);
+            let by_acp =
+                spec.len() >= 4 && s.acp_id.as_deref().is_some_and(|a| a.starts_with(spec));
+            if spec == named || by_key || by_acp {
+                hits.push((hub.clone(), s.key));
+            }
+        }
+    }
+    match hits.len() {
+        0 => anyhow::bail!("no running session {spec} (see trellis ls)"),
+        1 => Ok(hits.remove(0)),
+        _ => anyhow::bail!(
+            "{spec} names {} sessions: {}; use HUB:KEY",
+            hits.len(),
+            hits.iter()
+                .map(|(h, k)| format!("{h}:{k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn client(hub: &str, name: &str) -> anyhow::Result<Client> {
+    let dir = trellis_hub::place::runtime_dir()?;
+    let files = trellis_hub::place::HubFiles::new(&dir, hub);
+    Ok(Client::connect(&files, name)?)
+}
+
+/// A random operation id, so a retry of this command is not carried out twice.
+fn operation_id() -> String {
+    let mut b = [0u8; 8];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        let _ = std::io::Read::read_exact(&mut f, &mut b);
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn done(body: Body) -> anyhow::Result<ExitCode> {
+    match body {
+        Body::Done { said } => {
+            println!("{}", safe(&said));
+            Ok(ExitCode::SUCCESS)
+        }
+        Body::Error { code, message } => {
+            eprintln!("trellis: {}: {}", safe(&code), safe(&message));
+            Ok(ExitCode::from(1))
+        }
+        Body::Sessions { .. } => anyhow::bail!("the hub answered with a list"),
+    }
+}
+
+/// `trellis ls`: every session of every running Trellis of this user, those that need
+/// you first.
+pub fn ls(json: bool) -> anyhow::Result<ExitCode> {
+    let dir = trellis_hub::place::runtime_dir()?;
+    let mut rows: Vec<(String, SessionInfo)> = Vec::new();
+    for (hub, r) in list_all(&dir, "trellis ls") {
+        match r {
+            Ok(sessions) => rows.extend(sessions.into_iter().map(|s| (hub.clone(), s))),
+            Err(e) => eprintln!("trellis: {}: {}", safe(&hub), safe(&e)),
+        }
+    }
+    rows.sort_by_key(|(h, s)| (s.rank, std::cmp::Reverse(s.for_s), h.clone(), s.key));
+    if json {
+        for (hub, s) in &rows {
+            let mut v = serde_json::to_value(s)?;
+            v["hub"] = serde_json::json!(hub);
+            println!("{v}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        println!("no running sessions");
+    }
+    for (hub, s) in &rows {
+        println!(
+            "{:<16} {:<11} {:<10} {}  {}",
+            format!("{hub}:{}", s.key),
+            safe(&s.state),
+            safe(&s.agent),
+            safe(&trellis_text::clip(&s.title, 50)),
+            safe(&s.cwd)
+        );
+        for p in &s.pending {
+            println!(
+                "{:<16} waiting: {} — {}",
+                "",
+                safe(&p.kind),
+                safe(&p.subject)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn send(session: &str, text: &str) -> anyhow::Result<ExitCode> {
+    let (hub, key) = resolve(session)?;
+    let body = client(&hub, "trellis send")?.call(
+        Op::Send {
+            session: key,
+            text: text.to_string(),
+        },
+        Some(operation_id()),
+    )?;
+    done(body)
+}
+
+pub fn cancel(session: &str) -> anyhow::Result<ExitCode> {
+    let (hub, key) = resolve(session)?;
+    done(client(&hub, "trellis cancel")?.call(Op::Cancel { session: key }, Some(operation_id()))?)
+}
+
+pub fn stop(session: &str) -> anyhow::Result<ExitCode> {
+    let (hub, key) = resolve(session)?;
+    done(client(&hub, "trellis stop")?.call(Op::Stop { session: key }, Some(operation_id()))?)
+}
+
+/// `trellis approve`: the pending permission requests of every running session, oldest
+/// first, answered one at a time from this terminal (a number answers once, `s` skips,
+/// `q` quits); with `--wait`, it waits for more until stopped.
+pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
+    let dir = trellis_hub::place::runtime_dir()?;
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    let mut skipped: std::collections::HashSet<(String, u32, String)> = Default::default();
+    loop {
+        let mut pending = Vec::new();
+        for mut c in connect_all(&dir, "trellis approve") {
+            if let Ok(Body::Sessions { sessions, .. }) = c.call(Op::List, None) {
+                for s in sessions {
+                    for p in s.pending.iter().filter(|p| p.kind == "permission") {
+                        let id = (c.files.name.clone(), s.key, p.request_id.clone());
+                        if !skipped.contains(&id) {
+                            pending.push((id, s.clone(), p.clone()));
+                        }
+                    }
+                }
+            }
+        }
+        let Some(((hub, key, request_id), s, p)) = pending.into_iter().next() else {
+            if !wait {
+                println!("nothing waits for an answer");
+                return Ok(ExitCode::SUCCESS);
+            }
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            continue;
+        };
+        println!(
+            "{hub}:{key} {} in {}: {}",
+            safe(&s.agent),
+            safe(&s.cwd),
+            safe(&p.subject)
+        );
+        let choices: Vec<String> = p
+            .options
+            .iter()
+            .enumerate()
+            .map(|(i, (_, name))| format!("{} {}", i + 1, safe(name)))
+            .collect();
+        print!("  {} · s skip · q quit > ", choices.join("  "));
+        std::io::stdout().flush()?;
+        let Some(Ok(answer)) = lines.next() else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        match answer.trim() {
+            "q" => return Ok(ExitCode::SUCCESS),
+            "s" | "" => {
+                skipped.insert((hub, key, request_id));
+            }
+            n => match n
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| p.options.get(n.wrapping_sub(1)))
+            {
+                Some((option_id, _)) => {
+                    let body = client(&hub, "trellis approve")?.call(
+                        Op::Decide {
+                            session: key,
+                            request_id,
+                            option_id: option_id.clone(),
+                        },
+                        Some(operation_id()),
+                    )?;
+                    let _ = done(body)?;
+                }
+                None => println!("  a number from 1 to {}, s or q", p.options.len()),
+            },
+        }
+    }
+}
