@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 pub fn runtime_dir() -> io::Result<PathBuf> {
     let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         Some(d) => PathBuf::from(d).join("trellis"),
-        None => std::env::temp_dir().join(format!("trellis-{}", nix::unistd::getuid())),
+        None => std::env::temp_dir().join(format!("trellis-{}", trellis_os::uid())),
     };
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
@@ -30,7 +30,7 @@ pub fn check_private(dir: &Path) -> io::Result<()> {
     let m = std::fs::symlink_metadata(dir)?;
     let why = if !m.file_type().is_dir() {
         Some("is not a directory")
-    } else if m.uid() != nix::unistd::getuid().as_raw() {
+    } else if m.uid() != trellis_os::uid() {
         Some("belongs to another user")
     } else if m.mode() & 0o077 != 0 {
         Some("is open to other users (its mode must be 0700)")
@@ -133,7 +133,7 @@ pub fn clear_if_stale(files: &HubFiles) -> bool {
         return false;
     };
     if let Ok(m) = std::fs::symlink_metadata(&files.sock)
-        && m.uid() == nix::unistd::getuid().as_raw()
+        && m.uid() == trellis_os::uid()
         && !m.file_type().is_dir()
     {
         let _ = std::fs::remove_file(&files.sock);

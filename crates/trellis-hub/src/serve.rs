@@ -77,7 +77,7 @@ pub fn serve(dir: &std::path::Path, name: &str) -> std::io::Result<Served> {
 
 async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>) {
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
-    let me = nix::unistd::getuid().as_raw();
+    let me = trellis_os::uid();
     loop {
         let Ok(permit) = slots.clone().acquire_owned().await else {
             return;

@@ -28,6 +28,11 @@ pub mod usage;
 
 pub use nix::sys::signal::Signal;
 
+/// The user this process runs as (for files and sockets that must be the user's alone).
+pub fn uid() -> u32 {
+    nix::unistd::getuid().as_raw()
+}
+
 /// The name of signal number `sig` (`SIGKILL`), or `signal N` for one this system does not
 /// name.
 pub fn signal_name(sig: i32) -> String {

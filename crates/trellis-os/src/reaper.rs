@@ -110,6 +110,15 @@ pub fn zombies_of(parent: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The children of `parent` (from the process table).
+pub fn children_of(parent: u32) -> Vec<u32> {
+    table()
+        .into_iter()
+        .filter(|p| p.ppid == parent)
+        .map(|p| p.pid)
+        .collect()
+}
+
 /// Zombie children of this process that nobody else waits for: adopted orphans that ended.
 fn adopted_zombies() -> Vec<u32> {
     let mut z = zombies_of(std::process::id());

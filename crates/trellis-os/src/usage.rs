@@ -29,6 +29,44 @@ pub fn this_process() -> Usage {
     }
 }
 
+/// Another process's usage so far, read from `/proc` (Linux; `None` elsewhere, or when it
+/// is gone): for benchmarks that watch the UI from outside.
+pub fn of_process(pid: u32) -> Option<Usage> {
+    #[cfg(target_os = "linux")]
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let f: Vec<u64> = stat
+            .rsplit(')')
+            .next()?
+            .split_whitespace()
+            .map(|w| w.parse().unwrap_or(0))
+            .collect();
+        let tick = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .filter(|&t| t > 0)
+            .unwrap_or(100) as u64;
+        let ticks = |i: usize| Duration::from_millis(f.get(i).copied().unwrap_or(0) * 1000 / tick);
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let hwm = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0);
+        // After the command's name: utime and stime are the 12th and 13th fields.
+        Some(Usage {
+            user: ticks(11),
+            system: ticks(12),
+            max_rss_kib: hwm,
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
 fn duration(tv: TimeVal) -> Duration {
     Duration::from_micros(u64::try_from(tv.num_microseconds()).unwrap_or_default())
 }

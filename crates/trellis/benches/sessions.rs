@@ -42,42 +42,16 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 
 /// The pid of `script`'s child (the UI, once the shell exec'd it).
 fn child_of(parent: u32) -> Option<u32> {
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-        let ppid: u32 = stat
-            .rsplit(')')
-            .next()?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()?;
-        (ppid == parent).then_some(pid)
-    })
+    trellis_os::reaper::children_of(parent).into_iter().next()
 }
 
 /// User + system CPU time of `pid`.
 fn cpu(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let f: Vec<u64> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .map(|w| w.parse().unwrap_or(0))
-        .collect();
-    // utime and stime are fields 14 and 15 (1-based); after the comm: 12 and 13.
-    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
-    Duration::from_millis(ticks * 10)
+    trellis_os::usage::of_process(pid).map_or(Duration::ZERO, |u| u.user + u.system)
 }
 
 fn peak_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
+    trellis_os::usage::of_process(pid).map_or(0, |u| u.max_rss_kib.max(0) as u64)
 }
 
 fn run(sessions: usize) -> Figures {
