@@ -16,10 +16,80 @@ use crate::output::{Output, safe};
 /// How long a turn's end waits for extensions holding `drive` to catch up.
 const SETTLE: Duration = Duration::from_secs(2);
 
+/// What to do with a permission request nothing decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnAsk {
+    /// Deny it, on the record.
+    Deny,
+    /// Deny it and stop the run (exit 13).
+    Fail,
+}
+
+impl OnAsk {
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            OnAsk::Deny => "deny",
+            OnAsk::Fail => "fail",
+        }
+    }
+}
+
+/// The limits the run enforces itself, whatever the agent does.
+#[derive(Debug, Clone)]
+pub(crate) struct Budgets {
+    pub timeout: Option<Duration>,
+    pub idle: Option<Duration>,
+    pub max_cost: Option<f64>,
+    pub max_tool_calls: Option<usize>,
+    pub max_turns: Option<u32>,
+    /// How long a cancelled turn has to end before the agent is stopped.
+    pub grace: Duration,
+    pub on_ask: OnAsk,
+    /// The user chose a permission policy (else the default reject stands for "nobody to
+    /// ask").
+    pub explicit_policy: bool,
+}
+
+/// Why the run was stopped by Trellis itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Breach {
+    Timeout(Duration),
+    Idle(Duration),
+    /// A budget (tool calls, turns, cost), in words.
+    Budget(String),
+    /// A permission request nobody could answer, with `--on-ask fail`.
+    Denied(String),
+}
+
+impl Breach {
+    /// The exit code (new codes take the next free numbers; 0–9 are never renumbered).
+    pub(crate) fn code(&self) -> u8 {
+        match self {
+            Breach::Timeout(_) => 10,
+            Breach::Idle(_) => 11,
+            Breach::Budget(_) => 12,
+            Breach::Denied(_) => 13,
+        }
+    }
+
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            Breach::Timeout(d) => format!("timeout: {} s passed", d.as_secs_f64()),
+            Breach::Idle(d) => format!(
+                "idle timeout: nothing from the agent for {} s",
+                d.as_secs_f64()
+            ),
+            Breach::Budget(what) => format!("budget exceeded: {what}"),
+            Breach::Denied(what) => format!("stopped after a permission denial: {what}"),
+        }
+    }
+}
+
 /// What the run answers with and sends, as the user gave it.
 pub(crate) struct Rules<'a> {
     /// The policy in place of the dialog (the user's rules are in the reducer).
     pub fallback: Policy,
+    pub budgets: Budgets,
     pub answers: &'a crate::answers::Answers,
     /// `--set`: sent when the agent is ready, answered before the first prompt.
     pub sets: &'a [(String, String)],
@@ -51,6 +121,16 @@ pub(crate) struct Headless<'a, W: std::io::Write> {
     /// Permission requests answered with anything but an allow.
     refused: usize,
     ctrl_c: u32,
+    started: tokio::time::Instant,
+    /// The last time the agent sent anything.
+    heard: tokio::time::Instant,
+    breach: Option<Breach>,
+    /// After a breach cancelled the turn: when the agent is stopped regardless.
+    grace_until: Option<tokio::time::Instant>,
+    turns: u32,
+    cost_seen: bool,
+    /// The signal that stopped the run, if one did.
+    signal: Option<&'static str>,
 }
 
 impl<'a, W: std::io::Write> Headless<'a, W> {
@@ -69,7 +149,36 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             prompted: false,
             refused: 0,
             ctrl_c: 0,
+            started: tokio::time::Instant::now(),
+            heard: tokio::time::Instant::now(),
+            breach: None,
+            grace_until: None,
+            turns: 0,
+            cost_seen: false,
+            signal: None,
         }
+    }
+
+    /// Trellis stops the run itself: the turn is cancelled and given the grace period to
+    /// end, then the agent and its terminals are stopped; every open request is answered;
+    /// the log closes with the reason. Only the first breach counts.
+    fn breach(&mut self, b: Breach, notes: &mut Vec<Note>) {
+        if self.breach.is_some() {
+            return;
+        }
+        let reason = b.reason();
+        if self.driver.session.turn_open {
+            eprintln!(
+                "trellis: {reason}: cancelling the turn, then stopping the agent (within {} s)",
+                self.rules.budgets.grace.as_secs_f64()
+            );
+            self.driver.cancel(notes);
+            self.grace_until = Some(tokio::time::Instant::now() + self.rules.budgets.grace);
+        } else {
+            eprintln!("trellis: {reason}: stopping the agent");
+            self.driver.end(&reason, notes);
+        }
+        self.breach = Some(b);
     }
 
     /// Runs until the session is closed and drained, then closes it and says how it ended.
@@ -107,8 +216,45 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
     /// One round: the driver's input, the settings' deadline, a signal.
     async fn wait(&mut self, signals: &mut trellis_os::signals::Signals, notes: &mut Vec<Note>) {
         let deadline = self.settings.deadline;
+        let b = &self.rules.budgets;
+        // The earliest budget deadline still to watch, and what passing it means.
+        let mut limit: Option<(tokio::time::Instant, Breach)> = None;
+        if self.breach.is_none() {
+            if let Some(t) = b.timeout {
+                limit = Some((self.started + t, Breach::Timeout(t)));
+            }
+            if let Some(t) = b.idle {
+                let at = self.heard + t;
+                if limit.as_ref().is_none_or(|(l, _)| at < *l) {
+                    limit = Some((at, Breach::Idle(t)));
+                }
+            }
+        }
+        let grace = self.grace_until;
+        let sleep_until = |at: Option<tokio::time::Instant>| async move {
+            match at {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            incoming = self.driver.recv() => self.driver.handle(incoming, notes),
+            incoming = self.driver.recv() => {
+                if matches!(incoming, trellis_driver::Incoming::Agent(_)) {
+                    self.heard = tokio::time::Instant::now();
+                }
+                self.driver.handle(incoming, notes)
+            }
+            _ = sleep_until(limit.as_ref().map(|(at, _)| *at)) => {
+                if let Some((_, b)) = limit {
+                    self.breach(b, notes);
+                }
+            }
+            _ = sleep_until(grace) => {
+                self.grace_until = None;
+                let reason = self.breach.as_ref().map(Breach::reason).unwrap_or_default();
+                eprintln!("trellis: the turn did not end within the grace period: stopping the agent");
+                self.driver.end(&reason, notes);
+            }
             _ = async {
                 match deadline {
                     Some(d) => tokio::time::sleep_until(d).await,
@@ -127,6 +273,7 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
                 // SIGTERM / SIGHUP: like Ctrl-C twice — cancel (open requests are answered
                 // `cancelled`), close the log, stop the agent and its terminals.
                 eprintln!("trellis: {sig}: cancelling the turn and stopping the agent");
+                self.signal.get_or_insert(sig);
                 self.driver.end(&format!("stopped by {sig}"), notes);
             }
             _ = trellis_os::signals::interrupt() => {
@@ -136,6 +283,7 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
                     self.driver.cancel(notes);
                 } else {
                     eprintln!("trellis: stopping the agent");
+                    self.signal.get_or_insert("SIGINT");
                     self.driver.end("stopped by Ctrl-C", notes);
                 }
             }
@@ -174,6 +322,40 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             EventBody::PermissionResolved { outcome, .. } => {
                 self.refused += usize::from(!outcome.is_allowed());
             }
+            EventBody::ToolCallCreated { .. } => {
+                let calls = self.driver.session.ledger.len();
+                if let Some(max) = self.rules.budgets.max_tool_calls
+                    && calls > max
+                {
+                    self.breach(
+                        Breach::Budget(format!(
+                            "{calls} tool calls started, --max-tool-calls {max}"
+                        )),
+                        notes,
+                    );
+                }
+            }
+            EventBody::Usage { .. } => {
+                let cost = self
+                    .driver
+                    .session
+                    .usage
+                    .as_ref()
+                    .and_then(|u| u.cost.as_ref())
+                    .map(|c| (c.amount, c.currency.clone()));
+                if let Some((amount, currency)) = cost {
+                    self.cost_seen = true;
+                    if let Some(max) = self.rules.budgets.max_cost
+                        && amount > max
+                    {
+                        self.breach(
+                            Breach::Budget(format!("cost {amount} {currency}, --max-cost {max}")),
+                            notes,
+                        );
+                    }
+                }
+            }
+            EventBody::TurnStarted { .. } => self.turns += 1,
             // The agent's question, if still open and no extension may take it: answered
             // from --answers or declined (else when extensions let go of it:
             // `Note::Question`).
@@ -200,7 +382,34 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
     /// (that goes first); else the next of the user's prompts if this one ended normally;
     /// else the run ends.
     fn turn_ended(&mut self, stop_reason: &str, notes: &mut Vec<Note>) {
+        if let Some(b) = &self.breach {
+            // The turn a budget cancelled ended in time: the run ends here.
+            let reason = b.reason();
+            self.grace_until = None;
+            self.driver.end(&reason, notes);
+            return;
+        }
         self.driver.settle(SETTLE, notes);
+        let more =
+            self.driver.driven_pending() || (stop_reason == "end_turn" && !self.queue.is_empty());
+        if let Some(max) = self.rules.budgets.max_turns
+            && more
+            && self.turns >= max
+        {
+            let left = self.queue.len();
+            self.breach(
+                Breach::Budget(format!(
+                    "--max-turns {max} reached with {left} prompt(s) of yours left{}",
+                    if self.driver.driven_pending() {
+                        " and one from an extension"
+                    } else {
+                        ""
+                    }
+                )),
+                notes,
+            );
+            return;
+        }
         if self.driver.driven_pending() {
             // Its turn comes first; the user's next prompt after it.
         } else if stop_reason == "end_turn"
@@ -232,9 +441,33 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             return;
         };
         let (verdict, decider) = self.rules.fallback.decide(&call, session.cwd.as_deref());
-        if verdict != Verdict::Ask {
-            self.driver
-                .decide(request_id, Choice::Verdict(verdict), decider, notes);
+        let b = &self.rules.budgets;
+        // Nobody decided: no policy was chosen (the default reject), or a rule says ask.
+        let unanswered = verdict == Verdict::Ask || !b.explicit_policy;
+        match (unanswered, b.on_ask) {
+            (false, _) => {
+                self.driver
+                    .decide(request_id, Choice::Verdict(verdict), decider, notes);
+            }
+            (true, OnAsk::Deny) => {
+                let decider = if verdict == Verdict::Ask {
+                    trellis_core::Decider::Policy("--on-ask deny".into())
+                } else {
+                    decider
+                };
+                self.driver
+                    .decide(request_id, Choice::Verdict(Verdict::Reject), decider, notes);
+            }
+            (true, OnAsk::Fail) => {
+                let title = trellis_core::enrich::card_title(&call);
+                self.driver.decide(
+                    request_id,
+                    Choice::Verdict(Verdict::Reject),
+                    trellis_core::Decider::Policy("--on-ask fail".into()),
+                    notes,
+                );
+                self.breach(Breach::Denied(title), notes);
+            }
         }
     }
 
@@ -319,8 +552,17 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             .last_stop
             .clone()
             .or_else(|| session.agent_exited.as_ref().map(|_| "agent_exited".into()));
+        if let Some(max) = self.rules.budgets.max_cost
+            && !self.cost_seen
+        {
+            eprintln!(
+                "trellis: --max-cost {max}: the agent reported no cost, so the budget could not be enforced"
+            );
+        }
         Ok(Finished {
             reason,
+            breach: self.breach.clone(),
+            signal: self.signal,
             failed: tally.count(trellis_core::ToolStatus::Failed),
             refused: self.refused,
             updates: session.counters.updates,
@@ -333,6 +575,10 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
 
 pub(crate) struct Finished {
     pub(crate) reason: Option<String>,
+    /// Trellis stopped the run itself (a budget, `--on-ask fail`).
+    pub(crate) breach: Option<Breach>,
+    /// The signal that stopped the run.
+    pub(crate) signal: Option<&'static str>,
     /// Calls that ended `failed`.
     pub(crate) failed: usize,
     /// Permission requests answered with anything but an allow.

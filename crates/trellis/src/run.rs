@@ -4,7 +4,11 @@
 //! 5 `max_turn_requests`; 6 `cancelled`; 7 the agent crashed or exited mid-turn;
 //! 8 protocol error (the agent answered the prompt with an error, or setup failed);
 //! with `--strict`, 9 when the turn ended normally but a call failed or a permission
-//! request was refused (by the policy, a rule, an extension or the user).
+//! request was refused (by the policy, a rule, an extension or the user); 10 `--timeout`;
+//! 11 `--idle-timeout`; 12 a budget (`--max-tool-calls`, `--max-turns`, `--max-cost`); 13
+//! stopped after a permission request nobody could answer (`--on-ask fail`); 128 + N for
+//! signal N (SIGHUP 129, a second Ctrl-C 130, SIGTERM 143). `docs/headless.md` has the
+//! table and which are worth a retry.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,9 +73,47 @@ pub struct RunArgs {
     /// when the agent wrote none): what a CI step or a script passes on.
     #[arg(long, value_name = "FILE")]
     output_file: Option<PathBuf>,
+    /// Stop the run after this long, wall clock (`90s`, `15m`, `1h30m`; seconds when bare):
+    /// the turn is cancelled, then the agent stopped. Exit 10.
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    timeout: Option<std::time::Duration>,
+    /// Stop when the agent has sent nothing for this long. Exit 11.
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    idle_timeout: Option<std::time::Duration>,
+    /// Stop when the cost the agent reports passes AMOUNT (in the agent's currency); said
+    /// at the end when the agent reported none. Exit 12.
+    #[arg(long, value_name = "AMOUNT")]
+    max_cost: Option<f64>,
+    /// Stop when the agent starts more than N tool calls. Exit 12.
+    #[arg(long, value_name = "N")]
+    max_tool_calls: Option<usize>,
+    /// At most N turns (prompts sent, the repeated --prompt and an extension's included);
+    /// a prompt beyond them is not sent. Exit 12.
+    #[arg(long, value_name = "N")]
+    max_turns: Option<u32>,
+    /// How long a turn cancelled by a budget has to end before the agent is stopped.
+    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "10s")]
+    grace: std::time::Duration,
+    /// A permission request nothing decided (no --permission, or a rule that says ask):
+    /// deny it, on the record; or fail: deny it and stop the run (exit 13).
+    #[arg(long, value_enum, default_value = "deny")]
+    on_ask: crate::headless::OnAsk,
     /// Print resource usage as JSON on stderr at exit (for benchmarks).
     #[arg(long, hide = true)]
     stats: bool,
+}
+
+/// `90s`, `15m`, `1h30m`, `2h 5m`, ISO 8601 (`PT15M`), or bare seconds.
+pub(crate) fn duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        return std::time::Duration::try_from_secs_f64(secs)
+            .map_err(|_| format!("`{s}`: not a duration"));
+    }
+    let d: jiff::SignedDuration = t
+        .parse()
+        .map_err(|e| format!("`{s}`: not a duration like 90s, 15m or 1h30m ({e})"))?;
+    std::time::Duration::try_from(d).map_err(|_| format!("`{s}`: a duration must not be negative"))
 }
 
 fn key_value(s: &str) -> Result<(String, String), String> {
@@ -145,8 +187,9 @@ pub fn main(
         ..
     } = &policy
     {
-        anyhow::bail!(
-            "permission fallback \"ask\": a headless run has nobody to ask; set the fallback to \"reject\" or \"allow\" (or run the UI)"
+        eprintln!(
+            "trellis: permission fallback \"ask\": nobody to ask in a headless run; --on-ask {} answers those requests",
+            args.on_ask.word()
         );
     }
     if !explicit {
@@ -183,10 +226,21 @@ pub fn main(
     }
     resolved.spec.mcp_servers = mcp;
     resolved.spec.keep_lines = host.0.wants_acp();
+    let budgets = crate::headless::Budgets {
+        timeout: args.timeout,
+        idle: args.idle_timeout,
+        max_cost: args.max_cost,
+        max_tool_calls: args.max_tool_calls,
+        max_turns: args.max_turns,
+        grace: args.grace,
+        on_ask: args.on_ask,
+        explicit_policy: explicit,
+    };
     let stop = rt
         .block_on(drive(
             args.format,
             policy,
+            budgets,
             &answers,
             host,
             resolved,
@@ -222,6 +276,12 @@ pub fn main(
     if stop.settings_failed {
         return Ok(ExitCode::from(EXIT_USAGE));
     }
+    if let Some(b) = &stop.breach {
+        return Ok(ExitCode::from(b.code()));
+    }
+    if let Some(sig) = stop.signal {
+        return Ok(ExitCode::from(signal_code(sig)));
+    }
     let code = exit_code(stop.reason.as_deref());
     if args.strict && code == 0 && (stop.failed > 0 || stop.refused > 0) {
         eprintln!(
@@ -233,6 +293,16 @@ pub fn main(
     Ok(ExitCode::from(code))
 }
 
+/// A run ended by a signal exits as a shell reports it: 128 + the signal's number.
+fn signal_code(sig: &str) -> u8 {
+    128 + match sig {
+        "SIGHUP" => 1,
+        "SIGINT" => 2,
+        "SIGTERM" => 15,
+        _ => 0,
+    }
+}
+
 /// `--strict`: the turn ended, but not cleanly.
 pub const EXIT_STRICT: u8 = 9;
 
@@ -240,6 +310,7 @@ pub const EXIT_STRICT: u8 = 9;
 async fn drive(
     format: Format,
     policy: Policy,
+    budgets: crate::headless::Budgets,
     answers: &crate::answers::Answers,
     (host, ext_rx): (
         trellis_ext_host::ExtHost,
@@ -313,6 +384,7 @@ async fn drive(
         out,
         crate::headless::Rules {
             fallback,
+            budgets,
             answers,
             sets,
             files,

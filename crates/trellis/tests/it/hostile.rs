@@ -529,15 +529,33 @@ fn sigterm_and_sighup_stop_the_agent_and_every_process_it_started() {
 }
 
 #[test]
-fn headless_refuses_a_fallback_that_asks() {
+fn a_fallback_that_asks_is_answered_by_on_ask_on_the_record() {
+    // Nobody to ask in a headless run: --on-ask deny (the default) refuses on the record.
     let h = hostile(
-        "fifo",
+        "ignore-refusal",
         &[],
         "[permissions]\npolicy = \"rules\"\nfallback = \"ask\"\n",
         LIMIT,
     );
-    assert_eq!(h.code, Some(2), "{}", h.stderr);
+    assert_eq!(h.code, Some(0), "{}", h.stderr);
     assert!(h.stderr.contains("nobody to ask"), "{}", h.stderr);
+    assert!(
+        h.log()
+            .contains("\"decider\":{\"by\":\"policy\",\"name\":\"--on-ask deny\"}"),
+        "{}",
+        h.log()
+    );
+    h.assert_answered_once();
+    // --on-ask fail: refused, and the run stops with 13.
+    let h = hostile(
+        "ignore-refusal",
+        &["--on-ask", "fail"],
+        "[permissions]\npolicy = \"rules\"\nfallback = \"ask\"\n",
+        LIMIT,
+    );
+    assert_eq!(h.code, Some(13), "{}", h.stderr);
+    assert!(h.log().contains("stopped after a permission denial"));
+    h.assert_answered_once();
 }
 
 #[test]

@@ -3,12 +3,14 @@
 
 mod agent_options;
 mod agent_sessions;
+mod budgets;
 mod cli;
 mod completions;
 mod deck;
 mod drive;
 mod elicit;
 mod faults;
+mod headless_docs;
 mod held_output;
 mod hostile;
 mod hub;

@@ -1,0 +1,222 @@
+//! Budgets `trellis run` enforces itself, and the exit codes a scheduler classifies
+//! (issue 31, items 1–3): each kind of end against the demo and hostile agents, with the
+//! log closed with the reason and the last-message artifact written every time.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_trellis")
+}
+
+struct Run {
+    out: Output,
+    dir: tempfile::TempDir,
+}
+
+impl Run {
+    fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("session.jsonl")).unwrap_or_default()
+    }
+    /// The reason the log closed with.
+    fn ended(&self) -> String {
+        self.log()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|r| r["msg"]["type"] == "session_ended")
+            .map(|r| r["msg"]["reason"].as_str().unwrap_or_default().to_string())
+            .next_back()
+            .unwrap_or_default()
+    }
+    fn artifact(&self) -> bool {
+        self.dir.path().join("last.md").exists()
+    }
+}
+
+fn run(agent: &str, args: &[&str]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let out = Command::new(exe())
+        .args(["run", "--agent", agent, "--cwd"])
+        .arg(&work)
+        .arg("--log")
+        .arg(dir.path().join("session.jsonl"))
+        .arg("--output-file")
+        .arg(dir.path().join("last.md"))
+        .args(args)
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .output()
+        .unwrap();
+    Run { out, dir }
+}
+
+fn demo_load() -> String {
+    format!("{} agent demo --calls 300000 --lines 5", exe())
+}
+
+#[test]
+fn a_timeout_cancels_then_stops_with_10() {
+    let r = run(
+        &demo_load(),
+        &[
+            "--prompt",
+            "load",
+            "--permission",
+            "allow-once",
+            "--timeout",
+            "1s",
+        ],
+    );
+    assert_eq!(r.code(), Some(10), "{}", r.stderr());
+    assert_eq!(r.ended(), "timeout: 1 s passed");
+    assert!(r.artifact());
+}
+
+#[test]
+fn an_agent_that_goes_quiet_stops_with_11_after_the_grace_period() {
+    let r = run(
+        &format!("{} agent hostile linger", exe()),
+        &[
+            "--prompt",
+            "go",
+            "--permission",
+            "allow-once",
+            "--idle-timeout",
+            "1",
+            "--grace",
+            "500ms",
+        ],
+    );
+    assert_eq!(r.code(), Some(11), "{}", r.stderr());
+    assert!(
+        r.stderr().contains("did not end within the grace period"),
+        "{}",
+        r.stderr()
+    );
+    assert!(r.ended().starts_with("idle timeout"), "{}", r.ended());
+    assert!(r.artifact());
+}
+
+#[test]
+fn budgets_of_calls_turns_and_cost_stop_with_12() {
+    let r = run(
+        "demo",
+        &[
+            "--prompt",
+            "fix",
+            "--permission",
+            "allow-once",
+            "--max-tool-calls",
+            "2",
+        ],
+    );
+    assert_eq!(r.code(), Some(12), "{}", r.stderr());
+    assert!(r.ended().contains("--max-tool-calls 2"), "{}", r.ended());
+    assert!(r.artifact());
+    let r = run(
+        "demo",
+        &[
+            "--prompt",
+            "fix",
+            "--prompt",
+            "again",
+            "--permission",
+            "allow-once",
+            "--max-turns",
+            "1",
+        ],
+    );
+    assert_eq!(r.code(), Some(12), "{}", r.stderr());
+    let prompts = r
+        .log()
+        .lines()
+        .filter(|l| l.contains("client_to_agent") && l.contains("\"session/prompt\""))
+        .count();
+    assert_eq!(prompts, 1, "the second prompt is not sent");
+    let r = run(
+        "demo",
+        &[
+            "--prompt",
+            "fix",
+            "--permission",
+            "allow-once",
+            "--max-cost",
+            "0.001",
+        ],
+    );
+    assert_eq!(r.code(), Some(12), "{}", r.stderr());
+    assert!(r.ended().contains("cost 0.0123 USD"), "{}", r.ended());
+    // An agent that reports no cost: said, not enforced.
+    let r = run(
+        &format!("{} agent hostile blank-lines", exe()),
+        &["--prompt", "go", "--max-cost", "1"],
+    );
+    assert!(r.stderr().contains("reported no cost"), "{}", r.stderr());
+}
+
+#[test]
+fn a_request_nobody_can_answer_is_denied_or_fails_the_run_with_13() {
+    let r = run("demo", &["--prompt", "fix"]);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    assert!(
+        r.log()
+            .contains("\"decider\":{\"by\":\"policy\",\"name\":\"reject\"}")
+    );
+    let r = run("demo", &["--prompt", "fix", "--on-ask", "fail"]);
+    assert_eq!(r.code(), Some(13), "{}", r.stderr());
+    assert!(r.log().contains("\"name\":\"--on-ask fail\""));
+    assert!(r.ended().starts_with("stopped after a permission denial"));
+    assert!(r.artifact());
+    // A policy the user chose decides: nothing is left to ask.
+    let r = run(
+        "demo",
+        &[
+            "--prompt",
+            "fix",
+            "--on-ask",
+            "fail",
+            "--permission",
+            "allow-once",
+        ],
+    );
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+}
+
+#[test]
+fn sigterm_exits_with_143_and_still_writes_the_artifact() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(exe())
+        .args(["run", "--agent", &demo_load(), "--prompt", "load"])
+        .args(["--permission", "allow-once", "--cwd"])
+        .arg(dir.path())
+        .arg("--output-file")
+        .arg(dir.path().join("last.md"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    assert!(Path::new(&dir.path().join("last.md")).exists());
+}
+
+#[test]
+fn a_duration_that_is_not_one_is_a_usage_error() {
+    let r = run("demo", &["--prompt", "x", "--timeout", "soon"]);
+    assert_eq!(r.code(), Some(2), "{}", r.stderr());
+    assert!(r.stderr().contains("not a duration"), "{}", r.stderr());
+}
