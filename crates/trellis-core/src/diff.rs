@@ -48,6 +48,55 @@ pub fn ops<'a>(old: &'a str, new: &'a str) -> Vec<Op<'a>> {
     out
 }
 
+/// A unified diff of `old` → `new` for `path` (3 lines of context; hunks numbered from the
+/// texts' first lines: for a fragment, the fragment's lines). Empty when they are equal.
+pub fn unified(path: &str, old: &str, new: &str) -> String {
+    let ops = ops(old, new);
+    if ops.iter().all(|o| matches!(o, Op::Same(_))) {
+        return String::new();
+    }
+    let keep = near_changes(&ops, 3);
+    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+    let (mut o, mut n) = (1usize, 1usize);
+    let mut i = 0;
+    while i < ops.len() {
+        if !keep[i] {
+            match ops[i] {
+                Op::Same(_) => {
+                    o += 1;
+                    n += 1;
+                }
+                Op::Del(_) => o += 1,
+                Op::Add(_) => n += 1,
+            }
+            i += 1;
+            continue;
+        }
+        let (o0, n0) = (o, n);
+        let mut body = String::new();
+        while i < ops.len() && keep[i] {
+            match ops[i] {
+                Op::Same(l) => {
+                    body.push_str(&format!(" {l}\n"));
+                    o += 1;
+                    n += 1;
+                }
+                Op::Del(l) => {
+                    body.push_str(&format!("-{l}\n"));
+                    o += 1;
+                }
+                Op::Add(l) => {
+                    body.push_str(&format!("+{l}\n"));
+                    n += 1;
+                }
+            }
+            i += 1;
+        }
+        out.push_str(&format!("@@ -{o0},{} +{n0},{} @@\n{body}", o - o0, n - n0));
+    }
+    out
+}
+
 /// Which lines of a diff to show when unchanged runs are folded: those within
 /// `context` lines of a change (the views and the exports fold the same way).
 pub fn near_changes(ops: &[Op<'_>], context: usize) -> Vec<bool> {
@@ -103,6 +152,20 @@ pub fn lines_changed(old: &str, new: &str) -> (usize, usize) {
         Op::Del(_) => (a, d + 1),
         Op::Same(_) => (a, d),
     })
+}
+
+#[cfg(test)]
+mod unified_tests {
+    #[test]
+    fn a_unified_diff_with_context() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\ni\n";
+        let new = "a\nb\nc\nd\nE\nf\ng\nh\ni\n";
+        assert_eq!(
+            super::unified("x.txt", old, new),
+            "--- a/x.txt\n+++ b/x.txt\n@@ -2,7 +2,7 @@\n b\n c\n d\n-e\n+E\n f\n g\n h\n"
+        );
+        assert_eq!(super::unified("x", "same\n", "same\n"), "");
+    }
 }
 
 #[cfg(test)]

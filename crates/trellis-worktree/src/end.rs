@@ -493,3 +493,23 @@ pub fn keep_one(keep: &Found, others: &[Found]) -> Result<Outcome, Error> {
     }
     Ok(out)
 }
+
+/// What changed in the work tree at `dir` since commit `base` — committed or not, new
+/// files included (through a snapshot on a private index; the tree, its index and its
+/// branch are left as they are) — as a patch `git apply` takes.
+pub fn patch_since(dir: &Path, base: &str) -> Result<String, Error> {
+    let (snap, _) = snapshot(dir, "run")?;
+    let out = Git::at(dir)
+        .args(["diff", "--binary", "--no-ext-diff", base, &snap])
+        .output()?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// The commit `dir`'s work tree is at, when it is in a repository with one.
+pub fn head_of(dir: &Path) -> Option<String> {
+    Git::at(dir)
+        .args(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+        .line()
+        .ok()
+        .filter(|h| !h.is_empty())
+}

@@ -90,6 +90,10 @@ pub(crate) struct Rules<'a> {
     /// The policy in place of the dialog (the user's rules are in the reducer).
     pub fallback: Policy,
     pub budgets: Budgets,
+    /// `--summary`/`--summary-md` asked for: the summary is made when the run ends.
+    pub summary: bool,
+    /// `--patch` asked for: the session's directory and the commit it was at, if any.
+    pub patch: Option<(PathBuf, Option<String>)>,
     pub answers: &'a crate::answers::Answers,
     /// `--set`: sent when the agent is ready, answered before the first prompt.
     pub sets: &'a [(String, String)],
@@ -131,6 +135,7 @@ pub(crate) struct Headless<'a, W: std::io::Write> {
     cost_seen: bool,
     /// The signal that stopped the run, if one did.
     signal: Option<&'static str>,
+    seen: crate::artifacts::Seen,
 }
 
 impl<'a, W: std::io::Write> Headless<'a, W> {
@@ -156,6 +161,7 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             turns: 0,
             cost_seen: false,
             signal: None,
+            seen: crate::artifacts::Seen::default(),
         }
     }
 
@@ -319,9 +325,24 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
 
     fn event(&mut self, body: &EventBody, notes: &mut Vec<Note>) {
         match body {
-            EventBody::PermissionResolved { outcome, .. } => {
+            EventBody::PermissionResolved {
+                outcome,
+                call_id,
+                decider,
+                ..
+            } => {
                 self.refused += usize::from(!outcome.is_allowed());
+                if !outcome.is_allowed() {
+                    let s = &self.driver.session;
+                    let title = s
+                        .ledger
+                        .position(call_id)
+                        .map(|p| trellis_core::enrich::card_title(&s.ledger.at(p)))
+                        .unwrap_or_else(|| call_id.clone());
+                    self.seen.denials.push((title, decider.to_string()));
+                }
             }
+            EventBody::FileWritten { path, .. } => self.seen.written.push(path.clone()),
             EventBody::ToolCallCreated { .. } => {
                 let calls = self.driver.session.ledger.len();
                 if let Some(max) = self.rules.budgets.max_tool_calls
@@ -559,8 +580,21 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
                 "trellis: --max-cost {max}: the agent reported no cost, so the budget could not be enforced"
             );
         }
+        self.seen.turns = self.turns;
+        let wall = self.started.elapsed().as_secs_f64();
+        let summary = self
+            .rules
+            .summary
+            .then(|| crate::artifacts::summary(session, &self.seen, wall));
+        let patch = self
+            .rules
+            .patch
+            .as_ref()
+            .map(|(cwd, base)| crate::artifacts::patch(session, cwd, base.as_deref()));
         Ok(Finished {
             reason,
+            summary,
+            patch,
             breach: self.breach.clone(),
             signal: self.signal,
             failed: tally.count(trellis_core::ToolStatus::Failed),
@@ -579,6 +613,10 @@ pub(crate) struct Finished {
     pub(crate) breach: Option<Breach>,
     /// The signal that stopped the run.
     pub(crate) signal: Option<&'static str>,
+    /// `--summary`'s body (the run adds its exit code).
+    pub(crate) summary: Option<serde_json::Value>,
+    /// `--patch`'s text.
+    pub(crate) patch: Option<String>,
     /// Calls that ended `failed`.
     pub(crate) failed: usize,
     /// Permission requests answered with anything but an allow.

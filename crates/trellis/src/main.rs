@@ -2,6 +2,7 @@
 
 mod agents;
 mod answers;
+mod artifacts;
 mod fan;
 mod headless;
 mod hub_cmd;

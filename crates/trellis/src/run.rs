@@ -98,6 +98,19 @@ pub struct RunArgs {
     /// deny it, on the record; or fail: deny it and stop the run (exit 13).
     #[arg(long, value_enum, default_value = "deny")]
     on_ask: crate::headless::OnAsk,
+    /// Write a JSON summary of the run to FILE when it ends, however it ends: exit code and
+    /// reason, stop reason, duration, turns, tool calls by kind and status, permission
+    /// denials and who decided them, files written, tokens and cost, the worktree.
+    #[arg(long, value_name = "FILE")]
+    summary: Option<PathBuf>,
+    /// The same summary in Markdown (for a CI job's summary page).
+    #[arg(long, value_name = "FILE")]
+    summary_md: Option<PathBuf>,
+    /// Write what the session changed as a patch: from git when its directory is in a
+    /// repository (since the commit it was at when the run started, committed or not),
+    /// else from the edits the agent reported.
+    #[arg(long, value_name = "FILE")]
+    patch: Option<PathBuf>,
     /// Print resource usage as JSON on stderr at exit (for benchmarks).
     #[arg(long, hide = true)]
     stats: bool,
@@ -226,6 +239,17 @@ pub fn main(
     }
     resolved.spec.mcp_servers = mcp;
     resolved.spec.keep_lines = host.0.wants_acp();
+    let git_base = args
+        .patch
+        .as_ref()
+        .and_then(|_| trellis_worktree::end::head_of(&resolved.spec.cwd));
+    let want = Want {
+        summary: args.summary.is_some() || args.summary_md.is_some(),
+        patch: args
+            .patch
+            .as_ref()
+            .map(|_| (resolved.spec.cwd.clone(), git_base)),
+    };
     let budgets = crate::headless::Budgets {
         timeout: args.timeout,
         idle: args.idle_timeout,
@@ -241,6 +265,7 @@ pub fn main(
             args.format,
             policy,
             budgets,
+            want,
             &answers,
             host,
             resolved,
@@ -252,11 +277,15 @@ pub fn main(
             resume,
             worktree,
         ))
-        .inspect_err(|_| {
-            // A run that failed still leaves its artifact (an agent that wrote nothing).
+        .inspect_err(|e| {
+            // A run that failed still leaves its artifacts (an agent that wrote nothing).
             if let Some(f) = &args.output_file {
                 let _ = crate::sessions::write_new(f, b"");
             }
+            let summary = serde_json::json!({
+                "exit_code": EXIT_USAGE, "exit_reason": format!("{e:#}"),
+            });
+            write_artifacts(&args, Some(&summary), Some(""));
         })?;
     eprintln!("trellis: session log: {}", log_path.display());
     if let Some(f) = &args.output_file {
@@ -273,24 +302,76 @@ pub fn main(
                 "updates": stop.updates, "output_bytes": stop.output_bytes})
         );
     }
+    let (code, why) = outcome(&stop, args.strict);
+    let summary = stop.summary.clone().map(|mut s| {
+        s["exit_code"] = serde_json::json!(code);
+        s["exit_reason"] = serde_json::json!(why);
+        if let Some(b) = &stop.breach {
+            s["budget"] = serde_json::json!(b.reason());
+        }
+        s
+    });
+    write_artifacts(&args, summary.as_ref(), stop.patch.as_deref());
+    Ok(ExitCode::from(code))
+}
+
+/// What `--summary`, `--summary-md` and `--patch` need from the loop.
+struct Want {
+    summary: bool,
+    patch: Option<(PathBuf, Option<String>)>,
+}
+
+/// Writes the artifacts asked for (each beside its file, then moved into place); a failure
+/// is said, never fatal.
+fn write_artifacts(args: &RunArgs, summary: Option<&serde_json::Value>, patch: Option<&str>) {
+    let write = |flag: &str, f: &std::path::Path, bytes: &[u8]| {
+        if let Err(e) = crate::sessions::write_new(f, bytes) {
+            eprintln!("trellis: {flag}: {e:#}");
+        }
+    };
+    if let (Some(f), Some(s)) = (&args.summary, summary) {
+        let mut text = serde_json::to_vec_pretty(s).unwrap_or_default();
+        text.push(b'\n');
+        write("--summary", f, &text);
+    }
+    if let (Some(f), Some(s)) = (&args.summary_md, summary) {
+        write("--summary-md", f, crate::artifacts::markdown(s).as_bytes());
+    }
+    if let (Some(f), Some(p)) = (&args.patch, patch) {
+        write("--patch", f, p.as_bytes());
+    }
+}
+
+/// The exit code of a finished run, and why in words.
+fn outcome(stop: &Finished, strict: bool) -> (u8, String) {
     if stop.settings_failed {
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return (EXIT_USAGE, "a --set was not accepted".into());
     }
     if let Some(b) = &stop.breach {
-        return Ok(ExitCode::from(b.code()));
+        return (b.code(), b.reason());
     }
     if let Some(sig) = stop.signal {
-        return Ok(ExitCode::from(signal_code(sig)));
+        return (signal_code(sig), format!("stopped by {sig}"));
     }
     let code = exit_code(stop.reason.as_deref());
-    if args.strict && code == 0 && (stop.failed > 0 || stop.refused > 0) {
+    if strict && code == 0 && (stop.failed > 0 || stop.refused > 0) {
         eprintln!(
             "trellis: --strict: {} failed call(s), {} refused permission request(s)",
             stop.failed, stop.refused
         );
-        return Ok(ExitCode::from(EXIT_STRICT));
+        return (
+            EXIT_STRICT,
+            format!(
+                "--strict: {} failed call(s), {} refused permission request(s)",
+                stop.failed, stop.refused
+            ),
+        );
     }
-    Ok(ExitCode::from(code))
+    let why = match stop.reason.as_deref() {
+        Some(r) => format!("stop reason {r}"),
+        None => "the agent exited".into(),
+    };
+    (code, why)
 }
 
 /// A run ended by a signal exits as a shell reports it: 128 + the signal's number.
@@ -311,6 +392,7 @@ async fn drive(
     format: Format,
     policy: Policy,
     budgets: crate::headless::Budgets,
+    want: Want,
     answers: &crate::answers::Answers,
     (host, ext_rx): (
         trellis_ext_host::ExtHost,
@@ -385,6 +467,8 @@ async fn drive(
         crate::headless::Rules {
             fallback,
             budgets,
+            summary: want.summary,
+            patch: want.patch,
             answers,
             sets,
             files,

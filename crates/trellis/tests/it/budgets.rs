@@ -45,6 +45,7 @@ fn run(agent: &str, args: &[&str]) -> Run {
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let out = Command::new(exe())
+        .current_dir(&work)
         .args(["run", "--agent", agent, "--cwd"])
         .arg(&work)
         .arg("--log")
@@ -200,6 +201,8 @@ fn sigterm_exits_with_143_and_still_writes_the_artifact() {
         .arg(dir.path())
         .arg("--output-file")
         .arg(dir.path().join("last.md"))
+        .arg("--summary")
+        .arg(dir.path().join("s.json"))
         .env("XDG_DATA_HOME", dir.path().join("data"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -212,6 +215,9 @@ fn sigterm_exits_with_143_and_still_writes_the_artifact() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143));
     assert!(Path::new(&dir.path().join("last.md")).exists());
+    let s = json(&dir.path().join("s.json"));
+    assert_eq!(s["exit_code"], 143);
+    assert_eq!(s["exit_reason"], "stopped by SIGTERM");
 }
 
 #[test]
@@ -219,4 +225,145 @@ fn a_duration_that_is_not_one_is_a_usage_error() {
     let r = run("demo", &["--prompt", "x", "--timeout", "soon"]);
     assert_eq!(r.code(), Some(2), "{}", r.stderr());
     assert!(r.stderr().contains("not a duration"), "{}", r.stderr());
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn the_summary_and_the_patch_are_written_on_every_end() {
+    // A normal end in a repository: the patch is git's, new files included.
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        assert!(
+            Command::new("git")
+                .arg("-C")
+                .arg(&repo)
+                .args(args)
+                .output()
+                .unwrap()
+                .status
+                .success()
+        )
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&[
+        "-c",
+        "user.email=t@t",
+        "-c",
+        "user.name=t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "0",
+    ]);
+    let out = Command::new(exe())
+        .args([
+            "run",
+            "--agent",
+            "demo",
+            "--prompt",
+            "fix",
+            "--permission",
+            "allow-once",
+        ])
+        .arg("--cwd")
+        .arg(&repo)
+        .arg("--summary")
+        .arg(dir.path().join("s.json"))
+        .arg("--summary-md")
+        .arg(dir.path().join("s.md"))
+        .arg("--patch")
+        .arg(dir.path().join("p.diff"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let s = json(&dir.path().join("s.json"));
+    assert_eq!(s["exit_code"], 0);
+    assert_eq!(s["stop_reason"], "end_turn");
+    assert_eq!(s["turns"], 1);
+    assert_eq!(s["tool_calls"]["total"], 5);
+    assert_eq!(s["tool_calls"]["by_kind"]["execute"]["failed"], 1);
+    assert_eq!(s["cost"]["currency"], "USD");
+    assert!(s["files_written"].to_string().contains("src/lib.rs"), "{s}");
+    let md = std::fs::read_to_string(dir.path().join("s.md")).unwrap();
+    assert!(
+        md.contains("| exit code | 0 |") && md.contains("| execute | 1 completed, 1 failed |"),
+        "{md}"
+    );
+    let patch = std::fs::read_to_string(dir.path().join("p.diff")).unwrap();
+    assert!(patch.contains("+++ b/demo-workspace/src/lib.rs"), "{patch}");
+    // The patch applies to the commit the run started from.
+    git(&["stash", "-u", "-q"]);
+    git(&[
+        "apply",
+        "--check",
+        dir.path().join("p.diff").to_str().unwrap(),
+    ]);
+    // Denied by the default policy, outside a repository: the denials and their decider,
+    // and the patch from the edits the agent reported (none was allowed: empty).
+    let r = run(
+        "demo",
+        &[
+            "--prompt",
+            "fix",
+            "--summary",
+            "s.json",
+            "--patch",
+            "p.diff",
+        ],
+    );
+    let s = json(&r.dir.path().join("work/s.json"));
+    assert_eq!(s["exit_code"], 0);
+    assert_eq!(
+        s["permission_denials"][0]["decider"], "policy reject",
+        "{s}"
+    );
+    // Stopped by a budget: still written, with the reason.
+    let r = run(
+        "demo",
+        &[
+            "--prompt",
+            "fix",
+            "--permission",
+            "allow-once",
+            "--max-tool-calls",
+            "1",
+            "--summary",
+            "s.json",
+        ],
+    );
+    let s = json(&r.dir.path().join("work/s.json"));
+    assert_eq!(s["exit_code"], 12);
+    assert!(
+        s["budget"].as_str().unwrap().contains("--max-tool-calls 1"),
+        "{s}"
+    );
+    // An edit outside a repository: the patch comes from the ledger.
+    let r = run(
+        "demo",
+        &[
+            "--prompt",
+            "fix",
+            "--permission",
+            "allow-once",
+            "--patch",
+            "p.diff",
+        ],
+    );
+    let patch = std::fs::read_to_string(r.dir.path().join("work/p.diff")).unwrap();
+    assert!(patch.contains("+    a.checked_add(b)"), "{patch}");
+    // A setup that fails: the summary says why, with 2.
+    let r = run(
+        "demo",
+        &["--prompt", "x", "--set", "nope=1", "--summary", "s.json"],
+    );
+    assert_eq!(r.code(), Some(2));
+    let s = json(&r.dir.path().join("work/s.json"));
+    assert_eq!(s["exit_code"], 2, "{s}");
 }
