@@ -65,7 +65,7 @@ enum Cmd {
         call: Option<String>,
     },
     /// Run one prompt headless and stream what happens.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// The same prompt to N sessions at once, each in a new worktree, side by side in the
     /// UI (Alt-c compares them and keeps one): `trellis fan 3 [--agent A]… PROMPT`.
     Fan(fan::FanArgs),
@@ -196,7 +196,7 @@ fn main() -> ExitCode {
             cli.config,
             cli.ui.exit_after_first_frame,
         ),
-        Some(Cmd::Run(args)) => run::main(args, cli.ui, cli.config),
+        Some(Cmd::Run(args)) => run::main(*args, cli.ui, cli.config),
         Some(Cmd::Fan(args)) => fan::main(args, cli.ui, cli.config),
         Some(Cmd::Log {
             command: LogCmd::Show { file },
