@@ -108,24 +108,7 @@ fn deck_text(d: &mut Deck, w: u16, h: u16, now: Instant) -> String {
         })
         .unwrap();
     }
-    let buf = term.backend().buffer().clone();
-    let mut out = String::new();
-    for y in 0..h {
-        let mut line = String::new();
-        let mut skip = 0;
-        for x in 0..w {
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            let sym = buf[(x, y)].symbol();
-            skip = trellis_text::display_width(sym).saturating_sub(1);
-            line.push_str(sym);
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    common::buffer_text(term.backend().buffer(), w, h)
 }
 
 #[test]

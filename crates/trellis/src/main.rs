@@ -3,6 +3,7 @@
 mod agents;
 mod answers;
 mod artifacts;
+mod budgets;
 mod fan;
 mod headless;
 mod hub_cmd;

@@ -97,7 +97,7 @@ pub struct RunArgs {
     /// A permission request nothing decided (no --permission, or a rule that says ask):
     /// deny it, on the record; or fail: deny it and stop the run (exit 13).
     #[arg(long, value_enum, default_value = "deny")]
-    on_ask: crate::headless::OnAsk,
+    on_ask: crate::budgets::OnAsk,
     /// Write a JSON summary of the run to FILE when it ends, however it ends: exit code and
     /// reason, stop reason, duration, turns, tool calls by kind and status, permission
     /// denials and who decided them, files written, tokens and cost, the worktree.
@@ -239,27 +239,7 @@ pub fn main(
     }
     resolved.spec.mcp_servers = mcp;
     resolved.spec.keep_lines = host.0.wants_acp();
-    let git_base = args
-        .patch
-        .as_ref()
-        .and_then(|_| trellis_worktree::end::head_of(&resolved.spec.cwd));
-    let want = Want {
-        summary: args.summary.is_some() || args.summary_md.is_some(),
-        patch: args
-            .patch
-            .as_ref()
-            .map(|_| (resolved.spec.cwd.clone(), git_base)),
-    };
-    let budgets = crate::headless::Budgets {
-        timeout: args.timeout,
-        idle: args.idle_timeout,
-        max_cost: args.max_cost,
-        max_tool_calls: args.max_tool_calls,
-        max_turns: args.max_turns,
-        grace: args.grace,
-        on_ask: args.on_ask,
-        explicit_policy: explicit,
-    };
+    let (budgets, want) = limits(&args, explicit, &resolved.spec.cwd);
     let stop = rt
         .block_on(drive(
             args.format,
@@ -302,7 +282,12 @@ pub fn main(
                 "updates": stop.updates, "output_bytes": stop.output_bytes})
         );
     }
-    let (code, why) = outcome(&stop, args.strict);
+    Ok(ExitCode::from(conclude(&args, &stop)))
+}
+
+/// The run's exit code, with the summary and patch written to say the same.
+fn conclude(args: &RunArgs, stop: &Finished) -> u8 {
+    let (code, why) = outcome(stop, args.strict);
     let summary = stop.summary.clone().map(|mut s| {
         s["exit_code"] = serde_json::json!(code);
         s["exit_reason"] = serde_json::json!(why);
@@ -311,8 +296,35 @@ pub fn main(
         }
         s
     });
-    write_artifacts(&args, summary.as_ref(), stop.patch.as_deref());
-    Ok(ExitCode::from(code))
+    write_artifacts(args, summary.as_ref(), stop.patch.as_deref());
+    code
+}
+
+/// The budgets the run enforces and the artifacts it makes, from its flags.
+fn limits(
+    args: &RunArgs,
+    explicit_policy: bool,
+    cwd: &std::path::Path,
+) -> (crate::budgets::Budgets, Want) {
+    let budgets = crate::budgets::Budgets {
+        timeout: args.timeout,
+        idle: args.idle_timeout,
+        max_cost: args.max_cost,
+        max_tool_calls: args.max_tool_calls,
+        max_turns: args.max_turns,
+        grace: args.grace,
+        on_ask: args.on_ask,
+        explicit_policy,
+    };
+    // The commit the session's directory is at now: the patch is from it.
+    let want = Want {
+        summary: args.summary.is_some() || args.summary_md.is_some(),
+        patch: args
+            .patch
+            .as_ref()
+            .map(|_| (cwd.to_path_buf(), trellis_worktree::end::head_of(cwd))),
+    };
+    (budgets, want)
 }
 
 /// What `--summary`, `--summary-md` and `--patch` need from the loop.
@@ -391,7 +403,7 @@ pub const EXIT_STRICT: u8 = 9;
 async fn drive(
     format: Format,
     policy: Policy,
-    budgets: crate::headless::Budgets,
+    budgets: crate::budgets::Budgets,
     want: Want,
     answers: &crate::answers::Answers,
     (host, ext_rx): (

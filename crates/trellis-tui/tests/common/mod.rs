@@ -60,7 +60,11 @@ pub fn session_of(
 
 /// One frame as it is drawn now, without waiting for extensions.
 pub fn draw_text(app: &mut App, w: u16, h: u16) -> String {
-    let buf = draw_buffer(app, w, h);
+    buffer_text(&draw_buffer(app, w, h), w, h)
+}
+
+/// A drawn buffer as text: wide glyphs once, trailing spaces cut.
+pub fn buffer_text(buf: &ratatui::buffer::Buffer, w: u16, h: u16) -> String {
     let mut out = String::new();
     for y in 0..h {
         let mut line = String::new();

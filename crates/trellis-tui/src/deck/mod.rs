@@ -11,17 +11,20 @@
 //! What crosses between the deck and a session is a message: notes out, each with the
 //! session's key and a sequence number ([`SessionNote`]); commands in ([`Command`]).
 
+mod keys;
+mod remote;
+mod slot;
+
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
-use std::collections::HashMap;
-use trellis_core::attention::{Attention, Blocked, Facts};
-use trellis_core::event::EventBody;
+use trellis_core::attention::{Attention, Blocked};
 use trellis_driver::Note;
 
+pub use keys::{DeckAction, DeckKey, DeckKeys, LEADER};
+pub use slot::Slot;
+
 use crate::app::App;
-use crate::keymap::{Key, KeySpecError, parse_keys};
 
 /// A session's key in this deck (never reused while the deck lives).
 pub type SessionKey = u32;
@@ -86,125 +89,6 @@ pub trait WorktreeOps {
 /// Starts a session for the deck.
 pub type Opener = Box<dyn FnMut(NewSession) -> Result<Opened, String>>;
 
-/// One session of the deck.
-pub struct Slot {
-    pub key: SessionKey,
-    pub app: App,
-    pub restart: Option<crate::Restart>,
-    pub source: String,
-    pub branch: Option<String>,
-    /// The agent as the user named it (for the new-session form's default).
-    pub agent_arg: String,
-    pub started: Instant,
-    /// The last turn the human saw end.
-    pub seen_turn: u32,
-    pub attention: Attention,
-    /// Since when `attention` holds.
-    pub since: Instant,
-    /// Lines added and removed by the session's edits, per call.
-    edits: HashMap<usize, (usize, usize)>,
-    seq: u64,
-}
-
-impl Slot {
-    pub fn new(key: SessionKey, opened: Opened, agent_arg: String) -> Slot {
-        let now = Instant::now();
-        let mut slot = Slot {
-            key,
-            app: opened.app,
-            restart: opened.restart,
-            source: opened.source,
-            branch: opened.branch,
-            agent_arg,
-            started: now,
-            seen_turn: 0,
-            attention: Attention::Starting,
-            since: now,
-            edits: HashMap::new(),
-            seq: 0,
-        };
-        // A session that starts with history (resumed) has its edits counted once.
-        let ledger = &slot.app.driver.session.ledger;
-        for p in 0..ledger.len() {
-            if let Some(stat) = trellis_core::enrich::diff_stat(&ledger.at(p)) {
-                slot.edits.insert(p, stat);
-            }
-        }
-        slot.attention = slot.derive();
-        slot
-    }
-
-    fn facts(&self) -> Facts {
-        let d = &self.app.driver;
-        Facts {
-            ready: d.ready(),
-            closed: d.closed() && d.connection().is_some(),
-            login: self.app.login.is_some(),
-            seen_turn: self.seen_turn,
-        }
-    }
-
-    fn derive(&self) -> Attention {
-        Attention::of(&self.app.driver.session, &self.facts())
-    }
-
-    /// What the session is called: the agent's title, else its first prompt's words.
-    pub fn title(&self) -> String {
-        let s = &self.app.driver.session;
-        let t = s.title.clone().or_else(|| {
-            s.transcript.iter().find_map(|e| match e {
-                trellis_core::transcript::Entry::Message(m)
-                    if m.role == trellis_core::transcript::Role::User =>
-                {
-                    Some(m.text.clone())
-                }
-                _ => None,
-            })
-        });
-        trellis_text::one_line(t.as_deref().unwrap_or("new session")).into_owned()
-    }
-
-    /// `+added −removed` over the session's edits.
-    pub fn diffstat(&self) -> (usize, usize) {
-        self.edits
-            .values()
-            .fold((0, 0), |(a, d), (x, y)| (a + x, d + y))
-    }
-
-    /// Numbers the notes of a batch.
-    fn number(&mut self, notes: Vec<Note>) -> Vec<SessionNote> {
-        notes
-            .into_iter()
-            .map(|note| {
-                self.seq += 1;
-                SessionNote {
-                    key: self.key,
-                    seq: self.seq,
-                    note,
-                }
-            })
-            .collect()
-    }
-
-    /// What a batch of notes changes beside the view: the edits' line counts.
-    fn observe(&mut self, notes: &[SessionNote]) {
-        for n in notes {
-            if let Note::Event(ev) = &n.note
-                && matches!(
-                    ev.body,
-                    EventBody::ToolCallCreated { .. } | EventBody::ToolCallUpdated { .. }
-                )
-                && let Some(p) = ev.position
-            {
-                let call = self.app.driver.session.ledger.at(p);
-                if let Some(stat) = trellis_core::enrich::diff_stat(&call) {
-                    self.edits.insert(p, stat);
-                }
-            }
-        }
-    }
-}
-
 /// A state change worth telling the human about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Announcement {
@@ -236,197 +120,6 @@ impl Default for Notify {
             command: None,
         }
     }
-}
-
-/// Keys of the deck, active in every focus (they type no text).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DeckAction {
-    Go(u8),
-    Next,
-    Prev,
-    /// The session that needs the human most: oldest Blocked, then Error, then Done.
-    Attention,
-    New,
-    NewWorktree,
-    Close,
-    Rail,
-    Inbox,
-    Compare,
-}
-
-impl DeckAction {
-    pub const ALL: [(DeckAction, &'static str, &'static str); 18] = [
-        (DeckAction::Go(1), "session_1", "<A-1>"),
-        (DeckAction::Go(2), "session_2", "<A-2>"),
-        (DeckAction::Go(3), "session_3", "<A-3>"),
-        (DeckAction::Go(4), "session_4", "<A-4>"),
-        (DeckAction::Go(5), "session_5", "<A-5>"),
-        (DeckAction::Go(6), "session_6", "<A-6>"),
-        (DeckAction::Go(7), "session_7", "<A-7>"),
-        (DeckAction::Go(8), "session_8", "<A-8>"),
-        (DeckAction::Go(9), "session_9", "<A-9>"),
-        (DeckAction::Next, "session_next", "<A-j>"),
-        (DeckAction::Prev, "session_prev", "<A-k>"),
-        (DeckAction::Attention, "session_attention", "<A-a>"),
-        (DeckAction::New, "session_new", "<A-n>"),
-        (DeckAction::NewWorktree, "session_new_worktree", "<A-N>"),
-        (DeckAction::Close, "session_close", "<A-w>"),
-        (DeckAction::Rail, "session_rail", "<A-r>"),
-        (DeckAction::Inbox, "inbox", "<A-i>"),
-        (DeckAction::Compare, "session_compare", "<A-c>"),
-    ];
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            DeckAction::Go(_) => "go to session 1…9 (the rail's numbers)",
-            DeckAction::Next => "next session",
-            DeckAction::Prev => "previous session",
-            DeckAction::Attention => {
-                "the session that needs you: oldest blocked, then error, then done"
-            }
-            DeckAction::New => "new session (agent and directory of the one in front)",
-            DeckAction::NewWorktree => "new session in a new worktree",
-            DeckAction::Close => "close the session in front (asks when it works)",
-            DeckAction::Rail => "show or hide the sessions rail",
-            DeckAction::Inbox => "every session's pending requests, oldest first",
-            DeckAction::Compare => {
-                "compare the sessions of a fan-out (or all): diffs, tests, cost; keep one"
-            }
-        }
-    }
-
-    /// Whether a name in `[ui.keys]` is one of the deck's.
-    pub fn is_name(name: &str) -> bool {
-        name == "leader" || DeckAction::ALL.iter().any(|(_, n, _)| *n == name)
-    }
-}
-
-/// The deck's bindings, and the leader key for terminals that do not send Alt: the key
-/// after the leader is read as if Alt were held.
-#[derive(Debug, Clone)]
-pub struct DeckKeys {
-    bindings: Vec<(Key, DeckAction, String)>,
-    leader: Option<(Key, String)>,
-}
-
-/// The leader's default, `Ctrl-]` (no readline or shell binding uses it).
-pub const LEADER: &str = "<C-]>";
-
-impl Default for DeckKeys {
-    fn default() -> Self {
-        DeckKeys::new(&std::collections::BTreeMap::new()).unwrap_or(DeckKeys {
-            bindings: Vec::new(),
-            leader: None,
-        })
-    }
-}
-
-impl DeckKeys {
-    /// Defaults overridden by `config` (name → spec, `None` disables); names that are not
-    /// the deck's are left to the transcript's keymap.
-    pub fn new(
-        config: &std::collections::BTreeMap<String, Option<String>>,
-    ) -> Result<DeckKeys, KeySpecError> {
-        let one = |spec: &str| -> Result<Key, KeySpecError> {
-            match parse_keys(spec)?.as_slice() {
-                [k] => Ok(*k),
-                _ => Err(KeySpecError(format!(
-                    "{spec:?}: session keys are single keys (with <A-…> or after the leader)"
-                ))),
-            }
-        };
-        let mut bindings = Vec::new();
-        for (action, name, default) in DeckAction::ALL {
-            let spec = match config.get(name) {
-                Some(None) => continue,
-                Some(Some(s)) => s.clone(),
-                None => default.to_string(),
-            };
-            bindings.push((one(&spec)?, action, spec));
-        }
-        let leader = match config.get("leader") {
-            Some(None) => None,
-            Some(Some(s)) => Some((one(s)?, s.clone())),
-            None => Some((one(LEADER)?, LEADER.to_string())),
-        };
-        Ok(DeckKeys { bindings, leader })
-    }
-
-    /// The spec bound to `action` (for the help screen and hints).
-    pub fn spec(&self, action: DeckAction) -> Option<&str> {
-        self.bindings
-            .iter()
-            .find(|(_, a, _)| *a == action)
-            .map(|(_, _, s)| s.as_str())
-    }
-
-    pub fn leader(&self) -> Option<&str> {
-        self.leader.as_ref().map(|(_, s)| s.as_str())
-    }
-
-    fn action(&self, key: Key) -> Option<DeckAction> {
-        self.bindings
-            .iter()
-            .find(|(k, ..)| *k == key)
-            .map(|(_, a, _)| *a)
-    }
-
-    fn is_leader(&self, key: Key) -> bool {
-        self.leader.as_ref().is_some_and(|(k, _)| *k == key)
-    }
-
-    /// Every binding, for the help screen.
-    pub fn listed(&self) -> Vec<(String, &'static str)> {
-        let mut out: Vec<(String, &'static str)> = Vec::new();
-        let go: Vec<&str> = self
-            .bindings
-            .iter()
-            .filter(|(_, a, _)| matches!(a, DeckAction::Go(_)))
-            .map(|(_, _, s)| s.as_str())
-            .collect();
-        if let (Some(first), Some(last)) = (go.first(), go.last()) {
-            out.push((format!("{first}…{last}"), DeckAction::Go(1).describe()));
-        }
-        for (_, a, s) in &self.bindings {
-            if !matches!(a, DeckAction::Go(_)) {
-                out.push((s.clone(), a.describe()));
-            }
-        }
-        if let Some((_, s)) = &self.leader {
-            out.push((
-                format!("{s} then a key"),
-                "the session key of that key with Alt (for terminals that do not send Alt)",
-            ));
-        }
-        out
-    }
-}
-
-/// Crossterm reads `Ctrl-]` (0x1d) as `Ctrl-5`: both are the same key here.
-fn normalize(key: Key) -> Key {
-    match key {
-        Key {
-            code: KeyCode::Char('5'),
-            ctrl: true,
-            alt: false,
-        } => Key {
-            code: KeyCode::Char(']'),
-            ctrl: true,
-            alt: false,
-        },
-        k => k,
-    }
-}
-
-/// What a key is to the deck.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeckKey {
-    Action(DeckAction),
-    /// Taken by the deck, nothing to do (the leader; a key after it that is no session
-    /// key; a key release).
-    Swallowed,
-    /// The session's key.
-    Pass,
 }
 
 /// The new-session form: agent and directory, defaults from the session in front.
@@ -699,35 +392,6 @@ impl Deck {
         numbered
     }
 
-    /// What a key is to the deck: one of its actions, swallowed (the leader, or a key
-    /// after it that is no session key), or the session's.
-    pub fn key(&mut self, k: &KeyEvent) -> DeckKey {
-        if k.kind == KeyEventKind::Release {
-            return DeckKey::Swallowed;
-        }
-        let key = normalize(Key::from_event(k));
-        if std::mem::take(&mut self.leader) {
-            let as_alt = Key { alt: true, ..key };
-            return match self.keys.action(as_alt) {
-                Some(a) => DeckKey::Action(a),
-                None => DeckKey::Swallowed,
-            };
-        }
-        if self.keys.is_leader(key) {
-            self.leader = true;
-            return DeckKey::Swallowed;
-        }
-        match self.keys.action(key) {
-            Some(a) => DeckKey::Action(a),
-            None => DeckKey::Pass,
-        }
-    }
-
-    /// Whether the leader was pressed and the next key is awaited.
-    pub fn leading(&self) -> bool {
-        self.leader
-    }
-
     /// Close asked for the session in front: `true` when it may go now (it is idle, or
     /// this is the second ask).
     pub fn may_close(&mut self) -> bool {
@@ -768,91 +432,6 @@ impl Deck {
             ..Default::default()
         });
         self.refresh_compare();
-    }
-
-    /// Every session as a hub's client sees it.
-    pub fn session_infos(&self) -> Vec<trellis_hub::wire::SessionInfo> {
-        let pending = self.pending();
-        self.slots
-            .iter()
-            .map(|s| {
-                let session = &s.app.driver.session;
-                trellis_hub::wire::SessionInfo {
-                    key: s.key,
-                    acp_id: session.id.as_deref().map(str::to_string),
-                    agent: s.app.agent.clone(),
-                    state: s.attention.word().into(),
-                    rank: s.attention.rank(),
-                    title: s.title(),
-                    cwd: session.cwd.clone().unwrap_or_default(),
-                    source: s.source.clone(),
-                    branch: s.branch.clone(),
-                    for_s: s.since.elapsed().as_secs(),
-                    pending: pending
-                        .iter()
-                        .filter(|p| p.key == s.key)
-                        .map(|p| trellis_hub::wire::PendingInfo {
-                            request_id: p.request_id.clone(),
-                            kind: match p.kind {
-                                Blocked::Question => "question".into(),
-                                _ => "permission".into(),
-                            },
-                            subject: p.subject.clone(),
-                            options: p.options.clone(),
-                        })
-                        .collect(),
-                }
-            })
-            .collect()
-    }
-
-    /// A permission request answered through the socket by `who`: once, one-time choices
-    /// only; someone who comes second is told who answered.
-    pub fn decide_attached(
-        &mut self,
-        key: SessionKey,
-        request_id: &str,
-        option_id: &str,
-        who: String,
-    ) -> Result<Vec<SessionNote>, (&'static str, String)> {
-        use trellis_core::permission::record::OptionKind;
-        let i = self
-            .index_of(key)
-            .ok_or(("not_found", format!("no session {key}")))?;
-        let s = &self.slots[i].app.driver.session;
-        let Some((_, _, options)) = s
-            .pending_permissions()
-            .into_iter()
-            .find(|(r, ..)| r == request_id)
-        else {
-            return Err(match s.answered_by(request_id) {
-                Some(by) => ("answered", format!("already answered by {by}")),
-                None => ("not_found", format!("no pending request {request_id}")),
-            });
-        };
-        match options.iter().find(|o| o.option_id == option_id) {
-            None => Err(("bad_request", format!("no choice {option_id}"))),
-            Some(o) if matches!(o.kind, OptionKind::AllowAlways | OptionKind::RejectAlways) => {
-                Err((
-                    "refused",
-                    "\"always\" is chosen in the session's own dialog, where the rule's scope shows"
-                        .into(),
-                ))
-            }
-            Some(_) => {
-                let slot = &mut self.slots[i];
-                let mut notes = Vec::new();
-                slot.app.driver.decide(
-                    request_id.to_string(),
-                    trellis_core::Choice::Option(option_id.to_string()),
-                    trellis_core::Decider::Attached(who),
-                    &mut notes,
-                );
-                let numbered = self.slots[i].number(notes);
-                self.refresh(i);
-                Ok(numbered)
-            }
-        }
     }
 
     /// The comparison's rows again (when it opens and when a member's state changes).
@@ -896,15 +475,10 @@ impl Deck {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crossterm::event::KeyModifiers;
 
-    fn key(c: char, m: KeyModifiers) -> KeyEvent {
-        KeyEvent::new(KeyCode::Char(c), m)
-    }
-
-    fn opened(name: &str) -> Opened {
+    pub(super) fn opened(name: &str) -> Opened {
         Opened {
             app: App::new(
                 trellis_core::Session::new(trellis_core::permission::Policy::Ask),
@@ -915,44 +489,6 @@ mod tests {
             source: "/src/repo".into(),
             branch: None,
         }
-    }
-
-    #[test]
-    fn alt_keys_and_the_leader() {
-        let mut d = Deck::new(opened("a"), "demo".into());
-        assert_eq!(
-            d.key(&key('3', KeyModifiers::ALT)),
-            DeckKey::Action(DeckAction::Go(3))
-        );
-        assert_eq!(d.key(&key('x', KeyModifiers::NONE)), DeckKey::Pass);
-        assert_eq!(
-            d.key(&key('N', KeyModifiers::ALT | KeyModifiers::SHIFT)),
-            DeckKey::Action(DeckAction::NewWorktree)
-        );
-        // Ctrl-] as crossterm reads it, then a plain `a`: the jump.
-        assert_eq!(d.key(&key('5', KeyModifiers::CONTROL)), DeckKey::Swallowed);
-        assert!(d.leading());
-        assert_eq!(
-            d.key(&key('a', KeyModifiers::NONE)),
-            DeckKey::Action(DeckAction::Attention)
-        );
-        // A key after the leader that is no session key is dropped, not typed.
-        assert_eq!(d.key(&key(']', KeyModifiers::CONTROL)), DeckKey::Swallowed);
-        assert_eq!(d.key(&key('z', KeyModifiers::NONE)), DeckKey::Swallowed);
-        assert_eq!(d.key(&key('z', KeyModifiers::NONE)), DeckKey::Pass);
-    }
-
-    #[test]
-    fn keys_are_rebound_and_checked() {
-        let mut cfg = std::collections::BTreeMap::new();
-        cfg.insert("session_next".to_string(), Some("<F8>".to_string()));
-        cfg.insert("inbox".to_string(), None);
-        let k = DeckKeys::new(&cfg).unwrap();
-        assert_eq!(k.spec(DeckAction::Next), Some("<F8>"));
-        assert_eq!(k.spec(DeckAction::Inbox), None);
-        cfg.insert("session_prev".to_string(), Some("gT".to_string()));
-        assert!(DeckKeys::new(&cfg).is_err(), "two keys");
-        assert!(DeckAction::is_name("leader") && !DeckAction::is_name("inspect"));
     }
 
     fn login() -> trellis_acp::Login {

@@ -1,0 +1,131 @@
+//! One session of the deck: its front end, where it is grouped, what the human has seen
+//! of it, and its state derived again on every change.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use trellis_core::attention::{Attention, Facts};
+use trellis_core::event::EventBody;
+use trellis_driver::Note;
+
+use super::{Opened, SessionKey, SessionNote};
+use crate::app::App;
+
+/// One session of the deck.
+pub struct Slot {
+    pub key: SessionKey,
+    pub app: App,
+    pub restart: Option<crate::Restart>,
+    pub source: String,
+    pub branch: Option<String>,
+    /// The agent as the user named it (for the new-session form's default).
+    pub agent_arg: String,
+    pub started: Instant,
+    /// The last turn the human saw end.
+    pub seen_turn: u32,
+    pub attention: Attention,
+    /// Since when `attention` holds.
+    pub since: Instant,
+    /// Lines added and removed by the session's edits, per call.
+    edits: HashMap<usize, (usize, usize)>,
+    seq: u64,
+}
+
+impl Slot {
+    pub fn new(key: SessionKey, opened: Opened, agent_arg: String) -> Slot {
+        let now = Instant::now();
+        let mut slot = Slot {
+            key,
+            app: opened.app,
+            restart: opened.restart,
+            source: opened.source,
+            branch: opened.branch,
+            agent_arg,
+            started: now,
+            seen_turn: 0,
+            attention: Attention::Starting,
+            since: now,
+            edits: HashMap::new(),
+            seq: 0,
+        };
+        // A session that starts with history (resumed) has its edits counted once.
+        let ledger = &slot.app.driver.session.ledger;
+        for p in 0..ledger.len() {
+            if let Some(stat) = trellis_core::enrich::diff_stat(&ledger.at(p)) {
+                slot.edits.insert(p, stat);
+            }
+        }
+        slot.attention = slot.derive();
+        slot
+    }
+
+    pub(crate) fn facts(&self) -> Facts {
+        let d = &self.app.driver;
+        Facts {
+            ready: d.ready(),
+            closed: d.closed() && d.connection().is_some(),
+            login: self.app.login.is_some(),
+            seen_turn: self.seen_turn,
+        }
+    }
+
+    pub(crate) fn derive(&self) -> Attention {
+        Attention::of(&self.app.driver.session, &self.facts())
+    }
+
+    /// What the session is called: the agent's title, else its first prompt's words.
+    pub fn title(&self) -> String {
+        let s = &self.app.driver.session;
+        let t = s.title.clone().or_else(|| {
+            s.transcript.iter().find_map(|e| match e {
+                trellis_core::transcript::Entry::Message(m)
+                    if m.role == trellis_core::transcript::Role::User =>
+                {
+                    Some(m.text.clone())
+                }
+                _ => None,
+            })
+        });
+        trellis_text::one_line(t.as_deref().unwrap_or("new session")).into_owned()
+    }
+
+    /// `+added −removed` over the session's edits.
+    pub fn diffstat(&self) -> (usize, usize) {
+        self.edits
+            .values()
+            .fold((0, 0), |(a, d), (x, y)| (a + x, d + y))
+    }
+
+    /// Numbers the notes of a batch.
+    pub(crate) fn number(&mut self, notes: Vec<Note>) -> Vec<SessionNote> {
+        notes
+            .into_iter()
+            .map(|note| {
+                self.seq += 1;
+                SessionNote {
+                    key: self.key,
+                    seq: self.seq,
+                    note,
+                }
+            })
+            .collect()
+    }
+
+    /// What a batch of notes changes beside the view: the edits' line counts.
+    pub(crate) fn observe(&mut self, notes: &[SessionNote]) {
+        for n in notes {
+            if let Note::Event(ev) = &n.note
+                && matches!(
+                    ev.body,
+                    EventBody::ToolCallCreated { .. } | EventBody::ToolCallUpdated { .. }
+                )
+                && let Some(p) = ev.position
+            {
+                let call = self.app.driver.session.ledger.at(p);
+                if let Some(stat) = trellis_core::enrich::diff_stat(&call) {
+                    self.edits.insert(p, stat);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! The UI's loop over a deck of sessions: keys, every session's driver, signals and ticks
+//! in one `select!`. Frames draw the session in front and the rail; a background
+//! session's input is handled as it comes (its views only marked for later).
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, EventStream, KeyEvent, KeyEventKind};
+use futures::StreamExt;
+
+mod overlays;
+mod remote;
+
+use overlays::{compare_key, end_worktree, form_key, inbox_key};
+use remote::{next_call, remote};
+
+use crate::deck::{Deck, DeckAction, DeckKey, Inbox, Slot};
+use crate::draw::Clock;
+use crate::{
+    FIRST_FRAME_WAIT, Intent, READING_FRAME, perform_intent, reap_openers, run_login, show_notes,
+};
+
+/// Waits for the next thing any session's driver has to handle. Cancel-safe (each
+/// driver's `recv` is).
+async fn recv_any(slots: &mut [Slot]) -> (usize, trellis_driver::Incoming) {
+    let futs = slots
+        .iter_mut()
+        .enumerate()
+        .map(|(i, s)| Box::pin(async move { (i, s.app.driver.recv().await) }));
+    futures::future::select_all(futs).await.0
+}
+
+/// A recording being read: what arrives in the first moments is in the first frame.
+async fn first_moments(deck: &mut Deck) {
+    let until = tokio::time::Instant::now() + FIRST_FRAME_WAIT;
+    let i = deck.front;
+    while deck.slots[i].app.driver.loading().is_some() && tokio::time::Instant::now() < until {
+        let Ok(incoming) = tokio::time::timeout_at(until, deck.slots[i].app.driver.recv()).await
+        else {
+            break;
+        };
+        let notes = deck.handle(i, incoming);
+        let app = &mut deck.slots[i].app;
+        show_notes(app, notes.into_iter().map(|n| n.note).collect());
+        app.inspect_when_loaded();
+    }
+}
+
+/// Writes what the deck has to announce: bell, a mark in the window title, a desktop
+/// notification (OSC 9 and OSC 777), each as the front session's `[ui]` settings say;
+/// inside tmux the notifications are passed through to the outer terminal.
+pub(super) fn announce(deck: &mut Deck, title_marked: &mut bool) {
+    let alerts = deck.slots[deck.front].app.alerts;
+    let tmux = std::env::var_os("TMUX").is_some();
+    let mut seq = String::new();
+    for a in std::mem::take(&mut deck.announce) {
+        if let Some(cmd) = &deck.notify.command {
+            run_hook(cmd, &a);
+        }
+        let number = deck.index_of(a.key).map(|i| i + 1).unwrap_or(0);
+        let agent = trellis_text::sanitize::one_line(&a.agent).replace(['\x07', '\x1b'], "");
+        let text = format!("session {number} ({agent}): {}", a.attention.word());
+        if alerts.bell {
+            seq.push('\x07');
+        }
+        if alerts.notify {
+            let osc9 = format!("\x1b]9;Trellis: {text}\x07");
+            let osc777 = format!("\x1b]777;notify;Trellis;{text}\x07");
+            for s in [osc9, osc777] {
+                if tmux {
+                    // tmux passes a sequence on only wrapped, its escapes doubled.
+                    seq.push_str(&format!(
+                        "\x1bPtmux;{}\x1b\\",
+                        s.replace('\x1b', "\x1b\x1b")
+                    ));
+                } else {
+                    seq.push_str(&s);
+                }
+            }
+        }
+        if alerts.title {
+            seq.push_str(&format!("\x1b]2;◆ trellis — {text}\x07"));
+            *title_marked = true;
+        }
+    }
+    if *title_marked && deck.wanted().is_none() {
+        seq.push_str("\x1b]2;trellis\x07");
+        *title_marked = false;
+    }
+    if !seq.is_empty() {
+        let out = &mut std::io::stdout();
+        let _ = std::io::Write::write_all(out, seq.as_bytes());
+        let _ = std::io::Write::flush(out);
+    }
+}
+
+/// Runs `[notify] command` for an announcement, with the session id, state and agent in
+/// its environment (never the prompt or the output). It runs in a process group of its
+/// own, dies with Trellis, and is stopped after 10 s.
+fn run_hook(cmd: &str, a: &crate::deck::Announcement) {
+    use std::os::unix::process::CommandExt;
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .env("TRELLIS_SESSION", a.session_id.as_deref().unwrap_or(""))
+        .env("TRELLIS_STATE", a.attention.word())
+        .env("TRELLIS_AGENT", &a.agent)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    trellis_os::priority::die_with_parent(&mut c);
+    let Ok(mut child) = trellis_os::reaper::spawn_owned(&mut c) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("trellis-notify".into())
+        .spawn(move || {
+            let pid = child.id();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                match child.try_wait() {
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(50))
+                    }
+                    Ok(Some(_)) => break,
+                    _ => {
+                        trellis_os::group::signal(pid, trellis_os::Signal::SIGKILL);
+                        let _ = child.wait();
+                        break;
+                    }
+                }
+            }
+            // What it left in its group goes with it.
+            trellis_os::group::signal(pid, trellis_os::Signal::SIGKILL);
+            trellis_os::reaper::disown(pid);
+        });
+}
+
+/// Closes slot `i` (the closing sequence of its session, awaited) and takes it off the
+/// deck; what closing said goes to `said`.
+pub(super) async fn close_slot(deck: &mut Deck, i: usize, reason: &str, said: &mut Vec<String>) {
+    let mut slot = deck.slots.remove(i);
+    if let Some(log) = &slot.app.log_path {
+        said.push(format!("session log: {}", log.display()));
+    }
+    if slot.app.driver.connection().is_some() {
+        let mut notes = Vec::new();
+        slot.app.driver.close(reason, &mut notes).await;
+        said.extend(notes.into_iter().filter_map(|n| match n {
+            trellis_driver::Note::Message(text) => Some(text),
+            _ => None,
+        }));
+    }
+    if deck.front >= deck.slots.len() {
+        deck.front = deck.slots.len().saturating_sub(1);
+    } else if i < deck.front {
+        deck.front -= 1;
+    }
+    if let Some(s) = deck.slots.get_mut(deck.front) {
+        s.app.full_redraw = true;
+    }
+}
+
+/// Carries out a deck action.
+async fn act(deck: &mut Deck, a: DeckAction, said: &mut Vec<String>) {
+    let n = deck.slots.len();
+    match a {
+        DeckAction::Go(k) => {
+            let i = usize::from(k).saturating_sub(1);
+            if i < n {
+                deck.show(i);
+            } else {
+                deck.front().message = Some(format!("there is no session {k}"));
+            }
+        }
+        DeckAction::Next => deck.show((deck.front + 1) % n),
+        DeckAction::Prev => deck.show((deck.front + n - 1) % n),
+        DeckAction::Attention => match deck.wanted() {
+            Some(i) => deck.show(i),
+            None => deck.front().message = Some("no session needs you".into()),
+        },
+        DeckAction::New | DeckAction::NewWorktree => {
+            if deck.opener.is_none() {
+                deck.front().message = Some("no other session can be started here".into());
+            } else {
+                deck.open_form(a == DeckAction::NewWorktree);
+            }
+        }
+        DeckAction::Close => {
+            if deck.may_close() {
+                let i = deck.front;
+                close_slot(deck, i, "user closed the session", said).await;
+            }
+        }
+        DeckAction::Rail => deck.rail = !deck.rail,
+        DeckAction::Inbox => deck.inbox = Some(Inbox::default()),
+        DeckAction::Compare => deck.open_compare(),
+    }
+}
+
+/// The loop. Returns when the user quits (every session closes after it).
+pub(crate) async fn deck_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    deck: &mut Deck,
+    signals: &mut trellis_os::signals::Signals,
+    said: &mut Vec<String>,
+) -> std::io::Result<()> {
+    let start = Instant::now();
+    let mut events = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut frame = 0usize;
+    let mut dirty = true;
+    let mut last_frame = Instant::now();
+    let mut title_marked = false;
+    let mut focused = true;
+    first_moments(deck).await;
+    loop {
+        if deck.slots.is_empty() {
+            return Ok(());
+        }
+        let front = deck.front;
+        if std::mem::take(&mut deck.slots[front].app.full_redraw) {
+            let size = terminal.size()?;
+            terminal.resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))?;
+            dirty = true;
+        }
+        if dirty {
+            deck.seen();
+            let now = start.elapsed().as_secs_f64();
+            last_frame = Instant::now();
+            terminal.draw(|f| crate::rail::draw_deck(f, deck, Clock { now, frame }))?;
+            dirty = false;
+            if deck.slots[front].app.exit_after_first_frame {
+                return Ok(());
+            }
+        }
+        if deck.slots[front].app.quit {
+            return Ok(());
+        }
+        if let Some(login) = deck.slots[front].app.login.take() {
+            drop(events);
+            let ran = run_login(&login);
+            events = EventStream::new();
+            let ok = ran.as_ref().is_ok_and(|s| s.success());
+            let app = &mut deck.slots[front].app;
+            app.driver.login_done(ok);
+            app.full_redraw = true;
+            let command = trellis_text::one_line(&login.command_line()).into_owned();
+            app.message = Some(match ran {
+                Ok(_) if ok => "login finished: the agent sets up its session again".into(),
+                Ok(s) => format!("the login failed ({s}): {command}"),
+                Err(e) => format!("the login could not run ({e}): {command}"),
+            });
+            deck.refresh(front);
+            continue;
+        }
+        for s in deck.slots.iter_mut() {
+            s.app.driver.deliver();
+        }
+        let app = &deck.slots[front].app;
+        let animating = trellis_view::TranscriptView::animating(&app.driver.session);
+        let ticking = animating
+            || app.catching_up()
+            || !app.openers.is_empty()
+            || app.driver.loading().is_some();
+        tokio::select! {
+            (i, incoming) = recv_any(&mut deck.slots) => {
+                let notes = deck.handle(i, incoming);
+                let app = &mut deck.slots[i].app;
+                show_notes(app, notes.into_iter().map(|n| n.note).collect());
+                app.inspect_when_loaded();
+                let was = deck.slots[i].attention;
+                deck.refresh(i);
+                if deck.slots[i].attention != was {
+                    deck.refresh_compare();
+                }
+                if i == deck.front {
+                    dirty |= deck.slots[i].app.driver.loading().is_none()
+                        || last_frame.elapsed() >= READING_FRAME;
+                } else {
+                    // A background session redraws only the rail, when its state changed.
+                    dirty |= deck.slots[i].attention != was;
+                }
+                announce(deck, &mut title_marked);
+            }
+            ev = events.next() => match ev {
+                Some(Ok(Event::Key(k))) => {
+                    dirty = true;
+                    key_event(deck, &k, focused, &mut title_marked, said).await;
+                }
+                Some(Ok(Event::Mouse(m))) => {
+                    deck.front().on_mouse(m);
+                    dirty = true;
+                }
+                Some(Ok(Event::FocusGained)) => {
+                    focused = true;
+                    deck.front().focused = true;
+                }
+                Some(Ok(Event::FocusLost)) => {
+                    focused = false;
+                    deck.front().focused = false;
+                }
+                Some(Ok(_)) => dirty = true,
+                Some(Err(e)) => return Err(e),
+                None => return Ok(()),
+            },
+            call = next_call(&mut deck.hub) => {
+                remote(deck, call, said).await;
+                dirty = true;
+                announce(deck, &mut title_marked);
+            }
+            sig = signals.recv() => {
+                deck.front().stop_reason = Some(format!("stopped by {sig}"));
+                return Ok(());
+            }
+            _ = tick.tick(), if ticking => {
+                frame = frame.wrapping_add(1);
+                reap_openers(deck.front());
+                dirty = true;
+            }
+        }
+    }
+}
+
+/// A key: to the open form, comparison or inbox, else the deck's own keys, else the
+/// session in front.
+async fn key_event(
+    deck: &mut Deck,
+    k: &KeyEvent,
+    focused: bool,
+    title_marked: &mut bool,
+    said: &mut Vec<String>,
+) {
+    if k.kind == KeyEventKind::Release {
+        return;
+    }
+    if deck.form.is_some() {
+        form_key(deck, k);
+        return;
+    }
+    if deck.compare.is_some() {
+        compare_key(deck, k, said).await;
+        return;
+    }
+    if deck.inbox.is_some() {
+        inbox_key(deck, k);
+        announce(deck, title_marked);
+        return;
+    }
+    match deck.key(k) {
+        DeckKey::Action(a) => {
+            act(deck, a, said).await;
+            // Only the session in front alerts on its own (when the terminal has no
+            // focus); the deck announces the others.
+            let front = deck.front;
+            for (j, s) in deck.slots.iter_mut().enumerate() {
+                s.app.focused = j != front || focused;
+            }
+            announce(deck, title_marked);
+        }
+        DeckKey::Swallowed => {}
+        DeckKey::Pass => {
+            front_key(deck, *k);
+            if let Some(action) = deck.front().worktree_end.take() {
+                end_worktree(deck, &action, said).await;
+            }
+        }
+    }
+}
+
+/// A key for the session in front (what a single session's loop does with it).
+fn front_key(deck: &mut Deck, k: KeyEvent) {
+    let i = deck.front;
+    let slot = &mut deck.slots[i];
+    for intent in slot.app.on_key(k) {
+        if intent == Intent::Restart {
+            let origin = slot.app.driver.connection().map(|h| h.recorder().origin());
+            match (slot.restart.as_mut(), origin) {
+                (Some(start), Some(origin)) => match start(origin) {
+                    Ok(c) => slot.app.driver.connect(c),
+                    Err(e) => slot.app.message = Some(format!("cannot restart the agent: {e}")),
+                },
+                _ => slot.app.message = Some("this session cannot restart its agent".into()),
+            }
+            continue;
+        }
+        perform_intent(&mut slot.app, intent);
+    }
+    deck.refresh(i);
+}

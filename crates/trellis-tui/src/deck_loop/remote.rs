@@ -1,0 +1,136 @@
+//! Requests from the UI's socket (`trellis ls`, `send`, `cancel`, `stop`, `approve`),
+//! carried out on the deck and answered.
+
+use super::close_slot;
+use crate::deck::{Command, Deck};
+use crate::show_notes;
+
+/// The next request from this UI's socket (never, without one).
+pub(super) async fn next_call(
+    hub: &mut Option<trellis_hub::serve::Served>,
+) -> trellis_hub::serve::Call {
+    match hub {
+        Some(h) => match h.calls.recv().await {
+            Some(c) => c,
+            None => std::future::pending().await,
+        },
+        None => std::future::pending().await,
+    }
+}
+
+/// How many mutations' outcomes are kept for retries.
+const OPS_KEPT: usize = 256;
+
+/// Carries out a request from the socket and answers it.
+pub(super) async fn remote(
+    deck: &mut Deck,
+    call: trellis_hub::serve::Call,
+    said: &mut Vec<String>,
+) {
+    use trellis_hub::wire::{Body, HubInfo, Op, Response};
+    let trellis_hub::serve::Call {
+        request,
+        pid,
+        reply,
+    } = call;
+    let id = request.id;
+    // Who asks, as the log will name them: the client's word for itself (made
+    // harmless, bounded) and its process.
+    let name = trellis_text::clip(&trellis_text::one_line(&request.client), 64).into_owned();
+    let who = match (name.trim(), pid) {
+        ("", Some(p)) => format!("a client (pid {p})"),
+        ("", None) => "a client".to_string(),
+        (n, Some(p)) => format!("{n} (pid {p})"),
+        (n, None) => n.to_string(),
+    };
+    if let Some(op) = &request.operation_id
+        && let Some((_, body)) = deck.done_ops.iter().find(|(o, _)| o == op)
+    {
+        let _ = reply.send(Response {
+            id,
+            body: body.clone(),
+        });
+        return;
+    }
+    let slot_of = |deck: &Deck, key: u32| deck.index_of(key);
+    let error = |code: &str, message: String| Body::Error {
+        code: code.into(),
+        message,
+    };
+    let mut shown = None;
+    let body = match request.op {
+        Op::List => Body::Sessions {
+            hub: HubInfo {
+                name: deck
+                    .hub
+                    .as_ref()
+                    .map(|h| h.files.name.clone())
+                    .unwrap_or_default(),
+                pid: std::process::id(),
+            },
+            sessions: deck.session_infos(),
+        },
+        Op::Send { session, text } => match slot_of(deck, session) {
+            Some(_) if text.trim().is_empty() => error("bad_request", "an empty prompt".into()),
+            Some(i) => {
+                let notes = deck.command(
+                    session,
+                    Command::Prompt {
+                        text,
+                        files: Vec::new(),
+                    },
+                );
+                shown = Some((i, notes));
+                Body::Done {
+                    said: format!("queued for session {session}"),
+                }
+            }
+            None => error("not_found", format!("no session {session}")),
+        },
+        Op::Cancel { session } => match slot_of(deck, session) {
+            Some(i) => {
+                let notes = deck.command(session, Command::Cancel);
+                shown = Some((i, notes));
+                Body::Done {
+                    said: format!("session {session}: turn cancelled"),
+                }
+            }
+            None => error("not_found", format!("no session {session}")),
+        },
+        Op::Decide {
+            session,
+            request_id,
+            option_id,
+        } => match deck.decide_attached(session, &request_id, &option_id, who) {
+            Ok(notes) => {
+                shown = slot_of(deck, session).map(|i| (i, notes));
+                Body::Done {
+                    said: format!("answered {request_id}"),
+                }
+            }
+            Err((code, message)) => error(code, message),
+        },
+        Op::Stop { session } => match slot_of(deck, session) {
+            Some(i) => {
+                close_slot(deck, i, &format!("stopped by {who}"), said).await;
+                Body::Done {
+                    said: format!("session {session} stopped"),
+                }
+            }
+            None => error("not_found", format!("no session {session}")),
+        },
+    };
+    if let Some((i, notes)) = shown
+        && let Some(slot) = deck.slots.get_mut(i)
+    {
+        show_notes(&mut slot.app, notes.into_iter().map(|n| n.note).collect());
+        deck.refresh(i);
+    }
+    if let Some(op) = request.operation_id {
+        if deck.done_ops.len() >= OPS_KEPT {
+            deck.done_ops.pop_front();
+        }
+        deck.done_ops.push_back((op, body.clone()));
+    }
+    let _ = reply.send(Response { id, body });
+}
