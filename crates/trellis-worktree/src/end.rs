@@ -30,12 +30,17 @@ impl Outcome {
 
 /// `flock` on `<label>.lock` beside the record: created without following links, never
 /// removed.
-struct Lock(std::fs::File);
+pub(crate) struct Lock(std::fs::File);
 
 impl Lock {
     fn take(record_file: &Path) -> Result<Lock, Error> {
+        Lock::at(&record_file.with_extension("lock"))
+    }
+
+    /// `flock` on `file` (created without following links, never removed), waited for.
+    pub(crate) fn at(file: &Path) -> Result<Lock, Error> {
         use std::os::unix::fs::OpenOptionsExt;
-        let file = record_file.with_extension("lock");
+        let file = file.to_path_buf();
         let f = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -53,7 +58,7 @@ impl Lock {
                 }
                 Err(std::fs::TryLockError::WouldBlock) => {
                     return Err(Error::Refused(format!(
-                        "another Trellis is ending this worktree ({} is locked)",
+                        "another Trellis holds {} (ending this worktree, or adding one)",
                         file.display()
                     )));
                 }
@@ -330,9 +335,22 @@ pub fn apply(found: &Found) -> Result<Outcome, Error> {
         record.branch,
         record.source.display()
     ));
-    let name = retire_ref(&record, &snap)?;
-    out.say(format!("snapshot kept as {name}"));
-    let mut record = record;
+    retire(found, record, &snap, "", Stage::Applied, &mut out)?;
+    Ok(out)
+}
+
+/// The end of a tree whose state is in commit `snap`: the snapshot kept under
+/// `refs/trellis/retired/`, then the tree removed (the branch stays), the record ended.
+fn retire(
+    found: &Found,
+    mut record: Record,
+    snap: &str,
+    what: &str,
+    stage: Stage,
+    out: &mut Outcome,
+) -> Result<(), Error> {
+    let name = retire_ref(&record, snap)?;
+    out.say(format!("snapshot{what} kept as {name}"));
     record.snapshot = Some(name);
     remove_tree(&record, true)?;
     out.say(format!(
@@ -340,8 +358,8 @@ pub fn apply(found: &Found) -> Result<Outcome, Error> {
         record.path.display(),
         record.branch
     ));
-    out.record = Some(finish(found, record, Stage::Applied)?);
-    Ok(out)
+    out.record = Some(finish(found, record, stage)?);
+    Ok(())
 }
 
 /// Leaves the worktree where it is, still Trellis's (listed as kept).
@@ -374,24 +392,12 @@ pub fn discard(found: &Found) -> Result<Outcome, Error> {
     }
     let record = owned(found)?;
     let (snap, dirty) = snapshot(&record.path, &record.label)?;
-    let name = retire_ref(&record, &snap)?;
-    out.say(format!(
-        "snapshot{} kept as {name}",
-        if dirty {
-            " of the uncommitted work"
-        } else {
-            ""
-        }
-    ));
-    let mut record = record;
-    record.snapshot = Some(name);
-    remove_tree(&record, true)?;
-    out.say(format!(
-        "removed {} (branch {} kept)",
-        record.path.display(),
-        record.branch
-    ));
-    out.record = Some(finish(found, record, Stage::Discarded)?);
+    let what = if dirty {
+        " of the uncommitted work"
+    } else {
+        ""
+    };
+    retire(found, record, &snap, what, Stage::Discarded, &mut out)?;
     Ok(out)
 }
 

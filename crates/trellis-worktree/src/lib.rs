@@ -265,12 +265,18 @@ impl Worktrees {
             }
         };
         let mut record = record;
-        if let Err(e) = Git::at(&source)
-            .args(["worktree", "add", "-b", &record.branch])
-            .arg(&record.path)
-            .arg(&base)
-            .output()
-        {
+        // One `git worktree add` at a time per repository among Trellis processes: git
+        // reads the other worktrees' records while it adds one, and fails on one another
+        // add has half written ("failed to read .git/worktrees/…/commondir").
+        let adding = end::Lock::at(&repo.join("add.lock"));
+        let added = adding.and_then(|_held| {
+            Git::at(&source)
+                .args(["worktree", "add", "-b", &record.branch])
+                .arg(&record.path)
+                .arg(&base)
+                .output()
+        });
+        if let Err(e) = added {
             // Nothing was made that needs a record (git cleans up after itself); the
             // record was ours, created exclusively.
             if std::fs::symlink_metadata(&record.path).is_err() {
