@@ -11,6 +11,7 @@
 
 pub mod adapter;
 pub mod feed;
+pub mod hooks;
 pub mod mcp;
 pub mod package;
 pub mod process;

@@ -110,6 +110,26 @@ pub struct NotifyConfig {
     pub command: Option<String>,
 }
 
+/// One `[[hooks]]` entry: a command line run on an event (`docs/hooks.md`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    /// An event type of `docs/events.md` (`turn_ended`, `permission_requested`…).
+    pub on: String,
+    /// The command line (run by `$SHELL -c`); the event is on its stdin as JSON.
+    pub run: String,
+    /// Only calls of this kind (`execute`, `edit`…).
+    pub kind: Option<String>,
+    /// Only calls whose title matches this glob.
+    pub title: Option<String>,
+    /// Only calls touching a path that matches this glob.
+    pub path: Option<String>,
+    /// Only calls in this status.
+    pub status: Option<String>,
+    /// Seconds it may take (default 10).
+    pub timeout: Option<f64>,
+}
+
 /// `[worktree]`: worktrees Trellis makes for sessions (`--worktree`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -201,6 +221,8 @@ pub struct Config {
     pub worktree: WorktreeConfig,
     #[serde(default)]
     pub notify: NotifyConfig,
+    #[serde(default)]
+    pub hooks: Vec<HookConfig>,
     /// MCP servers offered to agents (`[mcp_servers.NAME]`).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,

@@ -239,6 +239,13 @@ pub fn ext_host(
         .into_iter()
         .map(|ext| trellis_ext_host::Candidate { ext, builtin: true })
         .collect();
+    let hooks = hooks_of(config)?;
+    if !hooks.is_empty() {
+        candidates.push(trellis_ext_host::Candidate {
+            ext: Box::new(trellis_plugin::hooks::Hooks::new(hooks)),
+            builtin: true,
+        });
+    }
     opts.notes.extend(plugins.notes.iter().cloned());
     {
         for (spec, grant) in &plugins.specs {
@@ -258,6 +265,59 @@ pub fn ext_host(
         }
     }
     Ok(trellis_ext_host::ExtHost::new(candidates, opts))
+}
+
+/// `[[hooks]]` from the config, checked: a known event type, a command, globs that
+/// compile, a positive timeout; an error names the entry and the key.
+fn hooks_of(config: &Config) -> anyhow::Result<Vec<trellis_plugin::hooks::Hook>> {
+    use trellis_core::glob::{GlobKind, compile};
+    let mut out = Vec::new();
+    for (i, h) in config.hooks.iter().enumerate() {
+        let table = format!("hooks[{i}]");
+        let bad = |key: &str, why: String| config.invalid(&table, key, why);
+        if !trellis_core::event::EVENT_KINDS.contains(&h.on.as_str()) {
+            return Err(bad(
+                "on",
+                format!(
+                    "{:?} is not an event type (docs/events.md: {})",
+                    h.on,
+                    trellis_core::event::EVENT_KINDS.join(", ")
+                ),
+            )
+            .into());
+        }
+        if h.run.trim().is_empty() {
+            return Err(bad("run", "an empty command".into()).into());
+        }
+        if let Some(k) = &h.kind
+            && !trellis_core::ToolKind::ALL.iter().any(|x| x.as_str() == k)
+        {
+            return Err(bad("kind", format!("{k:?} is not a tool kind")).into());
+        }
+        if let Some(g) = &h.title {
+            compile(g, GlobKind::Text).map_err(|e| bad("title", e))?;
+        }
+        if let Some(g) = &h.path {
+            compile(g, GlobKind::Path).map_err(|e| bad("path", e))?;
+        }
+        let timeout = match h.timeout {
+            None => trellis_plugin::hooks::DEFAULT_TIMEOUT,
+            Some(t) if t > 0.0 && t.is_finite() => std::time::Duration::from_secs_f64(t),
+            Some(_) => {
+                return Err(bad("timeout", "must be a positive number of seconds".into()).into());
+            }
+        };
+        out.push(trellis_plugin::hooks::Hook {
+            on: h.on.clone(),
+            run: h.run.clone(),
+            kind: h.kind.clone(),
+            title: h.title.clone(),
+            path: h.path.clone(),
+            status: h.status.clone(),
+            timeout,
+        });
+    }
+    Ok(out)
 }
 
 /// The MCP servers to offer the agent: `[mcp_servers]` from the config, then the

@@ -12,6 +12,7 @@ mod elicit;
 mod faults;
 mod headless_docs;
 mod held_output;
+mod hooks;
 mod hostile;
 mod hub;
 mod login;

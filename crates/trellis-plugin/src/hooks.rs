@@ -1,0 +1,452 @@
+//! Command hooks (`[[hooks]]` in the config): the smallest way to extend Trellis. A hook
+//! runs a command line on an event, the event as JSON on its stdin (the shape plugins get,
+//! `docs/events.md`). On `permission_requested` it may decide: exit 0 with nothing on
+//! stdout is no opinion; exit 2 rejects (stderr is the reason); `{"decision": "allow" |
+//! "reject", "reason": …}` on stdout decides. Hooks are one extension (`hooks`), so they
+//! take their place in the permission chain like any (declared order, exactly once), run
+//! on its worker (never while a frame is drawn), and a hook that fails or times out never
+//! approves anything.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use trellis_core::ext::{
+    Capability, Claim, ExtError, Extension, Host, Manifest, PermissionAsk, Registration,
+};
+use trellis_core::permission::record::OptionKind;
+use trellis_core::{Event, EventBody, ToolCall, ToolStatus};
+
+/// What a hook's output may be, at most (the rest is dropped).
+const OUTPUT_LIMIT: u64 = 64 * 1024;
+/// A hook's time unless it says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One `[[hooks]]` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hook {
+    /// An event type of `docs/events.md`.
+    pub on: String,
+    /// The command line, run by the user's shell.
+    pub run: String,
+    /// Only calls of this kind.
+    pub kind: Option<String>,
+    /// Only calls whose title matches this glob.
+    pub title: Option<String>,
+    /// Only calls touching a path that matches this glob (relative to the session's
+    /// directory unless it starts with `/` or `**`).
+    pub path: Option<String>,
+    /// Only calls in this status (`completed`, `failed`…).
+    pub status: Option<String>,
+    pub timeout: Duration,
+}
+
+/// How one run went.
+#[derive(Debug, Clone, PartialEq)]
+enum Ran {
+    Exited {
+        code: Option<i32>,
+        stdout: String,
+        stderr: String,
+    },
+    TimedOut,
+    Failed(String),
+}
+
+/// A hook's word on a permission request.
+#[derive(Debug, Clone, PartialEq)]
+enum Decision {
+    NoOpinion,
+    Allow(String),
+    Reject(String),
+    /// Failed, timed out, or said something that is not an answer: never an approval.
+    Fault(String),
+}
+
+fn status_word(s: ToolStatus) -> &'static str {
+    match s {
+        ToolStatus::Pending => "pending",
+        ToolStatus::InProgress => "in_progress",
+        ToolStatus::Completed => "completed",
+        ToolStatus::Failed => "failed",
+        ToolStatus::Cancelled => "cancelled",
+        ToolStatus::Unfinished => "unfinished",
+    }
+}
+
+impl Hook {
+    /// Whether the hook is for `call` (a hook with call matchers is for calls only).
+    fn wants(&self, call: Option<&ToolCall>, cwd: Option<&str>) -> bool {
+        let has_matchers = self.kind.is_some()
+            || self.title.is_some()
+            || self.path.is_some()
+            || self.status.is_some();
+        let Some(call) = call else {
+            return !has_matchers;
+        };
+        self.kind.as_deref().is_none_or(|k| call.kind.as_str() == k)
+            && self
+                .status
+                .as_deref()
+                .is_none_or(|s| status_word(call.status) == s)
+            && self
+                .title
+                .as_deref()
+                .is_none_or(|g| trellis_core::glob::glob_match_text(g, &call.display_title()))
+            && self.path.as_deref().is_none_or(|g| {
+                trellis_core::enrich::paths_of(call).iter().any(|p| {
+                    trellis_core::glob::subject(g, p, cwd)
+                        .is_some_and(|s| trellis_core::glob::glob_match(g, &s))
+                })
+            })
+    }
+
+    /// Runs the command with `input` on its stdin, in a process group of its own that dies
+    /// with Trellis and is stopped at the timeout.
+    fn run(&self, input: &[u8]) -> Ran {
+        use std::os::unix::process::CommandExt;
+        let shell = std::env::var("SHELL")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "sh".into());
+        let mut c = Command::new(shell);
+        c.arg("-c")
+            .arg(&self.run)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        trellis_os::priority::die_with_parent(&mut c);
+        let mut child = match trellis_os::reaper::spawn_owned(&mut c) {
+            Ok(ch) => ch,
+            Err(e) => return Ran::Failed(format!("cannot run it: {e}")),
+        };
+        let pid = child.id();
+        let mut stdin = child.stdin.take();
+        let input = input.to_vec();
+        let writer = std::thread::spawn(move || {
+            if let Some(s) = stdin.as_mut() {
+                let _ = s.write_all(&input);
+            }
+        });
+        let read = |r: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                if let Some(r) = r {
+                    let _ = r.take(OUTPUT_LIMIT).read_to_end(&mut buf);
+                }
+                String::from_utf8_lossy(&buf).into_owned()
+            })
+        };
+        let out = read(
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        );
+        let err = read(
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        );
+        let deadline = Instant::now() + self.timeout;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                _ => break None,
+            }
+        };
+        // Whatever it left in its group goes with it (and a hook past its time, too).
+        trellis_os::group::signal(pid, trellis_os::Signal::SIGKILL);
+        let status = status.or_else(|| {
+            let _ = child.wait();
+            None
+        });
+        trellis_os::reaper::disown(pid);
+        let _ = writer.join();
+        let (stdout, stderr) = (
+            out.join().unwrap_or_default(),
+            err.join().unwrap_or_default(),
+        );
+        match status {
+            Some(s) => Ran::Exited {
+                code: s.code(),
+                stdout,
+                stderr,
+            },
+            None => Ran::TimedOut,
+        }
+    }
+}
+
+fn decision(ran: Ran, timeout: Duration) -> Decision {
+    let one = |s: &str| trellis_text::sanitize::one_line(s.trim()).into_owned();
+    match ran {
+        Ran::TimedOut => Decision::Fault(format!("timed out after {} s", timeout.as_secs_f64())),
+        Ran::Failed(e) => Decision::Fault(e),
+        Ran::Exited {
+            code: Some(2),
+            stderr,
+            ..
+        } => Decision::Reject(one(&stderr)),
+        Ran::Exited {
+            code: Some(0),
+            stdout,
+            ..
+        } if stdout.trim().is_empty() => Decision::NoOpinion,
+        Ran::Exited {
+            code: Some(0),
+            stdout,
+            ..
+        } => match serde_json::from_str::<serde_json::Value>(stdout.trim()) {
+            Ok(v) => {
+                let reason = one(v["reason"].as_str().unwrap_or(""));
+                match v["decision"].as_str() {
+                    Some("allow") => Decision::Allow(reason),
+                    Some("reject") => Decision::Reject(reason),
+                    _ => Decision::Fault(
+                        "stdout is not {\"decision\": \"allow\" | \"reject\"}".into(),
+                    ),
+                }
+            }
+            Err(_) => Decision::Fault("stdout is not JSON".into()),
+        },
+        Ran::Exited { code, stderr, .. } => Decision::Fault(format!(
+            "exited {}{}",
+            code.map_or("by a signal".to_string(), |c| c.to_string()),
+            if stderr.trim().is_empty() {
+                String::new()
+            } else {
+                format!(": {}", one(&stderr))
+            }
+        )),
+    }
+}
+
+/// Counts per hook, for `/status`.
+#[derive(Debug, Default, Clone)]
+struct Count {
+    runs: u64,
+    failed: u64,
+    last: Option<String>,
+}
+
+/// The hooks of the config, as one extension.
+pub struct Hooks {
+    hooks: Vec<Hook>,
+    counts: Vec<Count>,
+}
+
+impl Hooks {
+    pub fn new(hooks: Vec<Hook>) -> Hooks {
+        let counts = vec![Count::default(); hooks.len()];
+        Hooks { hooks, counts }
+    }
+
+    fn diagnostics(&self, host: &mut dyn Host) {
+        let lines = self
+            .hooks
+            .iter()
+            .zip(&self.counts)
+            .enumerate()
+            .map(|(i, (h, c))| {
+                format!(
+                    "hook {} (on {}): {} run(s), {} failed{}",
+                    i + 1,
+                    h.on,
+                    c.runs,
+                    c.failed,
+                    c.last
+                        .as_ref()
+                        .map(|l| format!(" — last: {l}"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        host.set_diagnostics(lines);
+    }
+
+    fn note(&mut self, i: usize, ran: &Ran, host: &mut dyn Host) -> bool {
+        let c = &mut self.counts[i];
+        c.runs += 1;
+        let failed = match ran {
+            Ran::Exited { code: Some(0), .. } => None,
+            Ran::Exited { code, .. } => Some(format!(
+                "exited {}",
+                code.map_or("by a signal".to_string(), |c| c.to_string())
+            )),
+            Ran::TimedOut => Some("timed out".into()),
+            Ran::Failed(e) => Some(e.clone()),
+        };
+        if let Some(f) = &failed {
+            c.failed += 1;
+            c.last = Some(f.clone());
+            host.report(&format!("hook {}", i + 1), f);
+        }
+        failed.is_none()
+    }
+}
+
+impl Extension for Hooks {
+    fn manifest(&self) -> Manifest {
+        let mut capabilities = vec![Capability::Observe];
+        if self.hooks.iter().any(|h| h.on == "permission_requested") {
+            capabilities.push(Capability::InterceptPermissions);
+        }
+        Manifest {
+            name: "hooks".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            description: "command hooks from the config ([[hooks]])".into(),
+            capabilities,
+            ui_only: false,
+        }
+    }
+
+    fn register(&mut self, host: &mut dyn Host) -> Result<Registration, ExtError> {
+        let mut subs: Vec<String> = self
+            .hooks
+            .iter()
+            .filter(|h| h.on != "permission_requested")
+            .map(|h| h.on.clone())
+            .collect();
+        subs.sort();
+        subs.dedup();
+        self.diagnostics(host);
+        Ok(Registration {
+            subscriptions: Some(subs),
+            ..Registration::default()
+        })
+    }
+
+    fn on_event(&mut self, event: &Event, host: &mut dyn Host) -> Result<(), ExtError> {
+        let kind = event.body.kind();
+        let call = match &event.body {
+            EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } => {
+                Some(call.clone())
+            }
+            _ => None,
+        };
+        let cwd = host.session().cwd;
+        let input = serde_json::to_vec(event).unwrap_or_default();
+        for i in 0..self.hooks.len() {
+            let h = &self.hooks[i];
+            if h.on != kind || !h.wants(call.as_deref(), cwd.as_deref()) {
+                continue;
+            }
+            let ran = h.run(&input);
+            self.note(i, &ran, host);
+        }
+        self.diagnostics(host);
+        Ok(())
+    }
+
+    fn on_permission(
+        &mut self,
+        ask: &PermissionAsk,
+        host: &mut dyn Host,
+    ) -> Result<Claim, ExtError> {
+        let cwd = host.session().cwd;
+        let input = serde_json::to_vec(&serde_json::json!({
+            "type": "permission_requested",
+            "request_id": ask.request_id,
+            "call": &*ask.call,
+            "options": ask.options,
+        }))
+        .unwrap_or_default();
+        let mut claim = Claim::Pass;
+        for i in 0..self.hooks.len() {
+            let h = &self.hooks[i];
+            if h.on != "permission_requested" || !h.wants(Some(&ask.call), cwd.as_deref()) {
+                continue;
+            }
+            let timeout = h.timeout;
+            let ran = h.run(&input);
+            // Exit 2 is an answer here, not a failure.
+            let d = decision(ran.clone(), timeout);
+            if !matches!(d, Decision::Reject(_)) {
+                self.note(i, &ran, host);
+            } else {
+                self.counts[i].runs += 1;
+            }
+            let (want, reason) = match d {
+                Decision::NoOpinion => continue,
+                Decision::Fault(why) => {
+                    self.counts[i].last = Some(format!("no answer: {why}"));
+                    continue;
+                }
+                Decision::Allow(r) => (OptionKind::AllowOnce, r),
+                Decision::Reject(r) => (OptionKind::RejectOnce, r),
+            };
+            let Some(option) = ask.options.iter().find(|o| o.kind == want) else {
+                self.counts[i].last = Some("the agent offered no such choice".into());
+                continue;
+            };
+            self.counts[i].last = Some(format!(
+                "{} {}{}",
+                if want == OptionKind::AllowOnce {
+                    "allowed"
+                } else {
+                    "rejected"
+                },
+                trellis_text::one_line(&ask.call.display_title()),
+                if reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({reason})")
+                }
+            ));
+            host.respond_permission(&ask.request_id, &option.option_id)?;
+            claim = Claim::Claim;
+            break;
+        }
+        self.diagnostics(host);
+        Ok(claim)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hook(on: &str, run: &str) -> Hook {
+        Hook {
+            on: on.into(),
+            run: run.into(),
+            kind: None,
+            title: None,
+            path: None,
+            status: None,
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    #[test]
+    fn answers_from_exit_codes_and_stdout() {
+        let d = |run: &str| decision(hook("x", run).run(b"{}"), Duration::from_secs(5));
+        assert_eq!(d("true"), Decision::NoOpinion);
+        assert_eq!(
+            d("echo no rm >&2; exit 2"),
+            Decision::Reject("no rm".into())
+        );
+        assert_eq!(
+            d(r#"echo '{"decision":"allow","reason":"fine"}'"#),
+            Decision::Allow("fine".into())
+        );
+        assert!(matches!(d("echo maybe"), Decision::Fault(_)));
+        assert!(matches!(d("exit 1"), Decision::Fault(_)));
+        // Its stdin is the event.
+        assert_eq!(
+            d(r#"read l; [ "$l" = "{}" ] && echo '{"decision":"reject"}'"#),
+            Decision::Reject(String::new())
+        );
+        let mut slow = hook("x", "sleep 5");
+        slow.timeout = Duration::from_millis(200);
+        let t = Instant::now();
+        assert_eq!(slow.run(b""), Ran::TimedOut);
+        assert!(t.elapsed() < Duration::from_secs(3));
+    }
+}

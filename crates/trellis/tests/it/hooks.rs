@@ -1,0 +1,202 @@
+//! Command hooks (issue 29, item 14) against the demo agent: a hook on an event gets it on
+//! stdin; hooks on permission requests decide by exit code or JSON, in order, and one that
+//! fails or times out never approves.
+
+use std::process::Command;
+
+fn run(config: &str, args: &[&str]) -> (Option<i32>, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, config.replace("DIR", dir.path().to_str().unwrap())).unwrap();
+    let work = dir.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .arg("--config")
+        .arg(&cfg)
+        .args([
+            "run", "--agent", "demo", "--prompt", "fix", "--format", "jsonl", "--cwd",
+        ])
+        .arg(&work)
+        .args(args)
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        dir,
+    )
+}
+
+/// The permission_resolved events: (outcome kind, decider).
+fn resolved(out: &str) -> Vec<(String, String)> {
+    crate::jsonl(out)
+        .into_iter()
+        .filter(|e| e["type"] == "permission_resolved")
+        .map(|e| {
+            (
+                e["outcome"]["kind"].as_str().unwrap_or("").to_string(),
+                format!("{}", e["decider"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_hook_gets_the_event_on_stdin() {
+    let (code, _, dir) = run(
+        "[[hooks]]\non = \"turn_ended\"\nrun = \"cat > 'DIR/turn.json'\"\n\n[[hooks]]\non = \"tool_call_updated\"\nkind = \"edit\"\nstatus = \"completed\"\nrun = \"cat >> 'DIR/edits.jsonl'; echo >> 'DIR/edits.jsonl'\"\n",
+        &["--permission", "allow-once"],
+    );
+    assert_eq!(code, Some(0));
+    let turn: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("turn.json")).unwrap())
+            .unwrap();
+    assert_eq!(turn["type"], "turn_ended");
+    assert_eq!(turn["stop_reason"], "end_turn");
+    let edits = std::fs::read_to_string(dir.path().join("edits.jsonl")).unwrap();
+    assert_eq!(
+        edits.lines().filter(|l| !l.is_empty()).count(),
+        1,
+        "{edits}"
+    );
+    assert!(edits.contains("\"kind\":\"edit\""));
+}
+
+#[test]
+fn permission_hooks_decide_in_order_and_faults_never_approve() {
+    // Exit 2 rejects, before the allow-once policy would allow.
+    let (_, out, _) = run(
+        "[[hooks]]\non = \"permission_requested\"\nkind = \"edit\"\npath = \"demo-workspace/**\"\nrun = \"echo 'no edits' >&2; exit 2\"\n",
+        &["--permission", "allow-once"],
+    );
+    assert_eq!(
+        resolved(&out),
+        vec![(
+            "reject_once".into(),
+            r#"{"by":"extension","name":"hooks"}"#.into()
+        )]
+    );
+    // No opinion, then a JSON allow: the second hook decides.
+    let (_, out, _) = run(
+        "[[hooks]]\non = \"permission_requested\"\nrun = \"exit 0\"\n\n[[hooks]]\non = \"permission_requested\"\ntitle = \"Edit *\"\nrun = \"echo '{\\\"decision\\\":\\\"allow\\\"}'\"\n",
+        &[],
+    );
+    assert_eq!(resolved(&out)[0].0, "allow_once", "{out}");
+    assert!(resolved(&out)[0].1.contains("hooks"));
+    // A hook that fails, prints nonsense or times out answers nothing: the policy does.
+    for run_ in ["exit 1", "echo yes", "sleep 5"] {
+        let (_, out, _) = run(
+            &format!("[[hooks]]\non = \"permission_requested\"\ntimeout = 0.5\nrun = \"{run_}\"\n"),
+            &[],
+        );
+        assert_eq!(
+            resolved(&out),
+            vec![(
+                "reject_once".into(),
+                r#"{"by":"policy","name":"reject"}"#.into()
+            )],
+            "{run_}"
+        );
+    }
+    // Matchers that do not hold: the hook is not asked.
+    let (_, out, _) = run(
+        "[[hooks]]\non = \"permission_requested\"\nkind = \"execute\"\nrun = \"exit 2\"\n",
+        &["--permission", "allow-once"],
+    );
+    assert_eq!(resolved(&out)[0].0, "allow_once");
+}
+
+#[test]
+fn a_hook_entry_that_is_wrong_names_itself() {
+    for (cfg, wants) in [
+        (
+            "[[hooks]]\non = \"turn_over\"\nrun = \"true\"\n",
+            "hooks[0]",
+        ),
+        (
+            "[[hooks]]\non = \"turn_ended\"\nrun = \"\"\n",
+            "empty command",
+        ),
+        (
+            "[[hooks]]\non = \"turn_ended\"\nrun = \"x\"\nkind = \"nope\"\n",
+            "not a tool kind",
+        ),
+        (
+            "[[hooks]]\non = \"turn_ended\"\nrun = \"x\"\ntimeout = -1\n",
+            "positive",
+        ),
+        (
+            "[[hooks]]\non = \"turn_ended\"\nrun = \"x\"\nwhen = 1\n",
+            "unknown field",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("c.toml");
+        std::fs::write(&f, cfg).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .arg("--config")
+            .arg(&f)
+            .args(["run", "--agent", "demo", "--prompt", "x"])
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cfg}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(wants), "{cfg}: {err}");
+    }
+}
+
+#[test]
+fn the_documented_hooks_load_and_the_rm_rf_one_decides() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/hooks.md"))
+        .unwrap();
+    let blocks: Vec<&str> = doc
+        .split("```toml\n")
+        .skip(1)
+        .map(|b| &b[..b.find("```").unwrap()])
+        .collect();
+    assert_eq!(blocks.len(), 2);
+    assert!(blocks[0].lines().count() <= 3 && blocks[1].lines().count() <= 5);
+    let dir = tempfile::tempdir().unwrap();
+    for b in &blocks {
+        let f = dir.path().join("c.toml");
+        std::fs::write(&f, b).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .arg("--config")
+            .arg(&f)
+            .args(["status", "--json"])
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let run = blocks[1]
+        .split("'''")
+        .nth(1)
+        .expect("the run line between ''' quotes");
+    for (command, code) in [
+        ("rm -rf /", 2),
+        ("rm -rf ~/x", 2),
+        ("rm -rf ../y", 2),
+        ("rm -rf build", 0),
+        ("cargo test", 0),
+    ] {
+        let event = serde_json::json!({"type": "permission_requested",
+            "call": {"kind": "execute", "raw_input": {"command": command}}});
+        let mut child = Command::new("sh")
+            .args(["-c", run])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(child.stdin.as_mut().unwrap(), event.to_string().as_bytes())
+            .unwrap();
+        drop(child.stdin.take());
+        assert_eq!(child.wait().unwrap().code(), Some(code), "{command}");
+    }
+}
