@@ -43,6 +43,28 @@ __all__ = [
 
 PROTOCOL_VERSION = 1
 
+# The event types of docs/events.md (a test keeps this list equal to Trellis's).
+EVENT_TYPES = frozenset([
+    "session_started", "session_ended", "turn_started", "turn_ended", "message_chunk",
+    "tool_call_created", "tool_call_updated", "permission_requested", "permission_resolved",
+    "elicitation_requested", "elicitation_resolved", "elicitation_completed", "file_written",
+    "terminal_exited", "plan", "plan_updated", "plan_removed", "usage", "mode_changed",
+    "config_changed", "anomaly", "notice", "compaction", "commands_updated", "subagent",
+    "session_message", "agent_sessions_listed", "title_changed", "agent_exited", "call_state",
+    "warning",
+])
+
+
+class PluginDefinitionError(Exception):
+    """A decorator or declaration used wrongly: raised when the plugin starts, so the
+    mistake is seen at once (Trellis shows the plugin's stderr), never silently ignored."""
+
+
+def _handler(f: Any, where: str) -> Any:
+    if not callable(f):
+        raise PluginDefinitionError(f"@plugin.{where} decorates a function, got {f!r} (no parentheses: @plugin.{where})")
+    return f
+
 # JSON-RPC error codes of the protocol.
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
@@ -307,10 +329,21 @@ class Plugin:
 
     # ---- declarations ----
 
-    def on(self, *event_types: str) -> Callable[[Handler], Handler]:
-        """``@plugin.on("tool_call_updated")``: ``f(event, host)``. No type: every event."""
+    def on(self, *event_types: Any) -> Any:
+        """``@plugin.on("tool_call_updated")``: ``f(event, host)``. ``@plugin.on`` or
+        ``@plugin.on()``: every event. A type that is not an event type is an error at start."""
+        if len(event_types) == 1 and callable(event_types[0]):
+            # `@plugin.on` without parentheses: every event.
+            f = event_types[0]
+            self._events.setdefault("*", []).append(f)
+            return f
+        for t in event_types:
+            if not isinstance(t, str) or t not in EVENT_TYPES:
+                known = ", ".join(sorted(EVENT_TYPES))
+                raise PluginDefinitionError(f"@plugin.on({t!r}): not an event type (one of: {known})")
 
         def deco(f: Handler) -> Handler:
+            _handler(f, "on(...)")
             for t in event_types or ("*",):
                 self._events.setdefault(t, []).append(f)
             return f
@@ -319,17 +352,20 @@ class Plugin:
 
     def on_start(self, f: Handler) -> Handler:
         """``f(host)`` once the connection is set up (after ``initialize``)."""
+        _handler(f, "on_start")
         self._start.append(f)
         return f
 
     def on_idle(self, f: Handler) -> Handler:
         """``f(host)`` when Trellis has no more events for now: push what changed."""
+        _handler(f, "on_idle")
         self._idle.append(f)
         return f
 
     def on_permission(self, f: Handler) -> Handler:
         """``f(offer, host) -> bool``: True claims the request (then answer it with
         ``host.respond_permission``), False passes it on. Needs `intercept-permissions`."""
+        _handler(f, "on_permission")
         self._permission = f
         return f
 
@@ -337,14 +373,18 @@ class Plugin:
         """``f(offer, host) -> bool``: a question of the agent's (``offer["question"]``: its
         ``request_id``, ``mode``, a form's ``fields`` or a link). True claims it (then answer
         it with ``host.respond_question``), False passes it on. Needs `answer-questions`."""
+        _handler(f, "on_question")
         self._question = f
         return f
 
     def section(self, id: str, title: str, max_rows: int = 10, collapsed: bool = False) -> Callable[[Handler], Handler]:
         """A sidebar section; the decorated ``f(row_id, host)`` runs when a clickable row
         is clicked. Push its rows with ``host.set_section``."""
+        if callable(id):
+            raise PluginDefinitionError("@plugin.section takes arguments: @plugin.section(...)")
 
         def deco(f: Handler) -> Handler:
+            _handler(f, "section(...)")
             self._reg.sections.append({"id": id, "title": title, "max_rows": max_rows, "collapsed": collapsed})
             self._clicks[id] = f
             return f
@@ -357,15 +397,19 @@ class Plugin:
 
     def on_visibility(self, f: Handler) -> Handler:
         """``f(section_id, shown, host)`` when one of its sections is shown or hidden."""
+        _handler(f, "on_visibility")
         self._visibility.append(f)
         return f
 
     def design(self, id: str, label: str, kind: Optional[str] = None, name: Optional[str] = None) -> Callable[[Handler], Handler]:
         """A card design for calls of a kind (or an agent's tool name): ``f(call, facts,
         width, host) -> {"call": [line…], "result": [line…]}``."""
+        if callable(id):
+            raise PluginDefinitionError("@plugin.design takes arguments: @plugin.design(...)")
         applies = {"kind": kind} if kind else {"name": name}
 
         def deco(f: Handler) -> Handler:
+            _handler(f, "design(...)")
             self._reg.designs.append({"id": id, "label": label, "applies_to": applies})
             self._designs[id] = f
             return f
@@ -374,8 +418,11 @@ class Plugin:
 
     def transform(self, id: str, label: str) -> Callable[[Handler], Handler]:
         """A per-call display transform: ``f(call, text, host) -> str | None``."""
+        if callable(id):
+            raise PluginDefinitionError("@plugin.transform takes arguments: @plugin.transform(...)")
 
         def deco(f: Handler) -> Handler:
+            _handler(f, "transform(...)")
             self._reg.transforms.append({"id": id, "label": label})
             self._transforms[id] = f
             return f
@@ -392,8 +439,11 @@ class Plugin:
 
     def command(self, name: str, description: str) -> Callable[[Handler], Handler]:
         """``/name args`` at the prompt: ``f(args, host)``."""
+        if callable(name):
+            raise PluginDefinitionError("@plugin.command takes arguments: @plugin.command(...)")
 
         def deco(f: Handler) -> Handler:
+            _handler(f, "command(...)")
             self._reg.commands.append({"name": name, "description": description})
             self._commands[name] = f
             return f
@@ -402,8 +452,11 @@ class Plugin:
 
     def key(self, id: str, keys: str, label: str) -> Callable[[Handler], Handler]:
         """A key in the transcript: ``f(host)``."""
+        if callable(id):
+            raise PluginDefinitionError("@plugin.key takes arguments: @plugin.key(...)")
 
         def deco(f: Handler) -> Handler:
+            _handler(f, "key(...)")
             self._reg.keys.append({"id": id, "keys": keys, "label": label})
             self._keys[id] = f
             return f
@@ -413,8 +466,11 @@ class Plugin:
     def setting(self, row: str) -> Callable[[Handler], Handler]:
         """``f(choice, host)`` when the user applies a choice of settings row ``row``
         (rows are pushed with ``host.set_settings``)."""
+        if callable(row):
+            raise PluginDefinitionError("@plugin.setting takes arguments: @plugin.setting(...)")
 
         def deco(f: Handler) -> Handler:
+            _handler(f, "setting(...)")
             self._settings[row] = f
             return f
 

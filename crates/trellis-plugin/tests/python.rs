@@ -704,3 +704,58 @@ fn a_plugin_starts_at_normal_priority_and_then_runs_at_the_lowest() {
     assert!(threads.iter().all(|&t| t == (5, 19)), "{threads:?}");
     h.shutdown(Duration::from_secs(5));
 }
+
+/// Runs `code` with the SDK importable; its exit status and stderr.
+fn python_snippet(code: &str) -> (bool, String) {
+    let out = std::process::Command::new("python3")
+        .args(["-c", code])
+        .env("PYTHONPATH", sdk())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_sdk_knows_every_event_type_and_no_other() {
+    if !python() {
+        return;
+    }
+    let (ok, err) = python_snippet(
+        "import trellis_plugin as t, sys; sys.stderr.write(' '.join(sorted(t.EVENT_TYPES)))",
+    );
+    assert!(ok, "{err}");
+    let mut ours: Vec<&str> = trellis_core::event::EVENT_KINDS.to_vec();
+    ours.sort();
+    assert_eq!(err, ours.join(" "));
+}
+
+#[test]
+fn decorators_used_wrongly_fail_at_start_and_a_bare_on_takes_every_event() {
+    if !python() {
+        return;
+    }
+    let (ok, err) = python_snippet(
+        "import trellis_plugin as t\np = t.Plugin()\n@p.on\ndef f(e, h): pass\nassert p._events['*'] == [f]",
+    );
+    assert!(ok, "a bare @plugin.on: {err}");
+    for (code, wants) in [
+        (
+            "@p.on('tool_call_udpated')\ndef f(e, h): pass",
+            "not an event type",
+        ),
+        ("@p.on(3)\ndef f(e, h): pass", "not an event type"),
+        ("@p.on_start('x')\ndef f(h): pass", "decorates a function"),
+        ("@p.on_idle()\ndef f(h): pass", "missing"),
+        ("@p.setting\ndef f(c, h): pass", "takes arguments"),
+        ("@p.command\ndef f(a, h): pass", "missing 1 required"),
+    ] {
+        let (ok, err) = python_snippet(&format!(
+            "import trellis_plugin as t\np = t.Plugin()\n{code}"
+        ));
+        assert!(!ok, "{code}");
+        assert!(err.contains(wants), "{code}: {err}");
+    }
+}
