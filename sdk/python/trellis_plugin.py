@@ -24,6 +24,7 @@ plugin disconnected. See docs/plugins.md and docs/plugin-protocol.md.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from collections import deque
@@ -550,8 +551,18 @@ class Plugin:
         except Exception as e:  # the handler failed: Trellis records it, the plugin goes on
             log(f"{method}: {e!r}")
             traceback.print_exc(file=sys.stderr)
+            where = ""
+            frames = traceback.extract_tb(e.__traceback__)
+            if frames:
+                last = frames[-1]
+                where = f" ({os.path.basename(last.filename)}:{last.lineno} in {last.name})"
+            message = f"{type(e).__name__}: {e}{where}"
             if rid is not None:
-                self._reply(rid, error={"code": -32000, "message": f"{type(e).__name__}: {e}"})
+                self._reply(rid, error={"code": -32000, "message": message})
+            elif self._conn is not None:
+                # A notification has no answer to carry the error: say it is a failure.
+                what = method if method != "event" else f"event {params.get('type', '')}"
+                self._conn.send({"method": "host/failed", "params": {"what": what, "message": message}})
 
     def _action(self, a: Dict[str, Any], host: Optional[Host]) -> None:
         kind = a.get("kind")

@@ -410,6 +410,10 @@ impl Host for HostCtx<'_> {
         }
     }
 
+    fn failed(&mut self, what: &str, message: &str) {
+        self.slot.failed(what, message, self.shared);
+    }
+
     fn session(&self) -> SessionInfo {
         self.shared.mirror().info.clone()
     }

@@ -316,6 +316,7 @@ pub mod method {
     pub const HOST_OPEN_INSPECTOR: &str = "host/open_inspector";
     pub const HOST_OPTIONS: &str = "host/options";
     pub const HOST_REPORT: &str = "host/report";
+    pub const HOST_FAILED: &str = "host/failed";
     pub const HOST_REPAINT: &str = "host/repaint";
     pub const PERMISSION_RESPOND: &str = "permission/respond";
     pub const QUESTION_RESPOND: &str = "question/respond";
@@ -353,6 +354,7 @@ pub const METHODS: &[(&str, &str)] = &[
     (method::HOST_OPEN_INSPECTOR, "plugin → host"),
     (method::HOST_OPTIONS, "plugin → host"),
     (method::HOST_REPORT, "plugin → host"),
+    (method::HOST_FAILED, "plugin → host"),
     (method::HOST_REPAINT, "plugin → host"),
     (method::PERMISSION_RESPOND, "plugin → host"),
     (method::QUESTION_RESPOND, "plugin → host"),

@@ -241,6 +241,13 @@ fn host_functions(g: &mut SchemaGenerator) -> Vec<Method> {
             result: Some(null()),
         },
         Method {
+            name: "host/failed",
+            direction: p2h,
+            request: false,
+            params: s::<ReportParams>(g),
+            result: None,
+        },
+        Method {
             name: "host/repaint",
             direction: p2h,
             request: true,

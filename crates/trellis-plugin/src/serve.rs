@@ -86,6 +86,11 @@ pub fn serve(host: &mut dyn Host, method: &str, p: Value) -> Result<Value, RpcEr
             host.report(&a.what, &a.message);
             Ok(Value::Null)
         }
+        "host/failed" => {
+            let a: ReportParams = params(method, p)?;
+            host.failed(&a.what, &a.message);
+            Ok(Value::Null)
+        }
         "host/repaint" => {
             host.repaint();
             Ok(Value::Null)

@@ -759,3 +759,40 @@ fn decorators_used_wrongly_fail_at_start_and_a_bare_on_takes_every_event() {
         assert!(err.contains(wants), "{code}: {err}");
     }
 }
+
+#[test]
+fn an_exception_in_an_event_handler_is_a_counted_failure_with_its_place() {
+    if !python() {
+        return;
+    }
+    let caps = [Capability::Observe];
+    let (mut h, mut rx) = host(vec![(
+        spec(
+            "raises",
+            &["python3", "./raises.py"],
+            &caps,
+            Limits::default(),
+        ),
+        caps.to_vec(),
+    )]);
+    let mut s = S::new();
+    let mut fx = Vec::new();
+    for i in 0..3 {
+        fx.extend(s.up(json!({"sessionUpdate":"tool_call","toolCallId":format!("c{i}"),"title":"x","kind":"read","status":"pending"})));
+    }
+    pump(&mut h, &mut rx, &fx, |_, h| {
+        status(h).contains("KeyError") && status(h).contains("×3")
+    });
+    let st = status(&h);
+    assert!(
+        st.contains(
+            "failed event tool_call_created ×3: KeyError: 'no such key' (raises.py:9 in on_call)"
+        ),
+        "{st}"
+    );
+    assert!(
+        !matches!(state(&h, "raises"), ExtState::Ready),
+        "a failing plugin is not ready: {st}"
+    );
+    healthy_intact(&h);
+}

@@ -247,6 +247,9 @@ pub trait Host {
     /// Reports a problem with the extension's own settings or input, shown in `/status`
     /// (e.g. an option that cannot be used); the extension goes on.
     fn report(&mut self, what: &str, message: &str);
+    /// Records a failure of the extension's own (a plugin's handler that raised): counted
+    /// like a failed call, shown in `/status`; enough of them disable the extension.
+    fn failed(&mut self, _what: &str, _message: &str) {}
     /// Read-only facts about the session.
     fn session(&self) -> SessionInfo;
     /// Every call so far, in ledger order (shared snapshots; cheap).

@@ -292,7 +292,14 @@ export class Plugin {
       }
     } catch (e) {
       log(`${method}: ${e?.stack ?? e}`);
-      if (id !== undefined) conn.send({ id, error: { code: -32000, message: String(e?.message ?? e) } });
+      // Where it was raised: the first frame of the stack outside this SDK.
+      const frame = String(e?.stack ?? "").split("\n").slice(1)
+        .find((l) => !l.includes("trellis-plugin.mjs"));
+      const at = frame ? ` (${frame.trim().replace(/^at /, "")})` : "";
+      const message = `${e?.name ?? "Error"}: ${e?.message ?? e}${at}`;
+      if (id !== undefined) conn.send({ id, error: { code: -32000, message } });
+      // A notification has no answer to carry the error: say it is a failure.
+      else conn.send({ method: "host/failed", params: { what: method === "event" ? `event ${p.type ?? ""}` : method, message } });
     }
   }
 
