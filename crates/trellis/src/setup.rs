@@ -128,15 +128,12 @@ pub fn session_plugins(live: &Live) -> anyhow::Result<SessionPlugins> {
         let grant = spec.manifest.capabilities.clone();
         out.specs
             .retain(|(s, _)| s.manifest.name != spec.manifest.name);
+        // What it is granted is said per extension (`granted:` / `not granted:`), after the
+        // config had its say: `[extensions.NAME] grant` narrows what a tried plugin asks for.
         out.notes.push(format!(
-            "plugin {} runs for this session only (trying {}), granted {}",
+            "plugin {} runs for this session only (trying {})",
             package.name,
-            dir.display(),
-            grant
-                .iter()
-                .map(|c| c.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            dir.display()
         ));
         out.specs.push((spec, grant));
     }

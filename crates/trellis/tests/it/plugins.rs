@@ -714,3 +714,47 @@ fn the_sdks_subscribe_a_plugin_to_the_events_it_handles() {
     assert_eq!(subs("none"), serde_json::json!([]));
     assert_eq!(subs("all"), serde_json::json!(["all events"]));
 }
+
+#[test]
+fn a_tried_plugin_is_said_to_hold_what_the_config_grants_it() {
+    // `--plugin` with `[extensions.NAME] grant` narrowing it: the notes claim no grant,
+    // and the plugin's own lines say what it holds and what it was refused.
+    let home = tempfile::tempdir().unwrap();
+    let env = |c: &mut Command| {
+        c.env("XDG_DATA_HOME", home.path().join("data"))
+            .env("XDG_CONFIG_HOME", home.path().join("config"));
+    };
+    let mut new = Command::new(env!("CARGO_BIN_EXE_trellis"));
+    new.current_dir(home.path())
+        .args(["plugin", "new", "narrow", "--lang", "python"]);
+    env(&mut new);
+    assert!(new.output().unwrap().status.success());
+    std::fs::create_dir_all(home.path().join("config/trellis")).unwrap();
+    std::fs::write(
+        home.path().join("config/trellis/config.toml"),
+        "[extensions.narrow]\ngrant = [\"observe\"]\n",
+    )
+    .unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_trellis"));
+    run.args([
+        "run", "--agent", "demo", "--prompt", "hi", "--format", "jsonl", "--plugin",
+    ])
+    .arg(home.path().join("narrow"));
+    env(&mut run);
+    let out = run.output().unwrap();
+    let status = crate::jsonl(&String::from_utf8_lossy(&out.stdout))
+        .into_iter()
+        .find(|e| e["type"] == "status")
+        .expect("a status event");
+    let notes = status["notes"].to_string();
+    assert!(notes.contains("runs for this session only"), "{notes}");
+    assert!(!notes.contains("granted"), "{notes}");
+    let ext = status["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "narrow")
+        .unwrap();
+    assert_eq!(ext["granted"], serde_json::json!(["observe"]));
+    assert_eq!(ext["refused"], serde_json::json!(["ui"]));
+}
