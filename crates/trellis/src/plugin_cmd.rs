@@ -529,6 +529,13 @@ fn test(
 ) -> anyhow::Result<ExitCode> {
     let data = tempfile::tempdir()?;
     let outcome = crate::plugin_test::run(path, replay, data.path())?;
+    // What the plugin said on stderr (a traceback, its log lines), beside the snapshot.
+    if !outcome.stderr.is_empty() {
+        eprintln!("plugin stderr:");
+        for l in &outcome.stderr {
+            eprintln!("  {}", crate::output::safe(l));
+        }
+    }
     match snapshot {
         None => {
             print!("{}", outcome.snapshot);

@@ -25,6 +25,9 @@ pub struct Outcome {
     pub snapshot: String,
     /// The plugin ended up disabled.
     pub failed: bool,
+    /// The last lines the plugin wrote on its stderr (not in the snapshot: tracebacks
+    /// carry paths and line numbers that move).
+    pub stderr: Vec<String>,
 }
 
 fn clean(s: &str) -> String {
@@ -65,10 +68,24 @@ pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     write_transforms(&mut out, &mut host, session);
     write_store(&mut out, &host, &name);
     let failed = write_status(&mut out, &host, &name, &replayed.problems);
+    let stderr = host
+        .status()
+        .extensions
+        .iter()
+        .find(|e| e.name == name)
+        .map(|e| {
+            e.extra
+                .iter()
+                .skip_while(|l| !l.trim_start().starts_with("stderr:"))
+                .map(|l| clean(l))
+                .collect()
+        })
+        .unwrap_or_default();
     host.shutdown(Duration::from_secs(5));
     Ok(Outcome {
         snapshot: out,
         failed,
+        stderr,
     })
 }
 

@@ -758,3 +758,51 @@ fn a_tried_plugin_is_said_to_hold_what_the_config_grants_it() {
     assert_eq!(ext["granted"], serde_json::json!(["observe"]));
     assert_eq!(ext["refused"], serde_json::json!(["ui"]));
 }
+
+#[test]
+fn plugin_test_shows_a_handler_that_raises_and_the_plugins_stderr() {
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .current_dir(home.path())
+            .args(args)
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .output()
+            .unwrap()
+    };
+    assert!(
+        run(&["plugin", "new", "boom", "--lang", "python"])
+            .status
+            .success()
+    );
+    let py = home.path().join("boom/plugin.py");
+    let text = std::fs::read_to_string(&py).unwrap();
+    std::fs::write(
+        &py,
+        text.replace(
+            "    call = event[\"call\"]\n",
+            "    call = event[\"no such key\"]\n",
+        ),
+    )
+    .unwrap();
+    let out = run(&[
+        "plugin",
+        "test",
+        "boom",
+        "--replay",
+        "boom/tests/session.jsonl",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("failed event tool_call_updated ×")
+            && stdout.contains("KeyError: 'no such key' (plugin.py:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("state: degraded"), "{stdout}");
+    assert!(
+        stderr.contains("plugin stderr:") && stderr.contains("Traceback"),
+        "{stderr}"
+    );
+}
