@@ -275,9 +275,23 @@ impl Registry {
         let (state, problem) = self.state();
         let mut notes: Vec<String> = problem.into_iter().collect();
         let mut out = Vec::new();
+        let found = self.found();
         for e in state.enabled.iter().filter(|e| self.applies(e)) {
             match self.spec_for(e, on_spawn) {
                 Ok(s) => {
+                    // What its plugin.json has that this Trellis ignores, said each run.
+                    if let Some(p) = found
+                        .iter()
+                        .filter(|f| f.scope == e.scope)
+                        .filter_map(|f| f.package.as_ref().ok())
+                        .find(|p| p.name == e.name)
+                    {
+                        notes.extend(
+                            p.warnings
+                                .iter()
+                                .map(|w| format!("plugin {} plugin.json: {w}", p.name)),
+                        );
+                    }
                     let grant = e
                         .grant
                         .iter()

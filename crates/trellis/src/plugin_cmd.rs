@@ -139,19 +139,10 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     };
-    let prog = &t.command[0];
-    let found = match trellis_plugin::process::program(&p.root, prog) {
-        Ok(pb) if prog.starts_with("./") => pb.is_file().then_some(pb),
-        Ok(pb) => which(&pb),
+    match command_of(&p, t) {
+        Ok(f) => println!("✓ command: {} ({})", t.command.join(" "), f.display()),
         Err(e) => {
             println!("✗ command: {}", safe(&e));
-            return Ok(ExitCode::from(1));
-        }
-    };
-    match found {
-        Some(f) => println!("✓ command: {} ({})", t.command.join(" "), f.display()),
-        None => {
-            println!("✗ command: {prog} not found");
             return Ok(ExitCode::from(1));
         }
     }
@@ -231,6 +222,24 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Where the plugin's command is: a file of the package (`./…`) or a program on `PATH`.
+fn command_of(p: &Package, t: &trellis_plugin::package::TrellisPart) -> Result<PathBuf, String> {
+    let prog = t.command.first().map(String::as_str).unwrap_or("");
+    let found = match trellis_plugin::process::program(&p.root, prog) {
+        Ok(pb) if prog.starts_with("./") => pb.is_file().then_some(pb),
+        Ok(pb) => which(&pb),
+        Err(e) => return Err(e),
+    };
+    found.ok_or_else(|| format!("{prog} not found"))
+}
+
+/// The package's warnings (an unknown key, a part ignored), said before it is used.
+fn warn(p: &Package) {
+    for w in &p.warnings {
+        eprintln!("trellis: {} plugin.json: {}", p.name, safe(w));
+    }
+}
+
 fn which(prog: &Path) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -296,6 +305,15 @@ fn enable(name: &str, yes: bool) -> anyhow::Result<ExitCode> {
         .trellis
         .as_ref()
         .ok_or_else(|| anyhow!("{name} is not a Trellis plugin (no \"dev.trellis\" part)"))?;
+    warn(&p);
+    // Checked before it is enabled: a plugin whose command is missing would only fail at
+    // every session's start.
+    if let Err(e) = command_of(&p, t) {
+        bail!(
+            "{name} not enabled: its command {} (trellis plugin validate says more)",
+            safe(&e)
+        );
+    }
     let hash = p.hash().map_err(|e| anyhow!(e))?;
     let scope_word = match f.scope {
         Scope::User => "for you (every session)",
@@ -401,8 +419,15 @@ fn install(source: &str) -> anyhow::Result<ExitCode> {
         PathBuf::from(source)
     };
     let p = Package::load(&dir).map_err(|e| anyhow!("{source}: {e}"))?;
-    if p.trellis.is_none() {
+    let Some(t) = &p.trellis else {
         bail!("{source}: not a Trellis plugin (no \"dev.trellis\" part)");
+    };
+    warn(&p);
+    if let Err(e) = command_of(&p, t) {
+        bail!(
+            "{source}: not installed: its command {} (trellis plugin validate says more)",
+            safe(&e)
+        );
     }
     let files = trellis_plugin::package::files(&p.root).map_err(|e| anyhow!(e))?;
     let user = reg.user_dir();

@@ -120,6 +120,13 @@ pub fn session_plugins(live: &Live) -> anyhow::Result<SessionPlugins> {
     for dir in &live.try_plugins {
         let package = trellis_plugin::Package::load(dir)
             .map_err(|e| anyhow::anyhow!("--plugin {}: {e}", dir.display()))?;
+        // Shown in /status and the headless status event (an unknown key, say).
+        out.notes.extend(
+            package
+                .warnings
+                .iter()
+                .map(|w| format!("plugin {} plugin.json: {w}", package.name)),
+        );
         let mut spec =
             trellis_plugin::registry::spec_of(&package, &reg, Some(trellis_os::reaper::own))
                 .map_err(|e| anyhow::anyhow!("--plugin {}: {e}", dir.display()))?;

@@ -806,3 +806,83 @@ fn plugin_test_shows_a_handler_that_raises_and_the_plugins_stderr() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_manifest_with_an_unknown_key_or_a_missing_command_is_said_or_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .current_dir(home.path())
+            .args(args)
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    };
+    assert_eq!(
+        run(&["plugin", "new", "typo", "--lang", "python"]).0,
+        Some(0)
+    );
+    let manifest = home.path().join("typo/plugin.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("\"api\": [1],", "\"api\": [1],\n      \"ui_onyl\": true,"),
+    )
+    .unwrap();
+    // Tried: the warning is in the run's status notes.
+    let (_, out) = run(&[
+        "run", "--agent", "demo", "--prompt", "hi", "--format", "jsonl", "--plugin", "typo",
+    ]);
+    assert!(out.contains("ui_onyl"), "{out}");
+    // Installed: said on the way in.
+    let (code, out) = run(&["plugin", "install", "typo"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ui_onyl"), "{out}");
+    // A command that does not exist: not installed, not enabled.
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace(
+            "\"command\": [\"python3\"",
+            "\"command\": [\"no-such-program-xyz\"",
+        ),
+    )
+    .unwrap();
+    std::fs::rename(home.path().join("typo"), home.path().join("broken")).unwrap();
+    let m2 = home.path().join("broken/plugin.json");
+    let t2 = std::fs::read_to_string(&m2).unwrap();
+    std::fs::write(
+        &m2,
+        t2.replace("\"name\": \"typo\"", "\"name\": \"broken\""),
+    )
+    .unwrap();
+    let (code, out) = run(&["plugin", "install", "broken"]);
+    assert_ne!(code, Some(0), "{out}");
+    assert!(
+        out.contains("not installed") && out.contains("no-such-program-xyz"),
+        "{out}"
+    );
+    // The installed one, its command removed from under it: not enabled.
+    let installed = home.path().join("data/trellis/plugins/typo/plugin.json");
+    let t3 = std::fs::read_to_string(&installed).unwrap();
+    std::fs::write(
+        &installed,
+        t3.replace(
+            "\"command\": [\"python3\"",
+            "\"command\": [\"no-such-program-xyz\"",
+        ),
+    )
+    .unwrap();
+    let (code, out) = run(&["plugin", "enable", "typo", "--yes"]);
+    assert_ne!(code, Some(0), "{out}");
+    assert!(out.contains("not enabled"), "{out}");
+}
