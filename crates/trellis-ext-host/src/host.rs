@@ -193,6 +193,8 @@ pub struct Shared {
     pub(crate) epoch: AtomicU64,
     /// A headless run: no section is ever shown.
     pub(crate) headless: bool,
+    /// Prompts an extension may send per minute (`drive`).
+    pub(crate) drive_per_minute: u32,
     /// A weak handle to this value (for wakers).
     pub(crate) me: std::sync::OnceLock<std::sync::Weak<Shared>>,
     /// A repaint asked by a worker and not yet taken by the runtime (at most one such
@@ -220,6 +222,7 @@ impl Shared {
             generation: AtomicU64::new(0),
             epoch: AtomicU64::new(1),
             headless: false,
+            drive_per_minute: crate::DRIVE_PER_MINUTE,
         }
     }
 
@@ -665,10 +668,34 @@ impl Host for HostCtx<'_> {
 
     fn drive(&mut self, action: DriveAction) -> Result<(), HostError> {
         self.need(Capability::Drive, "drive")?;
-        if let DriveAction::Prompt { text } = &action
-            && text.trim().is_empty()
-        {
-            return Err(HostError::Invalid("an empty prompt".into()));
+        if let DriveAction::Prompt { text } = &action {
+            let asked = trellis_text::clip(&trellis_text::one_line(text), 60).into_owned();
+            if text.trim().is_empty() {
+                return Err(HostError::Invalid("an empty prompt".into()));
+            }
+            // A budget of prompts per minute, per extension.
+            let limit = self.shared.drive_per_minute as usize;
+            let now = std::time::Instant::now();
+            let mut sent = crate::lock(&self.slot.prompts_sent);
+            while sent
+                .front()
+                .is_some_and(|t| now.duration_since(*t) >= std::time::Duration::from_secs(60))
+            {
+                sent.pop_front();
+            }
+            if sent.len() >= limit {
+                let why = format!(
+                    "drive budget: {limit} prompt(s) a minute ([extensions] drive_per_minute); this one is refused"
+                );
+                drop(sent);
+                self.slot.diag().reject(
+                    "drive prompt",
+                    &format!("at most {limit} a minute ([extensions] drive_per_minute)"),
+                    &asked,
+                );
+                return Err(HostError::Invalid(why));
+            }
+            sent.push_back(now);
         }
         self.shared.send(HostMsg::Drive {
             extension: self.slot.name.clone(),

@@ -81,6 +81,8 @@ pub struct HostOptions {
     /// Facts found while choosing what to load (plugins not started and why), shown in
     /// `/status`.
     pub notes: Vec<String>,
+    /// Prompts an extension holding `drive` may send per minute; more are refused.
+    pub drive_per_minute: u32,
 }
 
 impl Default for HostOptions {
@@ -95,9 +97,14 @@ impl Default for HostOptions {
             headless: false,
             config: BTreeMap::new(),
             notes: Vec::new(),
+            drive_per_minute: DRIVE_PER_MINUTE,
         }
     }
 }
+
+/// Prompts an extension may send per minute unless `[extensions] drive_per_minute` says
+/// otherwise: a "please continue" plugin is stopped long before it runs dozens of turns.
+pub const DRIVE_PER_MINUTE: u32 = 6;
 
 /// From workers (and host functions) to the runtime.
 #[derive(Debug, Clone, PartialEq)]
@@ -255,6 +262,7 @@ impl ExtHost {
         let mut shared = Shared::new(tx, opts.path_map.clone(), opts.store_dir.clone());
         shared.headless = opts.headless;
         shared.store_seed = opts.store_seed.clone();
+        shared.drive_per_minute = opts.drive_per_minute;
         let shared = Arc::new(shared);
         let _ = shared.me.set(Arc::downgrade(&shared));
         let mut notes = opts.notes.clone();

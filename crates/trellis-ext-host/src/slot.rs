@@ -61,6 +61,8 @@ pub struct Slot {
     pub granted: Vec<Capability>,
     pub refused: Vec<Capability>,
     pub(crate) ext: Mutex<Box<dyn Extension>>,
+    /// When its last prompts were sent (`drive`), for the per-minute budget.
+    pub(crate) prompts_sent: Mutex<std::collections::VecDeque<std::time::Instant>>,
     pub(crate) tx: OnceLock<Sender<Job>>,
     pub(crate) diag: Mutex<Diag>,
     disabled: AtomicBool,
@@ -138,6 +140,7 @@ impl Slot {
             granted,
             refused,
             ext: Mutex::new(ext),
+            prompts_sent: Mutex::new(std::collections::VecDeque::new()),
             tx: OnceLock::new(),
             diag: Mutex::new(Diag::default()),
             disabled: AtomicBool::new(false),

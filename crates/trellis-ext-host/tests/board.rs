@@ -352,3 +352,38 @@ fn drive_needs_its_grant_and_is_handed_to_the_runtime_with_its_origin() {
         }
     }
 }
+
+#[test]
+fn drive_prompts_beyond_the_budget_a_minute_are_refused_and_said() {
+    let (mut h, mut rx) = host(Box::new(Pusher), &[Capability::Ui, Capability::Drive]);
+    // The default budget, then one more than it.
+    let budget = trellis_ext_host::DRIVE_PER_MINUTE as usize;
+    for _ in 0..budget + 2 {
+        h.ui.apply(
+            &RowTarget::Ext {
+                slot: 0,
+                id: "any".into(),
+            },
+            "on",
+        );
+    }
+    assert!(h.flush(Duration::from_secs(10)));
+    let mut outs = Vec::new();
+    while let Ok(m) = rx.try_recv() {
+        outs.extend(h.on_msg(m, 1.0));
+    }
+    let drove = outs
+        .iter()
+        .filter(|o| matches!(o, Out::Drive { .. }))
+        .count();
+    assert_eq!(drove, budget, "{outs:?}");
+    let st = h.status();
+    let ext = &st.extensions[0];
+    assert!(
+        ext.rejections
+            .iter()
+            .any(|r| r.what == "drive prompt" && r.rule.contains("drive_per_minute")),
+        "{:?}",
+        ext.rejections
+    );
+}

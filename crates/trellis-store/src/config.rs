@@ -180,6 +180,8 @@ pub struct ExtensionsConfig {
     pub queue: Option<usize>,
     /// Seconds an extension that claimed a permission request has to answer (default 30).
     pub permission_timeout: Option<f64>,
+    /// Prompts an extension holding `drive` may send per minute (default 6).
+    pub drive_per_minute: Option<u32>,
     /// Path mappings for `resolve_path`: agent-side prefix = local prefix.
     #[serde(default)]
     pub path_map: BTreeMap<String, String>,

@@ -20,6 +20,8 @@ pub struct Launch {
     pub permission: Option<String>,
     /// `--plugin` packages.
     pub plugins: Vec<PathBuf>,
+    /// `--allow-drive`.
+    pub allow_drive: bool,
     pub exit_after_first_frame: bool,
 }
 
@@ -55,6 +57,7 @@ impl Launch {
             headless: false,
             project: Some(resolved.spec.cwd.clone()),
             try_plugins: self.plugins.clone(),
+            allow_drive: self.allow_drive,
         };
         let plugins = crate::setup::session_plugins(&live)?;
         let (host, host_rx) = crate::setup::ext_host(config, &live, &plugins)?;

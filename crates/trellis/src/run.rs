@@ -230,6 +230,7 @@ pub fn main(
         headless: true,
         project: Some(resolved.spec.cwd.clone()),
         try_plugins: common.plugin.clone(),
+        allow_drive: common.allow_drive,
     };
     let plugins = crate::setup::session_plugins(&live)?;
     let host = crate::setup::ext_host(&config, &live, &plugins)?;

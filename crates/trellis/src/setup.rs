@@ -89,8 +89,10 @@ pub struct Live {
     /// The project (the session's directory): its `.trellis/plugins` are considered.
     pub project: Option<PathBuf>,
     /// Plugin packages to run for this session only (`--plugin`, `trellis plugin try`),
-    /// granted what they ask for.
+    /// granted what they ask for — `drive` only with `allow_drive`.
     pub try_plugins: Vec<PathBuf>,
+    /// `--allow-drive`: a tried plugin that asks for `drive` gets it.
+    pub allow_drive: bool,
 }
 
 /// The plugins of a session, found (and their packages hashed) once for the extension
@@ -132,7 +134,15 @@ pub fn session_plugins(live: &Live) -> anyhow::Result<SessionPlugins> {
                 .map_err(|e| anyhow::anyhow!("--plugin {}: {e}", dir.display()))?;
         // Trying a plugin: its process restarts when its files change.
         spec.limits.watch = true;
-        let grant = spec.manifest.capabilities.clone();
+        let mut grant = spec.manifest.capabilities.clone();
+        if !live.allow_drive && grant.contains(&trellis_core::ext::Capability::Drive) {
+            // Acting on the session (prompts of its own) is never granted in passing.
+            grant.retain(|c| *c != trellis_core::ext::Capability::Drive);
+            out.notes.push(format!(
+                "plugin {} asks for drive (sending prompts, cancelling turns): not granted without --allow-drive",
+                package.name
+            ));
+        }
         out.specs
             .retain(|(s, _)| s.manifest.name != spec.manifest.name);
         // What it is granted is said per extension (`granted:` / `not granted:`), after the
@@ -191,6 +201,9 @@ pub fn ext_host(
                 .into());
         }
         opts.permission_timeout = t;
+    }
+    if let Some(n) = x.drive_per_minute {
+        opts.drive_per_minute = n;
     }
     opts.path_map = x
         .path_map

@@ -25,6 +25,10 @@ pub struct UiArgs {
     /// for; its process restarts when its files change (`trellis plugin try`).
     #[arg(long = "plugin", global = true, value_name = "PATH")]
     pub plugin: Vec<PathBuf>,
+    /// Grant `drive` (sending prompts, cancelling turns) to the `--plugin` packages that ask
+    /// for it; without it they run without.
+    #[arg(long, global = true)]
+    pub allow_drive: bool,
     /// Continue the agent's session SESSION_ID (`session/resume` or `session/load`), one
     /// the local history may not have (the sessions picker resumes the agent's own
     /// sessions with it).
@@ -131,6 +135,7 @@ pub fn start(
         config,
         permission: args.permission.clone(),
         plugins: args.plugin.clone(),
+        allow_drive: args.allow_drive,
         exit_after_first_frame: args.exit_after_first_frame,
     };
     let rt = runtime()?;

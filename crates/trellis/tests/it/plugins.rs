@@ -141,6 +141,8 @@ fn replay_run(home: &Path, log: &Path, prompt: &str, plugin: &Path) -> (Output, 
             session.to_str().unwrap(),
             "--plugin",
             plugin.to_str().unwrap(),
+            // The drive example acts on the session: granted only when asked.
+            "--allow-drive",
         ],
     );
     let log = std::fs::read_to_string(&session).unwrap_or_default();
@@ -885,4 +887,47 @@ fn a_manifest_with_an_unknown_key_or_a_missing_command_is_said_or_refused() {
     let (code, out) = run(&["plugin", "enable", "typo", "--yes"]);
     assert_ne!(code, Some(0), "{out}");
     assert!(out.contains("not enabled"), "{out}");
+}
+
+#[test]
+fn drive_is_granted_to_a_tried_plugin_only_when_asked_and_within_a_budget() {
+    if !python() {
+        return;
+    }
+    // Without --allow-drive: the plugin runs, says it was not granted drive, sends nothing.
+    let home = tempfile::tempdir().unwrap();
+    let dir = examples().join("fix-tests");
+    let work = home.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let agent = format!(
+        "{} agent replay '{}'",
+        exe(),
+        dir.join("tests/session.jsonl").display()
+    );
+    let o = trellis(
+        home.path(),
+        &work,
+        &[
+            "run",
+            "--agent",
+            &agent,
+            "--prompt",
+            "go",
+            "--format",
+            "jsonl",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--plugin",
+            dir.to_str().unwrap(),
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("not granted without --allow-drive"), "{out}");
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.contains("\"type\":\"turn_ended\""))
+            .count(),
+        1,
+        "no prompt of its own"
+    );
 }
