@@ -95,6 +95,8 @@ class Facts(TypedDict):
     paths: List[str]
     duration: Optional[float]
     exit_code: Optional[int]
+    added: Optional[int]  # lines its diffs add and remove (None: no diff)
+    removed: Optional[int]
 
 
 class ToolCall(TypedDict, total=False):
@@ -141,6 +143,19 @@ class HostError(Exception):
 def log(*parts: Any) -> None:
     """Writes a line to the plugin's log (its stderr; shown in Trellis's /status)."""
     print(*parts, file=sys.stderr, flush=True)
+
+
+def data_dir() -> "pathlib.Path":
+    """The plugin's own directory for files it keeps (``$PLUGIN_DATA``: under Trellis's data
+    directory, one per plugin, made before the plugin starts); a temporary one when the
+    plugin runs outside Trellis."""
+    import pathlib
+    import tempfile
+
+    d = os.environ.get("PLUGIN_DATA")
+    path = pathlib.Path(d) if d else pathlib.Path(tempfile.gettempdir()) / f"trellis-plugin-{os.getpid()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def text_of(call: ToolCall) -> str:

@@ -56,6 +56,9 @@ export interface Facts {
   paths: string[];
   duration: number | null;
   exit_code: number | null;
+  /** Lines its diffs add and remove (null for a call with no diff). */
+  added: number | null;
+  removed: number | null;
 }
 
 /** An event (docs/events.md): `type` says which; its fields follow. */

@@ -93,6 +93,11 @@ pub struct CallFacts {
     pub duration: Option<f64>,
     /// The exit code it reported, if any.
     pub exit_code: Option<i64>,
+    /// Lines its diffs add and remove (`null` for a call with no diff).
+    #[serde(default)]
+    pub added: Option<usize>,
+    #[serde(default)]
+    pub removed: Option<usize>,
 }
 
 /// `permission/offer` params: a permission request nobody's rules decided.

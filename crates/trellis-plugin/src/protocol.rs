@@ -16,6 +16,8 @@ pub fn facts_of(call: &trellis_core::ToolCall) -> CallFacts {
         paths: enrich::paths_of(call),
         duration: enrich::duration_of(call),
         exit_code: enrich::exit_code_of(call),
+        added: enrich::diff_stat(call).map(|(a, _)| a),
+        removed: enrich::diff_stat(call).map(|(_, d)| d),
     }
 }
 

@@ -931,3 +931,112 @@ fn drive_is_granted_to_a_tried_plugin_only_when_asked_and_within_a_budget() {
         "no prompt of its own"
     );
 }
+
+/// The Python blocks of `docs/plugins.md`, in order.
+fn doc_python_blocks() -> Vec<String> {
+    let doc = std::fs::read_to_string(repo().join("docs/plugins.md")).unwrap();
+    doc.split("```python\n")
+        .skip(1)
+        .map(|b| b[..b.find("```").unwrap()].to_string())
+        .collect()
+}
+
+/// Lines that are neither blank nor comments.
+fn code_lines(src: &str) -> usize {
+    src.lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .count()
+}
+
+fn package(dir: &Path, name: &str, code: &str, caps: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("plugin.py"), code).unwrap();
+    std::fs::write(
+        dir.join("plugin.json"),
+        format!(
+            r#"{{"$schema": "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json",
+  "name": "{name}", "version": "1.0.0", "description": "doc example",
+  "extensions": {{"dev.trellis": {{"command": ["python3", "./plugin.py"], "api": [1], "capabilities": [{caps}]}}}}}}"#
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_first_plugins_of_the_docs_are_short_and_work() {
+    if !python() {
+        return;
+    }
+    let blocks = doc_python_blocks();
+    let (logger, card) = (&blocks[0], &blocks[1]);
+    assert!(
+        code_lines(logger) <= 8,
+        "the event logger: {} lines",
+        code_lines(logger)
+    );
+    assert!(
+        code_lines(card) <= 15,
+        "the card design: {} lines",
+        code_lines(card)
+    );
+    let home = tempfile::tempdir().unwrap();
+    let cmd = |args: &[&str]| {
+        Command::new(exe())
+            .current_dir(home.path())
+            .args(args)
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .output()
+            .unwrap()
+    };
+    // The logger, in a real run: one line per tool-call update, in its data directory.
+    package(
+        &home.path().join("logger"),
+        "logger",
+        logger,
+        r#""observe""#,
+    );
+    let o = cmd(&[
+        "run",
+        "--agent",
+        "demo",
+        "--prompt",
+        "fix",
+        "--permission",
+        "allow-once",
+        "--log",
+        "session.jsonl",
+        "--plugin",
+        "logger",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let logged = walk(&home.path().join("data"))
+        .into_iter()
+        .find(|p| p.ends_with("calls.jsonl"))
+        .expect("calls.jsonl in the plugin's data directory");
+    let lines = std::fs::read_to_string(logged).unwrap();
+    assert!(lines.lines().count() >= 5, "{lines}");
+    for l in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert!(v["id"].is_string(), "{l}");
+    }
+    // The card design, replayed on that session: the edit's file and its line counts.
+    package(&home.path().join("cards"), "cards", card, r#""ui""#);
+    let o = cmd(&["plugin", "test", "cards", "--replay", "session.jsonl"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("lib.rs  +1 −2"), "{out}");
+    assert!(out.contains("state: ready"), "{out}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
