@@ -56,6 +56,17 @@ EVENT_TYPES = frozenset([
 ])
 
 
+# Under Trellis the protocol keeps the real stdout to itself from the moment the SDK is
+# imported: `print()` (and a library's chatter on stdout) goes to the plugin's log (stderr)
+# instead of breaking the connection.
+_PROTOCOL_OUT: Any = None
+if os.environ.get("TRELLIS_PLUGIN_PROTOCOL"):
+    sys.stdout.flush()
+    _PROTOCOL_OUT = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+
 class PluginDefinitionError(Exception):
     """A decorator or declaration used wrongly: raised when the plugin starts, so the
     mistake is seen at once (Trellis shows the plugin's stderr), never silently ignored."""
@@ -495,8 +506,10 @@ class Plugin:
     # ---- the loop ----
 
     def run(self, inp: Any = None, out: Any = None) -> None:
-        """Serves Trellis until it closes the connection."""
-        conn = _Conn(inp or sys.stdin, out or sys.stdout)
+        """Serves Trellis until it closes the connection. The protocol keeps the real stdout
+        to itself: ``print()`` (and anything else written to stdout, a library's chatter)
+        goes to the plugin's log (stderr) instead of breaking the connection."""
+        conn = _Conn(inp or sys.stdin, out or _PROTOCOL_OUT or sys.stdout)
         self._conn = conn
         self.host = Host(conn)
         while True:

@@ -796,3 +796,46 @@ fn an_exception_in_an_event_handler_is_a_counted_failure_with_its_place() {
     );
     healthy_intact(&h);
 }
+
+#[test]
+fn print_goes_to_the_plugins_log_and_the_connection_stays() {
+    if !python() {
+        return;
+    }
+    let caps = [Capability::Observe];
+    let (mut h, mut rx) = host(vec![(
+        spec(
+            "prints",
+            &["python3", "./prints.py"],
+            &caps,
+            Limits::default(),
+        ),
+        caps.to_vec(),
+    )]);
+    let mut s = S::new();
+    let mut fx = Vec::new();
+    for i in 0..3 {
+        fx.extend(s.up(json!({"sessionUpdate":"tool_call","toolCallId":format!("c{i}"),"title":"x","kind":"read","status":"pending"})));
+    }
+    pump(&mut h, &mut rx, &fx, |_, h| {
+        status(h).contains("starting up")
+    });
+    // Its stderr lines in /status are refreshed as it is handed more.
+    let mut seen = String::new();
+    for i in 3..40 {
+        let more = s.up(json!({"sessionUpdate":"tool_call","toolCallId":format!("c{i}"),"title":"x","kind":"read","status":"pending"}));
+        pump(&mut h, &mut rx, &more, |_, _| true);
+        std::thread::sleep(Duration::from_millis(50));
+        seen = status(&h);
+        if seen.contains("saw c0") {
+            break;
+        }
+    }
+    let st = seen;
+    assert!(
+        st.contains("│ starting up") && st.contains("│ saw c0"),
+        "{st}"
+    );
+    assert!(matches!(state(&h, "prints"), ExtState::Ready), "{st}");
+    assert!(!st.contains("disconnected"), "{st}");
+}

@@ -1040,3 +1040,52 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+#[test]
+fn console_log_in_a_typescript_plugin_goes_to_its_log() {
+    if !node() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("chatty");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        repo().join("sdk/typescript/trellis-plugin.mjs"),
+        dir.join("trellis-plugin.mjs"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("plugin.mjs"),
+        "import { Plugin } from \"./trellis-plugin.mjs\";\nconst plugin = new Plugin();\nconsole.log(\"hello at start\");\nplugin.on(\"tool_call_created\", (e) => { console.log(\"saw\", e.call.id); });\nplugin.run();\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("plugin.json"),
+        r#"{"$schema": "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json",
+  "name": "chatty", "version": "1.0.0", "description": "prints",
+  "extensions": {"dev.trellis": {"command": ["node", "./plugin.mjs"], "api": [1], "capabilities": ["observe"]}}}"#,
+    )
+    .unwrap();
+    let o = Command::new(exe())
+        .current_dir(home.path())
+        .args([
+            "run", "--agent", "demo", "--prompt", "fix", "--format", "jsonl", "--plugin", "chatty",
+        ])
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .output()
+        .unwrap();
+    let status = crate::jsonl(&String::from_utf8_lossy(&o.stdout))
+        .into_iter()
+        .find(|e| e["type"] == "status")
+        .expect("a status event");
+    let ext = status["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "chatty")
+        .unwrap()
+        .clone();
+    assert_eq!(ext["state"], "ready", "{ext}");
+    assert!(!ext.to_string().contains("disconnected"), "{ext}");
+}

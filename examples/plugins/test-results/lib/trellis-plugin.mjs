@@ -137,6 +137,17 @@ export class Host {
   setConfigOption(id, value) { return this.call("session/drive", { action: "set_config_option", id, value }); }
 }
 
+// Under Trellis the protocol keeps stdout to itself from the moment the SDK is loaded:
+// console.log (and anything else written to stdout) goes to the plugin's log (stderr)
+// instead of breaking the connection.
+const protocolWrite = process.env.TRELLIS_PLUGIN_PROTOCOL
+  ? (() => {
+      const write = process.stdout.write.bind(process.stdout);
+      process.stdout.write = process.stderr.write.bind(process.stderr);
+      return write;
+    })()
+  : null;
+
 /** A plugin: declare handlers, then `run()`. */
 export class Plugin {
   constructor({ subscriptions = null, callKinds = null, acpPayloads = false } = {}) {
@@ -218,6 +229,7 @@ export class Plugin {
 
   /** Serves Trellis until it closes the connection. */
   async run(input = process.stdin, output = process.stdout) {
+    if (output === process.stdout && protocolWrite) output = { write: protocolWrite };
     const conn = new Connection(input, output);
     this.host = new Host(conn);
     for (;;) {
