@@ -839,3 +839,37 @@ fn print_goes_to_the_plugins_log_and_the_connection_stays() {
     assert!(matches!(state(&h, "prints"), ExtState::Ready), "{st}");
     assert!(!st.contains("disconnected"), "{st}");
 }
+
+#[test]
+fn every_public_name_of_the_python_sdk_is_in_the_docs() {
+    if !python() {
+        return;
+    }
+    let code = r#"
+import inspect, sys
+import trellis_plugin as t
+names = set()
+for cls in (t.Plugin, t.Host):
+    names |= {n for n, _ in inspect.getmembers(cls) if not n.startswith("_")}
+names |= {n for n in vars(t.Plugin()) if not n.startswith("_")}
+names |= {n for n in dir(t) if not n.startswith("_")
+          and (getattr(getattr(t, n), "__module__", None) == "trellis_plugin" or n.isupper())}
+sys.stderr.write(" ".join(sorted(names)))
+"#;
+    let (ok, names) = python_snippet(code);
+    assert!(ok, "{names}");
+    let doc = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/plugins.md"),
+    )
+    .unwrap();
+    let word = |n: &str| {
+        doc.match_indices(n).any(|(i, _)| {
+            let before = doc[..i].chars().next_back();
+            let after = doc[i + n.len()..].chars().next();
+            let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            !part(before) && !part(after)
+        })
+    };
+    let missing: Vec<&str> = names.split(' ').filter(|n| !word(n)).collect();
+    assert!(missing.is_empty(), "undocumented SDK names: {missing:?}");
+}
