@@ -15,16 +15,6 @@ pub struct Cards {
     cwd: Option<String>,
 }
 
-fn glyph(s: ToolStatus) -> (&'static str, Tone) {
-    match s {
-        ToolStatus::Pending => ("○", Tone::Dim),
-        ToolStatus::InProgress => ("◐", Tone::Accent),
-        ToolStatus::Completed => ("✓", Tone::Good),
-        ToolStatus::Failed => ("✗", Tone::Bad),
-        _ => ("■", Tone::Warn),
-    }
-}
-
 fn text_lines(call: &ToolCall) -> Vec<String> {
     call.content
         .iter()
@@ -91,9 +81,8 @@ impl Extension for Cards {
         _width: u16,
         _host: &mut dyn Host,
     ) -> Result<CardLines, ExtError> {
-        let (g, tone) = glyph(call.status);
+        // Trellis puts the call's status mark before the first line and its duration after.
         let mut head = StyledLine::default();
-        head.push(format!("{g} "), tone);
         let mut result = Vec::new();
         match design {
             "terminal" => {
@@ -168,6 +157,7 @@ impl Extension for Cards {
         Ok(CardLines {
             call: vec![head],
             result,
+            bare: false,
         })
     }
 }

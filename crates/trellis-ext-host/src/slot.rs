@@ -425,6 +425,7 @@ impl Slot {
                         .into_iter()
                         .map(|l| clean_line(l, usize::from(r.width)))
                         .collect(),
+                    bare: l.bare,
                 });
             let mut b = shared.board();
             let a = b.cards.entry(r.cache).or_default();

@@ -115,6 +115,7 @@ impl Extension for Slow {
                 call.id, call.rev
             ))],
             result: vec![],
+            bare: false,
         })
     }
     fn transform(

@@ -291,14 +291,19 @@ pub struct DesignDecl {
     pub applies_to: ToolMatch,
 }
 
-/// A designed card: the call part (its first line is the card's line) and the result
-/// part (shown under it, subject to the output policy of the call's kind).
+/// A designed card: the call part (its first line is the card's line, after the call's
+/// status mark and before its duration and who decided its permission, which Trellis
+/// keeps) and the result part (shown under it: up to 10 lines when the call's kind shows
+/// no output, else as its output policy says).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CardLines {
     pub call: Vec<StyledLine>,
     #[serde(default)]
     pub result: Vec<StyledLine>,
+    /// The design draws the whole first line: Trellis adds no status mark and no duration.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bare: bool,
 }
 
 /// A display transform over tool output (display only: the ledger keeps the original).

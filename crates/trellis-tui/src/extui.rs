@@ -75,6 +75,7 @@ impl Decor for ExtDecor {
                     line
                 })
                 .collect(),
+            bare: lines.bare,
         })
     }
 

@@ -748,7 +748,8 @@ fn designed_cards_keep_the_decider_and_a_failures_output() {
     ui.apply(&RowTarget::Card("kind:execute".into()), "cards/terminal");
     ui.apply(&RowTarget::Card("kind:read".into()), "cards/compact");
     let f = frame_text(&mut app, 100, 30);
-    assert!(f.contains("$ make deploy  · allowed once"), "{f}");
+    // The status mark and duration stay with a design, and so does who decided.
+    assert!(f.contains("✓ $ make deploy  · 3.0s · allowed once"), "{f}");
     assert!(f.contains("▸ /w/src/missing.rs"), "{f}");
     assert!(f.contains("error: no such file: missing.rs"), "{f}");
 }

@@ -41,6 +41,8 @@ use entry::child_of;
 pub struct DesignedCard {
     pub call: Vec<Line<'static>>,
     pub result: Vec<Line<'static>>,
+    /// The design draws the whole first line (no status mark, no duration added).
+    pub bare: bool,
 }
 
 /// What extensions change in the transcript: card designs and display transforms.

@@ -361,6 +361,7 @@ impl trellis_view::transcript::Decor for Every5th {
                 result: (0..width / 10)
                     .map(|k| Line::from(format!("row {k}")))
                     .collect(),
+                bare: true,
             })
     }
     fn transform(&self, _call: &trellis_core::ToolCall, _text: &str) -> Option<String> {

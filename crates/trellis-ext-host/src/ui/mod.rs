@@ -440,6 +440,7 @@ impl Ui {
         Some(CardLines {
             call: lines.call.iter().map(|l| fit(l, width)).collect(),
             result: lines.result.iter().map(|l| fit(l, width)).collect(),
+            bare: lines.bare,
         })
     }
 

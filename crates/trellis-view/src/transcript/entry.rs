@@ -10,6 +10,9 @@ use super::TranscriptView;
 use crate::card::{CardCtx, OutputPolicy, output_text, preview_of_text};
 use crate::theme::Theme;
 
+/// Result lines of a design shown for a call whose kind shows no output.
+const DESIGN_RESULT_LINES: usize = 10;
+
 /// The subagent the call started (its position in `Session::subagents`), if any.
 pub(super) fn child_of(session: &Session, call: &trellis_core::ToolCall) -> Option<usize> {
     if session.subagents.is_empty() {
@@ -130,23 +133,45 @@ impl TranscriptView {
                             policy = OutputPolicy::Preview(self.policies.failed_preview);
                         }
                         let mut lines = card.call;
-                        // A design decides the call part; who decided its permission is
-                        // always shown with it.
-                        if let Some(p) = trellis_core::summary::permission_summary(&call)
-                            && let Some(first) = lines.first_mut()
-                            && !first.spans.iter().any(|s| s.content.contains(p.as_str()))
-                        {
-                            first.spans.push(ratatui_core::text::Span::styled(
-                                format!("  · {p}"),
-                                theme.meta,
-                            ));
+                        // A design decides the call part; the call's status mark and its
+                        // duration stay (unless the design draws the whole line), and who
+                        // decided its permission is always shown with it.
+                        if let Some(first) = lines.first_mut() {
+                            let mut meta = Vec::new();
+                            if !card.bare {
+                                first.spans.insert(
+                                    0,
+                                    ratatui_core::text::Span::styled(
+                                        format!(
+                                            "{} ",
+                                            trellis_core::summary::status_glyph(call.status)
+                                        ),
+                                        theme.status(call.status),
+                                    ),
+                                );
+                                if let Some(d) = call.duration() {
+                                    meta.push(format!("{d:.1}s"));
+                                }
+                            }
+                            if let Some(p) = trellis_core::summary::permission_summary(&call)
+                                && !first.spans.iter().any(|s| s.content.contains(p.as_str()))
+                            {
+                                meta.push(p);
+                            }
+                            if !meta.is_empty() {
+                                first.spans.push(ratatui_core::text::Span::styled(
+                                    format!("  · {}", meta.join(" · ")),
+                                    theme.meta,
+                                ));
+                            }
                             *first = ratatui_core::text::Line::from(crate::card::clip_spans(
                                 std::mem::take(first),
                                 self.width,
                             ));
                         }
                         let limit = match policy {
-                            OutputPolicy::Hidden => 0,
+                            // The design chose its result lines: shown, within a bound.
+                            OutputPolicy::Hidden => DESIGN_RESULT_LINES,
                             OutputPolicy::Preview(n) => n,
                             OutputPolicy::Full => usize::MAX,
                         };
