@@ -1,7 +1,5 @@
 //! The host functions extensions call ([`HostCtx`] implements [`Host`]) and the state they
-//! read: a mirror of the session kept current from the events the host dispatches, so
-//! extensions on their own threads read consistent snapshots without touching the UI's
-//! session.
+//! share: the session's mirror (`crate::mirror`), stores, the board, the user's choices.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -10,160 +8,18 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
+use trellis_core::ToolCall;
 use trellis_core::ext::{
     Capability, DriveAction, Host, HostError, Rewrite, SectionBody, SectionPatch, SessionInfo,
     SettingsRow, StyledLine, Waker,
 };
-use trellis_core::{Event, EventBody, ToolCall};
 use trellis_store::ext_store::ExtStore;
 
 use crate::board::{self, Board};
+pub(crate) use crate::mirror::Mirror;
 use crate::slot::Slot;
 use crate::ui::Prefs;
 use crate::{HostMsg, lock};
-
-/// Session state as extensions see it.
-///
-/// Calls are held as the ledger's snapshots while the ledger holds them; once the ledger
-/// froze a call's chunk (see `trellis_core::cold`), the mirror lets go of its snapshot
-/// too and reads the call from the same store when asked: extensions see every call,
-/// memory holds only the recent ones.
-#[derive(Debug, Default)]
-pub(crate) struct Mirror {
-    pub info: SessionInfo,
-    /// Calls in memory, in the order they came.
-    calls: Vec<Arc<ToolCall>>,
-    /// Position in `calls` by (subagent, call id): a subagent's call ids are its own.
-    index: rustc_hash::FxHashMap<(Option<Arc<str>>, String), usize>,
-    /// Position in `calls` by ledger place (unique to a call): the key of every update,
-    /// looked up without making an owned key of the id.
-    by_place: rustc_hash::FxHashMap<usize, usize>,
-    cold: Option<Arc<trellis_core::cold::Cold>>,
-    /// With a store, the ledger's snapshots carry their places: the calls so far are the
-    /// furthest place seen, plus one (those let go included).
-    seen: usize,
-    /// `calls.len()` after the last sweep.
-    swept_at: usize,
-    pub call_state: HashMap<(String, String), Value>,
-}
-
-/// Calls held at least before a sweep lets frozen ones go.
-const SWEEP_FLOOR: usize = 2 * trellis_core::cold::CHUNK;
-
-impl Mirror {
-    pub fn set_cold(&mut self, cold: Arc<trellis_core::cold::Cold>) {
-        self.cold = Some(cold);
-    }
-
-    /// Every call, in order: those frozen (by position), then those held.
-    pub fn calls(&self) -> Vec<Arc<ToolCall>> {
-        let mut out = Vec::with_capacity(self.info.calls);
-        if let Some(cold) = &self.cold {
-            for no in cold.frozen_chunks() {
-                if let Some(t) = cold.chunk(no) {
-                    out.extend(
-                        t.calls
-                            .iter()
-                            .filter(|c| !self.by_place.contains_key(&c.position))
-                            .cloned(),
-                    );
-                }
-            }
-        }
-        out.extend(self.calls.iter().cloned());
-        out
-    }
-
-    /// The call `id` of `subagent` (none: the session's own).
-    pub fn call(&self, subagent: Option<Arc<str>>, id: &str) -> Option<Arc<ToolCall>> {
-        let key = (subagent, id.to_string());
-        if let Some(&i) = self.index.get(&key) {
-            return Some(self.calls[i].clone());
-        }
-        let cold = self.cold.as_ref()?;
-        let p = cold.find(key.0.as_deref(), id)?;
-        cold.call(p)
-    }
-
-    /// Holds `call` (the newest snapshot of it).
-    pub fn put(&mut self, call: &Arc<ToolCall>) {
-        match self.by_place.get(&call.position) {
-            Some(&i) => self.calls[i] = call.clone(),
-            None => {
-                let i = self.calls.len();
-                self.by_place.insert(call.position, i);
-                self.index
-                    .insert((call.subagent.clone(), call.id.clone()), i);
-                self.calls.push(call.clone());
-            }
-        }
-        self.seen = self.seen.max(call.position + 1);
-        self.info.calls = self.count();
-        if self.cold.is_some() && self.calls.len() > (2 * self.swept_at).max(SWEEP_FLOOR) {
-            self.sweep();
-        }
-    }
-
-    /// Lets go of the snapshots of calls the ledger froze.
-    fn sweep(&mut self) {
-        let Some(cold) = self.cold.clone() else {
-            return;
-        };
-        self.calls
-            .retain(|c| !cold.holds(c.position, c.subagent.as_deref(), &c.id));
-        self.index.clear();
-        self.by_place.clear();
-        for (i, c) in self.calls.iter().enumerate() {
-            self.index.insert((c.subagent.clone(), c.id.clone()), i);
-            self.by_place.insert(c.position, i);
-        }
-        self.swept_at = self.calls.len();
-    }
-
-    /// Calls so far: those held, or with a store every place the ledger gave.
-    fn count(&self) -> usize {
-        if self.cold.is_some() {
-            self.seen.max(self.calls.len())
-        } else {
-            self.calls.len()
-        }
-    }
-
-    pub fn observe(&mut self, ev: &Event) {
-        if ev.session.is_some() && self.info.id != ev.session {
-            self.info.id.clone_from(&ev.session);
-        }
-        match &ev.body {
-            EventBody::SessionStarted {
-                agent, cwd, mode, ..
-            } => {
-                self.info.agent = agent.name.clone();
-                self.info.cwd.clone_from(cwd);
-                self.info.mode.clone_from(mode);
-            }
-            EventBody::TurnStarted { turn, .. } => {
-                self.info.turn = *turn;
-                self.info.turn_open = true;
-            }
-            EventBody::TurnEnded { .. } => self.info.turn_open = false,
-            EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } => {
-                self.put(call);
-            }
-            EventBody::Usage { usage } => self.info.usage = Some(usage.clone()),
-            EventBody::ModeChanged { mode } => self.info.mode = Some(mode.clone()),
-            EventBody::TitleChanged { title } => self.info.title.clone_from(title),
-            EventBody::CallState {
-                call_id,
-                extension,
-                value,
-            } => {
-                self.call_state
-                    .insert((extension.clone(), call_id.clone()), value.clone());
-            }
-            _ => {}
-        }
-    }
-}
 
 /// An extension's persistent store: on disk when the host has a store directory.
 #[derive(Debug)]
@@ -751,66 +607,5 @@ mod tests {
         assert_eq!(s.resolve("/workspace/vendor/x"), "/opt/vendor/x");
         assert_eq!(s.resolve("/workspaces/x"), "/workspaces/x");
         assert_eq!(s.resolve("rel/x"), "rel/x");
-    }
-}
-
-#[cfg(test)]
-mod mirror_tests {
-    use super::*;
-    use trellis_core::cold::{CHUNK, Cold, MemorySpill};
-    struct NoLog;
-    impl trellis_core::bulk::BulkSource for NoLog {
-        fn text(&self, _: u64, _: usize) -> Option<String> {
-            None
-        }
-    }
-
-    /// The mirror lets go of what the ledger froze and still sees every call, and counts
-    /// each once (also one that changed again after it was let go).
-    #[test]
-    fn frozen_calls_leave_the_mirror_and_are_still_seen() {
-        let cold = Cold::new(Arc::new(MemorySpill::default()), Arc::new(NoLog));
-        let mut l = trellis_core::Ledger::default();
-        l.set_cold(cold.clone());
-        let mut m = Mirror::default();
-        m.set_cold(cold);
-        let n = 4 * CHUNK;
-        for i in 0..n {
-            let patch: trellis_core::ToolCallPatch = serde_json::from_str(&format!(
-                r#"{{"toolCallId":"c{i}","title":"T{i}","status":"completed"}}"#
-            ))
-            .unwrap_or_default();
-            let a = l.apply(patch, true, 0.0, 1);
-            m.put(&l.snapshot(a.index));
-            if i % CHUNK == CHUNK - 1 {
-                l.settle();
-            }
-        }
-        l.settle();
-        // One more put sweeps what is frozen now.
-        for _ in 0..2 * CHUNK {
-            m.put(&l.snapshot(n - 1));
-        }
-        m.sweep();
-        assert!(m.calls.len() <= 2 * CHUNK, "held: {}", m.calls.len());
-        assert_eq!(m.info.calls, n);
-        let all = m.calls();
-        assert_eq!(all.len(), n);
-        assert!(all.iter().enumerate().all(|(i, c)| c.id == format!("c{i}")));
-        assert_eq!(
-            m.call(None, "c3").map(|c| c.title.clone()).as_deref(),
-            Some("T3")
-        );
-        // A frozen call changed again comes back, and is counted once.
-        let patch: trellis_core::ToolCallPatch =
-            serde_json::from_str(r#"{"toolCallId":"c3","title":"again"}"#).unwrap_or_default();
-        let a = l.apply(patch, false, 1.0, 2);
-        m.put(&l.snapshot(a.index));
-        assert_eq!(m.info.calls, n);
-        assert_eq!(m.calls().len(), n);
-        assert_eq!(
-            m.call(None, "c3").map(|c| c.title.clone()).as_deref(),
-            Some("again")
-        );
     }
 }

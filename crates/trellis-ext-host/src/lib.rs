@@ -14,6 +14,7 @@ pub mod board;
 mod chain;
 pub mod diag;
 pub mod host;
+mod mirror;
 mod outbox;
 mod pace;
 pub mod settings;
