@@ -8,19 +8,17 @@
 //! `cargo bench -p trellis --bench echo`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
-use std::io::{Read, Write};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+#[path = "common/pty.rs"]
+mod pty;
 
 /// Typed while the turn streams: in no output of the demo agent, one cell wide.
 const KEY: &str = "Ж";
 const KEYS: usize = 40;
 /// Long enough that every key is typed while the turn streams.
 const CALLS: usize = 300_000;
-
-/// Output as read, each chunk with the moment it was read.
-type Chunks = Vec<(Instant, Vec<u8>)>;
 
 fn run(client: &str) -> Vec<Duration> {
     let exe = env!("CARGO_BIN_EXE_trellis");
@@ -31,76 +29,26 @@ fn run(client: &str) -> Vec<Duration> {
         "stty rows 40 cols 120; exec {client} --agent '{agent}' --permission allow-once --cwd {}",
         dir.display()
     );
-    let started = Instant::now();
-    let mut child = Command::new("script")
-        .args(["-qfec", &line, "/dev/null"])
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .env("TERM", "xterm-256color")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Every chunk of output with the moment it was read.
-    let seen: Arc<Mutex<Chunks>> = Arc::default();
-    let mut out = child.stdout.take().unwrap();
-    let reader = {
-        let seen = seen.clone();
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 1 << 16];
-            while let Ok(n) = out.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                seen.lock()
-                    .unwrap()
-                    .push((Instant::now(), buf[..n].to_vec()));
-            }
-        })
-    };
-    let mut stdin = child.stdin.take().unwrap();
-    let wait_for = |what: &[u8], after: Instant, limit: Duration| -> Option<Instant> {
-        let start = Instant::now();
-        loop {
-            if let Some(t) = seen
-                .lock()
-                .unwrap()
-                .iter()
-                .filter(|(t, _)| *t >= after)
-                .find(|(_, b)| b.windows(what.len()).any(|w| w == what))
-                .map(|(t, _)| *t)
-            {
-                return Some(t);
-            }
-            if start.elapsed() > limit {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    };
-    wait_for(b"Type a prompt", started, Duration::from_secs(20)).unwrap_or_else(|| {
-        let all: Vec<u8> = seen
-            .lock()
-            .unwrap()
-            .iter()
-            .flat_map(|(_, b)| b.clone())
-            .collect();
-        panic!("the UI never drew: {}", String::from_utf8_lossy(&all))
-    });
-    stdin.write_all(b"load\r").unwrap();
-    stdin.flush().unwrap();
-    wait_for(b"Generate chunk", Instant::now(), Duration::from_secs(20)).expect("no stream");
+    let mut pty = pty::Pty::start(&line, &dir);
+    let started = pty.started;
+    pty.wait_for(b"Type a prompt", started, Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("the UI never drew: {}", pty.all()));
+    pty.send(b"load\r");
+    pty.wait_for(b"Generate chunk", Instant::now(), Duration::from_secs(20))
+        .expect("no stream");
     let mut echoes = Vec::new();
     for _ in 0..KEYS {
         std::thread::sleep(Duration::from_millis(150));
         let at = Instant::now();
-        stdin.write_all(KEY.as_bytes()).unwrap();
-        stdin.flush().unwrap();
-        let t = wait_for(KEY.as_bytes(), at, Duration::from_secs(5)).expect("no echo");
+        pty.send(KEY.as_bytes());
+        let t = pty
+            .wait_for(KEY.as_bytes(), at, Duration::from_secs(5))
+            .expect("no echo");
         echoes.push(t - at);
         // Only keys typed while the turn streams count: it ends at the last call
         // (the session stats' count).
-        if wait_for(CALLS.to_string().as_bytes(), started, Duration::ZERO)
+        if pty
+            .wait_for(CALLS.to_string().as_bytes(), started, Duration::ZERO)
             .is_some_and(|end| end <= at)
         {
             echoes.pop();
@@ -108,14 +56,7 @@ fn run(client: &str) -> Vec<Duration> {
         }
     }
     // Ctrl-C twice quits.
-    stdin.write_all(b"\x03").unwrap();
-    stdin.flush().unwrap();
-    std::thread::sleep(Duration::from_millis(200));
-    let _ = stdin.write_all(b"\x03");
-    let _ = stdin.flush();
-    drop(stdin);
-    let _ = child.wait();
-    let _ = reader.join();
+    pty.quit();
     let _ = std::fs::remove_dir_all(&dir);
     echoes
 }

@@ -11,16 +11,15 @@
 //! `cargo bench -p trellis --bench sessions`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
-use std::io::{Read, Write};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+#[path = "common/pty.rs"]
+mod pty;
 
 /// Typed while the turns stream: in no output of the demo agent, one cell wide.
 const KEY: &str = "Ж";
 const CALLS: usize = 10_000;
-
-type Chunks = Vec<(Instant, Vec<u8>)>;
 
 struct Figures {
     echoes: Vec<Duration>,
@@ -87,71 +86,29 @@ fn run(sessions: usize) -> Figures {
         "stty rows 40 cols 120; exec {exe} {what} --permission allow-once --cwd {}",
         repo.display()
     );
-    let started = Instant::now();
-    let mut child = Command::new("script")
-        .args(["-qfec", &line, "/dev/null"])
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .env("TERM", "xterm-256color")
-        .env("LANG", "C.UTF-8")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let seen: Arc<Mutex<Chunks>> = Arc::default();
-    let mut out = child.stdout.take().unwrap();
-    let reader = {
-        let seen = seen.clone();
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 1 << 16];
-            while let Ok(n) = out.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                seen.lock()
-                    .unwrap()
-                    .push((Instant::now(), buf[..n].to_vec()));
-            }
-        })
-    };
-    let mut stdin = child.stdin.take().unwrap();
-    let wait_for = |what: &[u8], after: Instant, limit: Duration| -> Option<Instant> {
-        let start = Instant::now();
-        loop {
-            if let Some(t) = seen
-                .lock()
-                .unwrap()
-                .iter()
-                .filter(|(t, _)| *t >= after)
-                .find(|(_, b)| b.windows(what.len()).any(|w| w == what))
-                .map(|(t, _)| *t)
-            {
-                return Some(t);
-            }
-            if start.elapsed() > limit {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    };
-    wait_for(b"Enter send", started, Duration::from_secs(60)).expect("the UI never drew");
+    let mut pty = pty::Pty::start(&line, &dir);
+    let started = pty.started;
+    pty.wait_for(b"Enter send", started, Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("the UI never drew: {}", pty.all()));
     if sessions == 1 {
-        stdin.write_all(b"load\r").unwrap();
-        stdin.flush().unwrap();
+        pty.send(b"load\r");
     }
-    wait_for(b"Generate chunk", started, Duration::from_secs(60)).expect("no stream");
-    let ui = child_of(child.id()).expect("the UI process");
+    pty.wait_for(b"Generate chunk", started, Duration::from_secs(60))
+        .expect("no stream");
+    let ui = child_of(pty.child.id()).expect("the UI process");
     let mut echoes = Vec::new();
     loop {
         std::thread::sleep(Duration::from_millis(20));
         let at = Instant::now();
-        stdin.write_all(KEY.as_bytes()).unwrap();
-        stdin.flush().unwrap();
-        let t = wait_for(KEY.as_bytes(), at, Duration::from_secs(5)).expect("no echo");
+        pty.send(KEY.as_bytes());
+        let t = pty
+            .wait_for(KEY.as_bytes(), at, Duration::from_secs(5))
+            .expect("no echo");
         echoes.push(t - at);
         // Only keys typed while the session in front streams count: it ends at its last
         // call (the session stats' count).
-        if wait_for(CALLS.to_string().as_bytes(), started, Duration::ZERO)
+        if pty
+            .wait_for(CALLS.to_string().as_bytes(), started, Duration::ZERO)
             .is_some_and(|end| end <= at)
         {
             echoes.pop();
@@ -173,14 +130,7 @@ fn run(sessions: usize) -> Figures {
     std::thread::sleep(Duration::from_secs(3));
     let idle_cpu = cpu(ui) - before;
     let peak = peak_kb(ui);
-    stdin.write_all(b"\x03").unwrap();
-    stdin.flush().unwrap();
-    std::thread::sleep(Duration::from_millis(200));
-    let _ = stdin.write_all(b"\x03");
-    let _ = stdin.flush();
-    drop(stdin);
-    let _ = child.wait();
-    let _ = reader.join();
+    pty.quit();
     let _ = std::fs::remove_dir_all(&dir);
     Figures {
         echoes,

@@ -1,0 +1,111 @@
+//! The UI in a pseudo-terminal (`script`), for the benches that type keys into it: every
+//! chunk of its output is kept with the moment it was read.
+
+use std::io::{Read, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Output as read, each chunk with the moment it was read.
+type Chunks = Vec<(Instant, Vec<u8>)>;
+
+pub struct Pty {
+    pub child: Child,
+    pub stdin: ChildStdin,
+    pub started: Instant,
+    seen: Arc<Mutex<Chunks>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Pty {
+    /// Runs `line` (a shell line) under `script`, with the data and config directories
+    /// under `dir`.
+    pub fn start(line: &str, dir: &std::path::Path) -> Pty {
+        let started = Instant::now();
+        let mut child = Command::new("script")
+            .args(["-qfec", line, "/dev/null"])
+            .env("XDG_DATA_HOME", dir.join("data"))
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env("TERM", "xterm-256color")
+            .env("LANG", "C.UTF-8")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let seen: Arc<Mutex<Chunks>> = Arc::default();
+        let mut out = child.stdout.take().unwrap();
+        let reader = {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 16];
+                while let Ok(n) = out.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    seen.lock()
+                        .unwrap()
+                        .push((Instant::now(), buf[..n].to_vec()));
+                }
+            })
+        };
+        let stdin = child.stdin.take().unwrap();
+        Pty {
+            child,
+            stdin,
+            started,
+            seen,
+            reader,
+        }
+    }
+
+    /// When `what` was first read after `after`, waiting up to `limit`.
+    pub fn wait_for(&self, what: &[u8], after: Instant, limit: Duration) -> Option<Instant> {
+        let start = Instant::now();
+        loop {
+            if let Some(t) = self
+                .seen
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(t, _)| *t >= after)
+                .find(|(_, b)| b.windows(what.len()).any(|w| w == what))
+                .map(|(t, _)| *t)
+            {
+                return Some(t);
+            }
+            if start.elapsed() > limit {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Everything read so far, for a failure's message.
+    pub fn all(&self) -> String {
+        let all: Vec<u8> = self
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|(_, b)| b.clone())
+            .collect();
+        String::from_utf8_lossy(&all).into_owned()
+    }
+
+    /// Types `bytes`.
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Ctrl-C twice, then waits for the UI to end.
+    pub fn quit(mut self) {
+        self.send(b"\x03");
+        std::thread::sleep(Duration::from_millis(200));
+        let _ = self.stdin.write_all(b"\x03");
+        let _ = self.stdin.flush();
+        drop(self.stdin);
+        let _ = self.child.wait();
+        let _ = self.reader.join();
+    }
+}
