@@ -326,6 +326,43 @@ impl Registry {
     }
 }
 
+/// A compiled script (`./x.mjs`, `./x.js`) older than its TypeScript source beside it
+/// (`x.mts`, `x.ts`) by more than 2 s: running it would run yesterday's plugin without a
+/// word.
+fn stale_build(root: &std::path::Path, command: &[String]) -> Result<(), String> {
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    for arg in command {
+        let Some(rel) = arg.strip_prefix("./") else {
+            continue;
+        };
+        let built = root.join(rel);
+        let sources: &[&str] = match built.extension().and_then(|e| e.to_str()) {
+            Some("mjs") => &["mts"],
+            Some("js") => &["ts"],
+            _ => continue,
+        };
+        for ext in sources {
+            let source = built.with_extension(ext);
+            // (a checkout writes both within moments, in either order)
+            if let (Some(src), Some(out)) = (modified(&source), modified(&built))
+                && src
+                    .duration_since(out)
+                    .is_ok_and(|d| d > std::time::Duration::from_secs(2))
+            {
+                return Err(format!(
+                    "{rel} is older than {}: build it first (`npm run build`, or `npx tsc -p {}`)",
+                    source
+                        .file_name()
+                        .map(|f| f.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    root.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The spec to run `package` with.
 pub fn spec_of(
     package: &Package,
@@ -347,6 +384,7 @@ pub fn spec_of(
             crate::protocol::VERSIONS
         ));
     }
+    stale_build(&package.root, &t.command)?;
     let mut env = Vec::new();
     if let Some(sdk) = reg.python_sdk() {
         env.push(("PYTHONPATH".to_string(), sdk.to_string_lossy().into_owned()));

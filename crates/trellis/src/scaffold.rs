@@ -76,6 +76,22 @@ strip = true
     )
 }
 
+/// The TypeScript package's npm manifest: its compiler pinned (`npm install` once, then
+/// `npm run build` offline).
+fn ts_package(name: &str) -> String {
+    format!(
+        r#"{{
+  "name": "{name}",
+  "version": "0.1.0",
+  "private": true,
+  "type": "module",
+  "scripts": {{ "build": "tsc -p ." }},
+  "devDependencies": {{ "typescript": "5.6.3" }}
+}}
+"#
+    )
+}
+
 fn manifest(name: &str, command: &str, caps: &str) -> String {
     format!(
         r#"{{
@@ -118,6 +134,7 @@ pub fn files(name: &str, lang: &str) -> anyhow::Result<Vec<(String, String)>> {
             ("plugin.mts".into(), TS_SOURCE.into()),
             ("plugin.mjs".into(), TS_BUILT.into()),
             ("tsconfig.json".into(), TS_CONFIG.into()),
+            ("package.json".into(), ts_package(name)),
             (
                 "lib/trellis-plugin.mjs".into(),
                 trellis_plugin::sdk::TYPESCRIPT.into(),

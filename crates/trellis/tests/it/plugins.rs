@@ -1089,3 +1089,48 @@ fn console_log_in_a_typescript_plugin_goes_to_its_log() {
     assert_eq!(ext["state"], "ready", "{ext}");
     assert!(!ext.to_string().contains("disconnected"), "{ext}");
 }
+
+#[test]
+fn a_typescript_plugin_whose_build_is_older_than_its_source_is_refused_with_the_reason() {
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(exe())
+            .current_dir(home.path())
+            .args(args)
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .output()
+            .unwrap()
+    };
+    assert!(
+        run(&["plugin", "new", "tsp", "--lang", "typescript"])
+            .status
+            .success()
+    );
+    let pkg = std::fs::read_to_string(home.path().join("tsp/package.json")).unwrap();
+    assert!(
+        pkg.contains("\"typescript\": \"5.6.3\""),
+        "the compiler is pinned: {pkg}"
+    );
+    // The source edited after the build.
+    let src = home.path().join("tsp/plugin.mts");
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .append(true)
+        .open(&src)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let o = run(&[
+        "plugin",
+        "test",
+        "tsp",
+        "--replay",
+        "tsp/tests/session.jsonl",
+    ]);
+    let all = text(&o);
+    assert!(
+        all.contains("plugin.mjs is older than plugin.mts") && all.contains("npm run build"),
+        "{all}"
+    );
+}
