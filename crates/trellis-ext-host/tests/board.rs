@@ -304,6 +304,30 @@ fn pushed_sections_are_patched_sanitized_and_bounded_and_rewrites_replaced() {
     );
 }
 
+/// The user acts on the extension's row `times` times; what the runtime is then asked to
+/// do once the extension handled them.
+fn act(
+    h: &mut ExtHost,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<HostMsg>,
+    times: usize,
+) -> Vec<Out> {
+    for _ in 0..times {
+        h.ui.apply(
+            &RowTarget::Ext {
+                slot: 0,
+                id: "any".into(),
+            },
+            "on",
+        );
+    }
+    assert!(h.flush(Duration::from_secs(10)));
+    let mut outs = Vec::new();
+    while let Ok(m) = rx.try_recv() {
+        outs.extend(h.on_msg(m, 1.0));
+    }
+    outs
+}
+
 #[test]
 fn drive_needs_its_grant_and_is_handed_to_the_runtime_with_its_origin() {
     for granted in [false, true] {
@@ -315,18 +339,7 @@ fn drive_needs_its_grant_and_is_handed_to_the_runtime_with_its_origin() {
         let (mut h, mut rx) = host(Box::new(Pusher), grant);
         assert!(h.ui.run_command("x", "") || h.ui.commands.is_empty());
         // An action makes it drive.
-        h.ui.apply(
-            &RowTarget::Ext {
-                slot: 0,
-                id: "any".into(),
-            },
-            "on",
-        );
-        assert!(h.flush(Duration::from_secs(10)));
-        let mut outs = Vec::new();
-        while let Ok(m) = rx.try_recv() {
-            outs.extend(h.on_msg(m, 1.0));
-        }
+        let outs = act(&mut h, &mut rx, 1);
         let drove = outs.iter().any(|o| {
             matches!(o, Out::Drive { extension, action: DriveAction::Prompt { text } }
                 if extension == "pusher" && text == "the tests fail, fix them")
@@ -359,20 +372,7 @@ fn drive_prompts_beyond_the_budget_a_minute_are_refused_and_said() {
     let (mut h, mut rx) = host(Box::new(Pusher), &[Capability::Ui, Capability::Drive]);
     // The default budget, then one more than it.
     let budget = trellis_ext_host::DRIVE_PER_MINUTE as usize;
-    for _ in 0..budget + 2 {
-        h.ui.apply(
-            &RowTarget::Ext {
-                slot: 0,
-                id: "any".into(),
-            },
-            "on",
-        );
-    }
-    assert!(h.flush(Duration::from_secs(10)));
-    let mut outs = Vec::new();
-    while let Ok(m) = rx.try_recv() {
-        outs.extend(h.on_msg(m, 1.0));
-    }
+    let outs = act(&mut h, &mut rx, budget + 2);
     let drove = outs
         .iter()
         .filter(|o| matches!(o, Out::Drive { .. }))

@@ -760,26 +760,33 @@ fn decorators_used_wrongly_fail_at_start_and_a_bare_on_takes_every_event() {
     }
 }
 
+/// A host running the SDK plugin `tests/plugins/NAME.py`, granted `observe`.
+fn observing(name: &str) -> (ExtHost, tokio::sync::mpsc::UnboundedReceiver<HostMsg>) {
+    let caps = [Capability::Observe];
+    let script = format!("./{name}.py");
+    host(vec![(
+        spec(name, &["python3", &script], &caps, Limits::default()),
+        caps.to_vec(),
+    )])
+}
+
+/// The effects of tool calls `range` being announced (`c0`, `c1`…).
+fn calls_created(s: &mut S, range: std::ops::Range<usize>) -> Vec<Effect> {
+    let mut fx = Vec::new();
+    for i in range {
+        fx.extend(s.up(json!({"sessionUpdate":"tool_call","toolCallId":format!("c{i}"),"title":"x","kind":"read","status":"pending"})));
+    }
+    fx
+}
+
 #[test]
 fn an_exception_in_an_event_handler_is_a_counted_failure_with_its_place() {
     if !python() {
         return;
     }
-    let caps = [Capability::Observe];
-    let (mut h, mut rx) = host(vec![(
-        spec(
-            "raises",
-            &["python3", "./raises.py"],
-            &caps,
-            Limits::default(),
-        ),
-        caps.to_vec(),
-    )]);
+    let (mut h, mut rx) = observing("raises");
     let mut s = S::new();
-    let mut fx = Vec::new();
-    for i in 0..3 {
-        fx.extend(s.up(json!({"sessionUpdate":"tool_call","toolCallId":format!("c{i}"),"title":"x","kind":"read","status":"pending"})));
-    }
+    let fx = calls_created(&mut s, 0..3);
     pump(&mut h, &mut rx, &fx, |_, h| {
         status(h).contains("KeyError") && status(h).contains("×3")
     });
@@ -802,28 +809,16 @@ fn print_goes_to_the_plugins_log_and_the_connection_stays() {
     if !python() {
         return;
     }
-    let caps = [Capability::Observe];
-    let (mut h, mut rx) = host(vec![(
-        spec(
-            "prints",
-            &["python3", "./prints.py"],
-            &caps,
-            Limits::default(),
-        ),
-        caps.to_vec(),
-    )]);
+    let (mut h, mut rx) = observing("prints");
     let mut s = S::new();
-    let mut fx = Vec::new();
-    for i in 0..3 {
-        fx.extend(s.up(json!({"sessionUpdate":"tool_call","toolCallId":format!("c{i}"),"title":"x","kind":"read","status":"pending"})));
-    }
+    let fx = calls_created(&mut s, 0..3);
     pump(&mut h, &mut rx, &fx, |_, h| {
         status(h).contains("starting up")
     });
     // Its stderr lines in /status are refreshed as it is handed more.
     let mut seen = String::new();
     for i in 3..40 {
-        let more = s.up(json!({"sessionUpdate":"tool_call","toolCallId":format!("c{i}"),"title":"x","kind":"read","status":"pending"}));
+        let more = calls_created(&mut s, i..i + 1);
         pump(&mut h, &mut rx, &more, |_, _| true);
         std::thread::sleep(Duration::from_millis(50));
         seen = status(&h);

@@ -36,25 +36,14 @@ fn run(client: &str) -> Vec<Duration> {
     pty.send(b"load\r");
     pty.wait_for(b"Generate chunk", Instant::now(), Duration::from_secs(20))
         .expect("no stream");
-    let mut echoes = Vec::new();
-    for _ in 0..KEYS {
-        std::thread::sleep(Duration::from_millis(150));
-        let at = Instant::now();
-        pty.send(KEY.as_bytes());
-        let t = pty
-            .wait_for(KEY.as_bytes(), at, Duration::from_secs(5))
-            .expect("no echo");
-        echoes.push(t - at);
-        // Only keys typed while the turn streams count: it ends at the last call
-        // (the session stats' count).
-        if pty
-            .wait_for(CALLS.to_string().as_bytes(), started, Duration::ZERO)
-            .is_some_and(|end| end <= at)
-        {
-            echoes.pop();
-            break;
-        }
-    }
+    // Only keys typed while the turn streams count: it ends at the last call (the
+    // session stats' count).
+    let echoes = pty.echoes(
+        KEY,
+        CALLS.to_string().as_bytes(),
+        Duration::from_millis(150),
+        KEYS,
+    );
     // Ctrl-C twice quits.
     pty.quit();
     let _ = std::fs::remove_dir_all(&dir);

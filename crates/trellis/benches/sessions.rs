@@ -96,25 +96,14 @@ fn run(sessions: usize) -> Figures {
     pty.wait_for(b"Generate chunk", started, Duration::from_secs(60))
         .expect("no stream");
     let ui = child_of(pty.child.id()).expect("the UI process");
-    let mut echoes = Vec::new();
-    loop {
-        std::thread::sleep(Duration::from_millis(20));
-        let at = Instant::now();
-        pty.send(KEY.as_bytes());
-        let t = pty
-            .wait_for(KEY.as_bytes(), at, Duration::from_secs(5))
-            .expect("no echo");
-        echoes.push(t - at);
-        // Only keys typed while the session in front streams count: it ends at its last
-        // call (the session stats' count).
-        if pty
-            .wait_for(CALLS.to_string().as_bytes(), started, Duration::ZERO)
-            .is_some_and(|end| end <= at)
-        {
-            echoes.pop();
-            break;
-        }
-    }
+    // Only keys typed while the session in front streams count: it ends at the last call (the
+    // session stats' count).
+    let echoes = pty.echoes(
+        KEY,
+        CALLS.to_string().as_bytes(),
+        Duration::from_millis(20),
+        usize::MAX,
+    );
     // Idle: every session done, then the UI's CPU over 3 s.
     let mut last = cpu(ui);
     let deadline = Instant::now() + Duration::from_secs(300);

@@ -80,6 +80,31 @@ impl Pty {
         }
     }
 
+    /// Types `key` every `every` (at most `max` times) while the stream runs, and returns
+    /// each echo: from writing the key to the first output that carries it. A key typed
+    /// after `end` (the stream's last output, e.g. the session stats' count) shows up
+    /// does not count, and ends the typing.
+    pub fn echoes(&mut self, key: &str, end: &[u8], every: Duration, max: usize) -> Vec<Duration> {
+        let mut echoes = Vec::new();
+        for _ in 0..max {
+            std::thread::sleep(every);
+            let at = Instant::now();
+            self.send(key.as_bytes());
+            let t = self
+                .wait_for(key.as_bytes(), at, Duration::from_secs(5))
+                .expect("no echo");
+            echoes.push(t - at);
+            if self
+                .wait_for(end, self.started, Duration::ZERO)
+                .is_some_and(|done| done <= at)
+            {
+                echoes.pop();
+                break;
+            }
+        }
+        echoes
+    }
+
     /// Everything read so far, for a failure's message.
     pub fn all(&self) -> String {
         let all: Vec<u8> = self

@@ -22,19 +22,39 @@ fn git(dir: &Path, args: &[&str]) {
     }
 }
 
+/// Makes `dir` a repository with one commit on `main`.
+fn repo(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.email", "t@example.com"]);
+    git(dir, &["config", "user.name", "T"]);
+    std::fs::write(dir.join("README.md"), "first\n").unwrap();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "first"]);
+}
+
+/// Opens a session of a demo agent slow enough to be caught mid-turn, in `dir`, from the
+/// new-session form.
+fn open_slow_demo(t: &Tmux, dir: &Path) {
+    t.send(&["M-n"]);
+    t.wait_for("New session");
+    t.send(&[
+        "C-u",
+        "trellis agent demo --delay-ms 300",
+        "Tab",
+        "C-u",
+        dir.to_str().unwrap(),
+        "Enter",
+    ]);
+}
+
 #[test]
 fn a_background_session_blocks_is_marked_announced_once_jumped_to_and_answered_from_the_inbox() {
     let home = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(home.path()).unwrap();
     let (a, b) = (root.join("a"), root.join("b"));
-    std::fs::create_dir_all(&a).unwrap();
+    repo(&a);
     std::fs::create_dir_all(&b).unwrap();
-    git(&a, &["init", "-q", "-b", "main"]);
-    git(&a, &["config", "user.email", "t@example.com"]);
-    git(&a, &["config", "user.name", "T"]);
-    std::fs::write(a.join("README.md"), "a\n").unwrap();
-    git(&a, &["add", "-A"]);
-    git(&a, &["commit", "-q", "-m", "first"]);
     let hooks = root.join("hooks.txt");
     let config = root.join("config.toml");
     std::fs::write(
@@ -62,16 +82,7 @@ fn a_background_session_blocks_is_marked_announced_once_jumped_to_and_answered_f
     };
     t.wait_for("Enter send");
     // Session 2: a slower demo agent in the other directory.
-    t.send(&["M-n"]);
-    t.wait_for("New session");
-    t.send(&[
-        "C-u",
-        "trellis agent demo --delay-ms 300",
-        "Tab",
-        "C-u",
-        b.to_str().unwrap(),
-        "Enter",
-    ]);
+    open_slow_demo(&t, &b);
     t.wait("a second session in front", |s| s.contains("▶2"));
     // Session 3: in a new worktree of the first directory's repository.
     t.send(&["M-N"]);
@@ -192,13 +203,7 @@ fn a_background_session_blocks_is_marked_announced_once_jumped_to_and_answered_f
 fn fan_three_compares_them_from_their_ledgers_and_keeps_one() {
     let home = tempfile::tempdir().unwrap();
     let repo = std::fs::canonicalize(home.path()).unwrap().join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["config", "user.email", "t@example.com"]);
-    git(&repo, &["config", "user.name", "T"]);
-    std::fs::write(repo.join("README.md"), "r\n").unwrap();
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "first"]);
+    self::repo(&repo);
     let Some(t) = Tmux::start_env(
         &["LANG=C.UTF-8"],
         &[
@@ -354,16 +359,7 @@ fn floods_from_two_sessions_and_an_agent_dying_with_its_request_in_the_inbox() {
     t.send(&["Escape"]);
     // A third session asks, in the background, and its agent dies while the request
     // sits in the inbox.
-    t.send(&["M-n"]);
-    t.wait_for("New session");
-    t.send(&[
-        "C-u",
-        "trellis agent demo --delay-ms 300",
-        "Tab",
-        "C-u",
-        a.to_str().unwrap(),
-        "Enter",
-    ]);
+    open_slow_demo(&t, &a);
     t.wait("a third session", |s| s.contains("▶3"));
     t.send(&["fix the TODO", "Enter", "M-1"]);
     t.wait("session 3 to block", |s| s.contains("3 ◆ permission"));

@@ -722,28 +722,21 @@ fn a_tried_plugin_is_said_to_hold_what_the_config_grants_it() {
     // `--plugin` with `[extensions.NAME] grant` narrowing it: the notes claim no grant,
     // and the plugin's own lines say what it holds and what it was refused.
     let home = tempfile::tempdir().unwrap();
-    let env = |c: &mut Command| {
-        c.env("XDG_DATA_HOME", home.path().join("data"))
-            .env("XDG_CONFIG_HOME", home.path().join("config"));
-    };
-    let mut new = Command::new(env!("CARGO_BIN_EXE_trellis"));
-    new.current_dir(home.path())
-        .args(["plugin", "new", "narrow", "--lang", "python"]);
-    env(&mut new);
-    assert!(new.output().unwrap().status.success());
+    let run = |args: &[&str]| trellis(home.path(), home.path(), args);
+    assert!(
+        run(&["plugin", "new", "narrow", "--lang", "python"])
+            .status
+            .success()
+    );
     std::fs::create_dir_all(home.path().join("config/trellis")).unwrap();
     std::fs::write(
         home.path().join("config/trellis/config.toml"),
         "[extensions.narrow]\ngrant = [\"observe\"]\n",
     )
     .unwrap();
-    let mut run = Command::new(env!("CARGO_BIN_EXE_trellis"));
-    run.args([
-        "run", "--agent", "demo", "--prompt", "hi", "--format", "jsonl", "--plugin",
-    ])
-    .arg(home.path().join("narrow"));
-    env(&mut run);
-    let out = run.output().unwrap();
+    let out = run(&[
+        "run", "--agent", "demo", "--prompt", "hi", "--format", "jsonl", "--plugin", "narrow",
+    ]);
     let status = crate::jsonl(&String::from_utf8_lossy(&out.stdout))
         .into_iter()
         .find(|e| e["type"] == "status")
@@ -764,15 +757,7 @@ fn a_tried_plugin_is_said_to_hold_what_the_config_grants_it() {
 #[test]
 fn plugin_test_shows_a_handler_that_raises_and_the_plugins_stderr() {
     let home = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_trellis"))
-            .current_dir(home.path())
-            .args(args)
-            .env("XDG_DATA_HOME", home.path().join("data"))
-            .env("XDG_CONFIG_HOME", home.path().join("config"))
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| trellis(home.path(), home.path(), args);
     assert!(
         run(&["plugin", "new", "boom", "--lang", "python"])
             .status
@@ -813,21 +798,8 @@ fn plugin_test_shows_a_handler_that_raises_and_the_plugins_stderr() {
 fn a_manifest_with_an_unknown_key_or_a_missing_command_is_said_or_refused() {
     let home = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
-            .current_dir(home.path())
-            .args(args)
-            .env("XDG_DATA_HOME", home.path().join("data"))
-            .env("XDG_CONFIG_HOME", home.path().join("config"))
-            .output()
-            .unwrap();
-        (
-            o.status.code(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            ),
-        )
+        let o = trellis(home.path(), home.path(), args);
+        (o.status.code(), text(&o))
     };
     assert_eq!(
         run(&["plugin", "new", "typo", "--lang", "python"]).0,
@@ -980,15 +952,7 @@ fn the_first_plugins_of_the_docs_are_short_and_work() {
         code_lines(card)
     );
     let home = tempfile::tempdir().unwrap();
-    let cmd = |args: &[&str]| {
-        Command::new(exe())
-            .current_dir(home.path())
-            .args(args)
-            .env("XDG_DATA_HOME", home.path().join("data"))
-            .env("XDG_CONFIG_HOME", home.path().join("config"))
-            .output()
-            .unwrap()
-    };
+    let cmd = |args: &[&str]| trellis(home.path(), home.path(), args);
     // The logger, in a real run: one line per tool-call update, in its data directory.
     package(
         &home.path().join("logger"),
@@ -1066,15 +1030,13 @@ fn console_log_in_a_typescript_plugin_goes_to_its_log() {
   "extensions": {"dev.trellis": {"command": ["node", "./plugin.mjs"], "api": [1], "capabilities": ["observe"]}}}"#,
     )
     .unwrap();
-    let o = Command::new(exe())
-        .current_dir(home.path())
-        .args([
+    let o = trellis(
+        home.path(),
+        home.path(),
+        &[
             "run", "--agent", "demo", "--prompt", "fix", "--format", "jsonl", "--plugin", "chatty",
-        ])
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .output()
-        .unwrap();
+        ],
+    );
     let status = crate::jsonl(&String::from_utf8_lossy(&o.stdout))
         .into_iter()
         .find(|e| e["type"] == "status")
@@ -1093,15 +1055,7 @@ fn console_log_in_a_typescript_plugin_goes_to_its_log() {
 #[test]
 fn a_typescript_plugin_whose_build_is_older_than_its_source_is_refused_with_the_reason() {
     let home = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        Command::new(exe())
-            .current_dir(home.path())
-            .args(args)
-            .env("XDG_DATA_HOME", home.path().join("data"))
-            .env("XDG_CONFIG_HOME", home.path().join("config"))
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| trellis(home.path(), home.path(), args);
     assert!(
         run(&["plugin", "new", "tsp", "--lang", "typescript"])
             .status
