@@ -17,6 +17,7 @@
 //!   connection to say so.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod attached;
 mod bulk;
 pub mod replay;
 mod settings;
@@ -128,6 +129,8 @@ pub struct Driver {
     feed: Option<replay::Feed>,
     /// While a slice of it is folded in: the places its events were about.
     touched: Option<Vec<usize>>,
+    /// A session that runs in a hub elsewhere: intents go there (see `attached`).
+    remote: Option<std::sync::mpsc::Sender<attached::Remote>>,
 }
 
 impl Driver {
@@ -151,6 +154,7 @@ impl Driver {
             bulk: None,
             feed: None,
             touched: None,
+            remote: None,
         }
     }
 
@@ -239,6 +243,10 @@ impl Driver {
 
     /// True once the agent is set up (and until the connection closes).
     pub fn ready(&self) -> bool {
+        // An attached session's prompts go to its hub, which holds them until it is.
+        if self.remote.is_some() {
+            return true;
+        }
         self.ready && !self.closed
     }
 
@@ -342,18 +350,7 @@ impl Driver {
 
     fn input(&mut self, input: Input, notes: &mut Vec<Note>) {
         match input {
-            Input::Action(action) => {
-                if let Action::Local {
-                    record: LocalRecord::TerminalOutput { terminal_id, .. },
-                    ..
-                } = &action
-                {
-                    notes.push(Note::TerminalOutput {
-                        terminal_id: terminal_id.clone(),
-                    });
-                }
-                self.apply(action, notes);
-            }
+            Input::Action(action) => self.recorded(action, notes),
             Input::Ready => {
                 self.ready = true;
                 notes.push(Note::Ready);
@@ -401,6 +398,20 @@ impl Driver {
                 notes.push(Note::Closed);
             }
         }
+    }
+
+    /// Applies an action as it was recorded (the agent's, or a client record).
+    pub(crate) fn recorded(&mut self, action: Action, notes: &mut Vec<Note>) {
+        if let Action::Local {
+            record: LocalRecord::TerminalOutput { terminal_id, .. },
+            ..
+        } = &action
+        {
+            notes.push(Note::TerminalOutput {
+                terminal_id: terminal_id.clone(),
+            });
+        }
+        self.apply(action, notes);
     }
 
     /// Applies one action: the reducer, then extensions see the events (and may start the
@@ -605,6 +616,12 @@ impl Driver {
         decider: Decider,
         notes: &mut Vec<Note>,
     ) {
+        if self.to_hub(|| attached::Remote::Decide {
+            request_id: request_id.clone(),
+            choice: choice.clone(),
+        }) {
+            return;
+        }
         let t = self.now();
         self.apply(
             Action::Decide {
@@ -627,6 +644,12 @@ impl Driver {
         decider: Decider,
         notes: &mut Vec<Note>,
     ) {
+        if self.to_hub(|| attached::Remote::Elicit {
+            request_id: request_id.clone(),
+            answer: answer.clone(),
+        }) {
+            return;
+        }
         let t = self.now();
         self.apply(
             Action::Elicit {
@@ -642,12 +665,18 @@ impl Driver {
     /// Cancels the work of subagent `session_id` (when the agent lets the client): its
     /// open calls and permission requests end `cancelled`; the session's turn goes on.
     pub fn cancel_subagent(&mut self, session_id: String, notes: &mut Vec<Note>) {
+        if self.to_hub(|| attached::Remote::CancelSubagent(session_id.clone())) {
+            return;
+        }
         let t = self.now();
         self.apply(Action::CancelSubagent { t, session_id }, notes);
     }
 
     /// Cancels the running turn (open permission requests are answered `cancelled`).
     pub fn cancel(&mut self, notes: &mut Vec<Note>) {
+        if self.to_hub(|| attached::Remote::Cancel) {
+            return;
+        }
         let t = self.now();
         self.apply(Action::Cancel { t }, notes);
     }
@@ -679,6 +708,10 @@ impl Driver {
     /// Sends a prompt. Before the agent is set up the connection holds it (and the log
     /// says so) and sends it once the session exists.
     pub fn prompt(&mut self, text: String, files: Vec<PathBuf>) {
+        if let Some(r) = &self.remote {
+            let _ = r.send(attached::Remote::Prompt { text, files });
+            return;
+        }
         if let Some(c) = &self.conn {
             if !self.ready && !self.closed {
                 c.handle.recorder().local(LocalRecord::Mark {

@@ -108,6 +108,22 @@ pub enum Fed {
     Actions(Vec<trellis_core::Action>),
     /// The log is read to its end, or could be read no further.
     End(Ended),
+    /// A followed log is read up to what was written when it was opened: from here on
+    /// its records are news (alerts, events) rather than history.
+    CaughtUp,
+    /// Something for the user from whoever runs a followed session.
+    Said(String),
+}
+
+/// What wakes the reader of a followed log ([`Feed::follow`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wake {
+    /// The log grew.
+    Grown,
+    /// To tell the user, in order with the records.
+    Said(String),
+    /// Nothing more will be written: read to the end and stop.
+    Ended,
 }
 
 /// How reading a log ended.
@@ -128,6 +144,8 @@ pub struct Feed {
     pub(crate) rx: tokio::sync::mpsc::Receiver<Fed>,
     read: Arc<std::sync::atomic::AtomicU64>,
     size: u64,
+    /// A followed log read up to where it was when opened (see [`Fed::CaughtUp`]).
+    pub(crate) live: bool,
 }
 
 impl Feed {
@@ -146,7 +164,48 @@ impl Feed {
         std::thread::Builder::new()
             .name("replay-reader".into())
             .spawn(move || feed(reader, &tx, &progress))?;
-        Ok((session, spill_error, Feed { rx, read, size }))
+        Ok((
+            session,
+            spill_error,
+            Feed {
+                rx,
+                read,
+                size,
+                live: false,
+            },
+        ))
+    }
+
+    /// Opens a log that is still being written (a session running elsewhere), like
+    /// [`Feed::start`], but the reader goes on when it reaches the end: it waits for
+    /// `wake` to say the log grew (a line not yet whole is kept until it is), and stops
+    /// when it says nothing more will come or goes away.
+    pub fn follow(
+        path: &Path,
+        wake: std::sync::mpsc::Receiver<Wake>,
+    ) -> std::io::Result<(Session, Option<String>, Feed)> {
+        let Replay {
+            reader,
+            session,
+            spill_error,
+        } = Replay::open(path)?;
+        let size = reader.get_ref().metadata().map(|m| m.len()).unwrap_or(0);
+        let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (tx, rx) = tokio::sync::mpsc::channel(FEED_AHEAD);
+        let progress = read.clone();
+        std::thread::Builder::new()
+            .name("log-follower".into())
+            .spawn(move || follow(reader, &tx, &progress, &wake))?;
+        Ok((
+            session,
+            spill_error,
+            Feed {
+                rx,
+                read,
+                size,
+                live: false,
+            },
+        ))
     }
 
     /// How much of the log was read, from 0 to 1.
@@ -184,20 +243,7 @@ fn feed(
             }
         }
         number += 1;
-        let line = String::from_utf8_lossy(&buf);
-        let line = line.trim_end_matches(['\n', '\r']);
-        if line.trim().is_empty() {
-            continue;
-        }
-        match trellis_core::log::parse_record(line) {
-            Ok(entry) => batch.extend(entry.into_action(number)),
-            Err(e) => {
-                ended.unreadable += 1;
-                if ended.problems.len() < PROBLEMS_KEPT {
-                    ended.problems.push(format!("line {number}: {e}"));
-                }
-            }
-        }
+        take_line(&buf, number, &mut batch, &mut ended);
         if batch.len() >= FEED_BATCH
             && tx
                 .blocking_send(Fed::Actions(std::mem::replace(
@@ -215,6 +261,108 @@ fn feed(
     let _ = tx.blocking_send(Fed::End(ended));
 }
 
+/// One line of a log into `batch` (a line that is no record is counted in `ended`).
+fn take_line(buf: &[u8], number: u64, batch: &mut Vec<trellis_core::Action>, ended: &mut Ended) {
+    let line = String::from_utf8_lossy(buf);
+    let line = line.trim_end_matches(['\n', '\r']);
+    if line.trim().is_empty() {
+        return;
+    }
+    match trellis_core::log::parse_record(line) {
+        Ok(entry) => batch.extend(entry.into_action(number)),
+        Err(e) => {
+            ended.unreadable += 1;
+            if ended.problems.len() < PROBLEMS_KEPT {
+                ended.problems.push(format!("line {number}: {e}"));
+            }
+        }
+    }
+}
+
+/// The reader of a followed log: whole lines to actions as they are written; at the end
+/// of what is written, it hands over what it has and waits to be woken.
+fn follow(
+    mut reader: std::io::BufReader<std::fs::File>,
+    tx: &tokio::sync::mpsc::Sender<Fed>,
+    read: &std::sync::atomic::AtomicU64,
+    wake: &std::sync::mpsc::Receiver<Wake>,
+) {
+    let send = |fed: Fed| tx.blocking_send(fed).is_ok();
+    let mut buf = Vec::new();
+    let mut ended = Ended::default();
+    let mut batch = Vec::with_capacity(FEED_BATCH);
+    let (mut number, mut caught_up, mut last) = (0u64, false, false);
+    loop {
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => {}
+            Ok(n) => {
+                read.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+                // A line still being written stays in `buf` until its end comes.
+                if buf.ends_with(b"\n") {
+                    number += 1;
+                    take_line(&buf, number, &mut batch, &mut ended);
+                    buf.clear();
+                    if batch.len() >= FEED_BATCH
+                        && !send(Fed::Actions(std::mem::replace(
+                            &mut batch,
+                            Vec::with_capacity(FEED_BATCH),
+                        )))
+                    {
+                        return;
+                    }
+                }
+                continue;
+            }
+            Err(e) => {
+                ended.error = Some(e.to_string());
+                break;
+            }
+        }
+        // At the end of what is written so far.
+        if !batch.is_empty() && !send(Fed::Actions(std::mem::take(&mut batch))) {
+            return;
+        }
+        if !caught_up {
+            caught_up = true;
+            if !send(Fed::CaughtUp) {
+                return;
+            }
+        }
+        if last {
+            break;
+        }
+        let mut next = wake.recv().ok();
+        while let Some(w) = next.take() {
+            match w {
+                Wake::Grown => {}
+                Wake::Said(text) => {
+                    if !send(Fed::Said(text)) {
+                        return;
+                    }
+                }
+                Wake::Ended => last = true,
+            }
+            next = wake.try_recv().ok();
+        }
+        // The waker went away: what is written is all there will be.
+        if matches!(
+            wake.try_recv(),
+            Err(std::sync::mpsc::TryRecvError::Disconnected)
+        ) {
+            last = true;
+        }
+    }
+    // What the writer left unfinished is read as a plain log's last line is.
+    if !buf.is_empty() {
+        number += 1;
+        take_line(&buf, number, &mut batch, &mut ended);
+    }
+    if !batch.is_empty() && !send(Fed::Actions(batch)) {
+        return;
+    }
+    let _ = send(Fed::End(ended));
+}
+
 /// A recording read into a shown session, a slice at a time (see [`Feed`]).
 impl crate::Driver {
     /// Rebuilds the session from a log while front ends show it: the feed's records go
@@ -224,28 +372,52 @@ impl crate::Driver {
         self.feed = Some(feed);
     }
 
-    /// While a log is being read in: how much of it, from 0 to 1.
+    /// While a log is being read in: how much of it, from 0 to 1 (a followed log, until
+    /// it is read up to where it was when opened).
     pub fn loading(&self) -> Option<f64> {
-        self.feed.as_ref().map(Feed::progress)
+        self.feed.as_ref().filter(|f| !f.live).map(Feed::progress)
     }
 
     /// Records of a replayed log, and whatever else the feed has ready, for at most
     /// [`crate::REPLAY_SLICE`].
     pub(crate) fn replayed(&mut self, fed: Fed, notes: &mut Vec<crate::Note>) {
         let until = std::time::Instant::now() + crate::REPLAY_SLICE;
-        self.touched = Some(Vec::new());
+        // History is only marked; a followed log's new records are news like a live
+        // agent's.
+        let live = self.feed.as_ref().is_some_and(|f| f.live);
+        self.touched = (!live).then(Vec::new);
         let mut next = Some(fed);
         while let Some(fed) = next.take() {
             match fed {
+                Fed::CaughtUp => {
+                    if let Some(f) = self.feed.as_mut() {
+                        f.live = true;
+                    }
+                    // What follows in this slice is news: it goes as events.
+                    if let Some(mut touched) = self.touched.take() {
+                        touched.sort_unstable();
+                        touched.dedup();
+                        notes.push(crate::Note::Touched(touched));
+                    }
+                }
+                Fed::Said(text) => notes.push(crate::Note::Message(text)),
                 Fed::Actions(actions) => {
+                    let live = self.feed.as_ref().is_some_and(|f| f.live);
                     for action in actions {
-                        self.apply(action, notes);
+                        if live {
+                            self.recorded(action, notes);
+                        } else {
+                            self.apply(action, notes);
+                        }
                     }
                     // Chunks of finished calls leave memory.
                     self.session.ledger.settle();
                 }
                 Fed::End(ended) => {
                     self.feed = None;
+                    if self.remote.is_some() {
+                        notes.push(crate::Note::Closed);
+                    }
                     if let Some(p) = ended.problems.first() {
                         notes.push(crate::Note::Message(format!(
                             "{} unreadable log lines (first: {p})",
@@ -408,6 +580,105 @@ mod tests {
         touched.sort_unstable();
         touched.dedup();
         assert_eq!(touched, (0..3000).collect::<Vec<_>>());
+    }
+
+    /// A log still being written, followed: history first (only marked), then each
+    /// record as news once it is whole, a line written in two pieces read once, what
+    /// the hub says in order, and the end when the hub says so.
+    #[test]
+    fn a_followed_log_is_history_then_news_and_a_half_line_waits_for_its_end() {
+        let mut log = long_log(600);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (session, _, feed) = Feed::follow(log.path(), rx).unwrap();
+        let (hub_tx, _hub_rx) = std::sync::mpsc::channel();
+        let mut d = crate::Driver::offline(session);
+        d.attach(feed, hub_tx);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let mut notes = Vec::new();
+        let step = |d: &mut crate::Driver, notes: &mut Vec<crate::Note>| {
+            let incoming = rt.block_on(async {
+                tokio::time::timeout(std::time::Duration::from_secs(10), d.recv())
+                    .await
+                    .expect("the follower hands something over")
+            });
+            d.handle(incoming, notes);
+        };
+        while d.loading().is_some() {
+            step(&mut d, &mut notes);
+        }
+        assert_eq!(d.session.ledger.len(), 600);
+        assert!(!notes.iter().any(|n| matches!(n, crate::Note::Event(_))));
+        notes.clear();
+        // A new call, its line written in two pieces.
+        let line = up(
+            2.0,
+            serde_json::json!({"sessionUpdate": "tool_call", "toolCallId": "late",
+                "title": "Late", "kind": "execute", "status": "in_progress"}),
+        );
+        let (head, tail) = line.split_at(20);
+        write!(log.as_file_mut(), "{head}").unwrap();
+        tx.send(Wake::Grown).unwrap();
+        tx.send(Wake::Said("hello from the hub".into())).unwrap();
+        while !notes.iter().any(|n| matches!(n, crate::Note::Message(_))) {
+            step(&mut d, &mut notes);
+        }
+        assert_eq!(d.session.ledger.len(), 600, "half a line is not a record");
+        writeln!(log.as_file_mut(), "{tail}").unwrap();
+        tx.send(Wake::Grown).unwrap();
+        while d.session.ledger.len() == 600 {
+            step(&mut d, &mut notes);
+        }
+        assert_eq!(d.session.ledger.at(600).title, "Late");
+        assert!(
+            notes.iter().any(|n| matches!(n, crate::Note::Event(e)
+                if matches!(e.body, trellis_core::EventBody::ToolCallCreated { .. }))),
+            "news comes as events"
+        );
+        tx.send(Wake::Ended).unwrap();
+        while !notes.iter().any(|n| matches!(n, crate::Note::Closed)) {
+            step(&mut d, &mut notes);
+        }
+        assert!(d.loading().is_none());
+        assert_eq!(d.session.ledger.len(), 601);
+    }
+
+    /// Intents of an attached session go to its hub; nothing changes here first.
+    #[test]
+    fn an_attached_session_sends_its_intents_to_the_hub() {
+        let log = long_log(1);
+        let (_tx, rx) = std::sync::mpsc::channel();
+        let (_, _, feed) = Feed::follow(log.path(), rx).unwrap();
+        let (hub_tx, hub_rx) = std::sync::mpsc::channel();
+        let mut d = crate::Driver::offline(Session::new(Policy::Ask));
+        d.attach(feed, hub_tx);
+        let mut notes = Vec::new();
+        d.prompt("go on".into(), Vec::new());
+        d.cancel(&mut notes);
+        d.decide(
+            "7".into(),
+            trellis_core::Choice::Option("allow".into()),
+            trellis_core::Decider::User,
+            &mut notes,
+        );
+        let got: Vec<_> = hub_rx.try_iter().collect();
+        assert_eq!(
+            got,
+            vec![
+                crate::attached::Remote::Prompt {
+                    text: "go on".into(),
+                    files: Vec::new()
+                },
+                crate::attached::Remote::Cancel,
+                crate::attached::Remote::Decide {
+                    request_id: "7".into(),
+                    choice: trellis_core::Choice::Option("allow".into())
+                },
+            ]
+        );
+        assert!(notes.is_empty() && d.attached() && d.ready());
     }
 
     #[test]

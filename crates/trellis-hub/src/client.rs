@@ -6,7 +6,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use crate::place::{HubFiles, clear_if_stale, hubs};
-use crate::wire::{Body, Op, Request, Response, SessionInfo};
+use crate::wire::{Body, Op, Progress, Request, Response, SessionInfo};
 
 /// How long a hub has to answer.
 const WAIT: Duration = Duration::from_secs(10);
@@ -54,6 +54,81 @@ impl Client {
         let r: Response = serde_json::from_str(&answer)
             .map_err(|e| std::io::Error::other(format!("not a hub's answer: {e}")))?;
         Ok(r.body)
+    }
+}
+
+/// Longest progress line a follower reads.
+const PROGRESS_LIMIT: u64 = 64 * 1024;
+
+/// A session followed (`Op::Watch`): where its log is, and its progress as it comes.
+pub struct Following {
+    pub log: std::path::PathBuf,
+    pub agent: String,
+    pub controller: bool,
+    /// How the hub names this attachment.
+    pub you: String,
+    stream: BufReader<UnixStream>,
+}
+
+impl Following {
+    /// Attaches to session `session` of the hub at `files`. The hub's refusal comes back
+    /// as `Ok(Err((code, message)))`.
+    pub fn start(
+        files: &HubFiles,
+        client_name: &str,
+        session: u32,
+        observe: bool,
+        take: bool,
+    ) -> std::io::Result<Result<Following, (String, String)>> {
+        let mut c = Client::connect(files, client_name)?;
+        let body = c.call(
+            Op::Watch {
+                session,
+                observe,
+                take,
+            },
+            None,
+        )?;
+        match body {
+            Body::Watching {
+                log,
+                agent,
+                controller,
+                you,
+            } => {
+                // Progress may be quiet for hours: only writes keep a bound.
+                c.stream.get_ref().set_read_timeout(None)?;
+                Ok(Ok(Following {
+                    log: log.into(),
+                    agent,
+                    controller,
+                    you,
+                    stream: c.stream,
+                }))
+            }
+            Body::Error { code, message } => Ok(Err((code, message))),
+            _ => Err(std::io::Error::other(
+                "the hub answered a watch with something else",
+            )),
+        }
+    }
+
+    /// The next progress (blocking); `None` once the hub closed the connection.
+    pub fn progress(&mut self) -> std::io::Result<Option<Progress>> {
+        loop {
+            let mut line = String::new();
+            let n = Read::take(&mut self.stream, PROGRESS_LIMIT).read_line(&mut line)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            if let Ok(Response {
+                body: Body::Progress(p),
+                ..
+            }) = serde_json::from_str(&line)
+            {
+                return Ok(Some(p));
+            }
+        }
     }
 }
 

@@ -8,4 +8,5 @@
 pub mod client;
 pub mod place;
 pub mod serve;
+pub mod watch;
 pub mod wire;

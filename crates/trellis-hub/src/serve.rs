@@ -10,7 +10,8 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::place::{HubFiles, try_hold};
-use crate::wire::{REQUEST_LIMIT, Request, Response};
+use crate::watch::Follow;
+use crate::wire::{Body, REQUEST_LIMIT, Request, Response};
 
 /// Connections served at once; more wait to be accepted.
 const CONNECTIONS: usize = 32;
@@ -25,7 +26,24 @@ pub struct Call {
     pub request: Request,
     /// The peer's process id, for the record of who answered.
     pub pid: Option<i32>,
-    pub reply: oneshot::Sender<Response>,
+    pub reply: oneshot::Sender<Reply>,
+}
+
+/// The hub's answer to a call.
+#[derive(Debug)]
+pub enum Reply {
+    /// One answer line.
+    Once(Response),
+    /// An answer line, then the session's progress pushed on the connection until the
+    /// session or the connection ends (`Op::Watch`).
+    Follow(Response, Follow),
+}
+
+impl Call {
+    /// Answers the call with one line.
+    pub fn answer(self, response: Response) {
+        let _ = self.reply.send(Reply::Once(response));
+    }
 }
 
 /// A hub's socket while it is served: its name is held, and its socket file is removed
@@ -115,7 +133,7 @@ async fn connection(
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let answer = match serde_json::from_slice::<Request>(line) {
+            let reply = match serde_json::from_slice::<Request>(line) {
                 Ok(request) => {
                     let id = request.id;
                     let (reply, rx) = oneshot::channel();
@@ -132,17 +150,27 @@ async fn connection(
                     }
                     match tokio::time::timeout(ANSWER_WAIT, rx).await {
                         Ok(Ok(r)) => r,
-                        _ => Response::error(id, "busy", "the hub did not answer in time"),
+                        _ => Reply::Once(Response::error(
+                            id,
+                            "busy",
+                            "the hub did not answer in time",
+                        )),
                     }
                 }
-                Err(e) => Response::error(0, "bad_request", format!("not a request: {e}")),
+                Err(e) => Reply::Once(Response::error(
+                    0,
+                    "bad_request",
+                    format!("not a request: {e}"),
+                )),
             };
-            let mut out = serde_json::to_vec(&answer).unwrap_or_default();
-            out.push(b'\n');
-            // A client that stops reading is dropped, never waited on.
-            tokio::time::timeout(WRITE_WAIT, stream.write_all(&out))
-                .await
-                .map_err(|_| std::io::Error::other("the client stopped reading"))??;
+            match reply {
+                Reply::Once(answer) => write_line(&mut stream, &answer).await?,
+                Reply::Follow(answer, follow) => {
+                    write_line(&mut stream, &answer).await?;
+                    // The connection is the follower's from now on.
+                    return follow_on(stream, answer.id, follow).await;
+                }
+            }
         }
         if buf.len() > REQUEST_LIMIT {
             return Err(std::io::Error::other("request too long"));
@@ -152,5 +180,54 @@ async fn connection(
             return Ok(());
         }
         buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Writes one line; a client that stops reading is dropped, never waited on.
+async fn write_line(stream: &mut UnixStream, answer: &Response) -> std::io::Result<()> {
+    let mut out = serde_json::to_vec(answer).unwrap_or_default();
+    out.push(b'\n');
+    tokio::time::timeout(WRITE_WAIT, stream.write_all(&out))
+        .await
+        .map_err(|_| std::io::Error::other("the client stopped reading"))?
+}
+
+/// Pushes a followed session's progress (the latest each time) until the session ends
+/// or the follower goes; the follower's lease of control goes with its connection.
+async fn follow_on(mut stream: UnixStream, id: u64, follow: Follow) -> std::io::Result<()> {
+    let Follow {
+        mut progress,
+        lease: _lease,
+    } = follow;
+    let mut chunk = [0u8; 512];
+    let mut first = true;
+    loop {
+        let gone = if first {
+            first = false;
+            false
+        } else {
+            tokio::select! {
+                r = progress.changed() => r.is_err(),
+                // A follower says nothing more; its end (or an error) ends the follow.
+                r = stream.read(&mut chunk) => match r {
+                    Ok(0) | Err(_) => return Ok(()),
+                    Ok(_) => continue,
+                },
+            }
+        };
+        let mut now = progress.borrow_and_update().clone();
+        now.ended |= gone;
+        let ended = now.ended;
+        write_line(
+            &mut stream,
+            &Response {
+                id,
+                body: Body::Progress(now),
+            },
+        )
+        .await?;
+        if ended {
+            return Ok(());
+        }
     }
 }

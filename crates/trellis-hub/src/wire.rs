@@ -13,7 +13,13 @@ pub enum Op {
     /// Every session of the hub, with its state and pending requests.
     List,
     /// Queues a prompt (sent when the agent is ready and its turn is free).
-    Send { session: u32, text: String },
+    Send {
+        session: u32,
+        text: String,
+        /// Files the prompt names (sent as resource links).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<String>,
+    },
     /// Cancels the session's running turn.
     Cancel { session: u32 },
     /// Answers a pending permission request once (one-time choices only).
@@ -24,6 +30,49 @@ pub enum Op {
     },
     /// Ends the session (as closing it in the UI does).
     Stop { session: u32 },
+    /// Answers an agent's question once (`accept` with its content, `decline`,
+    /// `cancel`); the content is checked against the question's form by the hub.
+    Answer {
+        session: u32,
+        request_id: String,
+        answer: Answer,
+    },
+    /// Starts a session in the hub (`trellis new`, `trellis run --detach`).
+    New {
+        /// The agent as the user names it (a preset, `demo`, a command line).
+        agent: String,
+        /// Its working directory (absolute).
+        cwd: String,
+        /// In a worktree of its own.
+        #[serde(default)]
+        worktree: bool,
+        /// Sent once the agent is ready.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt: Option<String>,
+    },
+    /// Follows a session (`trellis attach`): answered with where its log is, then its
+    /// progress is pushed on this connection (the latest only: a slow reader skips,
+    /// never slows the session). As the controller unless `observe`; `take` takes the
+    /// control from another attachment.
+    Watch {
+        session: u32,
+        #[serde(default)]
+        observe: bool,
+        #[serde(default)]
+        take: bool,
+    },
+}
+
+/// An answer to an agent's question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Answer {
+    Accept {
+        #[serde(default)]
+        content: serde_json::Map<String, serde_json::Value>,
+    },
+    Decline,
+    Cancel,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +105,22 @@ pub enum Body {
     Done {
         said: String,
     },
+    /// A session started (`Op::New`): its key, and what starting it had to say.
+    Started {
+        session: u32,
+        said: Vec<String>,
+    },
+    /// A session followed (`Op::Watch`): its log (rebuilt by the client as the session
+    /// was), its agent, and whether this attachment controls it. `Progress` follows.
+    Watching {
+        log: String,
+        agent: String,
+        controller: bool,
+        /// How the hub names this attachment (as `Progress::controller` would).
+        you: String,
+    },
+    /// Pushed to a watcher whenever the session moved on.
+    Progress(Progress),
     Error {
         /// `not_found`, `answered` (someone else answered first: `message` says who),
         /// `refused`, `bad_request`, `busy`.
@@ -100,6 +165,19 @@ pub struct PendingInfo {
     pub subject: String,
     /// The one-time choices: (option id, name).
     pub options: Vec<(String, String)>,
+}
+
+/// Where a followed session is: pushed on a `Watch` connection, the latest only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    /// Bytes of the log written so far (every record before this point is complete).
+    pub log_len: u64,
+    /// The state in a word, as `SessionInfo::state`.
+    pub state: String,
+    /// Who controls it now (`None`: nobody attached as controller).
+    pub controller: Option<String>,
+    /// The session is over in the hub: nothing more will be written.
+    pub ended: bool,
 }
 
 impl Response {

@@ -7,7 +7,7 @@ use std::os::unix::net::UnixStream;
 
 use trellis_hub::client::{Client, list_all};
 use trellis_hub::place::{HubFiles, hubs};
-use trellis_hub::serve::serve;
+use trellis_hub::serve::{Reply, serve};
 use trellis_hub::wire::{Body, HubInfo, Op, Response, SessionInfo};
 
 fn session(key: u32) -> SessionInfo {
@@ -56,7 +56,7 @@ fn requests_reach_the_hub_loop_and_bad_clients_are_dropped() {
                     Body::Done { said: "ok".into() }
                 }
             };
-            let _ = call.reply.send(Response { id, body });
+            let _ = call.reply.send(Reply::Once(Response { id, body }));
             if seen.len() == 2 {
                 return (seen, served);
             }
@@ -124,4 +124,106 @@ fn a_dead_hubs_socket_is_cleared_and_its_name_served_again() {
     let _ = std::os::unix::net::UnixListener::bind(&files.sock).unwrap();
     let served = rt.block_on(async { serve(&dir, "old") }).unwrap();
     assert!(served.files.sock.exists());
+}
+
+/// A followed session: the follower that reads gets the newest progress (skipping what
+/// it was too slow for) and the end; one that stops reading is dropped, and publishing
+/// never waited for either.
+#[test]
+fn followers_get_the_latest_progress_and_a_stalled_one_is_dropped() {
+    use trellis_hub::client::Following;
+    use trellis_hub::watch::Watched;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut served = rt.block_on(async { serve(&dir, "f") }).unwrap();
+    let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+    let (end_tx, end_rx) = tokio::sync::oneshot::channel::<()>();
+    let hub = rt.spawn(async move {
+        let watched = Watched::default();
+        // Two followers: one reads, one never does.
+        for _ in 0..2 {
+            let call = served.calls.recv().await.unwrap();
+            let id = call.request.id;
+            let Op::Watch { observe, .. } = call.request.op else {
+                panic!("{:?}", call.request.op)
+            };
+            let follow = watched
+                .attach(&call.request.client, observe, false)
+                .unwrap();
+            let body = Body::Watching {
+                log: "/nowhere".into(),
+                agent: "demo".into(),
+                controller: follow.lease.is_some(),
+                you: call.request.client.clone(),
+            };
+            let _ = call
+                .reply
+                .send(Reply::Follow(Response { id, body }, follow));
+        }
+        go_rx.await.unwrap();
+        // Far more progress than a socket buffer holds, at the pace of a busy session.
+        for n in 1..=20_000u64 {
+            watched.publish(n, "working", false);
+            tokio::task::yield_now().await;
+        }
+        watched.publish(20_000, "done", false);
+        // The reading follower is told the end once the stalled one was dropped.
+        end_rx.await.unwrap();
+        watched.publish(20_000, "done", true);
+        drop(watched);
+        served
+    });
+    let files = HubFiles::new(&dir, "f");
+    let reader = {
+        let files = files.clone();
+        std::thread::spawn(move || {
+            let mut f = Following::start(&files, "reader", 1, false, false)
+                .unwrap()
+                .unwrap();
+            assert!(f.controller);
+            let mut seen = Vec::new();
+            while let Some(p) = f.progress().unwrap() {
+                seen.push(p);
+            }
+            seen
+        })
+    };
+    // Wait for the reader to be attached before the second follower comes.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut stalled = UnixStream::connect(&files.sock).unwrap();
+    stalled
+        .write_all(b"{\"id\":1,\"op\":\"watch\",\"session\":1,\"observe\":true}\n")
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    go_tx.send(()).unwrap();
+    // It reads nothing while the session goes on, longer than a write may wait; then
+    // its connection ends (after what the socket buffered) without the session's end:
+    // it was dropped.
+    std::thread::sleep(std::time::Duration::from_secs(7));
+    stalled
+        .set_read_timeout(Some(std::time::Duration::from_secs(15)))
+        .unwrap();
+    let mut got = Vec::new();
+    stalled.read_to_end(&mut got).unwrap();
+    let text = String::from_utf8_lossy(&got);
+    assert!(
+        !text.contains("\"ended\":true"),
+        "dropped before the end ({} bytes read)",
+        got.len()
+    );
+    end_tx.send(()).unwrap();
+    let seen = reader.join().unwrap();
+    let last = seen.last().unwrap();
+    assert!(
+        last.ended && last.state == "done" && last.log_len == 20_000,
+        "{last:?}"
+    );
+    assert!(seen.windows(2).all(|w| w[0].log_len <= w[1].log_len));
+    let served = rt.block_on(hub).unwrap();
+    drop(served);
 }

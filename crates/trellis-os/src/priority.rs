@@ -94,3 +94,20 @@ pub fn die_with_parent(cmd: &mut Command) {
     #[cfg(not(target_os = "linux"))]
     let _ = cmd;
 }
+
+/// The process `cmd` starts is on its own: a session of its own (`setsid`: no controlling
+/// terminal, out of the caller's process group, so neither the terminal's hangup nor a
+/// signal to the caller's group reaches it). For a process asked to outlive Trellis (a
+/// hub started with `--detach`), never for an agent or a terminal.
+#[allow(unsafe_code)]
+pub fn detach(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec and only calls
+    // setsid(2), which is async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+}

@@ -656,7 +656,16 @@ impl App {
                 && let Some(o) = trellis_view::dialog::option_for_key(&options, c)
             {
                 use trellis_core::permission::OptionKind;
-                if matches!(o.kind, OptionKind::AllowAlways | OptionKind::RejectAlways) {
+                let always = matches!(o.kind, OptionKind::AllowAlways | OptionKind::RejectAlways);
+                if always && self.driver.attached() {
+                    // The rules in force are the hub's: they are made where it runs.
+                    self.message = Some(
+                        "\"always\" rules are the hub's own (its config or --permission): answer once here"
+                            .into(),
+                    );
+                    return Vec::new();
+                }
+                if always {
                     // "Always" saves a rule: show what it will match first.
                     let call = self.driver.session.ledger.at(call);
                     self.overlay = Some(Overlay::Rule(RulePreview::new(

@@ -460,6 +460,22 @@ pub async fn run_deck(mut deck: deck::Deck) -> std::io::Result<Vec<String>> {
     result.map(|()| said)
 }
 
+/// Runs a deck without a terminal (`trellis serve`) until a signal asks it to stop, then
+/// closes every session the way quitting the UI does. Returns what closing them had to
+/// say.
+pub async fn serve_deck(mut deck: deck::Deck) -> std::io::Result<Vec<String>> {
+    deck.headless = true;
+    trellis_ext_host::install_panic_guard();
+    let mut signals = trellis_os::signals::Signals::new(true)?;
+    let mut said = Vec::new();
+    let sig = deck_loop::serve_loop(&mut deck, &mut signals, &mut said).await;
+    let reason = format!("the hub stopped ({sig})");
+    while !deck.slots.is_empty() {
+        deck_loop::close_slot(&mut deck, 0, &reason, &mut said).await;
+    }
+    Ok(said)
+}
+
 /// How often a recording being read in is drawn.
 pub(crate) const READING_FRAME: Duration = Duration::from_millis(100);
 

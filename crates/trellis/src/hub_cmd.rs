@@ -11,7 +11,7 @@ use crate::output::safe;
 
 /// A session as these commands name it: `HUB:KEY`, or `KEY` when only one hub has it, or a
 /// prefix of its ACP session id.
-fn resolve(spec: &str) -> anyhow::Result<(String, u32)> {
+pub(crate) fn resolve(spec: &str) -> anyhow::Result<(String, u32)> {
     let dir = trellis_hub::place::runtime_dir()?;
     let all = list_all(&dir, "trellis");
     let mut hits: Vec<(String, u32)> = Vec::new();
@@ -40,14 +40,14 @@ fn resolve(spec: &str) -> anyhow::Result<(String, u32)> {
     }
 }
 
-fn client(hub: &str, name: &str) -> anyhow::Result<Client> {
+pub(crate) fn client(hub: &str, name: &str) -> anyhow::Result<Client> {
     let dir = trellis_hub::place::runtime_dir()?;
     let files = trellis_hub::place::HubFiles::new(&dir, hub);
     Ok(Client::connect(&files, name)?)
 }
 
 /// A random operation id, so a retry of this command is not carried out twice.
-fn operation_id() -> String {
+pub(crate) fn operation_id() -> String {
     let mut b = [0u8; 8];
     if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
         let _ = std::io::Read::read_exact(&mut f, &mut b);
@@ -65,7 +65,7 @@ fn done(body: Body) -> anyhow::Result<ExitCode> {
             eprintln!("trellis: {}: {}", safe(&code), safe(&message));
             Ok(ExitCode::from(1))
         }
-        Body::Sessions { .. } => anyhow::bail!("the hub answered with a list"),
+        _ => anyhow::bail!("the hub answered something else"),
     }
 }
 
@@ -119,6 +119,7 @@ pub fn send(session: &str, text: &str) -> anyhow::Result<ExitCode> {
         Op::Send {
             session: key,
             text: text.to_string(),
+            files: Vec::new(),
         },
         Some(operation_id()),
     )?;

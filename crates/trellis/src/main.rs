@@ -3,6 +3,7 @@
 mod agents;
 mod answers;
 mod artifacts;
+mod attach;
 mod budgets;
 mod fan;
 mod headless;
@@ -13,6 +14,7 @@ mod plugin_cmd;
 mod plugin_test;
 mod run;
 mod scaffold;
+mod serve;
 mod sessions;
 mod setup;
 mod stats;
@@ -80,11 +82,18 @@ enum Cmd {
         #[command(subcommand)]
         command: sessions::SessionsCmd,
     },
+    /// A hub of its own, without a terminal: sessions started in it (`trellis run
+    /// --detach`) outlive the terminal that asked for them; reach them with `trellis
+    /// ls`, `attach`, `approve`, `send`, `cancel`, `stop`. SIGTERM ends them all.
+    Serve(serve::ServeArgs),
     /// Every session of every running Trellis of yours, those that need you first.
     Ls {
         #[arg(long)]
         json: bool,
     },
+    /// The full UI on a running session of a hub (`trellis ls`): its history as if it
+    /// had been open here, then live; quitting leaves it running.
+    Attach(attach::AttachArgs),
     /// Queue a prompt in a running session (HUB:KEY from `trellis ls`, KEY, or an ACP
     /// session id's first characters).
     Send { session: String, prompt: String },
@@ -170,17 +179,25 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // The client commands start agents and terminals: whatever those leave behind (a
     // daemon, a `setsid` child) is reparented to us and stopped when we end.
-    let client = matches!(
-        cli.command,
-        None | Some(Cmd::Demo)
-            | Some(Cmd::Run(_))
-            | Some(Cmd::Fan(_))
-            | Some(Cmd::Status { .. })
-            | Some(Cmd::Plugin { .. })
-            | Some(Cmd::Sessions {
-                command: sessions::SessionsCmd::Resume { .. }
-            })
-    );
+    // A hub started in the background (`--detach`) outlives this command.
+    let detaching = match &cli.command {
+        Some(Cmd::Run(a)) => a.detach,
+        Some(Cmd::Serve(a)) => a.detach,
+        _ => false,
+    };
+    let client = !detaching
+        && matches!(
+            cli.command,
+            None | Some(Cmd::Demo)
+                | Some(Cmd::Run(_))
+                | Some(Cmd::Serve(_))
+                | Some(Cmd::Fan(_))
+                | Some(Cmd::Status { .. })
+                | Some(Cmd::Plugin { .. })
+                | Some(Cmd::Sessions {
+                    command: sessions::SessionsCmd::Resume { .. }
+                })
+        );
     if client && trellis_os::reaper::adopt_orphans() {
         trellis_os::reaper::keep_reaping();
     }
@@ -199,6 +216,7 @@ fn main() -> ExitCode {
         ),
         Some(Cmd::Run(args)) => run::main(*args, cli.ui, cli.config),
         Some(Cmd::Fan(args)) => fan::main(args, cli.ui, cli.config),
+        Some(Cmd::Serve(args)) => serve::main(args, cli.ui, cli.config),
         Some(Cmd::Log {
             command: LogCmd::Show { file },
         }) => log_show(&file),
@@ -206,6 +224,7 @@ fn main() -> ExitCode {
         Some(Cmd::Sessions { command }) => sessions::main(command),
         Some(Cmd::Worktree { command }) => worktree_cmd::main(command),
         Some(Cmd::Ls { json }) => hub_cmd::ls(json),
+        Some(Cmd::Attach(args)) => attach::main(args, cli.config),
         Some(Cmd::Send { session, prompt }) => hub_cmd::send(&session, &prompt),
         Some(Cmd::Cancel { session }) => hub_cmd::cancel(&session),
         Some(Cmd::Stop { session }) => hub_cmd::stop(&session),

@@ -114,6 +114,69 @@ pub struct RunArgs {
     /// Print resource usage as JSON on stderr at exit (for benchmarks).
     #[arg(long, hide = true)]
     stats: bool,
+    /// Start the session in a hub (`trellis serve`; started in the background when none
+    /// serves) and return at once, printing HUB:KEY: the session outlives this terminal,
+    /// its requests wait for `trellis approve` or `trellis attach`.
+    #[arg(long)]
+    pub detach: bool,
+    /// With --detach: the hub's name.
+    #[arg(long, value_name = "NAME", default_value = crate::serve::DEFAULT_HUB, requires = "detach")]
+    hub: String,
+}
+
+impl RunArgs {
+    /// `--detach`: what the hub is asked to start; the options that only mean something
+    /// to a run that stays (output, budgets, artifacts, answers) are refused by name.
+    pub fn detached(&self, ui: &crate::ui::UiArgs) -> anyhow::Result<crate::serve::Detached> {
+        let stays = [
+            ("--log", self.log.is_some()),
+            ("--load", self.load.is_some()),
+            ("--resume", self.resume.is_some()),
+            ("--carry", self.carry),
+            ("--set", !self.set.is_empty()),
+            ("--file", !self.files.is_empty()),
+            ("--strict", self.strict),
+            ("--answers", self.answers.is_some()),
+            ("--output-file", self.output_file.is_some()),
+            ("--timeout", self.timeout.is_some()),
+            ("--idle-timeout", self.idle_timeout.is_some()),
+            ("--max-cost", self.max_cost.is_some()),
+            ("--max-tool-calls", self.max_tool_calls.is_some()),
+            ("--max-turns", self.max_turns.is_some()),
+            ("--summary", self.summary.is_some()),
+            ("--summary-md", self.summary_md.is_some()),
+            ("--patch", self.patch.is_some()),
+            ("--permission", ui.permission.is_some()),
+            ("--plugin", !ui.plugin.is_empty()),
+        ];
+        let refused: Vec<&str> = stays
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(n, _)| *n)
+            .collect();
+        if !refused.is_empty() {
+            anyhow::bail!(
+                "--detach starts the session in a hub, which decides with its own settings: {} not taken (give them to trellis serve, or run without --detach)",
+                refused.join(", ")
+            );
+        }
+        let [prompt] = self.prompt.as_slice() else {
+            anyhow::bail!("--detach takes one --prompt (send more with trellis send)");
+        };
+        let label = match &ui.worktree {
+            Some(a) if a.label.is_some() => {
+                anyhow::bail!("--detach makes the worktree's label itself: --worktree without one")
+            }
+            w => w.is_some(),
+        };
+        Ok(crate::serve::Detached {
+            hub: self.hub.clone(),
+            agent: ui.one_agent()?.unwrap_or_default(),
+            cwd: ui.cwd.clone().unwrap_or_else(|| PathBuf::from(".")),
+            worktree: label,
+            prompt: prompt.clone(),
+        })
+    }
 }
 
 /// `90s`, `15m`, `1h30m`, `2h 5m`, ISO 8601 (`PT15M`), or bare seconds.
@@ -159,6 +222,16 @@ pub fn main(
         Some(f) => Config::load(f)?,
         None => Config::default(),
     };
+    if args.detach {
+        let mut d = args.detached(&common)?;
+        if d.agent.is_empty() {
+            d.agent = config
+                .default_agent
+                .clone()
+                .unwrap_or_else(|| "demo".into());
+        }
+        return crate::serve::run_detached(d, config_file.as_deref());
+    }
     let resume = args
         .resume
         .as_deref()

@@ -123,14 +123,7 @@ pub fn start(
     )?;
     let deck_keys = deck_keys(&config)?;
     let ascii = config.ui.ascii.unwrap_or_else(|| !utf8_locale());
-    let n = &config.notify;
-    let notify = trellis_tui::deck::Notify {
-        enabled: n.enabled.unwrap_or(true),
-        blocked: n.blocked.unwrap_or(true),
-        error: n.error.unwrap_or(true),
-        done: n.done.unwrap_or(true),
-        command: n.command.clone().filter(|c| !c.trim().is_empty()),
-    };
+    let notify = notify_of(&config);
     let launch = crate::launch::Launch {
         config,
         permission: args.permission.clone(),
@@ -177,29 +170,7 @@ pub fn start(
                 deck.front().message = Some(format!("no socket for trellis ls and approve: {e}"))
             }
         }
-        deck.opener = Some(Box::new(move |req: trellis_tui::deck::NewSession| {
-            let request = crate::launch::Request {
-                agent: req.agent.clone(),
-                cwd: Some(req.cwd.clone()),
-                // Asked for from the UI: no worktree is an error shown in the form.
-                worktree: req.worktree.then_some(crate::worktree_cmd::Ask {
-                    label: None,
-                    required: true,
-                }),
-                carry: false,
-                resume: None,
-                load: None,
-            };
-            match launch.open(request) {
-                Ok((mut opened, _, notes)) => {
-                    if let Some(last) = notes.first() {
-                        opened.app.message = Some(trellis_text::one_line(last).into_owned());
-                    }
-                    Ok(opened)
-                }
-                Err(e) => Err(format!("{e:#}")),
-            }
-        }));
+        deck.opener = Some(opener(launch));
         let said = trellis_tui::run_deck(deck)
             .await
             .map_err(anyhow::Error::from)?;
@@ -208,6 +179,46 @@ pub fn start(
     // Each session's log, and what closing each had to say.
     print_said(said);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `[notify]` as the deck takes it.
+pub(crate) fn notify_of(config: &Config) -> trellis_tui::deck::Notify {
+    let n = &config.notify;
+    trellis_tui::deck::Notify {
+        enabled: n.enabled.unwrap_or(true),
+        blocked: n.blocked.unwrap_or(true),
+        error: n.error.unwrap_or(true),
+        done: n.done.unwrap_or(true),
+        command: n.command.clone().filter(|c| !c.trim().is_empty()),
+    }
+}
+
+/// Starts the sessions a deck's human asks for (the new-session form, a hub's
+/// `trellis run --detach`), all alike.
+pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener {
+    Box::new(move |req: trellis_tui::deck::NewSession| {
+        let request = crate::launch::Request {
+            agent: req.agent.clone(),
+            cwd: Some(req.cwd.clone()),
+            // Asked for from the UI: no worktree is an error shown in the form.
+            worktree: req.worktree.then_some(crate::worktree_cmd::Ask {
+                label: None,
+                required: true,
+            }),
+            carry: false,
+            resume: None,
+            load: None,
+        };
+        match launch.open(request) {
+            Ok((mut opened, _, notes)) => {
+                if let Some(last) = notes.first() {
+                    opened.app.message = Some(trellis_text::one_line(last).into_owned());
+                }
+                Ok(opened)
+            }
+            Err(e) => Err(format!("{e:#}")),
+        }
+    })
 }
 
 /// Whether the terminal's locale speaks UTF-8 (else the rail's marks are ASCII).

@@ -184,12 +184,22 @@ pub struct Deck {
     pub hub: Option<trellis_hub::serve::Served>,
     /// Answers to the last mutations by operation id: a retry gets the first outcome.
     pub(crate) done_ops: std::collections::VecDeque<(String, trellis_hub::wire::Body)>,
+    /// A hub without a terminal (`trellis serve`): no session is in front, so every
+    /// session's changes are announced, and nothing is written to the screen.
+    pub headless: bool,
 }
 
 impl Deck {
     /// A deck of one session.
     pub fn new(first: Opened, agent_arg: String) -> Deck {
-        let mut deck = Deck {
+        let mut deck = Deck::empty();
+        deck.add(first, agent_arg);
+        deck
+    }
+
+    /// A deck with no session yet (a hub's, `trellis serve`).
+    pub fn empty() -> Deck {
+        Deck {
             slots: Vec::new(),
             front: 0,
             opener: None,
@@ -208,9 +218,8 @@ impl Deck {
             worktrees: None,
             hub: None,
             done_ops: std::collections::VecDeque::new(),
-        };
-        deck.add(first, agent_arg);
-        deck
+            headless: false,
+        }
     }
 
     /// Adds a session (at the end of the rail) and brings it to the front.
@@ -269,12 +278,14 @@ impl Deck {
         let now = self.slots[i].derive();
         let was = self.slots[i].attention;
         if now == was {
+            self.slots[i].publish(false);
             return;
         }
         let slot = &mut self.slots[i];
         slot.attention = now;
         slot.since = Instant::now();
-        let background = i != self.front;
+        slot.publish(false);
+        let background = i != self.front || self.headless;
         let others_wait = self
             .slots
             .iter()

@@ -29,6 +29,8 @@ pub struct Slot {
     /// Lines added and removed by the session's edits, per call.
     edits: HashMap<usize, (usize, usize)>,
     seq: u64,
+    /// Who follows the session from elsewhere (`trellis attach`), and who controls it.
+    pub watched: trellis_hub::watch::Watched,
 }
 
 impl Slot {
@@ -47,6 +49,7 @@ impl Slot {
             since: now,
             edits: HashMap::new(),
             seq: 0,
+            watched: Default::default(),
         };
         // A session that starts with history (resumed) has its edits counted once.
         let ledger = &slot.app.driver.session.ledger;
@@ -94,6 +97,21 @@ impl Slot {
         self.edits
             .values()
             .fold((0, 0), |(a, d), (x, y)| (a + x, d + y))
+    }
+
+    /// Tells whoever follows the session how far its log is written and what state it
+    /// is in (nothing to do when nobody follows).
+    pub(crate) fn publish(&self, ended: bool) {
+        if !self.watched.followed() {
+            return;
+        }
+        let len = self
+            .app
+            .log_path
+            .as_ref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len());
+        self.watched.publish(len, self.attention.word(), ended);
     }
 
     /// Numbers the notes of a batch.

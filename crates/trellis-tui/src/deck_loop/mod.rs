@@ -9,6 +9,9 @@ use futures::StreamExt;
 
 mod overlays;
 mod remote;
+mod serve;
+
+pub(crate) use serve::serve_loop;
 
 use overlays::{compare_key, end_worktree, form_key, inbox_key};
 use remote::{next_call, remote};
@@ -19,9 +22,12 @@ use crate::{
     FIRST_FRAME_WAIT, Intent, READING_FRAME, perform_intent, reap_openers, run_login, show_notes,
 };
 
-/// Waits for the next thing any session's driver has to handle. Cancel-safe (each
-/// driver's `recv` is).
+/// Waits for the next thing any session's driver has to handle (forever, without a
+/// session). Cancel-safe (each driver's `recv` is).
 async fn recv_any(slots: &mut [Slot]) -> (usize, trellis_driver::Incoming) {
+    if slots.is_empty() {
+        return std::future::pending().await;
+    }
     let futs = slots
         .iter_mut()
         .enumerate()
@@ -151,6 +157,8 @@ pub(super) async fn close_slot(deck: &mut Deck, i: usize, reason: &str, said: &m
             _ => None,
         }));
     }
+    // Whoever follows it reads the log to its end and stops.
+    slot.publish(true);
     if deck.front >= deck.slots.len() {
         deck.front = deck.slots.len().saturating_sub(1);
     } else if i < deck.front {

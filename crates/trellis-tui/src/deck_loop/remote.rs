@@ -27,6 +27,7 @@ pub(super) async fn remote(
     call: trellis_hub::serve::Call,
     said: &mut Vec<String>,
 ) {
+    use trellis_hub::serve::Reply;
     use trellis_hub::wire::{Body, HubInfo, Op, Response};
     let trellis_hub::serve::Call {
         request,
@@ -46,10 +47,10 @@ pub(super) async fn remote(
     if let Some(op) = &request.operation_id
         && let Some((_, body)) = deck.done_ops.iter().find(|(o, _)| o == op)
     {
-        let _ = reply.send(Response {
+        let _ = reply.send(Reply::Once(Response {
             id,
             body: body.clone(),
-        });
+        }));
         return;
     }
     let slot_of = |deck: &Deck, key: u32| deck.index_of(key);
@@ -70,14 +71,18 @@ pub(super) async fn remote(
             },
             sessions: deck.session_infos(),
         },
-        Op::Send { session, text } => match slot_of(deck, session) {
+        Op::Send {
+            session,
+            text,
+            files,
+        } => match slot_of(deck, session) {
             Some(_) if text.trim().is_empty() => error("bad_request", "an empty prompt".into()),
             Some(i) => {
                 let notes = deck.command(
                     session,
                     Command::Prompt {
                         text,
-                        files: Vec::new(),
+                        files: files.into_iter().map(Into::into).collect(),
                     },
                 );
                 shown = Some((i, notes));
@@ -110,6 +115,39 @@ pub(super) async fn remote(
             }
             Err((code, message)) => error(code, message),
         },
+        Op::Watch {
+            session,
+            observe,
+            take,
+        } => match watch(deck, session, &who, observe, take) {
+            Ok((body, follow)) => {
+                let _ = reply.send(Reply::Follow(Response { id, body }, follow));
+                return;
+            }
+            Err((code, message)) => error(code, message),
+        },
+        Op::Answer {
+            session,
+            request_id,
+            answer,
+        } => match deck.answer_attached(session, &request_id, answer, who) {
+            Ok(notes) => {
+                shown = slot_of(deck, session).map(|i| (i, notes));
+                Body::Done {
+                    said: format!("answered {request_id}"),
+                }
+            }
+            Err((code, message)) => error(code, message),
+        },
+        Op::New {
+            agent,
+            cwd,
+            worktree,
+            prompt,
+        } => match deck.open_remote(agent, cwd, worktree, prompt) {
+            Ok((key, said)) => Body::Started { session: key, said },
+            Err(message) => error("refused", message),
+        },
         Op::Stop { session } => match slot_of(deck, session) {
             Some(i) => {
                 close_slot(deck, i, &format!("stopped by {who}"), said).await;
@@ -132,5 +170,38 @@ pub(super) async fn remote(
         }
         deck.done_ops.push_back((op, body.clone()));
     }
-    let _ = reply.send(Response { id, body });
+    let _ = reply.send(Reply::Once(Response { id, body }));
+}
+
+/// Follows session `key` for `who`: where its log is, and its progress from now on.
+fn watch(
+    deck: &mut Deck,
+    key: u32,
+    who: &str,
+    observe: bool,
+    take: bool,
+) -> Result<(trellis_hub::wire::Body, trellis_hub::watch::Follow), (&'static str, String)> {
+    let i = deck
+        .index_of(key)
+        .ok_or(("not_found", format!("no session {key}")))?;
+    let slot = &deck.slots[i];
+    let log = slot
+        .app
+        .log_path
+        .clone()
+        .ok_or(("refused", format!("session {key} keeps no log")))?;
+    let follow = slot
+        .watched
+        .attach(who, observe, take)
+        .map_err(|e| ("refused", e))?;
+    slot.publish(false);
+    Ok((
+        trellis_hub::wire::Body::Watching {
+            log: log.to_string_lossy().into_owned(),
+            agent: slot.app.agent.clone(),
+            controller: follow.lease.is_some(),
+            you: who.to_string(),
+        },
+        follow,
+    ))
 }

@@ -124,6 +124,7 @@ fn a_session_is_listed_approved_once_sent_to_and_stopped_from_another_terminal()
             trellis_hub::wire::Op::Send {
                 session: key,
                 text: "and the README too".into(),
+                files: Vec::new(),
             },
             Some(op.into()),
         )

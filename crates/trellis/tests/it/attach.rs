@@ -1,0 +1,264 @@
+//! A session that outlives its terminal (issue 27): `trellis run --detach` starts it in a
+//! hub of its own, `trellis attach` shows it as if it had been open all along and answers
+//! it, a second controller is refused, leaving the attachment leaves the session running,
+//! and stopping the hub ends its sessions on the record with no process left.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::tui::Tmux;
+
+struct Dirs {
+    _home: tempfile::TempDir,
+    runtime: PathBuf,
+    data: PathBuf,
+    config: PathBuf,
+    work: PathBuf,
+}
+
+impl Dirs {
+    fn new() -> Dirs {
+        let home = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(home.path()).unwrap();
+        let [runtime, data, config, work] = ["run", "data", "config", "w"].map(|d| root.join(d));
+        for d in [&runtime, &data, &config, &work] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        Dirs {
+            _home: home,
+            runtime,
+            data,
+            config,
+            work,
+        }
+    }
+
+    fn trellis(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .args(args)
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .env("XDG_DATA_HOME", &self.data)
+            .env("XDG_CONFIG_HOME", &self.config)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn log(&self) -> String {
+        let mut out = String::new();
+        for day in std::fs::read_dir(self.data.join("trellis/sessions"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            for f in std::fs::read_dir(day.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                out.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
+            }
+        }
+        out
+    }
+
+    /// `trellis ls --json`'s rows.
+    fn ls(&self) -> Vec<serde_json::Value> {
+        let o = self.trellis(&["ls", "--json"]);
+        crate::jsonl(&String::from_utf8_lossy(&o.stdout))
+    }
+}
+
+/// The background hub, stopped when the test ends whatever happens.
+struct Hub(u32);
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.0.to_string()).status();
+        let until = Instant::now() + Duration::from_secs(10);
+        while alive(self.0) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .status();
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie is gone for our purposes.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let child: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+            let ppid: u32 = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            (ppid == pid).then_some(child)
+        })
+        .collect()
+}
+
+fn until(what: &str, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn a_detached_session_is_attached_answered_left_running_and_ended_with_its_hub() {
+    let d = Dirs::new();
+    let work = d.work.to_str().unwrap();
+    let o = d.trellis(&[
+        "run",
+        "--detach",
+        "--agent",
+        "demo",
+        "--cwd",
+        work,
+        "--prompt",
+        "fix the TODO",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "default:1");
+    // The hub said where it serves, with its pid, in a file of its own.
+    let hub_log = d.runtime.join("trellis/default.log");
+    let said = std::fs::read_to_string(&hub_log).unwrap();
+    let pid: u32 = said
+        .split("(pid ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    let hub = Hub(pid);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&hub_log).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "the hub's messages are this user's alone");
+    }
+    // The command that started it is gone; the session goes on and asks.
+    until("the session to ask", || {
+        d.ls().first().is_some_and(|r| r["state"] == "permission")
+    });
+    let rows = d.ls();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0]["hub"].as_str(), rows[0]["key"].as_u64()),
+        (Some("default"), Some(1))
+    );
+
+    let env = format!("XDG_RUNTIME_DIR={}", d.runtime.display());
+    let Some(t) = Tmux::start_env(&["LANG=C.UTF-8", &env], &["attach"], 120, 40) else {
+        return;
+    };
+    // The history as if it had been open here, the pending request in its dialog.
+    let s = t.wait_for("[y] Allow");
+    assert!(s.contains("fix the TODO"), "{s}");
+    t.wait_for("attached to default:1");
+    // One controller at a time: the second is told who has it.
+    let second = d.trellis(&["attach", "default:1"]);
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second));
+    assert!(
+        text(&second).contains("trellis attach (pid") && text(&second).contains("--observe"),
+        "{}",
+        text(&second)
+    );
+    // "Always" rules are the hub's: only a one-time answer goes from here.
+    t.send(&["a"]);
+    t.wait_for("rules are the hub's own");
+    t.send(&["y"]);
+    t.wait_for("Done: the TODO is fixed");
+    let log = d.log();
+    let deciders: Vec<_> = log
+        .lines()
+        .filter(|l| l.contains("permission_decided") && l.contains("\"attached\""))
+        .collect();
+    assert_eq!(deciders.len(), 1, "{log}");
+    assert!(
+        deciders[0].contains("trellis attach (pid"),
+        "{}",
+        deciders[0]
+    );
+    assert!(t.screen().contains("allowed once by trellis attach"));
+    // A prompt typed here runs in the hub.
+    t.send(&["and the README", "Enter"]);
+    until("the prompt to reach the agent", || {
+        d.log()
+            .lines()
+            .any(|l| l.contains("session/prompt") && l.contains("and the README"))
+    });
+    // Leaving the attachment (its terminal closed) leaves the session running.
+    drop(t);
+    std::thread::sleep(Duration::from_millis(300));
+    let rows = d.ls();
+    assert_eq!(rows.len(), 1, "the session outlived its attachment");
+    assert!(alive(pid));
+
+    // Stopping the hub ends its sessions the way quitting the UI does.
+    let kids = children(pid);
+    assert!(!kids.is_empty(), "the hub runs the agent");
+    drop(hub);
+    assert!(!alive(pid));
+    for k in kids {
+        assert!(!alive(k), "process {k} outlived the hub");
+    }
+    let log = d.log();
+    assert!(
+        log.contains(r#""type":"session_ended","reason":"the hub stopped (SIGTERM)""#),
+        "{log}"
+    );
+    assert!(!d.runtime.join("trellis/default.sock").exists());
+    assert!(d.ls().is_empty());
+}
+
+#[test]
+fn detach_refuses_what_only_a_run_that_stays_can_do() {
+    let d = Dirs::new();
+    let o = d.trellis(&[
+        "run",
+        "--detach",
+        "--prompt",
+        "x",
+        "--timeout",
+        "5s",
+        "--summary",
+        "s.json",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--timeout, --summary not taken"),
+        "{}",
+        text(&o)
+    );
+    // Nothing was started.
+    assert!(!Path::new(&d.runtime.join("trellis/default.sock")).exists());
+}
