@@ -227,3 +227,67 @@ fn followers_get_the_latest_progress_and_a_stalled_one_is_dropped() {
     let served = rt.block_on(hub).unwrap();
     drop(served);
 }
+
+/// Another user never gets an answer, even through a socket left open to everyone: the
+/// peer's uid is checked on every connection. Run as root (CI), the client is switched to
+/// `nobody` with `setpriv`; elsewhere the test says it cannot run.
+#[test]
+fn another_users_connection_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    if trellis_os::uid() != 0 {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this test as root: it switches the client to another user"
+        );
+        eprintln!("NOT RUN: another_users_connection_is_refused needs root to switch users");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut served = rt.block_on(async { serve(&dir, "open") }).unwrap();
+    // As if someone had opened the socket to everyone.
+    std::fs::set_permissions(&served.files.sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let answered = rt.spawn(async move {
+        let call = served.calls.recv().await;
+        (call.map(|c| c.request.client), served)
+    });
+    let script = format!(
+        "import socket\ns=socket.socket(socket.AF_UNIX)\ns.settimeout(10)\ns.connect({:?})\ns.sendall(b'{{\"id\":1,\"op\":\"list\",\"client\":\"nobody\"}}\\n')\ntry:\n  print(s.recv(4096).decode() or 'CLOSED')\nexcept ConnectionResetError:\n  print('CLOSED')",
+        HubFiles::new(&dir, "open").sock.to_string_lossy()
+    );
+    // The system's python, which any user may run (not a user's shim).
+    let out = std::process::Command::new("setpriv")
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["python3", "-c", &script])
+        .output()
+        .unwrap_or_else(|e| panic!("setpriv and python3 are needed (.ci/run installs them): {e}"));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        said.trim(),
+        "CLOSED",
+        "{said} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The hub's loop never saw the request; this user's own client is answered.
+    let mine = std::thread::spawn({
+        let dir = dir.clone();
+        move || {
+            Client::connect(&HubFiles::new(&dir, "open"), "me").map(|mut c| c.call(Op::List, None))
+        }
+    });
+    let (first, served) = rt.block_on(answered).unwrap();
+    assert_eq!(
+        first.as_deref(),
+        Some("me"),
+        "the other user's request reached the hub"
+    );
+    drop(served);
+    drop(mine);
+}

@@ -262,3 +262,48 @@ fn detach_refuses_what_only_a_run_that_stays_can_do() {
     // Nothing was started.
     assert!(!Path::new(&d.runtime.join("trellis/default.sock")).exists());
 }
+
+/// A hub killed outright (SIGKILL: nothing of Trellis runs to stop anything) leaves no
+/// agent behind — the parent-death signal stops it — and its socket is cleared by the
+/// next command.
+#[test]
+fn a_hub_killed_outright_leaves_no_agent_and_its_socket_is_cleared() {
+    let d = Dirs::new();
+    let work = d.work.to_str().unwrap();
+    let o = d.trellis(&[
+        "run",
+        "--detach",
+        "--agent",
+        "demo",
+        "--cwd",
+        work,
+        "--prompt",
+        "fix the TODO",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let said = std::fs::read_to_string(d.runtime.join("trellis/default.log")).unwrap();
+    let pid: u32 = said
+        .split("(pid ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    let hub = Hub(pid);
+    until("the session to ask", || {
+        d.ls().first().is_some_and(|r| r["state"] == "permission")
+    });
+    let kids = children(pid);
+    assert!(!kids.is_empty(), "the hub runs the agent");
+    let killed = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    assert!(killed.unwrap().success());
+    until("the hub to die", || !alive(pid));
+    until("its agent to die", || kids.iter().all(|k| !alive(*k)));
+    assert!(d.ls().is_empty(), "a dead hub lists nothing");
+    assert!(
+        !d.runtime.join("trellis/default.sock").exists(),
+        "and its socket is gone"
+    );
+    // The session's log holds everything written before the kill.
+    assert!(d.log().contains("session/request_permission"));
+    drop(hub);
+}
