@@ -6,7 +6,10 @@
 //! are told who won.
 
 pub mod client;
+#[cfg(feature = "listen")]
+pub mod listen;
 pub mod place;
 pub mod serve;
+pub mod tokens;
 pub mod watch;
 pub mod wire;

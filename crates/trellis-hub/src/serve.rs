@@ -52,6 +52,9 @@ impl Call {
 pub struct Served {
     pub files: HubFiles,
     pub calls: mpsc::Receiver<Call>,
+    /// The loopback listener, when the hub was asked for one.
+    #[cfg(feature = "listen")]
+    pub listening: Option<crate::listen::Listening>,
     _held: crate::place::Held,
     task: tokio::task::JoinHandle<()>,
 }
@@ -67,6 +70,19 @@ impl Drop for Served {
 /// Serves hub `name` in `dir` (within a Tokio runtime). Fails when a live hub has that
 /// name; a dead one's files are replaced.
 pub fn serve(dir: &std::path::Path, name: &str) -> std::io::Result<Served> {
+    serve_listening(dir, name, None)
+}
+
+/// A loopback address to listen on too, and the tokens it accepts.
+pub type Listen = (std::net::SocketAddr, crate::tokens::Store);
+
+/// [`serve`], and the loopback listener on `listen` when given (a feature of the build:
+/// without it, asking for one is an error).
+pub fn serve_listening(
+    dir: &std::path::Path,
+    name: &str,
+    listen: Option<Listen>,
+) -> std::io::Result<Served> {
     let files = HubFiles::new(dir, name);
     let held = try_hold(&files)?.ok_or_else(|| {
         std::io::Error::new(
@@ -84,16 +100,38 @@ pub fn serve(dir: &std::path::Path, name: &str) -> std::io::Result<Served> {
         std::fs::set_permissions(&files.sock, std::fs::Permissions::from_mode(0o600))?;
     }
     let (tx, calls) = mpsc::channel(64);
-    let task = tokio::spawn(accept(listener, tx));
+    #[cfg(feature = "listen")]
+    let listening = match listen {
+        Some((addr, store)) => Some(crate::listen::listen(addr, store, tx.clone())?),
+        None => None,
+    };
+    #[cfg(not(feature = "listen"))]
+    if listen.is_some() {
+        return Err(std::io::Error::other(
+            "this build has no listener (cargo feature `listen`)",
+        ));
+    }
+    #[cfg(feature = "listen")]
+    let pairing = listening.as_ref().map(|l| l.pairing.clone());
+    #[cfg(not(feature = "listen"))]
+    let pairing = None;
+    let task = tokio::spawn(accept(listener, tx, pairing));
     Ok(Served {
         files,
         calls,
+        #[cfg(feature = "listen")]
+        listening,
         _held: held,
         task,
     })
 }
 
-async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>) {
+#[cfg(feature = "listen")]
+type Pairing = Option<std::sync::Arc<crate::listen::Pairing>>;
+#[cfg(not(feature = "listen"))]
+type Pairing = Option<std::convert::Infallible>;
+
+async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>, pairing: Pairing) {
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
     let me = trellis_os::uid();
     loop {
@@ -111,8 +149,9 @@ async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>) {
             continue;
         }
         let tx = tx.clone();
+        let pairing = pairing.clone();
         tokio::spawn(async move {
-            let _ = connection(stream, cred.pid(), tx).await;
+            let _ = connection(stream, cred.pid(), tx, pairing).await;
             drop(permit);
         });
     }
@@ -123,6 +162,7 @@ async fn connection(
     mut stream: UnixStream,
     pid: Option<i32>,
     tx: mpsc::Sender<Call>,
+    pairing: Pairing,
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 8192];
@@ -134,6 +174,12 @@ async fn connection(
                 continue;
             }
             let reply = match serde_json::from_slice::<Request>(line) {
+                // Pairing codes belong to the listener, not to any session.
+                Ok(Request {
+                    id,
+                    op: crate::wire::Op::Pair,
+                    ..
+                }) => Reply::Once(pair(id, pairing.as_ref())),
                 Ok(request) => {
                     let id = request.id;
                     let (reply, rx) = oneshot::channel();
@@ -181,6 +227,35 @@ async fn connection(
         }
         buf.extend_from_slice(&chunk[..n]);
     }
+}
+
+/// A new pairing code of the hub's listener, if it has one.
+#[cfg(feature = "listen")]
+fn pair(id: u64, pairing: Option<&std::sync::Arc<crate::listen::Pairing>>) -> Response {
+    match pairing.map(|p| p.new_code()) {
+        Some(Ok((_, url))) => Response {
+            id,
+            body: Body::Paired {
+                url,
+                expires_s: crate::listen::PAIR_TTL.as_secs(),
+            },
+        },
+        Some(Err(e)) => Response::error(id, "busy", e.to_string()),
+        None => no_listener(id),
+    }
+}
+
+#[cfg(not(feature = "listen"))]
+fn pair(id: u64, _: Option<&std::convert::Infallible>) -> Response {
+    no_listener(id)
+}
+
+fn no_listener(id: u64) -> Response {
+    Response::error(
+        id,
+        "refused",
+        "this hub has no listener (trellis serve --listen 127.0.0.1:PORT)",
+    )
 }
 
 /// Writes one line; a client that stops reading is dropped, never waited on.

@@ -50,6 +50,8 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         prompt: Option<String>,
     },
+    /// A single-use pairing code for a phone (`trellis pair`), when the hub listens.
+    Pair,
     /// Follows a session (`trellis attach`): answered with where its log is, then its
     /// progress is pushed on this connection (the latest only: a slow reader skips,
     /// never slows the session). As the controller unless `observe`; `take` takes the
@@ -118,6 +120,11 @@ pub enum Body {
         controller: bool,
         /// How the hub names this attachment (as `Progress::controller` would).
         you: String,
+    },
+    /// A pairing code (`Op::Pair`): the address to open, with the code in its fragment.
+    Paired {
+        url: String,
+        expires_s: u64,
     },
     /// Pushed to a watcher whenever the session moved on.
     Progress(Progress),

@@ -258,7 +258,7 @@ fn another_users_connection_is_refused() {
         (call.map(|c| c.request.client), served)
     });
     let script = format!(
-        "import socket\ns=socket.socket(socket.AF_UNIX)\ns.settimeout(10)\ns.connect({:?})\ns.sendall(b'{{\"id\":1,\"op\":\"list\",\"client\":\"nobody\"}}\\n')\ntry:\n  print(s.recv(4096).decode() or 'CLOSED')\nexcept ConnectionResetError:\n  print('CLOSED')",
+        "import socket\ns=socket.socket(socket.AF_UNIX)\ns.settimeout(10)\ns.connect({:?})\ntry:\n  s.sendall(b'{{\"id\":1,\"op\":\"list\",\"client\":\"nobody\"}}\\n')\n  print(s.recv(4096).decode() or 'CLOSED')\nexcept (ConnectionResetError, BrokenPipeError):\n  print('CLOSED')",
         HubFiles::new(&dir, "open").sock.to_string_lossy()
     );
     // The system's python, which any user may run (not a user's shim).
@@ -290,4 +290,34 @@ fn another_users_connection_is_refused() {
     );
     drop(served);
     drop(mine);
+}
+
+/// Every example of `docs/attach.md`'s wire block is a request or an answer as the code
+/// reads it, with nothing in it the code would drop.
+#[test]
+fn the_docs_wire_examples_are_what_the_code_reads() {
+    use trellis_hub::wire::Request;
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/attach.md"),
+    )
+    .unwrap();
+    let block = doc
+        .split("```json wire\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a wire block");
+    let mut n = 0;
+    for line in block.lines().filter(|l| !l.trim().is_empty()) {
+        let original: serde_json::Value = serde_json::from_str(line).unwrap();
+        let again = if original.get("op").is_some() {
+            serde_json::to_value(serde_json::from_str::<Request>(line).unwrap()).unwrap()
+        } else {
+            serde_json::to_value(serde_json::from_str::<Response>(line).unwrap()).unwrap()
+        };
+        for (k, v) in original.as_object().unwrap() {
+            assert_eq!(again.get(k), Some(v), "{k} of {line}");
+        }
+        n += 1;
+    }
+    assert!(n >= 15, "{n} examples");
 }

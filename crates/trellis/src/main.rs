@@ -86,6 +86,17 @@ enum Cmd {
     /// --detach`) outlive the terminal that asked for them; reach them with `trellis
     /// ls`, `attach`, `approve`, `send`, `cancel`, `stop`. SIGTERM ends them all.
     Serve(serve::ServeArgs),
+    /// Tokens for a hub's loopback listener (`trellis serve --listen`): new, list, revoke.
+    Token {
+        #[command(subcommand)]
+        command: serve::TokenCmd,
+    },
+    /// A single-use pairing code for a phone: the approvals page's address as a QR code
+    /// (a hub started with --listen).
+    Pair {
+        #[arg(long, default_value = serve::DEFAULT_HUB)]
+        hub: String,
+    },
     /// Every session of every running Trellis of yours, those that need you first.
     Ls {
         #[arg(long)]
@@ -217,6 +228,8 @@ fn main() -> ExitCode {
         Some(Cmd::Run(args)) => run::main(*args, cli.ui, cli.config),
         Some(Cmd::Fan(args)) => fan::main(args, cli.ui, cli.config),
         Some(Cmd::Serve(args)) => serve::main(args, cli.ui, cli.config),
+        Some(Cmd::Token { command }) => serve::token(command),
+        Some(Cmd::Pair { hub }) => serve::pair(&hub),
         Some(Cmd::Log {
             command: LogCmd::Show { file },
         }) => log_show(&file),

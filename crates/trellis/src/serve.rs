@@ -31,6 +31,11 @@ pub struct ServeArgs {
     /// it answers; its messages go to NAME.log beside its socket.
     #[arg(long)]
     pub detach: bool,
+    /// Also serve the approvals page and its calls on this loopback address
+    /// (`127.0.0.1:PORT`; port 0 picks one): for a phone through `ssh -L` or a tunnel you
+    /// run. Tokens only (`trellis pair`, `trellis token new`); other addresses are refused.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// `trellis serve`.
@@ -45,10 +50,29 @@ pub fn main(
             safe(&args.name)
         );
     }
+    if let Some(a) = args.listen
+        && !a.ip().is_loopback()
+    {
+        anyhow::bail!(
+            "--listen {a}: loopback addresses only (127.0.0.1, ::1); reach it from elsewhere through ssh -L or a tunnel you run"
+        );
+    }
     if args.detach {
-        let pid = start_detached(&args.name, config_path.as_deref())?;
+        let pid = start_detached(&args.name, config_path.as_deref(), args.listen)?;
         match pid {
-            Some(pid) => println!("hub {} serving in the background (pid {pid})", args.name),
+            Some(pid) => {
+                println!("hub {} serving in the background (pid {pid})", args.name);
+                // The listener's address (a port 0 was chosen by the system).
+                let log = runtime_dir()?.join(format!("{}.log", args.name));
+                let said = std::fs::read_to_string(log).unwrap_or_default();
+                if let Some(l) = said.lines().find(|l| l.contains("approvals page on")) {
+                    println!("{}", safe(l.trim_start_matches("trellis: ")));
+                }
+            }
+            None if args.listen.is_some() => anyhow::bail!(
+                "hub {} is already serving: --listen applies to a hub it starts (trellis serve --name OTHER --listen …)",
+                args.name
+            ),
             None => println!("hub {} is already serving", args.name),
         }
         return Ok(ExitCode::SUCCESS);
@@ -68,7 +92,8 @@ pub fn main(
         let mut deck = trellis_tui::deck::Deck::empty();
         deck.notify = notify;
         deck.worktrees = Some(Box::new(crate::worktree_cmd::Ops));
-        let served = trellis_hub::serve::serve(&dir, &args.name)
+        let listen = args.listen.map(|a| (a, token_store()));
+        let served = trellis_hub::serve::serve_listening(&dir, &args.name, listen)
             .with_context(|| format!("cannot serve hub {}", args.name))?;
         eprintln!(
             "trellis: hub {} serving on {} (pid {})",
@@ -76,6 +101,12 @@ pub fn main(
             served.files.sock.display(),
             std::process::id()
         );
+        if let Some(l) = &served.listening {
+            eprintln!(
+                "trellis: approvals page on http://{} (trellis pair --hub {} for a phone)",
+                l.addr, args.name
+            );
+        }
         deck.hub = Some(served);
         deck.opener = Some(crate::ui::opener(launch));
         anyhow::Ok(trellis_tui::serve_deck(deck).await?)
@@ -95,7 +126,11 @@ fn answers(files: &HubFiles) -> bool {
 
 /// Starts hub `name` in the background unless it already serves: `Some(pid)` of the new
 /// one, once it answers on its socket.
-pub fn start_detached(name: &str, config: Option<&std::path::Path>) -> anyhow::Result<Option<u32>> {
+pub fn start_detached(
+    name: &str,
+    config: Option<&std::path::Path>,
+    listen: Option<std::net::SocketAddr>,
+) -> anyhow::Result<Option<u32>> {
     let dir = runtime_dir()?;
     let files = HubFiles::new(&dir, name);
     if !clear_if_stale(&files) && answers(&files) {
@@ -119,10 +154,11 @@ pub fn start_detached(name: &str, config: Option<&std::path::Path>) -> anyhow::R
     if let Some(c) = config {
         cmd.arg("--config").arg(c);
     }
-    cmd.arg("serve")
-        .arg("--name")
-        .arg(name)
-        .stdin(std::process::Stdio::null())
+    cmd.arg("serve").arg("--name").arg(name);
+    if let Some(a) = listen {
+        cmd.arg("--listen").arg(a.to_string());
+    }
+    cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(err);
     // Asked to outlive this process and its terminal.
@@ -169,7 +205,7 @@ pub fn run_detached(d: Detached, config: Option<&std::path::Path>) -> anyhow::Re
     if !valid_name(&d.hub) {
         anyhow::bail!("{}: a hub's name is letters, digits, - and _", safe(&d.hub));
     }
-    start_detached(&d.hub, config)?;
+    start_detached(&d.hub, config, None)?;
     let cwd = std::path::absolute(&d.cwd).with_context(|| format!("{}", d.cwd.display()))?;
     if !cwd.is_dir() {
         anyhow::bail!("{}: not a directory", cwd.display());
@@ -193,6 +229,127 @@ pub fn run_detached(d: Detached, config: Option<&std::path::Path>) -> anyhow::Re
             eprintln!(
                 "trellis: the session runs in hub {h}: trellis attach {h}:{session} (trellis ls lists it)",
                 h = d.hub
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        trellis_hub::wire::Body::Error { code, message } => {
+            eprintln!("trellis: {}: {}", safe(&code), safe(&message));
+            Ok(ExitCode::from(1))
+        }
+        _ => anyhow::bail!("the hub answered something else"),
+    }
+}
+
+/// Where the listener's tokens are kept.
+pub fn token_store() -> trellis_hub::tokens::Store {
+    let dir = trellis_store::Paths::from_env()
+        .map(|p| p.data_dir)
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("trellis-{}", trellis_os::uid())));
+    trellis_hub::tokens::Store::new(dir.join("tokens.json"))
+}
+
+#[derive(clap::Subcommand)]
+pub enum TokenCmd {
+    /// Make a token (shown once): `--scope` read, prompt, approve or admin (may repeat).
+    New {
+        #[arg(long)]
+        label: String,
+        #[arg(long = "scope", value_name = "SCOPE", default_value = "approve")]
+        scopes: Vec<String>,
+        /// How long it lives (`30d`, `12h`, `90m`; `never`).
+        #[arg(long, default_value = "30d")]
+        ttl: String,
+    },
+    /// The tokens there are (never the tokens themselves).
+    List,
+    /// Revoke a token by id or label: refused from the next request on.
+    Revoke { id_or_label: String },
+}
+
+fn ttl_of(s: &str) -> anyhow::Result<Option<Duration>> {
+    if s == "never" {
+        return Ok(None);
+    }
+    let (n, unit) = s.split_at(s.trim_end_matches(char::is_alphabetic).len());
+    let n: u64 = n
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--ttl {s}: a number and d, h or m (or never)"))?;
+    let secs = match unit {
+        "d" => n * 86_400,
+        "h" => n * 3_600,
+        "m" => n * 60,
+        _ => anyhow::bail!("--ttl {s}: a number and d, h or m (or never)"),
+    };
+    Ok(Some(Duration::from_secs(secs)))
+}
+
+/// `trellis token new|list|revoke`.
+pub fn token(cmd: TokenCmd) -> anyhow::Result<ExitCode> {
+    use trellis_hub::tokens::Scope;
+    let store = token_store();
+    match cmd {
+        TokenCmd::New { label, scopes, ttl } => {
+            let label = trellis_text::one_line(&label).trim().to_string();
+            if label.is_empty() || label.len() > 64 {
+                anyhow::bail!("--label: one line of 1 to 64 characters");
+            }
+            let scopes = scopes
+                .iter()
+                .map(|s| {
+                    Scope::parse(s).ok_or_else(|| {
+                        anyhow::anyhow!("--scope {s}: one of read, prompt, approve, admin")
+                    })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let (t, secret) = store.mint(&label, &scopes, ttl_of(&ttl)?)?;
+            println!("{secret}");
+            eprintln!(
+                "trellis: token {} ({}) made; it is shown only now. Send it as Authorization: Bearer …, never in a URL.",
+                t.id, t.label
+            );
+        }
+        TokenCmd::List => {
+            let now = trellis_hub::tokens::now();
+            for t in store.list()? {
+                let scopes: Vec<&str> = t.scopes.iter().map(|s| s.name()).collect();
+                let life = match t.expires {
+                    None => "never expires".to_string(),
+                    Some(e) if e <= now => "expired".to_string(),
+                    Some(e) => format!("expires in {}h", (e - now) / 3600),
+                };
+                println!(
+                    "{}  {:<24} {:<20} {life}",
+                    t.id,
+                    safe(&t.label),
+                    scopes.join(",")
+                );
+            }
+        }
+        TokenCmd::Revoke { id_or_label } => match store.revoke(&id_or_label)? {
+            0 => anyhow::bail!("no token {}", safe(&id_or_label)),
+            n => println!("revoked {n} token(s)"),
+        },
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `trellis pair`: a single-use code from the hub's listener, as an address and a QR
+/// code to open on a phone.
+pub fn pair(hub: &str) -> anyhow::Result<ExitCode> {
+    let mut c = crate::hub_cmd::client(hub, "trellis pair")
+        .with_context(|| format!("no hub {hub} (trellis serve --listen 127.0.0.1:PORT)"))?;
+    match c.call(trellis_hub::wire::Op::Pair, None)? {
+        trellis_hub::wire::Body::Paired { url, expires_s } => {
+            let qr = qrcode::QrCode::new(url.as_bytes())?;
+            let art = qr
+                .render::<qrcode::render::unicode::Dense1x2>()
+                .quiet_zone(true)
+                .build();
+            println!("{art}");
+            println!("{url}");
+            eprintln!(
+                "trellis: open it on the phone within {} minutes (once); the address is this machine's loopback: reach it through ssh -L or a tunnel you run",
+                expires_s / 60
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -71,6 +71,8 @@ pub(super) async fn remote(
             },
             sessions: deck.session_infos(),
         },
+        // The socket's own business (answered before it reaches the deck).
+        Op::Pair => error("refused", "pairing is the listener's".into()),
         Op::Send {
             session,
             text,
@@ -78,6 +80,11 @@ pub(super) async fn remote(
         } => match slot_of(deck, session) {
             Some(_) if text.trim().is_empty() => error("bad_request", "an empty prompt".into()),
             Some(i) => {
+                // From outside: no terminal control reaches the screen or the log.
+                let text: String = text
+                    .chars()
+                    .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+                    .collect();
                 let notes = deck.command(
                     session,
                     Command::Prompt {

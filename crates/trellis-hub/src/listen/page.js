@@ -1,0 +1,145 @@
+// The approvals page: the hub's pending requests, each answered once. Every text on it
+// came from an agent and goes in as text, never as markup. The token lives in this
+// browser's storage and travels only in the Authorization header.
+'use strict';
+const KEY = 'trellis-token';
+const $ = (s) => document.querySelector(s);
+let token = localStorage.getItem(KEY) || '';
+let busy = false;
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function say(text) { $('#status').textContent = text; }
+
+async function api(method, path, body) {
+  const headers = { 'Authorization': 'Bearer ' + token };
+  if (body) headers['Content-Type'] = 'application/json';
+  const r = await fetch(path, { method, headers, body: body ? JSON.stringify(body) : undefined, cache: 'no-store' });
+  let v = {};
+  try { v = await r.json(); } catch (e) { v = { message: r.statusText }; }
+  return { status: r.status, v };
+}
+
+function operationId() {
+  const b = new Uint8Array(12);
+  crypto.getRandomValues(b);
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+function showLogin(why) {
+  $('#login').hidden = false;
+  $('#forget').hidden = true;
+  say(why);
+}
+
+async function answer(li, row, p, o, buttons) {
+  buttons.forEach((b) => { b.disabled = true; });
+  const said = li.querySelector('.said');
+  const { status, v } = await api('POST', '/api/decide', {
+    session: row.session, request_id: p.request_id, option_id: o[0], operation_id: operationId(),
+  });
+  said.textContent = status === 200 ? 'Answered: ' + o[1] : (v.message || ('failed (' + status + ')'));
+  li.dataset.answered = status === 200 ? 'yes' : 'no';
+  setTimeout(refresh, 800);
+}
+
+function render(data) {
+  $('#hub').textContent = data.hub ? 'hub ' + data.hub : '';
+  const list = $('#pending');
+  list.replaceChildren();
+  let n = 0;
+  for (const row of data.sessions) {
+    for (const p of row.pending) {
+      n += 1;
+      const li = el('li', 'request');
+      li.dataset.request = p.request_id;
+      li.append(el('div', 'where', 'session ' + row.session + ' · ' + row.agent + ' · ' + row.title + ' · ' + row.cwd + (row.branch ? ' · ' + row.branch : '')));
+      li.append(el('div', 'subject', (p.kind === 'question' ? 'Question: ' : '') + p.subject));
+      const choices = el('div', 'choices');
+      const buttons = [];
+      for (const o of p.options) {
+        const b = el('button', /allow|accept|yes/i.test(o[0] + ' ' + o[1]) ? 'allow' : '', o[1]);
+        b.type = 'button';
+        b.dataset.option = o[0];
+        b.addEventListener('click', () => answer(li, row, p, o, buttons));
+        buttons.push(b);
+        choices.append(b);
+      }
+      if (p.kind === 'question') choices.append(el('span', 'said', 'answer questions in the session (trellis attach)'));
+      li.append(choices, el('div', 'said'));
+      list.append(li);
+    }
+  }
+  say(n === 0 ? 'Nothing waits for you.' : n + (n === 1 ? ' request waits' : ' requests wait') + ' for you.');
+}
+
+async function refresh() {
+  if (busy || !token) return;
+  busy = true;
+  try {
+    const { status, v } = await api('GET', '/api/pending');
+    if (status === 200) {
+      $('#login').hidden = true;
+      $('#forget').hidden = false;
+      render(v);
+    } else if (status === 401 || status === 403) {
+      localStorage.removeItem(KEY);
+      token = '';
+      showLogin(v.message || 'This token is not accepted.');
+    } else {
+      say(v.message || ('The hub did not answer (' + status + ').'));
+    }
+  } catch (e) {
+    say('The hub cannot be reached.');
+  } finally {
+    busy = false;
+  }
+}
+
+async function pairFromFragment() {
+  const m = /(?:^|[#&])pair=([A-Za-z0-9_-]+)/.exec(location.hash);
+  // The code leaves the address bar (and the history) at once.
+  history.replaceState(null, '', location.pathname);
+  if (!m) return;
+  say('Pairing…');
+  const r = await fetch('/api/pair', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ code: m[1] }), cache: 'no-store',
+  });
+  let v = {};
+  try { v = await r.json(); } catch (e) { v = {}; }
+  if (r.status === 200 && v.token) {
+    token = v.token;
+    localStorage.setItem(KEY, token);
+  } else {
+    showLogin(v.message || 'Pairing failed.');
+  }
+}
+
+document.addEventListener('DOMContentLoaded', async () => {
+  $('#login').addEventListener('submit', (e) => {
+    e.preventDefault();
+    token = $('#token').value.trim();
+    $('#token').value = '';
+    if (token) localStorage.setItem(KEY, token);
+    refresh();
+  });
+  $('#forget').addEventListener('click', () => {
+    localStorage.removeItem(KEY);
+    token = '';
+    $('#pending').replaceChildren();
+    showLogin('Forgotten. Pair again with trellis pair.');
+  });
+  await pairFromFragment();
+  if (!token) {
+    if ($('#login').hidden) showLogin('Pair this device: run trellis pair and open its address.');
+    return;
+  }
+  await refresh();
+  setInterval(refresh, 3000);
+});

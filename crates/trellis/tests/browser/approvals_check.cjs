@@ -1,0 +1,53 @@
+// Opens the hub's approvals page with a pairing code in headless Chromium, as a phone
+// would, and answers the one pending request. Usage: node approvals_check.cjs CHROMIUM URL
+// Prints one JSON line of findings; exits 1 when a check fails.
+const puppeteer = require('puppeteer-core');
+
+(async () => {
+  const [chromium, url] = process.argv.slice(2);
+  const origin = new URL(url).origin;
+  const browser = await puppeteer.launch({
+    executablePath: chromium,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-dev-shm-usage'],
+  });
+  const out = { outside: [], errors: [], queries: [] };
+  try {
+    const page = await browser.newPage();
+    await page.setRequestInterception(true);
+    page.on('request', (r) => {
+      const u = new URL(r.url());
+      if (u.origin !== origin) {
+        out.outside.push(r.url());
+        r.abort();
+        return;
+      }
+      if (u.search) out.queries.push(r.url());
+      r.continue();
+    });
+    page.on('pageerror', (e) => out.errors.push(String(e)));
+    page.on('console', (m) => { if (m.type() === 'error') out.errors.push(m.text()); });
+    await page.goto(url, { waitUntil: 'load' });
+    await page.waitForSelector('li.request', { timeout: 15000 });
+    out.addressAfterPairing = page.url();
+    out.stored = await page.evaluate(() => (localStorage.getItem('trellis-token') || '').slice(0, 4));
+    out.subject = await page.$eval('li.request .subject', (e) => e.textContent);
+    out.where = await page.$eval('li.request .where', (e) => e.textContent);
+    out.choices = await page.$$eval('li.request button', (b) => b.map((x) => x.textContent));
+    await page.click('li.request button[data-option="allow"]');
+    await page.waitForFunction(() => {
+      const s = document.querySelector('li.request .said');
+      return s && s.textContent.length > 0;
+    }, { timeout: 10000 });
+    out.said = await page.$eval('li.request .said', (e) => e.textContent);
+    // The answered request leaves the list at the next refresh.
+    await page.waitForFunction(() => document.querySelectorAll('li.request').length === 0, { timeout: 15000 });
+    out.status = await page.$eval('#status', (e) => e.textContent);
+  } catch (e) {
+    out.errors.push(String(e));
+  } finally {
+    await browser.close();
+  }
+  console.log(JSON.stringify(out));
+  process.exit(out.errors.length ? 1 : 0);
+})();

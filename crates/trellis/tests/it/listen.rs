@@ -1,0 +1,340 @@
+//! The hub's loopback listener (issue 27, items 6–7): a phone pairs with a single-use code
+//! and answers a request once on the approvals page (in headless Chromium); tokens only in
+//! the Authorization header, scopes, expiry, revocation, other sites and non-loopback
+//! binds refused.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Dirs {
+    _home: tempfile::TempDir,
+    runtime: PathBuf,
+    data: PathBuf,
+    config: PathBuf,
+    work: PathBuf,
+}
+
+impl Dirs {
+    fn new() -> Dirs {
+        let home = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(home.path()).unwrap();
+        let [runtime, data, config, work] = ["run", "data", "config", "w"].map(|d| root.join(d));
+        for d in [&runtime, &data, &config, &work] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        Dirs {
+            _home: home,
+            runtime,
+            data,
+            config,
+            work,
+        }
+    }
+
+    fn trellis(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .args(args)
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .env("XDG_DATA_HOME", &self.data)
+            .env("XDG_CONFIG_HOME", &self.config)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn stdout(&self, args: &[&str]) -> String {
+        let o = self.trellis(args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn log(&self) -> String {
+        let mut out = String::new();
+        for day in std::fs::read_dir(self.data.join("trellis/sessions"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            for f in std::fs::read_dir(day.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                out.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
+            }
+        }
+        out
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The background hub, stopped when the test ends whatever happens.
+struct Hub(u32);
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.0.to_string()).status();
+        let until = Instant::now() + Duration::from_secs(10);
+        while Path::new(&format!("/proc/{}", self.0)).exists() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .status();
+    }
+}
+
+/// One HTTP/1.1 request on a new connection: (status, body).
+fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut got = String::new();
+    s.read_to_string(&mut got).unwrap();
+    let status = got
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = got.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
+}
+
+fn until(what: &str, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_phone_pairs_and_answers_once_and_credentials_are_held_to_their_rules() {
+    let d = Dirs::new();
+    // Only loopback is ever bound.
+    let o = d.trellis(&["serve", "--listen", "0.0.0.0:0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("loopback addresses only"), "{}", text(&o));
+
+    let out = d.stdout(&["serve", "--detach", "--listen", "127.0.0.1:0"]);
+    let addr = out
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    let hub_log = d.runtime.join("trellis/default.log");
+    let said = std::fs::read_to_string(&hub_log).unwrap();
+    let pid: u32 = said
+        .split("(pid ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    let _hub = Hub(pid);
+    let work = d.work.to_str().unwrap();
+    d.stdout(&[
+        "run",
+        "--detach",
+        "--agent",
+        "demo",
+        "--cwd",
+        work,
+        "--prompt",
+        "fix the TODO",
+    ]);
+    until("the session to ask", || {
+        d.stdout(&["ls", "--json"])
+            .contains("\"state\":\"permission\"")
+    });
+
+    // The page itself is public; what it shows is not.
+    let (status, page) = http(&addr, "GET", "/", &[], "");
+    assert_eq!(status, 200);
+    assert!(page.contains("/app.js"));
+    assert_eq!(http(&addr, "GET", "/api/pending", &[], "").0, 401);
+    // A token in a URL is refused, and said in the hub's messages.
+    assert_eq!(
+        http(&addr, "GET", "/api/pending?access_token=x", &[], "").0,
+        400
+    );
+    assert!(
+        std::fs::read_to_string(&hub_log)
+            .unwrap()
+            .contains("carrying a credential in its URL")
+    );
+    // Scopes, expiry, revocation.
+    let read = d.stdout(&["token", "new", "--label", "reader", "--scope", "read"]);
+    let read = format!("Bearer {}", read.trim());
+    let (status, listed) = http(
+        &addr,
+        "GET",
+        "/api/pending",
+        &[("Authorization", &read)],
+        "",
+    );
+    assert_eq!(status, 200, "{listed}");
+    let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let request_id = v["sessions"][0]["pending"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let decide = format!(r#"{{"session":1,"request_id":"{request_id}","option_id":"allow"}}"#);
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/api/decide",
+        &[("Authorization", &read)],
+        &decide,
+    );
+    assert_eq!(status, 403, "{body}");
+    let old = d.stdout(&["token", "new", "--label", "old", "--ttl", "0m"]);
+    let (status, body) = http(
+        &addr,
+        "GET",
+        "/api/pending",
+        &[("Authorization", &format!("Bearer {}", old.trim()))],
+        "",
+    );
+    assert_eq!((status, body.contains("expired")), (401, true), "{body}");
+    d.stdout(&["token", "revoke", "reader"]);
+    assert_eq!(
+        http(
+            &addr,
+            "GET",
+            "/api/pending",
+            &[("Authorization", &read)],
+            ""
+        )
+        .0,
+        401
+    );
+    // Another site's page cannot post, whatever it holds.
+    let admin = d.stdout(&["token", "new", "--label", "admin", "--scope", "admin"]);
+    let admin = format!("Bearer {}", admin.trim());
+    let (status, _) = http(
+        &addr,
+        "POST",
+        "/api/decide",
+        &[("Authorization", &admin), ("Origin", "http://evil.example")],
+        &decide,
+    );
+    assert_eq!(status, 403);
+    assert!(
+        !d.log()
+            .contains("permission_decided\",\"request_id\":\"1\",\"decider\":{\"by\":\"attached\"")
+    );
+
+    // The phone: pairing, the page, one answer.
+    let paired = d.stdout(&["pair"]);
+    let url = paired.lines().last().unwrap().trim().to_string();
+    assert!(
+        url.starts_with(&format!("http://{addr}/#pair=")),
+        "{paired}"
+    );
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let puppeteer = repo.join(".ci/node/node_modules/puppeteer-core");
+    let chromium = ["chromium", "chromium-browser"].iter().find_map(|c| {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(c))
+                .find(|f| f.is_file())
+        })
+    });
+    let (Some(chromium), true) = (chromium, puppeteer.is_dir()) else {
+        crate::missing_tool(
+            "chromium and puppeteer-core (scripts/test installs both) for the approvals page",
+        );
+        return;
+    };
+    let o = Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/approvals_check.cjs"))
+        .arg(&chromium)
+        .arg(&url)
+        .env("NODE_PATH", repo.join(".ci/node/node_modules"))
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{report}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_str(report.trim()).unwrap();
+    assert_eq!(r["outside"], serde_json::json!([]), "{r}");
+    assert_eq!(
+        r["queries"],
+        serde_json::json!([]),
+        "no credential in any URL: {r}"
+    );
+    assert!(
+        !r["addressAfterPairing"].as_str().unwrap().contains("pair="),
+        "{r}"
+    );
+    assert_eq!(r["stored"], "trl_");
+    assert_eq!(r["subject"], "Edit src/lib.rs (+1 −2)");
+    assert_eq!(r["choices"], serde_json::json!(["Allow", "Reject"]));
+    assert_eq!(r["said"], "Answered: Allow");
+    assert_eq!(r["status"], "Nothing waits for you.");
+    // Once, by the paired device, on the record.
+    until("the answer in the log", || {
+        d.log().contains("\"by\":\"attached\"")
+    });
+    let log = d.log();
+    let deciders: Vec<_> = log
+        .lines()
+        .filter(|l| l.contains("permission_decided") && l.contains("\"attached\""))
+        .collect();
+    assert_eq!(deciders.len(), 1, "{log}");
+    assert!(
+        deciders[0].contains("paired-") && deciders[0].contains("(token "),
+        "{}",
+        deciders[0]
+    );
+    // The same answer again is told who won; the code was single-use.
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/api/decide",
+        &[("Authorization", &admin)],
+        &decide,
+    );
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("already answered by paired-"), "{body}");
+    let code = url.split("pair=").nth(1).unwrap();
+    let (status, _) = http(
+        &addr,
+        "POST",
+        "/api/pair",
+        &[],
+        &format!(r#"{{"code":"{code}"}}"#),
+    );
+    assert_eq!(status, 401);
+}
