@@ -43,6 +43,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "starts a terminal, asks 200 permissions at once, then exits without waiting",
     ),
     (
+        "permission-storm",
+        "asks 100 permissions at once, waits for every answer, reports how many came and how many twice",
+    ),
+    (
         "burst-then-die",
         "writes 300 messages with a permission request after every tenth, then aborts without reading",
     ),
@@ -290,6 +294,7 @@ impl Hostile {
             "orphans" => self.orphans()?,
             "escape-group" => self.escape_group()?,
             "linger" => self.linger()?,
+            "permission-storm" => self.permission_storm()?,
             _ => {}
         }
         Ok("end_turn")
@@ -411,6 +416,54 @@ impl Hostile {
         }
         std::thread::sleep(Duration::from_millis(300));
         std::process::exit(3)
+    }
+
+    /// Scenario `permission-storm` (see [`SCENARIOS`]): every answer is counted, and one
+    /// that comes again for the same request is a duplicate.
+    fn permission_storm(&mut self) -> Result<(), PeerError> {
+        const STORM: usize = 100;
+        let sid = self.session_id.clone();
+        let ids: Vec<String> = (0..STORM).map(|i| format!("storm-{i}")).collect();
+        for (i, id) in ids.iter().enumerate() {
+            self.peer.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
+                "params": permission(&sid, &format!("s{i}"), &format!("touch s{i}"), "allow_once")}))?;
+        }
+        let mut outcomes = std::collections::BTreeMap::new();
+        for id in &ids {
+            let answer = self
+                .peer
+                .wait_for(|v| v.get("method").is_none() && v.get("id") == Some(&json!(id)))?;
+            let outcome = answer
+                .pointer("/result/outcome/optionId")
+                .or_else(|| answer.pointer("/result/outcome/outcome"))
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string();
+            *outcomes.entry(outcome).or_insert(0usize) += 1;
+        }
+        // Anything more for these requests is an answer given twice.
+        std::thread::sleep(Duration::from_millis(300));
+        let mut twice = 0;
+        while self
+            .peer
+            .wait_for_timeout(
+                |v| {
+                    v.get("method").is_none()
+                        && v.get("id")
+                            .and_then(Value::as_str)
+                            .is_some_and(|i| i.starts_with("storm-"))
+                },
+                Duration::from_millis(50),
+            )
+            .is_some()
+        {
+            twice += 1;
+        }
+        let outcomes: Vec<String> = outcomes.iter().map(|(k, n)| format!("{k}={n}")).collect();
+        self.report(
+            "storm",
+            &format!("{STORM} answered ({}), {twice} twice", outcomes.join(" ")),
+        )
     }
 
     /// Scenario `burst-then-die` (see [`SCENARIOS`]).

@@ -26,6 +26,9 @@ pub struct Call {
     pub request: Request,
     /// The peer's process id, for the record of who answered.
     pub pid: Option<i32>,
+    /// The connection it came on (0: none that lasts, a call of the listener): claims
+    /// made on a connection go when it ends (`Op::Hangup`).
+    pub conn: u64,
     pub reply: oneshot::Sender<Reply>,
 }
 
@@ -133,6 +136,7 @@ type Pairing = Option<std::convert::Infallible>;
 
 async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>, pairing: Pairing) {
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
+    let mut next_conn = 0u64;
     let me = trellis_os::uid();
     loop {
         let Ok(permit) = slots.clone().acquire_owned().await else {
@@ -150,8 +154,26 @@ async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>, pairing: Pairing
         }
         let tx = tx.clone();
         let pairing = pairing.clone();
+        next_conn += 1;
+        let conn = next_conn;
         tokio::spawn(async move {
-            let _ = connection(stream, cred.pid(), tx, pairing).await;
+            let _ = connection(stream, cred.pid(), conn, tx.clone(), pairing).await;
+            // Whatever this connection claimed goes with it.
+            let (reply, _) = oneshot::channel();
+            let hangup = Request {
+                id: 0,
+                op: crate::wire::Op::Hangup,
+                client: String::new(),
+                operation_id: None,
+            };
+            let _ = tx
+                .send(Call {
+                    request: hangup,
+                    pid: None,
+                    conn,
+                    reply,
+                })
+                .await;
             drop(permit);
         });
     }
@@ -161,6 +183,7 @@ async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>, pairing: Pairing
 async fn connection(
     mut stream: UnixStream,
     pid: Option<i32>,
+    conn: u64,
     tx: mpsc::Sender<Call>,
     pairing: Pairing,
 ) -> std::io::Result<()> {
@@ -187,6 +210,7 @@ async fn connection(
                         .send(Call {
                             request,
                             pid,
+                            conn,
                             reply,
                         })
                         .await

@@ -22,11 +22,29 @@ pub enum Op {
     },
     /// Cancels the session's running turn.
     Cancel { session: u32 },
-    /// Answers a pending permission request once (one-time choices only).
+    /// Answers a pending permission request once (one-time choices only). While someone
+    /// holds a claim on it, only their claim answers it.
     Decide {
         session: u32,
         request_id: String,
         option_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        claim: Option<String>,
+    },
+    /// Claims a pending request for a while (`lease_s`, 30 s unless said, 5–300): others
+    /// are told who is answering it and cannot answer it meanwhile. The claim goes when
+    /// it is used, released, expires, or its connection ends; claiming again renews it.
+    Claim {
+        session: u32,
+        request_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lease_s: Option<u64>,
+    },
+    /// Lets go of a claim.
+    Release {
+        session: u32,
+        request_id: String,
+        claim: String,
     },
     /// Ends the session (as closing it in the UI does).
     Stop { session: u32 },
@@ -36,6 +54,8 @@ pub enum Op {
         session: u32,
         request_id: String,
         answer: Answer,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        claim: Option<String>,
     },
     /// Starts a session in the hub (`trellis new`, `trellis run --detach`).
     New {
@@ -63,6 +83,10 @@ pub enum Op {
         #[serde(default)]
         take: bool,
     },
+    /// A connection ended (never on the wire: the socket tells the hub's loop, which lets
+    /// that connection's claims go).
+    #[serde(skip)]
+    Hangup,
 }
 
 /// An answer to an agent's question.
@@ -121,6 +145,11 @@ pub enum Body {
         /// How the hub names this attachment (as `Progress::controller` would).
         you: String,
     },
+    /// A claim (`Op::Claim`): the token that answers with it, and how long it holds.
+    Claimed {
+        claim: String,
+        expires_s: u64,
+    },
     /// A pairing code (`Op::Pair`): the address to open, with the code in its fragment.
     Paired {
         url: String,
@@ -172,6 +201,9 @@ pub struct PendingInfo {
     pub subject: String,
     /// The one-time choices: (option id, name).
     pub options: Vec<(String, String)>,
+    /// Who holds a claim on it now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
 }
 
 /// Where a followed session is: pushed on a `Watch` connection, the latest only.

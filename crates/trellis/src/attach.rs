@@ -220,6 +220,7 @@ fn op_of(session: u32, intent: Remote) -> Option<Op> {
             session,
             request_id,
             option_id,
+            claim: None,
         },
         Remote::Decide { .. } => return None,
         Remote::Elicit { request_id, answer } => Op::Answer {
@@ -230,6 +231,7 @@ fn op_of(session: u32, intent: Remote) -> Option<Op> {
                 trellis_core::ElicitAnswer::Decline => Answer::Decline,
                 trellis_core::ElicitAnswer::Cancel => Answer::Cancel,
             },
+            claim: None,
         },
     })
 }

@@ -102,8 +102,13 @@ pub fn ls(json: bool) -> anyhow::Result<ExitCode> {
             safe(&s.cwd)
         );
         for p in &s.pending {
+            let claimed = p
+                .claimed_by
+                .as_deref()
+                .map(|who| format!(" ({} is answering it)", safe(who)))
+                .unwrap_or_default();
             println!(
-                "{:<16} waiting: {} — {}",
+                "{:<16} waiting: {} — {}{claimed}",
                 "",
                 safe(&p.kind),
                 safe(&p.subject)
@@ -166,6 +171,25 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
             std::thread::sleep(std::time::Duration::from_secs(1));
             continue;
         };
+        // While the human here looks at it, nobody else answers it: a claim, held on
+        // this connection (it goes if this command dies) and renewed by the answer.
+        let mut c = client(&hub, "trellis approve")?;
+        let claim = match c.call(
+            Op::Claim {
+                session: key,
+                request_id: request_id.clone(),
+                lease_s: Some(300),
+            },
+            None,
+        )? {
+            Body::Claimed { claim, .. } => claim,
+            Body::Error { message, .. } => {
+                println!("{hub}:{key} {}", safe(&message));
+                skipped.insert((hub, key, request_id));
+                continue;
+            }
+            _ => anyhow::bail!("the hub answered a claim with something else"),
+        };
         println!(
             "{hub}:{key} {} in {}: {}",
             safe(&s.agent),
@@ -186,6 +210,14 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
         match answer.trim() {
             "q" => return Ok(ExitCode::SUCCESS),
             "s" | "" => {
+                let _ = c.call(
+                    Op::Release {
+                        session: key,
+                        request_id: request_id.clone(),
+                        claim,
+                    },
+                    None,
+                );
                 skipped.insert((hub, key, request_id));
             }
             n => match n
@@ -194,11 +226,12 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
                 .and_then(|n| p.options.get(n.wrapping_sub(1)))
             {
                 Some((option_id, _)) => {
-                    let body = client(&hub, "trellis approve")?.call(
+                    let body = c.call(
                         Op::Decide {
                             session: key,
                             request_id,
                             option_id: option_id.clone(),
+                            claim: Some(claim),
                         },
                         Some(operation_id()),
                     )?;

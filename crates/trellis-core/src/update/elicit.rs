@@ -106,6 +106,9 @@ pub(crate) fn answer(
     if let Some(AgentRequest::Elicitation { answering }) = cx.s.agent_requests.get_mut(request_id) {
         *answering = true;
     }
+    // As for permissions: who answered is known before its record comes back.
+    cx.s.deciders
+        .insert(request_id.to_string(), decider.clone());
     cx.fx.push(Effect::Elicit {
         request_id: request_id.to_string(),
         answer,

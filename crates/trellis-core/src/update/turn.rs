@@ -55,6 +55,10 @@ pub(crate) fn decide(
         },
     };
     *answering = true;
+    // Who answered is known from now on (its record follows through the log and says
+    // the same): a second answerer in between is told who won, not "no such request".
+    cx.s.deciders
+        .insert(request_id.to_string(), decider.clone());
     cx.fx.push(Effect::Answer {
         request_id: request_id.to_string(),
         outcome,

@@ -484,6 +484,7 @@ async fn call(
         .send(Call {
             request,
             pid: None,
+            conn: 0,
             reply,
         })
         .await
@@ -558,6 +559,7 @@ async fn decide(p: &Pairing, client: &str, body: &Value) -> Answer {
         session,
         request_id: request_id.to_string(),
         option_id: option_id.to_string(),
+        claim: body["claim"].as_str().map(str::to_string),
     };
     match call(p, client, op, operation_id(body)).await {
         Ok(b) => outcome(b),

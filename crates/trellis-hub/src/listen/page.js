@@ -71,7 +71,13 @@ function render(data) {
         choices.append(b);
       }
       if (p.kind === 'question') choices.append(el('span', 'said', 'answer questions in the session (trellis attach)'));
-      li.append(choices, el('div', 'said'));
+      const note = el('div', 'said');
+      if (p.claimed_by) {
+        // Someone is answering it elsewhere: their claim holds until they answer or it lapses.
+        buttons.forEach((b) => { b.disabled = true; });
+        note.textContent = p.claimed_by + ' is answering it';
+      }
+      li.append(choices, note);
       list.append(li);
     }
   }

@@ -184,6 +184,8 @@ pub struct Deck {
     pub hub: Option<trellis_hub::serve::Served>,
     /// Answers to the last mutations by operation id: a retry gets the first outcome.
     pub(crate) done_ops: std::collections::VecDeque<(String, trellis_hub::wire::Body)>,
+    /// Claims on pending requests by someone elsewhere: (session, request id) → claim.
+    pub(crate) claims: std::collections::HashMap<(SessionKey, String), remote::Claim>,
     /// A hub without a terminal (`trellis serve`): no session is in front, so every
     /// session's changes are announced, and nothing is written to the screen.
     pub headless: bool,
@@ -219,6 +221,7 @@ impl Deck {
             hub: None,
             done_ops: std::collections::VecDeque::new(),
             headless: false,
+            claims: Default::default(),
         }
     }
 

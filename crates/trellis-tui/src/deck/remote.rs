@@ -3,7 +3,24 @@
 
 use trellis_core::attention::Blocked;
 
+use std::time::{Duration, Instant};
+
 use super::{Deck, NewSession, SessionKey, SessionNote};
+
+/// A claim on a pending request: who holds it, with what token, until when, on which
+/// connection.
+#[derive(Debug, Clone)]
+pub(crate) struct Claim {
+    token: String,
+    who: String,
+    until: Instant,
+    conn: u64,
+}
+
+/// How long a claim holds unless the claimant says.
+const LEASE: Duration = Duration::from_secs(30);
+
+type Refusal = (&'static str, String);
 
 impl Deck {
     /// Every session as a hub's client sees it.
@@ -35,6 +52,7 @@ impl Deck {
                             },
                             subject: p.subject.clone(),
                             options: p.options.clone(),
+                            claimed_by: self.claimant(s.key, &p.request_id),
                         })
                         .collect(),
                 }
@@ -171,5 +189,127 @@ impl Deck {
             self.front = front;
         }
         Ok((key, said))
+    }
+
+    /// Who holds a live claim on request `request_id` of session `key`.
+    fn claimant(&self, key: SessionKey, request_id: &str) -> Option<String> {
+        self.claims
+            .get(&(key, request_id.to_string()))
+            .filter(|c| c.until > Instant::now())
+            .map(|c| c.who.clone())
+    }
+
+    /// Whether request `request_id` of session `key` waits for someone (permission or
+    /// question).
+    fn waits(&self, key: SessionKey, request_id: &str) -> Result<(), Refusal> {
+        let i = self
+            .index_of(key)
+            .ok_or(("not_found", format!("no session {key}")))?;
+        let s = &self.slots[i].app.driver.session;
+        let open = s
+            .pending_permissions()
+            .iter()
+            .any(|(r, ..)| r == request_id)
+            || s.pending_elicitations().any(|e| e.request_id == request_id);
+        if open {
+            return Ok(());
+        }
+        Err(match s.answered_by(request_id) {
+            Some(by) => ("answered", format!("already answered by {by}")),
+            None => ("not_found", format!("no pending request {request_id}")),
+        })
+    }
+
+    /// Claims request `request_id` of session `key` for `who` on connection `conn`: the
+    /// claim's token and how long it holds. A live claim of someone else's is refused
+    /// naming them; one's own is renewed.
+    pub fn claim(
+        &mut self,
+        key: SessionKey,
+        request_id: &str,
+        lease: Option<u64>,
+        who: &str,
+        conn: u64,
+    ) -> Result<(String, u64), Refusal> {
+        self.waits(key, request_id)?;
+        let now = Instant::now();
+        self.claims.retain(|_, c| c.until > now);
+        let lease = lease.map_or(LEASE, |s| Duration::from_secs(s.clamp(5, 300)));
+        let slot = (key, request_id.to_string());
+        if let Some(c) = self.claims.get_mut(&slot) {
+            // The same claimant (its connection, or its name, which has its pid) renews.
+            if (c.conn != conn || conn == 0) && c.who != who {
+                let left = c.until.saturating_duration_since(now).as_secs();
+                return Err((
+                    "claimed",
+                    format!("{} is answering it ({left} s left on their claim)", c.who),
+                ));
+            }
+            c.until = now + lease;
+            c.conn = conn;
+            return Ok((c.token.clone(), lease.as_secs()));
+        }
+        let token: String = trellis_hub::tokens::random(12)
+            .map_err(|e| ("busy", e.to_string()))?
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        self.claims.insert(
+            slot,
+            Claim {
+                token: token.clone(),
+                who: who.to_string(),
+                until: now + lease,
+                conn,
+            },
+        );
+        Ok((token, lease.as_secs()))
+    }
+
+    /// Lets go of a claim (with its token).
+    pub fn release(&mut self, key: SessionKey, request_id: &str, token: &str) -> bool {
+        let slot = (key, request_id.to_string());
+        if self.claims.get(&slot).is_some_and(|c| c.token == token) {
+            self.claims.remove(&slot);
+            return true;
+        }
+        false
+    }
+
+    /// A connection ended: its claims go.
+    pub fn hangup(&mut self, conn: u64) {
+        self.claims.retain(|_, c| c.conn != conn);
+    }
+
+    /// An answer from elsewhere to request `request_id` of session `key`, with `token`
+    /// or without: refused while someone else holds a live claim (compare-and-set on the
+    /// claim); the claim goes once the answer is taken.
+    pub fn check_claim(
+        &mut self,
+        key: SessionKey,
+        request_id: &str,
+        token: Option<&str>,
+    ) -> Result<(), Refusal> {
+        let slot = (key, request_id.to_string());
+        let now = Instant::now();
+        match self.claims.get(&slot) {
+            Some(c) if c.until > now && token != Some(c.token.as_str()) => Err((
+                "claimed",
+                format!(
+                    "{} is answering it ({} s left on their claim)",
+                    c.who,
+                    c.until.saturating_duration_since(now).as_secs()
+                ),
+            )),
+            Some(c) if c.until <= now && token.is_some_and(|t| t == c.token) => {
+                Err(("expired", "your claim expired: claim it again".to_string()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The claim on a request that was just answered goes.
+    pub fn answered(&mut self, key: SessionKey, request_id: &str) {
+        self.claims.remove(&(key, request_id.to_string()));
     }
 }

@@ -32,8 +32,13 @@ pub(super) async fn remote(
     let trellis_hub::serve::Call {
         request,
         pid,
+        conn,
         reply,
     } = call;
+    if request.op == Op::Hangup {
+        deck.hangup(conn);
+        return;
+    }
     let id = request.id;
     // Who asks, as the log will name them: the client's word for itself (made
     // harmless, bounded) and its process.
@@ -72,7 +77,28 @@ pub(super) async fn remote(
             sessions: deck.session_infos(),
         },
         // The socket's own business (answered before it reaches the deck).
-        Op::Pair => error("refused", "pairing is the listener's".into()),
+        Op::Pair | Op::Hangup => error("refused", "not the deck's".into()),
+        Op::Claim {
+            session,
+            request_id,
+            lease_s,
+        } => match deck.claim(session, &request_id, lease_s, &who, conn) {
+            Ok((claim, expires_s)) => Body::Claimed { claim, expires_s },
+            Err((code, message)) => error(code, message),
+        },
+        Op::Release {
+            session,
+            request_id,
+            claim,
+        } => {
+            if deck.release(session, &request_id, &claim) {
+                Body::Done {
+                    said: format!("released {request_id}"),
+                }
+            } else {
+                error("not_found", format!("no such claim on {request_id}"))
+            }
+        }
         Op::Send {
             session,
             text,
@@ -113,8 +139,13 @@ pub(super) async fn remote(
             session,
             request_id,
             option_id,
-        } => match deck.decide_attached(session, &request_id, &option_id, who) {
+            claim,
+        } => match deck
+            .check_claim(session, &request_id, claim.as_deref())
+            .and_then(|()| deck.decide_attached(session, &request_id, &option_id, who))
+        {
             Ok(notes) => {
+                deck.answered(session, &request_id);
                 shown = slot_of(deck, session).map(|i| (i, notes));
                 Body::Done {
                     said: format!("answered {request_id}"),
@@ -137,8 +168,13 @@ pub(super) async fn remote(
             session,
             request_id,
             answer,
-        } => match deck.answer_attached(session, &request_id, answer, who) {
+            claim,
+        } => match deck
+            .check_claim(session, &request_id, claim.as_deref())
+            .and_then(|()| deck.answer_attached(session, &request_id, answer, who))
+        {
             Ok(notes) => {
+                deck.answered(session, &request_id);
                 shown = slot_of(deck, session).map(|i| (i, notes));
                 Body::Done {
                     said: format!("answered {request_id}"),

@@ -307,3 +307,147 @@ fn a_hub_killed_outright_leaves_no_agent_and_its_socket_is_cleared() {
     assert!(d.log().contains("session/request_permission"));
     drop(hub);
 }
+
+/// Two places answer the same 100 requests at the same moment, while one claimant holds
+/// five of them for a short lease and another claimed five and died: every request is
+/// answered exactly once (the agent counts), the losers are told, the held ones wait for
+/// their lease to end, and the dead claimant's are free at once.
+#[test]
+fn racing_answers_and_claims_answer_each_request_exactly_once() {
+    use trellis_hub::client::Client;
+    use trellis_hub::wire::{Body, Op};
+    let d = Dirs::new();
+    let storm = format!(
+        "{} agent hostile permission-storm",
+        env!("CARGO_BIN_EXE_trellis")
+    );
+    let work = d.work.to_str().unwrap();
+    let o = d.trellis(&[
+        "run", "--detach", "--agent", &storm, "--cwd", work, "--prompt", "go",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let said = std::fs::read_to_string(d.runtime.join("trellis/default.log")).unwrap();
+    let pid: u32 = said
+        .split("(pid ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    let _hub = Hub(pid);
+    until("100 requests to wait", || {
+        d.ls()
+            .first()
+            .is_some_and(|r| r["pending"].as_array().is_some_and(|p| p.len() == 100))
+    });
+    let files = trellis_hub::place::HubFiles::new(&d.runtime.join("trellis"), "default");
+    let pending = d.ls()[0]["pending"].as_array().unwrap().clone();
+    let id_of = |subject: &str| {
+        pending
+            .iter()
+            .find(|p| p["subject"] == subject)
+            .and_then(|p| p["request_id"].as_str())
+            .unwrap()
+            .to_string()
+    };
+    let claim = |c: &mut Client, n: usize, lease: u64| match c
+        .call(
+            Op::Claim {
+                session: 1,
+                request_id: id_of(&format!("touch s{n}")),
+                lease_s: Some(lease),
+            },
+            None,
+        )
+        .unwrap()
+    {
+        Body::Claimed { .. } => {}
+        other => panic!("{other:?}"),
+    };
+    let mut holder = Client::connect(&files, "holder").unwrap();
+    for n in 0..5 {
+        claim(&mut holder, n, 5);
+    }
+    let mut dead = Client::connect(&files, "dead").unwrap();
+    for n in 5..10 {
+        claim(&mut dead, n, 300);
+    }
+    // A second claimant is told who holds it.
+    let mut other = Client::connect(&files, "other").unwrap();
+    match other
+        .call(
+            Op::Claim {
+                session: 1,
+                request_id: id_of("touch s0"),
+                lease_s: None,
+            },
+            None,
+        )
+        .unwrap()
+    {
+        Body::Error { code, message } => {
+            assert_eq!(code, "claimed");
+            assert!(message.starts_with("holder"), "{message}");
+        }
+        b => panic!("{b:?}"),
+    }
+    drop(dead);
+    let racer = |name: &'static str| {
+        let files = files.clone();
+        std::thread::spawn(move || {
+            let mut c = Client::connect(&files, name).unwrap();
+            let (mut won, mut told, mut held) = (0, 0, 0);
+            let start = Instant::now();
+            // Each attempt is an operation of its own (a retry of one would get its
+            // first outcome back).
+            for round in 0.. {
+                let Body::Sessions { sessions, .. } = c.call(Op::List, None).unwrap() else {
+                    panic!("a list")
+                };
+                let pending = sessions[0].pending.clone();
+                if pending.is_empty() {
+                    break;
+                }
+                assert!(start.elapsed() < Duration::from_secs(30), "{pending:?}");
+                for p in pending {
+                    let op = Op::Decide {
+                        session: 1,
+                        request_id: p.request_id.clone(),
+                        option_id: "yes".into(),
+                        claim: None,
+                    };
+                    match c
+                        .call(op, Some(format!("{name}-{round}-{}", p.request_id)))
+                        .unwrap()
+                    {
+                        Body::Done { .. } => won += 1,
+                        Body::Error { code, .. } if code == "answered" => told += 1,
+                        Body::Error { code, .. } if code == "claimed" => held += 1,
+                        Body::Error { code, message } => panic!("{code}: {message}"),
+                        b => panic!("{b:?}"),
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            (won, told, held)
+        })
+    };
+    let (a, b) = (racer("racer-a"), racer("racer-b"));
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    drop(holder);
+    assert_eq!(a.0 + b.0, 100, "{a:?} {b:?}");
+    assert!(
+        a.2 + b.2 > 0,
+        "the held ones were refused while held: {a:?} {b:?}"
+    );
+    until("the agent's count", || d.log().contains("report: storm:"));
+    let log = d.log();
+    assert!(
+        log.contains("report: storm: 100 answered (yes=100), 0 twice"),
+        "{log}"
+    );
+    let decided = log
+        .lines()
+        .filter(|l| l.contains("permission_decided") && l.contains("\"attached\""))
+        .count();
+    assert_eq!(decided, 100);
+}
