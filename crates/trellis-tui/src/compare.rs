@@ -27,8 +27,9 @@ pub struct Row {
     pub files: usize,
     pub calls: usize,
     pub commands: usize,
-    /// The last command that looks like a test run, and how it ended.
-    pub last_test: Option<(String, &'static str)>,
+    /// The last command that looks like a test run, and how it ended (`passed, exit 0`,
+    /// `failed, exit 101`, `running`).
+    pub last_test: Option<(String, String)>,
     pub failed: usize,
     pub tokens: Option<u64>,
     pub cost: Option<String>,
@@ -64,10 +65,18 @@ pub fn row(slot: &Slot, number: usize, now: Instant) -> Row {
                 commands += 1;
                 let cmd = trellis_core::enrich::command_of(&c).unwrap_or_else(|| c.display_title());
                 if test_like(&cmd) {
-                    let end = match c.status {
+                    let word = match c.status {
                         ToolStatus::Completed => "passed",
                         ToolStatus::Failed => "failed",
                         _ => "running",
+                    };
+                    // The exit as the terminal reported it, else as the agent did.
+                    let exit = trellis_view::card::exit_summary(&c, s).or_else(|| {
+                        trellis_core::enrich::exit_code_of(&c).map(|code| format!("exit {code}"))
+                    });
+                    let end = match exit {
+                        Some(e) if c.status.is_terminal() => format!("{word}, {e}"),
+                        _ => word.to_string(),
                     };
                     last_test = Some((cmd, end));
                 }

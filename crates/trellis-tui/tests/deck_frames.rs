@@ -214,10 +214,12 @@ fn the_help_screen_lists_the_session_keys() {
 #[test]
 fn the_comparison_shows_one_row_per_session_from_its_ledger() {
     let now = Instant::now();
+    // The exit code as agents report it in `rawOutput`.
     let run = |status: &str, cmd: &str, id: &str| {
+        let code = if status == "completed" { 0 } else { 101 };
         update(
             json!({"sessionUpdate":"tool_call","toolCallId":id,"title":"Run","kind":"execute","status":status,
-            "rawInput":{"command":cmd}}),
+            "rawInput":{"command":cmd},"rawOutput":{"exit_code":code}}),
         )
     };
     let edit = |id: &str, path: &str| {
@@ -276,7 +278,10 @@ fn the_comparison_shows_one_row_per_session_from_its_ledger() {
         (c.rows[0].files, c.rows[0].commands, c.rows[0].failed),
         (1, 1, 0)
     );
-    assert_eq!(c.rows[0].last_test, Some(("cargo test".into(), "passed")));
+    assert_eq!(
+        c.rows[0].last_test,
+        Some(("cargo test".into(), "passed, exit 0".into()))
+    );
     assert_eq!(c.rows[0].tokens, Some(5321));
     assert_eq!(
         (c.rows[1].files, c.rows[1].commands, c.rows[1].failed),
@@ -284,10 +289,10 @@ fn the_comparison_shows_one_row_per_session_from_its_ledger() {
     );
     assert_eq!(
         c.rows[1].last_test,
-        Some(("cargo test -q".into(), "failed"))
+        Some(("cargo test -q".into(), "failed, exit 101".into()))
     );
     let f = deck_text(&mut d, 140, 30, now);
     insta::assert_snapshot!("compare_140x30", f);
     assert!(f.contains("Compare · 2 sessions"), "{f}");
-    assert!(f.contains("last test: cargo test -q — failed"), "{f}");
+    assert!(f.contains("last test: cargo test -q — failed, exit 101"), "{f}");
 }
