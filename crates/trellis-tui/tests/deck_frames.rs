@@ -294,5 +294,8 @@ fn the_comparison_shows_one_row_per_session_from_its_ledger() {
     let f = deck_text(&mut d, 140, 30, now);
     insta::assert_snapshot!("compare_140x30", f);
     assert!(f.contains("Compare · 2 sessions"), "{f}");
-    assert!(f.contains("last test: cargo test -q — failed, exit 101"), "{f}");
+    assert!(
+        f.contains("last test: cargo test -q — failed, exit 101"),
+        "{f}"
+    );
 }

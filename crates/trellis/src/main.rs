@@ -51,6 +51,11 @@ struct Cli {
     /// files, untracked files) into the new worktree; the source is left as it is.
     #[arg(long)]
     carry: bool,
+    /// Run the session in a hub of its own (`trellis serve`, started in the background
+    /// when none serves) and show it here: quitting leaves it running, `trellis attach`
+    /// comes back to it.
+    #[arg(long)]
+    detachable: bool,
     /// Without a command: the full-screen UI on the configured agent (else the demo).
     #[command(subcommand)]
     command: Option<Cmd>,
@@ -194,6 +199,7 @@ fn main() -> ExitCode {
     let detaching = match &cli.command {
         Some(Cmd::Run(a)) => a.detach,
         Some(Cmd::Serve(a)) => a.detach,
+        None | Some(Cmd::Demo) => cli.detachable,
         _ => false,
     };
     let client = !detaching
@@ -213,6 +219,9 @@ fn main() -> ExitCode {
         trellis_os::reaper::keep_reaping();
     }
     let result = match cli.command {
+        None | Some(Cmd::Demo) if cli.detachable => {
+            serve::detachable(&cli.ui, cli.config, matches!(cli.command, Some(Cmd::Demo)))
+        }
         None => ui::main(cli.ui, cli.config, false, None, cli.carry),
         Some(Cmd::Demo) => ui::main(cli.ui, cli.config, true, None, cli.carry),
         Some(Cmd::Sessions {

@@ -240,6 +240,77 @@ pub fn run_detached(d: Detached, config: Option<&std::path::Path>) -> anyhow::Re
     }
 }
 
+/// `trellis --detachable`: the session starts in the default hub (started in the
+/// background when none serves) and this terminal attaches to it.
+pub fn detachable(
+    ui: &crate::ui::UiArgs,
+    config_path: Option<PathBuf>,
+    demo: bool,
+) -> anyhow::Result<ExitCode> {
+    let refused: Vec<&str> = [
+        ("--permission", ui.permission.is_some()),
+        ("--plugin", !ui.plugin.is_empty()),
+        ("--load", ui.load.is_some()),
+        ("--allow-drive", ui.allow_drive),
+    ]
+    .iter()
+    .filter(|(_, on)| *on)
+    .map(|(n, _)| *n)
+    .collect();
+    if !refused.is_empty() {
+        anyhow::bail!(
+            "--detachable starts the session in a hub, which decides with its own settings: {} not taken (give them to trellis serve)",
+            refused.join(", ")
+        );
+    }
+    if ui.worktree.as_ref().is_some_and(|w| w.label.is_some()) {
+        anyhow::bail!("--detachable makes the worktree's label itself: --worktree without one");
+    }
+    let config = crate::ui::load_config(config_path.clone())?;
+    let agent = match ui.one_agent()? {
+        Some(a) => a,
+        None if demo => "demo".into(),
+        None => config
+            .default_agent
+            .clone()
+            .unwrap_or_else(|| "demo".into()),
+    };
+    let cwd = std::path::absolute(ui.cwd.clone().unwrap_or_else(|| PathBuf::from(".")))?;
+    if !cwd.is_dir() {
+        anyhow::bail!("{}: not a directory", cwd.display());
+    }
+    start_detached(DEFAULT_HUB, config_path.as_deref(), None)?;
+    let mut c = crate::hub_cmd::client(DEFAULT_HUB, "trellis --detachable")?;
+    let key = match c.call(
+        trellis_hub::wire::Op::New {
+            agent,
+            cwd: cwd.to_string_lossy().into_owned(),
+            worktree: ui.worktree.is_some(),
+            prompt: None,
+        },
+        Some(crate::hub_cmd::operation_id()),
+    )? {
+        trellis_hub::wire::Body::Started { session, said } => {
+            for line in said {
+                eprintln!("trellis: {}", safe(&line));
+            }
+            session
+        }
+        trellis_hub::wire::Body::Error { code, message } => {
+            anyhow::bail!("{}: {}", safe(&code), safe(&message))
+        }
+        _ => anyhow::bail!("the hub answered something else"),
+    };
+    crate::attach::main(
+        crate::attach::AttachArgs {
+            session: Some(format!("{DEFAULT_HUB}:{key}")),
+            observe: false,
+            take: false,
+        },
+        config_path,
+    )
+}
+
 /// Where the listener's tokens are kept.
 pub fn token_store() -> trellis_hub::tokens::Store {
     let dir = trellis_store::Paths::from_env()

@@ -451,3 +451,49 @@ fn racing_answers_and_claims_answer_each_request_exactly_once() {
         .count();
     assert_eq!(decided, 100);
 }
+
+/// `trellis --detachable`: the session runs in a hub from the start, so leaving the UI
+/// leaves it running, and `attach` comes back to it where it was.
+#[test]
+fn a_detachable_session_goes_on_after_its_terminal_quits() {
+    let d = Dirs::new();
+    let env = [
+        "LANG=C.UTF-8".to_string(),
+        format!("XDG_RUNTIME_DIR={}", d.runtime.display()),
+        format!("XDG_DATA_HOME={}", d.data.display()),
+    ];
+    let env: Vec<&str> = env.iter().map(String::as_str).collect();
+    let work = d.work.to_str().unwrap();
+    let Some(t) = Tmux::start_env(
+        &env,
+        &["--detachable", "--agent", "demo", "--cwd", work],
+        120,
+        40,
+    ) else {
+        return;
+    };
+    t.wait_for("attached to default:1");
+    let said = std::fs::read_to_string(d.runtime.join("trellis/default.log")).unwrap();
+    let pid: u32 = said
+        .split("(pid ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    let _hub = Hub(pid);
+    t.send(&["fix the TODO", "Enter"]);
+    t.wait_for("[y] Allow");
+    // Quitting here leaves the session (and its request) in the hub.
+    t.send(&["C-c", "C-c"]);
+    t.wait_for("it goes on in its hub");
+    drop(t);
+    assert!(d.ls().first().is_some_and(|r| r["state"] == "permission"));
+    let env = format!("XDG_RUNTIME_DIR={}", d.runtime.display());
+    let Some(t) = Tmux::start_env(&["LANG=C.UTF-8", &env], &["attach", "default:1"], 120, 40)
+    else {
+        return;
+    };
+    t.wait_for("[y] Allow");
+    t.send(&["y"]);
+    t.wait_for("Done: the TODO is fixed");
+}
