@@ -252,10 +252,12 @@ async fn run(
         children: Default::default(),
         cwd: spec.cwd.clone(),
         caps: spec.caps,
-        terminals: Terminals::with_default_limit(recorder.clone(), spec.terminal_output_limit),
+        terminals: Terminals::with_default_limit(recorder.clone(), spec.terminal_output_limit)
+            .traced(spec.traceparent.clone()),
         recorder: recorder.clone(),
     };
     let terminals = services.terminals.clone();
+    let traceparent = spec.traceparent.clone();
     let session_slot = session;
     let handler_responders = responders.clone();
     let result = agent_client_protocol::Client
@@ -325,7 +327,7 @@ async fn run(
             };
             *lock(&session_slot) = Some(session_id.to_string());
             let _ = tx.send(Input::Ready);
-            serve(&cx, session_id, embed, queued, &mut cmd_rx, &stopping).await
+            serve(&cx, session_id, (embed, traceparent), queued, &mut cmd_rx, &stopping).await
         })
         .await;
     terminals.stop_all(std::time::Duration::from_secs(1)).await;
@@ -345,7 +347,7 @@ async fn run(
 async fn serve(
     cx: &Conn,
     session_id: SessionId,
-    embed: bool,
+    (embed, traceparent): (bool, Option<String>),
     mut queued: std::collections::VecDeque<Command>,
     cmd_rx: &mut UnboundedReceiver<Command>,
     stopping: &std::sync::atomic::AtomicBool,
@@ -364,7 +366,13 @@ async fn serve(
             cmd = async { match next { Some(c) => c, None => cmd_rx.recv().await } } => match cmd {
                 Some(Command::Prompt { text, files, embedded }) if turn.is_none() => {
                     let blocks = prompt_blocks(text, files, embedded, embed);
-                    let sent = cx.send_request(PromptRequest::new(session_id.clone(), blocks));
+                    let mut request = PromptRequest::new(session_id.clone(), blocks);
+                    if let Some(tp) = &traceparent {
+                        let mut meta = serde_json::Map::new();
+                        meta.insert("traceparent".into(), serde_json::json!(tp));
+                        request = request.meta(meta);
+                    }
+                    let sent = cx.send_request(request);
                     turn = Some(Box::pin(async move { sent.block_task().await.map(|_| ()) }));
                 }
                 // The driver saw the turn end (its answer is on record) before the SDK

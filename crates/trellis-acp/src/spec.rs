@@ -62,6 +62,9 @@ pub struct AgentSpec {
     pub terminal_output_limit: usize,
     /// MCP servers to offer the agent (those its capabilities allow).
     pub mcp_servers: Vec<crate::mcp::McpServerSpec>,
+    /// A W3C trace context for the session (traces are exported): sent as
+    /// `_meta.traceparent` on every prompt and as `TRACEPARENT` to every terminal.
+    pub traceparent: Option<String>,
 }
 
 /// Default of [`AgentSpec::setup_timeout`], in seconds: generous, since the first `npx`

@@ -50,6 +50,8 @@ pub struct Terminals {
     default_limit: usize,
     next: Arc<std::sync::atomic::AtomicU64>,
     recorder: Recorder,
+    /// `TRACEPARENT` for every command (traces are exported), unless the agent set one.
+    traceparent: Option<String>,
 }
 
 /// What to start.
@@ -92,7 +94,14 @@ impl Terminals {
             inner: Arc::new(Mutex::new(HashMap::new())),
             next: Arc::new(std::sync::atomic::AtomicU64::new(1)),
             recorder,
+            traceparent: None,
         }
+    }
+
+    /// Commands run with `TRACEPARENT` set to `tp` (unless the agent gives its own).
+    pub fn traced(mut self, tp: Option<String>) -> Terminals {
+        self.traceparent = tp;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Term>> {
@@ -113,6 +122,11 @@ impl Terminals {
             c.args(&spec.args);
             c
         };
+        if let Some(tp) = &self.traceparent
+            && !spec.env.iter().any(|(k, _)| k == "TRACEPARENT")
+        {
+            cmd.env("TRACEPARENT", tp);
+        }
         cmd.current_dir(&spec.cwd)
             .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())

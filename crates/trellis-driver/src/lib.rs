@@ -131,6 +131,16 @@ pub struct Driver {
     touched: Option<Vec<usize>>,
     /// A session that runs in a hub elsewhere: intents go there (see `attached`).
     remote: Option<std::sync::mpsc::Sender<attached::Remote>>,
+    /// Sees every event of the session as it is emitted (traces): it must be quick.
+    observer: Option<Box<dyn Observer>>,
+}
+
+/// Something that sees a session's events as they are emitted, and its end (the trace
+/// exporter). It runs on the session's path: it must be quick.
+pub trait Observer: Send {
+    fn event(&mut self, ev: &Event);
+    /// The session is closed: nothing more comes.
+    fn closed(&mut self);
 }
 
 impl Driver {
@@ -155,7 +165,14 @@ impl Driver {
             feed: None,
             touched: None,
             remote: None,
+            observer: None,
         }
+    }
+
+    /// Lets `f` see every event of the session as it is emitted, live or read again from
+    /// a log (the trace exporter): it runs on the session's path, so it must be quick.
+    pub fn observe(&mut self, o: Box<dyn Observer>) {
+        self.observer = Some(o);
     }
 
     /// A driver for a live agent.
@@ -436,6 +453,9 @@ impl Driver {
                 None => Some(e),
             };
             if let Some(Effect::Emit(ev)) = e {
+                if let Some(o) = self.observer.as_mut() {
+                    o.event(&ev);
+                }
                 match &ev.body {
                     EventBody::ToolCallUpdated {
                         previous_status,
@@ -771,6 +791,9 @@ impl Driver {
         }
         if let Some(h) = &self.host {
             h.deliver();
+        }
+        if let Some(o) = self.observer.as_mut() {
+            o.closed();
         }
         if let Some(c) = &self.conn {
             c.handle.recorder().sync();

@@ -182,6 +182,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
                 .unwrap_or(trellis_acp::terminal::DEFAULT_OUTPUT_LIMIT),
             // Filled by the front end once it knows which plugins run.
             mcp_servers: Vec::new(),
+            traceparent: None,
         },
         scratch: dir,
     })

@@ -525,6 +525,7 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             .map(|(cwd, base)| crate::artifacts::patch(session, cwd, base.as_deref()));
         Ok(Finished {
             reason,
+            trace_id: [0; 16],
             summary,
             patch,
             breach: self.breach.clone(),
@@ -541,6 +542,8 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
 
 pub(crate) struct Finished {
     pub(crate) reason: Option<String>,
+    /// The session's trace (its spans' id, exported or not).
+    pub(crate) trace_id: trellis_trace::TraceId,
     /// Trellis stopped the run itself (a budget, `--on-ask fail`).
     pub(crate) breach: Option<Breach>,
     /// The signal that stopped the run.

@@ -106,6 +106,8 @@ impl Launch {
         let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
         let name = resolved.name.clone();
         let (source, branch) = crate::worktree_cmd::place_of(&resolved.spec.cwd, worktree.as_ref());
+        // Before the restart's copy of the spec: a restarted agent is in the same trace.
+        let begun = crate::traces::begin(&mut resolved.spec, &name);
         let spec = resolved.spec.clone();
         let restart_log = log_path.clone();
         // Ctrl-R after the agent ended: the same agent, appending to the same log.
@@ -120,7 +122,7 @@ impl Launch {
         crate::setup::record_header(
             &handle,
             (&name, &command),
-            &cwd,
+            (&cwd, begun.started),
             continues.as_deref(),
             worktree,
         );
@@ -129,6 +131,7 @@ impl Launch {
             None => (Session::new(policy), None),
         };
         let mut app = App::new(session, name, false);
+        crate::traces::observe(&mut app.driver, &begun);
         if let Some(doc) = carry {
             app.driver.carry(doc);
         }

@@ -9,6 +9,7 @@ mod fan;
 mod headless;
 mod hub_cmd;
 mod launch;
+mod log_export;
 mod output;
 mod plugin_cmd;
 mod plugin_test;
@@ -18,6 +19,7 @@ mod serve;
 mod sessions;
 mod setup;
 mod stats;
+mod traces;
 mod ui;
 mod worktree_cmd;
 
@@ -155,6 +157,9 @@ enum Cmd {
 enum LogCmd {
     /// Rebuild a session from its log (or a recorded fixture) and print it.
     Show { file: PathBuf },
+    /// The session's spans (OpenTelemetry), made from its log: as an OTLP JSON file, or
+    /// sent to a collector; the same spans a live export sent.
+    Export(log_export::ExportArgs),
 }
 
 #[derive(Subcommand)]
@@ -242,6 +247,9 @@ fn main() -> ExitCode {
         Some(Cmd::Log {
             command: LogCmd::Show { file },
         }) => log_show(&file),
+        Some(Cmd::Log {
+            command: LogCmd::Export(args),
+        }) => log_export::main(args),
         Some(Cmd::Agent { command }) => agent(command),
         Some(Cmd::Sessions { command }) => sessions::main(command),
         Some(Cmd::Worktree { command }) => worktree_cmd::main(command),

@@ -356,15 +356,22 @@ pub fn main(
                 "updates": stop.updates, "output_bytes": stop.output_bytes})
         );
     }
-    Ok(ExitCode::from(conclude(&args, &stop)))
+    // Spans still on their way go before the summary says how many went.
+    let exported = crate::traces::flush();
+    Ok(ExitCode::from(conclude(&args, &stop, exported)))
 }
 
 /// The run's exit code, with the summary and patch written to say the same.
-fn conclude(args: &RunArgs, stop: &Finished) -> u8 {
+fn conclude(args: &RunArgs, stop: &Finished, exported: Option<(u64, u64, Option<String>)>) -> u8 {
     let (code, why) = outcome(stop, args.strict);
     let summary = stop.summary.clone().map(|mut s| {
         s["exit_code"] = serde_json::json!(code);
         s["exit_reason"] = serde_json::json!(why);
+        s["trace_id"] = serde_json::json!(trellis_trace::span::hex(&stop.trace_id));
+        if let Some((exported, dropped, error)) = &exported {
+            s["trace_export"] =
+                serde_json::json!({"exported": exported, "dropped": dropped, "error": error});
+        }
         if let Some(b) = &stop.breach {
             s["budget"] = serde_json::json!(b.reason());
         }
@@ -504,12 +511,14 @@ async fn drive(
     });
     // An agent that never answers a setting must not hold the run forever.
     let settings_timeout = resolved.spec.setup_timeout;
+    let mut resolved = resolved;
+    let begun = crate::traces::begin(&mut resolved.spec, &resolved.name);
     let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
     trellis_ext_host::install_panic_guard();
     crate::setup::record_header(
         &handle,
         (&resolved.name, &resolved.command),
-        cwd,
+        (cwd, begun.started),
         continues.as_deref(),
         worktree,
     );
@@ -538,6 +547,7 @@ async fn drive(
         None => (Session::new(session_policy), None),
     };
     let mut driver = Driver::new(session, Connection { handle, rx });
+    crate::traces::observe(&mut driver, &begun);
     driver.keep_output_in_log(&log_path);
     driver.set_host(host, ext_rx);
     if let Some(doc) = carry {
@@ -562,5 +572,8 @@ async fn drive(
         },
         prompts,
     );
-    run.run(signals).await
+    run.run(signals).await.map(|mut f| {
+        f.trace_id = begun.trace_id;
+        f
+    })
 }

@@ -114,6 +114,7 @@ pub fn main(
     for line in said {
         eprintln!("trellis: {}", safe(&line));
     }
+    crate::traces::flush();
     Ok(ExitCode::SUCCESS)
 }
 

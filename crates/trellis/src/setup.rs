@@ -54,14 +54,10 @@ pub fn policy_from(arg: Option<&str>, config: &Config) -> anyhow::Result<(Policy
 pub fn record_header(
     handle: &trellis_acp::Handle,
     (name, command): (&str, &str),
-    cwd: &str,
+    (cwd, started): (&str, f64),
     continues: Option<&str>,
     worktree: Option<trellis_core::WorktreeRef>,
 ) {
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or_default();
     handle
         .recorder()
         .local(trellis_core::LocalRecord::SessionLog {

@@ -178,6 +178,8 @@ pub fn start(
     })?;
     // Each session's log, and what closing each had to say.
     print_said(said);
+    // Spans still on their way to a collector.
+    crate::traces::flush();
     Ok(ExitCode::SUCCESS)
 }
 

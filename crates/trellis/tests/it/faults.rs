@@ -128,6 +128,7 @@ pub(crate) fn driver_for(
         setup_timeout: Duration::from_secs(30),
         terminal_output_limit: 1 << 20,
         mcp_servers: vec![],
+        traceparent: None,
     };
     let (handle, rx) = trellis_acp::start(spec, sink);
     let (host, host_rx) = ExtHost::new(

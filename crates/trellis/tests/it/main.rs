@@ -27,6 +27,7 @@ mod replay_ui;
 mod sessions;
 mod strict;
 mod subagents;
+mod traces;
 mod tui;
 mod tui_trust;
 mod worktrees;

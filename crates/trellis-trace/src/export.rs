@@ -1,0 +1,349 @@
+//! OTLP/HTTP export on a thread of its own. Sessions hand finished spans over without
+//! waiting ([`Exporter::send`]: a bounded queue; when it is full the spans are dropped and
+//! counted); the thread batches them and posts them to the collector. A collector that is
+//! down or slow costs dropped spans, never a session's time. Configured by the standard
+//! `OTEL_*` variables ([`Config::from_env`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::json::Resource;
+use crate::span::Span;
+
+/// Batches waiting for the thread; past this, spans are dropped.
+const QUEUE: usize = 64;
+/// Most spans in one request.
+const BATCH: usize = 512;
+/// Longest a span waits for its batch to fill.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// Where and how spans go.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The full URL spans are posted to (`…/v1/traces`).
+    pub endpoint: String,
+    pub headers: Vec<(String, String)>,
+    /// `http/json` instead of `http/protobuf`.
+    pub json: bool,
+    pub timeout: Duration,
+    pub resource: Resource,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn headers(list: &str) -> Vec<(String, String)> {
+    list.split(',')
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), crate::percent_decode(v.trim())))
+        .filter(|(k, _)| !k.is_empty())
+        .collect()
+}
+
+impl Config {
+    /// From the standard variables: `OTEL_SDK_DISABLED`, `OTEL_TRACES_EXPORTER`,
+    /// `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`, `…_PROTOCOL` (`http/protobuf`,
+    /// `http/json`), `…_HEADERS`, `…_TIMEOUT` (ms), `OTEL_SERVICE_NAME`,
+    /// `OTEL_RESOURCE_ATTRIBUTES`. `None` when nothing asks for export; an error for what
+    /// this build cannot do (gRPC, https).
+    pub fn from_env() -> Result<Option<Config>, String> {
+        if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+            return Ok(None);
+        }
+        let exporter = var("OTEL_TRACES_EXPORTER");
+        if exporter
+            .as_deref()
+            .is_some_and(|e| !e.split(',').any(|x| x.trim() == "otlp"))
+        {
+            return Ok(None);
+        }
+        let endpoint = match (
+            var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            var("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ) {
+            (Some(e), _) => e,
+            (None, Some(base)) => format!("{}/v1/traces", base.trim_end_matches('/')),
+            // Asked for by name only: the local collector's default address.
+            (None, None) if exporter.is_some() => "http://localhost:4318/v1/traces".into(),
+            (None, None) => return Ok(None),
+        };
+        if !endpoint.starts_with("http://") {
+            return Err(format!(
+                "OTLP endpoint {endpoint}: only http:// is sent to (no TLS in Trellis): export to a collector beside the run"
+            ));
+        }
+        let protocol = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))
+            .unwrap_or_else(|| "http/protobuf".into());
+        let json = match protocol.as_str() {
+            "http/protobuf" => false,
+            "http/json" => true,
+            other => {
+                return Err(format!(
+                    "OTLP protocol {other}: Trellis sends http/protobuf or http/json"
+                ));
+            }
+        };
+        let mut h = var("OTEL_EXPORTER_OTLP_HEADERS")
+            .map(|l| headers(&l))
+            .unwrap_or_default();
+        for (k, v) in var("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+            .map(|l| headers(&l))
+            .unwrap_or_default()
+        {
+            h.retain(|(x, _)| !x.eq_ignore_ascii_case(&k));
+            h.push((k, v));
+        }
+        let timeout = var("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
+            .or_else(|| var("OTEL_EXPORTER_OTLP_TIMEOUT"))
+            .and_then(|t| t.parse::<u64>().ok())
+            .map_or(Duration::from_secs(10), Duration::from_millis);
+        Ok(Some(Config {
+            endpoint,
+            headers: h,
+            json,
+            timeout,
+            resource: crate::resource_from_env(),
+        }))
+    }
+}
+
+/// What became of the spans handed over.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub exported: AtomicU64,
+    pub dropped: AtomicU64,
+    pub failed_requests: AtomicU64,
+    pub last_error: Mutex<Option<String>>,
+}
+
+impl Stats {
+    pub fn exported(&self) -> u64 {
+        self.exported.load(Ordering::Relaxed)
+    }
+
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+enum Msg {
+    Spans(Vec<Span>),
+    Flush(SyncSender<()>),
+}
+
+/// The exporter of this process (shared by its sessions).
+#[derive(Debug)]
+pub struct Exporter {
+    tx: SyncSender<Msg>,
+    stats: Arc<Stats>,
+    pub config: Config,
+}
+
+impl std::fmt::Debug for Msg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Msg::Spans(s) => write!(f, "Spans({})", s.len()),
+            Msg::Flush(_) => write!(f, "Flush"),
+        }
+    }
+}
+
+impl Exporter {
+    /// Starts the exporter's thread.
+    pub fn start(config: Config) -> std::io::Result<Arc<Exporter>> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let stats = Arc::new(Stats::default());
+        let (c, s) = (config.clone(), stats.clone());
+        std::thread::Builder::new()
+            .name("otlp-exporter".into())
+            .spawn(move || run(&c, &s, &rx))?;
+        Ok(Arc::new(Exporter { tx, stats, config }))
+    }
+
+    /// Hands spans over without waiting: when the queue is full they are dropped (and
+    /// counted).
+    pub fn send(&self, spans: Vec<Span>) {
+        if spans.is_empty() {
+            return;
+        }
+        let n = spans.len() as u64;
+        match self.tx.try_send(Msg::Spans(spans)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.stats.dropped.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Waits (at most `wait`) until what was handed over has been sent or given up on.
+    pub fn flush(&self, wait: Duration) {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let deadline = Instant::now() + wait;
+        // The queue may be full: keep trying until the deadline.
+        let mut msg = Msg::Flush(tx);
+        loop {
+            match self.tx.try_send(msg) {
+                Ok(()) => break,
+                Err(TrySendError::Full(m)) if Instant::now() < deadline => {
+                    msg = m;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(_) => return,
+            }
+        }
+        let _ = rx.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+}
+
+/// The thread: batches, posts, counts.
+fn run(config: &Config, stats: &Stats, rx: &Receiver<Msg>) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(config.timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut batch: Vec<Span> = Vec::new();
+    let mut since = Instant::now();
+    loop {
+        let msg = if batch.is_empty() {
+            match rx.recv() {
+                Ok(m) => Some(m),
+                Err(_) => return,
+            }
+        } else {
+            match rx.recv_timeout(LINGER.saturating_sub(since.elapsed())) {
+                Ok(m) => Some(m),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    post_all(&agent, config, stats, &mut batch);
+                    return;
+                }
+            }
+        };
+        match msg {
+            Some(Msg::Spans(spans)) => {
+                if batch.is_empty() {
+                    since = Instant::now();
+                }
+                batch.extend(spans);
+                if batch.len() >= BATCH {
+                    post_all(&agent, config, stats, &mut batch);
+                }
+            }
+            Some(Msg::Flush(done)) => {
+                post_all(&agent, config, stats, &mut batch);
+                let _ = done.try_send(());
+            }
+            None => post_all(&agent, config, stats, &mut batch),
+        }
+    }
+}
+
+fn post_all(agent: &ureq::Agent, config: &Config, stats: &Stats, batch: &mut Vec<Span>) {
+    for chunk in batch.chunks(BATCH) {
+        match post(agent, config, chunk) {
+            Ok(()) => {
+                stats
+                    .exported
+                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            }
+            Err(e) => {
+                stats.failed_requests.fetch_add(1, Ordering::Relaxed);
+                stats
+                    .dropped
+                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                *stats.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            }
+        }
+    }
+    batch.clear();
+}
+
+/// Posts one request of `spans`.
+pub fn post(agent: &ureq::Agent, config: &Config, spans: &[Span]) -> Result<(), String> {
+    let (body, content_type) = if config.json {
+        (
+            crate::json::request(&config.resource, spans)
+                .to_string()
+                .into_bytes(),
+            "application/json",
+        )
+    } else {
+        (
+            crate::proto::request(&config.resource, spans),
+            "application/x-protobuf",
+        )
+    };
+    let mut req = agent
+        .post(&config.endpoint)
+        .header("Content-Type", content_type);
+    for (k, v) in &config.headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    match req.send(&body[..]) {
+        Ok(r) if r.status().is_success() => Ok(()),
+        Ok(r) => Err(format!("the collector answered {}", r.status())),
+        Err(e) => Err(format!("{}: {e}", config.endpoint)),
+    }
+}
+
+/// A blocking client for one-off exports (`trellis log export --otlp`).
+pub fn agent(config: &Config) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(config.timeout))
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+/// Spans made live from a session's events, handed to the exporter as they finish
+/// (every 256, and at each turn's and the session's end).
+#[derive(Debug)]
+pub struct Live {
+    tracer: crate::Tracer,
+    exporter: Arc<Exporter>,
+}
+
+impl Live {
+    pub fn new(info: crate::TraceInfo, exporter: Arc<Exporter>) -> Live {
+        Live {
+            tracer: crate::Tracer::new(info),
+            exporter,
+        }
+    }
+
+    pub fn on_event(&mut self, ev: &trellis_core::event::Event) {
+        use trellis_core::event::EventBody;
+        self.tracer.on_event(ev);
+        if matches!(ev.body, EventBody::TurnEnded { .. }) || self.tracer.ready() >= 256 {
+            self.exporter.send(self.tracer.take());
+        }
+    }
+
+    /// The session is over: its last spans go.
+    pub fn close(&mut self) {
+        self.tracer.finish();
+        self.exporter.send(self.tracer.take());
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

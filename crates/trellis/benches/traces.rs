@@ -1,0 +1,139 @@
+//! What exporting traces costs a headless run: `trellis run` against `trellis agent demo
+//! --calls 10000 --lines 20`, JSONL to /dev/null, the client's own CPU (getrusage), with
+//! OTLP export off and on (to a collector in this process that answers every request at
+//! once), alternating, side by side in one sitting. Target: on ≤ 1.05 × off.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+
+const CALLS: usize = 10_000;
+const LINES: usize = 20;
+
+/// A collector that takes every request and answers 200; returns its URL.
+fn sink() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut w = s;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut len = 0usize;
+                    loop {
+                        let mut h = String::new();
+                        r.read_line(&mut h).unwrap();
+                        if h.trim().is_empty() {
+                            break;
+                        }
+                        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap();
+                        }
+                    }
+                    let mut body = vec![0u8; len];
+                    r.read_exact(&mut body).unwrap();
+                    w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                        .unwrap();
+                }
+            });
+        }
+    });
+    url
+}
+
+/// One whole run: (client CPU, updates, spans exported).
+fn run(endpoint: Option<&str>) -> (Duration, u64, u64) {
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    let dir = std::env::temp_dir().join(format!("trellis-trace-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let summary = dir.join("summary.json");
+    let _ = std::fs::remove_file(&summary);
+    let mut cmd = Command::new(exe);
+    cmd.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_TRACES_EXPORTER");
+    if let Some(e) = endpoint {
+        cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", e);
+    }
+    let out = cmd
+        .args([
+            "run",
+            "--stats",
+            "--format",
+            "jsonl",
+            "--permission",
+            "allow-once",
+        ])
+        .args(["--prompt", "load", "--agent"])
+        .arg(format!("{exe} agent demo --calls {CALLS} --lines {LINES}"))
+        .arg("--cwd")
+        .arg(&dir)
+        .arg("--log")
+        .arg(dir.join("session.jsonl"))
+        .arg("--summary")
+        .arg(&summary)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(dir.join("session.jsonl"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr.lines().find(|l| l.starts_with('{')).expect("stats");
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let cpu = v["cpu_user_s"].as_f64().unwrap() + v["cpu_sys_s"].as_f64().unwrap();
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    (
+        Duration::from_secs_f64(cpu),
+        v["updates"].as_u64().unwrap(),
+        s["trace_export"]["exported"].as_u64().unwrap_or(0),
+    )
+}
+
+fn bench(c: &mut Criterion) {
+    let url = sink();
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    let mut exported = 0;
+    for _ in 0..5 {
+        off.push(run(None));
+        let r = run(Some(&url));
+        exported = r.2;
+        on.push(r);
+    }
+    let median = |v: &mut Vec<(Duration, u64, u64)>| {
+        v.sort_by_key(|r| r.0);
+        v[v.len() / 2]
+    };
+    let (a, b) = (median(&mut off), median(&mut on));
+    let per = |r: (Duration, u64, u64)| r.0.as_secs_f64() * 1e6 / r.1 as f64;
+    eprintln!(
+        "traces: client CPU per update, export off {:.2} µs, on {:.2} µs ({:.3}×; target ≤ 1.05×); {} spans exported per run",
+        per(a),
+        per(b),
+        b.0.as_secs_f64() / a.0.as_secs_f64(),
+        exported
+    );
+    let mut g = c.benchmark_group("traces");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(20));
+    g.bench_function("run_demo_10000x20_export_on_client_cpu", |bch| {
+        bch.iter_custom(|iters| (0..iters).map(|_| run(Some(&url)).0).sum())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

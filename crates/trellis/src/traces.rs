@@ -1,0 +1,136 @@
+//! Traces of this process's sessions (issue "Fleet-ready headless runs", items 8–10):
+//! when the standard `OTEL_*` variables ask for export, every session's events go through
+//! a [`trellis_trace::Tracer`] to the process's one exporter, the agent and its terminals
+//! get `TRACEPARENT`, and every prompt carries `_meta.traceparent`. Credentials and
+//! headers for the collector are never passed to agents.
+
+use std::sync::OnceLock;
+
+use trellis_trace::{TraceId, TraceInfo};
+
+/// The exporter of this process, if export is asked for (made once; a configuration it
+/// cannot follow is said once on stderr and export stays off).
+#[cfg(feature = "otel")]
+pub fn exporter() -> Option<std::sync::Arc<trellis_trace::export::Exporter>> {
+    static EXPORTER: OnceLock<Option<std::sync::Arc<trellis_trace::export::Exporter>>> =
+        OnceLock::new();
+    EXPORTER
+        .get_or_init(|| match trellis_trace::export::Config::from_env() {
+            Ok(Some(c)) => match trellis_trace::export::Exporter::start(c) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    eprintln!("trellis: traces are not exported: {e}");
+                    None
+                }
+            },
+            Ok(None) => None,
+            Err(e) => {
+                eprintln!(
+                    "trellis: traces are not exported: {}",
+                    crate::output::safe(&e)
+                );
+                None
+            }
+        })
+        .clone()
+}
+
+#[cfg(not(feature = "otel"))]
+pub fn exporter() -> Option<()> {
+    static SAID: OnceLock<()> = OnceLock::new();
+    if std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+        || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
+    {
+        SAID.get_or_init(|| {
+            eprintln!(
+                "trellis: this build has no OTLP export (cargo feature `otel`): traces are not sent"
+            );
+        });
+    }
+    None
+}
+
+/// Tool arguments, outputs and prompts go into spans only when asked
+/// (`TRELLIS_TRACE_CONTENT=1`).
+pub fn content() -> bool {
+    std::env::var("TRELLIS_TRACE_CONTENT").is_ok_and(|v| v == "1" || v == "true")
+}
+
+/// A session about to start: its wall-clock start and trace.
+#[derive(Debug, Clone)]
+pub struct Begun {
+    pub started: f64,
+    pub trace_id: TraceId,
+    pub info: TraceInfo,
+}
+
+/// Before the agent starts: the session's start time and trace id; with export on, the
+/// agent's `TRACEPARENT` (unless the user set one) and the context its prompts and
+/// terminals carry.
+pub fn begin(spec: &mut trellis_acp::AgentSpec, agent: &str) -> Begun {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default();
+    let cwd = spec.cwd.to_string_lossy().into_owned();
+    let trace_id = trellis_trace::trace_id_of(started, agent, &cwd);
+    if exporter().is_some() {
+        let tp =
+            trellis_trace::traceparent(&trace_id, &trellis_trace::project::session_span(&trace_id));
+        if !spec.env.iter().any(|(k, _)| k == "TRACEPARENT")
+            && std::env::var_os("TRACEPARENT").is_none()
+        {
+            spec.env.push(("TRACEPARENT".into(), tp.clone()));
+        }
+        spec.traceparent = Some(tp);
+    }
+    Begun {
+        started,
+        trace_id,
+        info: TraceInfo {
+            trace_id,
+            started,
+            agent: agent.to_string(),
+            content: content(),
+        },
+    }
+}
+
+/// A session's live spans, as the driver's observer.
+#[cfg(feature = "otel")]
+struct Observed(trellis_trace::export::Live);
+
+#[cfg(feature = "otel")]
+impl trellis_driver::Observer for Observed {
+    fn event(&mut self, ev: &trellis_core::event::Event) {
+        self.0.on_event(ev);
+    }
+
+    fn closed(&mut self) {
+        self.0.close();
+    }
+}
+
+/// With export on, the driver's events go to the exporter.
+pub fn observe(driver: &mut trellis_driver::Driver, begun: &Begun) {
+    #[cfg(feature = "otel")]
+    if let Some(e) = exporter() {
+        let live = trellis_trace::export::Live::new(begun.info.clone(), e);
+        driver.observe(Box::new(Observed(live)));
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = (driver, begun);
+}
+
+/// At exit: what was handed over is sent (at most 3 s); how it went, for the summary.
+pub fn flush() -> Option<(u64, u64, Option<String>)> {
+    #[cfg(feature = "otel")]
+    {
+        let e = exporter()?;
+        e.flush(std::time::Duration::from_secs(3));
+        let s = e.stats();
+        Some((s.exported(), s.dropped(), s.last_error()))
+    }
+    #[cfg(not(feature = "otel"))]
+    None
+}

@@ -1,0 +1,336 @@
+//! Traces (issue "Fleet-ready headless runs", items 8–10): a demo run with a subagent and
+//! a permission wait exports its spans live to an OTLP/HTTP receiver (decoded with the
+//! official protobuf definitions); the same log exported offline gives the same spans; a
+//! dead collector changes nothing but the dropped count; the context reaches the agent.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+
+/// The resource attributes of each request received.
+type Resources = Arc<Mutex<Vec<Vec<(String, String)>>>>;
+
+/// An OTLP/HTTP receiver: every request's spans, decoded.
+struct Receiver {
+    url: String,
+    spans: Arc<Mutex<Vec<Span>>>,
+    resources: Resources,
+}
+
+fn receiver() -> Receiver {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let spans: Arc<Mutex<Vec<Span>>> = Arc::default();
+    let resources: Resources = Arc::default();
+    let (s, r) = (spans.clone(), resources.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (s, r) = (s.clone(), r.clone());
+            std::thread::spawn(move || serve(stream, &s, &r));
+        }
+    });
+    Receiver {
+        url,
+        spans,
+        resources,
+    }
+}
+
+fn serve(
+    stream: std::net::TcpStream,
+    spans: &Mutex<Vec<Span>>,
+    resources: &Mutex<Vec<Vec<(String, String)>>>,
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut stream = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        assert!(line.starts_with("POST /v1/traces "), "{line}");
+        let mut len = 0;
+        let mut content_type = String::new();
+        loop {
+            let mut h = String::new();
+            reader.read_line(&mut h).unwrap();
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            let (k, v) = h.split_once(':').unwrap();
+            match k.to_ascii_lowercase().as_str() {
+                "content-length" => len = v.trim().parse().unwrap(),
+                "content-type" => content_type = v.trim().to_string(),
+                _ => {}
+            }
+        }
+        assert_eq!(content_type, "application/x-protobuf");
+        let mut body = vec![0u8; len];
+        reader.read_exact(&mut body).unwrap();
+        let req = ExportTraceServiceRequest::decode(&body[..]).expect("official protobuf");
+        for rs in req.resource_spans {
+            let attrs = rs
+                .resource
+                .map(|r| {
+                    r.attributes
+                        .into_iter()
+                        .map(|kv| (kv.key, text(kv.value.and_then(|v| v.value))))
+                        .collect()
+                })
+                .unwrap_or_default();
+            resources.lock().unwrap().push(attrs);
+            for ss in rs.scope_spans {
+                spans.lock().unwrap().extend(ss.spans);
+            }
+        }
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    }
+}
+
+fn text(v: Option<Value>) -> String {
+    match v {
+        Some(Value::StringValue(s)) => s,
+        Some(Value::IntValue(i)) => i.to_string(),
+        Some(Value::BoolValue(b)) => b.to_string(),
+        Some(Value::DoubleValue(d)) => d.to_string(),
+        Some(Value::ArrayValue(a)) => a
+            .values
+            .into_iter()
+            .map(|v| text(v.value))
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => String::new(),
+    }
+}
+
+fn attr(s: &Span, key: &str) -> Option<String> {
+    s.attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .map(|kv| text(kv.value.clone().and_then(|v| v.value)))
+}
+
+fn run(dir: &Path, data: &Path, endpoint: &str, prompt: &str, summary: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args([
+            "run",
+            "--agent",
+            "demo",
+            "--permission",
+            "allow-once",
+            "--prompt",
+            prompt,
+        ])
+        .arg("--cwd")
+        .arg(dir)
+        .arg("--summary")
+        .arg(summary)
+        .env("XDG_DATA_HOME", data)
+        .env("XDG_CONFIG_HOME", data.join("config"))
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        .env("OTEL_RESOURCE_ATTRIBUTES", "ci.run.id=42,team=a%20b")
+        .env_remove("OTEL_SDK_DISABLED")
+        .env_remove("OTEL_TRACES_EXPORTER")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn log_of(data: &Path) -> std::path::PathBuf {
+    let day = std::fs::read_dir(data.join("trellis/sessions"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    std::fs::read_dir(day)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path()
+}
+
+/// A span as compared between two exports.
+fn key(s: &Span) -> (Vec<u8>, Vec<u8>, String, u64, u64, BTreeMap<String, String>) {
+    (
+        s.span_id.clone(),
+        s.parent_span_id.clone(),
+        s.name.clone(),
+        s.start_time_unix_nano,
+        s.end_time_unix_nano,
+        s.attributes
+            .iter()
+            .map(|kv| (kv.key.clone(), text(kv.value.clone().and_then(|v| v.value))))
+            .collect(),
+    )
+}
+
+#[test]
+fn a_session_exports_its_span_tree_live_and_the_same_spans_from_its_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (work, data) = (tmp.path().join("w"), tmp.path().join("data"));
+    std::fs::create_dir_all(&work).unwrap();
+    let live = receiver();
+    let summary = tmp.path().join("summary.json");
+    let o = run(&work, &data, &live.url, "/subagents", &summary);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let spans = live.spans.lock().unwrap().clone();
+    let by_id: BTreeMap<Vec<u8>, &Span> = spans.iter().map(|s| (s.span_id.clone(), s)).collect();
+    assert_eq!(by_id.len(), spans.len(), "span ids are unique");
+    let trace = &spans[0].trace_id;
+    assert!(spans.iter().all(|s| &s.trace_id == trace), "one trace");
+    let name_of = |id: &[u8]| by_id.get(id).map(|s| s.name.clone()).unwrap_or_default();
+    // The tree: one session span, turns under it, calls under their turn, permission
+    // waits under their call, the subagent's calls under the call that started it.
+    let roots: Vec<_> = spans
+        .iter()
+        .filter(|s| s.parent_span_id.is_empty())
+        .collect();
+    assert_eq!(roots.len(), 1);
+    assert_eq!(roots[0].name, "session demo");
+    let turns: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "invoke_agent demo")
+        .collect();
+    assert_eq!(turns.len(), 1);
+    let turn = turns[0];
+    assert_eq!(turn.kind, 3, "CLIENT");
+    assert_eq!(turn.parent_span_id, roots[0].span_id);
+    assert_eq!(
+        attr(turn, "gen_ai.operation.name").as_deref(),
+        Some("invoke_agent")
+    );
+    assert_eq!(attr(turn, "gen_ai.agent.name").as_deref(), Some("demo"));
+    assert_eq!(
+        attr(turn, "gen_ai.response.finish_reasons").as_deref(),
+        Some("end_turn")
+    );
+    assert!(attr(turn, "gen_ai.conversation.id").is_some_and(|c| !c.is_empty()));
+    let calls: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("execute_tool "))
+        .collect();
+    assert!(
+        calls.len() >= 2,
+        "{:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    for c in &calls {
+        assert!(attr(c, "gen_ai.tool.call.id").is_some());
+        assert!(c.end_time_unix_nano >= c.start_time_unix_nano);
+        let parent = name_of(&c.parent_span_id);
+        assert!(
+            parent == "invoke_agent demo" || parent.starts_with("execute_tool "),
+            "{} under {parent}",
+            c.name
+        );
+    }
+    let nested: Vec<_> = calls
+        .iter()
+        .filter(|c| attr(c, "trellis.subagent").is_some())
+        .collect();
+    assert!(!nested.is_empty(), "the subagent's calls");
+    for c in &nested {
+        assert!(
+            name_of(&c.parent_span_id).starts_with("execute_tool "),
+            "{}",
+            c.name
+        );
+    }
+    let waits: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("permission "))
+        .collect();
+    assert!(!waits.is_empty());
+    for w in &waits {
+        assert!(name_of(&w.parent_span_id).starts_with("execute_tool "));
+        assert!(attr(w, "trellis.permission.decider").is_some_and(|d| d.contains("allow-once")));
+    }
+    // Arguments and outputs only when asked for.
+    assert!(
+        calls
+            .iter()
+            .all(|c| attr(c, "gen_ai.tool.call.arguments").is_none())
+    );
+    // The resource: service.name and OTEL_RESOURCE_ATTRIBUTES, decoded.
+    let res = live.resources.lock().unwrap()[0].clone();
+    assert!(
+        res.contains(&("service.name".into(), "trellis".into())),
+        "{res:?}"
+    );
+    assert!(res.contains(&("ci.run.id".into(), "42".into())), "{res:?}");
+    assert!(res.contains(&("team".into(), "a b".into())), "{res:?}");
+    // The summary names the trace and says how the export went.
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let hex: String = trace.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(s["trace_id"], serde_json::json!(hex));
+    assert_eq!(
+        s["trace_export"]["exported"],
+        serde_json::json!(spans.len())
+    );
+    assert_eq!(s["trace_export"]["dropped"], serde_json::json!(0));
+    // The context went to the agent with every prompt.
+    let log = log_of(&data);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let prompt = text
+        .lines()
+        .find(|l| l.contains("\"session/prompt\""))
+        .unwrap();
+    assert!(
+        prompt.contains(&format!("\"traceparent\":\"00-{hex}-")),
+        "{prompt}"
+    );
+
+    // The same log, exported later: the same spans.
+    let offline = receiver();
+    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["log", "export"])
+        .arg(&log)
+        .args(["--otlp", &format!("{}/v1/traces", offline.url)])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut a: Vec<_> = spans.iter().map(key).collect();
+    let mut b: Vec<_> = offline.spans.lock().unwrap().iter().map(key).collect();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn a_dead_collector_changes_nothing_but_the_dropped_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (work, data) = (tmp.path().join("w"), tmp.path().join("data"));
+    std::fs::create_dir_all(&work).unwrap();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let summary = tmp.path().join("summary.json");
+    let o = run(
+        &work,
+        &data,
+        &format!("http://127.0.0.1:{port}"),
+        "fix the TODO",
+        &summary,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert_eq!(s["exit_code"], 0);
+    assert_eq!(s["trace_export"]["exported"], 0);
+    assert!(s["trace_export"]["dropped"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["trace_export"]["error"].as_str().is_some(), "{s}");
+}
