@@ -868,3 +868,73 @@ sys.stderr.write(" ".join(sorted(names)))
     let missing: Vec<&str> = names.split(' ').filter(|n| !word(n)).collect();
     assert!(missing.is_empty(), "undocumented SDK names: {missing:?}");
 }
+
+/// Trying a plugin (`plugin try`): what it writes into its own folder does not reload it;
+/// new code does, once; and reloading an observe-only plugin makes no call in its name it
+/// may not make (no `wake failed`, no refused `notify`).
+#[test]
+fn a_tried_plugin_reloads_for_new_code_only_and_makes_no_call_it_may_not() {
+    if !python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let code = |n: u32| {
+        format!(
+            "import os\nfrom trellis_plugin import Plugin\n\nplugin = Plugin()\nHERE = os.path.dirname(os.path.abspath(__file__))\n\n\n@plugin.on('message_chunk')\ndef seen(event, host):\n    # Its own notes, in its own folder.\n    with open(os.path.join(HERE, 'notes.log'), 'a') as f:\n        f.write(f'v{n} {{os.getpid()}}\\n')\n\n\nplugin.run()\n"
+        )
+    };
+    std::fs::write(dir.path().join("tried.py"), code(1)).unwrap();
+    let mut sp = spec(
+        "tried",
+        &["python3", "./tried.py"],
+        &[Capability::Observe],
+        Limits {
+            watch: true,
+            ..Limits::default()
+        },
+    );
+    sp.launch.root = dir.path().to_path_buf();
+    let (mut h, mut rx) = host(vec![(sp, vec![Capability::Observe])]);
+    let mut s = S::new();
+    let notes = dir.path().join("notes.log");
+    // It writes its notes for a while (the watcher looks twice a second).
+    for n in 1..=6 {
+        let fx = chunk(&mut s, n);
+        pump(&mut h, &mut rx, &fx, |_, _| true);
+        assert!(h.flush(Duration::from_secs(10)));
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // One process wrote them all: its own writes did not reload it.
+    let pids = |v: &str| -> std::collections::BTreeSet<String> {
+        std::fs::read_to_string(&notes)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix(v))
+            .map(str::to_string)
+            .collect()
+    };
+    let text = std::fs::read_to_string(&notes).unwrap();
+    assert!(text.lines().count() >= 6, "{text}");
+    assert_eq!(pids("v1 ").len(), 1, "{text}");
+    // New code: reloaded once, and the new code runs.
+    std::fs::write(dir.path().join("tried.py"), code(2)).unwrap();
+    let start = Instant::now();
+    loop {
+        let fx = chunk(&mut s, 100);
+        pump(&mut h, &mut rx, &fx, |_, _| true);
+        assert!(h.flush(Duration::from_secs(10)));
+        if std::fs::read_to_string(&notes).unwrap().contains("v2") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(15), "{}", status(&h));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1200));
+    let st = status(&h);
+    assert!(st.contains("reloaded 1 times"), "{st}");
+    assert!(
+        !st.contains("wake failed") && !st.contains("refused"),
+        "{st}"
+    );
+    assert_eq!(state(&h, "tried"), ExtState::Ready);
+}

@@ -49,8 +49,13 @@ impl PluginExt {
         self.crashes.clear();
         self.restart_at = None;
         self.start(host)?;
-        host.notify(&format!("plugin {} reloaded", self.name()))
-            .map_err(ExtError::from)
+        // Said on the screen only through what the plugin was granted (`/status` counts
+        // the reloads either way): the host never makes a call in its name it may not make.
+        if host.granted().contains(&trellis_core::ext::Capability::Ui) {
+            host.notify(&format!("plugin {} reloaded", self.name()))
+                .map_err(ExtError::from)?;
+        }
+        Ok(())
     }
 
     /// Starts the process and runs `initialize`.
@@ -261,6 +266,40 @@ impl PluginExt {
 }
 
 /// A cheap summary of a package's files (names, sizes, modification times).
+/// Directories whose files are not a plugin's code: what it writes, what tools make.
+const NOT_CODE_DIRS: &[&str] = &[
+    ".git",
+    "__pycache__",
+    "node_modules",
+    "target",
+    "data",
+    "logs",
+    ".venv",
+    "venv",
+];
+
+/// Files whose change means new code (or a new manifest): a plugin that writes its own
+/// log, database or cache into its folder is not reloaded for it.
+fn is_code(path: &std::path::Path) -> bool {
+    const CODE: &[&str] = &[
+        "py", "pyi", "js", "mjs", "cjs", "ts", "mts", "cts", "toml", "rs", "lua", "rb", "sh",
+        "bash", "go", "java", "kt", "php", "pl", "exs", "ex",
+    ];
+    // JSON is data unless it is a package's own description.
+    let named = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
+    if matches!(
+        named,
+        "package.json" | "tsconfig.json" | "package-lock.json"
+    ) {
+        return true;
+    }
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| CODE.contains(&e.to_ascii_lowercase().as_str()))
+        // A file without an extension is an executable entry (`bin/plugin`).
+        || path.extension().is_none()
+}
+
 fn fingerprint(root: &std::path::Path) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -278,20 +317,52 @@ fn fingerprint(root: &std::path::Path) -> u64 {
                 return h.finish();
             }
             let p = e.path();
-            if p.file_name()
-                .is_some_and(|f| f == ".git" || f == "__pycache__")
-            {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                let skip = p
+                    .file_name()
+                    .and_then(|f| f.to_str())
+                    .is_some_and(|f| NOT_CODE_DIRS.contains(&f) || f.starts_with('.'));
+                if !skip {
+                    stack.push(p);
+                }
+                continue;
+            }
+            if !is_code(&p) {
                 continue;
             }
             p.hash(&mut h);
-            if let Ok(m) = e.metadata() {
-                m.len().hash(&mut h);
-                m.modified().ok().hash(&mut h);
-                if m.is_dir() {
-                    stack.push(p);
-                }
-            }
+            m.len().hash(&mut h);
+            m.modified().ok().hash(&mut h);
         }
     }
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// What a plugin writes into its own folder changes nothing; its code does.
+    #[test]
+    fn only_code_changes_a_packages_fingerprint() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("plugin.py"), "x = 1\n").unwrap();
+        std::fs::write(d.path().join("plugin.toml"), "name = 'p'\n").unwrap();
+        let a = fingerprint(d.path());
+        std::fs::write(d.path().join("notes.log"), "event\n").unwrap();
+        std::fs::create_dir(d.path().join("data")).unwrap();
+        std::fs::write(d.path().join("data").join("state.json"), "{}").unwrap();
+        std::fs::create_dir(d.path().join("__pycache__")).unwrap();
+        std::fs::write(d.path().join("__pycache__").join("plugin.pyc"), "b").unwrap();
+        std::fs::write(d.path().join("cache.sqlite"), "b").unwrap();
+        assert_eq!(fingerprint(d.path()), a, "writes of its own are not code");
+        std::fs::write(d.path().join("plugin.py"), "x = 22\n").unwrap();
+        assert_ne!(fingerprint(d.path()), a, "new code is");
+        let b = fingerprint(d.path());
+        std::fs::create_dir(d.path().join("lib")).unwrap();
+        std::fs::write(d.path().join("lib").join("helper.py"), "y = 1\n").unwrap();
+        assert_ne!(fingerprint(d.path()), b, "code in a folder of its own too");
+    }
 }
