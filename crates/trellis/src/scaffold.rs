@@ -58,6 +58,48 @@ pub const TS_CONFIG: &str = include_str!("../templates/typescript/tsconfig.json"
 /// The Rust template (compiled in Trellis's own tests as an example of the SDK crate).
 const RUST_MAIN: &str = include_str!("../templates/rust/main.rs");
 
+/// The Rust SDK and the protocol crate it speaks, written into the package (`sdk/`) the
+/// way the Python SDK is written where plugins find it: the package builds with nothing
+/// but crates.io, pinned to what this Trellis was built and tested with.
+const RUST_SDK: &[(&str, &str)] = &[
+    (
+        "sdk/trellis-plugin-sdk/src/lib.rs",
+        include_str!("../../trellis-plugin-sdk/src/lib.rs"),
+    ),
+    (
+        "sdk/trellis-plugin-protocol/src/lib.rs",
+        include_str!("../../trellis-plugin-protocol/src/lib.rs"),
+    ),
+    (
+        "sdk/trellis-plugin-protocol/src/actions.rs",
+        include_str!("../../trellis-plugin-protocol/src/actions.rs"),
+    ),
+    (
+        "sdk/trellis-plugin-protocol/src/contrib.rs",
+        include_str!("../../trellis-plugin-protocol/src/contrib.rs"),
+    ),
+    (
+        "sdk/trellis-plugin-protocol/src/kinds.rs",
+        include_str!("../../trellis-plugin-protocol/src/kinds.rs"),
+    ),
+    (
+        "sdk/trellis-plugin-protocol/src/wire.rs",
+        include_str!("../../trellis-plugin-protocol/src/wire.rs"),
+    ),
+];
+
+/// Trellis's own lockfile: the versions of serde and serde_json the SDK is pinned to.
+const LOCK: &str = include_str!("../../../Cargo.lock");
+
+/// The version of `krate` in Trellis's lockfile (the first, if several).
+fn locked(krate: &str) -> &'static str {
+    let needle = format!("name = \"{krate}\"\nversion = \"");
+    LOCK.find(&needle)
+        .map(|i| &LOCK[i + needle.len()..])
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or("1")
+}
+
 fn rust_manifest(name: &str) -> String {
     format!(
         r#"[package]
@@ -66,14 +108,61 @@ version = "0.1.0"
 edition = "2024"
 publish = false
 
+# A package of its own, wherever it is put.
+[workspace]
+
 [dependencies]
-# The SDK is in Trellis's repository (crates/trellis-plugin-sdk).
-trellis-plugin-sdk = {{ git = "https://github.com/trellis-dev/trellis" }}
+# The SDK, as this Trellis ships it (sdk/): nothing to fetch but crates.io.
+trellis-plugin-sdk = {{ path = "sdk/trellis-plugin-sdk" }}
 
 [profile.release]
 strip = true
 "#
     )
+}
+
+fn rust_sdk_manifests() -> Vec<(String, String)> {
+    let v = env!("CARGO_PKG_VERSION");
+    let (serde, json) = (locked("serde"), locked("serde_json"));
+    vec![
+        (
+            "sdk/trellis-plugin-protocol/Cargo.toml".into(),
+            format!(
+                r#"[package]
+name = "trellis-plugin-protocol"
+description = "The contract between Trellis and its extensions (as Trellis {v} ships it)."
+version = "{v}"
+edition = "2024"
+publish = false
+
+[dependencies]
+serde = {{ version = "={serde}", features = ["derive"] }}
+serde_json = "={json}"
+
+[features]
+# Trellis's own build generates the protocol's JSON Schema with it; not here.
+schema = []
+"#
+            ),
+        ),
+        (
+            "sdk/trellis-plugin-sdk/Cargo.toml".into(),
+            format!(
+                r#"[package]
+name = "trellis-plugin-sdk"
+description = "Write Trellis plugins in Rust (as Trellis {v} ships it)."
+version = "{v}"
+edition = "2024"
+publish = false
+
+[dependencies]
+trellis-plugin-protocol = {{ path = "../trellis-plugin-protocol" }}
+serde = {{ version = "={serde}", features = ["derive"] }}
+serde_json = "={json}"
+"#
+            ),
+        ),
+    ]
 }
 
 /// The TypeScript package's npm manifest: its compiler pinned (`npm install` once, then
@@ -157,7 +246,11 @@ pub fn files(name: &str, lang: &str) -> anyhow::Result<Vec<(String, String)>> {
             ("Cargo.toml".into(), rust_manifest(name)),
             ("src/main.rs".into(), RUST_MAIN.into()),
             ("tests/session.jsonl".into(), SESSION.into()),
-        ],
+        ]
+        .into_iter()
+        .chain(rust_sdk_manifests())
+        .chain(RUST_SDK.iter().map(|(p, t)| ((*p).into(), (*t).into())))
+        .collect(),
         other => bail!("--lang {other}: python, typescript or rust"),
     })
 }

@@ -610,6 +610,38 @@ fn the_rust_scaffold_writes_a_package_that_says_how_to_build_and_record_it() {
         "{}",
         text(&o)
     );
+    // It builds with nothing but crates.io (offline here: what Trellis itself was built
+    // with), the SDK written into the package, pinned.
+    let pkg = home.path().join("rs-plugin");
+    let manifest = std::fs::read_to_string(pkg.join("Cargo.toml")).unwrap();
+    assert!(!manifest.contains("git ="), "{manifest}");
+    let sdk = std::fs::read_to_string(pkg.join("sdk/trellis-plugin-sdk/Cargo.toml")).unwrap();
+    assert!(sdk.contains("serde_json = \"=1."), "pinned: {sdk}");
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--offline", "--quiet"])
+        .current_dir(&pkg)
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("RUSTFLAGS")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", text(&built));
+    // Its replay test, recorded once built, passes.
+    let replay = [
+        "plugin",
+        "test",
+        "rs-plugin",
+        "--replay",
+        "rs-plugin/tests/session.jsonl",
+        "--snapshot",
+        "rs-plugin/tests/snapshot.txt",
+    ];
+    let mut record = replay.to_vec();
+    record.push("--update");
+    let o = trellis(home.path(), home.path(), &record);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = trellis(home.path(), home.path(), &replay);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("✓ rs-plugin matches"), "{}", text(&o));
 }
 
 /// No process a plugin starts outlives Trellis: the plugin and what it left running in
