@@ -179,3 +179,53 @@ fn the_error_codes_are_the_protocols() {
         assert!(md.contains(code), "{code}");
     }
 }
+
+/// Every name the TypeScript SDK's types export, and every member of its `Host` and
+/// `Plugin`, is in `docs/plugins.md`.
+#[test]
+fn every_public_name_of_the_typescript_sdk_is_in_the_docs() {
+    let types =
+        std::fs::read_to_string(repo().join("sdk/typescript/trellis-plugin.d.mts")).unwrap();
+    let doc = std::fs::read_to_string(repo().join("docs/plugins.md")).unwrap();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut names = Vec::new();
+    let mut class = false;
+    for line in types.lines() {
+        if let Some(rest) = line.strip_prefix("export ") {
+            let rest = rest.trim_start_matches("declare ");
+            let word = rest.split_whitespace().nth(1).unwrap_or("");
+            names.push(ident(word));
+            class = rest.starts_with("class Host") || rest.starts_with("class Plugin");
+            continue;
+        }
+        if line.starts_with('}') {
+            class = false;
+        }
+        if class
+            && let Some(member) = line.strip_prefix("  ")
+            && !member.starts_with(' ')
+            && !member.starts_with('/')
+            && !member.starts_with("constructor")
+        {
+            let n = ident(member);
+            if !n.is_empty() {
+                names.push(n);
+            }
+        }
+    }
+    assert!(names.len() > 50, "{names:?}");
+    let word = |n: &str| {
+        doc.match_indices(n).any(|(i, _)| {
+            let before = doc[..i].chars().next_back();
+            let after = doc[i + n.len()..].chars().next();
+            let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            !part(before) && !part(after)
+        })
+    };
+    let missing: Vec<&String> = names.iter().filter(|n| !word(n)).collect();
+    assert!(missing.is_empty(), "undocumented SDK names: {missing:?}");
+}
