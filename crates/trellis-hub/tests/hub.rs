@@ -323,3 +323,27 @@ fn the_docs_wire_examples_are_what_the_code_reads() {
     }
     assert!(n >= 15, "{n} examples");
 }
+
+/// A link planted where a hub's socket goes is replaced, never followed: what it pointed
+/// to is untouched.
+#[test]
+fn a_link_planted_at_the_socket_is_not_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    let target = tmp.path().join("precious");
+    std::fs::write(&target, "keep me").unwrap();
+    let files = HubFiles::new(&dir, "h");
+    std::os::unix::fs::symlink(&target, &files.sock).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let served = rt.block_on(async { serve(&dir, "h") }).unwrap();
+    let m = std::fs::symlink_metadata(&files.sock).unwrap();
+    assert!(!m.file_type().is_symlink(), "a socket of its own now");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    drop(served);
+    drop(rt);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+}

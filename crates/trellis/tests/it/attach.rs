@@ -216,6 +216,40 @@ fn a_detached_session_is_attached_answered_left_running_and_ended_with_its_hub()
             .lines()
             .any(|l| l.contains("session/prompt") && l.contains("and the README"))
     });
+    // That turn asks again; answered here too.
+    t.wait_for("[y] Allow");
+    t.send(&["y"]);
+    until("the second answer", || {
+        d.log()
+            .lines()
+            .filter(|l| l.contains("permission_decided") && l.contains("\"attached\""))
+            .count()
+            == 2
+    });
+    // A prompt from elsewhere with terminal controls in it reaches neither the agent nor
+    // the log with them.
+    let o = d.trellis(&[
+        "send",
+        "default:1",
+        "\u{1b}[2J\u{1b}]0;pwned\u{7}then the docs\u{9b}31m",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    until("the sent prompt to reach the agent", || {
+        d.log()
+            .lines()
+            .any(|l| l.contains("session/prompt") && l.contains("then the docs"))
+    });
+    let sent = d
+        .log()
+        .lines()
+        .find(|l| l.contains("session/prompt") && l.contains("then the docs"))
+        .unwrap()
+        .to_string();
+    assert!(
+        !sent.contains("\\u001b") && !sent.contains("\\u0007") && !sent.contains('\u{9b}'),
+        "{sent}"
+    );
+    assert!(sent.contains("[2J]0;pwnedthen the docs31m"), "{sent}");
     // Leaving the attachment (its terminal closed) leaves the session running.
     drop(t);
     std::thread::sleep(Duration::from_millis(300));
