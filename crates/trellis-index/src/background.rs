@@ -41,6 +41,18 @@ impl Background {
     /// outside `sessions_dir` is recorded at once, and registered in the index first
     /// thing on the thread.
     pub fn start(index: PathBuf, sessions_dir: &Path, log: PathBuf) -> Background {
+        Background::with(index, sessions_dir, log, true)
+    }
+
+    /// Like [`Background::start`], but only registers the log: its content is read by the
+    /// next `trellis sessions` command, not while the session runs. For headless runs,
+    /// whose machines (a CI runner, a pod) rarely search their history and should not pay
+    /// for it during the run.
+    pub fn register_only(index: PathBuf, sessions_dir: &Path, log: PathBuf) -> Background {
+        Background::with(index, sessions_dir, log, false)
+    }
+
+    fn with(index: PathBuf, sessions_dir: &Path, log: PathBuf, content: bool) -> Background {
         // The index is shared by every directory: its paths are absolute.
         let log = std::path::absolute(&log).unwrap_or(log);
         let problem = Arc::new(Mutex::new(Problem::default()));
@@ -58,7 +70,7 @@ impl Background {
             .name("session-index".into())
             .spawn({
                 let log = log.clone();
-                move || serve(index, log, rx, done_tx, shared)
+                move || serve(index, log, rx, done_tx, shared, content)
             });
         if let Err(e) = &spawned {
             lock(&problem).index = Some(format!("the indexing thread did not start ({e})"));
@@ -107,6 +119,7 @@ fn serve(
     rx: Receiver<()>,
     done: Sender<()>,
     problem: Arc<Mutex<Problem>>,
+    content: bool,
 ) {
     // The session's own work comes first: indexing runs on CPU time it leaves.
     trellis_os::priority::lower_this_thread(trellis_os::priority::LOWEST);
@@ -142,7 +155,7 @@ fn serve(
                 Err(e) => report(Err(e), "the session index could not register it"),
             }
         }
-        if let Some(i) = ix.as_mut() {
+        if let Some(i) = ix.as_mut().filter(|_| content) {
             // In the session's process: the small in-memory term hash.
             let _ = i.set_bulk(false);
             // A failure here (a locked or full disk) is caught up later by the next

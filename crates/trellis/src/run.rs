@@ -503,7 +503,9 @@ async fn drive(
     let continues = resume.as_ref().map(|r| r.row.path.clone());
     let log_path = writer.path().to_path_buf();
     let index = Paths::from_env().map(|p| {
-        trellis_index::Background::start(
+        // Registered now, read by the next `trellis sessions` command: a run's machine
+        // does not pay for a search it may never make.
+        trellis_index::Background::register_only(
             p.data_dir.join(trellis_index::FILE),
             &p.sessions_dir(),
             writer.path().to_path_buf(),
