@@ -152,28 +152,9 @@ impl Feed {
     /// Opens the log at `path` (a regular file only): the empty session to rebuild it
     /// into (its finished calls leave memory into a store of its own), and the feed.
     pub fn start(path: &Path) -> std::io::Result<(Session, Option<String>, Feed)> {
-        let Replay {
-            reader,
-            session,
-            spill_error,
-        } = Replay::open(path)?;
-        let size = reader.get_ref().metadata().map(|m| m.len()).unwrap_or(0);
-        let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let (tx, rx) = tokio::sync::mpsc::channel(FEED_AHEAD);
-        let progress = read.clone();
-        std::thread::Builder::new()
-            .name("replay-reader".into())
-            .spawn(move || feed(reader, &tx, &progress))?;
-        Ok((
-            session,
-            spill_error,
-            Feed {
-                rx,
-                read,
-                size,
-                live: false,
-            },
-        ))
+        Feed::reading(path, "replay-reader", |reader, tx, read| {
+            feed(reader, tx, read)
+        })
     }
 
     /// Opens a log that is still being written (a session running elsewhere), like
@@ -184,18 +165,34 @@ impl Feed {
         path: &Path,
         wake: std::sync::mpsc::Receiver<Wake>,
     ) -> std::io::Result<(Session, Option<String>, Feed)> {
+        Feed::reading(path, "log-follower", move |reader, tx, read| {
+            follow(reader, tx, read, &wake)
+        })
+    }
+
+    /// The log opened, and `reader` started on a thread named `name` to hand it over.
+    fn reading(
+        path: &Path,
+        name: &str,
+        reader: impl FnOnce(
+            std::io::BufReader<std::fs::File>,
+            &tokio::sync::mpsc::Sender<Fed>,
+            &std::sync::atomic::AtomicU64,
+        ) + Send
+        + 'static,
+    ) -> std::io::Result<(Session, Option<String>, Feed)> {
         let Replay {
-            reader,
+            reader: file,
             session,
             spill_error,
         } = Replay::open(path)?;
-        let size = reader.get_ref().metadata().map(|m| m.len()).unwrap_or(0);
+        let size = file.get_ref().metadata().map(|m| m.len()).unwrap_or(0);
         let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let (tx, rx) = tokio::sync::mpsc::channel(FEED_AHEAD);
         let progress = read.clone();
         std::thread::Builder::new()
-            .name("log-follower".into())
-            .spawn(move || follow(reader, &tx, &progress, &wake))?;
+            .name(name.into())
+            .spawn(move || reader(file, &tx, &progress))?;
         Ok((
             session,
             spill_error,

@@ -21,6 +21,18 @@ pub(super) async fn next_call(
 /// How many mutations' outcomes are kept for retries.
 const OPS_KEPT: usize = 256;
 
+/// The name the log gives whoever asks: the client's word for itself (made harmless,
+/// bounded) and its process.
+fn who_asks(client: &str, pid: Option<i32>) -> String {
+    let name = trellis_text::clip(&trellis_text::one_line(client), 64).into_owned();
+    match (name.trim(), pid) {
+        ("", Some(p)) => format!("a client (pid {p})"),
+        ("", None) => "a client".to_string(),
+        (n, Some(p)) => format!("{n} (pid {p})"),
+        (n, None) => n.to_string(),
+    }
+}
+
 /// Carries out a request from the socket and answers it.
 pub(super) async fn remote(
     deck: &mut Deck,
@@ -28,7 +40,7 @@ pub(super) async fn remote(
     said: &mut Vec<String>,
 ) {
     use trellis_hub::serve::Reply;
-    use trellis_hub::wire::{Body, HubInfo, Op, Response};
+    use trellis_hub::wire::{Op, Response};
     let trellis_hub::serve::Call {
         request,
         pid,
@@ -40,15 +52,7 @@ pub(super) async fn remote(
         return;
     }
     let id = request.id;
-    // Who asks, as the log will name them: the client's word for itself (made
-    // harmless, bounded) and its process.
-    let name = trellis_text::clip(&trellis_text::one_line(&request.client), 64).into_owned();
-    let who = match (name.trim(), pid) {
-        ("", Some(p)) => format!("a client (pid {p})"),
-        ("", None) => "a client".to_string(),
-        (n, Some(p)) => format!("{n} (pid {p})"),
-        (n, None) => n.to_string(),
-    };
+    let who = who_asks(&request.client, pid);
     if let Some(op) = &request.operation_id
         && let Some((_, body)) = deck.done_ops.iter().find(|(o, _)| o == op)
     {
@@ -58,13 +62,54 @@ pub(super) async fn remote(
         }));
         return;
     }
+    // A follow takes the connection over.
+    if let Op::Watch {
+        session,
+        observe,
+        take,
+    } = request.op
+    {
+        let _ = reply.send(match watch(deck, session, &who, observe, take) {
+            Ok((body, follow)) => Reply::Follow(Response { id, body }, follow),
+            Err((code, message)) => Reply::Once(Response::error(id, code, message)),
+        });
+        return;
+    }
+    let (body, shown) = carry_out(deck, request.op, who, conn, said).await;
+    if let Some((i, notes)) = shown
+        && let Some(slot) = deck.slots.get_mut(i)
+    {
+        show_notes(&mut slot.app, notes.into_iter().map(|n| n.note).collect());
+        deck.refresh(i);
+    }
+    if let Some(op) = request.operation_id {
+        if deck.done_ops.len() >= OPS_KEPT {
+            deck.done_ops.pop_front();
+        }
+        deck.done_ops.push_back((op, body.clone()));
+    }
+    let _ = reply.send(Reply::Once(Response { id, body }));
+}
+
+/// The notes of the session a request was carried out on, to show (its slot).
+type Shown = Option<(usize, Vec<crate::deck::SessionNote>)>;
+
+/// Carries out one request on the deck: the answer's body, and the notes to show.
+async fn carry_out(
+    deck: &mut Deck,
+    op: trellis_hub::wire::Op,
+    who: String,
+    conn: u64,
+    said: &mut Vec<String>,
+) -> (trellis_hub::wire::Body, Shown) {
+    use trellis_hub::wire::{Body, HubInfo, Op};
     let slot_of = |deck: &Deck, key: u32| deck.index_of(key);
     let error = |code: &str, message: String| Body::Error {
         code: code.into(),
         message,
     };
     let mut shown = None;
-    let body = match request.op {
+    let body = match op {
         Op::List => Body::Sessions {
             hub: HubInfo {
                 name: deck
@@ -153,17 +198,8 @@ pub(super) async fn remote(
             }
             Err((code, message)) => error(code, message),
         },
-        Op::Watch {
-            session,
-            observe,
-            take,
-        } => match watch(deck, session, &who, observe, take) {
-            Ok((body, follow)) => {
-                let _ = reply.send(Reply::Follow(Response { id, body }, follow));
-                return;
-            }
-            Err((code, message)) => error(code, message),
-        },
+        // Taken over by `remote` (the connection becomes the follower's).
+        Op::Watch { .. } => error("refused", "a follow is not answered here".into()),
         Op::Answer {
             session,
             request_id,
@@ -201,19 +237,7 @@ pub(super) async fn remote(
             None => error("not_found", format!("no session {session}")),
         },
     };
-    if let Some((i, notes)) = shown
-        && let Some(slot) = deck.slots.get_mut(i)
-    {
-        show_notes(&mut slot.app, notes.into_iter().map(|n| n.note).collect());
-        deck.refresh(i);
-    }
-    if let Some(op) = request.operation_id {
-        if deck.done_ops.len() >= OPS_KEPT {
-            deck.done_ops.pop_front();
-        }
-        deck.done_ops.push_back((op, body.clone()));
-    }
-    let _ = reply.send(Reply::Once(Response { id, body }));
+    (body, shown)
 }
 
 /// Follows session `key` for `who`: where its log is, and its progress from now on.

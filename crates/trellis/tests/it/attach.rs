@@ -3,136 +3,12 @@
 //! it, a second controller is refused, leaving the attachment leaves the session running,
 //! and stopping the hub ends its sessions on the record with no process left.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::hubkit::{Dirs, Hub, alive, children, text, until};
 use crate::tui::Tmux;
-
-struct Dirs {
-    _home: tempfile::TempDir,
-    runtime: PathBuf,
-    data: PathBuf,
-    config: PathBuf,
-    work: PathBuf,
-}
-
-impl Dirs {
-    fn new() -> Dirs {
-        let home = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(home.path()).unwrap();
-        let [runtime, data, config, work] = ["run", "data", "config", "w"].map(|d| root.join(d));
-        for d in [&runtime, &data, &config, &work] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        Dirs {
-            _home: home,
-            runtime,
-            data,
-            config,
-            work,
-        }
-    }
-
-    fn trellis(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_trellis"))
-            .args(args)
-            .env("XDG_RUNTIME_DIR", &self.runtime)
-            .env("XDG_DATA_HOME", &self.data)
-            .env("XDG_CONFIG_HOME", &self.config)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn log(&self) -> String {
-        let mut out = String::new();
-        for day in std::fs::read_dir(self.data.join("trellis/sessions"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            for f in std::fs::read_dir(day.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                out.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
-            }
-        }
-        out
-    }
-
-    /// `trellis ls --json`'s rows.
-    fn ls(&self) -> Vec<serde_json::Value> {
-        let o = self.trellis(&["ls", "--json"]);
-        crate::jsonl(&String::from_utf8_lossy(&o.stdout))
-    }
-}
-
-/// The background hub, stopped when the test ends whatever happens.
-struct Hub(u32);
-
-impl Drop for Hub {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg(self.0.to_string()).status();
-        let until = Instant::now() + Duration::from_secs(10);
-        while alive(self.0) && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = Command::new("kill")
-            .args(["-9", &self.0.to_string()])
-            .status();
-    }
-}
-
-fn alive(pid: u32) -> bool {
-    // A zombie is gone for our purposes.
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| !r.trim_start().starts_with('Z'))
-    })
-}
-
-/// The processes whose parent is `pid`.
-fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let child: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
-            let ppid: u32 = stat
-                .rsplit(')')
-                .next()?
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            (ppid == pid).then_some(child)
-        })
-        .collect()
-}
-
-fn until(what: &str, mut ok: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !ok() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 #[test]
 fn a_detached_session_is_attached_answered_left_running_and_ended_with_its_hub() {
@@ -315,13 +191,7 @@ fn a_hub_killed_outright_leaves_no_agent_and_its_socket_is_cleared() {
         "fix the TODO",
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let said = std::fs::read_to_string(d.runtime.join("trellis/default.log")).unwrap();
-    let pid: u32 = said
-        .split("(pid ")
-        .nth(1)
-        .and_then(|r| r.split(')').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("{said}"));
+    let pid = d.hub_pid();
     let hub = Hub(pid);
     until("the session to ask", || {
         d.ls().first().is_some_and(|r| r["state"] == "permission")
@@ -360,13 +230,7 @@ fn racing_answers_and_claims_answer_each_request_exactly_once() {
         "run", "--detach", "--agent", &storm, "--cwd", work, "--prompt", "go",
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let said = std::fs::read_to_string(d.runtime.join("trellis/default.log")).unwrap();
-    let pid: u32 = said
-        .split("(pid ")
-        .nth(1)
-        .and_then(|r| r.split(')').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("{said}"));
+    let pid = d.hub_pid();
     let _hub = Hub(pid);
     until("100 requests to wait", || {
         d.ls()
@@ -507,13 +371,7 @@ fn a_detachable_session_goes_on_after_its_terminal_quits() {
         return;
     };
     t.wait_for("attached to default:1");
-    let said = std::fs::read_to_string(d.runtime.join("trellis/default.log")).unwrap();
-    let pid: u32 = said
-        .split("(pid ")
-        .nth(1)
-        .and_then(|r| r.split(')').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("{said}"));
+    let pid = d.hub_pid();
     let _hub = Hub(pid);
     t.send(&["fix the TODO", "Enter"]);
     t.wait_for("[y] Allow");

@@ -4,94 +4,11 @@
 //! binds refused.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 
-struct Dirs {
-    _home: tempfile::TempDir,
-    runtime: PathBuf,
-    data: PathBuf,
-    config: PathBuf,
-    work: PathBuf,
-}
-
-impl Dirs {
-    fn new() -> Dirs {
-        let home = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(home.path()).unwrap();
-        let [runtime, data, config, work] = ["run", "data", "config", "w"].map(|d| root.join(d));
-        for d in [&runtime, &data, &config, &work] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        Dirs {
-            _home: home,
-            runtime,
-            data,
-            config,
-            work,
-        }
-    }
-
-    fn trellis(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_trellis"))
-            .args(args)
-            .env("XDG_RUNTIME_DIR", &self.runtime)
-            .env("XDG_DATA_HOME", &self.data)
-            .env("XDG_CONFIG_HOME", &self.config)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn stdout(&self, args: &[&str]) -> String {
-        let o = self.trellis(args);
-        assert!(o.status.success(), "{args:?}: {}", text(&o));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-
-    fn log(&self) -> String {
-        let mut out = String::new();
-        for day in std::fs::read_dir(self.data.join("trellis/sessions"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            for f in std::fs::read_dir(day.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                out.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
-            }
-        }
-        out
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// The background hub, stopped when the test ends whatever happens.
-struct Hub(u32);
-
-impl Drop for Hub {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg(self.0.to_string()).status();
-        let until = Instant::now() + Duration::from_secs(10);
-        while Path::new(&format!("/proc/{}", self.0)).exists() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = Command::new("kill")
-            .args(["-9", &self.0.to_string()])
-            .status();
-    }
-}
+use crate::hubkit::{Dirs, Hub, text, until};
 
 /// One HTTP/1.1 request on a new connection: (status, body).
 fn http(
@@ -124,17 +41,6 @@ fn http(
     (status, body)
 }
 
-fn until(what: &str, mut ok: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !ok() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn a_phone_pairs_and_answers_once_and_credentials_are_held_to_their_rules() {
     let d = Dirs::new();
@@ -151,14 +57,7 @@ fn a_phone_pairs_and_answers_once_and_credentials_are_held_to_their_rules() {
         .unwrap_or_else(|| panic!("{out}"))
         .to_string();
     let hub_log = d.runtime.join("trellis/default.log");
-    let said = std::fs::read_to_string(&hub_log).unwrap();
-    let pid: u32 = said
-        .split("(pid ")
-        .nth(1)
-        .and_then(|r| r.split(')').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("{said}"));
-    let _hub = Hub(pid);
+    let _hub = Hub(d.hub_pid());
     let work = d.work.to_str().unwrap();
     d.stdout(&[
         "run",

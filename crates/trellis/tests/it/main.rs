@@ -16,6 +16,7 @@ mod held_output;
 mod hooks;
 mod hostile;
 mod hub;
+mod hubkit;
 mod listen;
 mod login;
 mod mcp;

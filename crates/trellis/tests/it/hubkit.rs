@@ -1,0 +1,148 @@
+//! What the hub tests share: private directories for a run of Trellis, the background
+//! hub stopped whatever happens, processes looked at, waiting on a condition.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub(crate) struct Dirs {
+    _home: tempfile::TempDir,
+    pub(crate) runtime: PathBuf,
+    pub(crate) data: PathBuf,
+    pub(crate) config: PathBuf,
+    pub(crate) work: PathBuf,
+}
+
+impl Dirs {
+    pub(crate) fn new() -> Dirs {
+        let home = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(home.path()).unwrap();
+        let [runtime, data, config, work] = ["run", "data", "config", "w"].map(|d| root.join(d));
+        for d in [&runtime, &data, &config, &work] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        Dirs {
+            _home: home,
+            runtime,
+            data,
+            config,
+            work,
+        }
+    }
+
+    pub(crate) fn trellis(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .args(args)
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .env("XDG_DATA_HOME", &self.data)
+            .env("XDG_CONFIG_HOME", &self.config)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    pub(crate) fn log(&self) -> String {
+        let mut out = String::new();
+        for day in std::fs::read_dir(self.data.join("trellis/sessions"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            for f in std::fs::read_dir(day.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                out.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
+            }
+        }
+        out
+    }
+
+    /// `trellis ls --json`'s rows.
+    /// The output of a command that must succeed.
+    pub(crate) fn stdout(&self, args: &[&str]) -> String {
+        let o = self.trellis(args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// The pid of the background hub `default`, from what it said when it started.
+    pub(crate) fn hub_pid(&self) -> u32 {
+        let said = std::fs::read_to_string(self.runtime.join("trellis/default.log")).unwrap();
+        said.split("(pid ")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("{said}"))
+    }
+
+    pub(crate) fn ls(&self) -> Vec<serde_json::Value> {
+        let o = self.trellis(&["ls", "--json"]);
+        crate::jsonl(&String::from_utf8_lossy(&o.stdout))
+    }
+}
+
+/// The background hub, stopped when the test ends whatever happens.
+pub(crate) struct Hub(pub(crate) u32);
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.0.to_string()).status();
+        let until = Instant::now() + Duration::from_secs(10);
+        while alive(self.0) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .status();
+    }
+}
+
+pub(crate) fn alive(pid: u32) -> bool {
+    // A zombie is gone for our purposes.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
+}
+
+/// The processes whose parent is `pid`.
+pub(crate) fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let child: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+            let ppid: u32 = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            (ppid == pid).then_some(child)
+        })
+        .collect()
+}
+
+pub(crate) fn until(what: &str, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub(crate) fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
