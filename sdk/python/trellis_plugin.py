@@ -120,8 +120,12 @@ class ToolCall(TypedDict, total=False):
     raw_input: Any
     raw_output: Any
     name: str
+    announced: bool  # false while only an update or a request named it
     status_history: List[Dict[str, Any]]
+    permissions: List[Dict[str, Any]]  # the requests about it, in order
     turn: int
+    anomalies: List[str]  # rules it broke (see docs/events.md)
+    subagent: str  # the child session that made it (absent: the session itself)
 
 
 class Event(TypedDict, total=False):

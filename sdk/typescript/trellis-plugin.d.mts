@@ -47,6 +47,10 @@ export interface ToolCall {
   status_history: Array<{ status: ToolStatus; t: number }>;
   permissions?: unknown[];
   turn: number;
+  /** Rules this call broke (`ran_unasked`, …; see `docs/events.md`). */
+  anomalies?: string[];
+  /** The subagent (child session id) that made it; absent: the session itself. */
+  subagent?: string;
 }
 
 /** What Trellis derives from a call. */
@@ -114,6 +118,8 @@ export interface QuestionOffer {
 export interface CardLines {
   call: Line[];
   result?: Line[];
+  /** Draw `call` as the whole line: no status mark or duration of Trellis's own. */
+  bare?: boolean;
 }
 
 export interface Rewrite {

@@ -229,3 +229,114 @@ fn every_public_name_of_the_typescript_sdk_is_in_the_docs() {
     let missing: Vec<&String> = names.iter().filter(|n| !word(n)).collect();
     assert!(missing.is_empty(), "undocumented SDK names: {missing:?}");
 }
+
+/// The TypeScript SDK's shapes are the protocol's: every field the schema gives a shape is
+/// in its TypeScript interface, and the interface has nothing the schema does not (but
+/// what the host adds on the wire beside it: `acp`).
+#[test]
+fn the_typescript_types_are_the_protocol_schemas() {
+    let types =
+        std::fs::read_to_string(repo().join("sdk/typescript/trellis-plugin.d.mts")).unwrap();
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/plugin-protocol.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let defs = schema
+        .get("$defs")
+        .or_else(|| schema.get("definitions"))
+        .unwrap();
+    // The fields of `export interface NAME { … }`.
+    let fields = |name: &str| -> Vec<String> {
+        let start = types
+            .find(&format!("export interface {name} {{"))
+            .unwrap_or_else(|| panic!("no interface {name}"));
+        types[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.starts_with('}'))
+            .filter_map(|l| {
+                let l = l.trim_start();
+                let n: String = l
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                (!n.is_empty() && l[n.len()..].trim_start().starts_with(['?', ':'])).then_some(n)
+            })
+            .collect()
+    };
+    for (ts, def) in [
+        ("Facts", "CallFacts"),
+        ("CardLines", "CardLines"),
+        ("PermissionOption", "PermissionOption"),
+        ("SettingsRow", "SettingsRow"),
+        ("Rewrite", "Rewrite"),
+        ("ToolCall", "ToolCall"),
+        ("Offer", "OfferParams"),
+        ("QuestionOffer", "QuestionOfferParams"),
+    ] {
+        let props: Vec<String> = defs[def]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{def} has no properties"))
+            .keys()
+            .cloned()
+            .collect();
+        let have = fields(ts);
+        let missing: Vec<&String> = props.iter().filter(|p| !have.contains(p)).collect();
+        assert!(missing.is_empty(), "{ts} lacks {missing:?} of {def}");
+        let extra: Vec<&String> = have
+            .iter()
+            .filter(|f| !props.contains(f) && f.as_str() != "acp")
+            .collect();
+        assert!(extra.is_empty(), "{ts} has {extra:?}, which {def} does not");
+    }
+}
+
+/// The Python SDK's shapes (`TypedDict`s) are the protocol's too.
+#[test]
+fn the_python_types_are_the_protocol_schemas() {
+    let code = std::fs::read_to_string(repo().join("sdk/python/trellis_plugin.py")).unwrap();
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/plugin-protocol.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let defs = schema
+        .get("$defs")
+        .or_else(|| schema.get("definitions"))
+        .unwrap();
+    let fields = |name: &str| -> Vec<String> {
+        let start = code
+            .find(&format!("class {name}(TypedDict"))
+            .unwrap_or_else(|| panic!("no TypedDict {name}"));
+        code[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("    ") || l.trim().is_empty())
+            .filter_map(|l| {
+                let l = l.trim();
+                let (n, _) = l.split_once(':')?;
+                (!n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_'))
+                    .then(|| n.to_string())
+            })
+            .collect()
+    };
+    for (py, def) in [
+        ("Facts", "CallFacts"),
+        ("ToolCall", "ToolCall"),
+        ("Offer", "OfferParams"),
+    ] {
+        let props: Vec<String> = defs[def]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        let have = fields(py);
+        let missing: Vec<&String> = props
+            .iter()
+            .filter(|p| !have.contains(p) && p.as_str() != "acp")
+            .collect();
+        assert!(missing.is_empty(), "{py} lacks {missing:?} of {def}");
+        let extra: Vec<&String> = have.iter().filter(|f| !props.contains(f)).collect();
+        assert!(extra.is_empty(), "{py} has {extra:?}, which {def} does not");
+    }
+}
