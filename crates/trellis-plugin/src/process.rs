@@ -52,6 +52,9 @@ pub struct Stderr {
     pub closed: bool,
 }
 
+/// How often the plugin's stderr wakes its adapter at most (to show it in `/status`).
+const WAKE_EVERY: Duration = Duration::from_millis(500);
+
 /// Most stderr lines kept in memory.
 pub const STDERR_LINES: usize = 40;
 /// Longest stderr line kept (the rest of the line is dropped).
@@ -450,6 +453,9 @@ fn stderr_reader(
         .map_or(0, |m| m.len());
     let mut buf = Vec::new();
     let mut last_wake = Instant::now() - Duration::from_secs(1);
+    // A wake due later for lines that came too soon after the last one (so the last lines
+    // of a burst reach `/status` without waiting for the plugin's next event).
+    let scheduled = Arc::new(std::sync::atomic::AtomicBool::new(false));
     loop {
         buf.clear();
         let n = match (&mut r)
@@ -491,10 +497,25 @@ fn stderr_reader(
             }
             s.dirty = true;
         }
-        // Wakes the adapter at most twice a second for its stderr.
-        if last_wake.elapsed() >= Duration::from_millis(500) {
+        // Wakes the adapter at most twice a second for its stderr, and once more after a
+        // burst.
+        let since = last_wake.elapsed();
+        if since >= WAKE_EVERY {
             last_wake = Instant::now();
             wake();
+        } else if !scheduled.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            let (later, flag) = (wake.clone(), scheduled.clone());
+            let due = WAKE_EVERY - since;
+            let spawned = std::thread::Builder::new()
+                .name("plugin-stderr-wake".into())
+                .spawn(move || {
+                    std::thread::sleep(due);
+                    flag.store(false, std::sync::atomic::Ordering::Release);
+                    later();
+                });
+            if spawned.is_err() {
+                scheduled.store(false, std::sync::atomic::Ordering::Release);
+            }
         }
     }
     let mut s = match ring.lock() {

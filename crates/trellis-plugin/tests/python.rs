@@ -938,3 +938,32 @@ fn a_tried_plugin_reloads_for_new_code_only_and_makes_no_call_it_may_not() {
     );
     assert_eq!(state(&h, "tried"), ExtState::Ready);
 }
+
+/// The last lines a plugin writes on stderr reach `/status` by themselves, without
+/// waiting for the plugin's next event.
+#[test]
+fn the_last_stderr_lines_of_a_burst_reach_the_status_by_themselves() {
+    if !python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("talks.py"),
+        "import sys, time\nfrom trellis_plugin import Plugin\n\nplugin = Plugin()\n\n\n@plugin.on('message_chunk')\ndef seen(event, host):\n    sys.stderr.write('burst begins\\n')\n    sys.stderr.flush()\n    time.sleep(0.1)\n    sys.stderr.write('burst middle\\n')\n    sys.stderr.write('burst ends\\n')\n    sys.stderr.flush()\n\n\nplugin.run()\n",
+    )
+    .unwrap();
+    let mut sp = spec(
+        "talks",
+        &["python3", "./talks.py"],
+        &[Capability::Observe],
+        Limits::default(),
+    );
+    sp.launch.root = dir.path().to_path_buf();
+    let (mut h, mut rx) = host(vec![(sp, vec![Capability::Observe])]);
+    let mut s = S::new();
+    let fx = chunk(&mut s, 1);
+    // One event, then nothing more: the status catches up on its own.
+    pump(&mut h, &mut rx, &fx, |_, h| {
+        status(h).contains("│ burst ends")
+    });
+}
