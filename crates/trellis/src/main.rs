@@ -13,6 +13,7 @@ mod log_export;
 mod output;
 mod plugin_cmd;
 mod plugin_test;
+mod project_hooks;
 mod run;
 mod scaffold;
 mod serve;
@@ -93,6 +94,12 @@ enum Cmd {
     /// --detach`) outlive the terminal that asked for them; reach them with `trellis
     /// ls`, `attach`, `approve`, `send`, `cancel`, `stop`. SIGTERM ends them all.
     Serve(serve::ServeArgs),
+    /// A project's own command hooks (`.trellis/hooks.toml`): trust them as they are, or
+    /// forget them.
+    Hooks {
+        #[command(subcommand)]
+        command: project_hooks::HooksCmd,
+    },
     /// Tokens for a hub's loopback listener (`trellis serve --listen`): new, list, revoke.
     Token {
         #[command(subcommand)]
@@ -243,6 +250,7 @@ fn main() -> ExitCode {
         Some(Cmd::Fan(args)) => fan::main(args, cli.ui, cli.config),
         Some(Cmd::Serve(args)) => serve::main(args, cli.ui, cli.config),
         Some(Cmd::Token { command }) => serve::token(command),
+        Some(Cmd::Hooks { command }) => project_hooks::main(command),
         Some(Cmd::Pair { hub }) => serve::pair(&hub),
         Some(Cmd::Log {
             command: LogCmd::Show { file },

@@ -252,7 +252,29 @@ pub fn ext_host(
         .into_iter()
         .map(|ext| trellis_ext_host::Candidate { ext, builtin: true })
         .collect();
-    let hooks = hooks_of(config)?;
+    let mut hooks = hooks_of(&config.hooks, |table, key, why| {
+        config.invalid(table, key, why).into()
+    })?;
+    // A project's own hooks, once you trusted that file (`trellis hooks trust`).
+    if live.store
+        && let Some(project) = &live.project
+    {
+        match crate::project_hooks::find(project)? {
+            crate::project_hooks::Found::Trusted(path, entries) => {
+                hooks.extend(hooks_of(&entries, |table, key, why| {
+                    anyhow::anyhow!("{}: {table}.{key}: {why}", path.display())
+                })?);
+            }
+            crate::project_hooks::Found::Refused(note) => {
+                // Said where the user looks: stderr for a run, `/status` in the UI.
+                if live.headless {
+                    eprintln!("trellis: {note}");
+                }
+                opts.notes.push(note);
+            }
+            crate::project_hooks::Found::None => {}
+        }
+    }
     if !hooks.is_empty() {
         candidates.push(trellis_ext_host::Candidate {
             ext: Box::new(trellis_plugin::hooks::Hooks::new(hooks)),
@@ -280,14 +302,18 @@ pub fn ext_host(
     Ok(trellis_ext_host::ExtHost::new(candidates, opts))
 }
 
-/// `[[hooks]]` from the config, checked: a known event type, a command, globs that
-/// compile, a positive timeout; an error names the entry and the key.
-fn hooks_of(config: &Config) -> anyhow::Result<Vec<trellis_plugin::hooks::Hook>> {
+/// `[[hooks]]` entries (the config's, or a trusted project's), checked: a known event
+/// type, a command, globs that compile, a positive timeout; an error (made by `invalid`)
+/// names the entry and the key.
+pub(crate) fn hooks_of(
+    entries: &[trellis_store::config::HookConfig],
+    invalid: impl Fn(&str, &str, String) -> anyhow::Error,
+) -> anyhow::Result<Vec<trellis_plugin::hooks::Hook>> {
     use trellis_core::glob::{GlobKind, compile};
     let mut out = Vec::new();
-    for (i, h) in config.hooks.iter().enumerate() {
+    for (i, h) in entries.iter().enumerate() {
         let table = format!("hooks[{i}]");
-        let bad = |key: &str, why: String| config.invalid(&table, key, why);
+        let bad = |key: &str, why: String| invalid(&table, key, why);
         if !trellis_core::event::EVENT_KINDS.contains(&h.on.as_str()) {
             return Err(bad(
                 "on",
@@ -296,16 +322,15 @@ fn hooks_of(config: &Config) -> anyhow::Result<Vec<trellis_plugin::hooks::Hook>>
                     h.on,
                     trellis_core::event::EVENT_KINDS.join(", ")
                 ),
-            )
-            .into());
+            ));
         }
         if h.run.trim().is_empty() {
-            return Err(bad("run", "an empty command".into()).into());
+            return Err(bad("run", "an empty command".into()));
         }
         if let Some(k) = &h.kind
             && !trellis_core::ToolKind::ALL.iter().any(|x| x.as_str() == k)
         {
-            return Err(bad("kind", format!("{k:?} is not a tool kind")).into());
+            return Err(bad("kind", format!("{k:?} is not a tool kind")));
         }
         if let Some(g) = &h.title {
             compile(g, GlobKind::Text).map_err(|e| bad("title", e))?;
@@ -317,7 +342,10 @@ fn hooks_of(config: &Config) -> anyhow::Result<Vec<trellis_plugin::hooks::Hook>>
             None => trellis_plugin::hooks::DEFAULT_TIMEOUT,
             Some(t) if t > 0.0 && t.is_finite() => std::time::Duration::from_secs_f64(t),
             Some(_) => {
-                return Err(bad("timeout", "must be a positive number of seconds".into()).into());
+                return Err(bad(
+                    "timeout",
+                    "must be a positive number of seconds".into(),
+                ));
             }
         };
         out.push(trellis_plugin::hooks::Hook {

@@ -200,3 +200,83 @@ fn the_documented_hooks_load_and_the_rm_rf_one_decides() {
         assert_eq!(child.wait().unwrap().code(), Some(code), "{command}");
     }
 }
+
+/// A project's own hooks (`.trellis/hooks.toml`) run only once trusted as they are: not
+/// before (said on stderr), and not after the file changed, until trusted again.
+#[test]
+fn a_projects_hooks_run_only_once_trusted_as_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("w");
+    std::fs::create_dir_all(work.join(".trellis")).unwrap();
+    let marker = dir.path().join("ran");
+    let hooks = work.join(".trellis/hooks.toml");
+    let write = |extra: &str| {
+        std::fs::write(
+            &hooks,
+            format!(
+                "[[hooks]]\non = \"turn_ended\"\nrun = \"echo ran >> '{}'{extra}\"\n",
+                marker.display()
+            ),
+        )
+        .unwrap();
+    };
+    write("");
+    let trellis = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .args(args)
+            .current_dir(&work)
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    };
+    let run = || {
+        trellis(&[
+            "run",
+            "--agent",
+            "demo",
+            "--prompt",
+            "fix",
+            "--permission",
+            "allow-once",
+            "--cwd",
+            work.to_str().unwrap(),
+        ])
+    };
+    let ran = || std::fs::read_to_string(&marker).map_or(0, |t| t.lines().count());
+    let (code, said) = run();
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(ran(), 0, "not trusted: not run");
+    assert!(said.contains("you have not trusted"), "{said}");
+    let (code, said) = trellis(&["hooks", "trust"]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains("on turn_ended: echo ran"),
+        "it shows what it runs: {said}"
+    );
+    let (code, said) = run();
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(ran(), 1, "trusted: run");
+    // Changed: not run until trusted again.
+    write("; true");
+    let (_, said) = run();
+    assert_eq!(ran(), 1, "changed: not run");
+    assert!(said.contains("changed since you trusted"), "{said}");
+    trellis(&["hooks", "trust"]);
+    run();
+    assert_eq!(ran(), 2);
+    // A link in its place is never read.
+    std::fs::remove_file(&hooks).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("elsewhere.toml"), &hooks).unwrap();
+    let (code, said) = trellis(&["hooks", "trust"]);
+    assert_ne!(code, Some(0));
+    assert!(said.contains("not a regular file"), "{said}");
+}
