@@ -125,6 +125,9 @@ pub enum EventBody {
         terminal_id: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         call_id: Option<String>,
+        /// When the command started (session seconds), when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        started: Option<f64>,
         #[serde(flatten)]
         status: ExitStatus,
     },

@@ -28,6 +28,10 @@ pub struct TerminalState {
     /// Ledger position of the latest call whose content shows this terminal.
     #[serde(skip)]
     pub call: Option<usize>,
+    /// When the command started (session seconds): the answer to `terminal/create`, or
+    /// the first output an agent reported in `_meta`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started: Option<f64>,
 }
 
 /// An agent request the client has not answered yet.

@@ -308,6 +308,43 @@ impl Tracer {
                     self.subagents.insert(subagent.session_id.clone(), span);
                 }
             }
+            EventBody::TerminalExited {
+                terminal_id,
+                call_id,
+                started: Some(started),
+                status,
+            } => {
+                let trace = self.info.trace_id;
+                let parent = call_id.as_deref().map(|c| {
+                    let turn = self.open_turn_of(None, c);
+                    call_span(&trace, None, c, turn)
+                });
+                let mut attributes = vec![("trellis.terminal.id", Value::Str(terminal_id.clone()))];
+                if let Some(code) = status.exit_code {
+                    attributes.push(("trellis.terminal.exit_code", Value::Int(code)));
+                }
+                if let Some(sig) = &status.signal {
+                    attributes.push(("trellis.terminal.signal", Value::Str(sig.clone())));
+                }
+                let failed = status.exit_code.is_some_and(|c| c != 0) || status.signal.is_some();
+                let span = self.span(
+                    (
+                        span_id(&trace, &[b"terminal", terminal_id.as_bytes()]),
+                        parent
+                            .or(self.turn.as_ref().map(|t| t.span))
+                            .or(Some(self.session_span)),
+                    ),
+                    ("terminal".into(), Kind::Internal),
+                    (ms(*started), t),
+                    attributes,
+                    if failed {
+                        Status::Error("the command failed".into())
+                    } else {
+                        Status::Unset
+                    },
+                );
+                self.out.push(span);
+            }
             // Requests answered and calls closed by the ending come after it: the
             // session's span waits for the last event ([`Tracer::finish`]).
             EventBody::SessionEnded { reason } => self.ended = Some(reason.clone()),

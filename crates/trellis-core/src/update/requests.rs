@@ -310,7 +310,10 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
         }
         AgentRequest::TerminalCreate { command } if ok => {
             if let Ok(r) = msg.result_as::<wire::TerminalIdResult>() {
-                cx.s.terminals.entry(r.terminal_id).or_default().command = command;
+                let t = cx.t;
+                let term = cx.s.terminals.entry(r.terminal_id).or_default();
+                term.command = command;
+                term.started = Some(t);
             }
         }
         AgentRequest::TerminalWait { terminal_id } if ok => {
@@ -365,11 +368,12 @@ pub(crate) fn terminal_exited(cx: &mut Ctx<'_>, terminal_id: String, status: Exi
         return;
     }
     term.exit = Some(status.clone());
-    let index = term.call;
+    let (index, started) = (term.call, term.started);
     let call_id = index.map(|i| cx.s.ledger.at(i).id.clone());
     let body = EventBody::TerminalExited {
         terminal_id,
         call_id,
+        started,
         status,
     };
     match index {

@@ -62,10 +62,12 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, index: usize, meta: &str) -> bool {
             continue;
         };
         let command = command_of(cx.s.ledger.at(index).raw_input.as_deref());
+        let t = cx.t;
         let term = cx.s.terminals.entry(tid.clone()).or_default();
         if term.command.is_empty() {
             term.command = command;
         }
+        term.started.get_or_insert(t);
         append(term, data);
         attach(cx, index, &tid);
         changed = true;
@@ -77,7 +79,9 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, index: usize, meta: &str) -> bool {
             exit_code: o.get("exit_code").and_then(Value::as_i64),
             signal: o.get("signal").and_then(Value::as_str).map(str::to_string),
         };
-        cx.s.terminals.entry(tid.clone()).or_default().exit = Some(status.clone());
+        let term = cx.s.terminals.entry(tid.clone()).or_default();
+        term.exit = Some(status.clone());
+        let started = term.started;
         attach(cx, index, &tid);
         let call_id = Some(cx.s.ledger.at(index).id.clone());
         cx.emit_about(
@@ -85,6 +89,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, index: usize, meta: &str) -> bool {
             EventBody::TerminalExited {
                 terminal_id: tid,
                 call_id,
+                started,
                 status,
             },
         );

@@ -334,3 +334,46 @@ fn a_dead_collector_changes_nothing_but_the_dropped_count() {
     assert!(s["trace_export"]["dropped"].as_u64().unwrap() > 0, "{s}");
     assert!(s["trace_export"]["error"].as_str().is_some(), "{s}");
 }
+
+/// The commands an agent runs through Trellis (`terminal/create`) are spans under their
+/// call, with their exit; the log gives the same spans later.
+#[test]
+fn terminal_commands_are_spans_under_their_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (work, data) = (tmp.path().join("w"), tmp.path().join("data"));
+    std::fs::create_dir_all(&work).unwrap();
+    let live = receiver();
+    let summary = tmp.path().join("summary.json");
+    let o = run(&work, &data, &live.url, "fix the TODO", &summary);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let spans = live.spans.lock().unwrap().clone();
+    let by_id: BTreeMap<Vec<u8>, &Span> = spans.iter().map(|s| (s.span_id.clone(), s)).collect();
+    let terminals: Vec<_> = spans.iter().filter(|s| s.name == "terminal").collect();
+    assert!(
+        !terminals.is_empty(),
+        "{:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    for t in &terminals {
+        let parent = by_id.get(&t.parent_span_id).expect("its call's span");
+        assert!(parent.name.starts_with("execute_tool "), "{}", parent.name);
+        assert!(
+            attr(t, "trellis.terminal.exit_code").is_some()
+                || attr(t, "trellis.terminal.signal").is_some()
+        );
+        assert!(t.start_time_unix_nano >= parent.start_time_unix_nano);
+    }
+    let offline = receiver();
+    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["log", "export"])
+        .arg(log_of(&data))
+        .args(["--otlp", &format!("{}/v1/traces", offline.url)])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut a: Vec<_> = spans.iter().map(key).collect();
+    let mut b: Vec<_> = offline.spans.lock().unwrap().iter().map(key).collect();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+}
