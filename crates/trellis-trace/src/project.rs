@@ -269,37 +269,7 @@ impl Tracer {
                 outcome,
                 decider,
                 ..
-            } => {
-                if let Some((asked, parent, tool)) = self.asks.remove(request_id) {
-                    let id = span_id(
-                        &self.info.trace_id,
-                        &[
-                            b"permission",
-                            request_id.as_bytes(),
-                            &asked.to_bits().to_be_bytes(),
-                        ],
-                    );
-                    let attributes = vec![
-                        (
-                            "trellis.permission.request_id",
-                            Value::Str(request_id.clone()),
-                        ),
-                        ("trellis.permission.outcome", Value::Str(outcome.label())),
-                        (
-                            "trellis.permission.decider",
-                            Value::Str(decider.to_string()),
-                        ),
-                    ];
-                    let span = self.span(
-                        (id, Some(parent)),
-                        (format!("permission {tool}"), Kind::Internal),
-                        (asked, t),
-                        attributes,
-                        Status::Unset,
-                    );
-                    self.out.push(span);
-                }
-            }
+            } => self.end_ask(request_id, outcome, decider, t),
             EventBody::Subagent { subagent } => {
                 if let Some(call) = &subagent.call_id {
                     let turn = self.open_turn_of(subagent.parent.as_deref(), call);
@@ -313,42 +283,90 @@ impl Tracer {
                 call_id,
                 started: Some(started),
                 status,
-            } => {
-                let trace = self.info.trace_id;
-                let parent = call_id.as_deref().map(|c| {
-                    let turn = self.open_turn_of(None, c);
-                    call_span(&trace, None, c, turn)
-                });
-                let mut attributes = vec![("trellis.terminal.id", Value::Str(terminal_id.clone()))];
-                if let Some(code) = status.exit_code {
-                    attributes.push(("trellis.terminal.exit_code", Value::Int(code)));
-                }
-                if let Some(sig) = &status.signal {
-                    attributes.push(("trellis.terminal.signal", Value::Str(sig.clone())));
-                }
-                let failed = status.exit_code.is_some_and(|c| c != 0) || status.signal.is_some();
-                let span = self.span(
-                    (
-                        span_id(&trace, &[b"terminal", terminal_id.as_bytes()]),
-                        parent
-                            .or(self.turn.as_ref().map(|t| t.span))
-                            .or(Some(self.session_span)),
-                    ),
-                    ("terminal".into(), Kind::Internal),
-                    (ms(*started), t),
-                    attributes,
-                    if failed {
-                        Status::Error("the command failed".into())
-                    } else {
-                        Status::Unset
-                    },
-                );
-                self.out.push(span);
-            }
+            } => self.end_terminal(terminal_id, call_id.as_deref(), (ms(*started), t), status),
             // Requests answered and calls closed by the ending come after it: the
             // session's span waits for the last event ([`Tracer::finish`]).
             EventBody::SessionEnded { reason } => self.ended = Some(reason.clone()),
             _ => {}
+        }
+    }
+
+    /// A command the agent ran through Trellis ended: its span, under its call.
+    fn end_terminal(
+        &mut self,
+        terminal_id: &str,
+        call_id: Option<&str>,
+        (start, t): (f64, f64),
+        status: &trellis_core::wire::ExitStatus,
+    ) {
+        let trace = self.info.trace_id;
+        let parent = call_id.map(|c| {
+            let turn = self.open_turn_of(None, c);
+            call_span(&trace, None, c, turn)
+        });
+        let mut attributes = vec![("trellis.terminal.id", Value::Str(terminal_id.to_string()))];
+        if let Some(code) = status.exit_code {
+            attributes.push(("trellis.terminal.exit_code", Value::Int(code)));
+        }
+        if let Some(sig) = &status.signal {
+            attributes.push(("trellis.terminal.signal", Value::Str(sig.clone())));
+        }
+        let failed = status.exit_code.is_some_and(|c| c != 0) || status.signal.is_some();
+        let span = self.span(
+            (
+                span_id(&trace, &[b"terminal", terminal_id.as_bytes()]),
+                parent
+                    .or(self.turn.as_ref().map(|t| t.span))
+                    .or(Some(self.session_span)),
+            ),
+            ("terminal".into(), Kind::Internal),
+            (start, t),
+            attributes,
+            if failed {
+                Status::Error("the command failed".into())
+            } else {
+                Status::Unset
+            },
+        );
+        self.out.push(span);
+    }
+
+    /// A permission request was answered: the wait's span, under its call.
+    fn end_ask(
+        &mut self,
+        request_id: &str,
+        outcome: &trellis_core::permission::Outcome,
+        decider: &trellis_core::permission::Decider,
+        t: f64,
+    ) {
+        if let Some((asked, parent, tool)) = self.asks.remove(request_id) {
+            let id = span_id(
+                &self.info.trace_id,
+                &[
+                    b"permission",
+                    request_id.as_bytes(),
+                    &asked.to_bits().to_be_bytes(),
+                ],
+            );
+            let attributes = vec![
+                (
+                    "trellis.permission.request_id",
+                    Value::Str(request_id.to_string()),
+                ),
+                ("trellis.permission.outcome", Value::Str(outcome.label())),
+                (
+                    "trellis.permission.decider",
+                    Value::Str(decider.to_string()),
+                ),
+            ];
+            let span = self.span(
+                (id, Some(parent)),
+                (format!("permission {tool}"), Kind::Internal),
+                (asked, t),
+                attributes,
+                Status::Unset,
+            );
+            self.out.push(span);
         }
     }
 
