@@ -17,6 +17,8 @@ pub struct Client {
     stream: BufReader<UnixStream>,
     name: String,
     next: u64,
+    /// The attachment this client's requests come from (see `Request::attachment`).
+    pub attachment: Option<String>,
 }
 
 impl Client {
@@ -29,6 +31,7 @@ impl Client {
             stream: BufReader::new(s),
             name: client_name.to_string(),
             next: 1,
+            attachment: None,
         })
     }
 
@@ -41,6 +44,7 @@ impl Client {
             op,
             client: self.name.clone(),
             operation_id,
+            attachment: self.attachment.clone(),
         };
         let mut line = serde_json::to_vec(&req)?;
         line.push(b'\n');
@@ -67,6 +71,8 @@ pub struct Following {
     pub controller: bool,
     /// How the hub names this attachment.
     pub you: String,
+    /// Its id, for the requests made on its behalf.
+    pub attachment: String,
     stream: BufReader<UnixStream>,
 }
 
@@ -95,6 +101,7 @@ impl Following {
                 agent,
                 controller,
                 you,
+                attachment,
             } => {
                 // Progress may be quiet for hours: only writes keep a bound.
                 c.stream.get_ref().set_read_timeout(None)?;
@@ -103,6 +110,7 @@ impl Following {
                     agent,
                     controller,
                     you,
+                    attachment,
                     stream: c.stream,
                 }))
             }

@@ -165,6 +165,7 @@ async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>, pairing: Pairing
                 op: crate::wire::Op::Hangup,
                 client: String::new(),
                 operation_id: None,
+                attachment: None,
             };
             let _ = tx
                 .send(Call {
@@ -294,9 +295,11 @@ async fn write_line(stream: &mut UnixStream, answer: &Response) -> std::io::Resu
 /// Pushes a followed session's progress (the latest each time) until the session ends
 /// or the follower goes; the follower's lease of control goes with its connection.
 async fn follow_on(mut stream: UnixStream, id: u64, follow: Follow) -> std::io::Result<()> {
+    // The lease and the attachment's id live as long as this connection.
     let Follow {
         mut progress,
         lease: _lease,
+        attachment: _attachment,
     } = follow;
     let mut chunk = [0u8; 512];
     let mut first = true;

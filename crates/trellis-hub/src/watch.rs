@@ -16,6 +16,8 @@ use crate::wire::Progress;
 struct Control {
     next: u64,
     holder: Option<(u64, String)>,
+    /// The attachments still connected, by id: (lease number, or 0 for an observer).
+    attached: std::collections::HashMap<String, u64>,
 }
 
 /// A session's followers, on the hub's side.
@@ -41,11 +43,27 @@ impl Drop for Lease {
     }
 }
 
-/// What attaching gave: the progress to follow, and the lease when it controls.
+/// An attachment while its connection lasts (its id is forgotten when dropped).
+#[derive(Debug)]
+pub struct Attachment {
+    pub id: String,
+    control: Arc<Mutex<Control>>,
+}
+
+impl Drop for Attachment {
+    fn drop(&mut self) {
+        let mut c = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        c.attached.remove(&self.id);
+    }
+}
+
+/// What attaching gave: the progress to follow, the lease when it controls, and the
+/// attachment's id for its requests.
 #[derive(Debug)]
 pub struct Follow {
     pub progress: watch::Receiver<Progress>,
     pub lease: Option<Lease>,
+    pub attachment: Attachment,
 }
 
 impl Default for Watched {
@@ -62,6 +80,11 @@ impl Watched {
     /// session (or `take`, which takes it from whoever does). A controller already there
     /// is named in the refusal.
     pub fn attach(&self, who: &str, observe: bool, take: bool) -> Result<Follow, String> {
+        let token: String = crate::tokens::random(12)
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         let lease = if observe {
             None
         } else {
@@ -81,12 +104,38 @@ impl Watched {
                 control: self.control.clone(),
             })
         };
+        {
+            let mut c = self.control.lock().unwrap_or_else(|e| e.into_inner());
+            let n = lease.as_ref().map_or(0, |l| l.id);
+            c.attached.insert(token.clone(), n);
+        }
         let controller = self.controller();
         self.tx.send_modify(|p| p.controller = controller);
         Ok(Follow {
             progress: self.tx.subscribe(),
             lease,
+            attachment: Attachment {
+                id: token,
+                control: self.control.clone(),
+            },
         })
+    }
+
+    /// Whether the attachment `id` may act on the session: it is connected and holds the
+    /// control (an observer's, or one whose control was taken, may not).
+    pub fn may_act(&self, id: &str) -> Result<(), String> {
+        let c = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        match (c.attached.get(id), &c.holder) {
+            (None, _) => Err("this attachment has ended: attach again".into()),
+            (Some(n), Some((holder, _))) if n == holder && *n != 0 => Ok(()),
+            (Some(_), Some((_, who))) => Err(format!(
+                "observing: {who} controls this session (trellis attach --take to take control)"
+            )),
+            (Some(_), None) => Err(
+                "observing: nobody controls this session (trellis attach --take to take control)"
+                    .into(),
+            ),
+        }
     }
 
     /// Whether anybody follows (else publishing costs nothing).
@@ -130,13 +179,24 @@ mod tests {
         assert!(e.starts_with("a controls"), "{e}");
         let o = w.attach("o", true, false).unwrap();
         assert!(o.lease.is_none());
+        assert!(w.may_act(&a.attachment.id).is_ok());
+        assert!(
+            w.may_act(&o.attachment.id)
+                .unwrap_err()
+                .starts_with("observing")
+        );
         let b = w.attach("b", false, true).unwrap();
         assert_eq!(w.controller().as_deref(), Some("b"));
+        // The one whose control was taken observes now.
+        assert!(w.may_act(&a.attachment.id).is_err());
+        assert!(w.may_act(&b.attachment.id).is_ok());
         // The one whose control was taken lets go of nothing it no longer holds.
         drop(a);
         assert_eq!(w.controller().as_deref(), Some("b"));
+        let gone = b.attachment.id.clone();
         drop(b);
         assert_eq!(w.controller(), None);
+        assert!(w.may_act(&gone).unwrap_err().contains("ended"));
         assert!(w.followed());
         drop(o);
     }

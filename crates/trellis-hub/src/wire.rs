@@ -112,6 +112,10 @@ pub struct Request {
     /// Makes a mutation idempotent: a retry with the same id gets the first outcome.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation_id: Option<String>,
+    /// The attachment (`Watching::attachment`) a request comes from: the hub acts on it
+    /// only while that attachment controls the session (an observer's are refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachment: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,6 +148,9 @@ pub enum Body {
         controller: bool,
         /// How the hub names this attachment (as `Progress::controller` would).
         you: String,
+        /// This attachment's id, for its requests (`Request::attachment`).
+        #[serde(default)]
+        attachment: String,
     },
     /// A claim (`Op::Claim`): the token that answers with it, and how long it holds.
     Claimed {

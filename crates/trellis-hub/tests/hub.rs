@@ -162,6 +162,7 @@ fn followers_get_the_latest_progress_and_a_stalled_one_is_dropped() {
                 agent: "demo".into(),
                 controller: follow.lease.is_some(),
                 you: call.request.client.clone(),
+                attachment: follow.attachment.id.clone(),
             };
             let _ = call
                 .reply

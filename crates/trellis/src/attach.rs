@@ -83,8 +83,9 @@ pub fn main(args: AttachArgs, config_path: Option<std::path::PathBuf>) -> anyhow
         ),
     });
     let log = following.log.clone();
+    let attachment = following.attachment.clone();
     spawn_follower(following, wake_tx.clone(), observing.clone())?;
-    spawn_intents(files, key, remote_rx, wake_tx, observing)?;
+    spawn_intents(files, key, attachment, remote_rx, wake_tx, observing)?;
     let said = crate::ui::runtime()?.block_on(trellis_tui::run(app, None))?;
     for line in said {
         // The log is the hub's: this copy only read it.
@@ -151,6 +152,7 @@ fn spawn_follower(
 fn spawn_intents(
     files: HubFiles,
     key: u32,
+    attachment: String,
     intents: Receiver<Remote>,
     wake: Sender<Wake>,
     observing: Arc<AtomicBool>,
@@ -176,7 +178,12 @@ fn spawn_intents(
                 let mut outcome = None;
                 for _ in 0..2 {
                     if client.is_none() {
-                        client = Client::connect(&files, "trellis attach").ok();
+                        // Its requests say which attachment they come from: the hub
+                        // refuses them while it observes.
+                        client = Client::connect(&files, "trellis attach").ok().map(|mut c| {
+                            c.attachment = Some(attachment.clone());
+                            c
+                        });
                     }
                     let Some(c) = client.as_mut() else { break };
                     match c.call(op.clone(), Some(id.clone())) {

@@ -472,6 +472,7 @@ async fn call(
         op,
         client: client.to_string(),
         operation_id,
+        attachment: None,
     };
     let busy = || {
         fail(

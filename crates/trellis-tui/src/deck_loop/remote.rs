@@ -75,6 +75,14 @@ pub(super) async fn remote(
         });
         return;
     }
+    // An attachment acts on its session only while it controls it.
+    if let (Some(att), Some(key)) = (&request.attachment, session_of(&request.op))
+        && let Some(i) = deck.index_of(key)
+        && let Err(why) = deck.slots[i].watched.may_act(att)
+    {
+        let _ = reply.send(Reply::Once(Response::error(id, "refused", why)));
+        return;
+    }
     let (body, shown) = carry_out(deck, request.op, who, conn, said).await;
     if let Some((i, notes)) = shown
         && let Some(slot) = deck.slots.get_mut(i)
@@ -89,6 +97,21 @@ pub(super) async fn remote(
         deck.done_ops.push_back((op, body.clone()));
     }
     let _ = reply.send(Reply::Once(Response { id, body }));
+}
+
+/// The session a request acts on, if it acts on one.
+fn session_of(op: &trellis_hub::wire::Op) -> Option<u32> {
+    use trellis_hub::wire::Op;
+    match op {
+        Op::Send { session, .. }
+        | Op::Cancel { session }
+        | Op::Decide { session, .. }
+        | Op::Answer { session, .. }
+        | Op::Claim { session, .. }
+        | Op::Release { session, .. }
+        | Op::Stop { session } => Some(*session),
+        _ => None,
+    }
 }
 
 /// The notes of the session a request was carried out on, to show (its slot).
@@ -268,6 +291,7 @@ fn watch(
             agent: slot.app.agent.clone(),
             controller: follow.lease.is_some(),
             you: who.to_string(),
+            attachment: follow.attachment.id.clone(),
         },
         follow,
     ))

@@ -389,3 +389,71 @@ fn a_detachable_session_goes_on_after_its_terminal_quits() {
     t.send(&["y"]);
     t.wait_for("Done: the TODO is fixed");
 }
+
+/// The hub acts on an attachment's requests only while it controls the session: an
+/// observer's answer is refused there, whatever its client does; the controller's goes.
+#[test]
+fn an_observers_answer_is_refused_by_the_hub() {
+    use trellis_hub::client::{Client, Following};
+    use trellis_hub::wire::{Body, Op};
+    let d = Dirs::new();
+    let work = d.work.to_str().unwrap();
+    let o = d.trellis(&[
+        "run",
+        "--detach",
+        "--agent",
+        "demo",
+        "--cwd",
+        work,
+        "--prompt",
+        "fix the TODO",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let _hub = Hub(d.hub_pid());
+    until("the session to ask", || {
+        d.ls().first().is_some_and(|r| r["state"] == "permission")
+    });
+    let request_id = d.ls()[0]["pending"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let files = trellis_hub::place::HubFiles::new(&d.runtime.join("trellis"), "default");
+    let decide = |attachment: &str| {
+        let mut c = Client::connect(&files, "tester").unwrap();
+        c.attachment = Some(attachment.to_string());
+        c.call(
+            Op::Decide {
+                session: 1,
+                request_id: request_id.clone(),
+                option_id: "allow".into(),
+                claim: None,
+            },
+            None,
+        )
+        .unwrap()
+    };
+    let observer = Following::start(&files, "watcher", 1, true, false)
+        .unwrap()
+        .unwrap();
+    match decide(&observer.attachment) {
+        Body::Error { code, message } => {
+            assert_eq!(code, "refused");
+            assert!(message.starts_with("observing"), "{message}");
+        }
+        b => panic!("{b:?}"),
+    }
+    let controller = Following::start(&files, "driver", 1, false, false)
+        .unwrap()
+        .unwrap();
+    assert!(controller.controller);
+    assert!(matches!(decide(&controller.attachment), Body::Done { .. }));
+    // An attachment that ended acts no more.
+    let gone = controller.attachment.clone();
+    drop(controller);
+    std::thread::sleep(Duration::from_millis(200));
+    match decide(&gone) {
+        Body::Error { message, .. } => assert!(message.contains("ended"), "{message}"),
+        b => panic!("{b:?}"),
+    }
+    drop(observer);
+}
