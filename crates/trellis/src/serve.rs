@@ -137,6 +137,21 @@ pub fn start_detached(
     if !clear_if_stale(&files) && answers(&files) {
         return Ok(None);
     }
+    // One starter at a time (two `run --detach` at once): the second finds the first's
+    // hub answering once it may go on.
+    let spawn_lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir.join(format!("{name}.starting")))
+        .with_context(|| format!("cannot start hub {name}"))?;
+    spawn_lock.lock()?;
+    if answers(&files) {
+        return Ok(None);
+    }
     // Its messages go to a file made for it, in the private directory.
     let log = dir.join(format!("{name}.log"));
     match std::fs::remove_file(&log) {

@@ -457,3 +457,47 @@ fn an_observers_answer_is_refused_by_the_hub() {
     }
     drop(observer);
 }
+
+/// Two `run --detach` at the same moment with no hub running: one hub starts, and both
+/// sessions run in it.
+#[test]
+fn two_detached_runs_at_once_share_one_new_hub() {
+    let d = Dirs::new();
+    let work = d.work.to_str().unwrap().to_string();
+    let start = |prompt: &'static str| {
+        let (runtime, data, config, work) = (
+            d.runtime.clone(),
+            d.data.clone(),
+            d.config.clone(),
+            work.clone(),
+        );
+        std::thread::spawn(move || {
+            Command::new(env!("CARGO_BIN_EXE_trellis"))
+                .args([
+                    "run", "--detach", "--agent", "demo", "--cwd", &work, "--prompt", prompt,
+                ])
+                .env("XDG_RUNTIME_DIR", runtime)
+                .env("XDG_DATA_HOME", data)
+                .env("XDG_CONFIG_HOME", config)
+                .output()
+                .unwrap()
+        })
+    };
+    let (a, b) = (start("first"), start("second"));
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    assert!(
+        a.status.success() && b.status.success(),
+        "{}\n{}",
+        text(&a),
+        text(&b)
+    );
+    let _hub = Hub(d.hub_pid());
+    let mut keys = vec![
+        String::from_utf8_lossy(&a.stdout).trim().to_string(),
+        String::from_utf8_lossy(&b.stdout).trim().to_string(),
+    ];
+    keys.sort();
+    assert_eq!(keys, ["default:1", "default:2"]);
+    until("both sessions listed", || d.ls().len() == 2);
+    assert!(d.ls().iter().all(|r| r["hub"] == "default"));
+}
