@@ -230,6 +230,43 @@ fn every_public_name_of_the_typescript_sdk_is_in_the_docs() {
     assert!(missing.is_empty(), "undocumented SDK names: {missing:?}");
 }
 
+/// The protocol schema's definitions.
+fn schema_defs() -> Value {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/plugin-protocol.schema.json")).unwrap(),
+    )
+    .unwrap();
+    schema
+        .get("$defs")
+        .or_else(|| schema.get("definitions"))
+        .unwrap()
+        .clone()
+}
+
+/// An SDK shape has exactly the fields of schema definition `def`, but the fields a side
+/// may lack (`missing_ok`) or add (`extra_ok`).
+fn same_fields(shape: &str, def: &str, have: &[String], missing_ok: &[&str], extra_ok: &[&str]) {
+    let props: Vec<String> = schema_defs()[def]["properties"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{def} has no properties"))
+        .keys()
+        .cloned()
+        .collect();
+    let missing: Vec<&String> = props
+        .iter()
+        .filter(|p| !have.contains(p) && !missing_ok.contains(&p.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "{shape} lacks {missing:?} of {def}");
+    let extra: Vec<&String> = have
+        .iter()
+        .filter(|f| !props.contains(f) && !extra_ok.contains(&f.as_str()))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "{shape} has {extra:?}, which {def} does not"
+    );
+}
+
 /// The TypeScript SDK's shapes are the protocol's: every field the schema gives a shape is
 /// in its TypeScript interface, and the interface has nothing the schema does not (but
 /// what the host adds on the wire beside it: `acp`).
@@ -237,14 +274,6 @@ fn every_public_name_of_the_typescript_sdk_is_in_the_docs() {
 fn the_typescript_types_are_the_protocol_schemas() {
     let types =
         std::fs::read_to_string(repo().join("sdk/typescript/trellis-plugin.d.mts")).unwrap();
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("docs/plugin-protocol.schema.json")).unwrap(),
-    )
-    .unwrap();
-    let defs = schema
-        .get("$defs")
-        .or_else(|| schema.get("definitions"))
-        .unwrap();
     // The fields of `export interface NAME { … }`.
     let fields = |name: &str| -> Vec<String> {
         let start = types
@@ -274,20 +303,7 @@ fn the_typescript_types_are_the_protocol_schemas() {
         ("Offer", "OfferParams"),
         ("QuestionOffer", "QuestionOfferParams"),
     ] {
-        let props: Vec<String> = defs[def]["properties"]
-            .as_object()
-            .unwrap_or_else(|| panic!("{def} has no properties"))
-            .keys()
-            .cloned()
-            .collect();
-        let have = fields(ts);
-        let missing: Vec<&String> = props.iter().filter(|p| !have.contains(p)).collect();
-        assert!(missing.is_empty(), "{ts} lacks {missing:?} of {def}");
-        let extra: Vec<&String> = have
-            .iter()
-            .filter(|f| !props.contains(f) && f.as_str() != "acp")
-            .collect();
-        assert!(extra.is_empty(), "{ts} has {extra:?}, which {def} does not");
+        same_fields(ts, def, &fields(ts), &[], &["acp"]);
     }
 }
 
@@ -295,14 +311,6 @@ fn the_typescript_types_are_the_protocol_schemas() {
 #[test]
 fn the_python_types_are_the_protocol_schemas() {
     let code = std::fs::read_to_string(repo().join("sdk/python/trellis_plugin.py")).unwrap();
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("docs/plugin-protocol.schema.json")).unwrap(),
-    )
-    .unwrap();
-    let defs = schema
-        .get("$defs")
-        .or_else(|| schema.get("definitions"))
-        .unwrap();
     let fields = |name: &str| -> Vec<String> {
         let start = code
             .find(&format!("class {name}(TypedDict"))
@@ -324,19 +332,6 @@ fn the_python_types_are_the_protocol_schemas() {
         ("ToolCall", "ToolCall"),
         ("Offer", "OfferParams"),
     ] {
-        let props: Vec<String> = defs[def]["properties"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect();
-        let have = fields(py);
-        let missing: Vec<&String> = props
-            .iter()
-            .filter(|p| !have.contains(p) && p.as_str() != "acp")
-            .collect();
-        assert!(missing.is_empty(), "{py} lacks {missing:?} of {def}");
-        let extra: Vec<&String> = have.iter().filter(|f| !props.contains(f)).collect();
-        assert!(extra.is_empty(), "{py} has {extra:?}, which {def} does not");
+        same_fields(py, def, &fields(py), &["acp"], &[]);
     }
 }

@@ -7,10 +7,12 @@
 //! another `trellis` binary (e.g. a build of an earlier commit) — that binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+#[path = "common/load.rs"]
+mod load;
 
 const CALLS: usize = 10_000;
 const LINES: usize = 20;
@@ -38,49 +40,15 @@ fn one_run() -> Stats {
 }
 
 fn run_with(client: &str, without_extensions: bool) -> Stats {
-    let exe = env!("CARGO_BIN_EXE_trellis");
     let dir = std::env::temp_dir().join(format!("trellis-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut cmd = Command::new(client);
-    if without_extensions {
-        cmd.arg("--config").arg(no_extensions(&dir));
-    }
-    let out = cmd
-        .args([
-            "run",
-            "--stats",
-            "--format",
-            "jsonl",
-            "--permission",
-            "allow-once",
-            "--prompt",
-            "load",
-            "--agent",
-        ])
-        .arg(format!("{exe} agent demo --calls {CALLS} --lines {LINES}"))
-        .arg("--cwd")
-        .arg(&dir)
-        .arg("--log")
-        .arg(dir.join("session.jsonl"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(dir.join("session.jsonl"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stderr
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .expect("stats line");
-    let v: serde_json::Value = serde_json::from_str(line).unwrap();
-    let cpu = v["cpu_user_s"].as_f64().unwrap() + v["cpu_sys_s"].as_f64().unwrap();
+    let v = load::run(client, (CALLS, LINES), &dir, |cmd| {
+        if without_extensions {
+            std::fs::create_dir_all(&dir).unwrap();
+            cmd.arg("--config").arg(no_extensions(&dir));
+        }
+    });
     Stats {
-        cpu: Duration::from_secs_f64(cpu),
+        cpu: load::cpu(&v),
         updates: v["updates"].as_u64().unwrap(),
         rss_kb: v["max_rss_kb"].as_u64().unwrap(),
         output_bytes: v["output_bytes"].as_u64().unwrap(),

@@ -5,10 +5,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+
+#[path = "common/load.rs"]
+mod load;
 
 const CALLS: usize = 10_000;
 const LINES: usize = 20;
@@ -51,53 +53,22 @@ fn sink() -> String {
 
 /// One whole run: (client CPU, updates, spans exported).
 fn run(endpoint: Option<&str>) -> (Duration, u64, u64) {
-    let exe = env!("CARGO_BIN_EXE_trellis");
     let dir = std::env::temp_dir().join(format!("trellis-trace-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let summary = dir.join("summary.json");
     let _ = std::fs::remove_file(&summary);
-    let mut cmd = Command::new(exe);
-    cmd.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .env_remove("OTEL_TRACES_EXPORTER");
-    if let Some(e) = endpoint {
-        cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", e);
-    }
-    let out = cmd
-        .args([
-            "run",
-            "--stats",
-            "--format",
-            "jsonl",
-            "--permission",
-            "allow-once",
-        ])
-        .args(["--prompt", "load", "--agent"])
-        .arg(format!("{exe} agent demo --calls {CALLS} --lines {LINES}"))
-        .arg("--cwd")
-        .arg(&dir)
-        .arg("--log")
-        .arg(dir.join("session.jsonl"))
-        .arg("--summary")
-        .arg(&summary)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(dir.join("session.jsonl"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stderr.lines().find(|l| l.starts_with('{')).expect("stats");
-    let v: serde_json::Value = serde_json::from_str(line).unwrap();
-    let cpu = v["cpu_user_s"].as_f64().unwrap() + v["cpu_sys_s"].as_f64().unwrap();
+    let v = load::run(env!("CARGO_BIN_EXE_trellis"), (CALLS, LINES), &dir, |cmd| {
+        cmd.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .env_remove("OTEL_TRACES_EXPORTER");
+        if let Some(e) = endpoint {
+            cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", e);
+        }
+        cmd.arg("--summary").arg(&summary);
+    });
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
     (
-        Duration::from_secs_f64(cpu),
+        load::cpu(&v),
         v["updates"].as_u64().unwrap(),
         s["trace_export"]["exported"].as_u64().unwrap_or(0),
     )

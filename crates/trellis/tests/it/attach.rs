@@ -13,19 +13,7 @@ use crate::tui::Tmux;
 #[test]
 fn a_detached_session_is_attached_answered_left_running_and_ended_with_its_hub() {
     let d = Dirs::new();
-    let work = d.work.to_str().unwrap();
-    let o = d.trellis(&[
-        "run",
-        "--detach",
-        "--agent",
-        "demo",
-        "--cwd",
-        work,
-        "--prompt",
-        "fix the TODO",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "default:1");
+    assert_eq!(d.detach("demo", "fix the TODO"), "default:1");
     // The hub said where it serves, with its pid, in a file of its own.
     let hub_log = d.runtime.join("trellis/default.log");
     let said = std::fs::read_to_string(&hub_log).unwrap();
@@ -42,9 +30,7 @@ fn a_detached_session_is_attached_answered_left_running_and_ended_with_its_hub()
         assert_eq!(mode & 0o077, 0, "the hub's messages are this user's alone");
     }
     // The command that started it is gone; the session goes on and asks.
-    until("the session to ask", || {
-        d.ls().first().is_some_and(|r| r["state"] == "permission")
-    });
+    d.until_asking();
     let rows = d.ls();
     assert_eq!(rows.len(), 1);
     assert_eq!(
@@ -179,23 +165,10 @@ fn detach_refuses_what_only_a_run_that_stays_can_do() {
 #[test]
 fn a_hub_killed_outright_leaves_no_agent_and_its_socket_is_cleared() {
     let d = Dirs::new();
-    let work = d.work.to_str().unwrap();
-    let o = d.trellis(&[
-        "run",
-        "--detach",
-        "--agent",
-        "demo",
-        "--cwd",
-        work,
-        "--prompt",
-        "fix the TODO",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    d.detach("demo", "fix the TODO");
     let pid = d.hub_pid();
     let hub = Hub(pid);
-    until("the session to ask", || {
-        d.ls().first().is_some_and(|r| r["state"] == "permission")
-    });
+    d.until_asking();
     let kids = children(pid);
     assert!(!kids.is_empty(), "the hub runs the agent");
     let killed = Command::new("kill").args(["-9", &pid.to_string()]).status();
@@ -225,11 +198,7 @@ fn racing_answers_and_claims_answer_each_request_exactly_once() {
         "{} agent hostile permission-storm",
         env!("CARGO_BIN_EXE_trellis")
     );
-    let work = d.work.to_str().unwrap();
-    let o = d.trellis(&[
-        "run", "--detach", "--agent", &storm, "--cwd", work, "--prompt", "go",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    d.detach(&storm, "go");
     let pid = d.hub_pid();
     let _hub = Hub(pid);
     until("100 requests to wait", || {
@@ -397,22 +366,9 @@ fn an_observers_answer_is_refused_by_the_hub() {
     use trellis_hub::client::{Client, Following};
     use trellis_hub::wire::{Body, Op};
     let d = Dirs::new();
-    let work = d.work.to_str().unwrap();
-    let o = d.trellis(&[
-        "run",
-        "--detach",
-        "--agent",
-        "demo",
-        "--cwd",
-        work,
-        "--prompt",
-        "fix the TODO",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    d.detach("demo", "fix the TODO");
     let _hub = Hub(d.hub_pid());
-    until("the session to ask", || {
-        d.ls().first().is_some_and(|r| r["state"] == "permission")
-    });
+    d.until_asking();
     let request_id = d.ls()[0]["pending"][0]["request_id"]
         .as_str()
         .unwrap()

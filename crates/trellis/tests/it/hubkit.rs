@@ -42,21 +42,7 @@ impl Dirs {
     }
 
     pub(crate) fn log(&self) -> String {
-        let mut out = String::new();
-        for day in std::fs::read_dir(self.data.join("trellis/sessions"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            for f in std::fs::read_dir(day.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                out.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
-            }
-        }
-        out
+        logs_in(&self.data)
     }
 
     /// `trellis ls --json`'s rows.
@@ -75,6 +61,26 @@ impl Dirs {
             .and_then(|r| r.split(')').next())
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("{said}"))
+    }
+
+    /// `trellis run --detach` of `agent` in the work directory with `prompt`: its
+    /// `HUB:KEY` (the command must succeed).
+    pub(crate) fn detach(&self, agent: &str, prompt: &str) -> String {
+        let work = self.work.to_str().unwrap();
+        let o = self.trellis(&[
+            "run", "--detach", "--agent", agent, "--cwd", work, "--prompt", prompt,
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
+    /// Waits until the first session listed asks for a permission.
+    pub(crate) fn until_asking(&self) {
+        until("the session to ask", || {
+            self.ls()
+                .first()
+                .is_some_and(|r| r["state"] == "permission")
+        });
     }
 
     pub(crate) fn ls(&self) -> Vec<serde_json::Value> {
@@ -145,4 +151,23 @@ pub(crate) fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// Every session log under the data directory `data`, one after the other.
+pub(crate) fn logs_in(data: &std::path::Path) -> String {
+    let mut out = String::new();
+    for day in std::fs::read_dir(data.join("trellis/sessions"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for f in std::fs::read_dir(day.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            out.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
+        }
+    }
+    out
 }

@@ -58,21 +58,8 @@ fn a_phone_pairs_and_answers_once_and_credentials_are_held_to_their_rules() {
         .to_string();
     let hub_log = d.runtime.join("trellis/default.log");
     let _hub = Hub(d.hub_pid());
-    let work = d.work.to_str().unwrap();
-    d.stdout(&[
-        "run",
-        "--detach",
-        "--agent",
-        "demo",
-        "--cwd",
-        work,
-        "--prompt",
-        "fix the TODO",
-    ]);
-    until("the session to ask", || {
-        d.stdout(&["ls", "--json"])
-            .contains("\"state\":\"permission\"")
-    });
+    d.detach("demo", "fix the TODO");
+    d.until_asking();
 
     // The page itself is public; what it shows is not.
     let (status, page) = http(&addr, "GET", "/", &[], "");

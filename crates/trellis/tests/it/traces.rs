@@ -174,6 +174,23 @@ fn key(s: &Span) -> (Vec<u8>, Vec<u8>, String, u64, u64, BTreeMap<String, String
     )
 }
 
+/// `trellis log export LOG --otlp` sends exactly `spans` (a live export's).
+fn same_spans_from_the_log(log: &Path, spans: &[Span]) {
+    let offline = receiver();
+    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["log", "export"])
+        .arg(log)
+        .args(["--otlp", &format!("{}/v1/traces", offline.url)])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut a: Vec<_> = spans.iter().map(key).collect();
+    let mut b: Vec<_> = offline.spans.lock().unwrap().iter().map(key).collect();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+}
+
 #[test]
 fn a_session_exports_its_span_tree_live_and_the_same_spans_from_its_log() {
     let tmp = tempfile::tempdir().unwrap();
@@ -292,19 +309,7 @@ fn a_session_exports_its_span_tree_live_and_the_same_spans_from_its_log() {
     );
 
     // The same log, exported later: the same spans.
-    let offline = receiver();
-    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
-        .args(["log", "export"])
-        .arg(&log)
-        .args(["--otlp", &format!("{}/v1/traces", offline.url)])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let mut a: Vec<_> = spans.iter().map(key).collect();
-    let mut b: Vec<_> = offline.spans.lock().unwrap().iter().map(key).collect();
-    a.sort();
-    b.sort();
-    assert_eq!(a, b);
+    same_spans_from_the_log(&log, &spans);
 }
 
 #[test]
@@ -363,17 +368,6 @@ fn terminal_commands_are_spans_under_their_call() {
         );
         assert!(t.start_time_unix_nano >= parent.start_time_unix_nano);
     }
-    let offline = receiver();
-    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
-        .args(["log", "export"])
-        .arg(log_of(&data))
-        .args(["--otlp", &format!("{}/v1/traces", offline.url)])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let mut a: Vec<_> = spans.iter().map(key).collect();
-    let mut b: Vec<_> = offline.spans.lock().unwrap().iter().map(key).collect();
-    a.sort();
-    b.sort();
-    assert_eq!(a, b);
+    // The same log, exported later: the same spans.
+    same_spans_from_the_log(&log_of(&data), &spans);
 }

@@ -156,21 +156,7 @@ impl Tmux {
     }
 
     pub(crate) fn log(&self) -> String {
-        let mut out = String::new();
-        for day in std::fs::read_dir(self.data.join("trellis/sessions"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            for f in std::fs::read_dir(day.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                out.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
-            }
-        }
-        out
+        crate::hubkit::logs_in(&self.data)
     }
 }
 
