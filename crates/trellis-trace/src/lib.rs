@@ -74,6 +74,23 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// A session's start in whole milliseconds (as Trellis takes it) is read back from the
+    /// log's JSON as the very same number, so the trace derived from it is the same.
+    #[test]
+    fn a_start_in_milliseconds_survives_the_logs_json() {
+        for ms in (1_796_267_385_000u64..1_796_267_385_000 + 20_000).step_by(7) {
+            let started = ms as f64 / 1000.0;
+            let text = serde_json::json!({ "started": started }).to_string();
+            let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let back = back["started"].as_f64().unwrap();
+            assert_eq!(back.to_bits(), started.to_bits(), "{text}");
+            assert_eq!(
+                trace_id_of(back, "a", "/w"),
+                trace_id_of(started, "a", "/w")
+            );
+        }
+    }
+
     #[test]
     fn lists_are_percent_decoded_and_malformed_escapes_kept() {
         assert_eq!(percent_decode("a%20b%2Cc"), "a b,c");

@@ -68,9 +68,12 @@ pub struct Begun {
 /// agent's `TRACEPARENT` (unless the user set one) and the context its prompts and
 /// terminals carry.
 pub fn begin(spec: &mut trellis_acp::AgentSpec, agent: &str) -> Begun {
+    // In whole milliseconds: the log's header keeps it as a short decimal, which reads
+    // back as exactly this number (a full-precision one may come back one unit off, and
+    // the trace derived from it with it), so a log's export later matches the live one.
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
+        .map(|d| d.as_millis() as f64 / 1000.0)
         .unwrap_or_default();
     let cwd = spec.cwd.to_string_lossy().into_owned();
     let trace_id = trellis_trace::trace_id_of(started, agent, &cwd);
