@@ -19,6 +19,7 @@
 
 pub mod attached;
 mod bulk;
+pub mod desk;
 mod intents;
 pub mod replay;
 mod settings;

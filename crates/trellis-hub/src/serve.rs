@@ -43,9 +43,45 @@ pub enum Reply {
 }
 
 impl Call {
+    /// The name the log gives whoever asks: the client's word for itself (made harmless,
+    /// bounded) and its process.
+    pub fn who(&self) -> String {
+        let name =
+            trellis_text::clip(&trellis_text::one_line(&self.request.client), 64).into_owned();
+        match (name.trim(), self.pid) {
+            ("", Some(p)) => format!("a client (pid {p})"),
+            ("", None) => "a client".to_string(),
+            (n, Some(p)) => format!("{n} (pid {p})"),
+            (n, None) => n.to_string(),
+        }
+    }
+
     /// Answers the call with one line.
     pub fn answer(self, response: Response) {
         let _ = self.reply.send(Reply::Once(response));
+    }
+}
+
+/// How many mutations' outcomes are kept for retries.
+const OUTCOMES_KEPT: usize = 256;
+
+/// The answers to a hub's last mutations by operation id: a retry with the same id gets
+/// the first outcome instead of acting twice.
+#[derive(Debug, Default)]
+pub struct Outcomes(std::collections::VecDeque<(String, Body)>);
+
+impl Outcomes {
+    /// The first outcome of operation `op`, if it was carried out lately.
+    pub fn find(&self, op: &str) -> Option<&Body> {
+        self.0.iter().find(|(o, _)| o == op).map(|(_, b)| b)
+    }
+
+    /// Keeps the outcome of operation `op` (the oldest kept goes).
+    pub fn keep(&mut self, op: String, body: Body) {
+        if self.0.len() >= OUTCOMES_KEPT {
+            self.0.pop_front();
+        }
+        self.0.push_back((op, body));
     }
 }
 

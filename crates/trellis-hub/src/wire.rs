@@ -89,6 +89,23 @@ pub enum Op {
     Hangup,
 }
 
+impl Op {
+    /// The session it acts on, if it acts on one.
+    pub fn session(&self) -> Option<u32> {
+        match self {
+            Op::Send { session, .. }
+            | Op::Cancel { session }
+            | Op::Decide { session, .. }
+            | Op::Answer { session, .. }
+            | Op::Claim { session, .. }
+            | Op::Release { session, .. }
+            | Op::Stop { session } => Some(*session),
+            Op::Watch { session, .. } => Some(*session),
+            Op::List | Op::New { .. } | Op::Pair | Op::Hangup => None,
+        }
+    }
+}
+
 /// An answer to an agent's question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]

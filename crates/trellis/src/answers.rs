@@ -53,6 +53,11 @@ impl Answers {
         }
     }
 
+    /// Whether a file was given (else questions are declined, or wait for a hub).
+    pub fn given(&self) -> bool {
+        self.values.is_some()
+    }
+
     /// Who the session log names as the answer's decider.
     pub fn decider(&self) -> trellis_core::Decider {
         let by = if self.values.is_some() {

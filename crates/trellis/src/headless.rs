@@ -68,6 +68,8 @@ pub(crate) struct Headless<'a, W: std::io::Write> {
     /// The signal that stopped the run, if one did.
     signal: Option<&'static str>,
     seen: crate::artifacts::Seen,
+    /// `--approve-via hub`: the run's hub, where requests nothing decided wait.
+    hub: Option<crate::run_hub::RunHub>,
 }
 
 impl<'a, W: std::io::Write> Headless<'a, W> {
@@ -94,7 +96,14 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             cost_seen: false,
             signal: None,
             seen: crate::artifacts::Seen::default(),
+            hub: None,
         }
+    }
+
+    /// Requests nothing decided wait for an answer through `hub` first.
+    pub(crate) fn with_hub(mut self, hub: Option<crate::run_hub::RunHub>) -> Self {
+        self.hub = hub;
+        self
     }
 
     /// Trellis stops the run itself: the turn is cancelled and given the grace period to
@@ -143,6 +152,9 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
                 continue;
             }
             self.driver.deliver();
+            if let Some(hub) = &mut self.hub {
+                hub.publish(&self.driver, false);
+            }
             self.out.flush()?;
             if self.driver.closed() && self.driver.drained() {
                 break;
@@ -161,7 +173,10 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             if let Some(t) = b.timeout {
                 limit = Some((self.started + t, Breach::Timeout(t)));
             }
-            if let Some(t) = b.idle {
+            // While a request waits for a human through the hub, the agent waits for us:
+            // its silence is not idleness.
+            let asking = self.hub.as_mut().is_some_and(|h| h.waiting(&self.driver));
+            if let Some(t) = b.idle.filter(|_| !asking) {
                 let at = self.heard + t;
                 if limit.as_ref().is_none_or(|(l, _)| at < *l) {
                     limit = Some((at, Breach::Idle(t)));
@@ -169,6 +184,7 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             }
         }
         let grace = self.grace_until;
+        let ask_until = self.hub.as_ref().and_then(|h| h.next_deadline());
         let sleep_until = |at: Option<tokio::time::Instant>| async move {
             match at {
                 Some(d) => tokio::time::sleep_until(d).await,
@@ -207,6 +223,19 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
                 self.settings.failed = true;
                 self.driver.end("the agent did not answer --set", notes);
             }
+            call = async {
+                match self.hub.as_mut() {
+                    Some(h) => h.next_call().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                if let Some(hub) = self.hub.as_mut() {
+                    hub.remote(call, &mut self.driver, notes);
+                }
+                // An answer ends the agent's wait on us: its silence counts from now.
+                self.heard = tokio::time::Instant::now();
+            }
+            _ = sleep_until(ask_until) => self.asks_expired(notes),
             sig = signals.recv() => {
                 // SIGTERM / SIGHUP: like Ctrl-C twice — cancel (open requests are answered
                 // `cancelled`), close the log, stop the agent and its terminals.
@@ -237,9 +266,7 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             // Not advertised headless (no terminal to lend): an agent that asks all the
             // same is told the login cannot run, and setup fails saying so.
             Note::Login(_) => self.driver.login_done(false),
-            Note::Question { request_id } => {
-                answer_question(&mut self.driver, self.rules.answers, &request_id, notes);
-            }
+            Note::Question { request_id } => self.question(&request_id, notes),
             Note::Dialog { request_id } => self.dialog(request_id, notes),
             Note::Ready if !self.settings.ready => self.send_settings(notes),
             Note::Message(text) => eprintln!("trellis: {}", safe(&text)),
@@ -319,12 +346,7 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
                     .as_ref()
                     .is_some_and(|h| h.has_question_claimants()) =>
             {
-                answer_question(
-                    &mut self.driver,
-                    self.rules.answers,
-                    &elicitation.request_id,
-                    notes,
-                );
+                self.question(&elicitation.request_id, notes);
             }
             EventBody::TurnEnded { stop_reason, .. } => self.turn_ended(stop_reason, notes),
             _ => {}
@@ -394,32 +416,102 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             return;
         };
         let (verdict, decider) = self.rules.fallback.decide(&call, session.cwd.as_deref());
-        let b = &self.rules.budgets;
         // Nobody decided: no policy was chosen (the default reject), or a rule says ask.
-        let unanswered = verdict == Verdict::Ask || !b.explicit_policy;
-        match (unanswered, b.on_ask) {
-            (false, _) => {
-                self.driver
-                    .decide(request_id, Choice::Verdict(verdict), decider, notes);
+        let unanswered = verdict == Verdict::Ask || !self.rules.budgets.explicit_policy;
+        if !unanswered {
+            self.driver
+                .decide(request_id, Choice::Verdict(verdict), decider, notes);
+            return;
+        }
+        if let Some(hub) = &mut self.hub {
+            if let Some(w) = trellis_driver::desk::waiting(&self.driver.session)
+                .into_iter()
+                .find(|w| w.request_id == request_id)
+            {
+                hub.ask(w);
             }
-            (true, OnAsk::Deny) => {
-                let decider = if verdict == Verdict::Ask {
-                    trellis_core::Decider::Policy("--on-ask deny".into())
-                } else {
-                    decider
-                };
-                self.driver
-                    .decide(request_id, Choice::Verdict(Verdict::Reject), decider, notes);
+            return;
+        }
+        let said = if verdict == Verdict::Ask {
+            None
+        } else {
+            Some(decider)
+        };
+        self.on_ask(request_id, &call, said, notes);
+    }
+
+    /// `--on-ask` answers a permission request nobody decided: deny it, or deny it and
+    /// stop the run. The record names `--on-ask` unless `decider` (the default reject
+    /// policy) decided.
+    fn on_ask(
+        &mut self,
+        request_id: String,
+        call: &trellis_core::ToolCall,
+        decider: Option<trellis_core::Decider>,
+        notes: &mut Vec<Note>,
+    ) {
+        let reject = Choice::Verdict(Verdict::Reject);
+        match self.rules.budgets.on_ask {
+            OnAsk::Deny => {
+                let decider = decider
+                    .unwrap_or_else(|| trellis_core::Decider::Policy("--on-ask deny".into()));
+                self.driver.decide(request_id, reject, decider, notes);
             }
-            (true, OnAsk::Fail) => {
-                let title = trellis_core::enrich::card_title(&call);
+            OnAsk::Fail => {
+                let title = trellis_core::enrich::card_title(call);
                 self.driver.decide(
                     request_id,
-                    Choice::Verdict(Verdict::Reject),
+                    reject,
                     trellis_core::Decider::Policy("--on-ask fail".into()),
                     notes,
                 );
                 self.breach(Breach::Denied(title), notes);
+            }
+        }
+    }
+
+    /// An agent's question no extension took: answered from `--answers` (or declined);
+    /// with `--approve-via hub` and no `--answers`, it waits for an answer there first.
+    fn question(&mut self, request_id: &str, notes: &mut Vec<Note>) {
+        if let Some(hub) = &mut self.hub
+            && !self.rules.answers.given()
+        {
+            if let Some(w) = trellis_driver::desk::waiting(&self.driver.session)
+                .into_iter()
+                .find(|w| w.request_id == request_id)
+            {
+                hub.ask(w);
+            }
+            return;
+        }
+        answer_question(&mut self.driver, self.rules.answers, request_id, notes);
+    }
+
+    /// Requests whose wait for an answer through the hub has ended: `--on-ask` answers
+    /// the permission requests still open, questions are declined.
+    fn asks_expired(&mut self, notes: &mut Vec<Note>) {
+        let Some(hub) = &mut self.hub else { return };
+        let waited = hub.ask_timeout.as_secs_f64();
+        let name = hub.name().to_string();
+        for w in hub.expired(&self.driver) {
+            eprintln!(
+                "trellis: nobody answered through hub {name} within {waited} s: {}",
+                safe(&w.subject)
+            );
+            if w.question {
+                answer_question(&mut self.driver, self.rules.answers, &w.request_id, notes);
+                continue;
+            }
+            let session = &self.driver.session;
+            let call = session
+                .pending_permissions()
+                .into_iter()
+                .find(|(r, ..)| *r == w.request_id)
+                .map(|(_, call, _)| session.ledger.at(call).clone());
+            if let Some(call) = call {
+                let by = format!("--on-ask deny: nobody answered through hub {name} in {waited} s");
+                let by = trellis_core::Decider::Policy(by);
+                self.on_ask(w.request_id, &call, Some(by), notes);
             }
         }
     }
@@ -490,6 +582,9 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
                 Note::Message(text) => eprintln!("trellis: {}", safe(&text)),
                 _ => {}
             }
+        }
+        if let Some(hub) = &mut self.hub {
+            hub.publish(driver, true);
         }
         // Extensions finish what they were given; their diagnostics close the stream.
         let now = driver.now();

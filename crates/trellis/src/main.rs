@@ -15,6 +15,7 @@ mod plugin_cmd;
 mod plugin_test;
 mod project_hooks;
 mod run;
+mod run_hub;
 mod scaffold;
 mod serve;
 mod sessions;

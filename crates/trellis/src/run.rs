@@ -98,6 +98,15 @@ pub struct RunArgs {
     /// deny it, on the record; or fail: deny it and stop the run (exit 13).
     #[arg(long, value_enum, default_value = "deny")]
     on_ask: crate::budgets::OnAsk,
+    /// Where a permission request or a question nothing decided goes: `policy` (--on-ask
+    /// answers it at once), or `hub`: the run serves its session on a hub socket of its
+    /// own (`trellis ls`, `trellis approve`, `trellis attach`) and the request waits there
+    /// for an answer for --ask-timeout, then --on-ask answers it.
+    #[arg(long, value_enum, default_value = "policy")]
+    approve_via: ApproveVia,
+    /// With --approve-via hub: how long a request waits for an answer (10m unless said).
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    ask_timeout: Option<std::time::Duration>,
     /// Write a JSON summary of the run to FILE when it ends, however it ends: exit code and
     /// reason, stop reason, duration, turns, tool calls by kind and status, permission
     /// denials and who decided them, files written, tokens and cost, the worktree.
@@ -119,10 +128,23 @@ pub struct RunArgs {
     /// its requests wait for `trellis approve` or `trellis attach`.
     #[arg(long)]
     pub detach: bool,
-    /// With --detach: the hub's name.
-    #[arg(long, value_name = "NAME", default_value = crate::serve::DEFAULT_HUB, requires = "detach")]
-    hub: String,
+    /// The hub's name: with --detach, the hub the session starts in (`default` unless
+    /// said); with --approve-via hub, the name the run serves (`run-PID` unless said).
+    #[arg(long, value_name = "NAME")]
+    hub: Option<String>,
 }
+
+/// Where a request nothing decided goes (`--approve-via`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApproveVia {
+    /// `--on-ask` answers it at once.
+    Policy,
+    /// It waits for an answer through the run's hub, for `--ask-timeout`.
+    Hub,
+}
+
+/// How long a request waits for an answer through the hub unless `--ask-timeout` says.
+const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl RunArgs {
     /// `--detach`: what the hub is asked to start; the options that only mean something
@@ -146,6 +168,8 @@ impl RunArgs {
             ("--summary", self.summary.is_some()),
             ("--summary-md", self.summary_md.is_some()),
             ("--patch", self.patch.is_some()),
+            ("--approve-via", self.approve_via == ApproveVia::Hub),
+            ("--ask-timeout", self.ask_timeout.is_some()),
             ("--permission", ui.permission.is_some()),
             ("--plugin", !ui.plugin.is_empty()),
         ];
@@ -170,7 +194,10 @@ impl RunArgs {
             w => w.is_some(),
         };
         Ok(crate::serve::Detached {
-            hub: self.hub.clone(),
+            hub: self
+                .hub
+                .clone()
+                .unwrap_or_else(|| crate::serve::DEFAULT_HUB.into()),
             agent: ui.one_agent()?.unwrap_or_default(),
             cwd: ui.cwd.clone().unwrap_or_else(|| PathBuf::from(".")),
             worktree: label,
@@ -232,6 +259,14 @@ pub fn main(
         }
         return crate::serve::run_detached(d, config_file.as_deref());
     }
+    if args.approve_via == ApproveVia::Policy {
+        if args.hub.is_some() {
+            anyhow::bail!("--hub names the hub of --detach or --approve-via hub");
+        }
+        if args.ask_timeout.is_some() {
+            anyhow::bail!("--ask-timeout is how long a request waits with --approve-via hub");
+        }
+    }
     let resume = args
         .resume
         .as_deref()
@@ -278,7 +313,7 @@ pub fn main(
             args.on_ask.word()
         );
     }
-    if !explicit {
+    if !explicit && args.approve_via == ApproveVia::Policy {
         eprintln!(
             "trellis: permission policy: reject (the default of headless runs; use --permission to change)"
         );
@@ -314,6 +349,29 @@ pub fn main(
     resolved.spec.mcp_servers = mcp;
     resolved.spec.keep_lines = host.0.wants_acp();
     let (budgets, want) = limits(&args, explicit, &resolved.spec.cwd);
+    let hub = match args.approve_via {
+        ApproveVia::Policy => None,
+        ApproveVia::Hub => {
+            let _guard = rt.enter();
+            let name = args
+                .hub
+                .clone()
+                .unwrap_or_else(|| format!("run-{}", std::process::id()));
+            let hub = crate::run_hub::RunHub::serve(
+                &name,
+                args.ask_timeout.unwrap_or(ASK_TIMEOUT),
+                resolved.name.clone(),
+                crate::worktree_cmd::place_of(&resolved.spec.cwd, worktree.as_ref()),
+                log_path.clone(),
+            )?;
+            eprintln!(
+                "trellis: requests nothing decides wait for an answer through hub {name} (trellis approve; trellis attach {name}:{}), then --on-ask {}",
+                crate::run_hub::KEY,
+                args.on_ask.word()
+            );
+            Some(hub)
+        }
+    };
     let stop = rt
         .block_on(drive(
             args.format,
@@ -321,6 +379,7 @@ pub fn main(
             budgets,
             want,
             &answers,
+            hub,
             host,
             resolved,
             writer,
@@ -487,6 +546,7 @@ async fn drive(
     budgets: crate::budgets::Budgets,
     want: Want,
     answers: &crate::answers::Answers,
+    hub: Option<crate::run_hub::RunHub>,
     (host, ext_rx): (
         trellis_ext_host::ExtHost,
         tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
@@ -573,7 +633,8 @@ async fn drive(
             settings_timeout,
         },
         prompts,
-    );
+    )
+    .with_hub(hub);
     run.run(signals).await.map(|mut f| {
         f.trace_id = begun.trace_id;
         f

@@ -22,6 +22,7 @@ use trellis_core::attention::{Attention, Blocked};
 use trellis_driver::Note;
 
 pub use keys::{DeckAction, DeckKey, DeckKeys, LEADER};
+pub use remote::elicit_answer;
 pub use slot::Slot;
 
 use crate::app::App;
@@ -183,9 +184,7 @@ pub struct Deck {
     /// This UI's socket (`trellis ls`, `send`, `approve`…), while it is served.
     pub hub: Option<trellis_hub::serve::Served>,
     /// Answers to the last mutations by operation id: a retry gets the first outcome.
-    pub(crate) done_ops: std::collections::VecDeque<(String, trellis_hub::wire::Body)>,
-    /// Claims on pending requests by someone elsewhere: (session, request id) → claim.
-    pub(crate) claims: std::collections::HashMap<(SessionKey, String), remote::Claim>,
+    pub(crate) done_ops: trellis_hub::serve::Outcomes,
     /// A hub without a terminal (`trellis serve`): no session is in front, so every
     /// session's changes are announced, and nothing is written to the screen.
     pub headless: bool,
@@ -219,9 +218,8 @@ impl Deck {
             compare: None,
             worktrees: None,
             hub: None,
-            done_ops: std::collections::VecDeque::new(),
+            done_ops: Default::default(),
             headless: false,
-            claims: Default::default(),
         }
     }
 
@@ -328,47 +326,21 @@ impl Deck {
     pub fn pending(&self) -> Vec<Pending> {
         let mut out = Vec::new();
         for (index, slot) in self.slots.iter().enumerate() {
-            let s = &slot.app.driver.session;
-            for (request_id, call, options) in s.pending_permissions() {
-                let c = s.ledger.at(call);
-                let mut subject = trellis_core::enrich::card_title(&c);
-                if let Some((a, d)) = trellis_core::enrich::diff_stat(&c) {
-                    subject.push_str(&format!(" (+{a} −{d})"));
-                }
+            for w in trellis_driver::desk::waiting(&slot.app.driver.session) {
                 out.push(Pending {
                     key: slot.key,
                     index,
                     agent: slot.app.agent.clone(),
                     source: slot.source.clone(),
                     branch: slot.branch.clone(),
-                    kind: Blocked::Permission,
-                    request_id,
-                    subject,
-                    options: options
-                        .iter()
-                        .filter(|o| {
-                            !matches!(
-                                o.kind,
-                                trellis_core::permission::record::OptionKind::AllowAlways
-                                    | trellis_core::permission::record::OptionKind::RejectAlways
-                            )
-                        })
-                        .map(|o| (o.option_id.clone(), o.name.clone()))
-                        .collect(),
-                    since: slot.since,
-                });
-            }
-            for e in s.pending_elicitations() {
-                out.push(Pending {
-                    key: slot.key,
-                    index,
-                    agent: slot.app.agent.clone(),
-                    source: slot.source.clone(),
-                    branch: slot.branch.clone(),
-                    kind: Blocked::Question,
-                    request_id: e.request_id.clone(),
-                    subject: e.message.clone(),
-                    options: Vec::new(),
+                    kind: if w.question {
+                        Blocked::Question
+                    } else {
+                        Blocked::Permission
+                    },
+                    request_id: w.request_id,
+                    subject: w.subject,
+                    options: w.options,
                     since: slot.since,
                 });
             }

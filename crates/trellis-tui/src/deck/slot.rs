@@ -31,6 +31,8 @@ pub struct Slot {
     seq: u64,
     /// Who follows the session from elsewhere (`trellis attach`), and who controls it.
     pub watched: trellis_hub::watch::Watched,
+    /// Claims on its pending requests by someone elsewhere.
+    pub desk: trellis_driver::desk::Desk,
 }
 
 impl Slot {
@@ -50,6 +52,7 @@ impl Slot {
             edits: HashMap::new(),
             seq: 0,
             watched: Default::default(),
+            desk: Default::default(),
         };
         // A session that starts with history (resumed) has its edits counted once.
         let ledger = &slot.app.driver.session.ledger;

@@ -18,21 +18,6 @@ pub(super) async fn next_call(
     }
 }
 
-/// How many mutations' outcomes are kept for retries.
-const OPS_KEPT: usize = 256;
-
-/// The name the log gives whoever asks: the client's word for itself (made harmless,
-/// bounded) and its process.
-fn who_asks(client: &str, pid: Option<i32>) -> String {
-    let name = trellis_text::clip(&trellis_text::one_line(client), 64).into_owned();
-    match (name.trim(), pid) {
-        ("", Some(p)) => format!("a client (pid {p})"),
-        ("", None) => "a client".to_string(),
-        (n, Some(p)) => format!("{n} (pid {p})"),
-        (n, None) => n.to_string(),
-    }
-}
-
 /// Carries out a request from the socket and answers it.
 pub(super) async fn remote(
     deck: &mut Deck,
@@ -41,20 +26,20 @@ pub(super) async fn remote(
 ) {
     use trellis_hub::serve::Reply;
     use trellis_hub::wire::{Op, Response};
+    let who = call.who();
     let trellis_hub::serve::Call {
         request,
-        pid,
         conn,
         reply,
+        ..
     } = call;
     if request.op == Op::Hangup {
         deck.hangup(conn);
         return;
     }
     let id = request.id;
-    let who = who_asks(&request.client, pid);
     if let Some(op) = &request.operation_id
-        && let Some((_, body)) = deck.done_ops.iter().find(|(o, _)| o == op)
+        && let Some(body) = deck.done_ops.find(op)
     {
         let _ = reply.send(Reply::Once(Response {
             id,
@@ -76,7 +61,7 @@ pub(super) async fn remote(
         return;
     }
     // An attachment acts on its session only while it controls it.
-    if let (Some(att), Some(key)) = (&request.attachment, session_of(&request.op))
+    if let (Some(att), Some(key)) = (&request.attachment, request.op.session())
         && let Some(i) = deck.index_of(key)
         && let Err(why) = deck.slots[i].watched.may_act(att)
     {
@@ -91,27 +76,9 @@ pub(super) async fn remote(
         deck.refresh(i);
     }
     if let Some(op) = request.operation_id {
-        if deck.done_ops.len() >= OPS_KEPT {
-            deck.done_ops.pop_front();
-        }
-        deck.done_ops.push_back((op, body.clone()));
+        deck.done_ops.keep(op, body.clone());
     }
     let _ = reply.send(Reply::Once(Response { id, body }));
-}
-
-/// The session a request acts on, if it acts on one.
-fn session_of(op: &trellis_hub::wire::Op) -> Option<u32> {
-    use trellis_hub::wire::Op;
-    match op {
-        Op::Send { session, .. }
-        | Op::Cancel { session }
-        | Op::Decide { session, .. }
-        | Op::Answer { session, .. }
-        | Op::Claim { session, .. }
-        | Op::Release { session, .. }
-        | Op::Stop { session } => Some(*session),
-        _ => None,
-    }
 }
 
 /// The notes of the session a request was carried out on, to show (its slot).
@@ -208,12 +175,8 @@ async fn carry_out(
             request_id,
             option_id,
             claim,
-        } => match deck
-            .check_claim(session, &request_id, claim.as_deref())
-            .and_then(|()| deck.decide_attached(session, &request_id, &option_id, who))
-        {
+        } => match deck.decide_attached(session, &request_id, &option_id, claim.as_deref(), who) {
             Ok(notes) => {
-                deck.answered(session, &request_id);
                 shown = slot_of(deck, session).map(|i| (i, notes));
                 Body::Done {
                     said: format!("answered {request_id}"),
@@ -228,12 +191,8 @@ async fn carry_out(
             request_id,
             answer,
             claim,
-        } => match deck
-            .check_claim(session, &request_id, claim.as_deref())
-            .and_then(|()| deck.answer_attached(session, &request_id, answer, who))
-        {
+        } => match deck.answer_attached(session, &request_id, answer, claim.as_deref(), who) {
             Ok(notes) => {
-                deck.answered(session, &request_id);
                 shown = slot_of(deck, session).map(|i| (i, notes));
                 Body::Done {
                     said: format!("answered {request_id}"),

@@ -3,6 +3,7 @@
 
 mod agent_options;
 mod agent_sessions;
+mod approve_via;
 mod attach;
 mod budgets;
 mod cli;

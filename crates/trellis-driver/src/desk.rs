@@ -1,0 +1,268 @@
+//! What a session takes from elsewhere (a hub's clients): its pending requests as they are
+//! offered there, claims on them with leases, and answers carried out once — compare-and-set
+//! on the claim, and whoever comes second is told who answered. One desk per session: the
+//! deck keeps one in each of its sessions, a headless run answered through a hub
+//! (`trellis run --approve-via hub`) its own.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use trellis_core::permission::record::OptionKind;
+use trellis_core::{Choice, Decider, ElicitAnswer, Session};
+
+use crate::{Driver, Note};
+
+/// Why a request from elsewhere was not carried out: a code for the wire (`not_found`,
+/// `answered`, `claimed`, `expired`, `bad_request`, `refused`, `busy`) and words.
+pub type Refusal = (&'static str, String);
+
+/// How long a claim holds unless the claimant says.
+const LEASE: Duration = Duration::from_secs(30);
+
+/// A pending request as it is offered elsewhere.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waiting {
+    pub request_id: String,
+    /// An agent's question (else a permission request).
+    pub question: bool,
+    /// What it is about: the call's title and its diffstat, or the question.
+    pub subject: String,
+    /// The one-time choices: (option id, name). "Always" is chosen only in the session's
+    /// own dialog, where the rule's scope shows.
+    pub options: Vec<(String, String)>,
+}
+
+/// Every pending request of `session`: permission requests first (in the order they came),
+/// then questions.
+pub fn waiting(session: &Session) -> Vec<Waiting> {
+    let mut out = Vec::new();
+    for (request_id, call, options) in session.pending_permissions() {
+        let c = session.ledger.at(call);
+        let mut subject = trellis_core::enrich::card_title(&c);
+        if let Some((a, d)) = trellis_core::enrich::diff_stat(&c) {
+            subject.push_str(&format!(" (+{a} −{d})"));
+        }
+        out.push(Waiting {
+            request_id,
+            question: false,
+            subject,
+            options: options
+                .iter()
+                .filter(|o| !always(o.kind))
+                .map(|o| (o.option_id.clone(), o.name.clone()))
+                .collect(),
+        });
+    }
+    for e in session.pending_elicitations() {
+        out.push(Waiting {
+            request_id: e.request_id.clone(),
+            question: true,
+            subject: e.message.clone(),
+            options: Vec::new(),
+        });
+    }
+    out
+}
+
+fn always(kind: OptionKind) -> bool {
+    matches!(kind, OptionKind::AllowAlways | OptionKind::RejectAlways)
+}
+
+/// A claim on a pending request: who holds it, with what token, until when, on which
+/// connection.
+#[derive(Debug, Clone)]
+struct Claim {
+    token: String,
+    who: String,
+    until: Instant,
+    conn: u64,
+}
+
+/// The claims on one session's pending requests.
+#[derive(Debug, Default)]
+pub struct Desk {
+    claims: HashMap<String, Claim>,
+}
+
+impl Desk {
+    /// Who holds a live claim on `request_id` now.
+    pub fn claimant(&self, request_id: &str) -> Option<String> {
+        self.claims
+            .get(request_id)
+            .filter(|c| c.until > Instant::now())
+            .map(|c| c.who.clone())
+    }
+
+    /// Claims `request_id` for `who` on connection `conn` (0: a call that has none): the
+    /// claim's token and how long it holds (`lease` seconds, 5–300, 30 unless said). A live
+    /// claim of someone else's is refused naming them; one's own is renewed.
+    pub fn claim(
+        &mut self,
+        session: &Session,
+        request_id: &str,
+        lease: Option<u64>,
+        who: &str,
+        conn: u64,
+    ) -> Result<(String, u64), Refusal> {
+        open(session, request_id)?;
+        let now = Instant::now();
+        self.claims.retain(|_, c| c.until > now);
+        let lease = lease.map_or(LEASE, |s| Duration::from_secs(s.clamp(5, 300)));
+        if let Some(c) = self.claims.get_mut(request_id) {
+            // The same claimant (its connection, or its name, which has its pid) renews.
+            if (c.conn != conn || conn == 0) && c.who != who {
+                let left = c.until.saturating_duration_since(now).as_secs();
+                return Err((
+                    "claimed",
+                    format!("{} is answering it ({left} s left on their claim)", c.who),
+                ));
+            }
+            c.until = now + lease;
+            c.conn = conn;
+            return Ok((c.token.clone(), lease.as_secs()));
+        }
+        let mut bytes = [0u8; 12];
+        getrandom::fill(&mut bytes).map_err(|e| ("busy", e.to_string()))?;
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        self.claims.insert(
+            request_id.to_string(),
+            Claim {
+                token: token.clone(),
+                who: who.to_string(),
+                until: now + lease,
+                conn,
+            },
+        );
+        Ok((token, lease.as_secs()))
+    }
+
+    /// Lets go of a claim (with its token).
+    pub fn release(&mut self, request_id: &str, token: &str) -> bool {
+        if self
+            .claims
+            .get(request_id)
+            .is_some_and(|c| c.token == token)
+        {
+            self.claims.remove(request_id);
+            return true;
+        }
+        false
+    }
+
+    /// A connection ended: its claims go.
+    pub fn hangup(&mut self, conn: u64) {
+        self.claims.retain(|_, c| c.conn != conn);
+    }
+
+    /// An answer to `request_id` with `token` or without: refused while someone else holds
+    /// a live claim on it (compare-and-set on the claim), or when the caller's own claim
+    /// ran out.
+    fn check_claim(&self, request_id: &str, token: Option<&str>) -> Result<(), Refusal> {
+        let now = Instant::now();
+        match self.claims.get(request_id) {
+            Some(c) if c.until > now && token != Some(c.token.as_str()) => Err((
+                "claimed",
+                format!(
+                    "{} is answering it ({} s left on their claim)",
+                    c.who,
+                    c.until.saturating_duration_since(now).as_secs()
+                ),
+            )),
+            Some(c) if c.until <= now && token.is_some_and(|t| t == c.token) => {
+                Err(("expired", "your claim expired: claim it again".to_string()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Permission request `request_id` answered from elsewhere by `who` with a one-time
+    /// choice, once; the claim on it goes with the answer.
+    pub fn decide(
+        &mut self,
+        driver: &mut Driver,
+        request_id: &str,
+        option_id: &str,
+        token: Option<&str>,
+        who: String,
+        notes: &mut Vec<Note>,
+    ) -> Result<(), Refusal> {
+        self.check_claim(request_id, token)?;
+        let s = &driver.session;
+        let Some((_, _, options)) = s
+            .pending_permissions()
+            .into_iter()
+            .find(|(r, ..)| r == request_id)
+        else {
+            return Err(gone(s, request_id, "request"));
+        };
+        match options.iter().find(|o| o.option_id == option_id) {
+            None => return Err(("bad_request", format!("no choice {option_id}"))),
+            Some(o) if always(o.kind) => {
+                return Err((
+                    "refused",
+                    "\"always\" is chosen in the session's own dialog, where the rule's scope shows"
+                        .into(),
+                ));
+            }
+            Some(_) => {}
+        }
+        driver.decide(
+            request_id.to_string(),
+            Choice::Option(option_id.to_string()),
+            Decider::Attached(who),
+            notes,
+        );
+        self.claims.remove(request_id);
+        Ok(())
+    }
+
+    /// An agent's question answered from elsewhere by `who`, once (the reducer checks the
+    /// content against the question's form; refused content leaves it open).
+    pub fn answer(
+        &mut self,
+        driver: &mut Driver,
+        request_id: &str,
+        answer: ElicitAnswer,
+        token: Option<&str>,
+        who: String,
+        notes: &mut Vec<Note>,
+    ) -> Result<(), Refusal> {
+        self.check_claim(request_id, token)?;
+        let s = &driver.session;
+        if !s.pending_elicitations().any(|e| e.request_id == request_id) {
+            return Err(gone(s, request_id, "question"));
+        }
+        driver.elicit(
+            request_id.to_string(),
+            answer,
+            Decider::Attached(who),
+            notes,
+        );
+        self.claims.remove(request_id);
+        Ok(())
+    }
+}
+
+/// Whether `request_id` waits for someone (a permission request or a question).
+fn open(session: &Session, request_id: &str) -> Result<(), Refusal> {
+    let waits = session
+        .pending_permissions()
+        .iter()
+        .any(|(r, ..)| r == request_id)
+        || session
+            .pending_elicitations()
+            .any(|e| e.request_id == request_id);
+    if waits {
+        Ok(())
+    } else {
+        Err(gone(session, request_id, "request"))
+    }
+}
+
+/// Why `request_id` cannot be answered: someone did (named), or there is no such request.
+fn gone(session: &Session, request_id: &str, what: &str) -> Refusal {
+    match session.answered_by(request_id) {
+        Some(by) => ("answered", format!("already answered by {by}")),
+        None => ("not_found", format!("no pending {what} {request_id}")),
+    }
+}
