@@ -138,7 +138,10 @@ impl Stats {
 }
 
 enum Msg {
+    /// Spans as they are (JSON export).
     Spans(Vec<Span>),
+    /// Spans encoded by their session (protobuf): span records, and how many.
+    Encoded(Vec<u8>, u64),
     Flush(SyncSender<()>),
 }
 
@@ -154,6 +157,7 @@ impl std::fmt::Debug for Msg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Msg::Spans(s) => write!(f, "Spans({})", s.len()),
+            Msg::Encoded(_, n) => write!(f, "Encoded({n})"),
             Msg::Flush(_) => write!(f, "Flush"),
         }
     }
@@ -172,13 +176,22 @@ impl Exporter {
     }
 
     /// Hands spans over without waiting: when the queue is full they are dropped (and
-    /// counted).
-    pub fn send(&self, spans: Vec<Span>) {
+    /// counted). For protobuf they are encoded here, with the session's `encoder`: on the
+    /// thread that made them, while they are in its cache, and freed where they were
+    /// made.
+    pub fn send(&self, spans: Vec<Span>, encoder: &mut crate::proto::Encoder) {
         if spans.is_empty() {
             return;
         }
         let n = spans.len() as u64;
-        match self.tx.try_send(Msg::Spans(spans)) {
+        let msg = if self.config.json {
+            Msg::Spans(spans)
+        } else {
+            let mut records = Vec::with_capacity(spans.len() * 384);
+            encoder.spans_into(&spans, &mut records);
+            Msg::Encoded(records, n)
+        };
+        match self.tx.try_send(msg) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.stats.dropped.fetch_add(n, Ordering::Relaxed);
@@ -212,13 +225,11 @@ impl Exporter {
 
 /// The thread: batches, posts, counts.
 fn run(config: &Config, stats: &Stats, rx: &Receiver<Msg>) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(config.timeout))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut batch: Vec<Span> = Vec::new();
+    let agent = agent(config);
+    let mut batch = Batch::default();
+    let mut encoder = crate::proto::Encoder::default();
     let mut since = Instant::now();
+    let mut post = |batch: &mut Batch| batch.post(&agent, config, stats, &mut encoder);
     loop {
         let msg = if batch.is_empty() {
             match rx.recv() {
@@ -230,82 +241,154 @@ fn run(config: &Config, stats: &Stats, rx: &Receiver<Msg>) {
                 Ok(m) => Some(m),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    post_all(&agent, config, stats, &mut batch);
+                    post(&mut batch);
                     return;
                 }
             }
         };
         match msg {
-            Some(Msg::Spans(spans)) => {
+            Some(Msg::Flush(done)) => {
+                post(&mut batch);
+                let _ = done.try_send(());
+            }
+            Some(m) => {
                 if batch.is_empty() {
                     since = Instant::now();
                 }
-                batch.extend(spans);
+                batch.add(m);
                 if batch.len() >= BATCH {
-                    post_all(&agent, config, stats, &mut batch);
+                    post(&mut batch);
                 }
             }
-            Some(Msg::Flush(done)) => {
-                post_all(&agent, config, stats, &mut batch);
-                let _ = done.try_send(());
-            }
-            None => post_all(&agent, config, stats, &mut batch),
+            None => post(&mut batch),
         }
     }
 }
 
-fn post_all(agent: &ureq::Agent, config: &Config, stats: &Stats, batch: &mut Vec<Span>) {
-    for chunk in batch.chunks(BATCH) {
-        match post(agent, config, chunk) {
+/// Spans waiting for their request: encoded records (protobuf) or spans (JSON).
+#[derive(Default)]
+struct Batch {
+    spans: Vec<Span>,
+    records: Vec<u8>,
+    encoded: usize,
+}
+
+impl Batch {
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn len(&self) -> usize {
+        self.spans.len() + self.encoded
+    }
+
+    fn add(&mut self, msg: Msg) {
+        match msg {
+            Msg::Spans(spans) => self.spans.extend(spans),
+            Msg::Encoded(records, n) => {
+                self.records.extend_from_slice(&records);
+                self.encoded += n as usize;
+            }
+            Msg::Flush(_) => {}
+        }
+    }
+
+    /// Posts what waits (spans in requests of at most [`BATCH`]), counting what went
+    /// and what was given up on.
+    fn post(
+        &mut self,
+        agent: &ureq::Agent,
+        config: &Config,
+        stats: &Stats,
+        encoder: &mut crate::proto::Encoder,
+    ) {
+        let count = |n: usize, r: Result<(), String>| match r {
             Ok(()) => {
-                stats
-                    .exported
-                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                stats.exported.fetch_add(n as u64, Ordering::Relaxed);
             }
             Err(e) => {
                 stats.failed_requests.fetch_add(1, Ordering::Relaxed);
-                stats
-                    .dropped
-                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                stats.dropped.fetch_add(n as u64, Ordering::Relaxed);
                 *stats.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
             }
+        };
+        if self.encoded > 0 {
+            let body = encoder.envelope(&config.resource, &self.records);
+            count(
+                self.encoded,
+                send(agent, config, body, "application/x-protobuf"),
+            );
+            self.records.clear();
+            self.encoded = 0;
         }
+        for chunk in self.spans.chunks(BATCH) {
+            count(chunk.len(), post_with(agent, config, chunk, encoder));
+        }
+        self.spans.clear();
     }
-    batch.clear();
 }
 
 /// Posts one request of `spans`.
 pub fn post(agent: &ureq::Agent, config: &Config, spans: &[Span]) -> Result<(), String> {
+    post_with(agent, config, spans, &mut crate::proto::Encoder::default())
+}
+
+/// Posts one request of `spans`, encoded with `encoder`'s buffers.
+fn post_with(
+    agent: &ureq::Agent,
+    config: &Config,
+    spans: &[Span],
+    encoder: &mut crate::proto::Encoder,
+) -> Result<(), String> {
+    let json;
     let (body, content_type) = if config.json {
-        (
-            crate::json::request(&config.resource, spans)
-                .to_string()
-                .into_bytes(),
-            "application/json",
-        )
+        json = crate::json::request(&config.resource, spans)
+            .to_string()
+            .into_bytes();
+        (&json[..], "application/json")
     } else {
         (
-            crate::proto::request(&config.resource, spans),
+            encoder.request(&config.resource, spans),
             "application/x-protobuf",
         )
     };
+    send(agent, config, body, content_type)
+}
+
+/// Posts one request's body.
+fn send(
+    agent: &ureq::Agent,
+    config: &Config,
+    body: &[u8],
+    content_type: &str,
+) -> Result<(), String> {
     let mut req = agent
         .post(&config.endpoint)
         .header("Content-Type", content_type);
     for (k, v) in &config.headers {
         req = req.header(k.as_str(), v.as_str());
     }
-    match req.send(&body[..]) {
+    match req.send(body) {
         Ok(r) if r.status().is_success() => Ok(()),
         Ok(r) => Err(format!("the collector answered {}", r.status())),
         Err(e) => Err(format!("{}: {e}", config.endpoint)),
     }
 }
 
-/// A blocking client for one-off exports (`trellis log export --otlp`).
+/// The HTTP client of an exporter (and of one-off exports, `trellis log export --otlp`).
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` bounds each phase of a request (connect, send, the answer)
+/// rather than the whole: with an overall bound, ureq resolves the address on a new
+/// thread at every request (to be able to give up on it), and a busy session's exporter
+/// posted a request every 512 spans. The name is resolved by the system's resolver, off
+/// every session's path (on the exporter's thread).
 pub fn agent(config: &Config) -> ureq::Agent {
+    let t = Some(config.timeout);
     ureq::Agent::config_builder()
-        .timeout_global(Some(config.timeout))
+        .timeout_connect(t)
+        .timeout_send_request(t)
+        .timeout_send_body(t)
+        .timeout_recv_response(t)
+        .timeout_recv_body(t)
         .http_status_as_error(false)
         .build()
         .into()
@@ -317,6 +400,7 @@ pub fn agent(config: &Config) -> ureq::Agent {
 pub struct Live {
     tracer: crate::Tracer,
     exporter: Arc<Exporter>,
+    encoder: crate::proto::Encoder,
 }
 
 impl Live {
@@ -324,6 +408,7 @@ impl Live {
         Live {
             tracer: crate::Tracer::new(info),
             exporter,
+            encoder: crate::proto::Encoder::default(),
         }
     }
 
@@ -331,14 +416,14 @@ impl Live {
         use trellis_core::event::EventBody;
         self.tracer.on_event(ev);
         if matches!(ev.body, EventBody::TurnEnded { .. }) || self.tracer.ready() >= 256 {
-            self.exporter.send(self.tracer.take());
+            self.exporter.send(self.tracer.take(), &mut self.encoder);
         }
     }
 
     /// The session is over: its last spans go.
     pub fn close(&mut self) {
         self.tracer.finish();
-        self.exporter.send(self.tracer.take());
+        self.exporter.send(self.tracer.take(), &mut self.encoder);
     }
 }
 

@@ -36,8 +36,56 @@ pub struct TraceInfo {
     pub content: bool,
 }
 
-/// An open call: its subagent (none: the session's) and id.
-type CallKey = (Option<Arc<str>>, String);
+/// The calls still open, (start, turn) by call id: the session's own by id alone (looked
+/// up without making a key: this is every call's path), a subagent's by (subagent, id).
+/// An open call: its subagent (none: the session's), its id, (start, turn).
+type OpenCall = (Option<Arc<str>>, String, (f64, u32));
+
+#[derive(Debug, Default)]
+struct OpenCalls {
+    own: FxHashMap<String, (f64, u32)>,
+    sub: FxHashMap<(Arc<str>, String), (f64, u32)>,
+}
+
+impl OpenCalls {
+    fn insert(&mut self, subagent: Option<&Arc<str>>, id: &str, open: (f64, u32)) {
+        match subagent {
+            None => self.own.insert(id.to_string(), open),
+            Some(s) => self.sub.insert((s.clone(), id.to_string()), open),
+        };
+    }
+
+    fn remove(&mut self, subagent: Option<&Arc<str>>, id: &str) -> Option<(f64, u32)> {
+        match subagent {
+            None => self.own.remove(id),
+            Some(s) => self.sub.remove(&(s.clone(), id.to_string())),
+        }
+    }
+
+    /// The turn of an open call.
+    fn turn_of(&self, subagent: Option<&str>, id: &str) -> Option<u32> {
+        match subagent {
+            None => self.own.get(id).map(|c| c.1),
+            Some(s) => self
+                .sub
+                .iter()
+                .find(|((x, i), _)| &**x == s && i == id)
+                .map(|(_, c)| c.1),
+        }
+    }
+
+    /// Every open call, those that started first first.
+    fn drain(&mut self) -> Vec<OpenCall> {
+        let mut open: Vec<_> = self
+            .own
+            .drain()
+            .map(|(id, c)| (None, id, c))
+            .chain(self.sub.drain().map(|((s, id), c)| (Some(s), id, c)))
+            .collect();
+        open.sort_by(|a, b| a.2.0.total_cmp(&b.2.0).then_with(|| a.1.cmp(&b.1)));
+        open
+    }
+}
 
 #[derive(Debug)]
 struct Turn {
@@ -60,8 +108,7 @@ pub struct Tracer {
     model: Option<String>,
     turn: Option<Turn>,
     turns: u32,
-    /// Open calls: (subagent, call id) → (start, turn).
-    calls: FxHashMap<CallKey, (f64, u32)>,
+    calls: OpenCalls,
     /// Open permission requests: id → (asked at, the call's span, the tool's name).
     asks: FxHashMap<String, (f64, SpanId, String)>,
     /// The span of the call that started each subagent.
@@ -137,7 +184,7 @@ impl Tracer {
             model: None,
             turn: None,
             turns: 0,
-            calls: FxHashMap::default(),
+            calls: OpenCalls::default(),
             asks: FxHashMap::default(),
             subagents: FxHashMap::default(),
             usage: None,
@@ -232,7 +279,7 @@ impl Tracer {
                     self.end_call(call, start, t);
                 } else {
                     self.calls
-                        .insert((call.subagent.clone(), call.id.clone()), (start, call.turn));
+                        .insert(call.subagent.as_ref(), &call.id, (start, call.turn));
                     if let Some(t) = self.turn.as_mut() {
                         t.calls += 1;
                     }
@@ -245,7 +292,7 @@ impl Tracer {
             } if status.is_terminal() && !previous_status.is_some_and(ToolStatus::is_terminal) => {
                 let start = self
                     .calls
-                    .remove(&(call.subagent.clone(), call.id.clone()))
+                    .remove(call.subagent.as_ref(), &call.id)
                     .map_or_else(
                         || call.status_history.first().map_or(t, |s| ms(s.t)),
                         |c| c.0,
@@ -374,9 +421,7 @@ impl Tracer {
     /// turn now running.
     fn open_turn_of(&self, subagent: Option<&str>, call_id: &str) -> u32 {
         self.calls
-            .iter()
-            .find(|((s, id), _)| s.as_deref() == subagent && id == call_id)
-            .map(|(_, c)| c.1)
+            .turn_of(subagent, call_id)
             .or_else(|| self.turn.as_ref().map(|t| t.n))
             .unwrap_or(0)
     }
@@ -396,9 +441,10 @@ impl Tracer {
         .or_else(|| (call.turn > 0).then(|| turn_span(&trace, call.turn)))
         .unwrap_or(self.session_span);
         let tool = tool_name(call);
+        let name = format!("execute_tool {tool}");
         let mut attributes = vec![
             ("gen_ai.operation.name", Value::Static("execute_tool")),
-            ("gen_ai.tool.name", Value::Str(tool.clone())),
+            ("gen_ai.tool.name", Value::Str(tool)),
             ("gen_ai.tool.call.id", Value::Str(call.id.clone())),
             ("gen_ai.tool.type", Value::Static("function")),
             ("trellis.tool.kind", Value::Static(call.kind.as_str())),
@@ -432,7 +478,7 @@ impl Tracer {
         let id = call_span(&trace, call.subagent.as_deref(), &call.id, call.turn);
         let span = self.span(
             (id, Some(parent)),
-            (format!("execute_tool {tool}"), Kind::Internal),
+            (name, Kind::Internal),
             (start, end),
             attributes,
             status,
@@ -505,9 +551,7 @@ impl Tracer {
             return;
         }
         // Calls still open end with the session.
-        let mut open: Vec<_> = self.calls.drain().collect();
-        open.sort_by(|a, b| a.1.0.total_cmp(&b.1.0).then_with(|| a.0.1.cmp(&b.0.1)));
-        for ((subagent, id), (start, turn)) in open {
+        for (subagent, id, (start, turn)) in self.calls.drain() {
             let trace = self.info.trace_id;
             let parent = subagent
                 .as_ref()

@@ -63,17 +63,19 @@ pub fn trace_id_of(started: f64, agent: &str, cwd: &str) -> TraceId {
 }
 
 /// A span's id, derived from its trace and what it is (so the same record always makes
-/// the same span).
+/// the same span): SipHash-2-4 keyed by the trace id over the parts, each with its length.
+/// A keyed hash is enough here (ids must be well spread and stable, not secret), and it
+/// is made for every tool call of a session: SHA-256 was most of the projection's cost.
 pub fn span_id(trace: &TraceId, parts: &[&[u8]]) -> SpanId {
-    let mut h = sha2::Sha256::new();
-    h.update(trace);
+    use std::hash::Hasher;
+    let (k0, k1) = trace.split_at(8);
+    let key = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+    let mut h = siphasher::sip::SipHasher24::new_with_keys(key(k0), key(k1));
     for p in parts {
-        h.update((p.len() as u64).to_be_bytes());
-        h.update(p);
+        h.write(&(p.len() as u64).to_be_bytes());
+        h.write(p);
     }
-    let d = h.finalize();
-    let mut id = [0u8; 8];
-    id.copy_from_slice(&d[..8]);
+    let mut id = h.finish().to_be_bytes();
     if id == [0; 8] {
         id[7] = 1;
     }
