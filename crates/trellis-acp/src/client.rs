@@ -253,7 +253,7 @@ async fn run(
         cwd: spec.cwd.clone(),
         caps: spec.caps,
         terminals: Terminals::with_default_limit(recorder.clone(), spec.terminal_output_limit)
-            .traced(spec.traceparent.clone()),
+            .traced(spec.traceparent.clone(), spec.terminal_trace.clone()),
         recorder: recorder.clone(),
     };
     let terminals = services.terminals.clone();

@@ -63,8 +63,22 @@ pub struct AgentSpec {
     /// MCP servers to offer the agent (those its capabilities allow).
     pub mcp_servers: Vec<crate::mcp::McpServerSpec>,
     /// A W3C trace context for the session (traces are exported): sent as
-    /// `_meta.traceparent` on every prompt and as `TRACEPARENT` to every terminal.
+    /// `_meta.traceparent` on every prompt, and as `TRACEPARENT` to every terminal unless
+    /// `terminal_trace` names one of its own.
     pub traceparent: Option<String>,
+    /// The trace context of each terminal's own span (from its terminal id), so what a
+    /// command traces nests under it, and it under its tool call.
+    pub terminal_trace: Option<TerminalTrace>,
+}
+
+/// A terminal id → the `traceparent` its command runs with.
+#[derive(Clone)]
+pub struct TerminalTrace(pub std::sync::Arc<dyn Fn(&str) -> String + Send + Sync>);
+
+impl std::fmt::Debug for TerminalTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TerminalTrace")
+    }
 }
 
 /// Default of [`AgentSpec::setup_timeout`], in seconds: generous, since the first `npx`

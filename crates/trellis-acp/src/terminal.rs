@@ -52,6 +52,8 @@ pub struct Terminals {
     recorder: Recorder,
     /// `TRACEPARENT` for every command (traces are exported), unless the agent set one.
     traceparent: Option<String>,
+    /// Each command's own `TRACEPARENT`, from its terminal id (in place of `traceparent`).
+    per_terminal: Option<crate::spec::TerminalTrace>,
 }
 
 /// What to start.
@@ -95,12 +97,18 @@ impl Terminals {
             next: Arc::new(std::sync::atomic::AtomicU64::new(1)),
             recorder,
             traceparent: None,
+            per_terminal: None,
         }
     }
 
     /// Commands run with `TRACEPARENT` set to `tp` (unless the agent gives its own).
-    pub fn traced(mut self, tp: Option<String>) -> Terminals {
+    pub fn traced(
+        mut self,
+        tp: Option<String>,
+        per_terminal: Option<crate::spec::TerminalTrace>,
+    ) -> Terminals {
         self.traceparent = tp;
+        self.per_terminal = per_terminal;
         self
     }
 
@@ -122,7 +130,16 @@ impl Terminals {
             c.args(&spec.args);
             c
         };
-        if let Some(tp) = &self.traceparent
+        // Its id first: its trace context is made from it.
+        let id = format!(
+            "term-{}",
+            self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let tp = match &self.per_terminal {
+            Some(f) => Some((f.0)(&id)),
+            None => self.traceparent.clone(),
+        };
+        if let Some(tp) = tp
             && !spec.env.iter().any(|(k, _)| k == "TRACEPARENT")
         {
             cmd.env("TRACEPARENT", tp);
@@ -138,10 +155,6 @@ impl Terminals {
             command: spec.command.clone(),
             source,
         })?;
-        let id = format!(
-            "term-{}",
-            self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
         if let Some(pgid) = child.id() {
             trellis_os::reaper::own(pgid);
             match self.groups.lock() {

@@ -152,6 +152,11 @@ pub fn session_span(trace: &TraceId) -> SpanId {
     span_id(trace, &[b"session"])
 }
 
+/// The span of terminal `terminal_id` (what its command's `TRACEPARENT` names).
+pub fn terminal_span(trace: &TraceId, terminal_id: &str) -> SpanId {
+    span_id(trace, &[b"terminal", terminal_id.as_bytes()])
+}
+
 /// A call's span: agents may use a call id again in a later turn, so the turn is in it.
 fn call_span(trace: &TraceId, subagent: Option<&str>, id: &str, turn: u32) -> SpanId {
     span_id(
@@ -361,7 +366,7 @@ impl Tracer {
         let failed = status.exit_code.is_some_and(|c| c != 0) || status.signal.is_some();
         let span = self.span(
             (
-                span_id(&trace, &[b"terminal", terminal_id.as_bytes()]),
+                terminal_span(&trace, terminal_id),
                 parent
                     .or(self.turn.as_ref().map(|t| t.span))
                     .or(Some(self.session_span)),

@@ -183,6 +183,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             // Filled by the front end once it knows which plugins run.
             mcp_servers: Vec::new(),
             traceparent: None,
+            terminal_trace: None,
         },
         scratch: dir,
     })

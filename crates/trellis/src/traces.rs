@@ -86,6 +86,17 @@ pub fn begin(spec: &mut trellis_acp::AgentSpec, agent: &str) -> Begun {
             spec.env.push(("TRACEPARENT".into(), tp.clone()));
         }
         spec.traceparent = Some(tp);
+        // A command's own spans nest under its terminal's span, which nests under its
+        // call once the agent names the terminal in it.
+        let trace = trace_id;
+        spec.terminal_trace = Some(trellis_acp::TerminalTrace(std::sync::Arc::new(
+            move |terminal_id: &str| {
+                trellis_trace::traceparent(
+                    &trace,
+                    &trellis_trace::project::terminal_span(&trace, terminal_id),
+                )
+            },
+        )));
     }
     Begun {
         started,

@@ -129,6 +129,7 @@ pub(crate) fn driver_for(
         terminal_output_limit: 1 << 20,
         mcp_servers: vec![],
         traceparent: None,
+        terminal_trace: None,
     };
     let (handle, rx) = trellis_acp::start(spec, sink);
     let (host, host_rx) = ExtHost::new(

@@ -119,11 +119,21 @@ fn attr(s: &Span, key: &str) -> Option<String> {
 }
 
 fn run(dir: &Path, data: &Path, endpoint: &str, prompt: &str, summary: &Path) -> Output {
+    run_agent("demo", dir, data, endpoint, (prompt, summary))
+}
+
+fn run_agent(
+    agent: &str,
+    dir: &Path,
+    data: &Path,
+    endpoint: &str,
+    (prompt, summary): (&str, &Path),
+) -> Output {
     Command::new(env!("CARGO_BIN_EXE_trellis"))
         .args([
             "run",
             "--agent",
-            "demo",
+            agent,
             "--permission",
             "allow-once",
             "--prompt",
@@ -370,4 +380,99 @@ fn terminal_commands_are_spans_under_their_call() {
     }
     // The same log, exported later: the same spans.
     same_spans_from_the_log(&log_of(&data), &spans);
+}
+
+/// An agent that runs one command through Trellis's terminal and says what the command
+/// saw as `TRACEPARENT`.
+const TRACED_COMMAND_AGENT: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+def read():
+    line = sys.stdin.readline()
+    if not line:
+        sys.exit(0)
+    return json.loads(line)
+ids = [100]
+def request(method, params):
+    ids[0] += 1
+    send({"jsonrpc": "2.0", "id": ids[0], "method": method, "params": params})
+    while True:
+        m = read()
+        if m.get("id") == ids[0] and "method" not in m:
+            return m.get("result")
+def update(sid, u):
+    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": u}})
+while True:
+    m = read()
+    method = m.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}})
+    elif method == "session/new":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
+    elif method == "session/prompt":
+        sid = m["params"]["sessionId"]
+        update(sid, {"sessionUpdate": "tool_call", "toolCallId": "run-1", "title": "Run the tests", "kind": "execute", "status": "pending"})
+        tid = request("terminal/create", {"sessionId": sid, "command": "echo TP=$TRACEPARENT"})["terminalId"]
+        update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "run-1", "status": "in_progress", "content": [{"type": "terminal", "terminalId": tid}]})
+        request("terminal/wait_for_exit", {"sessionId": sid, "terminalId": tid})
+        out = request("terminal/output", {"sessionId": sid, "terminalId": tid})["output"]
+        request("terminal/release", {"sessionId": sid, "terminalId": tid})
+        update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "run-1", "status": "completed"})
+        update(sid, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": out}})
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"stopReason": "end_turn"}})
+    elif "id" in m and method is not None:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
+"#;
+
+/// A command run through Trellis's terminal gets the trace context of its own terminal
+/// span, which is under its tool call: what the command traces (a test run) nests there.
+#[test]
+fn a_commands_traceparent_names_its_terminal_span_under_its_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (work, data) = (tmp.path().join("w"), tmp.path().join("data"));
+    std::fs::create_dir_all(&work).unwrap();
+    let agent = tmp.path().join("agent.py");
+    std::fs::write(&agent, TRACED_COMMAND_AGENT).unwrap();
+    let live = receiver();
+    let summary = tmp.path().join("summary.json");
+    let o = run_agent(
+        &format!("python3 {}", agent.display()),
+        &work,
+        &data,
+        &live.url,
+        ("go", &summary),
+    );
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let tp = out
+        .split("TP=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no TRACEPARENT seen: {out}"))
+        .to_string();
+    let spans = live.spans.lock().unwrap().clone();
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let terminal = spans
+        .iter()
+        .find(|s| s.name == "terminal")
+        .expect("a terminal span");
+    assert_eq!(
+        tp,
+        format!(
+            "00-{}-{}-01",
+            hex(&terminal.trace_id),
+            hex(&terminal.span_id)
+        )
+    );
+    let call = spans
+        .iter()
+        .find(|s| s.span_id == terminal.parent_span_id)
+        .expect("the terminal's call");
+    assert_eq!(call.name, "execute_tool execute");
+    assert_eq!(attr(call, "gen_ai.tool.call.id").as_deref(), Some("run-1"));
 }
