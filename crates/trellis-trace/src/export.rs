@@ -72,7 +72,8 @@ impl Config {
         };
         if !endpoint.starts_with("http://") {
             return Err(format!(
-                "OTLP endpoint {endpoint}: only http:// is sent to (no TLS in Trellis): export to a collector beside the run"
+                "OTLP endpoint {}: only http:// is sent to (no TLS in Trellis): export to a collector beside the run",
+                shown(&endpoint)
             ));
         }
         let protocol = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
@@ -109,6 +110,24 @@ impl Config {
             resource: crate::resource_from_env(),
         }))
     }
+}
+
+impl Config {
+    /// The endpoint as Trellis shows it (errors, `/status`, the summary): without
+    /// credentials in it or a query.
+    pub fn shown_endpoint(&self) -> String {
+        shown(&self.endpoint)
+    }
+}
+
+fn shown(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}://{host}{path}")
 }
 
 /// What became of the spans handed over.
@@ -371,7 +390,13 @@ fn send(
     match req.send(body) {
         Ok(r) if r.status().is_success() => Ok(()),
         Ok(r) => Err(format!("the collector answered {}", r.status())),
-        Err(e) => Err(format!("{}: {e}", config.endpoint)),
+        // ureq's error names the address as it was given: the credentials go.
+        Err(e) => Err(format!(
+            "{}: {}",
+            config.shown_endpoint(),
+            e.to_string()
+                .replace(&config.endpoint, &config.shown_endpoint())
+        )),
     }
 }
 
@@ -430,5 +455,20 @@ impl Live {
 impl Drop for Live {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_endpoint_is_shown_without_credentials_or_query() {
+        assert_eq!(
+            super::shown("http://user:hunter2@collector:4318/v1/traces?token=x"),
+            "http://collector:4318/v1/traces"
+        );
+        assert_eq!(
+            super::shown("http://127.0.0.1:4318/v1/traces"),
+            "http://127.0.0.1:4318/v1/traces"
+        );
     }
 }

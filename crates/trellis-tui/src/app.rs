@@ -174,10 +174,11 @@ pub struct App {
     pub agent_arg: Option<String>,
     /// MCP servers of the config or of plugin packages that could not be offered.
     pub mcp_problems: Vec<String>,
-    /// Trellis's worktrees that need a look (missing, foreign, orphaned), as the front
-    /// end reports them when `/status` opens.
-    pub worktree_report: Option<Box<dyn Fn() -> Vec<String>>>,
-    pub worktree_lines: Vec<String>,
+    /// Sections the front end adds to `/status`, read when it opens (never while it is
+    /// drawn): each a heading line, then its lines (Trellis's worktrees that need a look,
+    /// the trace export's counts). An empty section is left out.
+    pub status_reports: Vec<Box<dyn Fn() -> Vec<String>>>,
+    pub status_sections: Vec<Vec<String>>,
     /// What must live as long as this session's front end (the demo's scratch workspace).
     kept: Vec<Box<dyn std::any::Any>>,
     /// `/worktree land|apply|keep|discard`: the ending asked for this session's worktree,
@@ -302,8 +303,8 @@ impl App {
             then_run: None,
             agent_arg: None,
             mcp_problems: Vec::new(),
-            worktree_report: None,
-            worktree_lines: Vec::new(),
+            status_reports: Vec::new(),
+            status_sections: Vec::new(),
             session_keys: Vec::new(),
             worktree_end: None,
             kept: Vec::new(),

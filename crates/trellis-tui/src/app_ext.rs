@@ -362,9 +362,12 @@ impl App {
             }
             "status" => {
                 // Read when the page opens (files and git), never while it is drawn.
-                if let Some(report) = &self.worktree_report {
-                    self.worktree_lines = report();
-                }
+                self.status_sections = self
+                    .status_reports
+                    .iter()
+                    .map(|r| r())
+                    .filter(|s| !s.is_empty())
+                    .collect();
                 self.overlay = Some(Overlay::Status { scroll: 0 });
             }
             _ => {
@@ -441,6 +444,8 @@ fn scrolled(scroll: usize, key: &KeyEvent) -> Option<usize> {
         KeyCode::PageDown | KeyCode::Char(' ') => scroll + 10,
         KeyCode::PageUp => scroll.saturating_sub(10),
         KeyCode::Home | KeyCode::Char('g') => 0,
+        // As far as it goes (the frame stops it at the last page).
+        KeyCode::End | KeyCode::Char('G') => usize::MAX,
         KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => return None,
         _ => scroll,
     })

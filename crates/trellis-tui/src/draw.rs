@@ -588,10 +588,12 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
                     text.push(format!("  failed: {p}"));
                 }
             }
-            if let Some((head, rest)) = app.worktree_lines.split_first() {
-                text.push(String::new());
-                text.push(format!("Worktrees: {head}"));
-                text.extend(rest.iter().map(|l| format!("  {l}")));
+            for section in &app.status_sections {
+                if let Some((head, rest)) = section.split_first() {
+                    text.push(String::new());
+                    text.push(head.clone());
+                    text.extend(rest.iter().map(|l| format!("  {l}")));
+                }
             }
             let mut lines: Vec<Line<'static>> = text
                 .into_iter()

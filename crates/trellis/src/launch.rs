@@ -153,7 +153,10 @@ impl Launch {
             app.message = Some(format!("{first} (see /status)"));
         }
         app.mcp_problems = mcp_problems;
-        app.worktree_report = Some(Box::new(crate::worktree_cmd::status_lines));
+        app.status_reports = vec![
+            Box::new(crate::worktree_cmd::status_lines),
+            Box::new(crate::traces::status_lines),
+        ];
         app.agent_arg = Some(req.agent.clone());
         app.exit_after_first_frame = self.exit_after_first_frame;
         app.driver.connect(Connection { handle, rx });

@@ -148,3 +148,29 @@ pub fn flush() -> Option<(u64, u64, Option<String>)> {
     #[cfg(not(feature = "otel"))]
     None
 }
+
+/// `/status`'s section on the export (none when traces are not exported): where spans go,
+/// how many went and were dropped, the last error.
+pub fn status_lines() -> Vec<String> {
+    #[cfg(feature = "otel")]
+    {
+        let Some(e) = exporter() else {
+            return Vec::new();
+        };
+        let s = e.stats();
+        let mut out = vec![
+            format!(
+                "Traces: {} spans exported, {} dropped",
+                s.exported(),
+                s.dropped()
+            ),
+            format!("to {}", crate::output::safe(&e.config.shown_endpoint())),
+        ];
+        if let Some(err) = s.last_error() {
+            out.push(format!("failed: {err}"));
+        }
+        out
+    }
+    #[cfg(not(feature = "otel"))]
+    Vec::new()
+}

@@ -172,7 +172,7 @@ pub fn status_lines() -> Vec<String> {
         out.insert(
             0,
             format!(
-                "{owned} owned (trellis worktree list), {} to look at",
+                "Worktrees: {owned} owned (trellis worktree list), {} to look at",
                 out.len()
             ),
         );

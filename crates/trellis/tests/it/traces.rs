@@ -476,3 +476,49 @@ fn a_commands_traceparent_names_its_terminal_span_under_its_call() {
     assert_eq!(call.name, "execute_tool execute");
     assert_eq!(attr(call, "gen_ai.tool.call.id").as_deref(), Some("run-1"));
 }
+
+/// `/status` in the UI says where spans go and how many were dropped, without the
+/// credentials an endpoint may carry.
+#[test]
+fn the_ui_status_counts_spans_a_dead_collector_dropped() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("OTEL_EXPORTER_OTLP_ENDPOINT=http://me:hunter2@127.0.0.1:{port}");
+    let Some(t) = crate::tui::Tmux::start_env(
+        &["LANG=C.UTF-8", &endpoint],
+        &["--agent", "demo", "--permission", "allow-once"],
+        120,
+        40,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["fix the TODO", "Enter"]);
+    t.wait_for("Done: the TODO is fixed");
+    // The turn's spans went to a port nobody listens on: wait until they are counted.
+    let start = std::time::Instant::now();
+    loop {
+        t.send(&["/status", "Enter"]);
+        t.wait_for("Status · extensions");
+        t.send(&["End"]);
+        let s = t.wait_for("Traces:");
+        assert!(!s.contains("hunter2"), "{s}");
+        if !s.contains(" 0 dropped") {
+            assert!(
+                s.contains(&format!("to http://127.0.0.1:{port}/v1/traces")),
+                "{s}"
+            );
+            assert!(s.contains("failed:"), "{s}");
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "nothing dropped: {s}"
+        );
+        t.send(&["Escape"]);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
