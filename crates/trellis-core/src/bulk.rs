@@ -222,7 +222,16 @@ impl serde::Serialize for Text {
 /// and number the lines of a file they read (`     1→text`, with a last empty numbered
 /// line for the final newline); none of that is output.
 pub fn output_lines(text: &str) -> usize {
-    // Most output is none of that: its lines, but blank ones at the end.
+    // Most output is none of that (no backtick, no `<`, no `→`, whose UTF-8 starts with
+    // 0xE2): its lines, but blank ones at the end — counted in one pass of the bytes.
+    if memchr::memchr3(b'`', b'<', 0xE2, text.as_bytes()).is_none() {
+        let kept = text.trim_end();
+        return if kept.is_empty() {
+            0
+        } else {
+            memchr::memchr_iter(b'\n', kept.as_bytes()).count() + 1
+        };
+    }
     if !text.contains("```") && !text.contains("<system-reminder>") && !text.contains('→') {
         let mut last_kept = 0;
         for (n, l) in text.lines().enumerate() {
@@ -283,6 +292,36 @@ mod tests {
     impl BulkSource for Log {
         fn text(&self, seq: u64, item: usize) -> Option<String> {
             self.0.get(seq as usize + item).cloned()
+        }
+    }
+
+    /// The one-pass count of plain output is the line-by-line count.
+    #[test]
+    fn plain_output_is_counted_as_line_by_line() {
+        let by_lines = |text: &str| {
+            let mut last_kept = 0;
+            for (n, l) in text.lines().enumerate() {
+                if !l.trim().is_empty() {
+                    last_kept = n + 1;
+                }
+            }
+            last_kept
+        };
+        for text in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\n\n\n",
+            "a\r\nb\r\n",
+            "a\n  \n\t\n",
+            "a\n \u{3000}\nb",
+            "\n\na",
+            "a\rb\n",
+            "one\n\ntwo\n \n",
+            "\u{2003}\n\u{2003}",
+        ] {
+            assert_eq!(output_lines(text), by_lines(text), "{text:?}");
         }
     }
 
