@@ -353,7 +353,9 @@ pub fn inbox_lines(
                 .take(9)
                 .map(|(n, (_, name))| format!("{} {}", n + 1, trellis_text::one_line(name)))
                 .collect();
-            let keys = if answers.is_empty() {
+            let keys = if p.kind == trellis_core::attention::Blocked::Question {
+                "    Enter answers here · o opens the session · s skips".to_string()
+            } else if answers.is_empty() {
                 "    Enter opens the session · s skips".to_string()
             } else {
                 format!(
@@ -367,7 +369,14 @@ pub fn inbox_lines(
     lines
 }
 
-fn draw_inbox(f: &mut Frame<'_>, deck: &Deck, area: Rect, theme: &Theme, now: Instant) {
+fn draw_inbox(f: &mut Frame<'_>, deck: &mut Deck, area: Rect, theme: &Theme, now: Instant) {
+    // A question answered here: its session's own form, over the deck.
+    if let Some((i, e)) = deck.answering() {
+        let slot = &deck.slots[i];
+        let from = format!("{} {} · {}", i + 1, slot.app.agent, base(&slot.source));
+        crate::ask::draw_from(f, &mut deck.slots[i].app, &e, area, Some(&from));
+        return;
+    }
     let Some(inbox) = &deck.inbox else { return };
     let pending = deck.pending();
     let w = area.width.saturating_sub(4).min(96);

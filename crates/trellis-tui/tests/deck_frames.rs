@@ -299,3 +299,56 @@ fn the_comparison_shows_one_row_per_session_from_its_ledger() {
         "{f}"
     );
 }
+
+/// A question of a background session is answered in the inbox, in that session's own
+/// form: the answer is the user's, recorded once in that session; the inbox goes back to
+/// its list.
+#[test]
+fn the_inbox_answers_a_question_in_place() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let now = Instant::now();
+    let mut d = deck(now);
+    let asking = app(
+        vec![
+            prompt("cut the release"),
+            (
+                Dir::AgentToClient,
+                json!({"jsonrpc":"2.0","id":9,"method":"elicitation/create","params":{"sessionId":"S","mode":"form",
+                    "message":"Which release should I cut?","requestedSchema":trellis_agents::demo_elicit::release_form()}}),
+            ),
+        ],
+        "gemini",
+    );
+    d.add(opened(asking, "/home/dev/site", None), "gemini".into());
+    d.show(0);
+    let key = d.slots[3].key;
+    d.slots[3].since = now - Duration::from_secs(600);
+    d.inbox = Some(trellis_tui::deck::Inbox::default());
+    let press = |d: &mut Deck, code: KeyCode| d.inbox_key(&KeyEvent::new(code, KeyModifiers::NONE));
+    let f = deck_text(&mut d, 120, 40, now);
+    assert!(f.contains("Inbox · 2 pending"), "{f}");
+    assert!(f.contains("gemini · site · question"), "{f}");
+    assert!(f.contains("Enter answers here"), "{f}");
+    // The oldest first: the question. Enter opens its form over the deck.
+    press(&mut d, KeyCode::Enter);
+    for c in "1.4.0".chars() {
+        press(&mut d, KeyCode::Char(c));
+    }
+    let f = deck_text(&mut d, 120, 40, now);
+    insta::assert_snapshot!("inbox_question_120x40", f);
+    assert!(f.contains("Which release should I cut?"), "{f}");
+    assert!(f.contains("1.4.0"), "{f}");
+    assert_eq!(d.front, 0, "the session in front stays in front");
+    press(&mut d, KeyCode::Enter);
+    let i = d.index_of(key).unwrap();
+    let s = &d.slots[i].app.driver.session;
+    assert_eq!(s.pending_elicitations().count(), 0);
+    assert_eq!(
+        s.answered_by("9").map(|by| by.to_string()).as_deref(),
+        Some("user")
+    );
+    // Back to the list: what is left is the permission request.
+    let f = deck_text(&mut d, 120, 40, now);
+    assert!(f.contains("Inbox · 1 pending"), "{f}");
+    assert!(f.contains("Edit src/parse.rs"), "{f}");
+}

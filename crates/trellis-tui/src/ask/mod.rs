@@ -566,6 +566,18 @@ pub(crate) fn draw(
     e: &Elicitation,
     main: ratatui::layout::Rect,
 ) {
+    draw_from(f, app, e, main, None);
+}
+
+/// [`draw`], the title naming the session that asks (`from`) when it is not the one on
+/// screen (the inbox).
+pub(crate) fn draw_from(
+    f: &mut ratatui::Frame<'_>,
+    app: &mut crate::app::App,
+    e: &Elicitation,
+    main: ratatui::layout::Rect,
+    from: Option<&str>,
+) {
     use ratatui::widgets::{Block, Borders, Clear, Paragraph};
     let asking = state_for(&mut app.asking, e);
     let w = main.width.saturating_sub(4).min(100);
@@ -597,7 +609,10 @@ pub(crate) fn draw(
     f.render_widget(Clear, r);
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(" {title} "))
+        .title(match from {
+            Some(from) => format!(" {from} · {title} "),
+            None => format!(" {title} "),
+        })
         .border_style(app.theme.cancelled);
     f.render_widget(Paragraph::new(lines).block(block), r);
     if let Some((rows, url)) = link {

@@ -11,6 +11,7 @@
 //! What crosses between the deck and a session is a message: notes out, each with the
 //! session's key and a sequence number ([`SessionNote`]); commands in ([`Command`]).
 
+mod inbox;
 mod keys;
 mod remote;
 mod slot;
@@ -138,6 +139,9 @@ pub struct Form {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inbox {
     pub selected: usize,
+    /// A question being answered here: its session and request (the form is the
+    /// session's own, so what is typed shows in its dialog too).
+    pub answering: Option<(SessionKey, String)>,
 }
 
 /// One pending request as the inbox lists it.

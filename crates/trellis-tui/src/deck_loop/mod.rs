@@ -13,7 +13,7 @@ mod serve;
 
 pub(crate) use serve::serve_loop;
 
-use overlays::{compare_key, end_worktree, form_key, inbox_key};
+use overlays::{compare_key, end_worktree, form_key};
 use remote::{next_call, remote};
 
 use crate::deck::{Deck, DeckAction, DeckKey, Inbox, Slot};
@@ -352,7 +352,7 @@ async fn key_event(
         return;
     }
     if deck.inbox.is_some() {
-        inbox_key(deck, k);
+        deck.inbox_key(k);
         announce(deck, title_marked);
         return;
     }

@@ -4,8 +4,8 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::close_slot;
-use crate::deck::{Command, Deck, NewSession};
-use crate::{Intent, perform_intent, show_notes};
+use crate::deck::{Deck, NewSession};
+use crate::{Intent, perform_intent};
 
 /// A key while the comparison is open.
 pub(super) async fn compare_key(deck: &mut Deck, k: &KeyEvent, said: &mut Vec<String>) {
@@ -152,53 +152,6 @@ pub(super) fn form_key(deck: &mut Deck, k: &KeyEvent) {
                     if let Some(f) = deck.form.as_mut() {
                         f.error = Some(e);
                     }
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// A key while the inbox is open: answer once in place, open the session, skip.
-pub(super) fn inbox_key(deck: &mut Deck, k: &KeyEvent) {
-    let pending = deck.pending();
-    let Some(inbox) = deck.inbox.as_mut() else {
-        return;
-    };
-    if pending.is_empty() {
-        deck.inbox = None;
-        return;
-    }
-    inbox.selected = inbox.selected.min(pending.len() - 1);
-    let p = &pending[inbox.selected];
-    match k.code {
-        KeyCode::Esc | KeyCode::Char('q') => deck.inbox = None,
-        KeyCode::Down | KeyCode::Char('j') | KeyCode::Char('s') => {
-            inbox.selected = (inbox.selected + 1) % pending.len();
-        }
-        KeyCode::Up | KeyCode::Char('k') => {
-            inbox.selected = (inbox.selected + pending.len() - 1) % pending.len();
-        }
-        KeyCode::Enter | KeyCode::Char('o') => {
-            let i = p.index;
-            deck.inbox = None;
-            deck.show(i);
-        }
-        KeyCode::Char(c @ '1'..='9') => {
-            let n = (c as u8 - b'1') as usize;
-            if let Some((option_id, _)) = p.options.get(n) {
-                let (key, request_id, option_id) = (p.key, p.request_id.clone(), option_id.clone());
-                let notes = deck.command(
-                    key,
-                    Command::Decide {
-                        request_id,
-                        option_id,
-                    },
-                );
-                if let Some(i) = deck.index_of(key) {
-                    let app = &mut deck.slots[i].app;
-                    show_notes(app, notes.into_iter().map(|n| n.note).collect());
-                    deck.refresh(i);
                 }
             }
         }
