@@ -27,9 +27,11 @@ pub struct Waiting {
     pub question: bool,
     /// What it is about: the call's title and its diffstat, or the question.
     pub subject: String,
-    /// The one-time choices: (option id, name). "Always" is chosen only in the session's
-    /// own dialog, where the rule's scope shows.
+    /// The one-time choices: (option id, name).
     pub options: Vec<(String, String)>,
+    /// The "always" choices (option id, name): each saves a rule, so they are taken only
+    /// from someone who saw the rule's reach and may make rules (see [`Desk::decide`]).
+    pub always: Vec<(String, String)>,
 }
 
 /// Every pending request of `session`: permission requests first (in the order they came),
@@ -51,6 +53,11 @@ pub fn waiting(session: &Session) -> Vec<Waiting> {
                 .filter(|o| !always(o.kind))
                 .map(|o| (o.option_id.clone(), o.name.clone()))
                 .collect(),
+            always: options
+                .iter()
+                .filter(|o| always(o.kind))
+                .map(|o| (o.option_id.clone(), o.name.clone()))
+                .collect(),
         });
     }
     for e in session.pending_elicitations() {
@@ -59,6 +66,7 @@ pub fn waiting(session: &Session) -> Vec<Waiting> {
             question: true,
             subject: e.message.clone(),
             options: Vec::new(),
+            always: Vec::new(),
         });
     }
     out
@@ -157,7 +165,7 @@ impl Desk {
     /// An answer to `request_id` with `token` or without: refused while someone else holds
     /// a live claim on it (compare-and-set on the claim), or when the caller's own claim
     /// ran out.
-    fn check_claim(&self, request_id: &str, token: Option<&str>) -> Result<(), Refusal> {
+    pub fn check_claim(&self, request_id: &str, token: Option<&str>) -> Result<(), Refusal> {
         let now = Instant::now();
         match self.claims.get(request_id) {
             Some(c) if c.until > now && token != Some(c.token.as_str()) => Err((
@@ -175,8 +183,10 @@ impl Desk {
         }
     }
 
-    /// Permission request `request_id` answered from elsewhere by `who` with a one-time
-    /// choice, once; the claim on it goes with the answer.
+    /// Permission request `request_id` answered from elsewhere by `who`, once; the claim
+    /// on it goes with the answer. One-time choices only, unless `rule_made`: the caller
+    /// saved the rule an "always" choice stands for (see [`option_of`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn decide(
         &mut self,
         driver: &mut Driver,
@@ -184,27 +194,17 @@ impl Desk {
         option_id: &str,
         token: Option<&str>,
         who: String,
+        rule_made: bool,
         notes: &mut Vec<Note>,
     ) -> Result<(), Refusal> {
         self.check_claim(request_id, token)?;
-        let s = &driver.session;
-        let Some((_, _, options)) = s
-            .pending_permissions()
-            .into_iter()
-            .find(|(r, ..)| r == request_id)
-        else {
-            return Err(gone(s, request_id, "request"));
-        };
-        match options.iter().find(|o| o.option_id == option_id) {
-            None => return Err(("bad_request", format!("no choice {option_id}"))),
-            Some(o) if always(o.kind) => {
-                return Err((
-                    "refused",
-                    "\"always\" is chosen in the session's own dialog, where the rule's scope shows"
-                        .into(),
-                ));
-            }
-            Some(_) => {}
+        let kind = option_of(&driver.session, request_id, option_id)?.0;
+        if always(kind) && !rule_made {
+            return Err((
+                "refused",
+                "\"always\" saves a rule: choose it with the rule's place (always: session, project or global) once you saw its reach"
+                    .into(),
+            ));
         }
         driver.decide(
             request_id.to_string(),
@@ -241,6 +241,27 @@ impl Desk {
         self.claims.remove(request_id);
         Ok(())
     }
+}
+
+/// The kind of choice `option_id` of pending permission request `request_id`, and the
+/// ledger place of its call.
+pub fn option_of(
+    session: &Session,
+    request_id: &str,
+    option_id: &str,
+) -> Result<(OptionKind, usize), Refusal> {
+    let Some((_, call, options)) = session
+        .pending_permissions()
+        .into_iter()
+        .find(|(r, ..)| r == request_id)
+    else {
+        return Err(gone(session, request_id, "request"));
+    };
+    options
+        .iter()
+        .find(|o| o.option_id == option_id)
+        .map(|o| (o.kind, call))
+        .ok_or(("bad_request", format!("no choice {option_id}")))
 }
 
 /// Whether `request_id` waits for someone (a permission request or a question).

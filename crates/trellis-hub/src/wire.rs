@@ -22,14 +22,19 @@ pub enum Op {
     },
     /// Cancels the session's running turn.
     Cancel { session: u32 },
-    /// Answers a pending permission request once (one-time choices only). While someone
-    /// holds a claim on it, only their claim answers it.
+    /// Answers a pending permission request once. While someone holds a claim on it,
+    /// only their claim answers it. An "always" choice saves a rule, so it is taken only
+    /// with `always` naming where the rule goes (`session`, `project`, `global`) — after
+    /// its reach was shown (`PendingInfo::always`) — and, over the listener, only from a
+    /// token with the `admin` scope.
     Decide {
         session: u32,
         request_id: String,
         option_id: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         claim: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        always: Option<String>,
     },
     /// Claims a pending request for a while (`lease_s`, 30 s unless said, 5–300): others
     /// are told who is answering it and cannot answer it meanwhile. The claim goes when
@@ -228,6 +233,20 @@ pub struct PendingInfo {
     /// Who holds a claim on it now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed_by: Option<String>,
+    /// Its "always" choices and the rule each would save, with its reach.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub always: Vec<AlwaysInfo>,
+}
+
+/// An "always" choice of a pending request: the rule it saves and what that rule matches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlwaysInfo {
+    pub option_id: String,
+    pub name: String,
+    /// The rule in words (`allow kind=edit path=src/lib.rs`).
+    pub rule: String,
+    /// Calls of the session the rule matches already (the newest 8 192 looked at).
+    pub matches: usize,
 }
 
 /// Where a followed session is: pushed on a `Watch` connection, the latest only.

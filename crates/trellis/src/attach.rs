@@ -228,6 +228,8 @@ fn op_of(session: u32, intent: Remote) -> Option<Op> {
             request_id,
             option_id,
             claim: None,
+            // The attached UI answers once ("always" is refused before it gets here).
+            always: None,
         },
         Remote::Decide { .. } => return None,
         Remote::Elicit { request_id, answer } => Op::Answer {

@@ -202,6 +202,16 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
             .enumerate()
             .map(|(i, (_, name))| format!("{} {}", i + 1, safe(name)))
             .collect();
+        // "Always" saves a rule: shown with what it would match, taken as `aN`.
+        for (i, a) in p.always.iter().enumerate() {
+            println!(
+                "  a{} {} — saves the rule `{}` (matches {} call(s) of this session so far)",
+                i + 1,
+                safe(&a.name),
+                safe(&a.rule),
+                a.matches
+            );
+        }
         print!("  {} · s skip · q quit > ", choices.join("  "));
         std::io::stdout().flush()?;
         let Some(Ok(answer)) = lines.next() else {
@@ -220,25 +230,75 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
                 );
                 skipped.insert((hub, key, request_id));
             }
-            n => match n
-                .parse::<usize>()
-                .ok()
-                .and_then(|n| p.options.get(n.wrapping_sub(1)))
-            {
-                Some((option_id, _)) => {
+            n => match pick(n, &p) {
+                Some((option_id, true)) => {
+                    print!(
+                        "  the rule goes to: s(ession) p(roject) g(lobal), or Enter to go back > "
+                    );
+                    std::io::stdout().flush()?;
+                    let Some(Ok(place)) = lines.next() else {
+                        return Ok(ExitCode::SUCCESS);
+                    };
+                    let always = match place.trim() {
+                        "s" | "session" => "session",
+                        "p" | "project" => "project",
+                        "g" | "global" => "global",
+                        _ => {
+                            let _ = c.call(
+                                Op::Release {
+                                    session: key,
+                                    request_id: request_id.clone(),
+                                    claim,
+                                },
+                                None,
+                            );
+                            continue;
+                        }
+                    };
                     let body = c.call(
                         Op::Decide {
                             session: key,
                             request_id,
-                            option_id: option_id.clone(),
+                            option_id,
                             claim: Some(claim),
+                            always: Some(always.into()),
                         },
                         Some(operation_id()),
                     )?;
                     let _ = done(body)?;
                 }
-                None => println!("  a number from 1 to {}, s or q", p.options.len()),
+                Some((option_id, false)) => {
+                    let body = c.call(
+                        Op::Decide {
+                            session: key,
+                            request_id,
+                            option_id,
+                            claim: Some(claim),
+                            always: None,
+                        },
+                        Some(operation_id()),
+                    )?;
+                    let _ = done(body)?;
+                }
+                None => println!(
+                    "  a number from 1 to {}{}, s or q",
+                    p.options.len(),
+                    if p.always.is_empty() { "" } else { ", aN" }
+                ),
             },
         }
     }
+}
+
+/// The choice `answer` names: a one-time one by its number, an "always" one as `aN`
+/// (true).
+fn pick(answer: &str, p: &trellis_hub::wire::PendingInfo) -> Option<(String, bool)> {
+    if let Some(n) = answer.strip_prefix('a') {
+        let a = p.always.get(n.parse::<usize>().ok()?.wrapping_sub(1))?;
+        return Some((a.option_id.clone(), true));
+    }
+    let (option_id, _) = p
+        .options
+        .get(answer.parse::<usize>().ok()?.wrapping_sub(1))?;
+    Some((option_id.clone(), false))
 }

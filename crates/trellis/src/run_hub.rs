@@ -245,6 +245,12 @@ impl RunHub {
                 };
             }
             Op::Decide {
+                always: Some(_), ..
+            } => Err((
+                "refused",
+                "a headless run's rules are its --permission: answer once".to_string(),
+            )),
+            Op::Decide {
                 request_id,
                 option_id,
                 claim,
@@ -257,6 +263,7 @@ impl RunHub {
                     &option_id,
                     claim.as_deref(),
                     who,
+                    false,
                     notes,
                 )
                 .map(|()| format!("answered {request_id}")),
@@ -340,6 +347,8 @@ impl RunHub {
                     kind: if w.question { "question" } else { "permission" }.into(),
                     subject: w.subject,
                     options: w.options,
+                    // Not offered: a headless run's rules are its --permission.
+                    always: Vec::new(),
                 })
                 .collect(),
         }

@@ -306,7 +306,7 @@ async fn handle(p: &Pairing, req: Request<Incoming>) -> Answer {
     let client = format!("{} (token {})", token.label, token.id);
     match path.as_str() {
         "/api/pending" => pending(p, &client).await,
-        "/api/decide" => decide(p, &client, &body).await,
+        "/api/decide" => decide(p, &client, &body, token.grants(Scope::Admin)).await,
         _ => send(p, &client, &body).await,
     }
 }
@@ -544,7 +544,7 @@ fn operation_id(body: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
-async fn decide(p: &Pairing, client: &str, body: &Value) -> Answer {
+async fn decide(p: &Pairing, client: &str, body: &Value, admin: bool) -> Answer {
     let (Some(session), Some(request_id), Some(option_id)) = (
         body["session"].as_u64().and_then(|s| u32::try_from(s).ok()),
         body["request_id"].as_str(),
@@ -556,11 +556,22 @@ async fn decide(p: &Pairing, client: &str, body: &Value) -> Answer {
             "session, request_id and option_id are needed",
         );
     };
+    // An "always" choice saves a rule that decides the session's requests from then on:
+    // only a token that may administer the hub makes one.
+    let always = body["always"].as_str().map(str::to_string);
+    if always.is_some() && !admin {
+        return problem(
+            StatusCode::FORBIDDEN,
+            "scope",
+            "an \"always\" rule needs a token with the admin scope",
+        );
+    }
     let op = Op::Decide {
         session,
         request_id: request_id.to_string(),
         option_id: option_id.to_string(),
         claim: body["claim"].as_str().map(str::to_string),
+        always,
     };
     match call(p, client, op, operation_id(body)).await {
         Ok(b) => outcome(b),

@@ -156,8 +156,11 @@ pub struct Pending {
     pub request_id: String,
     /// What is asked: the command, the file and its diff summary, or the question.
     pub subject: String,
-    /// The one-time choices (never "always": those are made in the session's own dialog).
+    /// The one-time choices (the inbox answers with these only: "always" is made in the
+    /// session's own dialog, where the rule's scope shows).
     pub options: Vec<(String, String)>,
+    /// The "always" choices, offered to those elsewhere who may make rules.
+    pub always: Vec<(String, String)>,
     pub since: Instant,
 }
 
@@ -345,6 +348,7 @@ impl Deck {
                     request_id: w.request_id,
                     subject: w.subject,
                     options: w.options,
+                    always: w.always,
                     since: slot.since,
                 });
             }

@@ -37,6 +37,7 @@ impl Deck {
                             subject: p.subject.clone(),
                             options: p.options.clone(),
                             claimed_by: self.claimant(s.key, &p.request_id),
+                            always: always_infos(session, &p.request_id, &p.always),
                         })
                         .collect(),
                 }
@@ -45,20 +46,56 @@ impl Deck {
     }
 
     /// A permission request answered through the socket by `who` (with their claim's
-    /// token, if they hold one): once, one-time choices only; someone who comes second is
-    /// told who answered.
+    /// token, if they hold one): once; someone who comes second is told who answered. An
+    /// "always" choice is taken only with `always` naming where its rule goes: the rule is
+    /// the session's own dialog's (shown with its reach in [`Deck::session_infos`]), saved
+    /// there first, then the request is answered.
     pub fn decide_attached(
         &mut self,
         key: SessionKey,
-        request_id: &str,
-        option_id: &str,
+        (request_id, option_id): (&str, &str),
         claim: Option<&str>,
+        always: Option<&str>,
         who: String,
-    ) -> Result<Vec<SessionNote>, Refusal> {
+    ) -> Result<(Vec<SessionNote>, Option<String>), Refusal> {
         let i = self
             .index_of(key)
             .ok_or(("not_found", format!("no session {key}")))?;
         let slot = &mut self.slots[i];
+        let mut saved = None;
+        if let Some(place) = always {
+            slot.desk.check_claim(request_id, claim)?;
+            let (kind, call) =
+                trellis_driver::desk::option_of(&slot.app.driver.session, request_id, option_id)?;
+            let scope = crate::extui::Scope::ALL
+                .into_iter()
+                .find(|s| s.name() == place)
+                .ok_or((
+                    "bad_request",
+                    format!("always: {place}: session, project or global"),
+                ))?;
+            if !matches!(
+                kind,
+                trellis_core::permission::OptionKind::AllowAlways
+                    | trellis_core::permission::OptionKind::RejectAlways
+            ) {
+                return Err(("bad_request", format!("{option_id} is a one-time choice")));
+            }
+            let mut p = crate::extui::RulePreview::new(
+                request_id.to_string(),
+                option_id.to_string(),
+                kind,
+                &slot.app.driver.session.ledger.at(call),
+            );
+            p.scope = scope;
+            let rule = p.rule().describe();
+            let place = slot
+                .app
+                .save_rule(&p)
+                .map_err(|e| ("refused", format!("cannot save the rule: {e}")))?;
+            slot.app.message = Some(format!("rule saved by {who} ({place}): {rule}"));
+            saved = Some(format!("{rule} ({place})"));
+        }
         let mut notes = Vec::new();
         slot.desk.decide(
             &mut slot.app.driver,
@@ -66,11 +103,12 @@ impl Deck {
             option_id,
             claim,
             who,
+            always.is_some(),
             &mut notes,
         )?;
         let numbered = slot.number(notes);
         self.refresh(i);
-        Ok(numbered)
+        Ok((numbered, saved))
     }
 
     /// An agent's question answered through the socket by `who`, once (the reducer
@@ -181,6 +219,35 @@ impl Deck {
             slot.desk.hangup(conn);
         }
     }
+}
+
+/// The "always" choices of request `request_id`: the rule each would save (as the
+/// session's own dialog makes it) and how many of the session's calls it matches already.
+fn always_infos(
+    session: &trellis_core::Session,
+    request_id: &str,
+    always: &[(String, String)],
+) -> Vec<trellis_hub::wire::AlwaysInfo> {
+    always
+        .iter()
+        .filter_map(|(option_id, name)| {
+            let (kind, call) =
+                trellis_driver::desk::option_of(session, request_id, option_id).ok()?;
+            let mut p = crate::extui::RulePreview::new(
+                request_id.to_string(),
+                option_id.clone(),
+                kind,
+                &session.ledger.at(call),
+            );
+            p.advance(session, crate::extui::Hits::BUDGET);
+            Some(trellis_hub::wire::AlwaysInfo {
+                option_id: option_id.clone(),
+                name: name.clone(),
+                rule: p.rule().describe(),
+                matches: p.hits.count,
+            })
+        })
+        .collect()
 }
 
 /// An answer from the wire as the reducer takes it.

@@ -175,11 +175,21 @@ async fn carry_out(
             request_id,
             option_id,
             claim,
-        } => match deck.decide_attached(session, &request_id, &option_id, claim.as_deref(), who) {
-            Ok(notes) => {
+            always,
+        } => match deck.decide_attached(
+            session,
+            (&request_id, &option_id),
+            claim.as_deref(),
+            always.as_deref(),
+            who,
+        ) {
+            Ok((notes, saved)) => {
                 shown = slot_of(deck, session).map(|i| (i, notes));
                 Body::Done {
-                    said: format!("answered {request_id}"),
+                    said: match saved {
+                        Some(rule) => format!("answered {request_id}; rule saved: {rule}"),
+                        None => format!("answered {request_id}"),
+                    },
                 }
             }
             Err((code, message)) => error(code, message),

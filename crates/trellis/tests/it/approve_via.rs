@@ -49,6 +49,7 @@ fn decide(c: &mut Client, claim: Option<String>) -> Body {
             request_id: "1".into(),
             option_id: "allow".into(),
             claim,
+            always: None,
         },
         None,
     )

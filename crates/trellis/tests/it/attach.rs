@@ -281,6 +281,7 @@ fn racing_answers_and_claims_answer_each_request_exactly_once() {
                         request_id: p.request_id.clone(),
                         option_id: "yes".into(),
                         claim: None,
+                        always: None,
                     };
                     match c
                         .call(op, Some(format!("{name}-{round}-{}", p.request_id)))
@@ -383,6 +384,7 @@ fn an_observers_answer_is_refused_by_the_hub() {
                 request_id: request_id.clone(),
                 option_id: "allow".into(),
                 claim: None,
+                always: None,
             },
             None,
         )

@@ -97,6 +97,7 @@ fn a_session_is_listed_approved_once_sent_to_and_stopped_from_another_terminal()
                 request_id: request_id.clone(),
                 option_id: "reject".into(),
                 claim: None,
+                always: None,
             },
             None,
         )

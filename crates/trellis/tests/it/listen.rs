@@ -122,6 +122,20 @@ fn a_phone_pairs_and_answers_once_and_credentials_are_held_to_their_rules() {
         .0,
         401
     );
+    // An "always" choice saves a rule: an approve-scoped token may not make one.
+    let approver = d.stdout(&["token", "new", "--label", "approver", "--scope", "approve"]);
+    let always = format!(
+        r#"{{"session":1,"request_id":"{request_id}","option_id":"allow-always","always":"session"}}"#
+    );
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/api/decide",
+        &[("Authorization", &format!("Bearer {}", approver.trim()))],
+        &always,
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("admin scope"), "{body}");
     // Another site's page cannot post, whatever it holds.
     let admin = d.stdout(&["token", "new", "--label", "admin", "--scope", "admin"]);
     let admin = format!("Bearer {}", admin.trim());

@@ -26,6 +26,7 @@ mod plugins;
 mod prompts;
 mod questions;
 mod replay_ui;
+mod rules_remote;
 mod sessions;
 mod strict;
 mod subagents;
