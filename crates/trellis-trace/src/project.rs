@@ -114,6 +114,9 @@ pub struct Tracer {
     /// The span of the call that started each subagent.
     subagents: FxHashMap<Arc<str>, SpanId>,
     usage: Option<Usage>,
+    /// Commands that ended before any call named their terminal (a quick command beats
+    /// the agent's update that shows it): their spans wait for that call, or the turn's end.
+    exited: Vec<Exited>,
     last_t: f64,
     /// Why the session ended (its `session_ended` event).
     ended: Option<String>,
@@ -151,6 +154,9 @@ pub fn turn_span(trace: &TraceId, n: u32) -> SpanId {
 pub fn session_span(trace: &TraceId) -> SpanId {
     span_id(trace, &[b"session"])
 }
+
+/// A command that ended: its terminal, (start, end), and how it ended.
+type Exited = (String, (f64, f64), trellis_core::wire::ExitStatus);
 
 /// The span of terminal `terminal_id` (what its command's `TRACEPARENT` names).
 pub fn terminal_span(trace: &TraceId, terminal_id: &str) -> SpanId {
@@ -193,6 +199,7 @@ impl Tracer {
             asks: FxHashMap::default(),
             subagents: FxHashMap::default(),
             usage: None,
+            exited: Vec::new(),
             last_t: 0.0,
             ended: None,
             out: Vec::new(),
@@ -248,6 +255,12 @@ impl Tracer {
             && self.conversation.is_none()
         {
             self.conversation = Some(id.clone());
+        }
+        if !self.exited.is_empty()
+            && let EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } =
+                &ev.body
+        {
+            self.terminals_shown(call);
         }
         match &ev.body {
             EventBody::SessionStarted { agent, .. } => {
@@ -343,7 +356,8 @@ impl Tracer {
         }
     }
 
-    /// A command the agent ran through Trellis ended: its span, under its call.
+    /// A command the agent ran through Trellis ended: its span, under its call — later,
+    /// when no call named its terminal yet.
     fn end_terminal(
         &mut self,
         terminal_id: &str,
@@ -351,11 +365,56 @@ impl Tracer {
         (start, t): (f64, f64),
         status: &trellis_core::wire::ExitStatus,
     ) {
+        let Some(c) = call_id else {
+            self.exited
+                .push((terminal_id.to_string(), (start, t), status.clone()));
+            return;
+        };
+        let turn = self.open_turn_of(None, c);
+        let parent = call_span(&self.info.trace_id, None, c, turn);
+        self.terminal(terminal_id, parent, (start, t), status);
+    }
+
+    /// Commands that ended before `call` named their terminal: their spans, under it.
+    fn terminals_shown(&mut self, call: &ToolCall) {
+        for content in &call.content {
+            let trellis_core::tool_call::ToolContent::Terminal { terminal_id } = content else {
+                continue;
+            };
+            if let Some(i) = self.exited.iter().position(|e| e.0 == *terminal_id) {
+                let (id, times, status) = self.exited.remove(i);
+                let parent = call_span(
+                    &self.info.trace_id,
+                    call.subagent.as_deref(),
+                    &call.id,
+                    call.turn,
+                );
+                self.terminal(&id, parent, times, &status);
+            }
+        }
+    }
+
+    /// Commands no call named: under the turn (or the session) they ran in.
+    fn terminals_unclaimed(&mut self) {
+        let parent = self
+            .turn
+            .as_ref()
+            .map(|t| t.span)
+            .unwrap_or(self.session_span);
+        for (id, times, status) in std::mem::take(&mut self.exited) {
+            self.terminal(&id, parent, times, &status);
+        }
+    }
+
+    /// A command's span.
+    fn terminal(
+        &mut self,
+        terminal_id: &str,
+        parent: SpanId,
+        (start, t): (f64, f64),
+        status: &trellis_core::wire::ExitStatus,
+    ) {
         let trace = self.info.trace_id;
-        let parent = call_id.map(|c| {
-            let turn = self.open_turn_of(None, c);
-            call_span(&trace, None, c, turn)
-        });
         let mut attributes = vec![("trellis.terminal.id", Value::Str(terminal_id.to_string()))];
         if let Some(code) = status.exit_code {
             attributes.push(("trellis.terminal.exit_code", Value::Int(code)));
@@ -365,12 +424,7 @@ impl Tracer {
         }
         let failed = status.exit_code.is_some_and(|c| c != 0) || status.signal.is_some();
         let span = self.span(
-            (
-                terminal_span(&trace, terminal_id),
-                parent
-                    .or(self.turn.as_ref().map(|t| t.span))
-                    .or(Some(self.session_span)),
-            ),
+            (terminal_span(&trace, terminal_id), Some(parent)),
             ("terminal".into(), Kind::Internal),
             (start, t),
             attributes,
@@ -492,6 +546,7 @@ impl Tracer {
     }
 
     fn end_turn(&mut self, end: f64, stop_reason: &str) {
+        self.terminals_unclaimed();
         let Some(turn) = self.turn.take() else {
             return;
         };

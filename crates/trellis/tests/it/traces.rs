@@ -414,8 +414,9 @@ while True:
         sid = m["params"]["sessionId"]
         update(sid, {"sessionUpdate": "tool_call", "toolCallId": "run-1", "title": "Run the tests", "kind": "execute", "status": "pending"})
         tid = request("terminal/create", {"sessionId": sid, "command": "echo TP=$TRACEPARENT"})["terminalId"]
-        update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "run-1", "status": "in_progress", "content": [{"type": "terminal", "terminalId": tid}]})
+        # The command ends before the call shows its terminal (as a quick one does).
         request("terminal/wait_for_exit", {"sessionId": sid, "terminalId": tid})
+        update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "run-1", "status": "in_progress", "content": [{"type": "terminal", "terminalId": tid}]})
         out = request("terminal/output", {"sessionId": sid, "terminalId": tid})["output"]
         request("terminal/release", {"sessionId": sid, "terminalId": tid})
         update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "run-1", "status": "completed"})
@@ -426,7 +427,8 @@ while True:
 "#;
 
 /// A command run through Trellis's terminal gets the trace context of its own terminal
-/// span, which is under its tool call: what the command traces (a test run) nests there.
+/// span, which is under its tool call: what the command traces (a test run) nests there —
+/// also when the command ended before the agent's update showed its terminal in the call.
 #[test]
 fn a_commands_traceparent_names_its_terminal_span_under_its_call() {
     let tmp = tempfile::tempdir().unwrap();
@@ -475,6 +477,8 @@ fn a_commands_traceparent_names_its_terminal_span_under_its_call() {
         .expect("the terminal's call");
     assert_eq!(call.name, "execute_tool execute");
     assert_eq!(attr(call, "gen_ai.tool.call.id").as_deref(), Some("run-1"));
+    // The log, exported later, puts it in the same place.
+    same_spans_from_the_log(&log_of(&data), &spans);
 }
 
 /// `/status` in the UI says where spans go and how many were dropped, without the
