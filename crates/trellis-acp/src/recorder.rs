@@ -205,10 +205,12 @@ impl Recorder {
                         None => {
                             let mut record = std::mem::take(&mut inner.pending);
                             let start = record.len();
-                            encode_frame_into(&mut record, start, t, dir, line);
+                            encode_frame_into(&mut record, start, (seq, t), dir, line);
                             inner.pending = record;
                         }
-                        Some(b) => inner.pending.push_str(&encode_frame_bytes(t, dir, line, b)),
+                        Some(b) => inner
+                            .pending
+                            .push_str(&encode_frame_bytes(seq, t, dir, line, b)),
                     }
                     // The agent's notifications are the reducer's alone (the SDK has
                     // nothing to do with them), but for `$/cancel_request`: the SDK marks
@@ -222,7 +224,9 @@ impl Recorder {
                     (Action::Frame { seq, t, dir, msg }, forward)
                 }
                 Err(e) => {
-                    inner.pending.push_str(&encode_invalid(t, dir, line, bytes));
+                    inner
+                        .pending
+                        .push_str(&encode_invalid(seq, t, dir, line, bytes));
                     let error = e.to_string();
                     (
                         Action::InvalidLine {
@@ -257,7 +261,10 @@ impl Recorder {
         };
         self.with(|inner| {
             inner.seq += 1;
-            inner.pending.push_str(&encode_invalid(t, dir, text, None));
+            let seq = inner.seq;
+            inner
+                .pending
+                .push_str(&encode_invalid(seq, t, dir, text, None));
             inner.actions.push(Input::Action(Action::InvalidLine {
                 t,
                 dir,
@@ -292,7 +299,8 @@ impl Recorder {
         let t = self.now();
         self.with(|inner| {
             inner.seq += 1;
-            inner.pending.push_str(&encode_local(t, &record));
+            let seq = inner.seq;
+            inner.pending.push_str(&encode_local(seq, t, &record));
             inner
                 .actions
                 .push(Input::Action(Action::Local { t, record }));
@@ -305,7 +313,8 @@ impl Recorder {
         let t = self.now();
         self.with(|inner| {
             inner.seq += 1;
-            inner.pending.push_str(&encode_stderr(t, line));
+            let seq = inner.seq;
+            inner.pending.push_str(&encode_stderr(seq, t, line));
             inner.actions.push(Input::Stderr(line.to_string()));
             Self::commit(inner);
         });

@@ -1,6 +1,9 @@
-//! The session log format: JSON Lines of `{"t": seconds, "dir": …, "msg": {…}}`, the same
-//! shape as recorded ACP sessions, plus client records (`"dir": "client"`), agent stderr
-//! (`"dir": "agent_stderr"`, `"line"`) and invalid lines kept verbatim (`"raw"`).
+//! The session log format: JSON Lines of `{"seq": n, "t": seconds, "dir": …, "msg": {…}}`,
+//! the same shape as recorded ACP sessions, plus client records (`"dir": "client"`), agent
+//! stderr (`"dir": "agent_stderr"`, `"line"`) and invalid lines kept verbatim (`"raw"`).
+//! `seq` numbers the records of a log from 1, one per line, across restarts of its agent:
+//! a follower resumes after record n and knows it missed nothing (schema 1, additive: logs
+//! written before it have none, and their line number is the same number).
 //!
 //! Invariant: encoding then parsing a record gives back the same entry; frames are embedded
 //! byte-for-byte as the agent or client wrote them.
@@ -134,22 +137,23 @@ impl LogEntry {
     }
 }
 
-/// A frame record. `json` must be one valid JSON value (callers check with [`Message::parse`]).
-pub fn encode_frame(t: f64, dir: Dir, json: &str) -> String {
-    let mut s = String::with_capacity(json.len() + 48);
-    encode_frame_into(&mut s, 0, t, dir, json);
+/// A frame record, record `seq` of its log. `json` must be one valid JSON value (callers
+/// check with [`Message::parse`]).
+pub fn encode_frame(seq: u64, t: f64, dir: Dir, json: &str) -> String {
+    let mut s = String::with_capacity(json.len() + 64);
+    encode_frame_into(&mut s, 0, (seq, t), dir, json);
     s
 }
 
 /// [`encode_frame`] into a reused buffer, replacing what it holds after byte `at`.
-pub fn encode_frame_into(s: &mut String, at: usize, t: f64, dir: Dir, json: &str) {
+pub fn encode_frame_into(s: &mut String, at: usize, (seq, t): (u64, f64), dir: Dir, json: &str) {
     use std::fmt::Write as _;
     let dir = match dir {
         Dir::ClientToAgent => "client_to_agent",
         Dir::AgentToClient => "agent_to_client",
     };
     s.truncate(at);
-    s.push_str("{\"t\":");
+    let _ = write!(s, "{{\"seq\":{seq},\"t\":");
     let _ = write!(s, "{:.3}", t.max(0.0));
     s.push_str(",\"dir\":\"");
     s.push_str(dir);
@@ -168,6 +172,7 @@ pub fn encode_frame_into(s: &mut String, at: usize, t: f64, dir: Dir, json: &str
 
 #[derive(Serialize)]
 struct RawRecord<'a, T: Serialize> {
+    seq: u64,
     #[serde(serialize_with = "ser_t")]
     t: f64,
     dir: LogDir,
@@ -196,8 +201,9 @@ fn encode<T: Serialize>(rec: RawRecord<'_, T>) -> String {
 
 /// A line that was not JSON-RPC, kept verbatim (`bytes`: the line as received, when it
 /// was not valid UTF-8).
-pub fn encode_invalid(t: f64, dir: Dir, raw: &str, bytes: Option<&[u8]>) -> String {
+pub fn encode_invalid(seq: u64, t: f64, dir: Dir, raw: &str, bytes: Option<&[u8]>) -> String {
     encode::<()>(RawRecord {
+        seq,
         t,
         dir: dir.into(),
         raw: Some(raw),
@@ -209,8 +215,8 @@ pub fn encode_invalid(t: f64, dir: Dir, raw: &str, bytes: Option<&[u8]>) -> Stri
 
 /// A frame record for a line that was not valid UTF-8: `json` is its text with U+FFFD in
 /// place of the invalid bytes, `bytes` the line as received.
-pub fn encode_frame_bytes(t: f64, dir: Dir, json: &str, bytes: &[u8]) -> String {
-    let mut s = encode_frame(t, dir, json);
+pub fn encode_frame_bytes(seq: u64, t: f64, dir: Dir, json: &str, bytes: &[u8]) -> String {
+    let mut s = encode_frame(seq, t, dir, json);
     // `{"t":…,"dir":"…","msg":` → `{"t":…,"dir":"…","b64":"…","msg":`
     if let Some(at) = s.find(",\"msg\":") {
         s.insert_str(at, &format!(",\"b64\":\"{}\"", b64(bytes)));
@@ -219,8 +225,9 @@ pub fn encode_frame_bytes(t: f64, dir: Dir, json: &str, bytes: &[u8]) -> String 
 }
 
 /// A client record.
-pub fn encode_local(t: f64, record: &LocalRecord) -> String {
+pub fn encode_local(seq: u64, t: f64, record: &LocalRecord) -> String {
     encode(RawRecord {
+        seq,
         t,
         dir: LogDir::Client,
         raw: None,
@@ -231,8 +238,9 @@ pub fn encode_local(t: f64, record: &LocalRecord) -> String {
 }
 
 /// A line the agent wrote on stderr.
-pub fn encode_stderr(t: f64, line: &str) -> String {
+pub fn encode_stderr(seq: u64, t: f64, line: &str) -> String {
     encode::<()>(RawRecord {
+        seq,
         t,
         dir: LogDir::AgentStderr,
         raw: None,

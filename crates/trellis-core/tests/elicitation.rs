@@ -296,9 +296,10 @@ fn the_log_rebuilds_the_same_answers_and_deciders() {
     let mut lines: Vec<String> = frames
         .iter()
         .enumerate()
-        .map(|(i, (d, v))| encode_frame(i as f64, *d, &v.to_string()))
+        .map(|(i, (d, v))| encode_frame(i as u64 + 1, i as f64, *d, &v.to_string()))
         .collect();
     lines.push(encode_local(
+        5,
         5.0,
         &LocalRecord::ElicitationDecided {
             request_id: "\"q\"".into(),
@@ -306,11 +307,13 @@ fn the_log_rebuilds_the_same_answers_and_deciders() {
         },
     ));
     lines.push(encode_frame(
+        6,
         6.0,
         Dir::ClientToAgent,
         &json!({"jsonrpc":"2.0","id":"q","result":{"action":"accept"}}).to_string(),
     ));
     lines.push(encode_frame(
+        7,
         7.0,
         Dir::AgentToClient,
         &json!({"jsonrpc":"2.0","method":"elicitation/complete","params":{"elicitationId":"e1"}})

@@ -250,11 +250,11 @@ proptest! {
             let seq = 10 + i as u64;
             let action = match Message::parse(line) {
                 Ok(msg) => {
-                    log.push_str(&trellis_core::log::encode_frame(seq as f64, Dir::AgentToClient, line));
+                    log.push_str(&trellis_core::log::encode_frame(seq, seq as f64, Dir::AgentToClient, line));
                     Action::Frame { seq, t: seq as f64, dir: Dir::AgentToClient, msg }
                 }
                 Err(e) => {
-                    log.push_str(&trellis_core::log::encode_invalid(seq as f64, Dir::AgentToClient, line, None));
+                    log.push_str(&trellis_core::log::encode_invalid(seq, seq as f64, Dir::AgentToClient, line, None));
                     Action::InvalidLine { t: seq as f64, dir: Dir::AgentToClient, len: line.len(), error: e.to_string() }
                 }
             };

@@ -19,6 +19,7 @@ mod hostile;
 mod hub;
 mod hubkit;
 mod listen;
+mod log_seq;
 mod login;
 mod mcp;
 mod plugin_death;
