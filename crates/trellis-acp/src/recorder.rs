@@ -32,6 +32,11 @@ pub trait LogSink: Send {
     fn syncer(&self) -> Option<std::fs::File> {
         None
     }
+    /// Records the log held before this sink was opened (a file appended to): the next
+    /// record's number follows them.
+    fn records(&self) -> u64 {
+        0
+    }
 }
 
 /// A sink that keeps nothing.
@@ -106,8 +111,9 @@ impl Recorder {
             keep: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             offset: origin.t,
             inner: Arc::new(Mutex::new(Inner {
+                // A log appended to goes on from its last record.
+                seq: origin.seq.max(sink.records()),
                 sink,
-                seq: origin.seq,
                 tx,
                 log_error_reported: false,
                 lost: None,

@@ -14,6 +14,25 @@ pub struct LogWriter {
     file: File,
     path: PathBuf,
     bytes: u64,
+    /// Records the file held when opened (see [`LogWriter::records_before`]).
+    records_before: u64,
+}
+
+/// The lines of the file at `path`, and whether its last one is cut short (no newline).
+fn count_lines(path: &Path) -> io::Result<(u64, bool)> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 1 << 16];
+    let (mut n, mut last) = (0u64, b'\n');
+    loop {
+        let got = f.read(&mut buf)?;
+        if got == 0 {
+            break;
+        }
+        n += memchr::memchr_iter(b'\n', &buf[..got]).count() as u64;
+        last = buf[got - 1];
+    }
+    Ok((n, last != b'\n'))
 }
 
 impl LogWriter {
@@ -50,6 +69,7 @@ impl LogWriter {
                         file,
                         path,
                         bytes: 0,
+                        records_before: 0,
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -67,13 +87,31 @@ impl LogWriter {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        let file = OpenOptions::new().append(true).create(true).open(path)?;
-        let bytes = file.metadata()?.len();
+        let mut file = OpenOptions::new().append(true).create(true).open(path)?;
+        let mut bytes = file.metadata()?.len();
+        // Records already there (a log appended to): the next one's number follows them,
+        // on a line of its own after a last one cut short.
+        let records_before = if bytes == 0 {
+            0
+        } else {
+            let (lines, cut) = count_lines(path)?;
+            if cut {
+                file.write_all(b"\n")?;
+                bytes += 1;
+            }
+            lines + u64::from(cut)
+        };
         Ok(LogWriter {
             file,
             path: path.to_path_buf(),
             bytes,
+            records_before,
         })
+    }
+
+    /// How many records the log held when it was opened.
+    pub fn records_before(&self) -> u64 {
+        self.records_before
     }
 
     pub fn path(&self) -> &Path {

@@ -19,6 +19,9 @@ impl LogSink for FileSink {
     fn syncer(&self) -> Option<std::fs::File> {
         self.0.syncer().ok()
     }
+    fn records(&self) -> u64 {
+        self.0.records_before()
+    }
 }
 
 /// The policy named by `--permission` (or the config); the flag says whether one was given.
