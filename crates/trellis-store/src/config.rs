@@ -130,6 +130,15 @@ pub struct HookConfig {
     pub timeout: Option<f64>,
 }
 
+/// `[registry]`: where the ACP Registry's index comes from (`trellis agents`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryConfig {
+    /// An address (`https://…/registry.json`), a `registry.json` on disk, or a directory
+    /// of `<id>/agent.json` files; the public registry when unset.
+    pub url: Option<String>,
+}
+
 /// `[worktree]`: worktrees Trellis makes for sessions (`--worktree`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -221,6 +230,8 @@ pub struct Config {
     pub session: SessionConfig,
     #[serde(default)]
     pub worktree: WorktreeConfig,
+    #[serde(default)]
+    pub registry: RegistryConfig,
     #[serde(default)]
     pub notify: NotifyConfig,
     #[serde(default)]

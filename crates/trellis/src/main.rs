@@ -1,6 +1,7 @@
 //! `trellis`: the command-line entry point.
 
 mod agents;
+mod agents_cmd;
 mod answers;
 mod artifacts;
 mod attach;
@@ -150,6 +151,12 @@ enum Cmd {
         #[command(subcommand)]
         command: plugin_cmd::PluginCmd,
     },
+    /// Agents of the ACP Registry (`[registry] url`, the public one by default): list,
+    /// info.
+    Agents {
+        #[command(subcommand)]
+        command: agents_cmd::AgentsCmd,
+    },
     /// Built-in ACP agents (they speak ACP on stdin/stdout).
     Agent {
         #[command(subcommand)]
@@ -260,6 +267,9 @@ fn main() -> ExitCode {
             command: LogCmd::Export(args),
         }) => log_export::main(args),
         Some(Cmd::Agent { command }) => agent(command),
+        Some(Cmd::Agents { command }) => {
+            ui::load_config(cli.config).and_then(|c| agents_cmd::main(command, &c))
+        }
         Some(Cmd::Sessions { command }) => sessions::main(command),
         Some(Cmd::Worktree { command }) => worktree_cmd::main(command),
         Some(Cmd::Ls { json }) => hub_cmd::ls(json),

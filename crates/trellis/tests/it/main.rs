@@ -26,6 +26,7 @@ mod plugin_death;
 mod plugins;
 mod prompts;
 mod questions;
+mod registry;
 mod replay_ui;
 mod rules_remote;
 mod sessions;
