@@ -194,11 +194,16 @@ fn text(e: &Value, key: &str, max: usize, required: bool) -> Result<Option<Strin
 fn valid_version(v: &str) -> bool {
     !v.is_empty()
         && v.len() <= 64
+        && !v.starts_with('.')
         && v.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_'))
 }
 
 /// A command name (npx and uvx): one word, no path, nothing a shell would read.
+pub fn valid_command_name(c: &str) -> bool {
+    valid_command(c)
+}
+
 fn valid_command(c: &str) -> bool {
     !c.is_empty()
         && c.len() <= 128

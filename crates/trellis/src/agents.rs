@@ -106,6 +106,18 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             p.auth_method,
             false,
         )
+    } else if let Some(l) = crate::agents_cmd::installed_agents().and_then(|a| a.launch(agent)) {
+        // An agent installed from the registry (`trellis agents add`); the user's own
+        // `[agents.X]` came first.
+        (
+            agent.to_string(),
+            l.program.to_string_lossy().into_owned(),
+            l.args,
+            l.env,
+            Caps::default(),
+            None,
+            false,
+        )
     } else {
         let mut words = split_words(agent)?;
         if words.is_empty() {

@@ -1,5 +1,6 @@
 //! `trellis agents`: the agents of the ACP Registry (`[registry] url`, the public one by
-//! default) — `list` and `info ID`. Every text of the index is made harmless before it is
+//! default) — `list`, `info ID`, and installing them in Trellis's own directory: `add`,
+//! `update`, `use`, `remove`. Every text of the index is made harmless before it is
 //! printed; entries the index gets wrong are named on stderr with why, never a crash.
 
 use std::path::PathBuf;
@@ -20,6 +21,26 @@ pub enum AgentsCmd {
     },
     /// One agent of the registry, in full.
     Info { id: String },
+    /// Install an agent (its npx package with npm, its uvx package with uv), pinned, in
+    /// Trellis's own directory; `trellis --agent ID` starts it.
+    Add {
+        id: String,
+        /// This version instead of the registry's.
+        #[arg(long)]
+        version: Option<String>,
+    },
+    /// Install the registry's newer version beside the one in use, and switch to it once
+    /// it starts and answers `initialize` (the old one is kept: `trellis agents use`).
+    Update { id: Option<String> },
+    /// Go back (or forth) to an installed version.
+    Use { id: String, version: String },
+    /// Remove an installed agent, every version.
+    Remove { id: String },
+}
+
+/// Trellis's directory of installed registry agents.
+pub(crate) fn installed_agents() -> Option<trellis_registry::install::Agents> {
+    Paths::from_env().map(|p| trellis_registry::install::Agents::new(p.data_dir.join("agents")))
 }
 
 /// The index, from the config's source; what loading it had to say goes to stderr.
@@ -44,9 +65,56 @@ fn load(config: &Config) -> anyhow::Result<Loaded> {
 }
 
 pub fn main(cmd: AgentsCmd, config: &Config) -> anyhow::Result<ExitCode> {
+    let agents = installed_agents().ok_or_else(|| anyhow::anyhow!("no data directory"))?;
+    // What needs no index.
+    match &cmd {
+        AgentsCmd::Use { id, version } => {
+            agents
+                .use_version(id, version)
+                .map_err(|e| anyhow::anyhow!("{}", safe(&e)))?;
+            println!("{} {} is in use", safe(id), safe(version));
+            return Ok(ExitCode::SUCCESS);
+        }
+        AgentsCmd::Remove { id } => {
+            agents
+                .remove(id)
+                .map_err(|e| anyhow::anyhow!("{}", safe(&e)))?;
+            println!("{} removed", safe(id));
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
+    }
     let loaded = load(config)?;
     let index = &loaded.index;
     match cmd {
+        AgentsCmd::Use { .. } | AgentsCmd::Remove { .. } => {}
+        AgentsCmd::Add { id, version } => {
+            let a = index.get(&id).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no agent {} in the registry (trellis agents list)",
+                    safe(&id)
+                )
+            })?;
+            let launch = agents
+                .add(a, version.as_deref(), &mut |s| eprintln!("{}", safe(&s)))
+                .map_err(|e| anyhow::anyhow!("{}", safe(&e)))?;
+            println!(
+                "{} {} installed: trellis --agent {} starts it",
+                safe(&a.id),
+                safe(&launch.version),
+                safe(&a.id)
+            );
+            // It starts and answers: and says whether it needs a login.
+            match answers_initialize(&launch) {
+                Ok(result) => say_login(&result),
+                Err(e) => eprintln!(
+                    "trellis: installed, but it did not answer initialize: {}",
+                    safe(&e)
+                ),
+            }
+        }
+        AgentsCmd::Update { id } => return update(&agents, index, id.as_deref()),
+
         AgentsCmd::List { json: true } => {
             let agents: Vec<serde_json::Value> = index.agents.iter().map(agent_json).collect();
             let refused: Vec<serde_json::Value> = index
@@ -71,14 +139,20 @@ pub fn main(cmd: AgentsCmd, config: &Config) -> anyhow::Result<ExitCode> {
                 .unwrap_or(0)
                 .min(32);
             for a in &index.agents {
+                let here = match agents.installed(&a.id) {
+                    Some(i) if i.current == a.version => format!("installed {}", i.current),
+                    Some(i) => format!("{} → {} waiting", i.current, a.version),
+                    None => String::new(),
+                };
                 println!(
-                    "{:<w$}  {:<10}  {:<8}  {}",
+                    "{:<w$}  {:<10}  {:<8}  {:<22}  {}",
                     safe(&a.id),
                     safe(&trellis_text::clip(&a.version, 10)),
                     a.distribution(),
+                    safe(&here),
                     safe(&trellis_text::clip(
                         &trellis_text::one_line(&a.description),
-                        72
+                        60
                     )),
                 );
             }
@@ -173,4 +247,159 @@ fn info(a: &Agent) -> String {
         );
     }
     s
+}
+
+/// An agent that needs a login says so after install (its `authMethods`); its first
+/// session offers the login (a terminal login runs in the UI).
+fn say_login(initialized: &serde_json::Value) {
+    let methods: Vec<String> = initialized["authMethods"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["name"].as_str().or(m["id"].as_str()))
+        .take(8)
+        .map(|n| safe(n).into_owned())
+        .collect();
+    if !methods.is_empty() {
+        println!(
+            "it may ask you to log in ({}): its first session offers it",
+            methods.join(", ")
+        );
+    }
+}
+
+/// `update [ID]`: for each installed agent (or `id`) whose registry version differs,
+/// install it beside the one in use and switch once it answers `initialize`.
+fn update(
+    agents: &trellis_registry::install::Agents,
+    index: &trellis_registry::Index,
+    id: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let ids: Vec<String> = match id {
+        Some(i) => vec![i.to_string()],
+        None => index
+            .agents
+            .iter()
+            .filter(|a| agents.installed(&a.id).is_some())
+            .map(|a| a.id.clone())
+            .collect(),
+    };
+    let mut failed = false;
+    for id in ids {
+        let Some(a) = index.get(&id) else {
+            eprintln!("trellis: {} is not in the registry", safe(&id));
+            failed = true;
+            continue;
+        };
+        let Some(old) = agents.installed(&id) else {
+            eprintln!(
+                "trellis: {} is not installed (trellis agents add {})",
+                safe(&id),
+                safe(&id)
+            );
+            failed = true;
+            continue;
+        };
+        if old.current == a.version {
+            println!(
+                "{} {} is the registry's version",
+                safe(&id),
+                safe(&old.current)
+            );
+            continue;
+        }
+        println!(
+            "{}: {} → {}",
+            safe(&id),
+            safe(&old.current),
+            safe(&a.version)
+        );
+        let launch = match agents.add(a, Some(&a.version), &mut |s| eprintln!("{}", safe(&s))) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("trellis: {}: {}", safe(&id), safe(&e));
+                failed = true;
+                continue;
+            }
+        };
+        if let Err(e) = answers_initialize(&launch) {
+            // Back to the one that worked; the new one stays installed beside it.
+            let _ = agents.use_version(&id, &old.current);
+            eprintln!(
+                "trellis: {} {} did not start ({}): {} stays in use",
+                safe(&id),
+                safe(&a.version),
+                safe(&e),
+                safe(&old.current)
+            );
+            failed = true;
+            continue;
+        }
+        println!(
+            "{} {} in use ({} kept: trellis agents use {} {})",
+            safe(&id),
+            safe(&a.version),
+            safe(&old.current),
+            safe(&id),
+            safe(&old.current)
+        );
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Starts the agent and asks `initialize`: an answer within 30 s is a working install
+/// (the answer is returned). The agent is stopped whatever happens.
+fn answers_initialize(
+    launch: &trellis_registry::install::Launch,
+) -> Result<serde_json::Value, String> {
+    use std::io::{BufRead, Write};
+    let mut cmd = std::process::Command::new(&launch.program);
+    cmd.args(&launch.args)
+        .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    // It goes when Trellis goes, whatever stops Trellis.
+    trellis_os::priority::die_with_parent(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let ask = serde_json::json!({"jsonrpc": "2.0", "id": "trellis-probe", "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}}});
+    let _ = writeln!(stdin, "{ask}");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = std::io::BufReader::new(stdout);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match std::io::Read::take(&mut reader, 1 << 20).read_line(&mut line) {
+                Ok(0) | Err(_) => {
+                    let _ = tx.send(None);
+                    return;
+                }
+                Ok(_) => {
+                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
+                        && v["id"] == "trellis-probe"
+                        && v.get("result").is_some()
+                    {
+                        let _ = tx.send(Some(v["result"].clone()));
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    let answered = rx.recv_timeout(std::time::Duration::from_secs(30));
+    let _ = child.kill();
+    let _ = child.wait();
+    match answered {
+        Ok(Some(result)) => Ok(result),
+        Ok(None) => Err("it ended without answering initialize".into()),
+        Err(_) => Err("no answer to initialize within 30 s".into()),
+    }
 }
