@@ -24,6 +24,13 @@ pub struct Version {
     pub env: Vec<(String, String)>,
     /// Unix seconds.
     pub installed: u64,
+    /// A binary's: the program's SHA-256 at install, checked before each start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// A binary's: the archive's SHA-256 (an update that brings the same version with
+    /// another archive is refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_sha256: Option<String>,
 }
 
 /// What is installed of one agent.
@@ -106,17 +113,21 @@ impl Agents {
         Ok(())
     }
 
-    /// How to start `id` (its current version), checked to still be there.
-    pub fn launch(&self, id: &str) -> Option<Launch> {
+    /// How to start `id` (its current version): none when it is not installed; an error
+    /// when its program is gone or — a binary — changed since it was installed.
+    pub fn launch(&self, id: &str) -> Option<Result<Launch, String>> {
         let rec = self.installed(id)?;
         let v = rec.versions.iter().find(|v| v.version == rec.current)?;
-        let program = self.dir.join(id).join(&v.version).join(&v.program);
-        program.exists().then(|| Launch {
-            program,
-            args: v.args.clone(),
-            env: v.env.clone(),
-            version: v.version.clone(),
-        })
+        let home = self.dir.join(id).join(&v.version);
+        let program = home.join(&v.program);
+        Some(
+            check_program(&program, &home, v.sha256.as_deref()).map(|()| Launch {
+                program,
+                args: v.args.clone(),
+                env: v.env.clone(),
+                version: v.version.clone(),
+            }),
+        )
     }
 
     /// Installs `agent` at `version` (the entry's when not given) and makes it the one in
@@ -128,22 +139,37 @@ impl Agents {
         version: Option<&str>,
         say: &mut dyn FnMut(String),
     ) -> Result<Launch, String> {
-        let (kind, package) = match (&agent.npx, &agent.uvx) {
-            (Some(p), _) => ("npx", p),
-            (None, Some(p)) => ("uvx", p),
-            (None, None) => {
+        let here = crate::index::this_platform().and_then(|p| agent.binary.get(p));
+        // A binary needs nothing else on the machine: it comes first.
+        let kind = match (here, &agent.npx, &agent.uvx) {
+            (Some(_), ..) => "binary",
+            (None, Some(_), _) => "npx",
+            (None, None, Some(_)) => "uvx",
+            (None, None, None) => {
                 return Err(format!(
-                    "{}: only a binary distribution, which Trellis does not install yet",
-                    agent.id
+                    "{}: no distribution for this machine (its binaries are for {})",
+                    agent.id,
+                    agent.binary.keys().cloned().collect::<Vec<_>>().join(", ")
                 ));
             }
         };
+        let package = match kind {
+            "npx" => agent.npx.as_ref(),
+            "uvx" => agent.uvx.as_ref(),
+            _ => None,
+        };
         let version = version
             .map(str::to_string)
-            .or_else(|| package.pinned.clone())
+            .or_else(|| package.and_then(|p| p.pinned.clone()))
             .unwrap_or_else(|| agent.version.clone());
         if !valid_version(&version) {
             return Err(format!("{version}: not a version"));
+        }
+        if kind == "binary" && version != agent.version {
+            return Err(format!(
+                "{}: the registry has a binary of {} only",
+                agent.id, agent.version
+            ));
         }
         let mut rec = self.installed(&agent.id).unwrap_or(Installed {
             id: agent.id.clone(),
@@ -151,17 +177,40 @@ impl Agents {
         });
         let home = self.dir.join(&agent.id);
         let target = home.join(&version);
-        if !rec.versions.iter().any(|v| v.version == version) || !target.exists() {
+        let have = rec.versions.iter().find(|v| v.version == version).cloned();
+        if let (Some(old), Some(b)) = (&have, here)
+            && kind == "binary"
+            && old.archive_sha256.is_some()
+            && b.sha256.is_some()
+            && old.archive_sha256 != b.sha256
+        {
+            return Err(format!(
+                "{} {version}: the registry now gives another archive for the same version (SHA-256 {}, installed {}): refused",
+                agent.id,
+                b.sha256.as_deref().unwrap_or_default(),
+                old.archive_sha256.as_deref().unwrap_or_default()
+            ));
+        }
+        if have.is_none() || !target.exists() {
             own_dir(&self.dir).map_err(|e| e.to_string())?;
             own_dir(&home).map_err(|e| e.to_string())?;
             let work = tempfile::Builder::new()
                 .prefix(".installing-")
                 .tempdir_in(&home)
                 .map_err(|e| e.to_string())?;
-            let program = match kind {
-                "npx" => npm_install(package, &version, work.path(), say)?,
-                _ => uv_install(package, &version, work.path(), say)?,
+            let mut installed = match (kind, package, here) {
+                ("npx", Some(p), _) => Version {
+                    program: npm_install(p, &version, work.path(), say)?,
+                    ..Version::of(&version, kind, p)
+                },
+                ("uvx", Some(p), _) => Version {
+                    program: uv_install(p, &version, work.path(), say)?,
+                    ..Version::of(&version, kind, p)
+                },
+                (_, _, Some(b)) => binary_install(b, &version, work.path(), say)?,
+                _ => return Err("nothing to install".into()),
             };
+            installed.installed = now();
             if std::fs::symlink_metadata(&target).is_ok() {
                 return Err(format!(
                     "{}: something is already there; remove it first (trellis agents remove {})",
@@ -172,19 +221,12 @@ impl Agents {
             let kept = work.keep();
             std::fs::rename(&kept, &target).map_err(|e| e.to_string())?;
             rec.versions.retain(|v| v.version != version);
-            rec.versions.push(Version {
-                version: version.clone(),
-                kind: kind.into(),
-                program,
-                args: package.args.clone(),
-                env: package.env.clone(),
-                installed: now(),
-            });
+            rec.versions.push(installed);
         }
         rec.current = version;
         self.save(&rec).map_err(|e| e.to_string())?;
         self.launch(&agent.id)
-            .ok_or_else(|| format!("{}: installed, but its program is missing", agent.id))
+            .unwrap_or_else(|| Err(format!("{}: installed, but not found", agent.id)))
     }
 
     /// Makes `version` of `id` the one in use (it must be installed).
@@ -216,6 +258,95 @@ impl Agents {
             Err(_) => Err(format!("{id} is not installed")),
         }
     }
+}
+
+/// The program is there — a binary's a file of its own (not a link); a package's command
+/// (npm links it into `.bin`) leads to a file inside `home`, the version's directory — and,
+/// when its SHA-256 was recorded, still that one.
+fn check_program(program: &Path, home: &Path, sha256: Option<&str>) -> Result<(), String> {
+    let gone = || {
+        format!(
+            "{}: not there any more (trellis agents add again)",
+            program.display()
+        )
+    };
+    let meta = std::fs::symlink_metadata(program).map_err(|_| gone())?;
+    if sha256.is_some() && !meta.is_file() {
+        return Err(format!("{}: not a file of its own", program.display()));
+    }
+    let real = std::fs::canonicalize(program).map_err(|_| gone())?;
+    let home = std::fs::canonicalize(home).map_err(|_| gone())?;
+    if !real.starts_with(&home) || !real.is_file() {
+        return Err(format!(
+            "{}: leads outside its install, not started",
+            program.display()
+        ));
+    }
+    if let Some(want) = sha256 {
+        let got = crate::binary::sha256_of(program).map_err(|e| e.to_string())?;
+        if got != want {
+            return Err(format!(
+                "{}: changed since it was installed (SHA-256 {got}, installed {want}): not started",
+                program.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Version {
+    fn of(version: &str, kind: &str, p: &Package) -> Version {
+        Version {
+            version: version.to_string(),
+            kind: kind.into(),
+            program: String::new(),
+            args: p.args.clone(),
+            env: p.env.clone(),
+            installed: 0,
+            sha256: None,
+            archive_sha256: None,
+        }
+    }
+}
+
+/// A binary distribution: downloaded, its checksum checked against the entry's (when it
+/// gives one), unpacked, the program's checksum recorded.
+fn binary_install(
+    b: &crate::index::Binary,
+    version: &str,
+    dir: &Path,
+    say: &mut dyn FnMut(String),
+) -> Result<Version, String> {
+    say(format!("downloading {}", b.archive));
+    let archive = dir.join(".archive");
+    let got = crate::binary::download(&b.archive, &archive)?;
+    if let Some(want) = &b.sha256
+        && *want != got
+    {
+        return Err(format!(
+            "{}: SHA-256 {got}, the registry says {want}: refused",
+            b.archive
+        ));
+    }
+    say(format!("SHA-256 {got}"));
+    crate::binary::unpack(&archive, &b.archive, dir, &b.cmd)?;
+    let _ = std::fs::remove_file(&archive);
+    let program = b.cmd.strip_prefix("./").unwrap_or(&b.cmd).to_string();
+    let path = dir.join(&program);
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() => {}
+        _ => return Err(format!("the archive has no program {program}")),
+    }
+    Ok(Version {
+        version: version.to_string(),
+        kind: "binary".into(),
+        sha256: Some(crate::binary::sha256_of(&path).map_err(|e| e.to_string())?),
+        archive_sha256: Some(got),
+        program,
+        args: b.args.clone(),
+        env: b.env.clone(),
+        installed: 0,
+    })
 }
 
 /// A version used as a directory name: a version's characters, not only dots.

@@ -4,6 +4,7 @@
 //! its validators (`source`); agents installed in Trellis's own directory, pinned
 //! (`install`).
 
+pub mod binary;
 pub mod index;
 pub mod install;
 pub mod source;

@@ -108,7 +108,8 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
         )
     } else if let Some(l) = crate::agents_cmd::installed_agents().and_then(|a| a.launch(agent)) {
         // An agent installed from the registry (`trellis agents add`); the user's own
-        // `[agents.X]` came first.
+        // `[agents.X]` came first. One that changed since it was installed is not started.
+        let l = l.map_err(|e| anyhow::anyhow!("agent {agent}: {e}"))?;
         (
             agent.to_string(),
             l.program.to_string_lossy().into_owned(),

@@ -301,11 +301,19 @@ fn update(
             continue;
         };
         if old.current == a.version {
-            println!(
-                "{} {} is the registry's version",
-                safe(&id),
-                safe(&old.current)
-            );
+            // The same version: nothing to install, unless the registry now gives another
+            // archive for it, which is refused.
+            match agents.add(a, Some(&a.version), &mut |s| eprintln!("{}", safe(&s))) {
+                Ok(_) => println!(
+                    "{} {} is the registry's version",
+                    safe(&id),
+                    safe(&old.current)
+                ),
+                Err(e) => {
+                    eprintln!("trellis: {}", safe(&e));
+                    failed = true;
+                }
+            }
             continue;
         }
         println!(

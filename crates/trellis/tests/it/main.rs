@@ -27,6 +27,7 @@ mod plugins;
 mod prompts;
 mod questions;
 mod registry;
+mod registry_binary;
 mod registry_install;
 mod replay_ui;
 mod rules_remote;

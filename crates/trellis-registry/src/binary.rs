@@ -1,0 +1,179 @@
+//! A binary distribution: the archive downloaded (bounded), its SHA-256 checked against
+//! the entry's when it gives one and recorded, and extracted safely — only plain files and
+//! directories, every path inside the target (no `..`, nothing absolute), no links, a
+//! bound on what it unpacks to. A raw binary (no archive suffix) is the program itself.
+
+use std::io::{Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use sha2::Digest;
+
+/// The largest archive downloaded.
+const MAX_ARCHIVE: u64 = 512 << 20;
+/// The most an archive may unpack to, and the most entries.
+const MAX_UNPACKED: u64 = 2 << 30;
+const MAX_ENTRIES: usize = 100_000;
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The SHA-256 of the file at `path`.
+pub fn sha256_of(path: &Path) -> std::io::Result<String> {
+    let mut f = std::fs::File::open(path)?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex(&h.finalize()))
+}
+
+/// Downloads `url` to `to` (created new), at most [`MAX_ARCHIVE`] bytes; its SHA-256.
+pub fn download(url: &str, to: &Path) -> Result<String, String> {
+    let t = Some(crate::source::TIMEOUT);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(t)
+        .timeout_send_request(t)
+        .timeout_recv_response(t)
+        .http_status_as_error(false)
+        .max_redirects(5)
+        .build()
+        .into();
+    let mut resp = agent.get(url).call().map_err(|e| format!("{url}: {e}"))?;
+    if resp.status() != 200 {
+        return Err(format!("{url} answered {}", resp.status()));
+    }
+    let mut body = resp.body_mut().with_config().limit(MAX_ARCHIVE).reader();
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)
+        .map_err(|e| e.to_string())?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = body.read(&mut buf).map_err(|e| format!("{url}: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        out.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+    }
+    Ok(hex(&h.finalize()))
+}
+
+/// A path of an archive entry, checked to stay inside: only plain names (and `.`).
+fn inside(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    (!out.as_os_str().is_empty()).then_some(out)
+}
+
+/// Unpacks the archive at `archive` (named after `url`) into `dir`, or places a raw
+/// binary there as `cmd`.
+pub fn unpack(archive: &Path, url: &str, dir: &Path, cmd: &str) -> Result<(), String> {
+    let name = url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+        let f = std::fs::File::open(archive).map_err(|e| e.to_string())?;
+        untar(flate2::read::GzDecoder::new(f), dir)
+    } else if name.ends_with(".tar") {
+        untar(
+            std::fs::File::open(archive).map_err(|e| e.to_string())?,
+            dir,
+        )
+    } else if [".zip", ".tar.bz2", ".tbz2"]
+        .iter()
+        .any(|s| name.ends_with(s))
+        || [".dmg", ".pkg", ".deb", ".rpm", ".msi", ".appimage"]
+            .iter()
+            .any(|s| name.ends_with(s))
+    {
+        Err(format!(
+            "{url}: Trellis does not unpack this kind of archive yet (tar.gz, tgz, tar, or a raw binary)"
+        ))
+    } else {
+        // A raw binary: the program itself.
+        let to = dir.join(inside(Path::new(cmd)).ok_or("cmd is not a path inside")?);
+        if let Some(p) = to.parent() {
+            std::fs::create_dir_all(p).map_err(|e| e.to_string())?;
+        }
+        std::fs::copy(archive, &to).map_err(|e| e.to_string())?;
+        make_executable(&to)
+    }
+}
+
+fn make_executable(p: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())
+}
+
+fn untar(r: impl Read, dir: &Path) -> Result<(), String> {
+    let mut a = tar::Archive::new(r);
+    let mut total = 0u64;
+    for (n, entry) in a.entries().map_err(|e| e.to_string())?.enumerate() {
+        let mut entry = entry.map_err(|e| format!("the archive: {e}"))?;
+        if n >= MAX_ENTRIES {
+            return Err(format!("the archive has more than {MAX_ENTRIES} entries"));
+        }
+        let raw = entry.path().map_err(|e| e.to_string())?.into_owned();
+        let Some(rel) = inside(&raw) else {
+            return Err(format!(
+                "the archive names {}, which is not inside it",
+                raw.display()
+            ));
+        };
+        let to = dir.join(&rel);
+        match entry.header().entry_type() {
+            tar::EntryType::Directory => {
+                std::fs::create_dir_all(&to).map_err(|e| e.to_string())?;
+            }
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                total += entry.size();
+                if total > MAX_UNPACKED {
+                    return Err(format!(
+                        "the archive unpacks to more than {MAX_UNPACKED} bytes"
+                    ));
+                }
+                if let Some(p) = to.parent() {
+                    std::fs::create_dir_all(p).map_err(|e| e.to_string())?;
+                }
+                // Created new: an earlier entry (or anything else) is never written through.
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&to)
+                    .map_err(|e| format!("{}: {e}", rel.display()))?;
+                let size = entry.size();
+                std::io::copy(&mut (&mut entry).take(size), &mut f).map_err(|e| e.to_string())?;
+                let mode = entry.header().mode().unwrap_or(0o644);
+                if mode & 0o111 != 0 {
+                    make_executable(&to)?;
+                }
+            }
+            // Links (which could point out), devices, FIFOs: not unpacked.
+            other => {
+                return Err(format!(
+                    "the archive holds {} as a {other:?}, which Trellis does not unpack",
+                    rel.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
