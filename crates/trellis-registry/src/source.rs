@@ -89,6 +89,15 @@ pub fn load(source: &Source, cache_dir: &Path) -> Result<Loaded, String> {
     }
 }
 
+/// The index without going to the network: a file or a directory as [`load`] reads them,
+/// an address's cached copy (none when there is none).
+pub fn load_local(source: &Source, cache_dir: &Path) -> Option<Index> {
+    match source {
+        Source::Url(u) => cached(cache_dir, u).and_then(|(_, text)| Index::parse(&text).ok()),
+        other => load(other, cache_dir).ok().map(|l| l.index),
+    }
+}
+
 /// A regular file (a link or a FIFO is refused), at most `max` bytes.
 fn read_bounded(p: &Path, max: u64) -> Result<String, String> {
     use std::io::Read;

@@ -75,6 +75,48 @@ fn this_exe() -> anyhow::Result<String> {
         .into_owned())
 }
 
+/// Where `program` is on `PATH`, if it is.
+fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The registry ids a preset's agent goes by (the registry renamed some).
+fn registry_ids(preset: &str) -> &'static [&'static str] {
+    match preset {
+        "claude" => &["claude-acp", "claude-code-acp"],
+        "codex" => &["codex-acp"],
+        "gemini" => &["gemini"],
+        "goose" => &["goose"],
+        "opencode" => &["opencode"],
+        _ => &[],
+    }
+}
+
+/// The registry agent installed as `agent` (its id, or a preset's name for it), and how to
+/// start it.
+fn installed(agent: &str) -> Option<(String, Result<trellis_registry::install::Launch, String>)> {
+    let agents = crate::agents_cmd::installed_agents()?;
+    std::iter::once(agent)
+        .chain(registry_ids(agent).iter().copied())
+        .find_map(|id| agents.launch(id).map(|l| (id.to_string(), l)))
+}
+
+fn caps_of(o: &trellis_store::config::CapabilityOverrides) -> Caps {
+    let d = Caps::default();
+    Caps {
+        read_text_file: o.read_text_file.unwrap_or(d.read_text_file),
+        write_text_file: o.write_text_file.unwrap_or(d.write_text_file),
+        terminal: o.terminal.unwrap_or(d.terminal),
+        terminal_login: d.terminal_login,
+        elicitation_form: d.elicitation_form,
+        elicitation_url: d.elicitation_url,
+    }
+}
+
 pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Result<Resolved> {
     let (name, command, args, env, caps, auth, scratch) = if agent == "demo" {
         (
@@ -86,17 +128,9 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             None,
             true,
         )
-    } else if let Some(p) = config.preset(agent) {
-        let o = &p.capabilities;
-        let d = Caps::default();
-        let caps = Caps {
-            read_text_file: o.read_text_file.unwrap_or(d.read_text_file),
-            write_text_file: o.write_text_file.unwrap_or(d.write_text_file),
-            terminal: o.terminal.unwrap_or(d.terminal),
-            terminal_login: d.terminal_login,
-            elicitation_form: d.elicitation_form,
-            elicitation_url: d.elicitation_url,
-        };
+    } else if let Some(p) = config.agents.get(agent).cloned() {
+        // The user's own `[agents.X]` wins over everything else.
+        let caps = caps_of(&p.capabilities);
         (
             agent.to_string(),
             p.command,
@@ -106,23 +140,55 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             p.auth_method,
             false,
         )
-    } else if let Some(l) = crate::agents_cmd::installed_agents().and_then(|a| a.launch(agent)) {
-        // An agent installed from the registry (`trellis agents add`); the user's own
-        // `[agents.X]` came first. One that changed since it was installed is not started.
+    } else if let Some((id, l)) = installed(agent) {
+        // An agent installed from the registry (`trellis agents add`), with what Trellis
+        // knows of its quirks (a preset's capabilities for the same agent). One that
+        // changed since it was installed is not started.
         let l = l.map_err(|e| anyhow::anyhow!("agent {agent}: {e}"))?;
+        let quirks = trellis_store::config::builtin_presets()
+            .into_iter()
+            .find(|(name, _)| registry_ids(name).contains(&id.as_str()))
+            .map(|(_, p)| p.capabilities)
+            .unwrap_or_default();
         (
-            agent.to_string(),
+            id,
             l.program.to_string_lossy().into_owned(),
             l.args,
             l.env,
-            Caps::default(),
+            caps_of(&quirks),
             None,
+            false,
+        )
+    } else if let Some(p) = trellis_store::config::builtin_presets().remove(agent) {
+        // A preset whose program is not here, for an agent the registry has: say how to
+        // get it rather than fail to start it.
+        if on_path(&p.command).is_none()
+            && let Some(hint) = crate::agents_cmd::not_installed(agent, registry_ids(agent), config)
+        {
+            bail!("{hint}");
+        }
+        let caps = caps_of(&p.capabilities);
+        (
+            agent.to_string(),
+            p.command,
+            p.args,
+            p.env.into_iter().collect(),
+            caps,
+            p.auth_method,
             false,
         )
     } else {
         let mut words = split_words(agent)?;
         if words.is_empty() {
             bail!("--agent is empty");
+        }
+        // One word that is no program here but an agent of the registry: say how to get it.
+        if let [word] = words.as_slice()
+            && !word.contains('/')
+            && on_path(word).is_none()
+            && let Some(hint) = crate::agents_cmd::not_installed(word, registry_ids(word), config)
+        {
+            bail!("{hint}");
         }
         let mut command = words.remove(0);
         if command == "trellis" {

@@ -43,13 +43,49 @@ pub(crate) fn installed_agents() -> Option<trellis_registry::install::Agents> {
     Paths::from_env().map(|p| trellis_registry::install::Agents::new(p.data_dir.join("agents")))
 }
 
+/// Where the registry's cached copy is.
+fn cache_dir() -> PathBuf {
+    Paths::from_env()
+        .map(|p| p.data_dir.join("registry"))
+        .unwrap_or_else(|| PathBuf::from(".trellis-registry-cache"))
+}
+
+/// When `name` is a registry agent that is not installed: what to say instead of trying
+/// to run it as a command (the registry as known without the network).
+pub(crate) fn not_installed(name: &str, ids: &[&str], config: &Config) -> Option<String> {
+    let source = Source::from_setting(config.registry.url.as_deref());
+    let index = trellis_registry::source::load_local(&source, &cache_dir())?;
+    let a = std::iter::once(name)
+        .chain(ids.iter().copied())
+        .find_map(|id| index.get(id))?;
+    let what = match (
+        trellis_registry::index::this_platform().and_then(|p| a.binary.get(p)),
+        &a.npx,
+        &a.uvx,
+    ) {
+        (Some(b), ..) => format!("downloads {}", b.archive),
+        (None, Some(p), _) => format!(
+            "installs the npm package {}@{}",
+            p.package,
+            p.pinned.as_deref().unwrap_or(&a.version)
+        ),
+        (None, None, Some(p)) => format!("installs the PyPI package {} with uv", p.package),
+        _ => return None,
+    };
+    Some(format!(
+        "{} is an agent of the registry ({} {}), not installed here: `trellis agents add {}` {what}, then --agent {} starts it",
+        safe(&a.id),
+        safe(&a.name),
+        safe(&a.version),
+        safe(&a.id),
+        safe(name)
+    ))
+}
+
 /// The index, from the config's source; what loading it had to say goes to stderr.
 fn load(config: &Config) -> anyhow::Result<Loaded> {
     let source = Source::from_setting(config.registry.url.as_deref());
-    let cache = Paths::from_env()
-        .map(|p| p.data_dir.join("registry"))
-        .unwrap_or_else(|| PathBuf::from(".trellis-registry-cache"));
-    let loaded = trellis_registry::source::load(&source, &cache)
+    let loaded = trellis_registry::source::load(&source, &cache_dir())
         .map_err(|e| anyhow::anyhow!("the agent registry ({}): {e}", source.describe()))?;
     if let Some(said) = &loaded.said {
         eprintln!("trellis: {}", safe(said));

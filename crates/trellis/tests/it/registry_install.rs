@@ -177,6 +177,14 @@ fn an_npx_agent_is_installed_pinned_run_updated_only_when_it_works_and_removed()
     let npm = npm_registry(dir.path(), &[("1.0.0", Some("1.0.0")), ("2.0.0", None)]);
     let h = Home { dir, npm };
     h.index("1.0.0");
+    // Not installed yet: named with what installing it does, not run as a command.
+    let o = h.trellis(&["run", "--agent", "test-agent", "--prompt", "hi"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("test-agent is an agent of the registry (Test agent 1.0.0), not installed here: `trellis agents add test-agent` installs the npm package trellis-test-agent@1.0.0"),
+        "{}",
+        text(&o)
+    );
     let o = h.trellis(&["agents", "add", "test-agent"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
@@ -241,4 +249,54 @@ fn an_npx_agent_is_installed_pinned_run_updated_only_when_it_works_and_removed()
     assert!(!h.dir.path().join("data/trellis/agents/test-agent").exists());
     let o = h.trellis(&["run", "--agent", "test-agent", "--prompt", "hi"]);
     assert!(!o.status.success());
+    assert!(text(&o).contains("not installed here"), "{}", text(&o));
+}
+
+/// A preset's name reaches the registry agent installed for it, with what Trellis knows of
+/// its quirks: Gemini's gets no file reads (it misreads their not-found answer).
+#[test]
+fn a_presets_name_starts_its_registry_agent_with_its_quirks() {
+    if Command::new("npm").arg("--version").output().is_err() {
+        crate::missing_tool("npm is not installed (scripts/test installs Node.js)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let npm = npm_registry(dir.path(), &[("1.0.0", Some("1.0.0"))]);
+    let h = Home { dir, npm };
+    let index = serde_json::json!({"version": "1.0.0", "agents": [
+        {"id": "gemini", "name": "Gemini CLI", "version": "1.0.0", "description": "stands in for Gemini",
+         "distribution": {"npx": {"package": "trellis-test-agent@1.0.0"}}}]});
+    std::fs::write(h.dir.path().join("registry.json"), index.to_string()).unwrap();
+    let config = h.dir.path().join("config/trellis");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[registry]\nurl = {:?}\n",
+            h.dir.path().join("registry.json")
+        ),
+    )
+    .unwrap();
+    let o = h.trellis(&["agents", "add", "gemini"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let log = h.dir.path().join("s.jsonl");
+    let o = h.trellis(&[
+        "run",
+        "--agent",
+        "gemini",
+        "--prompt",
+        "hi",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    assert!(text(&o).contains("hello from 1.0.0"), "{}", text(&o));
+    let init = crate::sent(&std::fs::read_to_string(&log).unwrap(), "initialize");
+    assert_eq!(
+        init[0]["clientCapabilities"]["fs"]["readTextFile"], false,
+        "{init:?}"
+    );
+    assert_eq!(
+        init[0]["clientCapabilities"]["fs"]["writeTextFile"], true,
+        "{init:?}"
+    );
 }
