@@ -446,7 +446,9 @@ fn uv_install(
 ) -> Result<String, String> {
     say(format!("uv pip install {}=={version}", package.package));
     let mut venv = Command::new("uv");
-    venv.args(["venv", "--quiet"]).arg(dir.join("venv"));
+    // Relocatable: the directory is moved to its version's name once complete.
+    venv.args(["venv", "--quiet", "--relocatable"])
+        .arg(dir.join("venv"));
     run(venv, "uv venv", say).map_err(|e| {
         if e.contains("No such file") {
             "uvx packages are installed with uv, which is not installed (https://docs.astral.sh/uv/)"
