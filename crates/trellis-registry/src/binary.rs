@@ -97,15 +97,15 @@ pub fn unpack(archive: &Path, url: &str, dir: &Path, cmd: &str) -> Result<(), St
             std::fs::File::open(archive).map_err(|e| e.to_string())?,
             dir,
         )
-    } else if [".zip", ".tar.bz2", ".tbz2"]
-        .iter()
-        .any(|s| name.ends_with(s))
+    } else if name.ends_with(".zip") {
+        unzip(archive, dir)
+    } else if [".tar.bz2", ".tbz2"].iter().any(|s| name.ends_with(s))
         || [".dmg", ".pkg", ".deb", ".rpm", ".msi", ".appimage"]
             .iter()
             .any(|s| name.ends_with(s))
     {
         Err(format!(
-            "{url}: Trellis does not unpack this kind of archive yet (tar.gz, tgz, tar, or a raw binary)"
+            "{url}: Trellis does not unpack this kind of archive yet (tar.gz, tgz, tar, zip, or a raw binary)"
         ))
     } else {
         // A raw binary: the program itself.
@@ -173,6 +173,55 @@ fn untar(r: impl Read, dir: &Path) -> Result<(), String> {
                     rel.display()
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+fn unzip(archive: &Path, dir: &Path) -> Result<(), String> {
+    let f = std::fs::File::open(archive).map_err(|e| e.to_string())?;
+    let mut z = zip::ZipArchive::new(f).map_err(|e| format!("the archive: {e}"))?;
+    if z.len() > MAX_ENTRIES {
+        return Err(format!("the archive has more than {MAX_ENTRIES} entries"));
+    }
+    let mut total = 0u64;
+    for i in 0..z.len() {
+        let mut e = z.by_index(i).map_err(|e| format!("the archive: {e}"))?;
+        let Some(rel) = inside(Path::new(e.name())) else {
+            return Err(format!(
+                "the archive names {}, which is not inside it",
+                e.name()
+            ));
+        };
+        let to = dir.join(&rel);
+        if e.is_dir() {
+            std::fs::create_dir_all(&to).map_err(|e| e.to_string())?;
+            continue;
+        }
+        if e.is_symlink() {
+            return Err(format!(
+                "the archive holds {} as a link, which Trellis does not unpack",
+                rel.display()
+            ));
+        }
+        total += e.size();
+        if total > MAX_UNPACKED {
+            return Err(format!(
+                "the archive unpacks to more than {MAX_UNPACKED} bytes"
+            ));
+        }
+        if let Some(p) = to.parent() {
+            std::fs::create_dir_all(p).map_err(|e| e.to_string())?;
+        }
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&to)
+            .map_err(|e| format!("{}: {e}", rel.display()))?;
+        let size = e.size();
+        std::io::copy(&mut (&mut e).take(size), &mut out).map_err(|e| e.to_string())?;
+        if e.unix_mode().is_some_and(|m| m & 0o111 != 0) {
+            make_executable(&to)?;
         }
     }
     Ok(())

@@ -57,6 +57,28 @@ with tarfile.open(sys.argv[1], "w:gz") as t:
     std::fs::read(out).unwrap()
 }
 
+/// A zip made by Python's zipfile: `files` (name, text, mode).
+fn zip(dir: &Path, name: &str, files: &[(&str, &str, u32)]) -> Vec<u8> {
+    let out = dir.join(name);
+    let script = r#"
+import json, sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+    for name, text, mode in json.loads(sys.argv[2]):
+        info = zipfile.ZipInfo(name)
+        info.external_attr = (0o100000 | mode) << 16
+        info.compress_type = zipfile.ZIP_DEFLATED
+        z.writestr(info, text)
+"#;
+    let status = Command::new("python3")
+        .args(["-c", script])
+        .arg(&out)
+        .arg(serde_json::json!(files).to_string())
+        .status()
+        .unwrap_or_else(|_| panic!("python3 is needed"));
+    assert!(status.success());
+    std::fs::read(out).unwrap()
+}
+
 /// Serves `files` (path → bytes) on loopback; the base address.
 fn serve(files: std::collections::HashMap<String, Vec<u8>>) -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -195,12 +217,23 @@ fn a_binary_agent_is_checked_unpacked_run_and_checked_again() {
         &[("bin/x", "x", 0o644)],
         &[("bin/agent", "/bin/sh")],
     );
+    let zipped = zip(&dir, "good.zip", &[("bin/agent", AGENT, 0o755)]);
+    let zip_climb = zip(
+        &dir,
+        "climb.zip",
+        &[
+            ("../../zipped-out", "x", 0o644),
+            ("bin/agent", AGENT, 0o755),
+        ],
+    );
     let base = serve(
         [
             ("/good.tgz", &good),
             ("/other.tgz", &other),
             ("/climb.tgz", &climb),
             ("/link.tgz", &link),
+            ("/good.zip", &zipped),
+            ("/climb.zip", &zip_climb),
         ]
         .into_iter()
         .map(|(p, b)| (p.to_string(), b.clone()))
@@ -211,6 +244,8 @@ fn a_binary_agent_is_checked_unpacked_run_and_checked_again() {
         ("liar", format!("{base}/good.tgz"), hex(b"something else")),
         ("climber", format!("{base}/climb.tgz"), hex(&climb)),
         ("linker", format!("{base}/link.tgz"), hex(&link)),
+        ("zipped", format!("{base}/good.zip"), hex(&zipped)),
+        ("zip-climber", format!("{base}/climb.zip"), hex(&zip_climb)),
     ]);
     let o = home.trellis(&["agents", "add", "bin-agent"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -231,7 +266,12 @@ fn a_binary_agent_is_checked_unpacked_run_and_checked_again() {
     );
     assert!(!dir.join("data/trellis/agents/liar/1.0.0").exists());
     // Archives that climb out or hold links: refused, nothing written outside.
-    for id in ["climber", "linker"] {
+    // A zip, as most macOS builds come.
+    let o = home.trellis(&["agents", "add", "zipped"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = home.trellis(&["run", "--agent", "zipped", "--prompt", "hi"]);
+    assert!(text(&o).contains("hello from the binary"), "{}", text(&o));
+    for id in ["climber", "linker", "zip-climber"] {
         let o = home.trellis(&["agents", "add", id]);
         assert!(!o.status.success(), "{id}: {}", text(&o));
         assert!(
