@@ -245,6 +245,29 @@ impl Agents {
         self.save(&rec).map_err(|e| e.to_string())
     }
 
+    /// Keeps only the versions of `id` named in `keep` (an update keeps the new one and the
+    /// one it replaced): the others' directories go, and their records.
+    pub fn prune(&self, id: &str, keep: &[&str]) -> Result<Vec<String>, String> {
+        let Some(mut rec) = self.installed(id) else {
+            return Ok(Vec::new());
+        };
+        let gone: Vec<String> = rec
+            .versions
+            .iter()
+            .map(|v| v.version.clone())
+            .filter(|v| !keep.contains(&v.as_str()))
+            .collect();
+        for v in &gone {
+            let dir = self.dir.join(id).join(v);
+            if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+                std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
+            }
+        }
+        rec.versions.retain(|v| keep.contains(&v.version.as_str()));
+        self.save(&rec).map_err(|e| e.to_string())?;
+        Ok(gone)
+    }
+
     /// Removes every installed version of `id` (its directory, which Trellis made).
     pub fn remove(&self, id: &str) -> Result<(), String> {
         if !crate::index::valid_id(id) {

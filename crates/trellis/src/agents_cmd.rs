@@ -379,6 +379,14 @@ fn update(
             failed = true;
             continue;
         }
+        // The one it replaced is kept (for `use`); older ones go.
+        match agents.prune(&id, &[&a.version, &old.current]) {
+            Ok(gone) if !gone.is_empty() => {
+                println!("{}: removed {}", safe(&id), safe(&gone.join(", ")))
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("trellis: {}: {}", safe(&id), safe(&e)),
+        }
         println!(
             "{} {} in use ({} kept: trellis agents use {} {})",
             safe(&id),

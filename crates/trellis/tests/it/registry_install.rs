@@ -56,26 +56,32 @@ fn tarball(dir: &Path, version: &str, js: &str) -> Vec<u8> {
 
 /// A package registry on loopback serving `trellis-test-agent` at the given versions.
 fn npm_registry(dir: &Path, versions: &[(&str, Option<&str>)]) -> String {
+    let packages: Vec<(String, Vec<u8>)> = versions
+        .iter()
+        .map(|(v, agent)| (v.to_string(), tarball(dir, v, &agent_js(*agent))))
+        .collect();
+    serve_package("trellis-test-agent", "agent.js", packages)
+}
+
+/// A package registry on loopback serving package `name` (its command runs `bin`) at the
+/// given versions' tarballs.
+fn serve_package(name: &'static str, bin: &str, versions: Vec<(String, Vec<u8>)>) -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", l.local_addr().unwrap());
     let mut docs = serde_json::Map::new();
     let mut balls = std::collections::HashMap::new();
-    for (v, agent) in versions {
-        let t = tarball(dir, v, &agent_js(*agent));
+    let latest = versions.last().unwrap().0.clone();
+    for (v, t) in versions {
         docs.insert(
-            v.to_string(),
-            serde_json::json!({"name": "trellis-test-agent", "version": v,
-                "bin": {"trellis-test-agent": "agent.js"},
-                "dist": {"tarball": format!("{base}/trellis-test-agent/-/trellis-test-agent-{v}.tgz")}}),
+            v.clone(),
+            serde_json::json!({"name": name, "version": v, "bin": {name: bin},
+                "dist": {"tarball": format!("{base}/{name}/-/{name}-{v}.tgz")}}),
         );
-        balls.insert(
-            format!("/trellis-test-agent/-/trellis-test-agent-{v}.tgz"),
-            t,
-        );
+        balls.insert(format!("/{name}/-/{name}-{v}.tgz"), t);
     }
-    let packument = serde_json::json!({"name": "trellis-test-agent",
-        "dist-tags": {"latest": versions.last().unwrap().0}, "versions": docs})
-    .to_string();
+    let packument =
+        serde_json::json!({"name": name, "dist-tags": {"latest": latest}, "versions": docs})
+            .to_string();
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
             let mut r = BufReader::new(s.try_clone().unwrap());
@@ -93,7 +99,7 @@ fn npm_registry(dir: &Path, versions: &[(&str, Option<&str>)]) -> String {
             let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
             let body: Vec<u8> = match balls.get(&path) {
                 Some(b) => b.clone(),
-                None if path.trim_end_matches('/') == "/trellis-test-agent" => {
+                None if path.trim_end_matches('/') == format!("/{name}") => {
                     packument.clone().into_bytes()
                 }
                 None => {
@@ -174,7 +180,14 @@ fn an_npx_agent_is_installed_pinned_run_updated_only_when_it_works_and_removed()
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let npm = npm_registry(dir.path(), &[("1.0.0", Some("1.0.0")), ("2.0.0", None)]);
+    let npm = npm_registry(
+        dir.path(),
+        &[
+            ("1.0.0", Some("1.0.0")),
+            ("2.0.0", None),
+            ("3.0.0", Some("3.0.0")),
+        ],
+    );
     let h = Home { dir, npm };
     h.index("1.0.0");
     // Not installed yet: named with what installing it does, not run as a command.
@@ -243,6 +256,20 @@ fn an_npx_agent_is_installed_pinned_run_updated_only_when_it_works_and_removed()
     );
     let o = h.trellis(&["agents", "use", "test-agent", "1.0.0"]);
     assert!(o.status.success(), "{}", text(&o));
+    // An update that works: switched to, the one it replaced kept, older ones removed.
+    h.index("3.0.0");
+    let o = h.trellis(&["agents", "update"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("removed 2.0.0"), "{}", text(&o));
+    assert!(
+        text(&o).contains("3.0.0 in use (1.0.0 kept"),
+        "{}",
+        text(&o)
+    );
+    let o = h.trellis(&["run", "--agent", "test-agent", "--prompt", "hi"]);
+    assert!(text(&o).contains("hello from 3.0.0"), "{}", text(&o));
+    let agents = h.dir.path().join("data/trellis/agents/test-agent");
+    assert!(agents.join("1.0.0").exists() && !agents.join("2.0.0").exists());
     // Removed: every version, and the id no longer names an agent.
     let o = h.trellis(&["agents", "remove", "test-agent"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -299,4 +326,109 @@ fn a_presets_name_starts_its_registry_agent_with_its_quirks() {
         init[0]["clientCapabilities"]["fs"]["writeTextFile"], true,
         "{init:?}"
     );
+}
+
+/// The TypeScript SDK's example agent (the SDK 1.9.0 that `scripts/test` installs under
+/// `.ci/node`), as a registry npx entry: a package whose command starts it, the SDK and zod
+/// bundled in, served by a package registry on loopback; installed pinned, a turn run.
+#[test]
+fn the_typescript_sdks_example_agent_installs_from_the_registry() {
+    let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/node/node_modules");
+    if !node
+        .join("@agentclientprotocol/sdk/dist/examples/agent.js")
+        .exists()
+        || Command::new("npm").arg("--version").output().is_err()
+    {
+        crate::missing_tool("the TypeScript SDK 1.9.0 under .ci/node (scripts/test installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("build/package");
+    std::fs::create_dir_all(pkg.join("node_modules/@agentclientprotocol")).unwrap();
+    for (from, to) in [
+        (
+            "@agentclientprotocol/sdk",
+            "node_modules/@agentclientprotocol/sdk",
+        ),
+        ("zod", "node_modules/zod"),
+    ] {
+        let ok = Command::new("cp")
+            .arg("-r")
+            .arg(node.join(from))
+            .arg(pkg.join(to))
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    }
+    let zod: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(node.join("zod/package.json")).unwrap())
+            .unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        serde_json::json!({"name": "trellis-sdk-example", "version": "1.9.0",
+            "bin": {"trellis-sdk-example": "agent.mjs"},
+            "dependencies": {"@agentclientprotocol/sdk": "1.9.0", "zod": zod["version"]},
+            "bundleDependencies": ["@agentclientprotocol/sdk", "zod"]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("agent.mjs"),
+        "#!/usr/bin/env node\nimport \"./node_modules/@agentclientprotocol/sdk/dist/examples/agent.js\";\n",
+    )
+    .unwrap();
+    let out = dir.path().join("sdk.tgz");
+    assert!(
+        Command::new("tar")
+            .arg("czf")
+            .arg(&out)
+            .arg("-C")
+            .arg(dir.path().join("build"))
+            .arg("package")
+            .status()
+            .unwrap()
+            .success()
+    );
+    let npm = serve_package(
+        "trellis-sdk-example",
+        "agent.mjs",
+        vec![("1.9.0".into(), std::fs::read(&out).unwrap())],
+    );
+    let h = Home { dir, npm };
+    let index = serde_json::json!({"version": "1.0.0", "agents": [
+        {"id": "sdk-example", "name": "ACP TypeScript SDK example", "version": "1.9.0",
+         "description": "the SDK's example agent",
+         "distribution": {"npx": {"package": "trellis-sdk-example@1.9.0"}}}]});
+    std::fs::write(h.dir.path().join("registry.json"), index.to_string()).unwrap();
+    let config = h.dir.path().join("config/trellis");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[registry]\nurl = {:?}\n",
+            h.dir.path().join("registry.json")
+        ),
+    )
+    .unwrap();
+    let o = h.trellis(&["agents", "add", "sdk-example"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let lock = std::fs::read_to_string(
+        h.dir
+            .path()
+            .join("data/trellis/agents/sdk-example/1.9.0/package-lock.json"),
+    )
+    .unwrap();
+    assert!(lock.contains("\"trellis-sdk-example\""), "{lock}");
+    let o = h.trellis(&[
+        "run",
+        "--agent",
+        "sdk-example",
+        "--prompt",
+        "hello",
+        "--permission",
+        "allow-once",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("end_turn"), "{}", text(&o));
 }
