@@ -75,6 +75,25 @@ fn this_exe() -> anyhow::Result<String> {
         .into_owned())
 }
 
+/// When `--agent NAME` would find nothing to run here but the registry has the agent (not
+/// installed): its id and what to say — a preset whose program is not here, or one word
+/// that is no program here. Not for `demo`, the user's presets or installed agents.
+pub fn registry_hint(agent: &str, config: &Config) -> Option<(String, String)> {
+    if agent == "demo" || config.agents.contains_key(agent) || installed(agent).is_some() {
+        return None;
+    }
+    let missing = match trellis_store::config::builtin_presets().remove(agent) {
+        Some(p) => on_path(&p.command).is_none(),
+        None => {
+            !agent.contains('/') && !agent.contains(char::is_whitespace) && on_path(agent).is_none()
+        }
+    };
+    if !missing {
+        return None;
+    }
+    crate::agents_cmd::not_installed(agent, registry_ids(agent), config)
+}
+
 /// Where `program` is on `PATH`, if it is.
 fn on_path(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
@@ -162,9 +181,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
     } else if let Some(p) = trellis_store::config::builtin_presets().remove(agent) {
         // A preset whose program is not here, for an agent the registry has: say how to
         // get it rather than fail to start it.
-        if on_path(&p.command).is_none()
-            && let Some(hint) = crate::agents_cmd::not_installed(agent, registry_ids(agent), config)
-        {
+        if let Some((_, hint)) = registry_hint(agent, config) {
             bail!("{hint}");
         }
         let caps = caps_of(&p.capabilities);
@@ -182,12 +199,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
         if words.is_empty() {
             bail!("--agent is empty");
         }
-        // One word that is no program here but an agent of the registry: say how to get it.
-        if let [word] = words.as_slice()
-            && !word.contains('/')
-            && on_path(word).is_none()
-            && let Some(hint) = crate::agents_cmd::not_installed(word, registry_ids(word), config)
-        {
+        if let Some((_, hint)) = registry_hint(agent, config) {
             bail!("{hint}");
         }
         let mut command = words.remove(0);

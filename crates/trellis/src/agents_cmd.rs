@@ -52,7 +52,7 @@ fn cache_dir() -> PathBuf {
 
 /// When `name` is a registry agent that is not installed: what to say instead of trying
 /// to run it as a command (the registry as known without the network).
-pub(crate) fn not_installed(name: &str, ids: &[&str], config: &Config) -> Option<String> {
+pub(crate) fn not_installed(name: &str, ids: &[&str], config: &Config) -> Option<(String, String)> {
     let source = Source::from_setting(config.registry.url.as_deref());
     let index = trellis_registry::source::load_local(&source, &cache_dir())?;
     let a = std::iter::once(name)
@@ -72,14 +72,48 @@ pub(crate) fn not_installed(name: &str, ids: &[&str], config: &Config) -> Option
         (None, None, Some(p)) => format!("installs the PyPI package {} with uv", p.package),
         _ => return None,
     };
-    Some(format!(
-        "{} is an agent of the registry ({} {}), not installed here: `trellis agents add {}` {what}, then --agent {} starts it",
-        safe(&a.id),
-        safe(&a.name),
-        safe(&a.version),
-        safe(&a.id),
-        safe(name)
+    Some((
+        a.id.clone(),
+        format!(
+            "{} is an agent of the registry ({} {}), not installed here: `trellis agents add {}` {what}, then --agent {} starts it",
+            safe(&a.id),
+            safe(&a.name),
+            safe(&a.version),
+            safe(&a.id),
+            safe(name)
+        ),
     ))
+}
+
+/// Before the UI starts on `agent`: a registry agent that is not installed is offered for
+/// install there and then, on the terminal (what will be downloaded and run is said first);
+/// declined, or without a terminal to ask on, the UI says how and stops as `run` does.
+pub(crate) fn offer_install(agent: &str, config: &Config) -> anyhow::Result<()> {
+    use std::io::{BufRead, IsTerminal, Write};
+    let Some((id, hint)) = crate::agents::registry_hint(agent, config) else {
+        return Ok(());
+    };
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Ok(());
+    }
+    eprint!("{hint}.\nInstall it now? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    if !matches!(answer.trim(), "y" | "Y" | "yes") {
+        return Ok(());
+    }
+    let loaded = load(config)?;
+    let a = loaded
+        .index
+        .get(&id)
+        .ok_or_else(|| anyhow::anyhow!("{id} is no longer in the registry"))?;
+    let agents = installed_agents().ok_or_else(|| anyhow::anyhow!("no data directory"))?;
+    let launch = agents
+        .add(a, None, &mut |s| eprintln!("{}", safe(&s)))
+        .map_err(|e| anyhow::anyhow!("{}", safe(&e)))?;
+    eprintln!("trellis: {} {} installed", safe(&id), safe(&launch.version));
+    Ok(())
 }
 
 /// The index, from the config's source; what loading it had to say goes to stderr.

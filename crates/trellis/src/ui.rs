@@ -97,6 +97,8 @@ pub fn main(
         .cwd
         .clone()
         .or_else(|| resume.as_ref().and_then(|r| r.cwd.clone()));
+    // A registry agent that is not installed: offered for install first.
+    crate::agents_cmd::offer_install(&agent, &config)?;
     let first = crate::launch::Request {
         agent,
         cwd,

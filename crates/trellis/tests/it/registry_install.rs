@@ -432,3 +432,40 @@ fn the_typescript_sdks_example_agent_installs_from_the_registry() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("end_turn"), "{}", text(&o));
 }
+
+/// In the UI: a registry agent that is not installed is offered for install on the
+/// terminal first (what will be installed is said), then the UI starts on it.
+#[test]
+fn the_ui_offers_a_registry_agent_that_is_not_installed() {
+    if Command::new("npm").arg("--version").output().is_err() {
+        crate::missing_tool("npm is not installed (scripts/test installs Node.js)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let npm = npm_registry(dir.path(), &[("1.0.0", Some("1.0.0"))]);
+    let h = Home { dir, npm };
+    h.index("1.0.0");
+    let config = format!("XDG_CONFIG_HOME={}", h.dir.path().join("config").display());
+    let registry = format!("npm_config_registry={}", h.npm);
+    let cache = format!(
+        "npm_config_cache={}",
+        h.dir.path().join("npm-cache").display()
+    );
+    let Some(t) = crate::tui::Tmux::start_env(
+        &["LANG=C.UTF-8", &config, &registry, &cache],
+        &["--agent", "test-agent"],
+        120,
+        40,
+    ) else {
+        return;
+    };
+    let s = t.wait_for("Install it now? [y/N]");
+    assert!(
+        s.contains("the npm package trellis-test-agent@1.0.0"),
+        "{s}"
+    );
+    t.send(&["y", "Enter"]);
+    t.wait_for("Enter send");
+    t.send(&["hi", "Enter"]);
+    t.wait_for("hello from 1.0.0");
+}
