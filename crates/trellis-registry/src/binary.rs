@@ -99,13 +99,15 @@ pub fn unpack(archive: &Path, url: &str, dir: &Path, cmd: &str) -> Result<(), St
         )
     } else if name.ends_with(".zip") {
         unzip(archive, dir)
-    } else if [".tar.bz2", ".tbz2"].iter().any(|s| name.ends_with(s))
-        || [".dmg", ".pkg", ".deb", ".rpm", ".msi", ".appimage"]
-            .iter()
-            .any(|s| name.ends_with(s))
+    } else if [".tar.bz2", ".tbz2"].iter().any(|s| name.ends_with(s)) {
+        let f = std::fs::File::open(archive).map_err(|e| e.to_string())?;
+        untar(bzip2::read::BzDecoder::new(f), dir)
+    } else if [".dmg", ".pkg", ".deb", ".rpm", ".msi", ".appimage"]
+        .iter()
+        .any(|s| name.ends_with(s))
     {
         Err(format!(
-            "{url}: Trellis does not unpack this kind of archive yet (tar.gz, tgz, tar, zip, or a raw binary)"
+            "{url}: an installer, not an archive: the registry's format has none (tar.gz, tgz, tar.bz2, tbz2, tar, zip, or a raw binary)"
         ))
     } else {
         // A raw binary: the program itself.

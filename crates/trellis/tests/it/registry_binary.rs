@@ -30,7 +30,8 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}})
 "#;
 
-/// A tar.gz made by Python's tarfile: `files` (name, text, mode) and `links` (name, target).
+/// A tar.gz (or, named `.tar.bz2`, a tar.bz2) made by Python's tarfile: `files` (name,
+/// text, mode) and `links` (name, target).
 fn archive(dir: &Path, name: &str, files: &[(&str, &str, u32)], links: &[(&str, &str)]) -> Vec<u8> {
     let spec = serde_json::json!({"files": files.iter().map(|(n, t, m)| (n, t, m)).collect::<Vec<_>>(),
         "links": links});
@@ -38,7 +39,7 @@ fn archive(dir: &Path, name: &str, files: &[(&str, &str, u32)], links: &[(&str, 
     let script = r#"
 import io, json, sys, tarfile
 spec = json.loads(sys.argv[2])
-with tarfile.open(sys.argv[1], "w:gz") as t:
+with tarfile.open(sys.argv[1], "w:bz2" if sys.argv[1].endswith(".bz2") else "w:gz") as t:
     for name, text, mode in spec["files"]:
         data = text.encode()
         info = tarfile.TarInfo(name); info.size = len(data); info.mode = mode
@@ -218,6 +219,7 @@ fn a_binary_agent_is_checked_unpacked_run_and_checked_again() {
         &[("bin/agent", "/bin/sh")],
     );
     let zipped = zip(&dir, "good.zip", &[("bin/agent", AGENT, 0o755)]);
+    let bz = archive(&dir, "good.tar.bz2", &[("bin/agent", AGENT, 0o755)], &[]);
     let zip_climb = zip(
         &dir,
         "climb.zip",
@@ -233,6 +235,7 @@ fn a_binary_agent_is_checked_unpacked_run_and_checked_again() {
             ("/climb.tgz", &climb),
             ("/link.tgz", &link),
             ("/good.zip", &zipped),
+            ("/good.tar.bz2", &bz),
             ("/climb.zip", &zip_climb),
         ]
         .into_iter()
@@ -245,6 +248,7 @@ fn a_binary_agent_is_checked_unpacked_run_and_checked_again() {
         ("climber", format!("{base}/climb.tgz"), hex(&climb)),
         ("linker", format!("{base}/link.tgz"), hex(&link)),
         ("zipped", format!("{base}/good.zip"), hex(&zipped)),
+        ("bzipped", format!("{base}/good.tar.bz2"), hex(&bz)),
         ("zip-climber", format!("{base}/climb.zip"), hex(&zip_climb)),
     ]);
     let o = home.trellis(&["agents", "add", "bin-agent"]);
@@ -266,11 +270,17 @@ fn a_binary_agent_is_checked_unpacked_run_and_checked_again() {
     );
     assert!(!dir.join("data/trellis/agents/liar/1.0.0").exists());
     // Archives that climb out or hold links: refused, nothing written outside.
-    // A zip, as most macOS builds come.
-    let o = home.trellis(&["agents", "add", "zipped"]);
-    assert!(o.status.success(), "{}", text(&o));
-    let o = home.trellis(&["run", "--agent", "zipped", "--prompt", "hi"]);
-    assert!(text(&o).contains("hello from the binary"), "{}", text(&o));
+    // A zip, as most macOS builds come, and a tar.bz2.
+    for id in ["zipped", "bzipped"] {
+        let o = home.trellis(&["agents", "add", id]);
+        assert!(o.status.success(), "{id}: {}", text(&o));
+        let o = home.trellis(&["run", "--agent", id, "--prompt", "hi"]);
+        assert!(
+            text(&o).contains("hello from the binary"),
+            "{id}: {}",
+            text(&o)
+        );
+    }
     for id in ["climber", "linker", "zip-climber"] {
         let o = home.trellis(&["agents", "add", id]);
         assert!(!o.status.success(), "{id}: {}", text(&o));
