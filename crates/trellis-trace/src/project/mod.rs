@@ -21,6 +21,10 @@ use trellis_core::wire::Usage;
 
 use crate::span::{Kind, Span, SpanId, Status, TraceId, Value, span_id};
 
+mod terminals;
+use terminals::Exited;
+pub use terminals::terminal_span;
+
 /// Longest argument or output text recorded (when content is asked for).
 const CONTENT_LIMIT: usize = 4096;
 
@@ -153,14 +157,6 @@ pub fn turn_span(trace: &TraceId, n: u32) -> SpanId {
 /// The span id of the whole session (what the agent's `TRACEPARENT` names).
 pub fn session_span(trace: &TraceId) -> SpanId {
     span_id(trace, &[b"session"])
-}
-
-/// A command that ended: its terminal, (start, end), and how it ended.
-type Exited = (String, (f64, f64), trellis_core::wire::ExitStatus);
-
-/// The span of terminal `terminal_id` (what its command's `TRACEPARENT` names).
-pub fn terminal_span(trace: &TraceId, terminal_id: &str) -> SpanId {
-    span_id(trace, &[b"terminal", terminal_id.as_bytes()])
 }
 
 /// A call's span: agents may use a call id again in a later turn, so the turn is in it.
@@ -354,87 +350,6 @@ impl Tracer {
             EventBody::SessionEnded { reason } => self.ended = Some(reason.clone()),
             _ => {}
         }
-    }
-
-    /// A command the agent ran through Trellis ended: its span, under its call — later,
-    /// when no call named its terminal yet.
-    fn end_terminal(
-        &mut self,
-        terminal_id: &str,
-        call_id: Option<&str>,
-        (start, t): (f64, f64),
-        status: &trellis_core::wire::ExitStatus,
-    ) {
-        let Some(c) = call_id else {
-            self.exited
-                .push((terminal_id.to_string(), (start, t), status.clone()));
-            return;
-        };
-        let turn = self.open_turn_of(None, c);
-        let parent = call_span(&self.info.trace_id, None, c, turn);
-        self.terminal(terminal_id, parent, (start, t), status);
-    }
-
-    /// Commands that ended before `call` named their terminal: their spans, under it.
-    fn terminals_shown(&mut self, call: &ToolCall) {
-        for content in &call.content {
-            let trellis_core::tool_call::ToolContent::Terminal { terminal_id } = content else {
-                continue;
-            };
-            if let Some(i) = self.exited.iter().position(|e| e.0 == *terminal_id) {
-                let (id, times, status) = self.exited.remove(i);
-                let parent = call_span(
-                    &self.info.trace_id,
-                    call.subagent.as_deref(),
-                    &call.id,
-                    call.turn,
-                );
-                self.terminal(&id, parent, times, &status);
-            }
-        }
-    }
-
-    /// Commands no call named: under the turn (or the session) they ran in.
-    fn terminals_unclaimed(&mut self) {
-        let parent = self
-            .turn
-            .as_ref()
-            .map(|t| t.span)
-            .unwrap_or(self.session_span);
-        for (id, times, status) in std::mem::take(&mut self.exited) {
-            self.terminal(&id, parent, times, &status);
-        }
-    }
-
-    /// A command's span.
-    fn terminal(
-        &mut self,
-        terminal_id: &str,
-        parent: SpanId,
-        (start, t): (f64, f64),
-        status: &trellis_core::wire::ExitStatus,
-    ) {
-        let trace = self.info.trace_id;
-        let mut attributes = vec![("trellis.terminal.id", Value::Str(terminal_id.to_string()))];
-        if let Some(code) = status.exit_code {
-            attributes.push(("trellis.terminal.exit_code", Value::Int(code)));
-        }
-        if let Some(sig) = &status.signal {
-            attributes.push(("trellis.terminal.signal", Value::Str(sig.clone())));
-        }
-        let failed = status.exit_code.is_some_and(|c| c != 0) || status.signal.is_some();
-        let span = self.span(
-            (terminal_span(&trace, terminal_id), Some(parent)),
-            ("terminal".into(), Kind::Internal),
-            (start, t),
-            attributes,
-            if failed {
-                Status::Error("the command failed".into())
-            } else {
-                Status::Unset
-            },
-        );
-        self.out.push(span);
     }
 
     /// A permission request was answered: the wait's span, under its call.
