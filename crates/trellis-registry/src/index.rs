@@ -190,8 +190,9 @@ fn text(e: &Value, key: &str, max: usize, required: bool) -> Result<Option<Strin
     }
 }
 
-/// A version as registries write them: letters, digits, `.`, `+`, `-`.
-fn valid_version(v: &str) -> bool {
+/// A version as registries write them: letters, digits, `.`, `+`, `-`, `_` — not starting
+/// with a dot (it names a directory of Trellis's).
+pub fn valid_version(v: &str) -> bool {
     !v.is_empty()
         && v.len() <= 64
         && !v.starts_with('.')

@@ -162,7 +162,7 @@ impl Agents {
             .map(str::to_string)
             .or_else(|| package.and_then(|p| p.pinned.clone()))
             .unwrap_or_else(|| agent.version.clone());
-        if !valid_version(&version) {
+        if !crate::index::valid_version(&version) {
             return Err(format!("{version}: not a version"));
         }
         if kind == "binary" && version != agent.version {
@@ -370,15 +370,6 @@ fn binary_install(
         env: b.env.clone(),
         installed: 0,
     })
-}
-
-/// A version used as a directory name: a version's characters, not only dots.
-fn valid_version(v: &str) -> bool {
-    !v.is_empty()
-        && v.len() <= 64
-        && !v.starts_with('.')
-        && v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_'))
 }
 
 /// Runs `cmd`, its output passed on to `say` line by line; an error names what failed.

@@ -136,6 +136,30 @@ fn caps_of(o: &trellis_store::config::CapabilityOverrides) -> Caps {
     }
 }
 
+/// What resolving takes from a preset (the user's or Trellis's).
+type Launchable = (
+    String,
+    String,
+    Vec<String>,
+    Vec<(String, String)>,
+    Caps,
+    Option<String>,
+    bool,
+);
+
+fn from_preset(name: &str, p: trellis_store::AgentPreset) -> Launchable {
+    let caps = caps_of(&p.capabilities);
+    (
+        name.to_string(),
+        p.command,
+        p.args,
+        p.env.into_iter().collect(),
+        caps,
+        p.auth_method,
+        false,
+    )
+}
+
 pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Result<Resolved> {
     let (name, command, args, env, caps, auth, scratch) = if agent == "demo" {
         (
@@ -149,16 +173,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
         )
     } else if let Some(p) = config.agents.get(agent).cloned() {
         // The user's own `[agents.X]` wins over everything else.
-        let caps = caps_of(&p.capabilities);
-        (
-            agent.to_string(),
-            p.command,
-            p.args,
-            p.env.into_iter().collect(),
-            caps,
-            p.auth_method,
-            false,
-        )
+        from_preset(agent, p)
     } else if let Some((id, l)) = installed(agent) {
         // An agent installed from the registry (`trellis agents add`), with what Trellis
         // knows of its quirks (a preset's capabilities for the same agent). One that
@@ -184,16 +199,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
         if let Some((_, hint)) = registry_hint(agent, config) {
             bail!("{hint}");
         }
-        let caps = caps_of(&p.capabilities);
-        (
-            agent.to_string(),
-            p.command,
-            p.args,
-            p.env.into_iter().collect(),
-            caps,
-            p.auth_method,
-            false,
-        )
+        from_preset(agent, p)
     } else {
         let mut words = split_words(agent)?;
         if words.is_empty() {

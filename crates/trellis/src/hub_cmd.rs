@@ -220,40 +220,31 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
         match answer.trim() {
             "q" => return Ok(ExitCode::SUCCESS),
             "s" | "" => {
-                let _ = c.call(
-                    Op::Release {
-                        session: key,
-                        request_id: request_id.clone(),
-                        claim,
-                    },
-                    None,
-                );
+                release(&mut c, key, &request_id, claim);
                 skipped.insert((hub, key, request_id));
             }
             n => match pick(n, &p) {
-                Some((option_id, true)) => {
-                    print!(
-                        "  the rule goes to: s(ession) p(roject) g(lobal), or Enter to go back > "
-                    );
-                    std::io::stdout().flush()?;
-                    let Some(Ok(place)) = lines.next() else {
-                        return Ok(ExitCode::SUCCESS);
-                    };
-                    let always = match place.trim() {
-                        "s" | "session" => "session",
-                        "p" | "project" => "project",
-                        "g" | "global" => "global",
-                        _ => {
-                            let _ = c.call(
-                                Op::Release {
-                                    session: key,
-                                    request_id: request_id.clone(),
-                                    claim,
-                                },
-                                None,
-                            );
-                            continue;
+                Some((option_id, is_always)) => {
+                    // "Always" saves a rule: where it goes is asked (Enter goes back).
+                    let always = if is_always {
+                        print!(
+                            "  the rule goes to: s(ession) p(roject) g(lobal), or Enter to go back > "
+                        );
+                        std::io::stdout().flush()?;
+                        let Some(Ok(place)) = lines.next() else {
+                            return Ok(ExitCode::SUCCESS);
+                        };
+                        match place.trim() {
+                            "s" | "session" => Some("session".to_string()),
+                            "p" | "project" => Some("project".to_string()),
+                            "g" | "global" => Some("global".to_string()),
+                            _ => {
+                                release(&mut c, key, &request_id, claim);
+                                continue;
+                            }
                         }
+                    } else {
+                        None
                     };
                     let body = c.call(
                         Op::Decide {
@@ -261,20 +252,7 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
                             request_id,
                             option_id,
                             claim: Some(claim),
-                            always: Some(always.into()),
-                        },
-                        Some(operation_id()),
-                    )?;
-                    let _ = done(body)?;
-                }
-                Some((option_id, false)) => {
-                    let body = c.call(
-                        Op::Decide {
-                            session: key,
-                            request_id,
-                            option_id,
-                            claim: Some(claim),
-                            always: None,
+                            always,
                         },
                         Some(operation_id()),
                     )?;
@@ -301,4 +279,16 @@ fn pick(answer: &str, p: &trellis_hub::wire::PendingInfo) -> Option<(String, boo
         .options
         .get(answer.parse::<usize>().ok()?.wrapping_sub(1))?;
     Some((option_id.clone(), false))
+}
+
+/// Lets go of the claim on a request shown and not answered.
+fn release(c: &mut Client, session: u32, request_id: &str, claim: String) {
+    let _ = c.call(
+        Op::Release {
+            session,
+            request_id: request_id.to_string(),
+            claim,
+        },
+        None,
+    );
 }

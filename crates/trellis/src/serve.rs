@@ -263,16 +263,12 @@ pub fn detachable(
     config_path: Option<PathBuf>,
     demo: bool,
 ) -> anyhow::Result<ExitCode> {
-    let refused: Vec<&str> = [
+    let refused = given(&[
         ("--permission", ui.permission.is_some()),
         ("--plugin", !ui.plugin.is_empty()),
         ("--load", ui.load.is_some()),
         ("--allow-drive", ui.allow_drive),
-    ]
-    .iter()
-    .filter(|(_, on)| *on)
-    .map(|(n, _)| *n)
-    .collect();
+    ]);
     if !refused.is_empty() {
         anyhow::bail!(
             "--detachable starts the session in a hub, which decides with its own settings: {} not taken (give them to trellis serve)",
@@ -446,4 +442,13 @@ pub fn pair(hub: &str) -> anyhow::Result<ExitCode> {
         }
         _ => anyhow::bail!("the hub answered something else"),
     }
+}
+
+/// The names of `flags` that were given (a flag and whether it was).
+pub(crate) fn given<'a>(flags: &[(&'a str, bool)]) -> Vec<&'a str> {
+    flags
+        .iter()
+        .filter(|(_, on)| *on)
+        .map(|(n, _)| *n)
+        .collect()
 }

@@ -152,11 +152,7 @@ impl RunArgs {
             ("--permission", ui.permission.is_some()),
             ("--plugin", !ui.plugin.is_empty()),
         ];
-        let refused: Vec<&str> = stays
-            .iter()
-            .filter(|(_, on)| *on)
-            .map(|(n, _)| *n)
-            .collect();
+        let refused = crate::serve::given(&stays);
         if !refused.is_empty() {
             anyhow::bail!(
                 "--detach starts the session in a hub, which decides with its own settings: {} not taken (give them to trellis serve, or run without --detach)",

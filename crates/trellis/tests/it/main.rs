@@ -29,6 +29,7 @@ mod questions;
 mod registry;
 mod registry_binary;
 mod registry_install;
+mod registry_kit;
 mod registry_uvx;
 mod replay_ui;
 mod rules_remote;

@@ -4,10 +4,11 @@
 //! same version with another archive refused; archives that climb out or hold links
 //! refused with nothing written outside.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
+
+use crate::registry_kit::{Home, serve, text};
 
 use sha2::Digest;
 
@@ -80,51 +81,6 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
     std::fs::read(out).unwrap()
 }
 
-/// Serves `files` (path → bytes) on loopback; the base address.
-fn serve(files: std::collections::HashMap<String, Vec<u8>>) -> String {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", l.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            let mut r = BufReader::new(s.try_clone().unwrap());
-            let mut w = s;
-            let mut line = String::new();
-            if r.read_line(&mut line).unwrap_or(0) == 0 {
-                continue;
-            }
-            loop {
-                let mut h = String::new();
-                if r.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
-                    break;
-                }
-            }
-            let path = line.split_whitespace().nth(1).unwrap_or("/");
-            match files.get(path) {
-                Some(b) => {
-                    let _ = w.write_all(
-                        format!(
-                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                            b.len()
-                        )
-                        .as_bytes(),
-                    );
-                    let _ = w.write_all(b);
-                }
-                None => {
-                    let _ = w.write_all(
-                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    );
-                }
-            }
-            let _ = r
-                .get_mut()
-                .set_read_timeout(Some(std::time::Duration::from_millis(50)));
-            let _ = r.read_to_end(&mut Vec::new());
-        }
-    });
-    base
-}
-
 /// This machine as the registry names platforms.
 fn platform() -> String {
     let os = match std::env::consts::OS {
@@ -141,59 +97,22 @@ fn hex(b: &[u8]) -> String {
         .collect()
 }
 
-struct Home(tempfile::TempDir);
-
-impl Home {
-    /// The index: each (id, archive address, its sha256).
-    fn index(&self, entries: &[(&str, String, String)]) {
-        let agents: Vec<_> = entries
-            .iter()
-            .map(|(id, url, sha)| {
-                serde_json::json!({"id": id, "name": id, "version": "1.0.0", "description": "a binary agent",
-                    "distribution": {"binary": {platform(): {"archive": url, "cmd": "./bin/agent", "sha256": sha}}}})
-            })
-            .collect();
-        std::fs::write(
-            self.0.path().join("registry.json"),
-            serde_json::json!({"version": "1.0.0", "agents": agents}).to_string(),
-        )
-        .unwrap();
-        let config = self.0.path().join("config/trellis");
-        std::fs::create_dir_all(&config).unwrap();
-        std::fs::write(
-            config.join("config.toml"),
-            format!(
-                "[registry]\nurl = {:?}\n",
-                self.0.path().join("registry.json")
-            ),
-        )
-        .unwrap();
-    }
-
-    fn trellis(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_trellis"))
-            .args(args)
-            .current_dir(self.0.path())
-            .env("XDG_CONFIG_HOME", self.0.path().join("config"))
-            .env("XDG_DATA_HOME", self.0.path().join("data"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+/// The index: each (id, archive address, its sha256) a binary for this machine.
+fn index(home: &Home, entries: &[(&str, String, String)]) {
+    let agents: Vec<_> = entries
+        .iter()
+        .map(|(id, url, sha)| {
+            serde_json::json!({"id": id, "name": id, "version": "1.0.0", "description": "a binary agent",
+                "distribution": {"binary": {platform(): {"archive": url, "cmd": "./bin/agent", "sha256": sha}}}})
+        })
+        .collect();
+    home.registry(serde_json::json!(agents));
 }
 
 #[test]
 fn a_binary_agent_is_checked_unpacked_run_and_checked_again() {
-    let home = Home(tempfile::tempdir().unwrap());
-    let dir = home.0.path().to_path_buf();
+    let home = Home::new();
+    let dir = home.path().to_path_buf();
     let good = archive(
         &dir,
         "good.tgz",
@@ -242,15 +161,18 @@ fn a_binary_agent_is_checked_unpacked_run_and_checked_again() {
         .map(|(p, b)| (p.to_string(), b.clone()))
         .collect(),
     );
-    home.index(&[
-        ("bin-agent", format!("{base}/good.tgz"), hex(&good)),
-        ("liar", format!("{base}/good.tgz"), hex(b"something else")),
-        ("climber", format!("{base}/climb.tgz"), hex(&climb)),
-        ("linker", format!("{base}/link.tgz"), hex(&link)),
-        ("zipped", format!("{base}/good.zip"), hex(&zipped)),
-        ("bzipped", format!("{base}/good.tar.bz2"), hex(&bz)),
-        ("zip-climber", format!("{base}/climb.zip"), hex(&zip_climb)),
-    ]);
+    index(
+        &home,
+        &[
+            ("bin-agent", format!("{base}/good.tgz"), hex(&good)),
+            ("liar", format!("{base}/good.tgz"), hex(b"something else")),
+            ("climber", format!("{base}/climb.tgz"), hex(&climb)),
+            ("linker", format!("{base}/link.tgz"), hex(&link)),
+            ("zipped", format!("{base}/good.zip"), hex(&zipped)),
+            ("bzipped", format!("{base}/good.tar.bz2"), hex(&bz)),
+            ("zip-climber", format!("{base}/climb.zip"), hex(&zip_climb)),
+        ],
+    );
     let o = home.trellis(&["agents", "add", "bin-agent"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
@@ -298,7 +220,10 @@ fn a_binary_agent_is_checked_unpacked_run_and_checked_again() {
         assert!(!up.exists(), "{}", up.display());
     }
     // The same version with another archive: refused.
-    home.index(&[("bin-agent", format!("{base}/other.tgz"), hex(&other))]);
+    index(
+        &home,
+        &[("bin-agent", format!("{base}/other.tgz"), hex(&other))],
+    );
     let o = home.trellis(&["agents", "update", "bin-agent"]);
     assert!(!o.status.success(), "{}", text(&o));
     assert!(

@@ -3,10 +3,10 @@
 //! started by its id in a headless turn; an update whose agent does not answer `initialize`
 //! is installed beside and not switched to; `use` goes back and forth; `remove` removes.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
+
+use crate::registry_kit::{Home, serve_with, text};
 
 /// A tiny ACP agent of `version` (none: one that exits at once).
 fn agent_js(version: Option<&str>) -> String {
@@ -66,130 +66,68 @@ fn npm_registry(dir: &Path, versions: &[(&str, Option<&str>)]) -> String {
 /// A package registry on loopback serving package `name` (its command runs `bin`) at the
 /// given versions' tarballs.
 fn serve_package(name: &'static str, bin: &str, versions: Vec<(String, Vec<u8>)>) -> String {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", l.local_addr().unwrap());
-    let mut docs = serde_json::Map::new();
-    let mut balls = std::collections::HashMap::new();
-    let latest = versions.last().unwrap().0.clone();
-    for (v, t) in versions {
-        docs.insert(
-            v.clone(),
-            serde_json::json!({"name": name, "version": v, "bin": {name: bin},
-                "dist": {"tarball": format!("{base}/{name}/-/{name}-{v}.tgz")}}),
-        );
-        balls.insert(format!("/{name}/-/{name}-{v}.tgz"), t);
-    }
-    let packument =
-        serde_json::json!({"name": name, "dist-tags": {"latest": latest}, "versions": docs})
-            .to_string();
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            let mut r = BufReader::new(s.try_clone().unwrap());
-            let mut w = s;
-            let mut line = String::new();
-            if r.read_line(&mut line).unwrap_or(0) == 0 {
-                continue;
-            }
-            loop {
-                let mut h = String::new();
-                if r.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
-                    break;
-                }
-            }
-            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-            let body: Vec<u8> = match balls.get(&path) {
-                Some(b) => b.clone(),
-                None if path.trim_end_matches('/') == format!("/{name}") => {
-                    packument.clone().into_bytes()
-                }
-                None => {
-                    let _ = w.write_all(
-                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    );
-                    continue;
-                }
-            };
-            let _ = w.write_all(
-                format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                )
-                .as_bytes(),
+    let bin = bin.to_string();
+    let base = serve_with(move |base| {
+        let mut docs = serde_json::Map::new();
+        let mut files = std::collections::HashMap::new();
+        let latest = versions.last().unwrap().0.clone();
+        for (v, t) in versions {
+            docs.insert(
+                v.clone(),
+                serde_json::json!({"name": name, "version": v, "bin": {name: bin},
+                    "dist": {"tarball": format!("{base}/{name}/-/{name}-{v}.tgz")}}),
             );
-            let _ = w.write_all(&body);
-            let mut rest = Vec::new();
-            let _ = r
-                .get_mut()
-                .set_read_timeout(Some(std::time::Duration::from_millis(50)));
-            let _ = r.read_to_end(&mut rest);
+            files.insert(format!("/{name}/-/{name}-{v}.tgz"), t);
         }
+        let packument =
+            serde_json::json!({"name": name, "dist-tags": {"latest": latest}, "versions": docs});
+        files.insert(format!("/{name}"), packument.to_string().into_bytes());
+        files
     });
     format!("{base}/")
 }
 
-struct Home {
-    dir: tempfile::TempDir,
-    npm: String,
+/// The environment that sends npm to `registry`, its cache in `home`.
+fn npm_env(home: &Path, registry: &str) -> Vec<(String, String)> {
+    vec![
+        ("npm_config_registry".into(), registry.to_string()),
+        (
+            "npm_config_cache".into(),
+            home.join("npm-cache").display().to_string(),
+        ),
+    ]
 }
 
-impl Home {
-    /// The registry's index says `test-agent` is at `version`.
-    fn index(&self, version: &str) {
-        let index = serde_json::json!({"version": "1.0.0", "agents": [
-            {"id": "test-agent", "name": "Test agent", "version": version, "description": "answers hello",
-             "distribution": {"npx": {"package": format!("trellis-test-agent@{version}")}}}]});
-        std::fs::write(self.dir.path().join("registry.json"), index.to_string()).unwrap();
-        let config = self.dir.path().join("config/trellis");
-        std::fs::create_dir_all(&config).unwrap();
-        std::fs::write(
-            config.join("config.toml"),
-            format!(
-                "[registry]\nurl = {:?}\n",
-                self.dir.path().join("registry.json")
-            ),
-        )
-        .unwrap();
+/// A home whose npm asks a package registry on loopback serving `trellis-test-agent` at
+/// `versions`, and that registry's address (none when npm is missing: the test fails).
+fn npm_home(versions: &[(&str, Option<&str>)]) -> Option<(Home, String)> {
+    if Command::new("npm").arg("--version").output().is_err() {
+        crate::missing_tool("npm is not installed (scripts/test installs Node.js)");
+        return None;
     }
-
-    fn trellis(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_trellis"))
-            .args(args)
-            .current_dir(self.dir.path())
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env("XDG_DATA_HOME", self.dir.path().join("data"))
-            .env("npm_config_registry", &self.npm)
-            .env("npm_config_cache", self.dir.path().join("npm-cache"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
+    let mut h = Home::new();
+    let npm = npm_registry(h.path(), versions);
+    h.env = npm_env(h.path(), &npm);
+    Some((h, npm))
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+/// The registry's index says `test-agent` is at `version`.
+fn index(h: &Home, version: &str) {
+    h.registry(serde_json::json!([
+        {"id": "test-agent", "name": "Test agent", "version": version, "description": "answers hello",
+         "distribution": {"npx": {"package": format!("trellis-test-agent@{version}")}}}]));
 }
 
 #[test]
 fn an_npx_agent_is_installed_pinned_run_updated_only_when_it_works_and_removed() {
-    if Command::new("npm").arg("--version").output().is_err() {
-        crate::missing_tool("npm is not installed (scripts/test installs Node.js)");
+    let Some((h, _)) = npm_home(&[
+        ("1.0.0", Some("1.0.0")),
+        ("2.0.0", None),
+        ("3.0.0", Some("3.0.0")),
+    ]) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let npm = npm_registry(
-        dir.path(),
-        &[
-            ("1.0.0", Some("1.0.0")),
-            ("2.0.0", None),
-            ("3.0.0", Some("3.0.0")),
-        ],
-    );
-    let h = Home { dir, npm };
-    h.index("1.0.0");
+    };
+    index(&h, "1.0.0");
     // Not installed yet: named with what installing it does, not run as a command.
     let o = h.trellis(&["run", "--agent", "test-agent", "--prompt", "hi"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -208,7 +146,7 @@ fn an_npx_agent_is_installed_pinned_run_updated_only_when_it_works_and_removed()
     // It answered initialize, and says it may need a login.
     assert!(text(&o).contains("log in (Test token)"), "{}", text(&o));
     // Pinned: the exact version, and npm's lockfile beside it.
-    let v1 = h.dir.path().join("data/trellis/agents/test-agent/1.0.0");
+    let v1 = h.path().join("data/trellis/agents/test-agent/1.0.0");
     let manifest = std::fs::read_to_string(v1.join("package.json")).unwrap();
     assert!(
         manifest.contains("\"trellis-test-agent\": \"1.0.0\""),
@@ -217,8 +155,7 @@ fn an_npx_agent_is_installed_pinned_run_updated_only_when_it_works_and_removed()
     assert!(v1.join("package-lock.json").exists());
     let o = h.trellis(&["agents", "list"]);
     let rec = std::fs::read_to_string(
-        h.dir
-            .path()
+        h.path()
             .join("data/trellis/agents/test-agent/installed.json"),
     );
     assert!(
@@ -232,7 +169,7 @@ fn an_npx_agent_is_installed_pinned_run_updated_only_when_it_works_and_removed()
     assert!(text(&o).contains("hello from 1.0.0"), "{}", text(&o));
     // The registry moves to a version whose agent does not start: installed beside, not
     // switched to.
-    h.index("2.0.0");
+    index(&h, "2.0.0");
     let o = h.trellis(&["agents", "list"]);
     assert!(text(&o).contains("1.0.0 → 2.0.0 waiting"), "{}", text(&o));
     let o = h.trellis(&["agents", "update", "test-agent"]);
@@ -257,7 +194,7 @@ fn an_npx_agent_is_installed_pinned_run_updated_only_when_it_works_and_removed()
     let o = h.trellis(&["agents", "use", "test-agent", "1.0.0"]);
     assert!(o.status.success(), "{}", text(&o));
     // An update that works: switched to, the one it replaced kept, older ones removed.
-    h.index("3.0.0");
+    index(&h, "3.0.0");
     let o = h.trellis(&["agents", "update"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("removed 2.0.0"), "{}", text(&o));
@@ -268,12 +205,12 @@ fn an_npx_agent_is_installed_pinned_run_updated_only_when_it_works_and_removed()
     );
     let o = h.trellis(&["run", "--agent", "test-agent", "--prompt", "hi"]);
     assert!(text(&o).contains("hello from 3.0.0"), "{}", text(&o));
-    let agents = h.dir.path().join("data/trellis/agents/test-agent");
+    let agents = h.path().join("data/trellis/agents/test-agent");
     assert!(agents.join("1.0.0").exists() && !agents.join("2.0.0").exists());
     // Removed: every version, and the id no longer names an agent.
     let o = h.trellis(&["agents", "remove", "test-agent"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(!h.dir.path().join("data/trellis/agents/test-agent").exists());
+    assert!(!h.path().join("data/trellis/agents/test-agent").exists());
     let o = h.trellis(&["run", "--agent", "test-agent", "--prompt", "hi"]);
     assert!(!o.status.success());
     assert!(text(&o).contains("not installed here"), "{}", text(&o));
@@ -283,30 +220,15 @@ fn an_npx_agent_is_installed_pinned_run_updated_only_when_it_works_and_removed()
 /// its quirks: Gemini's gets no file reads (it misreads their not-found answer).
 #[test]
 fn a_presets_name_starts_its_registry_agent_with_its_quirks() {
-    if Command::new("npm").arg("--version").output().is_err() {
-        crate::missing_tool("npm is not installed (scripts/test installs Node.js)");
+    let Some((h, _)) = npm_home(&[("1.0.0", Some("1.0.0"))]) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let npm = npm_registry(dir.path(), &[("1.0.0", Some("1.0.0"))]);
-    let h = Home { dir, npm };
-    let index = serde_json::json!({"version": "1.0.0", "agents": [
+    };
+    h.registry(serde_json::json!([
         {"id": "gemini", "name": "Gemini CLI", "version": "1.0.0", "description": "stands in for Gemini",
-         "distribution": {"npx": {"package": "trellis-test-agent@1.0.0"}}}]});
-    std::fs::write(h.dir.path().join("registry.json"), index.to_string()).unwrap();
-    let config = h.dir.path().join("config/trellis");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("config.toml"),
-        format!(
-            "[registry]\nurl = {:?}\n",
-            h.dir.path().join("registry.json")
-        ),
-    )
-    .unwrap();
+         "distribution": {"npx": {"package": "trellis-test-agent@1.0.0"}}}]));
     let o = h.trellis(&["agents", "add", "gemini"]);
     assert!(o.status.success(), "{}", text(&o));
-    let log = h.dir.path().join("s.jsonl");
+    let log = h.path().join("s.jsonl");
     let o = h.trellis(&[
         "run",
         "--agent",
@@ -342,8 +264,9 @@ fn the_typescript_sdks_example_agent_installs_from_the_registry() {
         crate::missing_tool("the TypeScript SDK 1.9.0 under .ci/node (scripts/test installs it)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let pkg = dir.path().join("build/package");
+    let mut h = Home::new();
+    let dir = h.path().to_path_buf();
+    let pkg = dir.join("build/package");
     std::fs::create_dir_all(pkg.join("node_modules/@agentclientprotocol")).unwrap();
     for (from, to) in [
         (
@@ -378,13 +301,13 @@ fn the_typescript_sdks_example_agent_installs_from_the_registry() {
         "#!/usr/bin/env node\nimport \"./node_modules/@agentclientprotocol/sdk/dist/examples/agent.js\";\n",
     )
     .unwrap();
-    let out = dir.path().join("sdk.tgz");
+    let out = dir.join("sdk.tgz");
     assert!(
         Command::new("tar")
             .arg("czf")
             .arg(&out)
             .arg("-C")
-            .arg(dir.path().join("build"))
+            .arg(dir.join("build"))
             .arg("package")
             .status()
             .unwrap()
@@ -395,27 +318,15 @@ fn the_typescript_sdks_example_agent_installs_from_the_registry() {
         "agent.mjs",
         vec![("1.9.0".into(), std::fs::read(&out).unwrap())],
     );
-    let h = Home { dir, npm };
-    let index = serde_json::json!({"version": "1.0.0", "agents": [
+    h.env = npm_env(h.path(), &npm);
+    h.registry(serde_json::json!([
         {"id": "sdk-example", "name": "ACP TypeScript SDK example", "version": "1.9.0",
          "description": "the SDK's example agent",
-         "distribution": {"npx": {"package": "trellis-sdk-example@1.9.0"}}}]});
-    std::fs::write(h.dir.path().join("registry.json"), index.to_string()).unwrap();
-    let config = h.dir.path().join("config/trellis");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("config.toml"),
-        format!(
-            "[registry]\nurl = {:?}\n",
-            h.dir.path().join("registry.json")
-        ),
-    )
-    .unwrap();
+         "distribution": {"npx": {"package": "trellis-sdk-example@1.9.0"}}}]));
     let o = h.trellis(&["agents", "add", "sdk-example"]);
     assert!(o.status.success(), "{}", text(&o));
     let lock = std::fs::read_to_string(
-        h.dir
-            .path()
+        h.path()
             .join("data/trellis/agents/sdk-example/1.9.0/package-lock.json"),
     )
     .unwrap();
@@ -437,20 +348,13 @@ fn the_typescript_sdks_example_agent_installs_from_the_registry() {
 /// terminal first (what will be installed is said), then the UI starts on it.
 #[test]
 fn the_ui_offers_a_registry_agent_that_is_not_installed() {
-    if Command::new("npm").arg("--version").output().is_err() {
-        crate::missing_tool("npm is not installed (scripts/test installs Node.js)");
+    let Some((h, npm)) = npm_home(&[("1.0.0", Some("1.0.0"))]) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let npm = npm_registry(dir.path(), &[("1.0.0", Some("1.0.0"))]);
-    let h = Home { dir, npm };
-    h.index("1.0.0");
-    let config = format!("XDG_CONFIG_HOME={}", h.dir.path().join("config").display());
-    let registry = format!("npm_config_registry={}", h.npm);
-    let cache = format!(
-        "npm_config_cache={}",
-        h.dir.path().join("npm-cache").display()
-    );
+    };
+    index(&h, "1.0.0");
+    let config = format!("XDG_CONFIG_HOME={}", h.path().join("config").display());
+    let registry = format!("npm_config_registry={npm}");
+    let cache = format!("npm_config_cache={}", h.path().join("npm-cache").display());
     let Some(t) = crate::tui::Tmux::start_env(
         &["LANG=C.UTF-8", &config, &registry, &cache],
         &["--agent", "test-agent"],

@@ -2,10 +2,10 @@
 //! puts under `.ci/uv`, or the user's) from a Python package index the test serves on
 //! loopback with a wheel it builds around a small agent, then started by id for a turn.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+use crate::registry_kit::{Home, serve, text};
 
 use sha2::Digest;
 
@@ -67,8 +67,6 @@ with zipfile.ZipFile(out, "w") as z:
 
 /// A package index ("simple" API) on loopback serving the wheel; its address.
 fn index(whl: Vec<u8>) -> String {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", l.local_addr().unwrap());
     let name = "trellis_test_agent_py-1.0.0-py3-none-any.whl";
     let sha: String = sha2::Sha256::digest(&whl)
         .iter()
@@ -76,47 +74,17 @@ fn index(whl: Vec<u8>) -> String {
         .collect();
     let page =
         format!("<html><body><a href=\"/files/{name}#sha256={sha}\">{name}</a></body></html>");
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            let mut r = BufReader::new(s.try_clone().unwrap());
-            let mut w = s;
-            let mut line = String::new();
-            if r.read_line(&mut line).unwrap_or(0) == 0 {
-                continue;
-            }
-            loop {
-                let mut h = String::new();
-                if r.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
-                    break;
-                }
-            }
-            let mut parts = line.split_whitespace();
-            let method = parts.next().unwrap_or_default().to_string();
-            let path = parts.next().unwrap_or("/").to_string();
-            let (status, body, kind): (&str, Vec<u8>, &str) =
-                if path.trim_end_matches('/') == "/simple/trellis-test-agent-py" {
-                    ("200 OK", page.clone().into_bytes(), "text/html")
-                } else if path.starts_with("/files/") {
-                    ("200 OK", whl.clone(), "application/octet-stream")
-                } else {
-                    ("404 Not Found", Vec::new(), "text/plain")
-                };
-            let _ = w.write_all(
-                format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                )
-                .as_bytes(),
-            );
-            if method != "HEAD" {
-                let _ = w.write_all(&body);
-            }
-            let _ = r
-                .get_mut()
-                .set_read_timeout(Some(std::time::Duration::from_millis(50)));
-            let _ = r.read_to_end(&mut Vec::new());
-        }
-    });
+    let base = serve(
+        [
+            (
+                "/simple/trellis-test-agent-py".to_string(),
+                page.into_bytes(),
+            ),
+            (format!("/files/{name}"), whl),
+        ]
+        .into_iter()
+        .collect(),
+    );
     format!("{base}/simple")
 }
 
@@ -138,46 +106,28 @@ fn a_uvx_agent_is_installed_with_uv_and_run_by_its_id() {
         );
         return;
     };
-    let home = tempfile::tempdir().unwrap();
+    let mut home = Home::new();
     let simple = index(wheel(home.path()));
-    let registry = serde_json::json!({"version": "1.0.0", "agents": [
+    home.registry(serde_json::json!([
         {"id": "py-agent", "name": "A Python agent", "version": "1.0.0", "description": "answers from a wheel",
-         "distribution": {"uvx": {"package": "trellis-test-agent-py==1.0.0", "cmd": "trellis-test-agent-py"}}}]});
-    std::fs::write(home.path().join("registry.json"), registry.to_string()).unwrap();
-    let config = home.path().join("config/trellis");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("config.toml"),
-        format!(
-            "[registry]\nurl = {:?}\n",
-            home.path().join("registry.json")
-        ),
-    )
-    .unwrap();
+         "distribution": {"uvx": {"package": "trellis-test-agent-py==1.0.0", "cmd": "trellis-test-agent-py"}}}]));
     let path = std::env::join_paths(std::iter::once(uv).chain(std::env::split_paths(
         &std::env::var_os("PATH").unwrap_or_default(),
     )))
     .unwrap();
+    home.env = vec![
+        ("PATH".into(), path.to_string_lossy().into_owned()),
+        ("UV_INDEX_URL".into(), simple),
+        (
+            "UV_CACHE_DIR".into(),
+            home.path().join("uv-cache").display().to_string(),
+        ),
+        ("UV_PYTHON_DOWNLOADS".into(), "never".into()),
+        ("UV_NO_CONFIG".into(), "1".into()),
+    ];
     let trellis = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
-            .args(args)
-            .current_dir(home.path())
-            .env("PATH", &path)
-            .env("XDG_CONFIG_HOME", home.path().join("config"))
-            .env("XDG_DATA_HOME", home.path().join("data"))
-            .env("UV_INDEX_URL", &simple)
-            .env("UV_CACHE_DIR", home.path().join("uv-cache"))
-            .env("UV_PYTHON_DOWNLOADS", "never")
-            .env("UV_NO_CONFIG", "1")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        (o.status.success(), text)
+        let o = home.trellis(args);
+        (o.status.success(), text(&o))
     };
     let (ok, out) = trellis(&["agents", "add", "py-agent"]);
     assert!(ok, "{out}");
