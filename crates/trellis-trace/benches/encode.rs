@@ -8,7 +8,7 @@ use trellis_trace::json::Resource;
 use trellis_trace::span::{Kind, Span, Status, Value, span_id};
 
 fn spans(n: u32) -> Vec<Span> {
-    let trace = trellis_trace::trace_id_of(1_764_000_000.123, "demo", "/work/project");
+    let trace = trellis_trace::trace_id_of(1_764_000_000.123, "demo", "/home/dev/project");
     let turn = span_id(&trace, &[b"turn", &1u32.to_be_bytes()]);
     (0..n)
         .map(|i| {

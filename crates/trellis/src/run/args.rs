@@ -126,6 +126,20 @@ pub enum ApproveVia {
 pub(super) const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl RunArgs {
+    /// `--hub` and `--ask-timeout` mean something only with `--detach` or `--approve-via
+    /// hub`.
+    pub(super) fn check_hub_flags(&self) -> anyhow::Result<()> {
+        if self.approve_via == ApproveVia::Policy && !self.detach {
+            if self.hub.is_some() {
+                anyhow::bail!("--hub names the hub of --detach or --approve-via hub");
+            }
+            if self.ask_timeout.is_some() {
+                anyhow::bail!("--ask-timeout is how long a request waits with --approve-via hub");
+            }
+        }
+        Ok(())
+    }
+
     /// `--detach`: what the hub is asked to start; the options that only mean something
     /// to a run that stays (output, budgets, artifacts, answers) are refused by name.
     pub fn detached(&self, ui: &crate::ui::UiArgs) -> anyhow::Result<crate::serve::Detached> {

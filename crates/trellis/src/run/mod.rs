@@ -62,14 +62,7 @@ pub fn main(
         }
         return crate::serve::run_detached(d, config_file.as_deref());
     }
-    if args.approve_via == ApproveVia::Policy {
-        if args.hub.is_some() {
-            anyhow::bail!("--hub names the hub of --detach or --approve-via hub");
-        }
-        if args.ask_timeout.is_some() {
-            anyhow::bail!("--ask-timeout is how long a request waits with --approve-via hub");
-        }
-    }
+    args.check_hub_flags()?;
     let resume = args
         .resume
         .as_deref()
@@ -152,28 +145,9 @@ pub fn main(
     resolved.spec.mcp_servers = mcp;
     resolved.spec.keep_lines = host.0.wants_acp();
     let (budgets, want) = limits(&args, explicit, &resolved.spec.cwd);
-    let hub = match args.approve_via {
-        ApproveVia::Policy => None,
-        ApproveVia::Hub => {
-            let _guard = rt.enter();
-            let name = args
-                .hub
-                .clone()
-                .unwrap_or_else(|| format!("run-{}", std::process::id()));
-            let hub = crate::run_hub::RunHub::serve(
-                &name,
-                args.ask_timeout.unwrap_or(ASK_TIMEOUT),
-                resolved.name.clone(),
-                crate::worktree_cmd::place_of(&resolved.spec.cwd, worktree.as_ref()),
-                log_path.clone(),
-            )?;
-            eprintln!(
-                "trellis: requests nothing decides wait for an answer through hub {name} (trellis approve; trellis attach {name}:{}), then --on-ask {}",
-                crate::run_hub::KEY,
-                args.on_ask.word()
-            );
-            Some(hub)
-        }
+    let hub = {
+        let _guard = rt.enter();
+        run_hub(&args, &resolved, worktree.as_ref(), &log_path)?
     };
     let stop = rt
         .block_on(drive(
@@ -211,16 +185,50 @@ pub fn main(
         }
     }
     if args.stats {
-        let (user, sys, rss) = crate::stats::self_usage();
-        eprintln!(
-            "{}",
-            serde_json::json!({"cpu_user_s": user, "cpu_sys_s": sys, "max_rss_kb": rss,
-                "updates": stop.updates, "output_bytes": stop.output_bytes})
-        );
+        print_stats(&stop);
     }
     // Spans still on their way go before the summary says how many went.
     let exported = crate::traces::flush();
     Ok(ExitCode::from(conclude(&args, &stop, exported)))
+}
+
+/// `--stats`: the run's own resource use, one JSON line on stderr (for the benchmarks).
+fn print_stats(stop: &Finished) {
+    let (user, sys, rss) = crate::stats::self_usage();
+    eprintln!(
+        "{}",
+        serde_json::json!({"cpu_user_s": user, "cpu_sys_s": sys, "max_rss_kb": rss,
+            "updates": stop.updates, "output_bytes": stop.output_bytes})
+    );
+}
+
+/// `--approve-via hub`: the run's hub, served (within the run's runtime), said on stderr.
+fn run_hub(
+    args: &RunArgs,
+    resolved: &crate::agents::Resolved,
+    worktree: Option<&trellis_core::WorktreeRef>,
+    log_path: &std::path::Path,
+) -> anyhow::Result<Option<crate::run_hub::RunHub>> {
+    if args.approve_via == ApproveVia::Policy {
+        return Ok(None);
+    }
+    let name = args
+        .hub
+        .clone()
+        .unwrap_or_else(|| format!("run-{}", std::process::id()));
+    let hub = crate::run_hub::RunHub::serve(
+        &name,
+        args.ask_timeout.unwrap_or(ASK_TIMEOUT),
+        resolved.name.clone(),
+        crate::worktree_cmd::place_of(&resolved.spec.cwd, worktree),
+        log_path.to_path_buf(),
+    )?;
+    eprintln!(
+        "trellis: requests nothing decides wait for an answer through hub {name} (trellis approve; trellis attach {name}:{}), then --on-ask {}",
+        crate::run_hub::KEY,
+        args.on_ask.word()
+    );
+    Ok(Some(hub))
 }
 
 /// The run's exit code, with the summary and patch written to say the same.
