@@ -4,7 +4,7 @@
 //! conditionally, used offline and said to be, hostile entries refused one by one, and the
 //! cache never written through a planted link.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -103,22 +103,14 @@ fn serve(body: &str) -> Served {
         for s in l.incoming().flatten() {
             let mut r = BufReader::new(s.try_clone().unwrap());
             let mut w = s;
-            let mut line = String::new();
-            if r.read_line(&mut line).unwrap_or(0) == 0 {
+            let Some(asked) = crate::registry_kit::read_request(&mut r) else {
                 continue;
-            }
-            let mut etag = None;
-            loop {
-                let mut h = String::new();
-                r.read_line(&mut h).unwrap();
-                let h = h.trim_end();
-                if h.is_empty() {
-                    break;
-                }
-                if let Some(v) = h.to_ascii_lowercase().strip_prefix("if-none-match:") {
-                    etag = Some(v.trim().to_string());
-                }
-            }
+            };
+            let etag = asked
+                .headers
+                .into_iter()
+                .find(|(k, _)| k == "if-none-match")
+                .map(|(_, v)| v);
             a.lock().unwrap().push(etag.clone());
             if !*u.lock().unwrap() {
                 let _ = w.write_all(b"HTTP/1.1 503 Down\r\nContent-Length: 0\r\n\r\n");

@@ -23,19 +23,9 @@ pub(crate) fn serve_with(make: impl FnOnce(&str) -> HashMap<String, Vec<u8>>) ->
         for s in l.incoming().flatten() {
             let mut r = BufReader::new(s.try_clone().unwrap());
             let mut w = s;
-            let mut line = String::new();
-            if r.read_line(&mut line).unwrap_or(0) == 0 {
+            let Some(Asked { method, path, .. }) = read_request(&mut r) else {
                 continue;
-            }
-            loop {
-                let mut h = String::new();
-                if r.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
-                    break;
-                }
-            }
-            let mut parts = line.split_whitespace();
-            let method = parts.next().unwrap_or_default().to_string();
-            let path = parts.next().unwrap_or("/").to_string();
+            };
             let found = files
                 .get(&path)
                 .or_else(|| files.get(path.trim_end_matches('/')));
@@ -66,6 +56,37 @@ pub(crate) fn serve_with(make: impl FnOnce(&str) -> HashMap<String, Vec<u8>>) ->
         }
     });
     base
+}
+
+/// A request as a test server reads it: its method, path, and headers (names lowercase).
+pub(crate) struct Asked {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+}
+
+/// Reads one request's line and headers (none when the connection ended first).
+pub(crate) fn read_request(r: &mut BufReader<std::net::TcpStream>) -> Option<Asked> {
+    let mut line = String::new();
+    if r.read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.trim_end().split_once(':') {
+            headers.push((k.to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+    let mut parts = line.split_whitespace();
+    Some(Asked {
+        method: parts.next().unwrap_or_default().to_string(),
+        path: parts.next().unwrap_or("/").to_string(),
+        headers,
+    })
 }
 
 /// A home for Trellis: its config, data, and the registry index it is pointed at.
@@ -116,11 +137,4 @@ impl Home {
     }
 }
 
-/// A run's stdout and stderr.
-pub(crate) fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+pub(crate) use crate::hubkit::text;
