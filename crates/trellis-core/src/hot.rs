@@ -1,6 +1,6 @@
 //! One-pass decoding of the hot `session/update` kinds — tool calls and message chunks,
-//! nearly all of an agent's traffic — straight from the line, so a frame is scanned once to
-//! validate and route it and its content once more to extract it.
+//! nearly all of an agent's traffic — straight from the line: a frame is scanned once, its
+//! content (a tool call's items, a chunk's block: most of its bytes) read as it goes.
 //!
 //! Invariant: decoding either yields exactly what the lenient per-kind decoders would, or
 //! gives up (`None`) and leaves the frame to them; it never half-applies.
@@ -10,7 +10,9 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::tool_call::{ToolCallPatch, ToolKind, ToolStatus, parse_content, parse_locations};
+use crate::tool_call::{
+    FastItem, ToolCallPatch, ToolKind, ToolStatus, fast_content, parse_locations,
+};
 use crate::transcript::Role;
 
 /// A decoded hot update.
@@ -71,7 +73,7 @@ struct Hot<'a> {
     #[serde(default, borrow)]
     status: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    content: Option<&'a RawValue>,
+    content: Content<'a>,
     #[serde(default, borrow)]
     locations: Option<&'a RawValue>,
     #[serde(default)]
@@ -102,9 +104,10 @@ impl HotParams<'_> {
         let update = match (h.session_update.as_ref(), role) {
             ("tool_call" | "tool_call_update", _) => {
                 let announce = h.session_update == "tool_call";
-                let content = match not_null(h.content) {
-                    Some(raw) => Some(parse_content(raw).ok()?),
-                    None => None,
+                let content = match h.content {
+                    Content::Items(items) => Some(fast_content(items)?),
+                    Content::Absent => None,
+                    Content::Block(_) => return None,
                 };
                 let locations = match not_null(h.locations) {
                     Some(raw) => Some(parse_locations(raw).ok()?),
@@ -131,7 +134,10 @@ impl HotParams<'_> {
                 }
             }
             (_, Some(role)) => {
-                let text = block_text(h.content?.get()).ok()?;
+                let Content::Block(block) = h.content else {
+                    return None;
+                };
+                let text = block.into_text();
                 HotUpdate::Chunk {
                     role,
                     text,
@@ -152,6 +158,51 @@ pub(crate) fn decode_params(raw: &str) -> Option<Decoded> {
     serde_json::from_str::<HotParams>(raw).ok()?.decode()
 }
 
+/// `content` as the hot kinds carry it, read in the frame's one pass: a tool call's
+/// items on the fast path's terms ([`fast_content`] says whether they all are), a chunk's
+/// block, or nothing (absent or null). Anything else fails the frame's hot decoding, and
+/// the lenient decoders take it.
+#[derive(Default)]
+enum Content<'a> {
+    #[default]
+    Absent,
+    Items(Vec<FastItem<'a>>),
+    Block(TextBlock),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Content<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a content array, a content block or null")
+            }
+            fn visit_unit<E>(self) -> Result<Content<'a>, E> {
+                Ok(Content::Absent)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Content<'a>, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Content::Items(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Content<'a>, A::Error> {
+                TextBlock::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Content::Block)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
 /// A content block reduced to what the transcript needs.
 #[derive(Deserialize)]
 pub struct TextBlock {
@@ -165,15 +216,19 @@ pub struct TextBlock {
     pub name: Option<String>,
 }
 
+impl TextBlock {
+    /// The block's transcript text: text as is, anything else as a short tag.
+    fn into_text(self) -> String {
+        match (self.ty.as_str(), self.text, self.name, self.uri) {
+            ("text", Some(text), _, _) => text,
+            (_, _, Some(name), _) => format!("[{}: {name}]", self.ty),
+            (_, _, _, Some(uri)) => format!("[{}: {uri}]", self.ty),
+            (ty, ..) => format!("[{ty}]"),
+        }
+    }
+}
+
 /// The transcript text of a content block: text as is, anything else as a short tag.
 pub(crate) fn block_text(content: &str) -> Result<String, serde_json::Error> {
-    let block: TextBlock = serde_json::from_str(content)?;
-    Ok(
-        match (block.ty.as_str(), block.text, block.name, block.uri) {
-            ("text", Some(text), _, _) => text,
-            (_, _, Some(name), _) => format!("[{}: {name}]", block.ty),
-            (_, _, _, Some(uri)) => format!("[{}: {uri}]", block.ty),
-            (ty, ..) => format!("[{ty}]"),
-        },
-    )
+    serde_json::from_str::<TextBlock>(content).map(TextBlock::into_text)
 }

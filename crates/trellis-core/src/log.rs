@@ -147,14 +147,22 @@ pub fn encode_frame(seq: u64, t: f64, dir: Dir, json: &str) -> String {
 
 /// [`encode_frame`] into a reused buffer, replacing what it holds after byte `at`.
 pub fn encode_frame_into(s: &mut String, at: usize, (seq, t): (u64, f64), dir: Dir, json: &str) {
-    use std::fmt::Write as _;
     let dir = match dir {
         Dir::ClientToAgent => "client_to_agent",
         Dir::AgentToClient => "agent_to_client",
     };
     s.truncate(at);
-    let _ = write!(s, "{{\"seq\":{seq},\"t\":");
-    let _ = write!(s, "{:.3}", t.max(0.0));
+    let mut n = itoa::Buffer::new();
+    s.push_str("{\"seq\":");
+    s.push_str(n.format(seq));
+    // Whole milliseconds, as every other record's `t` (see `ser_t`), without formatting
+    // a float: a record is written for every line an agent sends.
+    let ms = (t.max(0.0) * 1000.0).round() as u64;
+    s.push_str(",\"t\":");
+    s.push_str(n.format(ms / 1000));
+    s.push('.');
+    let frac = n.format(1000 + ms % 1000);
+    s.push_str(&frac[1..]);
     s.push_str(",\"dir\":\"");
     s.push_str(dir);
     s.push_str("\",\"msg\":");
@@ -296,4 +304,34 @@ pub fn apply_line(
 fn b64(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame's `t` is whole milliseconds with three decimals, as the other records
+    /// round theirs, and reads back as the number it says.
+    #[test]
+    fn a_frame_says_its_time_in_whole_milliseconds() {
+        for (t, said) in [
+            (0.0, "0.000"),
+            (-1.0, "0.000"),
+            (0.0004, "0.000"),
+            (0.0865, "0.087"),
+            (1.2345, "1.235"),
+            (59.9999, "60.000"),
+            (3601.5, "3601.500"),
+        ] {
+            let line = encode_frame(7, t, Dir::AgentToClient, "{\"a\":1}");
+            assert_eq!(
+                line,
+                format!(
+                    "{{\"seq\":7,\"t\":{said},\"dir\":\"agent_to_client\",\"msg\":{{\"a\":1}}}}\n"
+                )
+            );
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+            assert_eq!(v["t"].as_f64(), said.parse::<f64>().ok(), "{t}");
+        }
+    }
 }

@@ -235,7 +235,7 @@ fn memchr_count(hay: &[u8], needle: u8) -> usize {
 
 /// Wire shape of a content item on the fast path: text blocks only, strict types.
 #[derive(Deserialize)]
-struct FastItem<'a> {
+pub(crate) struct FastItem<'a> {
     #[serde(rename = "type", borrow)]
     ty: std::borrow::Cow<'a, str>,
     #[serde(default, borrow)]
@@ -262,45 +262,44 @@ struct FastBlock<'a> {
 /// anything else (another block type, a malformed item) falls back to the lenient path,
 /// which keeps non-text blocks verbatim and skips malformed items.
 pub fn parse_content(raw: &str) -> Result<Vec<ToolContent>, serde_json::Error> {
-    if let Ok(items) = serde_json::from_str::<Vec<FastItem>>(raw) {
-        let mut out = Vec::with_capacity(items.len());
-        let mut fast = true;
-        for it in items {
-            match (it.ty.as_ref(), it.content) {
-                (
-                    "content",
-                    Some(FastBlock {
-                        ty,
-                        text: Some(text),
-                    }),
-                ) if ty == "text" => out.push(ToolContent::Text { text: text.into() }),
-                ("diff", _) => match (it.path, it.new_text) {
-                    (Some(path), Some(new_text)) => out.push(ToolContent::Diff {
-                        path,
-                        old_text: it.old_text,
-                        new_text,
-                    }),
-                    _ => fast = false,
-                },
-                ("terminal", _) => match it.terminal_id {
-                    Some(terminal_id) => out.push(ToolContent::Terminal { terminal_id }),
-                    None => fast = false,
-                },
-                _ => fast = false,
-            }
-            if !fast {
-                break;
-            }
-        }
-        if fast {
-            return Ok(out);
-        }
+    if let Some(out) = serde_json::from_str::<Vec<FastItem>>(raw)
+        .ok()
+        .and_then(fast_content)
+    {
+        return Ok(out);
     }
     let items: Vec<LenientItem<WireContent>> = serde_json::from_str(raw)?;
     Ok(items
         .into_iter()
         .filter_map(|i| i.0.and_then(ToolContent::from_wire))
         .collect())
+}
+
+/// Content items read on the fast path's terms, if every one of them is a text, diff or
+/// terminal item the fast path knows whole (none: the lenient path decides).
+pub(crate) fn fast_content(items: Vec<FastItem>) -> Option<Vec<ToolContent>> {
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        out.push(match (it.ty.as_ref(), it.content) {
+            (
+                "content",
+                Some(FastBlock {
+                    ty,
+                    text: Some(text),
+                }),
+            ) if ty == "text" => ToolContent::Text { text: text.into() },
+            ("diff", _) => ToolContent::Diff {
+                path: it.path?,
+                old_text: it.old_text,
+                new_text: it.new_text?,
+            },
+            ("terminal", _) => ToolContent::Terminal {
+                terminal_id: it.terminal_id?,
+            },
+            _ => return None,
+        });
+    }
+    Some(out)
 }
 
 /// Parses a `locations` array, skipping malformed items.

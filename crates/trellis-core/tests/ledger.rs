@@ -271,6 +271,20 @@ fn hot_and_lenient_decoding_agree() {
             {"type":"mystery"}]}),
         json!({"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"nonsense","status":"weird","title":null}),
         json!({"sessionUpdate":"agent_message_chunk","content":{"type":"resource_link","uri":"file:///x","name":"x"}}),
+        json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"said \"so\"\n"}}),
+        json!({"sessionUpdate":"tool_call_update","toolCallId":"b","content":null,"status":"in_progress"}),
+        json!({"sessionUpdate":"tool_call_update","toolCallId":"b","content":[
+            {"type":"content","content":{"type":"text","text":"one"}},
+            {"type":"diff","path":"/q","newText":"m"}]}),
+        json!({"sessionUpdate":"tool_call_update","toolCallId":"b","content":["stray",
+            {"type":"content","content":{"type":"text","text":"kept"}}]}),
+        json!({"sessionUpdate":"tool_call_update","toolCallId":"b","content":{"type":"text","text":"not a list"}}),
+        json!({"sessionUpdate":"agent_thought_chunk","content":[{"type":"text","text":"not a block"}]}),
+    ];
+    // Which of them the hot path decodes itself (the others are left to the lenient
+    // decoders, which must then be all that decides).
+    let hot_kinds = [
+        true, false, true, true, true, true, true, false, false, false,
     ];
     let wrap = |u: &serde_json::Value| {
         json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":u}})
@@ -281,6 +295,7 @@ fn hot_and_lenient_decoding_agree() {
     for (i, u) in updates.iter().enumerate() {
         let line = wrap(u);
         let fast = Message::parse(&line).unwrap();
+        assert_eq!(fast.decoded.is_some(), hot_kinds[i], "update {i}: {u}");
         let mut lenient = fast.clone();
         lenient.decoded = None;
         lenient.params = Some(
@@ -321,4 +336,11 @@ fn hot_and_lenient_decoding_agree() {
         (ToolKind::Other, ToolStatus::Pending, "T")
     );
     assert_eq!(hot.transcript, slow.transcript);
+    let b = hot.ledger.get("b").unwrap();
+    assert_eq!(b, slow.ledger.get("b").unwrap());
+    assert_eq!(
+        b.content.len(),
+        1,
+        "the last list: the stray item skipped, the text kept"
+    );
 }

@@ -20,7 +20,8 @@ pub(crate) struct Mirror {
     pub info: SessionInfo,
     /// Calls in memory, in the order they came.
     calls: Vec<Arc<ToolCall>>,
-    /// Position in `calls` by (subagent, call id): a subagent's call ids are its own.
+    /// Ledger place by (subagent, call id) of the calls held: a subagent's call ids are
+    /// its own.
     index: rustc_hash::FxHashMap<(Option<Arc<str>>, String), usize>,
     /// Position in `calls` by ledger place (unique to a call): the key of every update,
     /// looked up without making an owned key of the id.
@@ -64,8 +65,8 @@ impl Mirror {
     /// The call `id` of `subagent` (none: the session's own).
     pub fn call(&self, subagent: Option<Arc<str>>, id: &str) -> Option<Arc<ToolCall>> {
         let key = (subagent, id.to_string());
-        if let Some(&i) = self.index.get(&key) {
-            return Some(self.calls[i].clone());
+        if let Some(i) = self.index.get(&key).and_then(|p| self.by_place.get(p)) {
+            return Some(self.calls[*i].clone());
         }
         let cold = self.cold.as_ref()?;
         let p = cold.find(key.0.as_deref(), id)?;
@@ -80,7 +81,7 @@ impl Mirror {
                 let i = self.calls.len();
                 self.by_place.insert(call.position, i);
                 self.index
-                    .insert((call.subagent.clone(), call.id.clone()), i);
+                    .insert((call.subagent.clone(), call.id.clone()), call.position);
                 self.calls.push(call.clone());
             }
         }
@@ -91,19 +92,19 @@ impl Mirror {
         }
     }
 
-    /// Lets go of the snapshots of calls the ledger froze.
+    /// Lets go of the snapshots of calls the ledger froze (a call's place is its own, so
+    /// a frozen chunk holds every call placed in it), without building a key.
     fn sweep(&mut self) {
         let Some(cold) = self.cold.clone() else {
             return;
         };
-        self.calls
-            .retain(|c| !cold.holds(c.position, c.subagent.as_deref(), &c.id));
-        self.index.clear();
+        cold.retain_unfrozen(&mut self.calls, |c| c.position);
         self.by_place.clear();
         for (i, c) in self.calls.iter().enumerate() {
-            self.index.insert((c.subagent.clone(), c.id.clone()), i);
             self.by_place.insert(c.position, i);
         }
+        let held = &self.by_place;
+        self.index.retain(|_, place| held.contains_key(place));
         self.swept_at = self.calls.len();
     }
 

@@ -274,6 +274,13 @@ impl Cold {
         st.frozen.live(position / CHUNK)
     }
 
+    /// Keeps the items of `v` whose call (at the place `position` gives) is not frozen
+    /// now: what a holder of snapshots lets go of, asked under one lock and per chunk.
+    pub fn retain_unfrozen<T>(&self, v: &mut Vec<T>, position: impl Fn(&T) -> usize) {
+        let st = self.lock();
+        v.retain(|x| !st.frozen.live(position(x) / CHUNK));
+    }
+
     pub(crate) fn can_freeze(&self) -> bool {
         self.lock().failed.is_none()
     }
