@@ -94,12 +94,17 @@ fn held_bytes(call: &ToolCall) -> usize {
         .sum()
 }
 
+/// What reads texts back from `log`.
+fn log_source(log: &Path) -> Arc<dyn BulkSource> {
+    Arc::new(LogSource {
+        index: Mutex::new(trellis_store::LineOffsets::new(log)),
+    })
+}
+
 /// What reads texts back from `log`, and the store of frozen chunks whose texts are
 /// places in it (or why there is none: the spill file could not be made).
 pub(crate) fn log_store(log: &Path) -> (Arc<dyn BulkSource>, Result<Arc<Cold>, String>) {
-    let source: Arc<dyn BulkSource> = Arc::new(LogSource {
-        index: Mutex::new(trellis_store::LineOffsets::new(log)),
-    });
+    let source = log_source(log);
     let cold = match tempfile::tempfile() {
         Ok(f) => Ok(Cold::new(
             Arc::new(TempSpill {
@@ -114,7 +119,17 @@ pub(crate) fn log_store(log: &Path) -> (Arc<dyn BulkSource>, Result<Arc<Cold>, S
 
 impl Bulk {
     pub(crate) fn new(log: &Path, session: &Session, budget: usize) -> Bulk {
-        let (source, cold) = log_store(log);
+        let (source, cold) = match session.ledger.cold() {
+            // A resumed session's history, rebuilt into a store of its own (its texts
+            // are places in the earlier log): the new calls' go on in the same store,
+            // read back from this log.
+            Some(history) => {
+                let source = log_source(log);
+                history.continue_in(session.ledger.len(), source.clone());
+                (source, Ok(history.clone()))
+            }
+            None => log_store(log),
+        };
         let (cold, spill_error) = match cold {
             Ok(c) => (Some(c), None),
             Err(e) => (None, Some(e)),

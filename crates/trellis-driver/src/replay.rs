@@ -460,6 +460,11 @@ mod tests {
 
     /// A log of `calls` finished calls, with a line that is not UTF-8 and blank lines.
     fn long_log(calls: usize) -> tempfile::NamedTempFile {
+        log_of(calls, "out")
+    }
+
+    /// [`long_log`], each call's output starting with `said`.
+    fn log_of(calls: usize, said: &str) -> tempfile::NamedTempFile {
         let mut f = tempfile::NamedTempFile::new().unwrap();
         let mut w = std::io::BufWriter::new(f.as_file_mut());
         writeln!(w, "{}", serde_json::json!({"t": 0.0, "dir": "client_to_agent", "msg": {"jsonrpc": "2.0", "id": 1,
@@ -477,7 +482,7 @@ mod tests {
             )
             .unwrap();
             writeln!(w, "{}", up(1.0, serde_json::json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
-                "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": format!("out {i}\nline 2\n")}}]}))).unwrap();
+                "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": format!("{said} {i}\nline 2\n")}}]}))).unwrap();
             if i == calls / 2 {
                 w.write_all(b"\xff\xfe{\"t\": \n\n\r\n").unwrap();
             }
@@ -512,6 +517,51 @@ mod tests {
                 panic!("{:?}", c.content)
             };
             assert_eq!(*text.load(), format!("out {i}\nline 2\n"));
+        }
+    }
+
+    /// A resumed session: its history rebuilt out of memory from the earlier log, its new
+    /// calls in its own log going on in the same store; both read back from their own log
+    /// once frozen.
+    #[test]
+    fn a_resumed_session_keeps_its_history_and_its_new_calls_out_of_memory() {
+        let earlier = long_log(3000);
+        let prev = rebuild_log(earlier.path(), |_| {}).unwrap().session;
+        assert!(prev.ledger.cold().unwrap().stats().0 >= 2048);
+        let s = Session::continuing(prev, Policy::Ask, "resumed".into());
+        let now = log_of(3000, "new");
+        let mut d = crate::Driver::offline(s);
+        d.keep_output_in_log_within(now.path(), 1 << 20);
+        let text = std::fs::read(now.path()).unwrap();
+        for (n, line) in text.split(|b| *b == b'\n').enumerate() {
+            let line = String::from_utf8_lossy(line);
+            trellis_core::log::apply_line(&mut d.session, n as u64 + 1, &line, |_| {});
+            if n % 512 == 0 {
+                d.session.ledger.settle();
+            }
+        }
+        d.session.ledger.settle();
+        let l = &d.session.ledger;
+        assert_eq!(l.len(), 6000);
+        assert!(
+            l.cold().unwrap().stats().0 >= 4096,
+            "{:?}",
+            l.cold().unwrap().stats()
+        );
+        for (i, said) in [
+            (0, "out 0"),
+            (1499, "out 1499"),
+            (2999, "out 2999"),
+            (3000, "new 0"),
+            (4500, "new 1500"),
+            (5999, "new 2999"),
+        ] {
+            assert!(l.is_frozen(i) || i >= 4096, "{i}");
+            let c = l.at(i);
+            let ToolContent::Text { text } = &c.content[0] else {
+                panic!("{:?}", c.content)
+            };
+            assert_eq!(*text.load(), format!("{said}\nline 2\n"), "call {i}");
         }
     }
 

@@ -10,4 +10,4 @@ pub mod session_log;
 pub use config::{AgentPreset, Config, ConfigError};
 pub use line_offsets::LineOffsets;
 pub use paths::Paths;
-pub use session_log::{LogWriter, open_log, read_log};
+pub use session_log::{LogWriter, open_log};

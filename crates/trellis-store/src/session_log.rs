@@ -140,11 +140,6 @@ impl LogWriter {
     }
 }
 
-/// Reads a whole log (or fixture) file.
-pub fn read_log(path: &Path) -> io::Result<String> {
-    std::fs::read_to_string(path)
-}
-
 /// Opens a log (or fixture) file to read it a line at a time. Only a regular file: a FIFO
 /// or a device named as a log would block or never end.
 pub fn open_log(path: &Path) -> io::Result<std::fs::File> {
@@ -188,7 +183,7 @@ mod tests {
         let mut w = LogWriter::create_in(dir.path(), "demo agent").unwrap();
         w.append("{\"t\":0}\n").unwrap();
         w.sync().unwrap();
-        assert_eq!(read_log(w.path()).unwrap(), "{\"t\":0}\n");
+        assert_eq!(std::fs::read_to_string(w.path()).unwrap(), "{\"t\":0}\n");
         assert!(w.path().to_string_lossy().contains("demo_agent"));
     }
 }

@@ -522,10 +522,12 @@ impl Resume {
     pub fn find(id: &str, carry: bool) -> anyhow::Result<Resume> {
         let (index, _) = open_index()?;
         let row = index.session(id)?;
-        let log = trellis_store::read_log(Path::new(&row.path))
-            .with_context(|| format!("the session's log {}", row.path))?;
-        let mut prev = trellis_core::Session::new(trellis_core::Policy::Ask);
-        trellis_core::log::rebuild(&mut prev, log.lines(), |_| {});
+        // Read a line at a time, finished chunks of calls out of memory as they come (into
+        // a store the new session goes on with): a resumed session costs what running it
+        // did, not its log's size.
+        let prev = trellis_driver::replay::rebuild_log(Path::new(&row.path), |_| {})
+            .with_context(|| format!("the session's log {}", row.path))?
+            .session;
         let carry = if carry {
             Some(trellis_acp::Embedded {
                 uri: format!("trellis://session/{}.md", row.id),

@@ -216,6 +216,10 @@ impl<'a> FrozenRef<'a> {
 }
 
 impl FrozenCall {
+    pub(super) fn position(&self) -> usize {
+        self.position
+    }
+
     pub(super) fn into_call(self, bulk: &Arc<dyn BulkSource>) -> (ToolCall, Vec<u64>) {
         let status = |s: &str| ToolStatus::parse(s).unwrap_or(ToolStatus::Unfinished);
         let content = self

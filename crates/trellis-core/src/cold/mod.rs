@@ -172,7 +172,7 @@ struct State {
 /// extensions' view of the session).
 pub struct Cold {
     spill: Arc<dyn Spill>,
-    bulk: Arc<dyn BulkSource>,
+    bulk: std::sync::RwLock<Sources>,
     keys: std::collections::hash_map::RandomState,
     state: Mutex<State>,
 }
@@ -184,6 +184,18 @@ impl std::fmt::Debug for Cold {
             .field("frozen_calls", &st.frozen.frozen_calls)
             .field("failed", &st.failed)
             .finish()
+    }
+}
+
+/// Where frozen calls' texts are read back: the log of the calls from each position on (a
+/// resumed session's history is in the earlier session's log, its new calls in its own).
+#[derive(Clone)]
+struct Sources(Vec<(usize, Arc<dyn BulkSource>)>);
+
+impl Sources {
+    fn at(&self, position: usize) -> &Arc<dyn BulkSource> {
+        let i = self.0.partition_point(|(from, _)| *from <= position);
+        &self.0[i.saturating_sub(1)].1
     }
 }
 
@@ -207,7 +219,7 @@ impl Cold {
     pub fn new(spill: Arc<dyn Spill>, bulk: Arc<dyn BulkSource>) -> Arc<Cold> {
         Arc::new(Cold {
             spill,
-            bulk,
+            bulk: std::sync::RwLock::new(Sources(vec![(0, bulk)])),
             keys: std::collections::hash_map::RandomState::new(),
             state: Mutex::new(State {
                 frozen: Frozen::default(),
@@ -224,12 +236,31 @@ impl Cold {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    fn sources(&self) -> Sources {
+        self.bulk
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The texts of calls from `position` on are read back through `source`: a resumed
+    /// session's new calls are in its own log, its history (frozen before, and still
+    /// read back from the earlier log) in this store.
+    pub fn continue_in(&self, position: usize, source: Arc<dyn BulkSource>) {
+        let mut s = self
+            .bulk
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        s.0.retain(|(from, _)| *from < position);
+        s.0.push((position, source));
+    }
+
     /// A copy with the same frozen chunks (a cloned ledger freezes on its own).
     pub(crate) fn fork(&self) -> Arc<Cold> {
         let st = self.lock();
         Arc::new(Cold {
             spill: self.spill.clone(),
-            bulk: self.bulk.clone(),
+            bulk: std::sync::RwLock::new(self.sources()),
             keys: self.keys.clone(),
             state: Mutex::new(State {
                 frozen: st.frozen.clone(),
@@ -423,8 +454,10 @@ impl Cold {
             calls: Vec::with_capacity(calls.len()),
             frames: Vec::with_capacity(calls.len()),
         };
+        let sources = self.sources();
         for c in calls {
-            let (call, frames) = c.into_call(&self.bulk);
+            let source = sources.at(c.position());
+            let (call, frames) = c.into_call(source);
             t.calls.push(Arc::new(call));
             t.frames.push(frames);
         }
@@ -494,7 +527,9 @@ impl Cold {
                 return None;
             }
         };
-        let (call, frames) = frozen.into_call(&self.bulk);
+        let sources = self.sources();
+        let source = sources.at(frozen.position());
+        let (call, frames) = frozen.into_call(source);
         let call = Arc::new(call);
         let mut st = self.lock();
         st.single
