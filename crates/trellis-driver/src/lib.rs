@@ -22,8 +22,10 @@ mod bulk;
 pub mod desk;
 mod intents;
 pub mod replay;
+mod resume;
 mod settings;
 
+pub use resume::Resumed;
 pub use settings::Setting;
 
 use std::collections::VecDeque;
@@ -130,6 +132,8 @@ pub struct Driver {
     feed: Option<replay::Feed>,
     /// While a slice of it is folded in: the places its events were about.
     touched: Option<Vec<usize>>,
+    /// A resumed session whose history is being read in (see [`Driver::resume`]).
+    resumed: Option<resume::Resumed>,
     /// A session that runs in a hub elsewhere: intents go there (see `attached`).
     remote: Option<std::sync::mpsc::Sender<attached::Remote>>,
     /// Sees every event of the session as it is emitted (traces): it must be quick.
@@ -165,6 +169,7 @@ impl Driver {
             bulk: None,
             feed: None,
             touched: None,
+            resumed: None,
             remote: None,
             observer: None,
         }
@@ -292,7 +297,8 @@ impl Driver {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let conn = self.conn.as_mut();
+        // A resumed session's agent waits until its history is read in.
+        let conn = self.conn.as_mut().filter(|_| self.resumed.is_none());
         let ext = self.ext_rx.as_mut();
         let feed = self.feed.as_mut();
         tokio::select! {

@@ -201,8 +201,13 @@ fn draw_status(f: &mut Frame<'_>, app: &App, status: Rect) {
         })
         .unwrap_or_default();
     let state = if let Some(done) = app.driver.loading() {
+        let what = if app.driver.resuming() {
+            "the earlier session"
+        } else {
+            "the recording"
+        };
         Some(format!(
-            "reading the recording… {:.0} % (what is shown is complete up to here)",
+            "reading {what}… {:.0} % (what is shown is complete up to here)",
             done * 100.0
         ))
     } else if app.replay {

@@ -126,16 +126,22 @@ impl Launch {
             continues.as_deref(),
             worktree,
         );
-        let (session, carry) = match req.resume {
-            Some(r) => r.session(policy),
-            None => (Session::new(policy), None),
+        // A resumed session is shown at once, its history read in while it is shown.
+        let (session, carry, history) = match req.resume {
+            Some(r) => {
+                let s = r.shown(policy, log_path.clone())?;
+                (s.session, s.carry, Some((s.feed, s.then, s.spill_error)))
+            }
+            None => (Session::new(policy), None, None),
         };
         let mut app = App::new(session, name, false);
         crate::traces::observe(&mut app.driver, &begun);
         if let Some(doc) = carry {
             app.driver.carry(doc);
         }
-        app.driver.keep_output_in_log(&log_path);
+        if history.is_none() {
+            app.driver.keep_output_in_log(&log_path);
+        }
         app.log_path = Some(log_path.clone());
         app.theme = if std::env::var_os("NO_COLOR").is_some() {
             trellis_view::Theme::plain()
@@ -145,6 +151,12 @@ impl Launch {
         crate::ui::apply_ui_config(&mut app, config)?;
         // After the key bindings are known: contributed keys must not clash with them.
         app.set_ext(host, host_rx);
+        if let Some((feed, then, spill_error)) = history {
+            app.driver.resume(feed, then);
+            if let Some(e) = spill_error {
+                app.message = Some(format!("the earlier session stays in memory: {e}"));
+            }
+        }
         app.saved_rules = saved;
         app.plugins = paths.as_ref().map(|p| {
             trellis_plugin::registry::Registry::new(p.data_dir.clone(), Some(PathBuf::from(&cwd)))

@@ -416,7 +416,7 @@ async fn drive(
         other => (Policy::Ask, other),
     };
     let (session, carry) = match resume {
-        Some(r) => r.session(session_policy),
+        Some(r) => r.session(session_policy)?,
         None => (Session::new(session_policy), None),
     };
     let mut driver = Driver::new(session, Connection { handle, rx });
