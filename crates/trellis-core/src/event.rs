@@ -23,6 +23,9 @@ pub struct Event {
     pub t: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<Arc<str>>,
+    /// The session's name in the hub that holds it (`HUB:KEY`), when one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hub_session: Option<Arc<str>>,
     #[serde(flatten)]
     pub body: EventBody,
     /// The verbatim ACP message this event came from, where there is one (the whole

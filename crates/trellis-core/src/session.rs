@@ -137,6 +137,9 @@ pub const TERMINAL_OUTPUT_CAP: usize = 4 << 20;
 pub struct Session {
     /// The ACP session id (shared: every event carries it).
     pub id: Option<std::sync::Arc<str>>,
+    /// The session's name in the hub that holds it (`HUB:KEY`, as `trellis ls`, `send` and
+    /// `attach` take it), when one does: every event carries it too.
+    pub hub_session: Option<std::sync::Arc<str>>,
     pub cwd: Option<String>,
     /// The worktree Trellis made for this session, when it runs in one.
     pub worktree: Option<WorktreeRef>,
@@ -212,6 +215,7 @@ impl Session {
     /// not applied again (counted in `counters.replayed`).
     pub fn continuing(prev: Session, policy: Policy, notice: String) -> Session {
         let mut s = Session::new(policy);
+        s.hub_session = prev.hub_session;
         s.cwd = prev.cwd;
         s.transcript = prev.transcript;
         s.ledger = prev.ledger;

@@ -121,6 +121,9 @@ impl Mirror {
         if ev.session.is_some() && self.info.id != ev.session {
             self.info.id.clone_from(&ev.session);
         }
+        if ev.hub_session.is_some() && self.info.hub_session != ev.hub_session {
+            self.info.hub_session.clone_from(&ev.hub_session);
+        }
         match &ev.body {
             EventBody::SessionStarted {
                 agent, cwd, mode, ..

@@ -54,6 +54,7 @@ enum Held {
     Call {
         t: f64,
         session: Option<Arc<str>>,
+        hub_session: Option<Arc<str>>,
         call: Arc<ToolCall>,
         update: Option<(Option<ToolStatus>, ToolStatus)>,
     },
@@ -65,11 +66,12 @@ impl Held {
     fn of(ev: &Event, made: Option<&Arc<Event>>) -> Held {
         // Only what the parts can make again exactly (no verbatim ACP line, no JSON yet).
         let plain = ev.schema == SCHEMA_VERSION && ev.acp.is_none() && ev.wire.get().is_none();
-        let (t, session) = (ev.t, ev.session.clone());
+        let (t, session, hub_session) = (ev.t, ev.session.clone(), ev.hub_session.clone());
         match &ev.body {
             EventBody::ToolCallCreated { call } if plain => Held::Call {
                 t,
                 session,
+                hub_session,
                 call: call.clone(),
                 update: None,
             },
@@ -80,6 +82,7 @@ impl Held {
             } if plain => Held::Call {
                 t,
                 session,
+                hub_session,
                 call: call.clone(),
                 update: Some((*previous_status, *status)),
             },
@@ -93,12 +96,14 @@ impl Held {
             Held::Call {
                 t,
                 session,
+                hub_session,
                 call,
                 update,
             } => Arc::new(Event {
                 schema: SCHEMA_VERSION,
                 t,
                 session,
+                hub_session,
                 body: match update {
                     None => EventBody::ToolCallCreated { call },
                     Some((previous_status, status)) => EventBody::ToolCallUpdated {

@@ -31,6 +31,7 @@ fn ev(t: f64, body: EventBody) -> Event {
         schema: 1,
         t,
         session: Some("S".into()),
+        hub_session: None,
         body,
         acp: Some(Arc::from("{\"jsonrpc\":\"2.0\"}")),
         wire: Default::default(),

@@ -114,6 +114,7 @@ fn chunk(i: usize) -> Event {
         schema: 1,
         t: i as f64,
         session: None,
+        hub_session: None,
         body: EventBody::MessageChunk {
             role: Role::Agent,
             message_id: None,
@@ -320,6 +321,7 @@ fn call_storm(n: usize) -> Vec<Event> {
             schema: 1,
             t,
             session: session.clone(),
+            hub_session: None,
             body,
             acp: None,
             wire: Default::default(),

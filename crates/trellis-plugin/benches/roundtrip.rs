@@ -64,6 +64,7 @@ fn event(i: u64) -> Event {
         schema: 1,
         t: i as f64,
         session: Some(Arc::from("S")),
+        hub_session: None,
         body: EventBody::MessageChunk {
             role: trellis_core::event::Role::Agent,
             message_id: None,

@@ -199,6 +199,7 @@ mod tests {
                         schema: 1,
                         t: 0.0,
                         session: None,
+                        hub_session: None,
                         body: EventBody::TurnStarted {
                             turn: i,
                             prompt: "p".into(),

@@ -307,6 +307,7 @@ fn a_python_plugin_uses_every_part_of_the_api() {
         schema: 1,
         t: 9.0,
         session: Some("S".into()),
+        hub_session: None,
         body: trellis_core::EventBody::TurnEnded {
             turn: 1,
             stop_reason: "end_turn".into(),

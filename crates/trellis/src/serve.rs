@@ -107,7 +107,7 @@ pub fn main(
                 l.addr, args.name
             );
         }
-        deck.hub = Some(served);
+        deck.set_hub(served);
         deck.opener = Some(crate::ui::opener(launch));
         anyhow::Ok(trellis_tui::serve_deck(deck).await?)
     })?;

@@ -167,7 +167,7 @@ pub fn start(
         match trellis_hub::place::runtime_dir()
             .and_then(|d| trellis_hub::serve::serve(&d, &format!("hub-{}", std::process::id())))
         {
-            Ok(served) => deck.hub = Some(served),
+            Ok(served) => deck.set_hub(served),
             Err(e) => {
                 deck.front().message = Some(format!("no socket for trellis ls and approve: {e}"))
             }

@@ -221,6 +221,9 @@ pub enum Claim {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SessionInfo {
     pub id: Option<Arc<str>>,
+    /// The session's name in the hub that holds it (`HUB:KEY`), when one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hub_session: Option<Arc<str>>,
     pub cwd: Option<String>,
     pub agent: String,
     pub title: Option<String>,

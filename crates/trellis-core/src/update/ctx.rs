@@ -28,6 +28,7 @@ impl Ctx<'_> {
             schema: SCHEMA_VERSION,
             t: self.t,
             session: self.s.id.clone(),
+            hub_session: self.s.hub_session.clone(),
             body,
             acp: self.acp.clone(),
             wire: Default::default(),

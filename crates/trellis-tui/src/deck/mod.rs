@@ -236,7 +236,28 @@ impl Deck {
         self.next_key += 1;
         self.slots.push(Slot::new(key, opened, agent_arg));
         self.front = self.slots.len() - 1;
+        self.name(self.front);
         key
+    }
+
+    /// Serves the deck on `served` (its socket, and a listener if asked): its sessions
+    /// are named after it from now on.
+    pub fn set_hub(&mut self, served: trellis_hub::serve::Served) {
+        self.hub = Some(served);
+        for i in 0..self.slots.len() {
+            self.name(i);
+        }
+    }
+
+    /// Names slot `i`'s session after the hub (`HUB:KEY`, as `trellis ls` shows it): its
+    /// events, and what its extensions read, carry the name.
+    fn name(&mut self, i: usize) {
+        let Some(hub) = &self.hub else {
+            return;
+        };
+        let slot = &mut self.slots[i];
+        let name = format!("{}:{}", hub.files.name, slot.key);
+        slot.app.driver.session.hub_session = Some(name.into());
     }
 
     pub fn front(&mut self) -> &mut App {

@@ -104,6 +104,11 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
 
     /// Requests nothing decided wait for an answer through `hub` first.
     pub(crate) fn with_hub(mut self, hub: Option<crate::run_hub::RunHub>) -> Self {
+        if let Some(h) = &hub {
+            // Named after its hub, as `trellis ls` shows it: its events carry the name.
+            self.driver.session.hub_session =
+                Some(format!("{}:{}", h.name(), crate::run_hub::KEY).into());
+        }
         self.hub = hub;
         self
     }

@@ -193,6 +193,16 @@ fn a_headless_runs_request_waits_on_its_hub_and_is_answered_there_once() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    // Every event of the session names it as the hub does (`trellis ls`, `send`,
+    // `attach`); the closing `status` record is the run's, not the session's.
+    assert!(
+        events.len() > 5
+            && events
+                .iter()
+                .all(|e| e["type"] == "status" || e["hub_session"] == "ci-7:1"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     // The hub went with the run.
     assert!(!d.runtime.join("trellis/ci-7.sock").exists());
     assert!(d.ls().iter().all(|r| r["hub"] != "ci-7"));

@@ -385,3 +385,113 @@ fn floods_from_two_sessions_and_an_agent_dying_with_its_request_in_the_inbox() {
     // 200 + 200 + 1, each answered once (cancelled by the client for the dead agents).
     assert_eq!(answered_once_in_every_log(t.data()), 401);
 }
+
+/// A plugin runs once per session, and each instance is told which session it serves:
+/// every event names it as the hub does (`HUB:KEY`, what `trellis ls` prints), and so does
+/// `host/session`.
+#[test]
+fn each_sessions_plugin_sees_its_own_events_named_after_the_hub() {
+    if !crate::plugins::python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(home.path()).unwrap();
+    let repo = root.join("repo");
+    self::repo(&repo);
+    let seen = root.join("seen");
+    std::fs::create_dir_all(&seen).unwrap();
+    let pkg = root.join("namer");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("plugin.json"),
+        r#"{"$schema": "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json", "name": "namer",
+            "extensions": {"dev.trellis": {"command": ["python3", "./plugin.py"], "capabilities": ["observe"]}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("plugin.py"),
+        format!(
+            r#"import json, os, sys
+out = open(os.path.join({seen:?}, "%d.jsonl" % os.getpid()), "a")
+def send(m):
+    m["jsonrpc"] = "2.0"
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, p = m.get("method"), m.get("params") or {{}}
+    if method == "initialize":
+        send({{"id": m["id"], "result": {{"version": 1, "registration": {{"subscriptions": ["turn_started", "turn_ended"]}}}}}})
+    elif method == "event":
+        out.write(json.dumps({{"event": p.get("type"), "hub_session": p.get("hub_session")}}) + "\n"); out.flush()
+        if p.get("type") == "turn_ended":
+            send({{"id": 1, "method": "host/session", "params": {{}}}})
+    elif "result" in m or "error" in m:
+        out.write(json.dumps({{"host": m.get("result") or m.get("error")}}) + "\n"); out.flush()
+    elif method == "shutdown":
+        break
+    elif "id" in m and method:
+        send({{"id": m["id"], "error": {{"code": -32601, "message": "unknown"}}}})
+"#,
+            seen = seen.display().to_string()
+        ),
+    )
+    .unwrap();
+    let Some(t) = Tmux::start_env(
+        &["LANG=C.UTF-8"],
+        &[
+            "fan",
+            "2",
+            "--cwd",
+            repo.to_str().unwrap(),
+            "--permission",
+            "allow-once",
+            "--plugin",
+            pkg.to_str().unwrap(),
+            "fix the TODO",
+        ],
+        140,
+        40,
+    ) else {
+        return;
+    };
+    let hub = format!("hub-{}", t.program_pid().unwrap());
+    let read = || -> Vec<Vec<serde_json::Value>> {
+        let mut files: Vec<_> = std::fs::read_dir(&seen)
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+            .collect();
+        files.sort();
+        files.iter().map(|f| crate::jsonl(f)).collect()
+    };
+    let start = Instant::now();
+    while read()
+        .iter()
+        .filter(|f| f.iter().any(|r| r.get("host").is_some()))
+        .count()
+        < 2
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{:?}\n{}",
+            read(),
+            t.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let files = read();
+    assert_eq!(files.len(), 2, "one plugin process per session: {files:?}");
+    let mut names: Vec<String> = Vec::new();
+    for f in &files {
+        let events: Vec<_> = f.iter().filter(|r| r.get("event").is_some()).collect();
+        let name = events[0]["hub_session"].as_str().unwrap().to_string();
+        assert!(
+            events.iter().all(|e| e["hub_session"] == name.as_str()),
+            "one session's events only: {f:?}"
+        );
+        let host = f.iter().find_map(|r| r.get("host")).unwrap();
+        assert_eq!(host["hub_session"], name.as_str(), "{host}");
+        names.push(name);
+    }
+    names.sort();
+    assert_eq!(names, [format!("{hub}:1"), format!("{hub}:2")]);
+}
