@@ -401,16 +401,10 @@ fn each_sessions_plugin_sees_its_own_events_named_after_the_hub() {
     let seen = root.join("seen");
     std::fs::create_dir_all(&seen).unwrap();
     let pkg = root.join("namer");
-    std::fs::create_dir_all(&pkg).unwrap();
-    std::fs::write(
-        pkg.join("plugin.json"),
-        r#"{"$schema": "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json", "name": "namer",
-            "extensions": {"dev.trellis": {"command": ["python3", "./plugin.py"], "capabilities": ["observe"]}}}"#,
-    )
-    .unwrap();
-    std::fs::write(
-        pkg.join("plugin.py"),
-        format!(
+    crate::plugins::python_package(
+        &pkg,
+        "namer",
+        &format!(
             r#"import json, os, sys
 out = open(os.path.join({seen:?}, "%d.jsonl" % os.getpid()), "a")
 def send(m):
@@ -434,8 +428,7 @@ for line in sys.stdin:
 "#,
             seen = seen.display().to_string()
         ),
-    )
-    .unwrap();
+    );
     let Some(t) = Tmux::start_env(
         &["LANG=C.UTF-8"],
         &[

@@ -70,6 +70,8 @@ export interface Event {
   schema: 1;
   t: number;
   session?: string;
+  /** The session's name in the hub that holds it (`HUB:KEY`, as `trellis ls` prints it). */
+  hub_session?: string;
   type: string;
   call?: ToolCall;
   status?: ToolStatus;
