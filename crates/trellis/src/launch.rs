@@ -67,36 +67,10 @@ impl Launch {
         // The UI lends the terminal for an agent's login (`authMethods` of type terminal).
         resolved.spec.caps.terminal_login = true;
         resolved.spec.caps.elicitation_url = true;
-        // The flag, else the config's [permissions] policy, else ask in the dialog; rules
-        // saved from "always" answers (global and this project's) come first.
         let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
         let saved = trellis_tui::rules::load(&host, &cwd_now);
         let stored: Vec<_> = saved.iter().map(|r| r.rule.clone()).collect();
-        let policy = match policy_from(self.permission.as_deref(), config)? {
-            (
-                Policy::Rules {
-                    mut rules,
-                    fallback,
-                },
-                true,
-            ) => {
-                rules.splice(0..0, stored);
-                Policy::Rules { rules, fallback }
-            }
-            (p, true) => p,
-            (_, false) => {
-                let mut rules = stored;
-                rules.extend(config.permissions.rules.iter().cloned());
-                if rules.is_empty() {
-                    Policy::Ask
-                } else {
-                    Policy::Rules {
-                        rules,
-                        fallback: trellis_core::permission::Verdict::Ask,
-                    }
-                }
-            }
-        };
+        let policy = self.policy(stored)?;
         let writer = match &paths {
             Some(p) => LogWriter::create_in(&p.sessions_dir(), &resolved.name),
             None => anyhow::bail!("no data directory for the session log"),
@@ -194,5 +168,38 @@ impl Launch {
             log_path,
             said,
         ))
+    }
+
+    /// The session's policy: the flag, else the config's `[permissions]` policy, else ask
+    /// in the dialog; `stored` (rules saved from "always" answers, global and this
+    /// project's) come first.
+    fn policy(&self, stored: Vec<trellis_core::permission::Rule>) -> anyhow::Result<Policy> {
+        Ok(
+            match policy_from(self.permission.as_deref(), &self.config)? {
+                (
+                    Policy::Rules {
+                        mut rules,
+                        fallback,
+                    },
+                    true,
+                ) => {
+                    rules.splice(0..0, stored);
+                    Policy::Rules { rules, fallback }
+                }
+                (p, true) => p,
+                (_, false) => {
+                    let mut rules = stored;
+                    rules.extend(self.config.permissions.rules.iter().cloned());
+                    if rules.is_empty() {
+                        Policy::Ask
+                    } else {
+                        Policy::Rules {
+                            rules,
+                            fallback: trellis_core::permission::Verdict::Ask,
+                        }
+                    }
+                }
+            },
+        )
     }
 }
