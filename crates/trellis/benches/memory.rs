@@ -10,7 +10,8 @@
 //! `cargo bench -p trellis --bench memory`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
-use std::process::{Command, Stdio};
+#[path = "common/load.rs"]
+mod load;
 
 struct Run {
     cpu_s: f64,
@@ -19,46 +20,14 @@ struct Run {
 }
 
 fn run(client: &str, calls: usize) -> Run {
-    let exe = env!("CARGO_BIN_EXE_trellis");
     let dir = std::env::temp_dir().join(format!("trellis-memory-{}-{calls}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = Command::new(client)
-        .args([
-            "run",
-            "--stats",
-            "--format",
-            "jsonl",
-            "--permission",
-            "allow-once",
-            "--prompt",
-            "load",
-            "--agent",
-        ])
-        .arg(format!("{exe} agent demo --calls {calls} --lines 20"))
-        .arg("--cwd")
-        .arg(&dir)
-        .arg("--log")
-        .arg(dir.join("session.jsonl"))
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
+    let v = load::run(client, (calls, 20), &dir, |cmd| {
+        cmd.env("XDG_DATA_HOME", dir.join("data"))
+            .env("XDG_CONFIG_HOME", dir.join("config"));
+    });
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stderr
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .expect("stats line");
-    let v: serde_json::Value = serde_json::from_str(line).unwrap();
     Run {
-        cpu_s: v["cpu_user_s"].as_f64().unwrap() + v["cpu_sys_s"].as_f64().unwrap(),
+        cpu_s: load::cpu(&v).as_secs_f64(),
         rss_kb: v["max_rss_kb"].as_u64().unwrap(),
         updates: v["updates"].as_u64().unwrap(),
     }
