@@ -137,7 +137,7 @@ pub struct Driver {
     /// A session that runs in a hub elsewhere: intents go there (see `attached`).
     remote: Option<std::sync::mpsc::Sender<attached::Remote>>,
     /// Sees every event of the session as it is emitted (traces): it must be quick.
-    observer: Option<Box<dyn Observer>>,
+    observers: Vec<Box<dyn Observer>>,
 }
 
 /// Something that sees a session's events as they are emitted, and its end (the trace
@@ -171,14 +171,15 @@ impl Driver {
             touched: None,
             resumed: None,
             remote: None,
-            observer: None,
+            observers: Vec::new(),
         }
     }
 
-    /// Lets `f` see every event of the session as it is emitted, live or read again from
-    /// a log (the trace exporter): it runs on the session's path, so it must be quick.
+    /// Lets `o` see every event of the session as it is emitted, live or read again from
+    /// a log (the trace exporter, a hub's hub-wide plugins): it runs on the session's path,
+    /// so it must be quick.
     pub fn observe(&mut self, o: Box<dyn Observer>) {
-        self.observer = Some(o);
+        self.observers.push(o);
     }
 
     /// A driver for a live agent.
@@ -460,7 +461,7 @@ impl Driver {
                 None => Some(e),
             };
             if let Some(Effect::Emit(ev)) = e {
-                if let Some(o) = self.observer.as_mut() {
+                for o in &mut self.observers {
                     o.event(&ev);
                 }
                 match &ev.body {
@@ -680,7 +681,7 @@ impl Driver {
         if let Some(h) = &self.host {
             h.deliver();
         }
-        if let Some(o) = self.observer.as_mut() {
+        for o in &mut self.observers {
             o.closed();
         }
         if let Some(c) = &self.conn {

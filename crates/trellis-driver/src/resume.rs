@@ -25,7 +25,7 @@ pub struct Resumed {
 pub(crate) struct Aside {
     conn: Option<crate::Connection>,
     host: Option<trellis_ext_host::ExtHost>,
-    observer: Option<Box<dyn crate::Observer>>,
+    observers: Vec<Box<dyn crate::Observer>>,
 }
 
 impl crate::Driver {
@@ -49,7 +49,7 @@ impl crate::Driver {
         Some(Aside {
             conn: self.conn.take(),
             host: self.host.take(),
-            observer: self.observer.take(),
+            observers: std::mem::take(&mut self.observers),
         })
     }
 
@@ -58,7 +58,7 @@ impl crate::Driver {
         if let Some(a) = aside {
             self.conn = a.conn;
             self.host = a.host;
-            self.observer = a.observer;
+            self.observers = a.observers;
         }
     }
 

@@ -84,6 +84,9 @@ pub struct HostOptions {
     pub notes: Vec<String>,
     /// Prompts an extension holding `drive` may send per minute; more are refused.
     pub drive_per_minute: u32,
+    /// A hub's host of its hub-wide plugins: events of every session come through it, so
+    /// it keeps no session's state (reads answer nothing; events carry everything).
+    pub hub_wide: bool,
 }
 
 impl Default for HostOptions {
@@ -99,6 +102,7 @@ impl Default for HostOptions {
             config: BTreeMap::new(),
             notes: Vec::new(),
             drive_per_minute: DRIVE_PER_MINUTE,
+            hub_wide: false,
         }
     }
 }
@@ -275,12 +279,13 @@ impl ExtHost {
         }
         let outbox = Arc::new(Outbox::new(&slots));
         let ui = Arc::new(Ui::build(&slots, &shared, outbox.clone()));
-        let mirror_on = slots.iter().any(|s| {
-            // Claimants are offered the call as it stands: they need the mirror too.
-            s.has(Capability::Observe)
-                || s.has(Capability::CallState)
-                || s.has(Capability::InterceptPermissions)
-        });
+        let mirror_on = !opts.hub_wide
+            && slots.iter().any(|s| {
+                // Claimants are offered the call as it stands: they need the mirror too.
+                s.has(Capability::Observe)
+                    || s.has(Capability::CallState)
+                    || s.has(Capability::InterceptPermissions)
+            });
         let host = ExtHost {
             mirror_on,
             outbox,

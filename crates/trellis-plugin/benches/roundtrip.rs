@@ -40,6 +40,7 @@ fn host() -> (ExtHost, tokio::sync::mpsc::UnboundedReceiver<HostMsg>) {
             on_spawn: None,
         },
         limits: Limits::default(),
+        hub: false,
     };
     let mut opts = HostOptions::default();
     opts.config.insert(

@@ -75,6 +75,9 @@ pub struct TrellisPart {
     pub capabilities: Vec<Capability>,
     /// Everything it does is UI: not started by headless runs.
     pub ui_only: bool,
+    /// `"scope": "hub"`: one process for a hub's every session (events of them all, each
+    /// named by `hub_session`) instead of one per session; it may only observe and store.
+    pub hub: bool,
 }
 
 /// A package as read from its directory.
@@ -224,12 +227,16 @@ impl Package {
     }
 }
 
+/// What a plugin of `"scope": "hub"` may ask for: it sees every session's events, and its
+/// reads, answers and contributions could only belong to one session.
+const HUB_CAPABILITIES: [Capability; 2] = [Capability::Observe, Capability::Store];
+
 fn trellis_part(v: &Value, warnings: &mut Vec<String>) -> Result<TrellisPart, String> {
     let Value::Object(o) = v else {
         return Err(format!("\"extensions\".{NAMESPACE:?} must be an object"));
     };
     for k in o.keys() {
-        if !["command", "api", "capabilities", "ui_only"].contains(&k.as_str()) {
+        if !["command", "api", "capabilities", "ui_only", "scope"].contains(&k.as_str()) {
             warnings.push(format!("{NAMESPACE}: unknown field {k:?} ignored"));
         }
     }
@@ -289,11 +296,28 @@ fn trellis_part(v: &Value, warnings: &mut Vec<String>) -> Result<TrellisPart, St
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(format!("{NAMESPACE}: \"ui_only\" must be true or false")),
     };
+    let hub = match o.get("scope") {
+        None => false,
+        Some(Value::String(s)) if s == "session" => false,
+        Some(Value::String(s)) if s == "hub" => true,
+        Some(v) => {
+            return Err(format!(
+                "{NAMESPACE}: \"scope\" is \"session\" (one process per session, the default) or \"hub\" (one for every session of a hub), not {v}"
+            ));
+        }
+    };
+    if hub && let Some(c) = capabilities.iter().find(|c| !HUB_CAPABILITIES.contains(c)) {
+        return Err(format!(
+            "{NAMESPACE}: a plugin of \"scope\": \"hub\" sees every session but acts on none: it may ask for observe and store, not {}",
+            c.as_str()
+        ));
+    }
     Ok(TrellisPart {
         command,
         api,
         capabilities,
         ui_only,
+        hub,
     })
 }
 
@@ -409,6 +433,30 @@ mod tests {
         ] {
             assert!(parse(bad.clone()).is_err(), "{bad}");
         }
+    }
+
+    /// `"scope"`: one process per session unless it says `hub`, and a hub-wide plugin may
+    /// only observe and store (what it would read, answer or show belongs to one session).
+    #[test]
+    fn a_plugins_scope_is_its_session_unless_it_says_hub() {
+        let part = |t: serde_json::Value| {
+            parse(json!({"$schema": S, "name": "x", "extensions": {"dev.trellis": t}}))
+                .map(|p| p.trellis.map(|t| t.hub))
+        };
+        assert_eq!(part(json!({"command": ["sh"]})), Ok(Some(false)));
+        assert_eq!(
+            part(json!({"command": ["sh"], "scope": "session"})),
+            Ok(Some(false))
+        );
+        assert_eq!(
+            part(json!({"command": ["sh"], "scope": "hub", "capabilities": ["observe", "store"]})),
+            Ok(Some(true))
+        );
+        let e = part(json!({"command": ["sh"], "scope": "hub", "capabilities": ["observe", "ui"]}))
+            .unwrap_err();
+        assert!(e.contains("observe and store, not ui"), "{e}");
+        let e = part(json!({"command": ["sh"], "scope": "galaxy"})).unwrap_err();
+        assert!(e.contains("\"session\"") && e.contains("\"hub\""), "{e}");
     }
 
     #[test]

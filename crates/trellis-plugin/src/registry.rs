@@ -402,6 +402,7 @@ pub fn spec_of(
             on_spawn,
         },
         limits: Limits::default(),
+        hub: t.hub,
     })
 }
 

@@ -63,6 +63,7 @@ fn spec(name: &str, argv: &[&str], caps: &[Capability], limits: Limits) -> Plugi
             on_spawn: None,
         },
         limits,
+        hub: false,
     }
 }
 

@@ -229,6 +229,7 @@ fn counters() -> Vec<trellis_ext_host::Candidate> {
                     on_spawn: None,
                 },
                 limits: trellis_plugin::Limits::default(),
+                hub: false,
             };
             trellis_ext_host::Candidate {
                 ext: Box::new(trellis_plugin::PluginExt::new(spec)),

@@ -58,6 +58,7 @@ impl Launch {
             project: Some(resolved.spec.cwd.clone()),
             try_plugins: self.plugins.clone(),
             allow_drive: self.allow_drive,
+            in_hub: true,
         };
         let plugins = crate::setup::session_plugins(&live)?;
         let (host, host_rx) = crate::setup::ext_host(config, &live, &plugins)?;
@@ -168,6 +169,20 @@ impl Launch {
             log_path,
             said,
         ))
+    }
+
+    /// The host of the hub's plugins of `"scope": "hub"` (user-wide ones, those tried with
+    /// `--plugin`, and the trusted ones of the directory Trellis started in), if any.
+    pub fn hub_host(&self) -> anyhow::Result<Option<crate::setup::Host>> {
+        let live = crate::setup::Live {
+            store: true,
+            headless: false,
+            project: std::env::current_dir().ok(),
+            try_plugins: self.plugins.clone(),
+            allow_drive: self.allow_drive,
+            in_hub: true,
+        };
+        crate::setup::hub_host(&self.config, &live)
     }
 
     /// The session's policy: the flag, else the config's `[permissions]` policy, else ask

@@ -158,6 +158,14 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
                 .join(", ")
         }
     );
+    println!(
+        "✓ scope: {}",
+        if t.hub {
+            "hub (one process for every session of a UI or trellis serve)"
+        } else {
+            "session (one process per session)"
+        }
+    );
     if !t.api.contains(&1) {
         println!("✗ api: speaks {:?}; this Trellis speaks [1]", t.api);
         return Ok(ExitCode::from(1));
@@ -323,6 +331,11 @@ fn enable(name: &str, yes: bool) -> anyhow::Result<ExitCode> {
     println!("  from {}", p.root.display());
     println!("  runs: {}", safe(&t.command.join(" ")));
     println!("  content: {}", short(&hash));
+    if t.hub {
+        println!(
+            "  runs once for every session of a UI or trellis serve, and sees all their events"
+        );
+    }
     if t.capabilities.is_empty() {
         println!("  asks for no capabilities");
     } else {

@@ -108,6 +108,9 @@ pub fn main(
             );
         }
         deck.set_hub(served);
+        if let Some((host, rx)) = launch.hub_host()? {
+            deck.set_hub_wide(host, rx);
+        }
         deck.opener = Some(crate::ui::opener(launch));
         anyhow::Ok(trellis_tui::serve_deck(deck).await?)
     })?;

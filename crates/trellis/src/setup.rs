@@ -92,6 +92,9 @@ pub struct Live {
     pub try_plugins: Vec<PathBuf>,
     /// `--allow-drive`: a tried plugin that asks for `drive` gets it.
     pub allow_drive: bool,
+    /// The session is one of a hub's (the UI, `trellis serve`): plugins of `"scope":
+    /// "hub"` run in the hub's one host ([`hub_host`]), not in the session's.
+    pub in_hub: bool,
 }
 
 /// The plugins of a session, found (and their packages hashed) once for the extension
@@ -104,6 +107,11 @@ pub struct SessionPlugins {
     )>,
     /// Why some did not start (for `/status`).
     pub notes: Vec<String>,
+    /// With [`Live::in_hub`]: the plugins of `"scope": "hub"`, for the hub's host.
+    pub hub_wide: Vec<(
+        trellis_plugin::PluginSpec,
+        Vec<trellis_core::ext::Capability>,
+    )>,
     registry: Option<trellis_plugin::registry::Registry>,
 }
 
@@ -146,26 +154,117 @@ pub fn session_plugins(live: &Live) -> anyhow::Result<SessionPlugins> {
             .retain(|(s, _)| s.manifest.name != spec.manifest.name);
         // What it is granted is said per extension (`granted:` / `not granted:`), after the
         // config had its say: `[extensions.NAME] grant` narrows what a tried plugin asks for.
+        let reach = if spec.hub && live.in_hub {
+            "runs once for every session of this hub"
+        } else {
+            "runs for this session only"
+        };
         out.notes.push(format!(
-            "plugin {} runs for this session only (trying {})",
+            "plugin {} {reach} (trying {})",
             package.name,
             dir.display()
         ));
         out.specs.push((spec, grant));
     }
+    if live.in_hub {
+        let (hub, session): (Vec<_>, Vec<_>) = std::mem::take(&mut out.specs)
+            .into_iter()
+            .partition(|(s, _)| s.hub);
+        out.specs = session;
+        out.hub_wide = hub;
+    }
     out.registry = Some(reg);
     Ok(out)
 }
 
-/// The extension host with the built-ins and the session's plugins, as the config allows.
-pub fn ext_host(
-    config: &Config,
-    live: &Live,
-    plugins: &SessionPlugins,
-) -> anyhow::Result<(
+/// An extension host and its messages.
+pub type Host = (
     trellis_ext_host::ExtHost,
     tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
-)> {
+);
+
+/// The extension host with the built-ins and the session's plugins, as the config allows.
+pub fn ext_host(config: &Config, live: &Live, plugins: &SessionPlugins) -> anyhow::Result<Host> {
+    let mut opts = host_options(config, live)?;
+    let mut candidates: Vec<trellis_ext_host::Candidate> = trellis_builtins::all()
+        .into_iter()
+        .map(|ext| trellis_ext_host::Candidate { ext, builtin: true })
+        .collect();
+    let mut hooks = hooks_of(&config.hooks, |table, key, why| {
+        config.invalid(table, key, why).into()
+    })?;
+    // A project's own hooks, once you trusted that file (`trellis hooks trust`).
+    if live.store
+        && let Some(project) = &live.project
+    {
+        match crate::project_hooks::find(project)? {
+            crate::project_hooks::Found::Trusted(path, entries) => {
+                hooks.extend(hooks_of(&entries, |table, key, why| {
+                    anyhow::anyhow!("{}: {table}.{key}: {why}", path.display())
+                })?);
+            }
+            crate::project_hooks::Found::Refused(note) => {
+                // Said where the user looks: stderr for a run, `/status` in the UI.
+                if live.headless {
+                    eprintln!("trellis: {note}");
+                }
+                opts.notes.push(note);
+            }
+            crate::project_hooks::Found::None => {}
+        }
+    }
+    if !hooks.is_empty() {
+        candidates.push(trellis_ext_host::Candidate {
+            ext: Box::new(trellis_plugin::hooks::Hooks::new(hooks)),
+            builtin: true,
+        });
+    }
+    opts.notes.extend(plugins.notes.iter().cloned());
+    add_plugins(&mut opts, &mut candidates, &plugins.specs);
+    Ok(trellis_ext_host::ExtHost::new(candidates, opts))
+}
+
+/// The host of a hub's plugins of `"scope": "hub"` (one process each for every session:
+/// the deck hands it every session's events), if there are any.
+pub fn hub_host(config: &Config, live: &Live) -> anyhow::Result<Option<Host>> {
+    let plugins = session_plugins(live)?;
+    if plugins.hub_wide.is_empty() {
+        return Ok(None);
+    }
+    let mut opts = host_options(config, live)?;
+    opts.hub_wide = true;
+    let mut candidates = Vec::new();
+    add_plugins(&mut opts, &mut candidates, &plugins.hub_wide);
+    Ok(Some(trellis_ext_host::ExtHost::new(candidates, opts)))
+}
+
+/// Plugins join a host's candidates, the config still able to turn one off or narrow
+/// its grant.
+fn add_plugins(
+    opts: &mut trellis_ext_host::HostOptions,
+    candidates: &mut Vec<trellis_ext_host::Candidate>,
+    specs: &[(
+        trellis_plugin::PluginSpec,
+        Vec<trellis_core::ext::Capability>,
+    )],
+) {
+    for (spec, grant) in specs {
+        let entry = opts.config.entry(spec.manifest.name.clone()).or_default();
+        if entry.enabled.is_none() {
+            entry.enabled = Some(true);
+        }
+        if entry.grant.is_none() {
+            entry.grant = Some(grant.clone());
+        }
+        candidates.push(trellis_ext_host::Candidate {
+            ext: Box::new(trellis_plugin::PluginExt::new(spec.clone())),
+            builtin: false,
+        });
+    }
+}
+
+/// A host's options from the config's `[extensions]` (checked) and where it runs.
+fn host_options(config: &Config, live: &Live) -> anyhow::Result<trellis_ext_host::HostOptions> {
     use trellis_core::ext::Capability;
     let x = &config.extensions;
     let (store, headless) = (live.store, live.headless);
@@ -251,58 +350,7 @@ pub fn ext_host(
         // Replays read the user's stores (chosen card designs included), write nothing.
         opts.store_seed = stores;
     }
-    let mut candidates: Vec<trellis_ext_host::Candidate> = trellis_builtins::all()
-        .into_iter()
-        .map(|ext| trellis_ext_host::Candidate { ext, builtin: true })
-        .collect();
-    let mut hooks = hooks_of(&config.hooks, |table, key, why| {
-        config.invalid(table, key, why).into()
-    })?;
-    // A project's own hooks, once you trusted that file (`trellis hooks trust`).
-    if live.store
-        && let Some(project) = &live.project
-    {
-        match crate::project_hooks::find(project)? {
-            crate::project_hooks::Found::Trusted(path, entries) => {
-                hooks.extend(hooks_of(&entries, |table, key, why| {
-                    anyhow::anyhow!("{}: {table}.{key}: {why}", path.display())
-                })?);
-            }
-            crate::project_hooks::Found::Refused(note) => {
-                // Said where the user looks: stderr for a run, `/status` in the UI.
-                if live.headless {
-                    eprintln!("trellis: {note}");
-                }
-                opts.notes.push(note);
-            }
-            crate::project_hooks::Found::None => {}
-        }
-    }
-    if !hooks.is_empty() {
-        candidates.push(trellis_ext_host::Candidate {
-            ext: Box::new(trellis_plugin::hooks::Hooks::new(hooks)),
-            builtin: true,
-        });
-    }
-    opts.notes.extend(plugins.notes.iter().cloned());
-    {
-        for (spec, grant) in &plugins.specs {
-            let name = spec.manifest.name.clone();
-            // The config can still turn a plugin off or narrow its grant.
-            let entry = opts.config.entry(name).or_default();
-            if entry.enabled.is_none() {
-                entry.enabled = Some(true);
-            }
-            if entry.grant.is_none() {
-                entry.grant = Some(grant.clone());
-            }
-            candidates.push(trellis_ext_host::Candidate {
-                ext: Box::new(trellis_plugin::PluginExt::new(spec.clone())),
-                builtin: false,
-            });
-        }
-    }
-    Ok(trellis_ext_host::ExtHost::new(candidates, opts))
+    Ok(opts)
 }
 
 /// `[[hooks]]` entries (the config's, or a trusted project's), checked: a known event

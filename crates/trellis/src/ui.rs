@@ -172,6 +172,9 @@ pub fn start(
                 deck.front().message = Some(format!("no socket for trellis ls and approve: {e}"))
             }
         }
+        if let Some((host, rx)) = launch.hub_host()? {
+            deck.set_hub_wide(host, rx);
+        }
         deck.opener = Some(opener(launch));
         let said = trellis_tui::run_deck(deck)
             .await

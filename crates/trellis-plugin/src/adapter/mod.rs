@@ -75,6 +75,8 @@ pub struct PluginSpec {
     pub manifest: Manifest,
     pub launch: Launch,
     pub limits: Limits,
+    /// One process for every session of a hub (`"scope": "hub"`), not one per session.
+    pub hub: bool,
 }
 
 pub struct PluginExt {

@@ -195,6 +195,28 @@ pub struct Deck {
     /// A hub without a terminal (`trellis serve`): no session is in front, so every
     /// session's changes are announced, and nothing is written to the screen.
     pub headless: bool,
+    /// The host of the plugins of `"scope": "hub"`: every session's events go to it.
+    hub_wide: Option<HubWide>,
+}
+
+/// Hands a session's events to the hub-wide host as the driver emits them.
+struct HubTap(std::sync::Arc<trellis_ext_host::ExtHost>);
+
+impl trellis_driver::Observer for HubTap {
+    fn event(&mut self, ev: &trellis_core::Event) {
+        self.0.dispatch(ev);
+        self.0.deliver();
+    }
+
+    fn closed(&mut self) {}
+}
+
+/// The extension host of a hub's plugins that see every session (`"scope": "hub"`), and
+/// its messages.
+struct HubWide {
+    /// Shared with every session's `/status`, which lists its plugins.
+    host: std::sync::Arc<trellis_ext_host::ExtHost>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
 }
 
 impl Deck {
@@ -227,6 +249,7 @@ impl Deck {
             hub: None,
             done_ops: Default::default(),
             headless: false,
+            hub_wide: None,
         }
     }
 
@@ -237,6 +260,7 @@ impl Deck {
         self.slots.push(Slot::new(key, opened, agent_arg));
         self.front = self.slots.len() - 1;
         self.name(self.front);
+        self.join_hub_wide(self.front);
         key
     }
 
@@ -298,7 +322,57 @@ impl Deck {
         slot.app.driver.handle(incoming, &mut notes);
         let numbered = slot.number(notes);
         slot.observe(&numbered);
+        self.hear_hub_wide();
         numbered
+    }
+
+    /// Runs the plugins of `"scope": "hub"` in `host` (see [`Deck::handle`]).
+    pub fn set_hub_wide(
+        &mut self,
+        host: trellis_ext_host::ExtHost,
+        rx: tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
+    ) {
+        self.hub_wide = Some(HubWide {
+            host: std::sync::Arc::new(host),
+            rx,
+        });
+        for i in 0..self.slots.len() {
+            self.join_hub_wide(i);
+        }
+    }
+
+    /// Slot `i`'s events go to the hub-wide plugins too (each named by its
+    /// `hub_session`), as its driver emits them; its `/status` lists them.
+    fn join_hub_wide(&mut self, i: usize) {
+        let Some(h) = &self.hub_wide else {
+            return;
+        };
+        let app = &mut self.slots[i].app;
+        app.driver.observe(Box::new(HubTap(h.host.clone())));
+        let host = h.host.clone();
+        app.status_reports.push(Box::new(move || {
+            let mut lines = vec!["Hub-wide plugins (every session's events):".to_string()];
+            lines.extend(host.status().lines().into_iter().skip(1));
+            lines
+        }));
+    }
+
+    /// What the hub-wide plugins have to say (one stopped, say) is said in front.
+    fn hear_hub_wide(&mut self) {
+        let Some(h) = &mut self.hub_wide else {
+            return;
+        };
+        let mut said = Vec::new();
+        while let Ok(msg) = h.rx.try_recv() {
+            if let trellis_ext_host::HostMsg::Disabled { extension, reason } = msg {
+                said.push(format!("hub-wide plugin {extension} stopped: {reason}"));
+            }
+        }
+        if let Some(last) = said.pop()
+            && !self.slots.is_empty()
+        {
+            self.front().message = Some(trellis_text::one_line(&last).into_owned());
+        }
     }
 
     /// Derives slot `i`'s state again; a change into Blocked or Error, or into Done for a

@@ -135,6 +135,8 @@ pub fn main(
         project: Some(resolved.spec.cwd.clone()),
         try_plugins: common.plugin.clone(),
         allow_drive: common.allow_drive,
+        // A run is a hub of one session: a plugin of `"scope": "hub"` runs in it.
+        in_hub: false,
     };
     let plugins = crate::setup::session_plugins(&live)?;
     let host = crate::setup::ext_host(&config, &live, &plugins)?;

@@ -386,30 +386,23 @@ fn floods_from_two_sessions_and_an_agent_dying_with_its_request_in_the_inbox() {
     assert_eq!(answered_once_in_every_log(t.data()), 401);
 }
 
-/// A plugin runs once per session, and each instance is told which session it serves:
-/// every event names it as the hub does (`HUB:KEY`, what `trellis ls` prints), and so does
-/// `host/session`.
-#[test]
-fn each_sessions_plugin_sees_its_own_events_named_after_the_hub() {
-    if !crate::plugins::python() {
-        return;
-    }
-    let home = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(home.path()).unwrap();
-    let repo = root.join("repo");
-    self::repo(&repo);
+/// A plugin of `scope` in `root/PKG` that writes what it gets to `root/seen/PID.jsonl`: the
+/// type and `hub_session` of each turn event, and what `host/session` answers after a turn.
+fn recording_plugin(root: &Path, scope: &str) -> std::path::PathBuf {
     let seen = root.join("seen");
     std::fs::create_dir_all(&seen).unwrap();
-    let pkg = root.join("namer");
+    let pkg = root.join(format!("recorder-{scope}"));
     crate::plugins::python_package(
         &pkg,
-        "namer",
+        "recorder",
+        scope,
         &format!(
             r#"import json, os, sys
 out = open(os.path.join({seen:?}, "%d.jsonl" % os.getpid()), "a")
 def send(m):
     m["jsonrpc"] = "2.0"
     sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+asked = 0
 for line in sys.stdin:
     m = json.loads(line)
     method, p = m.get("method"), m.get("params") or {{}}
@@ -418,7 +411,8 @@ for line in sys.stdin:
     elif method == "event":
         out.write(json.dumps({{"event": p.get("type"), "hub_session": p.get("hub_session")}}) + "\n"); out.flush()
         if p.get("type") == "turn_ended":
-            send({{"id": 1, "method": "host/session", "params": {{}}}})
+            asked += 1
+            send({{"id": asked, "method": "host/session", "params": {{}}}})
     elif "result" in m or "error" in m:
         out.write(json.dumps({{"host": m.get("result") or m.get("error")}}) + "\n"); out.flush()
     elif method == "shutdown":
@@ -429,7 +423,15 @@ for line in sys.stdin:
             seen = seen.display().to_string()
         ),
     );
-    let Some(t) = Tmux::start_env(
+    pkg
+}
+
+/// `trellis fan 2` on the demo in a repository under `root`, with the plugin at `pkg`;
+/// the UI and its hub's name (`hub-PID`).
+fn fan_two_with(root: &Path, pkg: &Path) -> Option<(Tmux, String)> {
+    let repo = root.join("repo");
+    self::repo(&repo);
+    let t = Tmux::start_env(
         &["LANG=C.UTF-8"],
         &[
             "fan",
@@ -444,12 +446,16 @@ for line in sys.stdin:
         ],
         140,
         40,
-    ) else {
-        return;
-    };
+    )?;
     let hub = format!("hub-{}", t.program_pid().unwrap());
+    Some((t, hub))
+}
+
+/// What each recording plugin process wrote (one list per process), once `answers` of
+/// its `host/session` calls came back in all.
+fn seen_by_plugins(t: &Tmux, root: &Path, answers: usize) -> Vec<Vec<serde_json::Value>> {
     let read = || -> Vec<Vec<serde_json::Value>> {
-        let mut files: Vec<_> = std::fs::read_dir(&seen)
+        let mut files: Vec<_> = std::fs::read_dir(root.join("seen"))
             .unwrap()
             .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
             .collect();
@@ -457,21 +463,39 @@ for line in sys.stdin:
         files.iter().map(|f| crate::jsonl(f)).collect()
     };
     let start = Instant::now();
-    while read()
-        .iter()
-        .filter(|f| f.iter().any(|r| r.get("host").is_some()))
-        .count()
-        < 2
-    {
+    loop {
+        let files = read();
+        let got: usize = files
+            .iter()
+            .map(|f| f.iter().filter(|r| r.get("host").is_some()).count())
+            .sum();
+        if got >= answers {
+            return files;
+        }
         assert!(
             start.elapsed() < Duration::from_secs(30),
-            "{:?}\n{}",
-            read(),
+            "{files:?}\n{}",
             t.screen()
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let files = read();
+}
+
+/// A plugin runs once per session, and each instance is told which session it serves:
+/// every event names it as the hub does (`HUB:KEY`, what `trellis ls` prints), and so does
+/// `host/session`.
+#[test]
+fn each_sessions_plugin_sees_its_own_events_named_after_the_hub() {
+    if !crate::plugins::python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(home.path()).unwrap();
+    let pkg = recording_plugin(&root, "session");
+    let Some((t, hub)) = fan_two_with(&root, &pkg) else {
+        return;
+    };
+    let files = seen_by_plugins(&t, &root, 2);
     assert_eq!(files.len(), 2, "one plugin process per session: {files:?}");
     let mut names: Vec<String> = Vec::new();
     for f in &files {
@@ -487,4 +511,37 @@ for line in sys.stdin:
     }
     names.sort();
     assert_eq!(names, [format!("{hub}:1"), format!("{hub}:2")]);
+}
+
+/// A plugin of `"scope": "hub"` runs once for the whole hub and sees every session's
+/// events, each named by its session; it reads no one session's state.
+#[test]
+fn a_hub_wide_plugin_sees_every_sessions_events_in_one_process() {
+    if !crate::plugins::python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(home.path()).unwrap();
+    let pkg = recording_plugin(&root, "hub");
+    let Some((t, hub)) = fan_two_with(&root, &pkg) else {
+        return;
+    };
+    let files = seen_by_plugins(&t, &root, 2);
+    assert_eq!(files.len(), 1, "one plugin process for the hub: {files:?}");
+    let mut names: Vec<String> = files[0]
+        .iter()
+        .filter(|r| r["event"] == "turn_ended")
+        .map(|r| r["hub_session"].as_str().unwrap_or("none").to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, [format!("{hub}:1"), format!("{hub}:2")], "{files:?}");
+    // It reads no one session: `host/session` names none.
+    let host = files[0].iter().find_map(|r| r.get("host")).unwrap();
+    assert!(host.get("hub_session").is_none(), "{host}");
+    // `/status` of a session lists it, after the session's own extensions.
+    t.send(&["/status", "Enter"]);
+    t.wait_for("Status · extensions");
+    t.send(&["PgDn", "PgDn", "PgDn"]);
+    let s = t.wait_for("Hub-wide plugins");
+    assert!(s.contains("recorder"), "{s}");
 }

@@ -247,13 +247,14 @@ fn the_scaffold_passes_its_replay_test_and_a_change_is_caught() {
     );
 }
 
-/// A package in `dir`: plugin `name`, `script` run by python3, asking for `observe`.
-pub(crate) fn python_package(dir: &Path, name: &str, script: &str) {
+/// A package in `dir`: plugin `name` of `scope` (`session` or `hub`), `script` run by
+/// python3, asking for `observe`.
+pub(crate) fn python_package(dir: &Path, name: &str, scope: &str, script: &str) {
     std::fs::create_dir_all(dir).unwrap();
     let manifest = serde_json::json!({
         "$schema": "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json",
         "name": name,
-        "extensions": {"dev.trellis": {"command": ["python3", "./plugin.py"], "capabilities": ["observe"]}},
+        "extensions": {"dev.trellis": {"command": ["python3", "./plugin.py"], "capabilities": ["observe"], "scope": scope}},
     });
     std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
     std::fs::write(dir.join("plugin.py"), script).unwrap();
@@ -264,6 +265,7 @@ fn marker_plugin(dir: &Path) {
     python_package(
         dir,
         "marker",
+        "session",
         "import os\nopen(os.path.join(os.environ['PLUGIN_DATA'], 'started'), 'w').close()\nfrom trellis_plugin import Plugin\nPlugin().run()\n",
     );
 }

@@ -37,6 +37,7 @@ fn every_call_is_logged_once_with_its_per_call_state() {
             on_spawn: None,
         },
         limits: Limits::default(),
+        hub: false,
     };
     let mut opts = HostOptions::default();
     opts.config.insert(
