@@ -129,23 +129,7 @@ pub fn main(
         .build()
         .context("cannot start the async runtime")?;
     let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
-    let live = crate::setup::Live {
-        store: true,
-        headless: true,
-        project: Some(resolved.spec.cwd.clone()),
-        try_plugins: common.plugin.clone(),
-        allow_drive: common.allow_drive,
-        // A run is a hub of one session: a plugin of `"scope": "hub"` runs in it.
-        in_hub: false,
-    };
-    let plugins = crate::setup::session_plugins(&live)?;
-    let host = crate::setup::ext_host(&config, &live, &plugins)?;
-    let (mcp, mcp_problems) = crate::setup::mcp_servers(&config, &plugins)?;
-    for p in &mcp_problems {
-        eprintln!("trellis: {}", crate::output::safe(p));
-    }
-    resolved.spec.mcp_servers = mcp;
-    resolved.spec.keep_lines = host.0.wants_acp();
+    let host = extensions(&config, &common, &mut resolved)?;
     let (budgets, want) = limits(&args, explicit, &resolved.spec.cwd);
     let hub = {
         let _guard = rt.enter();
@@ -202,6 +186,33 @@ fn print_stats(stop: &Finished) {
         serde_json::json!({"cpu_user_s": user, "cpu_sys_s": sys, "max_rss_kb": rss,
             "updates": stop.updates, "output_bytes": stop.output_bytes})
     );
+}
+
+/// The run's extension host (built-ins, hooks, its plugins), and the MCP servers its
+/// plugins offer the agent (problems with them said on stderr).
+fn extensions(
+    config: &Config,
+    common: &crate::ui::UiArgs,
+    resolved: &mut crate::agents::Resolved,
+) -> anyhow::Result<crate::setup::Host> {
+    let live = crate::setup::Live {
+        store: true,
+        headless: true,
+        project: Some(resolved.spec.cwd.clone()),
+        try_plugins: common.plugin.clone(),
+        allow_drive: common.allow_drive,
+        // A run is a hub of one session: a plugin of `"scope": "hub"` runs in it.
+        in_hub: false,
+    };
+    let plugins = crate::setup::session_plugins(&live)?;
+    let host = crate::setup::ext_host(config, &live, &plugins)?;
+    let (mcp, mcp_problems) = crate::setup::mcp_servers(config, &plugins)?;
+    for p in &mcp_problems {
+        eprintln!("trellis: {}", crate::output::safe(p));
+    }
+    resolved.spec.mcp_servers = mcp;
+    resolved.spec.keep_lines = host.0.wants_acp();
+    Ok(host)
 }
 
 /// `--approve-via hub`: the run's hub, served (within the run's runtime), said on stderr.
