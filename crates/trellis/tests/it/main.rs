@@ -17,6 +17,7 @@ mod held_output;
 mod hooks;
 mod hostile;
 mod hub;
+mod hub_plugins;
 mod hubkit;
 mod listen;
 mod log_seq;
