@@ -172,7 +172,7 @@ struct State {
 /// extensions' view of the session).
 pub struct Cold {
     spill: Arc<dyn Spill>,
-    bulk: std::sync::RwLock<Sources>,
+    sources: std::sync::RwLock<Sources>,
     keys: std::collections::hash_map::RandomState,
     state: Mutex<State>,
 }
@@ -219,7 +219,7 @@ impl Cold {
     pub fn new(spill: Arc<dyn Spill>, bulk: Arc<dyn BulkSource>) -> Arc<Cold> {
         Arc::new(Cold {
             spill,
-            bulk: std::sync::RwLock::new(Sources(vec![(0, bulk)])),
+            sources: std::sync::RwLock::new(Sources(vec![(0, bulk)])),
             keys: std::collections::hash_map::RandomState::new(),
             state: Mutex::new(State {
                 frozen: Frozen::default(),
@@ -237,7 +237,7 @@ impl Cold {
     }
 
     fn sources(&self) -> Sources {
-        self.bulk
+        self.sources
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
@@ -248,7 +248,7 @@ impl Cold {
     /// read back from the earlier log) in this store.
     pub fn continue_in(&self, position: usize, source: Arc<dyn BulkSource>) {
         let mut s = self
-            .bulk
+            .sources
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         s.0.retain(|(from, _)| *from < position);
@@ -260,7 +260,7 @@ impl Cold {
         let st = self.lock();
         Arc::new(Cold {
             spill: self.spill.clone(),
-            bulk: std::sync::RwLock::new(self.sources()),
+            sources: std::sync::RwLock::new(self.sources()),
             keys: self.keys.clone(),
             state: Mutex::new(State {
                 frozen: st.frozen.clone(),
