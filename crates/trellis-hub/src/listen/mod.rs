@@ -24,6 +24,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+mod acp;
+
 use crate::serve::{Call, Reply};
 use crate::tokens::{Refused, Scope, Store, Token};
 use crate::wire::{self, Body, Op};
@@ -58,6 +60,8 @@ pub struct Pairing {
     codes: Mutex<Vec<(String, Instant)>>,
     failures: Mutex<VecDeque<Instant>>,
     next_id: std::sync::atomic::AtomicU64,
+    /// The ACP clients attached to sessions (`/acp`).
+    acp: acp::Attached,
 }
 
 impl Pairing {
@@ -153,6 +157,7 @@ pub fn listen(
         codes: Mutex::new(Vec::new()),
         failures: Mutex::new(VecDeque::new()),
         next_id: std::sync::atomic::AtomicU64::new(1),
+        acp: acp::Attached::default(),
     });
     let task = tokio::spawn(accept(listener, pairing.clone()));
     Ok(Listening {
@@ -175,13 +180,15 @@ async fn accept(listener: tokio::net::TcpListener, p: Arc<Pairing>) {
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let p = p.clone();
-                async move { Ok::<_, Infallible>(handle(&p, req).await) }
+                async move { Ok::<_, Infallible>(acp::route(&p, req).await) }
             });
+            // Upgrades: an ACP client's WebSocket (`/acp`).
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(READ_WAIT)
                 .keep_alive(true)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .with_upgrades()
                 .await;
             drop(permit);
         });

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `trellis` binary (one test binary, as house style asks).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acp_ws;
 mod agent_options;
 mod agent_sessions;
 mod approve_via;

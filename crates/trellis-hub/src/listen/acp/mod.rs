@@ -1,0 +1,592 @@
+//! ACP over WebSocket on the listener (`GET /acp` with an upgrade): any ACP client that
+//! speaks the multi-client attach shape (RFD #533) reaches the hub's sessions. The SDK's
+//! HTTP transport (`agent-client-protocol-http`) carries the JSON-RPC frames; a facade of
+//! Trellis's own answers them, one per connection, as an agent would:
+//!
+//! - `initialize`; `session/list` (the hub's sessions, `sessionId` = their key);
+//! - `session/attach {sessionId, role: controller|observer, historyPolicy: full|pending_only|
+//!   none}` (also as `_session/attach`): the session's agent updates follow as
+//!   `session/update` — from its start (`full`), or from now — and a controller allowed to
+//!   approve is asked `session/request_permission` for what the agent asks (with
+//!   `pending_only`, the requests waiting now first); `session/detach`;
+//! - `session/prompt` (queued in the hub; answered with its `stopReason` when the turn
+//!   ends) and `session/cancel`, for a controller allowed to prompt;
+//! - `_trellis/permission_resolved {sessionId, requestId, outcome, resolvedBy}` when any
+//!   request of the session is answered, by anyone; `_trellis/client_disconnected
+//!   {sessionId, client}` when another attachment of the session leaves.
+//!
+//! Every answer goes through the hub exactly as a socket's does (exactly once, the
+//! loser told who won, an observer refused); what a client sends is text the hub makes
+//! harmless before the log or the UI see it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+mod log;
+
+use log::{follow_log, pending_requests};
+
+use super::{Pairing, Problem, fail};
+use crate::serve::{Call, Reply};
+use crate::tokens::{Scope, Token};
+use crate::wire::{self, Body, Op};
+
+/// JSON-RPC errors of the facade.
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+/// #533's codes: not found, not authorised.
+const NOT_FOUND: i64 = -32001;
+const NOT_AUTHORISED: i64 = -32002;
+
+/// The attachments of the listener's WebSocket clients, by session: who is told when
+/// one leaves.
+#[derive(Debug, Default)]
+pub(super) struct Attached(Mutex<HashMap<u64, Member>>);
+
+/// An attached client: its session, its name, and its way out.
+type Member = (u32, String, mpsc::UnboundedSender<String>);
+
+impl Attached {
+    fn join(&self, conn: u64, session: u32, client: &str, tx: mpsc::UnboundedSender<String>) {
+        let mut a = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        a.insert(conn, (session, client.to_string(), tx));
+    }
+
+    /// `conn` left: the others on its session are told.
+    fn leave(&self, conn: u64) {
+        let mut a = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((session, client, _)) = a.remove(&conn) else {
+            return;
+        };
+        for (s, _, tx) in a.values() {
+            if *s == session {
+                let _ = tx.send(notification(
+                    "_trellis/client_disconnected",
+                    json!({"sessionId": session.to_string(), "client": client}),
+                ));
+            }
+        }
+    }
+}
+
+/// `/acp` (ACP over WebSocket, for a token that may at least read), else the page and
+/// its calls.
+pub(super) async fn route(
+    p: &Arc<Pairing>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> hyper::Response<axum::body::Body> {
+    let websocket = req
+        .headers()
+        .get(hyper::header::UPGRADE)
+        .and_then(|u| u.to_str().ok())
+        .is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
+    if req.uri().path() != "/acp" || req.uri().query().is_some() {
+        return super::handle(p, req).await.map(axum::body::Body::new);
+    }
+    let acp = async {
+        if req.method() != hyper::Method::GET || !websocket {
+            return Err(fail(
+                hyper::StatusCode::METHOD_NOT_ALLOWED,
+                "websocket_only",
+                "ACP here is served over WebSocket (GET /acp with an upgrade)",
+            ));
+        }
+        let token = super::authorize(p, &req, Scope::Read)?;
+        upgrade(p, token, req).await
+    };
+    match acp.await {
+        Ok(r) => r,
+        Err(problem) => problem.answer().map(axum::body::Body::new),
+    }
+}
+
+/// Serves one WebSocket upgrade request with a facade of its own, for `token`.
+pub(super) async fn upgrade(
+    p: &Arc<Pairing>,
+    token: Token,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<axum::body::Body>, Problem> {
+    use tower::ServiceExt;
+    let conn = p.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed) | CONN_BIT;
+    let pairing = p.clone();
+    // The factory runs once, for this request's one connection.
+    let parts = Mutex::new(Some(token));
+    let factory = move || {
+        let token = parts.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let (to_facade, from_client) = mpsc::unbounded_channel::<String>();
+        let (to_client, from_facade) = mpsc::unbounded_channel::<String>();
+        if let Some(token) = token {
+            tokio::spawn(facade(pairing.clone(), token, conn, from_client, to_client));
+        }
+        let sink = futures::sink::unfold(to_facade, |tx, line: String| async move {
+            tx.send(line)
+                .map_err(|_| std::io::Error::other("the facade is gone"))?;
+            Ok::<_, std::io::Error>(tx)
+        });
+        let stream = futures::stream::unfold(from_facade, |mut rx| async move {
+            rx.recv().await.map(|line| (Ok(line), rx))
+        });
+        agent_client_protocol::Lines::new(Box::pin(sink), Box::pin(stream))
+    };
+    let router = agent_client_protocol_http::AcpHttpServer::new(factory)
+        .with_options(
+            agent_client_protocol_http::ServerOptions::default()
+                .with_path("/acp")
+                .with_health_endpoint(false),
+        )
+        .into_router();
+    router
+        .oneshot(req.map(axum::body::Body::new))
+        .await
+        .map_err(|_| {
+            fail(
+                hyper::StatusCode::INTERNAL_SERVER_ERROR,
+                "acp",
+                "the ACP endpoint failed",
+            )
+        })
+}
+
+/// Connection numbers of WebSocket clients (the hub lets a connection's claims and
+/// control go when it ends: apart from the socket's).
+const CONN_BIT: u64 = 1 << 62;
+
+fn notification(method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+}
+
+fn result(id: &Value, result: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+}
+
+fn error(id: &Value, code: i64, message: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+/// One client's attachment to a session.
+struct Attachment {
+    session: u32,
+    controller: bool,
+    /// The hub's id of this attachment, for its requests.
+    id: String,
+    follower: tokio::task::JoinHandle<()>,
+    /// Dropped with the attachment: the hub's control lease and attachment go with it.
+    _follow: crate::watch::Follow,
+}
+
+/// What the follower tells the facade.
+pub(super) enum Seen {
+    /// The agent asks permission: its request id and params.
+    Asks(String, Value),
+    /// A prompt this client sent reached the agent as request `id`.
+    Prompted(String),
+    /// The agent answered request `id` (a prompt's end, with its stop reason).
+    Answered(String, Value),
+}
+
+struct Facade {
+    p: Arc<Pairing>,
+    token: Token,
+    conn: u64,
+    client: String,
+    tx: mpsc::UnboundedSender<String>,
+    attached: Option<Attachment>,
+    /// Our requests to the client: our id → the agent's request id.
+    asked: HashMap<u64, String>,
+    next: u64,
+    /// The client's prompts waiting for their turn to end: client id, and the agent's id
+    /// of the prompt once it is seen.
+    prompts: Vec<(Value, Option<String>)>,
+    /// What goes to the client after the answer being made (the requests waiting when it
+    /// attached come after the attach answer).
+    later: Vec<String>,
+}
+
+async fn facade(
+    p: Arc<Pairing>,
+    token: Token,
+    conn: u64,
+    mut from_client: mpsc::UnboundedReceiver<String>,
+    tx: mpsc::UnboundedSender<String>,
+) {
+    let client = format!("{} (token {}, ACP)", token.label, token.id);
+    let (seen_tx, mut seen) = mpsc::unbounded_channel::<Seen>();
+    let mut f = Facade {
+        p,
+        token,
+        conn,
+        client,
+        tx,
+        attached: None,
+        asked: HashMap::new(),
+        next: 1,
+        prompts: Vec::new(),
+        later: Vec::new(),
+    };
+    loop {
+        tokio::select! {
+            line = from_client.recv() => match line {
+                Some(line) => f.heard(&line, &seen_tx).await,
+                None => break,
+            },
+            Some(s) = seen.recv() => f.seen(s),
+        }
+    }
+    f.detach().await;
+}
+
+impl Facade {
+    fn send(&self, line: String) {
+        let _ = self.tx.send(line);
+    }
+
+    async fn heard(&mut self, line: &str, seen: &mpsc::UnboundedSender<Seen>) {
+        let Ok(msg) = serde_json::from_str::<Value>(line) else {
+            return;
+        };
+        let id = msg.get("id").cloned();
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let Some(method) = msg.get("method").and_then(Value::as_str) else {
+            // An answer to one of our requests (a permission).
+            if let Some(id) = id {
+                self.answered(&id, &msg).await;
+            }
+            return;
+        };
+        let reply = match method {
+            "initialize" => Ok(json!({
+                "protocolVersion": 1,
+                "agentCapabilities": {
+                    "loadSession": false,
+                    "sessionCapabilities": {"list": {}},
+                    "_meta": {"dev.trellis": {"attach": {
+                        "roles": ["controller", "observer"],
+                        "historyPolicies": ["full", "pending_only", "none"],
+                    }}},
+                },
+                "authMethods": [],
+                "agentInfo": {"name": "trellis", "version": env!("CARGO_PKG_VERSION")},
+            })),
+            "session/list" => self.list().await,
+            "session/attach" | "_session/attach" => self.attach(&params, seen).await,
+            "session/detach" | "_session/detach" => {
+                let session = self.attached.as_ref().map(|a| a.session);
+                self.detach().await;
+                match session {
+                    Some(s) => Ok(json!({"sessionId": s.to_string(), "status": "detached"})),
+                    None => Err((NOT_FOUND, "not attached".to_string())),
+                }
+            }
+            "session/prompt" => match self.prompt(&params).await {
+                // Answered when the turn ends.
+                Ok(()) => {
+                    if let Some(id) = id {
+                        self.prompts.push((id, None));
+                    }
+                    return;
+                }
+                Err(e) => Err(e),
+            },
+            "session/cancel" => {
+                if let Some(a) = &self.attached
+                    && a.controller
+                    && self.token.grants(Scope::Prompt)
+                {
+                    let _ = self.call(Op::Cancel { session: a.session }).await;
+                }
+                return;
+            }
+            _ => Err((METHOD_NOT_FOUND, format!("{method} is not served here"))),
+        };
+        let Some(id) = id else {
+            return;
+        };
+        self.send(match reply {
+            Ok(v) => result(&id, v),
+            Err((code, message)) => error(&id, code, &message),
+        });
+        for line in std::mem::take(&mut self.later) {
+            self.send(line);
+        }
+    }
+
+    /// A call to the hub, as this client.
+    async fn call(&self, op: Op) -> Result<Body, String> {
+        let attachment = self.attached.as_ref().map(|a| a.id.clone());
+        let (reply, rx) = oneshot::channel();
+        let request = wire::Request {
+            id: self
+                .p
+                .next_id
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            op,
+            client: self.client.clone(),
+            operation_id: None,
+            attachment,
+        };
+        let call = Call {
+            request,
+            pid: None,
+            conn: self.conn,
+            reply,
+        };
+        self.p
+            .calls
+            .send(call)
+            .await
+            .map_err(|_| "the hub is gone".to_string())?;
+        match rx.await {
+            Ok(Reply::Once(r)) => Ok(r.body),
+            Ok(Reply::Follow(r, _)) => Ok(r.body),
+            Err(_) => Err("the hub did not answer".into()),
+        }
+    }
+
+    async fn list(&self) -> Result<Value, (i64, String)> {
+        if !self.token.grants(Scope::Read) {
+            return Err((NOT_AUTHORISED, "this token may not read".into()));
+        }
+        match self.call(Op::List).await {
+            Ok(Body::Sessions { sessions, .. }) => Ok(json!({"sessions": sessions
+                .iter()
+                .map(|s| json!({"sessionId": s.key.to_string(), "cwd": s.cwd, "title": s.title}))
+                .collect::<Vec<_>>()})),
+            Ok(other) => Err((INVALID_PARAMS, format!("{other:?}"))),
+            Err(e) => Err((INVALID_PARAMS, e)),
+        }
+    }
+
+    async fn attach(
+        &mut self,
+        params: &Value,
+        seen: &mpsc::UnboundedSender<Seen>,
+    ) -> Result<Value, (i64, String)> {
+        let session = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .and_then(|s| s.rsplit(':').next()?.parse::<u32>().ok())
+            .ok_or((
+                INVALID_PARAMS,
+                "sessionId names a session of this hub".to_string(),
+            ))?;
+        let role = params
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("observer");
+        let history = params
+            .get("historyPolicy")
+            .and_then(Value::as_str)
+            .unwrap_or("full");
+        if !["full", "pending_only", "none"].contains(&history) {
+            return Err((INVALID_PARAMS, format!("historyPolicy {history:?}")));
+        }
+        let controller = match role {
+            "observer" => false,
+            "controller" => true,
+            _ => return Err((INVALID_PARAMS, format!("role {role:?}"))),
+        };
+        let allowed = if controller {
+            self.token.grants(Scope::Approve) || self.token.grants(Scope::Prompt)
+        } else {
+            self.token.grants(Scope::Read)
+        };
+        if !allowed {
+            return Err((
+                NOT_AUTHORISED,
+                format!("this token may not attach as {role}"),
+            ));
+        }
+        self.detach().await;
+        let (reply, rx) = oneshot::channel();
+        let request = wire::Request {
+            id: self
+                .p
+                .next_id
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            op: Op::Watch {
+                session,
+                observe: !controller,
+                take: false,
+            },
+            client: self.client.clone(),
+            operation_id: None,
+            attachment: None,
+        };
+        let sent = self.p.calls.send(Call {
+            request,
+            pid: None,
+            conn: self.conn,
+            reply,
+        });
+        if sent.await.is_err() {
+            return Err((NOT_FOUND, "the hub is gone".into()));
+        }
+        let (log, attachment, follow) = match rx.await {
+            Ok(Reply::Follow(r, follow)) => match r.body {
+                Body::Watching {
+                    log, attachment, ..
+                } => (log, attachment, follow),
+                _ => return Err((NOT_FOUND, "not followed".into())),
+            },
+            Ok(Reply::Once(r)) => {
+                return Err(match r.body {
+                    Body::Error { code, message } if code == "not_found" => (NOT_FOUND, message),
+                    Body::Error { message, .. } => (NOT_AUTHORISED, message),
+                    other => (NOT_FOUND, format!("{other:?}")),
+                });
+            }
+            Err(_) => return Err((NOT_FOUND, "the hub did not answer".into())),
+        };
+        let from = match history {
+            "full" => 0,
+            _ => std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0),
+        };
+        if history == "pending_only" && controller && self.token.grants(Scope::Approve) {
+            for (request_id, params) in pending_requests(&log, from) {
+                let line = self.asking(&request_id, params, session);
+                self.later.push(line);
+            }
+        }
+        let follower = tokio::spawn(follow_log(
+            std::path::PathBuf::from(log),
+            from,
+            follow.progress.clone(),
+            session,
+            self.tx.clone(),
+            seen.clone(),
+        ));
+        self.p
+            .acp
+            .join(self.conn, session, &self.client, self.tx.clone());
+        self.attached = Some(Attachment {
+            session,
+            controller,
+            id: attachment,
+            follower,
+            _follow: follow,
+        });
+        Ok(json!({
+            "sessionId": session.to_string(),
+            "role": role,
+            // The history comes as `session/update` notifications after this answer.
+            "history": [],
+            "connectedClients": [],
+        }))
+    }
+
+    async fn detach(&mut self) {
+        if let Some(a) = self.attached.take() {
+            a.follower.abort();
+            self.p.acp.leave(self.conn);
+            // Claims made on this connection go too.
+            let _ = self.call(Op::Hangup).await;
+        }
+    }
+
+    async fn prompt(&self, params: &Value) -> Result<(), (i64, String)> {
+        let Some(a) = &self.attached else {
+            return Err((NOT_FOUND, "attach to a session first".into()));
+        };
+        if !a.controller || !self.token.grants(Scope::Prompt) {
+            return Err((NOT_AUTHORISED, "only a controller allowed to prompt".into()));
+        }
+        let text: Vec<&str> = params
+            .get("prompt")
+            .and_then(Value::as_array)
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect()
+            })
+            .unwrap_or_default();
+        match self
+            .call(Op::Send {
+                session: a.session,
+                text: text.join("\n"),
+                files: Vec::new(),
+            })
+            .await
+        {
+            Ok(Body::Done { .. }) => Ok(()),
+            Ok(Body::Error { message, .. }) => Err((NOT_AUTHORISED, message)),
+            Ok(other) => Err((INVALID_PARAMS, format!("{other:?}"))),
+            Err(e) => Err((NOT_FOUND, e)),
+        }
+    }
+
+    /// The request asking the client the agent's permission request `request_id`.
+    fn asking(&mut self, request_id: &str, mut params: Value, session: u32) -> String {
+        params["sessionId"] = json!(session.to_string());
+        let id = self.next;
+        self.next += 1;
+        self.asked.insert(id, request_id.to_string());
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission", "params": params})
+            .to_string()
+    }
+
+    fn seen(&mut self, s: Seen) {
+        let Some(a) = &self.attached else {
+            return;
+        };
+        match s {
+            Seen::Asks(request_id, params) => {
+                if a.controller && self.token.grants(Scope::Approve) {
+                    let session = a.session;
+                    let line = self.asking(&request_id, params, session);
+                    self.send(line);
+                }
+            }
+            Seen::Prompted(agent_id) => {
+                if let Some(p) = self.prompts.iter_mut().find(|(_, seen)| seen.is_none()) {
+                    p.1 = Some(agent_id);
+                }
+            }
+            Seen::Answered(agent_id, answer) => {
+                if let Some(i) = self
+                    .prompts
+                    .iter()
+                    .position(|(_, seen)| seen.as_deref() == Some(agent_id.as_str()))
+                {
+                    let (id, _) = self.prompts.remove(i);
+                    let stop = answer
+                        .get("stopReason")
+                        .cloned()
+                        .unwrap_or(json!("end_turn"));
+                    self.send(result(&id, json!({"stopReason": stop})));
+                }
+            }
+        }
+    }
+
+    /// The client answered our request `id`: a permission, decided in the hub once.
+    async fn answered(&mut self, id: &Value, msg: &Value) {
+        let Some(request_id) = id.as_u64().and_then(|i| self.asked.remove(&i)) else {
+            return;
+        };
+        let Some(a) = &self.attached else {
+            return;
+        };
+        let outcome = &msg["result"]["outcome"];
+        if outcome["outcome"] != "selected" {
+            return;
+        }
+        let Some(option_id) = outcome["optionId"].as_str() else {
+            return;
+        };
+        // Exactly once whoever answers: a late or losing answer is refused by the hub
+        // (and the client hears `_trellis/permission_resolved` naming who won).
+        let _ = self
+            .call(Op::Decide {
+                session: a.session,
+                request_id,
+                option_id: option_id.to_string(),
+                claim: None,
+                always: None,
+            })
+            .await;
+    }
+}

@@ -1,0 +1,236 @@
+//! ACP over WebSocket on the hub's listener (issue 27, item 6): an ACP client attaches to a
+//! running session in the #533 shape — history as `session/update`, the agent's permission
+//! requests asked of a controller and answered exactly once through the hub, who resolved
+//! each said to every attachment, an observer refused, a client leaving said to the
+//! others, prompts queued and answered at the turn's end; credentials only in the header.
+
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tungstenite::client::IntoClientRequest;
+use tungstenite::{Message, WebSocket};
+
+use crate::hubkit::{Dirs, Hub, text};
+
+type Ws = WebSocket<TcpStream>;
+
+/// An ACP client on `ws://ADDR/acp` with `token` in the Authorization header.
+fn connect(addr: &str, token: &str) -> Result<Ws, String> {
+    let mut req = format!("ws://{addr}/acp")
+        .into_client_request()
+        .map_err(|e| e.to_string())?;
+    req.headers_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().map_err(|_| "header")?,
+    );
+    let stream = TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let (ws, _) = tungstenite::client(req, stream).map_err(|e| e.to_string())?;
+    Ok(ws)
+}
+
+fn send(ws: &mut Ws, v: Value) {
+    ws.send(Message::text(v.to_string())).unwrap();
+}
+
+/// The next message (waiting up to 20 s), if any came.
+fn next(ws: &mut Ws) -> Option<Value> {
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        match ws.read() {
+            Ok(Message::Text(t)) => return serde_json::from_str(t.as_str()).ok(),
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Reads until `pred` holds for a message: every message read meanwhile, that one last.
+fn until(ws: &mut Ws, what: &str, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let Some(m) = next(ws) else {
+            panic!("no {what}; read: {seen:#?}")
+        };
+        let done = pred(&m);
+        seen.push(m);
+        if done {
+            return seen;
+        }
+    }
+}
+
+/// `initialize` then `session/attach` of session 1 as `role` with `history`: the answer.
+fn attach(ws: &mut Ws, role: &str, history: &str) -> Value {
+    send(
+        ws,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+    );
+    let init = until(ws, "initialize answer", |m| m["id"] == 1)
+        .pop()
+        .unwrap();
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    send(
+        ws,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/attach", "params": {"sessionId": "1", "role": role, "historyPolicy": history, "clientInfo": {"name": "test"}}}),
+    );
+    until(ws, "attach answer", |m| m["id"] == 2).pop().unwrap()
+}
+
+fn token(d: &Dirs, label: &str, scopes: &[&str]) -> String {
+    let mut args = vec!["token", "new", "--label", label];
+    for s in scopes {
+        args.extend(["--scope", s]);
+    }
+    d.stdout(&args).trim().to_string()
+}
+
+#[test]
+fn an_acp_client_attaches_over_websocket_and_answers_once() {
+    let d = Dirs::new();
+    let out = d.stdout(&["serve", "--detach", "--listen", "127.0.0.1:0"]);
+    let addr = out
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{out}"))
+        .trim_end_matches('/')
+        .to_string();
+    let _hub = Hub(d.hub_pid());
+    d.detach("demo", "fix the TODO");
+    d.until_asking();
+    // No token, or a token in the URL: refused before any upgrade.
+    assert!(connect(&addr, "nope").is_err());
+    let reader = token(&d, "reader", &["read"]);
+    assert!(
+        tungstenite::connect(format!("ws://{addr}/acp?token={reader}")).is_err(),
+        "a token in the URL is refused"
+    );
+
+    // An observer with the whole history sees the agent's updates; its answer to anything
+    // is not asked for, and it may not prompt.
+    let mut watcher = connect(&addr, &reader).unwrap();
+    let attached = attach(&mut watcher, "observer", "full");
+    assert_eq!(attached["result"]["role"], "observer", "{attached}");
+    let history = until(&mut watcher, "the history's tool call", |m| {
+        m["method"] == "session/update" && m["params"]["update"]["sessionUpdate"] == "tool_call"
+    });
+    assert!(
+        history
+            .iter()
+            .all(|m| m["method"] != "session/request_permission"),
+        "an observer is asked nothing: {history:#?}"
+    );
+    send(
+        &mut watcher,
+        json!({"jsonrpc": "2.0", "id": 9, "method": "session/prompt", "params": {"sessionId": "1", "prompt": [{"type": "text", "text": "hi"}]}}),
+    );
+    let refused = until(&mut watcher, "the prompt's refusal", |m| m["id"] == 9)
+        .pop()
+        .unwrap();
+    assert_eq!(refused["error"]["code"], -32002, "{refused}");
+
+    // A reader may not control.
+    let mut sneaky = connect(&addr, &reader).unwrap();
+    let no = attach(&mut sneaky, "controller", "none");
+    assert_eq!(no["error"]["code"], -32002, "{no}");
+    drop(sneaky);
+
+    // Two controllers' worth of approvers: the first attaches as controller and is asked
+    // the pending request; a second controller is refused while it holds control.
+    let approver = token(&d, "phone", &["approve", "prompt"]);
+    let mut phone = connect(&addr, &approver).unwrap();
+    let attached = attach(&mut phone, "controller", "pending_only");
+    assert_eq!(attached["result"]["role"], "controller", "{attached}");
+    let asked = until(&mut phone, "the pending request", |m| {
+        m["method"] == "session/request_permission"
+    })
+    .pop()
+    .unwrap();
+    assert_eq!(asked["params"]["sessionId"], "1");
+    let mut other = connect(&addr, &approver).unwrap();
+    let second = attach(&mut other, "controller", "none");
+    assert!(second.get("error").is_some(), "one controller: {second}");
+    drop(other);
+    // Answered from the phone: once, said to everyone attached with who answered.
+    let allow = asked["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "allow_once")
+        .unwrap()["optionId"]
+        .clone();
+    send(
+        &mut phone,
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected", "optionId": allow}}}),
+    );
+    for ws in [&mut phone, &mut watcher] {
+        let resolved = until(ws, "the resolution", |m| {
+            m["method"] == "_trellis/permission_resolved"
+        })
+        .pop()
+        .unwrap();
+        assert_eq!(
+            resolved["params"]["outcome"]["optionId"], allow,
+            "{resolved}"
+        );
+        assert!(
+            resolved["params"]["resolvedBy"]
+                .to_string()
+                .contains("phone"),
+            "{resolved}"
+        );
+    }
+    // A prompt from the controller is queued, and answered when its turn ends.
+    send(
+        &mut phone,
+        json!({"jsonrpc": "2.0", "id": 20, "method": "session/prompt", "params": {"sessionId": "1", "prompt": [{"type": "text", "text": "and the README"}]}}),
+    );
+    // (What the agent asks meanwhile, the phone allows.)
+    let ended = loop {
+        let m = next(&mut phone).expect("the prompt's end");
+        if m["method"] == "session/request_permission" {
+            send(
+                &mut phone,
+                json!({"jsonrpc": "2.0", "id": m["id"], "result": {"outcome": {"outcome": "selected", "optionId": allow}}}),
+            );
+        }
+        if m["id"] == 20 {
+            break m;
+        }
+    };
+    assert!(ended["result"]["stopReason"].is_string(), "{ended}");
+    // The phone leaves: the watcher is told.
+    drop(phone);
+    until(&mut watcher, "the phone's leaving", |m| {
+        m["method"] == "_trellis/client_disconnected"
+    });
+    // The log records each answer once, by the phone's token; the prompt is there as sent.
+    let log = d.log();
+    let decided: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("permission_decided"))
+        .collect();
+    assert!(!decided.is_empty(), "{log}");
+    assert!(decided.iter().all(|l| l.contains("phone")), "{decided:#?}");
+    let ids: std::collections::BTreeSet<String> = decided
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|r| r["msg"]["request_id"].to_string())
+        .collect();
+    assert_eq!(ids.len(), decided.len(), "each answered once: {decided:#?}");
+    assert!(
+        log.contains("and the README"),
+        "{}",
+        text(&d.trellis(&["ls"]))
+    );
+}
