@@ -151,6 +151,10 @@ fn an_acp_client_attaches_over_websocket_and_answers_once() {
     let mut phone = connect(&addr, &approver).unwrap();
     let attached = attach(&mut phone, "controller", "pending_only");
     assert_eq!(attached["result"]["role"], "controller", "{attached}");
+    assert_eq!(
+        attached["result"]["connectedClients"][0]["role"], "observer",
+        "the watcher is there: {attached}"
+    );
     let asked = until(&mut phone, "the pending request", |m| {
         m["method"] == "session/request_permission"
     })
@@ -232,5 +236,99 @@ fn an_acp_client_attaches_over_websocket_and_answers_once() {
         log.contains("and the README"),
         "{}",
         text(&d.trellis(&["ls"]))
+    );
+}
+
+/// An ACP controller and a socket client answer the same 100 requests at the same time:
+/// each reaches the agent exactly once (the agent counts), and the ACP client hears who
+/// resolved every one.
+#[test]
+fn an_acp_controller_racing_another_client_answers_each_request_once() {
+    use trellis_hub::client::Client;
+    use trellis_hub::wire::{Body, Op};
+    let d = Dirs::new();
+    let out = d.stdout(&["serve", "--detach", "--listen", "127.0.0.1:0"]);
+    let addr = out
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{out}"))
+        .trim_end_matches('/')
+        .to_string();
+    let _hub = Hub(d.hub_pid());
+    let storm = format!(
+        "{} agent hostile permission-storm",
+        env!("CARGO_BIN_EXE_trellis")
+    );
+    d.detach(&storm, "go");
+    crate::hubkit::until("100 requests to wait", || {
+        d.ls()
+            .first()
+            .is_some_and(|r| r["pending"].as_array().is_some_and(|p| p.len() == 100))
+    });
+    let approver = token(&d, "acp-racer", &["approve"]);
+    let mut ws = connect(&addr, &approver).unwrap();
+    let attached = attach(&mut ws, "controller", "pending_only");
+    assert_eq!(attached["result"]["role"], "controller", "{attached}");
+    // The other racer, through the socket, answering whatever is pending.
+    let files = trellis_hub::place::HubFiles::new(&d.runtime.join("trellis"), "default");
+    let other = std::thread::spawn(move || {
+        let mut c = Client::connect(&files, "socket-racer").unwrap();
+        let mut won = 0;
+        for round in 0..200 {
+            let Body::Sessions { sessions, .. } = c.call(Op::List, None).unwrap() else {
+                panic!("a list")
+            };
+            let pending = sessions[0].pending.clone();
+            if pending.is_empty() {
+                break;
+            }
+            for p in pending {
+                let op = Op::Decide {
+                    session: 1,
+                    request_id: p.request_id.clone(),
+                    option_id: "yes".into(),
+                    claim: None,
+                    always: None,
+                };
+                if let Body::Done { .. } = c
+                    .call(op, Some(format!("s-{round}-{}", p.request_id)))
+                    .unwrap()
+                {
+                    won += 1;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        won
+    });
+    // The ACP client answers every request it is asked, and counts the resolutions.
+    let mut resolved = 0;
+    while resolved < 100 {
+        let m = next(&mut ws).unwrap_or_else(|| panic!("{resolved} resolutions heard"));
+        if m["method"] == "session/request_permission" {
+            send(
+                &mut ws,
+                json!({"jsonrpc": "2.0", "id": m["id"], "result": {"outcome": {"outcome": "selected", "optionId": "yes"}}}),
+            );
+        } else if m["method"] == "_trellis/permission_resolved" {
+            resolved += 1;
+        }
+    }
+    let socket_won = other.join().unwrap();
+    crate::hubkit::until("the agent's count", || d.log().contains("report: storm:"));
+    let log = d.log();
+    assert!(
+        log.contains("report: storm: 100 answered (yes=100), 0 twice"),
+        "{log}"
+    );
+    let by_acp = log
+        .lines()
+        .filter(|l| l.contains("permission_decided") && l.contains("acp-racer"))
+        .count();
+    assert_eq!(
+        by_acp + socket_won,
+        100,
+        "ACP {by_acp}, socket {socket_won}"
     );
 }

@@ -46,24 +46,32 @@ const NOT_AUTHORISED: i64 = -32002;
 #[derive(Debug, Default)]
 pub(super) struct Attached(Mutex<HashMap<u64, Member>>);
 
-/// An attached client: its session, its name, and its way out.
-type Member = (u32, String, mpsc::UnboundedSender<String>);
+/// An attached client: its session, its name and role, and its way out.
+type Member = (u32, String, &'static str, mpsc::Sender<String>);
 
 impl Attached {
-    fn join(&self, conn: u64, session: u32, client: &str, tx: mpsc::UnboundedSender<String>) {
+    /// `conn` attaches to `session`: the ACP clients already attached to it.
+    fn join(&self, conn: u64, member: Member) -> Vec<Value> {
         let mut a = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        a.insert(conn, (session, client.to_string(), tx));
+        let others = a
+            .values()
+            .filter(|(s, ..)| *s == member.0)
+            .map(|(_, name, role, _)| json!({"name": name, "role": role}))
+            .collect();
+        a.insert(conn, member);
+        others
     }
 
     /// `conn` left: the others on its session are told.
     fn leave(&self, conn: u64) {
         let mut a = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let Some((session, client, _)) = a.remove(&conn) else {
+        let Some((session, client, ..)) = a.remove(&conn) else {
             return;
         };
-        for (s, _, tx) in a.values() {
+        for (s, _, _, tx) in a.values() {
             if *s == session {
-                let _ = tx.send(notification(
+                // Told if there is room: a client that stopped reading is being let go.
+                let _ = tx.try_send(notification(
                     "_trellis/client_disconnected",
                     json!({"sessionId": session.to_string(), "client": client}),
                 ));
@@ -117,7 +125,7 @@ pub(super) async fn upgrade(
     let factory = move || {
         let token = parts.lock().unwrap_or_else(|e| e.into_inner()).take();
         let (to_facade, from_client) = mpsc::unbounded_channel::<String>();
-        let (to_client, from_facade) = mpsc::unbounded_channel::<String>();
+        let (to_client, from_facade) = mpsc::channel::<String>(TO_CLIENT);
         if let Some(token) = token {
             tokio::spawn(facade(pairing.clone(), token, conn, from_client, to_client));
         }
@@ -149,6 +157,10 @@ pub(super) async fn upgrade(
             )
         })
 }
+
+/// Messages waiting for a client to read them (then the facade waits, and after
+/// [`log::STALL`] lets the client go).
+const TO_CLIENT: usize = 256;
 
 /// Connection numbers of WebSocket clients (the hub lets a connection's claims and
 /// control go when it ends: apart from the socket's).
@@ -185,6 +197,8 @@ pub(super) enum Seen {
     Prompted(String),
     /// The agent answered request `id` (a prompt's end, with its stop reason).
     Answered(String, Value),
+    /// The client left what was sent to it unread too long.
+    Stalled,
 }
 
 struct Facade {
@@ -192,7 +206,9 @@ struct Facade {
     token: Token,
     conn: u64,
     client: String,
-    tx: mpsc::UnboundedSender<String>,
+    tx: mpsc::Sender<String>,
+    /// The client stopped reading: the connection ends.
+    stalled: bool,
     attached: Option<Attachment>,
     /// Our requests to the client: our id → the agent's request id.
     asked: HashMap<u64, String>,
@@ -210,7 +226,7 @@ async fn facade(
     token: Token,
     conn: u64,
     mut from_client: mpsc::UnboundedReceiver<String>,
-    tx: mpsc::UnboundedSender<String>,
+    tx: mpsc::Sender<String>,
 ) {
     let client = format!("{} (token {}, ACP)", token.label, token.id);
     let (seen_tx, mut seen) = mpsc::unbounded_channel::<Seen>();
@@ -220,27 +236,32 @@ async fn facade(
         conn,
         client,
         tx,
+        stalled: false,
         attached: None,
         asked: HashMap::new(),
         next: 1,
         prompts: Vec::new(),
         later: Vec::new(),
     };
-    loop {
+    while !f.stalled {
         tokio::select! {
             line = from_client.recv() => match line {
                 Some(line) => f.heard(&line, &seen_tx).await,
                 None => break,
             },
-            Some(s) = seen.recv() => f.seen(s),
+            Some(s) = seen.recv() => f.seen(s).await,
         }
     }
     f.detach().await;
 }
 
 impl Facade {
-    fn send(&self, line: String) {
-        let _ = self.tx.send(line);
+    /// Sends `line` to the client, waiting at most [`log::STALL`] for room.
+    async fn send(&mut self, line: String) {
+        let sent = tokio::time::timeout(log::STALL, self.tx.send(line)).await;
+        if !matches!(sent, Ok(Ok(()))) {
+            self.stalled = true;
+        }
     }
 
     async fn heard(&mut self, line: &str, seen: &mpsc::UnboundedSender<Seen>) {
@@ -307,9 +328,10 @@ impl Facade {
         self.send(match reply {
             Ok(v) => result(&id, v),
             Err((code, message)) => error(&id, code, &message),
-        });
+        })
+        .await;
         for line in std::mem::take(&mut self.later) {
-            self.send(line);
+            self.send(line).await;
         }
     }
 
@@ -445,7 +467,7 @@ impl Facade {
             _ => std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0),
         };
         if history == "pending_only" && controller && self.token.grants(Scope::Approve) {
-            for (request_id, params) in pending_requests(&log, from) {
+            for (request_id, params) in pending_requests(&log, from).await {
                 let line = self.asking(&request_id, params, session);
                 self.later.push(line);
             }
@@ -458,9 +480,11 @@ impl Facade {
             self.tx.clone(),
             seen.clone(),
         ));
-        self.p
-            .acp
-            .join(self.conn, session, &self.client, self.tx.clone());
+        let role_word = if controller { "controller" } else { "observer" };
+        let connected = self.p.acp.join(
+            self.conn,
+            (session, self.client.clone(), role_word, self.tx.clone()),
+        );
         self.attached = Some(Attachment {
             session,
             controller,
@@ -473,7 +497,8 @@ impl Facade {
             "role": role,
             // The history comes as `session/update` notifications after this answer.
             "history": [],
-            "connectedClients": [],
+            // The other ACP clients attached through this listener.
+            "connectedClients": connected,
         }))
     }
 
@@ -528,7 +553,7 @@ impl Facade {
             .to_string()
     }
 
-    fn seen(&mut self, s: Seen) {
+    async fn seen(&mut self, s: Seen) {
         let Some(a) = &self.attached else {
             return;
         };
@@ -537,7 +562,7 @@ impl Facade {
                 if a.controller && self.token.grants(Scope::Approve) {
                     let session = a.session;
                     let line = self.asking(&request_id, params, session);
-                    self.send(line);
+                    self.send(line).await;
                 }
             }
             Seen::Prompted(agent_id) => {
@@ -545,6 +570,7 @@ impl Facade {
                     p.1 = Some(agent_id);
                 }
             }
+            Seen::Stalled => self.stalled = true,
             Seen::Answered(agent_id, answer) => {
                 if let Some(i) = self
                     .prompts
@@ -556,7 +582,7 @@ impl Facade {
                         .get("stopReason")
                         .cloned()
                         .unwrap_or(json!("end_turn"));
-                    self.send(result(&id, json!({"stopReason": stop})));
+                    self.send(result(&id, json!({"stopReason": stop}))).await;
                 }
             }
         }
