@@ -62,6 +62,8 @@ pub struct Pairing {
     next_id: std::sync::atomic::AtomicU64,
     /// The ACP clients attached to sessions (`/acp`).
     acp: acp::Attached,
+    /// ACP over streamable HTTP: its router and its connections' tokens.
+    streamable: acp::Streamable,
 }
 
 impl Pairing {
@@ -158,6 +160,7 @@ pub fn listen(
         failures: Mutex::new(VecDeque::new()),
         next_id: std::sync::atomic::AtomicU64::new(1),
         acp: acp::Attached::default(),
+        streamable: acp::Streamable::default(),
     });
     let task = tokio::spawn(accept(listener, pairing.clone()));
     Ok(Listening {

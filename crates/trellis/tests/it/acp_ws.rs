@@ -1,4 +1,4 @@
-//! ACP over WebSocket on the hub's listener (issue 27, item 6): an ACP client attaches to a
+//! ACP over WebSocket (and streamable HTTP) on the hub's listener (issue 27, item 6): an ACP client attaches to a
 //! running session in the #533 shape — history as `session/update`, the agent's permission
 //! requests asked of a controller and answered exactly once through the hub, who resolved
 //! each said to every attachment, an observer refused, a client leaving said to the
@@ -330,5 +330,177 @@ fn an_acp_controller_racing_another_client_answers_each_request_once() {
         by_acp + socket_won,
         100,
         "ACP {by_acp}, socket {socket_won}"
+    );
+}
+
+/// One HTTP/1.1 request on `/acp` over a new connection: the stream, left open (for an
+/// event stream) or read to its end.
+fn acp_request(
+    addr: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> std::io::BufReader<TcpStream> {
+    use std::io::Write;
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut req = format!(
+        "{method} /acp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    std::io::BufReader::new(s)
+}
+
+/// An answer's status and headers (lowercased names).
+fn head(r: &mut std::io::BufReader<TcpStream>) -> (u16, Vec<(String, String)>) {
+    use std::io::BufRead;
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        let l = line.trim_end();
+        if l.is_empty() {
+            return (status, headers);
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+}
+
+/// The next `data:` message of a chunked event stream.
+fn event(r: &mut std::io::BufReader<TcpStream>, pending: &mut String) -> Value {
+    use std::io::{BufRead, Read};
+    loop {
+        if let Some(i) = pending.find("\n\n") {
+            let ev: String = pending.drain(..i + 2).collect();
+            let data: String = ev
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            if let Ok(v) = serde_json::from_str(&data) {
+                return v;
+            }
+            continue;
+        }
+        let mut size = String::new();
+        r.read_line(&mut size).unwrap();
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        let mut chunk = vec![0; n + 2];
+        r.read_exact(&mut chunk).unwrap();
+        pending.push_str(&String::from_utf8_lossy(&chunk[..n]).replace("\r\n", "\n"));
+    }
+}
+
+/// ACP over streamable HTTP: `initialize` opens a connection for its token; what names
+/// the session (the attach's answer, its requests, their resolution) comes on the
+/// session's stream; the request is answered through a POST; another token may not use
+/// the connection.
+#[test]
+fn an_acp_client_attaches_over_streamable_http() {
+    let d = Dirs::new();
+    let out = d.stdout(&["serve", "--detach", "--listen", "127.0.0.1:0"]);
+    let addr = out
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{out}"))
+        .trim_end_matches('/')
+        .to_string();
+    let _hub = Hub(d.hub_pid());
+    d.detach("demo", "fix the TODO");
+    d.until_asking();
+    let bearer = format!("Bearer {}", token(&d, "http-phone", &["approve"]));
+    let json_ct = ("Content-Type", "application/json");
+    let mut init = acp_request(
+        &addr,
+        "POST",
+        &[("Authorization", &bearer), json_ct],
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#,
+    );
+    let (status, headers) = head(&mut init);
+    assert_eq!(status, 200, "{headers:?}");
+    let conn = headers
+        .iter()
+        .find(|(k, _)| k == "acp-connection-id")
+        .map(|(_, v)| v.clone())
+        .expect("a connection id");
+    let auth = ("Authorization", bearer.as_str());
+    let with_conn = ("Acp-Connection-Id", conn.as_str());
+    let sse = ("Accept", "text/event-stream");
+    // The connection's stream, and the session's (opened before the session is named).
+    let mut conn_stream = acp_request(&addr, "GET", &[auth, with_conn, sse], "");
+    assert_eq!(head(&mut conn_stream).0, 200);
+    let mut session_stream = acp_request(
+        &addr,
+        "GET",
+        &[auth, with_conn, sse, ("Acp-Session-Id", "1")],
+        "",
+    );
+    assert_eq!(head(&mut session_stream).0, 200);
+    // Another token may not use this connection.
+    let other = format!("Bearer {}", token(&d, "other", &["approve"]));
+    let (status, _) = head(&mut acp_request(
+        &addr,
+        "POST",
+        &[("Authorization", &other), with_conn, json_ct],
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}"#,
+    ));
+    assert_eq!(status, 403);
+    let (status, _) = head(&mut acp_request(
+        &addr,
+        "POST",
+        &[auth, with_conn, json_ct],
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/attach","params":{"sessionId":"1","role":"controller","historyPolicy":"pending_only"}}"#,
+    ));
+    assert_eq!(status, 202);
+    // What names the session (the attach's answer included) comes on its stream.
+    let mut sbuf = String::new();
+    let attached = loop {
+        let m = event(&mut session_stream, &mut sbuf);
+        if m["id"] == 2 {
+            break m;
+        }
+    };
+    assert_eq!(attached["result"]["role"], "controller", "{attached}");
+    let asked = loop {
+        let m = event(&mut session_stream, &mut sbuf);
+        if m["method"] == "session/request_permission" {
+            break m;
+        }
+    };
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}});
+    let (status, _) = head(&mut acp_request(
+        &addr,
+        "POST",
+        &[auth, with_conn, json_ct, ("Acp-Session-Id", "1")],
+        &answer.to_string(),
+    ));
+    assert_eq!(status, 202);
+    let resolved = loop {
+        let m = event(&mut session_stream, &mut sbuf);
+        if m["method"] == "_trellis/permission_resolved" {
+            break m;
+        }
+    };
+    assert!(
+        resolved["params"]["resolvedBy"]
+            .to_string()
+            .contains("http-phone"),
+        "{resolved}"
     );
 }

@@ -1,5 +1,5 @@
-//! ACP over WebSocket on the listener (`GET /acp` with an upgrade): any ACP client that
-//! speaks the multi-client attach shape (RFD #533) reaches the hub's sessions. The SDK's
+//! ACP on the listener (`/acp`, WebSocket or streamable HTTP): any ACP client that speaks
+//! the multi-client attach shape (RFD #533) reaches the hub's sessions. The SDK's
 //! HTTP transport (`agent-client-protocol-http`) carries the JSON-RPC frames; a facade of
 //! Trellis's own answers them, one per connection, as an agent would:
 //!
@@ -28,7 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 mod log;
 mod transport;
 
-pub(super) use transport::route;
+pub(super) use transport::{Streamable, route};
 
 use log::{follow_log, pending_requests};
 
