@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tungstenite::client::IntoClientRequest;
 use tungstenite::{Message, WebSocket};
 
-use crate::hubkit::{Dirs, Hub, text};
+use crate::hubkit::{Dirs, text};
 
 type Ws = WebSocket<TcpStream>;
 
@@ -97,15 +97,7 @@ fn token(d: &Dirs, label: &str, scopes: &[&str]) -> String {
 #[test]
 fn an_acp_client_attaches_over_websocket_and_answers_once() {
     let d = Dirs::new();
-    let out = d.stdout(&["serve", "--detach", "--listen", "127.0.0.1:0"]);
-    let addr = out
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{out}"))
-        .trim_end_matches('/')
-        .to_string();
-    let _hub = Hub(d.hub_pid());
+    let (addr, _hub) = d.serve_listening();
     d.detach("demo", "fix the TODO");
     d.until_asking();
     // No token, or a token in the URL: refused before any upgrade.
@@ -247,15 +239,7 @@ fn an_acp_controller_racing_another_client_answers_each_request_once() {
     use trellis_hub::client::Client;
     use trellis_hub::wire::{Body, Op};
     let d = Dirs::new();
-    let out = d.stdout(&["serve", "--detach", "--listen", "127.0.0.1:0"]);
-    let addr = out
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{out}"))
-        .trim_end_matches('/')
-        .to_string();
-    let _hub = Hub(d.hub_pid());
+    let (addr, _hub) = d.serve_listening();
     let storm = format!(
         "{} agent hostile permission-storm",
         env!("CARGO_BIN_EXE_trellis")
@@ -316,12 +300,7 @@ fn an_acp_controller_racing_another_client_answers_each_request_once() {
         }
     }
     let socket_won = other.join().unwrap();
-    crate::hubkit::until("the agent's count", || d.log().contains("report: storm:"));
-    let log = d.log();
-    assert!(
-        log.contains("report: storm: 100 answered (yes=100), 0 twice"),
-        "{log}"
-    );
+    let log = d.storm_answered_once();
     let by_acp = log
         .lines()
         .filter(|l| l.contains("permission_decided") && l.contains("acp-racer"))
@@ -341,20 +320,13 @@ fn acp_request(
     headers: &[(&str, &str)],
     body: &str,
 ) -> std::io::BufReader<TcpStream> {
-    use std::io::Write;
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut req = format!(
-        "{method} /acp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).unwrap();
-    std::io::BufReader::new(s)
+    std::io::BufReader::new(crate::hubkit::http_request(
+        addr,
+        (method, "/acp"),
+        headers,
+        body,
+        false,
+    ))
 }
 
 /// An answer's status and headers (lowercased names).
@@ -413,15 +385,7 @@ fn event(r: &mut std::io::BufReader<TcpStream>, pending: &mut String) -> Value {
 #[test]
 fn an_acp_client_attaches_over_streamable_http() {
     let d = Dirs::new();
-    let out = d.stdout(&["serve", "--detach", "--listen", "127.0.0.1:0"]);
-    let addr = out
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{out}"))
-        .trim_end_matches('/')
-        .to_string();
-    let _hub = Hub(d.hub_pid());
+    let (addr, _hub) = d.serve_listening();
     d.detach("demo", "fix the TODO");
     d.until_asking();
     let bearer = format!("Bearer {}", token(&d, "http-phone", &["approve"]));

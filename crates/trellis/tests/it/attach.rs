@@ -307,12 +307,7 @@ fn racing_answers_and_claims_answer_each_request_exactly_once() {
         a.2 + b.2 > 0,
         "the held ones were refused while held: {a:?} {b:?}"
     );
-    until("the agent's count", || d.log().contains("report: storm:"));
-    let log = d.log();
-    assert!(
-        log.contains("report: storm: 100 answered (yes=100), 0 twice"),
-        "{log}"
-    );
+    let log = d.storm_answered_once();
     let decided = log
         .lines()
         .filter(|l| l.contains("permission_decided") && l.contains("\"attached\""))

@@ -74,6 +74,34 @@ impl Dirs {
         String::from_utf8_lossy(&o.stdout).trim().to_string()
     }
 
+    /// `trellis serve --detach --listen 127.0.0.1:0`: the address it listens on, and its
+    /// hub (stopped when the guard goes).
+    pub(crate) fn serve_listening(&self) -> (String, Hub) {
+        let out = self.stdout(&["serve", "--detach", "--listen", "127.0.0.1:0"]);
+        let addr = out
+            .split("http://")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("{out}"))
+            .trim_end_matches('/')
+            .to_string();
+        (addr, Hub(self.hub_pid()))
+    }
+
+    /// Waits for the `permission-storm` agent's count, checks that each of its 100
+    /// requests was answered once, and returns the logs.
+    pub(crate) fn storm_answered_once(&self) -> String {
+        until("the agent's count", || {
+            self.log().contains("report: storm:")
+        });
+        let log = self.log();
+        assert!(
+            log.contains("report: storm: 100 answered (yes=100), 0 twice"),
+            "{log}"
+        );
+        log
+    }
+
     /// Waits until the first session listed asks for a permission.
     pub(crate) fn until_asking(&self) {
         until("the session to ask", || {
@@ -170,4 +198,32 @@ pub(crate) fn logs_in(data: &std::path::Path) -> String {
         }
     }
     out
+}
+
+/// Writes one HTTP/1.1 request to `addr` on a new connection (closed after the answer
+/// when `close`); the connection, to read the answer from.
+pub(crate) fn http_request(
+    addr: &str,
+    (method, path): (&str, &str),
+    headers: &[(&str, &str)],
+    body: &str,
+    close: bool,
+) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if close {
+        req.push_str("Connection: close\r\n");
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    s
 }

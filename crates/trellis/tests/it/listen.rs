@@ -3,12 +3,11 @@
 //! the Authorization header, scopes, expiry, revocation, other sites and non-loopback
 //! binds refused.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
-use crate::hubkit::{Dirs, Hub, text, until};
+use crate::hubkit::{Dirs, text, until};
 
 /// One HTTP/1.1 request on a new connection: (status, body).
 fn http(
@@ -18,18 +17,7 @@ fn http(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).unwrap();
+    let mut s = crate::hubkit::http_request(addr, (method, path), headers, body, true);
     let mut got = String::new();
     s.read_to_string(&mut got).unwrap();
     let status = got
@@ -49,15 +37,8 @@ fn a_phone_pairs_and_answers_once_and_credentials_are_held_to_their_rules() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("loopback addresses only"), "{}", text(&o));
 
-    let out = d.stdout(&["serve", "--detach", "--listen", "127.0.0.1:0"]);
-    let addr = out
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{out}"))
-        .to_string();
+    let (addr, _hub) = d.serve_listening();
     let hub_log = d.runtime.join("trellis/default.log");
-    let _hub = Hub(d.hub_pid());
     d.detach("demo", "fix the TODO");
     d.until_asking();
 
