@@ -386,42 +386,14 @@ fn floods_from_two_sessions_and_an_agent_dying_with_its_request_in_the_inbox() {
     assert_eq!(answered_once_in_every_log(t.data()), 401);
 }
 
-/// A plugin of `scope` in `root/PKG` that writes what it gets to `root/seen/PID.jsonl`: the
-/// type and `hub_session` of each turn event, and what `host/session` answers after a turn.
+/// The recording plugin of `scope` in `root/recorder-SCOPE`, writing to `root/seen`.
 fn recording_plugin(root: &Path, scope: &str) -> std::path::PathBuf {
-    let seen = root.join("seen");
-    std::fs::create_dir_all(&seen).unwrap();
     let pkg = root.join(format!("recorder-{scope}"));
-    crate::plugins::python_package(
+    crate::plugins::recording_plugin(
         &pkg,
-        "recorder",
+        &root.join("seen"),
         scope,
-        &format!(
-            r#"import json, os, sys
-out = open(os.path.join({seen:?}, "%d.jsonl" % os.getpid()), "a")
-def send(m):
-    m["jsonrpc"] = "2.0"
-    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-asked = 0
-for line in sys.stdin:
-    m = json.loads(line)
-    method, p = m.get("method"), m.get("params") or {{}}
-    if method == "initialize":
-        send({{"id": m["id"], "result": {{"version": 1, "registration": {{"subscriptions": ["turn_started", "turn_ended"]}}}}}})
-    elif method == "event":
-        out.write(json.dumps({{"event": p.get("type"), "hub_session": p.get("hub_session")}}) + "\n"); out.flush()
-        if p.get("type") == "turn_ended":
-            asked += 1
-            send({{"id": asked, "method": "host/session", "params": {{}}}})
-    elif "result" in m or "error" in m:
-        out.write(json.dumps({{"host": m.get("result") or m.get("error")}}) + "\n"); out.flush()
-    elif method == "shutdown":
-        break
-    elif "id" in m and method:
-        send({{"id": m["id"], "error": {{"code": -32601, "message": "unknown"}}}})
-"#,
-            seen = seen.display().to_string()
-        ),
+        &["turn_started", "turn_ended"],
     );
     pkg
 }

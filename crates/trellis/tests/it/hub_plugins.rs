@@ -12,33 +12,9 @@ use crate::hubkit::{Dirs, Hub, alive, text, until};
 /// event to `seen/PID.jsonl` beside the work directory; installed and enabled.
 fn install_recorder(d: &Dirs) -> std::path::PathBuf {
     let seen = d.work.join("../seen");
-    std::fs::create_dir_all(&seen).unwrap();
     let pkg = d.work.join("../recorder");
-    crate::plugins::python_package(
-        &pkg,
-        "recorder",
-        "hub",
-        &format!(
-            r#"import json, os, sys
-out = open(os.path.join({seen:?}, "%d.jsonl" % os.getpid()), "a")
-def send(m):
-    m["jsonrpc"] = "2.0"
-    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-for line in sys.stdin:
-    m = json.loads(line)
-    method, p = m.get("method"), m.get("params") or {{}}
-    if method == "initialize":
-        send({{"id": m["id"], "result": {{"version": 1, "registration": {{"subscriptions": ["permission_requested", "permission_resolved", "turn_ended"]}}}}}})
-    elif method == "event":
-        out.write(json.dumps({{"event": p.get("type"), "hub_session": p.get("hub_session")}}) + "\n"); out.flush()
-    elif method == "shutdown":
-        break
-    elif "id" in m and method:
-        send({{"id": m["id"], "error": {{"code": -32601, "message": "unknown"}}}})
-"#,
-            seen = std::fs::canonicalize(&seen).unwrap().display().to_string()
-        ),
-    );
+    let kinds = ["permission_requested", "permission_resolved", "turn_ended"];
+    crate::plugins::recording_plugin(&pkg, &seen, "hub", &kinds);
     let o = d.trellis(&["plugin", "install", pkg.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let o = d.trellis(&["plugin", "enable", "recorder", "--yes"]);

@@ -260,6 +260,46 @@ pub(crate) fn python_package(dir: &Path, name: &str, scope: &str, script: &str) 
     std::fs::write(dir.join("plugin.py"), script).unwrap();
 }
 
+/// A plugin `recorder` of `scope` in `pkg` that writes, to `seen/PID.jsonl`, the type and
+/// `hub_session` of each event of `subscriptions` it gets, and after each turn what
+/// `host/session` answers.
+pub(crate) fn recording_plugin(pkg: &Path, seen: &Path, scope: &str, subscriptions: &[&str]) {
+    std::fs::create_dir_all(seen).unwrap();
+    let seen = std::fs::canonicalize(seen).unwrap();
+    let subscriptions = serde_json::to_string(subscriptions).unwrap();
+    python_package(
+        pkg,
+        "recorder",
+        scope,
+        &format!(
+            r#"import json, os, sys
+out = open(os.path.join({seen:?}, "%d.jsonl" % os.getpid()), "a")
+def send(m):
+    m["jsonrpc"] = "2.0"
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+asked = 0
+for line in sys.stdin:
+    m = json.loads(line)
+    method, p = m.get("method"), m.get("params") or {{}}
+    if method == "initialize":
+        send({{"id": m["id"], "result": {{"version": 1, "registration": {{"subscriptions": {subscriptions}}}}}}})
+    elif method == "event":
+        out.write(json.dumps({{"event": p.get("type"), "hub_session": p.get("hub_session")}}) + "\n"); out.flush()
+        if p.get("type") == "turn_ended":
+            asked += 1
+            send({{"id": asked, "method": "host/session", "params": {{}}}})
+    elif "result" in m or "error" in m:
+        out.write(json.dumps({{"host": m.get("result") or m.get("error")}}) + "\n"); out.flush()
+    elif method == "shutdown":
+        break
+    elif "id" in m and method:
+        send({{"id": m["id"], "error": {{"code": -32601, "message": "unknown"}}}})
+"#,
+            seen = seen.display().to_string()
+        ),
+    );
+}
+
 /// A plugin that marks its start in its data directory.
 fn marker_plugin(dir: &Path) {
     python_package(
