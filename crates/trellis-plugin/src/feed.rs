@@ -57,7 +57,7 @@ impl Piece {
             Piece::Raw(b) => out.write_all(b),
             Piece::Event { event, acp, .. } => {
                 let json = event.wire.get_or_init(|| {
-                    serde_json::to_string(event)
+                    trellis_core::event_json::event_string(event)
                         .map(Arc::from)
                         .unwrap_or_else(|_| Arc::from("{}"))
                 });
@@ -67,7 +67,9 @@ impl Piece {
                         // The verbatim ACP line as a string field of the event.
                         out.write_all(&json.as_bytes()[..json.len() - 1])?;
                         out.write_all(br#","acp":"#)?;
-                        serde_json::to_writer(&mut *out, payload.as_ref())?;
+                        let mut quoted = Vec::with_capacity(payload.len() + 16);
+                        trellis_core::compact_json::write_str(&mut quoted, payload);
+                        out.write_all(&quoted)?;
                         out.write_all(b"}}\n")
                     }
                     _ => {

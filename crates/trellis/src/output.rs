@@ -18,11 +18,17 @@ pub fn safe(text: &str) -> std::borrow::Cow<'_, str> {
     trellis_text::sanitize(text)
 }
 
+/// JSON lines gathered before they are written.
+const BLOCK: usize = 1 << 16;
+
 pub struct Output<W: Write> {
     out: W,
     format: Format,
     /// Role of the message being streamed on the current text line, if any.
     open_role: Option<(Role, Option<std::sync::Arc<str>>)>,
+    /// JSON lines not yet handed to `out`: written in blocks at least as large as a
+    /// `BufWriter`'s buffer, so they go straight through instead of being copied into it.
+    pending: Vec<u8>,
 }
 
 impl<W: Write> Output<W> {
@@ -31,11 +37,26 @@ impl<W: Write> Output<W> {
             out,
             format,
             open_role: None,
+            pending: Vec::new(),
         }
     }
 
     pub fn flush(&mut self) -> std::io::Result<()> {
+        self.write_pending()?;
         self.out.flush()
+    }
+
+    fn write_pending(&mut self) -> std::io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let written = self.out.write_all(&self.pending);
+        self.pending.clear();
+        if self.pending.capacity() > 4 * BLOCK {
+            // One huge event does not keep its memory for the rest of the run.
+            self.pending = Vec::new();
+        }
+        written
     }
 
     pub fn event(&mut self, ev: &Event, session: &Session) -> std::io::Result<()> {
@@ -49,8 +70,16 @@ impl<W: Write> Output<W> {
         }
         match self.format {
             Format::Jsonl => {
-                serde_json::to_writer(&mut self.out, ev)?;
-                self.out.write_all(b"\n")
+                let mark = self.pending.len();
+                if let Err(e) = trellis_core::event_json::write_event(&mut self.pending, ev) {
+                    self.pending.truncate(mark);
+                    return Err(std::io::Error::other(e));
+                }
+                self.pending.push(b'\n');
+                if self.pending.len() >= BLOCK {
+                    self.write_pending()?;
+                }
+                Ok(())
             }
             Format::Text => self.text(ev, session),
         }
@@ -65,6 +94,7 @@ impl<W: Write> Output<W> {
     ) -> std::io::Result<()> {
         match self.format {
             Format::Jsonl => {
+                self.write_pending()?;
                 let v = serde_json::json!({
                     "schema": trellis_core::SCHEMA_VERSION,
                     "type": "status",
@@ -194,6 +224,13 @@ impl<W: Write> Output<W> {
             EventBody::AgentExited { .. } => self.end_line(),
             _ => Ok(()),
         }
+    }
+}
+
+impl<W: Write> Drop for Output<W> {
+    /// What was gathered still reaches `out` (a `BufWriter` flushes itself when dropped).
+    fn drop(&mut self) {
+        let _ = self.write_pending();
     }
 }
 

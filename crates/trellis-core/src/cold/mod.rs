@@ -329,11 +329,14 @@ impl Cold {
         // A table of where each call's JSON starts (and where the last ends), then the
         // calls: one call is read back without the others.
         let table = 4 * (calls.len() + 1);
-        let mut bytes = vec![0u8; table];
+        // A call takes a few hundred bytes (its texts are places in the log): the chunk is
+        // written without growing its buffer again and again.
+        let mut bytes = Vec::with_capacity(table + 512 * calls.len());
+        bytes.resize(table, 0);
         let mut ends = Vec::with_capacity(calls.len() + 1);
         ends.push(table as u32);
         for c in &calls {
-            if let Err(e) = serde_json::to_writer(&mut bytes, c) {
+            if let Err(e) = crate::compact_json::to_vec_into(&mut bytes, c) {
                 self.lock().failed = Some(e.to_string());
                 return false;
             }

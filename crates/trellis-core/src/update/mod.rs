@@ -113,11 +113,11 @@ pub fn update(state: &mut Session, action: Action) -> Vec<Effect> {
     cx.fx
 }
 
-fn frame(cx: &mut Ctx<'_>, seq: u64, dir: Dir, msg: Message) {
+fn frame(cx: &mut Ctx<'_>, seq: u64, dir: Dir, mut msg: Message) {
     match (dir, msg.method.is_some(), msg.id.is_some()) {
         (Dir::AgentToClient, true, true) => requests::agent_request(cx, seq, msg),
         (Dir::AgentToClient, true, false) => match msg.method.as_deref() {
-            Some("session/update") => session_update::apply(cx, seq, &msg),
+            Some("session/update") => session_update::apply(cx, seq, &mut msg),
             Some("$/cancel_request") => requests::agent_cancelled(cx, &msg),
             Some("elicitation/complete") => elicit::completed(cx, &msg),
             Some(other) => {

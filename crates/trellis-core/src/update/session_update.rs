@@ -11,13 +11,14 @@ use crate::wire::{self, Message};
 
 /// Applies one `session/update`: hot kinds as decoded in one pass (see [`crate::hot`]), the
 /// rest (and anything the hot path cannot read) through the per-kind lenient decoders.
-pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
+pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &mut Message) {
     if cx.s.replaying() {
         cx.s.counters.replayed += 1;
         return;
     }
-    let decoded = match &msg.decoded {
-        Some(d) => Some((**d).clone()),
+    // Taken, not copied: the frame is the reducer's own and nothing reads it after this.
+    let decoded = match msg.decoded.take() {
+        Some(d) => Some(*d),
         None => msg
             .params
             .as_deref()

@@ -1,0 +1,763 @@
+//! A compact JSON writer for the hot outputs (headless JSON Lines, the cold spill): the
+//! bytes `serde_json::to_vec` writes, at a fraction of its cost on text-heavy values.
+//!
+//! serde_json scans a string for bytes to escape one byte at a time, which made escaping
+//! the largest single cost of `trellis run --format jsonl` (a tool call's output is most of
+//! an event's bytes). This writer looks at eight bytes at a time and copies runs that need
+//! no escape whole. Everything else follows serde_json exactly — numbers through the same
+//! `itoa`/`zmij`, non-finite floats as `null`, map keys as serde_json accepts them, and
+//! `serde_json::value::RawValue` written verbatim — and a property test holds the output
+//! byte-for-byte equal to serde_json's.
+//!
+//! Writes into a `Vec<u8>`: a caller writes the finished line in one `write_all`.
+
+use serde::ser::{self, Serialize};
+
+/// Appends `value` as compact JSON to `out` (on error `out` may hold part of it).
+pub fn to_vec_into<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), Error> {
+    value.serialize(&mut Writer { out })
+}
+
+/// `value` as compact JSON.
+pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::with_capacity(128);
+    to_vec_into(&mut out, value)?;
+    Ok(out)
+}
+
+/// A value that cannot be written as JSON (a map key that is not a string, or a
+/// `Serialize` impl's own error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl ser::Error for Error {
+    fn custom<T: std::fmt::Display>(msg: T) -> Error {
+        Error(msg.to_string())
+    }
+}
+
+/// The name serde_json's `RawValue` serializes under (a struct of one field of the same
+/// name holding the raw JSON): stable since raw values exist, and the equality test
+/// below fails if it ever changes.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each of the eight bytes that is a control character, `"` or `\` —
+/// exact for the lowest flagged byte (a borrow only carries upward from a true match), so
+/// `trailing_zeros / 8` is the first byte to escape.
+#[inline]
+fn escape_mask(w: u64) -> u64 {
+    let control = w.wrapping_sub(LO * 0x20) & !w;
+    let q = w ^ (LO * u64::from(b'"'));
+    let quote = q.wrapping_sub(LO) & !q;
+    let b = w ^ (LO * u64::from(b'\\'));
+    let backslash = b.wrapping_sub(LO) & !b;
+    (control | quote | backslash) & HI
+}
+
+#[inline]
+fn load(bytes: &[u8], i: usize) -> Option<u64> {
+    let word: [u8; 8] = bytes.get(i..i + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(word))
+}
+
+/// Index of the first byte at or after `i` that needs an escape, if any.
+#[inline]
+fn next_escape(bytes: &[u8], mut i: usize) -> Option<usize> {
+    // Two words a step while sixteen bytes remain: runs between escapes are long.
+    while let (Some(a), Some(b)) = (load(bytes, i), load(bytes, i + 8)) {
+        if escape_mask(a) | escape_mask(b) != 0 {
+            break;
+        }
+        i += 16;
+    }
+    while let Some(w) = load(bytes, i) {
+        let m = escape_mask(w);
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    (i..bytes.len()).find(|&k| needs_escape(bytes[k]))
+}
+
+#[inline]
+fn needs_escape(byte: u8) -> bool {
+    byte < 0x20 || byte == b'"' || byte == b'\\'
+}
+
+/// Appends `s` as a JSON string literal, escaped as serde_json escapes.
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    while let Some(at) = next_escape(bytes, start) {
+        out.extend_from_slice(&bytes[start..at]);
+        let byte = bytes[at];
+        let esc: &[u8] = match byte {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(byte >> 4) as usize],
+                    HEX[(byte & 0xf) as usize],
+                ]);
+                b""
+            }
+        };
+        out.extend_from_slice(esc);
+        start = at + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+fn write_int<I: itoa::Integer>(out: &mut Vec<u8>, v: I) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+fn write_f64(out: &mut Vec<u8>, v: f64) {
+    if v.is_finite() {
+        out.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+    } else {
+        out.extend_from_slice(b"null");
+    }
+}
+
+fn write_f32(out: &mut Vec<u8>, v: f32) {
+    if v.is_finite() {
+        out.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+    } else {
+        out.extend_from_slice(b"null");
+    }
+}
+
+struct Writer<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+/// An array or object being written: whether an element was written yet.
+pub struct Compound<'w, 'a> {
+    w: &'w mut Writer<'a>,
+    first: bool,
+    /// Closes with `}}` (a variant wrapped in an object) rather than one bracket.
+    close: &'static [u8],
+    /// This struct is a serde_json raw value: its one field is written verbatim.
+    raw: bool,
+}
+
+impl Compound<'_, '_> {
+    fn comma(&mut self) {
+        if !std::mem::take(&mut self.first) {
+            self.w.out.push(b',');
+        }
+    }
+
+    fn key(&mut self, key: &str) {
+        self.comma();
+        write_str(self.w.out, key);
+        self.w.out.push(b':');
+    }
+
+    fn finish(self) {
+        self.w.out.extend_from_slice(self.close);
+    }
+}
+
+impl<'w, 'a> Writer<'a> {
+    fn open(&'w mut self, open: &[u8], close: &'static [u8]) -> Compound<'w, 'a> {
+        self.out.extend_from_slice(open);
+        Compound {
+            w: self,
+            first: true,
+            close,
+            raw: false,
+        }
+    }
+
+    /// `{"variant":` before a variant's value.
+    fn variant_key(&mut self, variant: &str) {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.push(b':');
+    }
+}
+
+impl<'w, 'a> ser::Serializer for &'w mut Writer<'a> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Compound<'w, 'a>;
+    type SerializeTuple = Compound<'w, 'a>;
+    type SerializeTupleStruct = Compound<'w, 'a>;
+    type SerializeTupleVariant = Compound<'w, 'a>;
+    type SerializeMap = Compound<'w, 'a>;
+    type SerializeStruct = Compound<'w, 'a>;
+    type SerializeStructVariant = Compound<'w, 'a>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.out
+            .extend_from_slice(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        write_f32(self.out, v);
+        Ok(())
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        write_f64(self.out, v);
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        write_str(self.out, v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        write_str(self.out, v);
+        Ok(())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
+        use ser::SerializeSeq;
+        let mut seq = self.serialize_seq(Some(v.len()))?;
+        for b in v {
+            seq.serialize_element(b)?;
+        }
+        seq.end()
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<(), Error> {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        self.serialize_none()
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Error> {
+        self.serialize_none()
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, v: &'static str) -> Result<(), Error> {
+        write_str(self.out, v);
+        Ok(())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        v: &T,
+    ) -> Result<(), Error> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        v: &T,
+    ) -> Result<(), Error> {
+        self.variant_key(variant);
+        v.serialize(&mut *self)?;
+        self.out.push(b'}');
+        Ok(())
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Compound<'w, 'a>, Error> {
+        Ok(self.open(b"[", b"]"))
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Compound<'w, 'a>, Error> {
+        Ok(self.open(b"[", b"]"))
+    }
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Compound<'w, 'a>, Error> {
+        Ok(self.open(b"[", b"]"))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Compound<'w, 'a>, Error> {
+        self.variant_key(variant);
+        Ok(self.open(b"[", b"]}"))
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Compound<'w, 'a>, Error> {
+        Ok(self.open(b"{", b"}"))
+    }
+    fn serialize_struct(self, name: &'static str, _: usize) -> Result<Compound<'w, 'a>, Error> {
+        if name == RAW_VALUE_TOKEN {
+            return Ok(Compound {
+                w: self,
+                first: true,
+                close: b"",
+                raw: true,
+            });
+        }
+        Ok(self.open(b"{", b"}"))
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Compound<'w, 'a>, Error> {
+        self.variant_key(variant);
+        Ok(self.open(b"{", b"}}"))
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
+        self.comma();
+        v.serialize(&mut *self.w)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.finish();
+        Ok(())
+    }
+}
+
+impl ser::SerializeTuple for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
+        ser::SerializeSeq::serialize_element(self, v)
+    }
+    fn end(self) -> Result<(), Error> {
+        ser::SerializeSeq::end(self)
+    }
+}
+
+impl ser::SerializeTupleStruct for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
+        ser::SerializeSeq::serialize_element(self, v)
+    }
+    fn end(self) -> Result<(), Error> {
+        ser::SerializeSeq::end(self)
+    }
+}
+
+impl ser::SerializeTupleVariant for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
+        ser::SerializeSeq::serialize_element(self, v)
+    }
+    fn end(self) -> Result<(), Error> {
+        ser::SerializeSeq::end(self)
+    }
+}
+
+impl ser::SerializeMap for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
+        self.comma();
+        key.serialize(KeyWriter { out: self.w.out })?;
+        self.w.out.push(b':');
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
+        v.serialize(&mut *self.w)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.finish();
+        Ok(())
+    }
+}
+
+impl ser::SerializeStruct for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        v: &T,
+    ) -> Result<(), Error> {
+        if self.raw {
+            return v.serialize(RawWriter { out: self.w.out });
+        }
+        self.key(key);
+        v.serialize(&mut *self.w)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.finish();
+        Ok(())
+    }
+}
+
+impl ser::SerializeStructVariant for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        v: &T,
+    ) -> Result<(), Error> {
+        ser::SerializeStruct::serialize_field(self, key, v)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.finish();
+        Ok(())
+    }
+}
+
+fn key_error() -> Error {
+    Error("key must be a string".into())
+}
+
+/// Writes a map key as serde_json does: strings, and numbers, booleans and unit variants
+/// quoted; anything else is an error.
+struct KeyWriter<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl KeyWriter<'_> {
+    fn quoted(self, s: &str) -> Result<(), Error> {
+        self.out.push(b'"');
+        self.out.extend_from_slice(s.as_bytes());
+        self.out.push(b'"');
+        Ok(())
+    }
+
+    fn int<I: itoa::Integer>(self, v: I) -> Result<(), Error> {
+        self.quoted(itoa::Buffer::new().format(v))
+    }
+}
+
+impl ser::Serializer for KeyWriter<'_> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = ser::Impossible<(), Error>;
+    type SerializeTuple = ser::Impossible<(), Error>;
+    type SerializeTupleStruct = ser::Impossible<(), Error>;
+    type SerializeTupleVariant = ser::Impossible<(), Error>;
+    type SerializeMap = ser::Impossible<(), Error>;
+    type SerializeStruct = ser::Impossible<(), Error>;
+    type SerializeStructVariant = ser::Impossible<(), Error>;
+
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        write_str(self.out, v);
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        write_str(self.out, v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.quoted(if v { "true" } else { "false" })
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        self.int(v)
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        self.int(v)
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        self.int(v)
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        self.int(v)
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Error> {
+        self.int(v)
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        self.int(v)
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        self.int(v)
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        self.int(v)
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        self.int(v)
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Error> {
+        self.int(v)
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        if !v.is_finite() {
+            return Err(Error("float key must be finite".into()));
+        }
+        self.quoted(zmij::Buffer::new().format_finite(v))
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        if !v.is_finite() {
+            return Err(Error("float key must be finite".into()));
+        }
+        self.quoted(zmij::Buffer::new().format_finite(v))
+    }
+    fn serialize_bytes(self, _: &[u8]) -> Result<(), Error> {
+        Err(key_error())
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        Err(key_error())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<(), Error> {
+        Err(key_error())
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        Err(key_error())
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Error> {
+        Err(key_error())
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, v: &'static str) -> Result<(), Error> {
+        write_str(self.out, v);
+        Ok(())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        v: &T,
+    ) -> Result<(), Error> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<(), Error> {
+        Err(key_error())
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+        Err(key_error())
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Error> {
+        Err(key_error())
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct, Error> {
+        Err(key_error())
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, Error> {
+        Err(key_error())
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Error> {
+        Err(key_error())
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Error> {
+        Err(key_error())
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, Error> {
+        Err(key_error())
+    }
+}
+
+/// Writes the one field of a serde_json raw value (a `&str` of JSON) as it is.
+struct RawWriter<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl ser::Serializer for RawWriter<'_> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = ser::Impossible<(), Error>;
+    type SerializeTuple = ser::Impossible<(), Error>;
+    type SerializeTupleStruct = ser::Impossible<(), Error>;
+    type SerializeTupleVariant = ser::Impossible<(), Error>;
+    type SerializeMap = ser::Impossible<(), Error>;
+    type SerializeStruct = ser::Impossible<(), Error>;
+    type SerializeStructVariant = ser::Impossible<(), Error>;
+
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        self.out.extend_from_slice(v.as_bytes());
+        Ok(())
+    }
+    fn serialize_bool(self, _: bool) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_i64(self, _: i64) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_u64(self, _: u64) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_f64(self, _: f64) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_i8(self, _: i8) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_i16(self, _: i16) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_i32(self, _: i32) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_u8(self, _: u8) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_u16(self, _: u16) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_u32(self, _: u32) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_f32(self, _: f32) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_char(self, _: char) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_bytes(self, _: &[u8]) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: &T,
+    ) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<(), Error> {
+        Err(raw_error())
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+        Err(raw_error())
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Error> {
+        Err(raw_error())
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct, Error> {
+        Err(raw_error())
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, Error> {
+        Err(raw_error())
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Error> {
+        Err(raw_error())
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Error> {
+        Err(raw_error())
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, Error> {
+        Err(raw_error())
+    }
+}
+
+fn raw_error() -> Error {
+    Error("a raw JSON value must be a string of JSON".into())
+}
+
+#[cfg(test)]
+mod tests;
