@@ -8,6 +8,8 @@
 pub mod action;
 pub mod agent_sessions;
 pub mod anomaly;
+#[cfg(test)]
+mod arbitrary;
 pub mod attention;
 mod bloom;
 pub mod bulk;

@@ -23,7 +23,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex};
 
 mod encoding;
-use encoding::{FrozenCall, FrozenRef, table, table_prefix};
+use encoding::{FrozenCall, table, table_prefix, write_frozen};
 
 use crate::bulk::BulkSource;
 use crate::tool_call::{ToolCall, ToolContent, ToolStatus};
@@ -320,23 +320,18 @@ impl Cold {
     /// texts in the spill (their frames are in another log). False when it could not be
     /// written (the chunk stays in memory).
     pub(crate) fn freeze(&self, no: usize, thawed: &Thawed, inline_below: usize) -> bool {
-        let calls: Vec<FrozenRef<'_>> = thawed
-            .calls
-            .iter()
-            .zip(&thawed.frames)
-            .map(|(c, f)| FrozenRef::of(c, f, c.position < inline_below))
-            .collect();
         // A table of where each call's JSON starts (and where the last ends), then the
         // calls: one call is read back without the others.
-        let table = 4 * (calls.len() + 1);
+        let n = thawed.calls.len();
+        let table = 4 * (n + 1);
         // A call takes a few hundred bytes (its texts are places in the log): the chunk is
         // written without growing its buffer again and again.
-        let mut bytes = Vec::with_capacity(table + 512 * calls.len());
+        let mut bytes = Vec::with_capacity(table + 512 * n);
         bytes.resize(table, 0);
-        let mut ends = Vec::with_capacity(calls.len() + 1);
+        let mut ends = Vec::with_capacity(n + 1);
         ends.push(table as u32);
-        for c in &calls {
-            if let Err(e) = crate::compact_json::to_vec_into(&mut bytes, c) {
+        for (c, f) in thawed.calls.iter().zip(&thawed.frames) {
+            if let Err(e) = write_frozen(&mut bytes, c, f, c.position < inline_below) {
                 self.lock().failed = Some(e.to_string());
                 return false;
             }
