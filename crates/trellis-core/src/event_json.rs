@@ -97,7 +97,26 @@ pub fn event_string(ev: &Event) -> Result<String, Error> {
     String::from_utf8(out).map_err(<Error as serde::ser::Error>::custom)
 }
 
-fn write_f64(out: &mut Vec<u8>, v: f64) {
+/// A call's locations, as their derived `Serialize` writes them.
+pub(crate) fn write_locations(out: &mut Vec<u8>, locations: &[Location]) {
+    out.push(b'[');
+    for (i, Location { path, line }) in locations.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"path\":");
+        write_str(out, path);
+        if let Some(l) = line {
+            out.extend_from_slice(b",\"line\":");
+            out.extend_from_slice(itoa::Buffer::new().format(*l).as_bytes());
+        }
+        out.push(b'}');
+    }
+    out.push(b']');
+}
+
+/// A float as serde_json writes it (`null` when not finite).
+pub(crate) fn write_f64(out: &mut Vec<u8>, v: f64) {
     if v.is_finite() {
         out.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
     } else {
@@ -148,20 +167,8 @@ pub fn write_call(out: &mut Vec<u8>, call: &ToolCall) -> Result<(), Error> {
             other => compact_json::to_vec_into(out, other)?,
         }
     }
-    out.extend_from_slice(b"],\"locations\":[");
-    for (i, Location { path, line }) in locations.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"path\":");
-        write_str(out, path);
-        if let Some(l) = line {
-            out.extend_from_slice(b",\"line\":");
-            out.extend_from_slice(itoa::Buffer::new().format(*l).as_bytes());
-        }
-        out.push(b'}');
-    }
-    out.push(b']');
+    out.extend_from_slice(b"],\"locations\":");
+    write_locations(out, locations);
     if let Some(r) = raw_input {
         out.extend_from_slice(b",\"raw_input\":");
         out.extend_from_slice(r.get().as_bytes());

@@ -30,6 +30,10 @@ struct Hot {
     /// Kept beside the calls, not in them: the list grows with every update, and a call
     /// copied because an old snapshot is alive would copy it each time.
     frames: Vec<Vec<u64>>,
+    /// Finished calls as the spill will keep them, written when their last frame came
+    /// (while the call is still in the cache) rather than when the chunk freezes, a
+    /// thousand calls later (see [`crate::cold::Sealed`]); possibly shorter than `calls`.
+    sealed: Vec<Option<crate::cold::Sealed>>,
 }
 
 #[derive(Debug, Default)]
@@ -229,6 +233,7 @@ impl Ledger {
             self.chunks[no] = Some(Box::new(Hot {
                 calls: thawed.calls,
                 frames: thawed.frames,
+                sealed: Vec::new(),
             }));
         }
         self.chunks[no].get_or_insert_default()
@@ -279,6 +284,31 @@ impl Ledger {
                 text.set_origin(seq, n);
             }
         }
+    }
+
+    /// Writes the call at `index` as the spill will keep it, if it is finished and a store
+    /// will take it: called once a frame is applied, while the call is in the cache. The
+    /// chunk's freeze takes these bytes when the call has not changed since (its revision,
+    /// its frames and whether its texts stay inline are the same), and writes it afresh
+    /// otherwise.
+    pub fn seal(&mut self, index: usize) {
+        if self.cold.is_none() || index >= self.len || index < self.archived {
+            return;
+        }
+        let no = index / CHUNK;
+        let Some(Some(hot)) = self.chunks.get_mut(no) else {
+            return;
+        };
+        let i = index % CHUNK;
+        let call = &hot.calls[i];
+        if !call.status.is_terminal() {
+            return;
+        }
+        let sealed = crate::cold::Sealed::of(call, &hot.frames[i], false);
+        if hot.sealed.len() <= i {
+            hot.sealed.resize_with(i + 1, || None);
+        }
+        hot.sealed[i] = sealed;
     }
 
     /// Frames (log sequence numbers) that touched the call at `index`, in order.
@@ -369,6 +399,7 @@ impl Ledger {
                     self.chunks.push(Some(Box::new(Hot {
                         calls: Vec::with_capacity(CHUNK),
                         frames: Vec::with_capacity(CHUNK),
+                        sealed: Vec::new(),
                     })));
                 }
                 let hot = self.chunks[i / CHUNK].get_or_insert_default();
@@ -417,10 +448,11 @@ impl Ledger {
                 calls: hot.calls,
                 frames: hot.frames,
             };
-            if !cold.freeze(no, &thawed, self.archived) {
+            if !cold.freeze(no, &thawed, self.archived, &hot.sealed) {
                 self.chunks[no] = Some(Box::new(Hot {
                     calls: thawed.calls,
                     frames: thawed.frames,
+                    sealed: hot.sealed,
                 }));
                 break;
             }

@@ -76,6 +76,7 @@ fn ledger(n: usize) -> (Ledger, Arc<Cold>, Arc<MemSpill>) {
             1,
         );
         l.push_frame(a.index, 2 * i as u64 + 1);
+        l.seal(a.index);
     }
     (l, cold, spill)
 }
@@ -133,6 +134,39 @@ fn a_frozen_call_reads_back_as_it_was_and_is_found_by_its_id() {
     assert_eq!((t.calls, t.count(ToolStatus::Completed)), (n, n));
     let bytes: usize = (0..n).map(|i| format!("out {}/0\n", 2 * i + 1).len()).sum();
     assert_eq!(t.output_bytes, bytes);
+}
+
+/// Calls are written for the spill as they finish; one that changed after that is written
+/// again when its chunk freezes, whatever changed: a field, its frames, its texts' home.
+#[test]
+fn a_call_changed_after_it_was_sealed_freezes_as_it_is_then() {
+    let (mut l, _, _) = ledger(4 * CHUNK);
+    // A later frame about a finished call (its title).
+    let a = l.apply_in(
+        None,
+        patch(json!({"toolCallId": "c3", "title": "renamed"})),
+        false,
+        9.0,
+        1,
+    );
+    l.push_frame(a.index, 100_000);
+    // A change with no frame (as a permission record or an anomaly mark makes).
+    l.at_mut(5).anomalies.push("ran_unasked".into());
+    // A frame that touched it and changed nothing.
+    l.push_frame(7, 100_001);
+    let before: Vec<_> = l.calls().map(|c| (*c).clone()).collect();
+    let frames: Vec<Vec<u64>> = (0..before.len()).map(|i| l.frames(i).to_vec()).collect();
+    assert_eq!(l.settle(), 2 * CHUNK);
+    for i in [1, 3, 5, 7, 8] {
+        let c = l.at(i);
+        assert!(l.is_frozen(i));
+        assert_eq!(*c, before[i], "call {i}");
+        assert_eq!(c.rev, before[i].rev, "call {i}");
+        assert_eq!(*l.frames(i), *frames[i], "call {i}");
+    }
+    assert_eq!(l.at(3).title, "renamed");
+    assert_eq!(l.at(5).anomalies, ["ran_unasked"]);
+    assert_eq!(*l.frames(7), [14, 15, 100_001]);
 }
 
 #[test]

@@ -100,6 +100,38 @@ pub(super) enum FrozenContent {
     },
 }
 
+/// A finished call already written as the spill keeps it, with what it was written from:
+/// true as long as the call's revision (bumped on every change), its frames and whether
+/// its texts stay inline are the same.
+#[derive(Debug, Clone)]
+pub struct Sealed {
+    rev: u32,
+    frames: usize,
+    inline: bool,
+    bytes: Box<[u8]>,
+}
+
+impl Sealed {
+    pub(crate) fn of(c: &ToolCall, frames: &[u64], inline: bool) -> Option<Sealed> {
+        let mut bytes = Vec::with_capacity(384);
+        write_frozen(&mut bytes, c, frames, inline).ok()?;
+        Some(Sealed {
+            rev: c.rev,
+            frames: frames.len(),
+            inline,
+            bytes: bytes.into_boxed_slice(),
+        })
+    }
+
+    pub(crate) fn fits(&self, c: &ToolCall, frames: &[u64], inline: bool) -> bool {
+        self.rev == c.rev && self.frames == frames.len() && self.inline == inline
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 /// Appends `c` as the spill keeps it — the JSON [`FrozenCall`] reads back — written from
 /// the call without copying it; its texts as places in the log unless `inline` (their
 /// frames are in another log) or no frame said where they came from.
@@ -154,7 +186,7 @@ pub(super) fn write_frozen(
     }
     if !locations.is_empty() {
         out.extend_from_slice(b",\"locations\":");
-        compact_json::to_vec_into(out, locations)?;
+        crate::event_json::write_locations(out, locations);
     }
     if let Some(r) = raw_input {
         out.extend_from_slice(b",\"raw_input\":");
@@ -180,7 +212,7 @@ pub(super) fn write_frozen(
         out.push(b'[');
         write_str(out, h.status.as_str());
         out.push(b',');
-        compact_json::to_vec_into(out, &h.t)?;
+        crate::event_json::write_f64(out, h.t);
         out.push(b']');
     }
     out.push(b']');
@@ -200,8 +232,14 @@ pub(super) fn write_frozen(
     int(out, b",\"rev\":", u64::from(*rev));
     int(out, b",\"position\":", *position as u64);
     if !frames.is_empty() {
-        out.extend_from_slice(b",\"frames\":");
-        compact_json::to_vec_into(out, frames)?;
+        out.extend_from_slice(b",\"frames\":[");
+        for (i, f) in frames.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(itoa::Buffer::new().format(*f).as_bytes());
+        }
+        out.push(b']');
     }
     out.push(b'}');
     Ok(())

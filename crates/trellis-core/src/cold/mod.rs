@@ -23,6 +23,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex};
 
 mod encoding;
+pub use encoding::Sealed;
 use encoding::{FrozenCall, table, table_prefix, write_frozen};
 
 use crate::bulk::BulkSource;
@@ -319,7 +320,14 @@ impl Cold {
     /// Writes chunk `no` out. `inline_below`: calls before this position keep their
     /// texts in the spill (their frames are in another log). False when it could not be
     /// written (the chunk stays in memory).
-    pub(crate) fn freeze(&self, no: usize, thawed: &Thawed, inline_below: usize) -> bool {
+    /// `sealed`: calls written when they finished (see [`Sealed`]), used where still true.
+    pub(crate) fn freeze(
+        &self,
+        no: usize,
+        thawed: &Thawed,
+        inline_below: usize,
+        sealed: &[Option<Sealed>],
+    ) -> bool {
         // A table of where each call's JSON starts (and where the last ends), then the
         // calls: one call is read back without the others.
         let n = thawed.calls.len();
@@ -330,10 +338,16 @@ impl Cold {
         bytes.resize(table, 0);
         let mut ends = Vec::with_capacity(n + 1);
         ends.push(table as u32);
-        for (c, f) in thawed.calls.iter().zip(&thawed.frames) {
-            if let Err(e) = write_frozen(&mut bytes, c, f, c.position < inline_below) {
-                self.lock().failed = Some(e.to_string());
-                return false;
+        for (k, (c, f)) in thawed.calls.iter().zip(&thawed.frames).enumerate() {
+            let inline = c.position < inline_below;
+            match sealed.get(k).and_then(Option::as_ref) {
+                Some(s) if s.fits(c, f, inline) => bytes.extend_from_slice(s.bytes()),
+                _ => {
+                    if let Err(e) = write_frozen(&mut bytes, c, f, inline) {
+                        self.lock().failed = Some(e.to_string());
+                        return false;
+                    }
+                }
             }
             ends.push(u32::try_from(bytes.len()).unwrap_or(u32::MAX));
         }

@@ -404,5 +404,6 @@ fn tool_call_patch(
     if names_session {
         super::subagents::link_call(cx, applied.index);
     }
+    cx.s.ledger.seal(applied.index);
     Ok(())
 }
