@@ -67,6 +67,10 @@ struct Inner {
     actions: Vec<Input>,
     /// Actions queued for the driver (the agent's reader waits on it).
     backlog: Arc<crate::inputs::Backlog>,
+    /// The time of the last record (its number, its time) when more lines were already
+    /// buffered behind it: those lines arrived with it, in the same read, and take its
+    /// time rather than a clock reading each.
+    batch_t: Option<(u64, f64)>,
 }
 
 #[derive(Clone)]
@@ -121,6 +125,7 @@ impl Recorder {
                 pending: String::new(),
                 actions: Vec::new(),
                 backlog: Arc::default(),
+                batch_t: None,
             })),
             start: Instant::now(),
         }
@@ -197,9 +202,15 @@ impl Recorder {
     /// [`Recorder::line`] for a line that was not valid UTF-8: `line` is its text with
     /// U+FFFD in place of invalid bytes, `bytes` the line as received (logged losslessly).
     pub fn line_bytes(&self, dir: Dir, line: &str, bytes: Option<&[u8]>, more: More) -> bool {
-        let t = self.now();
         let keep = self.keep.load(std::sync::atomic::Ordering::Relaxed);
         self.with(|inner| {
+            let t = match inner.batch_t.take() {
+                Some((seq, t)) if seq == inner.seq => t,
+                _ => self.now(),
+            };
+            if more == More::Buffered {
+                inner.batch_t = Some((inner.seq + 1, t));
+            }
             inner.seq += 1;
             let seq = inner.seq;
             let (action, forward) = match Message::parse(line) {
@@ -373,5 +384,52 @@ impl Recorder {
             )));
             inner.lost_reported = *n;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keeps what is written, for the test to read.
+    struct Kept(Arc<Mutex<String>>);
+
+    impl LogSink for Kept {
+        fn append(&mut self, line: &str) -> std::io::Result<()> {
+            self.0.lock().unwrap().push_str(line);
+            Ok(())
+        }
+        fn sync(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn lines_read_together_share_their_time_and_times_never_go_back() {
+        let kept = Arc::new(Mutex::new(String::new()));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let r = Recorder::new(Box::new(Kept(kept.clone())), tx);
+        let line = |n: u32| format!(r#"{{"jsonrpc":"2.0","method":"x/{n}","params":{{}}}}"#);
+        r.line(Dir::AgentToClient, &line(1), More::No);
+        // Three lines of one read.
+        r.line(Dir::AgentToClient, &line(2), More::Buffered);
+        r.line(Dir::AgentToClient, &line(3), More::Buffered);
+        r.line(Dir::AgentToClient, &line(4), More::No);
+        // A read of two lines with a record of the client's between them.
+        r.line(Dir::AgentToClient, &line(5), More::Buffered);
+        r.line(Dir::ClientToAgent, &line(6), More::No);
+        r.line(Dir::AgentToClient, &line(7), More::No);
+        r.flush();
+        // The times the reducer gets (the log keeps whole milliseconds).
+        let mut times = Vec::new();
+        while let Ok(input) = rx.try_recv() {
+            if let Input::Action(Action::Frame { t, .. }) = input {
+                times.push(t);
+            }
+        }
+        assert_eq!(kept.lock().unwrap().lines().count(), 7);
+        assert_eq!(times.len(), 7);
+        assert_eq!((times[1], times[2]), (times[3], times[3]));
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
     }
 }

@@ -66,29 +66,37 @@ fn escape_mask(w: u64) -> u64 {
 }
 
 #[inline]
-fn load(bytes: &[u8], i: usize) -> Option<u64> {
-    let word: [u8; 8] = bytes.get(i..i + 8)?.try_into().ok()?;
-    Some(u64::from_le_bytes(word))
+fn word(chunk: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&chunk[..8]);
+    u64::from_le_bytes(w)
 }
 
-/// Index of the first byte at or after `i` that needs an escape, if any.
+/// Index of the first byte at or after `from` that needs an escape, if any.
 #[inline]
-fn next_escape(bytes: &[u8], mut i: usize) -> Option<usize> {
-    // Two words a step while sixteen bytes remain: runs between escapes are long.
-    while let (Some(a), Some(b)) = (load(bytes, i), load(bytes, i + 8)) {
-        if escape_mask(a) | escape_mask(b) != 0 {
+fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    let rest = bytes.get(from..)?;
+    // Sixteen bytes a step: runs between escapes are long.
+    let mut pairs = rest.chunks_exact(16);
+    let mut at = 0;
+    for pair in pairs.by_ref() {
+        if escape_mask(word(pair)) | escape_mask(word(&pair[8..])) != 0 {
             break;
         }
-        i += 16;
+        at += 16;
     }
-    while let Some(w) = load(bytes, i) {
-        let m = escape_mask(w);
+    let mut words = rest[at..].chunks_exact(8);
+    for w in words.by_ref() {
+        let m = escape_mask(word(w));
         if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
+            return Some(from + at + (m.trailing_zeros() / 8) as usize);
         }
-        i += 8;
+        at += 8;
     }
-    (i..bytes.len()).find(|&k| needs_escape(bytes[k]))
+    let tail = words.remainder();
+    tail.iter()
+        .position(|&b| needs_escape(b))
+        .map(|k| from + at + k)
 }
 
 #[inline]
