@@ -195,6 +195,8 @@ impl Driver {
         if let Some(cold) = self.session.ledger.cold() {
             host.set_cold(cold.clone());
         }
+        // The mirror reads calls from the ledger when synced (see `Driver::deliver`).
+        host.defer_calls();
         self.host = Some(host);
         self.ext_rx = Some(rx);
     }
@@ -451,8 +453,9 @@ impl Driver {
     pub fn effects(&mut self, fx: Vec<Effect>, notes: &mut Vec<Note>) {
         let now = self.now();
         let mut turn_ended = false;
+        let ledger = &self.session.ledger;
         let outs = match self.host.as_mut() {
-            Some(h) => h.on_effects(&fx, now),
+            Some(h) => h.on_effects_synced(&fx, now, Some(&|p| ledger.snapshot(p))),
             None => Vec::new(),
         };
         for e in fx {
@@ -573,6 +576,7 @@ impl Driver {
         {
             return;
         }
+        h.sync_calls(&|p| self.session.ledger.snapshot(p));
         h.flush(limit);
         while let Some(msg) = self.ext_rx.as_mut().and_then(|r| r.try_recv().ok()) {
             self.handle(Incoming::Ext(msg), notes);
@@ -640,7 +644,17 @@ impl Driver {
     /// wait for a storm to pause: [`ExtHost::deliver_paced`]).
     pub fn deliver(&self) {
         if let Some(h) = &self.host {
+            self.sync_extensions();
             h.deliver_paced();
+        }
+    }
+
+    /// Brings the calls extensions read up to date with the ledger (see
+    /// [`ExtHost::defer_calls`]): before events are handed over, and before a front end
+    /// lets extensions finish.
+    pub fn sync_extensions(&self) {
+        if let Some(h) = &self.host {
+            h.sync_calls(&|p| self.session.ledger.snapshot(p));
         }
     }
 
@@ -679,6 +693,7 @@ impl Driver {
             self.input(input, notes);
         }
         if let Some(h) = &self.host {
+            self.sync_extensions();
             h.deliver();
         }
         for o in &mut self.observers {

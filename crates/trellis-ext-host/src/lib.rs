@@ -327,6 +327,22 @@ impl ExtHost {
         });
     }
 
+    /// From now on the mirror takes calls from the ledger at [`ExtHost::sync_calls`]
+    /// instead of from each event (the driver, which holds the ledger, syncs before it
+    /// hands events over and before a permission or question reaches extensions).
+    pub fn defer_calls(&mut self) {
+        if self.mirror_on {
+            self.shared.mirror_mut().defer();
+        }
+    }
+
+    /// Brings the mirror's calls up to date: `snapshot` reads the ledger's call at a place.
+    pub fn sync_calls(&self, snapshot: &dyn Fn(usize) -> Arc<trellis_core::ToolCall>) {
+        if self.mirror_on && self.shared.mirror().has_dirty() {
+            self.shared.mirror_mut().sync(snapshot);
+        }
+    }
+
     /// Hands every queued event to its extension's worker.
     pub fn deliver(&self) {
         self.outbox.deliver(&self.slots, &self.shared);
@@ -357,6 +373,22 @@ impl ExtHost {
     /// Feeds the reducer's effects: events are dispatched; a permission request the
     /// rules left open starts the extension step of the chain.
     pub fn on_effects(&mut self, fx: &[Effect], now: f64) -> Vec<Out> {
+        self.on_effects_synced(fx, now, None)
+    }
+
+    /// [`ExtHost::on_effects`] for a host whose calls are deferred: the mirror is synced
+    /// through `snapshot` before a permission request or a question is offered.
+    pub fn on_effects_synced(
+        &mut self,
+        fx: &[Effect],
+        now: f64,
+        snapshot: Option<&dyn Fn(usize) -> Arc<trellis_core::ToolCall>>,
+    ) -> Vec<Out> {
+        let sync = |h: &Self| {
+            if let Some(s) = snapshot {
+                h.sync_calls(s);
+            }
+        };
         let mut out = Vec::new();
         for e in fx {
             let Effect::Emit(ev) = e else { continue };
@@ -373,6 +405,7 @@ impl ExtHost {
                     );
                     self.dispatch(ev);
                     if !answered {
+                        sync(self);
                         let call = self.shared.mirror().call(subagent.clone(), call_id);
                         let call = call.unwrap_or_else(|| {
                             Arc::new(trellis_core::ToolCall::placeholder(call_id.clone(), now, 0))
@@ -405,6 +438,7 @@ impl ExtHost {
                         matches!(f, Effect::Elicit { request_id: r, .. } if *r == elicitation.request_id)
                     });
                     if !answered && self.has_question_claimants() {
+                        sync(self);
                         let id = elicitation.request_id.clone();
                         let ask = Arc::new(QuestionAsk {
                             session: ev.session.clone(),

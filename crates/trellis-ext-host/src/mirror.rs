@@ -32,6 +32,12 @@ pub(crate) struct Mirror {
     seen: usize,
     /// `calls.len()` after the last sweep.
     swept_at: usize,
+    /// Calls are taken from the ledger when the host is synced ([`Mirror::sync`]) rather
+    /// than from each event: a snapshot held from one event to the next would make the
+    /// ledger copy the call at its next update.
+    deferred: bool,
+    /// Ledger places of calls changed since the last sync.
+    dirty: Vec<usize>,
     pub call_state: HashMap<(String, String), Value>,
 }
 
@@ -73,6 +79,29 @@ impl Mirror {
         cold.call(p)
     }
 
+    /// Takes calls from the ledger at sync time from now on (see `deferred`).
+    pub fn defer(&mut self) {
+        self.deferred = true;
+    }
+
+    pub fn has_dirty(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    /// Holds the newest snapshot of every call changed since the last sync, in ledger
+    /// order (so new calls come in the order they were made); `snapshot` reads the
+    /// ledger.
+    pub fn sync(&mut self, snapshot: &dyn Fn(usize) -> Arc<ToolCall>) {
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.sort_unstable();
+        dirty.dedup();
+        for p in dirty.drain(..) {
+            self.put(&snapshot(p));
+        }
+        // Kept for its capacity.
+        self.dirty = dirty;
+    }
+
     /// Holds `call` (the newest snapshot of it).
     pub fn put(&mut self, call: &Arc<ToolCall>) {
         match self.by_place.get(&call.position) {
@@ -108,9 +137,9 @@ impl Mirror {
         self.swept_at = self.calls.len();
     }
 
-    /// Calls so far: those held, or with a store every place the ledger gave.
+    /// Calls so far: those held, or with a store (or deferred) every place the ledger gave.
     fn count(&self) -> usize {
-        if self.cold.is_some() {
+        if self.cold.is_some() || self.deferred {
             self.seen.max(self.calls.len())
         } else {
             self.calls.len()
@@ -138,7 +167,14 @@ impl Mirror {
             }
             EventBody::TurnEnded { .. } => self.info.turn_open = false,
             EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } => {
-                self.put(call);
+                match ev.position {
+                    Some(p) if self.deferred => {
+                        self.dirty.push(p);
+                        self.seen = self.seen.max(p + 1);
+                        self.info.calls = self.count();
+                    }
+                    _ => self.put(call),
+                }
             }
             EventBody::Usage { usage } => self.info.usage = Some(usage.clone()),
             EventBody::ModeChanged { mode } => self.info.mode = Some(mode.clone()),
@@ -214,5 +250,65 @@ mod mirror_tests {
             m.call(None, "c3").map(|c| c.title.clone()).as_deref(),
             Some("again")
         );
+    }
+
+    /// Deferred, the mirror holds no snapshot between syncs (so the ledger changes its
+    /// calls in place), and a sync brings every changed call in, in ledger order, as the
+    /// ledger has it then.
+    #[test]
+    fn a_deferred_mirror_takes_calls_from_the_ledger_when_synced() {
+        let mut l = trellis_core::Ledger::default();
+        let mut m = Mirror::default();
+        m.defer();
+        let event = |l: &trellis_core::Ledger, index: usize| Event {
+            schema: 1,
+            t: 0.0,
+            session: None,
+            hub_session: None,
+            body: EventBody::ToolCallUpdated {
+                previous_status: None,
+                status: trellis_core::ToolStatus::InProgress,
+                call: l.snapshot(index),
+            },
+            acp: None,
+            wire: Default::default(),
+            position: Some(index),
+        };
+        let mut apply = |l: &mut trellis_core::Ledger, json: &str| {
+            let patch: trellis_core::ToolCallPatch = serde_json::from_str(json).unwrap_or_default();
+            let a = l.apply(patch, true, 0.0, 1);
+            let ev = event(l, a.index);
+            m.observe(&ev);
+            a.index
+        };
+        let b = apply(
+            &mut l,
+            r#"{"toolCallId":"b","title":"B","status":"pending"}"#,
+        );
+        let a = apply(
+            &mut l,
+            r#"{"toolCallId":"a","title":"A","status":"pending"}"#,
+        );
+        apply(&mut l, r#"{"toolCallId":"b","status":"completed"}"#);
+        // The events are gone; nothing else holds the ledger's calls.
+        assert_eq!(
+            Arc::strong_count(&l.snapshot(b)),
+            2,
+            "only the ledger holds b"
+        );
+        assert!(m.call(None, "b").is_none(), "not before the sync");
+        assert_eq!(m.info.calls, 2, "counted at once");
+        m.sync(&|p| l.snapshot(p));
+        let calls = m.calls();
+        assert_eq!(
+            calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            ["b", "a"]
+        );
+        assert_eq!(
+            m.call(None, "b").map(|c| c.status),
+            Some(trellis_core::ToolStatus::Completed)
+        );
+        assert_eq!(m.call(None, "a").map(|c| c.position), Some(a));
+        assert!(!m.has_dirty());
     }
 }

@@ -483,6 +483,7 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
         // Extensions finish what they were given; their diagnostics close the stream.
         let now = driver.now();
         if let Some(host) = &driver.host {
+            driver.sync_extensions();
             host.flush(Duration::from_secs(2));
             self.out.status(&host.status(), now)?;
         }
