@@ -254,8 +254,10 @@ pub(crate) struct FastItem<'a> {
 struct FastBlock<'a> {
     #[serde(rename = "type", borrow)]
     ty: std::borrow::Cow<'a, str>,
-    #[serde(default)]
-    text: Option<String>,
+    /// The text as it is on the line: unescaped once, into one allocation
+    /// ([`crate::hot::unescape`]), rather than through a scratch buffer grown per line.
+    #[serde(default, borrow)]
+    text: Option<&'a RawValue>,
 }
 
 /// Parses a `content` array. The fast path reads text, diff and terminal items in one pass;
@@ -287,7 +289,9 @@ pub(crate) fn fast_content(items: Vec<FastItem>) -> Option<Vec<ToolContent>> {
                     ty,
                     text: Some(text),
                 }),
-            ) if ty == "text" => ToolContent::Text { text: text.into() },
+            ) if ty == "text" => ToolContent::Text {
+                text: crate::hot::unescape(text.get())?.into(),
+            },
             ("diff", _) => ToolContent::Diff {
                 path: it.path?,
                 old_text: it.old_text,
