@@ -197,6 +197,7 @@ fn read_stdout(
     to_sdk: tokio::sync::mpsc::Sender<std::io::Result<String>>,
     rt: tokio::runtime::Handle,
 ) {
+    use std::io::BufRead as _;
     let mut r = std::io::BufReader::with_capacity(1 << 16, stdout);
     let mut buf = Vec::new();
     let mut bad_utf8 = 0u64;
@@ -204,50 +205,39 @@ fn read_stdout(
     // Lines for the SDK, offered once the recorder released their actions to the driver.
     let mut held: Vec<String> = Vec::new();
     loop {
-        let read = match lines::read_line_blocking(&mut r, &mut buf, MAX_LINE) {
-            Ok(Some(read)) => read,
-            Ok(None) => break,
-            Err(e) => {
-                tap.warn(format!("reading the agent's output failed: {e}"));
-                offer(&mut held, &mut sdk);
-                if let Some(tx) = sdk.take() {
-                    let _ = tx.blocking_send(Err(e));
-                }
-                break;
+        // A line whole in the reader's buffer is recorded where it is, not copied out
+        // first (most lines of a read: only the first, begun in the read before, is).
+        let more = if let Some(i) = memchr::memchr(b'\n', r.buffer()) {
+            let rest = r.buffer();
+            let line = rest[..i].strip_suffix(b"\r").unwrap_or(&rest[..i]);
+            // Group commit: another complete line already in memory?
+            let more = more_after(&rest[i + 1..]);
+            let forward = record(&tap, line, 0, more, &mut bad_utf8);
+            if let Some(line) = forward.filter(|_| sdk.is_some()) {
+                held.push(line);
             }
-        };
-        // Group commit: another complete line already in memory?
-        let more = if lines::has_complete_line(r.buffer()) {
-            More::Buffered
+            r.consume(i + 1);
+            more
         } else {
-            More::No
-        };
-        if read.dropped > 0 {
-            tap.oversized(Dir::AgentToClient, &buf, buf.len() + read.dropped, more);
-        } else if lines::is_blank(&buf) {
-            if more == More::No {
-                tap.flush();
-            }
-        } else {
-            let (line, raw) = match std::str::from_utf8(&buf) {
-                Ok(s) => (std::borrow::Cow::Borrowed(s), None),
-                Err(_) => {
-                    bad_utf8 += 1;
-                    if bad_utf8 == 1 {
-                        tap.warn(
-                            "the agent wrote a line that is not valid UTF-8; invalid bytes \
-                             were replaced with U+FFFD (the line is in the session log as \
-                             received)"
-                                .into(),
-                        );
+            let read = match lines::read_line_blocking(&mut r, &mut buf, MAX_LINE) {
+                Ok(Some(read)) => read,
+                Ok(None) => break,
+                Err(e) => {
+                    tap.warn(format!("reading the agent's output failed: {e}"));
+                    offer(&mut held, &mut sdk);
+                    if let Some(tx) = sdk.take() {
+                        let _ = tx.blocking_send(Err(e));
                     }
-                    (String::from_utf8_lossy(&buf), Some(&buf[..]))
+                    break;
                 }
             };
-            if tap.line_bytes(Dir::AgentToClient, &line, raw, more) && sdk.is_some() {
-                held.push(line.into_owned());
+            let more = more_after(r.buffer());
+            let forward = record(&tap, &buf, read.dropped, more, &mut bad_utf8);
+            if let Some(line) = forward.filter(|_| sdk.is_some()) {
+                held.push(line);
             }
-        }
+            more
+        };
         if more == More::No {
             // Backpressure: the driver has enough queued (see `crate::inputs`).
             rt.block_on(tap.room());
@@ -262,6 +252,53 @@ fn read_stdout(
             "the agent wrote {bad_utf8} lines of invalid UTF-8 in all"
         ));
     }
+}
+
+/// Whether another complete line is already in memory behind the one being recorded.
+fn more_after(rest: &[u8]) -> More {
+    if lines::has_complete_line(rest) {
+        More::Buffered
+    } else {
+        More::No
+    }
+}
+
+/// Records one line of the agent's output (`dropped`: bytes of it cut off past the
+/// longest line taken); returns it when the SDK must see it too.
+fn record(
+    tap: &Recorder,
+    line: &[u8],
+    dropped: usize,
+    more: More,
+    bad_utf8: &mut u64,
+) -> Option<String> {
+    if dropped > 0 {
+        tap.oversized(Dir::AgentToClient, line, line.len() + dropped, more);
+        return None;
+    }
+    if lines::is_blank(line) {
+        if more == More::No {
+            tap.flush();
+        }
+        return None;
+    }
+    let (text, raw) = match std::str::from_utf8(line) {
+        Ok(s) => (std::borrow::Cow::Borrowed(s), None),
+        Err(_) => {
+            *bad_utf8 += 1;
+            if *bad_utf8 == 1 {
+                tap.warn(
+                    "the agent wrote a line that is not valid UTF-8; invalid bytes \
+                     were replaced with U+FFFD (the line is in the session log as \
+                     received)"
+                        .into(),
+                );
+            }
+            (String::from_utf8_lossy(line), Some(line))
+        }
+    };
+    tap.line_bytes(Dir::AgentToClient, &text, raw, more)
+        .then(|| text.into_owned())
 }
 
 /// Offers `held` lines to the SDK, in order; a connection that is over takes no more.
