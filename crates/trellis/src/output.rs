@@ -195,21 +195,20 @@ impl<W: Write> Output<W> {
             }
             EventBody::TurnEnded { stop_reason, .. } => {
                 self.end_line()?;
-                let calls = session
+                // A turn's calls are the ledger's last ones (a call belongs to the turn
+                // it was first seen in): counted in one pass from the end, so a turn's
+                // end reads back none of the earlier turns' frozen calls.
+                let (mut calls, mut failed, mut flagged) = (0, 0, 0);
+                for c in session
                     .ledger
                     .calls()
-                    .filter(|c| c.turn == session.turn)
-                    .count();
-                let failed = session
-                    .ledger
-                    .calls()
-                    .filter(|c| c.turn == session.turn && c.status == ToolStatus::Failed)
-                    .count();
-                let flagged = session
-                    .ledger
-                    .calls()
-                    .filter(|c| c.turn == session.turn && !c.anomalies.is_empty())
-                    .count();
+                    .rev()
+                    .take_while(|c| c.turn == session.turn)
+                {
+                    calls += 1;
+                    failed += usize::from(c.status == ToolStatus::Failed);
+                    flagged += usize::from(!c.anomalies.is_empty());
+                }
                 let flagged = if flagged > 0 {
                     format!(", {flagged} anomalous (⚑)")
                 } else {

@@ -81,6 +81,41 @@ fn repeated_prompts_run_as_consecutive_turns() {
     assert_eq!(of("session_ended").len(), 1);
 }
 
+/// The readable transcript closes each turn with that turn's calls alone (counted from the
+/// ledger's end, where a turn's calls are).
+#[test]
+fn each_turns_summary_counts_its_own_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cwd, log) = (dir.path().to_str().unwrap(), dir.path().join("s.jsonl"));
+    let o = trellis_in(
+        dir.path(),
+        &[
+            "run",
+            "--format",
+            "text",
+            "--cwd",
+            cwd,
+            "--log",
+            log.to_str().unwrap(),
+            "--permission",
+            "allow-once",
+            "--prompt",
+            "fix the TODO",
+            "--prompt",
+            "fix it again",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let summaries: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(" tool calls, "))
+        .collect();
+    assert_eq!(
+        summaries, ["— end_turn · 5 tool calls, 1 failed"; 2],
+        "{out}"
+    );
+}
+
 /// A compaction and a notice from the agent (issue 12, item 6): events, the log, `log
 /// show`, the Markdown export; the client advertises that it shows them.
 #[test]
