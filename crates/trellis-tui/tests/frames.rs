@@ -132,9 +132,8 @@ fn diff_permission_and_raw_views() {
     let mut app = App::new(b.s, "demo".into(), false);
     app.theme = trellis_view::Theme::plain();
     // The Raw view reads frames from the session log by line number.
-    let dir = std::env::temp_dir().join(format!("trellis-frames-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let log = dir.join("log.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
     let mut lines = vec![String::new(); 5];
     lines[1] = json!({"t":0.1,"dir":"agent_to_client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call","toolCallId":"one"}}}}).to_string();
     std::fs::write(&log, lines.join("\n")).unwrap();
