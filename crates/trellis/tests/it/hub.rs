@@ -164,7 +164,12 @@ fn a_killed_uis_socket_is_cleared_by_the_next_listing() {
     let runtime = std::fs::canonicalize(home.path()).unwrap().join("run");
     std::fs::create_dir_all(&runtime).unwrap();
     let env = format!("XDG_RUNTIME_DIR={}", runtime.display());
-    let Some(t) = Tmux::start_env(&["LANG=C.UTF-8", &env], &["--agent", "demo"], 100, 30) else {
+    // The UI is killed: its demo workspace cannot be removed by it, so it is made here.
+    let tmp = home.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = format!("TMPDIR={}", tmp.display());
+    let Some(t) = Tmux::start_env(&["LANG=C.UTF-8", &env, &tmp], &["--agent", "demo"], 100, 30)
+    else {
         return;
     };
     t.wait_for("Enter send");
