@@ -376,7 +376,16 @@ fn restore() {
         DisableMouseCapture,
         crossterm::event::DisableFocusChange
     );
-    ratatui::restore();
+    // Not `ratatui::restore`: it reports a failure with `eprintln!`, which panics when the
+    // terminal is gone (a hangup), and its panic hook restores (and prints) again — an abort
+    // that skips every drop still to come: the demo's workspace stays behind.
+    if let Err(e) = ratatui::try_restore() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "trellis: could not restore the terminal: {e}"
+        );
+    }
 }
 
 /// Starts the agent again, continuing the session log from an origin.

@@ -274,8 +274,12 @@ fn deck_keys(config: &Config) -> anyhow::Result<trellis_tui::deck::DeckKeys> {
 
 /// What closing the session had to say, once the terminal is the user's again.
 fn print_said(said: Vec<String>) {
+    use std::io::Write;
+    // Not `eprintln!`: after a hangup the terminal is gone, and a failed print would panic
+    // on the way out (skipping what is still to be dropped: sockets, the demo's workspace).
+    let mut err = std::io::stderr().lock();
     for text in said {
-        eprintln!("trellis: {}", crate::output::safe(&text));
+        let _ = writeln!(err, "trellis: {}", crate::output::safe(&text));
     }
 }
 

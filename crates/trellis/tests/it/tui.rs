@@ -540,6 +540,36 @@ fn the_demo_scratch_workspace_is_removed_at_exit() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A closed terminal (SIGHUP) ends the UI like a quit: the demo's scratch workspace goes
+/// with it. It stayed behind when the terminal was gone: a failed print on the way out
+/// panicked, and the terminal-restoring panic hook aborted before the drops.
+#[test]
+fn a_hangup_removes_the_demos_workspace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = format!("TMPDIR={}", tmp.path().display());
+    let Some(t) = Tmux::start_env(&["LANG=C.UTF-8", &env], &["--agent", "demo"], 100, 30) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    let pid = t.program_pid().unwrap();
+    let demo = || -> Vec<String> {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("trellis-demo-"))
+            .collect()
+    };
+    assert_eq!(demo().len(), 1, "the workspace is made");
+    drop(t);
+    let start = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "the UI ends");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(demo().is_empty(), "{:?} left behind", demo());
+}
+
 /// Until the agent has set up its session the status bar says so, whatever else it
 /// shows, and the session's directory is on it.
 #[test]
