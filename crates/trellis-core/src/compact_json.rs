@@ -13,6 +13,70 @@
 
 use serde::ser::{self, Serialize};
 
+/// `Serializer` methods a writer of one kind of value refuses, each with `$err()`: the
+/// compound ones (`compounds`), and the listed ones taking one plain argument.
+macro_rules! refuse {
+    ($err:ident; compounds) => {
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: &T,
+        ) -> Result<(), Error> {
+            Err($err())
+        }
+        fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+            Err($err())
+        }
+        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Error> {
+            Err($err())
+        }
+        fn serialize_tuple_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleStruct, Error> {
+            Err($err())
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant, Error> {
+            Err($err())
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Error> {
+            Err($err())
+        }
+        fn serialize_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStruct, Error> {
+            Err($err())
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant, Error> {
+            Err($err())
+        }
+    };
+    ($err:ident; $($name:ident($ty:ty)),* $(,)?) => {
+        $(
+            fn $name(self, _: $ty) -> Result<(), Error> {
+                Err($err())
+            }
+        )*
+    };
+}
+
 mod keys;
 mod raw;
 

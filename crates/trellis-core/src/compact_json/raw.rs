@@ -24,45 +24,6 @@ impl ser::Serializer for RawWriter<'_> {
         self.out.extend_from_slice(v.as_bytes());
         Ok(())
     }
-    fn serialize_bool(self, _: bool) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_i64(self, _: i64) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_u64(self, _: u64) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_f64(self, _: f64) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_i8(self, _: i8) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_i16(self, _: i16) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_i32(self, _: i32) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_u8(self, _: u8) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_u16(self, _: u16) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_u32(self, _: u32) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_f32(self, _: f32) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_char(self, _: char) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_bytes(self, _: &[u8]) -> Result<(), Error> {
-        Err(raw_error())
-    }
     fn serialize_none(self) -> Result<(), Error> {
         Err(raw_error())
     }
@@ -70,9 +31,6 @@ impl ser::Serializer for RawWriter<'_> {
         Err(raw_error())
     }
     fn serialize_unit(self) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Error> {
         Err(raw_error())
     }
     fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> Result<(), Error> {
@@ -85,52 +43,24 @@ impl ser::Serializer for RawWriter<'_> {
     ) -> Result<(), Error> {
         Err(raw_error())
     }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result<(), Error> {
-        Err(raw_error())
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Error> {
-        Err(raw_error())
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Error> {
-        Err(raw_error())
-    }
-    fn serialize_tuple_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct, Error> {
-        Err(raw_error())
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Error> {
-        Err(raw_error())
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Error> {
-        Err(raw_error())
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Error> {
-        Err(raw_error())
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Error> {
-        Err(raw_error())
-    }
+    refuse!(
+        raw_error;
+        serialize_bool(bool),
+        serialize_i64(i64),
+        serialize_u64(u64),
+        serialize_f64(f64),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_f32(f32),
+        serialize_char(char),
+        serialize_bytes(&[u8]),
+        serialize_unit_struct(&'static str),
+    );
+    refuse!(raw_error; compounds);
 }
 
 fn raw_error() -> Error {
