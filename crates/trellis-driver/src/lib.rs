@@ -138,12 +138,16 @@ pub struct Driver {
     remote: Option<std::sync::mpsc::Sender<attached::Remote>>,
     /// Sees every event of the session as it is emitted (traces): it must be quick.
     observers: Vec<Box<dyn Observer>>,
+    /// Tool call events go to observers only, not to the notes (see
+    /// [`Driver::calls_to_observers_only`]).
+    calls_unnoted: bool,
 }
 
 /// Something that sees a session's events as they are emitted, and its end (the trace
 /// exporter). It runs on the session's path: it must be quick.
 pub trait Observer: Send {
-    fn event(&mut self, ev: &Event);
+    /// `ev` was just emitted; `session` is as the action that emitted it left it.
+    fn event(&mut self, ev: &Event, session: &Session);
     /// The session is closed: nothing more comes.
     fn closed(&mut self);
 }
@@ -172,6 +176,7 @@ impl Driver {
             resumed: None,
             remote: None,
             observers: Vec::new(),
+            calls_unnoted: false,
         }
     }
 
@@ -180,6 +185,14 @@ impl Driver {
     /// so it must be quick.
     pub fn observe(&mut self, o: Box<dyn Observer>) {
         self.observers.push(o);
+    }
+
+    /// Tool call events (created, updated) reach observers only, not the notes: a front
+    /// end that takes every event from an observer (headless output) does not hold each
+    /// call's snapshot until the end of the batch, and the ledger then changes its calls
+    /// in place instead of copying them at their next update.
+    pub fn calls_to_observers_only(&mut self) {
+        self.calls_unnoted = true;
     }
 
     /// A driver for a live agent.
@@ -465,7 +478,7 @@ impl Driver {
             };
             if let Some(Effect::Emit(ev)) = e {
                 for o in &mut self.observers {
-                    o.event(&ev);
+                    o.event(&ev, &self.session);
                 }
                 match &ev.body {
                     EventBody::ToolCallUpdated {
@@ -486,8 +499,13 @@ impl Driver {
                     }
                     _ => {}
                 }
+                let call = matches!(
+                    ev.body,
+                    EventBody::ToolCallCreated { .. } | EventBody::ToolCallUpdated { .. }
+                );
                 match self.touched.as_mut() {
                     Some(t) => t.extend(ev.position),
+                    None if call && self.calls_unnoted => {}
                     None => notes.push(Note::Event(ev)),
                 }
             }

@@ -29,6 +29,35 @@ pub struct Output<W: Write> {
     /// JSON lines not yet handed to `out`: written in blocks at least as large as a
     /// `BufWriter`'s buffer, so they go straight through instead of being copied into it.
     pending: Vec<u8>,
+    /// The first write that failed while the output was the driver's observer (see
+    /// [`Writer`]): nothing more is written, and the run ends on it.
+    failed: Option<std::io::Error>,
+}
+
+/// The output as the run and the driver's observer share it.
+pub type Shared<W> = std::sync::Arc<std::sync::Mutex<Output<W>>>;
+
+/// Locks the shared output (a panic while it was held leaves it usable: it is only bytes).
+pub fn lock<W: Write>(out: &Shared<W>) -> std::sync::MutexGuard<'_, Output<W>> {
+    out.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Writes each event as the driver emits it: no event waits in the notes for the end of
+/// its batch, holding its call's snapshot (see `Driver::calls_to_observers_only`).
+pub struct Writer<W: Write>(pub Shared<W>);
+
+impl<W: Write + Send> trellis_driver::Observer for Writer<W> {
+    fn event(&mut self, ev: &Event, session: &Session) {
+        let mut out = lock(&self.0);
+        if out.failed.is_none()
+            && let Err(e) = out.event(ev, session)
+        {
+            out.failed = Some(e);
+        }
+    }
+
+    fn closed(&mut self) {}
 }
 
 impl<W: Write> Output<W> {
@@ -38,10 +67,15 @@ impl<W: Write> Output<W> {
             format,
             open_role: None,
             pending: Vec::new(),
+            failed: None,
         }
     }
 
+    /// Writes what is gathered; fails with the first write that failed as an observer.
     pub fn flush(&mut self) -> std::io::Result<()> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         self.write_pending()?;
         self.out.flush()
     }

@@ -116,7 +116,7 @@ struct Observed(trellis_trace::export::Live);
 
 #[cfg(feature = "otel")]
 impl trellis_driver::Observer for Observed {
-    fn event(&mut self, ev: &trellis_core::event::Event) {
+    fn event(&mut self, ev: &trellis_core::event::Event, _: &trellis_core::Session) {
         self.0.on_event(ev);
     }
 

@@ -299,7 +299,7 @@ fn only_a_regular_file_is_read_as_a_log() {
 struct Seen(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 
 impl crate::Observer for Seen {
-    fn event(&mut self, _: &trellis_core::Event) {
+    fn event(&mut self, _: &trellis_core::Event, _: &trellis_core::Session) {
         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     fn closed(&mut self) {}

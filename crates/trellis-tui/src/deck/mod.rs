@@ -203,7 +203,7 @@ pub struct Deck {
 struct HubTap(std::sync::Arc<trellis_ext_host::ExtHost>);
 
 impl trellis_driver::Observer for HubTap {
-    fn event(&mut self, ev: &trellis_core::Event) {
+    fn event(&mut self, ev: &trellis_core::Event, _: &trellis_core::Session) {
         self.0.dispatch(ev);
         self.0.deliver();
     }

@@ -11,7 +11,7 @@ use super::Headless;
 use crate::budgets::{Breach, OnAsk};
 use crate::output::safe;
 
-impl<W: std::io::Write> Headless<'_, W> {
+impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
     /// A permission request reached the end of the chain: the headless policy answers it
     /// (or leaves it to the agent's cancel when the policy says ask).
     pub(super) fn dialog(&mut self, request_id: String, notes: &mut Vec<Note>) {

@@ -12,7 +12,7 @@ use trellis_core::permission::Policy;
 use trellis_driver::{Driver, Note};
 
 use crate::budgets::{Breach, Budgets};
-use crate::output::{Output, safe};
+use crate::output::{Output, Shared, Writer, lock, safe};
 
 mod asks;
 
@@ -51,7 +51,8 @@ struct Settings {
 
 pub(crate) struct Headless<'a, W: std::io::Write> {
     driver: Driver,
-    out: Output<W>,
+    /// Written as the driver emits events (its observer), flushed every round.
+    out: Shared<W>,
     rules: Rules<'a>,
     queue: VecDeque<String>,
     settings: Settings,
@@ -72,15 +73,21 @@ pub(crate) struct Headless<'a, W: std::io::Write> {
     seen: crate::artifacts::Seen,
     /// `--approve-via hub`: the run's hub, where requests nothing decided wait.
     hub: Option<crate::run_hub::RunHub>,
+    /// The ledger's calls when `--max-tool-calls` last counted them.
+    calls_counted: usize,
 }
 
-impl<'a, W: std::io::Write> Headless<'a, W> {
+impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
     pub(crate) fn new(
-        driver: Driver,
+        mut driver: Driver,
         out: Output<W>,
         rules: Rules<'a>,
         prompts: &[String],
     ) -> Headless<'a, W> {
+        let out: Shared<W> = std::sync::Arc::new(std::sync::Mutex::new(out));
+        driver.observe(Box::new(Writer(out.clone())));
+        driver.calls_to_observers_only();
+        let calls_counted = driver.session.ledger.len();
         Headless {
             driver,
             out,
@@ -99,6 +106,7 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             signal: None,
             seen: crate::artifacts::Seen::default(),
             hub: None,
+            calls_counted,
         }
     }
 
@@ -148,8 +156,9 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             // apart and reused, so a round allocates nothing).
             std::mem::swap(&mut notes, &mut shown);
             for note in shown.drain(..) {
-                self.note(note, &mut notes)?;
+                self.note(note, &mut notes);
             }
+            self.count_calls(&mut notes);
             // Notes produced while handling notes (the answers above) are shown next round.
             if !notes.is_empty() {
                 continue;
@@ -162,7 +171,7 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             if let Some(hub) = &mut self.hub {
                 hub.publish(&self.driver, false);
             }
-            self.out.flush()?;
+            lock(&self.out).flush()?;
             if self.driver.closed() && self.driver.drained() {
                 break;
             }
@@ -264,12 +273,10 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
         }
     }
 
-    fn note(&mut self, note: Note, notes: &mut Vec<Note>) -> std::io::Result<()> {
+    /// A note of the round (its events are written already, as they were emitted).
+    fn note(&mut self, note: Note, notes: &mut Vec<Note>) {
         match note {
-            Note::Event(ev) => {
-                self.out.event(&ev, &self.driver.session)?;
-                self.event(&ev.body, notes);
-            }
+            Note::Event(ev) => self.event(&ev.body, notes),
             // Not advertised headless (no terminal to lend): an agent that asks all the
             // same is told the login cannot run, and setup fails saying so.
             Note::Login(_) => self.driver.login_done(false),
@@ -286,7 +293,26 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
             | Note::Touched(_)
             | Note::Closed => {}
         }
-        Ok(())
+    }
+
+    /// `--max-tool-calls`: the calls started so far (subagents' included), counted once a
+    /// round (call events are not notes: see `Driver::calls_to_observers_only`).
+    fn count_calls(&mut self, notes: &mut Vec<Note>) {
+        let calls = self.driver.session.ledger.len();
+        if calls == self.calls_counted {
+            return;
+        }
+        self.calls_counted = calls;
+        if let Some(max) = self.rules.budgets.max_tool_calls
+            && calls > max
+        {
+            self.breach(
+                Breach::Budget(format!(
+                    "{calls} tool calls started, --max-tool-calls {max}"
+                )),
+                notes,
+            );
+        }
     }
 
     fn event(&mut self, body: &EventBody, notes: &mut Vec<Note>) {
@@ -309,19 +335,6 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
                 }
             }
             EventBody::FileWritten { path, .. } => self.seen.written.push(path.clone()),
-            EventBody::ToolCallCreated { .. } => {
-                let calls = self.driver.session.ledger.len();
-                if let Some(max) = self.rules.budgets.max_tool_calls
-                    && calls > max
-                {
-                    self.breach(
-                        Breach::Budget(format!(
-                            "{calls} tool calls started, --max-tool-calls {max}"
-                        )),
-                        notes,
-                    );
-                }
-            }
             EventBody::Usage { .. } => {
                 let cost = self
                     .driver
@@ -471,10 +484,9 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
         let driver = &mut self.driver;
         driver.close("headless run finished", &mut notes).await;
         for note in notes.drain(..) {
-            match note {
-                Note::Event(ev) => self.out.event(&ev, &driver.session)?,
-                Note::Message(text) => eprintln!("trellis: {}", safe(&text)),
-                _ => {}
+            // (Its events are written: the output is the driver's observer.)
+            if let Note::Message(text) = note {
+                eprintln!("trellis: {}", safe(&text));
             }
         }
         if let Some(hub) = &mut self.hub {
@@ -485,9 +497,9 @@ impl<'a, W: std::io::Write> Headless<'a, W> {
         if let Some(host) = &driver.host {
             driver.sync_extensions();
             host.flush(Duration::from_secs(2));
-            self.out.status(&host.status(), now)?;
+            lock(&self.out).status(&host.status(), now)?;
         }
-        self.out.flush()?;
+        lock(&self.out).flush()?;
         let session = &driver.session;
         // Counted without reading back the calls that left memory.
         let tally = session.ledger.tally();

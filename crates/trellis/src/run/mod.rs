@@ -409,10 +409,9 @@ async fn drive(
         worktree,
     );
     let stdout = std::io::stdout();
-    let out = Output::new(
-        std::io::BufWriter::with_capacity(1 << 16, stdout.lock()),
-        format,
-    );
+    // Not locked for the run: the output is written from the driver's observer, which
+    // must be `Send` (a `BufWriter` of this size takes the lock once per block anyway).
+    let out = Output::new(std::io::BufWriter::with_capacity(1 << 16, stdout), format);
     // The chain: the user's rules (in the reducer), then extensions that intercept, then
     // — in place of the dialog — the headless policy.
     let (session_policy, fallback) = match policy {
