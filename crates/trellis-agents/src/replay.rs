@@ -72,7 +72,7 @@ fn steps_of(text: &str) -> Result<Vec<Step>, ReplayError> {
                             .and_then(|p| serde_json::from_str(p.get()).ok())
                             .unwrap_or(Value::Null);
                         steps.push(Step::AwaitRequest {
-                            method: msg.method.unwrap_or_default(),
+                            method: msg.method.unwrap_or_default().into_owned(),
                             recorded_id: id,
                             params,
                         })

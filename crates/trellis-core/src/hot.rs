@@ -137,7 +137,7 @@ impl HotParams<'_> {
                 let Content::Block(block) = h.content else {
                     return None;
                 };
-                let text = block.into_text();
+                let text = block.into_text()?;
                 HotUpdate::Chunk {
                     role,
                     text,
@@ -167,7 +167,7 @@ enum Content<'a> {
     #[default]
     Absent,
     Items(Vec<FastItem<'a>>),
-    Block(TextBlock),
+    Block(HotBlock<'a>),
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
@@ -195,7 +195,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
                 self,
                 map: A,
             ) -> Result<Content<'a>, A::Error> {
-                TextBlock::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                HotBlock::deserialize(serde::de::value::MapAccessDeserializer::new(map))
                     .map(Content::Block)
             }
         }
@@ -277,6 +277,41 @@ impl TextBlock {
             (_, _, _, Some(uri)) => format!("[{}: {uri}]", self.ty),
             (ty, ..) => format!("[{ty}]"),
         }
+    }
+}
+
+/// [`TextBlock`] as the hot path reads it: the text stays raw until [`unescape`] makes
+/// it a `String` in one pass (serde_json would unescape it through a scratch buffer and
+/// copy it), and the type is borrowed.
+#[derive(Deserialize)]
+struct HotBlock<'a> {
+    #[serde(rename = "type", default, borrow)]
+    ty: Cow<'a, str>,
+    #[serde(default, borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(default)]
+    uri: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+impl HotBlock<'_> {
+    /// [`TextBlock::into_text`] of the same block; `None` where reading it as a
+    /// [`TextBlock`] would fail (a text that is no string, or not one serde_json reads).
+    fn into_text(self) -> Option<String> {
+        let text = match self.text.map(RawValue::get) {
+            Some("null") | None => None,
+            Some(raw) => Some(unescape(raw)?),
+        };
+        Some(
+            TextBlock {
+                ty: self.ty.into_owned(),
+                text,
+                uri: self.uri,
+                name: self.name,
+            }
+            .into_text(),
+        )
     }
 }
 

@@ -45,7 +45,8 @@ impl std::fmt::Display for RpcError {
 #[derive(Debug, Clone)]
 pub struct Message {
     pub id: Option<String>,
-    pub method: Option<String>,
+    /// (Borrowed for the hot `session/update`: nearly every line, no allocation.)
+    pub method: Option<std::borrow::Cow<'static, str>>,
     pub params: Option<Box<RawValue>>,
     pub result: Option<Box<RawValue>>,
     pub error: Option<RpcError>,
@@ -111,7 +112,7 @@ impl Message {
         {
             return Ok(Message {
                 id: None,
-                method: Some("session/update".into()),
+                method: Some(std::borrow::Cow::Borrowed("session/update")),
                 params: None,
                 result: None,
                 error: None,
@@ -130,7 +131,7 @@ impl Message {
         }
         Ok(Message {
             id,
-            method: env.method,
+            method: env.method.map(std::borrow::Cow::Owned),
             params: env.params,
             result: env.result,
             error: env.error,

@@ -108,18 +108,20 @@ pub struct Sealed {
     rev: u32,
     frames: usize,
     inline: bool,
-    bytes: Box<[u8]>,
+    /// Not shrunk to fit: a sealed call lives only until its chunk freezes (two chunks'
+    /// worth at most), and one allocation of room is cheaper than a grow and a shrink.
+    bytes: Vec<u8>,
 }
 
 impl Sealed {
     pub(crate) fn of(c: &ToolCall, frames: &[u64], inline: bool) -> Option<Sealed> {
-        let mut bytes = Vec::with_capacity(384);
+        let mut bytes = Vec::with_capacity(1024);
         write_frozen(&mut bytes, c, frames, inline).ok()?;
         Some(Sealed {
             rev: c.rev,
             frames: frames.len(),
             inline,
-            bytes: bytes.into_boxed_slice(),
+            bytes,
         })
     }
 

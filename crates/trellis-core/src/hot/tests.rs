@@ -72,3 +72,44 @@ fn a_tool_calls_escaped_output_is_read_on_the_hot_path() {
     let lone = Message::parse(&line(r"x\ud800y")).unwrap();
     assert!(lone.decoded.is_none(), "left to the lenient decoders");
 }
+
+/// A content block as an agent might send one: a type (or none), a text that is a string
+/// with any escapes or something else, and a name or a uri (or neither).
+fn block() -> impl Strategy<Value = String> {
+    let ty = prop::sample::select(vec![
+        "",
+        "\"type\":\"text\",",
+        "\"type\":\"image\",",
+        "\"type\":\"t\\u0065xt\",",
+    ]);
+    let text = prop_oneof![
+        Just(String::new()),
+        prop::collection::vec(piece(), 0..6).prop_map(|p| format!("\"text\":\"{}\",", p.concat())),
+        prop::sample::select(vec!["\"text\":null,", "\"text\":5,", "\"text\":[\"a\"],"])
+            .prop_map(String::from),
+    ];
+    let extra = prop::sample::select(vec![
+        "",
+        "\"name\":\"n\",",
+        "\"uri\":\"file:///u\",",
+        "\"name\":7,",
+    ]);
+    (ty, text, extra).prop_map(|(t, x, e)| format!("{{{t}{x}{e}\"z\":0}}"))
+}
+
+proptest! {
+    /// A message chunk's block reads on the hot path as the lenient decoder reads it, or
+    /// the hot path gives it up where that decoder fails.
+    #[test]
+    fn a_chunks_block_reads_as_the_lenient_decoder_reads_it(b in block()) {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"S","update":{{"sessionUpdate":"agent_message_chunk","content":{b}}}}}}}"#
+        );
+        let hot = Message::parse(&line).ok().and_then(|m| m.decoded).map(|d| match d.update {
+            super::HotUpdate::Chunk { text, .. } => text,
+            super::HotUpdate::ToolCall { .. } => panic!("a chunk"),
+        });
+        let lenient = super::block_text(&b).ok();
+        prop_assert_eq!(hot, lenient, "{}", b);
+    }
+}
