@@ -29,9 +29,14 @@ pub struct Output<W: Write> {
     /// JSON lines not yet handed to `out`: written in blocks at least as large as a
     /// `BufWriter`'s buffer, so they go straight through instead of being copied into it.
     pending: Vec<u8>,
-    /// The first write that failed while the output was the driver's observer (see
-    /// [`Writer`]): nothing more is written, and the run ends on it.
-    failed: Option<std::io::Error>,
+    /// The output failed (its reader went away, the disk is full): nothing more is
+    /// written. The first error waits here for [`Output::flush`] to report it, once.
+    failed: Option<Failure>,
+}
+
+enum Failure {
+    Unreported(std::io::Error),
+    Reported,
 }
 
 /// The output as the run and the driver's observer share it.
@@ -49,12 +54,8 @@ pub struct Writer<W: Write>(pub Shared<W>);
 
 impl<W: Write + Send> trellis_driver::Observer for Writer<W> {
     fn event(&mut self, ev: &Event, session: &Session) {
-        let mut out = lock(&self.0);
-        if out.failed.is_none()
-            && let Err(e) = out.event(ev, session)
-        {
-            out.failed = Some(e);
-        }
+        // A failure is kept in the output for the loop's next flush.
+        let _ = lock(&self.0).event(ev, session);
     }
 
     fn closed(&mut self) {}
@@ -71,26 +72,50 @@ impl<W: Write> Output<W> {
         }
     }
 
-    /// Writes what is gathered; fails with the first write that failed as an observer.
+    /// Writes what is gathered. The first failure of the output (here or in any write
+    /// before) is returned once; after it nothing is written and every call succeeds.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        if let Some(e) = self.failed.take() {
-            return Err(e);
+        let flushed = self.write_pending().and_then(|()| {
+            if self.failed.is_some() {
+                return Ok(());
+            }
+            let r = self.out.flush();
+            self.check(r)
+        });
+        match self.failed.as_mut() {
+            Some(f @ Failure::Unreported(_)) => match std::mem::replace(f, Failure::Reported) {
+                Failure::Unreported(e) => Err(e),
+                Failure::Reported => Ok(()),
+            },
+            _ => flushed,
         }
-        self.write_pending()?;
-        self.out.flush()
+    }
+
+    /// Notes a failed write (the first is kept); what follows is not written.
+    fn check(&mut self, r: std::io::Result<()>) -> std::io::Result<()> {
+        if let Err(e) = r
+            && self.failed.is_none()
+        {
+            self.failed = Some(Failure::Unreported(e));
+        }
+        Ok(())
     }
 
     fn write_pending(&mut self) -> std::io::Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let written = self.out.write_all(&self.pending);
+        let written = if self.failed.is_some() {
+            Ok(())
+        } else {
+            self.out.write_all(&self.pending)
+        };
         self.pending.clear();
         if self.pending.capacity() > 4 * BLOCK {
             // One huge event does not keep its memory for the rest of the run.
             self.pending = Vec::new();
         }
-        written
+        self.check(written)
     }
 
     pub fn event(&mut self, ev: &Event, session: &Session) -> std::io::Result<()> {
@@ -102,12 +127,15 @@ impl<W: Write> Output<W> {
             }
             _ => {}
         }
+        if self.failed.is_some() {
+            return Ok(());
+        }
         match self.format {
             Format::Jsonl => {
                 let mark = self.pending.len();
                 if let Err(e) = trellis_core::event_json::write_event(&mut self.pending, ev) {
                     self.pending.truncate(mark);
-                    return Err(std::io::Error::other(e));
+                    return self.check(Err(std::io::Error::other(e)));
                 }
                 self.pending.push(b'\n');
                 if self.pending.len() >= BLOCK {
@@ -115,7 +143,10 @@ impl<W: Write> Output<W> {
                 }
                 Ok(())
             }
-            Format::Text => self.text(ev, session),
+            Format::Text => {
+                let r = self.text(ev, session);
+                self.check(r)
+            }
         }
     }
 
@@ -129,6 +160,9 @@ impl<W: Write> Output<W> {
         match self.format {
             Format::Jsonl => {
                 self.write_pending()?;
+                if self.failed.is_some() {
+                    return Ok(());
+                }
                 let v = serde_json::json!({
                     "schema": trellis_core::SCHEMA_VERSION,
                     "type": "status",
@@ -137,8 +171,10 @@ impl<W: Write> Output<W> {
                     "extensions": report.extensions,
                     "notes": report.notes,
                 });
-                serde_json::to_writer(&mut self.out, &v)?;
-                self.out.write_all(b"\n")
+                let r = serde_json::to_writer(&mut self.out, &v)
+                    .map_err(std::io::Error::from)
+                    .and_then(|()| self.out.write_all(b"\n"));
+                self.check(r)
             }
             Format::Text => {
                 for e in &report.extensions {

@@ -75,6 +75,8 @@ pub(crate) struct Headless<'a, W: std::io::Write> {
     hub: Option<crate::run_hub::RunHub>,
     /// The ledger's calls when `--max-tool-calls` last counted them.
     calls_counted: usize,
+    /// The output failed (its reader went away, the disk is full): the session was ended.
+    output_failed: Option<std::io::Error>,
 }
 
 impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
@@ -107,6 +109,7 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             seen: crate::artifacts::Seen::default(),
             hub: None,
             calls_counted,
+            output_failed: None,
         }
     }
 
@@ -171,12 +174,34 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             if let Some(hub) = &mut self.hub {
                 hub.publish(&self.driver, false);
             }
-            lock(&self.out).flush()?;
+            let flushed = lock(&self.out).flush();
+            if let Err(e) = flushed {
+                self.output_failed(e, &mut notes);
+                if !notes.is_empty() {
+                    continue;
+                }
+            }
             if self.driver.closed() && self.driver.drained() {
                 break;
             }
         }
         self.finish(notes).await
+    }
+
+    /// The output could not be written: the session ends as after a signal (the turn
+    /// cancelled, open requests answered, the log closed with the reason, the agent
+    /// stopped); nothing more is written to it.
+    fn output_failed(&mut self, e: std::io::Error, notes: &mut Vec<Note>) {
+        let why = if e.kind() == std::io::ErrorKind::BrokenPipe {
+            // As a shell reports a process that SIGPIPE ended (Rust ignores the signal).
+            self.signal.get_or_insert("SIGPIPE");
+            "the output was closed".to_string()
+        } else {
+            format!("the output could not be written ({e})")
+        };
+        eprintln!("trellis: {why}: stopping the agent");
+        self.driver.end(&format!("stopped: {why}"), notes);
+        self.output_failed = Some(e);
     }
 
     /// One round: the driver's input, the settings' deadline, a signal.
@@ -499,7 +524,19 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             host.flush(Duration::from_secs(2));
             lock(&self.out).status(&host.status(), now)?;
         }
-        lock(&self.out).flush()?;
+        let flushed = lock(&self.out).flush();
+        if let Err(e) = flushed {
+            // Closed after the session was: nothing is left to stop.
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                self.signal.get_or_insert("SIGPIPE");
+            }
+            self.output_failed = Some(e);
+        }
+        if let Some(e) = self.output_failed.take()
+            && e.kind() != std::io::ErrorKind::BrokenPipe
+        {
+            return Err(anyhow::Error::from(e).context("the output could not be written"));
+        }
         let session = &driver.session;
         // Counted without reading back the calls that left memory.
         let tally = session.ledger.tally();

@@ -7,8 +7,9 @@
 //! request was refused (by the policy, a rule, an extension or the user); 10 `--timeout`;
 //! 11 `--idle-timeout`; 12 a budget (`--max-tool-calls`, `--max-turns`, `--max-cost`); 13
 //! stopped after a permission request nobody could answer (`--on-ask fail`); 128 + N for
-//! signal N (SIGHUP 129, a second Ctrl-C 130, SIGTERM 143). `docs/headless.md` has the
-//! table and which are worth a retry.
+//! signal N (SIGHUP 129, a second Ctrl-C 130, SIGTERM 143), and 141 when the output's
+//! reader went away (as SIGPIPE would end a process; the session is closed first).
+//! `docs/headless.md` has the table and which are worth a retry.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -327,7 +328,11 @@ fn outcome(stop: &Finished, strict: bool) -> (u8, String) {
         return (b.code(), b.reason());
     }
     if let Some(sig) = stop.signal {
-        return (signal_code(sig), format!("stopped by {sig}"));
+        let why = match sig {
+            "SIGPIPE" => "stopped: the output was closed".to_string(),
+            _ => format!("stopped by {sig}"),
+        };
+        return (signal_code(sig), why);
     }
     let code = exit_code(stop.reason.as_deref());
     if strict && code == 0 && (stop.failed > 0 || stop.refused > 0) {
@@ -355,6 +360,8 @@ fn signal_code(sig: &str) -> u8 {
     128 + match sig {
         "SIGHUP" => 1,
         "SIGINT" => 2,
+        // (Not received: Rust ignores it. The output's reader went away.)
+        "SIGPIPE" => 13,
         "SIGTERM" => 15,
         _ => 0,
     }

@@ -454,3 +454,61 @@ fn ctrl_c_twice_stops_the_agent_and_every_process() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("stopped by Ctrl-C"), "closing record");
 }
+
+/// A reader that stops reading the output (`trellis run … | head`): the session ends as
+/// after a signal — the log closed with the reason, the agent stopped — and the run exits
+/// 141, as a shell reports a process SIGPIPE ended; nothing more is written.
+#[test]
+fn a_closed_output_ends_the_session_and_exits_141() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    // A load no pipe holds, from an agent this test alone runs (its calls count is the mark).
+    let agent = format!("{} agent demo --calls 23917 --lines 7 --delay-ms 0", exe());
+    let log = dir.path().join("s.jsonl");
+    let mut child = std::process::Command::new(exe())
+        .args([
+            "run", "--agent", &agent, "--prompt", "go", "--format", "jsonl",
+        ])
+        .args(["--permission", "allow-once", "--cwd"])
+        .arg(dir.path())
+        .arg("--log")
+        .arg(&log)
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut head = [0u8; 100];
+    out.read_exact(&mut head).unwrap();
+    drop(out);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "trellis did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(141), "{err}");
+    assert!(err.contains("the output was closed"), "{err}");
+    wait_gone("23917");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let ended: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["msg"]["type"] == "session_ended")
+        .collect();
+    assert_eq!(ended.len(), 1, "one closing record");
+    assert_eq!(ended[0]["msg"]["reason"], "stopped: the output was closed");
+}

@@ -49,9 +49,11 @@ fn yaml_blocks() -> Vec<Yaml> {
 fn the_exit_code_table_is_complete_and_the_recipes_follow_it() {
     let t = table();
     let codes: BTreeSet<u8> = t.iter().map(|(c, _)| *c).collect();
-    let expected: BTreeSet<u8> = [0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 129, 130, 143]
-        .into_iter()
-        .collect();
+    let expected: BTreeSet<u8> = [
+        0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 129, 130, 141, 143,
+    ]
+    .into_iter()
+    .collect();
     assert_eq!(codes, expected);
     let retry: BTreeSet<i64> = t
         .iter()
