@@ -144,7 +144,7 @@ fn word(chunk: &[u8]) -> u64 {
 
 /// Index of the first byte at or after `from` that needs an escape, if any.
 #[inline]
-fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
     let rest = bytes.get(from..)?;
     // Sixteen bytes a step: runs between escapes are long.
     let mut pairs = rest.chunks_exact(16);

@@ -43,7 +43,7 @@ pub(crate) struct HotEnvelope<'a> {
     #[serde(borrow, default)]
     pub method: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    pub id: Option<&'a RawValue>,
+    pub id: Option<Raw<'a>>,
     #[serde(borrow)]
     pub params: HotParams<'a>,
 }
@@ -75,7 +75,7 @@ struct Hot<'a> {
     #[serde(default, borrow)]
     content: Content<'a>,
     #[serde(default, borrow)]
-    locations: Option<&'a RawValue>,
+    locations: Option<Raw<'a>>,
     #[serde(default)]
     raw_input: Option<Box<RawValue>>,
     #[serde(default)]
@@ -85,11 +85,22 @@ struct Hot<'a> {
     #[serde(default)]
     message_id: Option<String>,
     #[serde(default, rename = "_meta", borrow)]
-    meta: Option<&'a RawValue>,
+    meta: Option<Raw<'a>>,
 }
 
-fn not_null(raw: Option<&RawValue>) -> Option<&str> {
-    raw.map(RawValue::get).filter(|r| *r != "null")
+/// A value's JSON text as it is on the line (what serde_json's borrowed raw value holds;
+/// the hand reader, [`scan`], makes one without checking the text twice).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Raw<'a>(pub(crate) &'a str);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'de RawValue>::deserialize(d).map(|r| Raw(r.get()))
+    }
+}
+
+fn not_null(raw: Option<Raw<'_>>) -> Option<&str> {
+    raw.map(|r| r.0).filter(|r| *r != "null")
 }
 
 impl HotParams<'_> {
@@ -151,6 +162,12 @@ impl HotParams<'_> {
             update,
         })
     }
+}
+
+/// A line's envelope read as the hot kinds need it: by hand where that reader can
+/// ([`scan`]), else by serde_json; `None` where serde_json refuses it too.
+pub(crate) fn envelope(line: &str) -> Option<HotEnvelope<'_>> {
+    scan::envelope(line).or_else(|| serde_json::from_str::<HotEnvelope>(line).ok())
 }
 
 /// Decodes `session/update` params text, if it is a hot kind.
@@ -288,7 +305,7 @@ struct HotBlock<'a> {
     #[serde(rename = "type", default, borrow)]
     ty: Cow<'a, str>,
     #[serde(default, borrow)]
-    text: Option<&'a RawValue>,
+    text: Option<Raw<'a>>,
     #[serde(default)]
     uri: Option<String>,
     #[serde(default)]
@@ -299,7 +316,7 @@ impl HotBlock<'_> {
     /// [`TextBlock::into_text`] of the same block; `None` where reading it as a
     /// [`TextBlock`] would fail (a text that is no string, or not one serde_json reads).
     fn into_text(self) -> Option<String> {
-        let text = match self.text.map(RawValue::get) {
+        let text = match self.text.map(|r| r.0) {
             Some("null") | None => None,
             Some(raw) => Some(unescape(raw)?),
         };
@@ -319,6 +336,8 @@ impl HotBlock<'_> {
 pub(crate) fn block_text(content: &str) -> Result<String, serde_json::Error> {
     serde_json::from_str::<TextBlock>(content).map(TextBlock::into_text)
 }
+
+mod scan;
 
 #[cfg(test)]
 mod tests;

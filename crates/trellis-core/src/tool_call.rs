@@ -237,27 +237,27 @@ fn memchr_count(hay: &[u8], needle: u8) -> usize {
 #[derive(Deserialize)]
 pub(crate) struct FastItem<'a> {
     #[serde(rename = "type", borrow)]
-    ty: std::borrow::Cow<'a, str>,
+    pub(crate) ty: std::borrow::Cow<'a, str>,
     #[serde(default, borrow)]
-    content: Option<FastBlock<'a>>,
+    pub(crate) content: Option<FastBlock<'a>>,
     #[serde(default)]
-    path: Option<String>,
+    pub(crate) path: Option<String>,
     #[serde(default, rename = "oldText")]
-    old_text: Option<String>,
+    pub(crate) old_text: Option<String>,
     #[serde(default, rename = "newText")]
-    new_text: Option<String>,
+    pub(crate) new_text: Option<String>,
     #[serde(default, rename = "terminalId")]
-    terminal_id: Option<String>,
+    pub(crate) terminal_id: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct FastBlock<'a> {
+pub(crate) struct FastBlock<'a> {
     #[serde(rename = "type", borrow)]
-    ty: std::borrow::Cow<'a, str>,
+    pub(crate) ty: std::borrow::Cow<'a, str>,
     /// The text as it is on the line: unescaped once, into one allocation
     /// ([`crate::hot::unescape`]), rather than through a scratch buffer grown per line.
     #[serde(default, borrow)]
-    text: Option<&'a RawValue>,
+    pub(crate) text: Option<crate::hot::Raw<'a>>,
 }
 
 /// Parses a `content` array. The fast path reads text, diff and terminal items in one pass;
@@ -290,7 +290,7 @@ pub(crate) fn fast_content(items: Vec<FastItem>) -> Option<Vec<ToolContent>> {
                     text: Some(text),
                 }),
             ) if ty == "text" => ToolContent::Text {
-                text: crate::hot::unescape(text.get())?.into(),
+                text: crate::hot::unescape(text.0)?.into(),
             },
             ("diff", _) => ToolContent::Diff {
                 path: it.path?,

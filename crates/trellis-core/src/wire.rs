@@ -105,7 +105,7 @@ pub fn canonical_id(raw: &str) -> Result<Option<String>, DecodeError> {
 impl Message {
     /// Parses one line of the ACP stream.
     pub fn parse(line: &str) -> Result<Message, DecodeError> {
-        if let Ok(hot) = serde_json::from_str::<crate::hot::HotEnvelope>(line)
+        if let Some(hot) = crate::hot::envelope(line)
             && hot.id.is_none()
             && hot.method.as_deref() == Some("session/update")
             && let Some(decoded) = hot.params.decode()

@@ -1,0 +1,502 @@
+//! The hot envelope read by hand: one pass over the line, strings found sixteen bytes at
+//! a time, values built in place. serde's derived readers of the same structs moved each
+//! of them (a few hundred bytes) through every level of nesting, and scanned strings eight
+//! bytes at a time: together most of the cost of reading a line.
+//!
+//! Invariant: [`envelope`] either returns exactly what `serde_json::from_str::<HotEnvelope>`
+//! returns for the line, or gives up (`None`) and the caller asks serde_json — it gives up
+//! on anything it does not read the way serde_json would for sure: an escaped key, a
+//! repeated field, nesting deeper than [`MAX_DEPTH`], a value of another type. It accepts
+//! nothing serde_json refuses: strings, escapes, numbers and literals are checked as
+//! strictly as serde_json checks them, and nothing may follow the object but whitespace.
+
+use std::borrow::Cow;
+
+use serde_json::value::RawValue;
+
+use super::{Content, Hot, HotBlock, HotEnvelope, HotParams, Raw};
+use crate::tool_call::{FastBlock, FastItem};
+
+/// Nesting given up on (serde_json allows 128 levels; agents' values nest a few).
+const MAX_DEPTH: u32 = 64;
+
+/// A string literal as it is on the line.
+#[derive(Clone, Copy)]
+struct Str<'a> {
+    /// With its quotes.
+    raw: &'a str,
+    escaped: bool,
+}
+
+impl<'a> Str<'a> {
+    /// Its value (`None` where serde_json would refuse it as a string: a lone surrogate).
+    fn cow(self) -> Option<Cow<'a, str>> {
+        if self.escaped {
+            super::unescape(self.raw).map(Cow::Owned)
+        } else {
+            Some(Cow::Borrowed(&self.raw[1..self.raw.len() - 1]))
+        }
+    }
+
+    fn string(self) -> Option<String> {
+        self.cow().map(Cow::into_owned)
+    }
+}
+
+struct Cur<'a> {
+    s: &'a str,
+    i: usize,
+}
+
+impl<'a> Cur<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        self.s.as_bytes()
+    }
+
+    /// The next byte that is not whitespace (the cursor left on it).
+    fn peek(&mut self) -> Option<u8> {
+        let b = self.bytes();
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(self.i) {
+            self.i += 1;
+        }
+        b.get(self.i).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.i += 1)
+    }
+
+    fn literal(&mut self, word: &str) -> Option<()> {
+        self.peek()?;
+        let end = self.i + word.len();
+        (self.bytes().get(self.i..end)? == word.as_bytes()).then(|| self.i = end)
+    }
+
+    /// A string literal, its escapes checked as serde_json checks a string it skips (a
+    /// known escape, or `\u` and four hex digits); no control character inside.
+    fn string(&mut self) -> Option<Str<'a>> {
+        self.eat(b'"')?;
+        let (b, start) = (self.bytes(), self.i - 1);
+        let mut escaped = false;
+        loop {
+            let at = crate::compact_json::next_escape(b, self.i)?;
+            match b[at] {
+                b'"' => {
+                    self.i = at + 1;
+                    return Some(Str {
+                        raw: &self.s[start..self.i],
+                        escaped,
+                    });
+                }
+                b'\\' => {
+                    escaped = true;
+                    self.i = match *b.get(at + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => at + 2,
+                        b'u' if b.get(at + 2..at + 6)?.iter().all(u8::is_ascii_hexdigit) => at + 6,
+                        _ => return None,
+                    };
+                }
+                // A control character.
+                _ => return None,
+            }
+        }
+    }
+
+    /// A number by JSON's grammar.
+    fn number(&mut self) -> Option<()> {
+        let b = self.bytes();
+        let digits = |mut i: usize| {
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            i
+        };
+        let mut i = self.i + usize::from(b.get(self.i) == Some(&b'-'));
+        i = match *b.get(i)? {
+            b'0' => i + 1,
+            b'1'..=b'9' => digits(i + 1),
+            _ => return None,
+        };
+        if b.get(i) == Some(&b'.') {
+            if !b.get(i + 1)?.is_ascii_digit() {
+                return None;
+            }
+            i = digits(i + 1);
+        }
+        if let Some(b'e' | b'E') = b.get(i) {
+            i += 1;
+            if let Some(b'+' | b'-') = b.get(i) {
+                i += 1;
+            }
+            if !b.get(i)?.is_ascii_digit() {
+                return None;
+            }
+            i = digits(i);
+        }
+        self.i = i;
+        Some(())
+    }
+
+    /// Any value, checked; its text as it is on the line.
+    fn value(&mut self, depth: u32) -> Option<&'a str> {
+        let c = self.peek()?;
+        let start = self.i;
+        match c {
+            b'"' => {
+                self.string()?;
+            }
+            b'{' => {
+                if depth >= MAX_DEPTH {
+                    return None;
+                }
+                self.members(|cur, _| cur.value(depth + 1).map(drop))?;
+            }
+            b'[' => {
+                if depth >= MAX_DEPTH {
+                    return None;
+                }
+                self.array(|cur| cur.value(depth + 1).map(drop))?;
+            }
+            b't' => self.literal("true")?,
+            b'f' => self.literal("false")?,
+            b'n' => self.literal("null")?,
+            b'-' | b'0'..=b'9' => self.number()?,
+            _ => return None,
+        }
+        Some(&self.s[start..self.i])
+    }
+
+    /// An object whose keys are matched: `member` reads each value, given its key (an
+    /// escaped key is given up on: serde would match it unescaped).
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.members(|cur, key| member(cur, key?))
+    }
+
+    /// An object: `member` reads each value, given its key (`None`: an escaped key).
+    fn members(
+        &mut self,
+        mut member: impl FnMut(&mut Self, Option<&'a str>) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(b'{')?;
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.string()?;
+            self.eat(b':')?;
+            member(self, (!key.escaped).then(|| &key.raw[1..key.raw.len() - 1]))?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// An array: `item` reads each element.
+    fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'[')?;
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// `null` (`Some(None)`) or what `read` reads.
+    fn nullable<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        if self.peek()? == b'n' {
+            self.literal("null")?;
+            return Some(None);
+        }
+        read(self).map(Some)
+    }
+
+    fn opt_string(&mut self) -> Option<Option<String>> {
+        self.nullable(|c| c.string()?.string())
+    }
+
+    fn opt_cow(&mut self) -> Option<Option<Cow<'a, str>>> {
+        self.nullable(|c| c.string()?.cow())
+    }
+
+    /// A value kept raw: `null` reads as absent, as serde reads an optional raw value.
+    fn opt_raw(&mut self) -> Option<Option<Raw<'a>>> {
+        self.nullable(|c| c.value(0).map(Raw))
+    }
+
+    /// [`Cur::opt_raw`] owned, as serde_json's boxed raw value (which checks it again:
+    /// a tool's input is small next to its output).
+    fn opt_boxed(&mut self) -> Option<Option<Box<RawValue>>> {
+        self.nullable(|c| RawValue::from_string(c.value(0)?.to_owned()).ok())
+    }
+}
+
+/// Sets a field once: a field seen twice is given up on (serde refuses it).
+fn once<T>(slot: &mut Option<T>, v: T) -> Option<()> {
+    if slot.is_some() {
+        return None;
+    }
+    *slot = Some(v);
+    Some(())
+}
+
+/// Sets an optional field once (`null` counts as seen).
+fn once_opt<T>(slot: &mut Option<Option<T>>, v: Option<T>) -> Option<()> {
+    once(slot, v)
+}
+
+/// The envelope of a line, if this reader reads it the way serde_json would.
+pub(super) fn envelope(line: &str) -> Option<HotEnvelope<'_>> {
+    let mut c = Cur { s: line, i: 0 };
+    let (mut method, mut id, mut params) = (None, None, None);
+    c.object(|c, key| match key {
+        "method" => {
+            let m = c.opt_cow()?;
+            // Not a session update: serde_json's reading decides.
+            if m.as_deref() != Some("session/update") {
+                return None;
+            }
+            once_opt(&mut method, m)
+        }
+        "id" => {
+            let v = c.opt_raw()?;
+            if v.is_some() {
+                return None;
+            }
+            once_opt(&mut id, v)
+        }
+        "params" => {
+            let p = params_of(c)?;
+            once(&mut params, p)
+        }
+        _ => c.value(0).map(drop),
+    })?;
+    if c.peek().is_some() {
+        return None;
+    }
+    Some(HotEnvelope {
+        method: method.flatten(),
+        id: id.flatten(),
+        params: params?,
+    })
+}
+
+fn params_of<'a>(c: &mut Cur<'a>) -> Option<HotParams<'a>> {
+    let (mut session_id, mut update) = (None, None);
+    c.object(|c, key| match key {
+        "sessionId" => {
+            let v = c.opt_cow()?;
+            once_opt(&mut session_id, v)
+        }
+        "update" => {
+            let h = hot(c)?;
+            once(&mut update, h)
+        }
+        _ => c.value(0).map(drop),
+    })?;
+    Some(HotParams {
+        session_id: session_id.flatten(),
+        update: update?,
+    })
+}
+
+fn hot<'a>(c: &mut Cur<'a>) -> Option<Hot<'a>> {
+    let mut session_update = None;
+    let (mut tool_call_id, mut title, mut name, mut message_id) = (None, None, None, None);
+    let (mut kind, mut status) = (None, None);
+    let mut content = None;
+    let (mut locations, mut meta) = (None, None);
+    let (mut raw_input, mut raw_output) = (None, None);
+    c.object(|c, key| match key {
+        "sessionUpdate" => {
+            let v = c.string()?.cow()?;
+            once(&mut session_update, v)
+        }
+        "toolCallId" => {
+            let v = c.opt_string()?;
+            once_opt(&mut tool_call_id, v)
+        }
+        "title" => {
+            let v = c.opt_string()?;
+            once_opt(&mut title, v)
+        }
+        "name" => {
+            let v = c.opt_string()?;
+            once_opt(&mut name, v)
+        }
+        "messageId" => {
+            let v = c.opt_string()?;
+            once_opt(&mut message_id, v)
+        }
+        "kind" => {
+            let v = c.opt_cow()?;
+            once_opt(&mut kind, v)
+        }
+        "status" => {
+            let v = c.opt_cow()?;
+            once_opt(&mut status, v)
+        }
+        "content" => {
+            let v = content_of(c)?;
+            once(&mut content, v)
+        }
+        "locations" => {
+            let v = c.opt_raw()?;
+            once_opt(&mut locations, v)
+        }
+        "_meta" => {
+            let v = c.opt_raw()?;
+            once_opt(&mut meta, v)
+        }
+        "rawInput" => {
+            let v = c.opt_boxed()?;
+            once_opt(&mut raw_input, v)
+        }
+        "rawOutput" => {
+            let v = c.opt_boxed()?;
+            once_opt(&mut raw_output, v)
+        }
+        _ => c.value(0).map(drop),
+    })?;
+    Some(Hot {
+        session_update: session_update?,
+        tool_call_id: tool_call_id.flatten(),
+        title: title.flatten(),
+        kind: kind.flatten(),
+        status: status.flatten(),
+        content: content.unwrap_or_default(),
+        locations: locations.flatten(),
+        raw_input: raw_input.flatten(),
+        raw_output: raw_output.flatten(),
+        name: name.flatten(),
+        message_id: message_id.flatten(),
+        meta: meta.flatten(),
+    })
+}
+
+/// `content`: null, an array of items, or a block (anything else: serde refuses it).
+fn content_of<'a>(c: &mut Cur<'a>) -> Option<Content<'a>> {
+    match c.peek()? {
+        b'n' => {
+            c.literal("null")?;
+            Some(Content::Absent)
+        }
+        b'[' => {
+            let mut items = Vec::with_capacity(1);
+            c.array(|c| {
+                items.push(item(c)?);
+                Some(())
+            })?;
+            Some(Content::Items(items))
+        }
+        b'{' => block(c).map(Content::Block),
+        _ => None,
+    }
+}
+
+fn item<'a>(c: &mut Cur<'a>) -> Option<FastItem<'a>> {
+    let mut ty = None;
+    let mut content = None;
+    let (mut path, mut old_text, mut new_text, mut terminal_id) = (None, None, None, None);
+    c.object(|c, key| match key {
+        "type" => {
+            let v = c.string()?.cow()?;
+            once(&mut ty, v)
+        }
+        "content" => {
+            let v = c.nullable(fast_block)?;
+            once_opt(&mut content, v)
+        }
+        "path" => {
+            let v = c.opt_string()?;
+            once_opt(&mut path, v)
+        }
+        "oldText" => {
+            let v = c.opt_string()?;
+            once_opt(&mut old_text, v)
+        }
+        "newText" => {
+            let v = c.opt_string()?;
+            once_opt(&mut new_text, v)
+        }
+        "terminalId" => {
+            let v = c.opt_string()?;
+            once_opt(&mut terminal_id, v)
+        }
+        _ => c.value(0).map(drop),
+    })?;
+    Some(FastItem {
+        ty: ty?,
+        content: content.flatten(),
+        path: path.flatten(),
+        old_text: old_text.flatten(),
+        new_text: new_text.flatten(),
+        terminal_id: terminal_id.flatten(),
+    })
+}
+
+fn fast_block<'a>(c: &mut Cur<'a>) -> Option<FastBlock<'a>> {
+    let (mut ty, mut text) = (None, None);
+    c.object(|c, key| match key {
+        "type" => {
+            let v = c.string()?.cow()?;
+            once(&mut ty, v)
+        }
+        "text" => {
+            let v = c.opt_raw()?;
+            once_opt(&mut text, v)
+        }
+        _ => c.value(0).map(drop),
+    })?;
+    Some(FastBlock {
+        ty: ty?,
+        text: text.flatten(),
+    })
+}
+
+fn block<'a>(c: &mut Cur<'a>) -> Option<HotBlock<'a>> {
+    let (mut ty, mut text, mut uri, mut name) = (None, None, None, None);
+    c.object(|c, key| match key {
+        "type" => {
+            let v = c.string()?.cow()?;
+            once(&mut ty, v)
+        }
+        "text" => {
+            let v = c.opt_raw()?;
+            once_opt(&mut text, v)
+        }
+        "uri" => {
+            let v = c.opt_string()?;
+            once_opt(&mut uri, v)
+        }
+        "name" => {
+            let v = c.opt_string()?;
+            once_opt(&mut name, v)
+        }
+        _ => c.value(0).map(drop),
+    })?;
+    Some(HotBlock {
+        ty: ty.unwrap_or_default(),
+        text: text.flatten(),
+        uri: uri.flatten(),
+        name: name.flatten(),
+    })
+}
+
+#[cfg(test)]
+mod tests;
