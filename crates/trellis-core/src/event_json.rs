@@ -115,13 +115,36 @@ pub(crate) fn write_locations(out: &mut Vec<u8>, locations: &[Location]) {
     out.push(b']');
 }
 
+thread_local! {
+    /// The last float written, and its text: the lines of one read share their time, so
+    /// a batch's events (and its calls' status histories) write the same time over and
+    /// over.
+    static LAST_F64: std::cell::Cell<(u64, [u8; 24], u8)> =
+        const { std::cell::Cell::new((u64::MAX, [0; 24], 0)) };
+}
+
 /// A float as serde_json writes it (`null` when not finite).
 pub(crate) fn write_f64(out: &mut Vec<u8>, v: f64) {
-    if v.is_finite() {
-        out.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
-    } else {
+    if !v.is_finite() {
         out.extend_from_slice(b"null");
+        return;
     }
+    LAST_F64.with(|last| {
+        // (The initial bits are a NaN's: never a finite value's.)
+        let (bits, text, len) = last.get();
+        if bits == v.to_bits() {
+            out.extend_from_slice(&text[..usize::from(len)]);
+            return;
+        }
+        let mut buf = zmij::Buffer::new();
+        let s = buf.format_finite(v).as_bytes();
+        out.extend_from_slice(s);
+        if s.len() <= 24 {
+            let mut text = [0; 24];
+            text[..s.len()].copy_from_slice(s);
+            last.set((v.to_bits(), text, s.len() as u8));
+        }
+    });
 }
 
 /// Appends a call as its derived `Serialize` writes it.

@@ -75,7 +75,7 @@ struct Hot<'a> {
     #[serde(default, borrow)]
     content: Content<'a>,
     #[serde(default, borrow)]
-    locations: Option<Raw<'a>>,
+    locations: Option<Locations<'a>>,
     #[serde(default)]
     raw_input: Option<Box<RawValue>>,
     #[serde(default)]
@@ -96,6 +96,19 @@ pub(crate) struct Raw<'a>(pub(crate) &'a str);
 impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         <&'de RawValue>::deserialize(d).map(|r| Raw(r.get()))
+    }
+}
+
+/// `locations` as a reader gave it: its text (serde_json's reading, decoded with the
+/// lenient list reader) or the locations themselves (the hand reader's, [`scan`]).
+pub(crate) enum Locations<'a> {
+    Raw(&'a str),
+    Read(Vec<crate::tool_call::Location>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Locations<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Raw::deserialize(d).map(|r| Locations::Raw(r.0))
     }
 }
 
@@ -120,9 +133,10 @@ impl HotParams<'_> {
                     Content::Absent => None,
                     Content::Block(_) => return None,
                 };
-                let locations = match not_null(h.locations) {
-                    Some(raw) => Some(parse_locations(raw).ok()?),
-                    None => None,
+                let locations = match h.locations {
+                    Some(Locations::Raw("null")) | None => None,
+                    Some(Locations::Raw(raw)) => Some(parse_locations(raw).ok()?),
+                    Some(Locations::Read(read)) => Some(read),
                 };
                 let patch = ToolCallPatch {
                     tool_call_id: h.tool_call_id.unwrap_or_default(),

@@ -171,7 +171,7 @@ pub fn encode_frame_into(s: &mut String, at: usize, (seq, t): (u64, f64), dir: D
     s.push_str(json);
     // One record per line, whatever the caller passed: a raw line break can only be JSON
     // whitespace (strings cannot hold one), so a space means the same.
-    if json.contains('\n') {
+    if memchr::memchr(b'\n', json.as_bytes()).is_some() {
         let tail = s.split_off(from).replace('\n', " ");
         s.push_str(&tail);
     }

@@ -90,3 +90,22 @@ fn an_event_is_appended_after_what_the_buffer_holds() {
         "x\n{\"schema\":1,\"t\":0.5,\"type\":\"session_ended\",\"reason\":\"done\"}"
     );
 }
+
+proptest! {
+    /// Floats written one after another (each often the one before: the cache of the
+    /// last one) read as serde_json writes each.
+    #[test]
+    fn floats_in_a_row_are_written_as_serde_json_writes_them(
+        vs in prop::collection::vec(
+            prop_oneof![any::<f64>(), Just(0.0), Just(-0.0), Just(12.345), Just(f64::NAN)],
+            1..12,
+        )
+    ) {
+        let vs: Vec<f64> = vs.iter().flat_map(|v| [*v, *v]).collect();
+        for v in vs {
+            let mut out = Vec::new();
+            super::write_f64(&mut out, v);
+            prop_assert_eq!(out, serde_json::to_vec(&v).unwrap());
+        }
+    }
+}

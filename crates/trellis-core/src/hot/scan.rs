@@ -14,8 +14,8 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use super::{Content, Hot, HotBlock, HotEnvelope, HotParams, Raw};
-use crate::tool_call::{FastBlock, FastItem};
+use super::{Content, Hot, HotBlock, HotEnvelope, HotParams, Locations, Raw};
+use crate::tool_call::{FastBlock, FastItem, Location};
 
 /// Nesting given up on (serde_json allows 128 levels; agents' values nest a few).
 const MAX_DEPTH: u32 = 64;
@@ -356,7 +356,7 @@ fn hot<'a>(c: &mut Cur<'a>) -> Option<Hot<'a>> {
             once(&mut content, v)
         }
         "locations" => {
-            let v = c.opt_raw()?;
+            let v = c.nullable(locations_of)?;
             once_opt(&mut locations, v)
         }
         "_meta" => {
@@ -387,6 +387,68 @@ fn hot<'a>(c: &mut Cur<'a>) -> Option<Hot<'a>> {
         message_id: message_id.flatten(),
         meta: meta.flatten(),
     })
+}
+
+/// `locations`, read as the lenient list reader reads them (`parse_locations`): an item
+/// that is no location is left out. Given up on: anything but an array of objects, and a
+/// `line` that is a number other than plain digits (serde_json reads `-0` as a line 0).
+fn locations_of<'a>(c: &mut Cur<'a>) -> Option<Locations<'a>> {
+    let mut out = Vec::new();
+    c.array(|c| {
+        let (mut path, mut line, mut fits) = (None, None, true);
+        c.object(|c, key| {
+            match key {
+                "path" => {
+                    let p = if c.peek()? == b'"' {
+                        c.string()?.string()
+                    } else {
+                        c.value(0)?;
+                        None
+                    };
+                    // Not a string (or not one serde_json reads): no location.
+                    fits &= p.is_some() && path.is_none();
+                    path = p;
+                }
+                "line" => {
+                    let l = match c.peek()? {
+                        b'0'..=b'9' => {
+                            let start = c.i;
+                            c.number()?;
+                            let digits = &c.s[start..c.i];
+                            if !digits.bytes().all(|b| b.is_ascii_digit()) {
+                                return None;
+                            }
+                            // Past a u32: no location.
+                            digits.parse::<u32>().ok().map(Some)
+                        }
+                        b'-' => return None,
+                        b'n' => {
+                            c.literal("null")?;
+                            Some(None)
+                        }
+                        _ => {
+                            c.value(0)?;
+                            None
+                        }
+                    };
+                    fits &= l.is_some() && line.is_none();
+                    line = Some(l.flatten());
+                }
+                _ => {
+                    c.value(0)?;
+                }
+            }
+            Some(())
+        })?;
+        if let (true, Some(path)) = (fits, path) {
+            out.push(Location {
+                path,
+                line: line.flatten(),
+            });
+        }
+        Some(())
+    })?;
+    Some(Locations::Read(out))
 }
 
 /// `content`: null, an array of items, or a block (anything else: serde refuses it).

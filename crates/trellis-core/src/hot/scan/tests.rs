@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use serde_json::value::RawValue;
 
-use super::super::{Content, HotEnvelope};
+use super::super::{Content, HotEnvelope, Locations};
 use super::envelope;
 
 /// Everything serde_json's reading gave, as text.
@@ -30,8 +30,14 @@ fn describe(e: &HotEnvelope) -> String {
             .collect(),
         Content::Block(b) => format!("block {:?} {:?} {:?} {:?}", b.ty, b.text, b.uri, b.name),
     };
+    // As the call will have them: the text read by the lenient list reader.
+    let locations = match &h.locations {
+        None | Some(Locations::Raw("null")) => "none".to_string(),
+        Some(Locations::Raw(raw)) => format!("{:?}", crate::tool_call::parse_locations(raw).ok()),
+        Some(Locations::Read(read)) => format!("{:?}", Some(read)),
+    };
     format!(
-        "{:?} {:?} {:?} | {:?} {:?} {:?} {:?} {:?} {content} {:?} {:?} {:?} {:?} {:?} {:?}",
+        "{:?} {:?} {:?} | {:?} {:?} {:?} {:?} {:?} {content} {locations} {:?} {:?} {:?} {:?} {:?}",
         e.method,
         e.id,
         e.params.session_id,
@@ -40,7 +46,6 @@ fn describe(e: &HotEnvelope) -> String {
         h.title,
         h.kind,
         h.status,
-        h.locations,
         h.raw_input.as_deref().map(RawValue::get),
         h.raw_output.as_deref().map(RawValue::get),
         h.name,
@@ -186,6 +191,44 @@ fn item() -> impl Strategy<Value = String> {
         })
 }
 
+/// `locations`: items that are locations, or not quite (a line past a u32, signed, a
+/// fraction, a path that is no string, a repeated member), or no object at all.
+fn locations() -> impl Strategy<Value = String> {
+    let line = prop::sample::select(vec![
+        "1",
+        "0",
+        "4294967295",
+        "4294967296",
+        "-0",
+        "-3",
+        "1.0",
+        "1e2",
+        "null",
+        "\"7\"",
+        "[]",
+    ]);
+    let item = prop_oneof![
+        8 => (
+            field(string().boxed()),
+            prop::option::of(line),
+            prop::option::weighted(0.1, value()),
+            any::<bool>(),
+        )
+            .prop_map(|(path, line, other, twice)| {
+                let mut m = members(vec![("path", path), ("line", line.map(String::from))]);
+                if let Some(o) = other {
+                    m.push(("\"x\"".into(), o));
+                }
+                if twice && let Some(first) = m.first().cloned() {
+                    m.push(first);
+                }
+                object(m, "")
+            }),
+        1 => value(),
+    ];
+    prop::collection::vec(item, 0..4).prop_map(|v| format!("[{}]", v.join(",")))
+}
+
 fn content() -> impl Strategy<Value = String> {
     prop_oneof![
         3 => prop::collection::vec(item(), 0..3).prop_map(|v| format!("[{}]", v.join(","))),
@@ -225,7 +268,7 @@ fn line() -> impl Strategy<Value = String> {
             field(content().boxed()),
         ),
         (
-            field(value().boxed()),
+            field(locations().boxed()),
             field(value().boxed()),
             field(value().boxed()),
             field(string().boxed()),
