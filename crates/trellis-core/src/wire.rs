@@ -49,7 +49,8 @@ pub struct Message {
     pub method: Option<std::borrow::Cow<'static, str>>,
     pub params: Option<Box<RawValue>>,
     pub result: Option<Box<RawValue>>,
-    pub error: Option<RpcError>,
+    /// (Boxed: rare, and every line's message is moved a few times on its way.)
+    pub error: Option<Box<RpcError>>,
     pub decoded: Option<Box<crate::hot::Decoded>>,
     /// The verbatim line, when the reader kept it (given to extensions as the ACP payload).
     pub raw: Option<std::sync::Arc<str>>,
@@ -134,7 +135,7 @@ impl Message {
             method: env.method.map(std::borrow::Cow::Owned),
             params: env.params,
             result: env.result,
-            error: env.error,
+            error: env.error.map(Box::new),
             decoded: None,
             raw: None,
         })

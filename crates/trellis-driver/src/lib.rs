@@ -141,6 +141,9 @@ pub struct Driver {
     /// Tool call events go to observers only, not to the notes (see
     /// [`Driver::calls_to_observers_only`]).
     calls_unnoted: bool,
+    /// While a batch of the agent's input is applied: the time it began, which
+    /// [`Driver::now`] gives (a clock reading per frame cost more than the batch lasts).
+    batch_now: Option<f64>,
 }
 
 /// Something that sees a session's events as they are emitted, and its end (the trace
@@ -177,6 +180,7 @@ impl Driver {
             remote: None,
             observers: Vec::new(),
             calls_unnoted: false,
+            batch_now: None,
         }
     }
 
@@ -274,6 +278,9 @@ impl Driver {
 
     /// Session time: the recorder's clock, or time since the driver started.
     pub fn now(&self) -> f64 {
+        if let Some(t) = self.batch_now {
+            return t;
+        }
         match &self.conn {
             Some(c) => c.handle.recorder().now(),
             None => self.start.elapsed().as_secs_f64(),
@@ -354,6 +361,7 @@ impl Driver {
             Incoming::Agent(input) => {
                 let mut next = Some(input);
                 let mut n = 0;
+                self.batch_now = Some(self.now());
                 while let Some(input) = next.take() {
                     self.input(input, notes);
                     n += 1;
@@ -361,6 +369,7 @@ impl Driver {
                         next = self.conn.as_mut().and_then(|c| c.rx.try_recv().ok());
                     }
                 }
+                self.batch_now = None;
                 // Chunks of finished calls leave memory (when a spill file is set).
                 self.session.ledger.settle();
             }
