@@ -186,7 +186,7 @@ pub fn start_at(
     sink: Box<dyn LogSink>,
     origin: crate::recorder::Origin,
 ) -> (Handle, crate::inputs::Inputs) {
-    let (tx, rx) = unbounded_channel();
+    let (tx, rx) = crate::inputs::channel();
     let (cmd_tx, cmd_rx) = unbounded_channel();
     let recorder = Recorder::with_origin(sink, tx.clone(), origin);
     recorder.keep_lines(spec.keep_lines);
@@ -231,7 +231,7 @@ async fn run(
     spec: AgentSpec,
     recorder: Recorder,
     responders: Arc<Mutex<Responders>>,
-    tx: UnboundedSender<Input>,
+    tx: crate::inputs::Sender,
     mut cmd_rx: UnboundedReceiver<Command>,
     stopping: Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<(), String> {

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::mpsc::error::TryRecvError;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use trellis_core::update::Action;
 
@@ -41,6 +41,44 @@ pub enum Input {
     Ready,
     /// The connection is over; `error` says why if it was not a clean shutdown.
     Closed { error: Option<String> },
+}
+
+/// What travels on the queue: one input, or the actions of one read of the agent's
+/// output together (one send and one wake-up for a read's lines, not one per line).
+/// A single input stays unboxed, as [`Input`]'s actions do.
+#[allow(clippy::large_enum_variant)]
+enum Queued {
+    One(Input),
+    Many(Vec<Input>),
+}
+
+/// The sending side of the queue to the driver.
+#[derive(Clone)]
+pub struct Sender(UnboundedSender<Queued>);
+
+/// The queue's receiving side, until [`crate::Recorder::inputs`] makes it [`Inputs`].
+pub struct Receiver(UnboundedReceiver<Queued>);
+
+/// A queue to the driver.
+pub fn channel() -> (Sender, Receiver) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    (Sender(tx), Receiver(rx))
+}
+
+impl Sender {
+    /// Queues `input`; false once nobody reads the queue any more.
+    pub fn send(&self, input: Input) -> bool {
+        self.0.send(Queued::One(input)).is_ok()
+    }
+
+    /// Queues `inputs` in order, as one.
+    pub(crate) fn send_all(&self, mut inputs: Vec<Input>) {
+        let _ = match inputs.len() {
+            0 => return,
+            1 => self.0.send(Queued::One(inputs.remove(0))),
+            _ => self.0.send(Queued::Many(inputs)),
+        };
+    }
 }
 
 /// Actions queued above which the agent's reader waits.
@@ -94,13 +132,30 @@ impl Backlog {
 
 /// What the connection reports, in order (see [`Input`]).
 pub struct Inputs {
-    rx: UnboundedReceiver<Input>,
+    rx: UnboundedReceiver<Queued>,
+    /// The rest of the read being taken.
+    read: std::vec::IntoIter<Input>,
     backlog: Arc<Backlog>,
 }
 
 impl Inputs {
-    pub(crate) fn new(rx: UnboundedReceiver<Input>, backlog: Arc<Backlog>) -> Inputs {
-        Inputs { rx, backlog }
+    pub(crate) fn new(rx: Receiver, backlog: Arc<Backlog>) -> Inputs {
+        Inputs {
+            rx: rx.0,
+            read: Vec::new().into_iter(),
+            backlog,
+        }
+    }
+
+    /// The first of what came, the rest of a read kept for the next calls.
+    fn first(&mut self, q: Queued) -> Option<Input> {
+        match q {
+            Queued::One(i) => Some(i),
+            Queued::Many(v) => {
+                self.read = v.into_iter();
+                self.read.next()
+            }
+        }
     }
 
     fn took(&self, input: &Input) {
@@ -111,19 +166,31 @@ impl Inputs {
 
     /// The next input; `None` once the connection is gone and everything was taken.
     pub async fn recv(&mut self) -> Option<Input> {
-        let input = self.rx.recv().await?;
+        let input = match self.read.next() {
+            Some(i) => i,
+            None => {
+                let q = self.rx.recv().await?;
+                self.first(q)?
+            }
+        };
         self.took(&input);
         Some(input)
     }
 
     pub fn try_recv(&mut self) -> Result<Input, TryRecvError> {
-        let input = self.rx.try_recv()?;
+        let input = match self.read.next() {
+            Some(i) => i,
+            None => {
+                let q = self.rx.try_recv()?;
+                self.first(q).ok_or(TryRecvError::Empty)?
+            }
+        };
         self.took(&input);
         Ok(input)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rx.is_empty()
+        self.read.len() == 0 && self.rx.is_empty()
     }
 }
 
@@ -145,7 +212,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_reader_waits_above_high_until_the_queue_is_down_to_low() {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, rx) = channel();
         let backlog = Arc::new(Backlog::default());
         let mut inputs = Inputs::new(rx, backlog.clone());
         let a = || {
@@ -155,9 +222,9 @@ mod tests {
             })
         };
         for _ in 0..HIGH + 10 {
-            tx.send(a()).unwrap();
+            assert!(tx.send(a()));
         }
-        tx.send(action()).unwrap();
+        assert!(tx.send(action()));
         backlog.sent(HIGH + 10);
         let b = backlog.clone();
         let waiter = tokio::spawn(async move { b.room().await });
@@ -179,7 +246,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_queue_nobody_reads_never_holds_the_reader() {
-        let (_tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (_tx, rx) = channel();
         let backlog = Arc::new(Backlog::default());
         let inputs = Inputs::new(rx, backlog.clone());
         backlog.sent(HIGH * 2);

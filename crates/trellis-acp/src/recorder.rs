@@ -13,7 +13,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use tokio::sync::mpsc::UnboundedSender;
 use trellis_core::log::{
     encode_frame_bytes, encode_frame_into, encode_invalid, encode_local, encode_stderr,
 };
@@ -55,7 +54,7 @@ struct Inner {
     sink: Box<dyn LogSink>,
     /// Number of records so far: a frame's `seq` is its line number in the log.
     seq: u64,
-    tx: UnboundedSender<Input>,
+    tx: crate::inputs::Sender,
     log_error_reported: bool,
     /// Records the log could not keep: (first record number, how many, the error), and
     /// how many of them were already reported.
@@ -100,7 +99,7 @@ pub enum More {
 }
 
 impl Recorder {
-    pub fn new(sink: Box<dyn LogSink>, tx: UnboundedSender<Input>) -> Recorder {
+    pub fn new(sink: Box<dyn LogSink>, tx: crate::inputs::Sender) -> Recorder {
         Recorder::with_origin(sink, tx, Origin::default())
     }
 
@@ -108,7 +107,7 @@ impl Recorder {
     /// `origin.t` seconds (an agent restarted in the same session).
     pub fn with_origin(
         sink: Box<dyn LogSink>,
-        tx: UnboundedSender<Input>,
+        tx: crate::inputs::Sender,
         origin: Origin,
     ) -> Recorder {
         Recorder {
@@ -132,7 +131,7 @@ impl Recorder {
     }
 
     /// The queue to the driver, as the driver reads it (see [`crate::inputs`]).
-    pub fn inputs(&self, rx: tokio::sync::mpsc::UnboundedReceiver<Input>) -> crate::inputs::Inputs {
+    pub fn inputs(&self, rx: crate::inputs::Receiver) -> crate::inputs::Inputs {
         crate::inputs::Inputs::new(rx, self.with(|i| i.backlog.clone()))
     }
 
@@ -185,12 +184,15 @@ impl Recorder {
             }
             inner.pending.clear();
         }
-        let mut actions = 0;
-        for input in inner.actions.drain(..) {
-            actions += usize::from(matches!(input, Input::Action(_)));
-            let _ = inner.tx.send(input);
-        }
+        let actions = inner
+            .actions
+            .iter()
+            .filter(|i| matches!(i, Input::Action(_)))
+            .count();
+        // Counted first: the driver may take them the moment they are sent.
         inner.backlog.sent(actions);
+        let read = std::mem::replace(&mut inner.actions, Vec::with_capacity(32));
+        inner.tx.send_all(read);
     }
 
     /// One line on the agent's stdin or stdout. Returns false for agent notifications,
@@ -407,8 +409,9 @@ mod tests {
     #[test]
     fn lines_read_together_share_their_time_and_times_never_go_back() {
         let kept = Arc::new(Mutex::new(String::new()));
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, rx) = crate::inputs::channel();
         let r = Recorder::new(Box::new(Kept(kept.clone())), tx);
+        let mut rx = r.inputs(rx);
         let line = |n: u32| format!(r#"{{"jsonrpc":"2.0","method":"x/{n}","params":{{}}}}"#);
         r.line(Dir::AgentToClient, &line(1), More::No);
         // Three lines of one read.

@@ -15,7 +15,7 @@ use agent_client_protocol::v1::schema::{
     SystemPromptMode, TextContent,
 };
 use serde_json::Value;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::inputs::Input;
 use crate::lock;
@@ -79,7 +79,7 @@ fn elicitation_caps(caps: &Caps) -> Option<ElicitationCapabilities> {
 pub(crate) async fn set_up(
     cx: &Conn,
     spec: &AgentSpec,
-    tx: &UnboundedSender<Input>,
+    tx: &crate::inputs::Sender,
     deadline: &Mutex<Option<std::time::Instant>>,
     login_rx: &mut UnboundedReceiver<bool>,
 ) -> Result<(SessionId, bool), agent_client_protocol::Error> {
@@ -201,7 +201,7 @@ pub(crate) async fn set_up(
 async fn log_in(
     cx: &Conn,
     spec: &AgentSpec,
-    tx: &UnboundedSender<Input>,
+    tx: &crate::inputs::Sender,
     deadline: &Mutex<Option<std::time::Instant>>,
     login_rx: &mut UnboundedReceiver<bool>,
     methods: &[AuthMethod],

@@ -393,9 +393,11 @@ mod tests {
     use crate::inputs::Input;
     use crate::recorder::NullSink;
 
-    fn terminals() -> (Terminals, tokio::sync::mpsc::UnboundedReceiver<Input>) {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        (Terminals::new(Recorder::new(Box::new(NullSink), tx)), rx)
+    fn terminals() -> (Terminals, crate::inputs::Inputs) {
+        let (tx, rx) = crate::inputs::channel();
+        let recorder = Recorder::new(Box::new(NullSink), tx);
+        let inputs = recorder.inputs(rx);
+        (Terminals::new(recorder), inputs)
     }
 
     fn spawn(cmd: &str, limit: Option<u64>) -> Spawn {
