@@ -280,10 +280,7 @@ pub(super) fn envelope(line: &str) -> Option<HotEnvelope<'_>> {
             }
             once_opt(&mut id, v)
         }
-        "params" => {
-            let p = params_of(c)?;
-            once(&mut params, p)
-        }
+        "params" => once(&mut params, params_of(c)?),
         _ => c.value(0).map(drop),
     })?;
     if c.peek().is_some() {
@@ -299,14 +296,8 @@ pub(super) fn envelope(line: &str) -> Option<HotEnvelope<'_>> {
 fn params_of<'a>(c: &mut Cur<'a>) -> Option<HotParams<'a>> {
     let (mut session_id, mut update) = (None, None);
     c.object(|c, key| match key {
-        "sessionId" => {
-            let v = c.opt_cow()?;
-            once_opt(&mut session_id, v)
-        }
-        "update" => {
-            let h = hot(c)?;
-            once(&mut update, h)
-        }
+        "sessionId" => once_opt(&mut session_id, c.opt_cow()?),
+        "update" => once(&mut update, hot(c)?),
         _ => c.value(0).map(drop),
     })?;
     Some(HotParams {
@@ -323,54 +314,18 @@ fn hot<'a>(c: &mut Cur<'a>) -> Option<Hot<'a>> {
     let (mut locations, mut meta) = (None, None);
     let (mut raw_input, mut raw_output) = (None, None);
     c.object(|c, key| match key {
-        "sessionUpdate" => {
-            let v = c.string()?.cow()?;
-            once(&mut session_update, v)
-        }
-        "toolCallId" => {
-            let v = c.opt_string()?;
-            once_opt(&mut tool_call_id, v)
-        }
-        "title" => {
-            let v = c.opt_string()?;
-            once_opt(&mut title, v)
-        }
-        "name" => {
-            let v = c.opt_string()?;
-            once_opt(&mut name, v)
-        }
-        "messageId" => {
-            let v = c.opt_string()?;
-            once_opt(&mut message_id, v)
-        }
-        "kind" => {
-            let v = c.opt_cow()?;
-            once_opt(&mut kind, v)
-        }
-        "status" => {
-            let v = c.opt_cow()?;
-            once_opt(&mut status, v)
-        }
-        "content" => {
-            let v = content_of(c)?;
-            once(&mut content, v)
-        }
-        "locations" => {
-            let v = c.nullable(locations_of)?;
-            once_opt(&mut locations, v)
-        }
-        "_meta" => {
-            let v = c.opt_raw()?;
-            once_opt(&mut meta, v)
-        }
-        "rawInput" => {
-            let v = c.opt_boxed()?;
-            once_opt(&mut raw_input, v)
-        }
-        "rawOutput" => {
-            let v = c.opt_boxed()?;
-            once_opt(&mut raw_output, v)
-        }
+        "sessionUpdate" => once(&mut session_update, c.string()?.cow()?),
+        "toolCallId" => once_opt(&mut tool_call_id, c.opt_string()?),
+        "title" => once_opt(&mut title, c.opt_string()?),
+        "name" => once_opt(&mut name, c.opt_string()?),
+        "messageId" => once_opt(&mut message_id, c.opt_string()?),
+        "kind" => once_opt(&mut kind, c.opt_cow()?),
+        "status" => once_opt(&mut status, c.opt_cow()?),
+        "content" => once(&mut content, content_of(c)?),
+        "locations" => once_opt(&mut locations, c.nullable(locations_of)?),
+        "_meta" => once_opt(&mut meta, c.opt_raw()?),
+        "rawInput" => once_opt(&mut raw_input, c.opt_boxed()?),
+        "rawOutput" => once_opt(&mut raw_output, c.opt_boxed()?),
         _ => c.value(0).map(drop),
     })?;
     Some(Hot {
@@ -391,7 +346,8 @@ fn hot<'a>(c: &mut Cur<'a>) -> Option<Hot<'a>> {
 
 /// `locations`, read as the lenient list reader reads them (`parse_locations`): an item
 /// that is no location is left out. Given up on: anything but an array of objects, and a
-/// `line` that is a number other than plain digits (serde_json reads `-0` as a line 0).
+/// `line` that is a number other than plain digits (how serde_json reads `-0` or `1e2`
+/// as a `u32` is its business).
 fn locations_of<'a>(c: &mut Cur<'a>) -> Option<Locations<'a>> {
     let mut out = Vec::new();
     c.array(|c| {
@@ -476,30 +432,12 @@ fn item<'a>(c: &mut Cur<'a>) -> Option<FastItem<'a>> {
     let mut content = None;
     let (mut path, mut old_text, mut new_text, mut terminal_id) = (None, None, None, None);
     c.object(|c, key| match key {
-        "type" => {
-            let v = c.string()?.cow()?;
-            once(&mut ty, v)
-        }
-        "content" => {
-            let v = c.nullable(fast_block)?;
-            once_opt(&mut content, v)
-        }
-        "path" => {
-            let v = c.opt_string()?;
-            once_opt(&mut path, v)
-        }
-        "oldText" => {
-            let v = c.opt_string()?;
-            once_opt(&mut old_text, v)
-        }
-        "newText" => {
-            let v = c.opt_string()?;
-            once_opt(&mut new_text, v)
-        }
-        "terminalId" => {
-            let v = c.opt_string()?;
-            once_opt(&mut terminal_id, v)
-        }
+        "type" => once(&mut ty, c.string()?.cow()?),
+        "content" => once_opt(&mut content, c.nullable(fast_block)?),
+        "path" => once_opt(&mut path, c.opt_string()?),
+        "oldText" => once_opt(&mut old_text, c.opt_string()?),
+        "newText" => once_opt(&mut new_text, c.opt_string()?),
+        "terminalId" => once_opt(&mut terminal_id, c.opt_string()?),
         _ => c.value(0).map(drop),
     })?;
     Some(FastItem {
@@ -515,14 +453,8 @@ fn item<'a>(c: &mut Cur<'a>) -> Option<FastItem<'a>> {
 fn fast_block<'a>(c: &mut Cur<'a>) -> Option<FastBlock<'a>> {
     let (mut ty, mut text) = (None, None);
     c.object(|c, key| match key {
-        "type" => {
-            let v = c.string()?.cow()?;
-            once(&mut ty, v)
-        }
-        "text" => {
-            let v = c.opt_raw()?;
-            once_opt(&mut text, v)
-        }
+        "type" => once(&mut ty, c.string()?.cow()?),
+        "text" => once_opt(&mut text, c.opt_raw()?),
         _ => c.value(0).map(drop),
     })?;
     Some(FastBlock {
@@ -534,22 +466,10 @@ fn fast_block<'a>(c: &mut Cur<'a>) -> Option<FastBlock<'a>> {
 fn block<'a>(c: &mut Cur<'a>) -> Option<HotBlock<'a>> {
     let (mut ty, mut text, mut uri, mut name) = (None, None, None, None);
     c.object(|c, key| match key {
-        "type" => {
-            let v = c.string()?.cow()?;
-            once(&mut ty, v)
-        }
-        "text" => {
-            let v = c.opt_raw()?;
-            once_opt(&mut text, v)
-        }
-        "uri" => {
-            let v = c.opt_string()?;
-            once_opt(&mut uri, v)
-        }
-        "name" => {
-            let v = c.opt_string()?;
-            once_opt(&mut name, v)
-        }
+        "type" => once(&mut ty, c.string()?.cow()?),
+        "text" => once_opt(&mut text, c.opt_raw()?),
+        "uri" => once_opt(&mut uri, c.opt_string()?),
+        "name" => once_opt(&mut name, c.opt_string()?),
         _ => c.value(0).map(drop),
     })?;
     Some(HotBlock {
