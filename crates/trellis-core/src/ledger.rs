@@ -148,6 +148,47 @@ impl Ledger {
         }
     }
 
+    /// The ledger's last run of calls of turn `turn` — a turn's own calls, since a call
+    /// belongs to the turn it was first seen in: how many, how many failed, how many are
+    /// flagged with an anomaly. Chunks wholly of the turn are counted from their tallies,
+    /// frozen or not; only the chunk where the run begins is read call by call.
+    pub fn turn_tally(&self, turn: u32) -> (usize, usize, usize) {
+        let (mut calls, mut failed, mut flagged) = (0, 0, 0);
+        for no in (0..self.len.div_ceil(CHUNK)).rev() {
+            let t = self.chunk_tally(no);
+            let end = ((no + 1) * CHUNK).min(self.len);
+            if t.calls == end - no * CHUNK && t.turns == Some((turn, turn)) {
+                calls += t.calls;
+                failed += t.count(ToolStatus::Failed);
+                flagged += t.flagged;
+                continue;
+            }
+            // A frozen chunk is read back whole, once (not call by call).
+            let frozen = match self.chunks.get(no) {
+                Some(None) => self.cold.as_ref().and_then(|c| c.chunk(no)),
+                _ => None,
+            };
+            for i in (no * CHUNK..end).rev() {
+                let c = match &frozen {
+                    Some(t) => t
+                        .calls
+                        .get(i - no * CHUNK)
+                        .filter(|c| c.position == i)
+                        .cloned(),
+                    None => None,
+                }
+                .unwrap_or_else(|| self.at(i));
+                if c.turn != turn {
+                    return (calls, failed, flagged);
+                }
+                calls += 1;
+                failed += usize::from(c.status == ToolStatus::Failed);
+                flagged += usize::from(!c.anomalies.is_empty());
+            }
+        }
+        (calls, failed, flagged)
+    }
+
     /// Every call, in order (frozen ones decoded a chunk at a time).
     pub fn calls(&self) -> Calls<'_> {
         Calls {

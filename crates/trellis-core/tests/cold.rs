@@ -219,3 +219,125 @@ fn a_spill_that_fails_keeps_the_calls_in_memory() {
     assert_eq!(l.at(3).title, "T3");
     assert_eq!(l.position("c3"), Some(3));
 }
+
+/// A spill that counts what is read back.
+#[derive(Default)]
+struct CountingSpill {
+    bytes: MemorySpill,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl Spill for CountingSpill {
+    fn put(&self, b: &[u8]) -> std::io::Result<u64> {
+        self.bytes.put(b)
+    }
+    fn get(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.bytes.get(at, len)
+    }
+}
+
+/// A turn's calls are counted from its chunks' tallies — the same counts as reading them
+/// one by one from the end — and at most the chunk where the turn begins is read back.
+#[test]
+fn a_turns_calls_are_counted_without_reading_its_frozen_chunks_back() {
+    let spill = Arc::new(CountingSpill::default());
+    let cold = Cold::new(spill.clone(), Arc::new(Log));
+    let mut l = Ledger::default();
+    l.set_cold(cold);
+    // Turn 1 ends inside the second chunk; turn 2 runs over several more; turn 3 is short
+    // and shares its first chunk with turn 2.
+    let turns = [(1, CHUNK + 100), (2, 4 * CHUNK + 30), (3, 40)];
+    let mut i = 0;
+    for (turn, n) in turns {
+        for _ in 0..n {
+            let id = format!("c{i}");
+            let status = if i % 7 == 0 { "failed" } else { "completed" };
+            l.apply(
+                patch(json!({"toolCallId": id, "kind": "execute", "status": "in_progress"})),
+                true,
+                i as f64,
+                turn,
+            );
+            let a = l.apply(
+                patch(json!({"toolCallId": id, "status": status})),
+                false,
+                i as f64 + 0.5,
+                turn,
+            );
+            if i % 11 == 0 {
+                l.get_mut(&id).unwrap().anomalies.push("ran unasked".into());
+            }
+            l.seal(a.index);
+            i += 1;
+        }
+        l.settle();
+    }
+    let by_hand = |turn: u32| {
+        let mut n = (0, 0, 0);
+        for c in l.calls().rev().take_while(|c| c.turn == turn) {
+            n.0 += 1;
+            n.1 += usize::from(c.status == ToolStatus::Failed);
+            n.2 += usize::from(!c.anomalies.is_empty());
+        }
+        n
+    };
+    let want3 = by_hand(3);
+    assert_eq!(want3.0, 40);
+    spill.reads.store(0, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(l.turn_tally(3), want3);
+    // Turn 3's calls are all in memory: nothing read back.
+    assert_eq!(spill.reads.load(std::sync::atomic::Ordering::Relaxed), 0);
+    // Turn 2 as it was counted before turn 3 came: its last run of calls is turn 3's now,
+    // so asked for turn 2 the count is none; the run of turn 2 alone, through a ledger
+    // that ends with it, is checked with a turn that ends in a frozen chunk below.
+    assert_eq!(l.turn_tally(2), (0, 0, 0));
+    assert_eq!(l.turn_tally(2), by_hand(2));
+    // A ledger that ends with a long turn, most of it frozen.
+    let spill = Arc::new(CountingSpill::default());
+    let mut l = Ledger::default();
+    l.set_cold(Cold::new(spill.clone(), Arc::new(Log)));
+    for (k, turn) in std::iter::repeat_n(1, CHUNK + 100)
+        .chain(std::iter::repeat_n(2, 5 * CHUNK + 30))
+        .enumerate()
+    {
+        let id = format!("c{k}");
+        let status = if k % 7 == 0 { "failed" } else { "completed" };
+        l.apply(
+            patch(json!({"toolCallId": id, "status": "in_progress"})),
+            true,
+            0.0,
+            turn,
+        );
+        let a = l.apply(
+            patch(json!({"toolCallId": id, "status": status})),
+            false,
+            0.5,
+            turn,
+        );
+        if k % 11 == 0 {
+            l.get_mut(&id).unwrap().anomalies.push("ran unasked".into());
+        }
+        l.seal(a.index);
+    }
+    l.settle();
+    assert!(l.is_frozen(2 * CHUNK) && l.is_frozen(CHUNK));
+    let reads = || spill.reads.load(std::sync::atomic::Ordering::Relaxed);
+    spill.reads.store(0, std::sync::atomic::Ordering::Relaxed);
+    let got = l.turn_tally(2);
+    // Only the chunk where turn 2 begins (shared with turn 1) was read back.
+    assert_eq!(reads(), 1);
+    let mut want = (0, 0, 0);
+    for c in l.calls().rev().take_while(|c| c.turn == 2) {
+        want.0 += 1;
+        want.1 += usize::from(c.status == ToolStatus::Failed);
+        want.2 += usize::from(!c.anomalies.is_empty());
+    }
+    assert_eq!(want.0, 5 * CHUNK + 30);
+    assert!(
+        reads() > 3,
+        "reading them one by one reads the frozen chunks back"
+    );
+    assert_eq!(got, want);
+}

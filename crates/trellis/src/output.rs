@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
+use trellis_core::Session;
 use trellis_core::event::{Event, EventBody, Role};
 use trellis_core::summary::tool_line;
-use trellis_core::{Session, ToolStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -266,19 +266,9 @@ impl<W: Write> Output<W> {
             EventBody::TurnEnded { stop_reason, .. } => {
                 self.end_line()?;
                 // A turn's calls are the ledger's last ones (a call belongs to the turn
-                // it was first seen in): counted in one pass from the end, so a turn's
-                // end reads back none of the earlier turns' frozen calls.
-                let (mut calls, mut failed, mut flagged) = (0, 0, 0);
-                for c in session
-                    .ledger
-                    .calls()
-                    .rev()
-                    .take_while(|c| c.turn == session.turn)
-                {
-                    calls += 1;
-                    failed += usize::from(c.status == ToolStatus::Failed);
-                    flagged += usize::from(!c.anomalies.is_empty());
-                }
+                // it was first seen in), counted from the tallies of its chunks: a turn's
+                // end reads back none of its frozen calls, nor the earlier turns'.
+                let (calls, failed, flagged) = session.ledger.turn_tally(session.turn);
                 let flagged = if flagged > 0 {
                     format!(", {flagged} anomalous (⚑)")
                 } else {

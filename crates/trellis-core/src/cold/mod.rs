@@ -23,11 +23,13 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex};
 
 mod encoding;
+mod tally;
 pub use encoding::Sealed;
 use encoding::{FrozenCall, table, table_prefix, write_frozen};
+pub use tally::Tally;
 
 use crate::bulk::BulkSource;
-use crate::tool_call::{ToolCall, ToolContent, ToolStatus};
+use crate::tool_call::ToolCall;
 
 /// Calls per chunk: the unit that is frozen, read back and cached.
 pub const CHUNK: usize = 512;
@@ -77,57 +79,6 @@ impl Spill for MemorySpill {
 pub struct Thawed {
     pub calls: Vec<Arc<ToolCall>>,
     pub frames: Vec<Vec<u64>>,
-}
-
-/// Counts over calls that need no decoding: per status, and the bytes of their output.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tally {
-    counts: [usize; 6],
-    pub output_bytes: usize,
-    pub calls: usize,
-}
-
-fn status_slot(s: ToolStatus) -> usize {
-    match s {
-        ToolStatus::Pending => 0,
-        ToolStatus::InProgress => 1,
-        ToolStatus::Completed => 2,
-        ToolStatus::Failed => 3,
-        ToolStatus::Cancelled => 4,
-        ToolStatus::Unfinished => 5,
-    }
-}
-
-impl Tally {
-    pub fn count(&self, s: ToolStatus) -> usize {
-        self.counts[status_slot(s)]
-    }
-
-    pub fn add(&mut self, c: &ToolCall) {
-        self.counts[status_slot(c.status)] += 1;
-        self.output_bytes += c
-            .content
-            .iter()
-            .map(ToolContent::text_size_bytes)
-            .sum::<usize>();
-        self.calls += 1;
-    }
-
-    fn merge(&mut self, o: &Tally) {
-        for (a, b) in self.counts.iter_mut().zip(o.counts) {
-            *a += b;
-        }
-        self.output_bytes += o.output_bytes;
-        self.calls += o.calls;
-    }
-
-    fn remove(&mut self, o: &Tally) {
-        for (a, b) in self.counts.iter_mut().zip(o.counts) {
-            *a -= b;
-        }
-        self.output_bytes -= o.output_bytes;
-        self.calls -= o.calls;
-    }
 }
 
 /// A chunk's copy in the spill.
