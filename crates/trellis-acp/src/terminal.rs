@@ -459,13 +459,25 @@ mod tests {
             .unwrap();
         t.wait_for_exit(&c).await.unwrap();
         t.release(&c).unwrap();
-        let left = || {
+        let running = || {
             std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
                 std::fs::read(e.path().join("cmdline"))
                     .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&secs))
             })
         };
-        assert!(left(), "the background child runs");
+        // A process in the middle of `execve` shows an empty command line for a moment, so
+        // one look can miss the child: ask again until `expected` holds or two seconds pass.
+        let left = |expected: bool| async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            loop {
+                let now = running();
+                if now == expected || std::time::Instant::now() > deadline {
+                    return now;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        };
+        assert!(left(true).await, "the background child runs");
         // The shells need a moment to set their traps.
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         let start = std::time::Instant::now();
@@ -474,8 +486,10 @@ mod tests {
         let exit = t.wait_for_exit(&a).await.unwrap();
         assert_eq!(exit.exit_code, Some(0), "the TERM trap ran");
         assert!(dir.path().join("said-bye").exists());
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        assert!(!left(), "the released terminal's child was stopped too");
+        assert!(
+            !left(false).await,
+            "the released terminal's child was stopped too"
+        );
     }
 
     #[tokio::test]
