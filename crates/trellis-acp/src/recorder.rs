@@ -239,7 +239,8 @@ impl Recorder {
                     let forward = !(dir == Dir::AgentToClient
                         && msg.is_notification()
                         && msg.method.as_deref() != Some("$/cancel_request")
-                        && !line.contains("\"subagent_update\""));
+                        // (A hot kind, decoded already, is never a subagent's.)
+                        && (msg.decoded.is_some() || !line.contains("\"subagent_update\"")));
                     (Action::Frame { seq, t, dir, msg }, forward)
                 }
                 Err(e) => {

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::short_id::ShortId;
 use crate::tool_call::{
     FastItem, ToolCallPatch, ToolKind, ToolStatus, fast_content, parse_locations,
 };
@@ -34,7 +35,7 @@ pub enum HotUpdate {
 /// A decoded `session/update`.
 #[derive(Debug, Clone)]
 pub struct Decoded {
-    pub session_id: Option<String>,
+    pub session_id: Option<ShortId>,
     pub update: HotUpdate,
 }
 
@@ -65,7 +66,7 @@ struct Hot<'a> {
     #[serde(borrow)]
     session_update: Cow<'a, str>,
     #[serde(default)]
-    tool_call_id: Option<String>,
+    tool_call_id: Option<ShortId>,
     #[serde(default)]
     title: Option<String>,
     #[serde(default, borrow)]
@@ -172,7 +173,7 @@ impl HotParams<'_> {
             _ => return None,
         };
         Some(Decoded {
-            session_id: self.session_id.map(Cow::into_owned),
+            session_id: self.session_id.as_deref().map(ShortId::new),
             update,
         })
     }

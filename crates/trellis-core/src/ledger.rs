@@ -16,6 +16,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::cold::{CHUNK, Cold, Tally, Thawed};
+use crate::short_id::ShortId;
 use crate::tool_call::{ToolCall, ToolCallPatch, ToolStatus};
 
 /// The newest chunks are never frozen: late updates to recent calls stay cheap.
@@ -42,10 +43,10 @@ pub struct Ledger {
     /// Per chunk number: its calls while in memory; `None`: frozen in `cold`.
     chunks: Vec<Option<Box<Hot>>>,
     /// Positions of the calls in memory, by id.
-    index: FxHashMap<String, usize>,
+    index: FxHashMap<ShortId, usize>,
     /// Calls of subagents in memory, keyed by (child's position in `Session::subagents`,
     /// call id): ids are the child's own and may repeat the parent's.
-    nested: FxHashMap<(usize, String), usize>,
+    nested: FxHashMap<(usize, ShortId), usize>,
     /// Each child's session id, by its position (learned as its calls come).
     owners: Vec<Option<Arc<str>>>,
     cold: Option<Arc<Cold>>,
@@ -287,11 +288,11 @@ impl Ledger {
         }
         match &c.subagent {
             None => {
-                self.index.insert(c.id.clone(), c.position);
+                self.index.insert(ShortId::new(&c.id), c.position);
             }
             Some(sid) => {
                 if let Some(o) = self.owners.iter().position(|s| s.as_ref() == Some(sid)) {
-                    self.nested.insert((o, c.id.clone()), c.position);
+                    self.nested.insert((o, ShortId::new(&c.id)), c.position);
                 }
             }
         }
@@ -347,6 +348,10 @@ impl Ledger {
         }
         let sealed = crate::cold::Sealed::of(call, &hot.frames[i], false);
         if hot.sealed.len() <= i {
+            // Calls finish one after another: the chunk's whole list at once, not grown
+            // call by call.
+            hot.sealed
+                .reserve_exact(CHUNK.saturating_sub(hot.sealed.len()));
             hot.sealed.resize_with(i + 1, || None);
         }
         hot.sealed[i] = sealed;
@@ -392,7 +397,7 @@ impl Ledger {
         let Some(o) = owner else {
             return self.position(id);
         };
-        if let Some(&i) = self.nested.get(&(o, id.to_string())) {
+        if let Some(&i) = self.nested.get(&(o, ShortId::new(id))) {
             return Some(i);
         }
         let sid = self.owners.get(o)?.as_deref()?;
@@ -411,7 +416,7 @@ impl Ledger {
     pub fn apply_in(
         &mut self,
         owner: Option<(usize, &Arc<str>)>,
-        patch: ToolCallPatch,
+        mut patch: ToolCallPatch,
         announce: bool,
         t: f64,
         turn: u32,
@@ -429,13 +434,16 @@ impl Ledger {
             Some(i) => (i, false),
             None => {
                 let i = self.len;
-                let mut call = ToolCall::placeholder(patch.tool_call_id.clone(), t, turn);
+                // The patch's id is the call's (merging leaves the id alone).
+                let id = std::mem::take(&mut patch.tool_call_id);
+                let call_id = id.as_str().to_string();
+                match owner {
+                    None => self.index.insert(id, i),
+                    Some((o, _)) => self.nested.insert((o, id), i),
+                };
+                let mut call = ToolCall::placeholder(call_id, t, turn);
                 call.subagent = owner.map(|(_, id)| id.clone());
                 call.position = i;
-                match owner {
-                    None => self.index.insert(patch.tool_call_id.clone(), i),
-                    Some((o, _)) => self.nested.insert((o, patch.tool_call_id.clone()), i),
-                };
                 if i / CHUNK == self.chunks.len() {
                     self.chunks.push(Some(Box::new(Hot {
                         calls: Vec::with_capacity(CHUNK),
@@ -500,13 +508,13 @@ impl Ledger {
             for c in &thawed.calls {
                 match &c.subagent {
                     None => {
-                        if self.index.get(&c.id) == Some(&c.position) {
-                            self.index.remove(&c.id);
+                        if self.index.get(c.id.as_str()) == Some(&c.position) {
+                            self.index.remove(c.id.as_str());
                         }
                     }
                     Some(sid) => {
                         if let Some(o) = self.owners.iter().position(|s| s.as_ref() == Some(sid)) {
-                            self.nested.remove(&(o, c.id.clone()));
+                            self.nested.remove(&(o, ShortId::new(&c.id)));
                         }
                     }
                 }

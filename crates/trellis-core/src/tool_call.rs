@@ -354,8 +354,9 @@ fn de_kind<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ToolKind>, D::Error
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallPatch {
+    /// (Held in place: most updates name a call only to find it.)
     #[serde(default)]
-    pub tool_call_id: String,
+    pub tool_call_id: crate::short_id::ShortId,
     #[serde(default)]
     pub title: Option<String>,
     #[serde(default, deserialize_with = "de_kind")]
@@ -498,10 +499,16 @@ impl ToolCall {
             raw_output: None,
             name: None,
             announced: false,
-            status_history: vec![StatusChange {
-                status: ToolStatus::Pending,
-                t,
-            }],
+            status_history: {
+                // Room for the usual life (pending, running, finished) and one more: the
+                // list is not grown again as the call runs.
+                let mut h = Vec::with_capacity(4);
+                h.push(StatusChange {
+                    status: ToolStatus::Pending,
+                    t,
+                });
+                h
+            },
             permissions: Vec::new(),
             turn,
             anomalies: Vec::new(),

@@ -20,6 +20,7 @@
 pub mod attached;
 mod bulk;
 pub mod desk;
+mod effects;
 mod extensions;
 mod intents;
 pub mod replay;
@@ -35,7 +36,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedReceiver;
 use trellis_acp::{Command, Handle, Input};
 use trellis_core::session::LocalRecord;
-use trellis_core::{Action, Effect, Event, EventBody, Session, update};
+use trellis_core::{Action, Effect, Event, Session};
 use trellis_ext_host::{ExtHost, HostMsg};
 
 /// Most agent inputs applied in one [`Driver::handle`] (a front end looks at its own
@@ -144,6 +145,9 @@ pub struct Driver {
     /// While a batch of the agent's input is applied: the time it began, which
     /// [`Driver::now`] gives (a clock reading per frame cost more than the batch lasts).
     batch_now: Option<f64>,
+    /// The reducer's effects vector, kept empty between actions so that applying one
+    /// does not allocate it afresh.
+    spare_fx: Vec<Effect>,
 }
 
 /// Something that sees a session's events as they are emitted, and its end (the trace
@@ -181,6 +185,7 @@ impl Driver {
             observers: Vec::new(),
             calls_unnoted: false,
             batch_now: None,
+            spare_fx: Vec::new(),
         }
     }
 
@@ -461,72 +466,6 @@ impl Driver {
             });
         }
         self.apply(action, notes);
-    }
-
-    /// Applies one action: the reducer, then extensions see the events (and may start the
-    /// permission chain), then the connection performs answers, cancel and syncs.
-    pub fn apply(&mut self, action: Action, notes: &mut Vec<Note>) {
-        let fx = update(&mut self.session, action);
-        self.effects(fx, notes);
-    }
-
-    /// Performs effects of the reducer: extensions see the events first (and may start
-    /// the permission chain), then the connection performs answers, cancel and syncs.
-    pub fn effects(&mut self, fx: Vec<Effect>, notes: &mut Vec<Note>) {
-        let now = self.now();
-        let mut turn_ended = false;
-        let ledger = &self.session.ledger;
-        let outs = match self.host.as_mut() {
-            Some(h) => h.on_effects_synced(&fx, now, Some(&|p| ledger.snapshot(p))),
-            None => Vec::new(),
-        };
-        for e in fx {
-            let e = match &self.conn {
-                Some(c) => c.handle.perform(e),
-                None => Some(e),
-            };
-            if let Some(Effect::Emit(ev)) = e {
-                for o in &mut self.observers {
-                    o.event(&ev, &self.session);
-                }
-                match &ev.body {
-                    EventBody::ToolCallUpdated {
-                        previous_status,
-                        status,
-                        ..
-                    } if status.is_terminal() && previous_status.is_some() => {
-                        if let Some(b) = self.bulk.as_mut()
-                            && let Some(i) = ev.position
-                        {
-                            b.finished(&self.session, i);
-                        }
-                    }
-                    EventBody::TurnStarted { .. } => self.prompt_in_flight = false,
-                    EventBody::TurnEnded { .. } => {
-                        self.prompt_in_flight = false;
-                        turn_ended = true;
-                    }
-                    _ => {}
-                }
-                let call = matches!(
-                    ev.body,
-                    EventBody::ToolCallCreated { .. } | EventBody::ToolCallUpdated { .. }
-                );
-                match self.touched.as_mut() {
-                    Some(t) => t.extend(ev.position),
-                    None if call && self.calls_unnoted => {}
-                    None => notes.push(Note::Event(ev)),
-                }
-            }
-        }
-        self.outs(outs, notes);
-        if turn_ended {
-            // The log was synced at the turn's end (a performed effect): index it.
-            if let Some(ix) = &self.index {
-                ix.touch();
-            }
-            self.send_driven();
-        }
     }
 
     /// Ends the session now: the turn cancelled, the closing record `reason` written, the

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use trellis_core::ext::SessionInfo;
+use trellis_core::short_id::ShortId;
 use trellis_core::{Event, EventBody, ToolCall};
 
 /// Session state as extensions see it.
@@ -22,7 +23,7 @@ pub(crate) struct Mirror {
     calls: Vec<Arc<ToolCall>>,
     /// Ledger place by (subagent, call id) of the calls held: a subagent's call ids are
     /// its own.
-    index: rustc_hash::FxHashMap<(Option<Arc<str>>, String), usize>,
+    index: rustc_hash::FxHashMap<(Option<Arc<str>>, ShortId), usize>,
     /// Position in `calls` by ledger place (unique to a call): the key of every update,
     /// looked up without making an owned key of the id.
     by_place: rustc_hash::FxHashMap<usize, usize>,
@@ -70,7 +71,7 @@ impl Mirror {
 
     /// The call `id` of `subagent` (none: the session's own).
     pub fn call(&self, subagent: Option<Arc<str>>, id: &str) -> Option<Arc<ToolCall>> {
-        let key = (subagent, id.to_string());
+        let key = (subagent, ShortId::new(id));
         if let Some(i) = self.index.get(&key).and_then(|p| self.by_place.get(p)) {
             return Some(self.calls[*i].clone());
         }
@@ -109,8 +110,10 @@ impl Mirror {
             None => {
                 let i = self.calls.len();
                 self.by_place.insert(call.position, i);
-                self.index
-                    .insert((call.subagent.clone(), call.id.clone()), call.position);
+                self.index.insert(
+                    (call.subagent.clone(), ShortId::new(&call.id)),
+                    call.position,
+                );
                 self.calls.push(call.clone());
             }
         }

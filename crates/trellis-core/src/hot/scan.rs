@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use super::{Content, Hot, HotBlock, HotEnvelope, HotParams, Locations, Raw};
+use crate::short_id::ShortId;
 use crate::tool_call::{FastBlock, FastItem, Location};
 
 /// Nesting given up on (serde_json allows 128 levels; agents' values nest a few).
@@ -230,6 +231,11 @@ impl<'a> Cur<'a> {
         self.nullable(|c| c.string()?.string())
     }
 
+    /// An id, held in place when short (see [`ShortId`]).
+    fn opt_short(&mut self) -> Option<Option<ShortId>> {
+        self.nullable(|c| c.string()?.cow().map(|s| ShortId::new(&s)))
+    }
+
     fn opt_cow(&mut self) -> Option<Option<Cow<'a, str>>> {
         self.nullable(|c| c.string()?.cow())
     }
@@ -315,7 +321,7 @@ fn hot<'a>(c: &mut Cur<'a>) -> Option<Hot<'a>> {
     let (mut raw_input, mut raw_output) = (None, None);
     c.object(|c, key| match key {
         "sessionUpdate" => once(&mut session_update, c.string()?.cow()?),
-        "toolCallId" => once_opt(&mut tool_call_id, c.opt_string()?),
+        "toolCallId" => once_opt(&mut tool_call_id, c.opt_short()?),
         "title" => once_opt(&mut title, c.opt_string()?),
         "name" => once_opt(&mut name, c.opt_string()?),
         "messageId" => once_opt(&mut message_id, c.opt_string()?),

@@ -23,7 +23,6 @@ pub(crate) fn check(cx: &mut Ctx<'_>, index: usize, before: Option<ToolStatus>) 
     if !started && !finished {
         return;
     }
-    let id = call.id.clone();
     let mut found: Vec<&'static str> = Vec::new();
     if started {
         // Open until the answer is on the wire: an answer decided but not yet sent had
@@ -77,6 +76,12 @@ pub(crate) fn check(cx: &mut Ctx<'_>, index: usize, before: Option<ToolStatus>) 
     {
         found.push("ran_unasked");
     }
+    if found.is_empty() {
+        return;
+    }
+    let id = call.id.clone();
+    // The snapshot let go first: changing the call would otherwise copy it.
+    drop(call);
     for rule in found {
         let call = cx.s.ledger.at_mut(index);
         if call.anomalies.iter().any(|a| a == rule) {

@@ -38,6 +38,14 @@ use turn::{decide, mark_open_calls};
 
 /// Applies `action` to `state` and returns the effects the edges must perform.
 pub fn update(state: &mut Session, action: Action) -> Vec<Effect> {
+    let mut fx = Vec::new();
+    update_into(state, action, &mut fx);
+    fx
+}
+
+/// [`update`] appending the effects to `fx`: a caller that performs them and keeps the
+/// emptied vector does not allocate one per action (a streaming agent's every line).
+pub fn update_into(state: &mut Session, action: Action, fx: &mut Vec<Effect>) {
     let t = match &action {
         Action::Frame { t, .. }
         | Action::InvalidLine { t, .. }
@@ -53,7 +61,7 @@ pub fn update(state: &mut Session, action: Action) -> Vec<Effect> {
     };
     let mut cx = Ctx {
         s: state,
-        fx: Vec::new(),
+        fx: std::mem::take(fx),
         t,
         acp,
     };
@@ -110,7 +118,7 @@ pub fn update(state: &mut Session, action: Action) -> Vec<Effect> {
             }
         }
     }
-    cx.fx
+    *fx = cx.fx;
 }
 
 fn frame(cx: &mut Ctx<'_>, seq: u64, dir: Dir, mut msg: Message) {

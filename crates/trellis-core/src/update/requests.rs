@@ -99,7 +99,7 @@ fn permission_asked(
     };
     let subagent = owner.map(|c| cx.s.subagents.list[c].session_id.clone());
     let patch: ToolCallPatch = p.tool_call;
-    let call_id = patch.tool_call_id.clone();
+    let call_id = patch.tool_call_id.to_string();
     let t = cx.t;
     let applied = super::subagents::apply_call(cx, owner, patch, false);
     if applied.created {

@@ -355,7 +355,6 @@ fn tool_call_patch(
         return Err(serde::de::Error::custom("missing toolCallId"));
     }
     let meta_only = patch.is_empty();
-    let id = patch.tool_call_id.clone();
     let names_session = patch
         .content
         .as_ref()
@@ -382,13 +381,16 @@ fn tool_call_patch(
     let output = meta.is_some_and(|m| super::terminal_meta::apply(cx, applied.index, m));
     let meta_only = meta_only && !output;
     if applied.created {
+        let call = cx.s.ledger.snapshot(applied.index);
         if !announce {
             cx.s.counters.unannounced_calls += 1;
             cx.emit(EventBody::Warning {
-                message: format!("update for unknown tool call {id}: kept as a placeholder"),
+                message: format!(
+                    "update for unknown tool call {}: kept as a placeholder",
+                    call.id
+                ),
             });
         }
-        let call = cx.s.ledger.snapshot(applied.index);
         cx.emit_about(applied.index, EventBody::ToolCallCreated { call });
     } else if !meta_only {
         let call = cx.s.ledger.snapshot(applied.index);
