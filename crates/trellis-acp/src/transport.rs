@@ -88,9 +88,16 @@ pub fn spawn(
     // bounded channel; the reader itself belongs to Trellis and reads to the end.
     let (to_sdk, from_reader) = tokio::sync::mpsc::channel::<std::io::Result<String>>(SDK_QUEUE);
     let stop = Arc::new(AtomicBool::new(false));
+    let pipe = std::fs::File::from(stdout.into_owned_fd()?);
+    // A roomy pipe lets a streaming agent's lines be read in fewer, fuller pieces
+    // (`lines::Coalesce`); where it cannot be had, the usual one is read as before.
+    let capacity = {
+        use std::os::fd::AsFd;
+        trellis_os::fd::grow_pipe(pipe.as_fd(), lines::Coalesce::ROOMY)
+    };
     let pipe = Gathering {
-        pipe: std::fs::File::from(stdout.into_owned_fd()?),
-        coalesce: lines::Coalesce::default(),
+        pipe,
+        coalesce: lines::Coalesce::for_pipe(capacity),
         stop: stop.clone(),
         last_read: 0,
         read_after_stop: 0,
@@ -198,7 +205,7 @@ fn read_stdout(
     rt: tokio::runtime::Handle,
 ) {
     use std::io::BufRead as _;
-    let mut r = std::io::BufReader::with_capacity(1 << 16, stdout);
+    let mut r = std::io::BufReader::with_capacity(stdout.coalesce.buffer(), stdout);
     let mut buf = Vec::new();
     let mut bad_utf8 = 0u64;
     let mut sdk = Some(to_sdk);

@@ -47,9 +47,44 @@ pub fn wait_readable(
     }
 }
 
+/// Asks for the pipe `fd` to hold `bytes` (Linux: `F_SETPIPE_SZ`, which rounds up to a
+/// power of two of pages and refuses past `/proc/sys/fs/pipe-max-size` for an unprivileged
+/// process): the size it holds now, or `None` where the system has no such setting or
+/// refused it (the pipe then stays as it was; nothing depends on it but speed).
+pub fn grow_pipe(fd: std::os::fd::BorrowedFd<'_>, bytes: usize) -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::fcntl::{FcntlArg, fcntl};
+        let want = nix::libc::c_int::try_from(bytes).ok()?;
+        fcntl(fd, FcntlArg::F_SETPIPE_SZ(want))
+            .ok()
+            .and_then(|n| usize::try_from(n).ok())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (fd, bytes);
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+
+    #[test]
+    fn a_pipe_grows_where_the_system_allows() {
+        let (r, _w) = nix::unistd::pipe().unwrap();
+        use std::os::fd::AsFd;
+        let got = super::grow_pipe(r.as_fd(), 256 << 10);
+        if cfg!(target_os = "linux") {
+            // Within the default limit for anyone (1 MiB); rounded up to pages.
+            assert!(got.is_some_and(|n| n >= 256 << 10), "{got:?}");
+        } else {
+            assert_eq!(got, None);
+        }
+        // Past any limit: refused, and the pipe stays as it was.
+        assert_eq!(super::grow_pipe(r.as_fd(), usize::MAX), None);
+    }
 
     #[test]
     fn a_descriptor_knows_its_real_path() {

@@ -11,6 +11,7 @@
 //! | signal a process group ([`group`]) | `killpg` | `killpg` | `killpg` (any Unix) |
 //! | adopt orphans ([`reaper`]) | `PR_SET_CHILD_SUBREAPER`, `/proc` | not possible: process groups only | same |
 //! | a descriptor's real path ([`fd::path_of`]) | `/proc/self/fd` | `fcntl(F_GETPATH)` | an error: callers refuse |
+//! | a roomier pipe from the agent ([`fd::grow_pipe`]) | `fcntl(F_SETPIPE_SZ)` | none: the usual pipe, read as before | same |
 //! | plugin dies with Trellis ([`priority::die_with_parent`]) | `PR_SET_PDEATHSIG` | not possible: stopped at exit | same |
 //! | background priority ([`priority`]) | per-thread nice, `SCHED_IDLE` | process nice | process nice |
 //! | CPU time ([`usage`]) | `getrusage` | `getrusage` | `getrusage` |

@@ -23,6 +23,7 @@ const SYSTEM_SPECIFIC: &[&str] = &[
     "\"/proc",
     "/proc/self/fd",
     "F_GETPATH",
+    "F_SETPIPE_SZ",
     "tokio::signal",
     "nix::",
 ];
