@@ -240,6 +240,7 @@ async fn run(
         &spec.args,
         &spec.env,
         &spec.cwd,
+        spec.bulk_reads,
         recorder.clone(),
     )
     .map_err(|e| format!("cannot start {}: {e}", spec.command))?;

@@ -147,7 +147,9 @@ impl Coalesce {
     /// 2 ms into a 512 KiB buffer cost a fifth less CPU (pipes of 256 KiB to 1 MiB alike);
     /// 1 ms into 256 KiB a tenth less; 8 ms into 1 MiB no better than 2 ms; 2 ms with the
     /// usual pipe more (the agent blocks on the full pipe). A streamed line reaches the
-    /// screen at most this much later, well within a frame.
+    /// screen at most this much later, well within a frame — but a big piece is reduced
+    /// in one go, and in the UI a key typed meanwhile then waited over a frame for its
+    /// echo: only runs no one types into ask for it (`AgentSpec::bulk_reads`).
     pub const GATHER_ROOMY: std::time::Duration = std::time::Duration::from_millis(2);
     /// The reader's buffer for a roomy pipe (the usual one is 64 KiB).
     pub const BUFFER_ROOMY: usize = 512 << 10;

@@ -56,6 +56,11 @@ pub struct AgentSpec {
     /// Keep each frame's verbatim line with its message (an extension asked for ACP
     /// payloads).
     pub keep_lines: bool,
+    /// No one types while the agent streams (a headless run): its output is read in
+    /// larger pieces from a roomier pipe (`lines::Coalesce::for_pipe`), a fifth less CPU
+    /// for a streamed line up to 2 ms later. A UI keeps the small pieces: a big piece is
+    /// reduced in one go, and a key typed meanwhile waited over a frame for its echo.
+    pub bulk_reads: bool,
     /// How long the agent has to answer `initialize` and set up its session.
     pub setup_timeout: std::time::Duration,
     /// Bytes of terminal output kept when the agent asks for no limit.

@@ -66,6 +66,7 @@ pub fn spawn(
     args: &[String],
     env: &[(String, String)],
     cwd: &PathBuf,
+    bulk_reads: bool,
     recorder: Recorder,
 ) -> std::io::Result<(AgentProcess, Transport)> {
     let mut child = tokio::process::Command::new(command)
@@ -90,11 +91,14 @@ pub fn spawn(
     let stop = Arc::new(AtomicBool::new(false));
     let pipe = std::fs::File::from(stdout.into_owned_fd()?);
     // A roomy pipe lets a streaming agent's lines be read in fewer, fuller pieces
-    // (`lines::Coalesce`); where it cannot be had, the usual one is read as before.
-    let capacity = {
-        use std::os::fd::AsFd;
-        trellis_os::fd::grow_pipe(pipe.as_fd(), lines::Coalesce::ROOMY)
-    };
+    // (`lines::Coalesce`) where no one types meanwhile; where it cannot be had, the
+    // usual one is read as before.
+    let capacity = bulk_reads
+        .then(|| {
+            use std::os::fd::AsFd;
+            trellis_os::fd::grow_pipe(pipe.as_fd(), lines::Coalesce::ROOMY)
+        })
+        .flatten();
     let pipe = Gathering {
         pipe,
         coalesce: lines::Coalesce::for_pipe(capacity),
@@ -446,6 +450,51 @@ impl AgentProcess {
                 self.stop.store(true, Ordering::Relaxed);
                 reader.abort();
             }
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use crate::recorder::LogSink;
+
+    /// Keeps what is logged, for the test to read.
+    struct Kept(Arc<Mutex<String>>);
+
+    impl LogSink for Kept {
+        fn append(&mut self, line: &str) -> std::io::Result<()> {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push_str(line);
+            Ok(())
+        }
+        fn sync(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The agent reports the size of the pipe it writes into (`F_GETPIPE_SZ`): grown for a
+    /// run no one types into, the usual one otherwise.
+    #[tokio::test]
+    async fn only_bulk_reads_ask_for_a_roomy_pipe() {
+        let report = "import fcntl; print('{\"jsonrpc\":\"2.0\",\"method\":\"pipe\",\
+                      \"params\":{\"bytes\":%d}}' % fcntl.fcntl(1, 1032), flush=True)";
+        let cwd = std::env::current_dir().unwrap();
+        for (bulk, want) in [(true, lines::Coalesce::ROOMY), (false, 64 << 10)] {
+            let kept = Arc::new(Mutex::new(String::new()));
+            let (tx, _rx) = crate::inputs::channel();
+            let recorder = Recorder::new(Box::new(Kept(kept.clone())), tx);
+            let args = ["-c".to_string(), report.to_string()];
+            let (process, _transport) = spawn("python3", &args, &[], &cwd, bulk, recorder)
+                .expect("python3 runs (scripts/test installs it)");
+            process.finish(Duration::from_secs(5)).await;
+            let log = kept.lock().unwrap().clone();
+            assert!(
+                log.contains(&format!("\"bytes\":{want}}}")),
+                "bulk {bulk}: {log}"
+            );
         }
     }
 }

@@ -266,6 +266,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
             system_prompt,
             load_session: None,
             keep_lines: false,
+            bulk_reads: false,
             setup_timeout: std::time::Duration::from_secs_f64(
                 config
                     .connection

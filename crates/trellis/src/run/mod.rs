@@ -84,6 +84,8 @@ pub fn main(
         );
     }
     let mut resolved = crate::agents::resolve(&agent, &config, cwd.as_deref())?;
+    // No one types into a headless run: a streaming agent is read in large pieces.
+    resolved.spec.bulk_reads = true;
     let (worktree, said) = crate::worktree_cmd::isolate(
         common.worktree.as_ref(),
         args.carry && common.worktree.is_some(),

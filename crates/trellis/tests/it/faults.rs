@@ -125,6 +125,7 @@ pub(crate) fn driver_for(
         system_prompt: None,
         load_session: None,
         keep_lines: false,
+        bulk_reads: false,
         setup_timeout: Duration::from_secs(30),
         terminal_output_limit: 1 << 20,
         mcp_servers: vec![],
