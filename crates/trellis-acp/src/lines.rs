@@ -144,15 +144,17 @@ impl Coalesce {
     pub const ROOMY: usize = 512 << 10;
     /// The wait for a roomy pipe. Measured on the headless floor's stream (100 000 calls,
     /// a streaming agent writing some 50 MB/s), against the usual pipe's half millisecond:
-    /// 2 ms into a 512 KiB buffer cost a fifth less CPU (pipes of 256 KiB to 1 MiB alike);
-    /// 1 ms into 256 KiB a tenth less; 8 ms into 1 MiB no better than 2 ms; 2 ms with the
-    /// usual pipe more (the agent blocks on the full pipe). A streamed line reaches the
+    /// 2 ms into a 256 or 512 KiB buffer cost a fifth less CPU (pipes of 256 KiB to 1 MiB
+    /// alike); 1 ms a tenth less; 8 ms into 1 MiB no better than 2 ms; 2 ms with the usual
+    /// pipe more (the agent blocks on the full pipe). A streamed line reaches the
     /// screen at most this much later, well within a frame — but a big piece is reduced
     /// in one go, and in the UI a key typed meanwhile then waited over a frame for its
     /// echo: only runs no one types into ask for it (`AgentSpec::bulk_reads`).
     pub const GATHER_ROOMY: std::time::Duration = std::time::Duration::from_millis(2);
-    /// The reader's buffer for a roomy pipe (the usual one is 64 KiB).
-    pub const BUFFER_ROOMY: usize = 512 << 10;
+    /// The reader's buffer for a roomy pipe (the usual one is 64 KiB): what a faster agent
+    /// is read in at once. 512 KiB cost no less CPU, and against a fast agent (the demo
+    /// agent's 10 000 calls) the bigger pieces held more memory at the peak.
+    pub const BUFFER_ROOMY: usize = 256 << 10;
     /// Drains closer together than this mean the agent is streaming.
     pub const STREAMING: std::time::Duration = std::time::Duration::from_millis(4);
 
