@@ -390,22 +390,27 @@ impl Recorder {
     }
 }
 
+/// A log that keeps what is written, for a test to read.
+#[cfg(test)]
+pub(crate) struct Kept(pub(crate) Arc<Mutex<String>>);
+
+#[cfg(test)]
+impl LogSink for Kept {
+    fn append(&mut self, line: &str) -> std::io::Result<()> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_str(line);
+        Ok(())
+    }
+    fn sync(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Keeps what is written, for the test to read.
-    struct Kept(Arc<Mutex<String>>);
-
-    impl LogSink for Kept {
-        fn append(&mut self, line: &str) -> std::io::Result<()> {
-            self.0.lock().unwrap().push_str(line);
-            Ok(())
-        }
-        fn sync(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     #[test]
     fn lines_read_together_share_their_time_and_times_never_go_back() {

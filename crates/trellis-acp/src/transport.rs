@@ -457,23 +457,7 @@ impl AgentProcess {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
-    use crate::recorder::LogSink;
-
-    /// Keeps what is logged, for the test to read.
-    struct Kept(Arc<Mutex<String>>);
-
-    impl LogSink for Kept {
-        fn append(&mut self, line: &str) -> std::io::Result<()> {
-            self.0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push_str(line);
-            Ok(())
-        }
-        fn sync(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    use crate::recorder::Kept;
 
     /// The agent reports the size of the pipe it writes into (`F_GETPIPE_SZ`): grown for a
     /// run no one types into, the usual one otherwise.
