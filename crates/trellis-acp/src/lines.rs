@@ -124,6 +124,9 @@ pub fn is_blank(line: &[u8]) -> bool {
 pub struct Coalesce {
     last_drain: Option<std::time::Instant>,
     gather: std::time::Duration,
+    /// The reader's buffer.
+    buffer: usize,
+    /// A read this big means the agent writes faster than it is read: no waiting.
     big_read: usize,
 }
 
@@ -160,30 +163,23 @@ impl Coalesce {
 
     /// For a pipe that holds `capacity` bytes (`None`: not known, the usual 64 KiB).
     pub fn for_pipe(capacity: Option<usize>) -> Coalesce {
-        let roomy = capacity.is_some_and(|c| c >= Self::ROOMY);
+        let (gather, buffer, big_read) = if capacity.is_some_and(|c| c >= Self::ROOMY) {
+            let buffer = Self::BUFFER_ROOMY;
+            (Self::GATHER_ROOMY, buffer, buffer * 3 / 4)
+        } else {
+            (Self::GATHER, 64 << 10, 16 << 10)
+        };
         Coalesce {
             last_drain: None,
-            gather: if roomy {
-                Self::GATHER_ROOMY
-            } else {
-                Self::GATHER
-            },
-            // A read this big means the agent writes faster than it is read: no waiting.
-            big_read: if roomy {
-                Self::BUFFER_ROOMY * 3 / 4
-            } else {
-                16 << 10
-            },
+            gather,
+            buffer,
+            big_read,
         }
     }
 
     /// The reader's buffer that suits the pipe.
     pub fn buffer(&self) -> usize {
-        if self.gather == Self::GATHER_ROOMY {
-            Self::BUFFER_ROOMY
-        } else {
-            64 << 10
-        }
+        self.buffer
     }
 
     /// The reader has handled every line it had, `last_read` bytes from its last read
