@@ -3,8 +3,8 @@
 //!
 //! serde_json scans a string for bytes to escape one byte at a time, which made escaping
 //! the largest single cost of `trellis run --format jsonl` (a tool call's output is most of
-//! an event's bytes). This writer looks at eight bytes at a time and copies runs that need
-//! no escape whole. Everything else follows serde_json exactly — numbers through the same
+//! an event's bytes). This writer finds the next byte to escape sixteen bytes at a time
+//! (`escape_scan`) and copies runs that need no escape whole. Everything else follows serde_json exactly — numbers through the same
 //! `itoa`/`zmij`, non-finite floats as `null`, map keys as serde_json accepts them, and
 //! `serde_json::value::RawValue` written verbatim — and a property test holds the output
 //! byte-for-byte equal to serde_json's.
@@ -119,68 +119,13 @@ impl ser::Error for Error {
 /// below fails if it ever changes.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
-const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of each of the eight bytes that is a control character, `"` or `\` —
-/// exact for the lowest flagged byte (a borrow only carries upward from a true match), so
-/// `trailing_zeros / 8` is the first byte to escape.
-#[inline]
-fn escape_mask(w: u64) -> u64 {
-    let control = w.wrapping_sub(LO * 0x20) & !w;
-    let q = w ^ (LO * u64::from(b'"'));
-    let quote = q.wrapping_sub(LO) & !q;
-    let b = w ^ (LO * u64::from(b'\\'));
-    let backslash = b.wrapping_sub(LO) & !b;
-    (control | quote | backslash) & HI
-}
-
-#[inline]
-fn word(chunk: &[u8]) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&chunk[..8]);
-    u64::from_le_bytes(w)
-}
-
-/// Index of the first byte at or after `from` that needs an escape, if any.
-#[inline]
-pub(crate) fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
-    let rest = bytes.get(from..)?;
-    // Sixteen bytes a step: runs between escapes are long.
-    let mut pairs = rest.chunks_exact(16);
-    let mut at = 0;
-    for pair in pairs.by_ref() {
-        if escape_mask(word(pair)) | escape_mask(word(&pair[8..])) != 0 {
-            break;
-        }
-        at += 16;
-    }
-    let mut words = rest[at..].chunks_exact(8);
-    for w in words.by_ref() {
-        let m = escape_mask(word(w));
-        if m != 0 {
-            return Some(from + at + (m.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    let tail = words.remainder();
-    tail.iter()
-        .position(|&b| needs_escape(b))
-        .map(|k| from + at + k)
-}
-
-#[inline]
-fn needs_escape(byte: u8) -> bool {
-    byte < 0x20 || byte == b'"' || byte == b'\\'
-}
-
 /// Appends `s` as a JSON string literal, escaped as serde_json escapes.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    while let Some(at) = next_escape(bytes, start) {
+    while let Some(at) = crate::escape_scan::next_escape(bytes, start) {
         out.extend_from_slice(&bytes[start..at]);
         let byte = bytes[at];
         let esc: &[u8] = match byte {

@@ -19,6 +19,7 @@ pub mod compact_json;
 pub mod diff;
 pub mod elicitation;
 pub mod enrich;
+mod escape_scan;
 pub mod event;
 pub mod event_json;
 pub mod ext;

@@ -80,7 +80,7 @@ impl<'a> Cur<'a> {
         let (b, start) = (self.bytes(), self.i - 1);
         let mut escaped = false;
         loop {
-            let at = crate::compact_json::next_escape(b, self.i)?;
+            let at = crate::escape_scan::next_escape(b, self.i)?;
             match b[at] {
                 b'"' => {
                     self.i = at + 1;
