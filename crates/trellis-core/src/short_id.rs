@@ -34,6 +34,14 @@ impl ShortId {
         }
     }
 
+    /// The id's bytes, without the check `as_str` makes: enough to compare.
+    fn bytes(&self) -> &[u8] {
+        match self {
+            ShortId::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            ShortId::Heap(id) => id.as_bytes(),
+        }
+    }
+
     pub fn as_str(&self) -> &str {
         match self {
             // Copied whole from a `str`: always valid.
@@ -66,7 +74,7 @@ impl Borrow<str> for ShortId {
 
 impl PartialEq for ShortId {
     fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
+        self.bytes() == other.bytes()
     }
 }
 
@@ -74,13 +82,13 @@ impl Eq for ShortId {}
 
 impl PartialEq<str> for ShortId {
     fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
+        self.bytes() == other.as_bytes()
     }
 }
 
 impl PartialEq<&str> for ShortId {
     fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
+        self.bytes() == other.as_bytes()
     }
 }
 
