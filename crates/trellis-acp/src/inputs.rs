@@ -218,7 +218,7 @@ mod tests {
         let a = || {
             Input::Action(trellis_core::update::Action::Local {
                 t: 0.0,
-                record: trellis_core::LocalRecord::StderrElided { lines: 0, bytes: 0 },
+                record: Box::new(trellis_core::LocalRecord::StderrElided { lines: 0, bytes: 0 }),
             })
         };
         for _ in 0..HIGH + 10 {

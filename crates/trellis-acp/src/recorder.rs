@@ -191,7 +191,11 @@ impl Recorder {
             .count();
         // Counted first: the driver may take them the moment they are sent.
         inner.backlog.sent(actions);
-        let read = std::mem::replace(&mut inner.actions, Vec::with_capacity(32));
+        // The next read is sized like this one (a streaming agent's reads are alike), so
+        // its vector is not grown a doubling at a time; capped, as one read of tiny lines
+        // would otherwise keep reserving for thousands.
+        let next = inner.actions.len().clamp(32, 1024);
+        let read = std::mem::replace(&mut inner.actions, Vec::with_capacity(next));
         inner.tx.send_all(read);
     }
 
@@ -321,9 +325,10 @@ impl Recorder {
             inner.seq += 1;
             let seq = inner.seq;
             inner.pending.push_str(&encode_local(seq, t, &record));
-            inner
-                .actions
-                .push(Input::Action(Action::Local { t, record }));
+            inner.actions.push(Input::Action(Action::Local {
+                t,
+                record: Box::new(record),
+            }));
             Self::commit(inner);
         });
     }

@@ -429,7 +429,7 @@ mod tests {
         // Live output and the exit were recorded, output first.
         let mut kinds = Vec::new();
         while let Ok(Input::Action(trellis_core::Action::Local { record, .. })) = rx.try_recv() {
-            kinds.push(match record {
+            kinds.push(match *record {
                 LocalRecord::TerminalOutput { .. } => "output",
                 LocalRecord::TerminalExited { .. } => "exit",
                 _ => "other",

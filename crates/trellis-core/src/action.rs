@@ -25,8 +25,10 @@ pub enum Action {
         len: usize,
         error: String,
     },
-    /// A client-side record (also written to the log).
-    Local { t: f64, record: LocalRecord },
+    /// A client-side record (also written to the log). Boxed: the largest record (a
+    /// session's header, once per session) would otherwise make every action, and every
+    /// queued frame, twice the size of a frame.
+    Local { t: f64, record: Box<LocalRecord> },
     /// The user (or an extension) answers an open permission request.
     Decide {
         t: f64,

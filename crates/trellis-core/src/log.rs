@@ -131,7 +131,10 @@ impl LogEntry {
                 len: raw.len(),
                 error: "not a JSON-RPC message".into(),
             }),
-            LogEntry::Local { t, record } => Some(Action::Local { t, record }),
+            LogEntry::Local { t, record } => Some(Action::Local {
+                t,
+                record: Box::new(record),
+            }),
             LogEntry::Stderr { .. } => None,
         }
     }

@@ -78,10 +78,10 @@ fn sent(s: &mut Session, seq: u64, id: u64, result: Value) -> Vec<Effect> {
         s,
         Action::Local {
             t: seq as f64,
-            record: LocalRecord::ElicitationDecided {
+            record: Box::new(LocalRecord::ElicitationDecided {
                 request_id: id.to_string(),
                 decider: Decider::User,
-            },
+            }),
         },
     );
     update(
@@ -192,10 +192,10 @@ fn cancels_withdrawals_and_exits_answer_each_open_question_once() {
         &mut s,
         Action::Local {
             t: 18.0,
-            record: LocalRecord::AgentExited {
+            record: Box::new(LocalRecord::AgentExited {
                 code: Some(1),
                 message: "crashed".into(),
-            },
+            }),
         },
     );
     let closed: Vec<_> = events(&fx)

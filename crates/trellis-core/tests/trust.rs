@@ -139,10 +139,10 @@ fn when_the_agent_exits_every_open_request_is_resolved_once() {
         &mut s,
         Action::Local {
             t: 99.0,
-            record: LocalRecord::AgentExited {
+            record: Box::new(LocalRecord::AgentExited {
                 code: Some(9),
                 message: "killed".into(),
-            },
+            }),
         },
     );
     let resolved: Vec<_> = fx
@@ -260,7 +260,7 @@ proptest! {
             };
             update(&mut s, action);
         }
-        update(&mut s, Action::Local { t: 1e6, record: LocalRecord::AgentExited { code: None, message: "gone".into() } });
+        update(&mut s, Action::Local { t: 1e6, record: Box::new(LocalRecord::AgentExited { code: None, message: "gone".into() }) });
         prop_assert!(s.open_permissions().is_empty());
         // The log of it parses back; truncating it anywhere only costs the cut line.
         let mut rebuilt = Session::new(Policy::Ask);

@@ -70,7 +70,13 @@ impl Driver {
             Some(c) => c.handle.recorder().local(record),
             None => {
                 let t = self.now();
-                self.apply(Action::Local { t, record }, notes);
+                self.apply(
+                    Action::Local {
+                        t,
+                        record: Box::new(record),
+                    },
+                    notes,
+                );
             }
         }
     }

@@ -456,10 +456,8 @@ impl Driver {
 
     /// Applies an action as it was recorded (the agent's, or a client record).
     pub(crate) fn recorded(&mut self, action: Action, notes: &mut Vec<Note>) {
-        if let Action::Local {
-            record: LocalRecord::TerminalOutput { terminal_id, .. },
-            ..
-        } = &action
+        if let Action::Local { record, .. } = &action
+            && let LocalRecord::TerminalOutput { terminal_id, .. } = &**record
         {
             notes.push(Note::TerminalOutput {
                 terminal_id: terminal_id.clone(),

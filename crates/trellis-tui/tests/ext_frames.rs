@@ -57,7 +57,7 @@ impl B {
     fn local(&mut self, record: LocalRecord) {
         self.act(Action::Local {
             t: self.seq as f64,
-            record,
+            record: Box::new(record),
         });
     }
 }

@@ -82,7 +82,7 @@ pub fn update_into(state: &mut Session, action: Action, fx: &mut Vec<Effect>) {
                 message: format!("skipped an invalid line from the {who} ({len} bytes): {error}"),
             });
         }
-        Action::Local { record, .. } => local::apply(&mut cx, record),
+        Action::Local { record, .. } => local::apply(&mut cx, *record),
         Action::Decide {
             request_id,
             choice,
