@@ -1,7 +1,8 @@
 //! Writing events as JSON, side by side: serde_json, the compact writer (serde's derived
 //! impls), and the event encoder headless runs and plugins use, on a finished tool call's
 //! event (20 lines of output, as the headless
-//! floor's agent sends).
+//! floor's agent sends); and the string escape alone, on such an output and on the short
+//! strings an event is mostly made of (ids, names, paths).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -63,6 +64,38 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             buf.clear();
             trellis_core::event_json::write_event(&mut buf, &ev).unwrap();
+            buf.len()
+        })
+    });
+    g.finish();
+
+    let text: String = (1..=20)
+        .map(|i| format!("[00001:{i:03}] out 1.{i} lorem ipsum dolor sit amet consectetur o\n"))
+        .collect();
+    let shorts = [
+        "id",
+        "call_00001",
+        "execute",
+        "completed",
+        "src/module_1.py",
+        "Run `bench-tool --step 1`",
+        "session",
+        "sess-25137-1",
+    ];
+    let mut g = c.benchmark_group("escape");
+    g.bench_function("output_20_lines", |b| {
+        b.iter(|| {
+            buf.clear();
+            trellis_core::compact_json::write_str(&mut buf, &text);
+            buf.len()
+        })
+    });
+    g.bench_function("short_strings_8", |b| {
+        b.iter(|| {
+            buf.clear();
+            for s in shorts {
+                trellis_core::compact_json::write_str(&mut buf, s);
+            }
             buf.len()
         })
     });

@@ -7,9 +7,12 @@
 //!
 //! On x86_64 the scan looks at sixteen bytes a step with SSE2, which every x86_64
 //! processor has (the module's one `unsafe` block is the load and compares, guarded by the
-//! build's own target features, not a run-time guess). Elsewhere it looks at eight bytes
-//! a step in a `u64` (no `unsafe`); a property test holds both to a byte-at-a-time
-//! reference.
+//! build's own target features, not a run-time guess). Elsewhere, and in a slice shorter
+//! than sixteen bytes (where the block path measured slower), it looks at eight bytes a
+//! step in a `u64` (no `unsafe`); a property test holds both to a byte-at-a-time
+//! reference. In time the gain is smaller than in instructions: the reader finds the ends
+//! of a line's strings about a fifth faster, the writer's copying of a long output between
+//! its escapes costs what it did (`benches/json_out.rs`, group `escape`).
 
 /// Index of the first byte at or after `from` that needs an escape, if any (`None` too
 /// when `from` is past the end).
@@ -54,7 +57,13 @@ mod sse2 {
         }
     }
 
+    #[inline]
     pub(super) fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+        if bytes.len() < 16 {
+            // Shorter than one block (a short string the writer escapes: an id, a name, a
+            // path): eight bytes a step, as elsewhere.
+            return super::words::next_escape(bytes, from);
+        }
         let mut at = from;
         while let Some(block) = bytes.get(at..).and_then(<[u8]>::first_chunk::<16>) {
             let m = mask(block);
@@ -66,23 +75,17 @@ mod sse2 {
         if at >= bytes.len() {
             return None;
         }
-        if let Some(block) = bytes.last_chunk::<16>() {
-            // The last sixteen bytes, less those before `at` (the loop stopped because
-            // fewer than sixteen were left, so `at` is inside this block).
-            let last = bytes.len() - 16;
-            let m = mask(block) & (u32::MAX << (at - last));
-            return (m != 0).then(|| last + m.trailing_zeros() as usize);
-        }
-        // A slice shorter than one block.
-        bytes[at..]
-            .iter()
-            .position(|&b| super::needs_escape(b))
-            .map(|k| at + k)
+        // The last sixteen bytes (there are as many: checked above), less those before
+        // `at` (the loop stopped because fewer than sixteen were left, so `at` is inside).
+        let block = bytes.last_chunk::<16>()?;
+        let last = bytes.len() - 16;
+        let m = mask(block) & (u32::MAX << (at - last));
+        (m != 0).then(|| last + m.trailing_zeros() as usize)
     }
 }
 
-/// Eight bytes a step in a `u64`: where SSE2 is not there to use (and, in tests, beside it).
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
+/// Eight bytes a step in a `u64`: where SSE2 is not there to use, and for slices shorter
+/// than its sixteen bytes.
 mod words {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
@@ -107,6 +110,7 @@ mod words {
         u64::from_le_bytes(w)
     }
 
+    #[inline]
     pub(super) fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
         let rest = bytes.get(from..)?;
         let mut words = rest.chunks_exact(8);
