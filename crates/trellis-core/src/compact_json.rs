@@ -119,6 +119,16 @@ impl ser::Error for Error {
 /// below fails if it ever changes.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
+/// Appends a status's or kind's name (`as_str()`): snake-case ASCII, which JSON writes as
+/// it is, so no scan for escapes (the event writer's property tests hold the names to the
+/// derived `Serialize`; the spill reads them back).
+pub(crate) fn write_name(out: &mut Vec<u8>, name: &str) {
+    debug_assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.push(b'"');
+}
+
 /// Appends `s` as a JSON string literal, escaped as serde_json escapes.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();

@@ -57,10 +57,10 @@ pub fn write_event(out: &mut Vec<u8>, ev: &Event) -> Result<(), Error> {
             head(out, "tool_call_updated");
             if let Some(p) = previous_status {
                 out.extend_from_slice(b",\"previous_status\":");
-                write_name(out, p.as_str());
+                compact_json::write_name(out, p.as_str());
             }
             out.extend_from_slice(b",\"status\":");
-            write_name(out, status.as_str());
+            compact_json::write_name(out, status.as_str());
             out.extend_from_slice(b",\"call\":");
             write_call(out, call)?;
         }
@@ -147,14 +147,6 @@ pub(crate) fn write_f64(out: &mut Vec<u8>, v: f64) {
     });
 }
 
-/// Appends a status's or kind's name: their names are snake-case ASCII, which JSON writes
-/// as it is (the property tests hold them to the derived `Serialize`).
-fn write_name(out: &mut Vec<u8>, name: &str) {
-    out.push(b'"');
-    out.extend_from_slice(name.as_bytes());
-    out.push(b'"');
-}
-
 /// Appends a call as its derived `Serialize` writes it.
 pub fn write_call(out: &mut Vec<u8>, call: &ToolCall) -> Result<(), Error> {
     let ToolCall {
@@ -181,9 +173,9 @@ pub fn write_call(out: &mut Vec<u8>, call: &ToolCall) -> Result<(), Error> {
     out.extend_from_slice(b",\"title\":");
     write_str(out, title);
     out.extend_from_slice(b",\"kind\":");
-    write_name(out, kind.as_str());
+    compact_json::write_name(out, kind.as_str());
     out.extend_from_slice(b",\"status\":");
-    write_name(out, status.as_str());
+    compact_json::write_name(out, status.as_str());
     out.extend_from_slice(b",\"content\":[");
     for (i, item) in content.iter().enumerate() {
         if i > 0 {
@@ -223,7 +215,7 @@ pub fn write_call(out: &mut Vec<u8>, call: &ToolCall) -> Result<(), Error> {
             out.push(b',');
         }
         out.extend_from_slice(b"{\"status\":");
-        write_name(out, status.as_str());
+        compact_json::write_name(out, status.as_str());
         out.extend_from_slice(b",\"t\":");
         write_f64(out, *t);
         out.push(b'}');

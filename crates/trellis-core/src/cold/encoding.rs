@@ -173,9 +173,9 @@ pub(super) fn write_frozen(
         write_str(out, title);
     }
     out.extend_from_slice(b",\"kind\":");
-    compact_json::to_vec_into(out, kind)?;
+    compact_json::write_name(out, kind.as_str());
     out.extend_from_slice(b",\"status\":");
-    write_str(out, status.as_str());
+    compact_json::write_name(out, status.as_str());
     if !content.is_empty() {
         out.extend_from_slice(b",\"content\":[");
         for (i, item) in content.iter().enumerate() {
@@ -212,7 +212,7 @@ pub(super) fn write_frozen(
             out.push(b',');
         }
         out.push(b'[');
-        write_str(out, h.status.as_str());
+        compact_json::write_name(out, h.status.as_str());
         out.push(b',');
         crate::event_json::write_f64(out, h.t);
         out.push(b']');
