@@ -16,6 +16,8 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+mod escaped;
+
 /// Reads the text of content item `item` of the call a log line (`seq`) describes.
 pub trait BulkSource: Send + Sync {
     fn text(&self, seq: u64, item: usize) -> Option<String>;
@@ -28,6 +30,9 @@ pub const RECENT_BYTES: usize = 8 << 20;
 
 enum State {
     Held(Arc<String>),
+    /// In memory as the agent's line wrote it ([`escaped`]): the JSON string literal,
+    /// quotes included, that writing the text would write.
+    Escaped(Arc<str>),
     Stored {
         source: Arc<dyn BulkSource>,
         seq: u64,
@@ -80,6 +85,35 @@ impl Text {
         }))
     }
 
+    /// The text of a JSON string literal as a line wrote it (quotes included; a reader
+    /// checked it is one), kept written if its escapes are those
+    /// [`crate::compact_json::write_str`] writes (`None` otherwise: unescape it and use
+    /// [`Text::new`]).
+    pub(crate) fn escaped(literal: &str) -> Option<Text> {
+        let literal = literal.trim();
+        let m = escaped::measure(literal)?;
+        let lines = OnceLock::new();
+        if let Some(n) = m.lines {
+            let _ = lines.set(n);
+        }
+        Some(Text(Arc::new(Cell {
+            len: m.len,
+            lines,
+            origin: OnceLock::new(),
+            state: Mutex::new(State::Escaped(literal.into())),
+        })))
+    }
+
+    /// Appends the text as a JSON string literal (what `write_str` of [`Text::load`]
+    /// appends), copied as the line wrote it where it is kept so.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        if let State::Escaped(literal) = &*lock(&self.0.state) {
+            out.extend_from_slice(literal.as_bytes());
+            return;
+        }
+        crate::compact_json::write_str(out, &self.load());
+    }
+
     pub fn len(&self) -> usize {
         self.0.len
     }
@@ -98,6 +132,12 @@ impl Text {
         let mut st = lock(&self.0.state);
         match &mut *st {
             State::Held(t) => t.clone(),
+            State::Escaped(literal) => {
+                // Read once: held as text from then on (written the same way).
+                let t = Arc::new(escaped::unescape(literal));
+                *st = State::Held(t.clone());
+                t
+            }
             State::Stored {
                 source,
                 seq,
@@ -153,7 +193,7 @@ impl Text {
 
     /// Whether the text is in memory (not only in the log).
     pub fn is_held(&self) -> bool {
-        matches!(*lock(&self.0.state), State::Held(_))
+        matches!(*lock(&self.0.state), State::Held(_) | State::Escaped(_))
     }
 
     /// Notes which log line (`seq`) and content item the text came from; the first note
@@ -169,10 +209,21 @@ impl Text {
             return 0;
         };
         let mut st = lock(&self.0.state);
-        let State::Held(t) = &*st else { return 0 };
         // Counted before it goes: a card asks for the line count without loading.
-        let _ = self.0.lines.get_or_init(|| output_lines(t));
-        let cache = Arc::downgrade(t);
+        let cache = match &*st {
+            State::Held(t) => {
+                let _ = self.0.lines.get_or_init(|| output_lines(t));
+                Arc::downgrade(t)
+            }
+            State::Escaped(literal) => {
+                let _ = self
+                    .0
+                    .lines
+                    .get_or_init(|| output_lines(&escaped::unescape(literal)));
+                Weak::new()
+            }
+            State::Stored { .. } => return 0,
+        };
         *st = State::Stored {
             source: source.clone(),
             seq,
@@ -345,5 +396,31 @@ mod tests {
         u.evict(&gone);
         // Nothing else holds it: read again (and missing).
         assert!(u.load().contains("10 bytes of output not available"));
+    }
+
+    /// A text kept as its line wrote it is the same text: measured, counted, written,
+    /// read (then held as text) and let go of like any other.
+    #[test]
+    fn a_text_kept_as_written_is_the_text() {
+        let text = "a \"q\"\n\tb\n\n";
+        let literal = serde_json::to_string(text).unwrap();
+        assert!(Text::escaped("\"a\\/b\"").is_none(), "not write_str's form");
+        let t = Text::escaped(&literal).expect("write_str's form");
+        assert!(t.is_held());
+        assert_eq!((t.len(), t.output_lines()), (text.len(), 2));
+        let mut out = Vec::new();
+        t.write_json(&mut out);
+        assert_eq!(out, literal.as_bytes());
+        let src: Arc<dyn BulkSource> = Arc::new(Log(vec![text.into()]));
+        t.set_origin(0, 0);
+        assert_eq!(t.evict(&src), text.len());
+        assert!(!t.is_held());
+        assert_eq!(&**t.load(), text);
+        let u = Text::escaped(&literal).unwrap();
+        assert_eq!(&**u.load(), text);
+        let mut again = Vec::new();
+        u.write_json(&mut again);
+        assert_eq!(again, literal.as_bytes(), "read once, written the same");
+        assert_eq!(t, u);
     }
 }

@@ -184,7 +184,7 @@ pub fn write_call(out: &mut Vec<u8>, call: &ToolCall) -> Result<(), Error> {
         match item {
             ToolContent::Text { text } => {
                 out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
-                write_str(out, &text.load());
+                text.write_json(out);
                 out.push(b'}');
             }
             other => compact_json::to_vec_into(out, other)?,

@@ -290,7 +290,11 @@ pub(crate) fn fast_content(items: Vec<FastItem>) -> Option<Vec<ToolContent>> {
                     text: Some(text),
                 }),
             ) if ty == "text" => ToolContent::Text {
-                text: crate::hot::unescape(text.0)?.into(),
+                // Kept as written where the events and the spill would write it so.
+                text: match crate::bulk::Text::escaped(text.0) {
+                    Some(t) => t,
+                    None => crate::hot::unescape(text.0)?.into(),
+                },
             },
             ("diff", _) => ToolContent::Diff {
                 path: it.path?,

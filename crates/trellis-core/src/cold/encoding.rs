@@ -264,7 +264,7 @@ fn write_content(out: &mut Vec<u8>, item: &ToolContent, inline: bool) {
             }
             _ => {
                 out.extend_from_slice(b"{\"Text\":{\"text\":");
-                write_str(out, &text.load());
+                text.write_json(out);
                 out.extend_from_slice(b"}}");
             }
         },

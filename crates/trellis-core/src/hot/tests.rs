@@ -33,6 +33,41 @@ proptest! {
     }
 }
 
+proptest! {
+    /// However the agent escaped its output (as Trellis writes it or otherwise), the text
+    /// a frame gives measures, counts, reads and is written out as the text itself.
+    #[test]
+    fn a_tool_output_is_the_text_however_it_was_escaped(
+        pieces in prop::collection::vec(piece(), 0..8),
+        plain in "[a-z <`\n\t]{0,40}",
+    ) {
+        let raw = format!("\"{}\"", pieces.concat());
+        let Ok(odd) = serde_json::from_str::<String>(&raw) else {
+            return Ok(());
+        };
+        for (text, literal) in [(odd, raw), (plain.clone(), serde_json::to_string(&plain).unwrap())] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"S","update":{{"sessionUpdate":"tool_call_update","toolCallId":"a","content":[{{"type":"content","content":{{"type":"text","text":{literal}}}}}]}}}}}}"#
+            );
+            let m = Message::parse(&line).unwrap();
+            let Some(super::HotUpdate::ToolCall { patch, .. }) = m.decoded.map(|d| d.update) else {
+                return Err(TestCaseError::fail("a hot tool call"));
+            };
+            let content = patch.content.unwrap();
+            let crate::tool_call::ToolContent::Text { text: got } = &content[0] else {
+                return Err(TestCaseError::fail("a text"));
+            };
+            prop_assert_eq!(got.len(), text.len());
+            prop_assert_eq!(got.output_lines(), crate::bulk::output_lines(&text));
+            let (mut written, mut want) = (Vec::new(), Vec::new());
+            got.write_json(&mut written);
+            crate::compact_json::write_str(&mut want, &text);
+            prop_assert_eq!(written, want);
+            prop_assert_eq!(&**got.load(), &text);
+        }
+    }
+}
+
 #[test]
 fn what_is_not_a_string_is_left_to_the_lenient_decoders() {
     for raw in [

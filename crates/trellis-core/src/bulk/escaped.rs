@@ -1,0 +1,220 @@
+//! A tool's output kept as the agent's line wrote it: a JSON string literal whose every
+//! escape is the one [`crate::compact_json::write_str`] writes for that character. Such a
+//! literal *is* what writing the text writes, so the events and the spill copy it instead
+//! of unescaping it on the way in and escaping it again on the way out; it is unescaped
+//! only when someone reads the text itself (a view, an extension, a search).
+//!
+//! Invariant: [`measure`] accepts a literal only if `write_str(unescaped) == literal`, and
+//! then gives the unescaped text's length in bytes and, where [`super::output_lines`]
+//! would take its one-pass branch, its line count — both exactly what the unescaped text
+//! has. Anything else (`\/`, `\u00e9`, an upper-case hex digit, a malformed escape) is
+//! refused, and the caller unescapes the literal as before.
+
+/// What a canonical literal's text measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Measured {
+    /// Bytes of the unescaped text.
+    pub len: usize,
+    /// [`super::output_lines`] of the text, when its one-pass branch applies (no
+    /// backtick, no `<`, no `→`); `None`: count it from the text when asked.
+    pub lines: Option<usize>,
+}
+
+/// Measures `literal` (quotes included) if it is written the way `write_str` writes.
+/// `literal` is a JSON string literal a reader checked (no raw quote or control
+/// character inside): only its escapes are looked at here.
+pub(super) fn measure(literal: &str) -> Option<Measured> {
+    let body = literal.strip_prefix('"')?.strip_suffix('"')?;
+    let b = body.as_bytes();
+    // Escapes write only ASCII letters and digits, so these bytes are in the literal
+    // exactly where they are in the text.
+    let plain = memchr::memchr3(b'`', b'<', 0xE2, b).is_none();
+    // Bytes the escapes take beyond the one each stands for.
+    let mut extra = 0;
+    let mut newlines = 0;
+    // Newlines before the last character that is not white space, once there is one.
+    let mut kept: Option<usize> = None;
+    let mut i = 0;
+    loop {
+        let at = memchr::memchr(b'\\', &b[i..]).map_or(b.len(), |k| i + k);
+        // Between escapes: characters as they are (none of them a line break: JSON has
+        // no raw control character in a string).
+        if plain && has_content(&body[i..at]) {
+            kept = Some(newlines);
+        }
+        if at == b.len() {
+            break;
+        }
+        let (white, width) = match *b.get(at + 1)? {
+            b'n' => {
+                newlines += 1;
+                (true, 2)
+            }
+            b'r' | b't' | b'f' => (true, 2),
+            b'"' | b'\\' | b'b' => (false, 2),
+            b'u' => match b.get(at + 2..at + 6)? {
+                [b'0', b'0', hi, lo] => {
+                    let v = hex(*hi)? << 4 | hex(*lo)?;
+                    // write_str has a short escape for these, and leaves the rest as is.
+                    if v >= 0x20 || matches!(v, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+                        return None;
+                    }
+                    // U+000B (vertical tab) is white space; the other controls are not.
+                    (v == 0x0b, 6)
+                }
+                _ => return None,
+            },
+            _ => return None,
+        };
+        extra += width - 1;
+        if !white {
+            kept = Some(newlines);
+        }
+        i = at + width;
+    }
+    Some(Measured {
+        len: b.len() - extra,
+        lines: plain.then(|| kept.map_or(0, |n| n + 1)),
+    })
+}
+
+/// Whether `run` (no control character in it) has a character that is not white space:
+/// told by its first byte but for a leading space or a character beyond ASCII.
+fn has_content(run: &str) -> bool {
+    match run.as_bytes().first() {
+        None => false,
+        Some(&c) if c != b' ' && c.is_ascii() => true,
+        Some(_) => !run.trim().is_empty(),
+    }
+}
+
+/// A lower-case hex digit's value (`write_str` writes no other).
+fn hex(d: u8) -> Option<u8> {
+    match d {
+        b'0'..=b'9' => Some(d - b'0'),
+        b'a'..=b'f' => Some(d - b'a' + 10),
+        _ => None,
+    }
+}
+
+/// The text of a literal [`measure`] accepted (of anything else, something, not a panic).
+pub(super) fn unescape(literal: &str) -> String {
+    let body = literal
+        .strip_prefix('"')
+        .and_then(|l| l.strip_suffix('"'))
+        .unwrap_or(literal);
+    let b = body.as_bytes();
+    let mut out = String::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(k) = memchr::memchr(b'\\', &b[i..]) {
+        // A backslash is ASCII: the run before it ends on a character boundary.
+        out.push_str(&body[i..i + k]);
+        let at = i + k;
+        let (c, width) = match b.get(at + 1).copied().unwrap_or(b'\\') {
+            b'n' => ('\n', 2),
+            b'r' => ('\r', 2),
+            b't' => ('\t', 2),
+            b'f' => ('\u{c}', 2),
+            b'b' => ('\u{8}', 2),
+            b'u' => {
+                let digit = |k: usize| b.get(at + k).copied().and_then(hex).unwrap_or(0);
+                let v = digit(4) << 4 | digit(5);
+                (char::from(v), 6)
+            }
+            // `"` and `\` stand for themselves.
+            other => (char::from(other), 2),
+        };
+        out.push(c);
+        i = at + width;
+    }
+    out.push_str(&body[i..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact_json::write_str;
+    use proptest::prelude::*;
+
+    fn literal(text: &str) -> String {
+        let mut out = Vec::new();
+        write_str(&mut out, text);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Texts made of what output holds and what the counting and the escapes turn on.
+    fn texts() -> impl Strategy<Value = String> {
+        let piece = prop::sample::select(vec![
+            "a", "line 12", " ", "\n", "\r", "\t", "\u{b}", "\u{c}", "\u{8}", "\u{1}", "\u{1f}",
+            "\"", "\\", "/", "é", "\u{a0}", "\u{3000}", "\u{2003}", "→", "`", "<", "```", "u",
+            "00", "\u{85}",
+        ]);
+        prop::collection::vec(piece, 0..40).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        /// What write_str writes is accepted, measured exactly and read back whole.
+        #[test]
+        fn a_written_text_is_measured_as_the_text(text in texts()) {
+            let lit = literal(&text);
+            let m = measure(&lit).expect("write_str's own form");
+            prop_assert_eq!(m.len, text.len());
+            let plain = !text.contains(['`', '<', '→']) && !text.as_bytes().contains(&0xE2);
+            if plain {
+                prop_assert_eq!(m.lines, Some(super::super::output_lines(&text)));
+            } else {
+                prop_assert_eq!(m.lines, None);
+            }
+            prop_assert_eq!(unescape(&lit), text);
+        }
+
+        /// Any other literal serde_json reads is refused unless it is write_str's form.
+        #[test]
+        fn another_form_is_refused(text in texts(), slash in any::<bool>()) {
+            // serde_json writes `\u001f`-style escapes too, but not `\/`; ensure_ascii-style
+            // writers escape every non-ASCII character.
+            let mut lit = serde_json::to_string(&text).unwrap();
+            if slash {
+                lit = lit.replace('/', "\\/");
+            }
+            let ascii: String = lit
+                .chars()
+                .map(|c| if c.is_ascii() { c.to_string() } else {
+                    let mut b = [0u16; 2];
+                    c.encode_utf16(&mut b).iter().map(|u| format!("\\u{u:04x}")).collect()
+                })
+                .collect();
+            for l in [lit, ascii] {
+                let canonical = l == literal(&text);
+                prop_assert_eq!(measure(&l).is_some(), canonical, "{}", l);
+            }
+        }
+    }
+
+    #[test]
+    fn what_is_not_a_canonical_literal_is_refused() {
+        for l in [
+            "",
+            "\"",
+            "abc",
+            "\"a\\/b\"",
+            "\"\\u000a\"",
+            "\"\\u001F\"",
+            "\"\\u0041\"",
+            "\"\\x\"",
+            "\"\\\"",
+            "\"\\u00\"",
+            "\"\\ud800\"",
+        ] {
+            assert_eq!(measure(l), None, "{l:?}");
+        }
+        assert_eq!(
+            measure("\"\\u001f\\u000b\""),
+            Some(Measured {
+                len: 2,
+                lines: Some(1)
+            })
+        );
+    }
+}
