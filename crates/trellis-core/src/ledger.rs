@@ -404,6 +404,22 @@ impl Ledger {
         self.find_frozen(Some(sid), id)
     }
 
+    /// [`Ledger::position_in`] for an id held as a [`ShortId`]: looked up by its bytes.
+    fn position_of(&self, owner: Option<usize>, id: &ShortId) -> Option<usize> {
+        let found = match owner {
+            None => self.index.get(id),
+            Some(o) => self.nested.get(&(o, id.clone())),
+        };
+        if let Some(&i) = found {
+            return Some(i);
+        }
+        let sid = match owner {
+            None => None,
+            Some(o) => Some(self.owners.get(o)?.as_deref()?),
+        };
+        self.find_frozen(sid, id)
+    }
+
     /// Applies one message about a call. A `tool_call` for a known id and an update for an
     /// unknown id are both upserts: the first creates a placeholder, the merge rule is the same.
     /// `announce` is true for `tool_call` messages (the agent introduced the call).
@@ -429,7 +445,7 @@ impl Ledger {
                 self.owners[o] = Some(sid.clone());
             }
         }
-        let known = self.position_in(owner.map(|(o, _)| o), &patch.tool_call_id);
+        let known = self.position_of(owner.map(|(o, _)| o), &patch.tool_call_id);
         let (index, created) = match known {
             Some(i) => (i, false),
             None => {
@@ -508,8 +524,9 @@ impl Ledger {
             for c in &thawed.calls {
                 match &c.subagent {
                     None => {
-                        if self.index.get(c.id.as_str()) == Some(&c.position) {
-                            self.index.remove(c.id.as_str());
+                        let key = ShortId::new(&c.id);
+                        if self.index.get(&key) == Some(&c.position) {
+                            self.index.remove(&key);
                         }
                     }
                     Some(sid) => {

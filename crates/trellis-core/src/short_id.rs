@@ -42,6 +42,16 @@ impl ShortId {
         }
     }
 
+    /// Bytes of the id (the `str`'s method, answered without making the `str`).
+    pub fn len(&self) -> usize {
+        self.bytes().len()
+    }
+
+    /// Whether the id is empty (the `str`'s method, answered without making the `str`).
+    pub fn is_empty(&self) -> bool {
+        self.bytes().is_empty()
+    }
+
     pub fn as_str(&self) -> &str {
         match self {
             // Copied whole from a `str`: always valid.
@@ -92,10 +102,13 @@ impl PartialEq<&str> for ShortId {
     }
 }
 
-/// As the `str`'s: a map keyed by ids is looked up with a `&str`.
+/// As the `str`'s (its bytes, then `0xff`: what `str` hashes on any hasher that stable
+/// Rust lets one write), so a map keyed by ids is looked up with a `&str` — without
+/// checking the bytes are UTF-8 again, as making a `str` of them would.
 impl Hash for ShortId {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
+        state.write(self.bytes());
+        state.write_u8(0xff);
     }
 }
 
@@ -167,6 +180,27 @@ mod tests {
         assert_eq!(m.get(uuid), Some(&1));
         assert_eq!(m.get(long.as_str()), Some(&2));
         assert_eq!(m.get("other"), None);
+        // Hashed as the `str` by the hashers the workspace's maps use.
+        fn hash<H: Hasher + Default>(v: &impl Hash) -> u64 {
+            let mut h = H::default();
+            v.hash(&mut h);
+            h.finish()
+        }
+        use std::hash::BuildHasher;
+        let std_maps = std::hash::RandomState::new();
+        for s in ["", "x", uuid, &long, &huge] {
+            let id = ShortId::new(s);
+            assert_eq!(
+                hash::<rustc_hash::FxHasher>(&id),
+                hash::<rustc_hash::FxHasher>(&s)
+            );
+            assert_eq!(
+                hash::<std::hash::DefaultHasher>(&id),
+                hash::<std::hash::DefaultHasher>(&s)
+            );
+            assert_eq!(std_maps.hash_one(&id), std_maps.hash_one(s));
+            assert_eq!((id.len(), id.is_empty()), (s.len(), s.is_empty()));
+        }
         let read: ShortId = serde_json::from_str(r#""a\"b\u00e9""#).unwrap();
         assert_eq!(read, "a\"bé");
         assert!(serde_json::from_str::<ShortId>("1").is_err());
