@@ -1,9 +1,9 @@
 //! Finding the next byte of a JSON string that needs an escape: a control character, `"`
 //! or `\`. Both directions of the hot path run through it — the parse looks for the end of
 //! each string literal an agent sends (`hot::scan`), and the JSON writer for the bytes to
-//! escape in each string it writes (`compact_json`) — so a tool call's output text is
-//! scanned twice per update, and the scan was the largest single cost of a headless run
-//! by instructions (a fifth of them with eight bytes a step).
+//! escape in each string it writes (`compact_json`; a tool's output kept as the agent
+//! wrote it is copied instead, see `bulk::escaped`) — and the scan was the largest single
+//! cost of a headless run by instructions (a fifth of them with eight bytes a step).
 //!
 //! On x86_64 the scan looks at sixteen bytes a step with SSE2, which every x86_64
 //! processor has (the module's one `unsafe` block is the load and compares, guarded by the
