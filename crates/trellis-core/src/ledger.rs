@@ -380,10 +380,7 @@ impl Ledger {
     }
 
     pub fn position(&self, id: &str) -> Option<usize> {
-        if let Some(&i) = self.index.get(id) {
-            return Some(i);
-        }
-        self.find_frozen(None, id)
+        self.position_in(None, id)
     }
 
     fn find_frozen(&self, owner: Option<&str>, id: &str) -> Option<usize> {
@@ -394,17 +391,11 @@ impl Ledger {
     /// Position of call `id` of the session `owner` (none: this session; else the child at
     /// that position of `Session::subagents`).
     pub fn position_in(&self, owner: Option<usize>, id: &str) -> Option<usize> {
-        let Some(o) = owner else {
-            return self.position(id);
-        };
-        if let Some(&i) = self.nested.get(&(o, ShortId::new(id))) {
-            return Some(i);
-        }
-        let sid = self.owners.get(o)?.as_deref()?;
-        self.find_frozen(Some(sid), id)
+        self.position_of(owner, &ShortId::new(id))
     }
 
-    /// [`Ledger::position_in`] for an id held as a [`ShortId`]: looked up by its bytes.
+    /// [`Ledger::position_in`] for an id held as a [`ShortId`]: the maps are looked up by
+    /// its bytes (a `&str` key would make a `str` of each key it is compared with).
     fn position_of(&self, owner: Option<usize>, id: &ShortId) -> Option<usize> {
         let found = match owner {
             None => self.index.get(id),
