@@ -184,11 +184,20 @@ fn app_with_extensions(calls: usize) -> (App, Terminal<TestBackend>) {
     app_with(calls, Vec::new())
 }
 
+/// Where [`counters`] writes its plugins: a directory of the bench's own, removed when the
+/// plugins' group is done ([`bench`]) instead of left in the system's temporary directory.
+static PLUGIN_DIR: std::sync::Mutex<Option<tempfile::TempDir>> = std::sync::Mutex::new(None);
+
 /// Three Python plugins subscribed to every event, each pushing a status item.
 fn counters() -> Vec<trellis_ext_host::Candidate> {
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let sdk = root.join("../../sdk/python").canonicalize().unwrap();
-    let dir = std::env::temp_dir().join(format!("trellis-frame-bench-{}", std::process::id()));
+    let owned = tempfile::Builder::new()
+        .prefix("trellis-frame-bench-")
+        .tempdir()
+        .unwrap();
+    let dir = owned.path().to_path_buf();
+    *PLUGIN_DIR.lock().unwrap() = Some(owned);
     (1..=3)
         .map(|i| {
             let p = dir.join(format!("counter-{i}"));
@@ -368,6 +377,8 @@ fn bench(c: &mut Criterion) {
     // The same with three plugin processes: frames draw from the host's copy, so they
     // cost what they cost without them.
     frames(c, "frame_200x50_plugins", &[10_000], app_with_plugins);
+    // The plugins stopped with their app: their directory goes.
+    drop(PLUGIN_DIR.lock().unwrap().take());
 
     let mut g = c.benchmark_group("inspector");
     g.sample_size(30);
