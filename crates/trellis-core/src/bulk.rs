@@ -92,6 +92,11 @@ impl Text {
     pub(crate) fn escaped(literal: &str) -> Option<Text> {
         let literal = literal.trim();
         let m = escaped::measure(literal)?;
+        // Output budgets count the text's bytes: a literal much longer than its text (a
+        // terminal's colours are six bytes an escape) is held as text instead.
+        if literal.len() > m.len + m.len / 4 + 2 {
+            return None;
+        }
         let lines = OnceLock::new();
         if let Some(n) = m.lines {
             let _ = lines.set(n);
@@ -402,12 +407,17 @@ mod tests {
     /// read (then held as text) and let go of like any other.
     #[test]
     fn a_text_kept_as_written_is_the_text() {
-        let text = "a \"q\"\n\tb\n\n";
+        let text = "the output of a command:\na \"q\"\n\tb\n\n";
         let literal = serde_json::to_string(text).unwrap();
         assert!(Text::escaped("\"a\\/b\"").is_none(), "not write_str's form");
+        let colours = serde_json::to_string("\u{1b}[1mbold\u{1b}[0m").unwrap();
+        assert!(
+            Text::escaped(&colours).is_none(),
+            "held as text: it is a third of its literal"
+        );
         let t = Text::escaped(&literal).expect("write_str's form");
         assert!(t.is_held());
-        assert_eq!((t.len(), t.output_lines()), (text.len(), 2));
+        assert_eq!((t.len(), t.output_lines()), (text.len(), 3));
         let mut out = Vec::new();
         t.write_json(&mut out);
         assert_eq!(out, literal.as_bytes());
