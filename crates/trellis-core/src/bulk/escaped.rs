@@ -97,38 +97,10 @@ fn hex(d: u8) -> Option<u8> {
     }
 }
 
-/// The text of a literal [`measure`] accepted (of anything else, something, not a panic).
+/// The text of a literal [`measure`] accepted, by the hot path's one unescaper (which
+/// reads any literal such a measure accepts; empty for anything else, never reached).
 pub(super) fn unescape(literal: &str) -> String {
-    let body = literal
-        .strip_prefix('"')
-        .and_then(|l| l.strip_suffix('"'))
-        .unwrap_or(literal);
-    let b = body.as_bytes();
-    let mut out = String::with_capacity(b.len());
-    let mut i = 0;
-    while let Some(k) = memchr::memchr(b'\\', &b[i..]) {
-        // A backslash is ASCII: the run before it ends on a character boundary.
-        out.push_str(&body[i..i + k]);
-        let at = i + k;
-        let (c, width) = match b.get(at + 1).copied().unwrap_or(b'\\') {
-            b'n' => ('\n', 2),
-            b'r' => ('\r', 2),
-            b't' => ('\t', 2),
-            b'f' => ('\u{c}', 2),
-            b'b' => ('\u{8}', 2),
-            b'u' => {
-                let digit = |k: usize| b.get(at + k).copied().and_then(hex).unwrap_or(0);
-                let v = digit(4) << 4 | digit(5);
-                (char::from(v), 6)
-            }
-            // `"` and `\` stand for themselves.
-            other => (char::from(other), 2),
-        };
-        out.push(c);
-        i = at + width;
-    }
-    out.push_str(&body[i..]);
-    out
+    crate::hot::unescape(literal).unwrap_or_default()
 }
 
 #[cfg(test)]
