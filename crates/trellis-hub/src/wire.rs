@@ -51,8 +51,13 @@ pub enum Op {
         request_id: String,
         claim: String,
     },
-    /// Ends the session (as closing it in the UI does).
-    Stop { session: u32 },
+    /// Ends the session (as closing it in the UI does). `reason`: why, in words, when it
+    /// is not a plain stop (an ending of its worktree from elsewhere, say).
+    Stop {
+        session: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// Answers an agent's question once (`accept` with its content, `decline`,
     /// `cancel`); the content is checked against the question's form by the hub.
     Answer {
@@ -104,7 +109,7 @@ impl Op {
             | Op::Answer { session, .. }
             | Op::Claim { session, .. }
             | Op::Release { session, .. }
-            | Op::Stop { session } => Some(*session),
+            | Op::Stop { session, .. } => Some(*session),
             Op::Watch { session, .. } => Some(*session),
             Op::List | Op::New { .. } | Op::Pair | Op::Hangup => None,
         }

@@ -53,6 +53,8 @@ pub struct CallCounts {
 pub struct ListFilter {
     /// Only sessions that ran in this directory, or were started from it.
     pub cwd: Option<String>,
+    /// Only sessions that ran in this directory or below it.
+    pub within: Option<String>,
     /// Only this agent (the name in the log, or the agent's own name).
     pub agent: Option<String>,
     /// Only sessions started at or after (Unix seconds).
@@ -171,6 +173,14 @@ impl Index {
             sql.push_str(" AND (s.cwd = ? OR s.launched_in = ?)");
             args.push(Sql::Text(cwd.clone()));
             args.push(Sql::Text(cwd.clone()));
+        }
+        if let Some(dir) = &f.within {
+            let dir = dir.trim_end_matches('/');
+            sql.push_str(" AND (s.cwd = ? OR substr(s.cwd, 1, ?) = ?)");
+            args.push(Sql::Text(dir.to_string()));
+            let below = format!("{dir}/");
+            args.push(Sql::Integer(below.chars().count() as i64));
+            args.push(Sql::Text(below));
         }
         if let Some(a) = &f.agent {
             sql.push_str(" AND (s.agent = ? OR s.agent_title = ?)");

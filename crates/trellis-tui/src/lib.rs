@@ -447,6 +447,12 @@ pub async fn run_deck(mut deck: deck::Deck) -> std::io::Result<Vec<String>> {
         {
             said.push(format!("session log: {}", log.display()));
         }
+        // Every session's worktree that is still open, however the session was opened.
+        if let (Some(w), Some(ops)) = (&slot.app.driver.session.worktree, &deck.worktrees)
+            && let Some(r) = ops.reminder(&w.label)
+        {
+            said.push(r);
+        }
         if slot.app.driver.connection().is_some() {
             let mut notes = Vec::new();
             slot.app.driver.close(&reason, &mut notes).await;
@@ -480,7 +486,7 @@ pub async fn serve_deck(mut deck: deck::Deck) -> std::io::Result<Vec<String>> {
     let sig = deck_loop::serve_loop(&mut deck, &mut signals, &mut said).await;
     let reason = format!("the hub stopped ({sig})");
     while !deck.slots.is_empty() {
-        deck_loop::close_slot(&mut deck, 0, &reason, &mut said).await;
+        deck_loop::close_slot(&mut deck, 0, &reason, &mut said, true).await;
     }
     Ok(said)
 }

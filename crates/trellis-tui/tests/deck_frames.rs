@@ -125,7 +125,8 @@ fn the_rail_at_three_sizes_and_as_a_strip() {
             assert!(f.contains("◆ permission claude"), "{f}");
             assert!(f.contains("✓ done codex"), "{f}");
             assert!(f.contains("▶1 ◐ working demo"), "{f}");
-            assert!(f.contains("3m · +2 −1 · trellis-rena"), "{f}");
+            // Its edit waits for permission: it changed nothing yet, so no `+2 −1`.
+            assert!(f.contains("3m · trellis-rename"), "{f}");
         } else {
             assert!(f.contains("[1◐working] 2◆permission 3✓done"), "{f}");
         }
@@ -211,6 +212,59 @@ fn the_help_screen_lists_the_session_keys() {
     }
 }
 
+/// Worktree figures as git would give them, for the comparison (the UI crate runs no git).
+struct FakeTrees;
+
+impl trellis_tui::deck::WorktreeOps for FakeTrees {
+    fn diff(&self, _: &str, _: &str) -> Result<String, String> {
+        Err("no".into())
+    }
+    fn measure(&self, label: &str) -> trellis_tui::compare::Tree {
+        use trellis_tui::compare::{Tree, TreeStat};
+        match label {
+            "fan-1" => Tree::Measured {
+                stat: TreeStat {
+                    added: 7,
+                    removed: 0,
+                    files: 2,
+                },
+                into: Some("main".into()),
+            },
+            _ => Tree::Measured {
+                stat: TreeStat {
+                    added: 12,
+                    removed: 3,
+                    files: 4,
+                },
+                into: Some("main".into()),
+            },
+        }
+    }
+    fn land_one(
+        &self,
+        _: &str,
+        _: &[String],
+        _: Option<trellis_tui::deck::Work<'_>>,
+    ) -> Result<Vec<String>, String> {
+        Err("no".into())
+    }
+    fn end(
+        &self,
+        _: &str,
+        _: &str,
+        _: Option<trellis_tui::deck::Work<'_>>,
+    ) -> Result<Vec<String>, String> {
+        Err("no".into())
+    }
+    fn reminder(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+/// The comparison: the figures of each worktree are git's (measured off the UI's thread,
+/// "measuring…" until then); the agent's own edits are labelled as what it reported and
+/// count only when they completed (an edit waiting for permission, or rejected, changed
+/// nothing); the last test shows what the agent called it and how it ended, as text.
 #[test]
 fn the_comparison_shows_one_row_per_session_from_its_ledger() {
     let now = Instant::now();
@@ -222,9 +276,9 @@ fn the_comparison_shows_one_row_per_session_from_its_ledger() {
             "rawInput":{"command":cmd},"rawOutput":{"exit_code":code}}),
         )
     };
-    let edit = |id: &str, path: &str| {
+    let edit = |id: &str, path: &str, status: &str| {
         update(
-            json!({"sessionUpdate":"tool_call","toolCallId":id,"title":"Edit","kind":"edit","status":"completed",
+            json!({"sessionUpdate":"tool_call","toolCallId":id,"title":"Edit","kind":"edit","status":status,
             "content":[{"type":"diff","path":path,"oldText":"x\n","newText":"y\nz\n"}]}),
         )
     };
@@ -234,7 +288,8 @@ fn the_comparison_shows_one_row_per_session_from_its_ledger() {
     let first = app(
         vec![
             prompt("fix it"),
-            edit("e1", "src/a.rs"),
+            edit("e1", "src/a.rs", "completed"),
+            edit("e2", "src/c.rs", "pending"),
             run("completed", "cargo test", "r1"),
             usage.clone(),
         ],
@@ -243,10 +298,11 @@ fn the_comparison_shows_one_row_per_session_from_its_ledger() {
     let second = app(
         vec![
             prompt("fix it"),
-            edit("e1", "src/a.rs"),
-            edit("e2", "src/b.rs"),
+            edit("e1", "src/a.rs", "completed"),
+            edit("e2", "src/b.rs", "completed"),
+            edit("e3", "src/d.rs", "failed"),
             run("failed", "ls /nope", "r0"),
-            run("failed", "cargo test -q", "r1"),
+            run("failed", "cargo test -q 2>&1 | sed 's/^/\\033[31m/'", "r1"),
         ],
         "codex",
     );
@@ -270,34 +326,63 @@ fn the_comparison_shows_one_row_per_session_from_its_ledger() {
             base: "0".repeat(40),
         });
     }
+    d.worktrees = Some(std::sync::Arc::new(FakeTrees));
     d.fan = d.slots.iter().map(|s| s.key).collect();
     d.open_compare();
+    {
+        let c = d.compare.as_ref().unwrap();
+        assert_eq!(c.rows.len(), 2);
+        assert!(
+            c.rows
+                .iter()
+                .all(|r| r.tree == trellis_tui::compare::Tree::Measuring)
+        );
+    }
+    let f = deck_text(&mut d, 140, 30, now);
+    assert!(f.contains("measuring…"), "{f}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    loop {
+        let m = rt.block_on(trellis_tui::compare::next_measure(&mut d.compare));
+        let done = m.is_none();
+        d.measured(m);
+        if done {
+            break;
+        }
+    }
     let c = d.compare.as_ref().unwrap();
-    assert_eq!(c.rows.len(), 2);
+    let r = &c.rows[0];
     assert_eq!(
-        (c.rows[0].files, c.rows[0].commands, c.rows[0].failed),
-        (1, 1, 0)
+        (r.reported.added, r.reported.removed, r.reported.files),
+        (2, 1, 1),
+        "the pending edit is not counted"
     );
+    assert_eq!((r.commands, r.failed), (1, 0));
+    let t = r.last_test.as_ref().unwrap();
+    assert_eq!((t.what.as_str(), t.end.as_str()), ("Run", "passed, exit 0"));
+    assert_eq!(r.tokens, Some(5321));
+    let r = &c.rows[1];
     assert_eq!(
-        c.rows[0].last_test,
-        Some(("cargo test".into(), "passed, exit 0".into()))
+        (r.reported.added, r.reported.removed, r.reported.files),
+        (4, 2, 2),
+        "the failed edit is not counted"
     );
-    assert_eq!(c.rows[0].tokens, Some(5321));
-    assert_eq!(
-        (c.rows[1].files, c.rows[1].commands, c.rows[1].failed),
-        (2, 2, 2)
-    );
-    assert_eq!(
-        c.rows[1].last_test,
-        Some(("cargo test -q".into(), "failed, exit 101".into()))
-    );
+    assert_eq!((r.commands, r.failed), (2, 3));
+    assert_eq!(r.last_test.as_ref().unwrap().end, "failed, exit 101");
     let f = deck_text(&mut d, 140, 30, now);
     insta::assert_snapshot!("compare_140x30", f);
     assert!(f.contains("Compare · 2 sessions"), "{f}");
-    assert!(
-        f.contains("last test: cargo test -q — failed, exit 101"),
-        "{f}"
-    );
+    assert!(f.contains("+7 −0 · 2 files"), "{f}");
+    assert!(f.contains("+12 −3 · 4 files"), "{f}");
+    assert!(f.contains("agent reported +2 −1 in 1 file"), "{f}");
+    assert!(f.contains("last test: Run — failed, exit 101"), "{f}");
+    assert!(!f.contains("033"), "{f}");
+    assert!(f.contains("Esc close"), "the hints fit: {f}");
+    // Narrow: the hints go on as many lines as they need, never cut.
+    let f = deck_text(&mut d, 90, 30, now);
+    assert!(f.contains("Esc close"), "{f}");
+    assert!(!f.contains("Enter open…"), "{f}");
 }
 
 /// A question of a background session is answered in the inbox, in that session's own

@@ -102,10 +102,46 @@ fn owned(found: &Found) -> Result<Record, Error> {
     }
 }
 
+/// Refuses while a session runs in the worktree: an ending that changes or removes the
+/// tree must not do it under a live agent.
+fn idle(found: &Found) -> Result<(), Error> {
+    let holders = crate::lease::holders(found);
+    if holders.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::InUse {
+            label: found.record.label.clone(),
+            holders,
+        })
+    }
+}
+
+/// What the worktree's work is against its base — committed, uncommitted and untracked —
+/// as git's `--stat` (`a.txt | 2 +-` lines and the summary), for the user to see before
+/// an ending acts on it. Read-only.
+pub fn stat(found: &Found) -> Result<String, Error> {
+    let record = owned(found)?;
+    let (snap, _) = snapshot(&record.path, &record.label)?;
+    let out = Git::at(&record.path)
+        .args(["diff", "--stat=100", "--no-ext-diff", "--no-color"])
+        .args([&record.base, &snap])
+        .output()?;
+    Ok(String::from_utf8_lossy(&out).trim_end().to_string())
+}
+
 /// The whole state of `tree` (tracked changes, untracked files; not ignored ones) as a
 /// commit on top of its HEAD, made through a private index: the tree, its index and its
 /// branch are left as they are. Returns the commit and whether it differs from HEAD.
 pub fn snapshot(tree: &Path, label: &str) -> Result<(String, bool), Error> {
+    snapshot_with(tree, label, &[])
+}
+
+/// [`snapshot`], with the ignored files `ignored` (relative to the tree) in it too.
+fn snapshot_with(
+    tree: &Path,
+    label: &str,
+    ignored: &[std::path::PathBuf],
+) -> Result<(String, bool), Error> {
     let head = Git::at(tree)
         .args(["rev-parse", "--verify", "HEAD^{commit}"])
         .line()?;
@@ -114,6 +150,7 @@ pub fn snapshot(tree: &Path, label: &str) -> Result<(String, bool), Error> {
     let with_index = |g: Git| g.env("GIT_INDEX_FILE", &index);
     with_index(Git::at(tree).args(["read-tree", &head])).output()?;
     with_index(Git::at(tree).args(["add", "-A", "--", "."])).output()?;
+    crate::ignored::add(tree, &index, ignored, dir.path())?;
     let written = with_index(Git::at(tree).arg("write-tree")).line()?;
     let head_tree = Git::at(tree)
         .args(["rev-parse", &format!("{head}^{{tree}}")])
@@ -199,13 +236,45 @@ fn finish(found: &Found, mut record: Record, stage: Stage) -> Result<Record, Err
     Ok(record)
 }
 
+/// A commit message for a session's work: its prompt's first line as the subject (cut at
+/// a word), the whole prompt below it (bounded), and who did it where.
+pub fn commit_message(prompt: &str, agent: Option<&str>, label: &str) -> String {
+    const SUBJECT: usize = 72;
+    const BODY: usize = 4000;
+    let prompt = prompt.trim();
+    let first = prompt.lines().next().unwrap_or("").trim();
+    let subject = if first.chars().count() <= SUBJECT {
+        first.to_string()
+    } else {
+        let cut: String = first.chars().take(SUBJECT - 1).collect();
+        let cut = match cut.rfind(' ') {
+            Some(i) if i > SUBJECT / 2 => cut[..i].to_string(),
+            _ => cut,
+        };
+        format!("{cut}…")
+    };
+    let mut msg = subject;
+    if prompt != first || first.chars().count() > SUBJECT {
+        let body: String = prompt.chars().take(BODY).collect();
+        msg.push_str("\n\n");
+        msg.push_str(&body);
+    }
+    msg.push_str(&format!(
+        "\n\nDone by {} in Trellis worktree {label}.",
+        agent.unwrap_or("an agent")
+    ));
+    msg
+}
+
 /// Fast-forwards the source's branch to the worktree's: the worktree's uncommitted work is
-/// committed on its branch first (`message`, the user's identity and hooks), the source
-/// must not have moved on (else: [`sync`] first), then the tree is removed (everything in
-/// it is on the branch).
+/// committed on its branch first (`message`, else one naming the worktree; the user's
+/// identity and hooks), the source must not have moved on (else: [`sync`] first), no file
+/// of the source that no commit has may be in the way ([`crate::guard`]), then the tree
+/// is removed (everything in it is on the branch).
 pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
     let _lock = Lock::take(&found.file)?;
     let record = owned(found)?;
+    idle(found)?;
     let mut out = Outcome::default();
     let tree = &record.path;
     let on = Git::at(tree).args(["symbolic-ref", "-q", "HEAD"]).line();
@@ -217,11 +286,33 @@ pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
         )));
     }
     let target = source_branch(&record.source)?;
-    let (_, dirty) = snapshot(tree, &record.label)?;
+    // A commit on the branch keeps this answer: the branch's tip stays its parent.
+    let ff = Git::at(&record.source)
+        .args(["merge-base", "--is-ancestor", &target, &record.branch])
+        .ok()?;
+    // Checked against the whole state (what the commit below would hold) before anything
+    // is committed, so this refusal leaves the worktree as it was too.
+    let (snap, dirty) = snapshot(tree, &record.label)?;
+    let endangered = if ff {
+        crate::guard::endangered(&record.source, &target, &snap, false)?
+    } else {
+        Vec::new()
+    };
+    if !endangered.is_empty() {
+        return Err(crate::guard::refusal(
+            "landing",
+            &record.source,
+            &endangered,
+            &format!(
+                "land again (the worktree's work is safe in {})",
+                record.path.display()
+            ),
+        ));
+    }
     if dirty {
         let msg = message
             .map(str::to_string)
-            .unwrap_or_else(|| format!("trellis: work of worktree {}", record.label));
+            .unwrap_or_else(|| format!("Work of Trellis worktree {}", record.label));
         Git::at(tree).args(["add", "-A", "--", "."]).output()?;
         Git::at(tree).args(["commit", "-q", "-m", &msg]).output()?;
         out.say(format!(
@@ -229,17 +320,22 @@ pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
             record.branch
         ));
     }
-    let ff = Git::at(&record.source)
-        .args(["merge-base", "--is-ancestor", &target, &record.branch])
-        .ok()?;
+    // Its work is on its branch now, whatever follows.
     if !ff {
-        return Err(Error::Refused(format!(
-            "{target} has commits that {} lacks, so it cannot fast-forward: bring them in with `trellis worktree sync {}`, then land again",
-            record.branch, record.label
-        )));
+        return Err(Error::Diverged {
+            target,
+            branch: record.branch.clone(),
+            label: record.label.clone(),
+        });
     }
     Git::at(&record.source)
-        .args(["merge", "--ff-only", "-q", &record.branch])
+        .args([
+            "merge",
+            "--ff-only",
+            "--no-overwrite-ignore",
+            "-q",
+            &record.branch,
+        ])
         .output()
         .map_err(|e| {
             Error::Refused(format!(
@@ -249,8 +345,25 @@ pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
             ))
         })?;
     out.say(format!("{target} fast-forwarded to {}", record.branch));
-    match remove_tree(&record, false) {
-        Ok(()) => {
+    // Everything but its ignored files is on the branch now: those go into a snapshot
+    // first (or the tree stays).
+    let removed = survey(&record, "landing").and_then(|kept| {
+        let mut record = record.clone();
+        if !kept.keep.is_empty() {
+            let (snap, _) = snapshot_with(tree, &record.label, &kept.keep)?;
+            let name = retire_ref(&record, &snap)?;
+            out.say(format!(
+                "its {} ignored file(s) kept as {name}",
+                kept.keep.len()
+            ));
+            record.snapshot = Some(name);
+        }
+        remove_tree(&record, false)?;
+        said_caches(&kept, &mut out);
+        Ok(record)
+    });
+    match removed {
+        Ok(record) => {
             out.say(format!(
                 "removed {} (branch {} kept)",
                 tree.display(),
@@ -271,10 +384,20 @@ pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
 pub fn sync(found: &Found) -> Result<Outcome, Error> {
     let _lock = Lock::take(&found.file)?;
     let record = owned(found)?;
+    idle(found)?;
     let target = source_branch(&record.source)?;
     let mut out = Outcome::default();
+    let endangered = crate::guard::endangered(&record.path, "HEAD", &target, true)?;
+    if !endangered.is_empty() {
+        return Err(crate::guard::refusal(
+            "syncing",
+            &record.path,
+            &endangered,
+            "sync again",
+        ));
+    }
     match Git::at(&record.path)
-        .args(["merge", "--no-edit", "-q", &target])
+        .args(["merge", "--no-edit", "--no-overwrite-ignore", "-q", &target])
         .output()
     {
         Ok(_) => out.say(format!("merged {target} into {}", record.branch)),
@@ -300,11 +423,23 @@ pub fn sync(found: &Found) -> Result<Outcome, Error> {
 pub fn apply(found: &Found) -> Result<Outcome, Error> {
     let _lock = Lock::take(&found.file)?;
     let record = owned(found)?;
+    idle(found)?;
+    let kept = survey(&record, "applying")?;
     let mut out = Outcome::default();
     let (snap, _) = snapshot(&record.path, &record.label)?;
     let base = Git::at(&record.source)
         .args(["merge-base", "HEAD", &snap])
         .line()?;
+    // The paths the patch writes, in the source as it is (at HEAD).
+    let endangered = crate::guard::endangered(&record.source, &base, &snap, false)?;
+    if !endangered.is_empty() {
+        return Err(crate::guard::refusal(
+            "applying",
+            &record.source,
+            &endangered,
+            "apply again",
+        ));
+    }
     let dir = tempfile::tempdir().map_err(|e| Error::Io(format!("temporary directory: {e}")))?;
     let patch = dir.path().join("apply.patch");
     let mut output = std::ffi::OsString::from("--output=");
@@ -335,22 +470,30 @@ pub fn apply(found: &Found) -> Result<Outcome, Error> {
         record.branch,
         record.source.display()
     ));
-    retire(found, record, &snap, "", Stage::Applied, &mut out)?;
+    retire(found, record, &kept, "", Stage::Applied, &mut out)?;
     Ok(out)
 }
 
-/// The end of a tree whose state is in commit `snap`: the snapshot kept under
-/// `refs/trellis/retired/`, then the tree removed (the branch stays), the record ended.
+/// The end of a tree: its whole state — ignored files included, as [`crate::ignored`]
+/// says — kept as a commit under `refs/trellis/retired/`, then the tree removed (the
+/// branch stays), the record ended. `what`: how the snapshot is described.
 fn retire(
     found: &Found,
     mut record: Record,
-    snap: &str,
+    survey: &crate::ignored::Ignored,
     what: &str,
     stage: Stage,
     out: &mut Outcome,
 ) -> Result<(), Error> {
-    let name = retire_ref(&record, snap)?;
+    let (snap, _) = snapshot_with(&record.path, &record.label, &survey.keep)?;
+    let name = retire_ref(&record, &snap)?;
     out.say(format!("snapshot{what} kept as {name}"));
+    if !survey.keep.is_empty() {
+        out.say(format!(
+            "its {} ignored file(s) are in the snapshot too",
+            survey.keep.len()
+        ));
+    }
     record.snapshot = Some(name);
     remove_tree(&record, true)?;
     out.say(format!(
@@ -358,8 +501,32 @@ fn retire(
         record.path.display(),
         record.branch
     ));
+    said_caches(survey, out);
     out.record = Some(finish(found, record, stage)?);
     Ok(())
+}
+
+/// The caches that went with a tree, named.
+fn said_caches(survey: &crate::ignored::Ignored, out: &mut Outcome) {
+    if !survey.caches.is_empty() {
+        out.say(format!(
+            "caches removed with it (rebuilt by their tools): {}",
+            survey.caches.join(", ")
+        ));
+    }
+}
+
+/// The tree's ignored files surveyed before it is removed: over the bound, the removal is
+/// refused (`action` names the ending).
+fn survey(record: &Record, action: &str) -> Result<crate::ignored::Ignored, Error> {
+    let s = crate::ignored::survey(&record.path, &record.source)?;
+    match &s.too_much {
+        Some(why) => Err(Error::Refused(format!(
+            "{action} would remove {}, but {why}; nothing was changed",
+            record.path.display()
+        ))),
+        None => Ok(s),
+    }
 }
 
 /// Leaves the worktree where it is, still Trellis's (listed as kept).
@@ -391,70 +558,57 @@ pub fn discard(found: &Found) -> Result<Outcome, Error> {
         return Ok(out);
     }
     let record = owned(found)?;
-    let (snap, dirty) = snapshot(&record.path, &record.label)?;
+    idle(found)?;
+    let kept = survey(&record, "discarding")?;
+    let (_, dirty) = snapshot(&record.path, &record.label)?;
     let what = if dirty {
         " of the uncommitted work"
     } else {
         ""
     };
-    retire(found, record, &snap, what, Stage::Discarded, &mut out)?;
+    retire(found, record, &kept, what, Stage::Discarded, &mut out)?;
     Ok(out)
 }
 
-/// Lines added and removed in the worktree since its base, committed or not, new files
-/// included (their lines counted, up to 1 MiB each; a binary one counts as a file), and
-/// the files touched. Read-only: nothing is written to the repository.
-pub fn diffstat(record: &Record) -> Option<(u64, u64, usize)> {
-    let out = Git::at(&record.path)
-        .args(["diff", "--numstat", "--no-ext-diff", &record.base])
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out);
-    let (mut add, mut del, mut files) = (0, 0, 0);
-    for line in text.lines() {
-        let mut parts = line.split('\t');
-        let a = parts
-            .next()
-            .and_then(|n| n.parse::<u64>().ok())
-            .unwrap_or(0);
-        let d = parts
-            .next()
-            .and_then(|n| n.parse::<u64>().ok())
-            .unwrap_or(0);
-        add += a;
-        del += d;
-        files += 1;
-    }
-    let new = Git::at(&record.path)
-        .args(["ls-files", "-z", "--others", "--exclude-standard"])
-        .paths()
-        .ok()?;
-    for rel in new {
-        files += 1;
-        add += new_file_lines(&record.path.join(rel));
-    }
-    Some((add, del, files))
+/// What a worktree's work is against its base: the sums of `git diff --numstat` from its
+/// base to its whole state (committed, uncommitted and untracked files; not ignored ones).
+/// A binary file counts as a file with no lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiffStat {
+    pub added: u64,
+    pub removed: u64,
+    pub files: usize,
 }
 
-fn new_file_lines(path: &Path) -> u64 {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let Ok(f) = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    else {
-        return 0;
-    };
-    if !f.metadata().is_ok_and(|m| m.is_file()) {
-        return 0;
+/// The worktree's [`DiffStat`], measured now. Nothing the user sees changes: the
+/// snapshot goes through a private index and is referenced by nothing.
+pub fn diffstat(record: &Record) -> Result<DiffStat, Error> {
+    let (snap, _) = snapshot(&record.path, &record.label)?;
+    let out = Git::at(&record.path)
+        .args(["diff", "--numstat", "-z", "--no-renames", "--no-ext-diff"])
+        .args([&record.base, &snap])
+        .output()?;
+    Ok(numstat(&out))
+}
+
+/// Sums `git diff --numstat -z` output (`added\tremoved\tpath\0` per file, `-` for a
+/// binary file's counts).
+fn numstat(out: &[u8]) -> DiffStat {
+    let mut stat = DiffStat::default();
+    for entry in out.split(|&b| b == 0).filter(|e| !e.is_empty()) {
+        let text = String::from_utf8_lossy(entry);
+        let mut parts = text.split('\t');
+        let mut n = || {
+            parts
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        stat.added += n();
+        stat.removed += n();
+        stat.files += 1;
     }
-    let mut buf = Vec::new();
-    if f.take(1 << 20).read_to_end(&mut buf).is_err() || buf.contains(&0) {
-        return 0;
-    }
-    let lines = buf.iter().filter(|&&b| b == b'\n').count() as u64;
-    lines + u64::from(buf.last().is_some_and(|&b| b != b'\n'))
+    stat
 }
 
 /// The difference between two worktrees of one repository, each as its whole state
@@ -476,20 +630,20 @@ pub fn compare(a: &Found, b: &Found) -> Result<String, Error> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
-/// Keeps one worktree of several made for the same work: it lands (or, when the source
-/// moved on, its changes are applied as staged changes), then each of the others is
-/// discarded behind its snapshot ref. Stops at the first ending that fails, saying so;
-/// nothing is lost either way.
-pub fn keep_one(keep: &Found, others: &[Found]) -> Result<Outcome, Error> {
+/// Lands one worktree of several made for the same work (or, when the source moved on,
+/// applies its changes as staged changes), then discards each of the others behind its
+/// snapshot ref. `message`: the commit message of its uncommitted work (what the work
+/// was). Stops at the first ending that fails, saying so; nothing is lost either way.
+pub fn land_one(chosen: &Found, others: &[Found], message: Option<&str>) -> Result<Outcome, Error> {
     let mut out = Outcome::default();
-    match land(keep, None) {
+    match land(chosen, message) {
         Ok(o) => out.lines.extend(o.lines),
-        Err(Error::Refused(why)) => {
+        Err(e @ Error::Diverged { .. }) => {
             out.say(format!(
-                "{} cannot land ({why}); applying it instead",
-                keep.record.label
+                "{} cannot land ({e}); applying it instead",
+                chosen.record.label
             ));
-            out.lines.extend(apply(keep)?.lines);
+            out.lines.extend(apply(chosen)?.lines);
         }
         Err(e) => return Err(e),
     }

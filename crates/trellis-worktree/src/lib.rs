@@ -11,7 +11,10 @@
 mod carry;
 pub mod end;
 mod git;
+pub mod guard;
+pub mod ignored;
 pub mod label;
+pub mod lease;
 pub mod record;
 
 use std::path::{Path, PathBuf};
@@ -44,10 +47,33 @@ pub enum Error {
     Ambiguous { label: String, sources: Vec<String> },
     #[error("{0}")]
     Refused(String),
+    /// The source's branch moved on since the worktree parted from it.
+    #[error(
+        "{target} has commits that {branch} lacks, so it cannot fast-forward: bring them in with `trellis worktree sync {label}`, then land again"
+    )]
+    Diverged {
+        target: String,
+        branch: String,
+        label: String,
+    },
+    /// Sessions run in the worktree (their processes hold leases on it).
+    #[error("{}", in_use(label, holders))]
+    InUse {
+        label: String,
+        holders: Vec<lease::Holder>,
+    },
     #[error("`{command}` failed: {said}")]
     Git { command: String, said: String },
     #[error("{0}")]
     Io(String),
+}
+
+fn in_use(label: &str, holders: &[lease::Holder]) -> String {
+    let pids: Vec<String> = holders.iter().map(|h| h.pid.to_string()).collect();
+    format!(
+        "a session runs in worktree {label} (Trellis process {}): end the session first (`trellis ls` names it, `trellis stop` ends it), so its agent does not lose the tree under it",
+        pids.join(", ")
+    )
 }
 
 /// Trellis's worktrees: `<data>/worktrees/<repo>/<label>/` for the trees and
@@ -365,6 +391,28 @@ impl Worktrees {
             (a.record.created_at, &a.record.label).cmp(&(b.record.created_at, &b.record.label))
         });
         out
+    }
+
+    /// The worktree of Trellis's (there now, not ended) that `dir` is in, if it is in one.
+    pub fn containing(&self, dir: &Path) -> Option<Found> {
+        let dir = std::fs::canonicalize(dir).ok()?;
+        let root = std::fs::canonicalize(&self.root).ok()?;
+        if !dir.starts_with(&root) {
+            return None;
+        }
+        self.list().found.into_iter().find(|f| {
+            f.status == Status::Owned
+                && std::fs::canonicalize(&f.record.path).is_ok_and(|p| dir.starts_with(p))
+        })
+    }
+
+    /// A lease on the worktree `dir` is in, held by a session running there (see
+    /// [`lease`]); none when `dir` is in no worktree of Trellis's.
+    pub fn lease_for(&self, dir: &Path) -> Result<Option<lease::Lease>, Error> {
+        match self.containing(dir) {
+            Some(f) => lease::take(&f.file, &f.record.label).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// The record labelled `label`; when several repositories have one, the one of the

@@ -630,7 +630,7 @@ fn land_over_a_dirty_source_changes_nothing_and_says_what_to_do() {
 }
 
 #[test]
-fn compare_two_and_keep_one_of_three() {
+fn compare_two_and_land_one_of_three() {
     let f = fixture();
     let mut labels = Vec::new();
     for (i, text) in ["first try\n", "second try\n", "third try\n"]
@@ -648,7 +648,7 @@ fn compare_two_and_keep_one_of_three() {
         diff.contains("-first try") && diff.contains("+second try"),
         "{diff}"
     );
-    let out = end::keep_one(&found[1], &[found[0].clone(), found[2].clone()]).unwrap();
+    let out = end::land_one(&found[1], &[found[0].clone(), found[2].clone()], None).unwrap();
     assert!(
         out.lines.iter().any(|l| l.contains("fast-forwarded")),
         "{:?}",
@@ -680,4 +680,245 @@ fn compare_two_and_keep_one_of_three() {
             &["rev-parse", "--verify", &format!("trellis/{l}")]
         ));
     }
+}
+
+/// The case: `.env` is ignored in the source and holds the user's secret; in the
+/// worktree the ignore line is dropped and another `.env` committed. Landing must not
+/// replace the user's file (git's fast-forward overwrites ignored files by default).
+#[test]
+fn land_never_replaces_a_file_of_the_source_that_no_commit_has() {
+    let f = fixture();
+    std::fs::write(f.repo.join(".env"), "SECRET=the user's\n").unwrap();
+    std::fs::write(f.repo.join("notes"), "the user's notes\n").unwrap();
+    let made = f.wt.create(&f.repo, &plan("env")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join(".gitignore"), "secrets/\nbuild/\n").unwrap();
+    std::fs::write(t.join(".env"), "SECRET=the agent's\n").unwrap();
+    std::fs::create_dir(t.join("notes")).unwrap();
+    std::fs::write(t.join("notes/todo.txt"), "agent\n").unwrap();
+    std::fs::write(t.join("feature.txt"), "work\n").unwrap();
+    let main_before = git(&f.repo, &["rev-parse", "main"]);
+    let found = f.wt.find("env", None).unwrap();
+    let e = end::land(&found, None).unwrap_err().to_string();
+    assert!(e.contains(".env (ignored)"), "{e}");
+    assert!(
+        e.contains("notes (a file where a directory would go)"),
+        "{e}"
+    );
+    assert!(e.contains("Nothing was changed"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join(".env")).unwrap(),
+        "SECRET=the user's\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("notes")).unwrap(),
+        "the user's notes\n"
+    );
+    assert_eq!(git(&f.repo, &["rev-parse", "main"]), main_before);
+    assert_eq!(
+        git(&t, &["status", "--porcelain"]).lines().count(),
+        4,
+        "the worktree's work is left as it was, uncommitted"
+    );
+    assert_eq!(f.wt.find("env", None).unwrap().status, Status::Owned);
+    // Moved aside by the user, the land goes through.
+    std::fs::rename(f.repo.join(".env"), f.repo.join("env.bak")).unwrap();
+    std::fs::rename(f.repo.join("notes"), f.repo.join("notes.bak")).unwrap();
+    end::land(&found, None).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join(".env")).unwrap(),
+        "SECRET=the agent's\n"
+    );
+}
+
+#[test]
+fn apply_and_sync_never_replace_a_file_no_commit_has() {
+    let f = fixture();
+    std::fs::write(f.repo.join(".env"), "SECRET=mine\n").unwrap();
+    let made = f.wt.create(&f.repo, &plan("ap")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join(".gitignore"), "build/\n").unwrap();
+    std::fs::write(t.join(".env"), "SECRET=agent\n").unwrap();
+    let found = f.wt.find("ap", None).unwrap();
+    let e = end::apply(&found).unwrap_err().to_string();
+    assert!(e.contains(".env (ignored)"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join(".env")).unwrap(),
+        "SECRET=mine\n"
+    );
+    assert_eq!(git(&f.repo, &["diff", "--cached", "--name-only"]), "");
+    // Sync: the source commits a file the worktree has as an ignored one of its own.
+    let synced = f.wt.create(&f.repo, &plan("sy")).unwrap();
+    let st = synced.record.path.clone();
+    std::fs::create_dir(st.join("build")).unwrap();
+    std::fs::write(st.join("build/out.txt"), "the agent's build\n").unwrap();
+    std::fs::write(f.repo.join(".gitignore"), ".env\nsecrets/\n").unwrap();
+    std::fs::create_dir(f.repo.join("build")).unwrap();
+    std::fs::write(f.repo.join("build/out.txt"), "committed\n").unwrap();
+    git(&f.repo, &["add", "-A"]);
+    git(&f.repo, &["commit", "-q", "-m", "track build"]);
+    let sfound = f.wt.find("sy", None).unwrap();
+    let e = end::sync(&sfound).unwrap_err().to_string();
+    assert!(e.contains("build/out.txt (ignored)"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(st.join("build/out.txt")).unwrap(),
+        "the agent's build\n"
+    );
+}
+
+#[test]
+fn an_ending_refuses_while_a_session_holds_the_worktree() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("busy")).unwrap();
+    std::fs::write(made.record.path.join("w.txt"), "work\n").unwrap();
+    let lease = f.wt.lease_for(&made.cwd).unwrap().expect("in a worktree");
+    assert!(f.wt.lease_for(&f.repo).unwrap().is_none(), "not in one");
+    let found = f.wt.find("busy", None).unwrap();
+    assert_eq!(
+        trellis_worktree::lease::holders(&found),
+        vec![trellis_worktree::lease::Holder {
+            pid: std::process::id()
+        }]
+    );
+    for e in [
+        end::land(&found, None).unwrap_err(),
+        end::apply(&found).unwrap_err(),
+        end::sync(&found).unwrap_err(),
+        end::discard(&found).unwrap_err(),
+    ] {
+        assert!(matches!(e, Error::InUse { .. }), "{e}");
+        assert!(
+            e.to_string().contains("a session runs in worktree busy"),
+            "{e}"
+        );
+    }
+    assert!(
+        made.record.path.join("w.txt").exists(),
+        "nothing was changed"
+    );
+    // A lease whose process died is stale: cleared by whoever looks.
+    drop(lease);
+    let stale = found.file.parent().unwrap().join("busy.lease-999999-0");
+    std::fs::write(&stale, "").unwrap();
+    assert!(trellis_worktree::lease::holders(&found).is_empty());
+    assert!(!stale.exists());
+    end::land(&found, Some("the work")).unwrap();
+    assert_eq!(git(&f.repo, &["log", "-1", "--format=%s"]), "the work");
+}
+
+/// The comparison's figures are git's: `git diff --numstat` of the worktree's whole state
+/// (a commit, uncommitted changes, an untracked file, a binary one) against its base.
+#[test]
+fn diffstat_is_what_git_numstat_says() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("count")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join("a.txt"), "one\n2\nthree\nfour\n").unwrap();
+    git(&t, &["commit", "-q", "-am", "agent commit"]);
+    std::fs::write(t.join("sub/b.txt"), "").unwrap();
+    std::fs::write(t.join("new.txt"), "x\ny\nz").unwrap();
+    std::fs::write(t.join("blob.bin"), [0u8, 1, 2, 0, 255]).unwrap();
+    std::fs::write(t.join(".env"), "ignored\n").unwrap();
+    let stat = end::diffstat(&made.record).unwrap();
+    assert_eq!(
+        git(&t, &["status", "--porcelain"]).lines().count(),
+        3,
+        "measuring changed nothing"
+    );
+    git(&t, &["add", "-A"]);
+    let numstat = git(&t, &["diff", "--cached", "--numstat", &made.record.base]);
+    let (mut a, mut d, mut n) = (0, 0, 0);
+    for line in numstat.lines() {
+        let mut p = line.split('\t');
+        a += p.next().unwrap().parse::<u64>().unwrap_or(0);
+        d += p.next().unwrap().parse::<u64>().unwrap_or(0);
+        n += 1;
+    }
+    assert_eq!(
+        (stat.added, stat.removed, stat.files),
+        (a, d, n),
+        "{numstat}"
+    );
+    assert_eq!((a, d, n), (6, 2, 4), "{numstat}");
+}
+
+#[test]
+fn a_land_commit_says_what_the_work_was() {
+    let m = end::commit_message("fix the TODO in src/lib.rs", Some("claude"), "alpha");
+    assert_eq!(
+        m,
+        "fix the TODO in src/lib.rs\n\nDone by claude in Trellis worktree alpha."
+    );
+    let long = format!("{} and more\nsecond line", "word ".repeat(30));
+    let m = end::commit_message(&long, None, "b");
+    let subject = m.lines().next().unwrap();
+    assert!(
+        subject.chars().count() <= 72 && subject.ends_with('…'),
+        "{subject}"
+    );
+    assert!(m.contains("second line"), "{m}");
+}
+
+/// Removing a tree never loses an ignored file no commit has: it goes into the snapshot
+/// (a cache by its own declaration, and an unchanged copy of the source's file, do not).
+#[test]
+fn ignored_files_of_a_removed_tree_are_kept_in_its_snapshot() {
+    let f = fixture();
+    std::fs::write(f.repo.join(".env"), "SOURCE\n").unwrap();
+    let made = f.wt.create(&f.repo, &plan("ign")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join(".env"), "edited in the worktree\n").unwrap();
+    std::fs::create_dir_all(t.join("build/target")).unwrap();
+    std::fs::write(
+        t.join("build/target/CACHEDIR.TAG"),
+        "Signature: 8a477f597d28d172789f06886806bc55\n",
+    )
+    .unwrap();
+    std::fs::write(t.join("build/target/big.o"), "object\n").unwrap();
+    std::fs::create_dir_all(t.join("secrets")).unwrap();
+    std::fs::write(t.join("secrets/key"), "k\n").unwrap();
+    std::fs::write(t.join("work.txt"), "w\n").unwrap();
+    let found = f.wt.find("ign", None).unwrap();
+    let out = end::discard(&found).unwrap();
+    let said = out.lines.join("\n");
+    assert!(
+        said.contains("2 ignored file(s) are in the snapshot"),
+        "{said}"
+    );
+    assert!(said.contains("build/target/"), "the cache is named: {said}");
+    let snap = out.record.unwrap().snapshot.unwrap();
+    assert_eq!(
+        git(&f.repo, &["show", &format!("{snap}:.env")]),
+        "edited in the worktree"
+    );
+    assert_eq!(git(&f.repo, &["show", &format!("{snap}:secrets/key")]), "k");
+    assert_eq!(git(&f.repo, &["show", &format!("{snap}:work.txt")]), "w");
+    assert!(git_fails(
+        &f.repo,
+        &["show", &format!("{snap}:build/target/big.o")]
+    ));
+    // A land keeps them the same way; an unchanged copy of the source's is not kept.
+    let made = f.wt.create(&f.repo, &plan("ign2")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join(".env"), "SOURCE\n").unwrap();
+    std::fs::create_dir_all(t.join("secrets")).unwrap();
+    std::fs::write(t.join("secrets/token"), "t\n").unwrap();
+    std::fs::write(t.join("feature.txt"), "f\n").unwrap();
+    let found = f.wt.find("ign2", None).unwrap();
+    let out = end::land(&found, Some("feature")).unwrap();
+    let said = out.lines.join("\n");
+    assert!(
+        said.contains("its 1 ignored file(s) kept as refs/trellis/retired/ign2-"),
+        "{said}"
+    );
+    let snap = out.record.unwrap().snapshot.unwrap();
+    assert_eq!(
+        git(&f.repo, &["show", &format!("{snap}:secrets/token")]),
+        "t"
+    );
+    assert!(
+        git_fails(&f.repo, &["show", &format!("{snap}:.env")]),
+        "the source still has it"
+    );
+    assert!(!t.exists());
 }

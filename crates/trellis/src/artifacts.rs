@@ -81,7 +81,8 @@ impl Paths {
         let paths = trellis_store::Paths::from_env()?;
         let wt = trellis_worktree::Worktrees::new(&paths.data_dir);
         let found = wt.find(label, Some(Path::new(source))).ok()?;
-        trellis_worktree::end::diffstat(&found.record)
+        let s = trellis_worktree::end::diffstat(&found.record).ok()?;
+        Some((s.added, s.removed, s.files))
     }
 }
 

@@ -138,7 +138,13 @@ pub fn cancel(session: &str) -> anyhow::Result<ExitCode> {
 
 pub fn stop(session: &str) -> anyhow::Result<ExitCode> {
     let (hub, key) = resolve(session)?;
-    done(client(&hub, "trellis stop")?.call(Op::Stop { session: key }, Some(operation_id()))?)
+    done(client(&hub, "trellis stop")?.call(
+        Op::Stop {
+            session: key,
+            reason: None,
+        },
+        Some(operation_id()),
+    )?)
 }
 
 /// `trellis approve`: the pending permission requests of every running session, oldest

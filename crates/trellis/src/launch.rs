@@ -44,6 +44,8 @@ impl Launch {
         let mut resolved = crate::agents::resolve(&req.agent, config, req.cwd.as_deref())?;
         let (worktree, said) =
             crate::worktree_cmd::isolate(req.worktree.as_ref(), req.carry, &mut resolved, config)?;
+        // Held while the session's front end lives: endings from elsewhere see it.
+        let lease = crate::worktree_cmd::lease(&resolved.spec.cwd)?;
         if let Some(r) = &req.resume {
             resolved.spec.load_session = r.row.acp_id.clone();
         }
@@ -158,6 +160,9 @@ impl Launch {
         // The demo's scratch workspace lives as long as the session's front end.
         if let Some(dir) = resolved.scratch {
             app.keep_alive(Box::new(dir));
+        }
+        if let Some(lease) = lease {
+            app.keep_alive(Box::new(lease));
         }
         Ok((
             Opened {

@@ -91,7 +91,7 @@ pub fn main(
     let said = rt.block_on(async move {
         let mut deck = trellis_tui::deck::Deck::empty();
         deck.notify = notify;
-        deck.worktrees = Some(Box::new(crate::worktree_cmd::Ops));
+        deck.worktrees = Some(std::sync::Arc::new(crate::worktree_cmd::Ops));
         let listen = args.listen.map(|a| (a, token_store()));
         let served = trellis_hub::serve::serve_listening(&dir, &args.name, listen)
             .with_context(|| format!("cannot serve hub {}", args.name))?;

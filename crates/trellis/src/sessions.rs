@@ -184,6 +184,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                 agent,
                 since,
                 limit: Some(limit),
+                ..Default::default()
             })?;
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;

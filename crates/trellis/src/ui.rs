@@ -162,7 +162,7 @@ pub fn start(
         deck.keys = deck_keys;
         deck.ascii = ascii;
         deck.notify = notify;
-        deck.worktrees = Some(Box::new(crate::worktree_cmd::Ops));
+        deck.worktrees = Some(std::sync::Arc::new(crate::worktree_cmd::Ops));
         // Reachable from elsewhere: `trellis ls`, `send`, `cancel`, `stop`, `approve`.
         match trellis_hub::place::runtime_dir()
             .and_then(|d| trellis_hub::serve::serve(&d, &format!("hub-{}", std::process::id())))

@@ -56,16 +56,152 @@ pub fn main(cmd: WorktreeCmd) -> anyhow::Result<ExitCode> {
             list(&wt, all, json);
             return Ok(ExitCode::SUCCESS);
         }
-        WorktreeCmd::Land { label, message } => end::land(&find(&label)?, message.as_deref()),
-        WorktreeCmd::Sync { label } => end::sync(&find(&label)?),
-        WorktreeCmd::Apply { label } => end::apply(&find(&label)?),
+        WorktreeCmd::Land { label, message } => {
+            let found = find(&label)?;
+            close_sessions(&found, "land")?;
+            // What is about to land, before it does.
+            let stat = end::stat(&found)?;
+            if stat.is_empty() {
+                println!("worktree {} has no changes against its base", safe(&label));
+            } else {
+                println!("worktree {} against its base:", safe(&label));
+                for line in stat.lines() {
+                    println!("  {}", safe(line));
+                }
+            }
+            let message = message.or_else(|| work_of(&found.record));
+            end::land(&found, message.as_deref())
+        }
+        WorktreeCmd::Sync { label } => {
+            let found = find(&label)?;
+            close_sessions(&found, "sync")?;
+            end::sync(&found)
+        }
+        WorktreeCmd::Apply { label } => {
+            let found = find(&label)?;
+            close_sessions(&found, "apply")?;
+            end::apply(&found)
+        }
         WorktreeCmd::Keep { label } => end::keep(&find(&label)?),
-        WorktreeCmd::Discard { label } => end::discard(&find(&label)?),
+        WorktreeCmd::Discard { label } => {
+            let found = find(&label)?;
+            close_sessions(&found, "discard")?;
+            end::discard(&found)
+        }
     }?;
     for line in outcome.lines {
         println!("{}", safe(&line));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How long an ending waits for the sessions it closed to let go of the worktree.
+const LET_GO: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Before an ending that changes or removes the tree: the sessions running in the worktree
+/// are closed through the Trellis that runs them (a UI or a hub), as closing them there
+/// would; one that is working or waiting for an answer is not — the ending is refused,
+/// naming it. A session no running Trellis answers for (a headless `trellis run`) refuses
+/// the ending too, naming its process.
+fn close_sessions(found: &trellis_worktree::Found, action: &str) -> anyhow::Result<()> {
+    if trellis_worktree::lease::holders(found).is_empty() {
+        return Ok(());
+    }
+    let tree = std::fs::canonicalize(&found.record.path).unwrap_or(found.record.path.clone());
+    let client = format!("trellis worktree {action}");
+    let dir = trellis_hub::place::runtime_dir()?;
+    let mut inside = Vec::new();
+    for (hub, sessions) in trellis_hub::client::list_all(&dir, &client) {
+        for s in sessions.into_iter().flatten() {
+            let cwd = std::fs::canonicalize(&s.cwd).unwrap_or_else(|_| s.cwd.clone().into());
+            if cwd.starts_with(&tree) {
+                inside.push((hub.clone(), s));
+            }
+        }
+    }
+    let busy: Vec<String> = inside
+        .iter()
+        .filter(|(_, s)| {
+            matches!(
+                s.state.as_str(),
+                "working" | "starting" | "permission" | "question" | "login"
+            )
+        })
+        .map(|(h, s)| format!("{h}:{} ({}, {})", s.key, s.agent, s.state))
+        .collect();
+    if !busy.is_empty() {
+        anyhow::bail!(
+            "worktree {label}: {} runs in it and is busy: let its turn end (or stop it: trellis stop {}), then {action} again; nothing was changed",
+            busy.join(", "),
+            inside
+                .iter()
+                .map(|(h, s)| format!("{h}:{}", s.key))
+                .next()
+                .unwrap_or_default(),
+            label = found.record.label
+        );
+    }
+    for (hub, s) in &inside {
+        let body = crate::hub_cmd::client(hub, &client)?.call(
+            trellis_hub::wire::Op::Stop {
+                session: s.key,
+                reason: Some(format!(
+                    "worktree {} is being ended ({action})",
+                    found.record.label
+                )),
+            },
+            Some(crate::hub_cmd::operation_id()),
+        )?;
+        match body {
+            trellis_hub::wire::Body::Done { .. } => println!(
+                "closed session {hub}:{} ({}), which ran in worktree {}",
+                s.key,
+                safe(&s.agent),
+                safe(&found.record.label)
+            ),
+            trellis_hub::wire::Body::Error { message, .. } => anyhow::bail!(
+                "session {hub}:{} runs in worktree {} and could not be closed: {}; nothing was changed",
+                s.key,
+                found.record.label,
+                safe(&message)
+            ),
+            _ => anyhow::bail!("hub {hub} answered something else"),
+        }
+    }
+    let until = std::time::Instant::now() + LET_GO;
+    loop {
+        let holders = trellis_worktree::lease::holders(found);
+        if holders.is_empty() {
+            return Ok(());
+        }
+        if std::time::Instant::now() > until || inside.is_empty() {
+            return Err(trellis_worktree::Error::InUse {
+                label: found.record.label.clone(),
+                holders,
+            }
+            .into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// What the work of a worktree was, in the words of the session that did it (its first
+/// prompt, from the session history), for the commit that lands it.
+fn work_of(record: &trellis_worktree::Record) -> Option<String> {
+    let (index, _) = crate::sessions::open_index().ok()?;
+    let rows = index
+        .list(&trellis_index::ListFilter {
+            within: Some(record.path.to_string_lossy().into_owned()),
+            ..Default::default()
+        })
+        .ok()?;
+    // The oldest session that ran there.
+    let row = rows.iter().rev().find(|r| r.first_prompt.is_some())?;
+    Some(end::commit_message(
+        row.first_prompt.as_deref()?,
+        row.agent.as_deref(),
+        &record.label,
+    ))
 }
 
 fn list(wt: &Worktrees, all: bool, json: bool) {
@@ -76,7 +212,7 @@ fn list(wt: &Worktrees, all: bool, json: bool) {
         }
         let r = &f.record;
         let stat = (f.status == Status::Owned)
-            .then(|| end::diffstat(r))
+            .then(|| end::diffstat(r).ok())
             .flatten();
         let why = match &f.status {
             Status::Missing(w) | Status::Foreign(w) => Some(w.as_str()),
@@ -88,7 +224,7 @@ fn list(wt: &Worktrees, all: bool, json: bool) {
                 "base": r.base, "stage": r.stage.word(), "status": f.status.word(),
                 "why": why, "created_at": r.created_at, "ended_at": r.ended_at,
                 "snapshot": r.snapshot,
-                "diffstat": stat.map(|(a, d, n)| serde_json::json!({"added": a, "removed": d, "files": n})),
+                "diffstat": stat.map(|s| serde_json::json!({"added": s.added, "removed": s.removed, "files": s.files})),
             });
             println!("{v}");
             continue;
@@ -100,7 +236,7 @@ fn list(wt: &Worktrees, all: bool, json: bool) {
             (s, _) => s.word().to_string(),
         };
         let stat = stat
-            .map(|(a, d, n)| format!("  +{a} −{d} in {n} file(s)"))
+            .map(|s| format!("  +{} −{} in {} file(s)", s.added, s.removed, s.files))
             .unwrap_or_default();
         println!(
             "{:<24} {:<10} {}{}",
@@ -273,10 +409,6 @@ pub fn isolate(
         }
         said.push(why.clone());
     }
-    said.push(format!(
-        "end it with `trellis worktree land|apply|keep|discard {}`",
-        r.label
-    ));
     resolved.spec.cwd = made.cwd.clone();
     Ok((
         Some(trellis_core::WorktreeRef {
@@ -289,37 +421,70 @@ pub fn isolate(
     ))
 }
 
-/// The worktree endings the UI's comparison asks for.
+/// What the UI asks of worktrees: measurements for the comparison, and the endings.
 pub struct Ops;
+
+impl Ops {
+    fn find(label: &str) -> Result<trellis_worktree::Found, String> {
+        let wt = worktrees().map_err(|e| format!("{e:#}"))?;
+        let here = std::env::current_dir().ok();
+        wt.find(label, here.as_deref()).map_err(|e| e.to_string())
+    }
+}
+
+fn message_of(work: Option<trellis_tui::deck::Work<'_>>, label: &str) -> Option<String> {
+    work.map(|w| end::commit_message(w.prompt, Some(w.agent), label))
+}
 
 impl trellis_tui::deck::WorktreeOps for Ops {
     fn diff(&self, a: &str, b: &str) -> Result<String, String> {
-        let wt = worktrees().map_err(|e| format!("{e:#}"))?;
-        let here = std::env::current_dir().ok();
-        let fa = wt.find(a, here.as_deref()).map_err(|e| e.to_string())?;
-        let fb = wt.find(b, here.as_deref()).map_err(|e| e.to_string())?;
-        end::compare(&fa, &fb).map_err(|e| e.to_string())
+        end::compare(&Self::find(a)?, &Self::find(b)?).map_err(|e| e.to_string())
     }
 
-    fn keep(&self, keep: &str, discard: &[String]) -> Result<Vec<String>, String> {
-        let wt = worktrees().map_err(|e| format!("{e:#}"))?;
-        let here = std::env::current_dir().ok();
-        let k = wt.find(keep, here.as_deref()).map_err(|e| e.to_string())?;
+    fn measure(&self, label: &str) -> trellis_tui::compare::Tree {
+        use trellis_tui::compare::{Tree, TreeStat};
+        let found = match Self::find(label) {
+            Ok(f) => f,
+            Err(e) => return Tree::Unknown(e),
+        };
+        match end::diffstat(&found.record) {
+            Ok(s) => Tree::Measured {
+                stat: TreeStat {
+                    added: s.added,
+                    removed: s.removed,
+                    files: s.files,
+                },
+                into: Worktrees::branch_of(&found.record.source),
+            },
+            Err(e) => Tree::Unknown(e.to_string()),
+        }
+    }
+
+    fn land_one(
+        &self,
+        chosen: &str,
+        discard: &[String],
+        work: Option<trellis_tui::deck::Work<'_>>,
+    ) -> Result<Vec<String>, String> {
+        let k = Self::find(chosen)?;
         let others = discard
             .iter()
-            .map(|l| wt.find(l, here.as_deref()).map_err(|e| e.to_string()))
+            .map(|l| Self::find(l))
             .collect::<Result<Vec<_>, _>>()?;
-        end::keep_one(&k, &others)
+        end::land_one(&k, &others, message_of(work, chosen).as_deref())
             .map(|o| o.lines)
             .map_err(|e| e.to_string())
     }
 
-    fn end(&self, label: &str, action: &str) -> Result<Vec<String>, String> {
-        let wt = worktrees().map_err(|e| format!("{e:#}"))?;
-        let here = std::env::current_dir().ok();
-        let f = wt.find(label, here.as_deref()).map_err(|e| e.to_string())?;
+    fn end(
+        &self,
+        label: &str,
+        action: &str,
+        work: Option<trellis_tui::deck::Work<'_>>,
+    ) -> Result<Vec<String>, String> {
+        let f = Self::find(label)?;
         match action {
-            "land" => end::land(&f, None),
+            "land" => end::land(&f, message_of(work, label).as_deref()),
             "apply" => end::apply(&f),
             "keep" => end::keep(&f),
             "discard" => end::discard(&f),
@@ -328,6 +493,38 @@ impl trellis_tui::deck::WorktreeOps for Ops {
         .map(|o| o.lines)
         .map_err(|e| e.to_string())
     }
+
+    fn reminder(&self, label: &str) -> Option<String> {
+        let f = Self::find(label).ok()?;
+        if f.status != Status::Owned {
+            return None;
+        }
+        let stat = end::diffstat(&f.record)
+            .map(|s| format!(" (+{} −{} in {} file(s))", s.added, s.removed, s.files))
+            .unwrap_or_default();
+        let kept = if f.record.stage == Stage::Kept {
+            "kept "
+        } else {
+            ""
+        };
+        Some(format!(
+            "worktree {label}{stat} stays {kept}at {}: end it with `trellis worktree land|apply|keep|discard {label}`",
+            f.record.path.display()
+        ))
+    }
+}
+
+/// A lease on the worktree of Trellis's that a session in `cwd` runs in (none when `cwd`
+/// is in none): while it is held, endings from elsewhere close the session first or
+/// refuse ([`trellis_worktree::lease`]). Keep it as long as the session lives.
+pub fn lease(cwd: &std::path::Path) -> anyhow::Result<Option<trellis_worktree::lease::Lease>> {
+    Ok(worktrees()?.lease_for(cwd)?)
+}
+
+/// What to remind a user of the worktree `w` once the session is over (how to end it),
+/// while it is still open.
+pub fn reminder(w: &trellis_core::WorktreeRef) -> Option<String> {
+    trellis_tui::deck::WorktreeOps::reminder(&Ops, &w.label)
 }
 
 /// Lines for stderr, each as `trellis: …`, made harmless.

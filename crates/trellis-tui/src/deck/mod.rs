@@ -78,14 +78,38 @@ pub struct NewSession {
     pub worktree: bool,
 }
 
-/// Worktree endings the comparison asks for (the UI crate runs no git).
-pub trait WorktreeOps {
+/// What a session's work was, for the commit that lands it.
+#[derive(Debug, Clone, Copy)]
+pub struct Work<'a> {
+    /// Its first prompt, as the user wrote it.
+    pub prompt: &'a str,
+    /// Its agent, as the rail names it.
+    pub agent: &'a str,
+}
+
+/// What the UI asks of worktrees (the UI crate runs no git). Called off the UI's thread
+/// for measurements, so it is shared.
+pub trait WorktreeOps: Send + Sync {
     /// The diff from worktree `a` to worktree `b` (labels).
     fn diff(&self, a: &str, b: &str) -> Result<String, String>;
-    /// Lands (or applies) `keep` and discards the others behind snapshot refs.
-    fn keep(&self, keep: &str, discard: &[String]) -> Result<Vec<String>, String>;
-    /// One ending (`land`, `apply`, `keep`, `discard`) of worktree `label`.
-    fn end(&self, label: &str, action: &str) -> Result<Vec<String>, String>;
+    /// What worktree `label`'s work is against its base (committed, uncommitted and
+    /// untracked), and the branch a land would move. Slow: run off the UI's thread.
+    fn measure(&self, label: &str) -> crate::compare::Tree;
+    /// Lands (or applies) `chosen` — its uncommitted work committed as `work` says — and
+    /// discards the others behind snapshot refs.
+    fn land_one(
+        &self,
+        chosen: &str,
+        discard: &[String],
+        work: Option<Work<'_>>,
+    ) -> Result<Vec<String>, String>;
+    /// One ending (`land`, `apply`, `keep`, `discard`) of worktree `label`; `work`: what
+    /// a land's commit says.
+    fn end(&self, label: &str, action: &str, work: Option<Work<'_>>)
+    -> Result<Vec<String>, String>;
+    /// What to remind the user of worktree `label` when its session has closed: how to
+    /// end it, while it is still open; nothing once it has ended.
+    fn reminder(&self, label: &str) -> Option<String>;
 }
 
 /// Starts a session for the deck.
@@ -187,7 +211,7 @@ pub struct Deck {
     /// Sessions started together for the same prompt (`trellis fan`).
     pub fan: Vec<SessionKey>,
     pub compare: Option<crate::compare::Compare>,
-    pub worktrees: Option<Box<dyn WorktreeOps>>,
+    pub worktrees: Option<std::sync::Arc<dyn WorktreeOps>>,
     /// This UI's socket (`trellis ls`, `send`, `approve`…), while it is served.
     pub hub: Option<trellis_hub::serve::Served>,
     /// Answers to the last mutations by operation id: a retry gets the first outcome.
@@ -523,22 +547,90 @@ impl Deck {
         self.refresh_compare();
     }
 
-    /// The comparison's rows again (when it opens and when a member's state changes).
+    /// The comparison's rows again (when it opens and when a member's state changes), and
+    /// their worktrees measured again.
     pub fn refresh_compare(&mut self) {
         let now = Instant::now();
         let Some(c) = self.compare.as_mut() else {
             return;
         };
         c.keys.retain(|k| self.slots.iter().any(|s| s.key == *k));
-        c.rows = c
+        let rows = c
             .keys
             .iter()
             .filter_map(|k| {
                 let i = self.slots.iter().position(|s| s.key == *k)?;
-                Some(crate::compare::row(&self.slots[i], i + 1, now))
+                Some(crate::compare::row(
+                    &self.slots[i],
+                    i + 1,
+                    now,
+                    c.tree_of(*k),
+                ))
             })
             .collect();
+        c.rows = rows;
         c.selected = c.selected.min(c.rows.len().saturating_sub(1));
+        self.measure_compare();
+    }
+
+    /// Measures the comparison's worktrees on a thread of their own (git can take a while
+    /// on a large tree); each result comes back through [`Deck::next_measure`]. One round
+    /// at a time: asked again meanwhile, another round follows the one on its way.
+    pub fn measure_compare(&mut self) {
+        let Some(c) = self.compare.as_mut() else {
+            return;
+        };
+        if c.measuring.is_some() {
+            c.again = true;
+            return;
+        }
+        let Some(ops) = self.worktrees.clone() else {
+            return;
+        };
+        let todo: Vec<(SessionKey, String)> = c
+            .rows
+            .iter()
+            .filter_map(|r| Some((r.key, r.label.clone()?)))
+            .collect();
+        if todo.is_empty() {
+            return;
+        }
+        // Room for every answer: the thread never waits on the UI.
+        let (tx, rx) = tokio::sync::mpsc::channel(todo.len());
+        c.measuring = Some(rx);
+        c.again = false;
+        let spawned = std::thread::Builder::new()
+            .name("trellis-measure".into())
+            .spawn(move || {
+                for (key, label) in todo {
+                    let tree = ops.measure(&label);
+                    if tx.try_send(crate::compare::Measured { key, tree }).is_err() {
+                        return;
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            c.measuring = None;
+            for r in c.rows.iter_mut().filter(|r| r.label.is_some()) {
+                r.tree = crate::compare::Tree::Unknown(format!("cannot measure: {e}"));
+            }
+        }
+    }
+
+    /// What [`crate::compare::next_measure`] gave: a row filled in, or (`None`) the round over.
+    pub fn measured(&mut self, m: Option<crate::compare::Measured>) {
+        let Some(c) = self.compare.as_mut() else {
+            return;
+        };
+        match m {
+            Some(m) => c.measured(m),
+            None => {
+                c.measuring = None;
+                if c.again {
+                    self.measure_compare();
+                }
+            }
+        }
     }
 
     /// The form for a new session, from the one in front.

@@ -26,7 +26,7 @@ pub struct Slot {
     pub attention: Attention,
     /// Since when `attention` holds.
     pub since: Instant,
-    /// Lines added and removed by the session's edits, per call.
+    /// Lines added and removed by the session's completed edits, per call.
     edits: HashMap<usize, (usize, usize)>,
     seq: u64,
     /// Who follows the session from elsewhere (`trellis attach`), and who controls it.
@@ -57,7 +57,7 @@ impl Slot {
         // A session that starts with history (resumed) has its edits counted once.
         let ledger = &slot.app.driver.session.ledger;
         for p in 0..ledger.len() {
-            if let Some(stat) = trellis_core::enrich::diff_stat(&ledger.at(p)) {
+            if let Some(stat) = completed_edit(&ledger.at(p)) {
                 slot.edits.insert(p, stat);
             }
         }
@@ -81,9 +81,29 @@ impl Slot {
 
     /// What the session is called: the agent's title, else its first prompt's words.
     pub fn title(&self) -> String {
-        let s = &self.app.driver.session;
-        let t = s.title.clone().or_else(|| {
-            s.transcript.iter().find_map(|e| match e {
+        let t = self
+            .app
+            .driver
+            .session
+            .title
+            .clone()
+            .or_else(|| self.first_prompt());
+        trellis_text::one_line(t.as_deref().unwrap_or("new session")).into_owned()
+    }
+
+    /// The session's agent as the human knows it (see [`App::agent`]).
+    pub fn agent_name(&self) -> String {
+        self.app.agent.clone()
+    }
+
+    /// The session's first prompt, as the user wrote it.
+    pub fn first_prompt(&self) -> Option<String> {
+        self.app
+            .driver
+            .session
+            .transcript
+            .iter()
+            .find_map(|e| match e {
                 trellis_core::transcript::Entry::Message(m)
                     if m.role == trellis_core::transcript::Role::User =>
                 {
@@ -91,11 +111,9 @@ impl Slot {
                 }
                 _ => None,
             })
-        });
-        trellis_text::one_line(t.as_deref().unwrap_or("new session")).into_owned()
     }
 
-    /// `+added −removed` over the session's edits.
+    /// `+added −removed` over the session's completed edits (what its agent reported).
     pub fn diffstat(&self) -> (usize, usize) {
         self.edits
             .values()
@@ -143,10 +161,20 @@ impl Slot {
                 && let Some(p) = ev.position
             {
                 let call = self.app.driver.session.ledger.at(p);
-                if let Some(stat) = trellis_core::enrich::diff_stat(&call) {
-                    self.edits.insert(p, stat);
-                }
+                match completed_edit(&call) {
+                    Some(stat) => self.edits.insert(p, stat),
+                    None => self.edits.remove(&p),
+                };
             }
         }
     }
+}
+
+/// The lines a call changed, if it is an edit that completed: one waiting for permission,
+/// rejected or failed changed nothing.
+fn completed_edit(call: &trellis_core::ToolCall) -> Option<(usize, usize)> {
+    if call.status != trellis_core::tool_call::ToolStatus::Completed {
+        return None;
+    }
+    trellis_core::enrich::diff_stat(call)
 }

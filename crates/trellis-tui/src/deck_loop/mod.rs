@@ -55,7 +55,11 @@ async fn first_moments(deck: &mut Deck) {
 /// notification (OSC 9 and OSC 777), each as the front session's `[ui]` settings say;
 /// inside tmux the notifications are passed through to the outer terminal.
 pub(super) fn announce(deck: &mut Deck, title_marked: &mut bool) {
-    let alerts = deck.slots[deck.front].app.alerts;
+    // The last session closed (stopped from elsewhere): nothing to announce to.
+    let Some(front) = deck.slots.get(deck.front) else {
+        return;
+    };
+    let alerts = front.app.alerts;
     let tmux = std::env::var_os("TMUX").is_some();
     let mut seq = String::new();
     for a in std::mem::take(&mut deck.announce) {
@@ -142,10 +146,21 @@ fn run_hook(cmd: &str, a: &crate::deck::Announcement) {
         });
 }
 
+/// Why a session the human closed in front of them closed (nothing more to tell them).
+const USER_CLOSED: &str = "user closed the session";
+
 /// Closes slot `i` (the closing sequence of its session, awaited) and takes it off the
-/// deck; what closing said goes to `said`.
-pub(super) async fn close_slot(deck: &mut Deck, i: usize, reason: &str, said: &mut Vec<String>) {
+/// deck; what closing said goes to `said`. `remind`: the session's worktree stays, so how
+/// to end it is said too (not when the close is the start of an ending).
+pub(super) async fn close_slot(
+    deck: &mut Deck,
+    i: usize,
+    reason: &str,
+    said: &mut Vec<String>,
+    remind: bool,
+) {
     let mut slot = deck.slots.remove(i);
+    let number = i + 1;
     if let Some(log) = &slot.app.log_path {
         said.push(format!("session log: {}", log.display()));
     }
@@ -159,6 +174,22 @@ pub(super) async fn close_slot(deck: &mut Deck, i: usize, reason: &str, said: &m
     }
     // Whoever follows it reads the log to its end and stops.
     slot.publish(true);
+    let label = slot
+        .app
+        .driver
+        .session
+        .worktree
+        .as_ref()
+        .map(|w| w.label.clone());
+    // The lease on its worktree goes with its front end: an ending may act now.
+    let agent = slot.agent_name();
+    drop(slot);
+    if remind
+        && let (Some(label), Some(ops)) = (label, deck.worktrees.as_ref())
+        && let Some(r) = ops.reminder(&label)
+    {
+        said.push(r);
+    }
     if deck.front >= deck.slots.len() {
         deck.front = deck.slots.len().saturating_sub(1);
     } else if i < deck.front {
@@ -166,6 +197,14 @@ pub(super) async fn close_slot(deck: &mut Deck, i: usize, reason: &str, said: &m
     }
     if let Some(s) = deck.slots.get_mut(deck.front) {
         s.app.full_redraw = true;
+        if reason != USER_CLOSED {
+            s.app.message = Some(
+                trellis_text::one_line(&format!("session {number} ({agent}) closed: {reason}"))
+                    .into_owned(),
+            );
+        }
+    } else if reason != USER_CLOSED {
+        said.push(format!("session {number} ({agent}) closed: {reason}"));
     }
 }
 
@@ -197,7 +236,7 @@ async fn act(deck: &mut Deck, a: DeckAction, said: &mut Vec<String>) {
         DeckAction::Close => {
             if deck.may_close() {
                 let i = deck.front;
-                close_slot(deck, i, "user closed the session", said).await;
+                close_slot(deck, i, USER_CLOSED, said, true).await;
             }
         }
         DeckAction::Rail => deck.rail = !deck.rail,
@@ -313,6 +352,10 @@ pub(crate) async fn deck_loop(
                 Some(Err(e)) => return Err(e),
                 None => return Ok(()),
             },
+            m = crate::compare::next_measure(&mut deck.compare) => {
+                deck.measured(m);
+                dirty = true;
+            }
             call = next_call(&mut deck.hub) => {
                 remote(deck, call, said).await;
                 dirty = true;

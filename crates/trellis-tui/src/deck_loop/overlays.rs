@@ -4,14 +4,24 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::close_slot;
-use crate::deck::{Deck, NewSession};
+use crate::deck::{Deck, NewSession, Work};
 use crate::{Intent, perform_intent};
 
-/// A key while the comparison is open.
+/// A key while the comparison is open. Landing one session's worktree (and discarding
+/// the others') asks first, saying what lands where and what is discarded; only `y`
+/// answers yes.
 pub(super) async fn compare_key(deck: &mut Deck, k: &KeyEvent, said: &mut Vec<String>) {
     let Some(c) = deck.compare.as_mut() else {
         return;
     };
+    if let Some(q) = c.confirm.take() {
+        if k.code == KeyCode::Char('y') && k.modifiers.is_empty() {
+            land_chosen(deck, q.chosen, said).await;
+        } else {
+            deck.front().message = Some("nothing landed, nothing discarded".into());
+        }
+        return;
+    }
     let n = c.rows.len().max(1);
     match k.code {
         KeyCode::Esc | KeyCode::Char('q') => deck.compare = None,
@@ -44,49 +54,70 @@ pub(super) async fn compare_key(deck: &mut Deck, k: &KeyEvent, said: &mut Vec<St
             }
             Some(_) => {}
         },
-        KeyCode::Char('K') => {
-            let rows = c.rows.clone();
-            let Some(keep) = rows.get(c.selected).and_then(|r| r.label.clone()) else {
+        KeyCode::Char('L') => {
+            if c.rows
+                .get(c.selected)
+                .and_then(|r| r.label.as_ref())
+                .is_none()
+            {
                 deck.front().message =
-                    Some("keep works on sessions that run in worktrees of Trellis's".into());
+                    Some("landing works on sessions that run in worktrees of Trellis's".into());
                 return;
-            };
-            let others: Vec<String> = rows
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| *i != c.selected)
-                .filter_map(|(_, r)| r.label.clone())
-                .collect();
-            deck.compare = None;
-            // The sessions end first: their agents must not write into trees being removed.
-            for r in &rows {
-                if let Some(i) = deck.index_of(r.key) {
-                    close_slot(deck, i, "kept one of a fan-out", said).await;
-                }
             }
-            let outcome = match deck.worktrees.as_ref() {
-                Some(ops) => ops.keep(&keep, &others),
-                None => Err("no worktrees here".into()),
-            };
-            let lines = match outcome {
-                Ok(lines) => lines,
-                Err(e) => vec![format!("keeping {keep} failed: {e}")],
-            };
-            if let Some(s) = deck.slots.get_mut(deck.front) {
-                s.app.message = lines.last().map(|l| trellis_text::one_line(l).into_owned());
-            }
-            said.extend(lines);
+            c.confirm = Some(crate::compare::Confirm { chosen: c.selected });
+        }
+        KeyCode::Char('K') => {
+            deck.front().message =
+                Some("L lands the selected session's worktree (it asks first)".into());
         }
         _ => {}
     }
 }
 
+/// Lands row `chosen`'s worktree and discards the others' (the answer to the question
+/// was yes): their sessions close first, so no agent writes into a tree being removed.
+async fn land_chosen(deck: &mut Deck, chosen: usize, said: &mut Vec<String>) {
+    let Some(c) = deck.compare.take() else {
+        return;
+    };
+    let Some(row) = c.rows.get(chosen) else {
+        return;
+    };
+    let Some(label) = row.label.clone() else {
+        return;
+    };
+    let work = row.prompt.as_deref().map(|prompt| Work {
+        prompt,
+        agent: &row.agent,
+    });
+    let others = c.others(chosen);
+    for r in &c.rows {
+        if let Some(i) = deck.index_of(r.key) {
+            let why = format!("worktree {label} is being landed");
+            close_slot(deck, i, &why, said, false).await;
+        }
+    }
+    let outcome = match deck.worktrees.as_ref() {
+        Some(ops) => ops.land_one(&label, &others, work),
+        None => Err("no worktrees here".into()),
+    };
+    let lines = match outcome {
+        Ok(lines) => lines,
+        Err(e) => vec![format!("landing {label} failed: {e}")],
+    };
+    if let Some(s) = deck.slots.get_mut(deck.front) {
+        s.app.message = lines.last().map(|l| trellis_text::one_line(l).into_owned());
+    }
+    said.extend(lines);
+}
+
 /// `/worktree ACTION` in the session in front: `keep` leaves it running; the endings that
-/// remove the tree close the session first (its agent must not write into a tree being
-/// removed). What happened is said in the message line, and again after the UI.
+/// change or remove the tree close the session first (its agent must not write into a
+/// tree being changed). What happened is said in the message line, and again after the UI.
 pub(super) async fn end_worktree(deck: &mut Deck, action: &str, said: &mut Vec<String>) {
     let i = deck.front;
-    let Some(label) = deck.slots[i]
+    let slot = &deck.slots[i];
+    let Some(label) = slot
         .app
         .driver
         .session
@@ -96,11 +127,25 @@ pub(super) async fn end_worktree(deck: &mut Deck, action: &str, said: &mut Vec<S
     else {
         return;
     };
+    let (prompt, agent) = (slot.first_prompt(), slot.agent_name());
     if action != "keep" {
-        close_slot(deck, i, &format!("worktree {action}"), said).await;
+        close_slot(
+            deck,
+            i,
+            &format!("its worktree is being ended ({action})"),
+            said,
+            false,
+        )
+        .await;
     }
     let lines = match deck.worktrees.as_ref() {
-        Some(ops) => ops.end(&label, action),
+        Some(ops) => {
+            let work = prompt.as_deref().map(|prompt| Work {
+                prompt,
+                agent: &agent,
+            });
+            ops.end(&label, action, work)
+        }
         None => Err("no worktrees here".into()),
     }
     .unwrap_or_else(|e| vec![format!("{action} {label}: {e}")]);

@@ -219,9 +219,16 @@ async fn carry_out(
             Ok((key, said)) => Body::Started { session: key, said },
             Err(message) => error("refused", message),
         },
-        Op::Stop { session } => match slot_of(deck, session) {
+        Op::Stop { session, reason } => match slot_of(deck, session) {
             Some(i) => {
-                close_slot(deck, i, &format!("stopped by {who}"), said).await;
+                // A stop that starts an ending (`trellis worktree land`) says so; the
+                // worktree's reminder is for a plain stop only.
+                let remind = reason.is_none();
+                let why = match reason {
+                    Some(r) => format!("{} ({who})", trellis_text::one_line(&r)),
+                    None => format!("stopped by {who}"),
+                };
+                close_slot(deck, i, &why, said, remind).await;
                 Body::Done {
                     said: format!("session {session} stopped"),
                 }

@@ -93,6 +93,8 @@ pub fn main(
         &config,
     )?;
     crate::worktree_cmd::print(&said);
+    // Held for the whole run: endings from elsewhere refuse while it runs.
+    let _lease = crate::worktree_cmd::lease(&resolved.spec.cwd)?;
     resolved.spec.load_session = args
         .load
         .clone()
@@ -138,6 +140,7 @@ pub fn main(
         let _guard = rt.enter();
         run_hub(&args, &resolved, worktree.as_ref(), &log_path)?
     };
+    let remind = worktree.clone();
     let stop = rt
         .block_on(drive(
             args.format,
@@ -167,6 +170,9 @@ pub fn main(
             write_artifacts(&args, Some(&summary), Some(""));
         })?;
     eprintln!("trellis: session log: {}", log_path.display());
+    if let Some(r) = remind.as_ref().and_then(crate::worktree_cmd::reminder) {
+        crate::worktree_cmd::print(&[r]);
+    }
     if let Some(f) = &args.output_file {
         let text = stop.last_message.as_deref().unwrap_or_default();
         if let Err(e) = crate::sessions::write_new(f, text.as_bytes()) {

@@ -232,14 +232,38 @@ fn fan_three_compares_them_from_their_ledgers_and_keeps_one() {
     assert_eq!(prompts, 3, "one prompt per session");
     t.send(&["M-c"]);
     let s = t.wait_for("Compare · 3 sessions");
-    assert_eq!(s.matches("last test:").count(), 3, "{s}");
     assert_eq!(
-        s.matches("+1 −2          1").count(),
+        s.matches("last test: Run the tests — passed, exit 0: 3 passed")
+            .count(),
         3,
-        "the demo's edit in each, one file: {s}"
+        "{s}"
     );
-    // Keep the second.
-    t.send(&["j", "K"]);
+    // The figures are each worktree's own, as git counts them (the demo's workspace and
+    // its edit), not the agent's word; what the agent reported is labelled as such.
+    let s = t.wait("measured", |s| !s.contains("measuring…"));
+    for label in worktree_labels(&t) {
+        let (a, d, n) = numstat(&t, &label);
+        let cell = format!("+{a} −{d} · {n} files");
+        assert!(s.contains(&cell), "{label}: {cell} in {s}");
+    }
+    assert_eq!(
+        s.matches("agent reported +1 −2 in 1 file").count(),
+        3,
+        "{s}"
+    );
+    // Landing asks first; anything but y keeps everything.
+    t.send(&["j", "L"]);
+    let s = t.wait_for("y lands");
+    assert!(s.contains("Discard "), "{s}");
+    t.send(&["n"]);
+    t.wait_for("nothing landed, nothing discarded");
+    assert_eq!(worktree_labels(&t).len(), 3);
+    // Land the second.
+    t.send(&["M-c"]);
+    t.wait_for("Compare · 3 sessions");
+    t.send(&["j", "L"]);
+    t.wait_for("y lands");
+    t.send(&["y"]);
     let start = Instant::now();
     while t.program_pid().is_some() {
         assert!(start.elapsed() < Duration::from_secs(20), "{}", t.screen());
@@ -248,13 +272,13 @@ fn fan_three_compares_them_from_their_ledgers_and_keeps_one() {
     let out = Command::new("git")
         .arg("-C")
         .arg(&repo)
-        .args(["log", "--format=%s", "main"])
+        .args(["log", "--format=%B", "-1", "main"])
         .output()
         .unwrap();
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(
-        log.starts_with("trellis: work of worktree"),
-        "landed: {log}"
+        log.starts_with("fix the TODO\n"),
+        "landed with the session's prompt: {log}"
     );
     let refs = Command::new("git")
         .arg("-C")
@@ -516,4 +540,58 @@ fn a_hub_wide_plugin_sees_every_sessions_events_in_one_process() {
     t.send(&["PgDn", "PgDn", "PgDn"]);
     let s = t.wait_for("Hub-wide plugins");
     assert!(s.contains("recorder"), "{s}");
+}
+
+/// The labels of the worktrees `trellis worktree list` shows as owned.
+fn worktree_labels(t: &Tmux) -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["worktree", "list", "--json"])
+        .env("XDG_DATA_HOME", t.data())
+        .output()
+        .unwrap();
+    crate::jsonl(&String::from_utf8_lossy(&out.stdout))
+        .iter()
+        .filter(|r| r["status"] == "owned")
+        .map(|r| r["label"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `git diff --numstat` of a worktree's whole state against its base, summed.
+fn numstat(t: &Tmux, label: &str) -> (u64, u64, usize) {
+    let out = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["worktree", "list", "--json"])
+        .env("XDG_DATA_HOME", t.data())
+        .output()
+        .unwrap();
+    let rows = crate::jsonl(&String::from_utf8_lossy(&out.stdout));
+    let row = rows.iter().find(|r| r["label"] == label).unwrap();
+    let path = row["path"].as_str().unwrap();
+    let base = row["base"].as_str().unwrap();
+    // Into a copy of the index: the worktree's own is left alone.
+    let index = tempfile::NamedTempFile::new().unwrap();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .arg("-C")
+            .arg(path)
+            .args(args)
+            .env("GIT_INDEX_FILE", index.path())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    git(&["read-tree", "HEAD"]);
+    git(&["add", "-A"]);
+    let (mut a, mut d, mut n) = (0, 0, 0);
+    for line in git(&["diff", "--cached", "--numstat", base]).lines() {
+        let mut p = line.split('\t');
+        a += p.next().unwrap().parse::<u64>().unwrap_or(0);
+        d += p.next().unwrap().parse::<u64>().unwrap_or(0);
+        n += 1;
+    }
+    (a, d, n)
 }

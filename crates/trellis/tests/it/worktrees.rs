@@ -262,3 +262,96 @@ fn setup_carry_discard_and_a_worktree_removed_behind_trellis_back() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("is gone"));
 }
+
+/// An ending from another terminal never pulls the tree from under a live session: a
+/// session busy in the worktree (waiting for permission) makes it refuse, naming the
+/// session; an idle one is closed through the UI that runs it (which says so), then the
+/// ending goes on, committing the work with the session's prompt.
+#[test]
+fn an_ending_from_a_shell_closes_the_ui_session_in_the_worktree_first() {
+    let home = Home::new();
+    let repo = home.repo("repo");
+    let runtime = home.path().join("run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let rt = format!("XDG_RUNTIME_DIR={}", runtime.display());
+    let Some(t) = crate::tui::Tmux::start_env(
+        &[&rt, "LANG=C.UTF-8"],
+        &[
+            "--agent",
+            "trellis agent demo --delay-ms 10",
+            "--cwd",
+            repo.to_str().unwrap(),
+            "--worktree=alpha",
+        ],
+        120,
+        40,
+    ) else {
+        return;
+    };
+    t.wait_for("[worktree alpha]");
+    t.send(&["fix the TODO", "Enter"]);
+    t.wait_for("Allow");
+    let ending = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .args(args)
+            .current_dir(&repo)
+            .env("XDG_DATA_HOME", t.data())
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .output()
+            .unwrap()
+    };
+    let before = git(&repo, &["rev-parse", "main"]);
+    for action in ["land", "discard", "apply", "sync"] {
+        let o = ending(&["worktree", action, "alpha"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{action}: {err}");
+        assert!(err.contains("runs in it and is busy"), "{action}: {err}");
+        assert!(err.contains("permission"), "{action}: {err}");
+    }
+    assert_eq!(
+        git(&repo, &["rev-parse", "main"]),
+        before,
+        "nothing changed"
+    );
+    t.send(&["y"]);
+    t.wait("the turn ended", |s| {
+        s.contains("idle") || s.contains("Done")
+    });
+    let o = ending(&["worktree", "land", "alpha"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("which ran in worktree alpha"), "{out}");
+    assert!(
+        out.contains("worktree alpha against its base:"),
+        "the stat first: {out}"
+    );
+    assert!(out.contains("fast-forwarded"), "{out}");
+    // The UI's only session closed: the UI ends, saying why.
+    let start = std::time::Instant::now();
+    while t.program_pid().is_some() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "{}",
+            t.screen()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let s = t.screen();
+    assert!(
+        s.contains("closed: worktree alpha is being ended (land)"),
+        "{s}"
+    );
+    assert!(
+        !s.contains("end it with"),
+        "no reminder for a worktree being ended: {s}"
+    );
+    assert!(
+        git(&repo, &["log", "-1", "--format=%B"]).starts_with("fix the TODO\n"),
+        "the commit says what the work was"
+    );
+}
