@@ -32,11 +32,85 @@ pub struct Waiting {
     /// The "always" choices (option id, name): each saves a rule, so they are taken only
     /// from someone who saw the rule's reach and may make rules (see [`Desk::decide`]).
     pub always: Vec<(String, String)>,
+    /// When it was asked (session seconds).
+    pub asked_at: Option<f64>,
+    /// What an edit would change: its unified diff (bounded, see [`DIFF_LIMIT`]).
+    pub diff: Option<String>,
+    /// The call's input as the agent sent it, pretty (bounded, see [`INPUT_LIMIT`]).
+    pub input: Option<String>,
+}
+
+/// At most this much of a pending edit's diff is offered elsewhere.
+pub const DIFF_LIMIT: usize = 64 * 1024;
+/// At most this much of a pending call's input is offered elsewhere.
+pub const INPUT_LIMIT: usize = 8 * 1024;
+
+/// `text` cut to `limit` bytes at a line end (else a character), saying what was cut.
+fn bounded(mut text: String, limit: usize) -> String {
+    if text.len() <= limit {
+        return text;
+    }
+    let total = text.lines().count();
+    let mut cut = limit;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    if let Some(nl) = text[..cut].rfind('\n') {
+        cut = nl + 1;
+    }
+    text.truncate(cut);
+    let kept = text.lines().count();
+    text.push_str(&format!("… {} more lines\n", total.saturating_sub(kept)));
+    text
+}
+
+/// The unified diff of a call's diff content, every file of it.
+fn diff_of(c: &trellis_core::ToolCall) -> Option<String> {
+    let mut out = String::new();
+    for item in &c.content {
+        if let trellis_core::tool_call::ToolContent::Diff {
+            path,
+            old_text,
+            new_text,
+        } = item
+        {
+            out.push_str(&trellis_core::diff::unified(
+                path,
+                old_text.as_deref().unwrap_or(""),
+                new_text,
+            ));
+            if out.len() > DIFF_LIMIT {
+                break;
+            }
+        }
+    }
+    (!out.is_empty()).then(|| bounded(out, DIFF_LIMIT))
+}
+
+/// A call's input, pretty.
+fn input_of(c: &trellis_core::ToolCall) -> Option<String> {
+    let raw = c.raw_input.as_ref()?;
+    let v: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
+    if v.as_object().is_some_and(|o| o.is_empty()) || v.is_null() {
+        return None;
+    }
+    let text = serde_json::to_string_pretty(&v).ok()?;
+    Some(bounded(text, INPUT_LIMIT))
 }
 
 /// Every pending request of `session`: permission requests first (in the order they came),
-/// then questions.
+/// then questions. Light (for frames): no diff, no input.
 pub fn waiting(session: &Session) -> Vec<Waiting> {
+    collect(session, false)
+}
+
+/// [`waiting`], with each edit's diff and each call's input (for those who answer
+/// elsewhere and must not answer blind).
+pub fn waiting_in_full(session: &Session) -> Vec<Waiting> {
+    collect(session, true)
+}
+
+fn collect(session: &Session, full: bool) -> Vec<Waiting> {
     let mut out = Vec::new();
     for (request_id, call, options) in session.pending_permissions() {
         let c = session.ledger.at(call);
@@ -44,7 +118,16 @@ pub fn waiting(session: &Session) -> Vec<Waiting> {
         if let Some((a, d)) = trellis_core::enrich::diff_stat(&c) {
             subject.push_str(&format!(" (+{a} −{d})"));
         }
+        let asked_at = c
+            .permissions
+            .iter()
+            .rev()
+            .find(|p| p.request_id == request_id)
+            .map(|p| p.asked_at);
         out.push(Waiting {
+            asked_at,
+            diff: full.then(|| diff_of(&c)).flatten(),
+            input: full.then(|| input_of(&c)).flatten(),
             request_id,
             question: false,
             subject,
@@ -67,6 +150,9 @@ pub fn waiting(session: &Session) -> Vec<Waiting> {
             subject: e.message.clone(),
             options: Vec::new(),
             always: Vec::new(),
+            asked_at: None,
+            diff: None,
+            input: None,
         });
     }
     out

@@ -94,8 +94,78 @@ pub struct Served {
     /// The loopback listener, when the hub was asked for one.
     #[cfg(feature = "listen")]
     pub listening: Option<crate::listen::Listening>,
+    /// Where a listener started later finds its tokens (a hub of its own only).
+    #[cfg(feature = "listen")]
+    store: Option<crate::tokens::Store>,
+    /// The listener's pairing, as the socket's connections see it (set when it starts).
+    pairing: PairingSlot,
+    tx: mpsc::Sender<Call>,
     _held: crate::place::Held,
     task: tokio::task::JoinHandle<()>,
+}
+
+impl Served {
+    /// Where its listener listens, if it has one.
+    pub fn listening_on(&self) -> Option<std::net::SocketAddr> {
+        #[cfg(feature = "listen")]
+        return self.listening.as_ref().map(|l| l.addr);
+        #[cfg(not(feature = "listen"))]
+        None
+    }
+
+    /// Starts the loopback listener on `addr` now (a hub that serves already, asked by
+    /// `trellis serve --listen`): `Ok((addr, false))` where it listens, `Ok((addr, true))`
+    /// when it listened already (on `addr`).
+    pub fn listen(
+        &mut self,
+        addr: std::net::SocketAddr,
+    ) -> std::io::Result<(std::net::SocketAddr, bool)> {
+        #[cfg(feature = "listen")]
+        {
+            if let Some(l) = &self.listening {
+                return Ok((l.addr, true));
+            }
+            let Some(store) = self.store.clone() else {
+                return Err(std::io::Error::other(
+                    "this Trellis takes no listener (only a hub of its own does: trellis serve)",
+                ));
+            };
+            let l = crate::listen::listen(addr, store, self.tx.clone())?;
+            self.pairing.set(l.pairing.clone());
+            let at = l.addr;
+            self.listening = Some(l);
+            Ok((at, false))
+        }
+        #[cfg(not(feature = "listen"))]
+        {
+            let _ = (addr, &self.tx, &self.pairing);
+            Err(std::io::Error::other(
+                "this build has no listener (cargo feature `listen`)",
+            ))
+        }
+    }
+}
+
+/// The listener's pairing, shared with every connection of the socket: empty until a
+/// listener starts (at once, or later through [`Served::listen`]).
+#[derive(Debug, Clone, Default)]
+struct PairingSlot(
+    #[cfg(feature = "listen")]
+    std::sync::Arc<std::sync::RwLock<Option<std::sync::Arc<crate::listen::Pairing>>>>,
+);
+
+impl PairingSlot {
+    #[cfg(feature = "listen")]
+    fn set(&self, p: std::sync::Arc<crate::listen::Pairing>) {
+        if let Ok(mut slot) = self.0.write() {
+            *slot = Some(p);
+        }
+    }
+
+    #[cfg(feature = "listen")]
+    fn get(&self) -> Option<std::sync::Arc<crate::listen::Pairing>> {
+        self.0.read().ok().and_then(|p| p.clone())
+    }
 }
 
 impl Drop for Served {
@@ -109,18 +179,22 @@ impl Drop for Served {
 /// Serves hub `name` in `dir` (within a Tokio runtime). Fails when a live hub has that
 /// name; a dead one's files are replaced.
 pub fn serve(dir: &std::path::Path, name: &str) -> std::io::Result<Served> {
-    serve_listening(dir, name, None)
+    serve_listening(dir, name, None, None)
 }
 
 /// A loopback address to listen on too, and the tokens it accepts.
 pub type Listen = (std::net::SocketAddr, crate::tokens::Store);
 
 /// [`serve`], and the loopback listener on `listen` when given (a feature of the build:
-/// without it, asking for one is an error).
+/// without it, asking for one is an error). `store`: the tokens of a listener started
+/// later ([`Served::listen`]); a hub without one takes none.
 pub fn serve_listening(
     dir: &std::path::Path,
     name: &str,
     listen: Option<Listen>,
+    #[cfg_attr(not(feature = "listen"), allow(unused_variables))] store: Option<
+        crate::tokens::Store,
+    >,
 ) -> std::io::Result<Served> {
     let files = HubFiles::new(dir, name);
     let held = try_hold(&files)?.ok_or_else(|| {
@@ -150,27 +224,27 @@ pub fn serve_listening(
             "this build has no listener (cargo feature `listen`)",
         ));
     }
+    let pairing = PairingSlot::default();
     #[cfg(feature = "listen")]
-    let pairing = listening.as_ref().map(|l| l.pairing.clone());
-    #[cfg(not(feature = "listen"))]
-    let pairing = None;
-    let task = tokio::spawn(accept(listener, tx, pairing));
+    if let Some(l) = &listening {
+        pairing.set(l.pairing.clone());
+    }
+    let task = tokio::spawn(accept(listener, tx.clone(), pairing.clone()));
     Ok(Served {
         files,
         calls,
         #[cfg(feature = "listen")]
         listening,
+        #[cfg(feature = "listen")]
+        store,
+        pairing,
+        tx,
         _held: held,
         task,
     })
 }
 
-#[cfg(feature = "listen")]
-type Pairing = Option<std::sync::Arc<crate::listen::Pairing>>;
-#[cfg(not(feature = "listen"))]
-type Pairing = Option<std::convert::Infallible>;
-
-async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>, pairing: Pairing) {
+async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>, pairing: PairingSlot) {
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
     let mut next_conn = 0u64;
     let me = trellis_os::uid();
@@ -222,7 +296,7 @@ async fn connection(
     pid: Option<i32>,
     conn: u64,
     tx: mpsc::Sender<Call>,
-    pairing: Pairing,
+    pairing: PairingSlot,
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 8192];
@@ -239,7 +313,7 @@ async fn connection(
                     id,
                     op: crate::wire::Op::Pair,
                     ..
-                }) => Reply::Once(pair(id, pairing.as_ref())),
+                }) => Reply::Once(pair(id, &pairing)),
                 Ok(request) => {
                     let id = request.id;
                     let (reply, rx) = oneshot::channel();
@@ -292,8 +366,8 @@ async fn connection(
 
 /// A new pairing code of the hub's listener, if it has one.
 #[cfg(feature = "listen")]
-fn pair(id: u64, pairing: Option<&std::sync::Arc<crate::listen::Pairing>>) -> Response {
-    match pairing.map(|p| p.new_code()) {
+fn pair(id: u64, pairing: &PairingSlot) -> Response {
+    match pairing.get().map(|p| p.new_code()) {
         Some(Ok((_, url))) => Response {
             id,
             body: Body::Paired {
@@ -307,15 +381,15 @@ fn pair(id: u64, pairing: Option<&std::sync::Arc<crate::listen::Pairing>>) -> Re
 }
 
 #[cfg(not(feature = "listen"))]
-fn pair(id: u64, _: Option<&std::convert::Infallible>) -> Response {
+fn pair(id: u64, _: &PairingSlot) -> Response {
     no_listener(id)
 }
 
 fn no_listener(id: u64) -> Response {
     Response::error(
         id,
-        "refused",
-        "this hub has no listener (trellis serve --listen 127.0.0.1:PORT)",
+        "no_listener",
+        "this hub has no listener (trellis serve --listen 127.0.0.1:0 gives it one)",
     )
 }
 

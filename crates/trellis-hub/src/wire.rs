@@ -82,6 +82,12 @@ pub enum Op {
     },
     /// A single-use pairing code for a phone (`trellis pair`), when the hub listens.
     Pair,
+    /// Starts the hub's loopback listener on `addr` (`trellis serve --listen` for a hub
+    /// that is already serving). Only a hub of its own (`trellis serve`) takes one.
+    Listen { addr: String },
+    /// Stops the hub (`trellis serve --stop`): every session closes as a quit closes
+    /// it, then the hub ends. Only a hub of its own (`trellis serve`) is stopped so.
+    Shutdown,
     /// Follows a session (`trellis attach`): answered with where its log is, then its
     /// progress is pushed on this connection (the latest only: a slow reader skips,
     /// never slows the session). As the controller unless `observe`; `take` takes the
@@ -111,7 +117,12 @@ impl Op {
             | Op::Release { session, .. }
             | Op::Stop { session, .. } => Some(*session),
             Op::Watch { session, .. } => Some(*session),
-            Op::List | Op::New { .. } | Op::Pair | Op::Hangup => None,
+            Op::List
+            | Op::New { .. }
+            | Op::Pair
+            | Op::Listen { .. }
+            | Op::Shutdown
+            | Op::Hangup => None,
         }
     }
 }
@@ -189,6 +200,12 @@ pub enum Body {
         url: String,
         expires_s: u64,
     },
+    /// The hub's listener (`Op::Listen`): where it listens (`already`: it did before).
+    Listening {
+        addr: String,
+        #[serde(default)]
+        already: bool,
+    },
     /// Pushed to a watcher whenever the session moved on.
     Progress(Progress),
     Error {
@@ -199,13 +216,28 @@ pub enum Body {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HubInfo {
     pub name: String,
     pub pid: u32,
+    /// `serve` (a hub of its own), `ui` (a UI's socket) or `run` (a headless run's).
+    #[serde(default)]
+    pub kind: String,
+    /// The permission policy the hub's new sessions run under, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// The plugins every new session of the hub runs besides the enabled ones
+    /// (`--plugin`), and whether they may drive.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<String>,
+    #[serde(default)]
+    pub allow_drive: bool,
+    /// Where its loopback listener listens, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listening: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionInfo {
     /// The session's key in its hub.
     pub key: u32,
@@ -225,11 +257,26 @@ pub struct SessionInfo {
     /// Seconds in its current state.
     pub for_s: u64,
     pub pending: Vec<PendingInfo>,
+    /// The permission policy it runs under, in words.
+    #[serde(default)]
+    pub policy: String,
+    /// The label of the worktree of Trellis's it runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingInfo {
     pub request_id: String,
+    /// Seconds it has waited for an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_s: Option<u64>,
+    /// An edit's unified diff (bounded), so nobody approves blind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// The call's input as the agent sent it, pretty (bounded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
     /// `permission` or `question`.
     pub kind: String,
     pub subject: String,

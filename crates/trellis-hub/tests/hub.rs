@@ -23,6 +23,7 @@ fn session(key: u32) -> SessionInfo {
         branch: None,
         for_s: 1,
         pending: Vec::new(),
+        ..Default::default()
     }
 }
 
@@ -50,6 +51,7 @@ fn requests_reach_the_hub_loop_and_bad_clients_are_dropped() {
                     hub: HubInfo {
                         name: "h1".into(),
                         pid: std::process::id(),
+                        ..Default::default()
                     },
                     sessions: vec![session(1)],
                 },

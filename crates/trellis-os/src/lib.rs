@@ -34,6 +34,17 @@ pub fn uid() -> u32 {
     nix::unistd::getuid().as_raw()
 }
 
+/// Whether process `pid` exists (another user's counts).
+pub fn alive(pid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
+        Ok(()) => true,
+        Err(e) => e == nix::errno::Errno::EPERM,
+    }
+}
+
 /// The name of signal number `sig` (`SIGKILL`), or `signal N` for one this system does not
 /// name.
 pub fn signal_name(sig: i32) -> String {

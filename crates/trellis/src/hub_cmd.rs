@@ -93,6 +93,11 @@ pub fn ls(json: bool) -> anyhow::Result<ExitCode> {
         println!("no running sessions");
     }
     for (hub, s) in &rows {
+        let worktree = s
+            .worktree
+            .as_deref()
+            .map(|w| format!(" · worktree {}", safe(w)))
+            .unwrap_or_default();
         println!(
             "{:<16} {:<11} {:<10} {}  {}",
             format!("{hub}:{}", s.key),
@@ -101,6 +106,13 @@ pub fn ls(json: bool) -> anyhow::Result<ExitCode> {
             safe(&trellis_text::clip(&s.title, 50)),
             safe(&s.cwd)
         );
+        if !s.policy.is_empty() {
+            println!(
+                "{:<16} permission policy: {}{worktree}",
+                "",
+                safe(&s.policy)
+            );
+        }
         for p in &s.pending {
             let claimed = p
                 .claimed_by
@@ -138,13 +150,36 @@ pub fn cancel(session: &str) -> anyhow::Result<ExitCode> {
 
 pub fn stop(session: &str) -> anyhow::Result<ExitCode> {
     let (hub, key) = resolve(session)?;
-    done(client(&hub, "trellis stop")?.call(
+    let answer = client(&hub, "trellis stop")?.call(
         Op::Stop {
             session: key,
             reason: None,
         },
         Some(operation_id()),
-    )?)
+    );
+    match answer {
+        Ok(body) => done(body),
+        // A UI whose last session this was ends with it, maybe before its answer is out:
+        // the session being gone is the answer.
+        Err(e) if gone(&hub, key) => {
+            let _ = e;
+            println!("session {key} stopped");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether session `key` of hub `hub` is no longer running (its hub gone, or it is not
+/// in the hub's list).
+pub(crate) fn gone(hub: &str, key: u32) -> bool {
+    let Ok(mut c) = client(hub, "trellis stop") else {
+        return true;
+    };
+    match c.call(Op::List, None) {
+        Ok(Body::Sessions { sessions, .. }) => sessions.iter().all(|s| s.key != key),
+        _ => true,
+    }
 }
 
 /// `trellis approve`: the pending permission requests of every running session, oldest

@@ -193,7 +193,7 @@ impl Launch {
     /// The session's policy: the flag, else the config's `[permissions]` policy, else ask
     /// in the dialog; `stored` (rules saved from "always" answers, global and this
     /// project's) come first.
-    fn policy(&self, stored: Vec<trellis_core::permission::Rule>) -> anyhow::Result<Policy> {
+    pub fn policy(&self, stored: Vec<trellis_core::permission::Rule>) -> anyhow::Result<Policy> {
         Ok(
             match policy_from(self.permission.as_deref(), &self.config)? {
                 (

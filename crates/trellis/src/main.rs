@@ -108,10 +108,11 @@ enum Cmd {
         command: serve::TokenCmd,
     },
     /// A single-use pairing code for a phone: the approvals page's address as a QR code
-    /// (a hub started with --listen).
+    /// (from the hub that listens: `trellis serve --listen`).
     Pair {
-        #[arg(long, default_value = serve::DEFAULT_HUB)]
-        hub: String,
+        /// The hub whose listener to use (default: the one that listens).
+        #[arg(long)]
+        hub: Option<String>,
     },
     /// Every session of every running Trellis of yours, those that need you first.
     Ls {
@@ -259,7 +260,7 @@ fn main() -> ExitCode {
         Some(Cmd::Serve(args)) => serve::main(args, cli.ui, cli.config),
         Some(Cmd::Token { command }) => serve::token(command),
         Some(Cmd::Hooks { command }) => project_hooks::main(command),
-        Some(Cmd::Pair { hub }) => serve::pair(&hub),
+        Some(Cmd::Pair { hub }) => serve::pair(hub.as_deref()),
         Some(Cmd::Log {
             command: LogCmd::Show { file },
         }) => log_show(&file),

@@ -216,6 +216,11 @@ impl RunHub {
                     hub: HubInfo {
                         name: self.name().to_string(),
                         pid: std::process::id(),
+                        kind: "run".into(),
+                        policy: Some(driver.session.policy.describe()),
+                        plugins: Vec::new(),
+                        allow_drive: false,
+                        listening: None,
                     },
                     sessions: vec![self.info(driver)],
                 };
@@ -283,6 +288,10 @@ impl RunHub {
                     notes,
                 )
                 .map(|()| format!("answered {request_id}")),
+            Op::Cancel { .. } if !driver.session.turn_open => Err((
+                "idle",
+                format!("session {KEY} has no turn running: nothing was cancelled"),
+            )),
             Op::Cancel { .. } => {
                 driver.cancel(notes);
                 Ok(format!("session {KEY}: turn cancelled"))
@@ -300,6 +309,10 @@ impl RunHub {
                 "refused",
                 "a headless run's hub starts no sessions (trellis serve does)".to_string(),
             )),
+            Op::Listen { .. } | Op::Shutdown => Err((
+                "refused",
+                "a headless run's hub ends with the run (Ctrl-C, or trellis stop)".to_string(),
+            )),
             Op::Pair | Op::Watch { .. } | Op::Hangup => {
                 Err(("refused", "not answered here".to_string()))
             }
@@ -313,6 +326,7 @@ impl RunHub {
     /// The session as `trellis ls` shows it.
     fn info(&self, driver: &Driver) -> SessionInfo {
         let session = &driver.session;
+        let now = driver.connection().map(|h| h.recorder().origin().t);
         let state = state_of(driver);
         let title = session
             .title
@@ -339,9 +353,14 @@ impl RunHub {
             source: self.source.clone(),
             branch: self.branch.clone(),
             for_s: self.since.1.elapsed().as_secs(),
-            pending: trellis_driver::desk::waiting(session)
+            policy: session.policy.describe(),
+            worktree: session.worktree.as_ref().map(|w| w.label.clone()),
+            pending: trellis_driver::desk::waiting_in_full(session)
                 .into_iter()
                 .map(|w| PendingInfo {
+                    waited_s: w.asked_at.zip(now).map(|(a, n)| (n - a).max(0.0) as u64),
+                    diff: w.diff,
+                    input: w.input,
                     claimed_by: self.desk.claimant(&w.request_id),
                     request_id: w.request_id,
                     kind: if w.question { "question" } else { "permission" }.into(),

@@ -34,8 +34,59 @@ pub struct ServeArgs {
     /// Also serve the approvals page and its calls on this loopback address
     /// (`127.0.0.1:PORT`; port 0 picks one): for a phone through `ssh -L` or a tunnel you
     /// run. Tokens only (`trellis pair`, `trellis token new`); other addresses are refused.
+    /// A hub that is already serving takes the listener now.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
+    /// Stop the hub: every session in it closes as quitting the UI closes it, then the
+    /// hub ends.
+    #[arg(long, conflicts_with_all = ["detach", "listen"])]
+    pub stop: bool,
+}
+
+/// What a hub's new sessions get: its `--permission`, `--plugin` and `--allow-drive`.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub permission: Option<String>,
+    pub plugins: Vec<PathBuf>,
+    pub allow_drive: bool,
+}
+
+impl Settings {
+    fn of(ui: &crate::ui::UiArgs) -> anyhow::Result<Settings> {
+        // Absolute, so the hub (started elsewhere, in the background) finds them.
+        let abs = |p: &PathBuf| std::path::absolute(p).with_context(|| p.display().to_string());
+        let permission = match &ui.permission {
+            Some(p) if !["reject", "allow-once", "allow-reads", "rules"].contains(&p.as_str()) => {
+                Some(abs(&PathBuf::from(p))?.to_string_lossy().into_owned())
+            }
+            p => p.clone(),
+        };
+        Ok(Settings {
+            permission,
+            plugins: ui.plugin.iter().map(abs).collect::<anyhow::Result<_>>()?,
+            allow_drive: ui.allow_drive,
+        })
+    }
+
+    /// Given on the command line at all.
+    fn any(&self) -> bool {
+        self.permission.is_some() || !self.plugins.is_empty() || self.allow_drive
+    }
+
+    /// The flags that give them to `trellis serve`.
+    fn args(&self) -> Vec<std::ffi::OsString> {
+        let mut out = Vec::new();
+        if let Some(p) = &self.permission {
+            out.extend(["--permission".into(), p.into()]);
+        }
+        for p in &self.plugins {
+            out.extend(["--plugin".into(), p.clone().into_os_string()]);
+        }
+        if self.allow_drive {
+            out.push("--allow-drive".into());
+        }
+        out
+    }
 }
 
 /// `trellis serve`.
@@ -57,8 +108,16 @@ pub fn main(
             "--listen {a}: loopback addresses only (127.0.0.1, ::1); reach it from elsewhere through ssh -L or a tunnel you run"
         );
     }
+    if args.stop {
+        return stop(&args.name);
+    }
+    let settings = Settings::of(&ui)?;
+    // A hub of that name serves already: it keeps its settings, and takes a listener.
+    if let Some(info) = running(&args.name) {
+        return already_serving(&args, &settings, &info);
+    }
     if args.detach {
-        let pid = start_detached(&args.name, config_path.as_deref(), args.listen)?;
+        let pid = start_detached(&args.name, config_path.as_deref(), args.listen, &settings)?;
         match pid {
             Some(pid) => {
                 println!("hub {} serving in the background (pid {pid})", args.name);
@@ -69,20 +128,23 @@ pub fn main(
                     println!("{}", safe(l.trim_start_matches("trellis: ")));
                 }
             }
-            None if args.listen.is_some() => anyhow::bail!(
-                "hub {} is already serving: --listen applies to a hub it starts (trellis serve --name OTHER --listen …)",
-                args.name
-            ),
-            None => println!("hub {} is already serving", args.name),
+            None => {
+                // Started meanwhile by another command: the same checks as above.
+                if let Some(info) = running(&args.name) {
+                    return already_serving(&args, &settings, &info);
+                }
+                println!("hub {} is already serving", args.name);
+            }
         }
         return Ok(ExitCode::SUCCESS);
     }
     let config = crate::ui::load_config(config_path)?;
+    let (policy, _) = crate::setup::policy_from(settings.permission.as_deref(), &config)?;
     let launch = crate::launch::Launch {
         config,
-        permission: ui.permission.clone(),
-        plugins: ui.plugin.clone(),
-        allow_drive: ui.allow_drive,
+        permission: settings.permission.clone(),
+        plugins: settings.plugins.clone(),
+        allow_drive: settings.allow_drive,
         exit_after_first_frame: false,
     };
     let notify = crate::ui::notify_of(&launch.config);
@@ -92,19 +154,35 @@ pub fn main(
         let mut deck = trellis_tui::deck::Deck::empty();
         deck.notify = notify;
         deck.worktrees = Some(std::sync::Arc::new(crate::worktree_cmd::Ops));
+        deck.settings = trellis_tui::deck::HubSettings {
+            policy: Some(match launch.permission {
+                Some(_) => policy.describe(),
+                // Without one, requests wait for someone to answer (approve, attach, a
+                // phone), unless the config's rules decide.
+                None => launch.policy(Vec::new())?.describe(),
+            }),
+            plugins: launch
+                .plugins
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            allow_drive: launch.allow_drive,
+        };
         let listen = args.listen.map(|a| (a, token_store()));
-        let served = trellis_hub::serve::serve_listening(&dir, &args.name, listen)
-            .with_context(|| format!("cannot serve hub {}", args.name))?;
+        let served =
+            trellis_hub::serve::serve_listening(&dir, &args.name, listen, Some(token_store()))
+                .with_context(|| format!("cannot serve hub {}", args.name))?;
         eprintln!(
-            "trellis: hub {} serving on {} (pid {})",
+            "trellis: hub {} serving on {} (pid {}); new sessions: permission policy {}",
             args.name,
             served.files.sock.display(),
-            std::process::id()
+            std::process::id(),
+            deck.settings.policy.as_deref().unwrap_or("ask"),
         );
         if let Some(l) = &served.listening {
             eprintln!(
-                "trellis: approvals page on http://{} (trellis pair --hub {} for a phone)",
-                l.addr, args.name
+                "trellis: approvals page on http://{} (trellis pair for a phone)",
+                l.addr
             );
         }
         deck.set_hub(served);
@@ -121,6 +199,124 @@ pub fn main(
     Ok(ExitCode::SUCCESS)
 }
 
+/// What hub `name` says of itself, when it serves and answers.
+fn running(name: &str) -> Option<trellis_hub::wire::HubInfo> {
+    let dir = runtime_dir().ok()?;
+    let files = HubFiles::new(&dir, name);
+    if clear_if_stale(&files) {
+        return None;
+    }
+    match trellis_hub::client::Client::connect(&files, "trellis serve")
+        .and_then(|mut c| c.call(trellis_hub::wire::Op::List, None))
+    {
+        Ok(trellis_hub::wire::Body::Sessions { hub, .. }) => Some(hub),
+        _ => None,
+    }
+}
+
+/// `trellis serve` for a hub that serves already: it keeps the settings it was started
+/// with (a different one asked for is an error, saying how to get it), and takes the
+/// listener asked for.
+fn already_serving(
+    args: &ServeArgs,
+    settings: &Settings,
+    info: &trellis_hub::wire::HubInfo,
+) -> anyhow::Result<ExitCode> {
+    let name = &args.name;
+    if info.kind != "serve" {
+        anyhow::bail!(
+            "{name} is the socket of a {} (pid {}), not a hub of its own: choose another --name",
+            if info.kind == "run" {
+                "headless run"
+            } else {
+                "UI"
+            },
+            info.pid
+        );
+    }
+    let now = info.policy.as_deref().unwrap_or("ask");
+    if settings.any() {
+        let asked = settings
+            .permission
+            .clone()
+            .unwrap_or_else(|| "(its default)".into());
+        anyhow::bail!(
+            "hub {name} is already serving (pid {}) with permission policy {now}{}: it keeps the settings it started with, so {asked} was not taken; stop it first (trellis serve --stop --name {name}) or start another (--name OTHER)",
+            info.pid,
+            if info.plugins.is_empty() {
+                String::new()
+            } else {
+                format!(" and plugins {}", info.plugins.join(", "))
+            },
+        );
+    }
+    if let Some(addr) = args.listen {
+        let mut c = crate::hub_cmd::client(name, "trellis serve --listen")?;
+        match c.call(
+            trellis_hub::wire::Op::Listen {
+                addr: addr.to_string(),
+            },
+            None,
+        )? {
+            trellis_hub::wire::Body::Listening { addr, already } => {
+                if already {
+                    println!("hub {name} listens already: approvals page on http://{addr}");
+                } else {
+                    println!("hub {name} now listens: approvals page on http://{addr}");
+                }
+                eprintln!("trellis: trellis pair makes a code for a phone");
+            }
+            trellis_hub::wire::Body::Error { message, .. } => {
+                anyhow::bail!("hub {name} took no listener: {}", safe(&message))
+            }
+            _ => anyhow::bail!("hub {name} answered something else"),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "hub {name} is already serving (pid {}; permission policy {now}{})",
+        info.pid,
+        info.listening
+            .as_deref()
+            .map(|a| format!("; approvals page on http://{a}"))
+            .unwrap_or_default()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How long `--stop` waits for the hub to end.
+const STOP_WAIT: Duration = Duration::from_secs(30);
+
+/// `trellis serve --stop`: the hub closes its sessions and ends; waits until it has.
+fn stop(name: &str) -> anyhow::Result<ExitCode> {
+    let dir = runtime_dir()?;
+    let files = HubFiles::new(&dir, name);
+    let Some(info) = running(name) else {
+        anyhow::bail!("no hub {name} is serving (trellis ls lists what runs)");
+    };
+    let mut c = crate::hub_cmd::client(name, "trellis serve --stop")?;
+    match c.call(trellis_hub::wire::Op::Shutdown, None)? {
+        trellis_hub::wire::Body::Done { said } => println!("hub {name}: {}", safe(&said)),
+        trellis_hub::wire::Body::Error { message, .. } => {
+            anyhow::bail!("hub {name} was not stopped: {}", safe(&message))
+        }
+        _ => anyhow::bail!("hub {name} answered something else"),
+    }
+    let until = Instant::now() + STOP_WAIT;
+    while trellis_os::alive(info.pid) && !clear_if_stale(&files) {
+        if Instant::now() > until {
+            anyhow::bail!(
+                "hub {name} (pid {}) did not end within {} s",
+                info.pid,
+                STOP_WAIT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!("hub {name} stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Whether hub `name` is alive and answers.
 fn answers(files: &HubFiles) -> bool {
     trellis_hub::client::Client::connect(files, "trellis serve")
@@ -129,11 +325,12 @@ fn answers(files: &HubFiles) -> bool {
 }
 
 /// Starts hub `name` in the background unless it already serves: `Some(pid)` of the new
-/// one, once it answers on its socket.
+/// one, once it answers on its socket. `settings`: what its sessions get.
 pub fn start_detached(
     name: &str,
     config: Option<&std::path::Path>,
     listen: Option<std::net::SocketAddr>,
+    settings: &Settings,
 ) -> anyhow::Result<Option<u32>> {
     let dir = runtime_dir()?;
     let files = HubFiles::new(&dir, name);
@@ -141,17 +338,9 @@ pub fn start_detached(
         return Ok(None);
     }
     // One starter at a time (two `run --detach` at once): the second finds the first's
-    // hub answering once it may go on.
-    let spawn_lock = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(dir.join(format!("{name}.starting")))
+    // hub answering once it may go on. The file goes when its starter is done.
+    let starting = Starting::take(&dir.join(format!("{name}.starting")))
         .with_context(|| format!("cannot start hub {name}"))?;
-    spawn_lock.lock()?;
     if answers(&files) {
         return Ok(None);
     }
@@ -177,6 +366,7 @@ pub fn start_detached(
     if let Some(a) = listen {
         cmd.arg("--listen").arg(a.to_string());
     }
+    cmd.args(settings.args());
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(err);
@@ -185,27 +375,72 @@ pub fn start_detached(
     let mut child = cmd.spawn().context("cannot start the hub")?;
     let pid = child.id();
     let until = Instant::now() + START_WAIT;
-    loop {
+    let started = loop {
         if answers(&files) {
             // Not waited for: it outlives this command (init reaps it in the end).
             drop(child);
-            return Ok(Some(pid));
+            break Ok(Some(pid));
         }
         if let Ok(Some(status)) = child.try_wait() {
             let said = std::fs::read_to_string(&log).unwrap_or_default();
-            anyhow::bail!(
+            break Err(anyhow::anyhow!(
                 "the hub exited ({status}): {}",
                 safe(said.lines().last().unwrap_or("no message"))
-            );
+            ));
         }
         if Instant::now() > until {
-            anyhow::bail!(
+            break Err(anyhow::anyhow!(
                 "the hub did not answer within {}s (see {})",
                 START_WAIT.as_secs(),
                 log.display()
-            );
+            ));
         }
         std::thread::sleep(Duration::from_millis(50));
+    };
+    drop(starting);
+    started
+}
+
+/// The lock a hub's starter holds while it starts one (`NAME.starting`, beside its
+/// socket): taken on the file that is at the path (a starter that finished meanwhile
+/// removed the one waited on), removed by its holder when done.
+struct Starting {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl Starting {
+    fn take(path: &std::path::Path) -> std::io::Result<Starting> {
+        use std::os::unix::fs::MetadataExt;
+        loop {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(path)?;
+            file.lock()?;
+            let held = file.metadata()?;
+            match std::fs::symlink_metadata(path) {
+                Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {
+                    return Ok(Starting {
+                        file,
+                        path: path.to_path_buf(),
+                    });
+                }
+                // Removed (or replaced) by the starter before: take the one there now.
+                _ => continue,
+            }
+        }
+    }
+}
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = self.file.unlock();
     }
 }
 
@@ -224,7 +459,7 @@ pub fn run_detached(d: Detached, config: Option<&std::path::Path>) -> anyhow::Re
     if !valid_name(&d.hub) {
         anyhow::bail!("{}: a hub's name is letters, digits, - and _", safe(&d.hub));
     }
-    start_detached(&d.hub, config, None)?;
+    start_detached(&d.hub, config, None, &Settings::default())?;
     let cwd = std::path::absolute(&d.cwd).with_context(|| format!("{}", d.cwd.display()))?;
     if !cwd.is_dir() {
         anyhow::bail!("{}: not a directory", cwd.display());
@@ -294,7 +529,12 @@ pub fn detachable(
     if !cwd.is_dir() {
         anyhow::bail!("{}: not a directory", cwd.display());
     }
-    start_detached(DEFAULT_HUB, config_path.as_deref(), None)?;
+    start_detached(
+        DEFAULT_HUB,
+        config_path.as_deref(),
+        None,
+        &Settings::default(),
+    )?;
     let mut c = crate::hub_cmd::client(DEFAULT_HUB, "trellis --detachable")?;
     let key = match c.call(
         trellis_hub::wire::Op::New {
@@ -419,11 +659,16 @@ pub fn token(cmd: TokenCmd) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `trellis pair`: a single-use code from the hub's listener, as an address and a QR
-/// code to open on a phone.
-pub fn pair(hub: &str) -> anyhow::Result<ExitCode> {
-    let mut c = crate::hub_cmd::client(hub, "trellis pair")
-        .with_context(|| format!("no hub {hub} (trellis serve --listen 127.0.0.1:PORT)"))?;
+/// `trellis pair`: a single-use code from a hub's listener, as an address and a QR code
+/// to open on a phone. Without `--hub`: the hub of this user that listens (the default
+/// one when several do).
+pub fn pair(hub: Option<&str>) -> anyhow::Result<ExitCode> {
+    let hub = match hub {
+        Some(h) => h.to_string(),
+        None => listening_hub()?,
+    };
+    let mut c = crate::hub_cmd::client(&hub, "trellis pair")
+        .with_context(|| format!("no hub {hub} (trellis serve --listen 127.0.0.1:0)"))?;
     match c.call(trellis_hub::wire::Op::Pair, None)? {
         trellis_hub::wire::Body::Paired { url, expires_s } => {
             let qr = qrcode::QrCode::new(url.as_bytes())?;
@@ -434,16 +679,55 @@ pub fn pair(hub: &str) -> anyhow::Result<ExitCode> {
             println!("{art}");
             println!("{url}");
             eprintln!(
-                "trellis: open it on the phone within {} minutes (once); the address is this machine's loopback: reach it through ssh -L or a tunnel you run",
+                "trellis: hub {hub}: open it on the phone within {} minutes (once); the address is this machine's loopback: reach it through ssh -L or a tunnel you run",
                 expires_s / 60
             );
             Ok(ExitCode::SUCCESS)
         }
         trellis_hub::wire::Body::Error { code, message } => {
-            eprintln!("trellis: {}: {}", safe(&code), safe(&message));
+            eprintln!("trellis: hub {hub}: {}: {}", safe(&code), safe(&message));
             Ok(ExitCode::from(1))
         }
         _ => anyhow::bail!("the hub answered something else"),
+    }
+}
+
+/// The hub of this user whose listener pairing codes come from: the one that listens
+/// (the default hub first), else what to do about it.
+fn listening_hub() -> anyhow::Result<String> {
+    let dir = runtime_dir()?;
+    let mut listening = Vec::new();
+    let mut serving = Vec::new();
+    for mut c in trellis_hub::client::connect_all(&dir, "trellis pair") {
+        if let Ok(trellis_hub::wire::Body::Sessions { hub, .. }) =
+            c.call(trellis_hub::wire::Op::List, None)
+        {
+            if hub.listening.is_some() {
+                listening.push(hub.name.clone());
+            }
+            if hub.kind == "serve" {
+                serving.push(hub.name);
+            }
+        }
+    }
+    if let Some(h) = listening.iter().find(|h| *h == DEFAULT_HUB) {
+        return Ok(h.clone());
+    }
+    match listening.as_slice() {
+        [one] => Ok(one.clone()),
+        [] if serving.is_empty() => anyhow::bail!(
+            "no hub of yours listens: start one with `trellis serve --detach --listen 127.0.0.1:0`, then pair again"
+        ),
+        [] => anyhow::bail!(
+            "no hub of yours listens: give {} one with `trellis serve{} --listen 127.0.0.1:0` (it takes it while it runs), then pair again",
+            serving[0],
+            if serving[0] == DEFAULT_HUB {
+                String::new()
+            } else {
+                format!(" --name {}", serving[0])
+            }
+        ),
+        several => anyhow::bail!("hubs {} listen: name one with --hub", several.join(", ")),
     }
 }
 

@@ -142,7 +142,7 @@ fn close_sessions(found: &trellis_worktree::Found, action: &str) -> anyhow::Resu
         );
     }
     for (hub, s) in &inside {
-        let body = crate::hub_cmd::client(hub, &client)?.call(
+        let answer = crate::hub_cmd::client(hub, &client)?.call(
             trellis_hub::wire::Op::Stop {
                 session: s.key,
                 reason: Some(format!(
@@ -151,7 +151,16 @@ fn close_sessions(found: &trellis_worktree::Found, action: &str) -> anyhow::Resu
                 )),
             },
             Some(crate::hub_cmd::operation_id()),
-        )?;
+        );
+        let body = match answer {
+            Ok(body) => body,
+            // A UI whose last session this was ends with it, maybe before its answer is
+            // out: the session being gone is the answer.
+            Err(_) if crate::hub_cmd::gone(hub, s.key) => trellis_hub::wire::Body::Done {
+                said: String::new(),
+            },
+            Err(e) => return Err(e.into()),
+        };
         match body {
             trellis_hub::wire::Body::Done { .. } => println!(
                 "closed session {hub}:{} ({}), which ran in worktree {}",

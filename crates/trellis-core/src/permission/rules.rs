@@ -246,6 +246,28 @@ impl Policy {
         }
     }
 
+    /// The policy in a few words, as `trellis ls` shows it: `ask`, `allow-once`,
+    /// `allow-reads`, `reject`, or `3 rules, else ask`.
+    pub fn describe(&self) -> String {
+        match self {
+            Policy::Rules { rules, fallback } => {
+                let n = rules.len();
+                let rules = if n == 1 {
+                    "1 rule".to_string()
+                } else {
+                    format!("{n} rules")
+                };
+                let then = match fallback {
+                    Verdict::Allow => "allow",
+                    Verdict::Reject => "reject",
+                    Verdict::Ask => "ask",
+                };
+                format!("{rules}, else {then}")
+            }
+            other => other.name().to_string(),
+        }
+    }
+
     /// The verdict for `call` and the decider to record. `Ask` means "leave it open".
     pub fn decide(&self, call: &ToolCall, cwd: Option<&str>) -> (Verdict, Decider) {
         let me = Decider::Policy(self.name().to_string());

@@ -48,6 +48,47 @@ async function answer(li, row, p, o, buttons) {
   setTimeout(refresh, 800);
 }
 
+// How long a request has waited, in words.
+function waited(s) {
+  if (s === undefined || s === null) return '';
+  if (s < 60) return 'waiting ' + s + ' s';
+  if (s < 3600) return 'waiting ' + Math.floor(s / 60) + ' min ' + (s % 60) + ' s';
+  return 'waiting ' + Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
+}
+
+// How many of a diff's lines show before "Show all".
+const DIFF_LINES = 12;
+
+// What the user opened stays open across refreshes (by session and request).
+const expanded = new Set();
+const opened = new Set();
+
+// A diff as lines of text, each coloured by what it is; the first few, then all on a tap.
+function diffView(text, key) {
+  const lines = text.replace(/\n$/, '').split('\n');
+  const pre = el('pre', 'diff');
+  const fill = (n) => {
+    pre.replaceChildren();
+    for (const line of lines.slice(0, n)) {
+      const cls = line.startsWith('@@') ? 'hunk'
+        : (line.startsWith('+') && !line.startsWith('+++')) ? 'add'
+        : (line.startsWith('-') && !line.startsWith('---')) ? 'del' : '';
+      pre.append(el('span', cls, line + '\n'));
+    }
+  };
+  const all = expanded.has(key);
+  fill(all ? lines.length : DIFF_LINES);
+  const box = el('div', 'diffbox');
+  box.append(pre);
+  if (lines.length > DIFF_LINES && !all) {
+    const more = el('button', 'more', 'Show all ' + lines.length + ' lines');
+    more.type = 'button';
+    more.addEventListener('click', () => { expanded.add(key); fill(lines.length); more.remove(); });
+    box.append(more);
+  }
+  return box;
+}
+
 function render(data) {
   $('#hub').textContent = data.hub ? 'hub ' + data.hub : '';
   const list = $('#pending');
@@ -60,6 +101,16 @@ function render(data) {
       li.dataset.request = p.request_id;
       li.append(el('div', 'where', 'session ' + row.session + ' · ' + row.agent + ' · ' + row.title + ' · ' + row.cwd + (row.branch ? ' · ' + row.branch : '')));
       li.append(el('div', 'subject', (p.kind === 'question' ? 'Question: ' : '') + p.subject));
+      if (p.waited_s !== undefined) li.append(el('div', 'waited', waited(p.waited_s)));
+      const key = row.session + '/' + p.request_id;
+      if (p.diff) li.append(diffView(p.diff, key));
+      if (p.input) {
+        const d = el('details');
+        d.open = opened.has(key);
+        d.addEventListener('toggle', () => { if (d.open) opened.add(key); else opened.delete(key); });
+        d.append(el('summary', '', 'Input'), el('pre', 'input', p.input));
+        li.append(d);
+      }
       const choices = el('div', 'choices');
       const buttons = [];
       for (const o of p.options) {

@@ -221,6 +221,19 @@ pub struct Deck {
     pub headless: bool,
     /// The host of the plugins of `"scope": "hub"`: every session's events go to it.
     hub_wide: Option<HubWide>,
+    /// What the deck's new sessions run under, as `trellis ls` reports it.
+    pub settings: HubSettings,
+    /// `trellis serve --stop` asked the hub to end (a hub of its own only).
+    pub shutdown: Option<String>,
+}
+
+/// The settings a hub's new sessions get (its `--permission`, `--plugin`,
+/// `--allow-drive`), in words.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HubSettings {
+    pub policy: Option<String>,
+    pub plugins: Vec<String>,
+    pub allow_drive: bool,
 }
 
 /// Hands a session's events to the hub-wide host as the driver emits them.
@@ -274,6 +287,8 @@ impl Deck {
             done_ops: Default::default(),
             headless: false,
             hub_wide: None,
+            settings: HubSettings::default(),
+            shutdown: None,
         }
     }
 

@@ -1,23 +1,22 @@
 //! The deck as the hub's socket sees it: its sessions listed, a permission request
 //! answered once by someone attached.
 
-use trellis_core::attention::Blocked;
-
 use super::{Deck, NewSession, SessionKey, SessionNote};
 use trellis_driver::desk::Refusal;
 
 impl Deck {
     /// Every session as a hub's client sees it.
     pub fn session_infos(&self) -> Vec<trellis_hub::wire::SessionInfo> {
-        let pending = self.pending();
         self.slots
             .iter()
             .map(|s| {
                 let session = &s.app.driver.session;
+                // Session seconds now, for how long each request has waited.
+                let now = s.app.driver.connection().map(|h| h.recorder().origin().t);
                 trellis_hub::wire::SessionInfo {
                     key: s.key,
                     acp_id: session.id.as_deref().map(str::to_string),
-                    agent: s.app.agent.clone(),
+                    agent: s.agent_name(),
                     state: s.attention.word().into(),
                     rank: s.attention.rank(),
                     title: s.title(),
@@ -25,19 +24,23 @@ impl Deck {
                     source: s.source.clone(),
                     branch: s.branch.clone(),
                     for_s: s.since.elapsed().as_secs(),
-                    pending: pending
-                        .iter()
-                        .filter(|p| p.key == s.key)
-                        .map(|p| trellis_hub::wire::PendingInfo {
-                            request_id: p.request_id.clone(),
-                            kind: match p.kind {
-                                Blocked::Question => "question".into(),
-                                _ => "permission".into(),
-                            },
-                            subject: p.subject.clone(),
-                            options: p.options.clone(),
-                            claimed_by: self.claimant(s.key, &p.request_id),
-                            always: always_infos(session, &p.request_id, &p.always),
+                    policy: session.policy.describe(),
+                    worktree: session.worktree.as_ref().map(|w| w.label.clone()),
+                    pending: trellis_driver::desk::waiting_in_full(session)
+                        .into_iter()
+                        .map(|w| trellis_hub::wire::PendingInfo {
+                            waited_s: w
+                                .asked_at
+                                .zip(now)
+                                .map(|(asked, now)| (now - asked).max(0.0) as u64),
+                            diff: w.diff,
+                            input: w.input,
+                            kind: if w.question { "question" } else { "permission" }.into(),
+                            subject: w.subject,
+                            options: w.options,
+                            claimed_by: self.claimant(s.key, &w.request_id),
+                            always: always_infos(session, &w.request_id, &w.always),
+                            request_id: w.request_id,
                         })
                         .collect(),
                 }

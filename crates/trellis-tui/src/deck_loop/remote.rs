@@ -108,11 +108,31 @@ async fn carry_out(
                     .map(|h| h.files.name.clone())
                     .unwrap_or_default(),
                 pid: std::process::id(),
+                kind: if deck.headless { "serve" } else { "ui" }.into(),
+                policy: deck.settings.policy.clone(),
+                plugins: deck.settings.plugins.clone(),
+                allow_drive: deck.settings.allow_drive,
+                listening: deck
+                    .hub
+                    .as_ref()
+                    .and_then(|h| h.listening_on())
+                    .map(|a| a.to_string()),
             },
             sessions: deck.session_infos(),
         },
         // The socket's own business (answered before it reaches the deck).
         Op::Pair | Op::Hangup => error("refused", "not the deck's".into()),
+        Op::Listen { addr } => listen(deck, &addr),
+        Op::Shutdown if deck.headless => {
+            deck.shutdown = Some(who);
+            Body::Done {
+                said: format!("stopping: {} session(s) close first", deck.slots.len()),
+            }
+        }
+        Op::Shutdown => error(
+            "refused",
+            "this hub is a UI's: quit it there (Ctrl-C twice)".into(),
+        ),
         Op::Claim {
             session,
             request_id,
@@ -161,6 +181,10 @@ async fn carry_out(
             None => error("not_found", format!("no session {session}")),
         },
         Op::Cancel { session } => match slot_of(deck, session) {
+            Some(i) if !deck.slots[i].app.driver.session.turn_open => error(
+                "idle",
+                format!("session {session} has no turn running: nothing was cancelled"),
+            ),
             Some(i) => {
                 let notes = deck.command(session, Command::Cancel);
                 shown = Some((i, notes));
@@ -237,6 +261,36 @@ async fn carry_out(
         },
     };
     (body, shown)
+}
+
+/// Starts the hub's listener on `addr` (`trellis serve --listen` for a running hub).
+fn listen(deck: &mut Deck, addr: &str) -> trellis_hub::wire::Body {
+    use trellis_hub::wire::Body;
+    let error = |code: &str, message: String| Body::Error {
+        code: code.into(),
+        message,
+    };
+    if !deck.headless {
+        return error(
+            "refused",
+            "this hub is a UI's: a listener belongs to a hub of its own (trellis serve --listen)"
+                .into(),
+        );
+    }
+    let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
+        return error(
+            "bad_request",
+            format!("{addr}: not an address (127.0.0.1:PORT)"),
+        );
+    };
+    match deck.hub.as_mut().map(|h| h.listen(addr)) {
+        Some(Ok((at, already))) => Body::Listening {
+            addr: at.to_string(),
+            already,
+        },
+        Some(Err(e)) => error("refused", e.to_string()),
+        None => error("refused", "no socket".into()),
+    }
 }
 
 /// Follows session `key` for `who`: where its log is, and its progress from now on.

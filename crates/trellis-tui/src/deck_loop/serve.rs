@@ -30,6 +30,10 @@ pub(crate) async fn serve_loop(
             sig = signals.recv() => return sig,
         }
         hooks(deck);
+        if let Some(who) = deck.shutdown.take() {
+            said.push(format!("stopped by {who}"));
+            return "trellis serve --stop";
+        }
     }
 }
 

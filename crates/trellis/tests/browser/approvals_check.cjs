@@ -33,7 +33,13 @@ const puppeteer = require('puppeteer-core');
     out.stored = await page.evaluate(() => (localStorage.getItem('trellis-token') || '').slice(0, 4));
     out.subject = await page.$eval('li.request .subject', (e) => e.textContent);
     out.where = await page.$eval('li.request .where', (e) => e.textContent);
-    out.choices = await page.$$eval('li.request button', (b) => b.map((x) => x.textContent));
+    out.choices = await page.$$eval('li.request .choices button', (b) => b.map((x) => x.textContent));
+    // Paired: the token form is gone from the screen (not only marked hidden).
+    out.loginShown = await page.$eval('#login', (f) => getComputedStyle(f).display !== 'none');
+    // Nobody approves blind: the diff's lines, the input, how long it has waited.
+    out.diff = await page.$$eval('li.request pre.diff span', (s) => s.map((x) => [x.className, x.textContent.replace(/\n$/, '')]));
+    out.input = await page.$eval('li.request details pre.input', (e) => e.textContent);
+    out.waited = await page.$eval('li.request .waited', (e) => e.textContent);
     await page.click('li.request button[data-option="allow"]');
     await page.waitForFunction(() => {
       const s = document.querySelector('li.request .said');

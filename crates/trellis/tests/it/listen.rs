@@ -182,6 +182,28 @@ fn a_phone_pairs_and_answers_once_and_credentials_are_held_to_their_rules() {
     assert_eq!(r["stored"], "trl_");
     assert_eq!(r["subject"], "Edit src/lib.rs (+1 −2)");
     assert_eq!(r["choices"], serde_json::json!(["Allow", "Reject"]));
+    assert_eq!(
+        r["loginShown"], false,
+        "the token form goes once paired: {r}"
+    );
+    let diff = r["diff"].as_array().unwrap();
+    assert!(
+        diff.iter().any(|l| l[0] == "del" && l[1] == "-    a + b"),
+        "the diff's removed line: {r}"
+    );
+    assert!(
+        diff.iter()
+            .any(|l| l[0] == "add" && l[1].as_str().unwrap().contains("checked_add")),
+        "the diff's added line: {r}"
+    );
+    assert!(
+        r["input"]
+            .as_str()
+            .unwrap()
+            .contains("\"old_string\": \"a + b\""),
+        "{r}"
+    );
+    assert!(r["waited"].as_str().unwrap().starts_with("waiting "), "{r}");
     assert_eq!(r["said"], "Answered: Allow");
     assert_eq!(r["status"], "Nothing waits for you.");
     // Once, by the paired device, on the record.

@@ -19,6 +19,7 @@ mod hooks;
 mod hostile;
 mod hub;
 mod hub_plugins;
+mod hub_settings;
 mod hubkit;
 mod listen;
 mod log_seq;
