@@ -75,6 +75,10 @@ pub struct Facts {
     pub acp_id: Option<String>,
     pub agent: Option<String>,
     pub agent_title: Option<String>,
+    /// The name the agent gives itself (`agentInfo.name`).
+    pub agent_name: Option<String>,
+    /// The label of the worktree of Trellis's it ran in.
+    pub worktree: Option<String>,
     pub command: Option<String>,
     pub cwd: Option<String>,
     pub started: Option<f64>,
@@ -166,7 +170,7 @@ impl Extractor {
             return;
         };
         match dir {
-            "client" => self.client(&msg, offset, sink),
+            "client" => self.client(&msg),
             "client_to_agent" => self.outgoing(&msg, offset, sink),
             "agent_to_client" => self.incoming(&msg, offset, next, sink),
             _ => {}
@@ -184,7 +188,7 @@ impl Extractor {
         }
     }
 
-    fn client(&mut self, msg: &Value, offset: u64, sink: &mut dyn Sink) {
+    fn client(&mut self, msg: &Value) {
         let f = &mut self.facts;
         match str_of(msg, "type") {
             Some("session_log") => {
@@ -194,6 +198,10 @@ impl Extractor {
                 f.command = str_of(msg, "command").map(str::to_string);
                 f.continues = str_of(msg, "continues").map(str::to_string);
                 f.launched_in = str_of(msg, "launched_in").map(str::to_string);
+                f.worktree = msg
+                    .get("worktree")
+                    .and_then(|w| str_of(w, "label"))
+                    .map(str::to_string);
             }
             Some("session_ended") => f.end_reason = str_of(msg, "reason").map(str::to_string),
             Some("agent_exited") if f.end_reason.is_none() => {
@@ -218,17 +226,6 @@ impl Extractor {
                         data,
                         OUTPUT_CAP,
                     ),
-                }
-            }
-            Some("mark") => {
-                if let Some(text) = str_of(msg, "text") {
-                    sink.doc(Doc {
-                        kind: DocKind::Prompt,
-                        turn: self.turn,
-                        call_id: None,
-                        offset,
-                        text: text.to_string(),
-                    });
                 }
             }
             _ => {}
@@ -296,6 +293,7 @@ impl Extractor {
                 self.facts.agent_title = str_of(info, "title")
                     .or_else(|| str_of(info, "name"))
                     .map(str::to_string);
+                self.facts.agent_name = str_of(info, "name").map(str::to_string);
             }
             return;
         }

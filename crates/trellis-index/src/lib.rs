@@ -308,9 +308,10 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
         tx.prepare_cached(
             "INSERT INTO sessions(id, path, acp_id, agent, agent_title, command, cwd, title,
                  started, last_t, end_reason, turns, tokens_used, tokens_size, cost, currency,
-                 continues, head, size, mtime, checkpoint, ck_turn, launched_in)
+                 continues, head, size, mtime, checkpoint, ck_turn, launched_in, agent_name,
+                 worktree)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                 ?17, ?18, ?19, ?20, ?21, ?22, ?23)
+                 ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)
              ON CONFLICT(id) DO UPDATE SET path = excluded.path, acp_id = excluded.acp_id,
                  agent = excluded.agent, agent_title = excluded.agent_title,
                  command = excluded.command, cwd = excluded.cwd, title = excluded.title,
@@ -320,7 +321,8 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
                  cost = excluded.cost, currency = excluded.currency,
                  continues = excluded.continues, head = excluded.head, size = excluded.size,
                  mtime = excluded.mtime, checkpoint = excluded.checkpoint,
-                 ck_turn = excluded.ck_turn, launched_in = excluded.launched_in",
+                 ck_turn = excluded.ck_turn, launched_in = excluded.launched_in,
+                 agent_name = excluded.agent_name, worktree = excluded.worktree",
         )?
         .execute(params![
             id,
@@ -347,6 +349,8 @@ fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
             ck as i64,
             ck_turn,
             f.launched_in,
+            f.agent_name,
+            f.worktree,
         ])?;
         Ok(Updated {
             logs: 1,
@@ -387,7 +391,8 @@ fn facts(conn: &Connection, id: &str) -> Result<Facts> {
         Ok(conn
             .prepare_cached(
                 "SELECT acp_id, agent, agent_title, command, cwd, title, started, last_t,
-                    end_reason, tokens_used, tokens_size, cost, currency, continues, launched_in
+                    end_reason, tokens_used, tokens_size, cost, currency, continues, launched_in,
+                    agent_name, worktree
              FROM sessions WHERE id = ?1",
             )?
             .query_row([id], |r| {
@@ -407,6 +412,8 @@ fn facts(conn: &Connection, id: &str) -> Result<Facts> {
                     currency: r.get(12)?,
                     continues: r.get(13)?,
                     launched_in: r.get(14)?,
+                    agent_name: r.get(15)?,
+                    worktree: r.get(16)?,
                     bad_lines: 0,
                 })
             })?)

@@ -13,6 +13,10 @@ pub struct SessionRow {
     pub acp_id: Option<String>,
     pub agent: Option<String>,
     pub agent_title: Option<String>,
+    /// The name the agent gives itself (`agentInfo.name`).
+    pub agent_name: Option<String>,
+    /// The label of the worktree of Trellis's it ran in.
+    pub worktree: Option<String>,
     pub command: Option<String>,
     pub cwd: Option<String>,
     pub title: Option<String>,
@@ -55,8 +59,11 @@ pub struct ListFilter {
     pub cwd: Option<String>,
     /// Only sessions that ran in this directory or below it.
     pub within: Option<String>,
-    /// Only this agent (the name in the log, or the agent's own name).
+    /// Only this agent: as the session named it (a preset, a program), or as it names
+    /// itself (`agentInfo`'s name, its last `/` part, or its title); any case.
     pub agent: Option<String>,
+    /// Only sessions where a prompt was sent.
+    pub prompted: bool,
     /// Only sessions started at or after (Unix seconds).
     pub since: Option<f64>,
     pub limit: Option<usize>,
@@ -109,7 +116,7 @@ const SESSION_COLUMNS: &str = "s.id, s.path, s.acp_id, s.agent, s.agent_title, s
     (SELECT count(*) FROM calls c WHERE c.session = s.id AND c.status = 'failed'),
     (SELECT substr(e.text, 1, 300) FROM entries e
      WHERE e.session = s.id AND e.kind = 'prompt' ORDER BY e.offset LIMIT 1),
-    s.launched_in";
+    s.launched_in, s.agent_name, s.worktree";
 
 fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     let started: Option<f64> = r.get(8)?;
@@ -136,6 +143,8 @@ fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         currency: r.get(15)?,
         continues: r.get(16)?,
         launched_in: r.get(22)?,
+        agent_name: r.get(23)?,
+        worktree: r.get(24)?,
         bytes: r.get::<_, i64>(17)?.max(0) as u64,
         calls: CallCounts {
             total,
@@ -164,33 +173,48 @@ pub fn fts_query(q: &str, prefix: bool) -> Option<String> {
     Some(out)
 }
 
+/// The conditions of a [`ListFilter`] (` AND …` each) and their values.
+fn where_of(f: &ListFilter) -> (String, Vec<Sql>) {
+    let mut sql = String::new();
+    let mut args: Vec<Sql> = Vec::new();
+    if let Some(cwd) = &f.cwd {
+        sql.push_str(" AND (s.cwd = ? OR s.launched_in = ?)");
+        args.push(Sql::Text(cwd.clone()));
+        args.push(Sql::Text(cwd.clone()));
+    }
+    if let Some(dir) = &f.within {
+        let dir = dir.trim_end_matches('/');
+        sql.push_str(" AND (s.cwd = ? OR substr(s.cwd, 1, ?) = ?)");
+        args.push(Sql::Text(dir.to_string()));
+        let below = format!("{dir}/");
+        args.push(Sql::Integer(below.chars().count() as i64));
+        args.push(Sql::Text(below));
+    }
+    if let Some(a) = &f.agent {
+        sql.push_str(
+            " AND (lower(s.agent) = lower(?) OR lower(s.agent_title) = lower(?)
+                   OR lower(s.agent_name) = lower(?)
+                   OR substr(lower(s.agent_name), -(length(?) + 1)) = '/' || lower(?))",
+        );
+        for _ in 0..5 {
+            args.push(Sql::Text(a.clone()));
+        }
+    }
+    if f.prompted {
+        sql.push_str(" AND s.turns > 0");
+    }
+    if let Some(t) = f.since {
+        sql.push_str(" AND s.started >= ?");
+        args.push(Sql::Real(t));
+    }
+    (sql, args)
+}
+
 impl Index {
     /// Sessions, newest first.
     pub fn list(&self, f: &ListFilter) -> Result<Vec<SessionRow>> {
-        let mut sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE 1");
-        let mut args: Vec<Sql> = Vec::new();
-        if let Some(cwd) = &f.cwd {
-            sql.push_str(" AND (s.cwd = ? OR s.launched_in = ?)");
-            args.push(Sql::Text(cwd.clone()));
-            args.push(Sql::Text(cwd.clone()));
-        }
-        if let Some(dir) = &f.within {
-            let dir = dir.trim_end_matches('/');
-            sql.push_str(" AND (s.cwd = ? OR substr(s.cwd, 1, ?) = ?)");
-            args.push(Sql::Text(dir.to_string()));
-            let below = format!("{dir}/");
-            args.push(Sql::Integer(below.chars().count() as i64));
-            args.push(Sql::Text(below));
-        }
-        if let Some(a) = &f.agent {
-            sql.push_str(" AND (s.agent = ? OR s.agent_title = ?)");
-            args.push(Sql::Text(a.clone()));
-            args.push(Sql::Text(a.clone()));
-        }
-        if let Some(t) = f.since {
-            sql.push_str(" AND s.started >= ?");
-            args.push(Sql::Real(t));
-        }
+        let (filter, args) = where_of(f);
+        let mut sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE 1{filter}");
         sql.push_str(" ORDER BY s.started DESC, s.path DESC");
         if let Some(n) = f.limit {
             sql.push_str(&format!(" LIMIT {n}"));
@@ -200,6 +224,16 @@ impl Index {
             .query_map(params_from_iter(args), session_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
+    }
+
+    /// How many sessions [`Index::list`] would give without its limit.
+    pub fn count(&self, f: &ListFilter) -> Result<usize> {
+        let (filter, args) = where_of(f);
+        let sql = format!("SELECT count(*) FROM sessions s WHERE 1{filter}");
+        let n: i64 = self
+            .conn
+            .query_row(&sql, params_from_iter(args), |r| r.get(0))?;
+        Ok(n.max(0) as usize)
     }
 
     /// Full-text search, newest indexed first. `prefix`: the last word may be the start

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OpenFlags};
 
 /// The schema this build writes (`PRAGMA user_version`). An index with another version
 /// is not read: an older one is rebuilt, a newer one (a later Trellis) is set aside.
-pub const SCHEMA: i64 = 3;
+pub const SCHEMA: i64 = 4;
 
 const TABLES: &str = r#"
 CREATE TABLE sessions(
@@ -15,6 +15,8 @@ CREATE TABLE sessions(
     acp_id TEXT,
     agent TEXT,
     agent_title TEXT,
+    agent_name TEXT,              -- the name the agent gives itself (agentInfo.name)
+    worktree TEXT,                -- the label of the worktree of Trellis's it ran in
     command TEXT,
     cwd TEXT,
     title TEXT,

@@ -113,6 +113,20 @@ impl Agents {
         Ok(())
     }
 
+    /// The ids of every agent installed here, sorted.
+    pub fn ids(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut ids: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|id| self.installed(id).is_some())
+            .collect();
+        ids.sort();
+        ids
+    }
+
     /// How to start `id` (its current version): none when it is not installed; an error
     /// when its program is gone or — a binary — changed since it was installed.
     pub fn launch(&self, id: &str) -> Option<Result<Launch, String>> {

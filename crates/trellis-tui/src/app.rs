@@ -172,6 +172,9 @@ pub struct App {
     /// The agent as Trellis was told it (`--agent`, a preset or a command line): resuming
     /// a session only the agent has starts Trellis again with it.
     pub agent_arg: Option<String>,
+    /// The agent was given as a command line: once it says its name (`agentInfo`),
+    /// [`App::agent`] becomes that name (until then, its program's).
+    pub name_from_agent: bool,
     /// MCP servers of the config or of plugin packages that could not be offered.
     pub mcp_problems: Vec<String>,
     /// Sections the front end adds to `/status`, read when it opens (never while it is
@@ -302,6 +305,7 @@ impl App {
             history: None,
             then_run: None,
             agent_arg: None,
+            name_from_agent: false,
             mcp_problems: Vec::new(),
             status_reports: Vec::new(),
             status_sections: Vec::new(),

@@ -107,7 +107,15 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
             Note::OpenInspector(call_id) => app.inspect_call(&call_id),
             // Run by the loop: the key reader must let go of the terminal first.
             Note::Login(login) => app.login = Some(login),
-            Note::Repaint | Note::Ready | Note::Stderr(_) | Note::Closed => {}
+            // An agent given as a command line is named as it names itself.
+            Note::Ready => {
+                let own = &app.driver.session.agent.name;
+                let own = own.rsplit('/').next().unwrap_or(own).trim();
+                if app.name_from_agent && !own.is_empty() {
+                    app.agent = trellis_text::one_line(own).into_owned();
+                }
+            }
+            Note::Repaint | Note::Stderr(_) | Note::Closed => {}
         }
     }
 }

@@ -59,7 +59,11 @@ pub fn split_words(line: &str) -> anyhow::Result<Vec<String>> {
 
 /// A launchable agent and a short name for logs.
 pub struct Resolved {
+    /// What the session's agent is called until it says its own name: a preset's or
+    /// registry agent's name, or the program a command line runs (after any `env`).
     pub name: String,
+    /// The agent was given as a command line (not a preset, the demo or a registry id).
+    pub command_line: bool,
     /// The agent as the user named it (a preset, `demo`, or a command line).
     pub command: String,
     pub spec: AgentSpec,
@@ -161,6 +165,7 @@ fn from_preset(name: &str, p: trellis_store::AgentPreset) -> Launchable {
 }
 
 pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Result<Resolved> {
+    let mut command_line = false;
     let (name, command, args, env, caps, auth, scratch) = if agent == "demo" {
         (
             "demo".to_string(),
@@ -173,6 +178,9 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
         )
     } else if let Some(p) = config.agents.get(agent).cloned() {
         // The user's own `[agents.X]` wins over everything else.
+        if let Some(missing) = missing_program(std::slice::from_ref(&p.command)) {
+            bail!("[agents.{agent}] in the config: {missing}");
+        }
         from_preset(agent, p)
     } else if let Some((id, l)) = installed(agent) {
         // An agent installed from the registry (`trellis agents add`), with what Trellis
@@ -199,6 +207,13 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
         if let Some((_, hint)) = registry_hint(agent, config) {
             bail!("{hint}");
         }
+        if let Some(missing) = missing_program(std::slice::from_ref(&p.command)) {
+            bail!(
+                "--agent {agent}: the preset runs {}, but {missing}; install it, or define [agents.{agent}] in the config. Agents known here: {}",
+                p.command,
+                known(config)
+            );
+        }
         from_preset(agent, p)
     } else {
         let mut words = split_words(agent)?;
@@ -208,14 +223,22 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
         if let Some((_, hint)) = registry_hint(agent, config) {
             bail!("{hint}");
         }
+        if let Some(missing) = missing_program(&words) {
+            bail!(
+                "--agent {}: not a preset or an installed agent, and {missing}. Agents known here: {}",
+                crate::output::safe(agent),
+                known(config)
+            );
+        }
+        let name = program_of(&words)
+            .and_then(|p| Path::new(p).file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "agent".into());
         let mut command = words.remove(0);
         if command == "trellis" {
             command = this_exe()?;
         }
-        let name = Path::new(&command)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "agent".into());
+        command_line = true;
         (name, command, words, vec![], Caps::default(), None, false)
     };
     let mut dir = None;
@@ -253,6 +276,7 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
     });
     Ok(Resolved {
         name,
+        command_line,
         command: agent.to_string(),
         spec: AgentSpec {
             command,
@@ -287,9 +311,99 @@ pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Resu
     })
 }
 
+/// What is wrong with a command line's program, if it cannot run: not found on `PATH`,
+/// or (a path) not an executable file.
+fn missing_program(words: &[String]) -> Option<String> {
+    let program = program_of(words)?;
+    if program == "trellis" && words.first().is_some_and(|w| w == "trellis") {
+        return None;
+    }
+    if program.contains('/') {
+        use std::os::unix::fs::PermissionsExt;
+        return match std::fs::metadata(program) {
+            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => None,
+            Ok(_) => Some(format!("{program} is not an executable file")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Some(format!("{program} does not exist"))
+            }
+            Err(e) => Some(format!("{program} cannot be run ({e})")),
+        };
+    }
+    on_path(program)
+        .is_none()
+        .then(|| format!("{program} is not on PATH"))
+}
+
+/// The agents `--agent` takes by name here: presets (the user's and Trellis's) and the
+/// registry agents installed.
+pub fn known(config: &Config) -> String {
+    let mut presets: Vec<String> = trellis_store::config::builtin_presets()
+        .into_keys()
+        .chain(config.agents.keys().cloned())
+        .chain(std::iter::once("demo".to_string()))
+        .collect();
+    presets.sort();
+    presets.dedup();
+    let installed = crate::agents_cmd::installed_agents()
+        .map(|a| a.ids())
+        .unwrap_or_default();
+    let installed = if installed.is_empty() {
+        "none installed from the registry (trellis agents list)".to_string()
+    } else {
+        format!("installed from the registry: {}", installed.join(", "))
+    };
+    format!("presets {}; {installed}", presets.join(", "))
+}
+
+/// The program a command line runs: its first word, or after `env`, its options and its
+/// `NAME=value` words (`env FOO=1 /opt/claude-agent-acp` runs `claude-agent-acp`).
+pub fn program_of(words: &[String]) -> Option<&str> {
+    let mut it = words.iter().map(String::as_str);
+    let first = it.next()?;
+    if Path::new(first).file_name().is_none_or(|n| n != "env") {
+        return Some(first);
+    }
+    while let Some(w) = it.next() {
+        match w {
+            "--" => return it.next(),
+            // Options that take the next word.
+            "-u" | "--unset" | "-C" | "--chdir" => {
+                it.next();
+            }
+            // `-S 'prog args'`: the program is the string's first word.
+            "-S" | "--split-string" => return it.next().and_then(|s| s.split_whitespace().next()),
+            w if w.starts_with('-') || w.contains('=') => {}
+            w => return Some(w),
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::split_words;
+
+    #[test]
+    fn the_program_after_env() {
+        let w = |s: &str| split_words(s).unwrap();
+        assert_eq!(
+            super::program_of(&w("claude-agent-acp --x")),
+            Some("claude-agent-acp")
+        );
+        assert_eq!(
+            super::program_of(&w("env A=1 B='x y' /opt/bin/claude-agent-acp --acp")),
+            Some("/opt/bin/claude-agent-acp")
+        );
+        assert_eq!(
+            super::program_of(&w("/usr/bin/env -i -u HOME -- gemini --acp")),
+            Some("gemini")
+        );
+        assert_eq!(
+            super::program_of(&w("env -S 'codex-acp -v'")),
+            Some("codex-acp")
+        );
+        assert_eq!(super::program_of(&w("env A=1")), None);
+    }
 
     #[test]
     fn splits_like_a_shell() {

@@ -595,3 +595,31 @@ fn numstat(t: &Tmux, label: &str) -> (u64, u64, usize) {
     }
     (a, d, n)
 }
+
+/// A session whose agent is a command line with its settings (`env VAR=… PROGRAM …`) is
+/// named as the agent names itself once it has (before that, by its program, never
+/// `env`): on the status bar, and in `trellis ls`.
+#[test]
+fn a_command_line_agent_is_named_as_it_names_itself() {
+    let home = tempfile::tempdir().unwrap();
+    let runtime = std::fs::canonicalize(home.path()).unwrap().join("run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let rt = format!("XDG_RUNTIME_DIR={}", runtime.display());
+    let agent = format!(
+        "env DEMO_SETTING=1 {} agent demo",
+        env!("CARGO_BIN_EXE_trellis")
+    );
+    let Some(t) = Tmux::start_env(&[&rt, "LANG=C.UTF-8"], &["--agent", &agent], 120, 30) else {
+        return;
+    };
+    let s = t.wait_for("trellis-demo │");
+    assert!(!s.contains(" env "), "{s}");
+    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["ls", "--json"])
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .output()
+        .unwrap();
+    let rows = crate::jsonl(&String::from_utf8_lossy(&o.stdout));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["agent"], "trellis-demo");
+}

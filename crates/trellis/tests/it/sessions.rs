@@ -161,8 +161,11 @@ fn sessions_are_listed_searched_shown_and_removed() {
     let all = home.json(&["sessions", "list", "--all", "--json"], &a);
     assert_eq!(all.as_array().unwrap().len(), 3);
     let text = home.ok(&["sessions", "list", "--all"], &a);
-    assert_eq!(text.lines().count(), 3, "{text}");
-    assert!(text.contains("5 calls ✗1"), "{text}");
+    assert_eq!(text.lines().count(), 4, "a header and three rows: {text}");
+    assert!(
+        text.contains("     1      5 ✗1"),
+        "turns, calls, failed: {text}"
+    );
 
     // A word that appears only in tool output (the README the demo reads).
     let hits = home.json(&["sessions", "search", "scratch", "--json"], &a);
@@ -777,7 +780,11 @@ fn listings_say_where_sessions_ran_and_tell_alike_titles_apart() {
         .unwrap();
     let text = String::from_utf8(o.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines.len(), 4, "a header and three rows: {text}");
+    assert!(
+        lines[0].starts_with("ID") && lines[0].contains("PROMPT"),
+        "{text}"
+    );
     // Every row names its directory, the home directory as ~.
     for dir in ["~/alpha", "~/beta", "~/scratch"] {
         assert!(
@@ -828,5 +835,129 @@ fn a_session_the_index_cannot_take_says_so_and_is_found_again() {
     assert_eq!(
         home.listed_cwds(&["--all"], &cwd),
         [cwd.display().to_string()]
+    );
+}
+
+/// The listing a user reads: headers; the user's prompt (never Trellis's own note that a
+/// prompt waits for the agent); a session and its resumption as one row; sessions where
+/// nothing was asked left out (and counted); an agent found by any of its names, in any
+/// case; and a filter that finds nothing says so without pointing at a flag already given.
+#[test]
+fn a_listing_shows_prompts_threads_and_agents_by_any_name() {
+    let home = Home::new();
+    let p = home.project("proj");
+    home.demo(&p, "fix the TODO");
+    // A note recorded before the first prompt (as `fan` and `run --detach` do while the
+    // agent sets up) is not the session's prompt.
+    let id = Row(home.json(&["sessions", "list", "--json"], &p)[0].clone()).str("id");
+    home.resume(&p, &id, &[]);
+    // A session where nothing was asked: a log of its header only.
+    let day = home.path().join("data/trellis/sessions/2026-12-01");
+    std::fs::create_dir_all(&day).unwrap();
+    std::fs::write(
+        day.join("100000-demo-1.jsonl"),
+        format!(
+            "{{\"seq\":1,\"t\":0.0,\"dir\":\"client\",\"msg\":{{\"type\":\"session_log\",\"schema\":1,\"agent\":\"demo\",\"cwd\":\"{}\",\"trellis\":\"0.1.0\",\"started\":1796000000.0}}}}\n\
+             {{\"seq\":2,\"t\":0.5,\"dir\":\"client\",\"msg\":{{\"type\":\"mark\",\"text\":\"prompt queued until the agent has set up its session\"}}}}\n",
+            p.display()
+        ),
+    )
+    .unwrap();
+    let o = home.trellis(&["sessions", "list"], &p);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "a header and one thread: {text}");
+    assert!(
+        lines[0].starts_with("ID") && lines[0].contains("TITLE"),
+        "{text}"
+    );
+    assert!(lines[1].contains("fix the TODO"), "{text}");
+    assert!(lines[1].contains("(resumed 1×)"), "{text}");
+    assert!(!text.contains("prompt queued"), "{text}");
+    assert!(
+        err.contains("1 session(s) where no prompt was sent"),
+        "{err}"
+    );
+    let all = home.ok(&["sessions", "list", "--empty"], &p);
+    assert_eq!(all.lines().count(), 3, "{all}");
+    assert!(all.contains("(no prompt)"), "{all}");
+    // By the name the agent gives itself, in any case.
+    for name in ["demo", "TRELLIS-DEMO", "Trellis demo agent"] {
+        let rows = home.json(&["sessions", "list", "--json", "--agent", name], &p);
+        assert_eq!(rows.as_array().unwrap().len(), 2, "{name}: {rows}");
+    }
+    let o = home.trellis(&["sessions", "list", "--all", "--agent", "nobody"], &p);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no sessions of agent nobody"), "{err}");
+    assert!(!err.contains("--all"), "already given: {err}");
+}
+
+/// An unknown agent is a usage error (exit 2) that names the agents there are, and
+/// nothing is written for it: no session log, no worktree.
+#[test]
+fn an_unknown_agent_is_a_usage_error_that_writes_nothing() {
+    let home = Home::new();
+    let p = home.project("proj");
+    for agent in ["nosuch", "env FOO=1 nosuch", "/no/such/agent --acp"] {
+        let o = home.trellis(&["run", "--agent", agent, "--prompt", "hi"], &p);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{agent}: {err}");
+        assert!(
+            err.contains("presets claude, codex, demo, gemini, goose, opencode"),
+            "{agent}: {err}"
+        );
+        assert!(
+            !err.contains("No such file or directory (os error"),
+            "{err}"
+        );
+    }
+    assert!(
+        !home.path().join("data/trellis/sessions").exists(),
+        "no session log was written"
+    );
+}
+
+/// An agent given as a command line with its settings (`env VAR=… PROGRAM`) is named by
+/// its program, not `env`: in its log's name and the history, found by `--agent PROGRAM`.
+#[test]
+fn an_agent_behind_env_is_named_by_its_program() {
+    let home = Home::new();
+    let p = home.project("proj");
+    let agent = format!(
+        "env DEMO_SETTING=1 {} agent demo",
+        env!("CARGO_BIN_EXE_trellis")
+    );
+    let o = home.trellis(
+        &[
+            "run",
+            "--agent",
+            &agent,
+            "--prompt",
+            "hi",
+            "--permission",
+            "allow-once",
+        ],
+        &p,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let log = err
+        .lines()
+        .find_map(|l| l.strip_prefix("trellis: session log: "))
+        .unwrap();
+    let file = Path::new(log)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(file.contains("-trellis-"), "{file}");
+    assert!(!file.contains("-env-"), "{file}");
+    let rows = home.json(&["sessions", "list", "--json", "--agent", "trellis"], &p);
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    let text = home.ok(&["sessions", "list"], &p);
+    assert!(
+        text.lines().nth(1).unwrap().contains("trellis-demo"),
+        "its own name: {text}"
     );
 }

@@ -12,6 +12,13 @@ use trellis_index::{Found, Index, ListFilter, Scope, SessionRow};
 
 use crate::output::safe;
 
+mod list;
+mod picker;
+mod resume;
+
+pub use picker::IndexHistory;
+pub use resume::Resume;
+
 #[derive(Subcommand)]
 pub enum SessionsCmd {
     /// Past sessions, newest first: this directory's, or all of them.
@@ -22,9 +29,13 @@ pub enum SessionsCmd {
         /// Sessions of every directory.
         #[arg(long)]
         all: bool,
-        /// Only this agent (its preset name or its own name).
+        /// Only this agent: its preset or program name, or the name or title it gives
+        /// itself (any case).
         #[arg(long)]
         agent: Option<String>,
+        /// Also sessions where no prompt was sent.
+        #[arg(long)]
+        empty: bool,
         /// Started on or after: `2026-11-30`, or a time ago: `3d`, `12h`, `2w`.
         #[arg(long)]
         since: Option<String>,
@@ -169,37 +180,70 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
             cwd,
             all,
             agent,
+            empty,
             since,
             limit,
             json,
         } => {
-            let cwd = match (all, cwd) {
+            let here = match (all, cwd) {
                 (true, _) => None,
                 (false, Some(d)) => Some(canonical(&d)?),
                 (false, None) => Some(canonical(&std::env::current_dir()?)?),
             };
-            let since = since.as_deref().map(parse_since).transpose()?;
-            let rows = index.list(&ListFilter {
-                cwd,
-                agent,
-                since,
+            let filter = ListFilter {
+                cwd: here.clone(),
+                agent: agent.clone(),
+                since: since.as_deref().map(parse_since).transpose()?,
                 limit: Some(limit),
+                prompted: !empty,
                 ..Default::default()
-            })?;
+            };
+            let rows = index.list(&filter)?;
+            // Sessions where nothing was asked: counted, listed with --empty.
+            let unprompted = if empty {
+                0
+            } else {
+                index
+                    .count(&ListFilter {
+                        prompted: false,
+                        limit: None,
+                        ..filter.clone()
+                    })?
+                    .saturating_sub(index.count(&filter)?)
+            };
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
             } else if rows.is_empty() {
-                eprintln!("no sessions here (try --all)");
+                let what = match &agent {
+                    Some(a) => format!("no sessions of agent {}", safe(a)),
+                    None => "no sessions".to_string(),
+                };
+                let hint = match (here.is_some(), unprompted) {
+                    (_, n) if n > 0 => {
+                        format!(" with a prompt ({n} without one: --empty lists them)")
+                    }
+                    (true, _) => " here (--all lists every directory's)".to_string(),
+                    (false, _) => String::new(),
+                };
+                eprintln!("{what}{hint}");
             } else {
-                let names = display_titles(&rows);
                 let home = std::env::var("HOME").ok();
-                for (r, name) in rows.iter().zip(&names) {
-                    // Across directories, each row says where it ran.
-                    let dir = all.then(|| {
+                writeln!(out, "{}", list::header(all))?;
+                let threads = list::threads(&rows);
+                // Across directories, each row says where it ran.
+                let dir = |r: &SessionRow| {
+                    all.then(|| {
                         let cwd = r.cwd.as_deref().unwrap_or("?");
                         trellis_view::status::short_path(cwd, home.as_deref(), 32)
-                    });
-                    writeln!(out, "{}", safe(&list_line(r, name, dir.as_deref())))?;
+                    })
+                };
+                for line in list::lines(&threads, dir) {
+                    writeln!(out, "{}", safe(&line))?;
+                }
+                if unprompted > 0 {
+                    eprintln!(
+                        "({unprompted} session(s) where no prompt was sent are not shown: --empty lists them)"
+                    );
                 }
             }
         }
@@ -378,58 +422,6 @@ fn when(t: Option<f64>) -> String {
         .unwrap_or_else(|| "—".into())
 }
 
-/// What each row is called: the agent's title, unless it does not tell the session
-/// apart — several of the rows share it (an agent that titles every session alike), or it
-/// is a placeholder — then the user's first prompt.
-fn display_titles(rows: &[SessionRow]) -> Vec<String> {
-    const PLACEHOLDERS: &[&str] = &["new session", "untitled", "new chat", "new thread"];
-    let mut uses = std::collections::HashMap::<&str, usize>::new();
-    for r in rows {
-        if let Some(t) = r.title.as_deref() {
-            *uses.entry(t).or_default() += 1;
-        }
-    }
-    rows.iter()
-        .map(|r| {
-            let generic = |t: &str| {
-                uses.get(t).is_some_and(|&n| n > 1)
-                    || PLACEHOLDERS.contains(&t.trim().to_lowercase().as_str())
-            };
-            let title = r.title.as_deref().filter(|t| !t.trim().is_empty());
-            match (title, r.first_prompt.as_deref()) {
-                (Some(t), Some(p)) if generic(t) => p,
-                (Some(t), _) => t,
-                (None, Some(p)) => p,
-                (None, None) => "(no prompt)",
-            }
-            .to_string()
-        })
-        .collect()
-}
-
-fn list_line(r: &SessionRow, what: &str, dir: Option<&str>) -> String {
-    let agent = r
-        .agent_title
-        .as_deref()
-        .or(r.agent.as_deref())
-        .unwrap_or("?");
-    let fails = if r.calls.failed > 0 {
-        format!(" ✗{}", r.calls.failed)
-    } else {
-        String::new()
-    };
-    let dir = dir.map(|d| format!("{d:<32}  ")).unwrap_or_default();
-    format!(
-        "{}  {}  {:<14} {:>3} turns {:>5} calls{fails}  {dir}{}",
-        r.id,
-        when(r.started),
-        trellis_text::squeezed(agent, 14),
-        r.turns,
-        r.calls.total,
-        trellis_text::squeezed(what, 60)
-    )
-}
-
 fn show_text(r: &SessionRow, next: &[SessionRow]) -> String {
     let mut s = String::new();
     let mut line = |k: &str, v: String| s.push_str(&format!("{k:<11}{v}\n"));
@@ -504,232 +496,4 @@ fn highlight(snippet: &str, tty: bool) -> String {
         }
     }
     out
-}
-
-/// What resuming an earlier session brings: where its history is, and how to start its
-/// agent again.
-pub struct Resume {
-    pub row: SessionRow,
-    /// The agent to start: the earlier session's, as the user named it.
-    pub agent: Option<String>,
-    pub cwd: Option<PathBuf>,
-    /// The earlier session as Markdown, for the first prompt (`--carry`).
-    pub carry: Option<trellis_acp::Embedded>,
-}
-
-impl Resume {
-    /// Finds session `id` (an id, a prefix of one, or a log) whose log can be read.
-    pub fn find(id: &str, carry: bool) -> anyhow::Result<Resume> {
-        let (index, _) = open_index()?;
-        let row = index.session(id)?;
-        trellis_store::open_log(Path::new(&row.path))
-            .with_context(|| format!("the session's log {}", row.path))?;
-        let carry = if carry {
-            Some(trellis_acp::Embedded {
-                uri: format!("trellis://session/{}.md", row.id),
-                mime: "text/markdown".into(),
-                text: export(&row, ExportFormat::Md, true)?,
-            })
-        } else {
-            None
-        };
-        Ok(Resume {
-            agent: row.command.clone().or(row.agent.clone()),
-            cwd: row.cwd.as_ref().map(PathBuf::from).filter(|p| p.is_dir()),
-            row,
-            carry,
-        })
-    }
-
-    /// The divider under the history.
-    fn notice(&self) -> String {
-        format!(
-            "resumed session {} ({}): the turns above are from its log{}",
-            self.row.id,
-            when(self.row.started),
-            if self.carry.is_some() {
-                "; the first prompt carries them to the agent"
-            } else {
-                ""
-            }
-        )
-    }
-
-    /// The new session (the earlier history, then a divider), and what to send with the
-    /// first prompt. The history is read a line at a time, finished chunks of calls out
-    /// of memory as they come (into a store the new session goes on with): a resumed
-    /// session costs what running it did, not its log's size.
-    pub fn session(
-        self,
-        policy: trellis_core::Policy,
-    ) -> anyhow::Result<(trellis_core::Session, Option<trellis_acp::Embedded>)> {
-        let notice = self.notice();
-        let prev = trellis_driver::replay::rebuild_log(Path::new(&self.row.path), |_| {})
-            .with_context(|| format!("the session's log {}", self.row.path))?
-            .session;
-        Ok((
-            trellis_core::Session::continuing(prev, policy, notice),
-            self.carry,
-        ))
-    }
-
-    /// [`Resume::session`] for a front end that shows the history as it is read: the
-    /// session to show at once, the feed that reads the history into it, and what it
-    /// becomes then (its new log is `log`); see `Driver::resume`.
-    pub fn shown(self, policy: trellis_core::Policy, log: PathBuf) -> anyhow::Result<Shown> {
-        let notice = self.notice();
-        let (session, spill_error, feed) =
-            trellis_driver::replay::Feed::start(Path::new(&self.row.path))
-                .with_context(|| format!("the session's log {}", self.row.path))?;
-        Ok(Shown {
-            session,
-            feed,
-            then: trellis_driver::Resumed {
-                policy,
-                notice,
-                log,
-            },
-            carry: self.carry,
-            spill_error,
-        })
-    }
-}
-
-/// A resumed session as a front end opens it (see [`Resume::shown`]).
-pub struct Shown {
-    pub session: trellis_core::Session,
-    pub feed: trellis_driver::replay::Feed,
-    pub then: trellis_driver::Resumed,
-    pub carry: Option<trellis_acp::Embedded>,
-    /// Why every call of the history stays in memory, if it does.
-    pub spill_error: Option<String>,
-}
-
-/// The sessions picker's view of the index (the UI crate knows no database).
-pub struct IndexHistory {
-    /// The directory of the running session and the one Trellis was started in (they
-    /// differ for the demo's scratch workspace or `--cwd`): sessions of either come first.
-    dirs: Vec<String>,
-    /// Where exports are written: the running session's directory.
-    cwd: String,
-    /// Opened and brought up to date when the picker opens; searched as the user types.
-    index: std::sync::Mutex<Option<Index>>,
-}
-
-impl IndexHistory {
-    pub fn new(cwd: String) -> IndexHistory {
-        let mut dirs = vec![cwd.clone()];
-        dirs.extend(
-            std::env::current_dir()
-                .ok()
-                .map(|d| d.display().to_string())
-                .filter(|d| *d != cwd),
-        );
-        IndexHistory {
-            dirs,
-            cwd,
-            index: std::sync::Mutex::new(None),
-        }
-    }
-
-    /// Runs `f` on the index; `fresh`: bring it up to date with the logs first.
-    fn with<T>(
-        &self,
-        fresh: bool,
-        f: impl FnOnce(&Index) -> trellis_index::Result<T>,
-    ) -> Result<T, String> {
-        let mut slot = self
-            .index
-            .lock()
-            .map_err(|_| "the index is poisoned".to_string())?;
-        match slot.as_mut() {
-            Some(ix) if fresh => {
-                let paths = trellis_store::Paths::from_env().ok_or("no data directory")?;
-                ix.refresh(&paths.sessions_dir())
-                    .map_err(|e| e.to_string())?;
-            }
-            Some(_) => {}
-            None => *slot = Some(open_index().map_err(|e| format!("{e:#}"))?.0),
-        }
-        match slot.as_ref() {
-            Some(ix) => f(ix).map_err(|e| e.to_string()),
-            None => Err("no index".into()),
-        }
-    }
-
-    /// Whether a session ran in (or was started from) one of the picker's directories.
-    fn here(&self, dirs: &[Option<&str>]) -> bool {
-        dirs.iter()
-            .flatten()
-            .any(|d| self.dirs.iter().any(|h| h == d))
-    }
-
-    fn row(&self, r: &SessionRow, name: String) -> trellis_tui::history::PickRow {
-        trellis_tui::history::PickRow {
-            id: r.id.clone(),
-            log: PathBuf::from(&r.path),
-            when: when(r.started),
-            title: trellis_text::squeezed(&name, 120),
-            here: self.here(&[r.cwd.as_deref(), r.launched_in.as_deref()]),
-            place: None,
-            call_id: None,
-            snippet: None,
-            acp_id: r.acp_id.clone(),
-            agent_only: false,
-        }
-    }
-}
-
-impl trellis_tui::history::History for IndexHistory {
-    fn recent(&self) -> Result<Vec<trellis_tui::history::PickRow>, String> {
-        let rows = self.with(true, |ix| {
-            ix.list(&ListFilter {
-                limit: Some(500),
-                ..ListFilter::default()
-            })
-        })?;
-        let names = display_titles(&rows);
-        let mut out: Vec<_> = rows
-            .iter()
-            .zip(names)
-            .map(|(r, name)| self.row(r, name))
-            .collect();
-        // This directory's sessions first (stable: newest first within each group).
-        out.sort_by_key(|r| !r.here);
-        Ok(out)
-    }
-
-    fn search(&self, query: &str) -> Result<Vec<trellis_tui::history::PickRow>, String> {
-        let hits = self.with(false, |ix| ix.search(query, None, None, true, 100))?;
-        Ok(hits
-            .into_iter()
-            .map(|h| trellis_tui::history::PickRow {
-                id: h.session,
-                log: PathBuf::from(&h.path),
-                when: when(h.started),
-                title: trellis_text::squeezed(h.title.as_deref().unwrap_or(""), 120),
-                here: self.here(&[h.cwd.as_deref()]),
-                place: Some(match &h.call_id {
-                    Some(c) => format!("turn {} · {} of {c}", h.turn, h.kind),
-                    None => format!("turn {} · {}", h.turn, h.kind),
-                }),
-                call_id: h.call_id,
-                snippet: Some(h.snippet),
-                acp_id: None,
-                agent_only: false,
-            })
-            .collect())
-    }
-
-    fn export(&self, log: &Path, format: &str) -> Result<PathBuf, String> {
-        let row = self.with(true, |ix| ix.session(&log.to_string_lossy()))?;
-        let (fmt, ext) = match format {
-            "html" => (ExportFormat::Html, "html"),
-            _ => (ExportFormat::Md, "md"),
-        };
-        let text = export(&row, fmt, true).map_err(|e| format!("{e:#}"))?;
-        let path = Path::new(&self.cwd).join(format!("trellis-session-{}.{ext}", row.id));
-        write_new(&path, text.as_bytes()).map_err(|e| format!("{e:#}"))?;
-        Ok(path)
-    }
 }

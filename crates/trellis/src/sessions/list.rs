@@ -1,0 +1,258 @@
+//! `trellis sessions list`: rows under headers, each with what the user asked and a title
+//! that tells it apart; a session and the ones that resumed it are one thread, one row.
+
+use trellis_index::SessionRow;
+
+use super::when;
+
+/// Titles that name no session in particular.
+const PLACEHOLDERS: &[&str] = &["new session", "untitled", "new chat", "new thread"];
+
+/// The agent's titles among `rows` that tell a session apart: not a placeholder, not
+/// shared by several rows (an agent that titles every session alike).
+fn telling<'a>(rows: impl Iterator<Item = &'a SessionRow> + Clone) -> impl Fn(&str) -> bool {
+    let mut uses = std::collections::HashMap::<String, usize>::new();
+    for r in rows {
+        if let Some(t) = r.title.as_deref() {
+            *uses.entry(t.trim().to_lowercase()).or_default() += 1;
+        }
+    }
+    move |t: &str| {
+        let t = t.trim().to_lowercase();
+        !t.is_empty() && !PLACEHOLDERS.contains(&t.as_str()) && uses.get(&t).is_none_or(|&n| n < 2)
+    }
+}
+
+/// What each row is called (the sessions picker's one column): the agent's title when it
+/// tells the session apart, else the user's first prompt.
+pub(super) fn display_titles(rows: &[SessionRow]) -> Vec<String> {
+    let tells = telling(rows.iter());
+    rows.iter()
+        .map(|r| {
+            let title = r.title.as_deref().filter(|t| tells(t));
+            match (title, r.first_prompt.as_deref()) {
+                (Some(t), _) => t,
+                (None, Some(p)) => p,
+                (None, None) => "(no prompt)",
+            }
+            .to_string()
+        })
+        .collect()
+}
+
+/// One conversation: a session, and the sessions that resumed it (newest last).
+#[derive(Debug)]
+pub(super) struct Thread<'a> {
+    /// Oldest first.
+    pub sessions: Vec<&'a SessionRow>,
+}
+
+impl Thread<'_> {
+    fn newest(&self) -> &SessionRow {
+        self.sessions[self.sessions.len() - 1]
+    }
+
+    /// What the user asked first in it.
+    fn prompt(&self) -> Option<&str> {
+        self.sessions.iter().find_map(|r| r.first_prompt.as_deref())
+    }
+}
+
+/// `rows` (newest first) as threads (newest first): a row that continues another row of
+/// the list joins its thread.
+pub(super) fn threads(rows: &[SessionRow]) -> Vec<Thread<'_>> {
+    let by_path: std::collections::HashMap<&str, usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.path.as_str(), i))
+        .collect();
+    // The row each row's thread ends in (its newest resumption listed).
+    let mut continued_by: Vec<Option<usize>> = vec![None; rows.len()];
+    for (i, r) in rows.iter().enumerate() {
+        if let Some(&prev) = r.continues.as_deref().and_then(|p| by_path.get(p))
+            && prev != i
+            && continued_by[prev].is_none()
+        {
+            continued_by[prev] = Some(i);
+        }
+    }
+    let mut out = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if continued_by[i].is_some() {
+            continue;
+        }
+        // The newest of a thread: walk back to its first session.
+        let mut sessions = vec![r];
+        let mut at = r;
+        let mut seen = std::collections::HashSet::from([i]);
+        while let Some(&prev) = at.continues.as_deref().and_then(|p| by_path.get(p)) {
+            if !seen.insert(prev) {
+                break;
+            }
+            at = &rows[prev];
+            sessions.push(at);
+        }
+        sessions.reverse();
+        out.push(Thread { sessions });
+    }
+    out
+}
+
+/// The agent as a row names it: what the user called it (a preset, a registry id);
+/// for an agent given as a command line, the name it gives itself once it has (the last
+/// part of `@scope/name`), else its program.
+pub(super) fn agent_of(r: &SessionRow) -> String {
+    let command_line = r
+        .command
+        .as_deref()
+        .is_some_and(|c| c.contains(char::is_whitespace) || c.contains('/'));
+    let own = r
+        .agent_name
+        .as_deref()
+        .map(|n| n.rsplit('/').next().unwrap_or(n))
+        .filter(|n| !n.trim().is_empty());
+    match (command_line, own) {
+        (true, Some(n)) => n.to_string(),
+        _ => r
+            .agent
+            .clone()
+            .or(r.agent_title.clone())
+            .unwrap_or_else(|| "?".into()),
+    }
+}
+
+/// The header line, for rows with a directory column or not.
+pub(super) fn header(dirs: bool) -> String {
+    let dir = if dirs {
+        format!("{:<32}  ", "DIRECTORY")
+    } else {
+        String::new()
+    };
+    format!(
+        "{:<8}  {:<16}  {:<12} {:>5} {:>6}     {dir}{:<44}  TITLE",
+        "ID", "STARTED (UTC)", "AGENT", "TURNS", "CALLS", "PROMPT"
+    )
+}
+
+/// One row per thread: its newest session's id and agent, its first start, its turns and
+/// calls together, what the user asked, and the agent's title where it tells it apart.
+pub(super) fn lines(
+    threads: &[Thread<'_>],
+    dir: impl Fn(&SessionRow) -> Option<String>,
+) -> Vec<String> {
+    let tells = telling(threads.iter().map(|t| t.newest()));
+    threads
+        .iter()
+        .map(|t| {
+            let r = t.newest();
+            let agent = agent_of(r);
+            let turns: u32 = t.sessions.iter().map(|s| s.turns).sum();
+            let calls: u64 = t.sessions.iter().map(|s| s.calls.total).sum();
+            let failed: u64 = t.sessions.iter().map(|s| s.calls.failed).sum();
+            let fails = if failed > 0 {
+                format!("✗{failed:<3}")
+            } else {
+                "    ".into()
+            };
+            let prompt = t.prompt().unwrap_or("(no prompt)");
+            // The agent's title where it tells the session apart, else its worktree.
+            let mut title = r
+                .title
+                .as_deref()
+                .filter(|x| tells(x) && !x.trim().eq_ignore_ascii_case(prompt.trim()))
+                .map(|x| trellis_text::squeezed(x, 50))
+                .or_else(|| r.worktree.as_deref().map(|w| format!("worktree {w}")))
+                .unwrap_or_default();
+            if t.sessions.len() > 1 {
+                let n = t.sessions.len() - 1;
+                title = format!(
+                    "{title}{}(resumed {n}×)",
+                    if title.is_empty() { "" } else { " " }
+                );
+            }
+            let dir = dir(r).map(|d| format!("{d:<32}  ")).unwrap_or_default();
+            format!(
+                "{}  {:<16}  {:<12} {:>5} {:>6} {fails} {dir}{:<44}  {title}",
+                r.id,
+                when(t.sessions[0].started).trim_end_matches(" UTC"),
+                trellis_text::squeezed(&agent, 12),
+                turns,
+                calls,
+                trellis_text::squeezed(prompt, 44),
+            )
+            .trim_end()
+            .to_string()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, started: f64, prompt: Option<&str>, title: Option<&str>) -> SessionRow {
+        SessionRow {
+            id: id.into(),
+            path: format!("/logs/{id}.jsonl"),
+            agent: Some("demo".into()),
+            started: Some(started),
+            first_prompt: prompt.map(Into::into),
+            title: title.map(Into::into),
+            turns: u32::from(prompt.is_some()),
+            ..SessionRow::default()
+        }
+    }
+
+    #[test]
+    fn a_resumed_session_is_one_row_with_its_first_prompt() {
+        let first = row(
+            "aaaa0001",
+            100.0,
+            Some("fix the parser"),
+            Some("Parser fix"),
+        );
+        let mut second = row("aaaa0002", 200.0, Some("go on"), Some("Parser fix"));
+        second.continues = Some(first.path.clone());
+        let mut third = row("aaaa0003", 300.0, Some("and the tests"), Some("Parser fix"));
+        third.continues = Some(second.path.clone());
+        let other = row("bbbb0001", 250.0, Some("write docs"), Some("Docs"));
+        let rows = vec![third, other, second, first];
+        let t = threads(&rows);
+        assert_eq!(t.len(), 2);
+        let lines = lines(&t, |_| None);
+        assert!(lines[0].starts_with("aaaa0003"), "{lines:?}");
+        assert!(lines[0].contains("fix the parser"), "{lines:?}");
+        assert!(lines[0].contains("Parser fix (resumed 2×)"), "{lines:?}");
+        assert!(lines[0].contains("    3 "), "turns together: {lines:?}");
+        assert!(
+            lines[1].contains("write docs") && lines[1].ends_with("Docs"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_title_every_session_shares_gives_way() {
+        let rows = vec![
+            row(
+                "a",
+                2.0,
+                Some("fix the TODO"),
+                Some("Fix the TODO in the demo workspace"),
+            ),
+            row(
+                "b",
+                1.0,
+                Some("add a test"),
+                Some("Fix the TODO in the demo workspace"),
+            ),
+        ];
+        let lines = lines(&threads(&rows), |_| None);
+        assert!(
+            lines[0].ends_with("fix the TODO"),
+            "no shared title: {lines:?}"
+        );
+        assert!(lines[1].ends_with("add a test"), "{lines:?}");
+        assert!(header(false).starts_with("ID"));
+        assert!(header(true).contains("DIRECTORY"));
+    }
+}
