@@ -70,6 +70,10 @@ pub enum Command {
     LoginDone {
         ok: bool,
     },
+    /// Kill a terminal of the agent's (its process group; the exit is recorded as any).
+    KillTerminal {
+        terminal_id: String,
+    },
     Shutdown,
 }
 
@@ -132,6 +136,10 @@ impl Handle {
             }
             Effect::SendCancel => {
                 self.send(Command::Cancel);
+                None
+            }
+            Effect::KillTerminal { terminal_id } => {
+                self.send(Command::KillTerminal { terminal_id });
                 None
             }
             Effect::CancelSubagent { session_id } => {
@@ -328,7 +336,7 @@ async fn run(
             };
             *lock(&session_slot) = Some(session_id.to_string());
             let _ = tx.send(Input::Ready);
-            serve(&cx, session_id, (embed, traceparent), queued, &mut cmd_rx, &stopping).await
+            serve(&cx, session_id, (embed, traceparent), queued, &mut cmd_rx, (&stopping, &terminals)).await
         })
         .await;
     terminals.stop_all(std::time::Duration::from_secs(1)).await;
@@ -351,7 +359,7 @@ async fn serve(
     (embed, traceparent): (bool, Option<String>),
     mut queued: std::collections::VecDeque<Command>,
     cmd_rx: &mut UnboundedReceiver<Command>,
-    stopping: &std::sync::atomic::AtomicBool,
+    (stopping, terminals): (&std::sync::atomic::AtomicBool, &Terminals),
 ) -> Result<(), agent_client_protocol::Error> {
     let mut turn: Option<TurnFuture> = None;
     loop {
@@ -401,6 +409,10 @@ async fn serve(
                 }
                 // A login is only ever asked for during setup.
                 Some(Command::LoginDone { .. }) => {}
+                Some(Command::KillTerminal { terminal_id }) => {
+                    // One the agent released already, or never made here: nothing to do.
+                    let _ = terminals.kill(&terminal_id);
+                }
                 Some(Command::ListSessions { cwd, cursor }) => {
                     let _ = cx.send_request(ListSessionsRequest::new().cwd(cwd).cursor(cursor));
                 }

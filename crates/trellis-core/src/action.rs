@@ -79,6 +79,8 @@ pub enum Effect {
     },
     /// Send `session/cancel` for the session.
     SendCancel,
+    /// Kill the client terminal `terminal_id` (a call past `--max-tool-calls`).
+    KillTerminal { terminal_id: String },
     /// Send `session/cancel` for a subagent (child session id).
     CancelSubagent { session_id: String },
     /// Ask for the next page of the agent's sessions (`session/list` with `cursor`).

@@ -183,6 +183,12 @@ pub struct Session {
     pub ended: Option<String>,
     /// How permission requests are answered without the user.
     pub policy: Policy,
+    /// At most this many tool calls run (`trellis run --max-tool-calls`): the call past
+    /// it cancels the turn, and no call past it completes on Trellis's side (see
+    /// `update::limit`).
+    pub call_limit: Option<usize>,
+    /// The number of calls started when the limit was passed, once it was.
+    pub limit_hit: Option<usize>,
     pub(crate) agent_requests: FxHashMap<String, AgentRequest>,
     pub(crate) client_requests: FxHashMap<String, ClientRequest>,
     pub(crate) deciders: FxHashMap<String, Decider>,

@@ -118,11 +118,24 @@ impl<W: Write> Output<W> {
         self.check(written)
     }
 
+    /// In text, ends the agent's partial line (a message still streaming), so that a note
+    /// on stderr starts a line of its own on a terminal that shows both.
+    pub fn break_line(&mut self) {
+        if self.format == Format::Text && self.failed.is_none() {
+            let r = self.end_line().and_then(|()| self.out.flush());
+            let _ = self.check(r);
+        }
+    }
+
     pub fn event(&mut self, ev: &Event, session: &Session) -> std::io::Result<()> {
         // Problems go to stderr in every format, so stdout stays machine-readable.
         match &ev.body {
-            EventBody::Warning { message } => eprintln!("trellis: warning: {}", safe(message)),
+            EventBody::Warning { message } => {
+                self.break_line();
+                eprintln!("trellis: warning: {}", safe(message))
+            }
             EventBody::AgentExited { message, .. } => {
+                self.break_line();
                 eprintln!("trellis: agent exited: {}", safe(message))
             }
             _ => {}

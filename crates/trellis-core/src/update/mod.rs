@@ -17,6 +17,7 @@ mod agent_notes;
 mod anomaly;
 mod ctx;
 mod elicit;
+mod limit;
 mod local;
 mod plans;
 mod requests;
@@ -118,6 +119,7 @@ pub fn update_into(state: &mut Session, action: Action, fx: &mut Vec<Effect>) {
             }
         }
     }
+    limit::check(&mut cx);
     *fx = cx.fx;
 }
 

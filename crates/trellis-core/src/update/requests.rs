@@ -158,6 +158,8 @@ fn permission_asked(
     );
     if !usable {
         let _ = decide(cx, id, Choice::Cancelled, decider);
+    } else if super::limit::refuse(cx, id, applied.index) {
+        // Past `--max-tool-calls`: refused before any rule, extension or human.
     } else if verdict != Verdict::Ask {
         // Cannot fail: the request was inserted just above and is not answering.
         let _ = decide(cx, id, Choice::Verdict(verdict), decider);
@@ -311,9 +313,11 @@ pub(crate) fn client_response(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
         AgentRequest::TerminalCreate { command } if ok => {
             if let Ok(r) = msg.result_as::<wire::TerminalIdResult>() {
                 let t = cx.t;
-                let term = cx.s.terminals.entry(r.terminal_id).or_default();
+                let term = cx.s.terminals.entry(r.terminal_id.clone()).or_default();
                 term.command = command;
                 term.started = Some(t);
+                let call = term.call;
+                super::limit::terminal(cx, &r.terminal_id, call);
             }
         }
         AgentRequest::TerminalWait { terminal_id } if ok => {

@@ -381,7 +381,8 @@ fn tool_call_patch(
         .collect();
     let applied = super::subagents::apply_call(cx, owner, patch, announce);
     for tid in terminals {
-        cx.s.terminals.entry(tid).or_default().call = Some(applied.index);
+        cx.s.terminals.entry(tid.clone()).or_default().call = Some(applied.index);
+        super::limit::terminal(cx, &tid, Some(applied.index));
     }
     cx.s.ledger.push_frame(applied.index, seq);
     // On a status change (or a call announced already running).

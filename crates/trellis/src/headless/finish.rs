@@ -16,6 +16,8 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
     pub(super) async fn finish(mut self, mut notes: Vec<Note>) -> anyhow::Result<Finished> {
         let driver = &mut self.driver;
         driver.close("headless run finished", &mut notes).await;
+        // What follows on stderr starts a line of its own.
+        lock(&self.out).break_line();
         for note in notes.drain(..) {
             // (Its events are written: the output is the driver's observer.)
             if let Note::Message(text) = note {

@@ -76,8 +76,6 @@ pub(crate) struct Headless<'a, W: std::io::Write> {
     seen: crate::artifacts::Seen,
     /// `--approve-via hub`: the run's hub, where requests nothing decided wait.
     hub: Option<crate::run_hub::RunHub>,
-    /// The ledger's calls when `--max-tool-calls` last counted them.
-    calls_counted: usize,
     /// The output failed (its reader went away, the disk is full): the session was ended.
     output_failed: Option<std::io::Error>,
 }
@@ -92,7 +90,8 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
         let out: Shared<W> = std::sync::Arc::new(std::sync::Mutex::new(out));
         driver.observe(Box::new(Writer(out.clone())));
         driver.calls_to_observers_only();
-        let calls_counted = driver.session.ledger.len();
+        // Enforced by the reducer on every update (see `trellis_core::update::limit`).
+        driver.session.call_limit = rules.budgets.max_tool_calls;
         Headless {
             driver,
             out,
@@ -111,7 +110,6 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             signal: None,
             seen: crate::artifacts::Seen::default(),
             hub: None,
-            calls_counted,
             output_failed: None,
         }
     }
@@ -136,17 +134,27 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
         }
         let reason = b.reason();
         if self.driver.session.turn_open {
-            eprintln!(
-                "trellis: {reason}: cancelling the turn, then stopping the agent (within {} s)",
+            self.say(&format!(
+                "{reason}: cancelling the turn, then stopping the agent (within {} s)",
                 self.rules.budgets.grace.as_secs_f64()
-            );
-            self.driver.cancel(notes);
+            ));
+            // Passing `--max-tool-calls` cancelled the turn in the reducer already.
+            if self.driver.session.limit_hit.is_none() {
+                self.driver.cancel(notes);
+            }
             self.grace_until = Some(tokio::time::Instant::now() + self.rules.budgets.grace);
         } else {
-            eprintln!("trellis: {reason}: stopping the agent");
+            self.say(&format!("{reason}: stopping the agent"));
             self.driver.end(&reason, notes);
         }
         self.breach = Some(b);
+    }
+
+    /// A note of Trellis's on stderr, on a line of its own (a text run's partial line of
+    /// the agent's message is ended first, so the two never share a line).
+    fn say(&self, text: &str) {
+        lock(&self.out).break_line();
+        eprintln!("trellis: {text}");
     }
 
     /// Runs until the session is closed and drained, then closes it and says how it ended.
@@ -202,7 +210,7 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
         } else {
             format!("the output could not be written ({e})")
         };
-        eprintln!("trellis: {why}: stopping the agent");
+        self.say(&format!("{why}: stopping the agent"));
         self.driver.end(&format!("stopped: {why}"), notes);
         self.output_failed = Some(e);
     }
@@ -250,7 +258,7 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             _ = sleep_until(grace) => {
                 self.grace_until = None;
                 let reason = self.breach.as_ref().map(Breach::reason).unwrap_or_default();
-                eprintln!("trellis: the turn did not end within the grace period: stopping the agent");
+                self.say("the turn did not end within the grace period: stopping the agent");
                 self.driver.end(&reason, notes);
             }
             _ = async {
@@ -283,17 +291,17 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             sig = signals.recv() => {
                 // SIGTERM / SIGHUP: like Ctrl-C twice — cancel (open requests are answered
                 // `cancelled`), close the log, stop the agent and its terminals.
-                eprintln!("trellis: {sig}: cancelling the turn and stopping the agent");
+                self.say(&format!("{sig}: cancelling the turn and stopping the agent"));
                 self.signal.get_or_insert(sig);
                 self.driver.end(&format!("stopped by {sig}"), notes);
             }
             _ = trellis_os::signals::interrupt() => {
                 self.ctrl_c += 1;
                 if self.ctrl_c == 1 && self.driver.session.turn_open {
-                    eprintln!("trellis: cancelling the turn (Ctrl-C again to stop the agent)");
+                    self.say("cancelling the turn (Ctrl-C again to stop the agent)");
                     self.driver.cancel(notes);
                 } else {
-                    eprintln!("trellis: stopping the agent");
+                    self.say("stopping the agent");
                     self.signal.get_or_insert("SIGINT");
                     self.driver.end("stopped by Ctrl-C", notes);
                 }
@@ -311,7 +319,7 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             Note::Question { request_id } => self.question(&request_id, notes),
             Note::Dialog { request_id } => self.dialog(request_id, notes),
             Note::Ready if !self.settings.ready => self.send_settings(notes),
-            Note::Message(text) => eprintln!("trellis: {}", safe(&text)),
+            Note::Message(text) => self.say(&safe(&text)),
             Note::Ready
             | Note::Stderr(_)
             | Note::TerminalOutput { .. }
@@ -323,20 +331,17 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
         }
     }
 
-    /// `--max-tool-calls`: the calls started so far (subagents' included), counted once a
-    /// round (call events are not notes: see `Driver::calls_to_observers_only`).
+    /// `--max-tool-calls`: the reducer checks it on every update (the call past it
+    /// cancels the turn there, and nothing past it completes); the run says so and ends.
     fn count_calls(&mut self, notes: &mut Vec<Note>) {
-        let calls = self.driver.session.ledger.len();
-        if calls == self.calls_counted {
-            return;
-        }
-        self.calls_counted = calls;
-        if let Some(max) = self.rules.budgets.max_tool_calls
-            && calls > max
-        {
+        if let (Some(max), Some(started), None) = (
+            self.rules.budgets.max_tool_calls,
+            self.driver.session.limit_hit,
+            &self.breach,
+        ) {
             self.breach(
                 Breach::Budget(format!(
-                    "{calls} tool calls started, --max-tool-calls {max}"
+                    "{started} tool calls started, --max-tool-calls {max}"
                 )),
                 notes,
             );
@@ -441,11 +446,11 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             self.driver.prompt(next, Vec::new());
         } else {
             if !self.queue.is_empty() {
-                eprintln!(
-                    "trellis: the turn ended with {}: {} prompt(s) not sent",
+                self.say(&format!(
+                    "the turn ended with {}: {} prompt(s) not sent",
                     safe(stop_reason),
                     self.queue.len()
-                );
+                ));
             }
             self.driver.end("headless run finished", notes);
         }

@@ -367,3 +367,97 @@ fn the_summary_and_the_patch_are_written_on_every_end() {
     let s = json(&r.dir.path().join("work/s.json"));
     assert_eq!(s["exit_code"], 2, "{s}");
 }
+
+/// `--max-tool-calls` is checked on every update, not once per read of the agent's pipe: a
+/// fast agent is stopped at the call past the limit (it was noticed 100–250 calls late).
+/// No call past the limit completes on Trellis's side: its permission is refused (whatever
+/// the policy), its terminal killed. In text, the budget's note starts a line of its own.
+#[test]
+fn a_tool_call_budget_holds_at_the_call_past_it() {
+    let r = run(
+        &format!("{} agent demo --calls 5000 --lines 1 --delay-ms 0", exe()),
+        &[
+            "--prompt",
+            "load",
+            "--permission",
+            "allow-once",
+            "--max-tool-calls",
+            "3",
+        ],
+    );
+    assert_eq!(r.code(), Some(12), "{}", r.stderr());
+    assert!(
+        r.stderr()
+            .contains("4 tool calls started, --max-tool-calls 3"),
+        "noticed at the fourth call: {}",
+        r.stderr()
+    );
+    // The demo story: read, search, an edit that asks permission, then the tests in a
+    // terminal. With 2, the edit is past the limit: refused although the policy allows.
+    let r = run(
+        "demo",
+        &[
+            "--prompt",
+            "fix the TODO",
+            "--permission",
+            "allow-once",
+            "--max-tool-calls",
+            "2",
+            "--format",
+            "jsonl",
+        ],
+    );
+    assert_eq!(r.code(), Some(12), "{}", r.stderr());
+    let log = r.log();
+    assert!(
+        log.contains(r#""decider":{"by":"policy","name":"--max-tool-calls 2"}"#),
+        "the edit's permission refused by the budget: {log}"
+    );
+    assert!(
+        !log.contains(r#""decider":{"by":"policy","name":"allow-once"}"#),
+        "nothing past the limit was allowed"
+    );
+    // With 3, the tests' command is past it: its terminal never finishes with exit 0.
+    let r = run(
+        "demo",
+        &[
+            "--prompt",
+            "fix the TODO",
+            "--permission",
+            "allow-once",
+            "--max-tool-calls",
+            "3",
+        ],
+    );
+    assert_eq!(r.code(), Some(12), "{}", r.stderr());
+    let exits: Vec<serde_json::Value> = r
+        .log()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["msg"]["type"] == "terminal_exited")
+        .collect();
+    assert_eq!(exits.len(), 1, "{}", r.log());
+    assert_eq!(
+        exits[0]["msg"]["signal"], "SIGKILL",
+        "the command past the limit was killed, not run to its end: {exits:?}"
+    );
+    // On a terminal that shows both streams, the note is on a line of its own.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' run --agent demo --cwd '{}' --prompt 'fix the TODO' --permission allow-once --max-tool-calls 3 --format text 2>&1",
+            exe(),
+            dir.path().display()
+        ))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("budget exceeded"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.starts_with("trellis: budget exceeded"), "{text}");
+}
