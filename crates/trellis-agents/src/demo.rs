@@ -38,6 +38,10 @@ pub struct DemoOptions {
     pub resume_session: bool,
     /// Require a login, done once this file exists (see `crate::demo_login`).
     pub login_file: Option<PathBuf>,
+    /// Play in the session's directory even when it is in a git repository the demo did
+    /// not make (asked for: `trellis agent demo --here`). Without it the demo writes only
+    /// into a directory that is in no repository, or into a worktree Trellis made.
+    pub here: bool,
 }
 
 impl Default for DemoOptions {
@@ -49,6 +53,7 @@ impl Default for DemoOptions {
             load_session: false,
             resume_session: false,
             login_file: None,
+            here: false,
         }
     }
 }
@@ -241,6 +246,22 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
 }
 
 impl Demo {
+    /// The demo writes its workspace into `cwd` only when that is in no git repository,
+    /// in a worktree Trellis made, or when asked (`--here`).
+    fn may_write(&self, cwd: &Path) -> Result<(), String> {
+        if self.opts.here {
+            return Ok(());
+        }
+        match foreign_repository(cwd) {
+            Some(top) => Err(format!(
+                "the demo agent does not write into a repository it did not make ({} is in the git repository at {}): run `trellis demo` without --cwd for a scratch workspace, add --worktree to play in a worktree of it, or start the agent with `trellis agent demo --here`",
+                cwd.display(),
+                top.display()
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// `initialize`: what the client can do, and what the demo offers (its options say
     /// whether it loads, resumes and lists sessions, and how one logs in).
     fn initialize(&mut self, id: &Value, params: &Value) -> Result<(), PeerError> {
@@ -276,6 +297,10 @@ impl Demo {
     /// `session/new`: the scratch workspace seeded beside the session's directory.
     fn new_session(&mut self, id: &Value, params: &Value) -> Result<(), PeerError> {
         let cwd = params["cwd"].as_str().unwrap_or(".").to_string();
+        if let Err(why) = self.may_write(Path::new(&cwd)) {
+            self.peer.respond_error(id, -32602, &why)?;
+            return Ok(());
+        }
         self.workspace = Path::new(&cwd).join("demo-workspace");
         if let Err(e) = seed_workspace(&self.workspace) {
             self.peer.respond_error(
@@ -332,6 +357,22 @@ impl Demo {
             self.story()?
         };
         Ok(stop)
+    }
+}
+
+/// The top of the git work tree `dir` is in, unless it is a worktree Trellis made (under
+/// its data directory's `worktrees/`): a repository the demo must not write into.
+pub fn foreign_repository(dir: &Path) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    let top = dir
+        .ancestors()
+        .find(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())?
+        .to_path_buf();
+    let trellis = trellis_store::Paths::from_env()
+        .and_then(|p| std::fs::canonicalize(p.data_dir.join("worktrees")).ok());
+    match trellis {
+        Some(t) if top.starts_with(&t) => None,
+        _ => Some(top),
     }
 }
 
@@ -694,6 +735,7 @@ impl Demo {
             "rawInput": {"command": cmd, "cwd": self.workspace.to_string_lossy()}}),
         )?;
         let (out, code) = self.run_command("exec-1", cmd)?;
+        let tests_passed = code == 0;
         let status = if code == 0 { "completed" } else { "failed" };
         let mut fields = json!({"status": status, "rawOutput": {"exitCode": code}});
         if !self.caps.terminal {
@@ -722,7 +764,23 @@ impl Demo {
             json!({"sessionUpdate": "usage_update", "used": 5321, "size": 200000,
             "cost": {"amount": 0.0123, "currency": "USD"}}),
         )?;
-        self.say("agent_message_chunk", "Done: the TODO is fixed and the tests pass. There is no changelog yet, so that last command failed.")?;
+        // What was done, as it happened (a rejected edit fixed nothing).
+        let fixed = if allowed {
+            "the TODO is fixed"
+        } else {
+            "the TODO is still there, since you rejected the edit"
+        };
+        let tests = if tests_passed {
+            "the tests pass"
+        } else {
+            "the tests did not pass"
+        };
+        self.say(
+            "agent_message_chunk",
+            &format!(
+                "Done: {fixed}, and {tests}. There is no changelog yet, so that last command failed."
+            ),
+        )?;
         Ok("end_turn")
     }
 

@@ -164,7 +164,39 @@ fn from_preset(name: &str, p: trellis_store::AgentPreset) -> Launchable {
     )
 }
 
-pub fn resolve(agent: &str, config: &Config, cwd: Option<&Path>) -> anyhow::Result<Resolved> {
+/// The agent `agent` (a preset, `demo`, an installed registry agent or a command line) for
+/// a session in `cwd` (the current directory when none; the demo's own scratch workspace
+/// for the demo). `worktree`: the session will run in a worktree made from `cwd` (the
+/// demo then starts from the current directory, and may write there).
+pub fn resolve(
+    agent: &str,
+    config: &Config,
+    cwd: Option<&Path>,
+    worktree: bool,
+) -> anyhow::Result<Resolved> {
+    if agent == "demo" {
+        match cwd {
+            // An explicit --worktree of a repository wins over the demo's scratch
+            // workspace (elsewhere the worktree cannot be made, and the scratch stays).
+            None if worktree => {
+                let here = std::env::current_dir().context("cannot read the current directory")?;
+                if trellis_agents::demo::foreign_repository(&here).is_some() {
+                    return resolve(agent, config, Some(&here), true);
+                }
+            }
+            // The demo never writes into a repository it did not make, unless asked.
+            Some(dir) if !worktree => {
+                if let Some(top) = trellis_agents::demo::foreign_repository(dir) {
+                    bail!(
+                        "the demo agent does not write into a repository it did not make ({} is in the git repository at {}): leave out --cwd for a scratch workspace, or add --worktree to play in a worktree of it",
+                        dir.display(),
+                        top.display()
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
     let mut command_line = false;
     let (name, command, args, env, caps, auth, scratch) = if agent == "demo" {
         (

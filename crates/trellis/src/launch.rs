@@ -41,7 +41,12 @@ impl Launch {
     pub fn open(&self, req: Request) -> anyhow::Result<(Opened, PathBuf, Vec<String>)> {
         let config = &self.config;
         let paths = Paths::from_env();
-        let mut resolved = crate::agents::resolve(&req.agent, config, req.cwd.as_deref())?;
+        let mut resolved = crate::agents::resolve(
+            &req.agent,
+            config,
+            req.cwd.as_deref(),
+            req.worktree.is_some(),
+        )?;
         let (worktree, said) =
             crate::worktree_cmd::isolate(req.worktree.as_ref(), req.carry, &mut resolved, config)?;
         // Held while the session's front end lives: endings from elsewhere see it.
@@ -140,6 +145,10 @@ impl Launch {
         });
         if let Some(first) = mcp_problems.first() {
             app.message = Some(format!("{first} (see /status)"));
+        }
+        // Shown where the user looks, not only in the terminal behind the full screen.
+        if let Some(w) = said.iter().find(|l| l.starts_with("NOT ISOLATED")) {
+            app.message = Some(trellis_text::one_line(w).into_owned());
         }
         app.mcp_problems = mcp_problems;
         app.status_reports = vec![

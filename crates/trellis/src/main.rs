@@ -204,6 +204,11 @@ enum AgentCmd {
         /// Log in on the terminal (what the terminal method runs), then exit.
         #[arg(long, requires = "login_file")]
         login: bool,
+        /// Play in the session's directory even when it is in a git repository the demo
+        /// did not make (it writes `demo-workspace/` there). Without it, the demo writes
+        /// only where no repository is, or into a worktree Trellis made.
+        #[arg(long)]
+        here: bool,
     },
     /// Play the agent side of a recorded session (fixture or Trellis log).
     Replay { file: PathBuf },
@@ -422,6 +427,7 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
             resume_session,
             login_file,
             login,
+            here,
         } => {
             if let (true, Some(f)) = (login, &login_file) {
                 let ok = trellis_agents::demo_login::interactive(f)?;
@@ -438,6 +444,7 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
                 load_session,
                 resume_session,
                 login_file,
+                here,
             };
             trellis_agents::demo::run(opts)?;
         }

@@ -508,9 +508,11 @@ impl trellis_tui::deck::WorktreeOps for Ops {
         if f.status != Status::Owned {
             return None;
         }
-        let stat = end::diffstat(&f.record)
-            .map(|s| format!(" (+{} −{} in {} file(s))", s.added, s.removed, s.files))
-            .unwrap_or_default();
+        let stat = match end::diffstat(&f.record) {
+            Ok(s) if s.files == 0 => " (no changes)".to_string(),
+            Ok(s) => format!(" (+{} −{} in {} file(s))", s.added, s.removed, s.files),
+            Err(_) => String::new(),
+        };
         let kept = if f.record.stage == Stage::Kept {
             "kept "
         } else {

@@ -83,7 +83,8 @@ pub fn main(
             "--carry needs --resume (the earlier session) or --worktree (uncommitted work)"
         );
     }
-    let mut resolved = crate::agents::resolve(&agent, &config, cwd.as_deref())?;
+    let mut resolved =
+        crate::agents::resolve(&agent, &config, cwd.as_deref(), common.worktree.is_some())?;
     // No one types into a headless run: a streaming agent is read in large pieces.
     resolved.spec.bulk_reads = true;
     let (worktree, said) = crate::worktree_cmd::isolate(

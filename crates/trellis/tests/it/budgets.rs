@@ -261,11 +261,13 @@ fn the_summary_and_the_patch_are_written_on_every_end() {
         "-m",
         "0",
     ]);
+    // The demo plays in a repository it did not make only when asked (`--here`).
+    let here = format!("{} agent demo --here", exe());
     let out = Command::new(exe())
         .args([
             "run",
             "--agent",
-            "demo",
+            &here,
             "--prompt",
             "fix",
             "--permission",

@@ -65,13 +65,15 @@ fn a_background_session_blocks_is_marked_announced_once_jumped_to_and_answered_f
         ),
     )
     .unwrap();
+    // The demo plays in a repository it did not make only when asked (`--here`).
+    let here = format!("{} agent demo --here", env!("CARGO_BIN_EXE_trellis"));
     let Some(t) = Tmux::start_env(
         &["LANG=C.UTF-8"],
         &[
             "--config",
             config.to_str().unwrap(),
             "--agent",
-            "demo",
+            &here,
             "--cwd",
             a.to_str().unwrap(),
         ],
@@ -609,7 +611,14 @@ fn a_command_line_agent_is_named_as_it_names_itself() {
         "env DEMO_SETTING=1 {} agent demo",
         env!("CARGO_BIN_EXE_trellis")
     );
-    let Some(t) = Tmux::start_env(&[&rt, "LANG=C.UTF-8"], &["--agent", &agent], 120, 30) else {
+    let work = runtime.with_file_name("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let Some(t) = Tmux::start_env(
+        &[&rt, "LANG=C.UTF-8"],
+        &["--agent", &agent, "--cwd", work.to_str().unwrap()],
+        120,
+        30,
+    ) else {
         return;
     };
     let s = t.wait_for("trellis-demo │");

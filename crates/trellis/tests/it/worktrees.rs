@@ -355,3 +355,101 @@ fn an_ending_from_a_shell_closes_the_ui_session_in_the_worktree_first() {
         "the commit says what the work was"
     );
 }
+
+/// The demo agent never writes into a repository it did not make unless asked: `--cwd`
+/// into one is a usage error that writes nothing; the agent itself refuses a session
+/// there unless started with `--here`; an explicit `--worktree` wins over the demo's
+/// scratch workspace (the UI runs it in a worktree of the repository, and says where).
+/// After a rejected edit the demo does not claim the TODO is fixed.
+#[test]
+fn the_demo_plays_in_a_worktree_when_asked_and_never_in_a_foreign_repository() {
+    let home = Home::new();
+    let repo = home.repo("repo");
+    let before = git(&repo, &["status", "--porcelain", "--ignored"]);
+    let o = home.trellis(
+        &["run", "--agent", "demo", "--cwd", ".", "--prompt", "hi"],
+        &repo,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("does not write into a repository it did not make"),
+        "{err}"
+    );
+    assert!(err.contains("--worktree"), "{err}");
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    let o = home.trellis(
+        &[
+            "run",
+            "--agent",
+            &format!("{exe} agent demo"),
+            "--cwd",
+            ".",
+            "--prompt",
+            "hi",
+        ],
+        &repo,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("trellis agent demo --here"),
+        "the agent says why: {err}"
+    );
+    assert_eq!(
+        git(&repo, &["status", "--porcelain", "--ignored"]),
+        before,
+        "nothing was written into the repository"
+    );
+    // Asked: it plays there.
+    let (_, err) = home.ok(
+        &[
+            "run",
+            "--agent",
+            &format!("{exe} agent demo --here"),
+            "--cwd",
+            ".",
+            "--prompt",
+            "fix the TODO",
+            "--permission",
+            "reject",
+            "--format",
+            "text",
+        ],
+        &repo,
+    );
+    assert!(repo.join("demo-workspace/src/lib.rs").exists(), "{err}");
+    let log = std::fs::read_to_string(
+        err.lines()
+            .find_map(|l| l.strip_prefix("trellis: session log: "))
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        log.contains("the TODO is still there"),
+        "the rejected edit is said"
+    );
+    assert!(!log.contains("the TODO is fixed"));
+    // The UI with --worktree: a worktree of the repository, not the scratch workspace.
+    let Some(t) = crate::tui::Tmux::start_env(
+        &["LANG=C.UTF-8"],
+        &["--cwd", repo.to_str().unwrap(), "--worktree=alpha"],
+        120,
+        30,
+    ) else {
+        return;
+    };
+    t.wait_for("[worktree alpha]");
+    // Where no repository is, no worktree can be made: said on the screen.
+    let plain = home.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let Some(t) = crate::tui::Tmux::start_env(
+        &["LANG=C.UTF-8"],
+        &["demo", "--worktree", "--cwd", plain.to_str().unwrap()],
+        120,
+        30,
+    ) else {
+        return;
+    };
+    t.wait_for("NOT ISOLATED");
+}

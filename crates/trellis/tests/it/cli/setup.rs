@@ -220,13 +220,21 @@ fn a_trellis_log_replays_like_a_fixture() {
 
 #[test]
 fn an_agent_that_cannot_start_is_a_clear_crash() {
+    // A program that is not there is a usage error, said before anything is written.
     let r = run("/nonexistent/agent --acp", &[]);
-    assert_eq!(r.code(), 7, "{}", r.stderr());
+    assert_eq!(r.code(), 2, "{}", r.stderr());
     assert!(
-        r.stderr().contains("cannot start /nonexistent/agent"),
+        r.stderr().contains("/nonexistent/agent does not exist"),
         "{}",
         r.stderr()
     );
+    assert!(
+        !r.dir.path().join("session.jsonl").exists(),
+        "no session log for it"
+    );
+    // One that is there and dies before it answers is a crash.
+    let r = run("sh -c 'exit 3'", &[]);
+    assert_eq!(r.code(), 7, "{}", r.stderr());
     assert!(r.log().contains("\"type\":\"agent_exited\""));
 }
 
