@@ -15,6 +15,8 @@ pub mod guard;
 pub mod ignored;
 pub mod label;
 pub mod lease;
+pub mod measure;
+pub mod prune;
 pub mod record;
 
 use std::path::{Path, PathBuf};

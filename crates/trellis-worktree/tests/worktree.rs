@@ -643,7 +643,7 @@ fn compare_two_and_land_one_of_three() {
         labels.push(label);
     }
     let found: Vec<_> = labels.iter().map(|l| f.wt.find(l, None).unwrap()).collect();
-    let diff = end::compare(&found[0], &found[1]).unwrap();
+    let diff = trellis_worktree::measure::compare(&found[0], &found[1]).unwrap();
     assert!(
         diff.contains("-first try") && diff.contains("+second try"),
         "{diff}"
@@ -819,7 +819,7 @@ fn diffstat_is_what_git_numstat_says() {
     std::fs::write(t.join("new.txt"), "x\ny\nz").unwrap();
     std::fs::write(t.join("blob.bin"), [0u8, 1, 2, 0, 255]).unwrap();
     std::fs::write(t.join(".env"), "ignored\n").unwrap();
-    let stat = end::diffstat(&made.record).unwrap();
+    let stat = trellis_worktree::measure::diffstat(&made.record).unwrap();
     assert_eq!(
         git(&t, &["status", "--porcelain"]).lines().count(),
         3,
@@ -921,4 +921,68 @@ fn ignored_files_of_a_removed_tree_are_kept_in_its_snapshot() {
         "the source still has it"
     );
     assert!(!t.exists());
+}
+
+/// Prune deletes the branches of ended worktrees whose commits another ref keeps, and
+/// nothing else: not an active worktree's, not one whose commits are only on it, not
+/// one a worktree has checked out.
+#[test]
+fn prune_deletes_only_branches_whose_commits_are_kept_elsewhere() {
+    let f = fixture();
+    // Landed: its commits are on main.
+    let made = f.wt.create(&f.repo, &plan("landed")).unwrap();
+    std::fs::write(made.record.path.join("l.txt"), "l\n").unwrap();
+    end::land(&f.wt.find("landed", None).unwrap(), Some("l")).unwrap();
+    // Discarded: its state is in the retired snapshot.
+    let made = f.wt.create(&f.repo, &plan("gone")).unwrap();
+    std::fs::write(made.record.path.join("g.txt"), "g\n").unwrap();
+    git(&made.record.path, &["add", "g.txt"]);
+    git(&made.record.path, &["commit", "-q", "-m", "g"]);
+    end::discard(&f.wt.find("gone", None).unwrap()).unwrap();
+    // Active: left alone.
+    f.wt.create(&f.repo, &plan("active")).unwrap();
+    // Discarded, then its snapshot ref deleted by hand: the branch alone has its commit.
+    let made = f.wt.create(&f.repo, &plan("only")).unwrap();
+    std::fs::write(made.record.path.join("o.txt"), "o\n").unwrap();
+    git(&made.record.path, &["add", "o.txt"]);
+    git(&made.record.path, &["commit", "-q", "-m", "o"]);
+    let out = end::discard(&f.wt.find("only", None).unwrap()).unwrap();
+    let snap = out.record.unwrap().snapshot.unwrap();
+    git(&f.repo, &["update-ref", "-d", &snap]);
+    let dry = trellis_worktree::prune::prune(&f.wt.list(), true);
+    assert_eq!(dry.len(), 3, "{dry:?}");
+    assert!(
+        !git_fails(&f.repo, &["rev-parse", "--verify", "trellis/landed"]),
+        "dry: nothing deleted"
+    );
+    let done = trellis_worktree::prune::prune(&f.wt.list(), false);
+    let kept: Vec<_> = done
+        .iter()
+        .filter(|p| p.kept.is_some())
+        .map(|p| p.branch.as_str())
+        .collect();
+    assert_eq!(kept, ["trellis/only"], "{done:?}");
+    for gone in ["trellis/landed", "trellis/gone"] {
+        assert!(
+            git_fails(&f.repo, &["rev-parse", "--verify", gone]),
+            "{gone}"
+        );
+    }
+    for stays in ["trellis/only", "trellis/active"] {
+        assert!(
+            !git_fails(&f.repo, &["rev-parse", "--verify", stays]),
+            "{stays}"
+        );
+    }
+    // The discarded worktree's work is still in its snapshot.
+    let retired = git(
+        &f.repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/trellis/retired/",
+        ],
+    );
+    let r = retired.lines().find(|r| r.contains("gone-")).unwrap();
+    assert_eq!(git(&f.repo, &["show", &format!("{r}:g.txt")]), "g");
 }

@@ -81,7 +81,7 @@ impl Paths {
         let paths = trellis_store::Paths::from_env()?;
         let wt = trellis_worktree::Worktrees::new(&paths.data_dir);
         let found = wt.find(label, Some(Path::new(source))).ok()?;
-        let s = trellis_worktree::end::diffstat(&found.record).ok()?;
+        let s = trellis_worktree::measure::diffstat(&found.record).ok()?;
         Some((s.added, s.removed, s.files))
     }
 }
@@ -171,7 +171,7 @@ pub(crate) fn markdown(s: &Value) -> String {
 /// (each edit's diff, numbered from its own first line).
 pub(crate) fn patch(session: &Session, cwd: &Path, git_base: Option<&str>) -> String {
     if let Some(base) = git_base
-        && let Ok(p) = trellis_worktree::end::patch_since(cwd, base)
+        && let Ok(p) = trellis_worktree::measure::patch_since(cwd, base)
     {
         return p;
     }

@@ -11,6 +11,8 @@ pub struct FanArgs {
     n: u8,
     /// The prompt each session is sent once its agent is ready.
     prompt: String,
+    #[command(flatten)]
+    session: crate::ui::UiArgs,
 }
 
 /// The agents of the `n` sessions: one `--agent` for all, or as many as sessions, or a
@@ -22,11 +24,8 @@ pub fn agents(given: &[String], default: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| given[i % given.len()].clone()).collect()
 }
 
-pub fn main(
-    args: FanArgs,
-    ui: crate::ui::UiArgs,
-    config_path: Option<PathBuf>,
-) -> anyhow::Result<ExitCode> {
+pub fn main(args: FanArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let ui = &args.session;
     let config = crate::ui::load_config(config_path)?;
     let default = config
         .default_agent
@@ -54,7 +53,7 @@ pub fn main(
             load: None,
         })
         .collect();
-    crate::ui::start(&ui, config, requests, Some(args.prompt))
+    crate::ui::start(ui, config, requests, Some(args.prompt.clone()))
 }
 
 #[cfg(test)]

@@ -51,6 +51,16 @@ struct Cli {
     #[arg(long, global = true)]
     config: Option<PathBuf>,
     #[command(flatten)]
+    session: SessionCli,
+    /// Without a command: the full-screen UI on the configured agent (else the demo).
+    #[command(subcommand)]
+    command: Option<Cmd>,
+}
+
+/// A session in the UI: `trellis` and `trellis demo`.
+#[derive(clap::Args, Default)]
+struct SessionCli {
+    #[command(flatten)]
     ui: ui::UiArgs,
     /// With --worktree: copy the uncommitted work of the source (changes to tracked
     /// files, untracked files) into the new worktree; the source is left as it is.
@@ -61,26 +71,26 @@ struct Cli {
     /// comes back to it.
     #[arg(long)]
     detachable: bool,
-    /// Without a command: the full-screen UI on the configured agent (else the demo).
-    #[command(subcommand)]
-    command: Option<Cmd>,
 }
 
 #[derive(Subcommand)]
 enum Cmd {
     /// The full-screen UI on the built-in demo agent.
-    Demo,
+    Demo(SessionCli),
     /// A recorded session (Trellis log or ACP fixture) in the UI, without an agent.
     Replay {
         file: PathBuf,
         /// Open the inspector on this call.
         #[arg(long)]
         call: Option<String>,
+        /// Quit after the first frame (for the startup benchmark).
+        #[arg(long, hide = true)]
+        exit_after_first_frame: bool,
     },
     /// Run one prompt headless and stream what happens.
     Run(Box<run::RunArgs>),
     /// The same prompt to N sessions at once, each in a new worktree, side by side in the
-    /// UI (Alt-c compares them and keeps one): `trellis fan 3 [--agent A]… PROMPT`.
+    /// UI (Alt-c compares them, from git, and lands one): `trellis fan 3 [--agent A]… PROMPT`.
     Fan(fan::FanArgs),
     /// Session logs.
     Log {
@@ -129,8 +139,9 @@ enum Cmd {
     Cancel { session: String },
     /// End a running session (as closing it in its UI does).
     Stop { session: String },
-    /// Answer the pending permission requests of every running session from this terminal
-    /// (once each; "always" rules stay in the session's own dialog).
+    /// Answer the pending permission requests of every running session from this terminal,
+    /// once each: a one-time answer by its number, or an "always" answer (`aN`), shown with
+    /// the rule it saves and asked where it goes (session, project, global) before saving.
     Approve {
         /// Wait for more requests instead of ending when none is left.
         #[arg(long)]
@@ -225,13 +236,14 @@ fn main() -> ExitCode {
     let detaching = match &cli.command {
         Some(Cmd::Run(a)) => a.detach,
         Some(Cmd::Serve(a)) => a.detach,
-        None | Some(Cmd::Demo) => cli.detachable,
+        None => cli.session.detachable,
+        Some(Cmd::Demo(s)) => s.detachable,
         _ => false,
     };
     let client = !detaching
         && matches!(
             cli.command,
-            None | Some(Cmd::Demo)
+            None | Some(Cmd::Demo(_))
                 | Some(Cmd::Run(_))
                 | Some(Cmd::Serve(_))
                 | Some(Cmd::Fan(_))
@@ -245,24 +257,20 @@ fn main() -> ExitCode {
         trellis_os::reaper::keep_reaping();
     }
     let result = match cli.command {
-        None | Some(Cmd::Demo) if cli.detachable => {
-            serve::detachable(&cli.ui, cli.config, matches!(cli.command, Some(Cmd::Demo)))
-        }
-        None => ui::main(cli.ui, cli.config, false, None, cli.carry),
-        Some(Cmd::Demo) => ui::main(cli.ui, cli.config, true, None, cli.carry),
+        None => ui_session(cli.session, cli.config, false),
+        Some(Cmd::Demo(s)) => ui_session(s, cli.config, true),
         Some(Cmd::Sessions {
-            command: sessions::SessionsCmd::Resume { id, carry },
+            command: sessions::SessionsCmd::Resume { id, carry, session },
         }) => sessions::Resume::find(&id, carry)
-            .and_then(|r| ui::main(cli.ui, cli.config, false, Some(r), false)),
-        Some(Cmd::Replay { file, call }) => ui::replay(
-            &file,
-            call.as_deref(),
-            cli.config,
-            cli.ui.exit_after_first_frame,
-        ),
-        Some(Cmd::Run(args)) => run::main(*args, cli.ui, cli.config),
-        Some(Cmd::Fan(args)) => fan::main(args, cli.ui, cli.config),
-        Some(Cmd::Serve(args)) => serve::main(args, cli.ui, cli.config),
+            .and_then(|r| ui::main(session, cli.config, false, Some(r), false)),
+        Some(Cmd::Replay {
+            file,
+            call,
+            exit_after_first_frame,
+        }) => ui::replay(&file, call.as_deref(), cli.config, exit_after_first_frame),
+        Some(Cmd::Run(args)) => run::main(*args, cli.config),
+        Some(Cmd::Fan(args)) => fan::main(args, cli.config),
+        Some(Cmd::Serve(args)) => serve::main(args, cli.config),
         Some(Cmd::Token { command }) => serve::token(command),
         Some(Cmd::Hooks { command }) => project_hooks::main(command),
         Some(Cmd::Pair { hub }) => serve::pair(hub.as_deref()),
@@ -285,7 +293,7 @@ fn main() -> ExitCode {
         Some(Cmd::Stop { session }) => hub_cmd::stop(&session),
         Some(Cmd::Approve { wait }) => hub_cmd::approve(wait),
         Some(Cmd::Status { json }) => status(cli.config, json),
-        Some(Cmd::Plugin { command }) => plugin_cmd::main(command, cli.ui, cli.config),
+        Some(Cmd::Plugin { command }) => plugin_cmd::main(command, cli.config),
         Some(Cmd::Completions { shell }) => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "trellis", &mut std::io::stdout());
@@ -302,6 +310,16 @@ fn main() -> ExitCode {
             eprintln!("trellis: {}", output::safe(&format!("{e:#}")));
             ExitCode::from(run::EXIT_USAGE)
         }
+    }
+}
+
+/// The UI on one session (`trellis`, `trellis demo`), or in a hub of its own with
+/// `--detachable`.
+fn ui_session(s: SessionCli, config: Option<PathBuf>, demo: bool) -> anyhow::Result<ExitCode> {
+    if s.detachable {
+        serve::detachable(&s.ui, config, demo)
+    } else {
+        ui::main(s.ui, config, demo, None, s.carry)
     }
 }
 

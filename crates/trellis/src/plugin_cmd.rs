@@ -26,7 +26,11 @@ pub enum PluginCmd {
     Validate { path: PathBuf },
     /// Run the UI with the plugin at PATH for this session only (restarted when its
     /// files change); the same as `trellis --plugin PATH`.
-    Try { path: PathBuf },
+    Try {
+        path: PathBuf,
+        #[command(flatten)]
+        session: crate::ui::UiArgs,
+    },
     /// Copy a package into your plugins (PATH, or npm:NAME@VERSION) and pin its hash.
     Install { source: String },
     /// Plugins installed for you and in this project, and whether they run.
@@ -87,17 +91,13 @@ fn meaning(c: Capability) -> &'static str {
     }
 }
 
-pub fn main(
-    cmd: PluginCmd,
-    ui: crate::ui::UiArgs,
-    config: Option<PathBuf>,
-) -> anyhow::Result<ExitCode> {
+pub fn main(cmd: PluginCmd, config: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     match cmd {
         PluginCmd::New { name, lang } => new(&name, &lang),
         PluginCmd::Validate { path } => validate(&path),
-        PluginCmd::Try { path } => {
-            let mut ui = ui;
-            ui.plugin.push(path);
+        PluginCmd::Try { path, session } => {
+            let mut ui = session;
+            ui.policy.plugin.push(path);
             crate::ui::main(ui, config, false, None, false)
         }
         PluginCmd::Install { source } => install(&source),

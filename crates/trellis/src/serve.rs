@@ -41,6 +41,9 @@ pub struct ServeArgs {
     /// hub ends.
     #[arg(long, conflicts_with_all = ["detach", "listen"])]
     pub stop: bool,
+    /// What every session started in the hub gets.
+    #[command(flatten)]
+    pub policy: crate::ui::PolicyArgs,
 }
 
 /// What a hub's new sessions get: its `--permission`, `--plugin` and `--allow-drive`.
@@ -52,7 +55,7 @@ pub struct Settings {
 }
 
 impl Settings {
-    fn of(ui: &crate::ui::UiArgs) -> anyhow::Result<Settings> {
+    fn of(ui: &crate::ui::PolicyArgs) -> anyhow::Result<Settings> {
         // Absolute, so the hub (started elsewhere, in the background) finds them.
         let abs = |p: &PathBuf| std::path::absolute(p).with_context(|| p.display().to_string());
         let permission = match &ui.permission {
@@ -90,11 +93,7 @@ impl Settings {
 }
 
 /// `trellis serve`.
-pub fn main(
-    args: ServeArgs,
-    ui: crate::ui::UiArgs,
-    config_path: Option<PathBuf>,
-) -> anyhow::Result<ExitCode> {
+pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     if !valid_name(&args.name) {
         anyhow::bail!(
             "{}: a hub's name is letters, digits, - and _",
@@ -111,7 +110,7 @@ pub fn main(
     if args.stop {
         return stop(&args.name);
     }
-    let settings = Settings::of(&ui)?;
+    let settings = Settings::of(&args.policy)?;
     // A hub of that name serves already: it keeps its settings, and takes a listener.
     if let Some(info) = running(&args.name) {
         return already_serving(&args, &settings, &info);
@@ -502,10 +501,10 @@ pub fn detachable(
     demo: bool,
 ) -> anyhow::Result<ExitCode> {
     let refused = given(&[
-        ("--permission", ui.permission.is_some()),
-        ("--plugin", !ui.plugin.is_empty()),
+        ("--permission", ui.policy.permission.is_some()),
+        ("--plugin", !ui.policy.plugin.is_empty()),
         ("--load", ui.load.is_some()),
-        ("--allow-drive", ui.allow_drive),
+        ("--allow-drive", ui.policy.allow_drive),
     ]);
     if !refused.is_empty() {
         anyhow::bail!(

@@ -8,27 +8,38 @@ use trellis_core::Session;
 use trellis_store::{Config, Paths};
 use trellis_tui::App;
 
-#[derive(clap::Args, Default)]
-pub struct UiArgs {
-    /// Agent preset or command line (default: the configured default, else the demo);
-    /// `trellis fan` takes it several times.
-    #[arg(long, global = true, action = clap::ArgAction::Append)]
-    pub agent: Vec<String>,
-    /// Session working directory (default: the current directory; a scratch one for demo).
-    #[arg(long, global = true)]
-    pub cwd: Option<PathBuf>,
+/// How a session's permission requests are decided and which plugins it runs besides
+/// the enabled ones: a session's own, or a hub's for every session started in it.
+#[derive(clap::Args, Clone, Default)]
+pub struct PolicyArgs {
     /// Decide permission requests without asking: allow-once, allow-reads, reject or a
     /// rules file (default: ask in the dialog).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub permission: Option<String>,
     /// Also run the plugin package at PATH, for this session only, granted what it asks
     /// for; its process restarts when its files change (`trellis plugin try`).
-    #[arg(long = "plugin", global = true, value_name = "PATH")]
+    #[arg(long = "plugin", value_name = "PATH")]
     pub plugin: Vec<PathBuf>,
     /// Grant `drive` (sending prompts, cancelling turns) to the `--plugin` packages that ask
     /// for it; without it they run without.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub allow_drive: bool,
+}
+
+/// What starts a session: its agent, directory, policy and plugins, worktree. Taken by
+/// the commands that start one (`trellis`, `demo`, `run`, `fan`, `sessions resume`,
+/// `plugin try`), and only by them.
+#[derive(clap::Args, Clone, Default)]
+pub struct UiArgs {
+    /// Agent preset or command line (default: the configured default, else the demo);
+    /// `trellis fan` takes it several times.
+    #[arg(long, action = clap::ArgAction::Append)]
+    pub agent: Vec<String>,
+    /// Session working directory (default: the current directory; a scratch one for demo).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     /// Continue the agent's session SESSION_ID (`session/resume` or `session/load`), one
     /// the local history may not have (the sessions picker resumes the agent's own
     /// sessions with it).
@@ -38,11 +49,11 @@ pub struct UiArgs {
     /// label), `--worktree=LABEL`, `--worktree=required` or `required:LABEL` (no
     /// worktree, no session). Branch `trellis/<label>` from HEAD, the tree under
     /// Trellis's data directory; end it with `trellis worktree land|apply|keep|discard`.
-    #[arg(long, global = true, value_name = "LABEL", num_args = 0..=1, require_equals = true,
+    #[arg(long, value_name = "LABEL", num_args = 0..=1, require_equals = true,
           default_missing_value = "", value_parser = crate::worktree_cmd::parse_ask)]
     pub worktree: Option<crate::worktree_cmd::Ask>,
     /// Quit after the first frame (for the startup benchmark).
-    #[arg(long, global = true, hide = true)]
+    #[arg(long, hide = true)]
     pub exit_after_first_frame: bool,
 }
 
@@ -128,9 +139,9 @@ pub fn start(
     let notify = notify_of(&config);
     let launch = crate::launch::Launch {
         config,
-        permission: args.permission.clone(),
-        plugins: args.plugin.clone(),
-        allow_drive: args.allow_drive,
+        permission: args.policy.permission.clone(),
+        plugins: args.policy.plugin.clone(),
+        allow_drive: args.policy.allow_drive,
         exit_after_first_frame: args.exit_after_first_frame,
     };
     let rt = runtime()?;
@@ -160,6 +171,7 @@ pub fn start(
             deck.fan = deck.slots.iter().map(|s| s.key).collect();
         }
         deck.keys = deck_keys;
+        deck.hint_keys();
         deck.ascii = ascii;
         deck.notify = notify;
         deck.worktrees = Some(std::sync::Arc::new(crate::worktree_cmd::Ops));

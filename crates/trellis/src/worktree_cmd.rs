@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Subcommand;
 use trellis_store::{Config, Paths};
-use trellis_worktree::{Plan, Stage, Status, Worktrees, end};
+use trellis_worktree::{Plan, Stage, Status, Worktrees, end, measure};
 
 use crate::output::safe;
 
@@ -40,6 +40,14 @@ pub enum WorktreeCmd {
     /// Keep the worktree's whole state under refs/trellis/retired/<label>-<sha>, then
     /// remove the tree. The branch stays.
     Discard { label: String },
+    /// Delete the trellis/<label> branches of worktrees that have ended, each only when
+    /// another ref keeps its commits (the branch it landed on, its retired snapshot) and
+    /// no worktree has it checked out. Trellis deletes no branch unless asked so.
+    Prune {
+        /// Say what would be deleted, delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 fn worktrees() -> anyhow::Result<Worktrees> {
@@ -56,11 +64,12 @@ pub fn main(cmd: WorktreeCmd) -> anyhow::Result<ExitCode> {
             list(&wt, all, json);
             return Ok(ExitCode::SUCCESS);
         }
+        WorktreeCmd::Prune { dry_run } => return Ok(prune(&wt, dry_run)),
         WorktreeCmd::Land { label, message } => {
             let found = find(&label)?;
             close_sessions(&found, "land")?;
             // What is about to land, before it does.
-            let stat = end::stat(&found)?;
+            let stat = measure::stat(&found)?;
             if stat.is_empty() {
                 println!("worktree {} has no changes against its base", safe(&label));
             } else {
@@ -213,6 +222,28 @@ fn work_of(record: &trellis_worktree::Record) -> Option<String> {
     ))
 }
 
+/// `trellis worktree prune`: each ended worktree's branch, deleted (or kept, saying why).
+fn prune(wt: &Worktrees, dry: bool) -> ExitCode {
+    let done = trellis_worktree::prune::prune(&wt.list(), dry);
+    if done.is_empty() {
+        println!("no branch of an ended worktree is left to prune");
+    }
+    for p in &done {
+        let branch = safe(&p.branch);
+        let source = p.source.display().to_string();
+        let source = safe(&source);
+        match &p.kept {
+            Some(why) => println!("kept {branch} in {source}: {}", safe(why)),
+            None => println!(
+                "{} {branch} in {source} (its commits are in {})",
+                if dry { "would delete" } else { "deleted" },
+                safe(&p.kept_by.join(", "))
+            ),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 fn list(wt: &Worktrees, all: bool, json: bool) {
     let listing = wt.list();
     for f in &listing.found {
@@ -221,7 +252,7 @@ fn list(wt: &Worktrees, all: bool, json: bool) {
         }
         let r = &f.record;
         let stat = (f.status == Status::Owned)
-            .then(|| end::diffstat(r).ok())
+            .then(|| measure::diffstat(r).ok())
             .flatten();
         let why = match &f.status {
             Status::Missing(w) | Status::Foreign(w) => Some(w.as_str()),
@@ -447,7 +478,7 @@ fn message_of(work: Option<trellis_tui::deck::Work<'_>>, label: &str) -> Option<
 
 impl trellis_tui::deck::WorktreeOps for Ops {
     fn diff(&self, a: &str, b: &str) -> Result<String, String> {
-        end::compare(&Self::find(a)?, &Self::find(b)?).map_err(|e| e.to_string())
+        measure::compare(&Self::find(a)?, &Self::find(b)?).map_err(|e| e.to_string())
     }
 
     fn measure(&self, label: &str) -> trellis_tui::compare::Tree {
@@ -456,7 +487,7 @@ impl trellis_tui::deck::WorktreeOps for Ops {
             Ok(f) => f,
             Err(e) => return Tree::Unknown(e),
         };
-        match end::diffstat(&found.record) {
+        match measure::diffstat(&found.record) {
             Ok(s) => Tree::Measured {
                 stat: TreeStat {
                     added: s.added,
@@ -508,7 +539,7 @@ impl trellis_tui::deck::WorktreeOps for Ops {
         if f.status != Status::Owned {
             return None;
         }
-        let stat = match end::diffstat(&f.record) {
+        let stat = match measure::diffstat(&f.record) {
             Ok(s) if s.files == 0 => " (no changes)".to_string(),
             Ok(s) => format!(" (+{} −{} in {} file(s))", s.added, s.removed, s.files),
             Err(_) => String::new(),

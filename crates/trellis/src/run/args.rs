@@ -6,6 +6,8 @@ use crate::output::Format;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub session: crate::ui::UiArgs,
     /// The prompt to send. Repeat it for consecutive turns: each is sent when the
     /// previous turn ended normally (`end_turn`); any other end stops the run there.
     #[arg(long, required = true)]
@@ -16,9 +18,6 @@ pub struct RunArgs {
     /// Write the session log here instead of the data directory.
     #[arg(long)]
     pub(super) log: Option<PathBuf>,
-    /// Resume an earlier ACP session of this agent with `session/load` (if it supports it).
-    #[arg(long, value_name = "SESSION_ID")]
-    pub(super) load: Option<String>,
     /// Continue an earlier session (an id from `trellis sessions`, a prefix of one, or its
     /// log): its agent and directory unless given, `session/load` when the agent
     /// advertises it; the new log names the old one.
@@ -145,7 +144,7 @@ impl RunArgs {
     pub fn detached(&self, ui: &crate::ui::UiArgs) -> anyhow::Result<crate::serve::Detached> {
         let stays = [
             ("--log", self.log.is_some()),
-            ("--load", self.load.is_some()),
+            ("--load", self.session.load.is_some()),
             ("--resume", self.resume.is_some()),
             ("--carry", self.carry),
             ("--set", !self.set.is_empty()),
@@ -163,8 +162,8 @@ impl RunArgs {
             ("--patch", self.patch.is_some()),
             ("--approve-via", self.approve_via == ApproveVia::Hub),
             ("--ask-timeout", self.ask_timeout.is_some()),
-            ("--permission", ui.permission.is_some()),
-            ("--plugin", !ui.plugin.is_empty()),
+            ("--permission", ui.policy.permission.is_some()),
+            ("--plugin", !ui.policy.plugin.is_empty()),
         ];
         let refused = crate::serve::given(&stays);
         if !refused.is_empty() {

@@ -42,11 +42,8 @@ fn exit_code(stop: Option<&str>) -> u8 {
     }
 }
 
-pub fn main(
-    args: RunArgs,
-    common: crate::ui::UiArgs,
-    config_path: Option<PathBuf>,
-) -> anyhow::Result<ExitCode> {
+pub fn main(mut args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let common = std::mem::take(&mut args.session);
     let paths = Paths::from_env();
     let config_file = config_path.or_else(|| paths.as_ref().map(|p| p.config_file()));
     let config = match &config_file {
@@ -96,11 +93,11 @@ pub fn main(
     crate::worktree_cmd::print(&said);
     // Held for the whole run: endings from elsewhere refuse while it runs.
     let _lease = crate::worktree_cmd::lease(&resolved.spec.cwd)?;
-    resolved.spec.load_session = args
+    resolved.spec.load_session = common
         .load
         .clone()
         .or_else(|| resume.as_ref().and_then(|r| r.row.acp_id.clone()));
-    let (policy, explicit) = policy_from(common.permission.as_deref(), &config)?;
+    let (policy, explicit) = policy_from(common.policy.permission.as_deref(), &config)?;
     let answers = match &args.answers {
         Some(p) => crate::answers::Answers::load(p)?,
         None => crate::answers::Answers::none(),
@@ -209,8 +206,8 @@ fn extensions(
         store: true,
         headless: true,
         project: Some(resolved.spec.cwd.clone()),
-        try_plugins: common.plugin.clone(),
-        allow_drive: common.allow_drive,
+        try_plugins: common.policy.plugin.clone(),
+        allow_drive: common.policy.allow_drive,
         // A run is a hub of one session: a plugin of `"scope": "hub"` runs in it.
         in_hub: false,
     };
@@ -296,7 +293,7 @@ fn limits(
         patch: args
             .patch
             .as_ref()
-            .map(|_| (cwd.to_path_buf(), trellis_worktree::end::head_of(cwd))),
+            .map(|_| (cwd.to_path_buf(), trellis_worktree::measure::head_of(cwd))),
     };
     (budgets, want)
 }

@@ -85,6 +85,8 @@ pub enum SessionsCmd {
         id: String,
         #[arg(long)]
         carry: bool,
+        #[command(flatten)]
+        session: crate::ui::UiArgs,
     },
     /// A session as Markdown or as one self-contained HTML file.
     Export {

@@ -47,3 +47,52 @@ fn the_man_page_has_every_command_with_its_options() {
     }
     assert!(page.contains(r"\-\-strict"), "run's options are in it");
 }
+
+/// The options that start a session are offered by the commands that start one, and only
+/// there: not in `approve`, `token new`, `worktree land`…; so clap never suggests one of
+/// them for a mistyped flag elsewhere.
+#[test]
+fn session_options_belong_to_the_commands_that_start_sessions() {
+    for cmd in [
+        &["approve", "--help"][..],
+        &["token", "new", "--help"],
+        &["worktree", "land", "--help"],
+        &["agent", "demo", "--help"],
+        &["ls", "--help"],
+    ] {
+        let help = out(cmd);
+        for opt in [
+            "--agent",
+            "--cwd",
+            "--worktree",
+            "--permission",
+            "--plugin",
+            "--allow-drive",
+        ] {
+            assert!(!help.contains(opt), "{cmd:?} offers {opt}: {help}");
+        }
+    }
+    for cmd in [
+        &["run", "--help"][..],
+        &["fan", "--help"],
+        &["demo", "--help"],
+        &["sessions", "resume", "--help"],
+        &["plugin", "try", "--help"],
+    ] {
+        let help = out(cmd);
+        for opt in ["--agent", "--cwd", "--permission", "--plugin"] {
+            assert!(help.contains(opt), "{cmd:?} lacks {opt}: {help}");
+        }
+    }
+    let serve = out(&["serve", "--help"]);
+    assert!(
+        serve.contains("--permission") && !serve.contains("--agent"),
+        "{serve}"
+    );
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["stop", "--all"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("--allow-drive"), "{err}");
+}
