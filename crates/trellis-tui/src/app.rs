@@ -189,6 +189,11 @@ pub struct App {
     pub worktree_end: Option<String>,
     /// The session keys in force (the deck's), for the help screen.
     pub session_keys: Vec<(String, &'static str)>,
+    /// The keys of several sessions, shown at the rail's foot while several run (set by
+    /// the deck; none for one session).
+    pub deck_hint: Option<String>,
+    /// The lines the scrolled overlay (help, status) showed at its last frame: a page.
+    pub(crate) overlay_page: usize,
     /// The Plugins page, built when Settings opens (reading packages and hashing them is
     /// not done per frame).
     pub(crate) plugin_rows: Vec<crate::plugins_page::PluginRow>,
@@ -306,6 +311,8 @@ impl App {
             then_run: None,
             agent_arg: None,
             name_from_agent: false,
+            deck_hint: None,
+            overlay_page: 10,
             mcp_problems: Vec::new(),
             status_reports: Vec::new(),
             status_sections: Vec::new(),

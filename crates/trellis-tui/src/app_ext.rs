@@ -147,13 +147,14 @@ impl App {
                 self.overlay = Some(Overlay::Settings(st));
             }
             Overlay::Status { scroll } => {
-                if let Some(scroll) = scrolled(scroll, &key) {
+                if let Some(scroll) = scrolled(scroll, &key, self.overlay_page) {
                     self.overlay = Some(Overlay::Status { scroll });
                 }
             }
             Overlay::Help { scroll } => {
                 let closes = matches!(key.code, KeyCode::F(1) | KeyCode::Char('?'));
-                if let Some(scroll) = scrolled(scroll, &key).filter(|_| !closes) {
+                if let Some(scroll) = scrolled(scroll, &key, self.overlay_page).filter(|_| !closes)
+                {
                     self.overlay = Some(Overlay::Help { scroll });
                 }
             }
@@ -437,12 +438,15 @@ impl App {
 }
 
 /// A scrolling overlay's key: the new offset, or `None` when the key closes it.
-fn scrolled(scroll: usize, key: &KeyEvent) -> Option<usize> {
+/// A scrolled overlay's new position after `key`; `page`: the lines it shows (a page
+/// moves by all but one of them, as a pager does).
+fn scrolled(scroll: usize, key: &KeyEvent, page: usize) -> Option<usize> {
+    let page = page.saturating_sub(1).max(1);
     Some(match key.code {
         KeyCode::Down | KeyCode::Char('j') => scroll + 1,
         KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
-        KeyCode::PageDown | KeyCode::Char(' ') => scroll + 10,
-        KeyCode::PageUp => scroll.saturating_sub(10),
+        KeyCode::PageDown | KeyCode::Char(' ') => scroll + page,
+        KeyCode::PageUp => scroll.saturating_sub(page),
         KeyCode::Home | KeyCode::Char('g') => 0,
         // As far as it goes (the frame stops it at the last page).
         KeyCode::End | KeyCode::Char('G') => usize::MAX,

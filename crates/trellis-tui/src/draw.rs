@@ -70,12 +70,22 @@ pub fn draw_in(f: &mut Frame<'_>, app: &mut App, area: Rect, clock: Clock) {
     draw_floating(f, app, main, area);
 }
 
+/// Below this width the sidebar gives way to an open question (dialog or form).
+const DIALOG_ROOM: u16 = 120;
+
 /// The extensions' sections on the right when there is room; returns what is left for
 /// the transcript.
 fn draw_sidebar(f: &mut Frame<'_>, app: &mut App, main: Rect, area: Rect) -> Rect {
+    // A question that waits for the human gets the width: below 120 columns the sidebar
+    // gives way while a permission dialog or a form is open.
+    let asking = area.width < DIALOG_ROOM
+        && app.overlay.is_none()
+        && app.inspector.is_none()
+        && (app.dialog().is_some() || app.question().is_some());
     let sections = match &app.driver.host {
         Some(h)
             if app.sidebar
+                && !asking
                 && area.width >= crate::sidebar::WIDTH + 40
                 && area.width >= crate::sidebar::MIN_TERMINAL =>
         {
@@ -659,6 +669,7 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
     {
         *s = scroll;
     }
+    app.overlay_page = inner_h;
     let below = lines.len().saturating_sub(scroll + inner_h);
     lines.drain(..scroll);
     let r = centered(area, w, h);

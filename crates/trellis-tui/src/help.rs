@@ -125,15 +125,26 @@ struct Page<'a> {
 }
 
 impl Page<'_> {
+    /// One key and what it does; a description wider than the screen goes on below,
+    /// under itself (never cut).
     fn row(&mut self, keys: &str, what: &str, dim: bool) {
         let k = trellis_text::clip(keys, self.keys_w.saturating_sub(1)).into_owned();
         let pad = self.keys_w.saturating_sub(trellis_text::display_width(&k));
-        let what =
-            trellis_text::clip(what, self.width.saturating_sub(self.keys_w + 2)).into_owned();
-        self.out.push(Line::from(vec![
-            Span::styled(format!("  {k}{}", " ".repeat(pad)), self.theme.title),
-            Span::styled(what, if dim { self.theme.dim } else { self.theme.text }),
-        ]));
+        let room = self.width.saturating_sub(self.keys_w + 2).max(10);
+        let style = if dim { self.theme.dim } else { self.theme.text };
+        let wrapped = trellis_text::wrap::wrap_line(&Line::raw(what.to_string()), room);
+        for (i, piece) in wrapped.into_iter().enumerate() {
+            let lead = if i == 0 {
+                format!("  {k}{}", " ".repeat(pad))
+            } else {
+                " ".repeat(self.keys_w + 2)
+            };
+            let text = trellis_text::plain_text(&[piece]);
+            self.out.push(Line::from(vec![
+                Span::styled(lead, self.theme.title),
+                Span::styled(text, style),
+            ]));
+        }
     }
 
     fn fixed(&mut self, rows: &[(&str, &str)]) {
@@ -168,6 +179,16 @@ pub fn help_lines(app: &App, width: usize, theme: &Theme) -> Vec<Line<'static>> 
         width,
         theme,
     };
+    // What a newcomer needs first: the keys that work anywhere, and those of the
+    // sessions (several at once are easy to miss at the end of a long page).
+    p.heading("Anywhere");
+    p.fixed(ANYWHERE);
+    if !app.session_keys.is_empty() {
+        p.heading("Sessions (anywhere)");
+        for (keys, what) in &app.session_keys {
+            p.row(&show_spec(keys), what, false);
+        }
+    }
     p.heading("Prompt");
     p.fixed(PROMPT);
     p.heading("Transcript (Esc from the prompt)");
@@ -189,24 +210,20 @@ pub fn help_lines(app: &App, width: usize, theme: &Theme) -> Vec<Line<'static>> 
             p.row(&show_spec(&k.keys), &what, false);
         }
     }
-    if !app.session_keys.is_empty() {
-        p.heading("Sessions (anywhere)");
-        for (keys, what) in &app.session_keys {
-            p.row(&show_spec(keys), what, false);
-        }
-    }
-    p.heading("Anywhere");
-    p.fixed(ANYWHERE);
     p.out.push(Line::default());
-    p.out.push(Line::styled(
-        "Rebind keys under [ui.keys] in the config (docs/config.md); this screen follows.",
-        theme.dim,
-    ));
+    for l in trellis_text::wrap::wrap_line(
+        &Line::raw(
+            "Rebind keys under [ui.keys] in the config (docs/config.md); this screen follows.",
+        ),
+        width.max(10),
+    ) {
+        p.out.push(l.style(theme.dim));
+    }
     p.out
 }
 
 /// A binding as the help shows it: `<Tab>` → `Tab`, `<C-t>` → `Ctrl-t`, `gT` as is.
-fn show_spec(spec: &str) -> String {
+pub(crate) fn show_spec(spec: &str) -> String {
     let mut out = String::new();
     let mut rest = spec;
     while let Some(c) = rest.chars().next() {

@@ -220,7 +220,27 @@ pub fn draw_deck_at(f: &mut Frame<'_>, deck: &mut Deck, clock: Clock, now: Insta
                 .border_style(theme.dim),
             rail,
         );
-        f.render_widget(Paragraph::new(lines), inner);
+        // The keys between sessions, at the rail's foot when there is room for them.
+        let hint: Vec<Line<'static>> = deck.slots[deck.front]
+            .app
+            .deck_hint
+            .as_deref()
+            .map(|h| {
+                trellis_text::wrap::wrap_line(&Line::raw(h.to_string()), inner.width as usize)
+                    .into_iter()
+                    .map(|l| l.style(theme.dim))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let foot = hint.len() as u16;
+        if lines.len() as u16 + foot < inner.height {
+            let [top, bottom] =
+                Layout::vertical([Constraint::Min(1), Constraint::Length(foot)]).areas(inner);
+            f.render_widget(Paragraph::new(lines), top);
+            f.render_widget(Paragraph::new(hint), bottom);
+        } else {
+            f.render_widget(Paragraph::new(lines), inner);
+        }
         main
     } else {
         let [strip, main] =

@@ -199,7 +199,14 @@ fn the_help_screen_lists_the_session_keys() {
             crossterm::event::KeyModifiers::NONE,
         ));
     }
+    a.on_key(crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Home,
+        crossterm::event::KeyModifiers::NONE,
+    ));
     assert!(f.contains("Sessions (anywhere)"), "{f}");
+    // On the first page, before the prompt's own keys.
+    let first = frame_text(&mut a, 120, 30);
+    assert!(first.contains("Alt-i"), "{first}");
     for needle in [
         "Alt-1… Alt-9",
         "Alt-a",

@@ -31,6 +31,12 @@ fn the_help_screen_at_three_sizes() {
         let f = frame_text(&mut app, w, h);
         insta::assert_snapshot!(format!("help_{w}x{h}"), f);
         assert!(f.contains("Help · every key as bound now"), "{f}");
+        // Descriptions wider than the screen go on below, never cut.
+        assert!(!f.contains("…│"), "{f}");
+        assert!(
+            f.find("Anywhere").unwrap() < f.find("Prompt").unwrap(),
+            "the keys that work anywhere first: {f}"
+        );
         // F1 again closes it.
         press(&mut app, KeyCode::F(1));
         assert!(!frame_text(&mut app, w, h).contains("Help ·"));

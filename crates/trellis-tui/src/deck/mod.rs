@@ -300,7 +300,39 @@ impl Deck {
         self.front = self.slots.len() - 1;
         self.name(self.front);
         self.join_hub_wide(self.front);
+        self.hint_keys();
         key
+    }
+
+    /// The status bar's hint while several sessions run: the keys that move between them
+    /// (as bound now), on every session; none for one session.
+    pub fn hint_keys(&mut self) {
+        let hint = (self.slots.len() > 1).then(|| {
+            let key = |a: DeckAction| self.keys.spec(a).map(crate::help::show_spec);
+            let mut parts = Vec::new();
+            if let (Some(first), Some(last)) = (
+                key(DeckAction::Go(1)),
+                key(DeckAction::Go(self.slots.len().min(9) as u8)),
+            ) {
+                parts.push(format!("{first}…{last} switch"));
+            }
+            if let Some(k) = key(DeckAction::Inbox) {
+                parts.push(format!("{k} inbox"));
+            }
+            if let Some(k) = key(DeckAction::Attention) {
+                parts.push(format!("{k} needs you"));
+            }
+            if self.fan.len() > 1
+                && let Some(k) = key(DeckAction::Compare)
+            {
+                parts.push(format!("{k} compare"));
+            }
+            parts.push("F1 keys".into());
+            parts.join(" · ")
+        });
+        for s in &mut self.slots {
+            s.app.deck_hint = hint.clone();
+        }
     }
 
     /// Serves the deck on `served` (its socket, and a listener if asked): its sessions
@@ -507,7 +539,7 @@ impl Deck {
             } => slot.app.driver.decide(
                 request_id,
                 trellis_core::Choice::Option(option_id),
-                trellis_core::Decider::User,
+                trellis_core::Decider::Inbox,
                 &mut notes,
             ),
             Command::Seen => {

@@ -54,7 +54,7 @@ async fn first_moments(deck: &mut Deck) {
 /// Writes what the deck has to announce: bell, a mark in the window title, a desktop
 /// notification (OSC 9 and OSC 777), each as the front session's `[ui]` settings say;
 /// inside tmux the notifications are passed through to the outer terminal.
-pub(super) fn announce(deck: &mut Deck, title_marked: &mut bool) {
+pub(super) fn announce(deck: &mut Deck, title_marked: &mut Option<String>) {
     // The last session closed (stopped from elsewhere): nothing to announce to.
     let Some(front) = deck.slots.get(deck.front) else {
         return;
@@ -89,12 +89,30 @@ pub(super) fn announce(deck: &mut Deck, title_marked: &mut bool) {
         }
         if alerts.title {
             seq.push_str(&format!("\x1b]2;◆ trellis — {text}\x07"));
-            *title_marked = true;
+            *title_marked = Some(text);
         }
     }
-    if *title_marked && deck.wanted().is_none() {
-        seq.push_str("\x1b]2;trellis\x07");
-        *title_marked = false;
+    // The mark follows what still wants the human: gone once nothing does, and never a
+    // state that has passed (a request answered in the inbox while another session is
+    // done, say).
+    if title_marked.is_some() {
+        let now = deck.wanted().map(|i| {
+            let s = &deck.slots[i];
+            let agent =
+                trellis_text::sanitize::one_line(&s.agent_name()).replace(['\x07', '\x1b'], "");
+            format!("session {} ({agent}): {}", i + 1, s.attention.word())
+        });
+        match now {
+            None => {
+                seq.push_str("\x1b]2;trellis\x07");
+                *title_marked = None;
+            }
+            Some(text) if title_marked.as_deref() != Some(text.as_str()) => {
+                seq.push_str(&format!("\x1b]2;◆ trellis — {text}\x07"));
+                *title_marked = Some(text);
+            }
+            Some(_) => {}
+        }
     }
     if !seq.is_empty() {
         let out = &mut std::io::stdout();
@@ -195,6 +213,7 @@ pub(super) async fn close_slot(
     } else if i < deck.front {
         deck.front -= 1;
     }
+    deck.hint_keys();
     if let Some(s) = deck.slots.get_mut(deck.front) {
         s.app.full_redraw = true;
         if reason != USER_CLOSED {
@@ -259,7 +278,7 @@ pub(crate) async fn deck_loop(
     let mut frame = 0usize;
     let mut dirty = true;
     let mut last_frame = Instant::now();
-    let mut title_marked = false;
+    let mut title_marked: Option<String> = None;
     let mut focused = true;
     first_moments(deck).await;
     loop {
@@ -380,7 +399,7 @@ async fn key_event(
     deck: &mut Deck,
     k: &KeyEvent,
     focused: bool,
-    title_marked: &mut bool,
+    title_marked: &mut Option<String>,
     said: &mut Vec<String>,
 ) {
     if k.kind == KeyEventKind::Release {
