@@ -81,7 +81,14 @@ fn diff_range(call: &ToolCall) -> Option<(u32, u32)> {
 
 impl Follow {
     fn load(&mut self, host: &dyn Host, path: &str) {
-        let local = host.resolve_path(path);
+        let mut local = std::path::PathBuf::from(host.resolve_path(path));
+        // A path an agent gives relative (opencode's, a shell's) is the session's, not
+        // the directory Trellis was started in.
+        if local.is_relative()
+            && let Some(cwd) = &self.cwd
+        {
+            local = std::path::Path::new(cwd).join(local);
+        }
         self.content = None;
         self.note = None;
         match std::fs::metadata(&local) {

@@ -94,3 +94,41 @@ fn a_file_the_agent_wrote_itself_is_read_when_its_call_ends() {
         "{shown}"
     );
 }
+
+/// A path the agent gives relative to the session (a file a shell command created, read
+/// by its relative name) is the session's: the pane finds it, whatever directory Trellis
+/// itself was started in.
+#[test]
+fn a_relative_path_is_the_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("made-by-shell.txt"), "made\nby a shell\n").unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let host = follow_host();
+    let mut s = Session::new(Policy::Ask);
+    frame(
+        &mut s,
+        &host,
+        1,
+        Dir::ClientToAgent,
+        json!({"jsonrpc":"2.0","id":0,"method":"session/new","params":{"cwd":cwd,"mcpServers":[]}}),
+    );
+    frame(
+        &mut s,
+        &host,
+        2,
+        Dir::AgentToClient,
+        json!({"jsonrpc":"2.0","id":0,"result":{"sessionId":"S"}}),
+    );
+    frame(
+        &mut s,
+        &host,
+        3,
+        Dir::AgentToClient,
+        json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{
+        "sessionUpdate":"tool_call","toolCallId":"r","title":"Read made-by-shell.txt","kind":"read",
+        "status":"in_progress","locations":[{"path":"made-by-shell.txt","line":1}]}}}),
+    );
+    let p = pane(&host);
+    assert!(p.contains("by a shell"), "{p}");
+    assert!(!p.contains("not on disk yet"), "{p}");
+}

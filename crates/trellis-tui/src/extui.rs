@@ -295,6 +295,23 @@ impl RulePreview {
     }
 
     /// The preview's lines (from what [`RulePreview::advance`] found).
+    /// What the rule would cover, said plainly (one line of a narrow dialog).
+    fn reach(&self) -> String {
+        let wild = self.pattern.contains(['*', '?', '[']);
+        let what = match (self.matcher, wild) {
+            ("path", false) => "this one file (add * to widen)",
+            ("command", false) => "this exact command (add * to widen)",
+            (_, false) => "this exact title (add * to widen)",
+            ("path", true) => "every file the glob matches",
+            ("command", true) => "every command the glob matches",
+            (_, true) => "every title the glob matches",
+        };
+        format!(
+            "Reach    {what}; other {} calls still ask",
+            self.kind.as_str()
+        )
+    }
+
     pub fn lines(&self, session: &Session, theme: &Theme) -> Vec<Line<'static>> {
         let verdict = match self.verdict {
             Verdict::Allow => "allow",
@@ -318,6 +335,8 @@ impl RulePreview {
                 ),
                 Span::styled("  (glob: * any text)", theme.dim),
             ]),
+            // Its reach in words, before anything is saved: one file is one file.
+            Line::styled(self.reach(), theme.text),
         ];
         let mut scope = vec![Span::styled("Scope    ", theme.dim)];
         for s in Scope::ALL {

@@ -104,11 +104,28 @@ fn elapsed(call: &ToolCall, now: f64) -> Option<String> {
         None if !call.status.is_terminal() => (now - call.status_history.first()?.t).max(0.0),
         None => return None,
     };
-    Some(if secs < 60.0 {
+    // The time a human took to answer is not the call's: said apart.
+    let asked: f64 = call
+        .permissions
+        .iter()
+        .map(|p| (p.decided_at.unwrap_or(now) - p.asked_at).max(0.0))
+        .sum();
+    let asked = asked.min(secs);
+    let waiting = call.permissions.iter().any(|p| p.decided_at.is_none());
+    Some(if asked >= 0.05 {
+        let how = if waiting { "waiting" } else { "to answer" };
+        format!("{} + {} {how}", seconds(secs - asked), seconds(asked))
+    } else {
+        seconds(secs)
+    })
+}
+
+fn seconds(secs: f64) -> String {
+    if secs < 60.0 {
         format!("{secs:.1}s")
     } else {
         format!("{}m{:02}s", (secs / 60.0) as u64, secs as u64 % 60)
-    })
+    }
 }
 
 /// `exit 1` / `killed by SIGKILL` for a call with a finished terminal.

@@ -10,8 +10,10 @@ pub use trellis_plugin_protocol::{OptionKind, PermissionOption};
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "by", content = "name", rename_all = "snake_case")]
 pub enum Decider {
-    /// The person at the keyboard.
+    /// The person at the keyboard, in the session's own dialog (or its card).
     User,
+    /// The person at the keyboard, in the inbox of a UI with several sessions.
+    Inbox,
     /// A headless policy (`reject`, `allow-once`, `allow-reads`, `rules`).
     Policy(String),
     /// A user rule, named by its description.
@@ -34,6 +36,7 @@ impl std::fmt::Display for Decider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Decider::User => f.write_str("user"),
+            Decider::Inbox => f.write_str("user in the inbox"),
             Decider::Policy(p) => write!(f, "policy {p}"),
             Decider::Rule(r) => write!(f, "rule {r}"),
             Decider::Extension(e) => write!(f, "extension {e}"),

@@ -130,14 +130,14 @@ fn a_background_session_blocks_is_marked_announced_once_jumped_to_and_answered_f
     t.wait_for("▶2");
     t.send(&["M-1"]);
     t.wait("session 2 seen", |s| s.contains("2 · idle"));
-    // The log of session 2 has the answer once, by the user.
+    // The log of session 2 has the answer once, by the user, in the inbox.
     let log = t.log();
     let decided: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("\"permission_decided\""))
         .collect();
     assert_eq!(decided.len(), 1, "{decided:?}");
-    assert!(decided[0].contains("\"by\":\"user\""), "{decided:?}");
+    assert!(decided[0].contains("\"by\":\"inbox\""), "{decided:?}");
     // Announced once: the block (and then the end of its turn, nothing else waiting).
     let said = std::fs::read_to_string(&hooks).unwrap_or_default();
     assert_eq!(
