@@ -753,3 +753,31 @@ fn designed_cards_keep_the_decider_and_a_failures_output() {
     assert!(f.contains("▸ /w/src/missing.rs"), "{f}");
     assert!(f.contains("error: no such file: missing.rs"), "{f}");
 }
+
+/// A question that waits for the human gets the width: at 90 columns the sidebar (38 of
+/// them) gives way while the permission dialog is in front.
+#[test]
+fn the_sidebar_gives_way_to_an_open_dialog_on_a_narrow_terminal() {
+    let w = workspace();
+    let mut b = session();
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"x3","title":"Run tests again","kind":"execute","status":"pending",
+        "rawInput":{"command":"cargo test --all"}}));
+    b.f(Dir::AgentToClient, json!({"jsonrpc":"2.0","id":9,"method":"session/request_permission","params":{"sessionId":"S",
+        "toolCall":{"toolCallId":"x3"},
+        "options":[{"optionId":"once","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}}));
+    let mut app = app_with(b, vec![], w.path());
+    let f = frame_text(&mut app, 90, 30);
+    assert!(
+        !f.contains("▾ Follow"),
+        "no sidebar while the question is open: {f}"
+    );
+    let widest = f
+        .lines()
+        .filter(|l| l.contains('┌'))
+        .map(|l| l.chars().filter(|c| *c == '─').count())
+        .max()
+        .unwrap_or(0);
+    assert!(widest > 70, "the dialog takes the width: {f}");
+    let f = frame_text(&mut app, 140, 30);
+    assert!(f.contains("▾ Follow"), "wide enough for both: {f}");
+}

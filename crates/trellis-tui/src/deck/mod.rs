@@ -706,7 +706,7 @@ impl Deck {
 pub(crate) mod tests {
     use super::*;
 
-    pub(super) fn opened(name: &str) -> Opened {
+    pub(crate) fn opened(name: &str) -> Opened {
         Opened {
             app: App::new(
                 trellis_core::Session::new(trellis_core::permission::Policy::Ask),

@@ -55,12 +55,22 @@ async fn first_moments(deck: &mut Deck) {
 /// notification (OSC 9 and OSC 777), each as the front session's `[ui]` settings say;
 /// inside tmux the notifications are passed through to the outer terminal.
 pub(super) fn announce(deck: &mut Deck, title_marked: &mut Option<String>) {
+    let tmux = std::env::var_os("TMUX").is_some();
+    let seq = announcements(deck, title_marked, tmux);
+    if !seq.is_empty() {
+        let out = &mut std::io::stdout();
+        let _ = std::io::Write::write_all(out, seq.as_bytes());
+        let _ = std::io::Write::flush(out);
+    }
+}
+
+/// The terminal sequences of [`announce`] (and the `[notify] command` run for each).
+fn announcements(deck: &mut Deck, title_marked: &mut Option<String>, tmux: bool) -> String {
     // The last session closed (stopped from elsewhere): nothing to announce to.
     let Some(front) = deck.slots.get(deck.front) else {
-        return;
+        return String::new();
     };
     let alerts = front.app.alerts;
-    let tmux = std::env::var_os("TMUX").is_some();
     let mut seq = String::new();
     for a in std::mem::take(&mut deck.announce) {
         if let Some(cmd) = &deck.notify.command {
@@ -114,11 +124,7 @@ pub(super) fn announce(deck: &mut Deck, title_marked: &mut Option<String>) {
             Some(_) => {}
         }
     }
-    if !seq.is_empty() {
-        let out = &mut std::io::stdout();
-        let _ = std::io::Write::write_all(out, seq.as_bytes());
-        let _ = std::io::Write::flush(out);
-    }
+    seq
 }
 
 /// Runs `[notify] command` for an announcement, with the session id, state and agent in
@@ -458,4 +464,46 @@ fn front_key(deck: &mut Deck, k: KeyEvent) {
         perform_intent(&mut slot.app, intent);
     }
     deck.refresh(i);
+}
+
+#[cfg(test)]
+mod tests {
+    use trellis_core::attention::{Attention, Blocked};
+
+    use crate::deck::Deck;
+    use crate::deck::tests::opened;
+
+    /// The window title's mark follows what still wants the human: a permission answered
+    /// in the inbox while another session is done leaves "done", not "permission".
+    #[test]
+    fn the_title_mark_follows_what_still_wants_the_human() {
+        let mut d = Deck::new(opened("a"), "demo".into());
+        d.add(opened("b"), "demo".into());
+        d.add(opened("c"), "demo".into());
+        d.show(0);
+        d.announce.clear();
+        let mut mark = None;
+        d.slots[1].attention = Attention::Blocked(Blocked::Permission);
+        d.announce.push(crate::deck::Announcement {
+            key: d.slots[1].key,
+            attention: d.slots[1].attention,
+            agent: "b".into(),
+            session_id: None,
+        });
+        let seq = super::announcements(&mut d, &mut mark, false);
+        assert!(seq.contains("session 2 (b): permission"), "{seq:?}");
+        // Answered in the inbox; session 3 is done meanwhile.
+        d.slots[1].attention = Attention::Working;
+        d.slots[2].attention = Attention::Done;
+        let seq = super::announcements(&mut d, &mut mark, false);
+        assert!(
+            seq.contains("\x1b]2;◆ trellis — session 3 (c): done"),
+            "{seq:?}"
+        );
+        assert!(!seq.contains("permission"), "{seq:?}");
+        d.slots[2].attention = Attention::Idle;
+        let seq = super::announcements(&mut d, &mut mark, false);
+        assert_eq!(seq, "\x1b]2;trellis\x07", "nothing wants the human");
+        assert_eq!(mark, None);
+    }
 }

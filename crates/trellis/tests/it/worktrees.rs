@@ -453,3 +453,33 @@ fn the_demo_plays_in_a_worktree_when_asked_and_never_in_a_foreign_repository() {
     };
     t.wait_for("NOT ISOLATED");
 }
+
+/// A worktree session opened from the UI (Alt-N) gets the same reminder at quit as the
+/// first one: how to end its worktree, with what it changed.
+#[test]
+fn every_open_worktree_is_reminded_at_quit() {
+    let home = Home::new();
+    let repo = home.repo("repo");
+    let plain = home.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let Some(t) = crate::tui::Tmux::start_env(
+        &["LANG=C.UTF-8"],
+        &["demo", "--cwd", plain.to_str().unwrap()],
+        120,
+        30,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["M-N"]);
+    t.wait_for("New session in a worktree");
+    t.send(&["Tab", "C-u", repo.to_str().unwrap(), "Enter"]);
+    t.wait("the worktree session in front", |s| s.contains("▶2"));
+    t.send(&["C-c", "C-c"]);
+    let s = t.wait("the reminder", |s| s.contains("end it with"));
+    assert!(
+        s.contains("file(s)) stays at")
+            && s.contains("end it with `trellis worktree land|apply|keep|discard"),
+        "{s}"
+    );
+}
