@@ -34,38 +34,41 @@ pub fn sha256_of(path: &Path) -> std::io::Result<String> {
     Ok(hex(&h.finalize()))
 }
 
-/// Downloads `url` to `to` (created new), at most [`MAX_ARCHIVE`] bytes; its SHA-256.
-pub fn download(url: &str, to: &Path) -> Result<String, String> {
-    let t = Some(crate::source::TIMEOUT);
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_connect(t)
-        .timeout_send_request(t)
-        .timeout_recv_response(t)
-        .http_status_as_error(false)
-        .max_redirects(5)
-        .build()
-        .into();
-    let mut resp = agent.get(url).call().map_err(|e| format!("{url}: {e}"))?;
-    if resp.status() != 200 {
-        return Err(format!("{url} answered {}", resp.status()));
+/// An archive being written, hashed as it comes.
+struct Archive {
+    file: std::fs::File,
+    hash: sha2::Sha256,
+}
+
+impl crate::fetch::Sink for Archive {
+    fn take(&mut self, chunk: &[u8]) -> Result<(), String> {
+        self.hash.update(chunk);
+        self.file.write_all(chunk).map_err(|e| e.to_string())
     }
-    let mut body = resp.body_mut().with_config().limit(MAX_ARCHIVE).reader();
-    let mut out = std::fs::OpenOptions::new()
+}
+
+/// Downloads `url` to `to` (created new), at most [`MAX_ARCHIVE`] bytes, bounded as
+/// [`crate::fetch::Bounds::ARCHIVE`] says; its SHA-256. The address, and every redirect,
+/// must be https (or http to this machine).
+pub fn download(url: &str, to: &Path) -> Result<String, String> {
+    let file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(to)
         .map_err(|e| e.to_string())?;
-    let mut h = sha2::Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = body.read(&mut buf).map_err(|e| format!("{url}: {e}"))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-        out.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+    let sink = Archive {
+        file,
+        hash: sha2::Sha256::new(),
+    };
+    let bounds = crate::fetch::Bounds {
+        max: MAX_ARCHIVE,
+        ..crate::fetch::Bounds::ARCHIVE
+    };
+    let (answer, sink) = crate::fetch::get(url, crate::address::Rule::Secure, &[], bounds, sink)?;
+    if answer.status != 200 {
+        return Err(format!("{url} answered {}", answer.status));
     }
-    Ok(hex(&h.finalize()))
+    Ok(hex(&sink.hash.finalize()))
 }
 
 /// A path of an archive entry, checked to stay inside: only plain names (and `.`).

@@ -190,12 +190,12 @@ fn text(e: &Value, key: &str, max: usize, required: bool) -> Result<Option<Strin
     }
 }
 
-/// A version as registries write them: letters, digits, `.`, `+`, `-`, `_` — not starting
-/// with a dot (it names a directory of Trellis's).
+/// A version as registries write them: a digit first (a dist-tag such as `latest` or
+/// `next` is a name, not a pin), then letters, digits, `.`, `+`, `-`, `_` (it names a
+/// directory of Trellis's).
 pub fn valid_version(v: &str) -> bool {
-    !v.is_empty()
-        && v.len() <= 64
-        && !v.starts_with('.')
+    v.len() <= 64
+        && v.starts_with(|c: char| c.is_ascii_digit())
         && v.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_'))
 }
@@ -289,18 +289,9 @@ fn env(e: &Value) -> Result<Vec<(String, String)>, String> {
 }
 
 /// An archive's address: https, or http to this machine only (a registry mirrored on
-/// loopback); no credentials in it.
+/// loopback); no credentials in it. The host is compared whole (see `crate::address`).
 fn valid_archive(url: &str) -> bool {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return false;
-    };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let loopback =
-        host.starts_with("127.0.0.1") || host.starts_with("localhost") || host.starts_with("[::1]");
-    url.len() <= 2048
-        && !host.contains('@')
-        && !url.chars().any(|c| c.is_control() || c == ' ')
-        && (scheme == "https" || (scheme == "http" && loopback))
+    crate::address::check(url, crate::address::Rule::Secure).is_ok()
 }
 
 impl Agent {
@@ -441,8 +432,9 @@ fn package(p: &Value, sep: char) -> Result<Package, String> {
         && !valid_version(v)
     {
         return Err(format!(
-            "package `{}`: its version is not a version",
-            spec.escape_debug()
+            "package `{}`: `{}` is not a version (a tag such as latest is not a pin)",
+            spec.escape_debug(),
+            v.escape_debug()
         ));
     }
     let cmd = text(p, "cmd", 128, false)?;
@@ -471,9 +463,11 @@ fn split_version(spec: &str, sep: char) -> (&str, Option<&str>) {
         }
         return (spec, None);
     }
-    // npm: the version's `@` is not the first character.
-    match spec[1.min(spec.len())..].find('@') {
-        Some(i) => (&spec[..i + 1], Some(&spec[i + 2..])),
+    // npm: the version's `@` is not the first character (a scope's is). Found from the
+    // second character on, whatever its width.
+    let first = spec.chars().next().map_or(0, char::len_utf8);
+    match spec[first..].find('@') {
+        Some(i) => (&spec[..first + i], Some(&spec[first + i + 1..])),
         None => (spec, None),
     }
 }

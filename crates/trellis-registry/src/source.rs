@@ -5,18 +5,17 @@
 //! fails the cached copy is used, and said to be.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::address::Rule;
+use crate::fetch::{self, Bounds};
 use crate::index::{Index, MAX_INDEX};
 
 /// The public registry's index.
 pub const DEFAULT_URL: &str =
     "https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json";
-
-/// How long a fetch may take (each phase: connect, send, answer).
-pub const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The largest `agent.json` read from a directory.
 const MAX_ENTRY: u64 = 1 << 20;
@@ -71,8 +70,10 @@ struct Meta {
     fetched: u64,
 }
 
-/// Loads the index from `source`, the cache in `cache_dir` for addresses.
-pub fn load(source: &Source, cache_dir: &Path) -> Result<Loaded, String> {
+/// Loads the index from `source`, the cache in `cache_dir` for addresses; `rule`: which
+/// addresses it may come from (plain http elsewhere than this machine only when the user
+/// accepted it).
+pub fn load(source: &Source, cache_dir: &Path, rule: Rule) -> Result<Loaded, String> {
     match source {
         Source::File(p) => {
             let text = read_bounded(p, MAX_INDEX as u64)?;
@@ -85,7 +86,7 @@ pub fn load(source: &Source, cache_dir: &Path) -> Result<Loaded, String> {
             index: assemble(d)?,
             said: None,
         }),
-        Source::Url(u) => fetch(u, cache_dir),
+        Source::Url(u) => fetch(u, cache_dir, rule),
     }
 }
 
@@ -94,7 +95,7 @@ pub fn load(source: &Source, cache_dir: &Path) -> Result<Loaded, String> {
 pub fn load_local(source: &Source, cache_dir: &Path) -> Option<Index> {
     match source {
         Source::Url(u) => cached(cache_dir, u).and_then(|(_, text)| Index::parse(&text).ok()),
-        other => load(other, cache_dir).ok().map(|l| l.index),
+        other => load(other, cache_dir, Rule::Secure).ok().map(|l| l.index),
     }
 }
 
@@ -190,26 +191,17 @@ fn ago(secs: u64) -> String {
 }
 
 /// Fetches `url` (conditionally, when a cached copy has validators); the cached copy when
-/// the network fails, said so.
-fn fetch(url: &str, cache_dir: &Path) -> Result<Loaded, String> {
-    let t = Some(TIMEOUT);
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_connect(t)
-        .timeout_send_request(t)
-        .timeout_recv_response(t)
-        .timeout_recv_body(t)
-        .http_status_as_error(false)
-        .max_redirects(3)
-        .build()
-        .into();
+/// the network fails, said so. `rule`: which addresses it may come from (see
+/// [`crate::address`]).
+fn fetch(url: &str, cache_dir: &Path, rule: Rule) -> Result<Loaded, String> {
     let old = cached(cache_dir, url);
-    let mut req = agent.get(url);
+    let mut headers = Vec::new();
     if let Some((m, _)) = &old {
         if let Some(e) = &m.etag {
-            req = req.header("If-None-Match", e.as_str());
+            headers.push(("If-None-Match".to_string(), e.clone()));
         }
         if let Some(l) = &m.last_modified {
-            req = req.header("If-Modified-Since", l.as_str());
+            headers.push(("If-Modified-Since".to_string(), l.clone()));
         }
     }
     let offline = |why: String, old: Option<(Meta, String)>| -> Result<Loaded, String> {
@@ -221,11 +213,13 @@ fn fetch(url: &str, cache_dir: &Path) -> Result<Loaded, String> {
             None => Err(format!("{why} (and no cached copy)")),
         }
     };
-    let mut resp = match req.call() {
-        Ok(r) => r,
-        Err(e) => return offline(format!("cannot reach {url}: {e}"), old),
+    // An address the rule refuses is refused outright, cached copy or not.
+    crate::address::check(url, rule).map_err(|why| format!("{url}: {why}"))?;
+    let (answer, body) = match fetch::get(url, rule, &headers, Bounds::INDEX, Vec::new()) {
+        Ok(got) => got,
+        Err(why) => return offline(why, old),
     };
-    let status = resp.status().as_u16();
+    let status = answer.status;
     if status == 304
         && let Some((mut m, text)) = old
     {
@@ -243,22 +237,10 @@ fn fetch(url: &str, cache_dir: &Path) -> Result<Loaded, String> {
     if status != 200 {
         return offline(format!("{url} answered {status}"), old);
     }
-    let header = |name: &str| {
-        resp.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .filter(|v| v.len() <= 512)
-            .map(str::to_string)
-    };
-    let (etag, last_modified) = (header("etag"), header("last-modified"));
-    let text = match resp
-        .body_mut()
-        .with_config()
-        .limit(MAX_INDEX as u64)
-        .read_to_string()
-    {
+    let (etag, last_modified) = (answer.etag, answer.last_modified);
+    let text = match String::from_utf8(body) {
         Ok(t) => t,
-        Err(e) => return offline(format!("{url}: {e}"), old),
+        Err(_) => return offline(format!("{url}: not UTF-8 text"), old),
     };
     // Only an index that reads is kept (a broken one must not replace a good copy).
     let index = match Index::parse(&text) {

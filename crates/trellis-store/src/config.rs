@@ -137,6 +137,10 @@ pub struct RegistryConfig {
     /// An address (`https://…/registry.json`), a `registry.json` on disk, or a directory
     /// of `<id>/agent.json` files; the public registry when unset.
     pub url: Option<String>,
+    /// Accept an index over plain http from a host that is not this machine. Anyone on the
+    /// way can then change the index — and with it every agent it names and every
+    /// SHA-256 it vouches for — so it is refused unless this says `true`.
+    pub unverified_http: Option<bool>,
 }
 
 /// `[worktree]`: worktrees Trellis makes for sessions (`--worktree`).

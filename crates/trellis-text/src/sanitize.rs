@@ -3,12 +3,20 @@
 //! Invariant: the result holds no control character but `\n` and `\t`: C0 controls
 //! and DEL become caret notation (`^[`, `^G`, `^?`), C1 controls `<U+009B>`, a `\r` before a
 //! `\n` is dropped. So no escape sequence an outsider wrote can set the title, the
-//! clipboard, move the cursor or clear the screen; what it tried is still visible.
+//! clipboard, move the cursor or clear the screen; what it tried is still visible. The
+//! bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069) are
+//! made visible the same way (`<U+202E>`): they reorder what follows them on the screen,
+//! so text from outside could show one thing and say another.
 
 use std::borrow::Cow;
 
 fn is_unsafe(c: char) -> bool {
-    c.is_control() && c != '\n' && c != '\t'
+    (c.is_control() && c != '\n' && c != '\t') || is_bidi(c)
+}
+
+/// A character that reorders the text around it (embeddings, overrides, isolates).
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `text` with every control character but `\n` and `\t` made visible.
@@ -51,7 +59,7 @@ pub fn for_display(text: &str) -> Cow<'_, str> {
 /// `text` on one line: line breaks and tabs become spaces, other control characters are
 /// made visible as by [`sanitize`] (titles, one-line cards).
 pub fn one_line(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(|c| c.is_control() || is_bidi(c)) {
         return Cow::Borrowed(text);
     }
     let spaced: String = text
@@ -89,7 +97,7 @@ fn push_sanitized(out: &mut String, text: &str) {
                 out.push('^');
                 out.push(char::from(b'@' + c as u8));
             }
-            c if c.is_control() => out.push_str(&format!("<U+{:04X}>", c as u32)),
+            c if c.is_control() || is_bidi(c) => out.push_str(&format!("<U+{:04X}>", c as u32)),
             c => out.push(c),
         }
     }
@@ -124,5 +132,14 @@ mod tests {
     #[test]
     fn one_line_has_no_breaks() {
         assert_eq!(one_line("a\nb\r\n\tc\x1b[2J"), "a b   c^[[2J");
+    }
+
+    #[test]
+    fn reordering_characters_are_shown_not_obeyed() {
+        let tricky = "agent\u{202E}txt.exe\u{2066}x\u{2069}";
+        assert_eq!(sanitize(tricky), "agent<U+202E>txt.exe<U+2066>x<U+2069>");
+        assert_eq!(one_line(tricky), "agent<U+202E>txt.exe<U+2066>x<U+2069>");
+        // Right-to-left text itself is text.
+        assert_eq!(sanitize("שלום"), "שלום");
     }
 }

@@ -119,8 +119,19 @@ pub(crate) fn offer_install(agent: &str, config: &Config) -> anyhow::Result<()> 
 /// The index, from the config's source; what loading it had to say goes to stderr.
 fn load(config: &Config) -> anyhow::Result<Loaded> {
     let source = Source::from_setting(config.registry.url.as_deref());
-    let loaded = trellis_registry::source::load(&source, &cache_dir())
-        .map_err(|e| anyhow::anyhow!("the agent registry ({}): {e}", source.describe()))?;
+    let rule = if config.registry.unverified_http == Some(true) {
+        trellis_registry::address::Rule::AnyHttp
+    } else {
+        trellis_registry::address::Rule::Secure
+    };
+    let loaded = trellis_registry::source::load(&source, &cache_dir(), rule).map_err(|e| {
+        let hint = if e.contains("plain http to") {
+            " ([registry] unverified_http = true accepts that, giving up every check the index's SHA-256s make)"
+        } else {
+            ""
+        };
+        anyhow::anyhow!("the agent registry ({}): {e}{hint}", source.describe())
+    })?;
     if let Some(said) = &loaded.said {
         eprintln!("trellis: {}", safe(said));
     }

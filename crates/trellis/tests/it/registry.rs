@@ -215,3 +215,76 @@ fn a_served_index_is_cached_asked_again_conditionally_and_used_offline() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("no cached copy"));
 }
+
+/// Hostile entries, as an attacker would write them (issue 45, items 1, 2, 4): a package
+/// starting with a multi-byte character (it panicked), archives on hosts that only start
+/// like this machine's, a dist-tag where a pin goes, a description that reorders the
+/// screen. Each is refused or shown harmlessly, the good entry listed; an index over plain
+/// http from another machine is refused unless the config accepts it, in words.
+#[test]
+fn hostile_entries_are_refused_one_by_one_and_shown_harmlessly() {
+    let home = tempfile::tempdir().unwrap();
+    let index = serde_json::json!({"version": "1", "agents": [
+        {"id": "multibyte", "name": "M", "version": "1.0.0", "description": "d",
+         "distribution": {"npx": {"package": "éa"}}},
+        {"id": "prefix-host", "name": "P", "version": "1.0.0", "description": "d",
+         "distribution": {"binary": {"linux-x86_64": {"archive": "http://localhost.evil.example/a.tgz", "cmd": "a"},
+                                     "linux-aarch64": {"archive": "http://localhost.evil.example/a.tgz", "cmd": "a"},
+                                     "darwin-aarch64": {"archive": "http://localhost.evil.example/a.tgz", "cmd": "a"},
+                                     "darwin-x86_64": {"archive": "http://localhost.evil.example/a.tgz", "cmd": "a"}}}},
+        {"id": "tagged", "name": "T", "version": "1.0.0", "description": "d",
+         "distribution": {"npx": {"package": "loose@latest"}}},
+        {"id": "trojan", "name": "Trojan", "version": "1.0.0",
+         "description": "safe\u{202E}txt.exe",
+         "distribution": {"npx": {"package": "trojan@1.0.0"}}},
+        {"id": "good", "name": "Good", "version": "2.0.0", "description": "fine",
+         "distribution": {"npx": {"package": "good@2.0.0"}}}
+    ]});
+    let file = home.path().join("registry.json");
+    std::fs::write(&file, index.to_string()).unwrap();
+    let o = trellis(home.path(), file.to_str().unwrap(), &["agents", "list"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("good"), "{out}");
+    for (id, why) in [
+        ("multibyte", "not a package name"),
+        ("prefix-host", "not an https address"),
+        ("tagged", "`latest` is not a version"),
+    ] {
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&format!("entry {id} refused")) && l.contains(why)),
+            "{id}: {err}"
+        );
+    }
+    assert!(
+        !out.contains('\u{202E}'),
+        "the override is not printed: {out}"
+    );
+    assert!(out.contains("<U+202E>"), "it is shown: {out}");
+    // Looking a name up in that index does not panic either.
+    let o = trellis(
+        home.path(),
+        file.to_str().unwrap(),
+        &["run", "--agent", "zz-not-an-agent", "--prompt", "x"],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Plain http from another machine: refused before anything is asked of it.
+    let o = trellis(
+        home.path(),
+        "http://192.0.2.1/registry.json",
+        &["agents", "list"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        err.contains("not this machine") && err.contains("unverified_http"),
+        "{err}"
+    );
+}
