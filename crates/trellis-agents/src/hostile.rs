@@ -47,6 +47,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "asks 100 permissions at once, waits for every answer, reports how many came and how many twice",
     ),
     (
+        "call-flood",
+        "makes 20 000 tool calls, each with a 200-byte result, then ends its turn",
+    ),
+    (
         "burst-then-die",
         "writes 300 messages with a permission request after every tenth, then aborts without reading",
     ),
@@ -295,6 +299,7 @@ impl Hostile {
             "escape-group" => self.escape_group()?,
             "linger" => self.linger()?,
             "permission-storm" => self.permission_storm()?,
+            "call-flood" => self.call_flood()?,
             _ => {}
         }
         Ok("end_turn")
@@ -416,6 +421,24 @@ impl Hostile {
         }
         std::thread::sleep(Duration::from_millis(300));
         std::process::exit(3)
+    }
+
+    /// Scenario `call-flood` (see [`SCENARIOS`]).
+    fn call_flood(&mut self) -> Result<(), PeerError> {
+        const CALLS: usize = 20_000;
+        let result = "r".repeat(200);
+        for i in 0..CALLS {
+            let id = format!("flood-{i}");
+            self.update(json!({"sessionUpdate": "tool_call", "toolCallId": id,
+                "title": format!("read part {i}"), "kind": "read", "status": "in_progress"}))?;
+            self.update(
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
+                "status": "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": result}}]}),
+            )?;
+        }
+        self.say(&format!("{CALLS} calls made"))?;
+        Ok(())
     }
 
     /// Scenario `permission-storm` (see [`SCENARIOS`]): every answer is counted, and one

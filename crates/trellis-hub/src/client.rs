@@ -21,9 +21,39 @@ pub struct Client {
     pub attachment: Option<String>,
 }
 
+/// Connects to the hub socket at `path` only if it is a socket of this user's (a link is
+/// never followed) and the process on the other end runs as this user: another user's
+/// socket, planted or linked there, is never spoken to.
+fn connect_checked(path: &std::path::Path) -> std::io::Result<UnixStream> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let refused = |why: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{} {why}: not spoken to", path.display()),
+        )
+    };
+    let me = trellis_os::uid();
+    let m = std::fs::symlink_metadata(path)?;
+    if m.file_type().is_symlink() {
+        return Err(refused("is a link"));
+    }
+    if !m.file_type().is_socket() {
+        return Err(refused("is not a socket"));
+    }
+    if m.uid() != me {
+        return Err(refused("belongs to another user"));
+    }
+    let s = UnixStream::connect(path)?;
+    if trellis_os::fd::peer_uid(s.as_fd())? != me {
+        return Err(refused("is served by another user's process"));
+    }
+    Ok(s)
+}
+
 impl Client {
     pub fn connect(files: &HubFiles, client_name: &str) -> std::io::Result<Client> {
-        let s = UnixStream::connect(&files.sock)?;
+        let s = connect_checked(&files.sock)?;
         s.set_read_timeout(Some(WAIT))?;
         s.set_write_timeout(Some(WAIT))?;
         Ok(Client {
@@ -140,12 +170,24 @@ impl Following {
     }
 }
 
-/// Every live hub in `dir`, connected; dead hubs' files are removed.
-pub fn connect_all(dir: &std::path::Path, client_name: &str) -> Vec<Client> {
+/// Every live hub in `dir`, by name: connected, or why not. Dead hubs' files are
+/// removed.
+pub fn connect_each(
+    dir: &std::path::Path,
+    client_name: &str,
+) -> Vec<(String, std::io::Result<Client>)> {
     hubs(dir)
         .into_iter()
         .filter(|f| !clear_if_stale(f))
-        .filter_map(|f| Client::connect(&f, client_name).ok())
+        .map(|f| (f.name.clone(), Client::connect(&f, client_name)))
+        .collect()
+}
+
+/// Every live hub in `dir` that could be connected to.
+pub fn connect_all(dir: &std::path::Path, client_name: &str) -> Vec<Client> {
+    connect_each(dir, client_name)
+        .into_iter()
+        .filter_map(|(_, c)| c.ok())
         .collect()
 }
 
@@ -154,10 +196,13 @@ pub fn list_all(
     dir: &std::path::Path,
     client_name: &str,
 ) -> Vec<(String, Result<Vec<SessionInfo>, String>)> {
-    connect_all(dir, client_name)
+    connect_each(dir, client_name)
         .into_iter()
-        .map(|mut c| {
-            let name = c.files.name.clone();
+        .map(|(name, c)| {
+            let mut c = match c {
+                Ok(c) => c,
+                Err(e) => return (name, Err(format!("cannot be reached: {e}"))),
+            };
             let r = match c.call(Op::List, None) {
                 Ok(Body::Sessions { sessions, .. }) => Ok(sessions),
                 Ok(Body::Error { message, .. }) => Err(message),

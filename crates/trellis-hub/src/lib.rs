@@ -10,6 +10,7 @@ pub mod client;
 pub mod listen;
 pub mod place;
 pub mod serve;
+pub mod slots;
 pub mod tokens;
 pub mod watch;
 pub mod wire;

@@ -1,7 +1,9 @@
 //! A hub's socket, served: connections from this user only (the peer's uid checked on
 //! each), request lines bounded, every request handed to the hub's loop with a channel
 //! for its answer. A client that sends too much, stops reading or takes too long is
-//! dropped; the hub never waits on one.
+//! dropped; the hub never waits on one. Places are bounded in all and per process
+//! ([`crate::slots`]): an idle connection goes after [`IDLE`], or at once when a newcomer
+//! needs its place.
 
 use std::time::Duration;
 
@@ -13,8 +15,16 @@ use crate::place::{HubFiles, try_hold};
 use crate::watch::Follow;
 use crate::wire::{Body, REQUEST_LIMIT, Request, Response};
 
-/// Connections served at once; more wait to be accepted.
+/// Connections served at once.
 const CONNECTIONS: usize = 32;
+/// Connections one process may hold at once.
+const PER_PROCESS: usize = 16;
+/// How long a connection may wait without sending a request.
+pub const IDLE: Duration = Duration::from_secs(60);
+/// How long a request line may take to arrive once begun.
+const LINE_WAIT: Duration = Duration::from_secs(10);
+/// How long a newcomer waits for a place when every connection is at work.
+const ADMIT_WAIT: Duration = Duration::from_secs(5);
 /// How long a connection may take to write an answer.
 const WRITE_WAIT: Duration = Duration::from_secs(5);
 /// How long the hub's loop has to answer a request.
@@ -119,6 +129,7 @@ impl Served {
     pub fn listen(
         &mut self,
         addr: std::net::SocketAddr,
+        hosts: Vec<String>,
     ) -> std::io::Result<(std::net::SocketAddr, bool)> {
         #[cfg(feature = "listen")]
         {
@@ -130,7 +141,7 @@ impl Served {
                     "this Trellis takes no listener (only a hub of its own does: trellis serve)",
                 ));
             };
-            let l = crate::listen::listen(addr, store, self.tx.clone())?;
+            let l = crate::listen::listen(addr, store, hosts, self.tx.clone())?;
             self.pairing.set(l.pairing.clone());
             let at = l.addr;
             self.listening = Some(l);
@@ -138,7 +149,7 @@ impl Served {
         }
         #[cfg(not(feature = "listen"))]
         {
-            let _ = (addr, &self.tx, &self.pairing);
+            let _ = (addr, hosts, &self.tx, &self.pairing);
             Err(std::io::Error::other(
                 "this build has no listener (cargo feature `listen`)",
             ))
@@ -182,8 +193,14 @@ pub fn serve(dir: &std::path::Path, name: &str) -> std::io::Result<Served> {
     serve_listening(dir, name, None, None)
 }
 
-/// A loopback address to listen on too, and the tokens it accepts.
-pub type Listen = (std::net::SocketAddr, crate::tokens::Store);
+/// A loopback address to listen on too, the tokens it accepts, and the host names it
+/// answers besides loopback ones (`--allow-host`).
+#[derive(Debug, Clone)]
+pub struct Listen {
+    pub addr: std::net::SocketAddr,
+    pub store: crate::tokens::Store,
+    pub hosts: Vec<String>,
+}
 
 /// [`serve`], and the loopback listener on `listen` when given (a feature of the build:
 /// without it, asking for one is an error). `store`: the tokens of a listener started
@@ -215,7 +232,7 @@ pub fn serve_listening(
     let (tx, calls) = mpsc::channel(64);
     #[cfg(feature = "listen")]
     let listening = match listen {
-        Some((addr, store)) => Some(crate::listen::listen(addr, store, tx.clone())?),
+        Some(l) => Some(crate::listen::listen(l.addr, l.store, l.hosts, tx.clone())?),
         None => None,
     };
     #[cfg(not(feature = "listen"))]
@@ -245,15 +262,17 @@ pub fn serve_listening(
 }
 
 async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>, pairing: PairingSlot) {
-    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
+    let slots = crate::slots::Slots::new(CONNECTIONS, PER_PROCESS);
     let mut next_conn = 0u64;
     let me = trellis_os::uid();
     loop {
-        let Ok(permit) = slots.clone().acquire_owned().await else {
-            return;
-        };
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
+        let (mut stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            Err(_) => {
+                // Out of descriptors, most likely: never a busy loop.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
         };
         // This user only, checked on every connection.
         let Ok(cred) = stream.peer_cred() else {
@@ -264,10 +283,27 @@ async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>, pairing: Pairing
         }
         let tx = tx.clone();
         let pairing = pairing.clone();
+        let slots = slots.clone();
         next_conn += 1;
         let conn = next_conn;
         tokio::spawn(async move {
-            let _ = connection(stream, cred.pid(), conn, tx.clone(), pairing).await;
+            let peer = cred.pid().map_or(0, |p| u64::from(p.unsigned_abs()));
+            let Some(slot) = slots.admit(peer, ADMIT_WAIT).await else {
+                let _ = write_line(
+                    &mut stream,
+                    &Response::error(
+                        0,
+                        "busy",
+                        format!(
+                            "the hub's {CONNECTIONS} connections are all at work (or this process holds {PER_PROCESS}): try again"
+                        ),
+                    ),
+                )
+                .await;
+                return;
+            };
+            let _ = connection(stream, cred.pid(), conn, tx.clone(), pairing, &slot).await;
+            drop(slot);
             // Whatever this connection claimed goes with it.
             let (reply, _) = oneshot::channel();
             let hangup = Request {
@@ -285,7 +321,6 @@ async fn accept(listener: UnixListener, tx: mpsc::Sender<Call>, pairing: Pairing
                     reply,
                 })
                 .await;
-            drop(permit);
         });
     }
 }
@@ -297,6 +332,7 @@ async fn connection(
     conn: u64,
     tx: mpsc::Sender<Call>,
     pairing: PairingSlot,
+    slot: &crate::slots::Slot,
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 8192];
@@ -307,6 +343,7 @@ async fn connection(
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
+            let busy = slot.busy();
             let reply = match serde_json::from_slice::<Request>(line) {
                 // Pairing codes belong to the listener, not to any session.
                 Ok(Request {
@@ -348,15 +385,25 @@ async fn connection(
                 Reply::Once(answer) => write_line(&mut stream, &answer).await?,
                 Reply::Follow(answer, follow) => {
                     write_line(&mut stream, &answer).await?;
-                    // The connection is the follower's from now on.
+                    // The connection is the follower's from now on (at work while it
+                    // follows: never let go for a newcomer).
                     return follow_on(stream, answer.id, follow).await;
                 }
             }
+            drop(busy);
         }
         if buf.len() > REQUEST_LIMIT {
             return Err(std::io::Error::other("request too long"));
         }
-        let n = stream.read(&mut chunk).await?;
+        // Nothing begun: it may wait IDLE; a line begun comes whole within LINE_WAIT.
+        let wait = if buf.is_empty() { IDLE } else { LINE_WAIT };
+        let n = tokio::select! {
+            _ = slot.kicked() => return Ok(()),
+            read = tokio::time::timeout(wait, stream.read(&mut chunk)) => match read {
+                Ok(r) => r?,
+                Err(_) => return Ok(()),
+            },
+        };
         if n == 0 {
             return Ok(());
         }

@@ -84,7 +84,12 @@ pub enum Op {
     Pair,
     /// Starts the hub's loopback listener on `addr` (`trellis serve --listen` for a hub
     /// that is already serving). Only a hub of its own (`trellis serve`) takes one.
-    Listen { addr: String },
+    /// `hosts`: names it answers besides loopback ones (`--allow-host`).
+    Listen {
+        addr: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hosts: Vec<String>,
+    },
     /// Stops the hub (`trellis serve --stop`): every session closes as a quit closes
     /// it, then the hub ends. Only a hub of its own (`trellis serve`) is stopped so.
     Shutdown,

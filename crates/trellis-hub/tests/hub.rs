@@ -350,3 +350,80 @@ fn a_link_planted_at_the_socket_is_not_followed() {
     drop(rt);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
 }
+
+/// The client speaks only to a socket of its user's at the hub's path: a link planted
+/// there (to a socket that would answer with sessions of its own) or a file that is not
+/// a socket is refused, said for that hub, and never connected to.
+#[test]
+fn a_client_speaks_only_to_a_socket_of_its_own_user() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    let elsewhere = tmp.path().join("fake.sock");
+    let fake = std::os::unix::net::UnixListener::bind(&elsewhere).unwrap();
+    fake.set_nonblocking(true).unwrap();
+    // Both names are held, as a live hub's are: nothing clears them as stale.
+    let linked = HubFiles::new(&dir, "linked");
+    let _held = trellis_hub::place::try_hold(&linked).unwrap().unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &linked.sock).unwrap();
+    let plain = HubFiles::new(&dir, "plain");
+    let _held2 = trellis_hub::place::try_hold(&plain).unwrap().unwrap();
+    std::fs::write(&plain.sock, "").unwrap();
+    let listed = list_all(&dir, "t");
+    let said: Vec<(String, String)> = listed
+        .into_iter()
+        .map(|(h, r)| (h, r.expect_err("refused")))
+        .collect();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(said[0].1.contains("is a link"), "{said:?}");
+    assert!(said[1].1.contains("is not a socket"), "{said:?}");
+    assert!(
+        fake.accept().is_err(),
+        "the planted socket was never connected to"
+    );
+}
+
+/// Idle connections to the hub's socket never keep a client out: a newcomer takes the
+/// place of the longest idle one, at once.
+#[test]
+fn idle_connections_make_room_for_a_newcomer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut served = rt.block_on(async { serve(&dir, "idle") }).unwrap();
+    rt.spawn(async move {
+        while let Some(call) = served.calls.recv().await {
+            let id = call.request.id;
+            let body = Body::Sessions {
+                hub: HubInfo {
+                    name: "idle".into(),
+                    ..Default::default()
+                },
+                sessions: vec![session(1)],
+            };
+            let _ = call.reply.send(Reply::Once(Response { id, body }));
+        }
+        drop(served);
+    });
+    let files = HubFiles::new(&dir, "idle");
+    // More idle connections than the hub holds, and one more holding half a line.
+    let mut idle: Vec<UnixStream> = (0..40)
+        .map(|_| UnixStream::connect(&files.sock).unwrap())
+        .collect();
+    idle[0].write_all(b"{\"id\":1,").unwrap();
+    // (Within the client's own wait: before, it waited for an idle one to leave.)
+    let listed = list_all(&dir, "newcomer");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].1.as_ref().unwrap()[0], session(1), "{listed:?}");
+    // The oldest idle connections were the ones let go.
+    idle[0]
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    assert!(matches!(idle[0].read(&mut buf), Ok(0) | Err(_)));
+    drop(rt);
+}

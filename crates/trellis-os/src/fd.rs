@@ -67,6 +67,46 @@ pub fn grow_pipe(fd: std::os::fd::BorrowedFd<'_>, bytes: usize) -> Option<usize>
     }
 }
 
+/// The user on the other end of a connected Unix socket (Linux: `SO_PEERCRED`; macOS and
+/// the BSDs: `getpeereid`). An error where the system cannot say: a caller checking who
+/// it talks to must refuse the peer, never skip the check.
+pub fn peer_uid(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<u32> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+        Ok(getsockopt(&fd, PeerCredentials)
+            .map_err(io::Error::from)?
+            .uid())
+    }
+    #[cfg(any(
+        target_vendor = "apple",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "netbsd",
+        target_os = "dragonfly"
+    ))]
+    {
+        let (uid, _) = nix::unistd::getpeereid(fd).map_err(io::Error::from)?;
+        Ok(uid.as_raw())
+    }
+    #[cfg(not(any(
+        target_os = "linux",
+        target_os = "android",
+        target_vendor = "apple",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "netbsd",
+        target_os = "dragonfly"
+    )))]
+    {
+        let _ = fd;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this system cannot tell who is on the other end of a socket",
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

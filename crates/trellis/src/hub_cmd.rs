@@ -74,12 +74,22 @@ fn done(body: Body) -> anyhow::Result<ExitCode> {
 pub fn ls(json: bool) -> anyhow::Result<ExitCode> {
     let dir = trellis_hub::place::runtime_dir()?;
     let mut rows: Vec<(String, SessionInfo)> = Vec::new();
+    // A hub that could not be asked is said, and the exit status says the list is short.
+    let mut unasked = 0;
     for (hub, r) in list_all(&dir, "trellis ls") {
         match r {
             Ok(sessions) => rows.extend(sessions.into_iter().map(|s| (hub.clone(), s))),
-            Err(e) => eprintln!("trellis: {}: {}", safe(&hub), safe(&e)),
+            Err(e) => {
+                unasked += 1;
+                eprintln!("trellis: hub {}: {}", safe(&hub), safe(&e));
+            }
         }
     }
+    let status = if unasked == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
     rows.sort_by_key(|(h, s)| (s.rank, std::cmp::Reverse(s.for_s), h.clone(), s.key));
     if json {
         for (hub, s) in &rows {
@@ -87,9 +97,9 @@ pub fn ls(json: bool) -> anyhow::Result<ExitCode> {
             v["hub"] = serde_json::json!(hub);
             println!("{v}");
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(status);
     }
-    if rows.is_empty() {
+    if rows.is_empty() && unasked == 0 {
         println!("no running sessions");
     }
     for (hub, s) in &rows {
@@ -127,7 +137,7 @@ pub fn ls(json: bool) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(status)
 }
 
 pub fn send(session: &str, text: &str) -> anyhow::Result<ExitCode> {

@@ -37,6 +37,11 @@ pub struct ServeArgs {
     /// A hub that is already serving takes the listener now.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
+    /// A host name the listener answers besides 127.0.0.1, [::1] and localhost (the name
+    /// of a tunnel you run to it); requests naming any other host are refused, so a web
+    /// page cannot reach the listener by making its own name resolve to this machine.
+    #[arg(long, value_name = "NAME", requires = "listen", value_parser = host_name)]
+    pub allow_host: Vec<String>,
     /// Stop the hub: every session in it closes as quitting the UI closes it, then the
     /// hub ends.
     #[arg(long, conflicts_with_all = ["detach", "listen"])]
@@ -44,6 +49,16 @@ pub struct ServeArgs {
     /// What every session started in the hub gets.
     #[command(flatten)]
     pub policy: crate::ui::PolicyArgs,
+}
+
+/// A name `--allow-host` takes: a DNS name, lowercased.
+fn host_name(name: &str) -> Result<String, String> {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    if trellis_hub::listen::valid_host_name(&name) {
+        Ok(name)
+    } else {
+        Err("a host name is letters, digits, - and . (no port, no scheme)".into())
+    }
 }
 
 /// What a hub's new sessions get: its `--permission`, `--plugin` and `--allow-drive`.
@@ -116,7 +131,8 @@ pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<Exi
         return already_serving(&args, &settings, &info);
     }
     if args.detach {
-        let pid = start_detached(&args.name, config_path.as_deref(), args.listen, &settings)?;
+        let listen = args.listen.map(|a| (a, args.allow_host.clone()));
+        let pid = start_detached(&args.name, config_path.as_deref(), listen, &settings)?;
         match pid {
             Some(pid) => {
                 println!("hub {} serving in the background (pid {pid})", args.name);
@@ -167,7 +183,11 @@ pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<Exi
                 .collect(),
             allow_drive: launch.allow_drive,
         };
-        let listen = args.listen.map(|a| (a, token_store()));
+        let listen = args.listen.map(|addr| trellis_hub::serve::Listen {
+            addr,
+            store: token_store(),
+            hosts: args.allow_host.clone(),
+        });
         let served =
             trellis_hub::serve::serve_listening(&dir, &args.name, listen, Some(token_store()))
                 .with_context(|| format!("cannot serve hub {}", args.name))?;
@@ -254,6 +274,7 @@ fn already_serving(
         match c.call(
             trellis_hub::wire::Op::Listen {
                 addr: addr.to_string(),
+                hosts: args.allow_host.clone(),
             },
             None,
         )? {
@@ -328,7 +349,7 @@ fn answers(files: &HubFiles) -> bool {
 pub fn start_detached(
     name: &str,
     config: Option<&std::path::Path>,
-    listen: Option<std::net::SocketAddr>,
+    listen: Option<(std::net::SocketAddr, Vec<String>)>,
     settings: &Settings,
 ) -> anyhow::Result<Option<u32>> {
     let dir = runtime_dir()?;
@@ -362,8 +383,11 @@ pub fn start_detached(
         cmd.arg("--config").arg(c);
     }
     cmd.arg("serve").arg("--name").arg(name);
-    if let Some(a) = listen {
+    if let Some((a, hosts)) = listen {
         cmd.arg("--listen").arg(a.to_string());
+        for h in hosts {
+            cmd.arg("--allow-host").arg(h);
+        }
     }
     cmd.args(settings.args());
     cmd.stdin(std::process::Stdio::null())

@@ -1,46 +1,48 @@
 //! The hub's loopback listener (`trellis serve --listen 127.0.0.1:PORT`): a small
-//! approvals page and the JSON calls it makes, for a phone or a browser reaching the
-//! machine through `ssh -L` or a tunnel the user runs. It binds loopback addresses only;
-//! every call is carried to the hub's loop exactly as a socket request is (the same
-//! exactly-once answers, the same operation ids).
+//! approvals page and the JSON calls it makes (`api`), for a phone or a browser reaching
+//! the machine through `ssh -L` or a tunnel the user runs, and ACP for any ACP client
+//! (`acp`). It binds loopback addresses only; every call is carried to the hub's loop
+//! exactly as a socket request is (the same exactly-once answers, the same operation ids).
 //!
-//! Auth: a bearer token in the `Authorization` header and nowhere else (a URL that carries
-//! one is refused, and said in the hub's messages), checked against the token store on
-//! every call, scopes per call, failures rate-limited. A phone gets its token by pairing:
-//! `trellis pair` asks the hub for a single-use code (five minutes), shown as a QR code of
-//! the page's address with the code in its fragment (never sent in a request line); the
-//! page exchanges it for an `approve` token.
+//! Who it answers (`guard`): requests naming a loopback host (or one the user allowed:
+//! `--allow-host`), with a bearer token in the `Authorization` header and nowhere else,
+//! checked against the token store on every call, scopes per call, failures counted per
+//! credential. A phone gets its token by pairing: `trellis pair` asks the hub for a
+//! single-use code (five minutes), shown as a QR code of the page's address with the code
+//! in its fragment (never sent in a request line); the page exchanges it for an `approve`
+//! token. Connections are bounded ([`crate::slots`]): an idle one makes room for a
+//! newcomer.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Bytes, Incoming};
-use hyper::{Method, Request, Response, StatusCode};
-use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 mod acp;
+mod api;
+mod body;
+mod guard;
 
-use crate::serve::{Call, Reply};
-use crate::tokens::{Refused, Scope, Store, Token};
-use crate::wire::{self, Body, Op};
+use crate::serve::Call;
+use crate::tokens::Store;
+use api::{Problem, fail};
+
+pub use acp::check_message;
+pub use guard::{host_name, valid_host_name};
 
 /// Connections served at once.
 const CONNECTIONS: usize = 32;
+/// How long a newcomer waits for a place when every connection is at work.
+const ADMIT_WAIT: Duration = Duration::from_secs(5);
 /// Longest request body.
 const BODY_LIMIT: usize = 64 * 1024;
-/// How long a client has to send its request.
+/// How long a client has to send its request (and an idle connection may stay).
 const READ_WAIT: Duration = Duration::from_secs(10);
 /// How long the hub's loop has to answer.
 const ANSWER_WAIT: Duration = Duration::from_secs(30);
-/// Failed checks (tokens, pairing codes) allowed per minute before every check waits out
-/// the minute.
-const FAILURES_PER_MINUTE: usize = 10;
 /// How long a pairing code lives.
 pub const PAIR_TTL: Duration = Duration::from_secs(300);
 /// How long a paired device's token lives.
@@ -58,12 +60,16 @@ pub struct Pairing {
     addr: SocketAddr,
     /// Live pairing codes: (SHA-256 of the code, until).
     codes: Mutex<Vec<(String, Instant)>>,
-    failures: Mutex<VecDeque<Instant>>,
+    failures: guard::Failures,
+    /// Host names answered besides loopback ones (`--allow-host`).
+    hosts: Vec<String>,
     next_id: std::sync::atomic::AtomicU64,
     /// The ACP clients attached to sessions (`/acp`).
     acp: acp::Attached,
     /// ACP over streamable HTTP: its router and its connections' tokens.
     streamable: acp::Streamable,
+    /// The ACP connections held, by token.
+    seats: acp::Seats,
 }
 
 impl Pairing {
@@ -91,24 +97,6 @@ impl Pairing {
             .position(|(c, _)| bool::from(c.as_bytes().ct_eq(h.as_bytes())));
         hit.map(|i| codes.remove(i)).is_some()
     }
-
-    /// Whether checks wait out the minute (too many failed ones).
-    fn locked(&self) -> bool {
-        let mut f = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        while f
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(60))
-        {
-            f.pop_front();
-        }
-        f.len() >= FAILURES_PER_MINUTE
-    }
-
-    fn failed(&self) {
-        let mut f = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        f.push_back(Instant::now());
-    }
 }
 
 fn hash(s: &str) -> String {
@@ -134,10 +122,12 @@ impl Drop for Listening {
 }
 
 /// Binds `addr` (a loopback address only) and serves it within the runtime; calls go to
-/// the hub's loop through `calls`.
+/// the hub's loop through `calls`. `hosts`: names answered besides loopback ones (valid
+/// DNS names, see [`valid_host_name`]).
 pub fn listen(
     addr: SocketAddr,
     store: Store,
+    hosts: Vec<String>,
     calls: mpsc::Sender<Call>,
 ) -> std::io::Result<Listening> {
     if !addr.ip().is_loopback() {
@@ -145,6 +135,15 @@ pub fn listen(
             std::io::ErrorKind::InvalidInput,
             format!(
                 "{addr}: the listener binds loopback addresses only (127.0.0.1, ::1); reach it from elsewhere through ssh -L or a tunnel you run"
+            ),
+        ));
+    }
+    if let Some(bad) = hosts.iter().find(|h| !valid_host_name(h)) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{}: not a host name (letters, digits, - and .)",
+                trellis_text::one_line(bad)
             ),
         ));
     }
@@ -157,10 +156,12 @@ pub fn listen(
         calls,
         addr,
         codes: Mutex::new(Vec::new()),
-        failures: Mutex::new(VecDeque::new()),
+        failures: guard::Failures::default(),
+        hosts: hosts.iter().map(|h| host_name(h)).collect(),
         next_id: std::sync::atomic::AtomicU64::new(1),
         acp: acp::Attached::default(),
         streamable: acp::Streamable::default(),
+        seats: acp::Seats::default(),
     });
     let task = tokio::spawn(accept(listener, pairing.clone()));
     Ok(Listening {
@@ -170,443 +171,74 @@ pub fn listen(
     })
 }
 
+/// What a newcomer is told when every connection is at work.
+const FULL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: 38\r\nretry-after: 5\r\nconnection: close\r\n\r\nevery connection of the hub is at work";
+
 async fn accept(listener: tokio::net::TcpListener, p: Arc<Pairing>) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
+    // Every client of a loopback listener has the same address: one peer.
+    let slots = crate::slots::Slots::new(CONNECTIONS, CONNECTIONS);
     loop {
-        let Ok(permit) = slots.clone().acquire_owned().await else {
-            return;
-        };
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
+        let (mut stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            Err(_) => {
+                // Out of descriptors, most likely: never a busy loop.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
         };
         let p = p.clone();
+        let slots = slots.clone();
         tokio::spawn(async move {
+            let Some(slot) = slots.admit(0, ADMIT_WAIT).await else {
+                use tokio::io::AsyncWriteExt;
+                let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(FULL)).await;
+                return;
+            };
+            let slot = Arc::new(slot);
+            let working = slot.clone();
             let service = hyper::service::service_fn(move |req| {
                 let p = p.clone();
-                async move { Ok::<_, Infallible>(acp::route(&p, req).await) }
+                // At work until its answer's body is written (a stream's, for as long as
+                // it lasts).
+                let busy = working.busy();
+                async move { Ok::<_, Infallible>(serve(&p, req).await.map(|b| held(b, busy))) }
             });
             // Upgrades: an ACP client's WebSocket (`/acp`).
-            let _ = hyper::server::conn::http1::Builder::new()
+            let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(READ_WAIT)
+                // A client that says it is done sending still gets its answer.
+                .half_close(true)
                 .keep_alive(true)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .with_upgrades()
-                .await;
-            drop(permit);
+                .with_upgrades();
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                () = slot.kicked() => {
+                    // Idle, and its place is wanted: closed between requests.
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(READ_WAIT, conn).await;
+                }
+            }
         });
     }
 }
 
-type Answer = Response<Full<Bytes>>;
-
-/// An answer with the headers every answer has: nothing cached, nothing framed, no
-/// referrer, no type guessing, a policy that lets the page load only its own script and
-/// style and talk only to this listener.
-fn answer(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Answer {
-    let mut r = Response::new(Full::new(body.into()));
-    *r.status_mut() = status;
-    let h = r.headers_mut();
-    let set = |h: &mut hyper::HeaderMap, k: &'static str, v: &'static str| {
-        h.insert(k, hyper::header::HeaderValue::from_static(v));
-    };
-    if let Ok(v) = hyper::header::HeaderValue::from_str(content_type) {
-        h.insert(hyper::header::CONTENT_TYPE, v);
+/// One request: to a name this listener answers, then `/acp` or the page.
+async fn serve(
+    p: &Arc<Pairing>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> hyper::Response<axum::body::Body> {
+    if let Err(refused) = guard::host_allowed(&req, &p.hosts) {
+        return refused.answer().map(axum::body::Body::new);
     }
-    set(h, "cache-control", "no-store");
-    set(h, "x-content-type-options", "nosniff");
-    set(h, "x-frame-options", "DENY");
-    set(h, "referrer-policy", "no-referrer");
-    set(
-        h,
-        "content-security-policy",
-        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-    );
-    r
+    acp::route(p, req).await
 }
 
-fn json_answer(status: StatusCode, v: &Value) -> Answer {
-    answer(status, "application/json", v.to_string())
-}
-
-fn problem(status: StatusCode, code: &str, message: &str) -> Answer {
-    json_answer(status, &json!({"error": code, "message": message}))
-}
-
-/// A refusal on its way to becoming an answer.
-#[derive(Debug)]
-struct Problem {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-}
-
-impl Problem {
-    fn answer(self) -> Answer {
-        problem(self.status, self.code, &self.message)
-    }
-}
-
-fn fail(status: StatusCode, code: &'static str, message: &str) -> Problem {
-    Problem {
-        status,
-        code,
-        message: message.to_string(),
-    }
-}
-
-async fn handle(p: &Pairing, req: Request<Incoming>) -> Answer {
-    let path = req.uri().path().to_string();
-    // A token in a URL ends up in histories, logs and screenshots: refused, and said.
-    if let Some(q) = req.uri().query() {
-        let q = q.to_ascii_lowercase();
-        if ["token", "auth", "bearer", "key"]
-            .iter()
-            .any(|w| q.contains(w))
-        {
-            eprintln!("trellis: refused a request to {path} carrying a credential in its URL");
-            p.failed();
-            return problem(
-                StatusCode::BAD_REQUEST,
-                "token_in_url",
-                "a token goes in the Authorization header, never in a URL",
-            );
-        }
-    }
-    let method = req.method().clone();
-    match (method.clone(), path.as_str()) {
-        (Method::GET, "/") => return answer(StatusCode::OK, "text/html; charset=utf-8", PAGE),
-        (Method::GET, "/app.js") => {
-            return answer(StatusCode::OK, "text/javascript; charset=utf-8", SCRIPT);
-        }
-        (Method::GET, "/app.css") => {
-            return answer(StatusCode::OK, "text/css; charset=utf-8", STYLE);
-        }
-        (Method::GET, "/api/health") => return json_answer(StatusCode::OK, &json!({"ok": true})),
-        _ => {}
-    }
-    if method == Method::POST && !same_origin(&req) {
-        return problem(
-            StatusCode::FORBIDDEN,
-            "origin",
-            "a request from another site",
-        );
-    }
-    if method == Method::POST && path == "/api/pair" {
-        return pair(p, req).await;
-    }
-    let scope = match (method, path.as_str()) {
-        (Method::GET, "/api/pending") => Scope::Read,
-        (Method::POST, "/api/decide") => Scope::Approve,
-        (Method::POST, "/api/send") => Scope::Prompt,
-        _ => return problem(StatusCode::NOT_FOUND, "not_found", "no such page"),
-    };
-    let token = match authorize(p, &req, scope) {
-        Ok(t) => t,
-        Err(a) => return a.answer(),
-    };
-    let body = if path == "/api/pending" {
-        Value::Null
-    } else {
-        match read_json(req).await {
-            Ok(v) => v,
-            Err(a) => return a.answer(),
-        }
-    };
-    let client = format!("{} (token {})", token.label, token.id);
-    match path.as_str() {
-        "/api/pending" => pending(p, &client).await,
-        "/api/decide" => decide(p, &client, &body, token.grants(Scope::Admin)).await,
-        _ => send(p, &client, &body).await,
-    }
-}
-
-/// A POST's `Origin`, when the browser sends one, names this listener (the `Host`).
-fn same_origin(req: &Request<Incoming>) -> bool {
-    let Some(origin) = req.headers().get("origin").and_then(|o| o.to_str().ok()) else {
-        return true;
-    };
-    let host = req
-        .headers()
-        .get("host")
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("");
-    origin
-        .strip_prefix("http://")
-        .is_some_and(|o| !host.is_empty() && o == host)
-}
-
-/// The bearer token of a request, checked for `scope`.
-fn authorize(p: &Pairing, req: &Request<Incoming>, scope: Scope) -> Result<Token, Problem> {
-    if p.locked() {
-        return Err(fail(
-            StatusCode::TOO_MANY_REQUESTS,
-            "locked",
-            "too many failed attempts: try again in a minute",
-        ));
-    }
-    let Some(secret) = req
-        .headers()
-        .get(hyper::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-    else {
-        return Err(fail(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "a token is needed (Authorization: Bearer …; trellis pair or trellis token new)",
-        ));
-    };
-    let token = match p.store.check(secret) {
-        Ok(Ok(t)) => t,
-        Ok(Err(why)) => {
-            p.failed();
-            let message = match why {
-                Refused::Unknown => "an unknown or revoked token",
-                Refused::Expired => "an expired token",
-            };
-            return Err(fail(StatusCode::UNAUTHORIZED, "unauthorized", message));
-        }
-        Err(e) => {
-            return Err(fail(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "store",
-                &format!("the token store cannot be read: {e}"),
-            ));
-        }
-    };
-    if !token.grants(scope) {
-        return Err(fail(
-            StatusCode::FORBIDDEN,
-            "scope",
-            &format!(
-                "this token may not {} (scope {})",
-                match scope {
-                    Scope::Read => "read",
-                    Scope::Prompt => "send prompts",
-                    Scope::Approve => "answer requests",
-                    Scope::Admin => "administer",
-                },
-                scope.name()
-            ),
-        ));
-    }
-    Ok(token)
-}
-
-async fn read_json(req: Request<Incoming>) -> Result<Value, Problem> {
-    let body = tokio::time::timeout(
-        READ_WAIT,
-        Limited::new(req.into_body(), BODY_LIMIT).collect(),
-    )
-    .await
-    .map_err(|_| {
-        fail(
-            StatusCode::REQUEST_TIMEOUT,
-            "slow",
-            "the request took too long",
-        )
-    })?
-    .map_err(|_| {
-        fail(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_large",
-            "the request is too large",
-        )
-    })?
-    .to_bytes();
-    serde_json::from_slice(&body).map_err(|e| {
-        fail(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
-            &format!("not JSON: {e}"),
-        )
+/// `body`, holding `busy` until it is written (or dropped).
+fn held(body: axum::body::Body, busy: crate::slots::Busy) -> axum::body::Body {
+    body::Watched::body(body, move |_| {
+        let _working = &busy;
     })
-}
-
-/// Exchanges a pairing code for an `approve` token.
-async fn pair(p: &Pairing, req: Request<Incoming>) -> Answer {
-    if p.locked() {
-        return problem(
-            StatusCode::TOO_MANY_REQUESTS,
-            "locked",
-            "too many failed attempts: try again in a minute",
-        );
-    }
-    let body = match read_json(req).await {
-        Ok(v) => v,
-        Err(a) => return a.answer(),
-    };
-    let code = body["code"].as_str().unwrap_or("");
-    if !p.take_code(code) {
-        p.failed();
-        return problem(
-            StatusCode::UNAUTHORIZED,
-            "bad_code",
-            "an unknown, used or expired pairing code (trellis pair makes a new one)",
-        );
-    }
-    let suffix: String = crate::tokens::random(2)
-        .unwrap_or_default()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    match p.store.mint(
-        &format!("paired-{suffix}"),
-        &[Scope::Approve],
-        Some(PAIRED_TTL),
-    ) {
-        Ok((t, secret)) => json_answer(
-            StatusCode::OK,
-            &json!({"token": secret, "label": t.label, "expires": t.expires}),
-        ),
-        Err(e) => problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "store",
-            &format!("cannot store the token: {e}"),
-        ),
-    }
-}
-
-/// Carries `op` to the hub's loop as a socket request would be, for `client`.
-async fn call(
-    p: &Pairing,
-    client: &str,
-    op: Op,
-    operation_id: Option<String>,
-) -> Result<Body, Problem> {
-    let id = p.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let (reply, rx) = oneshot::channel();
-    let request = wire::Request {
-        id,
-        op,
-        client: client.to_string(),
-        operation_id,
-        attachment: None,
-    };
-    let busy = || {
-        fail(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "busy",
-            "the hub did not answer in time",
-        )
-    };
-    p.calls
-        .send(Call {
-            request,
-            pid: None,
-            conn: 0,
-            reply,
-        })
-        .await
-        .map_err(|_| busy())?;
-    match tokio::time::timeout(ANSWER_WAIT, rx).await {
-        Ok(Ok(Reply::Once(r))) => Ok(r.body),
-        _ => Err(busy()),
-    }
-}
-
-/// What a `Body` answer is as an HTTP answer.
-fn outcome(body: Body) -> Answer {
-    match body {
-        Body::Done { said } => json_answer(StatusCode::OK, &json!({"ok": true, "said": said})),
-        Body::Error { code, message } => {
-            let status = match code.as_str() {
-                "not_found" => StatusCode::NOT_FOUND,
-                "answered" => StatusCode::CONFLICT,
-                "refused" => StatusCode::FORBIDDEN,
-                "bad_request" => StatusCode::BAD_REQUEST,
-                _ => StatusCode::SERVICE_UNAVAILABLE,
-            };
-            problem(status, &code, &message)
-        }
-        _ => problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "unexpected",
-            "an unexpected answer",
-        ),
-    }
-}
-
-/// The pending requests of the hub's sessions, and nothing else of them.
-async fn pending(p: &Pairing, client: &str) -> Answer {
-    match call(p, client, Op::List, None).await {
-        Ok(Body::Sessions { hub, sessions }) => {
-            let rows: Vec<Value> = sessions
-                .into_iter()
-                .filter(|s| !s.pending.is_empty())
-                .map(|s| {
-                    json!({"session": s.key, "agent": s.agent, "title": s.title, "cwd": s.cwd,
-                           "branch": s.branch, "state": s.state, "pending": s.pending})
-                })
-                .collect();
-            json_answer(StatusCode::OK, &json!({"hub": hub.name, "sessions": rows}))
-        }
-        Ok(other) => outcome(other),
-        Err(a) => a.answer(),
-    }
-}
-
-fn operation_id(body: &Value) -> Option<String> {
-    body["operation_id"]
-        .as_str()
-        .filter(|s| !s.is_empty() && s.len() <= 128)
-        .map(str::to_string)
-}
-
-async fn decide(p: &Pairing, client: &str, body: &Value, admin: bool) -> Answer {
-    let (Some(session), Some(request_id), Some(option_id)) = (
-        body["session"].as_u64().and_then(|s| u32::try_from(s).ok()),
-        body["request_id"].as_str(),
-        body["option_id"].as_str(),
-    ) else {
-        return problem(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
-            "session, request_id and option_id are needed",
-        );
-    };
-    // An "always" choice saves a rule that decides the session's requests from then on:
-    // only a token that may administer the hub makes one.
-    let always = body["always"].as_str().map(str::to_string);
-    if always.is_some() && !admin {
-        return problem(
-            StatusCode::FORBIDDEN,
-            "scope",
-            "an \"always\" rule needs a token with the admin scope",
-        );
-    }
-    let op = Op::Decide {
-        session,
-        request_id: request_id.to_string(),
-        option_id: option_id.to_string(),
-        claim: body["claim"].as_str().map(str::to_string),
-        always,
-    };
-    match call(p, client, op, operation_id(body)).await {
-        Ok(b) => outcome(b),
-        Err(a) => a.answer(),
-    }
-}
-
-async fn send(p: &Pairing, client: &str, body: &Value) -> Answer {
-    let (Some(session), Some(text)) = (
-        body["session"].as_u64().and_then(|s| u32::try_from(s).ok()),
-        body["text"].as_str(),
-    ) else {
-        return problem(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
-            "session and text are needed",
-        );
-    };
-    let op = Op::Send {
-        session,
-        text: text.to_string(),
-        files: Vec::new(),
-    };
-    match call(p, client, op, operation_id(body)).await {
-        Ok(b) => outcome(b),
-        Err(a) => a.answer(),
-    }
 }

@@ -122,7 +122,7 @@ async fn carry_out(
         },
         // The socket's own business (answered before it reaches the deck).
         Op::Pair | Op::Hangup => error("refused", "not the deck's".into()),
-        Op::Listen { addr } => listen(deck, &addr),
+        Op::Listen { addr, hosts } => listen(deck, &addr, hosts),
         Op::Shutdown if deck.headless => {
             deck.shutdown = Some(who);
             Body::Done {
@@ -264,7 +264,7 @@ async fn carry_out(
 }
 
 /// Starts the hub's listener on `addr` (`trellis serve --listen` for a running hub).
-fn listen(deck: &mut Deck, addr: &str) -> trellis_hub::wire::Body {
+fn listen(deck: &mut Deck, addr: &str, hosts: Vec<String>) -> trellis_hub::wire::Body {
     use trellis_hub::wire::Body;
     let error = |code: &str, message: String| Body::Error {
         code: code.into(),
@@ -283,7 +283,7 @@ fn listen(deck: &mut Deck, addr: &str) -> trellis_hub::wire::Body {
             format!("{addr}: not an address (127.0.0.1:PORT)"),
         );
     };
-    match deck.hub.as_mut().map(|h| h.listen(addr)) {
+    match deck.hub.as_mut().map(|h| h.listen(addr, hosts)) {
         Some(Ok((at, already))) => Body::Listening {
             addr: at.to_string(),
             already,

@@ -22,6 +22,7 @@ mod hub_plugins;
 mod hub_settings;
 mod hubkit;
 mod listen;
+mod listen_hostile;
 mod log_seq;
 mod login;
 mod mcp;

@@ -94,7 +94,7 @@ pub(super) async fn follow_log(
     mut from: u64,
     mut progress: tokio::sync::watch::Receiver<wire::Progress>,
     session: u32,
-    tx: mpsc::Sender<String>,
+    tx: super::Outbox,
     seen: mpsc::UnboundedSender<Seen>,
 ) {
     let log = log.to_string_lossy().into_owned();
@@ -103,7 +103,7 @@ pub(super) async fn follow_log(
     let mut decided: HashMap<String, Value> = HashMap::new();
     let out = |line: String| {
         let tx = tx.clone();
-        async move { matches!(tokio::time::timeout(STALL, tx.send(line)).await, Ok(Ok(()))) }
+        async move { tx.send(line).await }
     };
     loop {
         let now = progress.borrow_and_update().clone();

@@ -25,12 +25,17 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+mod bounds;
 mod log;
+mod outbox;
 mod transport;
 
+pub(super) use bounds::Seats;
+pub use transport::check_message;
 pub(super) use transport::{Streamable, route};
 
 use log::{follow_log, pending_requests};
+use outbox::Outbox;
 
 use super::Pairing;
 use crate::serve::{Call, Reply};
@@ -38,6 +43,8 @@ use crate::tokens::{Scope, Token};
 use crate::wire::{self, Body, Op};
 
 /// JSON-RPC errors of the facade.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
 /// #533's codes: not found, not authorised.
@@ -50,7 +57,7 @@ const NOT_AUTHORISED: i64 = -32002;
 pub(super) struct Attached(Mutex<HashMap<u64, Member>>);
 
 /// An attached client: its session, its name and role, and its way out.
-type Member = (u32, String, &'static str, mpsc::Sender<String>);
+type Member = (u32, String, &'static str, Outbox);
 
 impl Attached {
     /// `conn` attaches to `session`: the ACP clients already attached to it.
@@ -83,9 +90,9 @@ impl Attached {
     }
 }
 
-/// Messages waiting for a client to read them (then the facade waits, and after
-/// [`log::STALL`] lets the client go).
-pub(super) const TO_CLIENT: usize = 256;
+/// Messages from a client waiting for the facade (then the client's socket is not read
+/// until there is room).
+pub(super) const FROM_CLIENT: usize = 64;
 
 /// Connection numbers of WebSocket clients (the hub lets a connection's claims and
 /// control go when it ends: apart from the socket's).
@@ -131,7 +138,7 @@ struct Facade {
     token: Token,
     conn: u64,
     client: String,
-    tx: mpsc::Sender<String>,
+    tx: Outbox,
     /// The client stopped reading: the connection ends.
     stalled: bool,
     attached: Option<Attachment>,
@@ -146,12 +153,12 @@ struct Facade {
     later: Vec<String>,
 }
 
-pub(super) async fn facade(
+async fn facade(
     p: Arc<Pairing>,
     token: Token,
     conn: u64,
-    mut from_client: mpsc::UnboundedReceiver<String>,
-    tx: mpsc::Sender<String>,
+    mut from_client: mpsc::Receiver<String>,
+    tx: Outbox,
 ) {
     let client = format!("{} (token {}, ACP)", token.label, token.id);
     let (seen_tx, mut seen) = mpsc::unbounded_channel::<Seen>();
@@ -183,15 +190,30 @@ pub(super) async fn facade(
 impl Facade {
     /// Sends `line` to the client, waiting at most [`log::STALL`] for room.
     async fn send(&mut self, line: String) {
-        let sent = tokio::time::timeout(log::STALL, self.tx.send(line)).await;
-        if !matches!(sent, Ok(Ok(()))) {
+        if !self.tx.send(line).await {
             self.stalled = true;
         }
     }
 
     async fn heard(&mut self, line: &str, seen: &mpsc::UnboundedSender<Seen>) {
-        let Ok(msg) = serde_json::from_str::<Value>(line) else {
-            return;
+        // What is not a JSON-RPC message is answered as the spec says (an id it cannot
+        // have: null), never dropped in silence.
+        let msg = match serde_json::from_str::<Value>(line) {
+            Ok(m) if m.is_object() => m,
+            Ok(_) => {
+                return self
+                    .send(error(
+                        &Value::Null,
+                        INVALID_REQUEST,
+                        "not a JSON-RPC request",
+                    ))
+                    .await;
+            }
+            Err(e) => {
+                return self
+                    .send(error(&Value::Null, PARSE_ERROR, &format!("not JSON: {e}")))
+                    .await;
+            }
         };
         let id = msg.get("id").cloned();
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
