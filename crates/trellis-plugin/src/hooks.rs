@@ -49,7 +49,8 @@ enum Ran {
         stdout: String,
         stderr: String,
     },
-    TimedOut,
+    /// Past its time (why, in words).
+    TimedOut(String),
     Failed(String),
 }
 
@@ -102,7 +103,10 @@ impl Hook {
     }
 
     /// Runs the command with `input` on its stdin, in a process group of its own that dies
-    /// with Trellis and is stopped at the timeout.
+    /// with Trellis. Its timeout bounds the whole run, its output read to the end
+    /// included: at the deadline its group is killed and its pipes are abandoned — a
+    /// process it left behind holding them (`setsid sleep 377 &`) never holds the hooks
+    /// worker, nor the permission chain behind it.
     fn run(&self, input: &[u8]) -> Ran {
         use std::os::unix::process::CommandExt;
         let shell = std::env::var("SHELL")
@@ -122,71 +126,105 @@ impl Hook {
             Err(e) => return Ran::Failed(format!("cannot run it: {e}")),
         };
         let pid = child.id();
-        let mut stdin = child.stdin.take();
-        let input = input.to_vec();
-        let writer = std::thread::spawn(move || {
-            if let Some(s) = stdin.as_mut() {
-                let _ = s.write_all(&input);
-            }
-        });
-        let read = |r: Option<Box<dyn Read + Send>>| {
+        let deadline = Instant::now() + self.timeout;
+        // Its stdin, written on a thread of its own (never joined: a hook that does not
+        // read it must not hold us).
+        if let Some(mut stdin) = child.stdin.take() {
+            let input = input.to_vec();
             std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                if let Some(r) = r {
-                    let _ = r.take(OUTPUT_LIMIT).read_to_end(&mut buf);
-                }
-                String::from_utf8_lossy(&buf).into_owned()
-            })
-        };
-        let out = read(
+                let _ = stdin.write_all(&input);
+            });
+        }
+        // Its output, read on threads that hand over what they read as it comes; each
+        // ends at its pipe's end, whenever that is.
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Option<Vec<u8>>)>();
+        let pipes: [Option<Box<dyn Read + Send>>; 2] = [
             child
                 .stdout
                 .take()
                 .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        );
-        let err = read(
             child
                 .stderr
                 .take()
                 .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        );
-        let deadline = Instant::now() + self.timeout;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5))
-                }
-                _ => break None,
+        ];
+        let mut open = 0;
+        for (i, pipe) in pipes.into_iter().enumerate() {
+            let Some(pipe) = pipe else { continue };
+            open += 1;
+            let tx = tx.clone();
+            std::thread::spawn(move || drain(pipe, i, &tx));
+        }
+        drop(tx);
+        let mut output = [Vec::new(), Vec::new()];
+        let mut exited = None;
+        loop {
+            if exited.is_none() {
+                exited = child.try_wait().ok().flatten();
             }
-        };
+            if exited.is_some() && open == 0 {
+                break;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            match rx.recv_timeout((deadline - now).min(Duration::from_millis(5))) {
+                Ok((i, Some(chunk))) => output[i].extend_from_slice(&chunk),
+                Ok((_, None)) => open -= 1,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => open = 0,
+            }
+        }
         // Whatever it left in its group goes with it (and a hook past its time, too).
         trellis_os::group::signal(pid, trellis_os::Signal::SIGKILL);
-        let status = status.or_else(|| {
+        if exited.is_none() {
             let _ = child.wait();
-            None
-        });
+        }
         trellis_os::reaper::disown(pid);
-        let _ = writer.join();
-        let (stdout, stderr) = (
-            out.join().unwrap_or_default(),
-            err.join().unwrap_or_default(),
-        );
-        match status {
-            Some(s) => Ran::Exited {
-                code: s.code(),
-                stdout,
-                stderr,
-            },
-            None => Ran::TimedOut,
+        let secs = self.timeout.as_secs_f64();
+        match exited {
+            None => Ran::TimedOut(format!("timed out after {secs} s")),
+            Some(_) if open > 0 => Ran::TimedOut(format!(
+                "its output stayed open past its {secs} s (a process it started holds it): abandoned"
+            )),
+            Some(s) => {
+                let [stdout, stderr] = output.map(|b| String::from_utf8_lossy(&b).into_owned());
+                Ran::Exited {
+                    code: s.code(),
+                    stdout,
+                    stderr,
+                }
+            }
         }
     }
 }
 
-fn decision(ran: Ran, timeout: Duration) -> Decision {
+/// Reads `pipe` to its end, handing over the first [`OUTPUT_LIMIT`] bytes as they come
+/// (the rest is read and dropped, so the hook never blocks on a full pipe); `None` at the
+/// end. A receiver gone (the run over) stops nothing: the pipe is still read to its end.
+fn drain(mut pipe: Box<dyn Read + Send>, i: usize, tx: &std::sync::mpsc::Sender<(usize, Option<Vec<u8>>)>) {
+    let mut kept = 0u64;
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match pipe.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = OUTPUT_LIMIT.saturating_sub(kept).min(n as u64) as usize;
+                if room > 0 {
+                    kept += room as u64;
+                    let _ = tx.send((i, Some(buf[..room].to_vec())));
+                }
+            }
+        }
+    }
+    let _ = tx.send((i, None));
+}
+
+fn decision(ran: Ran) -> Decision {
     let one = |s: &str| trellis_text::sanitize::one_line(s.trim()).into_owned();
     match ran {
-        Ran::TimedOut => Decision::Fault(format!("timed out after {} s", timeout.as_secs_f64())),
+        Ran::TimedOut(why) => Decision::Fault(why),
         Ran::Failed(e) => Decision::Fault(e),
         Ran::Exited {
             code: Some(2),
@@ -279,7 +317,7 @@ impl Hooks {
                 "exited {}",
                 code.map_or("by a signal".to_string(), |c| c.to_string())
             )),
-            Ran::TimedOut => Some("timed out".into()),
+            Ran::TimedOut(why) => Some(why.clone()),
             Ran::Failed(e) => Some(e.clone()),
         };
         if let Some(f) = &failed {
@@ -363,10 +401,9 @@ impl Extension for Hooks {
             if h.on != "permission_requested" || !h.wants(Some(&ask.call), cwd.as_deref()) {
                 continue;
             }
-            let timeout = h.timeout;
             let ran = h.run(&input);
             // Exit 2 is an answer here, not a failure.
-            let d = decision(ran.clone(), timeout);
+            let d = decision(ran.clone());
             if !matches!(d, Decision::Reject(_)) {
                 self.note(i, &ran, host);
             } else {
@@ -426,7 +463,7 @@ mod tests {
 
     #[test]
     fn answers_from_exit_codes_and_stdout() {
-        let d = |run: &str| decision(hook("x", run).run(b"{}"), Duration::from_secs(5));
+        let d = |run: &str| decision(hook("x", run).run(b"{}"));
         assert_eq!(d("true"), Decision::NoOpinion);
         assert_eq!(
             d("echo no rm >&2; exit 2"),
@@ -446,7 +483,38 @@ mod tests {
         let mut slow = hook("x", "sleep 5");
         slow.timeout = Duration::from_millis(200);
         let t = Instant::now();
-        assert_eq!(slow.run(b""), Ran::TimedOut);
+        assert!(matches!(slow.run(b""), Ran::TimedOut(_)));
         assert!(t.elapsed() < Duration::from_secs(3));
+    }
+
+    /// A hook that leaves a process of another session holding its output is given up on
+    /// at its deadline: its answer is no answer, said in words, and the run returns.
+    #[test]
+    fn an_escaped_child_holding_the_output_is_abandoned_at_the_deadline() {
+        let mut h = hook(
+            "x",
+            r#"setsid sleep 377.4242 & echo '{"decision":"allow"}'; sleep 0.2"#,
+        );
+        h.timeout = Duration::from_millis(800);
+        let ran = h.run(b"{}");
+        let Ran::TimedOut(why) = &ran else {
+            panic!("{ran:?}")
+        };
+        assert!(why.contains("output stayed open"), "{why}");
+        assert!(matches!(decision(ran), Decision::Fault(_)), "never an approval");
+        // What it left is this test's to end.
+        let _ = Command::new("pkill").args(["-f", "sleep 377.4242"]).status();
+    }
+
+    /// Output past the limit is read and dropped: a hook that writes a lot still ends.
+    #[test]
+    fn a_hook_writing_past_the_limit_is_not_blocked() {
+        let ran = hook("x", "head -c 1000000 /dev/zero; echo done >&2").run(b"");
+        let Ran::Exited { code, stdout, stderr } = ran else {
+            panic!("{ran:?}")
+        };
+        assert_eq!(code, Some(0));
+        assert_eq!(stdout.len() as u64, OUTPUT_LIMIT);
+        assert_eq!(stderr.trim(), "done");
     }
 }

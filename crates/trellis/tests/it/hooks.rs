@@ -107,6 +107,29 @@ fn permission_hooks_decide_in_order_and_faults_never_approve() {
     assert_eq!(resolved(&out)[0].0, "allow_once");
 }
 
+/// A `session_started` hook that leaves a process of another session holding its output
+/// (and returns at once) does not stall the hooks after it: the agent's permission
+/// request is still decided by the next hook, within the first one's timeout.
+#[test]
+fn a_hooks_escaped_child_never_stalls_the_permission_chain() {
+    let (code, out, _) = run(
+        "[[hooks]]\non = \"session_started\"\ntimeout = 1\nrun = \"setsid sleep 377.5151 & sleep 0.3\"\n\n[[hooks]]\non = \"permission_requested\"\nrun = \"echo '{\\\"decision\\\":\\\"allow\\\"}'\"\n",
+        &["--timeout", "60s"],
+    );
+    let _ = Command::new("pkill")
+        .args(["-f", "sleep 377.5151"])
+        .status();
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        resolved(&out),
+        vec![(
+            "allow_once".into(),
+            r#"{"by":"extension","name":"hooks"}"#.into()
+        )],
+        "{out}"
+    );
+}
+
 #[test]
 fn a_hook_entry_that_is_wrong_names_itself() {
     for (cfg, wants) in [
