@@ -47,6 +47,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "asks 100 permissions at once, waits for every answer, reports how many came and how many twice",
     ),
     (
+        "huge-title",
+        "makes a tool call whose title, name and id are each 1 MiB, then ends its turn",
+    ),
+    (
         "call-flood",
         "makes 20 000 tool calls, each with a 200-byte result, then ends its turn",
     ),
@@ -300,6 +304,7 @@ impl Hostile {
             "linger" => self.linger()?,
             "permission-storm" => self.permission_storm()?,
             "call-flood" => self.call_flood()?,
+            "huge-title" => self.huge_title()?,
             _ => {}
         }
         Ok("end_turn")
@@ -421,6 +426,20 @@ impl Hostile {
         }
         std::thread::sleep(Duration::from_millis(300));
         std::process::exit(3)
+    }
+
+    /// Scenario `huge-title` (see [`SCENARIOS`]).
+    fn huge_title(&mut self) -> Result<(), PeerError> {
+        let mib = |c: &str| c.repeat(1 << 20);
+        let id = format!("huge-{}", mib("i"));
+        self.update(json!({"sessionUpdate": "tool_call", "toolCallId": id,
+            "title": mib("T"), "kind": "read", "status": "in_progress",
+            "_meta": {"claudeCode": {"toolName": mib("n")}}}))?;
+        self.update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
+            "status": "completed"}),
+        )?;
+        Ok(())
     }
 
     /// Scenario `call-flood` (see [`SCENARIOS`]).

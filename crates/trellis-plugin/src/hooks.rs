@@ -203,7 +203,11 @@ impl Hook {
 /// Reads `pipe` to its end, handing over the first [`OUTPUT_LIMIT`] bytes as they come
 /// (the rest is read and dropped, so the hook never blocks on a full pipe); `None` at the
 /// end. A receiver gone (the run over) stops nothing: the pipe is still read to its end.
-fn drain(mut pipe: Box<dyn Read + Send>, i: usize, tx: &std::sync::mpsc::Sender<(usize, Option<Vec<u8>>)>) {
+fn drain(
+    mut pipe: Box<dyn Read + Send>,
+    i: usize,
+    tx: &std::sync::mpsc::Sender<(usize, Option<Vec<u8>>)>,
+) {
     let mut kept = 0u64;
     let mut buf = vec![0u8; 8192];
     loop {
@@ -501,16 +505,26 @@ mod tests {
             panic!("{ran:?}")
         };
         assert!(why.contains("output stayed open"), "{why}");
-        assert!(matches!(decision(ran), Decision::Fault(_)), "never an approval");
+        assert!(
+            matches!(decision(ran), Decision::Fault(_)),
+            "never an approval"
+        );
         // What it left is this test's to end.
-        let _ = Command::new("pkill").args(["-f", "sleep 377.4242"]).status();
+        let _ = Command::new("pkill")
+            .args(["-f", "sleep 377.4242"])
+            .status();
     }
 
     /// Output past the limit is read and dropped: a hook that writes a lot still ends.
     #[test]
     fn a_hook_writing_past_the_limit_is_not_blocked() {
         let ran = hook("x", "head -c 1000000 /dev/zero; echo done >&2").run(b"");
-        let Ran::Exited { code, stdout, stderr } = ran else {
+        let Ran::Exited {
+            code,
+            stdout,
+            stderr,
+        } = ran
+        else {
             panic!("{ran:?}")
         };
         assert_eq!(code, Some(0));

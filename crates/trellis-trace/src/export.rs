@@ -130,29 +130,94 @@ fn shown(url: &str) -> String {
     format!("{scheme}://{host}{path}")
 }
 
-/// What became of the spans handed over.
+/// What became of the spans handed over: every span made is, in the end, exported or
+/// dropped — `exported + dropped == made` once [`Stats::settle`]d, whatever the collector
+/// did.
 #[derive(Debug, Default)]
 pub struct Stats {
-    pub exported: AtomicU64,
-    pub dropped: AtomicU64,
+    counts: Mutex<Counts>,
     pub failed_requests: AtomicU64,
-    pub last_error: Mutex<Option<String>>,
+}
+
+/// The spans made, exported and dropped, and the last error.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Counts {
+    pub made: u64,
+    pub exported: u64,
+    pub dropped: u64,
+    pub error: Option<String>,
+    /// Settled: what was still on its way counts as dropped, and nothing changes after.
+    settled: bool,
 }
 
 impl Stats {
+    fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `n` spans were made and handed over.
+    fn made(&self, n: u64) {
+        let mut c = self.counts();
+        c.made += n;
+        if c.settled {
+            // Made after the end: never sent.
+            c.dropped += n;
+        }
+    }
+
+    /// `n` spans reached the collector.
+    fn went(&self, n: u64) {
+        let mut c = self.counts();
+        if !c.settled {
+            c.exported += n;
+        }
+    }
+
+    /// `n` spans were given up on, for `why` (none: the queue was full).
+    fn lost(&self, n: u64, why: Option<String>) {
+        let mut c = self.counts();
+        if c.settled {
+            return;
+        }
+        c.dropped += n;
+        if why.is_some() {
+            c.error = why;
+        }
+    }
+
     pub fn exported(&self) -> u64 {
-        self.exported.load(Ordering::Relaxed)
+        self.counts().exported
     }
 
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        self.counts().dropped
     }
 
     pub fn last_error(&self) -> Option<String> {
-        self.last_error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.counts().error.clone()
+    }
+
+    /// The end (the process is going): what is still on its way — queued, batched, or in
+    /// a request the collector has not answered — counts as dropped, and says so. The
+    /// counts as they stand then.
+    pub fn settle(&self) -> Counts {
+        let mut c = self.counts();
+        if !c.settled {
+            c.settled = true;
+            let on_the_way = c.made.saturating_sub(c.exported + c.dropped);
+            if on_the_way > 0 {
+                c.dropped += on_the_way;
+                let before = c
+                    .error
+                    .as_deref()
+                    .map(|e| format!("; before that: {e}"))
+                    .unwrap_or_default();
+                c.error = Some(format!(
+                    "{on_the_way} span(s) still on their way when Trellis ended (the collector had not answered): dropped{before}"
+                ));
+            }
+        }
+        c.clone()
     }
 }
 
@@ -203,6 +268,7 @@ impl Exporter {
             return;
         }
         let n = spans.len() as u64;
+        self.stats.made(n);
         let msg = if self.config.json {
             Msg::Spans(spans)
         } else {
@@ -212,8 +278,10 @@ impl Exporter {
         };
         match self.tx.try_send(msg) {
             Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.stats.dropped.fetch_add(n, Ordering::Relaxed);
+            Err(TrySendError::Full(_)) => self.stats.lost(n, None),
+            Err(TrySendError::Disconnected(_)) => {
+                self.stats
+                    .lost(n, Some("the exporter's thread is gone".into()));
             }
         }
     }
@@ -322,13 +390,10 @@ impl Batch {
         encoder: &mut crate::proto::Encoder,
     ) {
         let count = |n: usize, r: Result<(), String>| match r {
-            Ok(()) => {
-                stats.exported.fetch_add(n as u64, Ordering::Relaxed);
-            }
+            Ok(()) => stats.went(n as u64),
             Err(e) => {
                 stats.failed_requests.fetch_add(1, Ordering::Relaxed);
-                stats.dropped.fetch_add(n as u64, Ordering::Relaxed);
-                *stats.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                stats.lost(n as u64, Some(e));
             }
         };
         if self.encoded > 0 {
@@ -460,6 +525,25 @@ impl Drop for Live {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn at_the_end_what_is_on_its_way_is_dropped_and_every_span_is_counted_once() {
+        let s = super::Stats::default();
+        s.made(10);
+        s.went(4);
+        s.lost(2, Some("refused".into()));
+        let c = s.settle();
+        assert_eq!((c.made, c.exported, c.dropped), (10, 4, 6));
+        let why = c.error.unwrap();
+        assert!(why.starts_with("4 span(s) still on their way"), "{why}");
+        assert!(why.ends_with("before that: refused"), "{why}");
+        // A request that comes back late, or spans made after the end, change nothing
+        // but what was made and dropped.
+        s.went(4);
+        s.made(1);
+        let c = s.settle();
+        assert_eq!((c.made, c.exported, c.dropped), (11, 4, 7));
+    }
+
     #[test]
     fn an_endpoint_is_shown_without_credentials_or_query() {
         assert_eq!(

@@ -136,14 +136,29 @@ pub fn observe(driver: &mut trellis_driver::Driver, begun: &Begun) {
     let _ = (driver, begun);
 }
 
-/// At exit: what was handed over is sent (at most 3 s); how it went, for the summary.
-pub fn flush() -> Option<(u64, u64, Option<String>)> {
+/// What became of a run's spans (`exported + dropped == made`), for the summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exported {
+    pub made: u64,
+    pub exported: u64,
+    pub dropped: u64,
+    pub error: Option<String>,
+}
+
+/// At exit: what was handed over is sent (at most 3 s), and what is still on its way
+/// then counts as dropped, with the reason; how it went, for the summary.
+pub fn flush() -> Option<Exported> {
     #[cfg(feature = "otel")]
     {
         let e = exporter()?;
         e.flush(std::time::Duration::from_secs(3));
-        let s = e.stats();
-        Some((s.exported(), s.dropped(), s.last_error()))
+        let c = e.stats().settle();
+        Some(Exported {
+            made: c.made,
+            exported: c.exported,
+            dropped: c.dropped,
+            error: c.error,
+        })
     }
     #[cfg(not(feature = "otel"))]
     None

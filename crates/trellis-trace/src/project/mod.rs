@@ -27,6 +27,13 @@ pub use terminals::terminal_span;
 
 /// Longest argument or output text recorded (when content is asked for).
 const CONTENT_LIMIT: usize = 4096;
+/// What any attribute's text may be, at most (a title, a name, an id, an error), and how
+/// many texts a list and a span may carry: a 1 MiB title is not a 1 MiB attribute.
+const ATTRIBUTE_LIMIT: usize = 4096;
+const LIST_LIMIT: usize = 128;
+const ATTRIBUTES: usize = 128;
+/// A span's name, at most.
+const NAME_LIMIT: usize = 256;
 
 /// What a session's trace is made from besides its events.
 #[derive(Debug, Clone)]
@@ -138,14 +145,39 @@ fn nanos(started: f64, t: f64) -> u64 {
 }
 
 fn clip(s: &str) -> String {
-    if s.len() <= CONTENT_LIMIT {
+    clip_to(s, CONTENT_LIMIT)
+}
+
+/// `s`, cut at a character boundary to at most `limit` bytes and marked cut (`…`).
+fn clip_to(s: &str, limit: usize) -> String {
+    if s.len() <= limit {
         return s.to_string();
     }
-    let mut end = CONTENT_LIMIT;
+    let mut end = limit;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
     format!("{}…", &s[..end])
+}
+
+/// `v` within the bounds of any attribute.
+fn bounded(v: Value) -> Value {
+    match v {
+        Value::Str(s) if s.len() > ATTRIBUTE_LIMIT => Value::Str(clip_to(&s, ATTRIBUTE_LIMIT)),
+        Value::StrList(l) => Value::StrList(
+            l.into_iter()
+                .take(LIST_LIMIT)
+                .map(|s| {
+                    if s.len() > ATTRIBUTE_LIMIT {
+                        clip_to(&s, ATTRIBUTE_LIMIT)
+                    } else {
+                        s
+                    }
+                })
+                .collect(),
+        ),
+        v => v,
+    }
 }
 
 /// The span id of turn `n` of a trace (what `_meta.traceparent` on that turn's prompt
@@ -225,6 +257,19 @@ impl Tracer {
         attributes: Vec<(&'static str, Value)>,
         status: Status,
     ) -> Span {
+        // Every span is made here: every text in it is bounded here, whatever the agent
+        // sent.
+        let name = if name.len() > NAME_LIMIT {
+            clip_to(&name, NAME_LIMIT)
+        } else {
+            name
+        };
+        let status = match status {
+            Status::Error(m) if m.len() > ATTRIBUTE_LIMIT => {
+                Status::Error(clip_to(&m, ATTRIBUTE_LIMIT))
+            }
+            s => s,
+        };
         Span {
             trace_id: self.info.trace_id,
             span_id,
@@ -233,7 +278,11 @@ impl Tracer {
             kind,
             start: nanos(self.info.started, start),
             end: nanos(self.info.started, end.max(start)),
-            attributes,
+            attributes: attributes
+                .into_iter()
+                .take(ATTRIBUTES)
+                .map(|(k, v)| (k, bounded(v)))
+                .collect(),
             status,
         }
     }

@@ -252,15 +252,15 @@ fn run_hub(
 }
 
 /// The run's exit code, with the summary and patch written to say the same.
-fn conclude(args: &RunArgs, stop: &Finished, exported: Option<(u64, u64, Option<String>)>) -> u8 {
+fn conclude(args: &RunArgs, stop: &Finished, exported: Option<crate::traces::Exported>) -> u8 {
     let (code, why) = outcome(stop, args.strict);
     let summary = stop.summary.clone().map(|mut s| {
         s["exit_code"] = serde_json::json!(code);
         s["exit_reason"] = serde_json::json!(why);
         s["trace_id"] = serde_json::json!(trellis_trace::span::hex(&stop.trace_id));
-        if let Some((exported, dropped, error)) = &exported {
-            s["trace_export"] =
-                serde_json::json!({"exported": exported, "dropped": dropped, "error": error});
+        if let Some(e) = &exported {
+            s["trace_export"] = serde_json::json!({"made": e.made, "exported": e.exported,
+                "dropped": e.dropped, "error": e.error});
         }
         if let Some(b) = &stop.breach {
             s["budget"] = serde_json::json!(b.reason());

@@ -350,6 +350,66 @@ fn a_dead_collector_changes_nothing_but_the_dropped_count() {
     assert!(s["trace_export"]["error"].as_str().is_some(), "{s}");
 }
 
+/// A collector that accepts and never answers (or answers after Trellis is gone): the
+/// spans still on their way at the end count as dropped, with the reason, and
+/// `exported + dropped` is every span made.
+#[test]
+fn spans_still_on_their_way_at_the_end_are_counted_dropped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (work, data) = (tmp.path().join("w"), tmp.path().join("data"));
+    std::fs::create_dir_all(&work).unwrap();
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in silent.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let summary = tmp.path().join("summary.json");
+    let o = run(&work, &data, &url, "fix the TODO", &summary);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let e = &s["trace_export"];
+    let made = e["made"].as_u64().unwrap();
+    assert!(made > 0, "{s}");
+    assert_eq!(e["exported"], 0, "{s}");
+    assert_eq!(e["dropped"].as_u64(), Some(made), "{s}");
+    assert!(
+        e["error"].as_str().unwrap().contains("still on their way"),
+        "{s}"
+    );
+}
+
+/// What an agent sends is bounded in every attribute, not only in content: a tool call
+/// whose title, name and id are 1 MiB each is exported with none of them past 4 KiB.
+#[test]
+fn every_attribute_is_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (work, data) = (tmp.path().join("w"), tmp.path().join("data"));
+    std::fs::create_dir_all(&work).unwrap();
+    let live = receiver();
+    let summary = tmp.path().join("summary.json");
+    let agent = format!("{} agent hostile huge-title", env!("CARGO_BIN_EXE_trellis"));
+    let o = run_agent(&agent, &work, &data, &live.url, ("go", &summary));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let spans = live.spans.lock().unwrap().clone();
+    let call = spans
+        .iter()
+        .find(|s| attr(s, "trellis.tool.title").is_some_and(|t| t.starts_with("TTT")))
+        .unwrap_or_else(|| panic!("the call's span among {}", spans.len()));
+    for kv in &call.attributes {
+        let v = text(kv.value.clone().and_then(|v| v.value));
+        assert!(v.len() <= 4100, "{} is {} bytes", kv.key, v.len());
+    }
+    assert!(
+        call.name.len() <= 260,
+        "the name is {} bytes",
+        call.name.len()
+    );
+}
+
 /// The commands an agent runs through Trellis (`terminal/create`) are spans under their
 /// call, with their exit; the log gives the same spans later.
 #[test]
