@@ -71,14 +71,19 @@ pub enum Op {
     New {
         /// The agent as the user names it (a preset, `demo`, a command line).
         agent: String,
-        /// Its working directory (absolute).
-        cwd: String,
+        /// Its working directory (absolute); none: the agent's own default (the demo's
+        /// scratch workspace).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<String>,
         /// In a worktree of its own.
         #[serde(default)]
         worktree: bool,
         /// Sent once the agent is ready.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         prompt: Option<String>,
+        /// The asking client's directory (where `trellis sessions list` there finds it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        launched_in: Option<String>,
     },
     /// A single-use pairing code for a phone (`trellis pair`), when the hub listens.
     Pair,

@@ -44,3 +44,15 @@ impl Signals {
 pub async fn interrupt() -> std::io::Result<()> {
     tokio::signal::ctrl_c().await
 }
+
+/// Lets SIGPIPE end this process, as it ends any Unix tool whose reader went away
+/// (`trellis ls | head`): for the commands that only print, and write to no pipe of a
+/// process they started. Rust ignores it by default, so a closed stdout made `println!`
+/// panic.
+#[allow(unsafe_code)]
+pub fn end_on_sigpipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: setting the default disposition installs no handler of ours; it is done
+    // before any thread of this process starts.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+}

@@ -197,6 +197,107 @@ pub fn resolve(
             _ => {}
         }
     }
+    let Program {
+        name,
+        command,
+        args,
+        env,
+        caps,
+        auth,
+        scratch,
+        command_line,
+    } = program(agent, config)?;
+    let mut dir = None;
+    let cwd = match cwd {
+        Some(c) => std::fs::canonicalize(c).with_context(|| format!("--cwd {}", c.display()))?,
+        None if scratch => {
+            let d = tempfile::Builder::new()
+                .prefix("trellis-demo-")
+                .tempdir()
+                .context("cannot create the demo's workspace")?;
+            let path = std::fs::canonicalize(d.path())?;
+            dir = Some(d);
+            path
+        }
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    // `[session] additional_directories`, relative to the session's directory; Trellis
+    // lets the agent's file requests reach them too.
+    let dirs: Vec<PathBuf> = config
+        .session
+        .additional_directories
+        .iter()
+        .map(|d| {
+            let d = cwd.join(d);
+            std::fs::canonicalize(&d)
+                .with_context(|| format!("[session] additional_directories: {}", d.display()))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let system_prompt = config.session.system_prompt.clone().map(|p| {
+        (
+            p,
+            config.session.system_prompt_mode
+                == Some(trellis_store::config::SystemPromptMode::Override),
+        )
+    });
+    Ok(Resolved {
+        name,
+        command_line,
+        command: agent.to_string(),
+        spec: AgentSpec {
+            command,
+            args,
+            env,
+            caps,
+            auth_method: auth,
+            cwd,
+            extra_roots: dirs.clone(),
+            additional_directories: dirs,
+            system_prompt,
+            load_session: None,
+            keep_lines: false,
+            bulk_reads: false,
+            setup_timeout: std::time::Duration::from_secs_f64(
+                config
+                    .connection
+                    .setup_timeout
+                    .filter(|t| t.is_finite() && *t > 0.0)
+                    .unwrap_or(trellis_acp::client::DEFAULT_SETUP_TIMEOUT_S),
+            ),
+            terminal_output_limit: config
+                .connection
+                .terminal_output_limit
+                .unwrap_or(trellis_acp::terminal::DEFAULT_OUTPUT_LIMIT),
+            // Filled by the front end once it knows which plugins run.
+            mcp_servers: Vec::new(),
+            traceparent: None,
+            terminal_trace: None,
+        },
+        scratch: dir,
+    })
+}
+
+/// What starts agent `agent`, as [`resolve`] finds it.
+struct Program {
+    name: String,
+    command: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    caps: Caps,
+    auth: Option<String>,
+    scratch: bool,
+    command_line: bool,
+}
+
+/// Whether `agent` names an agent that can start here (a preset whose program is
+/// installed, `demo`, an installed registry agent, the user's own, or a command line
+/// whose program is found): what `trellis run --detach` checks before it starts a hub.
+pub fn check(agent: &str, config: &Config) -> anyhow::Result<()> {
+    program(agent, config).map(|_| ())
+}
+
+/// The program of agent `agent` (see [`resolve`]).
+fn program(agent: &str, config: &Config) -> anyhow::Result<Program> {
     let mut command_line = false;
     let (name, command, args, env, caps, auth, scratch) = if agent == "demo" {
         (
@@ -273,73 +374,15 @@ pub fn resolve(
         command_line = true;
         (name, command, words, vec![], Caps::default(), None, false)
     };
-    let mut dir = None;
-    let cwd = match cwd {
-        Some(c) => std::fs::canonicalize(c).with_context(|| format!("--cwd {}", c.display()))?,
-        None if scratch => {
-            let d = tempfile::Builder::new()
-                .prefix("trellis-demo-")
-                .tempdir()
-                .context("cannot create the demo's workspace")?;
-            let path = std::fs::canonicalize(d.path())?;
-            dir = Some(d);
-            path
-        }
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    // `[session] additional_directories`, relative to the session's directory; Trellis
-    // lets the agent's file requests reach them too.
-    let dirs: Vec<PathBuf> = config
-        .session
-        .additional_directories
-        .iter()
-        .map(|d| {
-            let d = cwd.join(d);
-            std::fs::canonicalize(&d)
-                .with_context(|| format!("[session] additional_directories: {}", d.display()))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    let system_prompt = config.session.system_prompt.clone().map(|p| {
-        (
-            p,
-            config.session.system_prompt_mode
-                == Some(trellis_store::config::SystemPromptMode::Override),
-        )
-    });
-    Ok(Resolved {
+    Ok(Program {
         name,
+        command,
+        args,
+        env,
+        caps,
+        auth,
+        scratch,
         command_line,
-        command: agent.to_string(),
-        spec: AgentSpec {
-            command,
-            args,
-            env,
-            caps,
-            auth_method: auth,
-            cwd,
-            extra_roots: dirs.clone(),
-            additional_directories: dirs,
-            system_prompt,
-            load_session: None,
-            keep_lines: false,
-            bulk_reads: false,
-            setup_timeout: std::time::Duration::from_secs_f64(
-                config
-                    .connection
-                    .setup_timeout
-                    .filter(|t| t.is_finite() && *t > 0.0)
-                    .unwrap_or(trellis_acp::client::DEFAULT_SETUP_TIMEOUT_S),
-            ),
-            terminal_output_limit: config
-                .connection
-                .terminal_output_limit
-                .unwrap_or(trellis_acp::terminal::DEFAULT_OUTPUT_LIMIT),
-            // Filled by the front end once it knows which plugins run.
-            mcp_servers: Vec::new(),
-            traceparent: None,
-            terminal_trace: None,
-        },
-        scratch: dir,
     })
 }
 

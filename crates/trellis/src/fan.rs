@@ -51,6 +51,7 @@ pub fn main(args: FanArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitC
             carry: false,
             resume: None,
             load: None,
+            launched_in: None,
         })
         .collect();
     crate::ui::start(ui, config, requests, Some(args.prompt.clone()))

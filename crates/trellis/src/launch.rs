@@ -33,6 +33,9 @@ pub struct Request {
     pub carry: bool,
     pub resume: Option<crate::sessions::Resume>,
     pub load: Option<String>,
+    /// Where the session was asked for, when not in this process's directory (a client
+    /// of a hub).
+    pub launched_in: Option<PathBuf>,
 }
 
 impl Launch {
@@ -107,6 +110,7 @@ impl Launch {
             (&cwd, begun.started),
             continues.as_deref(),
             worktree,
+            req.launched_in.as_deref(),
         );
         // A resumed session is shown at once, its history read in while it is shown.
         let (session, carry, history) = match req.resume {

@@ -47,8 +47,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     about = "A fast terminal client for ACP coding agents"
 )]
 struct Cli {
-    /// Config file (default: $XDG_CONFIG_HOME/trellis/config.toml).
-    #[arg(long, global = true)]
+    /// Config file (default: $XDG_CONFIG_HOME/trellis/config.toml; one named here must
+    /// exist).
+    #[arg(long, global = true, value_parser = existing_file)]
     config: Option<PathBuf>,
     #[command(flatten)]
     session: SessionCli,
@@ -228,6 +229,17 @@ enum AgentCmd {
     Hostile { scenario: String },
 }
 
+/// A `--config` given by name: a file that is there (a typo is said, never an empty
+/// config taken in silence).
+fn existing_file(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    match std::fs::metadata(&p) {
+        Ok(m) if m.is_file() => Ok(p),
+        Ok(_) => Err("not a file".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The client commands start agents and terminals: whatever those leave behind (a
@@ -255,6 +267,25 @@ fn main() -> ExitCode {
         );
     if client && trellis_os::reaper::adopt_orphans() {
         trellis_os::reaper::keep_reaping();
+    }
+    // The commands that only print end quietly when their reader goes (`| head`).
+    let prints = matches!(
+        cli.command,
+        Some(Cmd::Completions { .. })
+            | Some(Cmd::Man)
+            | Some(Cmd::Ls { .. })
+            | Some(Cmd::Worktree {
+                command: worktree_cmd::WorktreeCmd::List { .. }
+            })
+            | Some(Cmd::Sessions {
+                command: sessions::SessionsCmd::List { .. } | sessions::SessionsCmd::Search { .. }
+            })
+            | Some(Cmd::Agents {
+                command: agents_cmd::AgentsCmd::List { .. } | agents_cmd::AgentsCmd::Info { .. }
+            })
+    );
+    if prints {
+        trellis_os::signals::end_on_sigpipe();
     }
     let result = match cli.command {
         None => ui_session(cli.session, cli.config, false),

@@ -315,12 +315,15 @@ fn stop(name: &str) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no hub {name} is serving (trellis ls lists what runs)");
     };
     let mut c = crate::hub_cmd::client(name, "trellis serve --stop")?;
-    match c.call(trellis_hub::wire::Op::Shutdown, None)? {
-        trellis_hub::wire::Body::Done { said } => println!("hub {name}: {}", safe(&said)),
-        trellis_hub::wire::Body::Error { message, .. } => {
+    match c.call(trellis_hub::wire::Op::Shutdown, None) {
+        Ok(trellis_hub::wire::Body::Done { said }) => println!("hub {name}: {}", safe(&said)),
+        Ok(trellis_hub::wire::Body::Error { message, .. }) => {
             anyhow::bail!("hub {name} was not stopped: {}", safe(&message))
         }
-        _ => anyhow::bail!("hub {name} answered something else"),
+        Ok(_) => anyhow::bail!("hub {name} answered something else"),
+        // Gone before its answer reached us (it was ending): whether it ended is what
+        // the wait below finds out.
+        Err(_) => {}
     }
     let until = Instant::now() + STOP_WAIT;
     while trellis_os::alive(info.pid) && !clear_if_stale(&files) {
@@ -379,7 +382,8 @@ pub fn start_detached(
         .with_context(|| format!("{}", log.display()))?;
     let exe = std::env::current_exe().context("cannot find the trellis executable")?;
     let mut cmd = std::process::Command::new(exe);
-    if let Some(c) = config {
+    // A config that is not there (the default path, unwritten) is the hub's default too.
+    if let Some(c) = config.filter(|c| c.is_file()) {
         cmd.arg("--config").arg(c);
     }
     cmd.arg("serve").arg("--name").arg(name);
@@ -471,9 +475,17 @@ impl Drop for Starting {
 pub struct Detached {
     pub hub: String,
     pub agent: String,
-    pub cwd: PathBuf,
+    /// None: the agent's own default (the demo's scratch workspace).
+    pub cwd: Option<PathBuf>,
     pub worktree: bool,
     pub prompt: String,
+}
+
+/// This directory, as a hub records where its session was asked for.
+fn here() -> Option<String> {
+    std::env::current_dir()
+        .ok()
+        .map(|d| d.to_string_lossy().into_owned())
 }
 
 /// `trellis run --detach`: the session starts in a hub (started in the background when
@@ -482,18 +494,25 @@ pub fn run_detached(d: Detached, config: Option<&std::path::Path>) -> anyhow::Re
     if !valid_name(&d.hub) {
         anyhow::bail!("{}: a hub's name is letters, digits, - and _", safe(&d.hub));
     }
+    let cwd = match &d.cwd {
+        Some(c) => {
+            let cwd = std::path::absolute(c).with_context(|| format!("{}", c.display()))?;
+            if !cwd.is_dir() {
+                anyhow::bail!("{}: not a directory", cwd.display());
+            }
+            Some(cwd.to_string_lossy().into_owned())
+        }
+        None => None,
+    };
     start_detached(&d.hub, config, None, &Settings::default())?;
-    let cwd = std::path::absolute(&d.cwd).with_context(|| format!("{}", d.cwd.display()))?;
-    if !cwd.is_dir() {
-        anyhow::bail!("{}: not a directory", cwd.display());
-    }
     let mut c = crate::hub_cmd::client(&d.hub, "trellis run --detach")?;
     let body = c.call(
         trellis_hub::wire::Op::New {
             agent: d.agent,
-            cwd: cwd.to_string_lossy().into_owned(),
+            cwd,
             worktree: d.worktree,
             prompt: Some(d.prompt),
+            launched_in: here(),
         },
         Some(crate::hub_cmd::operation_id()),
     )?;
@@ -524,15 +543,19 @@ pub fn detachable(
     config_path: Option<PathBuf>,
     demo: bool,
 ) -> anyhow::Result<ExitCode> {
+    if ui.load.is_some() {
+        anyhow::bail!(
+            "--detachable starts a new session in a hub: --load not taken (load a session without --detachable)"
+        );
+    }
     let refused = given(&[
         ("--permission", ui.policy.permission.is_some()),
         ("--plugin", !ui.policy.plugin.is_empty()),
-        ("--load", ui.load.is_some()),
         ("--allow-drive", ui.policy.allow_drive),
     ]);
     if !refused.is_empty() {
         anyhow::bail!(
-            "--detachable starts the session in a hub, which decides with its own settings: {} not taken (give them to trellis serve)",
+            "--detachable starts the session in a hub, which decides with its own settings: {} not taken (start the hub with them — trellis serve --detach and the same flags — or run without --detachable)",
             refused.join(", ")
         );
     }
@@ -548,10 +571,19 @@ pub fn detachable(
             .clone()
             .unwrap_or_else(|| "demo".into()),
     };
-    let cwd = std::path::absolute(ui.cwd.clone().unwrap_or_else(|| PathBuf::from(".")))?;
-    if !cwd.is_dir() {
-        anyhow::bail!("{}: not a directory", cwd.display());
-    }
+    crate::agents::check(&agent, &config)?;
+    // The demo without --cwd plays in a scratch workspace of its own (with --worktree,
+    // in a worktree of this directory); any other agent works here.
+    let cwd = match &ui.cwd {
+        None if agent == "demo" && ui.worktree.is_none() => None,
+        c => {
+            let cwd = std::path::absolute(c.clone().unwrap_or_else(|| PathBuf::from(".")))?;
+            if !cwd.is_dir() {
+                anyhow::bail!("{}: not a directory", cwd.display());
+            }
+            Some(cwd)
+        }
+    };
     start_detached(
         DEFAULT_HUB,
         config_path.as_deref(),
@@ -562,9 +594,10 @@ pub fn detachable(
     let key = match c.call(
         trellis_hub::wire::Op::New {
             agent,
-            cwd: cwd.to_string_lossy().into_owned(),
+            cwd: cwd.map(|c| c.to_string_lossy().into_owned()),
             worktree: ui.worktree.is_some(),
             prompt: None,
+            launched_in: here(),
         },
         Some(crate::hub_cmd::operation_id()),
     )? {

@@ -60,6 +60,7 @@ pub fn record_header(
     (cwd, started): (&str, f64),
     continues: Option<&str>,
     worktree: Option<trellis_core::WorktreeRef>,
+    launched_in: Option<&std::path::Path>,
 ) {
     handle
         .recorder()
@@ -71,8 +72,11 @@ pub fn record_header(
             started,
             command: Some(command.to_string()),
             continues: continues.map(str::to_string),
-            launched_in: std::env::current_dir()
-                .ok()
+            // Where it was asked for: this process's directory, or the client's that
+            // asked a hub.
+            launched_in: launched_in
+                .map(std::path::Path::to_path_buf)
+                .or_else(|| std::env::current_dir().ok())
                 .map(|d| d.display().to_string())
                 .filter(|d| d != cwd),
             worktree,

@@ -117,6 +117,7 @@ pub fn main(
         carry,
         resume,
         load: args.load.clone(),
+        launched_in: None,
     };
     start(&args, config, vec![first], None)
 }
@@ -218,7 +219,7 @@ pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener
     Box::new(move |req: trellis_tui::deck::NewSession| {
         let request = crate::launch::Request {
             agent: req.agent.clone(),
-            cwd: Some(req.cwd.clone()),
+            cwd: req.cwd.clone(),
             // Asked for from the UI: no worktree is an error shown in the form.
             worktree: req.worktree.then_some(crate::worktree_cmd::Ask {
                 label: None,
@@ -227,6 +228,7 @@ pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener
             carry: false,
             resume: None,
             load: None,
+            launched_in: req.launched_in.clone(),
         };
         match launch.open(request) {
             Ok((mut opened, _, notes)) => {

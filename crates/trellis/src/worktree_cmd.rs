@@ -407,6 +407,25 @@ pub fn isolate(
         Err(e) if ask.required => {
             anyhow::bail!("--worktree=required: no worktree: {e:#}")
         }
+        // A label the user chose that cannot be had is their word not taken: said, never
+        // worked around.
+        Err(e) if ask.label.is_some() => {
+            anyhow::bail!(
+                "--worktree={}: no worktree: {e:#}",
+                ask.label.as_deref().unwrap_or_default()
+            )
+        }
+        // The demo never plays in a repository it did not make: in place, it could only
+        // refuse.
+        Err(e)
+            if resolved.name == "demo"
+                && trellis_agents::demo::foreign_repository(&resolved.spec.cwd).is_some() =>
+        {
+            anyhow::bail!(
+                "no worktree for the demo ({e:#}); it does not play in {} itself, a repository it did not make",
+                resolved.spec.cwd.display()
+            )
+        }
         Err(e) => {
             said.push(format!(
                 "NOT ISOLATED: no worktree ({e:#}); the session runs in {} itself (--worktree=required makes this an error)",

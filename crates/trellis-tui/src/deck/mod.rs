@@ -73,9 +73,12 @@ pub struct Opened {
 pub struct NewSession {
     /// The agent as the user names it (a preset, `demo`, a command line).
     pub agent: String,
-    pub cwd: PathBuf,
+    /// None: the agent's own default (the demo's scratch workspace).
+    pub cwd: Option<PathBuf>,
     /// In a worktree of its own.
     pub worktree: bool,
+    /// Where it was asked for, when elsewhere (a client of a hub, in its directory).
+    pub launched_in: Option<PathBuf>,
 }
 
 /// What a session's work was, for the commit that lands it.

@@ -146,23 +146,19 @@ impl Deck {
     /// sent `prompt` once its agent is ready. The session in front stays in front.
     pub fn open_remote(
         &mut self,
-        agent: String,
-        cwd: String,
-        worktree: bool,
+        new: NewSession,
         prompt: Option<String>,
     ) -> Result<(SessionKey, Vec<String>), String> {
-        let cwd = std::path::PathBuf::from(cwd);
-        if !cwd.is_absolute() {
-            return Err(format!("{}: not an absolute directory", cwd.display()));
+        for d in [&new.cwd, &new.launched_in].into_iter().flatten() {
+            if !d.is_absolute() {
+                return Err(format!("{}: not an absolute directory", d.display()));
+            }
         }
         let Some(open) = self.opener.as_mut() else {
             return Err("this hub starts no sessions".into());
         };
-        let mut opened = open(NewSession {
-            agent: agent.clone(),
-            cwd,
-            worktree,
-        })?;
+        let agent = new.agent.clone();
+        let mut opened = open(new)?;
         let said: Vec<String> = opened.app.message.take().into_iter().collect();
         if let Some(p) = prompt.filter(|p| !p.trim().is_empty()) {
             opened.app.driver.prompt(p, Vec::new());

@@ -178,8 +178,9 @@ pub(super) fn form_key(deck: &mut Deck, k: &KeyEvent) {
         KeyCode::Enter => {
             let req = NewSession {
                 agent: form.agent.trim().to_string(),
-                cwd: std::path::PathBuf::from(form.dir.trim()),
+                cwd: Some(std::path::PathBuf::from(form.dir.trim())),
                 worktree: form.worktree,
+                launched_in: None,
             };
             let Some(open) = deck.opener.as_mut() else {
                 deck.form = None;

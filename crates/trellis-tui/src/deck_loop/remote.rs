@@ -239,7 +239,16 @@ async fn carry_out(
             cwd,
             worktree,
             prompt,
-        } => match deck.open_remote(agent, cwd, worktree, prompt) {
+            launched_in,
+        } => match deck.open_remote(
+            crate::deck::NewSession {
+                agent,
+                cwd: cwd.map(std::path::PathBuf::from),
+                worktree,
+                launched_in: launched_in.map(std::path::PathBuf::from),
+            },
+            prompt,
+        ) {
             Ok((key, said)) => Body::Started { session: key, said },
             Err(message) => error("refused", message),
         },

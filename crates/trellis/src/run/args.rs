@@ -12,9 +12,9 @@ pub struct RunArgs {
     /// previous turn ended normally (`end_turn`); any other end stops the run there.
     #[arg(long, required = true)]
     pub(super) prompt: Vec<String>,
-    /// Output: jsonl (normalized events) or text.
-    #[arg(long, value_enum, default_value = "text")]
-    pub(super) format: Format,
+    /// Output: jsonl (normalized events) or text (the default).
+    #[arg(long, value_enum)]
+    pub(super) format: Option<Format>,
     /// Write the session log here instead of the data directory.
     #[arg(long)]
     pub(super) log: Option<PathBuf>,
@@ -69,13 +69,14 @@ pub struct RunArgs {
     /// a prompt beyond them is not sent. Exit 12.
     #[arg(long, value_name = "N")]
     pub(super) max_turns: Option<u32>,
-    /// How long a turn cancelled by a budget has to end before the agent is stopped.
-    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "10s")]
-    pub(super) grace: std::time::Duration,
+    /// How long a turn cancelled by a budget has to end before the agent is stopped
+    /// (10s unless said).
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    pub(super) grace: Option<std::time::Duration>,
     /// A permission request nothing decided (no --permission, or a rule that says ask):
-    /// deny it, on the record; or fail: deny it and stop the run (exit 13).
-    #[arg(long, value_enum, default_value = "deny")]
-    pub(super) on_ask: crate::budgets::OnAsk,
+    /// deny it, on the record (the default); or fail: deny it and stop the run (exit 13).
+    #[arg(long, value_enum)]
+    pub(super) on_ask: Option<crate::budgets::OnAsk>,
     /// Where a permission request or a question nothing decided goes: `policy` (--on-ask
     /// answers it at once), or `hub`: the run serves its session on a hub socket of its
     /// own (`trellis ls`, `trellis approve`, `trellis attach`) and the request waits there
@@ -125,6 +126,18 @@ pub enum ApproveVia {
 pub(super) const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl RunArgs {
+    pub(super) fn format(&self) -> Format {
+        self.format.unwrap_or(Format::Text)
+    }
+
+    pub(super) fn grace(&self) -> std::time::Duration {
+        self.grace.unwrap_or(std::time::Duration::from_secs(10))
+    }
+
+    pub(super) fn on_ask(&self) -> crate::budgets::OnAsk {
+        self.on_ask.unwrap_or(crate::budgets::OnAsk::Deny)
+    }
+
     /// `--hub` and `--ask-timeout` mean something only with `--detach` or `--approve-via
     /// hub`.
     pub(super) fn check_hub_flags(&self) -> anyhow::Result<()> {
@@ -141,10 +154,15 @@ impl RunArgs {
 
     /// `--detach`: what the hub is asked to start; the options that only mean something
     /// to a run that stays (output, budgets, artifacts, answers) are refused by name.
-    pub fn detached(&self, ui: &crate::ui::UiArgs) -> anyhow::Result<crate::serve::Detached> {
+    pub fn detached(
+        &self,
+        ui: &crate::ui::UiArgs,
+        default_agent: &str,
+    ) -> anyhow::Result<crate::serve::Detached> {
         let stays = [
+            ("--format", self.format.is_some()),
             ("--log", self.log.is_some()),
-            ("--load", self.session.load.is_some()),
+            ("--load", ui.load.is_some()),
             ("--resume", self.resume.is_some()),
             ("--carry", self.carry),
             ("--set", !self.set.is_empty()),
@@ -157,19 +175,32 @@ impl RunArgs {
             ("--max-cost", self.max_cost.is_some()),
             ("--max-tool-calls", self.max_tool_calls.is_some()),
             ("--max-turns", self.max_turns.is_some()),
+            ("--grace", self.grace.is_some()),
+            ("--on-ask", self.on_ask.is_some()),
+            ("--stats", self.stats),
             ("--summary", self.summary.is_some()),
             ("--summary-md", self.summary_md.is_some()),
             ("--patch", self.patch.is_some()),
             ("--approve-via", self.approve_via == ApproveVia::Hub),
             ("--ask-timeout", self.ask_timeout.is_some()),
-            ("--permission", ui.policy.permission.is_some()),
-            ("--plugin", !ui.policy.plugin.is_empty()),
         ];
         let refused = crate::serve::given(&stays);
         if !refused.is_empty() {
             anyhow::bail!(
-                "--detach starts the session in a hub, which decides with its own settings: {} not taken (give them to trellis serve, or run without --detach)",
+                "--detach starts the session in a hub and returns at once: {} belong to a run that stays, so they were not taken (run without --detach)",
                 refused.join(", ")
+            );
+        }
+        // What the hub decides for every session it runs: given to the hub itself.
+        let hubs = crate::serve::given(&[
+            ("--permission", ui.policy.permission.is_some()),
+            ("--plugin", !ui.policy.plugin.is_empty()),
+            ("--allow-drive", ui.policy.allow_drive),
+        ]);
+        if !hubs.is_empty() {
+            anyhow::bail!(
+                "--detach starts the session in a hub, which decides with its own settings: {} not taken (start the hub with them — trellis serve --detach and the same flags — or run without --detach)",
+                hubs.join(", ")
             );
         }
         let [prompt] = self.prompt.as_slice() else {
@@ -181,13 +212,21 @@ impl RunArgs {
             }
             w => w.is_some(),
         };
+        let agent = ui.one_agent()?.unwrap_or_else(|| default_agent.to_string());
+        // The demo without --cwd plays in a scratch workspace of its own, as it does
+        // without --detach (with --worktree, in a worktree of this directory); any other
+        // agent works here.
+        let cwd = match &ui.cwd {
+            None if agent == "demo" && !label => None,
+            c => Some(c.clone().unwrap_or_else(|| PathBuf::from("."))),
+        };
         Ok(crate::serve::Detached {
             hub: self
                 .hub
                 .clone()
                 .unwrap_or_else(|| crate::serve::DEFAULT_HUB.into()),
-            agent: ui.one_agent()?.unwrap_or_default(),
-            cwd: ui.cwd.clone().unwrap_or_else(|| PathBuf::from(".")),
+            agent,
+            cwd,
             worktree: label,
             prompt: prompt.clone(),
         })

@@ -51,15 +51,37 @@ pub fn main(mut args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<E
         None => Config::default(),
     };
     if args.detach {
-        let mut d = args.detached(&common)?;
-        if d.agent.is_empty() {
-            d.agent = config
-                .default_agent
-                .clone()
-                .unwrap_or_else(|| "demo".into());
-        }
+        let default = config
+            .default_agent
+            .clone()
+            .unwrap_or_else(|| "demo".into());
+        let d = args.detached(&common, &default)?;
+        // An agent that cannot start here is said before any hub is started for it.
+        crate::agents::check(&d.agent, &config)?;
         return crate::serve::run_detached(d, config_file.as_deref());
     }
+    let ran = stays(&args, common, &config, paths.as_ref());
+    if let Err(e) = &ran {
+        // A run that failed, however early, still leaves its artifacts (an agent that
+        // wrote nothing), saying why.
+        if let Some(f) = &args.output_file {
+            let _ = crate::sessions::write_new(f, b"");
+        }
+        let summary = serde_json::json!({
+            "exit_code": EXIT_USAGE, "exit_reason": format!("{e:#}"),
+        });
+        write_artifacts(&args, Some(&summary), Some(""));
+    }
+    ran
+}
+
+/// A run that stays (not `--detach`): set up, driven to its end, concluded.
+fn stays(
+    args: &RunArgs,
+    common: crate::ui::UiArgs,
+    config: &Config,
+    paths: Option<&Paths>,
+) -> anyhow::Result<ExitCode> {
     args.check_hub_flags()?;
     let resume = args
         .resume
@@ -81,14 +103,14 @@ pub fn main(mut args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<E
         );
     }
     let mut resolved =
-        crate::agents::resolve(&agent, &config, cwd.as_deref(), common.worktree.is_some())?;
+        crate::agents::resolve(&agent, config, cwd.as_deref(), common.worktree.is_some())?;
     // No one types into a headless run: a streaming agent is read in large pieces.
     resolved.spec.bulk_reads = true;
     let (worktree, said) = crate::worktree_cmd::isolate(
         common.worktree.as_ref(),
         args.carry && common.worktree.is_some(),
         &mut resolved,
-        &config,
+        config,
     )?;
     crate::worktree_cmd::print(&said);
     // Held for the whole run: endings from elsewhere refuse while it runs.
@@ -97,7 +119,7 @@ pub fn main(mut args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<E
         .load
         .clone()
         .or_else(|| resume.as_ref().and_then(|r| r.row.acp_id.clone()));
-    let (policy, explicit) = policy_from(common.policy.permission.as_deref(), &config)?;
+    let (policy, explicit) = policy_from(common.policy.permission.as_deref(), config)?;
     let answers = match &args.answers {
         Some(p) => crate::answers::Answers::load(p)?,
         None => crate::answers::Answers::none(),
@@ -109,7 +131,7 @@ pub fn main(mut args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<E
     {
         eprintln!(
             "trellis: permission fallback \"ask\": nobody to ask in a headless run; --on-ask {} answers those requests",
-            args.on_ask.word()
+            args.on_ask().word()
         );
     }
     if !explicit && args.approve_via == ApproveVia::Policy {
@@ -132,41 +154,30 @@ pub fn main(mut args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<E
         .build()
         .context("cannot start the async runtime")?;
     let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
-    let host = extensions(&config, &common, &mut resolved)?;
-    let (budgets, want) = limits(&args, explicit, &resolved.spec.cwd);
+    let host = extensions(config, &common, &mut resolved)?;
+    let (budgets, want) = limits(args, explicit, &resolved.spec.cwd);
     let hub = {
         let _guard = rt.enter();
-        run_hub(&args, &resolved, worktree.as_ref(), &log_path)?
+        run_hub(args, &resolved, worktree.as_ref(), &log_path)?
     };
     let remind = worktree.clone();
-    let stop = rt
-        .block_on(drive(
-            args.format,
-            policy,
-            budgets,
-            want,
-            &answers,
-            hub,
-            host,
-            resolved,
-            writer,
-            &args.prompt,
-            &args.set,
-            &args.files,
-            &cwd,
-            resume,
-            worktree,
-        ))
-        .inspect_err(|e| {
-            // A run that failed still leaves its artifacts (an agent that wrote nothing).
-            if let Some(f) = &args.output_file {
-                let _ = crate::sessions::write_new(f, b"");
-            }
-            let summary = serde_json::json!({
-                "exit_code": EXIT_USAGE, "exit_reason": format!("{e:#}"),
-            });
-            write_artifacts(&args, Some(&summary), Some(""));
-        })?;
+    let stop = rt.block_on(drive(
+        args.format(),
+        policy,
+        budgets,
+        want,
+        &answers,
+        hub,
+        host,
+        resolved,
+        writer,
+        &args.prompt,
+        &args.set,
+        &args.files,
+        &cwd,
+        resume,
+        worktree,
+    ))?;
     eprintln!("trellis: session log: {}", log_path.display());
     if let Some(r) = remind.as_ref().and_then(crate::worktree_cmd::reminder) {
         crate::worktree_cmd::print(&[r]);
@@ -182,7 +193,7 @@ pub fn main(mut args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<E
     }
     // Spans still on their way go before the summary says how many went.
     let exported = crate::traces::flush();
-    Ok(ExitCode::from(conclude(&args, &stop, exported)))
+    Ok(ExitCode::from(conclude(args, &stop, exported)))
 }
 
 /// `--stats`: the run's own resource use, one JSON line on stderr (for the benchmarks).
@@ -246,7 +257,7 @@ fn run_hub(
     eprintln!(
         "trellis: requests nothing decides wait for an answer through hub {name} (trellis approve; trellis attach {name}:{}), then --on-ask {}",
         crate::run_hub::KEY,
-        args.on_ask.word()
+        args.on_ask().word()
     );
     Ok(Some(hub))
 }
@@ -283,8 +294,8 @@ fn limits(
         max_cost: args.max_cost,
         max_tool_calls: args.max_tool_calls,
         max_turns: args.max_turns,
-        grace: args.grace,
-        on_ask: args.on_ask,
+        grace: args.grace(),
+        on_ask: args.on_ask(),
         explicit_policy,
     };
     // The commit the session's directory is at now: the patch is from it.
@@ -420,6 +431,7 @@ async fn drive(
         (cwd, begun.started),
         continues.as_deref(),
         worktree,
+        None,
     );
     let stdout = std::io::stdout();
     // Not locked for the run: the output is written from the driver's observer, which

@@ -151,12 +151,90 @@ fn detach_refuses_what_only_a_run_that_stays_can_do() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        text(&o).contains("--timeout, --summary not taken"),
+        text(&o).contains("--timeout, --summary belong to a run that stays"),
         "{}",
         text(&o)
     );
+    // Options with a default are refused when given too, never dropped in silence.
+    let o = d.trellis(&[
+        "run", "--detach", "--prompt", "x", "--format", "jsonl", "--on-ask", "fail", "--grace",
+        "3s", "--load", "abc",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--format, --load, --grace, --on-ask belong to a run that stays"),
+        "{}",
+        text(&o)
+    );
+    // What the hub decides is the hub's: said how to give it there.
+    let o = d.trellis(&["run", "--detach", "--prompt", "x", "--allow-drive"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--allow-drive not taken (start the hub with them"));
+    // An agent that cannot start is said before any hub starts for it.
+    let o = d.trellis(&["run", "--detach", "--prompt", "x", "--agent", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("not a preset or an installed agent"));
     // Nothing was started.
     assert!(!Path::new(&d.runtime.join("trellis/default.sock")).exists());
+}
+
+/// The demo started in a hub from a repository it did not make plays in a scratch
+/// workspace of its own, as it does without --detach, and the session is listed where
+/// it was asked for.
+#[test]
+fn a_detached_demo_plays_in_its_own_workspace_and_is_listed_where_asked() {
+    let d = Dirs::new();
+    let repo = d.work.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@e"])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    git(&["init", "-q"]);
+    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-qm", "a"]);
+    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args([
+            "run",
+            "--detach",
+            "--agent",
+            "demo",
+            "--prompt",
+            "fix the TODO",
+        ])
+        .current_dir(&repo)
+        .env("XDG_RUNTIME_DIR", &d.runtime)
+        .env("XDG_DATA_HOME", &d.data)
+        .env("XDG_CONFIG_HOME", &d.config)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let hub = Hub(d.hub_pid());
+    d.until_asking();
+    let row = &d.ls()[0];
+    assert_ne!(row["cwd"].as_str(), repo.to_str(), "{row}");
+    assert!(
+        !repo.join("demo-workspace").exists(),
+        "nothing written into the repository"
+    );
+    let listed = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["sessions", "list", "--json"])
+        .current_dir(&repo)
+        .env("XDG_RUNTIME_DIR", &d.runtime)
+        .env("XDG_DATA_HOME", &d.data)
+        .env("XDG_CONFIG_HOME", &d.config)
+        .output()
+        .unwrap();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(rows.len(), 1, "listed where it was asked for: {rows:?}");
+    assert_eq!(rows[0]["launched_in"].as_str(), repo.to_str());
+    drop(hub);
 }
 
 /// A hub killed outright (SIGKILL: nothing of Trellis runs to stop anything) leaves no

@@ -176,6 +176,22 @@ fn isolation_that_fails_is_loud_and_required_makes_it_fatal() {
         &plain,
     );
     assert_eq!(o.status.code(), Some(2));
+    // A label the user chose that is taken: their word not taken, said (never a run in
+    // the repository itself instead).
+    let repo = home.repo("labelled");
+    home.ok(
+        &["run", "--agent", "demo", "--worktree=lab", "--prompt", "hi"],
+        &repo,
+    );
+    let o = home.trellis(
+        &["run", "--agent", "demo", "--worktree=lab", "--prompt", "hi"],
+        &repo,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--worktree=lab: no worktree"), "{err}");
+    assert!(err.contains("exists already"), "{err}");
+    assert!(!err.contains("session log"), "no session ran: {err}");
 }
 
 #[test]

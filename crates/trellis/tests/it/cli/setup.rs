@@ -327,3 +327,67 @@ fn ui_config_errors_name_file_line_and_key() {
         assert!(err.contains(want), "{text}: {err}");
     }
 }
+
+/// A run that fails before its agent starts still leaves the artifacts it was asked for,
+/// saying why; a config named on the command line must be there.
+#[test]
+fn a_setup_that_fails_still_writes_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = dir.path().join("s.json");
+    let out = dir.path().join("out.txt");
+    let o = Command::new(exe())
+        .args(["run", "--agent", "nosuch", "--prompt", "x", "--summary"])
+        .arg(&summary)
+        .arg("--output-file")
+        .arg(&out)
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert_eq!(s["exit_code"], 2);
+    assert!(
+        s["exit_reason"]
+            .as_str()
+            .unwrap()
+            .contains("not a preset or an installed agent"),
+        "{s}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "");
+    let o = Command::new(exe())
+        .args(["--config", "/nonexistent/config.toml", "ls"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--config"));
+}
+
+/// A command that only prints ends quietly when its reader goes (`| head`): no panic,
+/// the status a Unix tool has then.
+#[test]
+fn printing_commands_end_quietly_when_their_reader_goes() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(exe())
+        .args(["completions", "bash"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        o.status.success() || o.status.signal() == Some(13),
+        "{:?}",
+        o.status
+    );
+}
