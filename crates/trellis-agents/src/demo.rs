@@ -147,6 +147,10 @@ struct Demo {
     session_id: String,
     workspace: PathBuf,
     prompts: usize,
+    /// Files it seeded into a git work tree (a worktree Trellis made, or `--here`) and has
+    /// not said yet: there they are part of the work, so they go on the record as an edit
+    /// of its own with its first prompt.
+    unsaid: Vec<(&'static str, &'static str)>,
 }
 
 /// Runs the agent until the client closes stdin.
@@ -159,6 +163,7 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
         session_id: String::new(),
         workspace: PathBuf::new(),
         prompts: 0,
+        unsaid: Vec::new(),
     };
     loop {
         let msg = match demo.peer.recv(None) {
@@ -302,13 +307,23 @@ impl Demo {
             return Ok(());
         }
         self.workspace = Path::new(&cwd).join("demo-workspace");
-        if let Err(e) = seed_workspace(&self.workspace) {
-            self.peer.respond_error(
-                id,
-                -32603,
-                &format!("cannot create the demo workspace: {e}"),
-            )?;
-            return Ok(());
+        match seed_workspace(&self.workspace) {
+            Ok(made) => {
+                let in_git = Path::new(&cwd)
+                    .ancestors()
+                    .any(|d| std::fs::symlink_metadata(d.join(".git")).is_ok());
+                if in_git {
+                    self.unsaid = made;
+                }
+            }
+            Err(e) => {
+                self.peer.respond_error(
+                    id,
+                    -32603,
+                    &format!("cannot create the demo workspace: {e}"),
+                )?;
+                return Ok(());
+            }
         }
         self.session_id = format!("demo-{}", std::process::id());
         self.peer.respond(
@@ -327,6 +342,7 @@ impl Demo {
     /// `--calls`, or the story; returns the stop reason.
     fn prompt(&mut self, params: &Value) -> Result<&'static str, PeerError> {
         self.prompts += 1;
+        self.say_seeded()?;
         let text = params["prompt"][0]["text"].as_str().unwrap_or("");
         let stop = if text.trim_start().starts_with("/compact") {
             self.compact()?
@@ -379,18 +395,39 @@ pub fn foreign_repository(dir: &Path) -> Option<PathBuf> {
 const README: &str = "# demo-workspace\n\nA scratch project the Trellis demo agent plays in.\n";
 const LIB_RS: &str = "/// Adds two numbers.\npub fn add(a: i32, b: i32) -> i32 {\n    // TODO: check for overflow\n    a + b\n}\n";
 
-fn seed_workspace(dir: &Path) -> std::io::Result<()> {
+/// Seeds the demo's project in `dir`: the files it wrote (those already there are left).
+fn seed_workspace(dir: &Path) -> std::io::Result<Vec<(&'static str, &'static str)>> {
     std::fs::create_dir_all(dir.join("src"))?;
+    let mut made = Vec::new();
     for (name, text) in [("README.md", README), ("src/lib.rs", LIB_RS)] {
         let p = dir.join(name);
         if !p.exists() {
             std::fs::write(p, text)?;
+            made.push((name, text));
         }
     }
-    Ok(())
+    Ok(made)
 }
 
 impl Demo {
+    /// The files seeded into a git work tree, as a completed edit on the record (once):
+    /// what the demo wrote there is what the comparison and a land count, so it is what
+    /// the demo reports too.
+    fn say_seeded(&mut self) -> Result<(), PeerError> {
+        if self.unsaid.is_empty() {
+            return Ok(());
+        }
+        let content: Vec<Value> = std::mem::take(&mut self.unsaid)
+            .into_iter()
+            .map(|(name, text)| {
+                json!({"type": "diff", "path": self.path(name), "oldText": null, "newText": text})
+            })
+            .collect();
+        self.update(json!({"sessionUpdate": "tool_call", "toolCallId": "seed",
+            "title": "Create demo-workspace/ (the demo's own project)", "kind": "edit",
+            "status": "completed", "content": content}))
+    }
+
     fn update(&mut self, update: Value) -> Result<(), PeerError> {
         let sid = self.session_id.clone();
         self.peer.notify(

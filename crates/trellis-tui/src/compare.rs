@@ -199,11 +199,24 @@ pub fn row(slot: &Slot, number: usize, now: Instant, tree: Tree) -> Row {
     }
 }
 
+/// What landing a worktree would do, found before the question is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landing {
+    /// `target` fast-forwarded to the worktree's branch; `commit`: its uncommitted work
+    /// committed first.
+    FastForward { target: String, commit: bool },
+    /// `target` moved on since the worktree began: its changes staged in the source,
+    /// nothing committed.
+    Apply { target: String },
+}
+
 /// Landing one session's worktree and discarding the others', asked and not yet answered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confirm {
     /// The row to land.
     pub chosen: usize,
+    /// What the land will do.
+    pub landing: Landing,
 }
 
 /// The comparison view's state.
@@ -341,33 +354,42 @@ fn hints(c: &Compare, width: usize) -> Vec<String> {
 }
 
 /// The question a land asks first: what lands where, what is discarded, what closes.
-pub fn question(c: &Compare, chosen: usize) -> Vec<String> {
-    let Some(r) = c.rows.get(chosen) else {
+pub fn question(c: &Compare, q: &Confirm) -> Vec<String> {
+    let Some(r) = c.rows.get(q.chosen) else {
         return Vec::new();
     };
     let label = r.label.as_deref().unwrap_or("-");
-    let (what, into) = match &r.tree {
-        Tree::Measured { stat, into } => (
-            format!(
-                " (+{} −{} in {})",
-                stat.added,
-                stat.removed,
-                plural(stat.files, "file")
-            ),
-            into.as_deref()
-                .map(|b| format!(" onto {b}"))
-                .unwrap_or_default(),
+    let what = match &r.tree {
+        Tree::Measured { stat, .. } => format!(
+            " (+{} −{} in {})",
+            stat.added,
+            stat.removed,
+            plural(stat.files, "file")
         ),
-        _ => (String::new(), String::new()),
+        _ => String::new(),
     };
-    let others = c.others(chosen);
-    let mut out = vec![format!(
-        "Land worktree {label}{what}{into} — its uncommitted work committed as \"{}\"?",
-        trellis_text::clip(
-            &trellis_text::one_line(r.prompt.as_deref().unwrap_or("its session's work")),
-            60
-        )
-    )];
+    let work = trellis_text::clip(
+        &trellis_text::one_line(r.prompt.as_deref().unwrap_or("its session's work")),
+        60,
+    )
+    .into_owned();
+    let first = match &q.landing {
+        Landing::FastForward {
+            target,
+            commit: true,
+        } => format!(
+            "Land worktree {label}{what} onto {target} — its uncommitted work committed as \"{work}\"?"
+        ),
+        Landing::FastForward {
+            target,
+            commit: false,
+        } => format!("Land worktree {label}{what} onto {target} (a fast-forward)?"),
+        Landing::Apply { target } => format!(
+            "{target} has moved on since worktree {label} began: apply its changes{what} to your working tree as staged changes (nothing committed)?"
+        ),
+    };
+    let others = c.others(q.chosen);
+    let mut out = vec![first];
     if !others.is_empty() {
         out.push(format!(
             "Discard {} (each kept first under refs/trellis/retired/; branches stay).",
@@ -451,9 +473,10 @@ pub fn lines(c: &Compare, width: usize, theme: &Theme, ascii: bool) -> Vec<Line<
     out.push(Line::raw(""));
     match &c.confirm {
         Some(q) => {
-            for l in question(c, q.chosen) {
-                for piece in fitted(&[l], width) {
-                    out.push(Line::styled(clip(&piece), theme.title));
+            // Wrapped by words, never cut: it is what the user says yes to.
+            for l in question(c, q) {
+                for piece in trellis_text::wrap::wrap_line(&Line::raw(l), width) {
+                    out.push(piece.style(theme.title));
                 }
             }
         }

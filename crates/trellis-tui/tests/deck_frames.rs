@@ -247,6 +247,18 @@ impl trellis_tui::deck::WorktreeOps for FakeTrees {
             },
         }
     }
+    fn landing(&self, label: &str) -> Result<trellis_tui::compare::Landing, String> {
+        use trellis_tui::compare::Landing;
+        match label {
+            "fan-1" => Ok(Landing::FastForward {
+                target: "main".into(),
+                commit: true,
+            }),
+            _ => Ok(Landing::Apply {
+                target: "main".into(),
+            }),
+        }
+    }
     fn land_one(
         &self,
         _: &str,
@@ -390,6 +402,35 @@ fn the_comparison_shows_one_row_per_session_from_its_ledger() {
     let f = deck_text(&mut d, 90, 30, now);
     assert!(f.contains("Esc close"), "{f}");
     assert!(!f.contains("Enter open…"), "{f}");
+    // The question says what the land will do, as found before it is asked.
+    use trellis_tui::compare::{Confirm, Landing};
+    d.compare.as_mut().unwrap().confirm = Some(Confirm {
+        chosen: 0,
+        landing: Landing::FastForward {
+            target: "main".into(),
+            commit: true,
+        },
+    });
+    let f = deck_text(&mut d, 140, 30, now);
+    assert!(
+        f.contains("Land worktree fan-1 (+7 −0 in 2 files) onto main"),
+        "{f}"
+    );
+    assert!(f.contains("committed as \"fix it\"?"), "{f}");
+    assert!(f.contains("Discard fan-2"), "{f}");
+    d.compare.as_mut().unwrap().confirm = Some(Confirm {
+        chosen: 1,
+        landing: Landing::Apply {
+            target: "main".into(),
+        },
+    });
+    let f = deck_text(&mut d, 140, 30, now);
+    assert!(
+        f.contains("main has moved on since worktree fan-2 began"),
+        "{f}"
+    );
+    assert!(f.contains("(nothing committed)?"), "{f}");
+    assert!(!f.contains("committed as"), "{f}");
 }
 
 /// A question of a background session is answered in the inbox, in that session's own

@@ -157,7 +157,7 @@ fn snapshot_with(
 }
 
 /// The branch the source has checked out.
-fn source_branch(source: &Path) -> Result<String, Error> {
+pub(crate) fn source_branch(source: &Path) -> Result<String, Error> {
     Git::at(source)
         .args(["symbolic-ref", "-q", "--short", "HEAD"])
         .line()
@@ -264,38 +264,11 @@ pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
     idle(found)?;
     let mut out = Outcome::default();
     let tree = &record.path;
-    let on = Git::at(tree).args(["symbolic-ref", "-q", "HEAD"]).line();
-    let want = format!("refs/heads/{}", record.branch);
-    if on.as_deref().ok() != Some(want.as_str()) {
-        return Err(Error::Refused(format!(
-            "the worktree is not on its branch {} any more; land what it is on by hand",
-            record.branch
-        )));
-    }
-    let target = source_branch(&record.source)?;
-    // A commit on the branch keeps this answer: the branch's tip stays its parent.
-    let ff = Git::at(&record.source)
-        .args(["merge-base", "--is-ancestor", &target, &record.branch])
-        .ok()?;
-    // Checked against the whole state (what the commit below would hold) before anything
-    // is committed, so this refusal leaves the worktree as it was too.
-    let (snap, dirty) = snapshot(tree, &record.label)?;
-    let endangered = if ff {
-        crate::guard::endangered(&record.source, &target, &snap, false)?
-    } else {
-        Vec::new()
-    };
-    if !endangered.is_empty() {
-        return Err(crate::guard::refusal(
-            "landing",
-            &record.source,
-            &endangered,
-            &format!(
-                "land again (the worktree's work is safe in {})",
-                record.path.display()
-            ),
-        ));
-    }
+    // Every check before anything is committed (against the whole state the commit below
+    // would hold), so a refusal leaves the worktree as it was too.
+    let crate::plan::Checked {
+        target, ff, dirty, ..
+    } = crate::plan::check(&record)?;
     if dirty {
         let msg = message
             .map(str::to_string)

@@ -18,7 +18,7 @@ use crate::Error;
 use crate::git::Git;
 
 /// How many names a refusal lists before it says how many more there are.
-const LISTED: usize = 20;
+pub(crate) const LISTED: usize = 20;
 
 /// A file in the tree that a change would replace, and what it is.
 #[derive(Debug, Clone, PartialEq, Eq)]

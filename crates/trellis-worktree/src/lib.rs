@@ -16,6 +16,7 @@ pub mod ignored;
 pub mod label;
 pub mod lease;
 pub mod measure;
+pub mod plan;
 pub mod prune;
 pub mod record;
 

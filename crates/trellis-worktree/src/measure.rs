@@ -10,15 +10,17 @@ use crate::git::Git;
 use crate::record::Record;
 use crate::{Error, Found};
 
-/// What the worktree's work is against its base — committed, uncommitted and untracked —
+/// What the worktree's work is against its base (see [`crate::plan::base`]) — committed,
+/// uncommitted and untracked —
 /// as git's `--stat` (`a.txt | 2 +-` lines and the summary), for the user to see before
 /// an ending acts on it. Read-only.
 pub fn stat(found: &Found) -> Result<String, Error> {
     let record = owned(found)?;
     let (snap, _) = snapshot(&record.path, &record.label)?;
+    let base = crate::plan::base(&record, &snap);
     let out = Git::at(&record.path)
         .args(["diff", "--stat=100", "--no-ext-diff", "--no-color"])
-        .args([&record.base, &snap])
+        .args([&base, &snap])
         .output()?;
     Ok(String::from_utf8_lossy(&out).trim_end().to_string())
 }
@@ -37,9 +39,10 @@ pub struct DiffStat {
 /// snapshot goes through a private index and is referenced by nothing.
 pub fn diffstat(record: &Record) -> Result<DiffStat, Error> {
     let (snap, _) = snapshot(&record.path, &record.label)?;
+    let base = crate::plan::base(record, &snap);
     let out = Git::at(&record.path)
         .args(["diff", "--numstat", "-z", "--no-renames", "--no-ext-diff"])
-        .args([&record.base, &snap])
+        .args([&base, &snap])
         .output()?;
     Ok(numstat(&out))
 }

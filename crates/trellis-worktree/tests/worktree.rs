@@ -986,3 +986,67 @@ fn prune_deletes_only_branches_whose_commits_are_kept_elsewhere() {
     let r = retired.lines().find(|r| r.contains("gone-")).unwrap();
     assert_eq!(git(&f.repo, &["show", &format!("{r}:g.txt")]), "g");
 }
+
+/// What a land would do is found before anything changes, and the land acts only on
+/// it: the source's own uncommitted edits to a file the worktree changed refuse it before
+/// the worktree's work is committed; a source that moved on makes it an apply.
+#[test]
+fn a_land_is_planned_before_anything_changes() {
+    use trellis_worktree::plan::{Landing, landing};
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("plan")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join("a.txt"), "one\ntwo\nworktree\n").unwrap();
+    let found = f.wt.find("plan", None).unwrap();
+    assert_eq!(
+        landing(&found).unwrap(),
+        Landing::FastForward {
+            target: "main".into(),
+            commit: true
+        }
+    );
+    // The user edits the same file in the source, uncommitted.
+    std::fs::write(f.repo.join("a.txt"), "one\ntwo\nmine\n").unwrap();
+    let branch_before = git(&f.repo, &["rev-parse", "trellis/plan"]);
+    let e = landing(&found).unwrap_err().to_string();
+    assert!(e.contains("uncommitted changes to 1 file(s)"), "{e}");
+    assert!(e.contains("a.txt"), "{e}");
+    let e = end::land(&found, Some("x")).unwrap_err().to_string();
+    assert!(e.contains("Nothing was changed"), "{e}");
+    assert_eq!(
+        git(&f.repo, &["rev-parse", "trellis/plan"]),
+        branch_before,
+        "nothing committed on the branch"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.join("a.txt")).unwrap(),
+        "one\ntwo\nworktree\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("a.txt")).unwrap(),
+        "one\ntwo\nmine\n"
+    );
+    git(&f.repo, &["checkout", "--", "a.txt"]);
+    // The source moves on: an apply, said as one.
+    std::fs::write(f.repo.join("upstream.txt"), "meanwhile\n").unwrap();
+    git(&f.repo, &["add", "upstream.txt"]);
+    git(&f.repo, &["commit", "-q", "-m", "meanwhile"]);
+    assert_eq!(
+        landing(&found).unwrap(),
+        Landing::Apply {
+            target: "main".into()
+        }
+    );
+    // After a sync, the worktree's figures are its own work only: not the file the source
+    // already has.
+    end::sync(&found).unwrap();
+    let stat =
+        trellis_worktree::measure::diffstat(&f.wt.find("plan", None).unwrap().record).unwrap();
+    assert_eq!(
+        (stat.added, stat.removed, stat.files),
+        (1, 0, 1),
+        "{stat:?}"
+    );
+    let shown = trellis_worktree::measure::stat(&found).unwrap();
+    assert!(!shown.contains("upstream.txt"), "{shown}");
+}

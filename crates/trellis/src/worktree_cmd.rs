@@ -519,6 +519,17 @@ impl trellis_tui::deck::WorktreeOps for Ops {
         }
     }
 
+    fn landing(&self, label: &str) -> Result<trellis_tui::compare::Landing, String> {
+        use trellis_tui::compare::Landing;
+        let found = Self::find(label)?;
+        match trellis_worktree::plan::landing(&found).map_err(|e| e.to_string())? {
+            trellis_worktree::plan::Landing::FastForward { target, commit } => {
+                Ok(Landing::FastForward { target, commit })
+            }
+            trellis_worktree::plan::Landing::Apply { target } => Ok(Landing::Apply { target }),
+        }
+    }
+
     fn land_one(
         &self,
         chosen: &str,

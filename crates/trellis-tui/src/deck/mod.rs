@@ -98,6 +98,8 @@ pub trait WorktreeOps: Send + Sync {
     /// What worktree `label`'s work is against its base (committed, uncommitted and
     /// untracked), and the branch a land would move. Slow: run off the UI's thread.
     fn measure(&self, label: &str) -> crate::compare::Tree;
+    /// What a land of worktree `label` would do now, or why it cannot (nothing changes).
+    fn landing(&self, label: &str) -> Result<crate::compare::Landing, String>;
     /// Lands (or applies) `chosen` — its uncommitted work committed as `work` says — and
     /// discards the others behind snapshot refs.
     fn land_one(

@@ -16,7 +16,7 @@ pub(super) async fn compare_key(deck: &mut Deck, k: &KeyEvent, said: &mut Vec<St
     };
     if let Some(q) = c.confirm.take() {
         if k.code == KeyCode::Char('y') && k.modifiers.is_empty() {
-            land_chosen(deck, q.chosen, said).await;
+            land_chosen(deck, q, said).await;
         } else {
             deck.front().message = Some("nothing landed, nothing discarded".into());
         }
@@ -55,16 +55,22 @@ pub(super) async fn compare_key(deck: &mut Deck, k: &KeyEvent, said: &mut Vec<St
             Some(_) => {}
         },
         KeyCode::Char('L') => {
-            if c.rows
-                .get(c.selected)
-                .and_then(|r| r.label.as_ref())
-                .is_none()
-            {
+            let Some(label) = c.rows.get(c.selected).and_then(|r| r.label.clone()) else {
                 deck.front().message =
                     Some("landing works on sessions that run in worktrees of Trellis's".into());
                 return;
+            };
+            // What it will do is found before it is asked; what cannot be done is said
+            // now, with every session still running.
+            let chosen = c.selected;
+            match landing(deck, &label) {
+                Ok(landing) => {
+                    if let Some(c) = deck.compare.as_mut() {
+                        c.confirm = Some(crate::compare::Confirm { chosen, landing });
+                    }
+                }
+                Err(e) => deck.front().message = Some(format!("cannot land {label}: {e}")),
             }
-            c.confirm = Some(crate::compare::Confirm { chosen: c.selected });
         }
         KeyCode::Char('K') => {
             deck.front().message =
@@ -74,18 +80,45 @@ pub(super) async fn compare_key(deck: &mut Deck, k: &KeyEvent, said: &mut Vec<St
     }
 }
 
-/// Lands row `chosen`'s worktree and discards the others' (the answer to the question
-/// was yes): their sessions close first, so no agent writes into a tree being removed.
-async fn land_chosen(deck: &mut Deck, chosen: usize, said: &mut Vec<String>) {
-    let Some(c) = deck.compare.take() else {
-        return;
-    };
-    let Some(row) = c.rows.get(chosen) else {
+/// What a land of worktree `label` would do now, or why it cannot.
+fn landing(deck: &Deck, label: &str) -> Result<crate::compare::Landing, String> {
+    match deck.worktrees.as_ref() {
+        Some(ops) => ops.landing(label),
+        None => Err("no worktrees here".into()),
+    }
+}
+
+/// Lands the chosen row's worktree and discards the others' (the answer to the question
+/// was yes): their sessions close first, so no agent writes into a tree being removed —
+/// unless the land can no longer be done as asked (checked again first: the sessions ran
+/// meanwhile), when nothing is closed and the comparison stays.
+async fn land_chosen(deck: &mut Deck, q: crate::compare::Confirm, said: &mut Vec<String>) {
+    let Some(row) = deck.compare.as_ref().and_then(|c| c.rows.get(q.chosen)) else {
         return;
     };
     let Some(label) = row.label.clone() else {
         return;
     };
+    match landing(deck, &label) {
+        Ok(now) if now == q.landing => {}
+        Ok(_) => {
+            deck.front().message = Some(format!(
+                "{label}: what a land would do changed meanwhile; nothing was done — L to ask again"
+            ));
+            return;
+        }
+        Err(e) => {
+            deck.front().message = Some(format!("cannot land {label}: {e}"));
+            return;
+        }
+    }
+    let Some(c) = deck.compare.take() else {
+        return;
+    };
+    let Some(row) = c.rows.get(q.chosen) else {
+        return;
+    };
+    let chosen = q.chosen;
     let work = row.prompt.as_deref().map(|prompt| Work {
         prompt,
         agent: &row.agent,

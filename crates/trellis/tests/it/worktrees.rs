@@ -446,6 +446,12 @@ fn the_demo_plays_in_a_worktree_when_asked_and_never_in_a_foreign_repository() {
         "the rejected edit is said"
     );
     assert!(!log.contains("the TODO is fixed"));
+    // What it wrote into the work tree to play in is on the record, as an edit of its
+    // own: what git counts, the agent reports (the rejected edit aside).
+    assert!(
+        log.contains("Create demo-workspace/ (the demo's own project)"),
+        "the seeded files are said"
+    );
     // The UI with --worktree: a worktree of the repository, not the scratch workspace.
     let Some(t) = crate::tui::Tmux::start_env(
         &["LANG=C.UTF-8"],

@@ -1,0 +1,170 @@
+//! What landing a worktree would do, found without changing anything: fast-forward the
+//! source's branch (committing the worktree's uncommitted work first) or — the source
+//! moved on — apply its changes to the source as staged changes; or why it cannot, before
+//! anything is committed or any session is closed for it. [`crate::end::land`] acts only
+//! on what these checks allow, so the question a UI asks says what will happen.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use crate::end::{owned, snapshot, source_branch};
+use crate::git::Git;
+use crate::record::Record;
+use crate::{Error, Found};
+
+/// What a land of a worktree would do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landing {
+    /// `target` (the source's branch) fast-forwarded to the worktree's branch; `commit`:
+    /// its uncommitted work is committed on the branch first.
+    FastForward { target: String, commit: bool },
+    /// `target` moved on since the worktree began: its changes are applied to the source
+    /// as staged changes, nothing committed.
+    Apply { target: String },
+}
+
+/// What the checks found, for [`crate::end::land`].
+pub(crate) struct Checked {
+    pub target: String,
+    pub ff: bool,
+    pub dirty: bool,
+}
+
+/// The paths a `-z` name list names.
+fn names(out: &[u8]) -> HashSet<PathBuf> {
+    out.split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(String::from_utf8_lossy(p).into_owned()))
+        .collect()
+}
+
+/// The checks a land makes before it changes anything (read-only: the snapshot goes
+/// through a private index and is referenced by nothing).
+pub(crate) fn check(record: &Record) -> Result<Checked, Error> {
+    let tree = &record.path;
+    let on = Git::at(tree).args(["symbolic-ref", "-q", "HEAD"]).line();
+    let want = format!("refs/heads/{}", record.branch);
+    if on.as_deref().ok() != Some(want.as_str()) {
+        return Err(Error::Refused(format!(
+            "the worktree is not on its branch {} any more; land what it is on by hand",
+            record.branch
+        )));
+    }
+    let target = source_branch(&record.source)?;
+    // A commit on the branch keeps this answer: the branch's tip stays its parent.
+    let ff = Git::at(&record.source)
+        .args(["merge-base", "--is-ancestor", &target, &record.branch])
+        .ok()?;
+    let (snap, dirty) = snapshot(tree, &record.label)?;
+    let safe_in = format!("the worktree's work is safe in {}", record.path.display());
+    if ff {
+        let endangered = crate::guard::endangered(&record.source, &target, &snap, false)?;
+        if !endangered.is_empty() {
+            return Err(crate::guard::refusal(
+                "landing",
+                &record.source,
+                &endangered,
+                &format!("land again ({safe_in})"),
+            ));
+        }
+        // The source's own uncommitted changes to files the land would change: the
+        // fast-forward would refuse them, after the worktree's work was committed.
+        let changed = names(
+            &Git::at(&record.source)
+                .args(["diff", "--name-only", "-z", "--no-renames", &target, &snap])
+                .output()?,
+        );
+        let local = names(
+            &Git::at(&record.source)
+                .args(["diff", "--name-only", "-z", "--no-renames", "HEAD"])
+                .output()?,
+        );
+        let mut both: Vec<String> = changed
+            .intersection(&local)
+            .map(|p| p.display().to_string())
+            .collect();
+        if !both.is_empty() {
+            both.sort();
+            let n = both.len();
+            both.truncate(crate::guard::LISTED);
+            return Err(Error::Refused(format!(
+                "{} has uncommitted changes to {n} file(s) the worktree changed too ({}): commit or stash them there, then land again. Nothing was changed; {safe_in}",
+                record.source.display(),
+                both.join(", ")
+            )));
+        }
+    } else {
+        let base = Git::at(&record.source)
+            .args(["merge-base", "HEAD", &snap])
+            .line()?;
+        let endangered = crate::guard::endangered(&record.source, &base, &snap, false)?;
+        if !endangered.is_empty() {
+            return Err(crate::guard::refusal(
+                "applying",
+                &record.source,
+                &endangered,
+                "land again",
+            ));
+        }
+        let dir =
+            tempfile::tempdir().map_err(|e| Error::Io(format!("temporary directory: {e}")))?;
+        let patch = dir.path().join("apply.patch");
+        let mut output = std::ffi::OsString::from("--output=");
+        output.push(patch.as_os_str());
+        Git::at(&record.source)
+            .args(["diff", "--binary", "--no-ext-diff", "--ignore-submodules"])
+            .arg(output)
+            .args([&base, &snap])
+            .output()?;
+        if std::fs::metadata(&patch).map(|m| m.len()).unwrap_or(0) == 0 {
+            return Err(Error::Refused(format!(
+                "worktree {} has no changes to land",
+                record.label
+            )));
+        }
+        Git::at(&record.source)
+            .args(["apply", "--index", "--check", "--binary", "--whitespace=nowarn"])
+            .arg(&patch)
+            .output()
+            .map_err(|e| {
+                Error::Refused(format!(
+                    "{target} moved on since worktree {} began, and its changes do not apply to {} as it is now: {e}. Nothing was changed; sync it first (trellis worktree sync {})",
+                    record.label,
+                    record.source.display(),
+                    record.label
+                ))
+            })?;
+    }
+    Ok(Checked { target, ff, dirty })
+}
+
+/// What a worktree's work is measured from: where its state and the source's branch
+/// parted (after a sync, the source's tip it took in — so what the source already has is
+/// not counted as the worktree's), else the commit it began at.
+pub(crate) fn base(record: &Record, snap: &str) -> String {
+    source_branch(&record.source)
+        .ok()
+        .and_then(|target| {
+            Git::at(&record.path)
+                .args(["merge-base", &target, snap])
+                .line()
+                .ok()
+        })
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| record.base.clone())
+}
+
+/// What a land of worktree `found` would do now, or why it cannot. Read-only: a session
+/// may still run in it (the land itself waits for it to close).
+pub fn landing(found: &Found) -> Result<Landing, Error> {
+    let record = owned(found)?;
+    let c = check(&record)?;
+    Ok(if c.ff {
+        Landing::FastForward {
+            target: c.target,
+            commit: c.dirty,
+        }
+    } else {
+        Landing::Apply { target: c.target }
+    })
+}
