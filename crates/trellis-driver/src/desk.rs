@@ -64,8 +64,9 @@ fn bounded(mut text: String, limit: usize) -> String {
     text
 }
 
-/// The unified diff of a call's diff content, every file of it.
-fn diff_of(c: &trellis_core::ToolCall) -> Option<String> {
+/// The unified diff of a call's diff content, every file of it, its paths named as git
+/// names them: relative to the session's directory when below it (`a/src/lib.rs`).
+fn diff_of(c: &trellis_core::ToolCall, cwd: Option<&str>) -> Option<String> {
     let mut out = String::new();
     for item in &c.content {
         if let trellis_core::tool_call::ToolContent::Diff {
@@ -74,8 +75,11 @@ fn diff_of(c: &trellis_core::ToolCall) -> Option<String> {
             new_text,
         } = item
         {
+            let below = cwd
+                .and_then(|d| std::path::Path::new(path).strip_prefix(d).ok())
+                .map(|p| p.to_string_lossy().into_owned());
             out.push_str(&trellis_core::diff::unified(
-                path,
+                below.as_deref().unwrap_or(path.trim_start_matches('/')),
                 old_text.as_deref().unwrap_or(""),
                 new_text,
             ));
@@ -126,7 +130,7 @@ fn collect(session: &Session, full: bool) -> Vec<Waiting> {
             .map(|p| p.asked_at);
         out.push(Waiting {
             asked_at,
-            diff: full.then(|| diff_of(&c)).flatten(),
+            diff: full.then(|| diff_of(&c, session.cwd.as_deref())).flatten(),
             input: full.then(|| input_of(&c)).flatten(),
             request_id,
             question: false,

@@ -118,7 +118,7 @@ impl Driver {
         if let Some(c) = &self.conn {
             if !self.ready && !self.closed {
                 c.handle.recorder().local(LocalRecord::Mark {
-                    text: "prompt queued until the agent has set up its session".into(),
+                    text: "prompt queued: it is sent once the agent has set up its session".into(),
                 });
             }
             let embedded = self.carry.take().into_iter().collect();

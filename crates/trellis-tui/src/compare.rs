@@ -229,6 +229,9 @@ pub struct Compare {
     pub mark: Option<usize>,
     /// A land waiting for its yes.
     pub confirm: Option<Confirm>,
+    /// Worktrees of the fan-out whose sessions closed (still open): a land discards them
+    /// with the others.
+    pub closed: Vec<String>,
     /// Measurements on their way (see [`crate::deck::Deck::measure_compare`]).
     pub(crate) measuring: Option<tokio::sync::mpsc::Receiver<Measured>>,
     /// Measure again when the one on its way is in (a member changed meanwhile).
@@ -259,14 +262,23 @@ impl Compare {
         }
     }
 
-    /// The worktrees a land of row `chosen` would discard.
+    /// The worktrees a land of row `chosen` would discard: the other rows', then those of
+    /// the fan-out's closed sessions.
     pub fn others(&self, chosen: usize) -> Vec<String> {
-        self.rows
+        let chosen_label = self.rows.get(chosen).and_then(|r| r.label.clone());
+        let mut out: Vec<String> = self
+            .rows
             .iter()
             .enumerate()
             .filter(|(i, _)| *i != chosen)
             .filter_map(|(_, r)| r.label.clone())
-            .collect()
+            .collect();
+        for l in &self.closed {
+            if !out.contains(l) && chosen_label.as_ref() != Some(l) {
+                out.push(l.clone());
+            }
+        }
+        out
     }
 }
 
@@ -391,9 +403,19 @@ pub fn question(c: &Compare, q: &Confirm) -> Vec<String> {
     let others = c.others(q.chosen);
     let mut out = vec![first];
     if !others.is_empty() {
+        let named: Vec<String> = others
+            .iter()
+            .map(|l| {
+                if c.closed.contains(l) {
+                    format!("{l} (its session closed)")
+                } else {
+                    l.clone()
+                }
+            })
+            .collect();
         out.push(format!(
             "Discard {} (each kept first under refs/trellis/retired/; branches stay).",
-            others.join(", ")
+            named.join(", ")
         ));
     }
     out.push(format!(

@@ -387,16 +387,34 @@ fn draw_dialog(
         .min(if has_diff { 160 } else { 100 });
     // Built once per question, call revision and width (its diff can be large).
     let key = format!("dialog {} {} {}/{} {w}", call.id, call.rev, i, n);
+    // Attached to a hub, "always" is the hub's to decide: its keys are not offered here,
+    // and the dialog says so before anyone presses one.
+    let attached = app.driver.attached();
     let d = app.dialog_built(key, || {
-        trellis_view::dialog::permission_dialog(
+        use trellis_core::permission::OptionKind;
+        let offered: Vec<_> = options
+            .iter()
+            .filter(|o| {
+                !attached || !matches!(o.kind, OptionKind::AllowAlways | OptionKind::RejectAlways)
+            })
+            .cloned()
+            .collect();
+        let mut d = trellis_view::dialog::permission_dialog(
             &call,
             &app.driver.session,
-            &options,
+            &offered,
             i,
             n,
             w.saturating_sub(2) as usize,
             &theme,
-        )
+        );
+        if attached && offered.len() < options.len() {
+            d.keys.push(ratatui::text::Line::styled(
+                "\"always\" rules are the hub's own (its config or --permission): answer once here",
+                theme.dim,
+            ));
+        }
+        d
     });
     let inner_max = main.height.saturating_sub(2) as usize;
     // The keys first; the question gets what is left (a blank line between when it fits).

@@ -263,7 +263,16 @@ pub fn draw_deck_at(f: &mut Frame<'_>, deck: &mut Deck, clock: Clock, now: Insta
         let h = (lines.len() as u16 + 2).min(area.height);
         let r = centered(area, w, h);
         f.render_widget(Clear, r);
-        let title = format!(" Compare · {} sessions ", c.rows.len());
+        let n = c.rows.len();
+        let closed = if c.closed.is_empty() {
+            String::new()
+        } else {
+            format!(" (+{} closed)", c.closed.len())
+        };
+        let title = format!(
+            " Compare · {n} session{}{closed} ",
+            if n == 1 { "" } else { "s" }
+        );
         f.render_widget(
             Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
             r,

@@ -418,6 +418,16 @@ fn the_comparison_shows_one_row_per_session_from_its_ledger() {
     );
     assert!(f.contains("committed as \"fix it\"?"), "{f}");
     assert!(f.contains("Discard fan-2"), "{f}");
+    // A member of the fan-out whose session closed: its worktree is discarded too, and
+    // the question says so.
+    d.compare.as_mut().unwrap().closed = vec!["fan-3".into()];
+    let f = deck_text(&mut d, 140, 30, now);
+    assert!(f.contains("Compare · 2 sessions (+1 closed)"), "{f}");
+    assert!(
+        f.contains("Discard fan-2, fan-3 (its session closed)"),
+        "{f}"
+    );
+    d.compare.as_mut().unwrap().closed.clear();
     d.compare.as_mut().unwrap().confirm = Some(Confirm {
         chosen: 1,
         landing: Landing::Apply {

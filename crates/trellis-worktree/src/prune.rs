@@ -19,11 +19,32 @@ pub struct Pruned {
     pub kept_by: Vec<String>,
 }
 
-/// The branches of the ended worktrees in `listing`, each deleted unless `dry` (or kept,
-/// saying why).
-pub fn prune(listing: &Listing, dry: bool) -> Vec<Pruned> {
+/// The branches of the ended worktrees in `listing` — of the repository `only` when given
+/// (its top, or a worktree of its) — each deleted unless `dry` (or kept, saying why).
+/// What keeps a branch's commits is never another branch being pruned here: the reason
+/// given still holds once the prune is over.
+pub fn prune(listing: &Listing, dry: bool, only: Option<&std::path::Path>) -> Vec<Pruned> {
+    let of_only = |source: &std::path::Path| match only {
+        None => true,
+        Some(top) => {
+            source == top
+                || listing
+                    .found
+                    .iter()
+                    .any(|o| o.record.path == top && o.record.source == source)
+        }
+    };
+    let ended: Vec<_> = listing
+        .found
+        .iter()
+        .filter(|f| f.status == Status::Ended && of_only(&f.record.source))
+        .collect();
+    let candidates: Vec<String> = ended
+        .iter()
+        .map(|f| format!("refs/heads/{}", f.record.branch))
+        .collect();
     let mut out = Vec::new();
-    for f in listing.found.iter().filter(|f| f.status == Status::Ended) {
+    for f in ended {
         let r = &f.record;
         let full = format!("refs/heads/{}", r.branch);
         let tip = match Git::at(&r.source)
@@ -41,7 +62,7 @@ pub fn prune(listing: &Listing, dry: bool) -> Vec<Pruned> {
             kept: None,
             kept_by: Vec::new(),
         };
-        match why_not(&r.source, &full, &tip) {
+        match why_not(&r.source, &full, &tip, &candidates) {
             Ok(keepers) => {
                 p.kept_by = keepers;
                 if !dry
@@ -66,8 +87,14 @@ pub fn prune(listing: &Listing, dry: bool) -> Vec<Pruned> {
     out
 }
 
-/// The refs that keep `tip` besides `branch` — or why the branch must stay.
-fn why_not(source: &std::path::Path, branch: &str, tip: &str) -> Result<Vec<String>, String> {
+/// The refs that keep `tip` besides `branch` and the other branches being pruned
+/// (`candidates`) — or why the branch must stay.
+fn why_not(
+    source: &std::path::Path,
+    branch: &str,
+    tip: &str,
+    candidates: &[String],
+) -> Result<Vec<String>, String> {
     let worktrees = Git::at(source)
         .args(["worktree", "list", "--porcelain"])
         .output()
@@ -84,11 +111,13 @@ fn why_not(source: &std::path::Path, branch: &str, tip: &str) -> Result<Vec<Stri
         .map_err(|e: Error| e.to_string())?;
     let keepers: Vec<String> = String::from_utf8_lossy(&refs)
         .lines()
-        .filter(|r| *r != branch)
+        .filter(|r| *r != branch && !candidates.iter().any(|c| c == r))
         .map(str::to_string)
         .collect();
     if keepers.is_empty() {
-        return Err("no other ref has its commits".into());
+        return Err(
+            "no ref that stays has its commits (only branches of other ended worktrees do)".into(),
+        );
     }
     Ok(keepers)
 }

@@ -949,13 +949,23 @@ fn prune_deletes_only_branches_whose_commits_are_kept_elsewhere() {
     let out = end::discard(&f.wt.find("only", None).unwrap()).unwrap();
     let snap = out.record.unwrap().snapshot.unwrap();
     git(&f.repo, &["update-ref", "-d", &snap]);
-    let dry = trellis_worktree::prune::prune(&f.wt.list(), true);
+    // Another repository's prune does not reach this one's.
+    let elsewhere = f.repo.parent().unwrap().join("elsewhere");
+    assert!(trellis_worktree::prune::prune(&f.wt.list(), true, Some(&elsewhere)).is_empty());
+    let dry = trellis_worktree::prune::prune(&f.wt.list(), true, Some(&f.repo));
     assert_eq!(dry.len(), 3, "{dry:?}");
+    // What keeps a branch is never another branch being pruned.
+    for p in &dry {
+        for pruned in ["landed", "gone", "only"] {
+            let b = format!("refs/heads/trellis/{pruned}");
+            assert!(!p.kept_by.contains(&b), "{p:?}");
+        }
+    }
     assert!(
         !git_fails(&f.repo, &["rev-parse", "--verify", "trellis/landed"]),
         "dry: nothing deleted"
     );
-    let done = trellis_worktree::prune::prune(&f.wt.list(), false);
+    let done = trellis_worktree::prune::prune(&f.wt.list(), false, None);
     let kept: Vec<_> = done
         .iter()
         .filter(|p| p.kept.is_some())

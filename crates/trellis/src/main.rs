@@ -432,7 +432,7 @@ fn status(config: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
             }
         }
         if let Some((head, rest)) = worktrees.split_first() {
-            println!("\nWorktrees: {}", output::safe(head));
+            println!("\n{}", output::safe(head));
             for l in rest {
                 println!("  {}", output::safe(l));
             }

@@ -258,9 +258,19 @@ impl<W: Write> Output<W> {
                     status.is_terminal() && previous_status.is_none_or(|p| !p.is_terminal());
                 if newly_done {
                     self.end_line()?;
+                    // Ended before (cancelled, say), then taken up again by the agent:
+                    // the second end is said as what it is, not as another call.
+                    let before = call.status_history[..call.status_history.len().saturating_sub(1)]
+                        .iter()
+                        .rev()
+                        .find(|c| c.status.is_terminal())
+                        .map(|c| c.status);
+                    let again = before
+                        .map(|b| format!(" — the agent ran it after it was {}", b.as_str()))
+                        .unwrap_or_default();
                     writeln!(
                         self.out,
-                        "{}{}",
+                        "{}{}{again}",
                         indent(call),
                         safe(&tool_line(call, session))
                     )?;

@@ -271,7 +271,7 @@ impl RunHub {
                     false,
                     notes,
                 )
-                .map(|()| format!("answered {request_id}")),
+                .map(|()| format!("request {request_id} answered {option_id}")),
             Op::Answer {
                 request_id,
                 answer,

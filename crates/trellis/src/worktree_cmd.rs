@@ -47,6 +47,9 @@ pub enum WorktreeCmd {
         /// Say what would be deleted, delete nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Every repository's (by default: the repository of the current directory).
+        #[arg(long)]
+        all: bool,
     },
 }
 
@@ -64,7 +67,21 @@ pub fn main(cmd: WorktreeCmd) -> anyhow::Result<ExitCode> {
             list(&wt, all, json);
             return Ok(ExitCode::SUCCESS);
         }
-        WorktreeCmd::Prune { dry_run } => return Ok(prune(&wt, dry_run)),
+        WorktreeCmd::Prune { dry_run, all } => {
+            let only = if all {
+                None
+            } else {
+                let here = std::env::current_dir().context("cannot read the current directory")?;
+                match Worktrees::source_of(&here) {
+                    Ok((top, _)) => Some(top),
+                    Err(_) => anyhow::bail!(
+                        "{} is in no git repository: run it in the repository whose branches to prune, or give --all",
+                        here.display()
+                    ),
+                }
+            };
+            return Ok(prune(&wt, dry_run, only.as_deref()));
+        }
         WorktreeCmd::Land { label, message } => {
             let found = find(&label)?;
             close_sessions(&found, "land")?;
@@ -223,8 +240,8 @@ fn work_of(record: &trellis_worktree::Record) -> Option<String> {
 }
 
 /// `trellis worktree prune`: each ended worktree's branch, deleted (or kept, saying why).
-fn prune(wt: &Worktrees, dry: bool) -> ExitCode {
-    let done = trellis_worktree::prune::prune(&wt.list(), dry);
+fn prune(wt: &Worktrees, dry: bool, only: Option<&std::path::Path>) -> ExitCode {
+    let done = trellis_worktree::prune::prune(&wt.list(), dry, only);
     if done.is_empty() {
         println!("no branch of an ended worktree is left to prune");
     }

@@ -215,6 +215,9 @@ pub struct Deck {
     pub notify: Notify,
     /// Sessions started together for the same prompt (`trellis fan`).
     pub fan: Vec<SessionKey>,
+    /// The worktrees of fan-out members whose sessions closed (a land of another member
+    /// discards them too, and says so).
+    pub fan_closed: Vec<String>,
     pub compare: Option<crate::compare::Compare>,
     pub worktrees: Option<std::sync::Arc<dyn WorktreeOps>>,
     /// This UI's socket (`trellis ls`, `send`, `approve`…), while it is served.
@@ -286,6 +289,7 @@ impl Deck {
             announce: Vec::new(),
             notify: Notify::default(),
             fan: Vec::new(),
+            fan_closed: Vec::new(),
             compare: None,
             worktrees: None,
             hub: None,
@@ -592,8 +596,19 @@ impl Deck {
         if keys.len() < 2 {
             keys = self.slots.iter().map(|s| s.key).collect();
         }
+        // The fan's worktrees whose sessions closed, still open.
+        let closed = match &self.worktrees {
+            Some(ops) if keys.iter().all(|k| self.fan.contains(k)) => self
+                .fan_closed
+                .iter()
+                .filter(|l| ops.reminder(l).is_some())
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
         self.compare = Some(crate::compare::Compare {
             keys,
+            closed,
             ..Default::default()
         });
         self.refresh_compare();

@@ -185,6 +185,14 @@ pub(super) async fn close_slot(
 ) {
     let mut slot = deck.slots.remove(i);
     let number = i + 1;
+    // A member of the fan-out closed: its worktree stays one of the fan's, for a land of
+    // another member to discard (and to say so).
+    if deck.fan.contains(&slot.key)
+        && let Some(w) = &slot.app.driver.session.worktree
+        && !deck.fan_closed.contains(&w.label)
+    {
+        deck.fan_closed.push(w.label.clone());
+    }
     if let Some(log) = &slot.app.log_path {
         said.push(format!("session log: {}", log.display()));
     }

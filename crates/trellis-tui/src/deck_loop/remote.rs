@@ -211,8 +211,10 @@ async fn carry_out(
                 shown = slot_of(deck, session).map(|i| (i, notes));
                 Body::Done {
                     said: match saved {
-                        Some(rule) => format!("answered {request_id}; rule saved: {rule}"),
-                        None => format!("answered {request_id}"),
+                        Some(rule) => {
+                            format!("request {request_id} answered {option_id}; rule saved: {rule}")
+                        }
+                        None => format!("request {request_id} answered {option_id}"),
                     },
                 }
             }

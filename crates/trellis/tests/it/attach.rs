@@ -45,6 +45,9 @@ fn a_detached_session_is_attached_answered_left_running_and_ended_with_its_hub()
     // The history as if it had been open here, the pending request in its dialog.
     let s = t.wait_for("[y] Allow");
     assert!(s.contains("fix the TODO"), "{s}");
+    // Its keys are the ones that work here: "always" is the hub's, said up front.
+    let s = t.wait_for("answer once here");
+    assert!(!s.contains("[a] "), "{s}");
     t.wait_for("attached to default:1");
     // One controller at a time: the second is told who has it.
     let second = d.trellis(&["attach", "default:1"]);

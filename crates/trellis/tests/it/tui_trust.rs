@@ -142,7 +142,7 @@ fn a_setup_that_never_finishes_says_so_and_ctrl_c_quits() {
     t.wait("the UI to exit", |s| !s.contains("connecting to"));
     assert!(
         t.log()
-            .contains("prompt queued until the agent has set up its session")
+            .contains("prompt queued: it is sent once the agent has set up its session")
     );
 }
 
