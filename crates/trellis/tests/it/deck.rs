@@ -248,8 +248,10 @@ fn fan_three_compares_them_from_their_ledgers_and_keeps_one() {
         let cell = format!("+{a} −{d} · {n} files");
         assert!(s.contains(&cell), "{label}: {cell} in {s}");
     }
+    // The demo says its seeding of the worktree (+8 in 2 files) and its edit (+1 −2):
+    // what it reports now accounts for every file git counts.
     assert_eq!(
-        s.matches("agent reported +1 −2 in 1 file").count(),
+        s.matches("agent reported +9 −2 in 2 files").count(),
         3,
         "{s}"
     );
