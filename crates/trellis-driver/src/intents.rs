@@ -108,6 +108,11 @@ impl Driver {
         }
     }
 
+    /// Prompts handed to the agent's connection whose turns have not started yet.
+    pub fn waiting_prompts(&self) -> u32 {
+        self.prompted.saturating_sub(self.session.turn)
+    }
+
     /// Sends a prompt. Before the agent is set up the connection holds it (and the log
     /// says so) and sends it once the session exists.
     pub fn prompt(&mut self, text: String, files: Vec<PathBuf>) {
@@ -116,6 +121,7 @@ impl Driver {
             return;
         }
         if let Some(c) = &self.conn {
+            self.prompted += 1;
             if !self.ready && !self.closed {
                 c.handle.recorder().local(LocalRecord::Mark {
                     text: "prompt queued: it is sent once the agent has set up its session".into(),

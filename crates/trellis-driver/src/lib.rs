@@ -121,6 +121,8 @@ pub struct Driver {
     driven: VecDeque<(String, String)>,
     /// A prompt was handed to the connection and its turn has not started yet.
     prompt_in_flight: bool,
+    /// Prompts handed to the connection (each starts one turn).
+    prompted: u32,
     /// What became of the MCP servers offered at setup (for `/status`).
     pub mcp: Vec<trellis_acp::McpOffer>,
     /// Keeps the session index up to date with this session's log.
@@ -174,6 +176,7 @@ impl Driver {
             ending: false,
             driven: VecDeque::new(),
             prompt_in_flight: false,
+            prompted: 0,
             mcp: Vec::new(),
             index: None,
             carry: None,

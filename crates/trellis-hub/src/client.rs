@@ -81,7 +81,17 @@ impl Client {
         self.stream.get_mut().write_all(&line)?;
         let mut answer = String::new();
         // Bounded: a hub's answer is one line, however many sessions it lists.
-        let n = Read::take(&mut self.stream, 64 << 20).read_line(&mut answer)?;
+        let n = Read::take(&mut self.stream, 64 << 20)
+            .read_line(&mut answer)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                    std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("the hub did not answer within {} s", WAIT.as_secs()),
+                    )
+                }
+                _ => e,
+            })?;
         if n == 0 {
             return Err(std::io::Error::other("the hub closed the connection"));
         }

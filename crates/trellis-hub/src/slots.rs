@@ -156,6 +156,15 @@ impl Slot {
         }
     }
 
+    /// Whether a request of this connection is being answered now.
+    pub fn working(&self) -> bool {
+        self.slots
+            .state()
+            .held
+            .get(&self.id)
+            .is_some_and(|e| e.busy > 0)
+    }
+
     /// Resolves when this connection is to make room for a newcomer.
     pub async fn kicked(&self) {
         self.kick.notified().await;

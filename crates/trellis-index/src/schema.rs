@@ -262,6 +262,16 @@ const WAL_LIMIT: i64 = 32 << 20;
 /// has none or an older one, inside one immediate transaction: a reader sees the old
 /// tables or the new ones, never a file that vanished.
 fn create(path: &Path) -> rusqlite::Result<Connection> {
+    // The index holds what sessions said: made the user's alone (0600, whatever the
+    // umask; SQLite gives its journal files the same mode). `create_new` follows no link.
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
+    }
     let mut conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE

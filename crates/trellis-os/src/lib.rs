@@ -20,6 +20,7 @@
 //! the workspace.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod env;
 pub mod fd;
 pub mod group;
 pub mod priority;

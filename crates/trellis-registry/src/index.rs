@@ -345,6 +345,13 @@ impl Agent {
                         archive.escape_debug()
                     ));
                 }
+                // Known before any byte is fetched: an installer is not an archive.
+                if crate::binary::installer(&archive) {
+                    return Err(format!(
+                        "binary {platform}: `{}` is an installer, not an archive (tar.gz, tgz, tar.bz2, tbz2, tar, zip, or a raw binary)",
+                        archive.escape_debug()
+                    ));
+                }
                 let cmd = text(b, "cmd", 256, true)
                     .map_err(|w| format!("binary {platform}: {w}"))?
                     .unwrap_or_default();
@@ -530,6 +537,14 @@ mod tests {
                 {"archive": "http://e.org/a.zip", "cmd": "a"}}}),
                 ),
                 "https",
+            ),
+            (
+                entry(
+                    "deb",
+                    serde_json::json!({"binary": {"linux-x86_64":
+                {"archive": "https://e.org/agent_1.0_amd64.deb?x=1", "cmd": "a"}}}),
+                ),
+                "an installer",
             ),
             (
                 entry(

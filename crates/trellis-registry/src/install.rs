@@ -153,6 +153,21 @@ impl Agents {
         version: Option<&str>,
         say: &mut dyn FnMut(String),
     ) -> Result<Launch, String> {
+        let added = self.add_version(agent, version, say);
+        if added.is_err() {
+            // An install that failed leaves nothing behind: its work directory went with
+            // it; the agent's directory goes too when nothing else is in it.
+            let _ = std::fs::remove_dir(self.dir.join(&agent.id));
+        }
+        added
+    }
+
+    fn add_version(
+        &self,
+        agent: &Agent,
+        version: Option<&str>,
+        say: &mut dyn FnMut(String),
+    ) -> Result<Launch, String> {
         let here = crate::index::this_platform().and_then(|p| agent.binary.get(p));
         // A binary needs nothing else on the machine: it comes first.
         let kind = match (here, &agent.npx, &agent.uvx) {

@@ -135,9 +135,17 @@ pub fn assemble(dir: &Path) -> Result<Index, String> {
         if !file.exists() {
             continue;
         }
-        match read_bounded(&file, MAX_ENTRY)
-            .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("not JSON: {e}")))
-        {
+        match read_bounded(&file, MAX_ENTRY).and_then(|t| {
+            serde_json::from_str::<serde_json::Value>(&t).map_err(|e| format!("not JSON: {e}"))
+        }) {
+            // The directory names the entry: an id that says otherwise is refused (one
+            // entry cannot pass for another's directory).
+            Ok(v) if v.get("id").and_then(serde_json::Value::as_str) != Some(n.as_str()) => {
+                unreadable.push((
+                    n.clone(),
+                    format!("its id is not its directory's name `{}`", n.escape_debug()),
+                ));
+            }
             Ok(v) => entries.push(v),
             Err(e) => unreadable.push((n, e)),
         }
@@ -266,4 +274,33 @@ fn fetch(url: &str, cache_dir: &Path, rule: Rule) -> Result<Loaded, String> {
             .err()
             .map(|e| format!("the index could not be cached: {e}")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_directory_entry_is_the_one_its_directory_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        for (dir, id) in [("good", "good"), ("claimed", "other")] {
+            std::fs::create_dir(tmp.path().join(dir)).unwrap();
+            std::fs::write(
+                tmp.path().join(dir).join("agent.json"),
+                serde_json::json!({"id": id, "name": id, "version": "1.0.0",
+                    "description": "d", "distribution": {"npx": {"package": "a"}}})
+                .to_string(),
+            )
+            .unwrap();
+        }
+        let index = super::assemble(tmp.path()).unwrap();
+        let ids: Vec<_> = index.agents.iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(ids, ["good"]);
+        assert!(
+            index
+                .refused
+                .iter()
+                .any(|(n, why)| n == "claimed" && why.contains("directory")),
+            "{:?}",
+            index.refused
+        );
+    }
 }

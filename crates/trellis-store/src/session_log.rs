@@ -6,6 +6,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -35,6 +36,15 @@ fn count_lines(path: &Path) -> io::Result<(u64, bool)> {
     Ok((n, last != b'\n'))
 }
 
+/// `dir` and the directories above it that are missing, made 0700.
+fn private_dirs(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 impl LogWriter {
     /// Creates a new log file under `sessions_dir/YYYY-MM-DD/`, named after the time and agent.
     pub fn create_in(sessions_dir: &Path, agent: &str) -> io::Result<LogWriter> {
@@ -43,7 +53,9 @@ impl LogWriter {
             .unwrap_or_default();
         let (date, time) = civil(now.as_secs());
         let dir = sessions_dir.join(date);
-        std::fs::create_dir_all(&dir)?;
+        // What a session says (prompts, files, output) is the user's alone: directories
+        // made 0700, logs 0600, whatever the umask.
+        private_dirs(&dir)?;
         let slug: String = agent
             .chars()
             .map(|c| {
@@ -63,7 +75,12 @@ impl LogWriter {
                 format!("{base}-{n}.jsonl")
             };
             let path = dir.join(name);
-            match OpenOptions::new().append(true).create_new(true).open(&path) {
+            match OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+            {
                 Ok(file) => {
                     return Ok(LogWriter {
                         file,
@@ -85,9 +102,13 @@ impl LogWriter {
     /// Opens (or creates) a log at an explicit path, appending.
     pub fn open(path: &Path) -> io::Result<LogWriter> {
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+            private_dirs(parent)?;
         }
-        let mut file = OpenOptions::new().append(true).create(true).open(path)?;
+        let mut file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)?;
         let mut bytes = file.metadata()?.len();
         // Records already there (a log appended to): the next one's number follows them,
         // on a line of its own after a last one cut short.

@@ -4,9 +4,12 @@
 //! and DEL become caret notation (`^[`, `^G`, `^?`), C1 controls `<U+009B>`, a `\r` before a
 //! `\n` is dropped. So no escape sequence an outsider wrote can set the title, the
 //! clipboard, move the cursor or clear the screen; what it tried is still visible. The
-//! bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069) are
-//! made visible the same way (`<U+202E>`): they reorder what follows them on the screen,
-//! so text from outside could show one thing and say another.
+//! bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069), the
+//! direction marks (U+200E, U+200F, U+061C) and the invisible characters that hide or
+//! join what a reader sees (U+200B, U+2060–U+2064, U+FEFF, U+180E, U+00AD) are made
+//! visible the same way (`<U+202E>`): they reorder what follows them on the screen, or
+//! are not shown at all, so text from outside could show one thing and say another.
+//! The joiners that emoji and scripts are written with (U+200C, U+200D) stay.
 
 use std::borrow::Cow;
 
@@ -14,9 +17,22 @@ fn is_unsafe(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || is_bidi(c)
 }
 
-/// A character that reorders the text around it (embeddings, overrides, isolates).
+/// A character that reorders the text around it (embeddings, overrides, isolates, marks)
+/// or is not shown (zero-width spaces, invisible operators, the soft hyphen).
 fn is_bidi(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    matches!(
+        c,
+        '\u{202A}'..='\u{202E}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{200E}'
+            | '\u{200F}'
+            | '\u{061C}'
+            | '\u{200B}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{FEFF}'
+            | '\u{180E}'
+            | '\u{00AD}'
+    )
 }
 
 /// `text` with every control character but `\n` and `\t` made visible.
@@ -136,6 +152,12 @@ mod tests {
 
     #[test]
     fn reordering_characters_are_shown_not_obeyed() {
+        let hidden = "a\u{200F}b\u{061C}c\u{200B}d\u{FEFF}e\u{200D}f";
+        assert_eq!(
+            sanitize(hidden),
+            "a<U+200F>b<U+061C>c<U+200B>d<U+FEFF>e\u{200D}f",
+            "marks and invisibles shown; the emoji joiner kept"
+        );
         let tricky = "agent\u{202E}txt.exe\u{2066}x\u{2069}";
         assert_eq!(sanitize(tricky), "agent<U+202E>txt.exe<U+2066>x<U+2069>");
         assert_eq!(one_line(tricky), "agent<U+202E>txt.exe<U+2066>x<U+2069>");

@@ -231,10 +231,11 @@ pub fn main(cmd: AgentsCmd, config: &Config) -> anyhow::Result<ExitCode> {
                     safe(&trellis_text::clip(&a.version, 10)),
                     a.distribution(),
                     safe(&here),
-                    safe(&trellis_text::clip(
-                        &trellis_text::one_line(&a.description),
+                    // Cut first, then made visible: never cut inside an escape.
+                    safe(&trellis_text::one_line(&trellis_text::clip(
+                        &a.description,
                         60
-                    )),
+                    ))),
                 );
             }
         }

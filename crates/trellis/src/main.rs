@@ -241,6 +241,9 @@ fn existing_file(s: &str) -> Result<PathBuf, String> {
 }
 
 fn main() -> ExitCode {
+    // Before any thread: the collector's settings are read, then kept from every process
+    // Trellis starts.
+    traces::take_env();
     let cli = Cli::parse();
     // The client commands start agents and terminals: whatever those leave behind (a
     // daemon, a `setsid` child) is reparented to us and stopped when we end.
@@ -282,6 +285,9 @@ fn main() -> ExitCode {
             })
             | Some(Cmd::Agents {
                 command: agents_cmd::AgentsCmd::List { .. } | agents_cmd::AgentsCmd::Info { .. }
+            })
+            | Some(Cmd::Token {
+                command: serve::TokenCmd::List
             })
     );
     if prints {

@@ -394,6 +394,8 @@ pub fn start_detached(
         }
     }
     cmd.args(settings.args());
+    // The hub exports its sessions' traces where this process would.
+    crate::traces::hand_on(&mut cmd);
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(err);

@@ -8,6 +8,38 @@ use std::sync::OnceLock;
 
 use trellis_trace::{TraceId, TraceInfo};
 
+/// What the environment asked of the export, read once at start (see [`take_env`]).
+#[cfg(feature = "otel")]
+static ASKED: OnceLock<Result<Option<trellis_trace::export::Config>, String>> = OnceLock::new();
+#[cfg(not(feature = "otel"))]
+static ASKED: OnceLock<bool> = OnceLock::new();
+
+/// Reads the export's settings from the `OTEL_*` variables, then removes the collector's
+/// (`OTEL_EXPORTER_OTLP_*`: its address, headers, credentials) from this process's
+/// environment, so that no agent, command, plugin or hook inherits them. First thing in
+/// `main`, before any thread starts.
+pub fn take_env() {
+    #[cfg(feature = "otel")]
+    let _ = ASKED.set(trellis_trace::export::Config::from_env());
+    #[cfg(not(feature = "otel"))]
+    let _ = ASKED.set(
+        std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+            || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some(),
+    );
+    let _ = FORGOTTEN.set(trellis_os::env::forget(&["OTEL_EXPORTER_OTLP_"]));
+}
+
+/// The collector's variables [`take_env`] removed.
+static FORGOTTEN: OnceLock<Vec<(std::ffi::OsString, std::ffi::OsString)>> = OnceLock::new();
+
+/// Gives `cmd` — a Trellis of this one's own (a hub started in the background), never an
+/// agent or anything else — the collector's variables back, so that it exports too.
+pub fn hand_on(cmd: &mut std::process::Command) {
+    for (k, v) in FORGOTTEN.get().into_iter().flatten() {
+        cmd.env(k, v);
+    }
+}
+
 /// The exporter of this process, if export is asked for (made once; a configuration it
 /// cannot follow is said once on stderr and export stays off).
 #[cfg(feature = "otel")]
@@ -15,21 +47,26 @@ pub fn exporter() -> Option<std::sync::Arc<trellis_trace::export::Exporter>> {
     static EXPORTER: OnceLock<Option<std::sync::Arc<trellis_trace::export::Exporter>>> =
         OnceLock::new();
     EXPORTER
-        .get_or_init(|| match trellis_trace::export::Config::from_env() {
-            Ok(Some(c)) => match trellis_trace::export::Exporter::start(c) {
-                Ok(e) => Some(e),
+        .get_or_init(|| {
+            match ASKED
+                .get_or_init(trellis_trace::export::Config::from_env)
+                .clone()
+            {
+                Ok(Some(c)) => match trellis_trace::export::Exporter::start(c) {
+                    Ok(e) => Some(e),
+                    Err(e) => {
+                        eprintln!("trellis: traces are not exported: {e}");
+                        None
+                    }
+                },
+                Ok(None) => None,
                 Err(e) => {
-                    eprintln!("trellis: traces are not exported: {e}");
+                    eprintln!(
+                        "trellis: traces are not exported: {}",
+                        crate::output::safe(&e)
+                    );
                     None
                 }
-            },
-            Ok(None) => None,
-            Err(e) => {
-                eprintln!(
-                    "trellis: traces are not exported: {}",
-                    crate::output::safe(&e)
-                );
-                None
             }
         })
         .clone()
@@ -38,9 +75,11 @@ pub fn exporter() -> Option<std::sync::Arc<trellis_trace::export::Exporter>> {
 #[cfg(not(feature = "otel"))]
 pub fn exporter() -> Option<()> {
     static SAID: OnceLock<()> = OnceLock::new();
-    if std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
-        || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
-    {
+    let asked = *ASKED.get_or_init(|| {
+        std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+            || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
+    });
+    if asked {
         SAID.get_or_init(|| {
             eprintln!(
                 "trellis: this build has no OTLP export (cargo feature `otel`): traces are not sent"

@@ -90,19 +90,23 @@ fn locked() -> Problem {
 /// a name in `allowed` (a page of another site that made its name resolve here, to
 /// rebind DNS, names itself).
 pub(super) fn host_allowed(req: &Request<Incoming>, allowed: &[String]) -> Result<(), Problem> {
-    let host = req
-        .headers()
-        .get(hyper::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("");
-    let name = host_name(host);
-    let loopback = name == "localhost"
-        || name
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    if !name.is_empty() && (loopback || allowed.contains(&name)) {
+    let ok = |host: &str| {
+        host_name(host).is_some_and(|name| {
+            let loopback = name == "localhost"
+                || name
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback());
+            loopback || allowed.contains(&name)
+        })
+    };
+    let mut hosts = req.headers().get_all(hyper::header::HOST).iter();
+    let host = hosts.next().and_then(|h| h.to_str().ok());
+    // Exactly one Host, and a request line naming a host (absolute form) names the same.
+    let one = hosts.next().is_none();
+    let line = req.uri().authority().map(|a| a.as_str());
+    if one && host.is_some_and(ok) && line.is_none_or(|a| Some(a) == host) {
         return Ok(());
     }
     Err(fail(
@@ -112,24 +116,43 @@ pub(super) fn host_allowed(req: &Request<Incoming>, allowed: &[String]) -> Resul
     ))
 }
 
-/// The name in a `Host` header, without its port, lowercased.
-pub fn host_name(host: &str) -> String {
-    let host = host.trim();
-    let name = if host.starts_with('[') {
-        // [v6]:port
-        host.split_once(']').map_or(host, |(h, _)| h).to_string() + "]"
-    } else {
-        match host.rsplit_once(':') {
-            Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h.to_string(),
-            _ => host.to_string(),
-        }
+/// The name in a `Host` header, without its port (`[v6]` keeps its brackets), lowercased,
+/// one final dot dropped; `None` when it is not `NAME`, `NAME:PORT`, `[V6]` or
+/// `[V6]:PORT` (a port being 1 to 65535).
+pub fn host_name(host: &str) -> Option<String> {
+    let port_ok = |p: &str| {
+        !p.is_empty()
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u16>().is_ok_and(|n| n > 0)
     };
-    name.trim_end_matches('.').to_ascii_lowercase()
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        let (v6, after) = rest.split_once(']')?;
+        if !(after.is_empty() || after.strip_prefix(':').is_some_and(port_ok)) {
+            return None;
+        }
+        v6.parse::<std::net::Ipv6Addr>().ok()?;
+        format!("[{v6}]")
+    } else {
+        let name = match host.split_once(':') {
+            Some((h, port)) if port_ok(port) => h,
+            Some(_) => return None,
+            None => host,
+        };
+        let name = name.strip_suffix('.').unwrap_or(name);
+        if name.is_empty() || name.ends_with('.') || name.contains("..") {
+            return None;
+        }
+        name.to_string()
+    };
+    Some(name.to_ascii_lowercase())
 }
 
-/// Whether `name` may be given to `--allow-host`: a DNS name (letters, digits, `-`, `.`).
+/// Whether `name` may be given to `--allow-host`: a DNS name (letters, digits, `-`, `.`),
+/// not an address — loopback ones are answered anyway, and an unspecified one
+/// (`0.0.0.0`) is what a page reaches this machine through.
 pub fn valid_host_name(name: &str) -> bool {
-    !name.is_empty()
+    name.parse::<std::net::IpAddr>().is_err()
+        && !name.is_empty()
         && name.len() <= 253
         && name
             .split('.')
@@ -147,10 +170,11 @@ pub(super) fn credential_in_url(p: &Pairing, req: &Request<Incoming>) -> Result<
         return Ok(());
     };
     let q = q.to_ascii_lowercase();
-    if !["token", "auth", "bearer", "key", "code"]
+    // By name, or by value: a token is recognised by its prefix wherever it is put.
+    let named = ["token", "auth", "bearer", "key", "code", "pair"]
         .iter()
-        .any(|w| q.contains(w))
-    {
+        .any(|w| q.contains(w));
+    if !named && !q.contains("trl_") && !q.contains("trl%5f") {
         return Ok(());
     }
     if p.failures.say_in_url() {
@@ -192,7 +216,11 @@ pub(super) fn authorize(
         .headers()
         .get(hyper::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|v| {
+            // The scheme's name is case-insensitive (RFC 9110).
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+        })
     else {
         return Err(fail(
             StatusCode::UNAUTHORIZED,
@@ -283,10 +311,29 @@ mod tests {
 
     #[test]
     fn host_names_are_compared_whole() {
-        assert_eq!(host_name("127.0.0.1:8080"), "127.0.0.1");
-        assert_eq!(host_name("[::1]:8080"), "[::1]");
-        assert_eq!(host_name("LocalHost."), "localhost");
-        assert_eq!(host_name("127.0.0.1.nip.io:80"), "127.0.0.1.nip.io");
+        let name = |h: &str| host_name(h);
+        assert_eq!(name("127.0.0.1:8080").as_deref(), Some("127.0.0.1"));
+        assert_eq!(name("[::1]:8080").as_deref(), Some("[::1]"));
+        assert_eq!(name("LocalHost.").as_deref(), Some("localhost"));
+        assert_eq!(
+            name("127.0.0.1.nip.io:80").as_deref(),
+            Some("127.0.0.1.nip.io")
+        );
+        for bad in [
+            "[::1]evil",
+            "[::1]:80:81",
+            "localhost..",
+            "localhost:99999",
+            "localhost:0",
+            "a:b",
+            "",
+            "[nope]",
+            ":80",
+        ] {
+            assert_eq!(name(bad), None, "{bad}");
+        }
+        assert!(!valid_host_name("0.0.0.0"));
+        assert!(!valid_host_name("::"));
         assert!(valid_host_name("phone.example.net"));
         assert!(!valid_host_name("evil.example/x"));
         assert!(!valid_host_name("a..b"));

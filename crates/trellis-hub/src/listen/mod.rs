@@ -157,7 +157,7 @@ pub fn listen(
         addr,
         codes: Mutex::new(Vec::new()),
         failures: guard::Failures::default(),
-        hosts: hosts.iter().map(|h| host_name(h)).collect(),
+        hosts: hosts.iter().filter_map(|h| host_name(h)).collect(),
         next_id: std::sync::atomic::AtomicU64::new(1),
         acp: acp::Attached::default(),
         streamable: acp::Streamable::default(),
@@ -216,9 +216,13 @@ async fn accept(listener: tokio::net::TcpListener, p: Arc<Pairing>) {
             tokio::select! {
                 _ = conn.as_mut() => {}
                 () = slot.kicked() => {
-                    // Idle, and its place is wanted: closed between requests.
-                    conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(READ_WAIT, conn).await;
+                    // Its place is wanted. Between requests, or still sending a request
+                    // head (nothing of it answered yet): closed at once. A request that
+                    // began meanwhile is answered first.
+                    if slot.working() {
+                        conn.as_mut().graceful_shutdown();
+                        let _ = tokio::time::timeout(READ_WAIT, conn).await;
+                    }
                 }
             }
         });

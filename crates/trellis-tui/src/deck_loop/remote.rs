@@ -160,6 +160,14 @@ async fn carry_out(
             files,
         } => match slot_of(deck, session) {
             Some(_) if text.trim().is_empty() => error("bad_request", "an empty prompt".into()),
+            // What waits for a session from outside is bounded: a client that sends
+            // faster than turns end is told, not queued without end.
+            Some(i) if deck.slots[i].app.driver.waiting_prompts() >= QUEUED_PROMPTS => error(
+                "busy",
+                format!(
+                    "session {session} has {QUEUED_PROMPTS} prompts waiting for their turns already: send more as they end"
+                ),
+            ),
             Some(i) => {
                 // From outside: no terminal control reaches the screen or the log.
                 let text: String = text
@@ -273,6 +281,9 @@ async fn carry_out(
     };
     (body, shown)
 }
+
+/// Prompts from outside that may wait for their turns in one session.
+const QUEUED_PROMPTS: u32 = 32;
 
 /// Starts the hub's listener on `addr` (`trellis serve --listen` for a running hub).
 fn listen(deck: &mut Deck, addr: &str, hosts: Vec<String>) -> trellis_hub::wire::Body {

@@ -81,6 +81,23 @@ fn a_web_page_cannot_lock_the_owner_out() {
     assert_eq!(statuses[10..], [429; 5], "{statuses:?}");
     // The owner and the phone were never locked out.
     assert_eq!(get(&addr, "/api/pending", &addr, Some(&owner)), 200);
+    // The scheme's name is not case-sensitive; a token in a URL is refused whatever its
+    // parameter is called.
+    let (status, _) = raw(
+        &addr,
+        &format!("GET /api/pending HTTP/1.1\r\nHost: {addr}\r\nAuthorization: bearer {owner}"),
+        b"",
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        get(
+            &addr,
+            &format!("/api/pending?q={owner}"),
+            &addr,
+            Some(&owner)
+        ),
+        400
+    );
     let paired = d.stdout(&["pair"]);
     let code = paired.rsplit("#pair=").next().unwrap().trim().to_string();
     let (status, body) = raw(
@@ -124,11 +141,41 @@ fn only_loopback_names_and_allowed_ones_are_answered() {
     let _hub = crate::hubkit::Hub(d.hub_pid());
     let port = addr.rsplit(':').next().unwrap();
     let reader = token(&d, "reader", "read");
+    let bad = d.trellis(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--allow-host",
+        "0.0.0.0",
+        "--name",
+        "zero",
+    ]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    // Two Host headers, or a request line naming another host: refused.
+    let (status, _) = raw(
+        &addr,
+        &format!(
+            "GET /api/pending HTTP/1.1\r\nHost: {addr}\r\nHost: evil.example\r\nAuthorization: Bearer {reader}"
+        ),
+        b"",
+    );
+    assert_ne!(status, 200);
+    let (status, _) = raw(
+        &addr,
+        &format!(
+            "GET http://evil.example/api/pending HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {reader}"
+        ),
+        b"",
+    );
+    assert_eq!(status, 421);
     for host in [
         "evil.example".to_string(),
         format!("127.0.0.1.nip.io:{port}"),
         format!("localhost.evil.example:{port}"),
         format!("evil.example:{port}"),
+        format!("[::1]evil:{port}"),
+        "localhost..".to_string(),
+        "localhost:99999".to_string(),
     ] {
         assert_eq!(
             get(&addr, "/api/pending", &host, Some(&reader)),
@@ -158,8 +205,15 @@ fn only_loopback_names_and_allowed_ones_are_answered() {
 fn idle_connections_never_keep_a_client_out() {
     let d = Dirs::new();
     let (addr, _hub) = d.serve_listening();
+    // Some say nothing; others begin a request line and never finish it (slowloris).
     let idle: Vec<TcpStream> = (0..40)
-        .map(|_| TcpStream::connect(&addr).unwrap())
+        .map(|i| {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            if i % 2 == 1 {
+                s.write_all(b"GET /api/health HTTP/1.1\r\nHo").unwrap();
+            }
+            s
+        })
         .collect();
     // Within the client's wait; before, it waited for the idle ones to time out.
     let mut s = TcpStream::connect(&addr).unwrap();
@@ -207,6 +261,16 @@ fn what_is_not_json_rpc_is_answered_as_the_spec_says() {
         assert_eq!(v["error"]["code"], code, "{answer}");
         assert_eq!(v["id"], Value::Null, "{answer}");
     }
+    // A body announced past the bound is refused before any of it is read.
+    let mut big = TcpStream::connect(&addr).unwrap();
+    big.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    big.write_all(format!(
+        "POST /acp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {reader}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{{"
+    ).as_bytes())
+    .unwrap();
+    let mut got = [0u8; 12];
+    big.read_exact(&mut got).expect("answered before the body");
+    assert_eq!(&got, b"HTTP/1.1 413");
     // Over WebSocket: each answered, in order, and the connection goes on.
     let mut req =
         tungstenite::client::IntoClientRequest::into_client_request(format!("ws://{addr}/acp"))

@@ -382,6 +382,54 @@ fn spans_still_on_their_way_at_the_end_are_counted_dropped() {
     );
 }
 
+/// The collector's address, headers and credentials never reach the agent (nor its
+/// commands): it gets TRACEPARENT, nothing of the collector's.
+#[test]
+fn the_collectors_settings_never_reach_the_agent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (work, data) = (tmp.path().join("w"), tmp.path().join("data"));
+    std::fs::create_dir_all(&work).unwrap();
+    let live = receiver();
+    let seen = tmp.path().join("agent-env");
+    let agent = format!(
+        "sh -c 'env > {}; exec {} agent demo'",
+        seen.display(),
+        env!("CARGO_BIN_EXE_trellis")
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args([
+            "run",
+            "--agent",
+            &agent,
+            "--permission",
+            "allow-once",
+            "--prompt",
+            "fix the TODO",
+        ])
+        .arg("--cwd")
+        .arg(&work)
+        .env("XDG_DATA_HOME", &data)
+        .env("XDG_CONFIG_HOME", data.join("config"))
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &live.url)
+        .env(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "authorization=Bearer%20SECRETHDR",
+        )
+        .env("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-key=SECRETTRACES")
+        .env_remove("OTEL_SDK_DISABLED")
+        .env_remove("OTEL_TRACES_EXPORTER")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let env = std::fs::read_to_string(&seen).unwrap();
+    assert!(env.contains("TRACEPARENT="), "{env}");
+    assert!(!env.contains("OTEL_EXPORTER_OTLP"), "{env}");
+    assert!(!env.contains("SECRET"), "{env}");
+    // And the spans still went where they were asked to go.
+    assert!(!live.spans.lock().unwrap().is_empty());
+}
+
 /// What an agent sends is bounded in every attribute, not only in content: a tool call
 /// whose title, name and id are 1 MiB each is exported with none of them past 4 KiB.
 #[test]

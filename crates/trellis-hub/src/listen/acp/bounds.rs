@@ -8,8 +8,9 @@
 //! leaves the window full for [`STALL`] is let go.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
@@ -27,6 +28,11 @@ pub(super) const WINDOW: u64 = 1 << 20;
 /// Bytes a streamable-HTTP client may have sent that its facade has not read yet (more:
 /// it is told to slow down).
 pub(super) const INBOUND: u64 = 4 << 20;
+
+/// How long a streamable-HTTP connection may go without a request and without a stream
+/// open before it is ended (a client that crashed, or forgot to `DELETE`): its place, and
+/// the control of a session it held, go with it.
+pub(super) const ABANDONED: Duration = Duration::from_secs(120);
 
 /// The listener's ACP connections, by token.
 #[derive(Debug, Default, Clone)]
@@ -88,8 +94,14 @@ pub(super) struct Window {
     room: Notify,
     /// Bytes of the client's messages not yet read by its facade.
     inbound: AtomicU64,
-    /// The connection's facade ended.
+    /// The connection's facade ended (or is to end: see `gone`).
     closed: AtomicBool,
+    /// Woken when the connection is ended from outside (abandoned).
+    gone: Notify,
+    /// When the client last made a request of it.
+    last: Mutex<Instant>,
+    /// Its responses whose bodies are being written (a stream open counts).
+    open: AtomicUsize,
 }
 
 impl Default for Window {
@@ -107,6 +119,47 @@ impl Window {
             room: Notify::new(),
             inbound: AtomicU64::new(0),
             closed: AtomicBool::new(false),
+            gone: Notify::new(),
+            last: Mutex::new(Instant::now()),
+            open: AtomicUsize::new(0),
+        }
+    }
+
+    /// The client made a request of the connection.
+    pub(super) fn touch(&self) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    /// Whether the client left the connection: no request for [`ABANDONED`], no stream
+    /// open.
+    pub(super) fn abandoned(&self) -> bool {
+        self.open.load(Ordering::Acquire) == 0
+            && self
+                .last
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .elapsed()
+                > ABANDONED
+    }
+
+    /// Ends the connection from outside: its component's stream ends, and the transport
+    /// with it.
+    pub(super) fn end(&self) {
+        self.close();
+        self.gone.notify_waiters();
+        self.gone.notify_one();
+    }
+
+    /// Resolves once the connection is ended from outside.
+    pub(super) async fn ended(&self) {
+        loop {
+            let gone = self.gone.notified();
+            tokio::pin!(gone);
+            gone.as_mut().enable();
+            if self.is_closed() {
+                return;
+            }
+            gone.await;
         }
     }
 
@@ -166,9 +219,22 @@ impl Window {
     }
 }
 
-/// `body`, counting what of it is written toward the client against `window`.
+/// A response body of a connection being written (see [`Window::abandoned`]).
+struct Open(Arc<Window>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+        self.0.touch();
+    }
+}
+
+/// `body`, counting what of it is written toward the client against `window`, and open
+/// while it is written.
 pub(super) fn counted(body: axum::body::Body, window: Arc<Window>) -> axum::body::Body {
-    crate::listen::body::Watched::body(body, move |bytes| window.took(bytes))
+    window.open.fetch_add(1, Ordering::AcqRel);
+    let open = Open(window);
+    crate::listen::body::Watched::body(body, move |bytes| open.0.took(bytes))
 }
 
 #[cfg(test)]
@@ -214,6 +280,31 @@ mod tests {
         assert!(w.admit(100).await);
         // Full again, and nobody reads: let go after the stall.
         assert!(!w.admit(10).await);
+    }
+
+    #[tokio::test]
+    async fn a_connection_left_without_a_stream_is_ended() {
+        let w = Arc::new(Window::default());
+        assert!(!w.abandoned(), "just made");
+        let Some(long_ago) = Instant::now().checked_sub(ABANDONED * 2) else {
+            return;
+        };
+        *w.last.lock().unwrap() = long_ago;
+        // A stream open keeps it, whatever the time.
+        let body = counted(axum::body::Body::empty(), w.clone());
+        assert!(!w.abandoned(), "a stream is open");
+        drop(body);
+        // Dropping the body is a sign of life too.
+        assert!(!w.abandoned());
+        *w.last.lock().unwrap() = long_ago;
+        assert!(w.abandoned());
+        let waiting = {
+            let w = w.clone();
+            tokio::spawn(async move { w.ended().await })
+        };
+        w.end();
+        waiting.await.unwrap();
+        assert!(w.is_closed());
     }
 
     #[test]

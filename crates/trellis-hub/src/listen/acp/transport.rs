@@ -58,6 +58,13 @@ const MESSAGE_LIMIT: usize = 4 << 20;
 /// How long a client has to send a message's body.
 const BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How often a WebSocket client is pinged, and how long it may send nothing at all — not
+/// even the pong every client library sends by itself — before it is let go: a client
+/// gone without a word, or one holding a message begun and never finished (nothing else
+/// can come through until it is).
+const PING_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+const SILENCE: std::time::Duration = std::time::Duration::from_secs(75);
+
 /// A place for one more ACP connection of `token`, or why there is none.
 fn seat(p: &Pairing, token: &Token) -> Result<Seat, Problem> {
     p.seats.take(&token.id).map_err(|full| match full {
@@ -135,8 +142,24 @@ async fn websocket(
     let conn = p.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed) | CONN_BIT;
     tokio::spawn(facade(p, token, conn, from_client, to_client));
     let (mut out, mut inbox) = socket.split();
+    let mut ping = tokio::time::interval(PING_EVERY);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut heard = tokio::time::Instant::now();
     loop {
         tokio::select! {
+            _ = ping.tick() => {
+                if heard.elapsed() > SILENCE {
+                    break;
+                }
+                let sent = tokio::time::timeout(
+                    WRITE_DEADLINE,
+                    out.send(Message::Ping(Vec::new().into())),
+                )
+                .await;
+                if !matches!(sent, Ok(Ok(()))) {
+                    break;
+                }
+            }
             next = from_facade.recv() => {
                 let Some(next) = next else { break };
                 let sent = tokio::time::timeout(
@@ -149,21 +172,26 @@ async fn websocket(
                     break;
                 }
             }
-            msg = inbox.next() => match msg {
-                Some(Ok(Message::Text(text))) => {
-                    if to_facade.send(text.to_string()).await.is_err() {
-                        break;
-                    }
+            msg = inbox.next() => {
+                if matches!(msg, Some(Ok(_))) {
+                    heard = tokio::time::Instant::now();
                 }
-                // Not text: what JSON-RPC answers unparsable input with.
-                Some(Ok(Message::Binary(_))) => {
-                    if to_facade.send(String::new()).await.is_err() {
-                        break;
+                match msg {
+                    Some(Ok(Message::Text(text))) => {
+                        if to_facade.send(text.to_string()).await.is_err() {
+                            break;
+                        }
                     }
+                    // Not text: what JSON-RPC answers unparsable input with.
+                    Some(Ok(Message::Binary(_))) => {
+                        if to_facade.send(String::new()).await.is_err() {
+                            break;
+                        }
+                    }
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                    Some(Ok(Message::Close(_)) | Err(_)) | None => break,
                 }
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-                Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-            },
+            }
         }
     }
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), out.close()).await;
@@ -209,7 +237,11 @@ fn component(pairing: &Weak<Pairing>, opening: Option<&Opening>) -> Component {
         },
     );
     let stream = futures::stream::unfold((from_facade, window), |(mut rx, window)| async move {
-        let next = rx.recv().await;
+        // Ended from outside (abandoned): the connection goes, and its facade with it.
+        let next = tokio::select! {
+            next = rx.recv() => next,
+            () = window.ended() => None,
+        };
         let admitted = match &next {
             Some(out) => window.admit(out.line.len()).await,
             None => false,
@@ -250,6 +282,29 @@ tokio::task_local! {
 pub(in crate::listen) struct Streamable {
     router: std::sync::OnceLock<axum::Router>,
     owners: Mutex<HashMap<String, (String, Arc<Window>)>>,
+}
+
+/// Ends the streamable-HTTP connections their clients left (see [`Window::abandoned`]),
+/// for as long as the listener lives.
+async fn sweep(pairing: Weak<Pairing>) {
+    let mut every = tokio::time::interval(super::bounds::ABANDONED / 8);
+    loop {
+        every.tick().await;
+        let Some(p) = pairing.upgrade() else {
+            return;
+        };
+        let mut owners = p
+            .streamable
+            .owners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        owners.retain(|_, (_, w)| {
+            if w.abandoned() {
+                w.end();
+            }
+            !w.is_closed()
+        });
+    }
 }
 
 /// A JSON-RPC error answered over HTTP (a message that cannot be one), as `400`.
@@ -324,6 +379,7 @@ async fn streamable(
         .streamable
         .router
         .get_or_init(|| {
+            tokio::spawn(sweep(Arc::downgrade(p)));
             let pairing = Arc::downgrade(p);
             acp_router(move || {
                 let opening = PRESENTED.try_with(|o| component(&pairing, Some(o)));
@@ -339,6 +395,9 @@ async fn streamable(
     let owners = &p.streamable.owners;
     let window = match &conn {
         Some(c) => {
+            if let Some((_, w)) = owners.lock().unwrap_or_else(|e| e.into_inner()).get(c) {
+                w.touch();
+            }
             let owner = owners
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -368,6 +427,19 @@ async fn streamable(
     let deleting = req.method() == hyper::Method::DELETE;
     let posting = req.method() == hyper::Method::POST;
     let (parts, body) = req.into_parts();
+    // A body announced too large is refused before a byte of it is read.
+    let announced = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if posting && announced.is_some_and(|n| n > MESSAGE_LIMIT as u64) {
+        return Err(fail(
+            hyper::StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            &format!("a message is at most {} MiB", MESSAGE_LIMIT >> 20),
+        ));
+    }
     let (body, sent) = if posting {
         match message(body).await {
             Ok(bytes) => (axum::body::Body::from(bytes.clone()), bytes.len()),

@@ -391,3 +391,30 @@ fn printing_commands_end_quietly_when_their_reader_goes() {
         o.status
     );
 }
+
+/// What a session said is the user's alone, whatever the umask: its log 0600 in a
+/// directory 0700, the session index 0600.
+#[test]
+fn session_logs_and_the_index_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "umask 022; exec {} run --agent demo --prompt hi --permission allow-once",
+            exe()
+        ))
+        .env("XDG_DATA_HOME", &data)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let log = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .find_map(|l| l.strip_prefix("trellis: session log: ").map(PathBuf::from))
+        .unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&log), 0o600, "{}", log.display());
+    assert_eq!(mode(log.parent().unwrap()), 0o700);
+    assert_eq!(mode(&data.join("trellis/index.sqlite")), 0o600);
+}
