@@ -287,6 +287,14 @@ fn what_is_not_json_rpc_is_answered_as_the_spec_says() {
         (tungstenite::Message::text("7"), -32600),
         (tungstenite::Message::binary(vec![0u8, 1, 2]), -32700),
         (tungstenite::Message::text(deep), -32700),
+        (
+            tungstenite::Message::text(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"session/list"}"#),
+            -32600,
+        ),
+        (
+            tungstenite::Message::text(r#"{"jsonrpc":"1.0","id":1,"method":"session/list"}"#),
+            -32600,
+        ),
     ] {
         ws.send(msg).unwrap();
         let answer = loop {

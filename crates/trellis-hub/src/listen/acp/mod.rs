@@ -216,6 +216,21 @@ impl Facade {
             }
         };
         let id = msg.get("id").cloned();
+        // JSON-RPC 2.0, and an id that is a string, a number or null: anything else is no
+        // request (answered with the id it cannot have).
+        if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0")
+            || id
+                .as_ref()
+                .is_some_and(|i| i.is_object() || i.is_array() || i.is_boolean())
+        {
+            return self
+                .send(error(
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    "not a JSON-RPC 2.0 request (\"jsonrpc\": \"2.0\", an id that is a string, a number or null)",
+                ))
+                .await;
+        }
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         let Some(method) = msg.get("method").and_then(Value::as_str) else {
             // An answer to one of our requests (a permission).
@@ -259,13 +274,25 @@ impl Facade {
                 Err(e) => Err(e),
             },
             "session/cancel" => {
-                if let Some(a) = &self.attached
-                    && a.controller
-                    && self.token.grants(Scope::Prompt)
-                {
+                let allowed = self
+                    .attached
+                    .as_ref()
+                    .is_some_and(|a| a.controller && self.token.grants(Scope::Prompt));
+                if let Some(a) = self.attached.as_ref().filter(|_| allowed) {
                     let _ = self.call(Op::Cancel { session: a.session }).await;
                 }
-                return;
+                // A notification, as ACP has it; sent as a request, it is answered.
+                if id.is_none() {
+                    return;
+                }
+                if allowed {
+                    Ok(Value::Null)
+                } else {
+                    Err((
+                        NOT_AUTHORISED,
+                        "only a controller allowed to prompt cancels".to_string(),
+                    ))
+                }
             }
             _ => Err((METHOD_NOT_FOUND, format!("{method} is not served here"))),
         };
