@@ -34,6 +34,14 @@ pub(in crate::listen) async fn route(
             .map(axum::body::Body::new);
     }
     let acp = async {
+        // A browser page of another site may not open a WebSocket here, whatever it holds.
+        if !crate::listen::guard::same_origin(&req) {
+            return Err(fail(
+                hyper::StatusCode::FORBIDDEN,
+                "origin",
+                "a request from another site",
+            ));
+        }
         let token = crate::listen::guard::authorize(p, &req, Scope::Read)?;
         if websocket {
             upgrade(p, token, req).await
