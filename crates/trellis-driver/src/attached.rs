@@ -41,6 +41,19 @@ impl crate::Driver {
         self.remote.is_some()
     }
 
+    /// Attached as an observer now (`flag`, kept by the front end that follows the hub:
+    /// control may come and go).
+    pub fn observe_with(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        self.observing = Some(flag);
+    }
+
+    /// Whether this driver only observes the session it shows (its answers are not sent).
+    pub fn observing(&self) -> bool {
+        self.observing
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// Sends an intent to the hub when the session runs in one (`true`: nothing more to
     /// do here).
     pub(crate) fn to_hub(&self, intent: impl FnOnce() -> Remote) -> bool {

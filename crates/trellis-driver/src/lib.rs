@@ -139,6 +139,8 @@ pub struct Driver {
     resumed: Option<resume::Resumed>,
     /// A session that runs in a hub elsewhere: intents go there (see `attached`).
     remote: Option<std::sync::mpsc::Sender<attached::Remote>>,
+    /// Attached as an observer (see [`Driver::observing`]).
+    observing: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Sees every event of the session as it is emitted (traces): it must be quick.
     observers: Vec<Box<dyn Observer>>,
     /// Tool call events go to observers only, not to the notes (see
@@ -185,6 +187,7 @@ impl Driver {
             touched: None,
             resumed: None,
             remote: None,
+            observing: None,
             observers: Vec::new(),
             calls_unnoted: false,
             batch_now: None,

@@ -418,9 +418,16 @@ pub fn question(c: &Compare, q: &Confirm) -> Vec<String> {
             named.join(", ")
         ));
     }
+    let closing = if c.rows.len() == 1 {
+        "Its session closes first".to_string()
+    } else {
+        format!(
+            "The {} sessions of the comparison close first",
+            c.rows.len()
+        )
+    };
     out.push(format!(
-        "The {} of the comparison close first. y lands · any other key keeps everything as it is",
-        plural(c.rows.len(), "session")
+        "{closing}. y lands · any other key keeps everything as it is"
     ));
     out
 }

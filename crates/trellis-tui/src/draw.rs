@@ -390,12 +390,16 @@ fn draw_dialog(
     // Attached to a hub, "always" is the hub's to decide: its keys are not offered here,
     // and the dialog says so before anyone presses one.
     let attached = app.driver.attached();
+    let observing = app.driver.observing();
+    let key = format!("{key} {observing}");
     let d = app.dialog_built(key, || {
         use trellis_core::permission::OptionKind;
         let offered: Vec<_> = options
             .iter()
             .filter(|o| {
-                !attached || !matches!(o.kind, OptionKind::AllowAlways | OptionKind::RejectAlways)
+                !observing
+                    && (!attached
+                        || !matches!(o.kind, OptionKind::AllowAlways | OptionKind::RejectAlways))
             })
             .cloned()
             .collect();
@@ -408,7 +412,12 @@ fn draw_dialog(
             w.saturating_sub(2) as usize,
             &theme,
         );
-        if attached && offered.len() < options.len() {
+        if observing {
+            d.keys.push(ratatui::text::Line::styled(
+                "observing: the controller answers (trellis attach --take to answer here)",
+                theme.dim,
+            ));
+        } else if attached && offered.len() < options.len() {
             d.keys.push(ratatui::text::Line::styled(
                 "\"always\" rules are the hub's own (its config or --permission): answer once here",
                 theme.dim,

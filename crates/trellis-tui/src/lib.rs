@@ -419,7 +419,8 @@ pub async fn run(app: App, restart: Option<Restart>) -> std::io::Result<Vec<Stri
 /// Runs the UI on a deck of sessions until the user quits (or a signal asks it to), then
 /// closes every session. Returns what closing them had to tell the user.
 pub async fn run_deck(mut deck: deck::Deck) -> std::io::Result<Vec<String>> {
-    let mut terminal = ratatui::init();
+    let mut terminal = ratatui::try_init()
+        .map_err(|e| std::io::Error::new(e.kind(), format!("the UI needs a terminal: {e}")))?;
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         restore();

@@ -247,7 +247,10 @@ impl trellis_tui::deck::WorktreeOps for FakeTrees {
             },
         }
     }
-    fn landing(&self, label: &str) -> Result<trellis_tui::compare::Landing, String> {
+    fn check(&self, _: &str, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+    fn landing(&self, label: &str, _: &[String]) -> Result<trellis_tui::compare::Landing, String> {
         use trellis_tui::compare::Landing;
         match label {
             "fan-1" => Ok(Landing::FastForward {

@@ -269,6 +269,15 @@ pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
     let crate::plan::Checked {
         target, ff, dirty, ..
     } = crate::plan::check(&record)?;
+    // The source moved on: refused before anything is committed (a sync commits, and
+    // says so; an apply needs no commit).
+    if !ff {
+        return Err(Error::Diverged {
+            target,
+            branch: record.branch.clone(),
+            label: record.label.clone(),
+        });
+    }
     if dirty {
         let msg = message
             .map(str::to_string)
@@ -279,14 +288,6 @@ pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
             "committed the worktree's uncommitted work on {}",
             record.branch
         ));
-    }
-    // Its work is on its branch now, whatever follows.
-    if !ff {
-        return Err(Error::Diverged {
-            target,
-            branch: record.branch.clone(),
-            label: record.label.clone(),
-        });
     }
     Git::at(&record.source)
         .args([
@@ -345,7 +346,11 @@ pub fn sync(found: &Found) -> Result<Outcome, Error> {
     let _lock = Lock::take(&found.file)?;
     let record = owned(found)?;
     idle(found)?;
-    let target = source_branch(&record.source)?;
+    // The branch it was made from, whatever the source has checked out now.
+    let target = match &record.onto {
+        Some(o) => o.clone(),
+        None => source_branch(&record.source)?,
+    };
     let mut out = Outcome::default();
     let endangered = crate::guard::endangered(&record.path, "HEAD", &target, true)?;
     if !endangered.is_empty() {
@@ -356,21 +361,57 @@ pub fn sync(found: &Found) -> Result<Outcome, Error> {
             "sync again",
         ));
     }
+    // Its uncommitted work is committed first (a merge must not mix with it), and said.
+    let (_, dirty) = snapshot(&record.path, &record.label)?;
+    if dirty {
+        let msg = format!("Work of Trellis worktree {} (before a sync)", record.label);
+        Git::at(&record.path)
+            .args(["add", "-A", "--", "."])
+            .output()?;
+        Git::at(&record.path)
+            .args(["commit", "-q", "-m", &msg])
+            .output()?;
+        out.say(format!(
+            "committed the worktree's uncommitted work on {} (\"{msg}\") before merging",
+            record.branch
+        ));
+    }
     match Git::at(&record.path)
         .args(["merge", "--no-edit", "--no-overwrite-ignore", "-q", &target])
         .output()
     {
         Ok(_) => out.say(format!("merged {target} into {}", record.branch)),
-        Err(e) => {
+        Err(_) => {
+            let conflicts = Git::at(&record.path)
+                .args(["diff", "--name-only", "--diff-filter=U"])
+                .output()
+                .map(|o| {
+                    String::from_utf8_lossy(&o)
+                        .lines()
+                        .take(crate::guard::LISTED)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default();
             let merging = Git::at(&record.path)
                 .args(["rev-parse", "-q", "--verify", "MERGE_HEAD"])
                 .ok()?;
             if merging {
                 Git::at(&record.path).args(["merge", "--abort"]).output()?;
             }
+            let committed = if dirty {
+                " (its uncommitted work stays committed on its branch)"
+            } else {
+                ""
+            };
+            let named = if conflicts.is_empty() {
+                String::new()
+            } else {
+                format!(" in {conflicts}")
+            };
             return Err(Error::Refused(format!(
-                "merging {target} into {} failed, the worktree is as it was: {e}",
-                record.branch
+                "merging {target} into {} conflicts{named}: the merge was undone, the worktree is as it was{committed}. Merge by hand there (git merge {target}), or stage its changes instead: trellis worktree apply {}",
+                record.branch, record.label
             )));
         }
     }
@@ -387,9 +428,8 @@ pub fn apply(found: &Found) -> Result<Outcome, Error> {
     let kept = survey(&record, "applying")?;
     let mut out = Outcome::default();
     let (snap, _) = snapshot(&record.path, &record.label)?;
-    let base = Git::at(&record.source)
-        .args(["merge-base", "HEAD", &snap])
-        .line()?;
+    // Its own work: from where it parts from the branch it was made from.
+    let base = crate::plan::base(&record, &snap);
     // The paths the patch writes, in the source as it is (at HEAD).
     let endangered = crate::guard::endangered(&record.source, &base, &snap, false)?;
     if !endangered.is_empty() {
@@ -420,8 +460,12 @@ pub fn apply(found: &Found) -> Result<Outcome, Error> {
         .arg(&patch)
         .output()
         .map_err(|e| {
+            // git names the patch, a temporary file gone by the time this is read.
+            let said = e
+                .to_string()
+                .replace(&patch.display().to_string(), "its changes");
             Error::Refused(format!(
-                "the changes do not apply to {} as it is now (nothing was changed): {e}",
+                "the changes do not apply to {} as it is now (nothing was changed): {said}",
                 record.source.display()
             ))
         })?;
@@ -478,7 +522,7 @@ fn said_caches(survey: &crate::ignored::Ignored, out: &mut Outcome) {
 
 /// The tree's ignored files surveyed before it is removed: over the bound, the removal is
 /// refused (`action` names the ending).
-fn survey(record: &Record, action: &str) -> Result<crate::ignored::Ignored, Error> {
+pub(crate) fn survey(record: &Record, action: &str) -> Result<crate::ignored::Ignored, Error> {
     let s = crate::ignored::survey(&record.path, &record.source)?;
     match &s.too_much {
         Some(why) => Err(Error::Refused(format!(
@@ -533,7 +577,8 @@ pub fn discard(found: &Found) -> Result<Outcome, Error> {
 /// Lands one worktree of several made for the same work (or, when the source moved on,
 /// applies its changes as staged changes), then discards each of the others behind its
 /// snapshot ref. `message`: the commit message of its uncommitted work (what the work
-/// was). Stops at the first ending that fails, saying so; nothing is lost either way.
+/// was). A land that fails changes nothing; a discard that fails after it leaves that
+/// worktree open, said in the outcome.
 pub fn land_one(chosen: &Found, others: &[Found], message: Option<&str>) -> Result<Outcome, Error> {
     let mut out = Outcome::default();
     match land(chosen, message) {
@@ -547,9 +592,16 @@ pub fn land_one(chosen: &Found, others: &[Found], message: Option<&str>) -> Resu
         }
         Err(e) => return Err(e),
     }
+    // Landed: what follows cannot undo it, and is said as what it is — a worktree that
+    // could not be discarded stays, saying why.
     for f in others {
-        let o = discard(f)?;
-        out.lines.extend(o.lines);
+        match discard(f) {
+            Ok(o) => out.lines.extend(o.lines),
+            Err(e) => out.say(format!(
+                "{} was not discarded (it stays, open): {e}",
+                f.record.label
+            )),
+        }
     }
     Ok(out)
 }

@@ -52,6 +52,13 @@ fn same_as_source(tree: &Path, source: &Path, rel: &Path) -> bool {
     ) else {
         return false;
     };
+    // A link is the same when it points at the same place (never followed).
+    if a.file_type().is_symlink() || b.file_type().is_symlink() {
+        return a.file_type().is_symlink()
+            && b.file_type().is_symlink()
+            && std::fs::read_link(tree.join(rel)).ok()
+                == std::fs::read_link(source.join(rel)).ok();
+    }
     if !a.is_file() || !b.is_file() || a.len() != b.len() || a.len() > 16 << 20 {
         return false;
     }
@@ -85,7 +92,8 @@ pub fn survey(tree: &Path, source: &Path) -> Result<Ignored, Error> {
             };
             if meta.is_dir() {
                 if cache_dir(&full) {
-                    out.caches.push(format!("{}/", rel.display()));
+                    let name = rel.to_string_lossy();
+                    out.caches.push(format!("{}/", name.trim_end_matches('/')));
                     continue;
                 }
                 let Ok(entries) = std::fs::read_dir(&full) else {

@@ -52,7 +52,7 @@ pub enum Error {
     Refused(String),
     /// The source's branch moved on since the worktree parted from it.
     #[error(
-        "{target} has commits that {branch} lacks, so it cannot fast-forward: bring them in with `trellis worktree sync {label}`, then land again"
+        "{target} has commits that {branch} lacks, so it cannot fast-forward. Nothing was changed: bring them in with `trellis worktree sync {label}`, then land again — or stage its changes instead: `trellis worktree apply {label}`"
     )]
     Diverged {
         target: String,
@@ -74,8 +74,9 @@ pub enum Error {
 fn in_use(label: &str, holders: &[lease::Holder]) -> String {
     let pids: Vec<String> = holders.iter().map(|h| h.pid.to_string()).collect();
     format!(
-        "a session runs in worktree {label} (Trellis process {}): end the session first (`trellis ls` names it, `trellis stop` ends it), so its agent does not lose the tree under it",
-        pids.join(", ")
+        "a session runs in worktree {label} (Trellis process {}), and its agent must not lose the tree under it: end it first — a UI's or a hub's session is listed by `trellis ls` and ended by `trellis stop HUB:KEY`; a headless `trellis run` is not listed there: let it finish, or stop it (kill -TERM {}). Nothing was changed",
+        pids.join(", "),
+        pids.join(" ")
     )
 }
 
@@ -250,6 +251,7 @@ impl Worktrees {
         }
         let repo = self.repo_dir(&source);
         Self::private_dir(&repo)?;
+        let onto = Self::branch_of(&source);
         let mut tries = 0;
         let (record, file) = loop {
             tries += 1;
@@ -282,6 +284,7 @@ impl Worktrees {
                     carried: plan.carry,
                     ended_at: None,
                     snapshot: None,
+                    onto: onto.clone(),
                 };
                 if record.create(&file)? {
                     break (record, file);

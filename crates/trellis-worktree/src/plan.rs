@@ -51,6 +51,13 @@ pub(crate) fn check(record: &Record) -> Result<Checked, Error> {
         )));
     }
     let target = source_branch(&record.source)?;
+    if let Some(onto) = record.onto.as_deref().filter(|o| *o != target) {
+        return Err(Error::Refused(format!(
+            "worktree {} was made from {onto}, and {} has {target} checked out: check out {onto} to land there (landing onto {target} would bring {onto}'s commits along). Nothing was changed",
+            record.label,
+            record.source.display()
+        )));
+    }
     // A commit on the branch keeps this answer: the branch's tip stays its parent.
     let ff = Git::at(&record.source)
         .args(["merge-base", "--is-ancestor", &target, &record.branch])
@@ -94,64 +101,121 @@ pub(crate) fn check(record: &Record) -> Result<Checked, Error> {
             )));
         }
     } else {
-        let base = Git::at(&record.source)
-            .args(["merge-base", "HEAD", &snap])
-            .line()?;
-        let endangered = crate::guard::endangered(&record.source, &base, &snap, false)?;
-        if !endangered.is_empty() {
-            return Err(crate::guard::refusal(
-                "applying",
-                &record.source,
-                &endangered,
-                "land again",
-            ));
-        }
-        let dir =
-            tempfile::tempdir().map_err(|e| Error::Io(format!("temporary directory: {e}")))?;
-        let patch = dir.path().join("apply.patch");
-        let mut output = std::ffi::OsString::from("--output=");
-        output.push(patch.as_os_str());
-        Git::at(&record.source)
-            .args(["diff", "--binary", "--no-ext-diff", "--ignore-submodules"])
-            .arg(output)
-            .args([&base, &snap])
-            .output()?;
-        if std::fs::metadata(&patch).map(|m| m.len()).unwrap_or(0) == 0 {
-            return Err(Error::Refused(format!(
-                "worktree {} has no changes to land",
+        applies(record, &snap).map_err(|e| match e {
+            Error::Refused(why) => Error::Refused(format!(
+                "{target} moved on since worktree {} began, so a land would apply its changes instead, but {why}",
                 record.label
-            )));
-        }
-        Git::at(&record.source)
-            .args(["apply", "--index", "--check", "--binary", "--whitespace=nowarn"])
-            .arg(&patch)
-            .output()
-            .map_err(|e| {
-                Error::Refused(format!(
-                    "{target} moved on since worktree {} began, and its changes do not apply to {} as it is now: {e}. Nothing was changed; sync it first (trellis worktree sync {})",
-                    record.label,
-                    record.source.display(),
-                    record.label
-                ))
-            })?;
+            )),
+            e => e,
+        })?;
     }
     Ok(Checked { target, ff, dirty })
 }
 
-/// What a worktree's work is measured from: where its state and the source's branch
-/// parted (after a sync, the source's tip it took in — so what the source already has is
-/// not counted as the worktree's), else the commit it began at.
+/// What a worktree's work is measured from: where its state and the branch it was made
+/// from part (after a sync, that branch's tip it took in — so what the source already has
+/// is not counted as the worktree's; whatever the source has checked out now), else the
+/// commit it began at.
 pub(crate) fn base(record: &Record, snap: &str) -> String {
-    source_branch(&record.source)
-        .ok()
-        .and_then(|target| {
+    // The branch it was made from, whatever the source has checked out now.
+    record
+        .onto
+        .as_deref()
+        .and_then(|onto| {
             Git::at(&record.path)
-                .args(["merge-base", &target, snap])
+                .args(["merge-base", &format!("refs/heads/{onto}"), snap])
                 .line()
                 .ok()
         })
         .filter(|b| !b.is_empty())
         .unwrap_or_else(|| record.base.clone())
+}
+
+/// Whether the worktree's own changes (its state `snap` against [`base`]) apply to the
+/// source as it is, as staged changes: an apply's checks, read-only.
+fn applies(record: &Record, snap: &str) -> Result<(), Error> {
+    let base = base(record, snap);
+    let endangered = crate::guard::endangered(&record.source, &base, snap, false)?;
+    if !endangered.is_empty() {
+        return Err(crate::guard::refusal(
+            "applying",
+            &record.source,
+            &endangered,
+            "try again",
+        ));
+    }
+    let dir = tempfile::tempdir().map_err(|e| Error::Io(format!("temporary directory: {e}")))?;
+    let patch = dir.path().join("apply.patch");
+    let mut output = std::ffi::OsString::from("--output=");
+    output.push(patch.as_os_str());
+    Git::at(&record.source)
+        .args(["diff", "--binary", "--no-ext-diff", "--ignore-submodules"])
+        .arg(output)
+        .args([&base, snap])
+        .output()?;
+    if std::fs::metadata(&patch).map(|m| m.len()).unwrap_or(0) == 0 {
+        return Err(Error::Refused(format!(
+            "worktree {} has no changes to apply",
+            record.label
+        )));
+    }
+    Git::at(&record.source)
+        .args(["apply", "--index", "--check", "--binary", "--whitespace=nowarn"])
+        .arg(&patch)
+        .output()
+        .map(|_| ())
+        .map_err(|_| {
+            Error::Refused(format!(
+                "its changes do not apply to {} as it is now (nothing was changed; sync it first: trellis worktree sync {})",
+                record.source.display(),
+                record.label
+            ))
+        })
+}
+
+/// The read-only checks of ending `action` (`land`, `apply`, `sync`, `discard`, `keep`) of
+/// worktree `found`, made before any session is closed for it: what refuses, refuses with
+/// the session still running.
+pub fn ending(found: &Found, action: &str) -> Result<(), Error> {
+    let record = owned(found)?;
+    match action {
+        "land" => {
+            let c = check(&record)?;
+            if c.ff {
+                Ok(())
+            } else {
+                Err(Error::Diverged {
+                    target: c.target,
+                    branch: record.branch.clone(),
+                    label: record.label.clone(),
+                })
+            }
+        }
+        "apply" => {
+            crate::end::survey(&record, "applying")?;
+            let (snap, _) = snapshot(&record.path, &record.label)?;
+            applies(&record, &snap)
+        }
+        "discard" => crate::end::survey(&record, "discarding").map(|_| ()),
+        "sync" => {
+            let target = match &record.onto {
+                Some(o) => o.clone(),
+                None => source_branch(&record.source)?,
+            };
+            let endangered = crate::guard::endangered(&record.path, "HEAD", &target, true)?;
+            if endangered.is_empty() {
+                Ok(())
+            } else {
+                Err(crate::guard::refusal(
+                    "syncing",
+                    &record.path,
+                    &endangered,
+                    "sync again",
+                ))
+            }
+        }
+        _ => Ok(()),
+    }
 }
 
 /// What a land of worktree `found` would do now, or why it cannot. Read-only: a session

@@ -109,14 +109,22 @@ fn why_not(
         .args(["for-each-ref", "--format=%(refname)", "--contains", tip])
         .output()
         .map_err(|e: Error| e.to_string())?;
-    let keepers: Vec<String> = String::from_utf8_lossy(&refs)
+    let others: Vec<String> = String::from_utf8_lossy(&refs)
         .lines()
-        .filter(|r| *r != branch && !candidates.iter().any(|c| c == r))
+        .filter(|r| *r != branch)
         .map(str::to_string)
+        .collect();
+    if others.is_empty() {
+        return Err("no other ref has its commits".into());
+    }
+    let keepers: Vec<String> = others
+        .into_iter()
+        .filter(|r| !candidates.iter().any(|c| c == r))
         .collect();
     if keepers.is_empty() {
         return Err(
-            "no ref that stays has its commits (only branches of other ended worktrees do)".into(),
+            "only branches of other ended worktrees have its commits (kept: they may go too)"
+                .into(),
         );
     }
     Ok(keepers)

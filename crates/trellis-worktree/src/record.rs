@@ -167,6 +167,10 @@ pub struct Record {
     /// (`refs/trellis/retired/<label>-<sha>`).
     #[serde(default)]
     pub snapshot: Option<String>,
+    /// The branch the source had checked out when the worktree was made: what it lands
+    /// onto and syncs from (none in records made before this was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onto: Option<String>,
 }
 
 pub const VERSION: u32 = 1;

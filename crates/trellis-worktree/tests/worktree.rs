@@ -301,17 +301,23 @@ fn land_refuses_when_the_source_moved_on_and_sync_then_land_works() {
         main_before,
         "main untouched"
     );
-    // Nothing lost: the work is committed on the worktree's branch, the tree still there.
+    // Nothing changed: the work is where it was, uncommitted, the branch untouched.
     assert_eq!(
         std::fs::read_to_string(t.join("work.txt")).unwrap(),
         "agent work\n"
     );
-    assert_eq!(
-        git(&f.repo, &["show", "trellis/late:work.txt"]),
-        "agent work"
-    );
+    assert!(git_fails(&f.repo, &["show", "trellis/late:work.txt"]));
     assert_eq!(f.wt.find("late", None).unwrap().status, Status::Owned);
-    end::sync(&found).unwrap();
+    // A sync commits it first, and says so.
+    let synced = end::sync(&found).unwrap();
+    assert!(
+        synced
+            .lines
+            .iter()
+            .any(|l| l.contains("committed the worktree's uncommitted work")),
+        "{:?}",
+        synced.lines
+    );
     end::land(&found, None).unwrap();
     assert_eq!(
         std::fs::read_to_string(f.repo.join("work.txt")).unwrap(),
@@ -1059,4 +1065,73 @@ fn a_land_is_planned_before_anything_changes() {
     );
     let shown = trellis_worktree::measure::stat(&found).unwrap();
     assert!(!shown.contains("upstream.txt"), "{shown}");
+}
+
+/// A worktree belongs to the branch it was made from: its figures are measured from it
+/// whatever the source has checked out, and a land onto another branch (which would
+/// bring the first one's commits along) is refused before anything changes.
+#[test]
+fn a_worktree_lands_onto_the_branch_it_was_made_from() {
+    let f = fixture();
+    std::fs::write(f.repo.join("second.txt"), "2\n").unwrap();
+    git(&f.repo, &["add", "second.txt"]);
+    git(&f.repo, &["commit", "-q", "-m", "second"]);
+    let made = f.wt.create(&f.repo, &plan("onto")).unwrap();
+    assert_eq!(made.record.onto.as_deref(), Some("main"));
+    std::fs::write(made.record.path.join("w.txt"), "w\n").unwrap();
+    let found = f.wt.find("onto", None).unwrap();
+    let before = trellis_worktree::measure::diffstat(&found.record).unwrap();
+    assert_eq!((before.added, before.files), (1, 1));
+    git(&f.repo, &["checkout", "-q", "-b", "other", "HEAD~1"]);
+    let after = trellis_worktree::measure::diffstat(&found.record).unwrap();
+    assert_eq!(before, after, "the source's checkout changes nothing");
+    let e = end::land(&found, None).unwrap_err().to_string();
+    assert!(e.contains("was made from main"), "{e}");
+    assert!(e.contains("Nothing was changed"), "{e}");
+    assert_eq!(
+        git(&f.repo, &["rev-parse", "other"]),
+        git(&f.repo, &["rev-parse", "main~1"])
+    );
+    git(&f.repo, &["checkout", "-q", "main"]);
+    end::land(&found, None).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("w.txt")).unwrap(),
+        "w\n"
+    );
+}
+
+/// A land of one worktree of several that cannot discard another says so as what it is:
+/// the land happened, the other stays open. And the discard's refusal is known before
+/// (what a UI asks first).
+#[test]
+fn a_land_whose_discard_cannot_happen_says_what_happened() {
+    let f = fixture();
+    let a = f.wt.create(&f.repo, &plan("keepme")).unwrap();
+    std::fs::write(a.record.path.join("a.txt"), "one\ntwo\nA\n").unwrap();
+    let b = f.wt.create(&f.repo, &plan("heavy")).unwrap();
+    // More ignored bytes than a snapshot keeps (sparse: nothing is written).
+    let big = std::fs::File::create(b.record.path.join(".env")).unwrap();
+    big.set_len(trellis_worktree::ignored::LIMIT_BYTES + 1)
+        .unwrap();
+    drop(big);
+    let heavy = f.wt.find("heavy", None).unwrap();
+    let e = trellis_worktree::plan::ending(&heavy, "discard")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than Trellis keeps"), "{e}");
+    let out = end::land_one(&f.wt.find("keepme", None).unwrap(), &[heavy], Some("A")).unwrap();
+    assert!(
+        out.lines.iter().any(|l| l.contains("fast-forwarded")),
+        "{:?}",
+        out.lines
+    );
+    assert!(
+        out.lines
+            .iter()
+            .any(|l| l.starts_with("heavy was not discarded")),
+        "{:?}",
+        out.lines
+    );
+    assert_eq!(f.wt.find("heavy", None).unwrap().status, Status::Owned);
+    assert!(b.record.path.join(".env").exists());
 }

@@ -75,6 +75,7 @@ pub fn main(args: AttachArgs, config_path: Option<std::path::PathBuf>) -> anyhow
     crate::ui::apply_ui_config(&mut app, &config)?;
     let (remote_tx, remote_rx) = std::sync::mpsc::channel();
     app.driver.attach(feed, remote_tx);
+    app.driver.observe_with(observing.clone());
     app.message = Some(match (following.controller, spill_error) {
         (_, Some(e)) => format!("every call stays in memory (no spill file: {e})"),
         (true, None) => format!("attached to {named}: quitting leaves it running"),

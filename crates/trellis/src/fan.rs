@@ -32,13 +32,23 @@ pub fn main(args: FanArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitC
         .clone()
         .unwrap_or_else(|| "demo".into());
     let n = usize::from(args.n);
+    if ui.load.is_some() {
+        anyhow::bail!(
+            "fan starts {n} new sessions: --load is not taken (load one with trellis --load)"
+        );
+    }
+    let agents = agents(&ui.agent, &default, n);
+    // Every agent is known to start before any worktree is made for it.
+    for a in &agents {
+        crate::agents::check(a, &config)?;
+    }
     let cwd = match &ui.cwd {
         Some(c) => c.clone(),
         None => std::env::current_dir()?,
     };
     // Every session in a worktree of its own: without one they would share one tree.
     let label = ui.worktree.as_ref().and_then(|a| a.label.clone());
-    let requests = agents(&ui.agent, &default, n)
+    let requests = agents
         .into_iter()
         .enumerate()
         .map(|(i, agent)| crate::launch::Request {

@@ -168,12 +168,17 @@ pub fn stop(session: &str) -> anyhow::Result<ExitCode> {
         Some(operation_id()),
     );
     match answer {
+        // Named as the user names it: HUB:KEY.
+        Ok(Body::Done { .. }) => {
+            println!("session {}:{key} stopped", safe(&hub));
+            Ok(ExitCode::SUCCESS)
+        }
         Ok(body) => done(body),
         // A UI whose last session this was ends with it, maybe before its answer is out:
         // the session being gone is the answer.
         Err(e) if gone(&hub, key) => {
             let _ = e;
-            println!("session {key} stopped");
+            println!("session {}:{key} stopped", safe(&hub));
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => Err(e.into()),

@@ -351,7 +351,11 @@ impl RunHub {
             title: trellis_text::one_line(&title).into_owned(),
             cwd: session.cwd.clone().unwrap_or_default(),
             source: self.source.clone(),
-            branch: self.branch.clone(),
+            branch: session
+                .worktree
+                .as_ref()
+                .map(|w| w.branch.clone())
+                .or_else(|| self.branch.clone()),
             for_s: self.since.1.elapsed().as_secs(),
             policy: session.policy.describe(),
             worktree: session.worktree.as_ref().map(|w| w.label.clone()),

@@ -506,7 +506,14 @@ pub fn run_detached(d: Detached, config: Option<&std::path::Path>) -> anyhow::Re
         }
         None => None,
     };
-    start_detached(&d.hub, config, None, &Settings::default())?;
+    if let Some(pid) = start_detached(&d.hub, config, None, &Settings::default())? {
+        // A hub started for this session is said where the user looks (a typo in --hub
+        // starts a hub of that name).
+        eprintln!(
+            "trellis: started hub {} in the background (pid {pid}; trellis serve --stop --name {} stops it)",
+            d.hub, d.hub
+        );
+    }
     let mut c = crate::hub_cmd::client(&d.hub, "trellis run --detach")?;
     let body = c.call(
         trellis_hub::wire::Op::New {

@@ -130,6 +130,19 @@ pub fn start(
     requests: Vec<crate::launch::Request>,
     prompt: Option<String>,
 ) -> anyhow::Result<ExitCode> {
+    // An agent that cannot start, and a missing terminal, are said before any agent,
+    // worktree or session is made (a run without a terminal is `trellis run`).
+    for r in &requests {
+        crate::agents::check(&r.agent, &config)?;
+    }
+    if !args.exit_after_first_frame {
+        use std::io::IsTerminal;
+        if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+            anyhow::bail!(
+                "the UI needs a terminal (its input and output are not one): for a run without one, use trellis run --prompt …"
+            );
+        }
+    }
     // Check the UI settings before starting any agent: a config error stops here.
     apply_ui_config(
         &mut App::new(Session::default(), String::new(), false),
@@ -150,7 +163,23 @@ pub fn start(
         let mut deck: Option<trellis_tui::deck::Deck> = None;
         for req in requests {
             let agent = req.agent.clone();
-            let (mut opened, _, notes) = launch.open(req)?;
+            let (mut opened, _, notes) = match launch.open(req) {
+                Ok(o) => o,
+                Err(e) => {
+                    // The sessions started so far close with the deck; their worktrees
+                    // stay, and are said with how to end them.
+                    if let Some(d) = &deck {
+                        let left: Vec<String> = d
+                            .slots
+                            .iter()
+                            .filter_map(|s| s.app.driver.session.worktree.as_ref())
+                            .filter_map(crate::worktree_cmd::reminder)
+                            .collect();
+                        crate::worktree_cmd::print(&left);
+                    }
+                    return Err(e);
+                }
+            };
             // Before the full screen takes the terminal.
             crate::worktree_cmd::print(&notes);
             if let Some(p) = &prompt {

@@ -130,6 +130,8 @@ const LET_GO: std::time::Duration = std::time::Duration::from_secs(15);
 /// naming it. A session no running Trellis answers for (a headless `trellis run`) refuses
 /// the ending too, naming its process.
 fn close_sessions(found: &trellis_worktree::Found, action: &str) -> anyhow::Result<()> {
+    // What would refuse refuses now, with every session still running.
+    trellis_worktree::plan::ending(found, action)?;
     if trellis_worktree::lease::holders(found).is_empty() {
         return Ok(());
     }
@@ -422,7 +424,7 @@ pub fn isolate(
     let made = match made {
         Ok(m) => m,
         Err(e) if ask.required => {
-            anyhow::bail!("--worktree=required: no worktree: {e:#}")
+            anyhow::bail!("no worktree could be made (and one is required): {e:#}")
         }
         // A label the user chose that cannot be had is their word not taken: said, never
         // worked around.
@@ -536,15 +538,27 @@ impl trellis_tui::deck::WorktreeOps for Ops {
         }
     }
 
-    fn landing(&self, label: &str) -> Result<trellis_tui::compare::Landing, String> {
+    fn landing(
+        &self,
+        label: &str,
+        discard: &[String],
+    ) -> Result<trellis_tui::compare::Landing, String> {
         use trellis_tui::compare::Landing;
         let found = Self::find(label)?;
+        for other in discard {
+            trellis_worktree::plan::ending(&Self::find(other)?, "discard")
+                .map_err(|e| format!("{other} could not be discarded after it: {e}"))?;
+        }
         match trellis_worktree::plan::landing(&found).map_err(|e| e.to_string())? {
             trellis_worktree::plan::Landing::FastForward { target, commit } => {
                 Ok(Landing::FastForward { target, commit })
             }
             trellis_worktree::plan::Landing::Apply { target } => Ok(Landing::Apply { target }),
         }
+    }
+
+    fn check(&self, label: &str, action: &str) -> Result<(), String> {
+        trellis_worktree::plan::ending(&Self::find(label)?, action).map_err(|e| e.to_string())
     }
 
     fn land_one(

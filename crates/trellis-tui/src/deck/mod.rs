@@ -98,8 +98,12 @@ pub trait WorktreeOps: Send + Sync {
     /// What worktree `label`'s work is against its base (committed, uncommitted and
     /// untracked), and the branch a land would move. Slow: run off the UI's thread.
     fn measure(&self, label: &str) -> crate::compare::Tree;
-    /// What a land of worktree `label` would do now, or why it cannot (nothing changes).
-    fn landing(&self, label: &str) -> Result<crate::compare::Landing, String>;
+    /// What a land of worktree `label` would do now — with `discard` discarded after it —
+    /// or why it cannot (nothing changes).
+    fn landing(&self, label: &str, discard: &[String]) -> Result<crate::compare::Landing, String>;
+    /// The read-only checks of ending `action` of worktree `label`: what would refuse,
+    /// refuses before any session is closed for it.
+    fn check(&self, label: &str, action: &str) -> Result<(), String>;
     /// Lands (or applies) `chosen` — its uncommitted work committed as `work` says — and
     /// discards the others behind snapshot refs.
     fn land_one(
@@ -576,9 +580,14 @@ impl Deck {
                 .spec(DeckAction::Close)
                 .unwrap_or("close")
                 .to_string();
-            let word = slot.attention.word();
+            let what = match slot.attention {
+                Attention::Working => "is working",
+                Attention::Starting => "is starting",
+                Attention::Blocked(_) => "waits for your answer",
+                _ => "is busy",
+            };
             self.slots[self.front].app.message =
-                Some(format!("this session is {word}: {close} again closes it"));
+                Some(format!("this session {what}: {close} again closes it"));
             return false;
         }
         self.confirm_close = None;

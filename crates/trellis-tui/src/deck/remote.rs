@@ -22,7 +22,12 @@ impl Deck {
                     title: s.title(),
                     cwd: session.cwd.clone().unwrap_or_default(),
                     source: s.source.clone(),
-                    branch: s.branch.clone(),
+                    // The git branch itself (the rail shows a worktree's label).
+                    branch: session
+                        .worktree
+                        .as_ref()
+                        .map(|w| w.branch.clone())
+                        .or_else(|| s.branch.clone()),
                     for_s: s.since.elapsed().as_secs(),
                     policy: session.policy.describe(),
                     worktree: session.worktree.as_ref().map(|w| w.label.clone()),

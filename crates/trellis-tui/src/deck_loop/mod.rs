@@ -216,11 +216,13 @@ pub(super) async fn close_slot(
     // The lease on its worktree goes with its front end: an ending may act now.
     let agent = slot.agent_name();
     drop(slot);
+    let mut reminder = None;
     if remind
         && let (Some(label), Some(ops)) = (label, deck.worktrees.as_ref())
         && let Some(r) = ops.reminder(&label)
     {
-        said.push(r);
+        said.push(r.clone());
+        reminder = Some(r);
     }
     if deck.front >= deck.slots.len() {
         deck.front = deck.slots.len().saturating_sub(1);
@@ -235,6 +237,9 @@ pub(super) async fn close_slot(
                 trellis_text::one_line(&format!("session {number} ({agent}) closed: {reason}"))
                     .into_owned(),
             );
+        } else if let Some(r) = reminder {
+            // Its worktree stays: said where the user looks, not only after the UI.
+            s.app.message = Some(trellis_text::one_line(&r).into_owned());
         }
     } else if reason != USER_CLOSED {
         said.push(format!("session {number} ({agent}) closed: {reason}"));
@@ -422,6 +427,14 @@ async fn key_event(
     if deck.form.is_some() {
         form_key(deck, k);
         return;
+    }
+    // Ctrl-C reaches the session whatever is open over it (twice quits, as everywhere):
+    // the comparison closes first, asking nothing.
+    let ctrl_c = k.code == crossterm::event::KeyCode::Char('c')
+        && k.modifiers
+            .contains(crossterm::event::KeyModifiers::CONTROL);
+    if deck.compare.is_some() && ctrl_c {
+        deck.compare = None;
     }
     if deck.compare.is_some() {
         compare_key(deck, k, said).await;

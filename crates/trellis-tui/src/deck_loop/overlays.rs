@@ -63,7 +63,8 @@ pub(super) async fn compare_key(deck: &mut Deck, k: &KeyEvent, said: &mut Vec<St
             // What it will do is found before it is asked; what cannot be done is said
             // now, with every session still running.
             let chosen = c.selected;
-            match landing(deck, &label) {
+            let others = c.others(chosen);
+            match landing(deck, &label, &others) {
                 Ok(landing) => {
                     if let Some(c) = deck.compare.as_mut() {
                         c.confirm = Some(crate::compare::Confirm { chosen, landing });
@@ -80,10 +81,11 @@ pub(super) async fn compare_key(deck: &mut Deck, k: &KeyEvent, said: &mut Vec<St
     }
 }
 
-/// What a land of worktree `label` would do now, or why it cannot.
-fn landing(deck: &Deck, label: &str) -> Result<crate::compare::Landing, String> {
+/// What a land of worktree `label` (and a discard of `others`) would do now, or why it
+/// cannot.
+fn landing(deck: &Deck, label: &str, others: &[String]) -> Result<crate::compare::Landing, String> {
     match deck.worktrees.as_ref() {
-        Some(ops) => ops.landing(label),
+        Some(ops) => ops.landing(label, others),
         None => Err("no worktrees here".into()),
     }
 }
@@ -99,7 +101,12 @@ async fn land_chosen(deck: &mut Deck, q: crate::compare::Confirm, said: &mut Vec
     let Some(label) = row.label.clone() else {
         return;
     };
-    match landing(deck, &label) {
+    let others = deck
+        .compare
+        .as_ref()
+        .map(|c| c.others(q.chosen))
+        .unwrap_or_default();
+    match landing(deck, &label, &others) {
         Ok(now) if now == q.landing => {}
         Ok(_) => {
             deck.front().message = Some(format!(
@@ -161,6 +168,12 @@ pub(super) async fn end_worktree(deck: &mut Deck, action: &str, said: &mut Vec<S
         return;
     };
     let (prompt, agent) = (slot.first_prompt(), slot.agent_name());
+    // What would refuse refuses now, with the session still running.
+    if let Some(Err(e)) = deck.worktrees.as_ref().map(|ops| ops.check(&label, action)) {
+        deck.front().message = Some(format!("{action} {label}: {e}"));
+        said.push(format!("{action} {label}: {e}"));
+        return;
+    }
     if action != "keep" {
         close_slot(
             deck,

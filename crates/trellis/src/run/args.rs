@@ -164,7 +164,6 @@ impl RunArgs {
             ("--log", self.log.is_some()),
             ("--load", ui.load.is_some()),
             ("--resume", self.resume.is_some()),
-            ("--carry", self.carry),
             ("--set", !self.set.is_empty()),
             ("--file", !self.files.is_empty()),
             ("--strict", self.strict),
@@ -186,9 +185,19 @@ impl RunArgs {
         ];
         let refused = crate::serve::given(&stays);
         if !refused.is_empty() {
+            let (verb, taken) = if refused.len() == 1 {
+                ("belongs", "it was")
+            } else {
+                ("belong", "they were")
+            };
             anyhow::bail!(
-                "--detach starts the session in a hub and returns at once: {} belong to a run that stays, so they were not taken (run without --detach)",
+                "--detach starts the session in a hub and returns at once: {} {verb} to a run that stays, so {taken} not taken (run without --detach)",
                 refused.join(", ")
+            );
+        }
+        if self.carry {
+            anyhow::bail!(
+                "--carry is not taken with --detach: the hub makes the worktree from what is committed here; to carry your uncommitted work into one, run without --detach"
             );
         }
         // What the hub decides for every session it runs: given to the hub itself.

@@ -164,7 +164,10 @@ fn isolation_that_fails_is_loud_and_required_makes_it_fatal() {
     );
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("--worktree=required: no worktree"), "{err}");
+    assert!(
+        err.contains("no worktree could be made (and one is required)"),
+        "{err}"
+    );
     assert!(!err.contains("session log"), "no session ran: {err}");
     // --carry alone names what it needs.
     let o = home.trellis(&["run", "--carry", "--cwd", cwd, "--prompt", "hi"], &plain);
@@ -334,6 +337,20 @@ fn an_ending_from_a_shell_closes_the_ui_session_in_the_worktree_first() {
     t.wait("the turn ended", |s| {
         s.contains("idle") || s.contains("Done")
     });
+    // What would refuse the land refuses before the session is closed: a file of the
+    // user's in the source where the worktree's work goes.
+    std::fs::create_dir_all(repo.join("demo-workspace")).unwrap();
+    std::fs::write(repo.join("demo-workspace/README.md"), "mine\n").unwrap();
+    let o = ending(&["worktree", "land", "alpha"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("would replace files"), "{err}");
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("closed session"),
+        "nothing closed for a land that cannot happen"
+    );
+    assert!(t.program_pid().is_some(), "the UI and its session go on");
+    std::fs::remove_dir_all(repo.join("demo-workspace")).unwrap();
     let o = ending(&["worktree", "land", "alpha"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -504,4 +521,37 @@ fn every_open_worktree_is_reminded_at_quit() {
             && s.contains("end it with `trellis worktree land|apply|keep|discard"),
         "{s}"
     );
+}
+
+/// What cannot start is said before any worktree is made for it: an unknown agent among
+/// a fan-out's, an option a fan-out does not take, a UI without a terminal.
+#[test]
+fn nothing_is_made_for_what_cannot_start() {
+    let home = Home::new();
+    let repo = home.repo("repo");
+    for (args, said) in [
+        (
+            vec!["fan", "2", "--agent", "demo", "--agent", "nosuch-agent", "x"],
+            "not a preset or an installed agent",
+        ),
+        (
+            vec!["fan", "2", "--agent", "demo", "--load", "abc", "x"],
+            "--load is not taken",
+        ),
+        (
+            vec!["fan", "2", "--agent", "demo", "x"],
+            "the UI needs a terminal",
+        ),
+        (
+            vec!["--agent", "demo", "--worktree"],
+            "the UI needs a terminal",
+        ),
+    ] {
+        let o = home.trellis(&args, &repo);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(home.worktrees(&repo).is_empty(), "{args:?}: a worktree was made");
+    }
 }
