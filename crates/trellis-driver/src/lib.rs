@@ -269,6 +269,25 @@ impl Driver {
         self.index = Some(index);
     }
 
+    /// What the extensions said after the session stopped being pumped (a failure of a
+    /// hook on the last events, one disabled): their notices, for a front end that is
+    /// ending to say them still.
+    pub fn last_news(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        let (Some(rx), Some(host)) = (self.ext_rx.as_mut(), self.host.as_mut()) else {
+            return out;
+        };
+        let now = self.start.elapsed().as_secs_f64();
+        while let Ok(msg) = rx.try_recv() {
+            for o in host.on_msg(msg, now) {
+                if let trellis_ext_host::Out::Notice(text) = o {
+                    out.push(text);
+                }
+            }
+        }
+        out
+    }
+
     /// Takes the host's message channel (tests that pump it by hand).
     pub fn take_host_rx(&mut self) -> Option<UnboundedReceiver<HostMsg>> {
         self.ext_rx.take()

@@ -187,6 +187,13 @@ impl ExtHost {
                 out.push(Out::Repaint)
             }
             HostMsg::Drive { extension, action } => out.push(Out::Drive { extension, action }),
+            HostMsg::Failing {
+                extension,
+                what,
+                message,
+            } => out.push(Out::Notice(format!(
+                "extension {extension}: {what} failed: {message} (said once; later failures are counted in its status)"
+            ))),
             HostMsg::Disabled { extension, reason } => {
                 // Its cards fall back to the native ones.
                 self.shared

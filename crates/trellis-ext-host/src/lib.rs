@@ -148,6 +148,13 @@ pub enum HostMsg {
         extension: String,
         reason: String,
     },
+    /// Something of an extension's failed, for the first time of its kind (`what`): said
+    /// where the user looks once, `/status` keeps the rest.
+    Failing {
+        extension: String,
+        what: String,
+        message: String,
+    },
     /// An extension holding `drive` acts on the session.
     Drive {
         extension: String,

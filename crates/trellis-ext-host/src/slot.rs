@@ -66,6 +66,9 @@ pub struct Slot {
     pub(crate) tx: OnceLock<Sender<Job>>,
     pub(crate) diag: Mutex<Diag>,
     disabled: AtomicBool,
+    /// The kinds of failure already said where the user looks (see
+    /// [`HostMsg::Failing`]): each once.
+    said: Mutex<std::collections::BTreeSet<String>>,
     pub(crate) pending: AtomicUsize,
     /// Most events ever waiting in the queue (for `/status`).
     pub(crate) peak: AtomicUsize,
@@ -144,6 +147,7 @@ impl Slot {
             tx: OnceLock::new(),
             diag: Mutex::new(Diag::default()),
             disabled: AtomicBool::new(false),
+            said: Mutex::new(std::collections::BTreeSet::new()),
             pending: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             spent: Mutex::new(Vec::new()),
@@ -183,7 +187,8 @@ impl Slot {
         }
     }
 
-    /// Records a failure of `what`; disables the extension at the limit.
+    /// Records a failure of `what`; disables the extension at the limit. The first
+    /// failure of each kind is said where the user looks ([`HostMsg::Failing`]).
     pub(crate) fn failed(&self, what: &str, message: &str, shared: &Shared) {
         let n = self.diag().fail(what, message);
         if n >= self.failure_limit {
@@ -194,6 +199,24 @@ impl Slot {
                 ),
                 shared,
             );
+        } else {
+            self.say_failing(what, message, shared);
+        }
+    }
+
+    /// Says `what` failed with `message`, the first time `what` does (later ones are
+    /// counted in `/status`).
+    pub(crate) fn say_failing(&self, what: &str, message: &str, shared: &Shared) {
+        if self.is_disabled() {
+            return;
+        }
+        let first = lock(&self.said).insert(what.to_string());
+        if first {
+            shared.send(HostMsg::Failing {
+                extension: self.name.clone(),
+                what: what.to_string(),
+                message: message.to_string(),
+            });
         }
     }
 

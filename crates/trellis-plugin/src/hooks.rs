@@ -317,9 +317,17 @@ impl Hooks {
         c.runs += 1;
         let failed = match ran {
             Ran::Exited { code: Some(0), .. } => None,
-            Ran::Exited { code, .. } => Some(format!(
-                "exited {}",
-                code.map_or("by a signal".to_string(), |c| c.to_string())
+            // Why, in its own words: the last line it wrote on stderr.
+            Ran::Exited { code, stderr, .. } => Some(format!(
+                "exited {}{}",
+                code.map_or("by a signal".to_string(), |c| c.to_string()),
+                stderr
+                    .lines()
+                    .rev()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .map(|l| format!(": {}", trellis_text::one_line(l)))
+                    .unwrap_or_default()
             )),
             Ran::TimedOut(why) => Some(why.clone()),
             Ran::Failed(e) => Some(e.clone()),

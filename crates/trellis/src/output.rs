@@ -190,9 +190,16 @@ impl<W: Write> Output<W> {
                 self.check(r)
             }
             Format::Text => {
+                // In sentences, and only what was not said when it happened: a disabled
+                // extension and each kind of failure were said then, once. What is left
+                // is how many times each kind failed.
                 for e in &report.extensions {
-                    if e.state != trellis_ext_host::ExtState::Ready {
-                        eprintln!("trellis: extension {}: {:?}", safe(&e.name), e.state);
+                    let failed: u64 = e.failures.iter().map(|f| f.count).sum();
+                    if matches!(e.state, trellis_ext_host::ExtState::Degraded(_)) && failed > 1 {
+                        eprintln!(
+                            "trellis: extension {} failed {failed} times in this run",
+                            safe(&e.name)
+                        );
                     }
                 }
                 Ok(())

@@ -181,12 +181,28 @@ impl Extension for PluginExt {
         if self.spec.limits.watch {
             self.watch();
         }
-        let r = self.start(host);
+        let mut r = self.start(host);
         if r.is_err() {
             // What it said before it ended explains why: wait (briefly) for all of it.
             let until = Instant::now() + Duration::from_millis(500);
             while !lock(&self.stderr).closed && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(5));
+            }
+            // And it is said with the failure, where the author looks (not only in
+            // `/status`): the last lines of its stderr — a traceback's end names the error
+            // and, just above it, the author's line.
+            if let Err(ExtError::Fatal(why)) = &r {
+                let s = lock(&self.stderr);
+                let last: Vec<&str> = s
+                    .lines
+                    .iter()
+                    .map(|l| l.trim())
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                if !last.is_empty() {
+                    let tail = last[last.len().saturating_sub(3)..].join(" ⏎ ");
+                    r = Err(ExtError::Fatal(format!("{why}; its stderr ends: {tail}")));
+                }
             }
         }
         self.diagnostics(host);

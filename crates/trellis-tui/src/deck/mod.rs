@@ -448,8 +448,18 @@ impl Deck {
         };
         let mut said = Vec::new();
         while let Ok(msg) = h.rx.try_recv() {
-            if let trellis_ext_host::HostMsg::Disabled { extension, reason } = msg {
-                said.push(format!("hub-wide plugin {extension} stopped: {reason}"));
+            match msg {
+                trellis_ext_host::HostMsg::Disabled { extension, reason } => {
+                    said.push(format!("hub-wide plugin {extension} stopped: {reason}"));
+                }
+                trellis_ext_host::HostMsg::Failing {
+                    extension,
+                    what,
+                    message,
+                } => said.push(format!(
+                    "hub-wide plugin {extension}: {what} failed: {message} (said once; /status counts the rest)"
+                )),
+                _ => {}
             }
         }
         if let Some(last) = said.pop()

@@ -29,10 +29,19 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
         }
         // Extensions finish what they were given; their diagnostics close the stream.
         let now = driver.now();
-        if let Some(host) = &driver.host {
+        if driver.host.is_some() {
             driver.sync_extensions();
-            host.flush(Duration::from_secs(2));
-            lock(&self.out).status(&host.status(), now)?;
+            if let Some(host) = &driver.host {
+                host.flush(Duration::from_secs(2));
+            }
+            // What they said meanwhile (a hook on the last events that failed) is said
+            // too, before the diagnostics.
+            for text in driver.last_news() {
+                eprintln!("trellis: {}", safe(&text));
+            }
+            if let Some(host) = &driver.host {
+                lock(&self.out).status(&host.status(), now)?;
+            }
         }
         let flushed = lock(&self.out).flush();
         if let Err(e) = flushed {

@@ -223,6 +223,11 @@ fn extensions(
         in_hub: false,
     };
     let plugins = crate::setup::session_plugins(&live)?;
+    // Why a plugin did not start as asked (its files changed since it was enabled, a
+    // capability not granted, its plugin.json): said where a run's user looks.
+    for n in &plugins.notes {
+        eprintln!("trellis: {}", crate::output::safe(n));
+    }
     let host = crate::setup::ext_host(config, &live, &plugins)?;
     let (mcp, mcp_problems) = crate::setup::mcp_servers(config, &plugins)?;
     for p in &mcp_problems {

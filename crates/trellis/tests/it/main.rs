@@ -27,6 +27,7 @@ mod log_seq;
 mod login;
 mod mcp;
 mod plugin_death;
+mod plugin_failures;
 mod plugins;
 mod prompts;
 mod questions;

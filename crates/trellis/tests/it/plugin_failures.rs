@@ -1,0 +1,119 @@
+//! A plugin author's failures where they look (issue 46, items 1–5): the terminal they
+//! ran `trellis run` in says each failure once, in sentences, with the plugin's own
+//! words — its exception and line, its stderr when it fails at start, a hook's reason —
+//! and the closing status counts what was not said again.
+
+use crate::plugins::{demo_run, python, python_package};
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_plugin_that_raises_is_said_once_in_words() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let pkg = home.path().join("raiser");
+    python_package(
+        &pkg,
+        "raiser",
+        "session",
+        "from trellis_plugin import Plugin\nplugin = Plugin()\n\n@plugin.on(\"tool_call_updated\")\ndef boom(event, host):\n    raise ValueError(\"my handler broke\")\n\nplugin.run()\n",
+    );
+    let o = demo_run(home.path(), &work, &["--plugin", pkg.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(
+        err.matches("extension raiser: event tool_call_updated failed: ValueError: my handler broke (plugin.py:6 in boom)").count(),
+        1,
+        "the first failure, once, pointing at the author's line: {err}"
+    );
+    assert_eq!(
+        err.matches("extension raiser disabled:").count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains("Disabled("), "no debug text: {err}");
+}
+
+#[test]
+fn a_plugin_that_fails_at_start_shows_its_own_stderr() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let pkg = home.path().join("broken");
+    python_package(&pkg, "broken", "session", "def (:\n    pass\n");
+    let o = demo_run(home.path(), &work, &["--plugin", pkg.to_str().unwrap()]);
+    let err = stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.contains("extension broken disabled"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("SyntaxError"), "its own words: {line}");
+}
+
+#[test]
+fn hook_failures_are_said_each_with_its_reason() {
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(home.path().join("config/trellis")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        home.path().join("config/trellis/config.toml"),
+        "[[hooks]]\non = \"turn_ended\"\nrun = \"nosuch-command-xyz\"\n\n[[hooks]]\non = \"tool_call_updated\"\nrun = \"sleep 3\"\ntimeout = 0.3\n",
+    )
+    .unwrap();
+    let o = demo_run(home.path(), &work, &[]);
+    let err = stderr(&o);
+    let hook1 = err
+        .lines()
+        .find(|l| l.contains("hook 1 failed: exited 127"))
+        .unwrap_or_else(|| panic!("the first hook, said even on the last event: {err}"));
+    assert!(hook1.contains("not found"), "its reason: {hook1}");
+    assert!(
+        err.contains("hook 2 failed: timed out after 0.3 s"),
+        "the timeout, in words: {err}"
+    );
+    let o = demo_run(home.path(), &work, &["--format", "jsonl"]);
+    let status = crate::jsonl(&String::from_utf8_lossy(&o.stdout))
+        .into_iter()
+        .rfind(|e| e["type"] == "status")
+        .unwrap();
+    let hooks = status["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "hooks")
+        .unwrap();
+    assert!(
+        !hooks["failures"].as_array().unwrap().is_empty(),
+        "the status event counts them: {hooks}"
+    );
+}
+
+#[test]
+fn a_tried_plugin_not_granted_what_it_asks_is_said() {
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let pkg = home.path().join("driver");
+    python_package(&pkg, "driver", "session", "import time\ntime.sleep(30)\n");
+    let manifest = serde_json::json!({
+        "$schema": "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json",
+        "name": "driver",
+        "extensions": {"dev.trellis": {"command": ["python3", "./plugin.py"], "capabilities": ["observe", "drive"]}},
+    });
+    std::fs::write(pkg.join("plugin.json"), manifest.to_string()).unwrap();
+    let o = demo_run(home.path(), &work, &["--plugin", pkg.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("plugin driver asks for drive") && err.contains("--allow-drive"),
+        "{err}"
+    );
+}
