@@ -112,11 +112,13 @@ impl Handle {
                 request_id,
                 outcome,
                 decider,
+                reason,
             } => {
                 self.recorder
                     .local(trellis_core::LocalRecord::PermissionDecided {
                         request_id: request_id.clone(),
                         decider,
+                        reason,
                     });
                 self.answer_permission(&request_id, &outcome);
                 None

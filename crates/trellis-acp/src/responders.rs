@@ -44,6 +44,7 @@ impl Parked {
             Parked::Permission => trellis_core::LocalRecord::PermissionDecided {
                 request_id,
                 decider,
+                reason: None,
             },
             Parked::Elicitation => trellis_core::LocalRecord::ElicitationDecided {
                 request_id,

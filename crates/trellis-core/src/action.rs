@@ -35,6 +35,9 @@ pub enum Action {
         request_id: String,
         choice: Choice,
         decider: Decider,
+        /// Why, in the decider's words (a hook's stderr, a plugin's reason): kept on the
+        /// record, said on the card and in the event.
+        reason: Option<String>,
     },
     /// The user wants the running turn cancelled.
     Cancel { t: f64 },
@@ -70,6 +73,8 @@ pub enum Effect {
         request_id: String,
         outcome: Outcome,
         decider: Decider,
+        /// Why, in the decider's words, when it said.
+        reason: Option<String>,
     },
     /// Answer the agent's elicitation `request_id`, recording `decider` first.
     Elicit {

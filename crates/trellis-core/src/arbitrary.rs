@@ -100,6 +100,7 @@ prop_compose! {
                 outcome: None,
                 decider: None,
                 decided_at: None,
+                reason: None,
             })
             .into_iter()
             .collect();

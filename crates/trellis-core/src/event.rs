@@ -106,6 +106,9 @@ pub enum EventBody {
         call_id: String,
         outcome: Outcome,
         decider: Decider,
+        /// Why, in the decider's words (a hook's or a plugin's), when it said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
         /// The subagent (child session id) this is about; none: the session itself.
         #[serde(skip_serializing_if = "Option::is_none")]
         #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]

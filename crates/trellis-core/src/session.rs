@@ -192,6 +192,8 @@ pub struct Session {
     pub(crate) agent_requests: FxHashMap<String, AgentRequest>,
     pub(crate) client_requests: FxHashMap<String, ClientRequest>,
     pub(crate) deciders: FxHashMap<String, Decider>,
+    /// Why each request was answered as it was, when the decider said (by request id).
+    pub(crate) reasons: FxHashMap<String, String>,
     pub(crate) warned: std::collections::HashSet<String>,
     /// Elicitations the agent asked and the client has not answered yet, oldest first.
     pub elicitations: Vec<std::sync::Arc<crate::elicitation::Elicitation>>,
@@ -376,6 +378,9 @@ pub enum LocalRecord {
     PermissionDecided {
         request_id: String,
         decider: Decider,
+        /// Why, in the decider's words, when it said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// Who answered an elicitation (written just before the answer frame).
     ElicitationDecided {

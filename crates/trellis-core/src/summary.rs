@@ -57,14 +57,19 @@ pub fn size_summary(call: &ToolCall, session: &Session) -> Option<String> {
     }
 }
 
-/// The permission part of a card: `allowed once by user`.
+/// The permission part of a card: `allowed once by user`, and why when the decider said
+/// (`rejected once by extension hooks: no edits under secrets/`).
 pub fn permission_summary(call: &ToolCall) -> Option<String> {
     let rec = call.permissions.last()?;
-    Some(match (&rec.outcome, &rec.decider) {
+    let said = match (&rec.outcome, &rec.decider) {
         (Some(o), Some(crate::permission::Decider::Unrecorded)) => o.label(),
         (Some(o), Some(d)) => format!("{} by {d}", o.label()),
         (Some(o), None) => o.label(),
         (None, _) => "awaiting permission".into(),
+    };
+    Some(match rec.reason.as_deref().filter(|r| !r.is_empty()) {
+        Some(r) if rec.outcome.is_some() => format!("{said}: {r}"),
+        _ => said,
     })
 }
 

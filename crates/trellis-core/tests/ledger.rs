@@ -214,6 +214,7 @@ fn cancel_answers_every_open_permission_once() {
             request_id: "0".into(),
             choice: trellis_core::Choice::Option("ok".into()),
             decider: trellis_core::Decider::User,
+            reason: None,
         },
     );
     assert_eq!(fx.len(), 1);
@@ -250,6 +251,7 @@ fn cancel_answers_every_open_permission_once() {
             request_id: "1".into(),
             choice: trellis_core::Choice::Cancelled,
             decider: trellis_core::Decider::User,
+            reason: None,
         },
     );
     assert!(

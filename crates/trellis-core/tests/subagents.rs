@@ -216,6 +216,7 @@ fn a_childs_permission_request_is_attributed_and_answered_once() {
             request_id: "7".into(),
             choice: trellis_core::Choice::Option("y".into()),
             decider: trellis_core::Decider::User,
+            reason: None,
         },
     );
     assert_eq!(
@@ -231,6 +232,7 @@ fn a_childs_permission_request_is_attributed_and_answered_once() {
             request_id: "7".into(),
             choice: trellis_core::Choice::Option("n".into()),
             decider: trellis_core::Decider::User,
+            reason: None,
         },
     );
     assert!(!again.iter().any(|e| matches!(e, Effect::Answer { .. })));

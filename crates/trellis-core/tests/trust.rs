@@ -180,6 +180,7 @@ fn when_the_agent_exits_every_open_request_is_resolved_once() {
             request_id: "100".into(),
             choice: trellis_core::Choice::Cancelled,
             decider: trellis_core::Decider::User,
+            reason: None,
         },
     );
     assert!(!fx.iter().any(|e| matches!(e, Effect::Answer { .. })));
@@ -285,6 +286,7 @@ fn a_permission_request_the_agent_cancels_is_answered_once_as_cancelled() {
                     request_id,
                     outcome,
                     decider,
+                    ..
                 } => Some((request_id.clone(), format!("{outcome:?} by {decider}"))),
                 _ => None,
             })
@@ -319,6 +321,7 @@ fn a_permission_request_the_agent_cancels_is_answered_once_as_cancelled() {
             request_id: "8".into(),
             choice: trellis_core::Choice::Option("y".into()),
             decider: trellis_core::Decider::User,
+            reason: None,
         },
     );
     assert_eq!(answers(&fx).len(), 1);

@@ -108,10 +108,12 @@ impl Driver {
                     request_id,
                     option_id,
                     extension,
-                } => self.decide(
+                    reason,
+                } => self.decide_because(
                     request_id,
                     Choice::Option(option_id),
                     Decider::Extension(extension),
+                    reason,
                     notes,
                 ),
                 Out::Dialog { request_id } => notes.push(Note::Dialog { request_id }),

@@ -19,6 +19,19 @@ impl Driver {
         decider: Decider,
         notes: &mut Vec<Note>,
     ) {
+        self.decide_because(request_id, choice, decider, None, notes);
+    }
+
+    /// [`Driver::decide`], with why in the decider's words (kept on the record, said on
+    /// the card and in the event).
+    pub fn decide_because(
+        &mut self,
+        request_id: String,
+        choice: Choice,
+        decider: Decider,
+        reason: Option<String>,
+        notes: &mut Vec<Note>,
+    ) {
         if self.to_hub(|| attached::Remote::Decide {
             request_id: request_id.clone(),
             choice: choice.clone(),
@@ -32,6 +45,7 @@ impl Driver {
                 request_id,
                 choice,
                 decider,
+                reason,
             },
             notes,
         );

@@ -90,6 +90,7 @@ impl ExtHost {
                         request_id: request_id.to_string(),
                         option_id,
                         extension: by,
+                        reason: self.reasons.remove(request_id),
                     });
                     return;
                 }
@@ -139,17 +140,25 @@ impl ExtHost {
                 extension,
                 request_id,
                 option_id,
-            } => match self
+                reason,
+            } => {
+                // Kept for the answer this may be (a refused one forgets it below).
+                if let Some(r) = reason.filter(|r| !r.trim().is_empty()) {
+                    self.reasons.insert(request_id.clone(), r);
+                }
+                match self
                 .arbiter
                 .respond(&request_id, &extension, &option_id, now)
             {
                 Ok(step) => self.step(&request_id, step, now, &mut out),
                 Err(why) => {
+                    self.reasons.remove(&request_id);
                     if let Some(slot) = self.slots.iter().find(|s| s.name == extension) {
                         slot.failed("respond_permission", &why, &self.shared);
                     }
                 }
-            },
+            }
+            }
             HostMsg::Answer {
                 extension,
                 request_id,

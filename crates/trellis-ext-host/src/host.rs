@@ -361,11 +361,24 @@ impl Host for HostCtx<'_> {
     }
 
     fn respond_permission(&mut self, request_id: &str, option_id: &str) -> Result<(), HostError> {
+        self.respond_permission_because(request_id, option_id, "")
+    }
+
+    fn respond_permission_because(
+        &mut self,
+        request_id: &str,
+        option_id: &str,
+        reason: &str,
+    ) -> Result<(), HostError> {
         self.need(Capability::InterceptPermissions, "respond_permission")?;
+        // Bounded and made harmless before it reaches the record or a screen.
+        let reason = trellis_text::one_line(reason.trim());
+        let reason = trellis_text::clip(&reason, 300).into_owned();
         self.shared.send(HostMsg::Respond {
             extension: self.slot.name.clone(),
             request_id: request_id.to_string(),
             option_id: option_id.to_string(),
+            reason: (!reason.is_empty()).then_some(reason),
         });
         Ok(())
     }

@@ -124,6 +124,8 @@ pub enum HostMsg {
         extension: String,
         request_id: String,
         option_id: String,
+        /// Why, in its words, when it said.
+        reason: Option<String>,
     },
     /// An extension's answer to a question it holds.
     Answer {
@@ -170,6 +172,8 @@ pub enum Out {
         request_id: String,
         option_id: String,
         extension: String,
+        /// Why, in the extension's words, when it said.
+        reason: Option<String>,
     },
     /// Nobody claimed the request: the dialog (or the headless fallback) takes it.
     Dialog {
@@ -220,6 +224,8 @@ pub struct ExtHost {
     pub(crate) shared: Arc<Shared>,
     arbiter: Arbiter,
     asks: BTreeMap<String, Arc<PermissionAsk>>,
+    /// Why an extension answered a request as it did, until the answer is carried out.
+    reasons: BTreeMap<String, String>,
     /// Questions offered to extensions holding `answer-questions`, by request id.
     questions: BTreeMap<String, Arc<QuestionAsk>>,
     notes: Vec<String>,
@@ -301,6 +307,7 @@ impl ExtHost {
             arbiter: Arbiter::new(opts.permission_timeout),
             permission_timeout: opts.permission_timeout,
             asks: BTreeMap::new(),
+            reasons: BTreeMap::new(),
             questions: BTreeMap::new(),
             notes,
             ui,

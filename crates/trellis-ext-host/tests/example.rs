@@ -207,7 +207,8 @@ fn the_documented_example_counts_failures_keeps_call_state_and_vetoes_rm_rf() {
         outs.contains(&Out::Decide {
             request_id: "5".into(),
             option_id: "no".into(),
-            extension: "failures".into()
+            extension: "failures".into(),
+            reason: None,
         }),
         "{outs:?}"
     );

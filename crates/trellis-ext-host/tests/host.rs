@@ -407,7 +407,8 @@ fn the_first_claimant_in_declared_order_decides() {
         Out::Decide {
             request_id: "1".into(),
             option_id: "no".into(),
-            extension: "second".into()
+            extension: "second".into(),
+            reason: None,
         }
     );
 }
@@ -434,7 +435,8 @@ fn timeout_fault_and_invalid_option_hand_the_request_on_and_never_approve() {
             Out::Decide {
                 request_id: "7".into(),
                 option_id: "yes".into(),
-                extension: "good".into()
+                extension: "good".into(),
+                reason: None,
             },
             "{how}"
         );

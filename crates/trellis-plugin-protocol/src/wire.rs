@@ -228,6 +228,10 @@ pub struct ReportParams {
 pub struct RespondParams {
     pub request_id: String,
     pub option_id: String,
+    /// Why, in the plugin's words: kept on the record, shown on the call's card and in
+    /// the inspector (at most 300 characters are kept; optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// `question/respond` params.

@@ -303,9 +303,20 @@ impl Host {
         request_id: &str,
         option_id: &str,
     ) -> Result<(), HostError> {
+        self.respond_permission_because(request_id, option_id, "")
+    }
+    /// [`Self::respond_permission`], saying why: kept on the record, shown on the call's
+    /// card and in the inspector.
+    pub fn respond_permission_because(
+        &mut self,
+        request_id: &str,
+        option_id: &str,
+        reason: &str,
+    ) -> Result<(), HostError> {
         let p = RespondParams {
             request_id: request_id.into(),
             option_id: option_id.into(),
+            reason: (!reason.is_empty()).then(|| reason.to_string()),
         };
         self.unit(method::PERMISSION_RESPOND, p)
     }

@@ -448,7 +448,7 @@ impl Extension for Hooks {
                     format!(" ({reason})")
                 }
             ));
-            host.respond_permission(&ask.request_id, &option.option_id)?;
+            host.respond_permission_because(&ask.request_id, &option.option_id, &reason)?;
             claim = Claim::Claim;
             break;
         }

@@ -97,8 +97,12 @@ pub fn serve(host: &mut dyn Host, method: &str, p: Value) -> Result<Value, RpcEr
         }
         "permission/respond" => {
             let a: RespondParams = params(method, p)?;
-            host.respond_permission(&a.request_id, &a.option_id)
-                .map_err(host_err)?;
+            host.respond_permission_because(
+                &a.request_id,
+                &a.option_id,
+                a.reason.as_deref().unwrap_or_default(),
+            )
+            .map_err(host_err)?;
             Ok(Value::Null)
         }
         "question/respond" => {

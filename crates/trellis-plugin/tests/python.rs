@@ -236,7 +236,8 @@ fn a_python_plugin_uses_every_part_of_the_api() {
         outs.contains(&Out::Decide {
             request_id: "5".into(),
             option_id: "ok".into(),
-            extension: "everything".into()
+            extension: "everything".into(),
+            reason: None,
         }),
         "{outs:?}"
     );

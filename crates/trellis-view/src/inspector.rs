@@ -444,6 +444,13 @@ pub fn permission_lines(call: &ToolCall, theme: &Theme) -> Vec<Line<'static>> {
             (None, _, _) => "  → still waiting".to_string(),
         };
         out.push(Line::styled(outcome, theme.meta));
+        // Why, in the decider's words.
+        if let Some(r) = p.reason.as_deref().filter(|r| !r.is_empty()) {
+            out.push(Line::styled(
+                format!("    because: {}", trellis_text::one_line(r)),
+                theme.meta,
+            ));
+        }
         out.push(Line::default());
     }
     out

@@ -279,6 +279,20 @@ pub trait Host {
     /// Answers a permission request this extension claimed.
     fn respond_permission(&mut self, request_id: &str, option_id: &str) -> Result<(), HostError>;
 
+    /// [`Host::respond_permission`], saying why in the extension's words: the reason is
+    /// kept on the record, shown on the call's card and in the inspector, and carried by
+    /// the `permission_resolved` event. (An addition to the v1 API: a host that has no
+    /// place for it answers without it.)
+    fn respond_permission_because(
+        &mut self,
+        request_id: &str,
+        option_id: &str,
+        reason: &str,
+    ) -> Result<(), HostError> {
+        let _ = reason;
+        self.respond_permission(request_id, option_id)
+    }
+
     /// Answers a question the extension claimed (needs `answer-questions`): accept with
     /// a form's values (checked against the form: an answer that does not fit is
     /// declined, saying why), decline, or cancel.

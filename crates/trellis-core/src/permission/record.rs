@@ -105,6 +105,9 @@ pub struct PermissionRecord {
     pub decider: Option<Decider>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decided_at: Option<f64>,
+    /// Why, in the decider's words (a hook's stderr, a plugin's reason), when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// What a policy or rule wants done with a request.

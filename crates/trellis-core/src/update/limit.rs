@@ -40,7 +40,7 @@ pub(super) fn refuse(cx: &mut Ctx<'_>, request_id: &str, index: usize) -> bool {
         return false;
     };
     // Cannot fail: the caller inserted the request and has not answered it.
-    let _ = decide(cx, request_id, Choice::Cancelled, decider(max));
+    let _ = decide(cx, request_id, Choice::Cancelled, decider(max), None);
     true
 }
 

@@ -16,8 +16,14 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
         LocalRecord::PermissionDecided {
             request_id,
             decider,
+            reason,
+        } => {
+            if let Some(r) = reason {
+                cx.s.reasons.insert(request_id.clone(), r);
+            }
+            cx.s.deciders.insert(request_id, decider);
         }
-        | LocalRecord::ElicitationDecided {
+        LocalRecord::ElicitationDecided {
             request_id,
             decider,
         } => {

@@ -88,9 +88,10 @@ pub fn update_into(state: &mut Session, action: Action, fx: &mut Vec<Effect>) {
             request_id,
             choice,
             decider,
+            reason,
             ..
         } => {
-            if let Err(e) = decide(&mut cx, &request_id, choice, decider) {
+            if let Err(e) = decide(&mut cx, &request_id, choice, decider, reason) {
                 cx.emit(EventBody::Warning {
                     message: e.to_string(),
                 });
@@ -165,7 +166,7 @@ fn cancel_seen(cx: &mut Ctx<'_>) {
     mark_open_calls(cx, ToolStatus::Cancelled);
     for (request_id, _) in cx.s.open_permissions() {
         // Already-answered requests are refused inside `decide`; that is expected here.
-        let _ = decide(cx, &request_id, Choice::Cancelled, Decider::Cancel);
+        let _ = decide(cx, &request_id, Choice::Cancelled, Decider::Cancel, None);
     }
     elicit::cancel_pending(cx, Decider::Cancel);
 }

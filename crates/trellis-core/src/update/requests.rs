@@ -117,6 +117,7 @@ fn permission_asked(
         outcome: None,
         decider: None,
         decided_at: None,
+        reason: None,
     });
     let call = cx.s.ledger.snapshot(applied.index);
     if applied.created {
@@ -157,12 +158,12 @@ fn permission_asked(
         },
     );
     if !usable {
-        let _ = decide(cx, id, Choice::Cancelled, decider);
+        let _ = decide(cx, id, Choice::Cancelled, decider, None);
     } else if super::limit::refuse(cx, id, applied.index) {
         // Past `--max-tool-calls`: refused before any rule, extension or human.
     } else if verdict != Verdict::Ask {
         // Cannot fail: the request was inserted just above and is not answering.
-        let _ = decide(cx, id, Choice::Verdict(verdict), decider);
+        let _ = decide(cx, id, Choice::Verdict(verdict), decider, None);
     }
     let answering = matches!(
         cx.s.agent_requests.get(id),
@@ -196,6 +197,7 @@ pub(crate) fn permission_resolved(
         let kind = cx.s.ledger.at(index).kind;
         cx.s.asks_by_kind.entry(kind).or_default().1 = true;
     }
+    let reason = cx.s.reasons.remove(id);
     let call = cx.s.ledger.at_mut(index);
     if let Some(rec) = call
         .permissions
@@ -206,6 +208,7 @@ pub(crate) fn permission_resolved(
         rec.outcome = Some(outcome.clone());
         rec.decider = Some(decider.clone());
         rec.decided_at = Some(t);
+        rec.reason = reason.clone();
     }
     let (call_id, subagent) = (call.id.clone(), call.subagent.clone());
     cx.emit_about(
@@ -215,6 +218,7 @@ pub(crate) fn permission_resolved(
             call_id,
             outcome,
             decider,
+            reason,
             subagent,
         },
     );
@@ -682,6 +686,7 @@ pub(crate) fn agent_cancelled(cx: &mut Ctx<'_>, msg: &Message) {
             &id,
             Choice::Cancelled,
             Decider::Client("the agent, which withdrew it".into()),
+            None,
         );
     }
     if matches!(

@@ -307,6 +307,7 @@ pub(crate) fn cancel_seen(cx: &mut Ctx<'_>, child: usize) {
                 &request_id,
                 crate::action::Choice::Cancelled,
                 crate::permission::Decider::Cancel,
+                None,
             );
         }
     }

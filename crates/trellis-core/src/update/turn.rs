@@ -15,6 +15,7 @@ pub(crate) fn decide(
     request_id: &str,
     choice: Choice,
     decider: Decider,
+    reason: Option<String>,
 ) -> Result<(), DecideError> {
     let Some(AgentRequest::Permission {
         options, answering, ..
@@ -63,6 +64,7 @@ pub(crate) fn decide(
         request_id: request_id.to_string(),
         outcome,
         decider,
+        reason,
     });
     Ok(())
 }

@@ -117,3 +117,39 @@ fn a_tried_plugin_not_granted_what_it_asks_is_said() {
         "{err}"
     );
 }
+
+/// A hook's reason (its stderr when it exits 2) is on the record: the card, the
+/// `permission_resolved` event and the session log say it.
+#[test]
+fn a_hooks_reason_is_on_the_record() {
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(home.path().join("config/trellis")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        home.path().join("config/trellis/config.toml"),
+        "[[hooks]]\non = \"permission_requested\"\nkind = \"edit\"\nrun = \"echo 'no edits here' >&2; exit 2\"\n",
+    )
+    .unwrap();
+    let o = demo_run(home.path(), &work, &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("rejected once by extension hooks: no edits here"),
+        "the card: {out}"
+    );
+    let log = stderr(&o)
+        .lines()
+        .find_map(|l| l.strip_prefix("trellis: session log: ").map(str::to_string))
+        .unwrap();
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(
+        log.contains(r#""decider":{"by":"extension","name":"hooks"},"reason":"no edits here""#),
+        "the log: {log}"
+    );
+    let o = demo_run(home.path(), &work, &["--format", "jsonl"]);
+    let resolved = crate::jsonl(&String::from_utf8_lossy(&o.stdout))
+        .into_iter()
+        .find(|e| e["type"] == "permission_resolved")
+        .unwrap();
+    assert_eq!(resolved["reason"], "no edits here", "{resolved}");
+}

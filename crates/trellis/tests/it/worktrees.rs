@@ -531,7 +531,15 @@ fn nothing_is_made_for_what_cannot_start() {
     let repo = home.repo("repo");
     for (args, said) in [
         (
-            vec!["fan", "2", "--agent", "demo", "--agent", "nosuch-agent", "x"],
+            vec![
+                "fan",
+                "2",
+                "--agent",
+                "demo",
+                "--agent",
+                "nosuch-agent",
+                "x",
+            ],
             "not a preset or an installed agent",
         ),
         (
@@ -552,6 +560,9 @@ fn nothing_is_made_for_what_cannot_start() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(said), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
-        assert!(home.worktrees(&repo).is_empty(), "{args:?}: a worktree was made");
+        assert!(
+            home.worktrees(&repo).is_empty(),
+            "{args:?}: a worktree was made"
+        );
     }
 }
