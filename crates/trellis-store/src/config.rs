@@ -267,7 +267,7 @@ pub struct McpServerConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{path}:{line}: {key}: {message}")]
+    #[error("{}: {key}: {message}", place(path, *line))]
     Invalid {
         path: PathBuf,
         line: usize,
@@ -279,6 +279,15 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+/// `path:line`, or `path` when the line is not known.
+fn place(path: &Path, line: usize) -> String {
+    if line == 0 {
+        path.display().to_string()
+    } else {
+        format!("{}:{line}", path.display())
+    }
 }
 
 /// The presets Trellis knows without any config, with their documented commands.
@@ -335,12 +344,26 @@ impl Config {
     /// file like parse errors are.
     pub fn invalid(&self, table: &str, key: &str, message: impl Into<String>) -> ConfigError {
         let (path, text) = self.source.clone().unwrap_or_default();
+        // `hooks[2]` is the third `[[hooks]]` table.
+        let (base, index) = match table.strip_suffix(']').and_then(|t| t.split_once('[')) {
+            Some((base, i)) => (base, i.parse::<usize>().ok()),
+            None => (table, None),
+        };
         let mut in_table = table.is_empty();
+        let mut seen = 0usize;
         let mut line = 0;
         for (n, l) in text.lines().enumerate() {
             let t = l.trim();
             if t.starts_with('[') {
-                in_table = t.trim_matches(|c| c == '[' || c == ']').trim() == table;
+                let name = t.trim_matches(|c| c == '[' || c == ']').trim();
+                in_table = match index {
+                    Some(i) if name == base && t.starts_with("[[") => {
+                        seen += 1;
+                        seen == i + 1
+                    }
+                    Some(_) => false,
+                    None => name == table,
+                };
             } else if in_table
                 && t.split('=').next().map(|k| k.trim().trim_matches('"')) == Some(key)
             {

@@ -385,7 +385,17 @@ pub(crate) fn hooks_of(
         if let Some(k) = &h.kind
             && !trellis_core::ToolKind::ALL.iter().any(|x| x.as_str() == k)
         {
-            return Err(bad("kind", format!("{k:?} is not a tool kind")));
+            return Err(bad(
+                "kind",
+                format!(
+                    "{k:?} is not a tool kind (one of: {})",
+                    trellis_core::ToolKind::ALL
+                        .iter()
+                        .map(|x| x.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
         }
         if let Some(g) = &h.title {
             compile(g, GlobKind::Text).map_err(|e| bad("title", e))?;

@@ -135,6 +135,9 @@ pub fn start(
     for r in &requests {
         crate::agents::check(&r.agent, &config)?;
     }
+    crate::setup::hooks_of(&config.hooks, |table, key, why| {
+        config.invalid(table, key, why).into()
+    })?;
     if !args.exit_after_first_frame {
         use std::io::IsTerminal;
         if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {

@@ -153,3 +153,28 @@ fn a_hooks_reason_is_on_the_record() {
         .unwrap();
     assert_eq!(resolved["reason"], "no edits here", "{resolved}");
 }
+
+/// A mistake in a hook's entry names its line (the second `[[hooks]]` table's too), lists
+/// what would be right, and stops the run before anything is made for it.
+#[test]
+fn a_wrong_hook_entry_names_its_line_before_anything_is_made() {
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(home.path().join("config/trellis")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let config = home.path().join("config/trellis/config.toml");
+    std::fs::write(
+        &config,
+        "[[hooks]]\non = \"turn_ended\"\nrun = \"true\"\n\n[[hooks]]\non = \"turn_ended\"\nrun = \"true\"\nkind = \"edits\"\n",
+    )
+    .unwrap();
+    let o = demo_run(home.path(), &work, &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("config.toml:8: hooks[1].kind"),
+        "its line: {err}"
+    );
+    assert!(err.contains("one of: read, edit"), "the kinds: {err}");
+    assert!(!err.contains("demo workspace"), "nothing made first: {err}");
+}
