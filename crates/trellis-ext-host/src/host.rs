@@ -262,6 +262,9 @@ impl Host for HostCtx<'_> {
         {
             let mut d = self.slot.diag();
             let note = format!("{what}: {message}");
+            if d.state == crate::diag::ExtState::Ready {
+                d.state = crate::diag::ExtState::Degraded(note.clone());
+            }
             if !d.notes.contains(&note) {
                 d.notes.push(note);
             }

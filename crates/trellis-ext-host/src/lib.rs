@@ -326,6 +326,9 @@ impl ExtHost {
     pub fn dispatch(&self, ev: &Event) {
         if self.mirror_on {
             self.shared.mirror_mut().observe(ev);
+        } else {
+            // `host/session` says the same to every extension, whatever it reads.
+            self.shared.mirror_mut().observe_info(ev);
         }
         let bit = kind_bit(ev.body.kind());
         let call_bit = match &ev.body {

@@ -149,7 +149,9 @@ impl Mirror {
         }
     }
 
-    pub fn observe(&mut self, ev: &Event) {
+    /// What `host/session` says, kept from `ev` for every host — also one whose
+    /// extensions read no calls (the calls are not held then; only how many there are).
+    pub fn observe_info(&mut self, ev: &Event) {
         if ev.session.is_some() && self.info.id != ev.session {
             self.info.id.clone_from(&ev.session);
         }
@@ -169,7 +171,28 @@ impl Mirror {
                 self.info.turn_open = true;
             }
             EventBody::TurnEnded { .. } => self.info.turn_open = false,
+            EventBody::ToolCallCreated { .. } | EventBody::ToolCallUpdated { .. } => {
+                if let Some(p) = ev.position {
+                    self.seen = self.seen.max(p + 1);
+                    self.info.calls = self.seen;
+                }
+            }
+            EventBody::Usage { usage } => self.info.usage = Some(usage.clone()),
+            EventBody::ModeChanged { mode } => self.info.mode = Some(mode.clone()),
+            EventBody::TitleChanged { title } => self.info.title.clone_from(title),
+            _ => {}
+        }
+    }
+
+    pub fn observe(&mut self, ev: &Event) {
+        match &ev.body {
             EventBody::ToolCallCreated { call } | EventBody::ToolCallUpdated { call, .. } => {
+                if ev.session.is_some() && self.info.id != ev.session {
+                    self.info.id.clone_from(&ev.session);
+                }
+                if ev.hub_session.is_some() && self.info.hub_session != ev.hub_session {
+                    self.info.hub_session.clone_from(&ev.hub_session);
+                }
                 match ev.position {
                     Some(p) if self.deferred => {
                         self.dirty.push(p);
@@ -179,18 +202,16 @@ impl Mirror {
                     _ => self.put(call),
                 }
             }
-            EventBody::Usage { usage } => self.info.usage = Some(usage.clone()),
-            EventBody::ModeChanged { mode } => self.info.mode = Some(mode.clone()),
-            EventBody::TitleChanged { title } => self.info.title.clone_from(title),
             EventBody::CallState {
                 call_id,
                 extension,
                 value,
             } => {
+                self.observe_info(ev);
                 self.call_state
                     .insert((extension.clone(), call_id.clone()), value.clone());
             }
-            _ => {}
+            _ => self.observe_info(ev),
         }
     }
 }

@@ -178,3 +178,63 @@ fn a_wrong_hook_entry_names_its_line_before_anything_is_made() {
     assert!(err.contains("one of: read, edit"), "the kinds: {err}");
     assert!(!err.contains("demo workspace"), "nothing made first: {err}");
 }
+
+/// `trellis plugin test --replay` gives a plugin the recorded session's facts
+/// (`host.session()`: its directory, id, calls), whatever the plugin reads.
+#[test]
+fn a_replay_gives_the_recorded_sessions_facts() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let o = crate::plugins::trellis(
+        home.path(),
+        &work,
+        &[
+            "run",
+            "--agent",
+            "demo",
+            "--prompt",
+            "fix the TODO",
+            "--permission",
+            "allow-once",
+            "--cwd",
+            work.to_str().unwrap(),
+        ],
+    );
+    let log = stderr(&o)
+        .lines()
+        .find_map(|l| l.strip_prefix("trellis: session log: ").map(str::to_string))
+        .unwrap();
+    let pkg = home.path().join("sess");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("plugin.json"),
+        serde_json::json!({
+            "$schema": "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json",
+            "name": "sess",
+            "extensions": {"dev.trellis": {"command": ["python3", "./plugin.py"], "capabilities": ["ui"]}},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("plugin.py"),
+        "from trellis_plugin import Plugin\nplugin = Plugin()\n\n@plugin.design(\"sess\", label=\"Sess\", kind=\"read\")\ndef card(call, facts, width, host):\n    s = host.session()\n    return {\"call\": [[f\"cwd={s.get('cwd')} calls={s.get('calls')}\"]]}\n\nplugin.run()\n",
+    )
+    .unwrap();
+    let o = crate::plugins::trellis(
+        home.path(),
+        &work,
+        &["plugin", "test", pkg.to_str().unwrap(), "--replay", &log],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let work = std::fs::canonicalize(&work).unwrap();
+    assert!(
+        out.contains(&format!("cwd={}", work.display())),
+        "the recorded directory: {out}"
+    );
+    assert!(!out.contains("cwd=None"), "{out}");
+}
