@@ -42,6 +42,9 @@ pub struct DemoOptions {
     /// not make (asked for: `trellis agent demo --here`). Without it the demo writes only
     /// into a directory that is in no repository, or into a worktree Trellis made.
     pub here: bool,
+    /// After its own edit, the story also asks to create this path (relative to the
+    /// session's directory; see `crate::demo_edit`): a path policy tried offline.
+    pub edit: Option<PathBuf>,
 }
 
 impl Default for DemoOptions {
@@ -54,6 +57,7 @@ impl Default for DemoOptions {
             resume_session: false,
             login_file: None,
             here: false,
+            edit: None,
         }
     }
 }
@@ -363,6 +367,14 @@ impl Demo {
                 delay: self.opts.delay,
             }
             .run()?
+        } else if let Some(rest) = text.trim_start().strip_prefix("/edit") {
+            match crate::demo_edit::target(rest) {
+                Ok(rel) => self.edit_scene("edit-path", &rel)?,
+                Err(e) => {
+                    self.say("agent_message_chunk", &format!("/edit PATH: {e}"))?;
+                    "end_turn"
+                }
+            }
         } else if text.trim_start().starts_with("/elicit-url") {
             self.elicit(true)?
         } else if text.trim_start().starts_with("/elicit") {
@@ -539,6 +551,25 @@ impl Demo {
         Ok("end_turn")
     }
 
+    /// The edit of a chosen path (`crate::demo_edit`), as call `base`.
+    fn edit_scene(&mut self, base: &str, rel: &Path) -> Result<&'static str, PeerError> {
+        let cwd = self
+            .workspace
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let call_id = self.id(base);
+        crate::demo_edit::Scene {
+            peer: &mut self.peer,
+            session_id: &self.session_id,
+            call_id,
+            cwd: &cwd,
+            rel,
+            via_client: self.caps.write,
+        }
+        .run()
+    }
+
     fn pause(&mut self) -> bool {
         self.peer.cancelled(self.opts.delay)
     }
@@ -671,7 +702,8 @@ impl Demo {
             {"name": "explain", "description": "Explain the workspace"},
             {"name": "test", "description": "Run the tests", "input": {"hint": "filter"}},
             {"name": "compact", "description": "Compact the conversation"},
-            {"name": "plans", "description": "Keep several plans"}]}),
+            {"name": "plans", "description": "Keep several plans"},
+            {"name": "edit", "description": "Ask to create a file (try a path policy)", "input": {"hint": "PATH"}}]}),
         )?;
         self.say("agent_thought_chunk", "The user wants the TODO fixed. I should read the README, find the TODO, fix it, and run the tests.")?;
         self.plan(0)?;
@@ -760,6 +792,12 @@ impl Demo {
                 "agent_message_chunk",
                 "Understood, I left the file alone. I'll still run the tests.",
             )?;
+        }
+        if let Some(rel) = self.opts.edit.clone() {
+            step!();
+            if self.edit_scene("edit-2", &rel)? == "cancelled" {
+                return Ok("cancelled");
+            }
         }
         self.plan(3)?;
         step!();

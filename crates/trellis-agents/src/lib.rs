@@ -10,6 +10,7 @@
 
 pub mod demo;
 pub mod demo_anomaly;
+pub mod demo_edit;
 pub mod demo_elicit;
 pub mod demo_history;
 pub mod demo_login;

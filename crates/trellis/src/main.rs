@@ -221,6 +221,11 @@ enum AgentCmd {
         /// only where no repository is, or into a worktree Trellis made.
         #[arg(long)]
         here: bool,
+        /// After its own edit, also ask to create PATH (relative to the session's
+        /// directory): try a path policy (a rule, a hook, a plugin) offline. The prompt
+        /// `/edit PATH` does the same at any time.
+        #[arg(long, value_name = "PATH", value_parser = trellis_agents::demo_edit::target)]
+        edit: Option<PathBuf>,
     },
     /// Play the agent side of a recorded session (fixture or Trellis log).
     Replay { file: PathBuf },
@@ -483,6 +488,7 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
             login_file,
             login,
             here,
+            edit,
         } => {
             if let (true, Some(f)) = (login, &login_file) {
                 let ok = trellis_agents::demo_login::interactive(f)?;
@@ -500,6 +506,7 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
                 resume_session,
                 login_file,
                 here,
+                edit,
             };
             trellis_agents::demo::run(opts)?;
         }

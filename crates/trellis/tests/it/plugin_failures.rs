@@ -238,3 +238,93 @@ fn a_replay_gives_the_recorded_sessions_facts() {
     );
     assert!(!out.contains("cwd=None"), "{out}");
 }
+
+/// Item 15: a path policy tried offline — the demo agent asks to create a chosen path
+/// (`--edit PATH`, or the prompt `/edit PATH`), relative to the session's directory as a
+/// real agent's edit would be; it only ever creates, and goes through no link.
+#[test]
+fn the_demo_asks_to_edit_a_chosen_path() {
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    let outside = home.path().join("outside");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let hooks = home.path().join("hooks.toml");
+    std::fs::write(
+        &hooks,
+        "[[hooks]]\non = \"permission_requested\"\nkind = \"edit\"\npath = \"secrets/**\"\nrun = \"echo 'no edits under secrets/' >&2; exit 2\"\n",
+    )
+    .unwrap();
+    let run = |prompt: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--prompt",
+            prompt,
+            "--permission",
+            "allow-once",
+            "--cwd",
+            work.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        if !extra.contains(&"--agent") {
+            args.extend(["--agent", "demo"]);
+        }
+        let o = crate::plugins::trellis(home.path(), &work, &args);
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    let cfg = hooks.to_str().unwrap();
+
+    // The hook's policy holds, with its reason on the card.
+    let out = run("/edit secrets/key.txt", &["--config", cfg]);
+    assert!(
+        out.contains("Create secrets/key.txt")
+            && out.contains("rejected once by extension hooks: no edits under secrets/"),
+        "{out}"
+    );
+    assert!(!work.join("secrets").exists());
+
+    // The same from the story, asked with --edit.
+    let agent = format!(
+        "{} agent demo --delay-ms 0 --edit secrets/key.txt",
+        crate::faults::exe()
+    );
+    let out = run("go", &["--config", cfg, "--agent", &agent]);
+    assert!(
+        out.contains("rejected once by extension hooks: no edits under secrets/")
+            && out.contains("Edit src/lib.rs"),
+        "the story goes on around it: {out}"
+    );
+    assert!(!work.join("secrets").exists());
+
+    // Allowed elsewhere, it creates the file — once; never over one that is there.
+    let out = run("/edit notes/a.txt", &[]);
+    let made = work.join("notes/a.txt");
+    assert_eq!(
+        std::fs::read_to_string(&made).unwrap(),
+        "written by the Trellis demo agent (--edit)\n",
+        "{out}"
+    );
+    std::fs::write(&made, "mine\n").unwrap();
+    let out = run("/edit notes/a.txt", &[]);
+    assert!(out.contains("already there"), "{out}");
+    assert_eq!(std::fs::read_to_string(&made).unwrap(), "mine\n");
+
+    // Through a link, nothing is written.
+    std::os::unix::fs::symlink(&outside, work.join("link")).unwrap();
+    let out = run("/edit link/x.txt", &[]);
+    assert!(out.contains("not a directory"), "{out}");
+    assert!(!outside.join("x.txt").exists());
+
+    // A path outside the session's directory is refused before anything starts.
+    let o = crate::plugins::trellis(home.path(), &work, &["agent", "demo", "--edit", "../x"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a path below the session's directory"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
