@@ -462,8 +462,51 @@ fn timeout_fault_and_invalid_option_hand_the_request_on_and_never_approve() {
     }
 }
 
+/// Offers one card design, "One line", for execute calls.
+struct OneLine(&'static str);
+
+impl Extension for OneLine {
+    fn manifest(&self) -> Manifest {
+        manifest(self.0, &[Capability::Ui])
+    }
+    fn register(&mut self, _h: &mut dyn Host) -> Result<Registration, ExtError> {
+        Ok(Registration {
+            designs: vec![trellis_core::ext::DesignDecl {
+                id: "one".into(),
+                label: "One line".into(),
+                applies_to: trellis_core::ext::ToolMatch::Kind(
+                    trellis_core::tool_call::ToolKind::Execute,
+                ),
+            }],
+            ..Registration::default()
+        })
+    }
+}
+
 #[test]
-fn labels_that_break_the_rule_are_rejected_and_equal_ones_get_ordinals() {
+fn two_plugins_card_designs_of_one_label_say_whose_they_are() {
+    let (h, _rx) = host(
+        vec![Box::new(OneLine("cards-a")), Box::new(OneLine("cards-b"))],
+        HostOptions::default(),
+    );
+    let pages = h.ui.settings();
+    let cards = pages
+        .iter()
+        .find(|p| p.title == "Cards")
+        .expect("a Cards page");
+    let choices: Vec<&str> = cards.rows[0]
+        .choices
+        .iter()
+        .map(|(_, l)| l.as_str())
+        .collect();
+    assert_eq!(
+        choices,
+        vec!["native", "One line from cards-a", "One line from cards-b"]
+    );
+}
+
+#[test]
+fn labels_that_break_the_rule_are_rejected_and_equal_ones_are_told_apart() {
     let (h, _rx) = host(
         vec![
             Box::new(Recorder {
@@ -480,7 +523,11 @@ fn labels_that_break_the_rule_are_rejected_and_equal_ones_get_ordinals() {
         HostOptions::default(),
     );
     let titles: Vec<String> = h.ui.sections().into_iter().map(|s| s.title).collect();
-    assert_eq!(titles, vec!["stats", "Stats 2", "stats 3"]);
+    // Two extensions' equal titles name their owner; one's own get ordinals.
+    assert_eq!(
+        titles,
+        vec!["stats from a", "Stats from b", "stats 2 from b"]
+    );
     let st = h.status();
     let rej = &st.extensions[0].rejections;
     assert_eq!(rej.len(), 2);

@@ -1,7 +1,9 @@
 //! Contributed labels (settings rows, sidebar sections, card designs, commands): one to
 //! three plain words. A label that breaks the rule is rejected with the rule it broke —
-//! never rewritten. Equal labels get a deterministic ordinal: `stats`, `stats 2`, … in
-//! registration order. Ids are never shown.
+//! never rewritten. Equal labels from different extensions are told apart by their
+//! owner's name (`stats from git-stats`, `stats from timing`); one extension's equal labels
+//! get a deterministic ordinal (`stats`, `stats 2`, … in registration order). Ids are
+//! never shown.
 
 /// Why a label was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,6 +60,41 @@ pub fn with_ordinals<'a>(labels: impl IntoIterator<Item = &'a str>) -> Vec<Strin
         .collect()
 }
 
+/// Display names for `(label, owner)` pairs in registration order: a label that more than
+/// one owner uses says whose it is (`One line from cards-a`); an owner's own equal labels
+/// get ordinals ([`with_ordinals`]).
+pub fn with_owners<'a>(labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    use std::collections::{HashMap, HashSet};
+    let labels: Vec<(&str, &str)> = labels.into_iter().collect();
+    let key = |l: &str| {
+        l.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let mut owners: HashMap<String, HashSet<&str>> = HashMap::new();
+    for (l, o) in &labels {
+        owners.entry(key(l)).or_default().insert(o);
+    }
+    // Ordinals counted per owner, in registration order.
+    let mut seen: HashMap<(&str, String), usize> = HashMap::new();
+    labels
+        .iter()
+        .map(|(l, o)| {
+            let norm = l.split_whitespace().collect::<Vec<_>>().join(" ");
+            let k = key(l);
+            let n = seen.entry((o, k.clone())).or_insert(0);
+            *n += 1;
+            let name = if *n == 1 { norm } else { format!("{norm} {n}") };
+            if owners.get(&k).is_some_and(|s| s.len() > 1) {
+                format!("{name} from {o}")
+            } else {
+                name
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +132,26 @@ mod tests {
         assert_eq!(
             with_ordinals(["stats", "Stats", "cards", "stats", "  cards "]),
             vec!["stats", "Stats 2", "cards", "stats 3", "cards 2"]
+        );
+    }
+
+    #[test]
+    fn equal_labels_of_different_owners_name_them() {
+        assert_eq!(
+            with_owners([
+                ("One line", "cards-a"),
+                ("one  line", "cards-b"),
+                ("Compact", "cards-a"),
+                ("One line", "cards-b"),
+                ("Compact", "cards-a"),
+            ]),
+            vec![
+                "One line from cards-a",
+                "one line from cards-b",
+                "Compact",
+                "One line 2 from cards-b",
+                "Compact 2",
+            ]
         );
     }
 }

@@ -167,23 +167,27 @@ impl Ui {
         }
     }
 
-    /// Labels that collide get ordinals (`stats`, `stats 2`).
+    /// Labels that collide are told apart: by their extension's name when two use one
+    /// (`stats from git-stats`), by ordinals within one extension (`stats`, `stats 2`).
     pub(super) fn number_labels(&mut self, labels: &Labels) {
-        let titles = &labels.titles;
-        let design_labels = &labels.designs;
-        for (s, t) in self
-            .sections
-            .iter_mut()
-            .zip(with_ordinals(titles.iter().map(String::as_str)))
-        {
+        let owner = |slot: usize| self.slots[slot].name.as_str();
+        let titles = with_owners(
+            self.sections
+                .iter()
+                .zip(&labels.titles)
+                .map(|(s, t)| (t.as_str(), owner(s.slot))),
+        );
+        let designs = with_owners(
+            self.designs
+                .iter()
+                .zip(&labels.designs)
+                .map(|(d, l)| (l.as_str(), owner(d.slot))),
+        );
+        for (s, t) in self.sections.iter_mut().zip(titles) {
             s.title = t;
         }
-        for (s, t) in self
-            .designs
-            .iter_mut()
-            .zip(with_ordinals(design_labels.iter().map(String::as_str)))
-        {
-            s.label = t;
+        for (d, l) in self.designs.iter_mut().zip(designs) {
+            d.label = l;
         }
     }
 

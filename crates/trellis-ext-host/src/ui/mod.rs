@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 use trellis_core::ToolCall;
-use trellis_core::ext::labels::{validate, with_ordinals};
+use trellis_core::ext::labels::{validate, with_ordinals, with_owners};
 use trellis_core::ext::tool_name;
 use trellis_core::ext::{
     Capability, CardLines, SectionRow, StyledLine, StyledSpan, ToolMatch, UiAction,
