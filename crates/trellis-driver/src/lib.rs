@@ -80,6 +80,9 @@ pub enum Note {
     TerminalOutput { terminal_id: String },
     /// Something to tell the user (a warning from the connection, an extension's notice).
     Message(String),
+    /// An extension or hook failed (each kind once, or it was disabled): the front end
+    /// says it where the user looks, with where to see more.
+    Failure(String),
     /// An extension asks to show a call in the inspector.
     OpenInspector(String),
     /// An extension's contributions changed.
@@ -272,7 +275,7 @@ impl Driver {
     /// What the extensions said after the session stopped being pumped (a failure of a
     /// hook on the last events, one disabled): their notices, for a front end that is
     /// ending to say them still.
-    pub fn last_news(&mut self) -> Vec<String> {
+    pub fn last_news(&mut self) -> Vec<Note> {
         let mut out = Vec::new();
         let (Some(rx), Some(host)) = (self.ext_rx.as_mut(), self.host.as_mut()) else {
             return out;
@@ -280,8 +283,10 @@ impl Driver {
         let now = self.start.elapsed().as_secs_f64();
         while let Ok(msg) = rx.try_recv() {
             for o in host.on_msg(msg, now) {
-                if let trellis_ext_host::Out::Notice(text) = o {
-                    out.push(text);
+                match o {
+                    trellis_ext_host::Out::Notice(text) => out.push(Note::Message(text)),
+                    trellis_ext_host::Out::Failure(text) => out.push(Note::Failure(text)),
+                    _ => {}
                 }
             }
         }

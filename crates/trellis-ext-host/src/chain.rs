@@ -147,17 +147,17 @@ impl ExtHost {
                     self.reasons.insert(request_id.clone(), r);
                 }
                 match self
-                .arbiter
-                .respond(&request_id, &extension, &option_id, now)
-            {
-                Ok(step) => self.step(&request_id, step, now, &mut out),
-                Err(why) => {
-                    self.reasons.remove(&request_id);
-                    if let Some(slot) = self.slots.iter().find(|s| s.name == extension) {
-                        slot.failed("respond_permission", &why, &self.shared);
+                    .arbiter
+                    .respond(&request_id, &extension, &option_id, now)
+                {
+                    Ok(step) => self.step(&request_id, step, now, &mut out),
+                    Err(why) => {
+                        self.reasons.remove(&request_id);
+                        if let Some(slot) = self.slots.iter().find(|s| s.name == extension) {
+                            slot.failed("respond_permission", &why, &self.shared);
+                        }
                     }
                 }
-            }
             }
             HostMsg::Answer {
                 extension,
@@ -200,15 +200,15 @@ impl ExtHost {
                 extension,
                 what,
                 message,
-            } => out.push(Out::Notice(format!(
-                "extension {extension}: {what} failed: {message} (said once; later failures are counted in its status)"
+            } => out.push(Out::Failure(format!(
+                "extension {extension}: {what} failed: {message}"
             ))),
             HostMsg::Disabled { extension, reason } => {
                 // Its cards fall back to the native ones.
                 self.shared
                     .epoch
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                out.push(Out::Notice(format!(
+                out.push(Out::Failure(format!(
                     "extension {extension} disabled: {reason}"
                 )));
                 out.push(Out::Repaint);

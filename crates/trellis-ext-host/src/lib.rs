@@ -200,8 +200,12 @@ pub enum Out {
     Notify(String),
     OpenInspector(String),
     Repaint,
-    /// Something the user should know (a hand-on, a disabled extension).
+    /// Something the user should know (a hand-on).
     Notice(String),
+    /// An extension or hook failed — its first failure of a kind, or it was disabled: said
+    /// once where the user looks, and the front end says where to see more (the UI's
+    /// `/status`, a run's closing status).
+    Failure(String),
     /// An extension holding `drive` acts on the session (the front end records it with
     /// the extension as its origin).
     Drive {

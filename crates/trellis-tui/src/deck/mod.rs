@@ -457,7 +457,7 @@ impl Deck {
                     what,
                     message,
                 } => said.push(format!(
-                    "hub-wide plugin {extension}: {what} failed: {message} (said once; /status counts the rest)"
+                    "hub-wide plugin {extension}: {what} failed: {message} · /status shows more"
                 )),
                 _ => {}
             }

@@ -20,7 +20,7 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
         lock(&self.out).break_line();
         for note in notes.drain(..) {
             // (Its events are written: the output is the driver's observer.)
-            if let Note::Message(text) = note {
+            if let Some(text) = said(note) {
                 eprintln!("trellis: {}", safe(&text));
             }
         }
@@ -36,7 +36,7 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
             }
             // What they said meanwhile (a hook on the last events that failed) is said
             // too, before the diagnostics.
-            for text in driver.last_news() {
+            for text in driver.last_news().into_iter().filter_map(said) {
                 eprintln!("trellis: {}", safe(&text));
             }
             if let Some(host) = &driver.host {
@@ -129,4 +129,16 @@ fn last_message(session: &trellis_core::Session) -> Option<String> {
         Entry::Message(m) if m.role == Role::Agent => Some(m.text.clone()),
         _ => None,
     })
+}
+
+/// What a run says of `note` on stderr: a message as it is, a failure with where the rest
+/// is counted.
+pub(super) fn said(note: Note) -> Option<String> {
+    match note {
+        Note::Message(text) => Some(text),
+        Note::Failure(text) => Some(format!(
+            "{text} (said once; the closing status counts the rest)"
+        )),
+        _ => None,
+    }
 }

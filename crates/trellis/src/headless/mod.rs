@@ -319,7 +319,11 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             Note::Question { request_id } => self.question(&request_id, notes),
             Note::Dialog { request_id } => self.dialog(request_id, notes),
             Note::Ready if !self.settings.ready => self.send_settings(notes),
-            Note::Message(text) => self.say(&safe(&text)),
+            n @ (Note::Message(_) | Note::Failure(_)) => {
+                if let Some(text) = finish::said(n) {
+                    self.say(&safe(&text));
+                }
+            }
             Note::Ready
             | Note::Stderr(_)
             | Note::TerminalOutput { .. }

@@ -328,3 +328,44 @@ fn the_demo_asks_to_edit_a_chosen_path() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Item 4: in the UI a degraded extension is said on screen — the first failure of each
+/// kind, once, with where to see more — not only in `/status`.
+#[test]
+fn the_ui_says_a_failing_hook_on_screen_with_where_to_see_more() {
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let cfg = home.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        "[[hooks]]\non = \"tool_call_updated\"\nrun = \"nosuch-command-xyz\"\n",
+    )
+    .unwrap();
+    let Some(t) = crate::tui::Tmux::start_allowing(
+        &work,
+        &["--agent", "demo", "--config", cfg.to_str().unwrap()],
+        220,
+        32,
+    ) else {
+        return;
+    };
+    t.wait_for("›");
+    t.send(&["go", "Enter"]);
+    let s = t.wait("the failure on screen", |s| {
+        s.contains("/status shows more")
+    });
+    let line = s
+        .lines()
+        .find(|l| l.contains("/status shows more"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("extension hooks: hook 1 failed: exited 127") && line.contains("not found"),
+        "{line}"
+    );
+    // Said once: the story's later updates fail the same way and are only counted, and
+    // the key it names opens the page that counts them.
+    t.wait_for("Done: the TODO is fixed");
+    t.send(&["/status", "Enter"]);
+    t.wait_for("Status · extensions");
+}
