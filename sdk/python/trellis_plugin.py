@@ -19,27 +19,47 @@ are synchronous: they return the host's answer, or raise ``HostError`` (``.code`
 the JSON-RPC error code, e.g. ``NOT_GRANTED``). Write logs to stderr (``log()``), never
 to stdout: stdout carries the protocol, and a line on it that is not protocol gets the
 plugin disconnected. See docs/plugins.md and docs/plugin-protocol.md.
+
+Errors are reported where you look: a declaration used wrongly raises
+``PluginDefinitionError`` at start, naming your line (``plugin.py:7: …``) and the name
+meant; a handler that raises (a ``HostError`` too) is a failure in ``/status`` that names
+your innermost line and function (``plugin.py:12 in on_call``), never the SDK's.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import sys
 import traceback
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Deque, Dict, List, Optional, TypedDict, Union
+from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, TypedDict, Union
 
 __all__ = [
     "Plugin",
     "Host",
     "HostError",
+    "PluginDefinitionError",
     "log",
+    "data_dir",
+    "text_of",
+    "EVENT_TYPES",
+    "PROTOCOL_VERSION",
+    "METHOD_NOT_FOUND",
+    "INVALID_PARAMS",
     "NOT_GRANTED",
     "INVALID",
     "STORE",
-    "PROTOCOL_VERSION",
+    "Span",
+    "Line",
+    "Row",
+    "Facts",
+    "ToolCall",
+    "Event",
+    "Offer",
 ]
 
 PROTOCOL_VERSION = 1
@@ -69,13 +89,122 @@ if os.environ.get("TRELLIS_PLUGIN_PROTOCOL"):
 
 class PluginDefinitionError(Exception):
     """A decorator or declaration used wrongly: raised when the plugin starts, so the
-    mistake is seen at once (Trellis shows the plugin's stderr), never silently ignored."""
+    mistake is seen at once (Trellis shows the plugin's stderr), never silently ignored.
+    Its message is one line that starts at the author's line (``plugin.py:7: …``)."""
+
+
+_SDK_FILE = os.path.normcase(os.path.abspath(__file__))
+
+
+def _is_sdk(filename: str) -> bool:
+    return os.path.normcase(os.path.abspath(filename)) == _SDK_FILE
+
+
+def _author_line() -> str:
+    """``file.py:LINE`` of the innermost frame calling into this module from outside it."""
+    f = sys._getframe(1)
+    while f is not None and _is_sdk(f.f_code.co_filename):
+        f = f.f_back
+    return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}" if f is not None else "?"
+
+
+def _definition_error(text: str) -> PluginDefinitionError:
+    return PluginDefinitionError(f"{_author_line()}: {text}")
+
+
+def _distance(a: str, b: str) -> int:
+    """OSA edit distance (a swap of two letters counts one)."""
+    d = [[i] + [0] * len(b) for i in range(len(a) + 1)]
+    d[0] = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]
+
+
+def _nearest(word: Any, names: Iterable[str]) -> Optional[str]:
+    """The name ``word`` most likely misspells, if one is close (as close as a third of it)."""
+    if not isinstance(word, str):
+        return None
+    best, most = None, max(1, len(word) // 3)
+    for n in sorted(names):
+        d = _distance(word, n)
+        if d <= most:
+            best, most = n, d - 1
+    return best
+
+
+def _check_event_types(where: str, types: Iterable[Any]) -> None:
+    for t in types:
+        if isinstance(t, str) and t in EVENT_TYPES:
+            continue
+        meant = _nearest(t, EVENT_TYPES)
+        if meant:
+            raise _definition_error(f"{where}: {t!r} is not an event type; did you mean {meant!r}?")
+        known = ", ".join(repr(k) for k in sorted(EVENT_TYPES))
+        raise _definition_error(f"{where}: {t!r} is not an event type (the event types: {known})")
 
 
 def _handler(f: Any, where: str) -> Any:
     if not callable(f):
-        raise PluginDefinitionError(f"@plugin.{where} decorates a function, got {f!r} (no parentheses: @plugin.{where})")
+        raise _definition_error(f"@plugin.{where} decorates a function, got {f!r}")
     return f
+
+
+def _usage(sig: inspect.Signature) -> str:
+    parts = [p.name if p.default is p.empty else f"{p.name}={p.default!r}" for p in sig.parameters.values() if p.name != "self"]
+    return "(" + ", ".join(parts) + ")"
+
+
+def _checked(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Checks the arguments of a ``Plugin`` method before it runs, raising
+    ``PluginDefinitionError`` (never a bare ``TypeError``) that says what it takes.
+    ``kind``: ``"handler"`` (``@plugin.x`` on a function, no parentheses), ``"decorator"``
+    (``@plugin.x(…)``) or ``"call"`` (``plugin.x(…)``)."""
+
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        name = method.__name__
+        sig = inspect.signature(method)
+        params = [p for p in sig.parameters.values() if p.name != "self"]
+        at = "@plugin." if kind != "call" else "plugin."
+        if name == "__init__":
+            at, name = "", "Plugin"
+        usage = f"{at}{name}{_usage(sig)}"
+
+        @functools.wraps(method)
+        def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if kind == "handler":
+                if len(args) == 1 and not kwargs and callable(args[0]):
+                    return method(self, *args)
+                if len(args) == 1 and not kwargs:
+                    raise _definition_error(
+                        f"@plugin.{name} decorates a function, got {args[0]!r}: write @plugin.{name} without parentheses"
+                    )
+                raise _definition_error(f"@plugin.{name} takes no arguments: write @plugin.{name} without parentheses")
+            if kind == "decorator" and len(args) == 1 and not kwargs and callable(args[0]):
+                raise _definition_error(f"@plugin.{name} takes arguments: {usage}")
+            names = [p.name for p in params]
+            for k in kwargs:
+                if k not in names:
+                    meant = _nearest(k, names)
+                    hint = f"; did you mean {meant!r}?" if meant else f": {usage}"
+                    raise _definition_error(f"{at}{name} has no argument {k!r}{hint}")
+            if len(args) > len(params):
+                raise _definition_error(f"{at}{name} takes {len(params)} arguments, not {len(args)}: {usage}")
+            given = set(names[: len(args)]) | set(kwargs)
+            for p in params:
+                if p.default is p.empty and p.name not in given:
+                    raise _definition_error(f"{at}{name} needs {p.name}: {usage}")
+                if p.name in kwargs and p.name in names[: len(args)]:
+                    raise _definition_error(f"{at}{name} was given {p.name} twice: {usage}")
+            return method(self, *args, **kwargs)
+
+        return checked
+
+    return wrap
+
 
 # JSON-RPC error codes of the protocol.
 METHOD_NOT_FOUND = -32601
@@ -327,31 +456,37 @@ class _Registration:
     keys: List[Dict[str, Any]] = field(default_factory=list)
 
 
-Handler = Callable[..., Any]
+_Handler = Callable[..., Any]
 
 
 class Plugin:
     """A plugin: declare handlers with the decorators, then ``run()``."""
 
+    @_checked("call")
     def __init__(
         self,
         subscriptions: Optional[List[str]] = None,
         call_kinds: Optional[List[str]] = None,
         acp_payloads: bool = False,
     ) -> None:
+        if subscriptions is not None:
+            if isinstance(subscriptions, str) or not isinstance(subscriptions, (list, tuple)):
+                raise _definition_error(f"Plugin(subscriptions=...) is a list of event types, not {subscriptions!r}")
+            _check_event_types("Plugin(subscriptions=...)", subscriptions)
+            subscriptions = list(subscriptions)
         self._reg = _Registration(subscriptions, call_kinds, acp_payloads)
-        self._events: Dict[str, List[Handler]] = {}
-        self._designs: Dict[str, Handler] = {}
-        self._transforms: Dict[str, Handler] = {}
-        self._commands: Dict[str, Handler] = {}
-        self._keys: Dict[str, Handler] = {}
-        self._settings: Dict[str, Handler] = {}
-        self._clicks: Dict[str, Handler] = {}
-        self._permission: Optional[Handler] = None
-        self._question: Optional[Handler] = None
-        self._idle: List[Handler] = []
-        self._start: List[Handler] = []
-        self._visibility: List[Handler] = []
+        self._events: Dict[str, List[_Handler]] = {}
+        self._designs: Dict[str, _Handler] = {}
+        self._transforms: Dict[str, _Handler] = {}
+        self._commands: Dict[str, _Handler] = {}
+        self._keys: Dict[str, _Handler] = {}
+        self._settings: Dict[str, _Handler] = {}
+        self._clicks: Dict[str, _Handler] = {}
+        self._permission: Optional[_Handler] = None
+        self._question: Optional[_Handler] = None
+        self._idle: List[_Handler] = []
+        self._start: List[_Handler] = []
+        self._visibility: List[_Handler] = []
         self.granted: List[str] = []
         self.options: Any = None
         self.name = ""
@@ -359,62 +494,64 @@ class Plugin:
         self.host: Optional[Host] = None
 
     # ---- declarations ----
+    # Each checks its arguments (`_checked`): a mistake is a PluginDefinitionError at start
+    # that names the author's line, never a bare TypeError or a handler that never runs.
 
     def on(self, *event_types: Any) -> Any:
-        """``@plugin.on("tool_call_updated")``: ``f(event, host)``. ``@plugin.on`` or
-        ``@plugin.on()``: every event. A type that is not an event type is an error at start."""
+        """``@plugin.on("tool_call_updated")``: ``f(event, host)``; several types, or a list
+        of them, at once. ``@plugin.on`` or ``@plugin.on()``: every event. A type that is not
+        an event type is an error at start."""
         if len(event_types) == 1 and callable(event_types[0]):
             # `@plugin.on` without parentheses: every event.
             f = event_types[0]
             self._events.setdefault("*", []).append(f)
             return f
+        types: List[Any] = []
         for t in event_types:
-            if not isinstance(t, str) or t not in EVENT_TYPES:
-                known = ", ".join(sorted(EVENT_TYPES))
-                raise PluginDefinitionError(f"@plugin.on({t!r}): not an event type (one of: {known})")
+            types.extend(t if isinstance(t, (list, tuple, set, frozenset)) else [t])
+        _check_event_types("@plugin.on", types)
 
-        def deco(f: Handler) -> Handler:
+        def deco(f: _Handler) -> _Handler:
             _handler(f, "on(...)")
-            for t in event_types or ("*",):
+            for t in types or ["*"]:
                 self._events.setdefault(t, []).append(f)
             return f
 
         return deco
 
-    def on_start(self, f: Handler) -> Handler:
+    @_checked("handler")
+    def on_start(self, f: _Handler) -> _Handler:
         """``f(host)`` once the connection is set up (after ``initialize``)."""
-        _handler(f, "on_start")
         self._start.append(f)
         return f
 
-    def on_idle(self, f: Handler) -> Handler:
+    @_checked("handler")
+    def on_idle(self, f: _Handler) -> _Handler:
         """``f(host)`` when Trellis has no more events for now: push what changed."""
-        _handler(f, "on_idle")
         self._idle.append(f)
         return f
 
-    def on_permission(self, f: Handler) -> Handler:
+    @_checked("handler")
+    def on_permission(self, f: _Handler) -> _Handler:
         """``f(offer, host) -> bool``: True claims the request (then answer it with
         ``host.respond_permission``), False passes it on. Needs `intercept-permissions`."""
-        _handler(f, "on_permission")
         self._permission = f
         return f
 
-    def on_question(self, f: Handler) -> Handler:
+    @_checked("handler")
+    def on_question(self, f: _Handler) -> _Handler:
         """``f(offer, host) -> bool``: a question of the agent's (``offer["question"]``: its
         ``request_id``, ``mode``, a form's ``fields`` or a link). True claims it (then answer
         it with ``host.respond_question``), False passes it on. Needs `answer-questions`."""
-        _handler(f, "on_question")
         self._question = f
         return f
 
-    def section(self, id: str, title: str, max_rows: int = 10, collapsed: bool = False) -> Callable[[Handler], Handler]:
+    @_checked("decorator")
+    def section(self, id: str, title: str, max_rows: int = 10, collapsed: bool = False) -> Callable[[_Handler], _Handler]:
         """A sidebar section; the decorated ``f(row_id, host)`` runs when a clickable row
         is clicked. Push its rows with ``host.set_section``."""
-        if callable(id):
-            raise PluginDefinitionError("@plugin.section takes arguments: @plugin.section(...)")
 
-        def deco(f: Handler) -> Handler:
+        def deco(f: _Handler) -> _Handler:
             _handler(f, "section(...)")
             self._reg.sections.append({"id": id, "title": title, "max_rows": max_rows, "collapsed": collapsed})
             self._clicks[id] = f
@@ -422,24 +559,28 @@ class Plugin:
 
         return deco
 
+    @_checked("call")
     def add_section(self, id: str, title: str, max_rows: int = 10, collapsed: bool = False) -> None:
         """A sidebar section without a click handler."""
         self._reg.sections.append({"id": id, "title": title, "max_rows": max_rows, "collapsed": collapsed})
 
-    def on_visibility(self, f: Handler) -> Handler:
+    @_checked("handler")
+    def on_visibility(self, f: _Handler) -> _Handler:
         """``f(section_id, shown, host)`` when one of its sections is shown or hidden."""
-        _handler(f, "on_visibility")
         self._visibility.append(f)
         return f
 
-    def design(self, id: str, label: str, kind: Optional[str] = None, name: Optional[str] = None) -> Callable[[Handler], Handler]:
+    @_checked("decorator")
+    def design(self, id: str, label: str, kind: Optional[str] = None, name: Optional[str] = None) -> Callable[[_Handler], _Handler]:
         """A card design for calls of a kind (or an agent's tool name): ``f(call, facts,
         width, host) -> {"call": [line…], "result": [line…]}``."""
-        if callable(id):
-            raise PluginDefinitionError("@plugin.design takes arguments: @plugin.design(...)")
+        if not kind and not name:
+            raise _definition_error(
+                f"@plugin.design({id!r}, ...) applies to nothing: give kind= (a tool kind, e.g. 'execute') or name= (an agent's tool name)"
+            )
         applies = {"kind": kind} if kind else {"name": name}
 
-        def deco(f: Handler) -> Handler:
+        def deco(f: _Handler) -> _Handler:
             _handler(f, "design(...)")
             self._reg.designs.append({"id": id, "label": label, "applies_to": applies})
             self._designs[id] = f
@@ -447,12 +588,11 @@ class Plugin:
 
         return deco
 
-    def transform(self, id: str, label: str) -> Callable[[Handler], Handler]:
+    @_checked("decorator")
+    def transform(self, id: str, label: str) -> Callable[[_Handler], _Handler]:
         """A per-call display transform: ``f(call, text, host) -> str | None``."""
-        if callable(id):
-            raise PluginDefinitionError("@plugin.transform takes arguments: @plugin.transform(...)")
 
-        def deco(f: Handler) -> Handler:
+        def deco(f: _Handler) -> _Handler:
             _handler(f, "transform(...)")
             self._reg.transforms.append({"id": id, "label": label})
             self._transforms[id] = f
@@ -460,20 +600,21 @@ class Plugin:
 
         return deco
 
+    @_checked("call")
     def rewrite(self, id: str, label: str, rewrites: List[Dict[str, str]]) -> None:
         """A declarative transform: ``[{"pattern": regex, "replace": text}]`` run by Trellis."""
         self._reg.transforms.append({"id": id, "label": label, "rewrites": rewrites})
 
+    @_checked("call")
     def status_item(self, id: str, label: str) -> None:
         """A status-bar item; set it with ``host.set_status_item``."""
         self._reg.status_items.append({"id": id, "label": label})
 
-    def command(self, name: str, description: str) -> Callable[[Handler], Handler]:
+    @_checked("decorator")
+    def command(self, name: str, description: str) -> Callable[[_Handler], _Handler]:
         """``/name args`` at the prompt: ``f(args, host)``."""
-        if callable(name):
-            raise PluginDefinitionError("@plugin.command takes arguments: @plugin.command(...)")
 
-        def deco(f: Handler) -> Handler:
+        def deco(f: _Handler) -> _Handler:
             _handler(f, "command(...)")
             self._reg.commands.append({"name": name, "description": description})
             self._commands[name] = f
@@ -481,12 +622,11 @@ class Plugin:
 
         return deco
 
-    def key(self, id: str, keys: str, label: str) -> Callable[[Handler], Handler]:
+    @_checked("decorator")
+    def key(self, id: str, keys: str, label: str) -> Callable[[_Handler], _Handler]:
         """A key in the transcript: ``f(host)``."""
-        if callable(id):
-            raise PluginDefinitionError("@plugin.key takes arguments: @plugin.key(...)")
 
-        def deco(f: Handler) -> Handler:
+        def deco(f: _Handler) -> _Handler:
             _handler(f, "key(...)")
             self._reg.keys.append({"id": id, "keys": keys, "label": label})
             self._keys[id] = f
@@ -494,13 +634,12 @@ class Plugin:
 
         return deco
 
-    def setting(self, row: str) -> Callable[[Handler], Handler]:
+    @_checked("decorator")
+    def setting(self, row: str) -> Callable[[_Handler], _Handler]:
         """``f(choice, host)`` when the user applies a choice of settings row ``row``
         (rows are pushed with ``host.set_settings``)."""
-        if callable(row):
-            raise PluginDefinitionError("@plugin.setting takes arguments: @plugin.setting(...)")
 
-        def deco(f: Handler) -> Handler:
+        def deco(f: _Handler) -> _Handler:
             _handler(f, "setting(...)")
             self._settings[row] = f
             return f
@@ -581,10 +720,15 @@ class Plugin:
             elif rid is not None:
                 self._reply(rid, error={"code": METHOD_NOT_FOUND, "message": f"unknown method {method}"})
         except Exception as e:  # the handler failed: Trellis records it, the plugin goes on
+            # Where it was raised: the author's innermost frame, not the SDK's (a
+            # HostError is raised in here, answering the author's call).
+            tb = traceback.TracebackException.from_exception(e)
+            frames = [f for f in tb.stack if not _is_sdk(f.filename)] or list(tb.stack)
+            tb.stack = traceback.StackSummary.from_list(frames)
             log(f"{method}: {e!r}")
-            traceback.print_exc(file=sys.stderr)
+            sys.stderr.write("".join(tb.format()))
+            sys.stderr.flush()
             where = ""
-            frames = traceback.extract_tb(e.__traceback__)
             if frames:
                 last = frames[-1]
                 where = f" ({os.path.basename(last.filename)}:{last.lineno} in {last.name})"

@@ -150,6 +150,14 @@ export class HostError extends Error {
   data: unknown;
 }
 
+/** A registration used wrongly (an event type that is not one, a handler that is not a
+ * function…): thrown when the plugin starts, its message one line that starts at your line
+ * (`plugin.mjs:7: …`) and names the name meant. */
+export class PluginDefinitionError extends Error {}
+
+/** The event types of `docs/events.md`. */
+export const EVENT_TYPES: readonly string[];
+
 export function log(...parts: unknown[]): void;
 export function textOf(call: ToolCall): string;
 

@@ -335,3 +335,47 @@ fn the_python_types_are_the_protocol_schemas() {
         same_fields(py, def, &fields(py), &["acp"], &[]);
     }
 }
+
+/// The names a JavaScript module exports as values (`export const|function|class NAME`).
+fn value_exports(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|rest| {
+            let rest = rest.trim_start_matches("declare ");
+            let (kind, name) = rest.split_once(' ')?;
+            ["const", "function", "class"].contains(&kind).then(|| {
+                name.chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect()
+            })
+        })
+        .collect()
+}
+
+/// What the TypeScript SDK exports is what its types declare, and every one is in the
+/// docs' reference (the types' names are checked by the test above).
+#[test]
+fn the_typescript_sdks_exports_are_its_declared_ones() {
+    let code = std::fs::read_to_string(repo().join("sdk/typescript/trellis-plugin.mjs")).unwrap();
+    let types =
+        std::fs::read_to_string(repo().join("sdk/typescript/trellis-plugin.d.mts")).unwrap();
+    let (js, ts) = (value_exports(&code), value_exports(&types));
+    assert!(
+        js.contains("PluginDefinitionError") && js.contains("EVENT_TYPES"),
+        "{js:?}"
+    );
+    assert_eq!(
+        js, ts,
+        "trellis-plugin.mjs exports ≠ trellis-plugin.d.mts declares"
+    );
+    let doc = std::fs::read_to_string(repo().join("docs/plugins.md")).unwrap();
+    let reference = &doc[doc
+        .find("### Reference: every name of the TypeScript SDK")
+        .unwrap()..];
+    for n in &js {
+        assert!(
+            reference.contains(&format!("`{n}")),
+            "{n} is missing from the TypeScript SDK's reference in docs/plugins.md"
+        );
+    }
+}
