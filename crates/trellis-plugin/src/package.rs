@@ -21,8 +21,11 @@
 //! Rules from the specification: the manifest schema is closed — an unknown top-level
 //! field or a non-object `extensions` is reported and ignored, every other violation
 //! rejects the package; `$schema` selects local rules and is never fetched; skills are
-//! ignored by Trellis. The content hash covers every file of the package (paths, modes,
-//! bytes; links by their target), so any change to what would run is seen.
+//! ignored by Trellis. An unknown key (top level or in Trellis's part) is named with the
+//! key it likely misspells ([`Package::unknown_keys`]): `trellis plugin validate` refuses
+//! it, the rest of Trellis says it and goes on (a newer Trellis's key is no reason not to
+//! run). The content hash covers every file of the package (paths, modes, bytes; links by
+//! their target), so any change to what would run is seen.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -94,6 +97,9 @@ pub struct Package {
     pub trellis: Option<TrellisPart>,
     /// Non-fatal problems: reported, the package still loads.
     pub warnings: Vec<String>,
+    /// The keys no Trellis knows, each said with the key it likely misspells (also among
+    /// `warnings`): errors for `trellis plugin validate`.
+    pub unknown_keys: Vec<String>,
 }
 
 impl Package {
@@ -125,9 +131,10 @@ impl Package {
             return Err("plugin.json must hold a JSON object".into());
         };
         let mut warnings = Vec::new();
+        let mut unknown_keys = Vec::new();
         for k in o.keys() {
             if !FIELDS.contains(&k.as_str()) {
-                warnings.push(format!("unknown top-level field {k:?} ignored"));
+                unknown_keys.push(unknown_key(k, "at the top level", FIELDS));
             }
         }
         let schema = o
@@ -192,11 +199,12 @@ impl Package {
                     }
                 }
                 if let Some(part) = ext.get(NAMESPACE) {
-                    trellis = Some(trellis_part(part, &mut warnings)?);
+                    trellis = Some(trellis_part(part, &mut unknown_keys)?);
                 }
             }
             Some(_) => warnings.push("\"extensions\" is not an object: ignored".into()),
         }
+        warnings.extend(unknown_keys.iter().map(|k| format!("{k} (ignored)")));
         Ok(Package {
             root,
             spec_version,
@@ -206,6 +214,7 @@ impl Package {
             description,
             trellis,
             warnings,
+            unknown_keys,
         })
     }
 
@@ -231,13 +240,75 @@ impl Package {
 /// reads, answers and contributions could only belong to one session.
 const HUB_CAPABILITIES: [Capability; 2] = [Capability::Observe, Capability::Store];
 
-fn trellis_part(v: &Value, warnings: &mut Vec<String>) -> Result<TrellisPart, String> {
+/// The keys of Trellis's part.
+const PART_FIELDS: &[&str] = &["command", "api", "capabilities", "ui_only", "scope"];
+
+/// `unknown key "capabilites" in extensions["dev.trellis"]; did you mean "capabilities"?`
+fn unknown_key(key: &str, place: &str, known: &[&str]) -> String {
+    match nearest(key, known.iter().copied()) {
+        Some(meant) => format!("unknown key {key:?} {place}; did you mean {meant:?}?"),
+        None => format!(
+            "unknown key {key:?} {place} (the keys: {})",
+            known.join(", ")
+        ),
+    }
+}
+
+/// The name `word` most likely misspells, if one is close (within a third of its length
+/// in edits, a swap of two letters counting one).
+pub fn nearest<'a>(word: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut most = (word.chars().count() / 3).max(1);
+    let mut best = None;
+    let mut names: Vec<&str> = names.into_iter().collect();
+    names.sort_unstable();
+    for n in names {
+        let d = distance(word, n);
+        if d <= most {
+            best = Some(n);
+            most = d.saturating_sub(1);
+            if d == 0 {
+                break;
+            }
+        }
+    }
+    best
+}
+
+/// Optimal-string-alignment edit distance.
+fn distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+fn trellis_part(v: &Value, unknown_keys: &mut Vec<String>) -> Result<TrellisPart, String> {
     let Value::Object(o) = v else {
         return Err(format!("\"extensions\".{NAMESPACE:?} must be an object"));
     };
     for k in o.keys() {
-        if !["command", "api", "capabilities", "ui_only", "scope"].contains(&k.as_str()) {
-            warnings.push(format!("{NAMESPACE}: unknown field {k:?} ignored"));
+        if !PART_FIELDS.contains(&k.as_str()) {
+            unknown_keys.push(unknown_key(
+                k,
+                &format!("in extensions[{NAMESPACE:?}]"),
+                PART_FIELDS,
+            ));
         }
     }
     let command: Vec<String> = match o.get("command") {
@@ -321,6 +392,90 @@ fn trellis_part(v: &Value, warnings: &mut Vec<String>) -> Result<TrellisPart, St
     })
 }
 
+/// Programs that run a script named by an argument (`python3 ./plugin.py`).
+fn interpreter(program: &str) -> bool {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let python = name
+        .strip_prefix("python")
+        .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'));
+    python
+        || [
+            "node", "nodejs", "bun", "deno", "sh", "bash", "dash", "zsh", "ruby", "perl",
+        ]
+        .contains(&name)
+}
+
+/// An interpreter's options whose value is code or a module to run, not a script.
+const CODE_FLAGS: &[&str] = &["-c", "-m", "-e", "-p", "--eval", "--print"];
+
+/// The extensions of scripts: an argument ending with one names a file to run.
+const SCRIPT_EXTENSIONS: &[&str] = &[
+    ".py", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".sh", ".bash",
+];
+
+impl TrellisPart {
+    /// The arguments of its command that name a script it runs, which must be a file of
+    /// the package: an interpreter's first argument that is a path (`./plugin.py`,
+    /// `bin/run`, `plugin.py`), and any argument that looks like the path of a script
+    /// (ending `.py`, `.js`, `.mjs`, `.ts`, `.sh`…). Options, code (`-c`, `-e`) and URLs
+    /// are not.
+    pub fn scripts(&self) -> Vec<&str> {
+        let Some((program, args)) = self.command.split_first() else {
+            return Vec::new();
+        };
+        let mut want_script = interpreter(program);
+        let mut skip = false;
+        let mut out = Vec::new();
+        for a in args {
+            if std::mem::take(&mut skip) {
+                continue;
+            }
+            if want_script && CODE_FLAGS.contains(&a.as_str()) {
+                want_script = false;
+                skip = true;
+                continue;
+            }
+            let pathlike = !a.is_empty()
+                && !a.starts_with('-')
+                && !a.contains("://")
+                && !a.chars().any(|c| c.is_whitespace() || c.is_control());
+            if !pathlike {
+                continue;
+            }
+            let script = SCRIPT_EXTENSIONS.iter().any(|e| a.ends_with(e));
+            if script || (want_script && (a.contains('/') || a.starts_with('.'))) {
+                out.push(a.as_str());
+                want_script = false;
+            }
+        }
+        out
+    }
+}
+
+/// Where `script` (an argument of the command, relative to the package directory, where
+/// the process starts) is: a regular file of the package, not a link out of it.
+pub fn check_script(root: &Path, script: &str) -> Result<PathBuf, String> {
+    let root = root
+        .canonicalize()
+        .map_err(|e| format!("the package directory: {e}"))?;
+    let path = root.join(script);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Err(format!("{script}: no such file in the package"));
+    }
+    let resolved = path
+        .canonicalize()
+        .map_err(|e| format!("{script}: {e} (a link to nothing?)"))?;
+    if !resolved.starts_with(&root) {
+        return Err(format!(
+            "{script} is outside the package (a plugin runs only its own files)"
+        ));
+    }
+    if !resolved.is_file() {
+        return Err(format!("{script} is not a regular file"));
+    }
+    Ok(resolved)
+}
+
 /// Every file under `root` (relative path → (executable, bytes or link target)),
 /// bounded by [`MAX_FILES`] and [`MAX_BYTES`]. `.git` is left out.
 pub fn files(root: &Path) -> Result<BTreeMap<String, (bool, Vec<u8>)>, String> {
@@ -402,6 +557,11 @@ mod tests {
         .unwrap();
         assert_eq!(p.name, "shell.cards");
         assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+        assert!(
+            p.warnings[0].contains("\"futureField\""),
+            "{:?}",
+            p.warnings
+        );
         let t = p.trellis.unwrap();
         assert_eq!(t.api, vec![1]);
         assert_eq!(t.capabilities, vec![Capability::Observe, Capability::Ui]);
@@ -457,6 +617,94 @@ mod tests {
         assert!(e.contains("observe and store, not ui"), "{e}");
         let e = part(json!({"command": ["sh"], "scope": "galaxy"})).unwrap_err();
         assert!(e.contains("\"session\"") && e.contains("\"hub\""), "{e}");
+    }
+
+    /// An unknown key is named with the key it likely misspells — `validate` refuses it
+    /// (`unknown_keys`), everything else says it and goes on (`warnings`).
+    #[test]
+    fn an_unknown_key_is_named_with_the_key_meant() {
+        let p = parse(json!({"$schema": S, "name": "x", "descripton": "d", "futureField": 1,
+            "extensions": {"dev.trellis": {"command": ["sh"], "capabilites": ["ui"], "ui_onyl": true}}}))
+        .unwrap();
+        assert_eq!(
+            p.unknown_keys,
+            [
+                "unknown key \"descripton\" at the top level; did you mean \"description\"?",
+                "unknown key \"futureField\" at the top level (the keys: $schema, name, displayName, icon, version, description, author, homepage, repository, license, keywords, extensions)",
+                "unknown key \"capabilites\" in extensions[\"dev.trellis\"]; did you mean \"capabilities\"?",
+                "unknown key \"ui_onyl\" in extensions[\"dev.trellis\"]; did you mean \"ui_only\"?",
+            ]
+        );
+        assert_eq!(p.warnings.len(), 4, "{:?}", p.warnings);
+        assert!(p.warnings[2].contains("capabilites") && p.warnings[2].ends_with("(ignored)"));
+        assert_eq!(
+            nearest(
+                "tool_call_udpated",
+                ["tool_call_updated", "tool_call_created"]
+            ),
+            Some("tool_call_updated")
+        );
+        assert_eq!(nearest("zzz", ["command", "api"]), None);
+    }
+
+    fn part(command: &[&str]) -> TrellisPart {
+        TrellisPart {
+            command: command.iter().map(|s| s.to_string()).collect(),
+            api: vec![1],
+            capabilities: vec![],
+            ui_only: false,
+            hub: false,
+        }
+    }
+
+    /// The scripts a command runs: an interpreter's first path, and anything that looks like
+    /// a script; never options, code or URLs.
+    #[test]
+    fn a_commands_scripts_are_its_interpreters_path_and_anything_like_a_script() {
+        for (command, scripts) in [
+            (&["python3", "./plugin.py"][..], &["./plugin.py"][..]),
+            (&["python3", "-u", "plugin.py"], &["plugin.py"]),
+            (&["python3.12", "-W", "ignore", "bin/run"], &["bin/run"]),
+            (&["python3", "-m", "my.plugin"], &[]),
+            (&["python3", "-c", "import x; x.run('/a.py')"], &[]),
+            (&["sh", "-c", "exec ./x"], &[]),
+            (&["node", "./plugin.mjs", "--flag"], &["./plugin.mjs"]),
+            (
+                &["deno", "run", "--allow-read=/tmp", "./plugin.ts"],
+                &["./plugin.ts"],
+            ),
+            (&["deno", "run", "https://example.com/p.ts"], &[]),
+            (&["bash", "./run"], &["./run"]),
+            (&["uv", "run", "./plugin.py", "data.json"], &["./plugin.py"]),
+            (&["./bin/plugin"], &[]),
+            (&["my-plugin", "serve"], &[]),
+        ] {
+            assert_eq!(part(command).scripts(), scripts, "{command:?}");
+        }
+    }
+
+    #[test]
+    fn a_script_must_be_a_regular_file_of_the_package() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("p");
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::write(root.join("plugin.py"), "").unwrap();
+        std::fs::write(d.path().join("outside.py"), "").unwrap();
+        std::os::unix::fs::symlink("../outside.py", root.join("escape.py")).unwrap();
+        std::os::unix::fs::symlink("plugin.py", root.join("inside.py")).unwrap();
+        assert!(check_script(&root, "./plugin.py").is_ok());
+        assert!(check_script(&root, "inside.py").is_ok());
+        let e = check_script(&root, "./missing.py").unwrap_err();
+        assert_eq!(e, "./missing.py: no such file in the package");
+        let e = check_script(&root, "./escape.py").unwrap_err();
+        assert!(e.starts_with("./escape.py is outside the package"), "{e}");
+        let e = check_script(&root, "../outside.py").unwrap_err();
+        assert!(e.starts_with("../outside.py is outside the package"), "{e}");
+        let e = check_script(&root, "./lib").unwrap_err();
+        assert_eq!(e, "./lib is not a regular file");
+        let abs = d.path().join("outside.py");
+        let e = check_script(&root, abs.to_str().unwrap()).unwrap_err();
+        assert!(e.contains("is outside the package"), "{e}");
     }
 
     #[test]

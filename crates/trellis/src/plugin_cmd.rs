@@ -126,6 +126,14 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
+    // A key no Trellis knows is a mistake here (`"capabilites"` would leave the plugin
+    // asking for nothing), said with the key meant; elsewhere it is said and ignored.
+    if !p.unknown_keys.is_empty() {
+        for k in &p.unknown_keys {
+            println!("✗ plugin.json: {}", safe(k));
+        }
+        return Ok(ExitCode::from(1));
+    }
     println!(
         "✓ plugin.json: {} {} (Agent Plugins {})",
         p.name, p.version, p.spec_version
@@ -230,7 +238,9 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Where the plugin's command is: a file of the package (`./…`) or a program on `PATH`.
+/// Where the plugin's command is: a file of the package (`./…`) or a program on `PATH`;
+/// and the script it runs (`python3 ./plugin.py`) is a file of the package: a command
+/// that cannot start is refused here, not at every session's start.
 fn command_of(p: &Package, t: &trellis_plugin::package::TrellisPart) -> Result<PathBuf, String> {
     let prog = t.command.first().map(String::as_str).unwrap_or("");
     let found = match trellis_plugin::process::program(&p.root, prog) {
@@ -238,7 +248,11 @@ fn command_of(p: &Package, t: &trellis_plugin::package::TrellisPart) -> Result<P
         Ok(pb) => which(&pb),
         Err(e) => return Err(e),
     };
-    found.ok_or_else(|| format!("{prog} not found"))
+    let found = found.ok_or_else(|| format!("{prog} not found"))?;
+    for script in t.scripts() {
+        trellis_plugin::package::check_script(&p.root, script)?;
+    }
+    Ok(found)
 }
 
 /// The package's warnings (an unknown key, a part ignored), said before it is used.
@@ -663,4 +677,60 @@ fn new(name: &str, lang: &str) -> anyhow::Result<ExitCode> {
         println!("\n! the plugin did not start here; see tests/snapshot.txt");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCHEMA: &str = "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json";
+
+    /// A package in a temporary directory: `plugin.json` with Trellis's part `part`.
+    fn package(part: &str, files: &[&str]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("plugin.json"),
+            format!(
+                r#"{{"$schema": "{SCHEMA}", "name": "p", "extensions": {{"dev.trellis": {part}}}}}"#
+            ),
+        )
+        .unwrap();
+        for f in files {
+            std::fs::write(d.path().join(f), "").unwrap();
+        }
+        d
+    }
+
+    /// `validate`, `install` and `enable` refuse a command whose script is not in the
+    /// package, and say which script.
+    #[test]
+    fn a_command_whose_script_is_missing_is_refused_naming_it() {
+        let d = package(r#"{"command": ["sh", "./missing.sh"]}"#, &["plugin.sh"]);
+        let p = Package::load(d.path()).unwrap();
+        let e = command_of(&p, p.trellis.as_ref().unwrap()).unwrap_err();
+        assert_eq!(e, "./missing.sh: no such file in the package");
+        // (`install` and `enable` refuse what `command_of` refuses.)
+        assert_eq!(validate(d.path()).unwrap(), ExitCode::from(1));
+        let d = package(r#"{"command": ["sh", "./plugin.sh"]}"#, &["plugin.sh"]);
+        let p = Package::load(d.path()).unwrap();
+        assert!(command_of(&p, p.trellis.as_ref().unwrap()).is_ok());
+    }
+
+    /// `validate` refuses a key no Trellis knows, with the key meant, instead of passing a
+    /// plugin that asks for nothing.
+    #[test]
+    fn validate_refuses_an_unknown_key() {
+        let d = package(
+            r#"{"command": ["sh", "./plugin.sh"], "capabilites": ["ui"]}"#,
+            &["plugin.sh"],
+        );
+        assert_eq!(validate(d.path()).unwrap(), ExitCode::from(1));
+        let p = Package::load(d.path()).unwrap();
+        assert_eq!(
+            p.unknown_keys,
+            [
+                "unknown key \"capabilites\" in extensions[\"dev.trellis\"]; did you mean \"capabilities\"?"
+            ]
+        );
+    }
 }
