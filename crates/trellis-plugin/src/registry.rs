@@ -350,17 +350,47 @@ fn stale_build(root: &std::path::Path, command: &[String]) -> Result<(), String>
                     .is_ok_and(|d| d > std::time::Duration::from_secs(2))
             {
                 return Err(format!(
-                    "{rel} is older than {}: build it first (`npm run build`, or `npx tsc -p {}`)",
+                    "{rel} is older than {}: build it first: `{}`",
                     source
                         .file_name()
                         .map(|f| f.to_string_lossy().into_owned())
                         .unwrap_or_default(),
-                    root.display()
+                    build_command(root)
                 ));
             }
         }
     }
     Ok(())
+}
+
+/// The command that builds the TypeScript plugin in `root`, from anywhere: its
+/// `package.json`'s `build` script when it has one (a scaffold's compiles with the
+/// TypeScript it pins, with or without `npm install`), else the compiler with its
+/// `tsconfig.json` (named by its package: `npx` given only `tsc` fetches an unrelated
+/// package of that name).
+pub fn build_command(root: &Path) -> String {
+    let script = std::fs::read_to_string(root.join("package.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v["scripts"]["build"].is_string());
+    let dir = shell_word(&root.to_string_lossy());
+    if script {
+        format!("npm run build --prefix {dir}")
+    } else {
+        format!("npx --yes --package typescript tsc -p {dir}")
+    }
+}
+
+/// `s` as one word of a POSIX shell.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// The spec to run `package` with.
@@ -424,6 +454,46 @@ pub fn short(hash: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stale build names the one command that builds it, which works from a fresh
+    /// scaffold: its `npm run build` (never `npx tsc`, which fetches another package).
+    #[test]
+    fn a_stale_build_says_the_command_that_builds_it() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("my plugin");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("plugin.mts"), "").unwrap();
+        std::fs::write(root.join("plugin.mjs"), "").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::options()
+            .append(true)
+            .open(root.join("plugin.mjs"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let command = ["node".to_string(), "./plugin.mjs".to_string()];
+        let quoted = format!("'{}'", root.display());
+        let e = stale_build(&root, &command).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "plugin.mjs is older than plugin.mts: build it first: `npx --yes --package typescript tsc -p {quoted}`"
+            )
+        );
+        std::fs::write(
+            root.join("package.json"),
+            r#"{"scripts": {"build": "anything"}}"#,
+        )
+        .unwrap();
+        let e = stale_build(&root, &command).unwrap_err();
+        assert!(
+            e.ends_with(&format!(
+                "build it first: `npm run build --prefix {quoted}`"
+            )),
+            "{e}"
+        );
+        assert!(!e.contains("npx"), "{e}");
+    }
 
     #[test]
     fn state_files_round_trip_and_bad_ones_are_set_aside() {

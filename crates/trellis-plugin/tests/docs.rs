@@ -379,3 +379,39 @@ fn the_typescript_sdks_exports_are_its_declared_ones() {
         );
     }
 }
+
+/// One command builds a TypeScript plugin, and everything says the same one: the
+/// scaffold's `package.json` runs the compiler it pins (no `npm install` needed), its
+/// source's comment, docs/plugins.md and the stale-build error say `npm run build`; none
+/// says `npx tsc` (an unrelated package) or another way.
+#[test]
+fn one_command_builds_a_typescript_plugin_and_everything_says_it() {
+    let scaffold = std::fs::read_to_string(repo().join("crates/trellis/src/scaffold.rs")).unwrap();
+    assert!(
+        scaffold.contains(r#""build": "npx --yes --package typescript@{TYPESCRIPT} tsc -p .""#),
+        "the scaffold's build script"
+    );
+    for f in [
+        "crates/trellis/templates/typescript/plugin.mts",
+        "crates/trellis/templates/typescript/plugin.mjs",
+    ] {
+        let t = std::fs::read_to_string(repo().join(f)).unwrap();
+        assert!(t.contains("build it: `npm run build`"), "{f}");
+    }
+    let docs = std::fs::read_to_string(repo().join("docs/plugins.md")).unwrap();
+    // (the message itself is checked by the registry's own test)
+    let registry =
+        std::fs::read_to_string(repo().join("crates/trellis-plugin/src/registry.rs")).unwrap();
+    let start = registry.find("pub fn build_command").unwrap();
+    let registry = registry[start..start + registry[start..].find("\n}\n").unwrap()].to_string();
+    for (name, text) in [
+        ("docs/plugins.md", &docs),
+        ("the stale-build error", &registry),
+        ("the scaffold", &scaffold),
+    ] {
+        assert!(text.contains("npm run build"), "{name}");
+        for other in ["npx tsc", "npx -p typescript", "npm install` once"] {
+            assert!(!text.contains(other), "{name} says {other}");
+        }
+    }
+}

@@ -165,8 +165,13 @@ serde_json = "={json}"
     ]
 }
 
-/// The TypeScript package's npm manifest: its compiler pinned (`npm install` once, then
-/// `npm run build` offline).
+/// The TypeScript a new package pins.
+const TYPESCRIPT: &str = "5.6.3";
+
+/// The TypeScript package's npm manifest. `npm run build` is the one command that builds
+/// it (the scaffold's comment, the stale-build error and docs/plugins.md say it): it works
+/// from a fresh package — the pinned compiler is the one `npm install` put in
+/// `node_modules/`, or else fetched into npm's cache once — and offline after that.
 fn ts_package(name: &str) -> String {
     format!(
         r#"{{
@@ -174,8 +179,8 @@ fn ts_package(name: &str) -> String {
   "version": "0.1.0",
   "private": true,
   "type": "module",
-  "scripts": {{ "build": "tsc -p ." }},
-  "devDependencies": {{ "typescript": "5.6.3" }}
+  "scripts": {{ "build": "npx --yes --package typescript@{TYPESCRIPT} tsc -p ." }},
+  "devDependencies": {{ "typescript": "{TYPESCRIPT}" }}
 }}
 "#
     )

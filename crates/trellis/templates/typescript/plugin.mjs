@@ -1,5 +1,5 @@
 // A Trellis plugin: a card design for shell commands and a sidebar section of failures.
-// Edit this file, then compile it: `npx -p typescript tsc -p .` (writes plugin.mjs).
+// Edit this file, then build it: `npm run build` (writes plugin.mjs).
 import { Plugin } from "./lib/trellis-plugin.mjs";
 const plugin = new Plugin({ subscriptions: ["tool_call_updated"], callKinds: ["execute"] });
 const failed = new Map();
