@@ -399,6 +399,7 @@ fn one_command_builds_a_typescript_plugin_and_everything_says_it() {
         assert!(t.contains("build it: `npm run build`"), "{f}");
     }
     let docs = std::fs::read_to_string(repo().join("docs/plugins.md")).unwrap();
+    let readme = std::fs::read_to_string(repo().join("sdk/typescript/README.md")).unwrap();
     // (the message itself is checked by the registry's own test)
     let registry =
         std::fs::read_to_string(repo().join("crates/trellis-plugin/src/registry.rs")).unwrap();
@@ -406,12 +407,39 @@ fn one_command_builds_a_typescript_plugin_and_everything_says_it() {
     let registry = registry[start..start + registry[start..].find("\n}\n").unwrap()].to_string();
     for (name, text) in [
         ("docs/plugins.md", &docs),
+        ("sdk/typescript/README.md", &readme),
         ("the stale-build error", &registry),
         ("the scaffold", &scaffold),
     ] {
         assert!(text.contains("npm run build"), "{name}");
         for other in ["npx tsc", "npx -p typescript", "npm install` once"] {
             assert!(!text.contains(other), "{name} says {other}");
+        }
+    }
+}
+
+/// Each SDK has a README that says what it is, shows the docs' own first example, says how
+/// errors are reported, and points at docs/plugins.md.
+#[test]
+fn each_sdk_has_a_readme_consistent_with_the_docs() {
+    let docs = std::fs::read_to_string(repo().join("docs/plugins.md")).unwrap();
+    let block = |lang: &str| -> String {
+        let start = docs.find(&format!("```{lang}\n")).unwrap() + lang.len() + 4;
+        docs[start..start + docs[start..].find("```").unwrap()].to_string()
+    };
+    for (dir, lang) in [("python", "python"), ("typescript", "ts")] {
+        let readme = std::fs::read_to_string(repo().join("sdk").join(dir).join("README.md"))
+            .unwrap_or_else(|e| panic!("sdk/{dir}/README.md: {e}"));
+        assert!(readme.contains("docs/plugins.md"), "sdk/{dir}/README.md");
+        assert!(
+            readme.contains(&block(lang)),
+            "sdk/{dir}/README.md does not show the docs' first {lang} example"
+        );
+        for word in ["PluginDefinitionError", "HostError", "/status"] {
+            assert!(
+                readme.contains(word),
+                "sdk/{dir}/README.md says nothing of {word}"
+            );
         }
     }
 }
