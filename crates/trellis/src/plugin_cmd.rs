@@ -685,8 +685,12 @@ mod tests {
 
     const SCHEMA: &str = "https://agent-plugins.org/schemas/1.1.0/plugin.schema.json";
 
-    /// A package in a temporary directory: `plugin.json` with Trellis's part `part`.
-    fn package(part: &str, files: &[&str]) -> tempfile::TempDir {
+    /// A plugin on the Python SDK that starts and answers `initialize`.
+    const PLUGIN_PY: &str = "from trellis_plugin import Plugin\nPlugin().run()\n";
+
+    /// A package in a temporary directory: `plugin.json` with Trellis's part `part`, and
+    /// `plugin.py`.
+    fn package(part: &str) -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(
             d.path().join("plugin.json"),
@@ -695,37 +699,35 @@ mod tests {
             ),
         )
         .unwrap();
-        for f in files {
-            std::fs::write(d.path().join(f), "").unwrap();
-        }
+        std::fs::write(d.path().join("plugin.py"), PLUGIN_PY).unwrap();
         d
     }
 
     /// `validate`, `install` and `enable` refuse a command whose script is not in the
-    /// package, and say which script.
+    /// package (they all ask `command_of`), and say which script.
     #[test]
     fn a_command_whose_script_is_missing_is_refused_naming_it() {
-        let d = package(r#"{"command": ["sh", "./missing.sh"]}"#, &["plugin.sh"]);
+        let d = package(r#"{"command": ["python3", "./missing.py"]}"#);
         let p = Package::load(d.path()).unwrap();
         let e = command_of(&p, p.trellis.as_ref().unwrap()).unwrap_err();
-        assert_eq!(e, "./missing.sh: no such file in the package");
-        // (`install` and `enable` refuse what `command_of` refuses.)
+        assert_eq!(e, "./missing.py: no such file in the package");
         assert_eq!(validate(d.path()).unwrap(), ExitCode::from(1));
-        let d = package(r#"{"command": ["sh", "./plugin.sh"]}"#, &["plugin.sh"]);
+        let d = package(r#"{"command": ["python3", "./plugin.py"]}"#);
         let p = Package::load(d.path()).unwrap();
         assert!(command_of(&p, p.trellis.as_ref().unwrap()).is_ok());
     }
 
     /// `validate` refuses a key no Trellis knows, with the key meant, instead of passing a
-    /// plugin that asks for nothing.
+    /// plugin that asks for nothing; the same plugin spelled right passes.
     #[test]
     fn validate_refuses_an_unknown_key() {
-        let d = package(
-            r#"{"command": ["sh", "./plugin.sh"], "capabilites": ["ui"]}"#,
-            &["plugin.sh"],
-        );
-        assert_eq!(validate(d.path()).unwrap(), ExitCode::from(1));
-        let p = Package::load(d.path()).unwrap();
+        let good =
+            package(r#"{"command": ["python3", "./plugin.py"], "capabilities": ["observe"]}"#);
+        assert_eq!(validate(good.path()).unwrap(), ExitCode::SUCCESS);
+        let typo =
+            package(r#"{"command": ["python3", "./plugin.py"], "capabilites": ["observe"]}"#);
+        assert_eq!(validate(typo.path()).unwrap(), ExitCode::from(1));
+        let p = Package::load(typo.path()).unwrap();
         assert_eq!(
             p.unknown_keys,
             [
