@@ -236,6 +236,9 @@ pub struct ExtHost {
     /// Some extension reads session state (observe, call-state, or a claimant that is
     /// offered calls): keep the mirror.
     mirror_on: bool,
+    /// A hub's host of hub-wide plugins: it reads no one session, so `host/session`
+    /// says none.
+    hub_wide: bool,
     permission_timeout: f64,
     pub ui: Arc<Ui>,
 }
@@ -305,6 +308,7 @@ impl ExtHost {
             });
         let host = ExtHost {
             mirror_on,
+            hub_wide: opts.hub_wide,
             outbox,
             slots,
             shared,
@@ -330,7 +334,7 @@ impl ExtHost {
     pub fn dispatch(&self, ev: &Event) {
         if self.mirror_on {
             self.shared.mirror_mut().observe(ev);
-        } else {
+        } else if !self.hub_wide {
             // `host/session` says the same to every extension, whatever it reads.
             self.shared.mirror_mut().observe_info(ev);
         }

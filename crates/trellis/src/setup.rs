@@ -370,12 +370,16 @@ pub(crate) fn hooks_of(
         let table = format!("hooks[{i}]");
         let bad = |key: &str, why: String| invalid(&table, key, why);
         if !trellis_core::event::EVENT_KINDS.contains(&h.on.as_str()) {
+            let kinds = trellis_core::event::EVENT_KINDS;
+            let meant = trellis_plugin::package::nearest(&h.on, kinds.iter().copied())
+                .map(|m| format!("; did you mean {m:?}?"))
+                .unwrap_or_default();
             return Err(bad(
                 "on",
                 format!(
-                    "{:?} is not an event type (docs/events.md: {})",
+                    "{:?} is not an event type{meant} (docs/events.md: {})",
                     h.on,
-                    trellis_core::event::EVENT_KINDS.join(", ")
+                    kinds.join(", ")
                 ),
             ));
         }

@@ -177,6 +177,20 @@ fn a_wrong_hook_entry_names_its_line_before_anything_is_made() {
     );
     assert!(err.contains("one of: read, edit"), "the kinds: {err}");
     assert!(!err.contains("demo workspace"), "nothing made first: {err}");
+
+    // A misspelled event says the one meant.
+    std::fs::write(
+        &config,
+        "[[hooks]]\non = \"turn_ended\"\nrun = \"true\"\n\n[[hooks]]\non = \"tool_call_udpated\"\nrun = \"true\"\n",
+    )
+    .unwrap();
+    let o = demo_run(home.path(), &work, &[]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("config.toml:6: hooks[1].on")
+            && err.contains("did you mean \"tool_call_updated\"?"),
+        "{err}"
+    );
 }
 
 /// `trellis plugin test --replay` gives a plugin the recorded session's facts
