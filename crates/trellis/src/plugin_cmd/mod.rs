@@ -13,6 +13,9 @@ use trellis_plugin::registry::{Enabled, Locked, Registry, Scope, short};
 
 use crate::output::safe;
 
+mod author;
+use author::{new, test};
+
 #[derive(Subcommand)]
 pub enum PluginCmd {
     /// Create a plugin package in ./NAME with a passing replay test.
@@ -571,112 +574,6 @@ fn npm_fetch(spec: &str) -> anyhow::Result<tempfile::TempDir> {
         bail!("cannot unpack {tgz}");
     }
     Ok(tmp)
-}
-
-fn test(
-    path: &Path,
-    replay: &Path,
-    snapshot: Option<&Path>,
-    update: bool,
-) -> anyhow::Result<ExitCode> {
-    let data = tempfile::tempdir()?;
-    let outcome = crate::plugin_test::run(path, replay, data.path())?;
-    // What the plugin said on stderr (a traceback, its log lines), beside the snapshot.
-    if !outcome.stderr.is_empty() {
-        eprintln!("plugin stderr:");
-        for l in &outcome.stderr {
-            eprintln!("  {}", crate::output::safe(l));
-        }
-    }
-    match snapshot {
-        None => {
-            print!("{}", outcome.snapshot);
-            Ok(if outcome.failed {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
-        Some(file) if update => {
-            std::fs::write(file, &outcome.snapshot)
-                .with_context(|| format!("cannot write {}", file.display()))?;
-            println!("wrote {}", file.display());
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(file) => {
-            let want = std::fs::read_to_string(file).with_context(|| {
-                format!("cannot read {} (create it with --update)", file.display())
-            })?;
-            if want == outcome.snapshot {
-                println!("✓ {} matches {}", path.display(), file.display());
-                Ok(ExitCode::SUCCESS)
-            } else {
-                println!("✗ {} differs from {}:", path.display(), file.display());
-                let diff = similar_lines(&want, &outcome.snapshot);
-                print!("{}", safe(&diff));
-                Ok(ExitCode::from(1))
-            }
-        }
-    }
-}
-
-/// A line diff (`-` expected, `+` got).
-fn similar_lines(want: &str, got: &str) -> String {
-    let a: Vec<&str> = want.lines().collect();
-    let b: Vec<&str> = got.lines().collect();
-    let (pre, suf) = trellis_core::diff::common_ends(&a, &b);
-    let mut out = String::new();
-    for l in &a[pre..a.len() - suf] {
-        out.push_str(&format!("- {l}\n"));
-    }
-    for l in &b[pre..b.len() - suf] {
-        out.push_str(&format!("+ {l}\n"));
-    }
-    out
-}
-
-fn new(name: &str, lang: &str) -> anyhow::Result<ExitCode> {
-    if !trellis_core::ext::name_ok(name) {
-        bail!("{name:?}: a plugin name is 1-64 lowercase letters, digits, '-' or '.'");
-    }
-    let dir = PathBuf::from(name);
-    if dir.exists() {
-        bail!("{} exists already", dir.display());
-    }
-    let files = crate::scaffold::files(name, lang)?;
-    for (rel, text) in &files {
-        let path = dir.join(rel);
-        if let Some(d) = path.parent() {
-            std::fs::create_dir_all(d)?;
-        }
-        std::fs::write(path, text)?;
-    }
-    println!("Created {}/ ({lang}):", dir.display());
-    for (rel, _) in &files {
-        println!("  {rel}");
-    }
-    let test_line = format!(
-        "trellis plugin test {name} --replay {name}/tests/session.jsonl --snapshot {name}/tests/snapshot.txt"
-    );
-    if matches!(lang, "rust" | "rs") {
-        // A Rust plugin runs once built; its snapshot is recorded then.
-        println!("\nBuild it:  (cd {name} && cargo build --release)");
-        println!("Record its replay test:  {test_line} --update");
-        println!("Then test it with:       {test_line}");
-        return Ok(ExitCode::SUCCESS);
-    }
-    // The scaffold's replay test passes from the start.
-    let snap = dir.join("tests/snapshot.txt");
-    let data = tempfile::tempdir()?;
-    let outcome = crate::plugin_test::run(&dir, &dir.join("tests/session.jsonl"), data.path())?;
-    std::fs::write(&snap, &outcome.snapshot)?;
-    println!("  tests/snapshot.txt");
-    println!("\nTry it:   trellis plugin try {name}");
-    println!("Test it:  {test_line}");
-    if outcome.failed {
-        println!("\n! the plugin did not start here; see tests/snapshot.txt");
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

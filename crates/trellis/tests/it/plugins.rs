@@ -241,8 +241,12 @@ fn the_scaffold_passes_its_replay_test_and_a_change_is_caught() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let t = text(&o);
     assert!(
-        t.contains("-   $ cargo test  exit 0  2.7s")
-            && t.contains("+   % cargo test  exit 0  2.7s"),
+        t.contains("-  $ cargo test  exit 0  2.7s\n+  % cargo test  exit 0  2.7s"),
+        "a unified diff: {t}"
+    );
+    assert!(t.contains("\n@@ -"), "with its hunk: {t}");
+    assert!(
+        t.contains("accept it: trellis plugin test my-plugin --replay my-plugin/tests/session.jsonl --snapshot my-plugin/tests/snapshot.txt --update"),
         "{t}"
     );
 }
