@@ -371,8 +371,13 @@ class Host:
         self.call("ui/set_transform", {"id": transform, "rewrites": rewrites})
 
     # Permissions, store, driving the session
-    def respond_permission(self, request_id: str, option_id: str) -> None:
-        self.call("permission/respond", {"request_id": request_id, "option_id": option_id})
+    def respond_permission(self, request_id: str, option_id: str, reason: Optional[str] = None) -> None:
+        """Answers a request this plugin claimed with one of its options; ``reason`` (why,
+        in your words) goes on the record, the call's card and the inspector."""
+        p: Dict[str, Any] = {"request_id": request_id, "option_id": option_id}
+        if reason:
+            p["reason"] = reason
+        self.call("permission/respond", p)
 
     def respond_question(self, request_id: str, action: str, content: Optional[Dict[str, Any]] = None) -> None:
         """Answers a question this plugin claimed: ``accept`` (with a form's values),

@@ -263,7 +263,11 @@ export class Host {
   setStatusItem(id, line) { return this.call("ui/set_status_item", { id, line }); }
   setSettings(rows) { return this.call("ui/set_settings", { rows }); }
   setTransform(id, rewrites) { return this.call("ui/set_transform", { id, rewrites }); }
-  respondPermission(requestId, optionId) { return this.call("permission/respond", { request_id: requestId, option_id: optionId }); }
+  respondPermission(requestId, optionId, reason) {
+    const p = { request_id: requestId, option_id: optionId };
+    if (reason) p.reason = reason;
+    return this.call("permission/respond", p);
+  }
   /** Answers a claimed question: "accept" (with a form's values), "decline" or "cancel". */
   respondQuestion(requestId, action, content = undefined) {
     const p = { request_id: requestId, action };

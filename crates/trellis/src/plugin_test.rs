@@ -455,10 +455,15 @@ fn describe(out: &mut String, t: f64, o: &Out, session: &Session) {
         Out::Decide {
             request_id,
             option_id,
+            reason,
             ..
         } => format!(
-            "permission {request_id} ({}): claimed, answered {option_id}",
-            request_title(request_id)
+            "permission {request_id} ({}): claimed, answered {option_id}{}",
+            request_title(request_id),
+            reason
+                .as_deref()
+                .map(|r| format!(" because: {r}"))
+                .unwrap_or_default()
         ),
         Out::Dialog { request_id } => format!(
             "permission {request_id} ({}): not claimed (to the dialog)",

@@ -14,26 +14,28 @@ CHAINING = ("&&", "||", ";", "|", "`", "$(", ">", "<")
 
 
 def allowed(command):
+    """The allowlist pattern `command` matches, or None."""
     patterns = (plugin.options or {}).get("allow", DEFAULT)
     if any(op in command for op in CHAINING):
-        return False  # `cargo test && rm -rf ~` is not `cargo test`
+        return None  # `cargo test && rm -rf ~` is not `cargo test`
     try:
         words = " ".join(shlex.split(command))
     except ValueError:
-        return False
-    return any(fnmatch.fnmatchcase(words, p) for p in patterns)
+        return None
+    return next((p for p in patterns if fnmatch.fnmatchcase(words, p)), None)
 
 
 @plugin.on_permission
 def decide(offer, host):
     command = offer["facts"]["command"]
-    if offer["call"].get("kind") != "execute" or not command or not allowed(command):
+    pattern = allowed(command) if offer["call"].get("kind") == "execute" and command else None
+    if pattern is None:
         return False
     option = next((o for o in offer["options"] if o["kind"] == "allow_once"), None)
     if option is None:
         return False
     log(f"allowing {command!r}")
-    host.respond_permission(offer["request_id"], option["optionId"])
+    host.respond_permission(offer["request_id"], option["optionId"], f"on the allowlist: {pattern}")
     return True
 
 

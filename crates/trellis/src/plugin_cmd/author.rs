@@ -19,9 +19,13 @@ pub(super) fn test(
     let outcome = crate::plugin_test::run(path, replay, data.path())?;
     // What the plugin said on stderr (a traceback, its log lines), beside the snapshot.
     if !outcome.stderr.is_empty() {
-        eprintln!("plugin stderr:");
-        for l in &outcome.stderr {
-            eprintln!("  {}", crate::output::safe(l));
+        // Its first line is the status's own heading (`stderr: N lines …; last K:`).
+        for (i, l) in outcome.stderr.iter().enumerate() {
+            let l = safe(l);
+            match i {
+                0 => eprintln!("plugin {}", l.trim_start()),
+                _ => eprintln!("  {l}"),
+            }
         }
     }
     match snapshot {

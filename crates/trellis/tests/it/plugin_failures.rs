@@ -383,3 +383,58 @@ fn the_ui_says_a_failing_hook_on_screen_with_where_to_see_more() {
     t.send(&["/status", "Enter"]);
     t.wait_for("Status · extensions");
 }
+
+/// Item 9, for plugins: the reason a plugin gives with its answer (the SDK's
+/// `respond_permission(..., reason)`) is on the call's card and in the session log.
+#[test]
+fn a_plugins_reason_for_its_answer_is_on_the_record() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let pkg = home.path().join("reviewer");
+    python_package(
+        &pkg,
+        "reviewer",
+        "session",
+        "from trellis_plugin import Plugin\nplugin = Plugin(subscriptions=[])\n\n@plugin.on_permission\ndef decide(offer, host):\n    if offer[\"call\"].get(\"kind\") != \"edit\":\n        return False\n    no = next(o for o in offer[\"options\"] if o[\"kind\"] == \"reject_once\")\n    host.respond_permission(offer[\"request_id\"], no[\"optionId\"], \"edits wait for review\")\n    return True\n\nplugin.run()\n",
+    );
+    let manifest = std::fs::read_to_string(pkg.join("plugin.json"))
+        .unwrap()
+        .replace("[\"observe\"]", "[\"intercept-permissions\"]");
+    std::fs::write(pkg.join("plugin.json"), manifest).unwrap();
+    let log = home.path().join("session.jsonl");
+    let o = crate::plugins::trellis(
+        home.path(),
+        &work,
+        &[
+            "run",
+            "--agent",
+            "demo",
+            "--prompt",
+            "go",
+            "--permission",
+            "allow-once",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+            "--plugin",
+            pkg.to_str().unwrap(),
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("Edit src/lib.rs")
+            && out.contains("rejected once by extension reviewer: edits wait for review"),
+        "{out}{}",
+        stderr(&o)
+    );
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains("\"reason\":\"edits wait for review\""),
+        "{log}"
+    );
+}

@@ -180,7 +180,9 @@ export class Host {
   setStatusItem(id: string, line: Line | null): Promise<null>;
   setSettings(rows: SettingsRow[]): Promise<null>;
   setTransform(id: string, rewrites: Rewrite[]): Promise<null>;
-  respondPermission(requestId: string, optionId: string): Promise<null>;
+  /** Answers a request this plugin claimed; `reason` (why, in your words) goes on the
+   *  record, the call's card and the inspector. */
+  respondPermission(requestId: string, optionId: string, reason?: string): Promise<null>;
   respondQuestion(requestId: string, action: "accept" | "decline" | "cancel", content?: Record<string, unknown>): Promise<null>;
   storeGet(key: string): Promise<unknown>;
   storePut(key: string, value: unknown): Promise<null>;
