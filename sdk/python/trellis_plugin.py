@@ -96,6 +96,19 @@ class PluginDefinitionError(Exception):
 _SDK_FILE = os.path.normcase(os.path.abspath(__file__))
 
 
+def _excepthook(kind, error, tb, _before=sys.excepthook):
+    # A declaration mistake left unhandled ends the plugin with its one line — which
+    # starts at the author's line — not with a traceback through the SDK's frames.
+    if isinstance(error, PluginDefinitionError):
+        sys.stderr.write(f"PluginDefinitionError: {error}\n")
+        sys.stderr.flush()
+    else:
+        _before(kind, error, tb)
+
+
+sys.excepthook = _excepthook
+
+
 def _is_sdk(filename: str) -> bool:
     return os.path.normcase(os.path.abspath(filename)) == _SDK_FILE
 

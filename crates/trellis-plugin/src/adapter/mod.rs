@@ -24,6 +24,7 @@ use trellis_core::ext::{
     Registration, UiAction, Waker,
 };
 
+mod said;
 mod supervise;
 mod wire;
 
@@ -189,19 +190,13 @@ impl Extension for PluginExt {
                 std::thread::sleep(Duration::from_millis(5));
             }
             // And it is said with the failure, where the author looks (not only in
-            // `/status`): the last lines of its stderr — a traceback's end names the error
-            // and, just above it, the author's line.
+            // `/status`), first: the error its stderr ends with, at the author's line.
             if let Err(ExtError::Fatal(why)) = &r {
                 let s = lock(&self.stderr);
-                let last: Vec<&str> = s
-                    .lines
-                    .iter()
-                    .map(|l| l.trim())
-                    .filter(|l| !l.is_empty())
-                    .collect();
-                if !last.is_empty() {
-                    let tail = last[last.len().saturating_sub(3)..].join(" ⏎ ");
-                    r = Err(ExtError::Fatal(format!("{why}; its stderr ends: {tail}")));
+                let lines: Vec<String> = s.lines.iter().cloned().collect();
+                drop(s);
+                if let Some(said) = said::start_error(&lines) {
+                    r = Err(ExtError::Fatal(format!("{said}; {why}")));
                 }
             }
         }

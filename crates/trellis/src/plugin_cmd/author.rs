@@ -37,8 +37,28 @@ pub(super) fn test(
                 ExitCode::SUCCESS
             })
         }
+        // A snapshot of a plugin that was disabled would pass from then on: not taken.
+        Some(file) if update && outcome.failed => {
+            println!(
+                "✗ {} was disabled in the replay (why: its stderr above, and `trellis plugin test {}` without --snapshot); {} is left as it was",
+                safe(&path.display().to_string()),
+                safe(&path.display().to_string()),
+                safe(&file.display().to_string())
+            );
+            Ok(ExitCode::from(1))
+        }
         Some(file) if update => {
-            std::fs::write(file, &outcome.snapshot)
+            // Whole or not at all (a new file beside it, renamed over it).
+            let dir = file
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let mut tmp = tempfile::NamedTempFile::new_in(dir)
+                .with_context(|| format!("cannot write beside {}", file.display()))?;
+            std::io::Write::write_all(&mut tmp, outcome.snapshot.as_bytes())
+                .and_then(|()| tmp.as_file().sync_all())
+                .with_context(|| format!("cannot write {}", file.display()))?;
+            tmp.persist(file)
                 .with_context(|| format!("cannot write {}", file.display()))?;
             println!("wrote {}", file.display());
             Ok(ExitCode::SUCCESS)
@@ -53,12 +73,18 @@ pub(super) fn test(
             } else {
                 println!("✗ {} differs from {}:", path.display(), file.display());
                 print!("{}", safe(&snapshot_diff(file, &want, &outcome.snapshot)));
-                println!(
-                    "If the change is what you meant, accept it: trellis plugin test {} --replay {} --snapshot {} --update",
-                    safe(&path.display().to_string()),
-                    safe(&replay.display().to_string()),
-                    safe(&file.display().to_string())
-                );
+                if outcome.failed {
+                    println!(
+                        "The plugin was disabled in the replay: fix it first (its stderr is above)."
+                    );
+                } else {
+                    println!(
+                        "If the change is what you meant, accept it: trellis plugin test {} --replay {} --snapshot {} --update",
+                        safe(&path.display().to_string()),
+                        safe(&replay.display().to_string()),
+                        safe(&file.display().to_string())
+                    );
+                }
                 Ok(ExitCode::from(1))
             }
         }
