@@ -153,7 +153,7 @@ impl Driver {
                 ),
                 Out::Drive { extension, action } => self.drive(extension, action, notes),
                 Out::Notify(text) | Out::Notice(text) => notes.push(Note::Message(text)),
-                Out::Failure(text) => notes.push(Note::Failure(text)),
+                Out::Failure { text, stopped } => notes.push(Note::Failure { text, stopped }),
                 Out::OpenInspector(call_id) => notes.push(Note::OpenInspector(call_id)),
                 Out::Repaint => notes.push(Note::Repaint),
             }

@@ -82,7 +82,7 @@ pub enum Note {
     Message(String),
     /// An extension or hook failed (each kind once, or it was disabled): the front end
     /// says it where the user looks, with where to see more.
-    Failure(String),
+    Failure { text: String, stopped: bool },
     /// An extension asks to show a call in the inspector.
     OpenInspector(String),
     /// An extension's contributions changed.
@@ -285,7 +285,9 @@ impl Driver {
             for o in host.on_msg(msg, now) {
                 match o {
                     trellis_ext_host::Out::Notice(text) => out.push(Note::Message(text)),
-                    trellis_ext_host::Out::Failure(text) => out.push(Note::Failure(text)),
+                    trellis_ext_host::Out::Failure { text, stopped } => {
+                        out.push(Note::Failure { text, stopped })
+                    }
                     _ => {}
                 }
             }

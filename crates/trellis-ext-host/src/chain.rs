@@ -200,17 +200,19 @@ impl ExtHost {
                 extension,
                 what,
                 message,
-            } => out.push(Out::Failure(format!(
-                "extension {extension}: {what} failed: {message}"
-            ))),
+            } => out.push(Out::Failure {
+                text: format!("extension {extension}: {what} failed: {message}"),
+                stopped: false,
+            }),
             HostMsg::Disabled { extension, reason } => {
                 // Its cards fall back to the native ones.
                 self.shared
                     .epoch
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                out.push(Out::Failure(format!(
-                    "extension {extension} disabled: {reason}"
-                )));
+                out.push(Out::Failure {
+                    text: format!("extension {extension} disabled: {reason}"),
+                    stopped: true,
+                });
                 out.push(Out::Repaint);
             }
         }

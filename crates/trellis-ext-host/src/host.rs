@@ -261,15 +261,12 @@ impl Host for HostCtx<'_> {
     fn report(&mut self, what: &str, message: &str) {
         {
             let mut d = self.slot.diag();
-            let note = format!("{what}: {message}");
             if d.state == crate::diag::ExtState::Ready {
-                d.state = crate::diag::ExtState::Degraded(note.clone());
+                d.state = crate::diag::ExtState::Degraded(format!("{what}: {message}"));
             }
-            if !d.notes.contains(&note) {
-                d.notes.push(note);
-            }
-            // Counted as a failure (in `/status` and the status event), never toward
-            // disabling the extension: it reports one part of itself failing.
+            // Counted as a failure (in `/status` and the status event, listed once with
+            // its count, not also as a note), never toward disabling the extension: it
+            // reports one part of itself failing.
             d.fail(what, message);
         }
         self.slot.say_failing(what, message, self.shared);

@@ -205,7 +205,11 @@ pub enum Out {
     /// An extension or hook failed — its first failure of a kind, or it was disabled: said
     /// once where the user looks, and the front end says where to see more (the UI's
     /// `/status`, a run's closing status).
-    Failure(String),
+    Failure {
+        text: String,
+        /// The extension was disabled (nothing more of it will fail).
+        stopped: bool,
+    },
     /// An extension holding `drive` acts on the session (the front end records it with
     /// the extension as its origin).
     Drive {

@@ -25,6 +25,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// One `[[hooks]]` entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hook {
+    /// How the user's config names it: `hooks[1]` (`project hooks[0]` for a project's).
+    pub name: String,
     /// An event type of `docs/events.md`.
     pub on: String,
     /// The command line, run by the user's shell.
@@ -76,6 +78,13 @@ fn status_word(s: ToolStatus) -> &'static str {
 }
 
 impl Hook {
+    /// Its name and the start of its command, as the user wrote them: `hooks[1]
+    /// (notify-send …)`.
+    pub fn label(&self) -> String {
+        let run = trellis_text::one_line(self.run.trim());
+        format!("{} ({})", self.name, trellis_text::clip(&run, 40))
+    }
+
     /// Whether the hook is for `call` (a hook with call matchers is for calls only).
     fn wants(&self, call: Option<&ToolCall>, cwd: Option<&str>) -> bool {
         let has_matchers = self.kind.is_some()
@@ -294,11 +303,10 @@ impl Hooks {
             .hooks
             .iter()
             .zip(&self.counts)
-            .enumerate()
-            .map(|(i, (h, c))| {
+            .map(|(h, c)| {
                 format!(
-                    "hook {} (on {}): {} run(s), {} failed{}",
-                    i + 1,
+                    "{} on {}: {} run(s), {} failed{}",
+                    h.label(),
                     h.on,
                     c.runs,
                     c.failed,
@@ -335,7 +343,7 @@ impl Hooks {
         if let Some(f) = &failed {
             c.failed += 1;
             c.last = Some(f.clone());
-            host.report(&format!("hook {}", i + 1), f);
+            host.report(&self.hooks[i].label(), f);
         }
         failed.is_none()
     }
@@ -463,6 +471,7 @@ mod tests {
 
     fn hook(on: &str, run: &str) -> Hook {
         Hook {
+            name: "hooks[0]".into(),
             on: on.into(),
             run: run.into(),
             kind: None,

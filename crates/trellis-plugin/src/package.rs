@@ -254,12 +254,19 @@ fn unknown_key(key: &str, place: &str, known: &[&str]) -> String {
     }
 }
 
-/// The name `word` most likely misspells, if one is close (within a third of its length
-/// in edits, a swap of two letters counting one).
+/// The name `word` most likely misspells or cuts short, if one is close: the one name it
+/// begins (`exec` → `execute`), else one within a third of its length in edits (a swap of
+/// two letters counting one).
 pub fn nearest<'a>(word: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let mut most = (word.chars().count() / 3).max(1);
     let mut best = None;
     let mut names: Vec<&str> = names.into_iter().collect();
+    if word.chars().count() >= 3 {
+        let mut begun = names.iter().filter(|n| n.starts_with(word) && **n != word);
+        if let (Some(n), None) = (begun.next(), begun.next()) {
+            return Some(n);
+        }
+    }
     names.sort_unstable();
     for n in names {
         let d = strsim::osa_distance(word, n);
@@ -621,6 +628,15 @@ mod tests {
             Some("tool_call_updated")
         );
         assert_eq!(nearest("zzz", ["command", "api"]), None);
+        // A word cut short names the one it begins; one that begins several, none of them.
+        assert_eq!(
+            nearest("exec", ["execute", "edit", "read"]),
+            Some("execute")
+        );
+        assert_eq!(
+            nearest("tool_call", ["tool_call_updated", "tool_call_created"]),
+            None
+        );
     }
 
     fn part(command: &[&str]) -> TrellisPart {

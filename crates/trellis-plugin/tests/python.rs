@@ -319,13 +319,13 @@ fn a_python_plugin_uses_every_part_of_the_api() {
         wire: Default::default(),
         position: None,
     });
-    // The refusal is counted and its note written by different threads: wait for both.
+    // The refusal and its report are counted by different threads: wait for both.
     pump(&mut h, &mut rx, &[ended], |_, h| {
         let st = status(h);
-        st.contains("refused call drive") && st.contains("note: drive: refused")
+        st.contains("refused call drive") && st.contains("failed drive ×1: refused")
     });
     let st = status(&h);
-    assert!(st.contains("note: drive: refused with -32001"), "{st}");
+    assert!(st.contains("failed drive ×1: refused with -32001"), "{st}");
     assert!(st.contains("process "), "{st}");
     h.shutdown(Duration::from_secs(5));
 }
@@ -594,7 +594,7 @@ fn an_ungranted_call_gets_its_own_error_and_a_line_in_status() {
     );
     assert!(st.contains("refused call store_put ×1"), "{st}");
     assert!(
-        st.contains("note: store/put: capability store was not granted"),
+        st.contains("failed store/put ×1: capability store was not granted"),
         "{st}"
     );
 }

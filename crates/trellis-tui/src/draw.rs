@@ -637,9 +637,10 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
                     text.extend(rest.iter().map(|l| format!("  {l}")));
                 }
             }
+            // Wrapped, never cut: a failure's reason is what the page is opened for.
             let mut lines: Vec<Line<'static>> = text
                 .into_iter()
-                .map(|l| {
+                .flat_map(|l| {
                     let st = if l.contains("disabled —") || l.starts_with("  failed") {
                         theme.failed
                     } else if l.contains("degraded —") || l.starts_with("  rejected") {
@@ -649,7 +650,7 @@ fn draw_overlay(f: &mut Frame<'_>, app: &mut App, ov: &crate::extui::Overlay, ar
                     } else {
                         theme.title
                     };
-                    Line::styled(trellis_text::clip(&l, inner_w).into_owned(), st)
+                    status_line(&l, inner_w, st)
                 })
                 .collect();
             if app.driver.host.is_none() {
@@ -753,4 +754,26 @@ fn inspector_hints(app: &App) -> String {
     .filter_map(|(a, what)| app.keys.spec(*a).map(|k| format!("{k} {what}")))
     .collect();
     format!(" {} ", parts.join(" · "))
+}
+
+/// A `/status` line wrapped to `width`, its continuation lines indented under it.
+fn status_line(l: &str, width: usize, st: ratatui::style::Style) -> Vec<Line<'static>> {
+    const INDENT: &str = "    ";
+    if trellis_text::display_width(l) <= width || width <= INDENT.len() * 2 {
+        return vec![Line::styled(trellis_text::clip(l, width).into_owned(), st)];
+    }
+    let wrapped = trellis_text::wrap::wrap_line(&Line::raw(l.to_string()), width - INDENT.len());
+    wrapped
+        .into_iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let text: String = w.spans.iter().map(|s| s.content.as_ref()).collect();
+            let text = if i == 0 {
+                text
+            } else {
+                format!("{INDENT}{}", text.trim_start())
+            };
+            Line::styled(text, st)
+        })
+        .collect()
 }

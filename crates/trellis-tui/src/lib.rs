@@ -105,7 +105,7 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
             // Warnings quote the agent and extensions: one line, nothing raw.
             Note::Message(text) => app.message = Some(trellis_text::one_line(&text).into_owned()),
             // Said once; the rest is counted where the key leads.
-            Note::Failure(text) => {
+            Note::Failure { text, .. } => {
                 app.message = Some(format!(
                     "{} · /status shows more",
                     trellis_text::one_line(&text)
@@ -475,9 +475,8 @@ pub async fn run_deck(mut deck: deck::Deck) -> std::io::Result<Vec<String>> {
             // What closing had to say (the session missing from the history, say) goes
             // to the caller, to print once the screen is the terminal's again.
             said.extend(notes.into_iter().filter_map(|n| match n {
-                trellis_driver::Note::Message(text) | trellis_driver::Note::Failure(text) => {
-                    Some(text)
-                }
+                trellis_driver::Note::Message(text)
+                | trellis_driver::Note::Failure { text, .. } => Some(text),
                 _ => None,
             }));
         }

@@ -481,7 +481,7 @@ fn describe(out: &mut String, t: f64, o: &Out, session: &Session) {
         Out::Notify(text) => format!("notify: {text}"),
         Out::OpenInspector(c) => format!("open inspector: {c}"),
         Out::Notice(text) => format!("notice: {text}"),
-        Out::Failure(text) => format!("failure: {text}"),
+        Out::Failure { text, .. } => format!("failure: {text}"),
         Out::Drive { action, .. } => format!(
             "drive: {}",
             serde_json::to_string(action).unwrap_or_default()

@@ -194,7 +194,7 @@ pub fn ext_host(config: &Config, live: &Live, plugins: &SessionPlugins) -> anyho
         .into_iter()
         .map(|ext| trellis_ext_host::Candidate { ext, builtin: true })
         .collect();
-    let mut hooks = hooks_of(&config.hooks, |table, key, why| {
+    let mut hooks = hooks_of(&config.hooks, "", |table, key, why| {
         config.invalid(table, key, why).into()
     })?;
     // A project's own hooks, once you trusted that file (`trellis hooks trust`).
@@ -203,7 +203,7 @@ pub fn ext_host(config: &Config, live: &Live, plugins: &SessionPlugins) -> anyho
     {
         match crate::project_hooks::find(project)? {
             crate::project_hooks::Found::Trusted(path, entries) => {
-                hooks.extend(hooks_of(&entries, |table, key, why| {
+                hooks.extend(hooks_of(&entries, "project ", |table, key, why| {
                     anyhow::anyhow!("{}: {table}.{key}: {why}", path.display())
                 })?);
             }
@@ -359,9 +359,11 @@ fn host_options(config: &Config, live: &Live) -> anyhow::Result<trellis_ext_host
 
 /// `[[hooks]]` entries (the config's, or a trusted project's), checked: a known event
 /// type, a command, globs that compile, a positive timeout; an error (made by `invalid`)
-/// names the entry and the key.
+/// names the entry and the key. Each hook is named as its entry is (`hooks[1]`, after
+/// `source`: `project ` for a project's).
 pub(crate) fn hooks_of(
     entries: &[trellis_store::config::HookConfig],
+    source: &str,
     invalid: impl Fn(&str, &str, String) -> anyhow::Error,
 ) -> anyhow::Result<Vec<trellis_plugin::hooks::Hook>> {
     use trellis_core::glob::{GlobKind, compile};
@@ -389,10 +391,16 @@ pub(crate) fn hooks_of(
         if let Some(k) = &h.kind
             && !trellis_core::ToolKind::ALL.iter().any(|x| x.as_str() == k)
         {
+            let meant = trellis_plugin::package::nearest(
+                k,
+                trellis_core::ToolKind::ALL.iter().map(|x| x.as_str()),
+            )
+            .map(|m| format!("; did you mean {m:?}?"))
+            .unwrap_or_default();
             return Err(bad(
                 "kind",
                 format!(
-                    "{k:?} is not a tool kind (one of: {})",
+                    "{k:?} is not a tool kind{meant} (one of: {})",
                     trellis_core::ToolKind::ALL
                         .iter()
                         .map(|x| x.as_str())
@@ -418,6 +426,7 @@ pub(crate) fn hooks_of(
             }
         };
         out.push(trellis_plugin::hooks::Hook {
+            name: format!("{source}{table}"),
             on: h.on.clone(),
             run: h.run.clone(),
             kind: h.kind.clone(),

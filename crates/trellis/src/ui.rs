@@ -135,7 +135,7 @@ pub fn start(
     for r in &requests {
         crate::agents::check(&r.agent, &config)?;
     }
-    crate::setup::hooks_of(&config.hooks, |table, key, why| {
+    crate::setup::hooks_of(&config.hooks, "", |table, key, why| {
         config.invalid(table, key, why).into()
     })?;
     if !args.exit_after_first_frame {

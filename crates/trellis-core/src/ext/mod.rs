@@ -247,8 +247,9 @@ pub trait Host {
     /// The extension's options from the user's config (`[extensions.NAME.options]`), as
     /// JSON; `Null` when there are none.
     fn options(&self) -> serde_json::Value;
-    /// Reports a problem with the extension's own settings or input, shown in `/status`
-    /// (e.g. an option that cannot be used); the extension goes on.
+    /// Reports a problem with the extension's own settings or input (e.g. an option that
+    /// cannot be used): the first of each `what` is said where the user looks (stderr of a
+    /// run, the UI's screen), all are counted in `/status`; the extension goes on.
     fn report(&mut self, what: &str, message: &str);
     /// Records a failure of the extension's own (a plugin's handler that raised): counted
     /// like a failed call, shown in `/status`; enough of them disable the extension.

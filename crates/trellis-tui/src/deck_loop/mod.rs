@@ -200,7 +200,9 @@ pub(super) async fn close_slot(
         let mut notes = Vec::new();
         slot.app.driver.close(reason, &mut notes).await;
         said.extend(notes.into_iter().filter_map(|n| match n {
-            trellis_driver::Note::Message(text) | trellis_driver::Note::Failure(text) => Some(text),
+            trellis_driver::Note::Message(text) | trellis_driver::Note::Failure { text, .. } => {
+                Some(text)
+            }
             _ => None,
         }));
     }

@@ -136,9 +136,16 @@ fn last_message(session: &trellis_core::Session) -> Option<String> {
 pub(super) fn said(note: Note) -> Option<String> {
     match note {
         Note::Message(text) => Some(text),
-        Note::Failure(text) => Some(format!(
-            "{text} (said once; the closing status counts the rest)"
-        )),
+        // Its later failures of the same kind are only counted, and the count is said
+        // when the run ends (`Output::status`); one that was disabled fails no more.
+        Note::Failure {
+            text,
+            stopped: false,
+        } => Some(format!("{text} (said once; more are counted at the end)")),
+        Note::Failure {
+            text,
+            stopped: true,
+        } => Some(text),
         _ => None,
     }
 }

@@ -319,7 +319,7 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             Note::Question { request_id } => self.question(&request_id, notes),
             Note::Dialog { request_id } => self.dialog(request_id, notes),
             Note::Ready if !self.settings.ready => self.send_settings(notes),
-            n @ (Note::Message(_) | Note::Failure(_)) => {
+            n @ (Note::Message(_) | Note::Failure { .. }) => {
                 if let Some(text) = finish::said(n) {
                     self.say(&safe(&text));
                 }

@@ -85,7 +85,7 @@ fn stays(
     args.check_hub_flags()?;
     // The config's hooks are checked before anything is made (the demo's workspace, a
     // worktree, a log): a mistake there stops the run at once, naming its line.
-    crate::setup::hooks_of(&config.hooks, |table, key, why| {
+    crate::setup::hooks_of(&config.hooks, "", |table, key, why| {
         config.invalid(table, key, why).into()
     })?;
     let resume = args

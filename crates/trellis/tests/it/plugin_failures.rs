@@ -73,11 +73,11 @@ fn hook_failures_are_said_each_with_its_reason() {
     let err = stderr(&o);
     let hook1 = err
         .lines()
-        .find(|l| l.contains("hook 1 failed: exited 127"))
+        .find(|l| l.contains("hooks[0] (nosuch-command-xyz) failed: exited 127"))
         .unwrap_or_else(|| panic!("the first hook, said even on the last event: {err}"));
     assert!(hook1.contains("not found"), "its reason: {hook1}");
     assert!(
-        err.contains("hook 2 failed: timed out after 0.3 s"),
+        err.contains("hooks[1] (sleep 3) failed: timed out after 0.3 s"),
         "the timeout, in words: {err}"
     );
     let o = demo_run(home.path(), &work, &["--format", "jsonl"]);
@@ -176,6 +176,7 @@ fn a_wrong_hook_entry_names_its_line_before_anything_is_made() {
         "its line: {err}"
     );
     assert!(err.contains("one of: read, edit"), "the kinds: {err}");
+    assert!(err.contains("did you mean \"edit\"?"), "{err}");
     assert!(!err.contains("demo workspace"), "nothing made first: {err}");
 
     // A misspelled event says the one meant.
@@ -374,7 +375,8 @@ fn the_ui_says_a_failing_hook_on_screen_with_where_to_see_more() {
         .find(|l| l.contains("/status shows more"))
         .unwrap_or_default();
     assert!(
-        line.contains("extension hooks: hook 1 failed: exited 127") && line.contains("not found"),
+        line.contains("extension hooks: hooks[0] (nosuch-command-xyz) failed: exited 127")
+            && line.contains("not found"),
         "{line}"
     );
     // Said once: the story's later updates fail the same way and are only counted, and
@@ -437,4 +439,81 @@ fn a_plugins_reason_for_its_answer_is_on_the_record() {
         log.contains("\"reason\":\"edits wait for review\""),
         "{log}"
     );
+}
+
+/// A plugin that fails at start is said at the author's line (not the SDK's, not a temp
+/// path), its replay snapshot is the same from run to run, and `--update` never takes a
+/// snapshot of a plugin that was disabled.
+#[test]
+fn a_plugin_failing_at_start_in_a_replay_test_is_not_accepted() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let pkg = home.path().join("typo");
+    python_package(
+        &pkg,
+        "typo",
+        "session",
+        "from trellis_plugin import Plugin\nplugin = Plugin()\n\n@plugin.on(\"tool_call_udpated\")\ndef f(event, host):\n    pass\n\nplugin.run()\n",
+    );
+    let log = home.path().join("session.jsonl");
+    let o = crate::plugins::trellis(
+        home.path(),
+        &work,
+        &[
+            "run",
+            "--agent",
+            "demo",
+            "--prompt",
+            "go",
+            "--permission",
+            "reject",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+            "--plugin",
+            pkg.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.contains("extension typo disabled"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("disabled: PluginDefinitionError: plugin.py:4: @plugin.on: 'tool_call_udpated' is not an event type; did you mean 'tool_call_updated'?"),
+        "the author's line first, nothing of the SDK: {line}"
+    );
+    assert!(!line.contains("trellis_plugin.py"), "{line}");
+    let test = |extra: &[&str]| {
+        let mut args = vec![
+            "plugin",
+            "test",
+            pkg.to_str().unwrap(),
+            "--replay",
+            log.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        crate::plugins::trellis(home.path(), &work, &args)
+    };
+    let (a, b) = (test(&[]), test(&[]));
+    assert_eq!(a.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&a.stdout),
+        String::from_utf8_lossy(&b.stdout),
+        "the same snapshot each time"
+    );
+    let snap = home.path().join("snap.txt");
+    let o = test(&["--snapshot", snap.to_str().unwrap(), "--update"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("was disabled in the replay"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(!snap.exists(), "no snapshot of a broken plugin");
 }
