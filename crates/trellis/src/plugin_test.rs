@@ -226,8 +226,9 @@ fn write_sections(out: &mut String, host: &ExtHost) {
         if s.more > 0 {
             let _ = writeln!(out, "  … +{} more", s.more);
         }
-        if let Some(e) = &s.error {
-            let _ = writeln!(out, "  ({e})");
+        if s.error.is_some() {
+            // (The UI points at `/status`; here the failures are in the timeline.)
+            let _ = writeln!(out, "  (unavailable: the plugin failed, see the timeline)");
         }
     }
 }

@@ -141,7 +141,9 @@ pub(super) fn said(note: Note) -> Option<String> {
         Note::Failure {
             text,
             stopped: false,
-        } => Some(format!("{text} (said once; more are counted at the end)")),
+        } => Some(format!(
+            "{text} (said once; later ones are counted, not said)"
+        )),
         Note::Failure {
             text,
             stopped: true,
