@@ -194,7 +194,7 @@ impl Bulk {
             (None, None) => String::new(),
         };
         format!(
-            "finished calls' output in memory: {:.1} MB of {:.0} MB ({} calls); in the session log only: {} calls, {:.1} MB (read back when shown){frozen}",
+            "finished calls' output in memory: {:.1} MB of {:.0} MB ({} calls)\nin the session log only: {} calls, {:.1} MB (read back when shown){frozen}",
             mb(self.held),
             mb(self.budget),
             self.finished.len(),

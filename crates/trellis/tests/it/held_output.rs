@@ -40,13 +40,16 @@ fn the_first_calls_output_is_read_back_from_the_log_in_the_inspector() {
         return;
     };
     t.send(&["/status", "Enter"]);
+    // The page ends with where output is held: scroll to it.
+    t.wait_for("Status · extensions");
+    t.send(&["PgDn", "PgDn"]);
     let s = t.wait_for("in the session log only:");
     let only: usize = s
         .split("in the session log only: ")
         .nth(1)
         .and_then(|r| r.split(' ').next())
         .and_then(|n| n.parse().ok())
-        .unwrap();
+        .unwrap_or_else(|| panic!("{s}"));
     assert!(only >= 250, "most calls' output left memory: {s}");
     t.send(&["Escape"]);
     // The latest call, then Tab wraps to the first: its output comes from the log.
@@ -72,6 +75,8 @@ fn finished_calls_leave_memory_and_still_open_in_the_inspector() {
         return;
     };
     t.send(&["/status", "Enter"]);
+    t.wait_for("Status · extensions");
+    t.send(&["PgDn", "PgDn"]);
     let s = t.wait_for("finished calls out of memory");
     let frozen: usize = s
         .lines()
