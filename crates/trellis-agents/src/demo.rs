@@ -688,6 +688,50 @@ impl Demo {
         Ok((out["output"].as_str().unwrap_or_default().to_string(), code))
     }
 
+    /// The story's edit of `lib` (holding `old`), asked for first: whether it was allowed
+    /// (`None`: the turn was cancelled meanwhile).
+    fn fix_the_todo(&mut self, lib: &str, old: &str) -> Result<Option<bool>, PeerError> {
+        let new = old.replace(
+            "    // TODO: check for overflow\n    a + b\n",
+            "    a.checked_add(b).expect(\"overflow in add\")\n",
+        );
+        self.call("edit-1", json!({"title": "Edit src/lib.rs", "kind": "edit", "status": "pending",
+            "locations": [{"path": lib, "line": 3}], "rawInput": {"path": lib, "old_string": "a + b", "new_string": "a.checked_add(b)"},
+            "content": [{"type": "diff", "path": lib, "oldText": old, "newText": new}]}))?;
+        let sid = self.session_id.clone();
+        let answer = self.peer.request("session/request_permission", json!({"sessionId": sid,
+            "toolCall": {"toolCallId": self.id("edit-1"), "title": "Edit src/lib.rs", "kind": "edit"},
+            "options": [
+                {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "allow-always", "name": "Always allow edits", "kind": "allow_always"},
+                {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+                {"optionId": "reject-always", "name": "Never allow edits", "kind": "reject_always"}]}));
+        let outcome = match answer {
+            Ok(r) => r["outcome"].clone(),
+            Err(PeerError::Rpc(_)) => json!({"outcome": "cancelled"}),
+            Err(e) => return Err(e),
+        };
+        let allowed = outcome["outcome"] == "selected"
+            && matches!(outcome["optionId"].as_str(), Some("allow" | "allow-always"));
+        if outcome["outcome"] == "cancelled" {
+            return Ok(None);
+        }
+        if allowed {
+            self.call_update("edit-1", json!({"status": "in_progress"}))?;
+            self.write_file(lib, &new)?;
+            self.call_update("edit-1", json!({"status": "completed"}))?;
+            self.say("agent_message_chunk", "The edit is in. Now the tests.")?;
+        } else {
+            self.call_update("edit-1", json!({"status": "failed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "The user rejected this edit."}}]}))?;
+            self.say(
+                "agent_message_chunk",
+                "Understood, I left the file alone. I'll still run the tests.",
+            )?;
+        }
+        Ok(Some(allowed))
+    }
+
     /// The scripted session. Returns the stop reason.
     fn story(&mut self) -> Result<&'static str, PeerError> {
         macro_rules! step {
@@ -755,44 +799,9 @@ impl Demo {
         step!();
 
         // An edit with a diff that asks permission.
-        let new = old.replace(
-            "    // TODO: check for overflow\n    a + b\n",
-            "    a.checked_add(b).expect(\"overflow in add\")\n",
-        );
-        self.call("edit-1", json!({"title": "Edit src/lib.rs", "kind": "edit", "status": "pending",
-            "locations": [{"path": lib, "line": 3}], "rawInput": {"path": lib, "old_string": "a + b", "new_string": "a.checked_add(b)"},
-            "content": [{"type": "diff", "path": lib, "oldText": old, "newText": new}]}))?;
-        let sid = self.session_id.clone();
-        let answer = self.peer.request("session/request_permission", json!({"sessionId": sid,
-            "toolCall": {"toolCallId": self.id("edit-1"), "title": "Edit src/lib.rs", "kind": "edit"},
-            "options": [
-                {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-                {"optionId": "allow-always", "name": "Always allow edits", "kind": "allow_always"},
-                {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
-                {"optionId": "reject-always", "name": "Never allow edits", "kind": "reject_always"}]}));
-        let outcome = match answer {
-            Ok(r) => r["outcome"].clone(),
-            Err(PeerError::Rpc(_)) => json!({"outcome": "cancelled"}),
-            Err(e) => return Err(e),
-        };
-        let allowed = outcome["outcome"] == "selected"
-            && matches!(outcome["optionId"].as_str(), Some("allow" | "allow-always"));
-        if outcome["outcome"] == "cancelled" {
+        let Some(allowed) = self.fix_the_todo(&lib, &old)? else {
             return Ok("cancelled");
-        }
-        if allowed {
-            self.call_update("edit-1", json!({"status": "in_progress"}))?;
-            self.write_file(&lib, &new)?;
-            self.call_update("edit-1", json!({"status": "completed"}))?;
-            self.say("agent_message_chunk", "The edit is in. Now the tests.")?;
-        } else {
-            self.call_update("edit-1", json!({"status": "failed",
-                "content": [{"type": "content", "content": {"type": "text", "text": "The user rejected this edit."}}]}))?;
-            self.say(
-                "agent_message_chunk",
-                "Understood, I left the file alone. I'll still run the tests.",
-            )?;
-        }
+        };
         if let Some(rel) = self.opts.edit.clone() {
             step!();
             if self.edit_scene("edit-2", &rel)? == "cancelled" {

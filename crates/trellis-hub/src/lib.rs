@@ -5,9 +5,12 @@
 //! state — a permission request is answered exactly once whoever answers, and the losers
 //! are told who won.
 
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod client;
 #[cfg(feature = "listen")]
 pub mod listen;
+pub mod notices;
 pub mod place;
 pub mod serve;
 pub mod slots;

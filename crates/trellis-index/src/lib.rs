@@ -7,6 +7,8 @@
 //! checkpoint) and reads only what follows when the file grows. A line cut short at the
 //! end of a file (a session still writing, a crash) is left for the next read.
 
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod background;
 pub mod elsewhere;
 pub mod extract;

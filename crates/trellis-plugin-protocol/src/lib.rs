@@ -7,6 +7,8 @@
 //! (feature `schema`), so none of them can drift from the others. Data and its parsing
 //! only: no I/O, no session model.
 
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod actions;
 pub mod contrib;
 pub mod kinds;

@@ -5,6 +5,8 @@
 //! with its validators (`source`); agents installed in Trellis's own directory, pinned
 //! (`install`).
 
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod address;
 pub mod binary;
 pub mod fetch;

@@ -4,6 +4,8 @@
 //! JSON ([`json`]) or protobuf ([`proto`], feature `otlp`) and sent over OTLP/HTTP by an
 //! exporter thread that never holds a session up ([`export`], feature `otlp`).
 
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod json;
 pub mod project;
 pub mod span;

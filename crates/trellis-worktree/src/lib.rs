@@ -8,6 +8,8 @@
 //! a tree with work in it without first keeping a snapshot commit under
 //! `refs/trellis/retired/`.
 
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod carry;
 pub mod end;
 mod git;

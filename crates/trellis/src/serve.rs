@@ -109,6 +109,8 @@ impl Settings {
 
 /// `trellis serve`.
 pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    // What the hub has to say on its own goes where `trellis serve` says things.
+    trellis_hub::notices::on_notice(|line| eprintln!("trellis: {line}"));
     if !valid_name(&args.name) {
         anyhow::bail!(
             "{}: a hub's name is letters, digits, - and _",

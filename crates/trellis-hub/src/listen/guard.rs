@@ -178,11 +178,11 @@ pub(super) fn credential_in_url(p: &Pairing, req: &Request<Incoming>) -> Result<
         return Ok(());
     }
     if p.failures.say_in_url() {
-        eprintln!(
-            "trellis: refused a request to {} carrying a credential in its URL ({} so far)",
+        crate::notices::say(format!(
+            "refused a request to {} carrying a credential in its URL ({} so far)",
             trellis_text::one_line(req.uri().path()),
             p.failures.in_url.load(Ordering::Relaxed)
-        );
+        ));
     }
     Err(fail(
         StatusCode::BAD_REQUEST,

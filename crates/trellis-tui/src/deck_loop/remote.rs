@@ -92,7 +92,7 @@ async fn carry_out(
     conn: u64,
     said: &mut Vec<String>,
 ) -> (trellis_hub::wire::Body, Shown) {
-    use trellis_hub::wire::{Body, HubInfo, Op};
+    use trellis_hub::wire::{Body, Op};
     let slot_of = |deck: &Deck, key: u32| deck.index_of(key);
     let error = |code: &str, message: String| Body::Error {
         code: code.into(),
@@ -100,26 +100,7 @@ async fn carry_out(
     };
     let mut shown = None;
     let body = match op {
-        Op::List => Body::Sessions {
-            hub: HubInfo {
-                name: deck
-                    .hub
-                    .as_ref()
-                    .map(|h| h.files.name.clone())
-                    .unwrap_or_default(),
-                pid: std::process::id(),
-                kind: if deck.headless { "serve" } else { "ui" }.into(),
-                policy: deck.settings.policy.clone(),
-                plugins: deck.settings.plugins.clone(),
-                allow_drive: deck.settings.allow_drive,
-                listening: deck
-                    .hub
-                    .as_ref()
-                    .and_then(|h| h.listening_on())
-                    .map(|a| a.to_string()),
-            },
-            sessions: deck.session_infos(),
-        },
+        Op::List => list(deck),
         // The socket's own business (answered before it reaches the deck).
         Op::Pair | Op::Hangup => error("refused", "not the deck's".into()),
         Op::Listen { addr, hosts } => listen(deck, &addr, hosts),
@@ -158,36 +139,11 @@ async fn carry_out(
             session,
             text,
             files,
-        } => match slot_of(deck, session) {
-            Some(_) if text.trim().is_empty() => error("bad_request", "an empty prompt".into()),
-            // What waits for a session from outside is bounded: a client that sends
-            // faster than turns end is told, not queued without end.
-            Some(i) if deck.slots[i].app.driver.waiting_prompts() >= QUEUED_PROMPTS => error(
-                "busy",
-                format!(
-                    "session {session} has {QUEUED_PROMPTS} prompts waiting for their turns already: send more as they end"
-                ),
-            ),
-            Some(i) => {
-                // From outside: no terminal control reaches the screen or the log.
-                let text: String = text
-                    .chars()
-                    .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
-                    .collect();
-                let notes = deck.command(
-                    session,
-                    Command::Prompt {
-                        text,
-                        files: files.into_iter().map(Into::into).collect(),
-                    },
-                );
-                shown = Some((i, notes));
-                Body::Done {
-                    said: format!("queued for session {session}"),
-                }
-            }
-            None => error("not_found", format!("no session {session}")),
-        },
+        } => {
+            let (body, notes) = send(deck, session, text, files);
+            shown = notes;
+            body
+        }
         Op::Cancel { session } => match slot_of(deck, session) {
             Some(i) if !deck.slots[i].app.driver.session.turn_open => error(
                 "idle",
@@ -347,4 +303,76 @@ fn watch(
         },
         follow,
     ))
+}
+
+/// The hub and its sessions, as `trellis ls` shows them.
+fn list(deck: &Deck) -> trellis_hub::wire::Body {
+    use trellis_hub::wire::{Body, HubInfo};
+    Body::Sessions {
+        hub: HubInfo {
+            name: deck
+                .hub
+                .as_ref()
+                .map(|h| h.files.name.clone())
+                .unwrap_or_default(),
+            pid: std::process::id(),
+            kind: if deck.headless { "serve" } else { "ui" }.into(),
+            policy: deck.settings.policy.clone(),
+            plugins: deck.settings.plugins.clone(),
+            allow_drive: deck.settings.allow_drive,
+            listening: deck
+                .hub
+                .as_ref()
+                .and_then(|h| h.listening_on())
+                .map(|a| a.to_string()),
+        },
+        sessions: deck.session_infos(),
+    }
+}
+
+/// Queues a prompt from outside for `session`.
+fn send(
+    deck: &mut Deck,
+    session: u32,
+    text: String,
+    files: Vec<String>,
+) -> (trellis_hub::wire::Body, Shown) {
+    use trellis_hub::wire::Body;
+    let error = |code: &str, message: String| Body::Error {
+        code: code.into(),
+        message,
+    };
+    let body = match deck.index_of(session) {
+        Some(_) if text.trim().is_empty() => error("bad_request", "an empty prompt".into()),
+        // What waits for a session from outside is bounded: a client that sends
+        // faster than turns end is told, not queued without end.
+        Some(i) if deck.slots[i].app.driver.waiting_prompts() >= QUEUED_PROMPTS => error(
+            "busy",
+            format!(
+                "session {session} has {QUEUED_PROMPTS} prompts waiting for their turns already: send more as they end"
+            ),
+        ),
+        Some(i) => {
+            // From outside: no terminal control reaches the screen or the log.
+            let text: String = text
+                .chars()
+                .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+                .collect();
+            let notes = deck.command(
+                session,
+                Command::Prompt {
+                    text,
+                    files: files.into_iter().map(Into::into).collect(),
+                },
+            );
+            return (
+                Body::Done {
+                    said: format!("queued for session {session}"),
+                },
+                Some((i, notes)),
+            );
+        }
+        None => error("not_found", format!("no session {session}")),
+    };
+    (body, None)
 }

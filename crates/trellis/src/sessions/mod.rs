@@ -255,39 +255,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
             cwd,
             limit,
             json,
-        } => {
-            let scope = scope.map(|s| match s {
-                ScopeArg::Prompts => Scope::Prompts,
-                ScopeArg::Messages => Scope::Messages,
-                ScopeArg::Tools => Scope::Tools,
-                ScopeArg::Output => Scope::Output,
-            });
-            let cwd = cwd.as_deref().map(canonical).transpose()?;
-            let hits = index.search(&query.join(" "), scope, cwd.as_deref(), false, limit)?;
-            if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
-            } else if hits.is_empty() {
-                eprintln!("nothing found");
-                return Ok(ExitCode::from(1));
-            } else {
-                let tty = std::io::stdout().is_terminal();
-                for h in &hits {
-                    let what = h.title.as_deref().or(h.cwd.as_deref()).unwrap_or("");
-                    let place = match &h.call_id {
-                        Some(c) => format!("turn {} · {} of call {c}", h.turn, h.kind),
-                        None => format!("turn {} · {}", h.turn, h.kind),
-                    };
-                    writeln!(
-                        out,
-                        "{}  {}  {}",
-                        h.session,
-                        safe(&place),
-                        safe(&trellis_text::squeezed(what, 60))
-                    )?;
-                    writeln!(out, "    {}", highlight(&h.snippet, tty))?;
-                }
-            }
-        }
+        } => return search(&mut index, &query.join(" "), scope, cwd, (limit, json), out),
         SessionsCmd::Show { id, json } => {
             let row = index.session(&id)?;
             if json {
@@ -340,6 +308,50 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                 Some(path) => write_new(&path, text.as_bytes())?,
                 None => out.push_str(&text),
             }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `trellis sessions search`: the hits of `query`, as lines or JSON (`limit`, `json`).
+fn search(
+    index: &mut Index,
+    query: &str,
+    scope: Option<ScopeArg>,
+    cwd: Option<PathBuf>,
+    (limit, json): (usize, bool),
+    out: &mut String,
+) -> anyhow::Result<ExitCode> {
+    use std::fmt::Write as _;
+    let scope = scope.map(|s| match s {
+        ScopeArg::Prompts => Scope::Prompts,
+        ScopeArg::Messages => Scope::Messages,
+        ScopeArg::Tools => Scope::Tools,
+        ScopeArg::Output => Scope::Output,
+    });
+    let cwd = cwd.as_deref().map(canonical).transpose()?;
+    let hits = index.search(query, scope, cwd.as_deref(), false, limit)?;
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
+    } else if hits.is_empty() {
+        eprintln!("nothing found");
+        return Ok(ExitCode::from(1));
+    } else {
+        let tty = std::io::stdout().is_terminal();
+        for h in &hits {
+            let what = h.title.as_deref().or(h.cwd.as_deref()).unwrap_or("");
+            let place = match &h.call_id {
+                Some(c) => format!("turn {} · {} of call {c}", h.turn, h.kind),
+                None => format!("turn {} · {}", h.turn, h.kind),
+            };
+            writeln!(
+                out,
+                "{}  {}  {}",
+                h.session,
+                safe(&place),
+                safe(&trellis_text::squeezed(what, 60))
+            )?;
+            writeln!(out, "    {}", highlight(&h.snippet, tty))?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -57,52 +57,7 @@ fn a_phone_pairs_and_answers_once_and_credentials_are_held_to_their_rules() {
             .unwrap()
             .contains("carrying a credential in its URL")
     );
-    // Scopes, expiry, revocation.
-    let read = d.stdout(&["token", "new", "--label", "reader", "--scope", "read"]);
-    let read = format!("Bearer {}", read.trim());
-    let (status, listed) = http(
-        &addr,
-        "GET",
-        "/api/pending",
-        &[("Authorization", &read)],
-        "",
-    );
-    assert_eq!(status, 200, "{listed}");
-    let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
-    let request_id = v["sessions"][0]["pending"][0]["request_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let decide = format!(r#"{{"session":1,"request_id":"{request_id}","option_id":"allow"}}"#);
-    let (status, body) = http(
-        &addr,
-        "POST",
-        "/api/decide",
-        &[("Authorization", &read)],
-        &decide,
-    );
-    assert_eq!(status, 403, "{body}");
-    let old = d.stdout(&["token", "new", "--label", "old", "--ttl", "0m"]);
-    let (status, body) = http(
-        &addr,
-        "GET",
-        "/api/pending",
-        &[("Authorization", &format!("Bearer {}", old.trim()))],
-        "",
-    );
-    assert_eq!((status, body.contains("expired")), (401, true), "{body}");
-    d.stdout(&["token", "revoke", "reader"]);
-    assert_eq!(
-        http(
-            &addr,
-            "GET",
-            "/api/pending",
-            &[("Authorization", &read)],
-            ""
-        )
-        .0,
-        401
-    );
+    let (request_id, decide) = scopes_expiry_and_revocation(&d, &addr);
     // An "always" choice saves a rule: an approve-scoped token may not make one.
     let approver = d.stdout(&["token", "new", "--label", "approver", "--scope", "approve"]);
     let always = format!(
@@ -169,6 +124,45 @@ fn a_phone_pairs_and_answers_once_and_credentials_are_held_to_their_rules() {
         String::from_utf8_lossy(&o.stderr)
     );
     let r: serde_json::Value = serde_json::from_str(report.trim()).unwrap();
+    what_the_phone_saw(&r);
+    // Once, by the paired device, on the record.
+    until("the answer in the log", || {
+        d.log().contains("\"by\":\"attached\"")
+    });
+    let log = d.log();
+    let deciders: Vec<_> = log
+        .lines()
+        .filter(|l| l.contains("permission_decided") && l.contains("\"attached\""))
+        .collect();
+    assert_eq!(deciders.len(), 1, "{log}");
+    assert!(
+        deciders[0].contains("paired-") && deciders[0].contains("(token "),
+        "{}",
+        deciders[0]
+    );
+    // The same answer again is told who won; the code was single-use.
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/api/decide",
+        &[("Authorization", &admin)],
+        &decide,
+    );
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("already answered by paired-"), "{body}");
+    let code = url.split("pair=").nth(1).unwrap();
+    let (status, _) = http(
+        &addr,
+        "POST",
+        "/api/pair",
+        &[],
+        &format!(r#"{{"code":"{code}"}}"#),
+    );
+    assert_eq!(status, 401);
+}
+
+/// What the approvals page showed and did in the browser (`approvals_check.cjs`'s report).
+fn what_the_phone_saw(r: &serde_json::Value) {
     assert_eq!(r["outside"], serde_json::json!([]), "{r}");
     assert_eq!(
         r["queries"],
@@ -206,38 +200,55 @@ fn a_phone_pairs_and_answers_once_and_credentials_are_held_to_their_rules() {
     assert!(r["waited"].as_str().unwrap().starts_with("waiting "), "{r}");
     assert_eq!(r["said"], "Answered: Allow");
     assert_eq!(r["status"], "Nothing waits for you.");
-    // Once, by the paired device, on the record.
-    until("the answer in the log", || {
-        d.log().contains("\"by\":\"attached\"")
-    });
-    let log = d.log();
-    let deciders: Vec<_> = log
-        .lines()
-        .filter(|l| l.contains("permission_decided") && l.contains("\"attached\""))
-        .collect();
-    assert_eq!(deciders.len(), 1, "{log}");
-    assert!(
-        deciders[0].contains("paired-") && deciders[0].contains("(token "),
-        "{}",
-        deciders[0]
+}
+
+/// A read token lists but may not answer; an expired or revoked one is refused. The
+/// pending request's id, and a body answering it.
+fn scopes_expiry_and_revocation(d: &Dirs, addr: &str) -> (String, String) {
+    let read = d.stdout(&["token", "new", "--label", "reader", "--scope", "read"]);
+    let read = format!("Bearer {}", read.trim());
+    let (status, listed) = http(
+        addr,
+        "GET",
+        "/api/pending",
+        &[("Authorization", &read)],
+        "",
     );
-    // The same answer again is told who won; the code was single-use.
+    assert_eq!(status, 200, "{listed}");
+    let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let request_id = v["sessions"][0]["pending"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let decide = format!(r#"{{"session":1,"request_id":"{request_id}","option_id":"allow"}}"#);
     let (status, body) = http(
-        &addr,
+        addr,
         "POST",
         "/api/decide",
-        &[("Authorization", &admin)],
+        &[("Authorization", &read)],
         &decide,
     );
-    assert_eq!(status, 409, "{body}");
-    assert!(body.contains("already answered by paired-"), "{body}");
-    let code = url.split("pair=").nth(1).unwrap();
-    let (status, _) = http(
-        &addr,
-        "POST",
-        "/api/pair",
-        &[],
-        &format!(r#"{{"code":"{code}"}}"#),
+    assert_eq!(status, 403, "{body}");
+    let old = d.stdout(&["token", "new", "--label", "old", "--ttl", "0m"]);
+    let (status, body) = http(
+        addr,
+        "GET",
+        "/api/pending",
+        &[("Authorization", &format!("Bearer {}", old.trim()))],
+        "",
     );
-    assert_eq!(status, 401);
+    assert_eq!((status, body.contains("expired")), (401, true), "{body}");
+    d.stdout(&["token", "revoke", "reader"]);
+    assert_eq!(
+        http(
+            addr,
+            "GET",
+            "/api/pending",
+            &[("Authorization", &read)],
+            ""
+        )
+        .0,
+        401
+    );
+    (request_id, decide)
 }
