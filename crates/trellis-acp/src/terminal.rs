@@ -339,7 +339,7 @@ impl Terminals {
         if t.exit.borrow().is_none()
             && let Some(pgid) = t.pgid
         {
-            kill_group(pgid);
+            stop_group(pgid, t.exit.clone());
         }
         Ok(())
     }
@@ -382,9 +382,23 @@ fn front_cut(text: &str, keep: usize) -> usize {
     cut
 }
 
-/// Kills the process group `pgid` (SIGKILL).
-fn kill_group(pgid: u32) {
-    trellis_os::group::signal(pgid, trellis_os::Signal::SIGKILL);
+/// How long a command the agent kills has between SIGTERM and SIGKILL.
+const KILL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Stops the process group `pgid` by the one stop sequence (SIGTERM, up to
+/// [`KILL_GRACE`] for its command to exit as `exit` tells, then SIGKILL), in the
+/// background; outside a runtime, SIGKILL at once.
+fn stop_group(pgid: u32, mut exit: watch::Receiver<Option<ExitStatus>>) {
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        trellis_os::group::signal(pgid, trellis_os::Signal::SIGKILL);
+        return;
+    };
+    rt.spawn(async move {
+        let exited = async move {
+            let _ = exit.wait_for(Option::is_some).await;
+        };
+        trellis_os::group::stop(&[pgid], KILL_GRACE, exited).await;
+    });
 }
 
 #[cfg(test)]
@@ -493,12 +507,28 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_killed_command_that_ignores_term_is_killed_after_the_grace() {
+        let (t, _rx) = terminals();
+        let id = t
+            .create(spawn("trap '' TERM; sleep 30 & wait; sleep 30", None))
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        t.kill(&id).unwrap();
+        let exit = t.wait_for_exit(&id).await.unwrap();
+        assert_eq!(exit.signal.as_deref(), Some("SIGKILL"));
+    }
+
+    #[tokio::test]
     async fn kill_keeps_the_terminal_and_release_forgets_it() {
         let (t, _rx) = terminals();
         let id = t.create(spawn("sleep 30", None)).unwrap();
         t.kill(&id).unwrap();
         let exit = t.wait_for_exit(&id).await.unwrap();
-        assert_eq!(exit.signal.as_deref(), Some("SIGKILL"));
+        assert_eq!(
+            exit.signal.as_deref(),
+            Some("SIGTERM"),
+            "the stop sequence's first step"
+        );
         assert!(t.output(&id).is_ok(), "still valid after kill");
         t.release(&id).unwrap();
         assert!(matches!(t.output(&id), Err(TerminalError::Unknown(_))));

@@ -4,9 +4,8 @@
 //! holds `flock`ed for as long as it lives (so a hub that died is told apart from a live
 //! one whatever became of its pid), and `NAME.sock`.
 
-use std::fs::File;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// The directory of this user's hubs, made if missing and checked.
@@ -92,7 +91,7 @@ pub fn hubs(dir: &Path) -> Vec<HubFiles> {
 /// The lock of a hub's name, held.
 #[derive(Debug)]
 pub struct Held {
-    _file: File,
+    _file: trellis_os::lock::Held,
 }
 
 /// Takes `files`'s lock if no living hub holds it. The lock file is opened without
@@ -100,22 +99,13 @@ pub struct Held {
 /// have removed it meanwhile: then it is taken again).
 pub fn try_hold(files: &HubFiles) -> io::Result<Option<Held>> {
     for _ in 0..8 {
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&files.lock)?;
-        match f.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => return Err(e),
-        }
-        let held = f.metadata()?;
+        let Some(held) = trellis_os::lock::try_take(&files.lock)? else {
+            return Ok(None);
+        };
+        let meta = held.file().metadata()?;
         match std::fs::symlink_metadata(&files.lock) {
-            Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {
-                return Ok(Some(Held { _file: f }));
+            Ok(now) if now.ino() == meta.ino() && now.dev() == meta.dev() => {
+                return Ok(Some(Held { _file: held }));
             }
             _ => continue,
         }

@@ -114,7 +114,9 @@ pub fn open(path: &Path) -> crate::Result<(Connection, Found)> {
 
 /// The lock taken while an index is checked and created: `flock` on `<index>.lock`, a file
 /// that is created once (never through a link) and never removed.
-struct Lock(std::fs::File);
+struct Lock {
+    _held: trellis_os::lock::Held,
+}
 
 /// How long a process waits for another to finish checking or creating the index.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -123,38 +125,15 @@ impl Lock {
     fn take(index: &Path) -> crate::Result<Lock> {
         let mut name = index.as_os_str().to_owned();
         name.push(".lock");
-        let mut opts = std::fs::OpenOptions::new();
-        opts.read(true).write(true).create(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        let name = PathBuf::from(name);
+        match trellis_os::lock::take_within(&name, LOCK_WAIT)? {
+            Some(held) => Ok(Lock { _held: held }),
+            None => Err(crate::Error::Io(std::io::Error::other(format!(
+                "another Trellis has held {} for {} s",
+                name.display(),
+                LOCK_WAIT.as_secs()
+            )))),
         }
-        let file = opts.open(PathBuf::from(&name))?;
-        let start = std::time::Instant::now();
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(Lock(file)),
-                Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_WAIT => {
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(crate::Error::Io(std::io::Error::other(format!(
-                        "another Trellis has held {} for {} s",
-                        PathBuf::from(&name).display(),
-                        LOCK_WAIT.as_secs()
-                    ))));
-                }
-                Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
-            }
-        }
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = self.0.unlock();
     }
 }
 

@@ -65,3 +65,57 @@ pub fn stop_blocking(groups: &[u32], grace: Duration, mut ended: impl FnMut() ->
     }
     in_time
 }
+
+/// Whether process group `pgid` has no process left (a zombie leader not yet waited for
+/// still counts).
+pub fn empty(pgid: u32) -> bool {
+    match i32::try_from(pgid) {
+        Ok(id) if id > 1 => killpg(Pid::from_raw(id), None) == Err(nix::errno::Errno::ESRCH),
+        _ => true,
+    }
+}
+
+/// The leader of group `pgid` has ended (and been waited for): what it left running in its
+/// group is stopped by the same sequence, `SIGTERM`, up to `grace` for the group to
+/// empty, then `SIGKILL`. Returns at once when nothing was left.
+pub fn stop_leftovers(pgid: u32, grace: Duration) {
+    if !empty(pgid) {
+        stop_blocking(&[pgid], grace, || empty(pgid));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+
+    /// A group whose leader has exited, leaving `script`'s background child in it.
+    fn left_behind(script: &str) -> u32 {
+        let mut c = std::process::Command::new("sh");
+        c.args(["-c", script]).process_group(0);
+        let mut leader = c.spawn().unwrap();
+        let pgid = leader.id();
+        leader.wait().unwrap();
+        pgid
+    }
+
+    #[test]
+    fn leftovers_end_by_term_and_those_that_ignore_it_by_kill() {
+        let polite = left_behind("sleep 30 & exit 0");
+        assert!(!super::empty(polite), "the sleep is left behind");
+        let start = Instant::now();
+        super::stop_leftovers(polite, Duration::from_secs(5));
+        assert!(super::empty(polite));
+        assert!(start.elapsed() < Duration::from_secs(4), "TERM was enough");
+
+        let stubborn = left_behind("sh -c 'trap \"\" TERM; sleep 30' & sleep 0.2; exit 0");
+        assert!(!super::empty(stubborn));
+        super::stop_leftovers(stubborn, Duration::from_millis(300));
+        // SIGKILL is delivered at once; the kernel takes a moment to empty the group.
+        let until = Instant::now() + Duration::from_secs(5);
+        while !super::empty(stubborn) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(super::empty(stubborn), "KILL after the grace period");
+    }
+}

@@ -23,6 +23,7 @@
 pub mod env;
 pub mod fd;
 pub mod group;
+pub mod lock;
 pub mod priority;
 pub mod reaper;
 pub mod signals;

@@ -22,6 +22,10 @@ const OUTPUT_LIMIT: u64 = 64 * 1024;
 /// A hook's time unless it says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a hook past its time, or what a hook left running, has between SIGTERM and
+/// SIGKILL (short: a permission may be waiting).
+const LEFTOVER_GRACE: Duration = Duration::from_millis(200);
+
 /// One `[[hooks]]` entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hook {
@@ -185,12 +189,16 @@ impl Hook {
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => open = 0,
             }
         }
-        // Whatever it left in its group goes with it (and a hook past its time, too).
-        trellis_os::group::signal(pid, trellis_os::Signal::SIGKILL);
+        // A hook past its time is stopped, and whatever it left in its group goes with it:
+        // the one stop sequence, TERM, a short grace, KILL.
         if exited.is_none() {
+            trellis_os::group::stop_blocking(&[pid], LEFTOVER_GRACE, || {
+                matches!(child.try_wait(), Ok(Some(_)))
+            });
             let _ = child.wait();
         }
         trellis_os::reaper::disown(pid);
+        trellis_os::group::stop_leftovers(pid, LEFTOVER_GRACE);
         let secs = self.timeout.as_secs_f64();
         match exited {
             None => Ran::TimedOut(format!("timed out after {secs} s")),

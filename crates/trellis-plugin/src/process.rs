@@ -285,7 +285,7 @@ impl Proc {
         let pgid = self.child.id();
         if let Some(s) = wait_for(&mut self.child, grace) {
             // What the plugin left running in its group.
-            trellis_os::group::signal(pgid, trellis_os::Signal::SIGKILL);
+            trellis_os::group::stop_leftovers(pgid, grace);
             return s;
         }
         let mut ended = None;

@@ -30,7 +30,9 @@ impl Outcome {
 
 /// `flock` on `<label>.lock` beside the record: created without following links, never
 /// removed.
-pub(crate) struct Lock(std::fs::File);
+pub(crate) struct Lock {
+    _held: trellis_os::lock::Held,
+}
 
 impl Lock {
     fn take(record_file: &Path) -> Result<Lock, Error> {
@@ -39,40 +41,14 @@ impl Lock {
 
     /// `flock` on `file` (created without following links, never removed), waited for.
     pub(crate) fn at(file: &Path) -> Result<Lock, Error> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = file.to_path_buf();
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&file)
-            .map_err(|e| Error::Io(format!("{}: {e}", file.display())))?;
-        let start = std::time::Instant::now();
-        loop {
-            match f.try_lock() {
-                Ok(()) => return Ok(Lock(f)),
-                Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_WAIT => {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(Error::Refused(format!(
-                        "another Trellis holds {} (ending this worktree, or adding one)",
-                        file.display()
-                    )));
-                }
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(Error::Io(format!("{}: {e}", file.display())));
-                }
-            }
+        match trellis_os::lock::take_within(file, LOCK_WAIT) {
+            Ok(Some(held)) => Ok(Lock { _held: held }),
+            Ok(None) => Err(Error::Refused(format!(
+                "another Trellis holds {} (ending this worktree, or adding one)",
+                file.display()
+            ))),
+            Err(e) => Err(Error::Io(format!("{}: {e}", file.display()))),
         }
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = self.0.unlock();
     }
 }
 

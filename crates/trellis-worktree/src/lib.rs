@@ -514,7 +514,7 @@ fn setup(cmd: &str, tree: &Path, source: &Path) -> Result<(), String> {
     let status = child.wait();
     trellis_os::reaper::disown(pid);
     // Whatever it left running in its group ends with it.
-    trellis_os::group::signal(pid, trellis_os::Signal::SIGKILL);
+    trellis_os::group::stop_leftovers(pid, std::time::Duration::from_secs(1));
     match status {
         Ok(s) if s.success() => Ok(()),
         Ok(s) => Err(format!("[worktree] setup `{cmd}` failed ({s})")),

@@ -131,6 +131,8 @@ fn announcements(deck: &mut Deck, title_marked: &mut Option<String>, tmux: bool)
 /// its environment (never the prompt or the output). It runs in a process group of its
 /// own, dies with Trellis, and is stopped after 10 s.
 fn run_hook(cmd: &str, a: &crate::deck::Announcement) {
+    /// Between SIGTERM and SIGKILL, for the command past its time or what it left.
+    const GRACE: Duration = Duration::from_secs(1);
     use std::os::unix::process::CommandExt;
     let mut c = std::process::Command::new("sh");
     c.arg("-c")
@@ -158,15 +160,17 @@ fn run_hook(cmd: &str, a: &crate::deck::Announcement) {
                     }
                     Ok(Some(_)) => break,
                     _ => {
-                        trellis_os::group::signal(pid, trellis_os::Signal::SIGKILL);
+                        trellis_os::group::stop_blocking(&[pid], GRACE, || {
+                            matches!(child.try_wait(), Ok(Some(_)))
+                        });
                         let _ = child.wait();
                         break;
                     }
                 }
             }
             // What it left in its group goes with it.
-            trellis_os::group::signal(pid, trellis_os::Signal::SIGKILL);
             trellis_os::reaper::disown(pid);
+            trellis_os::group::stop_leftovers(pid, GRACE);
         });
 }
 

@@ -441,8 +441,12 @@ fn a_tool_call_budget_holds_at_the_call_past_it() {
         .filter(|v| v["msg"]["type"] == "terminal_exited")
         .collect();
     assert_eq!(exits.len(), 1, "{}", r.log());
-    assert_eq!(
-        exits[0]["msg"]["signal"], "SIGKILL",
+    // Stopped by the one stop sequence: SIGTERM first, SIGKILL if it would not end.
+    assert!(
+        matches!(
+            exits[0]["msg"]["signal"].as_str(),
+            Some("SIGTERM" | "SIGKILL")
+        ),
         "the command past the limit was killed, not run to its end: {exits:?}"
     );
     // On a terminal that shows both streams, the note is on a line of its own.

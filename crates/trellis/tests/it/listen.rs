@@ -207,13 +207,7 @@ fn what_the_phone_saw(r: &serde_json::Value) {
 fn scopes_expiry_and_revocation(d: &Dirs, addr: &str) -> (String, String) {
     let read = d.stdout(&["token", "new", "--label", "reader", "--scope", "read"]);
     let read = format!("Bearer {}", read.trim());
-    let (status, listed) = http(
-        addr,
-        "GET",
-        "/api/pending",
-        &[("Authorization", &read)],
-        "",
-    );
+    let (status, listed) = http(addr, "GET", "/api/pending", &[("Authorization", &read)], "");
     assert_eq!(status, 200, "{listed}");
     let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
     let request_id = v["sessions"][0]["pending"][0]["request_id"]
@@ -240,14 +234,7 @@ fn scopes_expiry_and_revocation(d: &Dirs, addr: &str) -> (String, String) {
     assert_eq!((status, body.contains("expired")), (401, true), "{body}");
     d.stdout(&["token", "revoke", "reader"]);
     assert_eq!(
-        http(
-            addr,
-            "GET",
-            "/api/pending",
-            &[("Authorization", &read)],
-            ""
-        )
-        .0,
+        http(addr, "GET", "/api/pending", &[("Authorization", &read)], "").0,
         401
     );
     (request_id, decide)
