@@ -387,10 +387,14 @@ const KILL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Stops the process group `pgid` by the one stop sequence (SIGTERM, up to
 /// [`KILL_GRACE`] for its command to exit as `exit` tells, then SIGKILL), in the
-/// background; outside a runtime, SIGKILL at once.
+/// background: on the runtime, or a thread of its own outside one.
 fn stop_group(pgid: u32, mut exit: watch::Receiver<Option<ExitStatus>>) {
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
-        trellis_os::group::signal(pgid, trellis_os::Signal::SIGKILL);
+        let _ = std::thread::Builder::new()
+            .name("terminal-stop".into())
+            .spawn(move || {
+                trellis_os::group::stop_blocking(&[pgid], KILL_GRACE, || exit.borrow().is_some());
+            });
         return;
     };
     rt.spawn(async move {

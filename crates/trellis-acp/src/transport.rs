@@ -411,9 +411,13 @@ impl AgentProcess {
                 None
             }
         };
-        // Wrapper launchers may leave children behind holding the pipes.
+        // Wrapper launchers may leave children behind holding the pipes: the same stop
+        // sequence ends them (off the runtime's threads: it may wait its grace).
         if let Some(pgid) = self.pgid {
-            trellis_os::group::signal(pgid, trellis_os::Signal::SIGTERM);
+            let _ = tokio::task::spawn_blocking(move || {
+                trellis_os::group::stop_leftovers(pgid, Duration::from_secs(2));
+            })
+            .await;
         }
         self.drain().await;
         let status = status?;
