@@ -723,7 +723,7 @@ impl Demo {
             self.say("agent_message_chunk", "The edit is in. Now the tests.")?;
         } else {
             self.call_update("edit-1", json!({"status": "failed",
-                "content": [{"type": "content", "content": {"type": "text", "text": "The user rejected this edit."}}]}))?;
+                "content": [{"type": "content", "content": {"type": "text", "text": "The edit was rejected."}}]}))?;
             self.say(
                 "agent_message_chunk",
                 "Understood, I left the file alone. I'll still run the tests.",

@@ -102,7 +102,7 @@ impl Scene<'_> {
             return Ok("cancelled");
         }
         if outcome["outcome"] != "selected" || outcome["optionId"] != "allow" {
-            self.settle("failed", Some("The user rejected this edit."))?;
+            self.settle("failed", Some("The edit was rejected."))?;
             self.say(&format!("Understood, I did not create {rel}."))?;
             return Ok("end_turn");
         }

@@ -244,7 +244,7 @@ impl Scene<'_> {
             self.notify(
                 who,
                 json!({"sessionUpdate": "tool_call_update", "toolCallId": edit, "status": "failed",
-                    "content": [{"type": "content", "content": {"type": "text", "text": "The user rejected this edit."}}]}),
+                    "content": [{"type": "content", "content": {"type": "text", "text": "The edit was rejected."}}]}),
             )?;
             format!("Found {hits} TODO; the edit was rejected, so it stays.")
         })

@@ -121,7 +121,7 @@ pub(crate) fn start_workers(
             .name(format!("ext-{}", slot.name))
             .spawn(move || {
                 let reg = s
-                    .call(&sh, "register", |e, cx| e.register(cx))
+                    .call(&sh, "start", |e, cx| e.register(cx))
                     .unwrap_or_default();
                 let _ = rtx.send(reg);
                 worker(s, sh, jrx)
@@ -164,7 +164,9 @@ pub(crate) fn registered(
     };
     {
         let mut d = slot.diag();
-        d.subscriptions = if !slot.has(Capability::Observe) {
+        d.subscriptions = if slot.is_disabled() {
+            vec!["none (it did not start)".into()]
+        } else if !slot.has(Capability::Observe) {
             vec!["none (observe not granted)".into()]
         } else {
             let mut subs = match &reg.subscriptions {

@@ -98,20 +98,25 @@ impl ExtHost {
         }
     }
 
-    fn drain_hand_ons(&mut self, out: &mut Vec<Out>) {
+    /// Requests that went past their holder: a failure of it, counted once and said where
+    /// the user looks the first time (a callback that failed was counted when it did).
+    fn drain_hand_ons(&mut self, _out: &mut [Out]) {
         for h in std::mem::take(&mut self.arbiter.hand_ons) {
-            if let Some(slot) = self.slots.iter().find(|s| s.name == h.extension) {
-                slot.failed("permission request", &h.reason, &self.shared);
+            if self.counted.remove(&h.request_id) {
+                continue;
             }
             let what = if h.question {
                 "question"
             } else {
                 "permission request"
             };
-            out.push(Out::Notice(format!(
-                "{what} handed on from {}: {}",
-                h.extension, h.reason
-            )));
+            if let Some(slot) = self.slots.iter().find(|s| s.name == h.extension) {
+                slot.failed(
+                    what,
+                    &format!("{}; it went on to the next step", h.reason),
+                    &self.shared,
+                );
+            }
         }
     }
 
@@ -131,6 +136,10 @@ impl ExtHost {
                     }
                 }
                 Err(why) => {
+                    if why.counted {
+                        self.counted.insert(request_id.clone());
+                    }
+                    let why = why.reason;
                     if let Some(step) = self.arbiter.failed(&request_id, &extension, &why, now) {
                         self.step(&request_id, step, now, &mut out);
                     }
@@ -204,6 +213,21 @@ impl ExtHost {
                 text: format!("extension {extension}: {what} failed: {message}"),
                 stopped: false,
             }),
+            HostMsg::Revived { extension, result } => {
+                self.shared
+                    .epoch
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                out.push(match result {
+                    Ok(()) => Out::Notice(format!(
+                        "extension {extension} runs again with its changed files"
+                    )),
+                    Err(why) => Out::Failure {
+                        text: format!("extension {extension} changed, but {why}"),
+                        stopped: true,
+                    },
+                });
+                out.push(Out::Repaint);
+            }
             HostMsg::Disabled { extension, reason } => {
                 // Its cards fall back to the native ones.
                 self.shared

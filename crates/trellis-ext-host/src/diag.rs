@@ -139,6 +139,22 @@ impl Diag {
         *self.refusals.entry(call.to_string()).or_default() += 1;
     }
 
+    /// Enabled again (a plugin being tried, restarted with its changed files): the state
+    /// and the failure limit start afresh; the failures before are summed in a note.
+    pub fn revive(&mut self) {
+        if self.failure_total > 0 {
+            self.notes.push(format!(
+                "revived after its files changed ({} failure(s) before)",
+                self.failure_total
+            ));
+        } else {
+            self.notes.push("revived after its files changed".into());
+        }
+        self.failures.clear();
+        self.failure_total = 0;
+        self.state = ExtState::Ready;
+    }
+
     pub fn disable(&mut self, reason: String) {
         if !matches!(self.state, ExtState::Disabled(_)) {
             self.state = ExtState::Disabled(reason);
@@ -237,7 +253,14 @@ impl StatusReport {
         if self.extensions.is_empty() {
             out.push("No extensions are enabled.".into());
         }
-        for e in &self.extensions {
+        // What is failing first: the author opened the page for it.
+        let mut order: Vec<&ExtStatus> = self.extensions.iter().collect();
+        order.sort_by_key(|e| match e.state {
+            ExtState::Disabled(_) => 0,
+            ExtState::Degraded(_) => 1,
+            ExtState::Ready => 2,
+        });
+        for e in order {
             out.push(String::new());
             let state = match &e.state {
                 ExtState::Ready => "ready".to_string(),

@@ -111,6 +111,14 @@ impl Default for HostOptions {
 /// otherwise: a "please continue" plugin is stopped long before it runs dozens of turns.
 pub const DRIVE_PER_MINUTE: u32 = 6;
 
+/// Why an offer was not answered: in words, and whether that was counted as a failure of
+/// the extension already (its callback failed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimFailed {
+    pub reason: String,
+    pub counted: bool,
+}
+
 /// From workers (and host functions) to the runtime.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostMsg {
@@ -118,7 +126,7 @@ pub enum HostMsg {
     Claim {
         extension: String,
         request_id: String,
-        result: Result<bool, String>,
+        result: Result<bool, ClaimFailed>,
     },
     Respond {
         extension: String,
@@ -149,6 +157,12 @@ pub enum HostMsg {
     Disabled {
         extension: String,
         reason: String,
+    },
+    /// A disabled extension changed (a plugin being tried): `Ok` it runs again, `Err` why
+    /// it cannot in this session.
+    Revived {
+        extension: String,
+        result: Result<(), String>,
     },
     /// Something of an extension's failed, for the first time of its kind (`what`): said
     /// where the user looks once, `/status` keeps the rest.
@@ -234,6 +248,9 @@ pub struct ExtHost {
     asks: BTreeMap<String, Arc<PermissionAsk>>,
     /// Why an extension answered a request as it did, until the answer is carried out.
     reasons: BTreeMap<String, String>,
+    /// Requests whose holder failed in its callback, counted (and said) already: their
+    /// hand-on is not counted again.
+    counted: std::collections::BTreeSet<String>,
     /// Questions offered to extensions holding `answer-questions`, by request id.
     questions: BTreeMap<String, Arc<QuestionAsk>>,
     notes: Vec<String>,
@@ -320,6 +337,7 @@ impl ExtHost {
             permission_timeout: opts.permission_timeout,
             asks: BTreeMap::new(),
             reasons: BTreeMap::new(),
+            counted: std::collections::BTreeSet::new(),
             questions: BTreeMap::new(),
             notes,
             ui,

@@ -46,6 +46,8 @@ pub(crate) enum Job {
     Sync,
     /// The session is over: `on_shutdown`, then the worker ends (and says so).
     Stop(std::sync::mpsc::Sender<()>),
+    /// The extension was disabled: `on_disabled` (it stops what runs for it).
+    Disabled,
 }
 
 pub struct Slot {
@@ -69,6 +71,8 @@ pub struct Slot {
     /// The kinds of failure already said where the user looks (see
     /// [`HostMsg::Failing`]): each once.
     said: Mutex<std::collections::BTreeSet<String>>,
+    /// What its last failing callback said (for the offer it was answering).
+    last_failure: Mutex<Option<String>>,
     pub(crate) pending: AtomicUsize,
     /// Most events ever waiting in the queue (for `/status`).
     pub(crate) peak: AtomicUsize,
@@ -148,6 +152,7 @@ impl Slot {
             diag: Mutex::new(Diag::default()),
             disabled: AtomicBool::new(false),
             said: Mutex::new(std::collections::BTreeSet::new()),
+            last_failure: Mutex::new(None),
             pending: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             spent: Mutex::new(Vec::new()),
@@ -184,12 +189,43 @@ impl Slot {
                 extension: self.name.clone(),
                 reason,
             });
+            // Its worker stops what runs for it (never this thread: the extension may be
+            // busy on its worker).
+            if let Some(tx) = self.tx.get() {
+                let _ = tx.send(Job::Disabled);
+            }
         }
+    }
+
+    /// On the worker, for a disabled extension that woke the host: asks it whether it can
+    /// run again, and if so enables it, its failures counted afresh.
+    fn try_revive(&self, shared: &Shared) {
+        let mut guard = lock(&self.ext);
+        let mut cx = HostCtx::new(self, shared);
+        let was = IN_EXTENSION.with(|f| f.replace(true));
+        let r = catch_unwind(AssertUnwindSafe(|| guard.revive(&mut cx)));
+        IN_EXTENSION.with(|f| f.set(was));
+        drop(guard);
+        let result = match r {
+            Ok(Some(result)) => result,
+            Ok(None) => return,
+            Err(p) => Err(panic_message(p)),
+        };
+        if result.is_ok() {
+            self.diag().revive();
+            lock(&self.said).clear();
+            self.disabled.store(false, Ordering::Relaxed);
+        }
+        shared.send(HostMsg::Revived {
+            extension: self.name.clone(),
+            result,
+        });
     }
 
     /// Records a failure of `what`; disables the extension at the limit. The first
     /// failure of each kind is said where the user looks ([`HostMsg::Failing`]).
     pub(crate) fn failed(&self, what: &str, message: &str, shared: &Shared) {
+        *lock(&self.last_failure) = Some(message.to_string());
         let n = self.diag().fail(what, message);
         if n >= self.failure_limit {
             self.disable(
@@ -241,6 +277,7 @@ impl Slot {
             Ok(Ok(v)) => Some(v),
             Ok(Err(ExtError::Fatal(why))) => {
                 self.diag().fail(what, &why);
+                *lock(&self.last_failure) = Some(why.clone());
                 self.disable(why, shared);
                 None
             }
@@ -277,7 +314,8 @@ impl Slot {
         let Some(tx) = self.tx.get() else {
             return false;
         };
-        if self.is_disabled() {
+        // A disabled extension's wake still reaches its worker: it may ask to be revived.
+        if self.is_disabled() && !matches!(job, Job::Wake) {
             return false;
         }
         let (weight, events) = match &job {
@@ -371,8 +409,13 @@ impl Slot {
         let result = match r {
             Some(Claim::Claim) => Ok(true),
             Some(Claim::Pass) => Ok(false),
-            None if self.is_disabled() => Err("the extension is disabled".to_string()),
-            None => Err("failed while deciding (see its failures)".to_string()),
+            // Its callback failed (counted, and said, when it did).
+            None => Err(crate::ClaimFailed {
+                reason: lock(&self.last_failure)
+                    .take()
+                    .unwrap_or_else(|| "the extension is disabled".to_string()),
+                counted: true,
+            }),
         };
         shared.send(HostMsg::Claim {
             extension: self.name.clone(),
@@ -424,7 +467,7 @@ impl Slot {
                 self.call(shared, "sync", |e, cx| e.on_sync(cx));
             }
             // Handled by the worker loop.
-            Job::Stop(_) => {}
+            Job::Stop(_) | Job::Disabled => {}
         }
     }
 
@@ -497,7 +540,18 @@ pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
             Job::Events(v) => v.len(),
             _ => 1,
         };
+        if let Job::Disabled = job {
+            let mut guard = lock(&slot.ext);
+            let was = IN_EXTENSION.with(|f| f.replace(true));
+            let _ = catch_unwind(AssertUnwindSafe(|| guard.on_disabled()));
+            IN_EXTENSION.with(|f| f.set(was));
+            continue;
+        }
         if slot.is_disabled() {
+            if let Job::Wake = job {
+                slot.woken.store(false, Ordering::Release);
+                slot.try_revive(&shared);
+            }
             let asked = match &job {
                 Job::Permission(ask) => Some(ask.request_id.clone()),
                 Job::Question(ask) => Some(ask.question.request_id.clone()),
@@ -507,7 +561,10 @@ pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
                 shared.send(HostMsg::Claim {
                     extension: slot.name.clone(),
                     request_id,
-                    result: Err("the extension is disabled".into()),
+                    result: Err(crate::ClaimFailed {
+                        reason: "the extension is disabled".into(),
+                        counted: true,
+                    }),
                 });
             }
         } else {

@@ -243,7 +243,11 @@ fn drain(
 }
 
 fn decision(ran: Ran) -> Decision {
-    let one = |s: &str| trellis_text::sanitize::one_line(s.trim()).into_owned();
+    // One line, its colours dropped (a script's red "no" reads as words on a card).
+    let one = |s: &str| {
+        let plain = trellis_text::plain_text(&trellis_text::ansi::ansi_lines(s.trim()));
+        trellis_text::sanitize::one_line(plain.trim()).into_owned()
+    };
     match ran {
         Ran::TimedOut(why) => Decision::Fault(why),
         Ran::Failed(e) => Decision::Fault(e),
@@ -497,6 +501,11 @@ mod tests {
         assert_eq!(
             d("echo no rm >&2; exit 2"),
             Decision::Reject("no rm".into())
+        );
+        // A script's colours and other controls are dropped: words only.
+        assert_eq!(
+            d(r"printf 'policy \033[31mno edits\033[0m \007' >&2; exit 2"),
+            Decision::Reject("policy no edits".into())
         );
         assert_eq!(
             d(r#"echo '{"decision":"allow","reason":"fine"}'"#),

@@ -88,9 +88,13 @@ pub fn answer_of(p: QuestionRespondParams) -> Result<trellis_core::ElicitAnswer,
 pub fn rpc_error_of(e: &trellis_core::ext::HostError) -> RpcError {
     use trellis_core::ext::HostError as H;
     match e {
+        // What to do about it, where the author reads it (their traceback).
         H::NotGranted(c) => RpcError {
             code: code::NOT_GRANTED,
-            message: e.to_string(),
+            message: format!(
+                "{e}: list \"{}\" in plugin.json's \"capabilities\" (trying a plugin grants what it lists; an installed one, what the config grants)",
+                c.as_str()
+            ),
             data: Some(serde_json::json!({ "capability": c.as_str() })),
         },
         H::Invalid(_) => RpcError::new(code::INVALID, e.to_string()),

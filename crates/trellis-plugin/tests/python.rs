@@ -483,7 +483,13 @@ fn garbage_on_stdout_disconnects_the_plugin_with_the_line_shown_clipped_and_clea
     let ExtState::Disabled(r) = state(&h, "garbage") else {
         unreachable!()
     };
-    assert!(r.starts_with("disconnected: it wrote not JSON"), "{r}");
+    assert!(
+        r.starts_with("disconnected: it wrote «Traceback (most recent call last): oops")
+            && r.contains(
+                "on stdout, which carries the protocol: print to stderr instead (not JSON"
+            ),
+        "{r}"
+    );
     assert!(
         r.contains("«Traceback (most recent call last): oops"),
         "{r}"

@@ -41,6 +41,10 @@ pub fn draw_in(f: &mut Frame<'_>, app: &mut App, area: Rect, clock: Clock) {
     };
     let mut plan = crate::plans::plan_lines(app);
     plan.extend(queue_lines(app, area.width as usize));
+    // A message too long for the status bar is shown whole above the prompt instead.
+    let long = long_message(app, area.width as usize);
+    let message_above = !long.is_empty();
+    plan.extend(long);
     let plan_h = (plan.len() as u16).min(area.height / 4);
     let [main, plan_area, prompt, status] = Layout::vertical([
         Constraint::Min(1),
@@ -66,8 +70,42 @@ pub fn draw_in(f: &mut Frame<'_>, app: &mut App, area: Rect, clock: Clock) {
         completion_popup(f, cands, *sel, prompt, main, &app.theme);
     }
 
-    draw_status(f, app, status);
+    draw_status(f, app, status, message_above);
     draw_floating(f, app, main, area);
+}
+
+/// Lines a message gets above the prompt at most.
+const MESSAGE_LINES: usize = 3;
+
+/// The message, wrapped to `width`, when it would not fit the status bar beside the
+/// agent's name (a plugin's failure with its file and line, say); none when it fits.
+fn long_message(app: &App, width: usize) -> Vec<Line<'static>> {
+    let Some(message) = &app.message else {
+        return Vec::new();
+    };
+    let room = width.saturating_sub(trellis_text::display_width(&app.agent) + 8);
+    if trellis_text::display_width(message) <= room || width < 20 {
+        return Vec::new();
+    }
+    let text = format!(" {message}");
+    let mut lines = trellis_text::wrap::wrap_line(&Line::raw(text), width.saturating_sub(1));
+    if lines.len() > MESSAGE_LINES {
+        lines.truncate(MESSAGE_LINES);
+        if let Some(last) = lines.last_mut() {
+            let t: String = last.spans.iter().map(|s| s.content.as_ref()).collect();
+            *last = Line::raw(format!(
+                "{}…",
+                trellis_text::clip(&t, width.saturating_sub(2))
+            ));
+        }
+    }
+    lines
+        .into_iter()
+        .map(|l| {
+            let t: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+            Line::styled(t, app.theme.notice)
+        })
+        .collect()
 }
 
 /// Below this width the sidebar gives way to an open question (dialog or form).
@@ -197,7 +235,7 @@ fn draw_prompt(f: &mut Frame<'_>, app: &App, prompt: Rect) {
 
 /// The status bar: a message (or the connection's state) has priority over everything
 /// but the agent's name; extension items and the key hint show when they fit.
-fn draw_status(f: &mut Frame<'_>, app: &App, status: Rect) {
+fn draw_status(f: &mut Frame<'_>, app: &App, status: Rect, message_above: bool) {
     let theme = &app.theme;
     let items: Vec<String> = app
         .driver
@@ -229,7 +267,7 @@ fn draw_status(f: &mut Frame<'_>, app: &App, status: Rect) {
     } else {
         None
     };
-    let message = app.message.clone().or(state);
+    let message = app.message.clone().filter(|_| !message_above).or(state);
     let hint = if app.replay {
         "replay · j/k move · gT inspect · q quit"
     } else {

@@ -170,6 +170,18 @@ impl<W: Write> Output<W> {
         report: &trellis_ext_host::StatusReport,
         t: f64,
     ) -> std::io::Result<()> {
+        // On stderr in sentences, in both formats, and only what was not said when it
+        // happened: a disabled extension and each kind of failure were said then, once.
+        // What is left is how many times each kind failed.
+        for e in &report.extensions {
+            let failed: u64 = e.failures.iter().map(|f| f.count).sum();
+            if matches!(e.state, trellis_ext_host::ExtState::Degraded(_)) && failed > 1 {
+                eprintln!(
+                    "trellis: extension {} failed {failed} times in this run",
+                    safe(&e.name)
+                );
+            }
+        }
         match self.format {
             Format::Jsonl => {
                 self.write_pending()?;
@@ -189,21 +201,7 @@ impl<W: Write> Output<W> {
                     .and_then(|()| self.out.write_all(b"\n"));
                 self.check(r)
             }
-            Format::Text => {
-                // In sentences, and only what was not said when it happened: a disabled
-                // extension and each kind of failure were said then, once. What is left
-                // is how many times each kind failed.
-                for e in &report.extensions {
-                    let failed: u64 = e.failures.iter().map(|f| f.count).sum();
-                    if matches!(e.state, trellis_ext_host::ExtState::Degraded(_)) && failed > 1 {
-                        eprintln!(
-                            "trellis: extension {} failed {failed} times in this run",
-                            safe(&e.name)
-                        );
-                    }
-                }
-                Ok(())
-            }
+            Format::Text => Ok(()),
         }
     }
 

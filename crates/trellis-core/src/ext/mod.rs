@@ -463,6 +463,19 @@ pub trait Extension: Send {
     /// adapters stop their process here. Called once, last.
     fn on_shutdown(&mut self) {}
 
+    /// The host disabled the extension (it failed too often, or fatally): stop what runs
+    /// for it (a plugin adapter stops its process). It gets no events while disabled; it
+    /// may still wake the host ([`Waker::wake`]) to be asked to [`Extension::revive`].
+    fn on_disabled(&mut self) {}
+
+    /// Asked when a disabled extension wakes the host: `None` when nothing changed;
+    /// `Some(Ok(()))` when it is ready again, under its first registration (a plugin being
+    /// tried whose files changed, restarted with its new code); `Some(Err(why))` when it
+    /// changed but cannot run again in this session.
+    fn revive(&mut self, _host: &mut dyn Host) -> Option<Result<(), String>> {
+        None
+    }
+
     /// A card drawn with design `design` for `call` (one revision) at `width` columns.
     /// Called on the extension's worker when the host needs the card; the host caches
     /// the answer by call, revision and width and draws the native card until then.

@@ -191,7 +191,11 @@ impl Extension for PluginExt {
             }
             // And it is said with the failure, where the author looks (not only in
             // `/status`), first: the error its stderr ends with, at the author's line.
-            if let Err(ExtError::Fatal(why)) = &r {
+            // (Not when Trellis cut it off for what it wrote: its stderr then tells of the
+            // cut, a broken pipe, not of the cause.)
+            if let Err(ExtError::Fatal(why)) = &r
+                && !why.starts_with("disconnected:")
+            {
                 let s = lock(&self.stderr);
                 let lines: Vec<String> = s.lines.iter().cloned().collect();
                 drop(s);
@@ -354,6 +358,15 @@ impl Extension for PluginExt {
         self.exchange(host, "sync", &serde_json::json!({}), limit)?;
         self.diagnostics(host);
         Ok(())
+    }
+
+    fn on_disabled(&mut self) {
+        // Nothing more is asked of the process: it ends now, not with the session.
+        self.kill();
+    }
+
+    fn revive(&mut self, host: &mut dyn Host) -> Option<Result<(), String>> {
+        self.revive_changed(host)
     }
 
     fn on_shutdown(&mut self) {

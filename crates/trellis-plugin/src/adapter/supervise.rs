@@ -58,6 +58,33 @@ impl PluginExt {
         Ok(())
     }
 
+    /// Disabled, and its files changed since (trying a plugin): a new process with the new
+    /// code, under the first registration. A plugin that never registered (it failed at
+    /// start) has no registration for its new code to run under: a new session gives it
+    /// one.
+    pub(super) fn revive_changed(&mut self, host: &mut dyn Host) -> Option<Result<(), String>> {
+        if !self
+            .changed
+            .swap(false, std::sync::atomic::Ordering::AcqRel)
+        {
+            return None;
+        }
+        if self.registration.is_none() {
+            return Some(Err(
+                "it failed at start, so its new code runs in a new session: quit and start again"
+                    .into(),
+            ));
+        }
+        self.kill();
+        self.reloads += 1;
+        self.crashes.clear();
+        self.restart_at = None;
+        Some(
+            self.start(host)
+                .map_err(|e| format!("its new code failed too: {e}")),
+        )
+    }
+
     /// Starts the process and runs `initialize`.
     pub(super) fn start(&mut self, host: &mut dyn Host) -> Result<(), ExtError> {
         self.generation += 1;

@@ -120,7 +120,14 @@ impl PluginExt {
                     }
                 }
                 Inbound::Broken { why, line, .. } => {
-                    let f = format!("disconnected: it wrote {why}: «{line}»");
+                    // Most often a print() that went to stdout: say so in those words.
+                    let f = if why.starts_with("not JSON") {
+                        format!(
+                            "disconnected: it wrote «{line}» on stdout, which carries the protocol: print to stderr instead ({why})"
+                        )
+                    } else {
+                        format!("disconnected: it wrote {why}: «{line}»")
+                    };
                     self.kill();
                     self.fatal = Some(f.clone());
                     return Err(ExtError::Fatal(f));
@@ -164,6 +171,9 @@ impl PluginExt {
     ) -> Result<Value, ExtError> {
         match self.exchange(host, method, params, limit)? {
             Some(Ok(v)) => Ok(v),
+            // What its handler raised, in its words (the SDKs answer -32000 with the
+            // exception and the author's line); a protocol error says which.
+            Some(Err(e)) if e.code == -32000 => Err(ExtError::msg(e.message)),
             Some(Err(e)) => Err(ExtError::msg(format!(
                 "{method} answered with error {}: {}",
                 e.code, e.message

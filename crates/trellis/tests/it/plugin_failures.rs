@@ -517,3 +517,134 @@ fn a_plugin_failing_at_start_in_a_replay_test_is_not_accepted() {
     );
     assert!(!snap.exists(), "no snapshot of a broken plugin");
 }
+
+/// A tried plugin that failed until it was disabled stops at once, and runs again when its
+/// author saves a fix (helper's trial: a disabled plugin kept running and never reloaded).
+/// One that failed at start is told to need a new session.
+#[test]
+fn a_disabled_tried_plugin_stops_and_runs_again_once_fixed() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let pkg = home.path().join("raiser");
+    let marks = home.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let marks = std::fs::canonicalize(&marks).unwrap();
+    python_package(
+        &pkg,
+        "raiser",
+        "session",
+        &format!(
+            "import os\nfrom trellis_plugin import Plugin\nopen(os.path.join({marks:?}, 'old.pid'), 'w').write(str(os.getpid()))\nplugin = Plugin()\n\n@plugin.on(\"tool_call_updated\")\ndef boom(event, host):\n    raise ValueError(\"my handler broke\")\n\nplugin.run()\n"
+        ),
+    );
+    let broken = home.path().join("broken");
+    python_package(&broken, "broken", "session", "def (:\n    pass\n");
+    let Some(t) = crate::tui::Tmux::start_allowing(
+        &work,
+        &[
+            "--agent",
+            "demo",
+            "--plugin",
+            pkg.to_str().unwrap(),
+            "--plugin",
+            broken.to_str().unwrap(),
+        ],
+        220,
+        32,
+    ) else {
+        return;
+    };
+    t.wait_for("›");
+    t.send(&["go", "Enter"]);
+    t.wait_for("extension raiser disabled");
+    t.wait_for("Done: the TODO is fixed");
+    // Its process ended with it.
+    let pid: u32 = std::fs::read_to_string(marks.join("old.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    crate::hubkit::until("the disabled plugin's process ends", || {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    });
+    // The author saves a fix: it runs again, and its new code gets the next turn's events.
+    std::fs::write(
+        pkg.join("plugin.py"),
+        format!(
+            "import os\nfrom trellis_plugin import Plugin\nplugin = Plugin()\n\n@plugin.on(\"tool_call_updated\")\ndef fine(event, host):\n    open(os.path.join({marks:?}, 'new'), 'a').write('x')\n\nplugin.run()\n"
+        ),
+    )
+    .unwrap();
+    t.wait_for("extension raiser runs again with its changed files");
+    t.send(&["go", "Enter"]);
+    crate::hubkit::until("the fixed code gets events", || marks.join("new").exists());
+    // The one that failed at start says what it takes.
+    std::fs::write(broken.join("plugin.py"), "print('fixed')\n").unwrap();
+    t.wait_for("extension broken changed, but it failed at start");
+}
+
+/// A permission handler that raises is one failure, said once in the author's words — not
+/// a second "failed while deciding" nor a hand-on notice (helper's trial) — and a print()
+/// on stdout before the SDK is loaded is said as what it is.
+#[test]
+fn a_failing_permission_handler_and_a_stray_print_are_said_as_they_are() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let pkg = home.path().join("offer");
+    python_package(
+        &pkg,
+        "offer",
+        "session",
+        "from trellis_plugin import Plugin\nplugin = Plugin(subscriptions=[])\n\n@plugin.on_permission\ndef decide(offer, host):\n    return [][0]\n\nplugin.run()\n",
+    );
+    let manifest = std::fs::read_to_string(pkg.join("plugin.json"))
+        .unwrap()
+        .replace("[\"observe\"]", "[\"intercept-permissions\"]");
+    std::fs::write(pkg.join("plugin.json"), manifest).unwrap();
+    let printer = home.path().join("printer");
+    python_package(
+        &printer,
+        "printer",
+        "session",
+        "print('my plugin is starting')\nfrom trellis_plugin import Plugin\nplugin = Plugin()\nplugin.run()\n",
+    );
+    let o = demo_run(
+        home.path(),
+        &work,
+        &[
+            "--plugin",
+            pkg.to_str().unwrap(),
+            "--plugin",
+            printer.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(
+        err.matches("extension offer: permission request failed: IndexError: list index out of range (plugin.py:6 in decide)").count(),
+        1,
+        "once, in the author's words: {err}"
+    );
+    assert!(
+        !err.contains("failed while deciding")
+            && !err.contains("handed on")
+            && !err.contains("answered with error"),
+        "{err}"
+    );
+    let line = err
+        .lines()
+        .find(|l| l.contains("extension printer disabled"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("it wrote «my plugin is starting» on stdout, which carries the protocol: print to stderr instead")
+            && !line.contains("BrokenPipe"),
+        "{line}"
+    );
+}
