@@ -226,8 +226,14 @@ impl Proc {
                 Err(p) => p.into_inner().closed = false,
             }
             let log = l.log_file.clone();
+            // Each start is headed in the log, so one run's lines are told from the last's.
+            let head = format!(
+                "── {} process {} started ──\n",
+                jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M:%S UTC"),
+                child.id()
+            );
             spawn_thread(&format!("plugin-{}-err", l.name), move || {
-                stderr_reader(err, stderr, log, wake)
+                stderr_reader(err, stderr, log, &head, wake)
             })?;
         }
         Ok(Proc {
@@ -443,10 +449,14 @@ fn stderr_reader(
     err: std::process::ChildStderr,
     ring: Arc<Mutex<Stderr>>,
     log: Option<PathBuf>,
+    head: &str,
     wake: Arc<dyn Fn() + Send + Sync>,
 ) {
     let mut r = BufReader::new(err);
     let mut file = log.as_ref().and_then(|p| open_log(p));
+    if let Some(f) = file.as_mut() {
+        let _ = f.write_all(head.as_bytes());
+    }
     let mut written = file
         .as_ref()
         .and_then(|f| f.metadata().ok())
