@@ -25,6 +25,7 @@ pub mod event_json;
 pub mod ext;
 pub mod glob;
 pub mod hot;
+mod json_literal;
 pub mod ledger;
 pub mod log;
 pub mod permission;

@@ -255,9 +255,9 @@ pub(crate) struct FastBlock<'a> {
     #[serde(rename = "type", borrow)]
     pub(crate) ty: std::borrow::Cow<'a, str>,
     /// The text as it is on the line: unescaped once, into one allocation
-    /// ([`crate::hot::unescape`]), rather than through a scratch buffer grown per line.
+    /// ([`crate::json_literal::unescape`]), rather than through a scratch buffer grown per line.
     #[serde(default, borrow)]
-    pub(crate) text: Option<crate::hot::Raw<'a>>,
+    pub(crate) text: Option<crate::json_literal::Raw<'a>>,
 }
 
 /// Parses a `content` array. The fast path reads text, diff and terminal items in one pass;
@@ -293,7 +293,7 @@ pub(crate) fn fast_content(items: Vec<FastItem>) -> Option<Vec<ToolContent>> {
                 // Kept as written where the events and the spill would write it so.
                 text: match crate::bulk::Text::escaped(text.0) {
                     Some(t) => t,
-                    None => crate::hot::unescape(text.0)?.into(),
+                    None => crate::json_literal::unescape(text.0)?.into(),
                 },
             },
             ("diff", _) => ToolContent::Diff {

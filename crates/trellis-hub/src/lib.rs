@@ -7,6 +7,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod call;
 pub mod client;
 #[cfg(feature = "listen")]
 pub mod listen;

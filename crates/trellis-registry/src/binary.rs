@@ -84,19 +84,6 @@ fn inside(path: &Path) -> Option<PathBuf> {
     (!out.as_os_str().is_empty()).then_some(out)
 }
 
-/// Whether `url` names an installer (`.deb`, `.dmg`…), which the registry's format has
-/// none of.
-pub fn installer(url: &str) -> bool {
-    let name = url
-        .split(['?', '#'])
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    [".dmg", ".pkg", ".deb", ".rpm", ".msi", ".appimage"]
-        .iter()
-        .any(|s| name.ends_with(s))
-}
-
 /// Unpacks the archive at `archive` (named after `url`) into `dir`, or places a raw
 /// binary there as `cmd`.
 pub fn unpack(archive: &Path, url: &str, dir: &Path, cmd: &str) -> Result<(), String> {
@@ -118,7 +105,7 @@ pub fn unpack(archive: &Path, url: &str, dir: &Path, cmd: &str) -> Result<(), St
     } else if [".tar.bz2", ".tbz2"].iter().any(|s| name.ends_with(s)) {
         let f = std::fs::File::open(archive).map_err(|e| e.to_string())?;
         untar(bzip2::read::BzDecoder::new(f), dir)
-    } else if installer(&name) {
+    } else if crate::index::installer(&name) {
         Err(format!(
             "{url}: an installer, not an archive: the registry's format has none (tar.gz, tgz, tar.bz2, tbz2, tar, zip, or a raw binary)"
         ))

@@ -346,7 +346,7 @@ impl Agent {
                     ));
                 }
                 // Known before any byte is fetched: an installer is not an archive.
-                if crate::binary::installer(&archive) {
+                if installer(&archive) {
                     return Err(format!(
                         "binary {platform}: `{}` is an installer, not an archive (tar.gz, tgz, tar.bz2, tbz2, tar, zip, or a raw binary)",
                         archive.escape_debug()
@@ -477,6 +477,19 @@ fn split_version(spec: &str, sep: char) -> (&str, Option<&str>) {
         Some(i) => (&spec[..first + i], Some(&spec[first + i + 1..])),
         None => (spec, None),
     }
+}
+
+/// Whether `url` names an installer (`.deb`, `.dmg`…), which the registry's format has
+/// none of.
+pub fn installer(url: &str) -> bool {
+    let name = url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    [".dmg", ".pkg", ".deb", ".rpm", ".msi", ".appimage"]
+        .iter()
+        .any(|s| name.ends_with(s))
 }
 
 #[cfg(test)]

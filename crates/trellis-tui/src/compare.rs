@@ -8,14 +8,14 @@
 //! Rows are computed when the view opens and when a member's state changes, never while
 //! a frame is drawn; measurements arrive later and fill their rows in.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ratatui::text::Line;
 use trellis_core::attention::Attention;
-use trellis_core::tool_call::{ToolKind, ToolStatus};
+use trellis_core::tool_call::ToolStatus;
 use trellis_view::Theme;
 
-use crate::deck::{SessionKey, Slot};
+use crate::deck::key::SessionKey;
 
 /// What a worktree's work is against its base, as git counts it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -102,7 +102,11 @@ fn last_line(text: &str) -> Option<String> {
 }
 
 /// How a test-like call ended.
-fn test_run(c: &trellis_core::ToolCall, s: &trellis_core::Session, cmd: &str) -> TestRun {
+pub(crate) fn test_run(
+    c: &trellis_core::ToolCall,
+    s: &trellis_core::Session,
+    cmd: &str,
+) -> TestRun {
     let word = match c.status {
         ToolStatus::Completed => "passed",
         ToolStatus::Failed => "failed",
@@ -129,73 +133,6 @@ fn test_run(c: &trellis_core::ToolCall, s: &trellis_core::Session, cmd: &str) ->
             .is_terminal()
             .then(|| last_line(&trellis_view::card::output_text(c, s)))
             .flatten(),
-    }
-}
-
-/// A session's row, from its ledger; its worktree is measured apart (`tree` is what was
-/// known of it before).
-pub fn row(slot: &Slot, number: usize, now: Instant, tree: Tree) -> Row {
-    let s = &slot.app.driver.session;
-    let mut files = std::collections::BTreeSet::new();
-    let (mut commands, mut failed) = (0, 0);
-    let (mut added, mut removed) = (0, 0);
-    let mut last_test = None;
-    let calls = s.ledger.len();
-    for p in 0..calls {
-        let c = s.ledger.at(p);
-        if c.status == ToolStatus::Failed {
-            failed += 1;
-        }
-        match c.kind {
-            ToolKind::Edit | ToolKind::Delete | ToolKind::Move
-                if c.status == ToolStatus::Completed =>
-            {
-                files.extend(trellis_core::enrich::paths_of(&c));
-                if let Some((a, d)) = trellis_core::enrich::diff_stat(&c) {
-                    added += a;
-                    removed += d;
-                }
-            }
-            ToolKind::Execute => {
-                commands += 1;
-                let cmd = trellis_core::enrich::command_of(&c).unwrap_or_else(|| c.display_title());
-                if test_like(&cmd) || test_like(&c.title) {
-                    last_test = Some(test_run(&c, s, &cmd));
-                }
-            }
-            _ => {}
-        }
-    }
-    let still = matches!(
-        slot.attention,
-        Attention::Working | Attention::Starting | Attention::Blocked(_)
-    );
-    let until = if still { now } else { slot.since };
-    let label = s.worktree.as_ref().map(|w| w.label.clone());
-    Row {
-        key: slot.key,
-        number,
-        agent: slot.agent_name(),
-        tree: if label.is_some() { tree } else { Tree::None },
-        label,
-        prompt: slot.first_prompt(),
-        attention: slot.attention,
-        reported: Reported {
-            added,
-            removed,
-            files: files.len(),
-        },
-        calls,
-        commands,
-        last_test,
-        failed,
-        tokens: s.usage.as_ref().map(|u| u.used).filter(|&u| u > 0),
-        cost: s
-            .usage
-            .as_ref()
-            .and_then(|u| u.cost.as_ref())
-            .map(|c| c.display()),
-        took: until.saturating_duration_since(slot.started),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod measure;
 pub mod plan;
 pub mod prune;
 pub mod record;
+mod state;
 
 use std::path::{Path, PathBuf};
 

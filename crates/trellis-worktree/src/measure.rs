@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use crate::end::{owned, snapshot};
 use crate::git::Git;
 use crate::record::Record;
+use crate::state::{owned, snapshot};
 use crate::{Error, Found};
 
 /// What the worktree's work is against its base (see [`crate::plan::base`]) — committed,

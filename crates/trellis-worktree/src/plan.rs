@@ -7,9 +7,9 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use crate::end::{owned, snapshot, source_branch};
 use crate::git::Git;
 use crate::record::Record;
+use crate::state::{owned, snapshot, source_branch};
 use crate::{Error, Found};
 
 /// What a land of a worktree would do.
@@ -192,11 +192,11 @@ pub fn ending(found: &Found, action: &str) -> Result<(), Error> {
             }
         }
         "apply" => {
-            crate::end::survey(&record, "applying")?;
+            crate::state::survey(&record, "applying")?;
             let (snap, _) = snapshot(&record.path, &record.label)?;
             applies(&record, &snap)
         }
-        "discard" => crate::end::survey(&record, "discarding").map(|_| ()),
+        "discard" => crate::state::survey(&record, "discarding").map(|_| ()),
         "sync" => {
             let target = match &record.onto {
                 Some(o) => o.clone(),

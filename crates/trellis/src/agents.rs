@@ -95,7 +95,7 @@ pub fn registry_hint(agent: &str, config: &Config) -> Option<(String, String)> {
     if !missing {
         return None;
     }
-    crate::agents_cmd::not_installed(agent, registry_ids(agent), config)
+    crate::registry_agents::not_installed(agent, registry_ids(agent), config)
 }
 
 /// Where `program` is on `PATH`, if it is.
@@ -122,7 +122,7 @@ fn registry_ids(preset: &str) -> &'static [&'static str] {
 /// The registry agent installed as `agent` (its id, or a preset's name for it), and how to
 /// start it.
 fn installed(agent: &str) -> Option<(String, Result<trellis_registry::install::Launch, String>)> {
-    let agents = crate::agents_cmd::installed_agents()?;
+    let agents = crate::registry_agents::installed_agents()?;
     std::iter::once(agent)
         .chain(registry_ids(agent).iter().copied())
         .find_map(|id| agents.launch(id).map(|l| (id.to_string(), l)))
@@ -419,7 +419,7 @@ pub fn known(config: &Config) -> String {
         .collect();
     presets.sort();
     presets.dedup();
-    let installed = crate::agents_cmd::installed_agents()
+    let installed = crate::registry_agents::installed_agents()
         .map(|a| a.ids())
         .unwrap_or_default();
     let installed = if installed.is_empty() {

@@ -72,7 +72,7 @@ pub fn main(args: AttachArgs, config_path: Option<std::path::PathBuf>) -> anyhow
     let named = format!("{hub}:{key}");
     let mut app = trellis_tui::App::new(session, following.agent.clone(), false);
     app.log_path = Some(following.log.clone());
-    crate::ui::apply_ui_config(&mut app, &config)?;
+    crate::ui_config::apply_ui_config(&mut app, &config)?;
     let (remote_tx, remote_rx) = std::sync::mpsc::channel();
     app.driver.attach(feed, remote_tx);
     app.driver.observe_with(observing.clone());

@@ -12,7 +12,7 @@ pub struct FanArgs {
     /// The prompt each session is sent once its agent is ready.
     prompt: String,
     #[command(flatten)]
-    session: crate::ui::UiArgs,
+    session: crate::session_args::UiArgs,
 }
 
 /// The agents of the `n` sessions: one `--agent` for all, or as many as sessions, or a
@@ -54,7 +54,7 @@ pub fn main(args: FanArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitC
         .map(|(i, agent)| crate::launch::Request {
             agent,
             cwd: Some(cwd.clone()),
-            worktree: Some(crate::worktree_cmd::Ask {
+            worktree: Some(crate::session_args::Ask {
                 label: label.as_ref().map(|l| format!("{l}-{}", i + 1)),
                 required: true,
             }),

@@ -29,7 +29,7 @@ pub struct Launch {
 pub struct Request {
     pub agent: String,
     pub cwd: Option<PathBuf>,
-    pub worktree: Option<crate::worktree_cmd::Ask>,
+    pub worktree: Option<crate::session_args::Ask>,
     pub carry: bool,
     pub resume: Option<crate::sessions::Resume>,
     pub load: Option<String>,
@@ -134,7 +134,7 @@ impl Launch {
         } else {
             trellis_view::Theme::default()
         };
-        crate::ui::apply_ui_config(&mut app, config)?;
+        crate::ui_config::apply_ui_config(&mut app, config)?;
         // After the key bindings are known: contributed keys must not clash with them.
         app.set_ext(host, host_rx);
         if let Some((feed, then, spill_error)) = history {

@@ -143,7 +143,7 @@ pub fn main(cmd: HooksCmd) -> anyhow::Result<ExitCode> {
             };
             let hooks = parse(&path, &bytes)?;
             // Checked as they would be at a session's start: a bad entry is not trusted.
-            crate::setup::hooks_of(&hooks, "project ", |table, key, why| {
+            crate::hooks::hooks_of(&hooks, "project ", |table, key, why| {
                 anyhow::anyhow!("{}: {table}.{key}: {why}", path.display())
             })?;
             println!("{} runs, on your machine, as you:", path.display());

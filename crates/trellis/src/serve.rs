@@ -550,7 +550,7 @@ pub fn run_detached(d: Detached, config: Option<&std::path::Path>) -> anyhow::Re
 /// `trellis --detachable`: the session starts in the default hub (started in the
 /// background when none serves) and this terminal attaches to it.
 pub fn detachable(
-    ui: &crate::ui::UiArgs,
+    ui: &crate::session_args::UiArgs,
     config_path: Option<PathBuf>,
     demo: bool,
 ) -> anyhow::Result<ExitCode> {

@@ -8,68 +8,7 @@ use trellis_core::Session;
 use trellis_store::{Config, Paths};
 use trellis_tui::App;
 
-/// How a session's permission requests are decided and which plugins it runs besides
-/// the enabled ones: a session's own, or a hub's for every session started in it.
-#[derive(clap::Args, Clone, Default)]
-pub struct PolicyArgs {
-    /// Decide permission requests without asking: allow-once, allow-reads, reject or a
-    /// rules file (default: ask in the dialog).
-    #[arg(long)]
-    pub permission: Option<String>,
-    /// Also run the plugin package at PATH, for this session only, granted what it asks
-    /// for; its process restarts when its files change (`trellis plugin try`).
-    #[arg(long = "plugin", value_name = "PATH")]
-    pub plugin: Vec<PathBuf>,
-    /// Grant `drive` (sending prompts, cancelling turns) to the `--plugin` packages that ask
-    /// for it; without it they run without.
-    #[arg(long)]
-    pub allow_drive: bool,
-}
-
-/// What starts a session: its agent, directory, policy and plugins, worktree. Taken by
-/// the commands that start one (`trellis`, `demo`, `run`, `fan`, `sessions resume`,
-/// `plugin try`), and only by them.
-#[derive(clap::Args, Clone, Default)]
-pub struct UiArgs {
-    /// Agent preset or command line (default: the configured default, else the demo);
-    /// `trellis fan` takes it several times.
-    #[arg(long, action = clap::ArgAction::Append)]
-    pub agent: Vec<String>,
-    /// Session working directory (default: the current directory; a scratch one for demo).
-    #[arg(long)]
-    pub cwd: Option<PathBuf>,
-    #[command(flatten)]
-    pub policy: PolicyArgs,
-    /// Continue the agent's session SESSION_ID (`session/resume` or `session/load`), one
-    /// the local history may not have (the sessions picker resumes the agent's own
-    /// sessions with it).
-    #[arg(long, value_name = "SESSION_ID")]
-    pub load: Option<String>,
-    /// Run the session in a git worktree of its own, made now: `--worktree` (a made-up
-    /// label), `--worktree=LABEL`, `--worktree=required` or `required:LABEL` (no
-    /// worktree, no session). Branch `trellis/<label>` from HEAD, the tree under
-    /// Trellis's data directory; end it with `trellis worktree land|apply|keep|discard`.
-    #[arg(long, value_name = "LABEL", num_args = 0..=1, require_equals = true,
-          default_missing_value = "", value_parser = crate::worktree_cmd::parse_ask)]
-    pub worktree: Option<crate::worktree_cmd::Ask>,
-    /// Quit after the first frame (for the startup benchmark).
-    #[arg(long, hide = true)]
-    pub exit_after_first_frame: bool,
-}
-
-impl UiArgs {
-    /// The one `--agent` of a command that runs one session.
-    pub fn one_agent(&self) -> anyhow::Result<Option<String>> {
-        match self.agent.as_slice() {
-            [] => Ok(None),
-            [one] => Ok(Some(one.clone())),
-            _ => anyhow::bail!(
-                "--agent given {} times: one session runs one agent (several at once: trellis fan)",
-                self.agent.len()
-            ),
-        }
-    }
-}
+pub use crate::session_args::{PolicyArgs, UiArgs};
 
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
@@ -135,7 +74,7 @@ pub fn start(
     for r in &requests {
         crate::agents::check(&r.agent, &config)?;
     }
-    crate::setup::hooks_of(&config.hooks, "", |table, key, why| {
+    crate::hooks::hooks_of(&config.hooks, "", |table, key, why| {
         config.invalid(table, key, why).into()
     })?;
     if !args.exit_after_first_frame {
@@ -147,7 +86,7 @@ pub fn start(
         }
     }
     // Check the UI settings before starting any agent: a config error stops here.
-    apply_ui_config(
+    crate::ui_config::apply_ui_config(
         &mut App::new(Session::default(), String::new(), false),
         &config,
     )?;
@@ -253,7 +192,7 @@ pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener
             agent: req.agent.clone(),
             cwd: req.cwd.clone(),
             // Asked for from the UI: no worktree is an error shown in the form.
-            worktree: req.worktree.then_some(crate::worktree_cmd::Ask {
+            worktree: req.worktree.then_some(crate::session_args::Ask {
                 label: None,
                 required: true,
             }),
@@ -353,7 +292,7 @@ pub fn replay(
     }
     let mut app = App::new(session, "recording".into(), true);
     app.log_path = Some(file.to_path_buf());
-    apply_ui_config(&mut app, &config)?;
+    crate::ui_config::apply_ui_config(&mut app, &config)?;
     app.set_ext(host, host_rx);
     app.driver.replay(feed);
     app.exit_after_first_frame = exit_after_first_frame;
@@ -365,110 +304,4 @@ pub fn replay(
     }
     print_said(runtime()?.block_on(trellis_tui::run(app, None))?);
     Ok(ExitCode::SUCCESS)
-}
-
-/// Applies `[ui]` from the config to the app; a bad value is an error naming file, line
-/// and key.
-pub(crate) fn apply_ui_config(app: &mut App, config: &Config) -> anyhow::Result<()> {
-    use trellis_store::config::KeySetting;
-    use trellis_tui::app::CursorMode;
-    use trellis_view::{OutputPolicies, OutputPolicy};
-    let ui = &config.ui;
-    if let Some(c) = &ui.cursor {
-        app.cursor_mode = CursorMode::parse(c).ok_or_else(|| {
-            config.invalid(
-                "ui",
-                "cursor",
-                format!("{c:?} is not one of exact, nearest, above, below"),
-            )
-        })?;
-    }
-    app.key_hints = ui.key_hints.unwrap_or(true);
-    app.alerts = trellis_tui::app::Alerts {
-        bell: ui.bell.unwrap_or(true),
-        title: ui.title_marker.unwrap_or(true),
-        notify: ui.notify.unwrap_or(true),
-    };
-    let mut by_kind = Vec::new();
-    for (kind, policy) in &ui.output {
-        let k = trellis_core::ToolKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == kind)
-            .ok_or_else(|| {
-                config.invalid("ui.output", kind, format!("{kind:?} is not a tool kind"))
-            })?;
-        let words: Vec<&str> = policy.split_whitespace().collect();
-        let p = match words.as_slice() {
-            ["hidden"] => OutputPolicy::Hidden,
-            ["full"] => OutputPolicy::Full,
-            ["preview", n] => OutputPolicy::Preview(n.parse().map_err(|_| {
-                config.invalid("ui.output", kind, format!("{n:?} is not a number of lines"))
-            })?),
-            _ => {
-                return Err(config
-                    .invalid(
-                        "ui.output",
-                        kind,
-                        format!("{policy:?} is not \"hidden\", \"preview N\" or \"full\""),
-                    )
-                    .into());
-            }
-        };
-        by_kind.push((k, p));
-    }
-    app.view.policies = OutputPolicies {
-        by_kind,
-        ..OutputPolicies::default()
-    };
-    let mut keys = std::collections::BTreeMap::new();
-    for (action, setting) in &ui.keys {
-        // The session keys are the deck's (`deck_keys`).
-        if trellis_tui::deck::DeckAction::is_name(action) {
-            continue;
-        }
-        if !trellis_tui::keymap::KeyAction::ALL
-            .iter()
-            .any(|(_, n, _)| n == action)
-        {
-            let known: Vec<&str> = trellis_tui::keymap::KeyAction::ALL
-                .iter()
-                .map(|(_, n, _)| *n)
-                .collect();
-            return Err(config
-                .invalid(
-                    "ui.keys",
-                    action,
-                    format!("unknown key action (known: {})", known.join(", ")),
-                )
-                .into());
-        }
-        let v = match setting {
-            KeySetting::Keys(s) => {
-                trellis_tui::keymap::parse_keys(s)
-                    .map_err(|e| config.invalid("ui.keys", action, e.0))?;
-                Some(s.clone())
-            }
-            KeySetting::Enabled(false) => None,
-            KeySetting::Enabled(true) => {
-                return Err(config
-                    .invalid(
-                        "ui.keys",
-                        action,
-                        "use a key like \"gT\", or false to disable",
-                    )
-                    .into());
-            }
-        };
-        keys.insert(action.clone(), v);
-    }
-    app.keys = trellis_tui::keymap::Keymap::new(&keys).map_err(|e| {
-        let key = ui
-            .keys
-            .keys()
-            .find(|k| e.0.contains(k.as_str()))
-            .cloned()
-            .unwrap_or_else(|| "keys".into());
-        config.invalid("ui.keys", &key, e.0)
-    })?;
-    Ok(())
 }

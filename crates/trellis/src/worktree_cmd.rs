@@ -375,28 +375,7 @@ pub fn status_lines() -> Vec<String> {
     out
 }
 
-/// What `--worktree` asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ask {
-    pub label: Option<String>,
-    /// Without a worktree the session does not start.
-    pub required: bool,
-}
-
-/// `--worktree` (a made-up label), `--worktree=LABEL`, `--worktree=required`,
-/// `--worktree=required:LABEL`.
-pub fn parse_ask(v: &str) -> Result<Ask, String> {
-    let (required, label) = match v {
-        "" => (false, None),
-        "required" => (true, None),
-        v => match v.strip_prefix("required:") {
-            Some(l) => (true, Some(l)),
-            None => (false, Some(v)),
-        },
-    };
-    let label = label.map(trellis_worktree::label::check).transpose()?;
-    Ok(Ask { label, required })
-}
+use crate::session_args::Ask;
 
 /// Makes the worktree a new session asked for and moves the session into it; what to
 /// tell the user comes back as lines (printed on stderr before a UI starts, shown in the

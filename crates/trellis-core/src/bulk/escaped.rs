@@ -100,7 +100,7 @@ fn hex(d: u8) -> Option<u8> {
 /// The text of a literal [`measure`] accepted, by the hot path's one unescaper (which
 /// reads any literal such a measure accepts; empty for anything else, never reached).
 pub(super) fn unescape(literal: &str) -> String {
-    crate::hot::unescape(literal).unwrap_or_default()
+    crate::json_literal::unescape(literal).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 
 use super::guard::{authorize, credential_in_url, same_origin, take_code};
 use super::{ANSWER_WAIT, BODY_LIMIT, PAGE, PAIRED_TTL, Pairing, READ_WAIT, SCRIPT, STYLE};
-use crate::serve::{Call, Reply};
+use crate::call::{Call, Reply};
 use crate::tokens::Scope;
 use crate::wire::{self, Body, Op};
 

@@ -26,7 +26,7 @@ mod api;
 mod body;
 mod guard;
 
-use crate::serve::Call;
+use crate::call::Call;
 use crate::tokens::Store;
 use api::{Problem, fail};
 

@@ -12,6 +12,7 @@
 //! session's key and a sequence number ([`SessionNote`]); commands in ([`Command`]).
 
 mod inbox;
+pub mod key;
 mod keys;
 mod remote;
 mod slot;
@@ -28,8 +29,7 @@ pub use slot::Slot;
 
 use crate::app::App;
 
-/// A session's key in this deck (never reused while the deck lives).
-pub type SessionKey = u32;
+pub use key::SessionKey;
 
 /// A note of one session, numbered in the order that session produced them.
 #[derive(Debug)]
@@ -646,12 +646,7 @@ impl Deck {
             .iter()
             .filter_map(|k| {
                 let i = self.slots.iter().position(|s| s.key == *k)?;
-                Some(crate::compare::row(
-                    &self.slots[i],
-                    i + 1,
-                    now,
-                    c.tree_of(*k),
-                ))
+                Some(slot::compare_row(&self.slots[i], i + 1, now, c.tree_of(*k)))
             })
             .collect();
         c.rows = rows;

@@ -10,6 +10,8 @@ use trellis_driver::Note;
 
 use super::{Opened, SessionKey, SessionNote};
 use crate::app::App;
+use crate::compare::{Reported, Row, Tree, test_like, test_run};
+use trellis_core::tool_call::{ToolKind, ToolStatus};
 
 /// One session of the deck.
 pub struct Slot {
@@ -177,4 +179,71 @@ fn completed_edit(call: &trellis_core::ToolCall) -> Option<(usize, usize)> {
         return None;
     }
     trellis_core::enrich::diff_stat(call)
+}
+
+/// A session's row, from its ledger; its worktree is measured apart (`tree` is what was
+/// known of it before).
+pub fn compare_row(slot: &Slot, number: usize, now: Instant, tree: Tree) -> Row {
+    let s = &slot.app.driver.session;
+    let mut files = std::collections::BTreeSet::new();
+    let (mut commands, mut failed) = (0, 0);
+    let (mut added, mut removed) = (0, 0);
+    let mut last_test = None;
+    let calls = s.ledger.len();
+    for p in 0..calls {
+        let c = s.ledger.at(p);
+        if c.status == ToolStatus::Failed {
+            failed += 1;
+        }
+        match c.kind {
+            ToolKind::Edit | ToolKind::Delete | ToolKind::Move
+                if c.status == ToolStatus::Completed =>
+            {
+                files.extend(trellis_core::enrich::paths_of(&c));
+                if let Some((a, d)) = trellis_core::enrich::diff_stat(&c) {
+                    added += a;
+                    removed += d;
+                }
+            }
+            ToolKind::Execute => {
+                commands += 1;
+                let cmd = trellis_core::enrich::command_of(&c).unwrap_or_else(|| c.display_title());
+                if test_like(&cmd) || test_like(&c.title) {
+                    last_test = Some(test_run(&c, s, &cmd));
+                }
+            }
+            _ => {}
+        }
+    }
+    let still = matches!(
+        slot.attention,
+        Attention::Working | Attention::Starting | Attention::Blocked(_)
+    );
+    let until = if still { now } else { slot.since };
+    let label = s.worktree.as_ref().map(|w| w.label.clone());
+    Row {
+        key: slot.key,
+        number,
+        agent: slot.agent_name(),
+        tree: if label.is_some() { tree } else { Tree::None },
+        label,
+        prompt: slot.first_prompt(),
+        attention: slot.attention,
+        reported: Reported {
+            added,
+            removed,
+            files: files.len(),
+        },
+        calls,
+        commands,
+        last_test,
+        failed,
+        tokens: s.usage.as_ref().map(|u| u.used).filter(|&u| u > 0),
+        cost: s
+            .usage
+            .as_ref()
+            .and_then(|u| u.cost.as_ref())
+            .map(|c| c.display()),
+        took: until.saturating_duration_since(slot.started),
+    }
 }

@@ -32,7 +32,7 @@ pub enum PluginCmd {
     Try {
         path: PathBuf,
         #[command(flatten)]
-        session: crate::ui::UiArgs,
+        session: crate::session_args::UiArgs,
     },
     /// Copy a package into your plugins (PATH, or npm:NAME@VERSION) and pin its hash.
     Install { source: String },

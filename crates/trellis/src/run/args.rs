@@ -7,7 +7,7 @@ use crate::output::Format;
 #[derive(clap::Args)]
 pub struct RunArgs {
     #[command(flatten)]
-    pub session: crate::ui::UiArgs,
+    pub session: crate::session_args::UiArgs,
     /// The prompt to send. Repeat it for consecutive turns: each is sent when the
     /// previous turn ended normally (`end_turn`); any other end stops the run there.
     #[arg(long, required = true)]
@@ -156,7 +156,7 @@ impl RunArgs {
     /// to a run that stays (output, budgets, artifacts, answers) are refused by name.
     pub fn detached(
         &self,
-        ui: &crate::ui::UiArgs,
+        ui: &crate::session_args::UiArgs,
         default_agent: &str,
     ) -> anyhow::Result<crate::serve::Detached> {
         let stays = [

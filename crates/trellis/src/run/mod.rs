@@ -78,14 +78,14 @@ pub fn main(mut args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<E
 /// A run that stays (not `--detach`): set up, driven to its end, concluded.
 fn stays(
     args: &RunArgs,
-    common: crate::ui::UiArgs,
+    common: crate::session_args::UiArgs,
     config: &Config,
     paths: Option<&Paths>,
 ) -> anyhow::Result<ExitCode> {
     args.check_hub_flags()?;
     // The config's hooks are checked before anything is made (the demo's workspace, a
     // worktree, a log): a mistake there stops the run at once, naming its line.
-    crate::setup::hooks_of(&config.hooks, "", |table, key, why| {
+    crate::hooks::hooks_of(&config.hooks, "", |table, key, why| {
         config.invalid(table, key, why).into()
     })?;
     let resume = args
@@ -215,7 +215,7 @@ fn print_stats(stop: &Finished) {
 /// plugins offer the agent (problems with them said on stderr).
 fn extensions(
     config: &Config,
-    common: &crate::ui::UiArgs,
+    common: &crate::session_args::UiArgs,
     resolved: &mut crate::agents::Resolved,
 ) -> anyhow::Result<crate::setup::Host> {
     let live = crate::setup::Live {

@@ -86,7 +86,7 @@ pub enum SessionsCmd {
         #[arg(long)]
         carry: bool,
         #[command(flatten)]
-        session: crate::ui::UiArgs,
+        session: crate::session_args::UiArgs,
     },
     /// A session as Markdown or as one self-contained HTML file.
     Export {

@@ -38,7 +38,7 @@ use log::{follow_log, pending_requests};
 use outbox::Outbox;
 
 use super::Pairing;
-use crate::serve::{Call, Reply};
+use crate::call::{Call, Reply};
 use crate::tokens::{Scope, Token};
 use crate::wire::{self, Body, Op};
 

@@ -1,0 +1,102 @@
+//! What an ending reads before it acts, and nothing it changes: the record checked to be
+//! Trellis's, the tree's whole state as a snapshot commit (through a private index), the
+//! branch the source has out, the ignored files a removal would take. Below both the
+//! checks that ask first (`plan`) and the endings that act (`end`).
+
+use std::path::Path;
+
+use crate::git::Git;
+use crate::record::Record;
+use crate::{Error, Found, Status, status};
+
+/// The record as it is on disk now, and its tree checked to be Trellis's.
+pub(crate) fn owned(found: &Found) -> Result<Record, Error> {
+    let record = Record::read(&found.file).map_err(Error::Io)?;
+    match status(&record) {
+        Status::Owned => Ok(record),
+        Status::Ended => Err(Error::Refused(format!(
+            "worktree {} has ended already ({})",
+            record.label,
+            record.stage.word()
+        ))),
+        Status::Incomplete => Err(Error::Refused(format!(
+            "worktree {} was never finished; Trellis leaves {} alone",
+            record.label,
+            record.path.display()
+        ))),
+        Status::Missing(why) => Err(Error::Refused(format!(
+            "worktree {} is gone: {why}; its branch {} is kept (`trellis worktree discard {}` forgets it)",
+            record.label, record.branch, record.label
+        ))),
+        Status::Foreign(why) => Err(Error::Refused(format!(
+            "{} is not the worktree Trellis made ({why}); Trellis will not touch it",
+            record.path.display()
+        ))),
+    }
+}
+
+/// The whole state of `tree` (tracked changes, untracked files; not ignored ones) as a
+/// commit on top of its HEAD, made through a private index: the tree, its index and its
+/// branch are left as they are. Returns the commit and whether it differs from HEAD.
+pub fn snapshot(tree: &Path, label: &str) -> Result<(String, bool), Error> {
+    snapshot_with(tree, label, &[])
+}
+
+/// [`snapshot`], with the ignored files `ignored` (relative to the tree) in it too.
+pub(crate) fn snapshot_with(
+    tree: &Path,
+    label: &str,
+    ignored: &[std::path::PathBuf],
+) -> Result<(String, bool), Error> {
+    let head = Git::at(tree)
+        .args(["rev-parse", "--verify", "HEAD^{commit}"])
+        .line()?;
+    let dir = tempfile::tempdir().map_err(|e| Error::Io(format!("temporary directory: {e}")))?;
+    let index = dir.path().join("index");
+    let with_index = |g: Git| g.env("GIT_INDEX_FILE", &index);
+    with_index(Git::at(tree).args(["read-tree", &head])).output()?;
+    with_index(Git::at(tree).args(["add", "-A", "--", "."])).output()?;
+    crate::ignored::add(tree, &index, ignored, dir.path())?;
+    let written = with_index(Git::at(tree).arg("write-tree")).line()?;
+    let head_tree = Git::at(tree)
+        .args(["rev-parse", &format!("{head}^{{tree}}")])
+        .line()?;
+    if written == head_tree {
+        return Ok((head, false));
+    }
+    let commit = Git::at(tree)
+        .env("GIT_AUTHOR_NAME", "Trellis")
+        .env("GIT_AUTHOR_EMAIL", "trellis@localhost")
+        .env("GIT_COMMITTER_NAME", "Trellis")
+        .env("GIT_COMMITTER_EMAIL", "trellis@localhost")
+        .args(["commit-tree", &written, "-p", &head, "-m"])
+        .arg(format!("trellis: snapshot of worktree {label}"))
+        .line()?;
+    Ok((commit, true))
+}
+
+/// The branch the source has checked out.
+pub(crate) fn source_branch(source: &Path) -> Result<String, Error> {
+    Git::at(source)
+        .args(["symbolic-ref", "-q", "--short", "HEAD"])
+        .line()
+        .map_err(|_| {
+            Error::Refused(format!(
+                "{} is on a detached HEAD: check out the branch to land on first",
+                source.display()
+            ))
+        })
+}
+
+/// The tree's ignored files surveyed before it is removed: over the bound, the removal is
+/// refused (`action` names the ending).
+pub(crate) fn survey(record: &Record, action: &str) -> Result<crate::ignored::Ignored, Error> {
+    let s = crate::ignored::survey(&record.path, &record.source)?;
+    match &s.too_much {
+        Some(why) => Err(Error::Refused(format!(
+            "{action} would remove {}, but {why}; nothing was changed",
+            record.path.display()
+        ))),
+        None => Ok(s),
+    }
+}
