@@ -15,49 +15,7 @@ use crate::keymap::{Key, KeyAction, Keymap, Resolved};
 pub use crate::prompt::Prompt;
 use trellis_view::{Theme, TranscriptView};
 
-/// Something the loop must do.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Intent {
-    /// Send a prompt, with the files it names as `@path` (resource links).
-    Prompt {
-        text: String,
-        files: Vec<std::path::PathBuf>,
-    },
-    Cancel,
-    /// Cancel a subagent's work (the child session id).
-    CancelSubagent(String),
-    /// Answer permission request `request_id` with the option `option_id`.
-    Decide {
-        request_id: String,
-        option_id: String,
-    },
-    /// Answer the agent's question `request_id` (`elicitation/create`).
-    Elicit {
-        request_id: String,
-        answer: trellis_core::ElicitAnswer,
-    },
-    /// The user goes to the link of question `request_id`: open it in the browser (copy
-    /// it when that fails), and accept.
-    Visit {
-        request_id: String,
-        url: String,
-    },
-    /// Put the text on the clipboard (OSC 52).
-    Copy(String),
-    /// Show the text in `$PAGER`.
-    Page(String),
-    /// Edit the prompt's text in `$VISUAL`/`$EDITOR` (Ctrl-G); the prompt becomes what
-    /// the editor saved.
-    Edit(String),
-    /// Start the agent again after it ended (the transcript stays).
-    Restart,
-    /// Open a past session read-only on a call (a replay outside the full screen).
-    Open {
-        log: std::path::PathBuf,
-        call: Option<String>,
-    },
-    Quit,
-}
+pub use crate::intent::Intent;
 
 /// What the user is alerted to when the terminal is not focused.
 #[derive(Debug, Clone, PartialEq, Eq)]

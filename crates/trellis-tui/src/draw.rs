@@ -9,23 +9,13 @@ use trellis_view::inspector::{inspector_title, view_lines_with};
 use trellis_view::status::{StatusExtras, status_line_with};
 
 use crate::app::{App, Focus};
+use crate::layout::centered;
 
 /// Session time for elapsed times and the spinner frame.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
     pub now: f64,
     pub frame: usize,
-}
-
-pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
-    let w = w.min(area.width);
-    let h = h.min(area.height);
-    Rect {
-        x: area.x + (area.width - w) / 2,
-        y: area.y + (area.height - h) / 2,
-        width: w,
-        height: h,
-    }
 }
 
 pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
@@ -324,7 +314,7 @@ fn draw_floating(f: &mut Frame<'_>, app: &mut App, main: Rect, area: Rect) {
     } else if let Some((req, call, options, i, n)) = app.dialog() {
         draw_dialog(f, app, (req, call, options, i, n), main);
     } else if let Some(e) = app.question() {
-        crate::ask::draw(f, app, &e, main);
+        crate::ask_draw::draw(f, app, &e, main);
     }
 }
 

@@ -12,7 +12,8 @@ use trellis_core::attention::Attention;
 use trellis_view::Theme;
 
 use crate::deck::{Deck, Pending, Slot};
-use crate::draw::{Clock, centered, draw_in};
+use crate::draw::{Clock, draw_in};
+use crate::layout::centered;
 
 /// Width of the rail column.
 pub const WIDTH: u16 = 30;
@@ -403,7 +404,7 @@ fn draw_inbox(f: &mut Frame<'_>, deck: &mut Deck, area: Rect, theme: &Theme, now
     if let Some((i, e)) = deck.answering() {
         let slot = &deck.slots[i];
         let from = format!("{} {} · {}", i + 1, slot.app.agent, base(&slot.source));
-        crate::ask::draw_from(f, &mut deck.slots[i].app, &e, area, Some(&from));
+        crate::ask_draw::draw_from(f, &mut deck.slots[i].app, &e, area, Some(&from));
         return;
     }
     let Some(inbox) = &deck.inbox else { return };

@@ -633,36 +633,3 @@ pub fn place_of(
         Err(_) => (dir.display().to_string(), None),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn worktree_values() {
-        assert_eq!(
-            parse_ask("").unwrap(),
-            Ask {
-                label: None,
-                required: false
-            }
-        );
-        assert_eq!(
-            parse_ask("required").unwrap(),
-            Ask {
-                label: None,
-                required: true
-            }
-        );
-        assert_eq!(
-            parse_ask("required:fix-1").unwrap(),
-            Ask {
-                label: Some("fix-1".into()),
-                required: true
-            }
-        );
-        assert_eq!(parse_ask("fix").unwrap().label.as_deref(), Some("fix"));
-        assert!(parse_ask("../x").is_err());
-        assert!(parse_ask("required:Bad").is_err());
-    }
-}
