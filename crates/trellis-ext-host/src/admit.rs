@@ -7,8 +7,9 @@ use std::sync::Arc;
 use trellis_core::event::EVENT_KINDS;
 use trellis_core::ext::Capability;
 
-use crate::host::Shared;
-use crate::slot::{Job, Slot, worker};
+use crate::shared::Shared;
+use crate::slot::{Job, Slot};
+use crate::worker::worker;
 use crate::{Candidate, HostOptions, kind_bit, kind_of_call_bit};
 
 /// The candidates the config lets run, in order, each with the capabilities it is

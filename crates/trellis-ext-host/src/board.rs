@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use regex::Regex;
 use trellis_core::ToolCall;
-use trellis_core::ext::{CardLines, Rewrite, SectionBody, SectionPatch, SettingsRow, StyledLine};
+use trellis_core::ext::{
+    CardLines, Rewrite, SectionBody, SectionPatch, SettingsRow, StyledLine, StyledSpan,
+};
 
 /// Rows a section keeps (more are counted, not stored).
 pub const MAX_STORED_ROWS: usize = 1000;
@@ -106,7 +108,7 @@ pub fn clean_line(line: StyledLine, width: usize) -> StyledLine {
             s.text = keep_styles_only(&s.text);
         }
     }
-    crate::ui::fit(&line, width)
+    fit(&line, width)
 }
 
 /// `text` with every escape sequence but SGR (`ESC [ … m`) and OSC 8 hyperlinks removed,
@@ -240,6 +242,17 @@ pub(crate) fn mix(parts: &[&[u8]]) -> u64 {
         h.write(p);
     }
     h.finish()
+}
+
+/// Clips a styled line to `width` terminal columns. Text that fits comes back
+/// byte-identical; a cut closes any SGR or OSC 8 hyperlink it leaves open.
+pub fn fit(line: &StyledLine, width: usize) -> StyledLine {
+    StyledLine(trellis_text::clip_pieces(
+        line.0.iter().cloned(),
+        width,
+        |s| &s.text,
+        |s, text| StyledSpan { text, ..s },
+    ))
 }
 
 #[cfg(test)]

@@ -18,8 +18,10 @@ mod mirror;
 mod outbox;
 mod pace;
 pub mod settings;
+mod shared;
 pub mod slot;
 pub mod ui;
+mod worker;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -35,11 +37,12 @@ use trellis_core::ext::{Capability, Extension, PermissionAsk, QuestionAsk};
 use trellis_core::{Effect, Event, EventBody};
 
 pub use diag::{ExtState, ExtStatus, StatusReport};
-pub use host::Shared;
 use outbox::Outbox;
+pub use shared::Shared;
 use slot::Job;
-pub use slot::{Slot, install_panic_guard};
+pub use slot::Slot;
 pub use ui::Ui;
+pub use worker::install_panic_guard;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     match m.lock() {
@@ -595,8 +598,8 @@ impl ExtHost {
         let mut v: Vec<(String, Value)> = self
             .shared
             .with_store(name, |s| match s {
-                host::StoreBox::Disk(d) => d.entries(),
-                host::StoreBox::Memory(m) => {
+                shared::StoreBox::Disk(d) => d.entries(),
+                shared::StoreBox::Memory(m) => {
                     m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
                 }
             })
@@ -609,8 +612,8 @@ impl ExtHost {
     pub fn host_store_get(&self, key: &str) -> Option<Value> {
         self.shared
             .with_store(ui::HOST_NS, |s| match s {
-                host::StoreBox::Disk(d) => d.get(key).cloned(),
-                host::StoreBox::Memory(m) => m.get(key).cloned(),
+                shared::StoreBox::Disk(d) => d.get(key).cloned(),
+                shared::StoreBox::Memory(m) => m.get(key).cloned(),
             })
             .0
     }
@@ -619,8 +622,8 @@ impl ExtHost {
     pub fn host_store_put(&self, key: &str, value: Value) -> Result<(), String> {
         self.shared
             .with_store(ui::HOST_NS, |s| match s {
-                host::StoreBox::Disk(d) => d.put(key, Some(value)).map_err(|e| e.to_string()),
-                host::StoreBox::Memory(m) => {
+                shared::StoreBox::Disk(d) => d.put(key, Some(value)).map_err(|e| e.to_string()),
+                shared::StoreBox::Memory(m) => {
                     m.insert(key.to_string(), value);
                     Ok(())
                 }

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use crate::pace::Pacer;
 use trellis_core::{Event, EventBody, SCHEMA_VERSION, ToolCall, ToolStatus};
 
-use crate::host::Shared;
 use crate::lock;
+use crate::shared::Shared;
 use crate::slot::{Job, Slot};
 
 /// Events queued for one extension before they are handed over without waiting for the

@@ -10,24 +10,21 @@
 //! native card; ids are never shown, only labels.
 
 mod declare;
+pub mod prefs;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde::{Deserialize, Serialize};
 use trellis_core::ToolCall;
 use trellis_core::ext::labels::{validate, with_ordinals, with_owners};
 use trellis_core::ext::tool_name;
-use trellis_core::ext::{
-    Capability, CardLines, SectionRow, StyledLine, StyledSpan, ToolMatch, UiAction,
-};
+use trellis_core::ext::{Capability, CardLines, SectionRow, StyledLine, ToolMatch, UiAction};
 
 use crate::board::{CardReq, TransformReq, mix, rewrite};
-use crate::host::{Shared, StoreBox};
 use crate::lock;
 use crate::outbox::Outbox;
 pub use crate::settings::{RowTarget, RowView, SettingsPage};
+use crate::shared::{Shared, StoreBox};
 use crate::slot::{Job, Slot};
 
 /// The host's own store namespace (reserved: no extension may take this name).
@@ -87,16 +84,7 @@ pub struct KeyEntry {
     pub label: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Prefs {
-    #[serde(default)]
-    pub(crate) hidden: BTreeSet<String>,
-    #[serde(default)]
-    pub(crate) collapsed: BTreeMap<String, bool>,
-    /// Tool key (`kind:execute`, `name:Bash`) → design key (`extension/id`).
-    #[serde(default)]
-    pub(crate) cards: BTreeMap<String, String>,
-}
+pub use prefs::Prefs;
 
 /// A section ready to draw.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,16 +124,7 @@ impl std::fmt::Debug for Ui {
     }
 }
 
-/// Clips a styled line to `width` terminal columns. Text that fits comes back
-/// byte-identical; a cut closes any SGR or OSC 8 hyperlink it leaves open.
-pub fn fit(line: &StyledLine, width: usize) -> StyledLine {
-    StyledLine(trellis_text::clip_pieces(
-        line.0.iter().cloned(),
-        width,
-        |s| &s.text,
-        |s, text| StyledSpan { text, ..s },
-    ))
-}
+pub use crate::board::fit;
 
 fn command_name_ok(n: &str) -> bool {
     !n.is_empty()
