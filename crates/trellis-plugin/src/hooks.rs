@@ -15,7 +15,7 @@ use trellis_core::ext::{
     Capability, Claim, ExtError, Extension, Host, Manifest, PermissionAsk, Registration,
 };
 use trellis_core::permission::record::OptionKind;
-use trellis_core::{Event, EventBody, ToolCall, ToolStatus};
+use trellis_core::{Event, EventBody, ToolCall};
 
 /// What a hook's output may be, at most (the rest is dropped).
 const OUTPUT_LIMIT: u64 = 64 * 1024;
@@ -70,17 +70,6 @@ enum Decision {
     Fault(String),
 }
 
-fn status_word(s: ToolStatus) -> &'static str {
-    match s {
-        ToolStatus::Pending => "pending",
-        ToolStatus::InProgress => "in_progress",
-        ToolStatus::Completed => "completed",
-        ToolStatus::Failed => "failed",
-        ToolStatus::Cancelled => "cancelled",
-        ToolStatus::Unfinished => "unfinished",
-    }
-}
-
 impl Hook {
     /// Its name and the start of its command, as the user wrote them: `hooks[1]
     /// (notify-send …)`.
@@ -102,7 +91,7 @@ impl Hook {
             && self
                 .status
                 .as_deref()
-                .is_none_or(|s| status_word(call.status) == s)
+                .is_none_or(|s| call.status.as_str() == s)
             && self
                 .title
                 .as_deref()

@@ -121,11 +121,11 @@ fn registry_ids(preset: &str) -> &'static [&'static str] {
 
 /// The registry agent installed as `agent` (its id, or a preset's name for it), and how to
 /// start it.
-fn installed(agent: &str) -> Option<(String, Result<trellis_registry::install::Launch, String>)> {
-    let agents = crate::registry_agents::installed_agents()?;
-    std::iter::once(agent)
+fn installed(agent: &str) -> Option<(String, Result<crate::registry_agents::Start, String>)> {
+    let ids: Vec<&str> = std::iter::once(agent)
         .chain(registry_ids(agent).iter().copied())
-        .find_map(|id| agents.launch(id).map(|l| (id.to_string(), l)))
+        .collect();
+    crate::registry_agents::installed(&ids)
 }
 
 fn caps_of(o: &trellis_store::config::CapabilityOverrides) -> Caps {
@@ -419,9 +419,7 @@ pub fn known(config: &Config) -> String {
         .collect();
     presets.sort();
     presets.dedup();
-    let installed = crate::registry_agents::installed_agents()
-        .map(|a| a.ids())
-        .unwrap_or_default();
+    let installed = crate::registry_agents::installed_ids();
     let installed = if installed.is_empty() {
         "none installed from the registry (trellis agents list)".to_string()
     } else {

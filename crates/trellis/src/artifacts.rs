@@ -17,17 +17,6 @@ pub(crate) struct Seen {
     pub turns: u32,
 }
 
-fn status_word(s: ToolStatus) -> &'static str {
-    match s {
-        ToolStatus::Pending => "pending",
-        ToolStatus::InProgress => "in_progress",
-        ToolStatus::Completed => "completed",
-        ToolStatus::Failed => "failed",
-        ToolStatus::Cancelled => "cancelled",
-        ToolStatus::Unfinished => "unfinished",
-    }
-}
-
 /// The summary's body from the session (the exit code and reason are added by the run).
 pub(crate) fn summary(session: &Session, seen: &Seen, wall_s: f64) -> Value {
     let mut by_kind: BTreeMap<&'static str, BTreeMap<&'static str, u64>> = BTreeMap::new();
@@ -38,7 +27,7 @@ pub(crate) fn summary(session: &Session, seen: &Seen, wall_s: f64) -> Value {
         *by_kind
             .entry(c.kind.as_str())
             .or_default()
-            .entry(status_word(c.status))
+            .entry(c.status.as_str())
             .or_default() += 1;
         if matches!(c.kind, ToolKind::Edit | ToolKind::Delete | ToolKind::Move)
             && c.status == ToolStatus::Completed

@@ -1,6 +1,7 @@
 //! `trellis`: the command-line entry point.
 
 mod agents;
+#[cfg(feature = "registry")]
 mod agents_cmd;
 mod answers;
 mod artifacts;
@@ -170,6 +171,7 @@ enum Cmd {
     },
     /// Agents of the ACP Registry (`[registry] url`, the public one by default): list,
     /// info.
+    #[cfg(feature = "registry")]
     Agents {
         #[command(subcommand)]
         command: agents_cmd::AgentsCmd,
@@ -249,6 +251,23 @@ fn existing_file(s: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// `trellis agents list|info`, which only print.
+#[cfg(feature = "registry")]
+fn lists_agents(cmd: Option<&Cmd>) -> bool {
+    matches!(
+        cmd,
+        Some(Cmd::Agents {
+            command: agents_cmd::AgentsCmd::List { .. } | agents_cmd::AgentsCmd::Info { .. }
+        })
+    )
+}
+
+/// No `trellis agents` in a build without the registry.
+#[cfg(not(feature = "registry"))]
+fn lists_agents(_cmd: Option<&Cmd>) -> bool {
+    false
+}
+
 fn main() -> ExitCode {
     // Before any thread: the collector's settings are read, then kept from every process
     // Trellis starts.
@@ -292,13 +311,10 @@ fn main() -> ExitCode {
             | Some(Cmd::Sessions {
                 command: sessions::SessionsCmd::List { .. } | sessions::SessionsCmd::Search { .. }
             })
-            | Some(Cmd::Agents {
-                command: agents_cmd::AgentsCmd::List { .. } | agents_cmd::AgentsCmd::Info { .. }
-            })
             | Some(Cmd::Token {
                 command: serve::TokenCmd::List
             })
-    );
+    ) || lists_agents(cli.command.as_ref());
     if prints {
         trellis_os::signals::end_on_sigpipe();
     }
@@ -327,6 +343,7 @@ fn main() -> ExitCode {
             command: LogCmd::Export(args),
         }) => log_export::main(args),
         Some(Cmd::Agent { command }) => agent(command),
+        #[cfg(feature = "registry")]
         Some(Cmd::Agents { command }) => {
             ui::load_config(cli.config).and_then(|c| agents_cmd::main(command, &c))
         }

@@ -54,6 +54,11 @@ pub struct ServeArgs {
 /// A name `--allow-host` takes: a DNS name, lowercased.
 fn host_name(name: &str) -> Result<String, String> {
     let name = name.trim_end_matches('.').to_ascii_lowercase();
+    #[cfg(not(feature = "listen"))]
+    return Err(format!(
+        "{name}: this build has no listener (cargo feature `listen`)"
+    ));
+    #[cfg(feature = "listen")]
     if trellis_hub::listen::valid_host_name(&name) {
         Ok(name)
     } else {
@@ -200,11 +205,8 @@ pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<Exi
             std::process::id(),
             deck.settings.policy.as_deref().unwrap_or("ask"),
         );
-        if let Some(l) = &served.listening {
-            eprintln!(
-                "trellis: approvals page on http://{} (trellis pair for a phone)",
-                l.addr
-            );
+        if let Some(addr) = served.listening_on() {
+            eprintln!("trellis: approvals page on http://{addr} (trellis pair for a phone)");
         }
         deck.set_hub(served);
         if let Some((host, rx)) = launch.hub_host()? {

@@ -100,6 +100,8 @@ pub fn content() -> bool {
 pub struct Begun {
     pub started: f64,
     pub trace_id: TraceId,
+    /// What live export names the session by (export is the cargo feature `otel`).
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
     pub info: TraceInfo,
 }
 

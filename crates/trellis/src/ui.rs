@@ -48,6 +48,7 @@ pub fn main(
         .clone()
         .or_else(|| resume.as_ref().and_then(|r| r.cwd.clone()));
     // A registry agent that is not installed: offered for install first.
+    #[cfg(feature = "registry")]
     crate::agents_cmd::offer_install(&agent, &config)?;
     let first = crate::launch::Request {
         agent,
