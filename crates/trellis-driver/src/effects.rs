@@ -80,8 +80,8 @@ impl Driver {
         self.outs(outs, notes);
         if turn_ended {
             // The log was synced at the turn's end (a performed effect): index it.
-            if let Some(ix) = &self.index {
-                ix.touch();
+            if let Some(h) = &self.history {
+                h.turn_synced();
             }
             self.send_driven();
         }

@@ -19,7 +19,7 @@
 
 pub mod attached;
 mod bulk;
-pub mod desk;
+pub mod claims;
 mod effects;
 mod extensions;
 mod intents;
@@ -128,8 +128,8 @@ pub struct Driver {
     prompted: u32,
     /// What became of the MCP servers offered at setup (for `/status`).
     pub mcp: Vec<trellis_acp::McpOffer>,
-    /// Keeps the session index up to date with this session's log.
-    index: Option<trellis_index::Background>,
+    /// Keeps the session history up to date with this session's log.
+    history: Option<Box<dyn History>>,
     /// A document sent with the next prompt (an earlier session carried into this one).
     carry: Option<trellis_acp::Embedded>,
     /// Where finished calls' output goes once it leaves memory (see `bulk`).
@@ -155,6 +155,17 @@ pub struct Driver {
     /// The reducer's effects vector, kept empty between actions so that applying one
     /// does not allocate it afresh.
     spare_fx: Vec<Effect>,
+}
+
+/// What keeps the session history up to date as a session runs (the binary gives the
+/// search index's background reader): told when a turn's log is synced, asked to catch
+/// up when the session closes. The driver knows no database.
+pub trait History: Send {
+    /// A turn ended and its log is synced: worth reading now.
+    fn turn_synced(&self);
+    /// The session is over: one last read, waited for at most `wait`. What to tell the
+    /// user when the session may be missing from the history.
+    fn finish(&mut self, wait: std::time::Duration) -> Option<String>;
 }
 
 /// Something that sees a session's events as they are emitted, and its end (the trace
@@ -183,7 +194,7 @@ impl Driver {
             prompt_in_flight: false,
             prompted: 0,
             mcp: Vec::new(),
-            index: None,
+            history: None,
             carry: None,
             bulk: None,
             feed: None,
@@ -268,8 +279,9 @@ impl Driver {
         self.bulk = Some(bulk);
     }
 
-    pub fn set_index(&mut self, index: trellis_index::Background) {
-        self.index = Some(index);
+    /// Keeps the session history up to date with this session's log (see [`History`]).
+    pub fn set_history(&mut self, history: Box<dyn History>) {
+        self.history = Some(history);
     }
 
     /// What the extensions said after the session stopped being pumped (a failure of a
@@ -542,14 +554,10 @@ impl Driver {
         if let Some(c) = &self.conn {
             c.handle.recorder().sync();
         }
-        if let Some(ix) = self.index.as_mut()
-            && let Some(why) = ix.finish(INDEX_WAIT)
+        if let Some(h) = self.history.as_mut()
+            && let Some(why) = h.finish(INDEX_WAIT)
         {
-            notes.push(Note::Message(format!(
-                "this session may be missing from the session history: {why}; \
-                 `trellis sessions add {}` adds it",
-                ix.log().display()
-            )));
+            notes.push(Note::Message(why));
         }
     }
 }

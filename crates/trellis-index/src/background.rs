@@ -4,7 +4,7 @@
 //!
 //! The session can always be found again from its log: one in the sessions directory by
 //! the scan every `trellis sessions` command makes, one elsewhere through the pointer
-//! written here before anything else ([`crate::elsewhere`]). What failed (the pointer, the
+//! written here before anything else ([`crate::outside_logs`]). What failed (the pointer, the
 //! index) is kept and told at the end ([`Background::finish`]), never silently dropped.
 
 use std::path::{Path, PathBuf};
@@ -57,7 +57,7 @@ impl Background {
         let log = std::path::absolute(&log).unwrap_or(log);
         let problem = Arc::new(Mutex::new(Problem::default()));
         if !log.starts_with(sessions_dir)
-            && let Err(e) = crate::elsewhere::remember(&index, &log)
+            && let Err(e) = crate::outside_logs::remember(&index, &log)
         {
             lock(&problem).pointer = Some(format!(
                 "its log is outside the sessions directory and could not be recorded ({e})"

@@ -10,8 +10,8 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod background;
-pub mod elsewhere;
 pub mod extract;
+pub mod outside_logs;
 mod query;
 mod read;
 mod schema;
@@ -137,7 +137,7 @@ impl Index {
     }
 
     /// Brings the index up to date with every log under `sessions_dir` (recursively),
-    /// every log recorded elsewhere (`--log FILE`, see [`elsewhere`]) and every other log
+    /// every log recorded elsewhere (`--log FILE`, see [`outside_logs`]) and every other log
     /// it already knows; drops logs that are gone.
     pub fn refresh(&mut self, sessions_dir: &Path) -> Result<Updated> {
         let mut logs = self.logs_outside(sessions_dir);
@@ -161,7 +161,7 @@ impl Index {
 
     /// The logs recorded outside `sessions_dir`.
     fn logs_outside(&self, sessions_dir: &Path) -> Vec<PathBuf> {
-        let mut logs = elsewhere::recorded(&self.path);
+        let mut logs = outside_logs::recorded(&self.path);
         logs.retain(|p| !p.starts_with(sessions_dir));
         logs
     }
@@ -377,7 +377,7 @@ impl Index {
     /// Drops a session from the index (the log is left alone, but no longer recorded as
     /// a log elsewhere).
     pub fn forget(&mut self, path: &str) -> Result<()> {
-        elsewhere::forget(&self.path, Path::new(path));
+        outside_logs::forget(&self.path, Path::new(path));
         let id = session_id(Path::new(path));
         let tx = self.write_tx()?;
         write::delete_from(&tx, &id, 0)?;

@@ -681,6 +681,10 @@ fn priorities(pid: u32) -> Vec<(u32, i64)> {
 /// starved it past its start timeout at the lowest one) and, once it has answered
 /// `initialize`, every thread of it runs at the lowest (`SCHED_IDLE`, nice 19).
 #[test]
+#[cfg_attr(
+    not(target_os = "linux"),
+    ignore = "per-thread scheduling policy is Linux's (macOS lowers the whole process)"
+)]
 fn a_plugin_starts_at_normal_priority_and_then_runs_at_the_lowest() {
     if !python() {
         return;

@@ -180,6 +180,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        not(target_os = "linux"),
+        ignore = "reads the group's processes from /proc (Linux)"
+    )]
     fn openers_still_running_are_stopped_with_their_group() {
         let mut o = Openers::default();
         let dir = tempfile::tempdir().unwrap();

@@ -165,11 +165,13 @@ impl Launch {
         app.driver.connect(Connection { handle, rx });
         app.history = Some(Box::new(crate::sessions::IndexHistory::new(cwd.clone())));
         if let Some(p) = &paths {
-            app.driver.set_index(trellis_index::Background::start(
-                p.data_dir.join(trellis_index::FILE),
-                &p.sessions_dir(),
-                log_path.clone(),
-            ));
+            app.driver.set_history(Box::new(crate::sessions::Indexing(
+                trellis_index::Background::start(
+                    p.data_dir.join(trellis_index::FILE),
+                    &p.sessions_dir(),
+                    log_path.clone(),
+                ),
+            )));
         }
         // The demo's scratch workspace lives as long as the session's front end.
         if let Some(dir) = resolved.scratch {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use trellis_core::attention::{Attention, Facts};
-use trellis_driver::desk::{Desk, Waiting};
+use trellis_driver::claims::{Claims, Waiting};
 use trellis_driver::{Driver, Note};
 use trellis_hub::serve::{Call, Outcomes, Reply, Served};
 use trellis_hub::watch::Watched;
@@ -22,7 +22,7 @@ pub(crate) const KEY: u32 = 1;
 /// requests waiting for an answer from it.
 pub(crate) struct RunHub {
     served: Served,
-    desk: Desk,
+    claims: Claims,
     outcomes: Outcomes,
     watched: Watched,
     /// How long a request waits for an answer through the hub.
@@ -53,7 +53,7 @@ impl RunHub {
             .map_err(|e| anyhow::anyhow!("--approve-via hub: cannot serve hub {name}: {e}"))?;
         Ok(RunHub {
             served,
-            desk: Desk::default(),
+            claims: Claims::default(),
             outcomes: Outcomes::default(),
             watched: Watched::default(),
             ask_timeout,
@@ -96,7 +96,7 @@ impl RunHub {
     /// Whether a request waits for an answer through the hub (the agent waits for us, so
     /// its silence is not idleness).
     pub(crate) fn waiting(&mut self, driver: &Driver) -> bool {
-        let open = trellis_driver::desk::waiting(&driver.session);
+        let open = trellis_driver::claims::waiting(&driver.session);
         self.asks
             .retain(|(r, ..)| open.iter().any(|w| w.request_id == *r));
         !self.asks.is_empty()
@@ -143,7 +143,7 @@ impl RunHub {
         } = call;
         let id = request.id;
         if request.op == Op::Hangup {
-            self.desk.hangup(conn);
+            self.claims.hangup(conn);
             return;
         }
         if let Some(body) = request
@@ -231,7 +231,7 @@ impl RunHub {
                 ..
             } => {
                 return match self
-                    .desk
+                    .claims
                     .claim(&driver.session, &request_id, lease_s, &who, conn)
                 {
                     Ok((claim, expires_s)) => Body::Claimed { claim, expires_s },
@@ -241,7 +241,7 @@ impl RunHub {
             Op::Release {
                 request_id, claim, ..
             } => {
-                return if self.desk.release(&request_id, &claim) {
+                return if self.claims.release(&request_id, &claim) {
                     Body::Done {
                         said: format!("released {request_id}"),
                     }
@@ -261,7 +261,7 @@ impl RunHub {
                 claim,
                 ..
             } => self
-                .desk
+                .claims
                 .decide(
                     driver,
                     &request_id,
@@ -278,7 +278,7 @@ impl RunHub {
                 claim,
                 ..
             } => self
-                .desk
+                .claims
                 .answer(
                     driver,
                     &request_id,
@@ -359,13 +359,13 @@ impl RunHub {
             for_s: self.since.1.elapsed().as_secs(),
             policy: session.policy.describe(),
             worktree: session.worktree.as_ref().map(|w| w.label.clone()),
-            pending: trellis_driver::desk::waiting_in_full(session)
+            pending: trellis_driver::claims::waiting_in_full(session)
                 .into_iter()
                 .map(|w| PendingInfo {
                     waited_s: w.asked_at.zip(now).map(|(a, n)| (n - a).max(0.0) as u64),
                     diff: w.diff,
                     input: w.input,
-                    claimed_by: self.desk.claimant(&w.request_id),
+                    claimed_by: self.claims.claimant(&w.request_id),
                     request_id: w.request_id,
                     kind: if w.question { "question" } else { "permission" }.into(),
                     subject: w.subject,

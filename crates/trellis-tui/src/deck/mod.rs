@@ -522,7 +522,7 @@ impl Deck {
     pub fn pending(&self) -> Vec<Pending> {
         let mut out = Vec::new();
         for (index, slot) in self.slots.iter().enumerate() {
-            for w in trellis_driver::desk::waiting(&slot.app.driver.session) {
+            for w in trellis_driver::claims::waiting(&slot.app.driver.session) {
                 out.push(Pending {
                     key: slot.key,
                     index,

@@ -2,7 +2,7 @@
 //! answered once by someone attached.
 
 use super::{Deck, NewSession, SessionKey, SessionNote};
-use trellis_driver::desk::Refusal;
+use trellis_driver::claims::Refusal;
 
 impl Deck {
     /// Every session as a hub's client sees it.
@@ -31,7 +31,7 @@ impl Deck {
                     for_s: s.since.elapsed().as_secs(),
                     policy: session.policy.describe(),
                     worktree: session.worktree.as_ref().map(|w| w.label.clone()),
-                    pending: trellis_driver::desk::waiting_in_full(session)
+                    pending: trellis_driver::claims::waiting_in_full(session)
                         .into_iter()
                         .map(|w| trellis_hub::wire::PendingInfo {
                             waited_s: w
@@ -72,9 +72,9 @@ impl Deck {
         let slot = &mut self.slots[i];
         let mut saved = None;
         if let Some(place) = always {
-            slot.desk.check_claim(request_id, claim)?;
+            slot.claims.check_claim(request_id, claim)?;
             let (kind, call) =
-                trellis_driver::desk::option_of(&slot.app.driver.session, request_id, option_id)?;
+                trellis_driver::claims::option_of(&slot.app.driver.session, request_id, option_id)?;
             let scope = crate::extui::Scope::ALL
                 .into_iter()
                 .find(|s| s.name() == place)
@@ -105,7 +105,7 @@ impl Deck {
             saved = Some(format!("{rule} ({place})"));
         }
         let mut notes = Vec::new();
-        slot.desk.decide(
+        slot.claims.decide(
             &mut slot.app.driver,
             request_id,
             option_id,
@@ -134,7 +134,7 @@ impl Deck {
             .ok_or(("not_found", format!("no session {key}")))?;
         let slot = &mut self.slots[i];
         let mut notes = Vec::new();
-        slot.desk.answer(
+        slot.claims.answer(
             &mut slot.app.driver,
             request_id,
             elicit_answer(answer),
@@ -190,11 +190,11 @@ impl Deck {
     /// Who holds a live claim on request `request_id` of session `key`.
     fn claimant(&self, key: SessionKey, request_id: &str) -> Option<String> {
         let i = self.index_of(key)?;
-        self.slots[i].desk.claimant(request_id)
+        self.slots[i].claims.claimant(request_id)
     }
 
     /// Claims request `request_id` of session `key` for `who` on connection `conn`: the
-    /// claim's token and how long it holds (see [`trellis_driver::desk::Desk::claim`]).
+    /// claim's token and how long it holds (see [`trellis_driver::claims::Claims::claim`]).
     pub fn claim(
         &mut self,
         key: SessionKey,
@@ -207,20 +207,20 @@ impl Deck {
             .index_of(key)
             .ok_or(("not_found", format!("no session {key}")))?;
         let slot = &mut self.slots[i];
-        slot.desk
+        slot.claims
             .claim(&slot.app.driver.session, request_id, lease, who, conn)
     }
 
     /// Lets go of a claim (with its token).
     pub fn release(&mut self, key: SessionKey, request_id: &str, token: &str) -> bool {
         self.index_of(key)
-            .is_some_and(|i| self.slots[i].desk.release(request_id, token))
+            .is_some_and(|i| self.slots[i].claims.release(request_id, token))
     }
 
     /// A connection ended: its claims go.
     pub fn hangup(&mut self, conn: u64) {
         for slot in &mut self.slots {
-            slot.desk.hangup(conn);
+            slot.claims.hangup(conn);
         }
     }
 }
@@ -236,7 +236,7 @@ fn always_infos(
         .iter()
         .filter_map(|(option_id, name)| {
             let (kind, call) =
-                trellis_driver::desk::option_of(session, request_id, option_id).ok()?;
+                trellis_driver::claims::option_of(session, request_id, option_id).ok()?;
             let mut p = crate::extui::RulePreview::new(
                 request_id.to_string(),
                 option_id.clone(),

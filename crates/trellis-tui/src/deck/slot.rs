@@ -34,7 +34,7 @@ pub struct Slot {
     /// Who follows the session from elsewhere (`trellis attach`), and who controls it.
     pub watched: trellis_hub::watch::Watched,
     /// Claims on its pending requests by someone elsewhere.
-    pub desk: trellis_driver::desk::Desk,
+    pub claims: trellis_driver::claims::Claims,
 }
 
 impl Slot {
@@ -54,7 +54,7 @@ impl Slot {
             edits: HashMap::new(),
             seq: 0,
             watched: Default::default(),
-            desk: Default::default(),
+            claims: Default::default(),
         };
         // A session that starts with history (resumed) has its edits counted once.
         let ledger = &slot.app.driver.session.ledger;

@@ -33,7 +33,7 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
             return;
         }
         if let Some(hub) = &mut self.hub {
-            if let Some(w) = trellis_driver::desk::waiting(&self.driver.session)
+            if let Some(w) = trellis_driver::claims::waiting(&self.driver.session)
                 .into_iter()
                 .find(|w| w.request_id == request_id)
             {
@@ -85,7 +85,7 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
         if let Some(hub) = &mut self.hub
             && !self.rules.answers.given()
         {
-            if let Some(w) = trellis_driver::desk::waiting(&self.driver.session)
+            if let Some(w) = trellis_driver::claims::waiting(&self.driver.session)
                 .into_iter()
                 .find(|w| w.request_id == request_id)
             {

@@ -474,7 +474,7 @@ async fn drive(
         driver.carry(doc);
     }
     if let Some(ix) = index {
-        driver.set_index(ix);
+        driver.set_history(Box::new(crate::sessions::Indexing(ix)));
     }
     let signals = trellis_os::signals::Signals::new(false)?;
     let run = crate::headless::Headless::new(

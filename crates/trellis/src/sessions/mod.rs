@@ -148,7 +148,7 @@ fn add(index: &mut Index, sessions: &Path, log: &Path) -> anyhow::Result<String>
         bail!("{} is not a Trellis session log", log.display());
     }
     if !log.starts_with(sessions) {
-        trellis_index::elsewhere::remember(index.path(), &log)
+        trellis_index::outside_logs::remember(index.path(), &log)
             .with_context(|| format!("cannot record {}", log.display()))?;
     }
     index.update(&log)?;
@@ -510,4 +510,25 @@ fn highlight(snippet: &str, tty: bool) -> String {
         }
     }
     out
+}
+
+/// The search index kept up to date as a session runs: the driver's [`History`], over
+/// the index's background reader.
+///
+/// [`History`]: trellis_driver::History
+pub struct Indexing(pub trellis_index::Background);
+
+impl trellis_driver::History for Indexing {
+    fn turn_synced(&self) {
+        self.0.touch();
+    }
+
+    fn finish(&mut self, wait: std::time::Duration) -> Option<String> {
+        let why = self.0.finish(wait)?;
+        Some(format!(
+            "this session may be missing from the session history: {why}; \
+             `trellis sessions add {}` adds it",
+            self.0.log().display()
+        ))
+    }
 }

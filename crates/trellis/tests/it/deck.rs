@@ -182,11 +182,7 @@ fn a_background_session_blocks_is_marked_announced_once_jumped_to_and_answered_f
     assert!(children.len() >= 2, "two agents left: {children:?}");
     t.send(&["C-c", "C-c"]);
     let start = Instant::now();
-    while Path::new(&format!("/proc/{pid}")).exists()
-        || children
-            .iter()
-            .any(|c| Path::new(&format!("/proc/{c}")).exists())
-    {
+    while crate::procs::exists(pid) || children.iter().any(|c| crate::procs::exists(*c)) {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "left {children:?}"
@@ -343,15 +339,9 @@ fn answered_once_in_every_log(data: &Path) -> usize {
 
 /// The pid of the agent whose command line contains `needle`, below `root`.
 fn agent_pid(root: u32, needle: &str) -> Option<u32> {
-    crate::tui_trust::descendants(root).into_iter().find(|p| {
-        std::fs::read(format!("/proc/{p}/cmdline"))
-            .map(|c| {
-                String::from_utf8_lossy(&c)
-                    .replace('\0', " ")
-                    .contains(needle)
-            })
-            .unwrap_or(false)
-    })
+    crate::tui_trust::descendants(root)
+        .into_iter()
+        .find(|p| crate::procs::cmdline(*p).contains(needle))
 }
 
 #[test]
@@ -403,7 +393,7 @@ fn floods_from_two_sessions_and_an_agent_dying_with_its_request_in_the_inbox() {
     });
     t.send(&["Escape", "C-c", "C-c"]);
     let start = Instant::now();
-    while Path::new(&format!("/proc/{pid}")).exists() {
+    while crate::procs::exists(pid) {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "trellis did not exit"

@@ -452,15 +452,7 @@ fn escape_sequences_from_the_agent_never_reach_the_terminal() {
 
 /// Processes whose command line holds `marker`.
 pub(crate) fn processes_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline"))
-            && String::from_utf8_lossy(&cmd).contains(marker)
-        {
-            found.push(String::from_utf8_lossy(&cmd).replace('\0', " "));
-        }
-    }
-    found
+    crate::procs::with_cmdline(marker)
 }
 
 #[test]

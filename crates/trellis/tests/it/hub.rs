@@ -147,7 +147,7 @@ fn a_session_is_listed_approved_once_sent_to_and_stopped_from_another_terminal()
     let o = trellis(&runtime, &data, &["stop", &format!("{hub}:{key}")], "");
     assert!(text(&o).contains("stopped"), "{}", text(&o));
     let start = Instant::now();
-    while Path::new(&format!("/proc/{pid}")).exists() {
+    while crate::procs::exists(pid) {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "the UI did not end"
@@ -179,7 +179,7 @@ fn a_killed_uis_socket_is_cleared_by_the_next_listing() {
     let pid = t.program_pid().unwrap();
     let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
     let start = Instant::now();
-    while Path::new(&format!("/proc/{pid}")).exists() {
+    while crate::procs::exists(pid) {
         assert!(start.elapsed() < Duration::from_secs(10));
         std::thread::sleep(Duration::from_millis(20));
     }

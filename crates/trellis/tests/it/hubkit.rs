@@ -133,34 +133,7 @@ impl Drop for Hub {
     }
 }
 
-pub(crate) fn alive(pid: u32) -> bool {
-    // A zombie is gone for our purposes.
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| !r.trim_start().starts_with('Z'))
-    })
-}
-
-/// The processes whose parent is `pid`.
-pub(crate) fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let child: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
-            let ppid: u32 = stat
-                .rsplit(')')
-                .next()?
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            (ppid == pid).then_some(child)
-        })
-        .collect()
-}
+pub(crate) use crate::procs::{alive, children};
 
 pub(crate) fn until(what: &str, mut ok: impl FnMut() -> bool) {
     let start = Instant::now();

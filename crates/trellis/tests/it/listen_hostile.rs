@@ -339,13 +339,7 @@ fn what_is_not_json_rpc_is_answered_as_the_spec_says() {
 
 /// The hub's resident memory (`VmRSS`), in KiB.
 fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
+    crate::procs::rss_kib(pid)
 }
 
 /// An ACP client over WebSocket that asks for a session's whole history and never reads

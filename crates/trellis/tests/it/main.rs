@@ -29,6 +29,7 @@ mod mcp;
 mod plugin_death;
 mod plugin_failures;
 mod plugins;
+mod procs;
 mod prompts;
 mod questions;
 mod registry;

@@ -569,7 +569,7 @@ fn a_disabled_tried_plugin_stops_and_runs_again_once_fixed() {
         .parse()
         .unwrap();
     crate::hubkit::until("the disabled plugin's process ends", || {
-        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        !crate::procs::exists(pid)
     });
     // The author saves a fix: it runs again, and its new code gets the next turn's events.
     std::fs::write(

@@ -117,18 +117,7 @@ impl Tmux {
     /// The pid of the program under test (the pane's shell's child).
     pub(crate) fn program_pid(&self) -> Option<u32> {
         let shell: u32 = self.format("#{pane_pid}").parse().ok()?;
-        std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let ppid: u32 = stat
-                .rsplit(')')
-                .next()?
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            (ppid == shell).then_some(pid)
-        })
+        crate::procs::children(shell).into_iter().next()
     }
 
     /// Waits until the screen satisfies `pred` (fails with the last screen after 20 s).
@@ -563,7 +552,7 @@ fn a_hangup_removes_the_demos_workspace() {
     assert_eq!(demo().len(), 1, "the workspace is made");
     drop(t);
     let start = Instant::now();
-    while Path::new(&format!("/proc/{pid}")).exists() {
+    while crate::procs::exists(pid) {
         assert!(start.elapsed() < Duration::from_secs(20), "the UI ends");
         std::thread::sleep(Duration::from_millis(20));
     }

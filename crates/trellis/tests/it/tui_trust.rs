@@ -83,7 +83,7 @@ fn sigterm_restores_the_terminal_and_stops_every_process() {
             .unwrap();
         assert!(ok.success());
         let start = Instant::now();
-        while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        while crate::procs::exists(pid) {
             assert!(
                 start.elapsed() < Duration::from_secs(20),
                 "trellis did not exit"
@@ -148,32 +148,7 @@ fn a_setup_that_never_finishes_says_so_and_ctrl_c_quits() {
 
 /// Every process descending from `pid`.
 pub(crate) fn descendants(pid: u32) -> Vec<u32> {
-    let mut all: Vec<(u32, u32)> = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        if let Some(ppid) = stat
-            .rsplit(')')
-            .next()
-            .and_then(|r| r.split_whitespace().nth(1))
-            .and_then(|s| s.parse::<u32>().ok())
-        {
-            all.push((p, ppid));
-        }
-    }
-    let mut out = vec![pid];
-    let mut i = 0;
-    while i < out.len() {
-        let parent = out[i];
-        out.extend(all.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
-        i += 1;
-    }
-    out.remove(0);
-    out
+    crate::procs::descendants(pid)
 }
 
 #[test]
@@ -225,7 +200,7 @@ fn the_ui_survives_every_hostile_scenario_and_leaves_nothing_behind() {
         let children = descendants(pid);
         t.send(&["C-c", "C-c"]);
         let start = Instant::now();
-        while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        while crate::procs::exists(pid) {
             assert!(
                 start.elapsed() < Duration::from_secs(20),
                 "{scenario}: trellis did not exit"
@@ -234,10 +209,7 @@ fn the_ui_survives_every_hostile_scenario_and_leaves_nothing_behind() {
         }
         assert_eq!(t.format("#{alternate_on}"), "0", "{scenario}");
         let start = Instant::now();
-        while children
-            .iter()
-            .any(|c| std::path::Path::new(&format!("/proc/{c}")).exists())
-        {
+        while children.iter().any(|c| crate::procs::exists(*c)) {
             assert!(
                 start.elapsed() < Duration::from_secs(5),
                 "{scenario}: left {children:?}"

@@ -1,6 +1,6 @@
 //! What a session takes from elsewhere (a hub's clients): its pending requests as they are
 //! offered there, claims on them with leases, and answers carried out once — compare-and-set
-//! on the claim, and whoever comes second is told who answered. One desk per session: the
+//! on the claim, and whoever comes second is told who answered. One `Claims` per session: the
 //! deck keeps one in each of its sessions, a headless run answered through a hub
 //! (`trellis run --approve-via hub`) its own.
 
@@ -30,7 +30,7 @@ pub struct Waiting {
     /// The one-time choices: (option id, name).
     pub options: Vec<(String, String)>,
     /// The "always" choices (option id, name): each saves a rule, so they are taken only
-    /// from someone who saw the rule's reach and may make rules (see [`Desk::decide`]).
+    /// from someone who saw the rule's reach and may make rules (see [`Claims::decide`]).
     pub always: Vec<(String, String)>,
     /// When it was asked (session seconds).
     pub asked_at: Option<f64>,
@@ -178,11 +178,11 @@ struct Claim {
 
 /// The claims on one session's pending requests.
 #[derive(Debug, Default)]
-pub struct Desk {
+pub struct Claims {
     claims: HashMap<String, Claim>,
 }
 
-impl Desk {
+impl Claims {
     /// Who holds a live claim on `request_id` now.
     pub fn claimant(&self, request_id: &str) -> Option<String> {
         self.claims
