@@ -129,18 +129,21 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
+    // Every problem found without starting it is listed before any stops the check.
+    let mut wrong = false;
     // A key no Trellis knows is a mistake here (`"capabilites"` would leave the plugin
     // asking for nothing), said with the key meant; elsewhere it is said and ignored.
-    if !p.unknown_keys.is_empty() {
+    if p.unknown_keys.is_empty() {
+        println!(
+            "✓ plugin.json: {} {} (Agent Plugins {})",
+            p.name, p.version, p.spec_version
+        );
+    } else {
         for k in &p.unknown_keys {
             println!("✗ plugin.json: {}", safe(k));
         }
-        return Ok(ExitCode::from(1));
+        wrong = true;
     }
-    println!(
-        "✓ plugin.json: {} {} (Agent Plugins {})",
-        p.name, p.version, p.spec_version
-    );
     for w in &p.warnings {
         println!("! {}", safe(w));
     }
@@ -154,7 +157,7 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
         Ok(f) => println!("✓ command: {} ({})", t.command.join(" "), f.display()),
         Err(e) => {
             println!("✗ command: {}", safe(&e));
-            return Ok(ExitCode::from(1));
+            wrong = true;
         }
     }
     println!(
@@ -179,6 +182,10 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
     );
     if !t.api.contains(&1) {
         println!("✗ api: speaks {:?}; this Trellis speaks [1]", t.api);
+        wrong = true;
+    }
+    if wrong {
+        println!("(not started: the lines marked ✗ come first)");
         return Ok(ExitCode::from(1));
     }
     // Start it and see it answer.

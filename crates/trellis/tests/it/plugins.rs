@@ -928,6 +928,16 @@ fn a_manifest_with_an_unknown_key_or_a_missing_command_is_said_or_refused() {
         out.contains("not installed") && out.contains("no-such-program-xyz"),
         "{out}"
     );
+    // validate lists every problem it finds without starting it, not the first only.
+    let (code, out) = run(&["plugin", "validate", "broken"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("✗ plugin.json: unknown key \"ui_onyl\"")
+            && out.contains("✗ command:")
+            && out.contains("no-such-program-xyz")
+            && out.contains("not started"),
+        "{out}"
+    );
     // The installed one, its command removed from under it: not enabled.
     let installed = home.path().join("data/trellis/plugins/typo/plugin.json");
     let t3 = std::fs::read_to_string(&installed).unwrap();
