@@ -304,8 +304,9 @@ pub(crate) fn worker(slot: Arc<Slot>, shared: Arc<Shared>, rx: Receiver<Job>) {
         };
         if let Job::Disabled = job {
             let mut guard = lock(&slot.ext);
+            let mut cx = HostCtx::new(&slot, &shared);
             let was = IN_EXTENSION.with(|f| f.replace(true));
-            let _ = catch_unwind(AssertUnwindSafe(|| guard.on_disabled()));
+            let _ = catch_unwind(AssertUnwindSafe(|| guard.on_disabled(&mut cx)));
             IN_EXTENSION.with(|f| f.set(was));
             continue;
         }

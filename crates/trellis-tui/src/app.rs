@@ -87,6 +87,9 @@ pub struct App {
     pub transcript_area: (u16, u16),
     pub shown_top: usize,
     pub message: Option<String>,
+    /// Failures said since the last key, all shown with the message (several plugins can
+    /// fail at start at once: the last must not hide the others).
+    pub failures: Vec<String>,
     ctrl_c: bool,
     pub keys: Keymap,
     pub cursor_mode: CursorMode,
@@ -248,6 +251,7 @@ impl App {
             transcript_area: (0, 0),
             shown_top: 0,
             message: None,
+            failures: Vec::new(),
             ctrl_c: false,
             keys: Keymap::default(),
             cursor_mode: CursorMode::Exact,
@@ -587,6 +591,7 @@ impl App {
         }
         self.ctrl_c = false;
         self.message = None;
+        self.failures.clear();
         if ctrl
             && key.code == KeyCode::Char('r')
             && self.driver.session.agent_exited.is_some()

@@ -65,7 +65,7 @@ pub fn draw_in(f: &mut Frame<'_>, app: &mut App, area: Rect, clock: Clock) {
 }
 
 /// Lines a message gets above the prompt at most.
-const MESSAGE_LINES: usize = 3;
+const MESSAGE_LINES: usize = 5;
 
 /// The message, wrapped to `width`, when it would not fit the status bar beside the
 /// agent's name (a plugin's failure with its file and line, say); none when it fits.

@@ -109,10 +109,16 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
             Note::Message(text) => app.message = Some(trellis_text::one_line(&text).into_owned()),
             // Said once; the rest is counted where the key leads.
             Note::Failure { text, .. } => {
-                app.message = Some(format!(
-                    "{} · /status shows more",
-                    trellis_text::one_line(&text)
-                ));
+                app.failures
+                    .push(trellis_text::one_line(&text).into_owned());
+                app.message = Some(match app.failures.as_slice() {
+                    [one] => format!("{one} · /status shows more"),
+                    all => format!(
+                        "{} failures: {} · /status shows more",
+                        all.len(),
+                        all.join(" · ")
+                    ),
+                });
             }
             Note::OpenInspector(call_id) => app.inspect_call(&call_id),
             // Run by the loop: the key reader must let go of the terminal first.

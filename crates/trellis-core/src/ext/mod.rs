@@ -466,7 +466,7 @@ pub trait Extension: Send {
     /// The host disabled the extension (it failed too often, or fatally): stop what runs
     /// for it (a plugin adapter stops its process). It gets no events while disabled; it
     /// may still wake the host ([`Waker::wake`]) to be asked to [`Extension::revive`].
-    fn on_disabled(&mut self) {}
+    fn on_disabled(&mut self, _host: &mut dyn Host) {}
 
     /// Asked when a disabled extension wakes the host: `None` when nothing changed;
     /// `Some(Ok(()))` when it is ready again, under its first registration (a plugin being

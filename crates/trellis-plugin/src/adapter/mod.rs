@@ -102,6 +102,8 @@ pub struct PluginExt {
     /// Set by the watcher when the package's files changed (trying a plugin).
     changed: Arc<std::sync::atomic::AtomicBool>,
     reloads: u32,
+    /// The process (its pid, reloads, restarts) `/status` was last told of.
+    said_process: Option<Option<(u32, u32, u32)>>,
     /// Event lines not handed to the writer yet: a burst of events costs one hand-over
     /// per block (or per batch), not one per event, and an event's JSON is shared by
     /// every plugin, never copied.
@@ -148,6 +150,7 @@ impl PluginExt {
             waker: Arc::new(Mutex::new(None)),
             changed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             reloads: 0,
+            said_process: None,
             outbuf: Vec::new(),
             outbuf_bytes: 0,
         }
@@ -360,9 +363,11 @@ impl Extension for PluginExt {
         Ok(())
     }
 
-    fn on_disabled(&mut self) {
-        // Nothing more is asked of the process: it ends now, not with the session.
+    fn on_disabled(&mut self, host: &mut dyn Host) {
+        // Nothing more is asked of the process: it ends now, not with the session, and
+        // `/status` says so.
         self.kill();
+        self.diagnostics(host);
     }
 
     fn revive(&mut self, host: &mut dyn Host) -> Option<Result<(), String>> {

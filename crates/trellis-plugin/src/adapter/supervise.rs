@@ -243,10 +243,16 @@ impl PluginExt {
     /// Keeps `/status` current: the process, restarts, lost events, stderr's tail.
     pub(super) fn diagnostics(&mut self, host: &mut dyn Host) {
         let mut s = lock(&self.stderr);
-        if !s.dirty && self.proc.is_some() && self.last_exit.is_none() {
+        // Said again when its stderr or its process changed since it was last said.
+        let process = self
+            .proc
+            .as_ref()
+            .map(|p| (p.pid(), self.reloads, self.restarts));
+        if !s.dirty && self.said_process == Some(process) && self.last_exit.is_none() {
             return;
         }
         s.dirty = false;
+        self.said_process = Some(process);
         let mut lines = Vec::new();
         match &self.proc {
             Some(p) => lines.push(format!(

@@ -384,6 +384,7 @@ impl Deck {
             let app = &mut self.slots[i].app;
             app.full_redraw = true;
             app.message = None;
+            app.failures.clear();
             self.seen();
         }
     }

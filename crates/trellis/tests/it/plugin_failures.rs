@@ -571,6 +571,16 @@ fn a_disabled_tried_plugin_stops_and_runs_again_once_fixed() {
     crate::hubkit::until("the disabled plugin's process ends", || {
         !crate::procs::exists(pid)
     });
+    // And /status says so (it showed the dead process's id).
+    t.send(&["/status", "Enter"]);
+    let s = t.wait_for("Status · extensions");
+    assert!(
+        s.contains("raiser")
+            && s.contains("process not running")
+            && !s.contains(&format!("process {pid} ")),
+        "{s}"
+    );
+    t.send(&["Escape"]);
     // The author saves a fix: it runs again, and its new code gets the next turn's events.
     std::fs::write(
         pkg.join("plugin.py"),
@@ -647,4 +657,49 @@ fn a_failing_permission_handler_and_a_stray_print_are_said_as_they_are() {
             && !line.contains("BrokenPipe"),
         "{line}"
     );
+}
+
+/// Two plugins that fail at start are both said on screen (the second once hid the
+/// first), and `/status` tells a disabled plugin's process is gone.
+#[test]
+fn two_plugins_failing_at_start_are_both_on_screen() {
+    if !python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let misspell = home.path().join("misspell");
+    python_package(
+        &misspell,
+        "misspell",
+        "session",
+        "from trellis_plugin import Plugin\nplugin = Plugin()\n\n@plugin.on(\"tool_call_udpated\")\ndef f(event, host):\n    pass\n\nplugin.run()\n",
+    );
+    let syntax = home.path().join("syntax");
+    python_package(&syntax, "syntax", "session", "def (:\n    pass\n");
+    let Some(t) = crate::tui::Tmux::start_allowing(
+        &work,
+        &[
+            "--agent",
+            "demo",
+            "--plugin",
+            misspell.to_str().unwrap(),
+            "--plugin",
+            syntax.to_str().unwrap(),
+        ],
+        120,
+        40,
+    ) else {
+        return;
+    };
+    let s = t.wait_for("2 failures:");
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("did you mean 'tool_call_updated'") && flat.contains("SyntaxError"),
+        "{s}"
+    );
+    t.send(&["/status", "Enter"]);
+    let s = t.wait_for("Status · extensions");
+    assert!(s.contains("process not running"), "{s}");
 }
