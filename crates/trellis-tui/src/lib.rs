@@ -18,6 +18,8 @@ pub mod complete;
 pub mod deck;
 mod deck_loop;
 pub mod draw;
+mod draw_inspector;
+mod draw_overlay;
 pub mod extui;
 pub mod help;
 pub mod history;
