@@ -1,12 +1,13 @@
 //! The tool inspector drawn over the transcript: one call's result, arguments, diff,
 //! permission history or raw frames, with the keys in force on its border.
 
-use crate::app::App;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use trellis_view::inspector::{inspector_title, view_lines_with};
+
+use crate::app::App;
 
 pub(crate) fn draw_inspector(
     f: &mut Frame<'_>,

@@ -1,12 +1,13 @@
 //! What opens over the whole screen: Settings, `/status` (wrapped, never cut), a rule's
 //! preview, the help.
 
-use crate::app::App;
-use crate::layout::centered;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+
+use crate::app::App;
+use crate::layout::centered;
 
 /// Settings, `/status` or a rule preview, centered over the whole screen.
 pub(crate) fn draw_overlay(

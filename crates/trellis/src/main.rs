@@ -14,6 +14,7 @@ mod hub_cmd;
 mod launch;
 mod log_export;
 mod output;
+mod pairing;
 mod plugin_cmd;
 mod plugin_test;
 mod project_hooks;
@@ -121,7 +122,7 @@ enum Cmd {
     /// Tokens for a hub's loopback listener (`trellis serve --listen`): new, list, revoke.
     Token {
         #[command(subcommand)]
-        command: serve::TokenCmd,
+        command: pairing::TokenCmd,
     },
     /// A single-use pairing code for a phone: the approvals page's address as a QR code
     /// (from the hub that listens: `trellis serve --listen`).
@@ -312,7 +313,7 @@ fn main() -> ExitCode {
                 command: sessions::SessionsCmd::List { .. } | sessions::SessionsCmd::Search { .. }
             })
             | Some(Cmd::Token {
-                command: serve::TokenCmd::List
+                command: pairing::TokenCmd::List
             })
     ) || lists_agents(cli.command.as_ref());
     if prints {
@@ -333,9 +334,9 @@ fn main() -> ExitCode {
         Some(Cmd::Run(args)) => run::main(*args, cli.config),
         Some(Cmd::Fan(args)) => fan::main(args, cli.config),
         Some(Cmd::Serve(args)) => serve::main(args, cli.config),
-        Some(Cmd::Token { command }) => serve::token(command),
+        Some(Cmd::Token { command }) => pairing::token(command),
         Some(Cmd::Hooks { command }) => project_hooks::main(command),
-        Some(Cmd::Pair { hub }) => serve::pair(hub.as_deref()),
+        Some(Cmd::Pair { hub }) => pairing::pair(hub.as_deref()),
         Some(Cmd::Log {
             command: LogCmd::Show { file },
         }) => log_show(&file),

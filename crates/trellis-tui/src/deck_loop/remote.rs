@@ -144,20 +144,11 @@ async fn carry_out(
             shown = notes;
             body
         }
-        Op::Cancel { session } => match slot_of(deck, session) {
-            Some(i) if !deck.slots[i].app.driver.session.turn_open => error(
-                "idle",
-                format!("session {session} has no turn running: nothing was cancelled"),
-            ),
-            Some(i) => {
-                let notes = deck.command(session, Command::Cancel);
-                shown = Some((i, notes));
-                Body::Done {
-                    said: format!("session {session}: turn cancelled"),
-                }
-            }
-            None => error("not_found", format!("no session {session}")),
-        },
+        Op::Cancel { session } => {
+            let (body, notes) = cancel(deck, session);
+            shown = notes;
+            body
+        }
         Op::Decide {
             session,
             request_id,
@@ -375,4 +366,32 @@ fn send(
         None => error("not_found", format!("no session {session}")),
     };
     (body, None)
+}
+
+/// Cancels the running turn of `session`, from outside.
+fn cancel(deck: &mut Deck, session: u32) -> (trellis_hub::wire::Body, Shown) {
+    use trellis_hub::wire::Body;
+    let error = |code: &str, message: String| Body::Error {
+        code: code.into(),
+        message,
+    };
+    match deck.index_of(session) {
+        Some(i) if !deck.slots[i].app.driver.session.turn_open => (
+            error(
+                "idle",
+                format!("session {session} has no turn running: nothing was cancelled"),
+            ),
+            None,
+        ),
+        Some(i) => {
+            let notes = deck.command(session, Command::Cancel);
+            (
+                Body::Done {
+                    said: format!("session {session}: turn cancelled"),
+                },
+                Some((i, notes)),
+            )
+        }
+        None => (error("not_found", format!("no session {session}")), None),
+    }
 }
