@@ -11,6 +11,7 @@
 //! What crosses between the deck and a session is a message: notes out, each with the
 //! session's key and a sequence number ([`SessionNote`]); commands in ([`Command`]).
 
+mod comparing;
 mod inbox;
 pub mod key;
 mod keys;
@@ -603,116 +604,6 @@ impl Deck {
         }
         self.confirm_close = None;
         true
-    }
-
-    /// Opens the comparison: the fan-out's sessions still on the deck, else all.
-    pub fn open_compare(&mut self) {
-        let mut keys: Vec<SessionKey> = self
-            .fan
-            .iter()
-            .copied()
-            .filter(|k| self.index_of(*k).is_some())
-            .collect();
-        if keys.len() < 2 {
-            keys = self.slots.iter().map(|s| s.key).collect();
-        }
-        // The fan's worktrees whose sessions closed, still open.
-        let closed = match &self.worktrees {
-            Some(ops) if keys.iter().all(|k| self.fan.contains(k)) => self
-                .fan_closed
-                .iter()
-                .filter(|l| ops.reminder(l).is_some())
-                .cloned()
-                .collect(),
-            _ => Vec::new(),
-        };
-        self.compare = Some(crate::compare::Compare {
-            keys,
-            closed,
-            ..Default::default()
-        });
-        self.refresh_compare();
-    }
-
-    /// The comparison's rows again (when it opens and when a member's state changes), and
-    /// their worktrees measured again.
-    pub fn refresh_compare(&mut self) {
-        let now = Instant::now();
-        let Some(c) = self.compare.as_mut() else {
-            return;
-        };
-        c.keys.retain(|k| self.slots.iter().any(|s| s.key == *k));
-        let rows = c
-            .keys
-            .iter()
-            .filter_map(|k| {
-                let i = self.slots.iter().position(|s| s.key == *k)?;
-                Some(slot::compare_row(&self.slots[i], i + 1, now, c.tree_of(*k)))
-            })
-            .collect();
-        c.rows = rows;
-        c.selected = c.selected.min(c.rows.len().saturating_sub(1));
-        self.measure_compare();
-    }
-
-    /// Measures the comparison's worktrees on a thread of their own (git can take a while
-    /// on a large tree); each result comes back through [`Deck::next_measure`]. One round
-    /// at a time: asked again meanwhile, another round follows the one on its way.
-    pub fn measure_compare(&mut self) {
-        let Some(c) = self.compare.as_mut() else {
-            return;
-        };
-        if c.measuring.is_some() {
-            c.again = true;
-            return;
-        }
-        let Some(ops) = self.worktrees.clone() else {
-            return;
-        };
-        let todo: Vec<(SessionKey, String)> = c
-            .rows
-            .iter()
-            .filter_map(|r| Some((r.key, r.label.clone()?)))
-            .collect();
-        if todo.is_empty() {
-            return;
-        }
-        // Room for every answer: the thread never waits on the UI.
-        let (tx, rx) = tokio::sync::mpsc::channel(todo.len());
-        c.measuring = Some(rx);
-        c.again = false;
-        let spawned = std::thread::Builder::new()
-            .name("trellis-measure".into())
-            .spawn(move || {
-                for (key, label) in todo {
-                    let tree = ops.measure(&label);
-                    if tx.try_send(crate::compare::Measured { key, tree }).is_err() {
-                        return;
-                    }
-                }
-            });
-        if let Err(e) = spawned {
-            c.measuring = None;
-            for r in c.rows.iter_mut().filter(|r| r.label.is_some()) {
-                r.tree = crate::compare::Tree::Unknown(format!("cannot measure: {e}"));
-            }
-        }
-    }
-
-    /// What [`crate::compare::next_measure`] gave: a row filled in, or (`None`) the round over.
-    pub fn measured(&mut self, m: Option<crate::compare::Measured>) {
-        let Some(c) = self.compare.as_mut() else {
-            return;
-        };
-        match m {
-            Some(m) => c.measured(m),
-            None => {
-                c.measuring = None;
-                if c.again {
-                    self.measure_compare();
-                }
-            }
-        }
     }
 
     /// The form for a new session, from the one in front.
