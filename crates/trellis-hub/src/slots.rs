@@ -18,7 +18,17 @@ pub struct Slots {
     freed: Notify,
     all: usize,
     per_peer: usize,
+    /// How long a connection just let in (or just back from work) keeps its place: long
+    /// enough to send the request it came with, which a newcomer's kick would otherwise
+    /// cut off unread (the client sees its connection reset).
+    grace: Duration,
 }
+
+/// A fresh connection's time to begin its request before it may be let go.
+pub const GRACE: Duration = Duration::from_millis(750);
+
+/// How often a newcomer looks again while every candidate is in its grace.
+const LOOK_AGAIN: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Default)]
 struct State {
@@ -55,7 +65,13 @@ pub struct Busy {
 
 impl Slots {
     pub fn new(all: usize, per_peer: usize) -> Arc<Slots> {
+        Slots::with_grace(all, per_peer, GRACE)
+    }
+
+    /// [`Slots::new`] with another grace for fresh connections.
+    pub fn with_grace(all: usize, per_peer: usize, grace: Duration) -> Arc<Slots> {
         Arc::new(Slots {
+            grace,
             state: Mutex::new(State::default()),
             freed: Notify::new(),
             all: all.max(1),
@@ -87,7 +103,12 @@ impl Slots {
             if let Some(slot) = self.try_admit(peer) {
                 break Some(slot);
             }
-            if tokio::time::timeout_at(deadline, freed).await.is_err() {
+            // Woken when a place is freed; or, when every candidate was in its grace,
+            // soon, to look again.
+            let look = (tokio::time::Instant::now() + LOOK_AGAIN).min(deadline);
+            if tokio::time::timeout_at(look, freed).await.is_err()
+                && tokio::time::Instant::now() >= deadline
+            {
                 break None;
             }
         };
@@ -127,7 +148,9 @@ impl Slots {
                 // One is leaving already: its place is coming.
                 return None;
             }
-            if e.busy == 0 && idlest.as_ref().is_none_or(|i| e.idle_since < i.idle_since) {
+            let settled = e.idle_since.elapsed() >= self.grace;
+            if e.busy == 0 && settled && idlest.as_ref().is_none_or(|i| e.idle_since < i.idle_since)
+            {
                 idlest = Some(e);
             }
         }
@@ -196,9 +219,30 @@ mod tests {
 
     const WAIT: Duration = Duration::from_millis(300);
 
+    /// A connection just let in keeps its place for its grace (it is sending the request
+    /// it came with); then it makes room like any idle one.
+    #[tokio::test]
+    async fn a_fresh_connection_keeps_its_place_for_its_grace() {
+        let grace = Duration::from_millis(400);
+        let slots = Slots::with_grace(1, 1, grace);
+        let fresh = slots.admit(1, WAIT).await.unwrap();
+        let start = std::time::Instant::now();
+        let kicked = tokio::spawn(async move {
+            fresh.kicked().await;
+            std::time::Instant::now()
+        });
+        let newcomer = slots.admit(2, Duration::from_secs(3)).await;
+        assert!(newcomer.is_some(), "room made once the grace was over");
+        let at = kicked.await.unwrap();
+        assert!(
+            at.duration_since(start) >= grace - Duration::from_millis(20),
+            "not let go during its grace"
+        );
+    }
+
     #[tokio::test]
     async fn a_newcomer_takes_the_place_of_the_longest_idle() {
-        let slots = Slots::new(2, 2);
+        let slots = Slots::with_grace(2, 2, Duration::ZERO);
         let old = slots.admit(1, WAIT).await.unwrap();
         tokio::time::sleep(Duration::from_millis(5)).await;
         let young = slots.admit(2, WAIT).await.unwrap();
@@ -215,7 +259,7 @@ mod tests {
 
     #[tokio::test]
     async fn connections_at_work_are_never_let_go() {
-        let slots = Slots::new(1, 1);
+        let slots = Slots::with_grace(1, 1, Duration::ZERO);
         let a = slots.admit(1, WAIT).await.unwrap();
         let work = a.busy();
         assert!(slots.admit(2, WAIT).await.is_none(), "every place at work");
@@ -230,7 +274,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_peer_at_its_share_makes_room_among_its_own() {
-        let slots = Slots::new(4, 2);
+        let slots = Slots::with_grace(4, 2, Duration::ZERO);
         let other = slots.admit(9, WAIT).await.unwrap();
         let first = slots.admit(1, WAIT).await.unwrap();
         let second = slots.admit(1, WAIT).await.unwrap();
