@@ -30,7 +30,7 @@ const SYSTEM_SPECIFIC: &[&str] = &[
 
 /// Mentions that are not calls, each with why.
 const ALLOWED: &[(&str, &str, &str)] = &[(
-    "crates/trellis-agents/src/hostile.rs",
+    "crates/trellis-agents/src/hostile_scenes.rs",
     "/proc/self/root",
     "a path the hostile agent asks Trellis to write through: an attack, not a call",
 )];
