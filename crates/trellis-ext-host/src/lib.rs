@@ -559,6 +559,18 @@ impl ExtHost {
         self.drained(start, limit)
     }
 
+    /// The extensions with jobs still queued or running, each with how many: what a
+    /// [`ExtHost::flush`] that ran out of time left unhandled.
+    pub fn busy(&self) -> Vec<(String, u64)> {
+        self.slots
+            .iter()
+            .filter_map(|s| {
+                let n = s.pending.load(Ordering::Acquire);
+                (n > 0).then(|| (s.name.clone(), n as u64))
+            })
+            .collect()
+    }
+
     fn drained(&self, start: Instant, limit: Duration) -> bool {
         loop {
             if self

@@ -291,6 +291,42 @@ fn a_slow_extension_overflowing_its_queue_is_disabled_not_silently_skipped() {
     );
 }
 
+/// A flush that runs out of time says which extension still had work and how much, so
+/// the end of a run can say what never ran instead of looking complete.
+#[test]
+fn a_flush_out_of_time_names_what_was_left() {
+    struct Slow;
+    impl Extension for Slow {
+        fn manifest(&self) -> Manifest {
+            manifest("slow", &[Capability::Observe])
+        }
+        fn on_event(&mut self, _e: &Event, _h: &mut dyn Host) -> Result<(), ExtError> {
+            std::thread::sleep(Duration::from_millis(100));
+            Ok(())
+        }
+    }
+    let (h, _rx) = host(
+        vec![
+            Box::new(Slow),
+            Box::new(Recorder {
+                name: "fast",
+                ..Recorder::default()
+            }),
+        ],
+        HostOptions::default(),
+    );
+    for i in 0..5 {
+        h.dispatch(&chunk(i));
+    }
+    assert!(!h.flush(Duration::from_millis(20)));
+    let busy = h.busy();
+    assert_eq!(busy.len(), 1, "{busy:?}");
+    assert_eq!(busy[0].0, "slow");
+    assert!((1..=5).contains(&busy[0].1), "{busy:?}");
+    assert!(h.flush(Duration::from_secs(10)));
+    assert!(h.busy().is_empty());
+}
+
 /// Intercepts permission requests in a scripted way.
 struct Claimer {
     name: &'static str,

@@ -7,6 +7,10 @@ use std::time::Duration;
 use trellis_driver::Note;
 
 use super::Headless;
+
+/// How long the end of a run waits for extensions to handle the events they were given
+/// (each hook and plugin call has its own, shorter bound).
+const FLUSH_LIMIT: Duration = Duration::from_secs(10);
 use crate::budgets::Breach;
 use crate::output::{lock, safe};
 
@@ -31,8 +35,18 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
         let now = driver.now();
         if driver.host.is_some() {
             driver.sync_extensions();
-            if let Some(host) = &driver.host {
-                host.flush(Duration::from_secs(2));
+            if let Some(host) = &driver.host
+                && !host.flush(FLUSH_LIMIT)
+            {
+                // Whatever it still had (a hook on the last event) never ran: said, not
+                // left to look like a run that handled everything.
+                for (name, n) in host.busy() {
+                    eprintln!(
+                        "trellis: extension {} was still busy {} s after the session ended; {n} of its jobs were not handled",
+                        safe(&name),
+                        FLUSH_LIMIT.as_secs()
+                    );
+                }
             }
             // What they said meanwhile (a hook on the last events that failed) is said
             // too, before the diagnostics.
