@@ -61,6 +61,27 @@ fn indexing(c: &mut Criterion) {
         })
     });
     g.finish();
+    // The index's size against the log's (the target: at most 0.2×).
+    let path = dir.path().join("size.sqlite");
+    let (mut ix, _) = Index::open(&path).unwrap();
+    ix.update(&log).unwrap();
+    drop(ix);
+    report_size("a 10 000-call turn", &path, text.len());
+}
+
+/// Prints the index file's size (with its write-ahead log) against `log_bytes`.
+fn report_size(what: &str, index: &std::path::Path, log_bytes: usize) {
+    let size: u64 = ["", "-wal"]
+        .iter()
+        .filter_map(|s| std::fs::metadata(format!("{}{s}", index.display())).ok())
+        .map(|m| m.len())
+        .sum();
+    eprintln!(
+        "index of {what}: {:.1} MB for {:.1} MB of log: {:.3}x",
+        size as f64 / 1e6,
+        log_bytes as f64 / 1e6,
+        size as f64 / log_bytes as f64
+    );
 }
 
 fn searching(c: &mut Criterion) {
@@ -99,6 +120,7 @@ fn searching(c: &mut Criterion) {
         took.as_secs_f64(),
         bytes as f64 / 1e6 / took.as_secs_f64()
     );
+    report_size("1000 logs", &dir.path().join("index.sqlite"), bytes);
     let queries: &[(&str, Option<Scope>, bool)] = &[
         ("xylophone", None, false),
         ("tokio", None, false),
@@ -134,5 +156,77 @@ fn searching(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, indexing, searching);
+/// Eight sessions of 20 000 calls each write their logs at once (`fan 8`), each followed
+/// by its session's index thread; how long after the turns end is each caught up, against
+/// reading each whole turn once it ended (what the index thread did before it followed).
+fn keeping_pace(_: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let text = load_log(20_000, 20, 1.0);
+    let fan = 8;
+    let run = |follow: bool, tag: &str| -> (Duration, u64) {
+        let index = dir.path().join(format!("{tag}.sqlite"));
+        let logs: Vec<_> = (0..fan)
+            .map(|i| sessions.join(format!("{tag}-{i}.jsonl")))
+            .collect();
+        for l in &logs {
+            std::fs::write(l, "").unwrap();
+        }
+        let mut bg: Vec<_> = if follow {
+            logs.iter()
+                .map(|l| trellis_index::Background::start(index.clone(), &sessions, l.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // The sessions write in 1 MiB pieces, about 16 MiB a second each.
+        use std::io::Write;
+        let mut files: Vec<_> = logs
+            .iter()
+            .map(|l| std::fs::OpenOptions::new().append(true).open(l).unwrap())
+            .collect();
+        let bytes = text.as_bytes();
+        let mut at = 0;
+        while at < bytes.len() {
+            let mut end = (at + (1 << 20)).min(bytes.len());
+            while end < bytes.len() && bytes[end - 1] != b'\n' {
+                end += 1;
+            }
+            for f in &mut files {
+                f.write_all(&bytes[at..end]).unwrap();
+            }
+            at = end;
+            std::thread::sleep(Duration::from_millis(60));
+        }
+        let t = Instant::now();
+        if follow {
+            for b in &mut bg {
+                assert!(b.finish(Duration::from_secs(120)).is_none());
+            }
+        } else {
+            let (mut ix, _) = Index::open(&index).unwrap();
+            ix.set_bulk(false).unwrap();
+            for l in &logs {
+                ix.update(l).unwrap();
+            }
+        }
+        let took = t.elapsed();
+        let size = std::fs::metadata(&index).map_or(0, |m| m.len());
+        (took, size)
+    };
+    let (whole, _) = run(false, "whole");
+    let (followed, size) = run(true, "followed");
+    eprintln!(
+        "fan {fan} x 20 000 calls ({:.0} MB of log each): caught up {:.2} s after the turns \
+         ended when followed, {:.2} s reading each turn at its end; index {:.1} MB ({:.3}x)",
+        text.len() as f64 / 1e6,
+        followed.as_secs_f64(),
+        whole.as_secs_f64(),
+        size as f64 / 1e6,
+        size as f64 / (fan * text.len()) as f64
+    );
+}
+
+criterion_group!(benches, indexing, searching, keeping_pace);
 criterion_main!(benches);

@@ -1,5 +1,6 @@
-//! Keeping the index up to date while a session runs: a thread that reads the session's
-//! log again (from its last checkpoint) whenever it is told a turn ended, and once more
+//! Keeping the index up to date while a session runs: a thread that follows the session's
+//! log ([`crate::Follow`]: each read goes on where the last stopped), reading when it is
+//! told a turn ended, every second while a turn writes more than a MiB, and once more
 //! when the session closes. Requests that pile up while it works are served by one read.
 //!
 //! The session can always be found again from its log: one in the sessions directory by
@@ -8,11 +9,16 @@
 //! index) is kept and told at the end ([`Background::finish`]), never silently dropped.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::Index;
+
+/// How often a running turn's log is looked at, and by how much it must have grown to be
+/// read before the turn ends.
+const POLL: Duration = Duration::from_millis(250);
+const FOLLOW_AT: u64 = 1 << 20;
 
 #[derive(Debug)]
 pub struct Background {
@@ -146,9 +152,36 @@ fn serve(
             None
         }
     };
-    while rx.recv().is_ok() {
-        // Everything asked meanwhile is served by this one read.
-        while rx.try_recv().is_ok() {}
+    // What the log had when it was last read: a turn that goes on is read again once it
+    // has grown by FOLLOW_AT, so that the end of a long turn leaves little to read.
+    let mut state: Option<crate::Follow> = None;
+    let mut read_len = 0u64;
+    loop {
+        let last = match rx.recv_timeout(POLL) {
+            Ok(()) => {
+                // Everything asked meanwhile is served by this one read.
+                let mut closed = false;
+                loop {
+                    match rx.try_recv() {
+                        Ok(()) => {}
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => {
+                            closed = true;
+                            break;
+                        }
+                    }
+                }
+                closed
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let len = std::fs::metadata(&log).map_or(0, |m| m.len());
+                if !content || len < read_len + FOLLOW_AT {
+                    continue;
+                }
+                false
+            }
+            Err(RecvTimeoutError::Disconnected) => true,
+        };
         if ix.is_none() {
             match open() {
                 Ok(i) => ix = Some(i),
@@ -158,12 +191,16 @@ fn serve(
         if let Some(i) = ix.as_mut().filter(|_| content) {
             // In the session's process: the small in-memory term hash.
             let _ = i.set_bulk(false);
+            read_len = std::fs::metadata(&log).map_or(read_len, |m| m.len());
             // A failure here (a locked or full disk) is caught up later by the next
             // read or `trellis sessions`; the session is never disturbed.
             report(
-                i.update(&log).map(|_| ()),
+                i.follow(&log, &mut state, last).map(|_| ()),
                 "the session index could not read it",
             );
+        }
+        if last {
+            break;
         }
     }
     let _ = done.send(());

@@ -53,6 +53,11 @@ pub struct Doc {
     pub call_id: Option<String>,
     /// Byte offset of the log line it starts at.
     pub offset: u64,
+    /// The stretch of log `[from, to)` its text is read from again (a call's terminal
+    /// output may come before the call): the index keeps no copy of the text, and a
+    /// search's snippet is made by reading that stretch again ([`reread`]).
+    pub from: u64,
+    pub to: u64,
     pub text: String,
 }
 
@@ -120,6 +125,15 @@ struct OpenCall {
     row: CallRow,
     output: String,
     terminals: Vec<String>,
+    /// The first line its text comes from.
+    from: u64,
+}
+
+/// Terminal output no call has claimed yet, and the line it starts at.
+#[derive(Default)]
+struct Unclaimed {
+    text: String,
+    from: u64,
 }
 
 /// The state machine; see the module documentation.
@@ -133,7 +147,9 @@ pub struct Extractor {
     prompt_ids: Vec<String>,
     message: Option<Doc>,
     calls: HashMap<String, OpenCall>,
-    terminals: HashMap<String, String>,
+    terminals: HashMap<String, Unclaimed>,
+    /// The offset just after the line being read.
+    next: u64,
     new_session_ids: Vec<String>,
     /// A `session/load` is unanswered: what the agent sends meanwhile is the history it
     /// replays, indexed already with the log it came from.
@@ -156,6 +172,7 @@ impl Extractor {
     /// Reads one complete line (without its newline) that starts at `offset`; `next` is
     /// the offset just after it.
     pub fn feed(&mut self, line: &[u8], offset: u64, next: u64, sink: &mut dyn Sink) {
+        self.next = next;
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
@@ -170,7 +187,7 @@ impl Extractor {
             return;
         };
         match dir {
-            "client" => self.client(&msg),
+            "client" => self.client(&msg, offset),
             "client_to_agent" => self.outgoing(&msg, offset, sink),
             "agent_to_client" => self.incoming(&msg, offset, next, sink),
             _ => {}
@@ -188,7 +205,7 @@ impl Extractor {
         }
     }
 
-    fn client(&mut self, msg: &Value) {
+    fn client(&mut self, msg: &Value, offset: u64) {
         let f = &mut self.facts;
         match str_of(msg, "type") {
             Some("session_log") => {
@@ -221,11 +238,16 @@ impl Extractor {
                     .find(|c| c.terminals.iter().any(|t| t == tid));
                 match owner {
                     Some(c) => push_capped(&mut c.output, data, OUTPUT_CAP),
-                    None => push_capped(
-                        self.terminals.entry(tid.to_string()).or_default(),
-                        data,
-                        OUTPUT_CAP,
-                    ),
+                    None => {
+                        let u =
+                            self.terminals
+                                .entry(tid.to_string())
+                                .or_insert_with(|| Unclaimed {
+                                    text: String::new(),
+                                    from: offset,
+                                });
+                        push_capped(&mut u.text, data, OUTPUT_CAP);
+                    }
                 }
             }
             _ => {}
@@ -253,6 +275,8 @@ impl Extractor {
                         turn: self.turn,
                         call_id: None,
                         offset,
+                        from: offset,
+                        to: self.next,
                         text,
                     });
                 }
@@ -318,6 +342,8 @@ impl Extractor {
                     turn: self.turn,
                     call_id: None,
                     offset,
+                    from: offset,
+                    to: offset,
                     text: String::new(),
                 });
                 if let Some(c) = update.get("content") {
@@ -344,6 +370,7 @@ impl Extractor {
                             offset,
                             ..CallRow::default()
                         },
+                        from: offset,
                         ..OpenCall::default()
                     });
                 merge(call, update, &mut self.terminals);
@@ -377,6 +404,8 @@ impl Extractor {
                         turn: self.turn,
                         call_id: None,
                         offset,
+                        from: offset,
+                        to: self.next,
                         text: title.to_string(),
                     });
                 }
@@ -416,7 +445,8 @@ impl Extractor {
     }
 
     fn close_message(&mut self, sink: &mut dyn Sink) {
-        if let Some(m) = self.message.take().filter(|m| !m.text.trim().is_empty()) {
+        if let Some(mut m) = self.message.take().filter(|m| !m.text.trim().is_empty()) {
+            m.to = self.next;
             sink.doc(m);
         }
     }
@@ -430,7 +460,8 @@ impl Extractor {
     fn emit_call(&mut self, mut c: OpenCall, sink: &mut dyn Sink) {
         for t in &c.terminals {
             if let Some(out) = self.terminals.remove(t) {
-                push_capped(&mut c.output, &out, OUTPUT_CAP);
+                push_capped(&mut c.output, &out.text, OUTPUT_CAP);
+                c.from = c.from.min(out.from);
             }
         }
         let mut tool = c.row.title.clone();
@@ -442,12 +473,14 @@ impl Extractor {
             tool.push('\n');
             tool.push_str(p);
         }
-        let (turn, offset) = (c.row.turn, c.row.offset);
+        let (turn, offset, from, to) = (c.row.turn, c.row.offset, c.from, self.next);
         sink.doc(Doc {
             kind: DocKind::Tool,
             turn,
             call_id: Some(c.row.call_id.clone()),
             offset,
+            from,
+            to,
             text: tool,
         });
         if !c.output.trim().is_empty() {
@@ -456,6 +489,8 @@ impl Extractor {
                 turn,
                 call_id: Some(c.row.call_id.clone()),
                 offset,
+                from,
+                to,
                 text: c.output,
             });
         }
@@ -468,7 +503,7 @@ fn finished(status: &str) -> bool {
 }
 
 /// Merges a `tool_call` or `tool_call_update` into the open call.
-fn merge(call: &mut OpenCall, u: &Value, terminals: &mut HashMap<String, String>) {
+fn merge(call: &mut OpenCall, u: &Value, terminals: &mut HashMap<String, Unclaimed>) {
     let row = &mut call.row;
     if let Some(t) = str_of(u, "title") {
         row.title = t.to_string();
@@ -533,7 +568,8 @@ fn merge(call: &mut OpenCall, u: &Value, terminals: &mut HashMap<String, String>
                     {
                         call.terminals.push(t.to_string());
                         if let Some(out) = terminals.remove(t) {
-                            push_capped(&mut call.output, &out, OUTPUT_CAP);
+                            push_capped(&mut call.output, &out.text, OUTPUT_CAP);
+                            call.from = call.from.min(out.from);
                         }
                     }
                 }

@@ -14,10 +14,12 @@ pub mod extract;
 pub mod outside_logs;
 mod query;
 mod read;
+mod reread;
 mod schema;
+mod search;
+mod update;
 mod write;
 
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -25,8 +27,9 @@ use sha2::{Digest, Sha256};
 
 pub use background::Background;
 pub use extract::{CallRow, Doc, DocKind, Extractor, Facts, Sink};
-pub use query::{CallCounts, Hit, ListFilter, Scope, SessionRow};
+pub use query::{CallCounts, Hit, ListFilter, Scope, SessionRow, fts_query};
 pub use schema::{Found, SCHEMA, suspect};
+pub use update::Follow;
 
 /// The index file's name in Trellis's data directory.
 pub const FILE: &str = "index.sqlite";
@@ -215,7 +218,23 @@ impl Index {
     /// checkpoint when it grew, all of it when it is new, shrank or was replaced.
     pub fn update(&mut self, log: &Path) -> Result<Updated> {
         let tx = self.write_tx()?;
-        let done = update_in(&tx, log)?;
+        let done = update::once(&tx, log)?;
+        tx.commit()?;
+        Ok(done)
+    }
+
+    /// Reads what `log` gained since `state` last read it, keeping what is still open in
+    /// `state` (a running session's log, read while its turn goes on: see
+    /// [`update::follow`]). With `last`, the session is over and the log is read to its
+    /// end for good.
+    pub fn follow(
+        &mut self,
+        log: &Path,
+        state: &mut Option<Follow>,
+        last: bool,
+    ) -> Result<Updated> {
+        let tx = self.write_tx()?;
+        let done = update::follow(&tx, log, state, last)?;
         tx.commit()?;
         Ok(done)
     }
@@ -228,7 +247,7 @@ impl Index {
         let mut tx = self.write_tx()?;
         let mut since = 0;
         for log in logs {
-            let d = match update_in(&tx, log) {
+            let d = match update::once(&tx, log) {
                 Ok(d) => d,
                 // A log that went away meanwhile, or cannot be read: skipped.
                 Err(Error::Io(_)) => continue,
@@ -244,121 +263,6 @@ impl Index {
         }
         tx.commit()?;
         Ok(done)
-    }
-}
-
-fn update_in(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
-    {
-        let key = log.to_string_lossy().into_owned();
-        let mut file = std::fs::File::open(log)?;
-        let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Ok(Updated::default());
-        }
-        let mtime = meta
-            .modified()
-            .ok()
-            .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_nanos() as i64)
-            .unwrap_or_default();
-        let head = head_hash(&mut file)?;
-        // Cached statements: a refresh runs these once per log, for thousands of logs.
-        let known: Option<(i64, i64, String, i64, i64)> = tx
-            .prepare_cached(
-                "SELECT size, mtime, head, checkpoint, ck_turn FROM sessions WHERE path = ?1",
-            )?
-            .query_row([&key], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })
-            .optional()?;
-        let id = session_id(log);
-        let (from, turn, facts) = match known {
-            Some((size, mt, h, _, _)) if size == meta.len() as i64 && mt == mtime && h == head => {
-                return Ok(Updated::default());
-            }
-            Some((_, _, h, ck, turn)) if h == head && meta.len() as i64 >= ck => {
-                (ck as u64, turn as u32, facts(tx, &id)?)
-            }
-            _ => (0, 0, Facts::default()),
-        };
-        file.seek(SeekFrom::Start(from))?;
-        write::delete_from(tx, &id, from)?;
-        tx.prepare_cached("DELETE FROM calls WHERE session = ?1 AND offset >= ?2")?
-            .execute(params![id, from as i64])?;
-        let mut ex = Extractor::resuming(turn);
-        ex.facts = facts;
-        ex.last_title = tx
-            .prepare_cached(
-                "SELECT text FROM entries WHERE session = ?1 AND kind = 'title' AND offset < ?2
-                 ORDER BY offset DESC LIMIT 1",
-            )?
-            .query_row(params![id, from as i64], |r| r.get(0))
-            .optional()?;
-        let mut sink = SqlSink {
-            tx,
-            session: &id,
-            checkpoint: (from, turn),
-            err: None,
-            committed_at: from,
-        };
-        let end = read::read_into(file, from, meta.len(), &mut ex, &mut sink)?;
-        if let Some(e) = sink.err {
-            return Err(e.into());
-        }
-        let (ck, ck_turn) = sink.checkpoint;
-        let f = &ex.facts;
-        tx.prepare_cached(
-            "INSERT INTO sessions(id, path, acp_id, agent, agent_title, command, cwd, title,
-                 started, last_t, end_reason, turns, tokens_used, tokens_size, cost, currency,
-                 continues, head, size, mtime, checkpoint, ck_turn, launched_in, agent_name,
-                 worktree)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                 ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)
-             ON CONFLICT(id) DO UPDATE SET path = excluded.path, acp_id = excluded.acp_id,
-                 agent = excluded.agent, agent_title = excluded.agent_title,
-                 command = excluded.command, cwd = excluded.cwd, title = excluded.title,
-                 started = excluded.started, last_t = excluded.last_t,
-                 end_reason = excluded.end_reason, turns = excluded.turns,
-                 tokens_used = excluded.tokens_used, tokens_size = excluded.tokens_size,
-                 cost = excluded.cost, currency = excluded.currency,
-                 continues = excluded.continues, head = excluded.head, size = excluded.size,
-                 mtime = excluded.mtime, checkpoint = excluded.checkpoint,
-                 ck_turn = excluded.ck_turn, launched_in = excluded.launched_in,
-                 agent_name = excluded.agent_name, worktree = excluded.worktree",
-        )?
-        .execute(params![
-            id,
-            key,
-            f.acp_id,
-            f.agent,
-            f.agent_title,
-            f.command,
-            f.cwd,
-            f.title,
-            f.started,
-            f.last_t,
-            f.end_reason,
-            ex.turn(),
-            f.tokens_used,
-            f.tokens_size,
-            f.cost,
-            f.currency,
-            f.continues,
-            head,
-            end as i64,
-            // A file that ended mid-line is read again next time.
-            if end == meta.len() { mtime } else { -1 },
-            ck as i64,
-            ck_turn,
-            f.launched_in,
-            f.agent_name,
-            f.worktree,
-        ])?;
-        Ok(Updated {
-            logs: 1,
-            bytes: end - from,
-            gone: 0,
-        })
     }
 }
 
@@ -380,131 +284,17 @@ impl Index {
         outside_logs::forget(&self.path, Path::new(path));
         let id = session_id(Path::new(path));
         let tx = self.write_tx()?;
-        write::delete_from(&tx, &id, 0)?;
-        tx.execute("DELETE FROM calls WHERE session = ?1", [&id])?;
-        tx.execute("DELETE FROM sessions WHERE id = ?1", [&id])?;
+        let n: Option<i64> = tx
+            .query_row("SELECT n FROM sessions WHERE id = ?1", [&id], |r| r.get(0))
+            .optional()?;
+        if let Some(n) = n {
+            write::delete_from(&tx, n, 0)?;
+            tx.execute("DELETE FROM calls WHERE session = ?1", [n])?;
+            tx.execute("DELETE FROM sessions WHERE n = ?1", [n])?;
+        }
         tx.commit()?;
         Ok(())
     }
-}
-
-fn facts(conn: &Connection, id: &str) -> Result<Facts> {
-    {
-        Ok(conn
-            .prepare_cached(
-                "SELECT acp_id, agent, agent_title, command, cwd, title, started, last_t,
-                    end_reason, tokens_used, tokens_size, cost, currency, continues, launched_in,
-                    agent_name, worktree
-             FROM sessions WHERE id = ?1",
-            )?
-            .query_row([id], |r| {
-                Ok(Facts {
-                    acp_id: r.get(0)?,
-                    agent: r.get(1)?,
-                    agent_title: r.get(2)?,
-                    command: r.get(3)?,
-                    cwd: r.get(4)?,
-                    title: r.get(5)?,
-                    started: r.get(6)?,
-                    last_t: r.get(7)?,
-                    end_reason: r.get(8)?,
-                    tokens_used: r.get(9)?,
-                    tokens_size: r.get(10)?,
-                    cost: r.get(11)?,
-                    currency: r.get(12)?,
-                    continues: r.get(13)?,
-                    launched_in: r.get(14)?,
-                    agent_name: r.get(15)?,
-                    worktree: r.get(16)?,
-                    bad_lines: 0,
-                })
-            })?)
-    }
-}
-
-struct SqlSink<'a> {
-    tx: &'a rusqlite::Transaction<'a>,
-    session: &'a str,
-    checkpoint: (u64, u32),
-    err: Option<rusqlite::Error>,
-    /// Log offset up to which rows are committed (see [`COMMIT_EVERY`]).
-    committed_at: u64,
-}
-
-/// Bytes of log whose rows are committed at once while one log is read. A long turn (a
-/// hundred thousand calls) was one transaction, and the write-ahead log grew to hold all
-/// of it (271 MB beside a 14 MB index). Committing part of a log is safe: the session's
-/// row and checkpoint are written only at the end, and the next read of the log deletes
-/// everything past its checkpoint before reading it again.
-const COMMIT_EVERY: u64 = 16 << 20;
-
-impl SqlSink<'_> {
-    fn run(&mut self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>) {
-        if self.err.is_none()
-            && let Err(e) = f(self.tx)
-        {
-            self.err = Some(e);
-        }
-    }
-
-    /// Commits what is written so far once [`COMMIT_EVERY`] bytes of log were read since
-    /// the last commit, and goes on in a new transaction (taking the write lock at once).
-    fn commit_at(&mut self, offset: u64) {
-        if offset >= self.committed_at + COMMIT_EVERY {
-            self.committed_at = offset;
-            self.run(|tx| tx.execute_batch("COMMIT; BEGIN IMMEDIATE"));
-        }
-    }
-}
-
-impl Sink for SqlSink<'_> {
-    fn doc(&mut self, d: Doc) {
-        let session = self.session;
-        self.run(|tx| write::insert(tx, session, &d));
-        self.commit_at(d.offset);
-    }
-
-    fn call(&mut self, c: CallRow) {
-        let session = self.session;
-        self.run(|tx| {
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO calls(session, call_id, turn, title, kind, status,
-                     command, paths, offset)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?
-            .execute(params![
-                session,
-                c.call_id,
-                c.turn,
-                c.title,
-                c.kind,
-                c.status,
-                c.command,
-                c.paths.join("\n"),
-                c.offset as i64
-            ])?;
-            Ok(())
-        });
-    }
-
-    fn checkpoint(&mut self, offset: u64, turn: u32) {
-        self.checkpoint = (offset, turn);
-    }
-}
-
-/// A hash of the file's first line (its header): a log replaced by another is noticed.
-fn head_hash(file: &mut std::fs::File) -> std::io::Result<String> {
-    let mut buf = vec![0u8; 4096];
-    let mut n = 0;
-    while n < buf.len() {
-        match file.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    let end = memchr::memchr(b'\n', &buf[..n]).unwrap_or(n);
-    let digest = Sha256::digest(&buf[..end]);
-    Ok(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Every `*.jsonl` under `dir` (a few levels deep; links are not followed).

@@ -79,7 +79,7 @@ pub enum Scope {
 }
 
 impl Scope {
-    fn kinds(self) -> &'static [&'static str] {
+    pub(crate) fn kinds(self) -> &'static [&'static str] {
         match self {
             Scope::Prompts => &["prompt"],
             Scope::Messages => &["message", "thought", "title"],
@@ -111,11 +111,11 @@ pub struct Hit {
 const SESSION_COLUMNS: &str = "s.id, s.path, s.acp_id, s.agent, s.agent_title, s.command,
     s.cwd, s.title, s.started, s.last_t, s.end_reason, s.turns, s.tokens_used,
     s.tokens_size, s.cost, s.currency, s.continues, s.size,
-    (SELECT count(*) FROM calls c WHERE c.session = s.id),
-    (SELECT count(*) FROM calls c WHERE c.session = s.id AND c.status = 'completed'),
-    (SELECT count(*) FROM calls c WHERE c.session = s.id AND c.status = 'failed'),
-    (SELECT substr(e.text, 1, 300) FROM entries e
-     WHERE e.session = s.id AND e.kind = 'prompt' ORDER BY e.offset LIMIT 1),
+    (SELECT count(*) FROM calls c WHERE c.session = s.n),
+    (SELECT count(*) FROM calls c WHERE c.session = s.n AND c.status = 'completed'),
+    (SELECT count(*) FROM calls c WHERE c.session = s.n AND c.status = 'failed'),
+    (SELECT e.note FROM entries e
+     WHERE e.session = s.n AND e.kind = 'prompt' ORDER BY e.offset LIMIT 1),
     s.launched_in, s.agent_name, s.worktree";
 
 fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
@@ -234,60 +234,6 @@ impl Index {
             .conn
             .query_row(&sql, params_from_iter(args), |r| r.get(0))?;
         Ok(n.max(0) as usize)
-    }
-
-    /// Full-text search, newest indexed first. `prefix`: the last word may be the start
-    /// of a longer one.
-    pub fn search(
-        &self,
-        query: &str,
-        scope: Option<Scope>,
-        cwd: Option<&str>,
-        prefix: bool,
-        limit: usize,
-    ) -> Result<Vec<Hit>> {
-        let Some(q) = fts_query(query, prefix) else {
-            return Ok(Vec::new());
-        };
-        let mut sql = String::from(
-            "SELECT e.session, s.path, s.title, s.agent, s.cwd, s.started, e.kind, e.turn,
-                    e.call_id, e.offset,
-                    snippet(entries_fts, 0, char(2), char(3), '…', 16)
-             FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid
-                  JOIN sessions s ON s.id = e.session
-             WHERE entries_fts MATCH ?",
-        );
-        let mut args: Vec<Sql> = vec![Sql::Text(q)];
-        if let Some(scope) = scope {
-            let marks = vec!["?"; scope.kinds().len()].join(", ");
-            sql.push_str(&format!(" AND e.kind IN ({marks})"));
-            args.extend(scope.kinds().iter().map(|k| Sql::Text(k.to_string())));
-        }
-        if let Some(cwd) = cwd {
-            sql.push_str(" AND (s.cwd = ? OR s.launched_in = ?)");
-            args.push(Sql::Text(cwd.to_string()));
-            args.push(Sql::Text(cwd.to_string()));
-        }
-        sql.push_str(&format!(" ORDER BY entries_fts.rowid DESC LIMIT {limit}"));
-        let mut st = self.conn.prepare_cached(&sql)?;
-        let hits = st
-            .query_map(params_from_iter(args), |r| {
-                Ok(Hit {
-                    session: r.get(0)?,
-                    path: r.get(1)?,
-                    title: r.get(2)?,
-                    agent: r.get(3)?,
-                    cwd: r.get(4)?,
-                    started: r.get(5)?,
-                    kind: r.get(6)?,
-                    turn: r.get(7)?,
-                    call_id: r.get(8)?,
-                    offset: r.get::<_, i64>(9)?.max(0) as u64,
-                    snippet: r.get(10)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(hits)
     }
 
     /// The session named by `id`: a whole id, a unique prefix of one, or a log path.

@@ -61,17 +61,21 @@ impl Sink for Forward {
 }
 
 /// Reads `file` (positioned at `from`, `len` bytes long) up to its last complete line
-/// into `ex` and `sink`, then finishes `ex`. Returns the offset after that line.
+/// into `ex` and `sink`, then, with `finish`, hands over what is still open in `ex`.
+/// Returns the offset after that line.
 pub(crate) fn read_into(
     mut file: std::fs::File,
     from: u64,
     len: u64,
     ex: &mut Extractor,
     sink: &mut dyn Sink,
+    finish: bool,
 ) -> std::io::Result<u64> {
     if len.saturating_sub(from) < PIPELINE_AT {
         let end = read_lines(&mut file, from, ex, sink)?;
-        ex.finish(sink);
+        if finish {
+            ex.finish(sink);
+        }
         return Ok(end);
     }
     let (tx, rx) = sync_channel::<Vec<Found>>(DEPTH);
@@ -84,7 +88,7 @@ pub(crate) fn read_into(
                     batch: Vec::with_capacity(BATCH),
                 };
                 let end = read_lines(&mut file, from, ex, &mut fwd);
-                if end.is_ok() {
+                if end.is_ok() && finish {
                     ex.finish(&mut fwd);
                 }
                 fwd.flush();

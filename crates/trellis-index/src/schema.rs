@@ -6,11 +6,12 @@ use rusqlite::{Connection, OpenFlags};
 
 /// The schema this build writes (`PRAGMA user_version`). An index with another version
 /// is not read: an older one is rebuilt, a newer one (a later Trellis) is set aside.
-pub const SCHEMA: i64 = 4;
+pub const SCHEMA: i64 = 5;
 
 const TABLES: &str = r#"
 CREATE TABLE sessions(
-    id TEXT PRIMARY KEY,          -- short id: the first 8 hex digits of sha256(log path)
+    n INTEGER PRIMARY KEY,        -- the key the other tables use (a few bytes, not 9)
+    id TEXT NOT NULL UNIQUE,      -- short id: the first 8 hex digits of sha256(log path)
     path TEXT NOT NULL UNIQUE,    -- the log, the source of truth
     acp_id TEXT,
     agent TEXT,
@@ -37,33 +38,36 @@ CREATE TABLE sessions(
     ck_turn INTEGER NOT NULL
 );
 CREATE INDEX sessions_started ON sessions(started);
+-- A call's final status, for the session's counts (its title, command and paths are
+-- words in entries_fts).
 CREATE TABLE calls(
-    session TEXT NOT NULL,
+    session INTEGER NOT NULL,
     call_id TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    title TEXT NOT NULL,
-    kind TEXT NOT NULL,
     status TEXT NOT NULL,
-    command TEXT,
-    paths TEXT NOT NULL,
     offset INTEGER NOT NULL,
     PRIMARY KEY(session, call_id)
 ) WITHOUT ROWID;
-CREATE INDEX calls_offset ON calls(session, offset);
 CREATE TABLE entries(
     id INTEGER PRIMARY KEY,
-    session TEXT NOT NULL,
+    session INTEGER NOT NULL,
     kind TEXT NOT NULL,
     turn INTEGER NOT NULL,
     call_id TEXT,
     offset INTEGER NOT NULL,
-    text TEXT NOT NULL
+    start INTEGER NOT NULL,       -- the stretch of log [start, stop) its text is read from
+    stop INTEGER NOT NULL,        -- again for a snippet: the text itself is not kept
+    note TEXT                     -- kept only for a prompt (its beginning) and a title
 );
 CREATE INDEX entries_offset ON entries(session, offset);
--- Hits come in log order, never ranked: no per-entry sizes kept (columnsize=0).
+-- The words only: the text is the log's (a second copy made the index bigger than the
+-- log), and which entries hold each word, not where in them (detail=column: positions
+-- were most of what was left). A word of several tokens (`foo-bar`) is looked up token
+-- by token, and each candidate's text, read again from its log, is matched against the
+-- query as written (`query.rs`). Rows can be deleted (contentless_delete, which needs
+-- the per-row sizes that columnsize=0 would leave out).
 CREATE VIRTUAL TABLE entries_fts USING fts5(
-    text, content='entries', content_rowid='id', tokenize='unicode61 remove_diacritics 2',
-    columnsize=0
+    text, content='', contentless_delete=1, detail=column,
+    tokenize='unicode61 remove_diacritics 2'
 );
 -- Fewer, larger flushes of the in-memory term hash, and merges of 8 segments at a time:
 -- bulk indexing (a first run over years of logs) is dominated by them.
@@ -267,6 +271,12 @@ fn create(path: &Path) -> rusqlite::Result<Connection> {
         tx.pragma_update(None, "user_version", SCHEMA)?;
     }
     tx.commit()?;
+    if version != SCHEMA && version != 0 {
+        // The older tables' pages are free but still in the file (an index of years of
+        // logs: gigabytes): given back while the tables are empty, which is quick.
+        conn.execute_batch("VACUUM")?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    }
     Ok(conn)
 }
 

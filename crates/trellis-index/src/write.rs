@@ -3,13 +3,21 @@
 
 use rusqlite::{Transaction, params};
 
-use crate::extract::Doc;
+use crate::extract::{Doc, DocKind};
+
+/// How much of a prompt is kept for listings (`first_prompt`).
+const PROMPT_NOTE: usize = 300;
 
 /// Adds one entry of `session` and its words.
-pub(crate) fn insert(tx: &Transaction<'_>, session: &str, d: &Doc) -> rusqlite::Result<()> {
+pub(crate) fn insert(tx: &Transaction<'_>, session: i64, d: &Doc) -> rusqlite::Result<()> {
+    let note = match d.kind {
+        DocKind::Prompt => Some(d.text.chars().take(PROMPT_NOTE).collect::<String>()),
+        DocKind::Title => Some(d.text.clone()),
+        _ => None,
+    };
     tx.prepare_cached(
-        "INSERT INTO entries(session, kind, turn, call_id, offset, text)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO entries(session, kind, turn, call_id, offset, start, stop, note)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
         session,
@@ -17,7 +25,9 @@ pub(crate) fn insert(tx: &Transaction<'_>, session: &str, d: &Doc) -> rusqlite::
         d.turn,
         d.call_id,
         d.offset as i64,
-        d.text
+        d.from as i64,
+        d.to as i64,
+        note
     ])?;
     let id = tx.last_insert_rowid();
     tx.prepare_cached("INSERT INTO entries_fts(rowid, text) VALUES (?1, ?2)")?
@@ -27,7 +37,7 @@ pub(crate) fn insert(tx: &Transaction<'_>, session: &str, d: &Doc) -> rusqlite::
 
 /// Removes the entries of `session` from log offset `from` on, and their words (one
 /// statement for all of them: the full-text index flushes once).
-pub(crate) fn delete_from(tx: &Transaction<'_>, session: &str, from: u64) -> rusqlite::Result<()> {
+pub(crate) fn delete_from(tx: &Transaction<'_>, session: i64, from: u64) -> rusqlite::Result<()> {
     // Nothing to delete (a log read for the first time) is the common case of a refresh:
     // the statement on the full-text index would write its pending words all the same.
     let any = tx
@@ -37,8 +47,8 @@ pub(crate) fn delete_from(tx: &Transaction<'_>, session: &str, from: u64) -> rus
         return Ok(());
     }
     tx.prepare_cached(
-        "INSERT INTO entries_fts(entries_fts, rowid, text)
-         SELECT 'delete', id, text FROM entries WHERE session = ?1 AND offset >= ?2",
+        "DELETE FROM entries_fts WHERE rowid IN
+         (SELECT id FROM entries WHERE session = ?1 AND offset >= ?2)",
     )?
     .execute(params![session, from as i64])?;
     tx.prepare_cached("DELETE FROM entries WHERE session = ?1 AND offset >= ?2")?

@@ -31,6 +31,21 @@ pub fn path_of(file: &File) -> io::Result<PathBuf> {
     }
 }
 
+/// Opens `path` for reading if it is a regular file: `None` for anything else. A FIFO or
+/// a device put where a file was expected is never waited on (opened without blocking,
+/// then refused).
+pub fn open_regular(path: &std::path::Path) -> io::Result<Option<File>> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = opts.open(path)?;
+    Ok(file.metadata()?.is_file().then_some(file))
+}
+
 /// Waits until `fd` can be read without blocking (data, end of file or an error to
 /// report), at most `timeout` (whole milliseconds, at most 65 s): whether it can.
 pub fn wait_readable(

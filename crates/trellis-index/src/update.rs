@@ -1,0 +1,430 @@
+//! Reading a log into the index: once (a `trellis sessions` command, a refresh), or
+//! following it while its session runs ([`Follow`]), so that the index keeps pace with a
+//! long turn instead of reading all of it when the turn ends.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
+
+use crate::extract::{CallRow, Doc, Extractor, Facts, Sink};
+use crate::{Result, Updated, read, session_id, write};
+
+/// A log being followed: the extractor that read it so far, with what is still open in
+/// it (the turn's unfinished calls and message), and where it stopped. Valid while the
+/// index says the log was last read to `at` by this reader; otherwise dropped, and the
+/// log is read again from its last turn end.
+pub struct Follow {
+    ex: Extractor,
+    at: u64,
+    head: String,
+    checkpoint: (u64, u32),
+}
+
+/// The `mtime` of a log a [`Follow`] read last, leaving what was open out of the index
+/// (any other reader reads it again, and its own mark, a real time or -1 for a log that
+/// ended mid-line, tells the follower that its state no longer fits).
+const FOLLOWED: i64 = -2;
+
+/// What a read of a log found, for its `sessions` row.
+struct Row<'a> {
+    id: &'a str,
+    key: &'a str,
+    facts: &'a Facts,
+    turns: u32,
+    head: &'a str,
+    /// Bytes read (complete lines).
+    size: u64,
+    /// The file's; -1 when it ended mid-line, [`FOLLOWED`]: read again next time.
+    mtime: i64,
+    checkpoint: (u64, u32),
+}
+
+/// The file, its length, modification time and head hash.
+struct Opened {
+    file: std::fs::File,
+    len: u64,
+    mtime: i64,
+    head: String,
+}
+
+fn open(log: &Path) -> Result<Option<Opened>> {
+    // A FIFO or device where a log was is skipped, never waited on.
+    let Some(mut file) = trellis_os::fd::open_regular(log)? else {
+        return Ok(None);
+    };
+    let meta = file.metadata()?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or_default();
+    let head = head_hash(&mut file)?;
+    Ok(Some(Opened {
+        file,
+        len: meta.len(),
+        mtime,
+        head,
+    }))
+}
+
+/// What the index knows of the log: size, mtime, head, checkpoint, turn at it.
+type Known = (i64, i64, String, i64, i64);
+
+fn known(tx: &rusqlite::Transaction<'_>, key: &str) -> Result<Option<Known>> {
+    // Cached statements: a refresh runs these once per log, for thousands of logs.
+    Ok(tx
+        .prepare_cached(
+            "SELECT size, mtime, head, checkpoint, ck_turn FROM sessions WHERE path = ?1",
+        )?
+        .query_row([key], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .optional()?)
+}
+
+/// Indexes what is new in one log: nothing when it did not change, from its last
+/// checkpoint when it grew, all of it when it is new, shrank or was replaced. What is
+/// still open at its end (a call not finished) is indexed as it stands.
+pub(crate) fn once(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated> {
+    let key = log.to_string_lossy().into_owned();
+    let Some(o) = open(log)? else {
+        return Ok(Updated::default());
+    };
+    let known = known(tx, &key)?;
+    if let Some((size, mt, h, _, _)) = &known
+        && *size == o.len as i64
+        && *mt == o.mtime
+        && *h == o.head
+    {
+        return Ok(Updated::default());
+    }
+    let id = session_id(log);
+    let (n, mut ex, from) = restart(tx, &id, &key, known.as_ref(), &o)?;
+    let mut sink = SqlSink::new(tx, n, from, (from, ex.turn()));
+    let mut file = o.file;
+    file.seek(SeekFrom::Start(from))?;
+    let end = read::read_into(file, from, o.len, &mut ex, &mut sink, true)?;
+    let checkpoint = sink.done()?;
+    upsert(
+        tx,
+        &Row {
+            id: &id,
+            key: &key,
+            facts: &ex.facts,
+            turns: ex.turn(),
+            head: &o.head,
+            size: end,
+            // A file that ended mid-line is read again next time.
+            mtime: if end == o.len { o.mtime } else { -1 },
+            checkpoint,
+        },
+    )?;
+    Ok(Updated {
+        logs: 1,
+        bytes: end - from,
+        gone: 0,
+    })
+}
+
+/// Reads what the log gained since `state` last read it, leaving what is still open in
+/// the extractor; with `last` (the session is over), what is open is indexed as it stands
+/// and the log is recorded as read. A state that no longer fits (another process read
+/// the log, the log was replaced) is dropped and the log read from its last turn end.
+pub(crate) fn follow(
+    tx: &rusqlite::Transaction<'_>,
+    log: &Path,
+    state: &mut Option<Follow>,
+    last: bool,
+) -> Result<Updated> {
+    let key = log.to_string_lossy().into_owned();
+    let Some(o) = open(log)? else {
+        *state = None;
+        return Ok(Updated::default());
+    };
+    let known = known(tx, &key)?;
+    let id = session_id(log);
+    let fits = |st: &Follow| {
+        st.head == o.head
+            && o.len >= st.at
+            && known.as_ref().is_some_and(|(size, mt, h, _, _)| {
+                *size == st.at as i64 && *mt == FOLLOWED && *h == o.head
+            })
+    };
+    let mut st = match state.take().filter(fits) {
+        Some(st) => st,
+        None => {
+            let (_, ex, from) = restart(tx, &id, &key, known.as_ref(), &o)?;
+            let turn = ex.turn();
+            Follow {
+                ex,
+                at: from,
+                head: o.head.clone(),
+                checkpoint: (from, turn),
+            }
+        }
+    };
+    let n = session_key(tx, &id, &key)?;
+    let from = st.at;
+    let mut sink = SqlSink::new(tx, n, from, st.checkpoint);
+    let mut file = o.file;
+    file.seek(SeekFrom::Start(from))?;
+    let end = read::read_into(file, from, o.len, &mut st.ex, &mut sink, last)?;
+    st.checkpoint = sink.done()?;
+    st.at = end;
+    upsert(
+        tx,
+        &Row {
+            id: &id,
+            key: &key,
+            facts: &st.ex.facts,
+            turns: st.ex.turn(),
+            head: &o.head,
+            size: end,
+            mtime: match (last, end == o.len) {
+                (true, true) => o.mtime,
+                (true, false) => -1,
+                (false, _) => FOLLOWED,
+            },
+            checkpoint: st.checkpoint,
+        },
+    )?;
+    if !last {
+        *state = Some(st);
+    }
+    Ok(Updated {
+        logs: 1,
+        bytes: end - from,
+        gone: 0,
+    })
+}
+
+/// Makes ready to read the log again from its last checkpoint (or from its start, when it
+/// is new, shrank or was replaced): what was indexed past that point is deleted, and an
+/// extractor resumes there. Returns the session's key, the extractor and the offset.
+fn restart(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    key: &str,
+    known: Option<&Known>,
+    o: &Opened,
+) -> Result<(i64, Extractor, u64)> {
+    let (from, turn, facts) = match known {
+        Some((_, _, h, ck, turn)) if *h == o.head && o.len as i64 >= *ck => {
+            (*ck as u64, *turn as u32, facts(tx, id)?)
+        }
+        _ => (0, 0, Facts::default()),
+    };
+    let n = session_key(tx, id, key)?;
+    write::delete_from(tx, n, from)?;
+    tx.prepare_cached("DELETE FROM calls WHERE session = ?1 AND offset >= ?2")?
+        .execute(params![n, from as i64])?;
+    let mut ex = Extractor::resuming(turn);
+    ex.facts = facts;
+    ex.last_title = tx
+        .prepare_cached(
+            "SELECT note FROM entries WHERE session = ?1 AND kind = 'title' AND offset < ?2
+             ORDER BY offset DESC LIMIT 1",
+        )?
+        .query_row(params![n, from as i64], |r| r.get(0))
+        .optional()?;
+    Ok((n, ex, from))
+}
+
+/// Writes the session's row.
+fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO sessions(id, path, acp_id, agent, agent_title, command, cwd, title,
+             started, last_t, end_reason, turns, tokens_used, tokens_size, cost, currency,
+             continues, head, size, mtime, checkpoint, ck_turn, launched_in, agent_name,
+             worktree)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+             ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)
+         ON CONFLICT(id) DO UPDATE SET path = excluded.path, acp_id = excluded.acp_id,
+             agent = excluded.agent, agent_title = excluded.agent_title,
+             command = excluded.command, cwd = excluded.cwd, title = excluded.title,
+             started = excluded.started, last_t = excluded.last_t,
+             end_reason = excluded.end_reason, turns = excluded.turns,
+             tokens_used = excluded.tokens_used, tokens_size = excluded.tokens_size,
+             cost = excluded.cost, currency = excluded.currency,
+             continues = excluded.continues, head = excluded.head, size = excluded.size,
+             mtime = excluded.mtime, checkpoint = excluded.checkpoint,
+             ck_turn = excluded.ck_turn, launched_in = excluded.launched_in,
+             agent_name = excluded.agent_name, worktree = excluded.worktree",
+    )?
+    .execute(params![
+        row.id,
+        row.key,
+        row.facts.acp_id,
+        row.facts.agent,
+        row.facts.agent_title,
+        row.facts.command,
+        row.facts.cwd,
+        row.facts.title,
+        row.facts.started,
+        row.facts.last_t,
+        row.facts.end_reason,
+        row.turns,
+        row.facts.tokens_used,
+        row.facts.tokens_size,
+        row.facts.cost,
+        row.facts.currency,
+        row.facts.continues,
+        row.head,
+        row.size as i64,
+        row.mtime,
+        row.checkpoint.0 as i64,
+        row.checkpoint.1,
+        row.facts.launched_in,
+        row.facts.agent_name,
+        row.facts.worktree,
+    ])?;
+    Ok(())
+}
+
+/// The key (`sessions.n`) of the session `id` logged at `path`, its row made if there is
+/// none yet (the rest of the row is written once the log is read).
+fn session_key(tx: &rusqlite::Transaction<'_>, id: &str, path: &str) -> Result<i64> {
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO sessions(id, path, head, size, mtime, checkpoint, ck_turn)
+         VALUES (?1, ?2, '', -1, -1, 0, 0)",
+    )?
+    .execute(params![id, path])?;
+    Ok(tx
+        .prepare_cached("SELECT n FROM sessions WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))?)
+}
+
+fn facts(conn: &Connection, id: &str) -> Result<Facts> {
+    {
+        Ok(conn
+            .prepare_cached(
+                "SELECT acp_id, agent, agent_title, command, cwd, title, started, last_t,
+                    end_reason, tokens_used, tokens_size, cost, currency, continues, launched_in,
+                    agent_name, worktree
+             FROM sessions WHERE id = ?1",
+            )?
+            .query_row([id], |r| {
+                Ok(Facts {
+                    acp_id: r.get(0)?,
+                    agent: r.get(1)?,
+                    agent_title: r.get(2)?,
+                    command: r.get(3)?,
+                    cwd: r.get(4)?,
+                    title: r.get(5)?,
+                    started: r.get(6)?,
+                    last_t: r.get(7)?,
+                    end_reason: r.get(8)?,
+                    tokens_used: r.get(9)?,
+                    tokens_size: r.get(10)?,
+                    cost: r.get(11)?,
+                    currency: r.get(12)?,
+                    continues: r.get(13)?,
+                    launched_in: r.get(14)?,
+                    agent_name: r.get(15)?,
+                    worktree: r.get(16)?,
+                    bad_lines: 0,
+                })
+            })?)
+    }
+}
+
+struct SqlSink<'a> {
+    tx: &'a rusqlite::Transaction<'a>,
+    /// The session's key (`sessions.n`).
+    session: i64,
+    checkpoint: (u64, u32),
+    err: Option<rusqlite::Error>,
+    /// Log offset up to which rows are committed (see [`COMMIT_EVERY`]).
+    committed_at: u64,
+}
+
+/// Bytes of log whose rows are committed at once while one log is read. A long turn (a
+/// hundred thousand calls) was one transaction, and the write-ahead log grew to hold all
+/// of it (271 MB beside a 14 MB index). Committing part of a log is safe: the session's
+/// row and checkpoint are written only at the end, and the next read of the log deletes
+/// everything past its checkpoint before reading it again.
+const COMMIT_EVERY: u64 = 16 << 20;
+
+impl<'a> SqlSink<'a> {
+    fn new(
+        tx: &'a rusqlite::Transaction<'a>,
+        session: i64,
+        from: u64,
+        checkpoint: (u64, u32),
+    ) -> SqlSink<'a> {
+        SqlSink {
+            tx,
+            session,
+            checkpoint,
+            err: None,
+            committed_at: from,
+        }
+    }
+
+    /// The last checkpoint, or the first error.
+    fn done(self) -> Result<(u64, u32)> {
+        match self.err {
+            Some(e) => Err(e.into()),
+            None => Ok(self.checkpoint),
+        }
+    }
+
+    fn run(&mut self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>) {
+        if self.err.is_none()
+            && let Err(e) = f(self.tx)
+        {
+            self.err = Some(e);
+        }
+    }
+
+    /// Commits what is written so far once [`COMMIT_EVERY`] bytes of log were read since
+    /// the last commit, and goes on in a new transaction (taking the write lock at once).
+    fn commit_at(&mut self, offset: u64) {
+        if offset >= self.committed_at + COMMIT_EVERY {
+            self.committed_at = offset;
+            self.run(|tx| tx.execute_batch("COMMIT; BEGIN IMMEDIATE"));
+        }
+    }
+}
+
+impl Sink for SqlSink<'_> {
+    fn doc(&mut self, d: Doc) {
+        let session = self.session;
+        self.run(|tx| write::insert(tx, session, &d));
+        self.commit_at(d.offset);
+    }
+
+    fn call(&mut self, c: CallRow) {
+        let session = self.session;
+        self.run(|tx| {
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO calls(session, call_id, status, offset)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![session, c.call_id, c.status, c.offset as i64])?;
+            Ok(())
+        });
+    }
+
+    fn checkpoint(&mut self, offset: u64, turn: u32) {
+        self.checkpoint = (offset, turn);
+    }
+}
+
+/// A hash of the file's first line (its header): a log replaced by another is noticed.
+fn head_hash(file: &mut std::fs::File) -> std::io::Result<String> {
+    let mut buf = vec![0u8; 4096];
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    let end = memchr::memchr(b'\n', &buf[..n]).unwrap_or(n);
+    let digest = Sha256::digest(&buf[..end]);
+    Ok(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
+}
