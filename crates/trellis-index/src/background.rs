@@ -128,7 +128,7 @@ fn serve(
     content: bool,
 ) {
     // The session's own work comes first: indexing runs on CPU time it leaves.
-    trellis_os::priority::lower_this_thread(trellis_os::priority::LOWEST);
+    trellis_os::priority::idle_this_thread(trellis_os::priority::LOWEST);
     let report = |r: crate::Result<()>, what: &str| {
         if let Err(e) = &r
             && e.is_damage()

@@ -27,6 +27,17 @@ pub fn lower_this_thread(nice: i32) {
     let _ = nice;
 }
 
+/// Puts the calling thread at niceness `nice` and, on Linux, in the `SCHED_IDLE` class:
+/// work that may wait for any other (a session's index, read while its turn streams).
+/// The threads it starts inherit both.
+pub fn idle_this_thread(nice: i32) {
+    lower_this_thread(nice);
+    #[cfg(target_os = "linux")]
+    if let Ok(tid) = u32::try_from(nix::unistd::gettid().as_raw()) {
+        idle_class(tid);
+    }
+}
+
 /// Puts process `pid` (on Linux, also a thread) in the `SCHED_IDLE` class: it runs on CPU
 /// time nothing else wants. Elsewhere there is no such class; the niceness alone applies.
 #[allow(unsafe_code)]

@@ -289,6 +289,10 @@ async fn act(deck: &mut Deck, a: DeckAction, said: &mut Vec<String>) {
     }
 }
 
+/// The shortest time between two frames drawn for agent input (60 Hz). Keys are drawn at
+/// once, whatever this says: their echo never waits for it.
+const STREAM_FRAME: Duration = Duration::from_millis(16);
+
 /// The loop. Returns when the user quits (every session closes after it).
 pub(crate) async fn deck_loop(
     terminal: &mut ratatui::DefaultTerminal,
@@ -302,6 +306,9 @@ pub(crate) async fn deck_loop(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut frame = 0usize;
     let mut dirty = true;
+    // The session in front had news since the last frame: drawn at most every
+    // STREAM_FRAME (a storm of agent input would otherwise draw a frame per batch).
+    let mut owed = false;
     let mut last_frame = Instant::now();
     let mut title_marked: Option<String> = None;
     let mut focused = true;
@@ -316,7 +323,11 @@ pub(crate) async fn deck_loop(
             terminal.resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))?;
             dirty = true;
         }
+        if owed && last_frame.elapsed() >= STREAM_FRAME {
+            dirty = true;
+        }
         if dirty {
+            owed = false;
             deck.seen();
             let now = start.elapsed().as_secs_f64();
             last_frame = Instant::now();
@@ -367,8 +378,11 @@ pub(crate) async fn deck_loop(
                     deck.refresh_compare();
                 }
                 if i == deck.front {
-                    dirty |= deck.slots[i].app.driver.loading().is_none()
-                        || last_frame.elapsed() >= READING_FRAME;
+                    if deck.slots[i].app.driver.loading().is_none() {
+                        owed = true;
+                    } else {
+                        dirty |= last_frame.elapsed() >= READING_FRAME;
+                    }
                 } else {
                     // A background session redraws only the rail, when its state changed.
                     dirty |= deck.slots[i].attention != was;
@@ -409,6 +423,7 @@ pub(crate) async fn deck_loop(
                 deck.front().stop_reason = Some(format!("stopped by {sig}"));
                 return Ok(());
             }
+            _ = tokio::time::sleep_until((last_frame + STREAM_FRAME).into()), if owed => {}
             _ = tick.tick(), if ticking => {
                 frame = frame.wrapping_add(1);
                 reap_openers(deck.front());
