@@ -10,6 +10,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod background;
+mod doc;
 pub mod extract;
 pub mod outside_logs;
 mod query;

@@ -67,6 +67,51 @@ pub fn of_process(pid: u32) -> Option<Usage> {
     }
 }
 
+/// The threads of another process with each one's name and CPU time (user + system) so
+/// far, read from `/proc/PID/task` (Linux; empty elsewhere): for benchmarks that say where
+/// the UI's time goes.
+pub fn threads_of(pid: u32) -> Vec<(u32, String, Duration)> {
+    #[cfg(target_os = "linux")]
+    {
+        let tick = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .filter(|&t| t > 0)
+            .unwrap_or(100) as u64;
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+                continue;
+            };
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                continue;
+            };
+            let f: Vec<u64> = stat[close + 1..]
+                .split_whitespace()
+                .map(|w| w.parse().unwrap_or(0))
+                .collect();
+            let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+            out.push((
+                tid,
+                stat[open + 1..close].to_string(),
+                Duration::from_millis(ticks * 1000 / tick),
+            ));
+        }
+        out
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        Vec::new()
+    }
+}
+
 fn duration(tv: TimeVal) -> Duration {
     Duration::from_micros(u64::try_from(tv.num_microseconds()).unwrap_or_default())
 }

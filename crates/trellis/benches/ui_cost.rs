@@ -26,29 +26,12 @@ fn cpu(pid: u32) -> Duration {
     trellis_os::usage::of_process(pid).map_or(Duration::ZERO, |u| u.user + u.system)
 }
 
-/// Each thread's CPU so far, by thread id, with its name (`/proc/PID/task/*/stat`; clock
-/// ticks at 100 Hz).
+/// Each thread's CPU so far, by thread id, with its name.
 fn threads(pid: u32) -> BTreeMap<u32, (String, Duration)> {
-    let mut out = BTreeMap::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return out;
-    };
-    for t in tasks.flatten() {
-        let Some(tid) = t.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
-            continue;
-        };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let name = stat[open + 1..close].to_string();
-        let f: Vec<&str> = stat[close + 2..].split(' ').collect();
-        let ticks: u64 = f[11].parse::<u64>().unwrap_or(0) + f[12].parse::<u64>().unwrap_or(0);
-        out.insert(tid, (name, Duration::from_millis(ticks * 10)));
-    }
-    out
+    trellis_os::usage::threads_of(pid)
+        .into_iter()
+        .map(|(tid, name, t)| (tid, (name, t)))
+        .collect()
 }
 
 /// Samples `pid`'s threads every 20 ms until told to stop, keeping each thread's last
