@@ -8,9 +8,11 @@ use std::path::Path;
 
 use crate::extract::{CallRow, Doc, Extractor, Sink};
 
-/// The most log read again for one hit: a call that ran across a long turn is read at its
+/// The most log read again for one hit (hits are read one after another: this bounds the
+/// memory a search holds). A record bigger than the text kept of it (1 MiB of a message,
+/// 256 KiB of a call's output) fits. A call that ran across a longer turn is read at its
 /// two ends (its announcement, then its last updates), which is where its text is.
-pub(crate) const REREAD_CAP: u64 = 4 << 20;
+pub(crate) const REREAD_CAP: u64 = 32 << 20;
 
 /// Which document to find.
 pub(crate) struct Wanted<'a> {

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OpenFlags};
 
 /// The schema this build writes (`PRAGMA user_version`). An index with another version
 /// is not read: an older one is rebuilt, a newer one (a later Trellis) is set aside.
-pub const SCHEMA: i64 = 5;
+pub const SCHEMA: i64 = 6;
 
 const TABLES: &str = r#"
 CREATE TABLE sessions(
@@ -59,14 +59,12 @@ CREATE TABLE entries(
     note TEXT                     -- kept only for a prompt (its beginning) and a title
 );
 CREATE INDEX entries_offset ON entries(session, offset);
--- The words only: the text is the log's (a second copy made the index bigger than the
--- log), and which entries hold each word, not where in them (detail=column: positions
--- were most of what was left). A word of several tokens (`foo-bar`) is looked up token
--- by token, and each candidate's text, read again from its log, is matched against the
--- query as written (`query.rs`). Rows can be deleted (contentless_delete, which needs
--- the per-row sizes that columnsize=0 would leave out).
+-- The words and where they stand (a query's `foo-bar` is a phrase: positions make it
+-- exact), not the text: it is the log's, read again for a hit's snippet (a second copy
+-- made the index bigger than the log). Rows can be deleted (contentless_delete, which
+-- needs the per-row sizes that columnsize=0 would leave out).
 CREATE VIRTUAL TABLE entries_fts USING fts5(
-    text, content='', contentless_delete=1, detail=column,
+    text, content='', contentless_delete=1,
     tokenize='unicode61 remove_diacritics 2'
 );
 -- Fewer, larger flushes of the in-memory term hash, and merges of 8 segments at a time:

@@ -198,15 +198,18 @@ fn hits_and_snippets_are_those_of_the_full_text() {
         );
     }
     assert!(compared > 500, "{compared} hits compared");
-    // Some joined tokens stand apart in the text: their entries are candidates that the
-    // check drops (both words are there, the phrase is not).
+    // Some joined tokens stand apart in the text: a phrase finds fewer entries than its
+    // words (both words are there, the phrase is not).
     let dropped = qs
         .iter()
         .filter(|q| q.contains('/'))
         .filter(|q| searched(&ix, &q.replace('/', " ")).len() > searched(&ix, q).len())
         .count();
-    assert!(dropped > 5, "{dropped} phrases narrowed their candidates");
-    // The limit counts hits, not candidates: a phrase's first hits are its newest.
+    assert!(
+        dropped > 5,
+        "{dropped} phrases found fewer entries than their words"
+    );
+    // The limit keeps the newest hits.
     for q in qs.iter().filter(|q| q.contains('-')).take(20) {
         let all = ix.search(q, None, None, false, 100_000).unwrap();
         let few = ix.search(q, None, None, false, 3).unwrap();
@@ -307,4 +310,25 @@ fn a_call_across_a_long_turn_still_has_its_snippet() {
         assert!(!want.is_empty(), "{q}");
         assert_eq!(searched(&ix, q), want, "query {q:?}");
     }
+}
+
+/// A phrase whose words stand, apart, in thousands of newer entries is still found in
+/// an older one where they stand together (the index keeps where words are).
+#[test]
+fn an_old_phrase_is_found_behind_thousands_of_its_words_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("sessions/2026-12-06");
+    // Older: "fox quick" together, in a prompt.
+    let old = log_text("demo", "/p/old", 1.0e9, 1, "walrus")
+        .replace("please build turn 1", "the old note says fox quick");
+    // Newer: 6 000 outputs with "quick" and "fox", never side by side.
+    let logs = vec![
+        (s.join("a-old.jsonl"), old),
+        (s.join("b-new.jsonl"), load_log(6_000, 2, 2.0e9)),
+    ];
+    let ix = index_of(dir.path(), &logs);
+    let hits = ix.search("fox-quick", None, None, false, 20).unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert!(hits[0].snippet.contains("\u{2}fox quick\u{3}"), "{hits:?}");
+    assert_eq!(ix.search("quick-fox", None, None, false, 20).unwrap().len(), 0);
 }
