@@ -269,6 +269,7 @@ async fn run(
     };
     let terminals = services.terminals.clone();
     let traceparent = spec.traceparent.clone();
+    let before_turn = spec.before_turn.clone();
     let session_slot = session;
     let handler_responders = responders.clone();
     let result = agent_client_protocol::Client
@@ -338,7 +339,8 @@ async fn run(
             };
             *lock(&session_slot) = Some(session_id.to_string());
             let _ = tx.send(Input::Ready);
-            serve(&cx, session_id, (embed, traceparent), queued, &mut cmd_rx, (&stopping, &terminals)).await
+            let turns = Turns { before: before_turn, recorder: recorder.clone(), n: 0 };
+            serve(&cx, session_id, (embed, traceparent), queued, &mut cmd_rx, (&stopping, &terminals), turns).await
         })
         .await;
     terminals.stop_all(std::time::Duration::from_secs(1)).await;
@@ -353,6 +355,29 @@ async fn run(
     }
 }
 
+/// The turns sent, and what runs before each ([`crate::spec::AgentSpec::before_turn`]).
+struct Turns {
+    before: Option<crate::spec::BeforeTurn>,
+    recorder: Recorder,
+    n: u32,
+}
+
+impl Turns {
+    /// A turn is about to start: its hook runs on a blocking thread (git on a large tree
+    /// must not stall the connection's other work), and the prompt waits for it.
+    async fn starting(&mut self) {
+        self.n += 1;
+        let Some(hook) = self.before.clone() else {
+            return;
+        };
+        let n = self.n;
+        if let Ok(Some(text)) = tokio::task::spawn_blocking(move || (hook.0)(n)).await {
+            self.recorder
+                .local(trellis_core::session::LocalRecord::Mark { text });
+        }
+    }
+}
+
 /// Sends prompts (queued ones first, one turn at a time), cancels and settings until the
 /// client shuts down or the agent goes away.
 async fn serve(
@@ -362,6 +387,7 @@ async fn serve(
     mut queued: std::collections::VecDeque<Command>,
     cmd_rx: &mut UnboundedReceiver<Command>,
     (stopping, terminals): (&std::sync::atomic::AtomicBool, &Terminals),
+    mut turns: Turns,
 ) -> Result<(), agent_client_protocol::Error> {
     let mut turn: Option<TurnFuture> = None;
     loop {
@@ -376,6 +402,7 @@ async fn serve(
         tokio::select! {
             cmd = async { match next { Some(c) => c, None => cmd_rx.recv().await } } => match cmd {
                 Some(Command::Prompt { text, files, embedded }) if turn.is_none() => {
+                    turns.starting().await;
                     let blocks = prompt_blocks(text, files, embedded, embed);
                     let mut request = PromptRequest::new(session_id.clone(), blocks);
                     if let Some(tp) = &traceparent {

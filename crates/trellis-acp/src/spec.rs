@@ -74,6 +74,10 @@ pub struct AgentSpec {
     /// The trace context of each terminal's own span (from its terminal id), so what a
     /// command traces nests under it, and it under its tool call.
     pub terminal_trace: Option<TerminalTrace>,
+    /// Called right before each prompt is sent (on a blocking thread; the prompt waits
+    /// for it), with the turn's number: what it returns is recorded as a mark. Trellis
+    /// takes its checkpoint of the working tree here.
+    pub before_turn: Option<BeforeTurn>,
 }
 
 /// A terminal id → the `traceparent` its command runs with.
@@ -83,6 +87,17 @@ pub struct TerminalTrace(pub std::sync::Arc<dyn Fn(&str) -> String + Send + Sync
 impl std::fmt::Debug for TerminalTrace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("TerminalTrace")
+    }
+}
+
+/// See [`AgentSpec::before_turn`]: the turn's number (1 for the session's first prompt)
+/// → a mark for the log, if any.
+#[derive(Clone)]
+pub struct BeforeTurn(pub std::sync::Arc<dyn Fn(u32) -> Option<String> + Send + Sync>);
+
+impl std::fmt::Debug for BeforeTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BeforeTurn")
     }
 }
 

@@ -330,5 +330,8 @@ fn an_old_phrase_is_found_behind_thousands_of_its_words_apart() {
     let hits = ix.search("fox-quick", None, None, false, 20).unwrap();
     assert_eq!(hits.len(), 1, "{hits:?}");
     assert!(hits[0].snippet.contains("\u{2}fox quick\u{3}"), "{hits:?}");
-    assert_eq!(ix.search("quick-fox", None, None, false, 20).unwrap().len(), 0);
+    assert_eq!(
+        ix.search("quick-fox", None, None, false, 20).unwrap().len(),
+        0
+    );
 }

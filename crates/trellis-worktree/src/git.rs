@@ -65,6 +65,12 @@ impl Git {
         self
     }
 
+    /// Gives it `file` to read (a list of paths), instead of nothing.
+    pub(crate) fn stdin(mut self, file: std::fs::File) -> Git {
+        self.cmd.stdin(file);
+        self
+    }
+
     pub(crate) fn env(mut self, k: &str, v: impl AsRef<OsStr>) -> Git {
         self.cmd.env(k, v);
         self

@@ -11,6 +11,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod carry;
+pub mod checkpoint;
 pub mod end;
 mod git;
 pub mod guard;

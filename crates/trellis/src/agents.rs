@@ -272,6 +272,7 @@ pub fn resolve(
             mcp_servers: Vec::new(),
             traceparent: None,
             terminal_trace: None,
+            before_turn: None,
         },
         scratch: dir,
     })

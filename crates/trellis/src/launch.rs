@@ -92,6 +92,7 @@ impl Launch {
         let name = resolved.name.clone();
         let (source, branch) = crate::worktree_cmd::place_of(&resolved.spec.cwd, worktree.as_ref());
         // Before the restart's copy of the spec: a restarted agent is in the same trace.
+        crate::checkpoints::arm(&mut resolved.spec, &log_path);
         let begun = crate::traces::begin(&mut resolved.spec, &name);
         let spec = resolved.spec.clone();
         let restart_log = log_path.clone();

@@ -7,6 +7,7 @@ mod answers;
 mod artifacts;
 mod attach;
 mod budgets;
+mod checkpoints;
 mod fan;
 mod headless;
 mod hooks;

@@ -432,6 +432,7 @@ async fn drive(
     // An agent that never answers a setting must not hold the run forever.
     let settings_timeout = resolved.spec.setup_timeout;
     let mut resolved = resolved;
+    crate::checkpoints::arm(&mut resolved.spec, &log_path);
     let begun = crate::traces::begin(&mut resolved.spec, &resolved.name);
     let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
     trellis_ext_host::install_panic_guard();

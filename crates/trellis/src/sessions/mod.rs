@@ -66,8 +66,34 @@ pub enum SessionsCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Delete a session: its log file and its place in the index.
+    /// Delete a session: its log file, its place in the index and its checkpoints.
     Rm { id: String },
+    /// The checkpoints of a session's working tree: one before each turn, in a git
+    /// repository (the files the agent changed since each, and its prompt).
+    Checkpoints {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put back the files of a session's working tree as they were before a turn: those
+    /// the agent changed since (its edits, diffs and writes on the record). A file changed
+    /// by anyone else is listed and kept unless --force. The tree as it was is kept first,
+    /// and `--undo` puts it back. The conversation is not rewound (see docs/sessions.md).
+    Rewind {
+        id: String,
+        /// The turn to go back to the start of.
+        #[arg(long, required_unless_present = "undo", conflicts_with = "undo")]
+        to: Option<u32>,
+        /// The code: the files of the working tree (the only part rewound so far).
+        #[arg(long, required_unless_present = "undo")]
+        code: bool,
+        /// Also put back files changed by someone other than the agent.
+        #[arg(long)]
+        force: bool,
+        /// Put back the tree as it was before the last rewind.
+        #[arg(long)]
+        undo: bool,
+    },
     /// Rebuild the index from the logs.
     Reindex,
     /// Add session logs to the history: a log written elsewhere (`--log`) that the index
@@ -174,6 +200,24 @@ pub fn main(cmd: SessionsCmd) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `trellis sessions rm ID`: the log, its place in the index, its checkpoints.
+fn rm(index: &mut Index, id: &str, out: &mut String) -> anyhow::Result<()> {
+    use std::fmt::Write as _;
+    let row = index.session(id)?;
+    match std::fs::remove_file(&row.path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => bail!("{}: {e}", row.path),
+    }
+    index.forget(&row.path)?;
+    let n = crate::checkpoints::forget(&row);
+    writeln!(out, "removed {} ({})", row.id, safe(&row.path))?;
+    if n > 0 {
+        writeln!(out, "and its {n} checkpoint(s) of the working tree")?;
+    }
+    Ok(())
+}
+
 fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
     use std::fmt::Write as _;
     let (mut index, sessions) = open_index()?;
@@ -268,15 +312,20 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                 )?;
             }
         }
-        SessionsCmd::Rm { id } => {
+        SessionsCmd::Rm { id } => rm(&mut index, &id, out)?,
+        SessionsCmd::Checkpoints { id, json } => {
             let row = index.session(&id)?;
-            match std::fs::remove_file(&row.path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => bail!("{}: {e}", row.path),
-            }
-            index.forget(&row.path)?;
-            writeln!(out, "removed {} ({})", row.id, safe(&row.path))?;
+            crate::checkpoints::list(&row, json, out)?;
+        }
+        SessionsCmd::Rewind {
+            id,
+            to,
+            code: _,
+            force,
+            undo,
+        } => {
+            let row = index.session(&id)?;
+            crate::checkpoints::rewind(&row, to, force, undo, out)?;
         }
         SessionsCmd::Reindex => {
             let t = std::time::Instant::now();

@@ -131,6 +131,7 @@ pub(crate) fn driver_for(
         mcp_servers: vec![],
         traceparent: None,
         terminal_trace: None,
+        before_turn: None,
     };
     let (handle, rx) = trellis_acp::start(spec, sink);
     let (host, host_rx) = ExtHost::new(

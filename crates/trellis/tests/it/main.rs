@@ -7,6 +7,7 @@ mod agent_sessions;
 mod approve_via;
 mod attach;
 mod budgets;
+mod checkpoints;
 mod cli;
 mod completions;
 mod deck;

@@ -4,22 +4,22 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-struct Home {
+pub(crate) struct Home {
     dir: tempfile::TempDir,
 }
 
 impl Home {
-    fn new() -> Home {
+    pub(crate) fn new() -> Home {
         Home {
             dir: tempfile::tempdir().unwrap(),
         }
     }
 
-    fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         std::fs::canonicalize(self.dir.path()).unwrap()
     }
 
-    fn trellis(&self, args: &[&str], cwd: &Path) -> Output {
+    pub(crate) fn trellis(&self, args: &[&str], cwd: &Path) -> Output {
         Command::new(env!("CARGO_BIN_EXE_trellis"))
             .args(args)
             .current_dir(cwd)
@@ -29,7 +29,7 @@ impl Home {
             .unwrap()
     }
 
-    fn ok(&self, args: &[&str], cwd: &Path) -> (String, String) {
+    pub(crate) fn ok(&self, args: &[&str], cwd: &Path) -> (String, String) {
         let o = self.trellis(args, cwd);
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         assert!(o.status.success(), "{args:?}: {err}");
@@ -37,7 +37,7 @@ impl Home {
     }
 
     /// A repository with one commit.
-    fn repo(&self, name: &str) -> PathBuf {
+    pub(crate) fn repo(&self, name: &str) -> PathBuf {
         let repo = self.path().join(name);
         std::fs::create_dir_all(&repo).unwrap();
         git(&repo, &["init", "-q", "-b", "main"]);
@@ -74,7 +74,7 @@ impl Home {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = match Command::new("git").arg("-C").arg(dir).args(args).output() {
         Ok(o) => o,
         Err(_) => {

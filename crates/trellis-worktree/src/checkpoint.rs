@@ -1,0 +1,282 @@
+//! Checkpoints of a working tree, and putting files back from one.
+//!
+//! A checkpoint is the working tree as it is (tracked changes and untracked files; not
+//! ignored ones, nor an untracked file over [`SIZE_BOUND`], which are left out and said)
+//! written as a commit through a private index and kept alive by a ref of Trellis's
+//! (`refs/trellis/checkpoints/…`). The user's index, HEAD, branches and stash are never
+//! touched. The private index starts as a copy of the user's, so that git's stat cache
+//! spares hashing files that did not change.
+//!
+//! A restore first takes a checkpoint of the tree as it is (so that the restore can be
+//! undone), then puts back, from the chosen checkpoint, only the files the caller says may
+//! be put back; every other difference is kept and listed. Files are written by git from
+//! a private index (`checkout-index`), never through a link, and only inside the tree.
+
+use std::path::{Path, PathBuf};
+
+use crate::Error;
+use crate::git::Git;
+
+/// Untracked files larger than this are left out of a checkpoint (and said): a build
+/// artefact or a dataset would make every checkpoint as large.
+pub const SIZE_BOUND: u64 = 8 << 20;
+
+/// A checkpoint taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taken {
+    /// The top level of the repository.
+    pub top: PathBuf,
+    pub commit: String,
+    /// Untracked files left out for their size (relative to the top), with it.
+    pub left_out: Vec<(PathBuf, u64)>,
+}
+
+/// What a restore did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Restored {
+    /// Put back as they were (relative to the top).
+    pub restored: Vec<PathBuf>,
+    /// Made since the checkpoint, and removed.
+    pub removed: Vec<PathBuf>,
+    /// Different from the checkpoint but not to be put back: left as they are.
+    pub kept: Vec<PathBuf>,
+    /// The checkpoint of the tree as it was before the restore.
+    pub undo: String,
+}
+
+/// The top level of the repository `dir` is in.
+pub fn top(dir: &Path) -> Result<PathBuf, Error> {
+    Git::at(dir)
+        .args(["rev-parse", "--show-toplevel"])
+        .line()
+        .map(PathBuf::from)
+        .map_err(|e| match e {
+            Error::Git { .. } => Error::NotARepository(dir.to_path_buf()),
+            e => e,
+        })
+}
+
+/// Takes a checkpoint of the repository `dir` is in and points `refname` at it.
+pub fn take(dir: &Path, refname: &str, message: &str) -> Result<Taken, Error> {
+    let top = top(dir)?;
+    let scratch =
+        tempfile::tempdir().map_err(|e| Error::Io(format!("temporary directory: {e}")))?;
+    let index = scratch.path().join("index");
+    seed_index(&top, &index)?;
+    let with_index = |g: Git| g.env("GIT_INDEX_FILE", &index);
+    // Large untracked files stay out (they are in no checkpoint: a restore never
+    // touches them).
+    let untracked =
+        with_index(Git::at(&top).args(["ls-files", "-z", "-o", "--exclude-standard"])).paths()?;
+    let mut left_out = Vec::new();
+    for p in untracked {
+        if let Ok(m) = std::fs::symlink_metadata(top.join(&p))
+            && m.is_file()
+            && m.len() > SIZE_BOUND
+        {
+            left_out.push((p, m.len()));
+        }
+    }
+    let mut add = with_index(Git::at(&top).args(["add", "-A"]));
+    if !left_out.is_empty() {
+        let list = scratch.path().join("left-out");
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(b":(top)\0");
+        for (p, _) in &left_out {
+            use std::os::unix::ffi::OsStrExt;
+            bytes.extend_from_slice(b":(top,exclude,literal)");
+            bytes.extend_from_slice(p.as_os_str().as_bytes());
+            bytes.push(0);
+        }
+        std::fs::write(&list, bytes).map_err(|e| Error::Io(format!("{}: {e}", list.display())))?;
+        let mut spec = std::ffi::OsString::from("--pathspec-from-file=");
+        spec.push(list.as_os_str());
+        add = add.args(["--pathspec-file-nul"]).arg(spec);
+    } else {
+        add = add.args(["--", ":(top)"]);
+    }
+    add.output()?;
+    let tree = with_index(Git::at(&top).arg("write-tree")).line()?;
+    let head = Git::at(&top)
+        .args(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
+        .line()
+        .ok()
+        .filter(|h| !h.is_empty());
+    let mut commit = trellis_author(Git::at(&top)).args(["commit-tree", &tree]);
+    if let Some(h) = &head {
+        commit = commit.args(["-p", h]);
+    }
+    let commit = commit.arg("-m").arg(message).line()?;
+    Git::at(&top)
+        .args(["update-ref", refname, &commit])
+        .output()?;
+    Ok(Taken {
+        top,
+        commit,
+        left_out,
+    })
+}
+
+/// Puts back, from checkpoint `to`, the files that differ from it and that `may` allows,
+/// after keeping the tree as it is on `undo_ref` (a checkpoint like any other: restoring
+/// it undoes the restore).
+pub fn restore(
+    dir: &Path,
+    to: &str,
+    may: &dyn Fn(&Path) -> bool,
+    undo_ref: &str,
+) -> Result<Restored, Error> {
+    let target = Git::at(dir)
+        .args(["rev-parse", "--verify", &format!("{to}^{{commit}}")])
+        .line()
+        .map_err(|_| Error::Refused(format!("no checkpoint {to} in this repository")))?;
+    let now = take(dir, undo_ref, "trellis: the tree before a rewind")?;
+    let top = now.top;
+    let out = Git::at(&top)
+        .args([
+            "diff-tree",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--name-status",
+            &target,
+            &now.commit,
+        ])
+        .output()?;
+    let mut fields = out.split(|&b| b == 0).filter(|f| !f.is_empty());
+    let mut put_back = Vec::new();
+    let mut done = Restored {
+        undo: now.commit,
+        ..Restored::default()
+    };
+    while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+        use std::os::unix::ffi::OsStrExt;
+        let path = PathBuf::from(std::ffi::OsStr::from_bytes(path));
+        if !may(&path) {
+            done.kept.push(path);
+        } else if status == b"A" {
+            // Made since the checkpoint (and in the undo checkpoint): removed.
+            remove_inside(&top, &path)?;
+            done.removed.push(path);
+        } else {
+            put_back.push(path);
+        }
+    }
+    if !put_back.is_empty() {
+        let scratch =
+            tempfile::tempdir().map_err(|e| Error::Io(format!("temporary directory: {e}")))?;
+        let index = scratch.path().join("index");
+        let with_index = |g: Git| g.env("GIT_INDEX_FILE", &index);
+        with_index(Git::at(&top).args(["read-tree", &target])).output()?;
+        let list = scratch.path().join("paths");
+        let mut bytes = Vec::new();
+        for p in &put_back {
+            use std::os::unix::ffi::OsStrExt;
+            bytes.extend_from_slice(p.as_os_str().as_bytes());
+            bytes.push(0);
+        }
+        std::fs::write(&list, &bytes).map_err(|e| Error::Io(format!("{}: {e}", list.display())))?;
+        let file = std::fs::File::open(&list).map_err(|e| Error::Io(e.to_string()))?;
+        with_index(Git::at(&top).args(["checkout-index", "-f", "-z", "--stdin"]))
+            .stdin(file)
+            .output()?;
+        done.restored = put_back;
+    }
+    Ok(done)
+}
+
+/// The checkpoints under `prefix` (`refs/trellis/checkpoints/S/`): each ref's last name
+/// and its commit, in ref order.
+pub fn list(dir: &Path, prefix: &str) -> Result<Vec<(String, String)>, Error> {
+    let out = Git::at(dir)
+        .args(["for-each-ref", "--format=%(refname) %(objectname)", prefix])
+        .output()?;
+    Ok(String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|l| {
+            let (r, c) = l.split_once(' ')?;
+            Some((r.strip_prefix(prefix)?.to_string(), c.to_string()))
+        })
+        .collect())
+}
+
+/// Deletes the refs under `prefix` (the checkpoints of a session that is removed).
+pub fn forget(dir: &Path, prefix: &str) -> Result<usize, Error> {
+    let refs = list(dir, prefix)?;
+    for (name, _) in &refs {
+        Git::at(dir)
+            .args(["update-ref", "-d", &format!("{prefix}{name}")])
+            .output()?;
+    }
+    Ok(refs.len())
+}
+
+/// Starts the private index `index` as a copy of the user's (git's stat cache), or of
+/// HEAD when there is none.
+fn seed_index(top: &Path, index: &Path) -> Result<(), Error> {
+    let theirs = Git::at(top)
+        .args(["rev-parse", "--git-path", "index"])
+        .line()?;
+    let theirs = top.join(theirs);
+    match trellis_os::fd::open_regular(&theirs) {
+        Ok(Some(mut from)) => {
+            let mut to = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(index)
+                .map_err(|e| Error::Io(format!("{}: {e}", index.display())))?;
+            std::io::copy(&mut from, &mut to).map_err(|e| Error::Io(format!("index: {e}")))?;
+            Ok(())
+        }
+        _ => {
+            // A repository without an index yet (no commit, nothing staged).
+            let head = Git::at(top)
+                .args(["rev-parse", "-q", "--verify", "HEAD^{tree}"])
+                .line()
+                .ok()
+                .filter(|h| !h.is_empty());
+            if let Some(h) = head {
+                Git::at(top)
+                    .env("GIT_INDEX_FILE", index)
+                    .args(["read-tree", &h])
+                    .output()?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Removes `rel` under `top`, refusing a path that leaves the tree through a link.
+fn remove_inside(top: &Path, rel: &Path) -> Result<(), Error> {
+    let mut at = top.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    for (i, c) in parts.iter().enumerate() {
+        let std::path::Component::Normal(name) = c else {
+            return Err(Error::Refused(format!(
+                "{} is not a path inside the tree",
+                rel.display()
+            )));
+        };
+        at.push(name);
+        let last = i + 1 == parts.len();
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if !last && !m.is_dir() => {
+                return Err(Error::Refused(format!(
+                    "{} is reached through a link or a file; left as it is",
+                    rel.display()
+                )));
+            }
+            Ok(_) => {}
+            // Gone already.
+            Err(_) => return Ok(()),
+        }
+    }
+    std::fs::remove_file(&at).map_err(|e| Error::Io(format!("{}: {e}", at.display())))
+}
+
+fn trellis_author(g: Git) -> Git {
+    g.env("GIT_AUTHOR_NAME", "Trellis")
+        .env("GIT_AUTHOR_EMAIL", "trellis@localhost")
+        .env("GIT_COMMITTER_NAME", "Trellis")
+        .env("GIT_COMMITTER_EMAIL", "trellis@localhost")
+}

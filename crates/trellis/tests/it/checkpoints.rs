@@ -1,0 +1,131 @@
+//! Checkpoints of the working tree before each turn, and rewinding the code to one
+//! (issue 48's acceptance): two turns of the demo agent that edit files in a worktree of
+//! a temporary repository; `sessions rewind --to 1 --code` puts the tree back exactly as
+//! before turn 1 but for a file the user changed meanwhile, which is kept; `--undo` puts
+//! back the tree as it was before the rewind.
+
+use std::path::Path;
+
+use crate::worktrees::{Home, git};
+
+/// The tree of `dir` as a checkpoint would see it: every file but the ones named, as
+/// (path, content).
+fn tree(dir: &Path, but: &[&str]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let listed = git(dir, &["ls-files", "-co", "--exclude-standard"]);
+    for p in listed.lines().filter(|p| !but.contains(p)) {
+        out.push((
+            p.to_string(),
+            std::fs::read_to_string(dir.join(p)).unwrap_or_default(),
+        ));
+    }
+    out.sort();
+    out
+}
+
+/// The files of commit `c`, as (path, content).
+fn commit_tree(dir: &Path, c: &str, but: &[&str]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = git(dir, &["ls-tree", "-r", "--name-only", c])
+        .lines()
+        .filter(|p| !but.contains(p))
+        .map(|p| (p.to_string(), git_raw(dir, &format!("{c}:{p}"))))
+        .collect();
+    out.sort();
+    out
+}
+
+fn git_raw(dir: &Path, object: &str) -> String {
+    let o = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["show", object])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn two_turns_are_rewound_to_the_first_a_users_file_is_kept_and_the_rewind_undone() {
+    let home = Home::new();
+    let repo = home.repo("repo");
+    let (_, err) = home.ok(
+        &[
+            "run",
+            "--worktree=cp",
+            "--cwd",
+            repo.to_str().unwrap(),
+            "--prompt",
+            "fix the TODO",
+            "--prompt",
+            "and the changelog",
+            "--permission",
+            "allow-once",
+            "--format",
+            "jsonl",
+        ],
+        &repo,
+    );
+    assert!(err.contains("worktree cp"), "{err}");
+    let wt = home.path().join("data/trellis/worktrees");
+    let wt = std::fs::read_dir(&wt)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("cp");
+    assert!(wt.is_dir(), "{}", wt.display());
+    let (list, _) = home.ok(&["sessions", "list", "--all", "--json"], &repo);
+    let rows: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let id = rows[0]["id"].as_str().unwrap().to_string();
+    // One checkpoint before each turn, on the record too.
+    let (cps, _) = home.ok(&["sessions", "checkpoints", &id, "--json"], &repo);
+    let cps: serde_json::Value = serde_json::from_str(&cps).unwrap();
+    assert_eq!(cps.as_array().unwrap().len(), 2, "{cps}");
+    let before_1 = cps[0]["commit"].as_str().unwrap().to_string();
+    assert!(
+        cps[0]["files_changed_by_the_agent_since"].as_u64().unwrap() > 0,
+        "{cps}"
+    );
+    let log = std::fs::read_to_string(rows[0]["path"].as_str().unwrap()).unwrap();
+    assert!(
+        log.contains("checkpoint of the working tree before turn 2"),
+        "the log says so"
+    );
+    // The agent changed the tree; the user changes a file of their own.
+    assert_ne!(tree(&wt, &[]), commit_tree(&wt, &before_1, &[]));
+    std::fs::write(wt.join("README.md"), "# the user's own words\n").unwrap();
+    let before_rewind = tree(&wt, &[]);
+
+    let (said, _) = home.ok(&["sessions", "rewind", &id, "--to", "1", "--code"], &repo);
+    assert!(said.contains("put back the tree before turn 1"), "{said}");
+    assert!(said.contains("kept      README.md"), "{said}");
+    assert_eq!(
+        tree(&wt, &["README.md"]),
+        commit_tree(&wt, &before_1, &["README.md"]),
+        "exactly the tree before turn 1, but for the user's file"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.join("README.md")).unwrap(),
+        "# the user's own words\n"
+    );
+    // Nothing staged, no commit made on the user's branch.
+    assert_eq!(git(&wt, &["diff", "--cached", "--name-only"]), "");
+
+    let (said, _) = home.ok(&["sessions", "rewind", &id, "--undo"], &repo);
+    assert!(said.contains("before the last rewind"), "{said}");
+    assert_eq!(tree(&wt, &[]), before_rewind, "the rewind is undone");
+
+    // A rewind to a turn without a checkpoint says where to look.
+    let o = home.trellis(&["sessions", "rewind", &id, "--to", "9", "--code"], &repo);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no checkpoint before turn 9"), "{err}");
+    // Removing the session removes its checkpoints.
+    let (said, _) = home.ok(&["sessions", "rm", &id], &repo);
+    assert!(said.contains("checkpoint(s)"), "{said}");
+    assert_eq!(
+        git(&repo, &["for-each-ref", "refs/trellis/checkpoints"]),
+        ""
+    );
+}
