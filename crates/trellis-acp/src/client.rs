@@ -364,14 +364,32 @@ struct Turns {
 
 impl Turns {
     /// A turn is about to start: its hook runs on a blocking thread (git on a large tree
-    /// must not stall the connection's other work), and the prompt waits for it.
+    /// must not stall the connection's other work), and the prompt waits for it, at most
+    /// [`crate::spec::BEFORE_TURN_LIMIT`]; past that, the hook is told it came too late.
     async fn starting(&mut self) {
         self.n += 1;
         let Some(hook) = self.before.clone() else {
             return;
         };
         let n = self.n;
-        if let Ok(Some(text)) = tokio::task::spawn_blocking(move || (hook.0)(n)).await {
+        let late = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let task = tokio::task::spawn_blocking({
+            let late = late.clone();
+            move || (hook.0)(n, &late)
+        });
+        let limit = crate::spec::BEFORE_TURN_LIMIT;
+        let text = match tokio::time::timeout(limit, task).await {
+            Ok(Ok(text)) => text,
+            Ok(Err(_)) => None,
+            Err(_) => {
+                late.store(true, std::sync::atomic::Ordering::SeqCst);
+                Some(format!(
+                    "no checkpoint before turn {n}: it took longer than {} s, and the prompt was sent without it",
+                    limit.as_secs()
+                ))
+            }
+        };
+        if let Some(text) = text {
             self.recorder
                 .local(trellis_core::session::LocalRecord::Mark { text });
         }

@@ -26,7 +26,7 @@ pub use login::Login;
 pub use mcp::{McpOffer, McpServerSpec, McpTransport};
 pub use recorder::{LogSink, Origin, Recorder};
 pub use roots::Roots;
-pub use spec::{AgentSpec, BeforeTurn, Caps, Embedded, TerminalTrace};
+pub use spec::{AgentSpec, BEFORE_TURN_LIMIT, BeforeTurn, Caps, Embedded, TerminalTrace};
 
 /// A mutex's guard, also after a panic elsewhere poisoned it (what it guards stays usable).
 pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

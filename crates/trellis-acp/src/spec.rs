@@ -90,10 +90,17 @@ impl std::fmt::Debug for TerminalTrace {
     }
 }
 
-/// See [`AgentSpec::before_turn`]: the turn's number (1 for the session's first prompt)
-/// → a mark for the log, if any.
+/// See [`AgentSpec::before_turn`]: the turn's number (1 for the session's first prompt),
+/// and a flag set once the prompt stopped waiting for it ([`BEFORE_TURN_LIMIT`]: what it
+/// records after that would no longer be the tree before the turn) → a mark for the log.
 #[derive(Clone)]
-pub struct BeforeTurn(pub std::sync::Arc<dyn Fn(u32) -> Option<String> + Send + Sync>);
+pub struct BeforeTurn(pub std::sync::Arc<BeforeTurnFn>);
+
+/// The function of a [`BeforeTurn`].
+pub type BeforeTurnFn = dyn Fn(u32, &std::sync::atomic::AtomicBool) -> Option<String> + Send + Sync;
+
+/// How long a prompt waits for [`AgentSpec::before_turn`].
+pub const BEFORE_TURN_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl std::fmt::Debug for BeforeTurn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

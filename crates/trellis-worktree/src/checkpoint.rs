@@ -58,6 +58,22 @@ pub fn top(dir: &Path) -> Result<PathBuf, Error> {
 
 /// Takes a checkpoint of the repository `dir` is in and points `refname` at it.
 pub fn take(dir: &Path, refname: &str, message: &str) -> Result<Taken, Error> {
+    take_unless(
+        dir,
+        refname,
+        message,
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+}
+
+/// [`take`], but no ref is written once `late` is set (the turn it was for has begun: the
+/// tree may already hold its changes).
+pub fn take_unless(
+    dir: &Path,
+    refname: &str,
+    message: &str,
+    late: &std::sync::atomic::AtomicBool,
+) -> Result<Taken, Error> {
     let top = top(dir)?;
     let scratch =
         tempfile::tempdir().map_err(|e| Error::Io(format!("temporary directory: {e}")))?;
@@ -107,6 +123,11 @@ pub fn take(dir: &Path, refname: &str, message: &str) -> Result<Taken, Error> {
         commit = commit.args(["-p", h]);
     }
     let commit = commit.arg("-m").arg(message).line()?;
+    if late.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(Error::Refused(
+            "it came too late: the turn had begun".into(),
+        ));
+    }
     Git::at(&top)
         .args(["update-ref", refname, &commit])
         .output()?;

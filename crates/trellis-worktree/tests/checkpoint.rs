@@ -237,3 +237,18 @@ fn outside_a_repository_it_says_so() {
         "{e}"
     );
 }
+
+/// A checkpoint that comes too late (its turn has begun) writes no ref: it could hold the
+/// turn's own changes.
+#[test]
+fn a_late_checkpoint_writes_no_ref() {
+    let (_t, r) = repo();
+    let late = std::sync::atomic::AtomicBool::new(true);
+    let e = checkpoint::take_unless(&r, "refs/trellis/checkpoints/late/1", "t", &late).unwrap_err();
+    assert!(e.to_string().contains("too late"), "{e}");
+    assert!(
+        checkpoint::list(&r, "refs/trellis/checkpoints/late/")
+            .unwrap()
+            .is_empty()
+    );
+}

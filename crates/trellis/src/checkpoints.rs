@@ -34,10 +34,15 @@ pub(crate) fn arm(spec: &mut trellis_acp::AgentSpec, log: &Path) {
     }
     let prefix = prefix(log);
     spec.before_turn = Some(trellis_acp::BeforeTurn(std::sync::Arc::new(
-        move |turn: u32| {
+        move |turn: u32, late: &std::sync::atomic::AtomicBool| {
             let refname = format!("{prefix}{turn}");
             let message = format!("trellis: the working tree before turn {turn}");
-            Some(match checkpoint::take(&cwd, &refname, &message) {
+            let taken = checkpoint::take_unless(&cwd, &refname, &message, late);
+            // Too late: the prompt went without it, and said so.
+            if late.load(std::sync::atomic::Ordering::SeqCst) {
+                return None;
+            }
+            Some(match taken {
                 Ok(t) => {
                     let mut text = format!(
                         "checkpoint of the working tree before turn {turn}: {} ({refname})",
