@@ -8,6 +8,7 @@
 //! sink at once. At every turn end nothing is open, and the extractor reports a
 //! checkpoint: indexing can later resume from there with a fresh extractor.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde::Deserialize;
@@ -352,6 +353,9 @@ impl Extractor {
     fn close_message(&mut self, sink: &mut dyn Sink) {
         if let Some(mut m) = self.message.take().filter(|m| !m.text.trim().is_empty()) {
             m.to = self.next;
+            if let Cow::Owned(t) = without_escapes(&m.text) {
+                m.text = t;
+            }
             sink.doc(m);
         }
     }
@@ -368,6 +372,9 @@ impl Extractor {
                 push_capped(&mut c.output, &out.text, OUTPUT_CAP);
                 c.from = c.from.min(out.from);
             }
+        }
+        if let Cow::Owned(t) = without_escapes(&c.output) {
+            c.output = t;
         }
         let mut tool = c.row.title.clone();
         if let Some(cmd) = &c.row.command {
@@ -554,4 +561,75 @@ fn floor(s: &str, i: usize) -> usize {
         return s.len();
     }
     (0..=i).rev().find(|&j| s.is_char_boundary(j)).unwrap_or(0)
+}
+
+/// `text` without terminal escape sequences (colours, cursor moves, titles), which the
+/// tokenizer would glue to the next word (`\x1b[32mok` was found as `32mok`, not `ok`) and
+/// snippets would show. (The index does not link the terminal text crate that draws them.)
+pub(crate) fn without_escapes(text: &str) -> Cow<'_, str> {
+    let b = text.as_bytes();
+    let Some(first) = memchr::memchr(0x1b, b) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len());
+    let (mut from, mut at) = (0, first);
+    loop {
+        out.push_str(&text[from..at]);
+        // Each sequence ends on an ASCII byte: the rest starts on a char boundary.
+        from = at + escape_len(&b[at..]);
+        match memchr::memchr(0x1b, &b[from..]) {
+            Some(k) => at = from + k,
+            None => break,
+        }
+    }
+    out.push_str(&text[from..]);
+    Cow::Owned(out)
+}
+
+/// Bytes of the escape sequence at the start of `b` (which starts with ESC): CSI up to its
+/// final byte, OSC and the other strings up to BEL or ST, else ESC and one more byte.
+fn escape_len(b: &[u8]) -> usize {
+    match b.get(1) {
+        Some(b'[') => b[2..]
+            .iter()
+            .position(|c| (0x40..=0x7e).contains(c))
+            .map_or(b.len(), |i| i + 3),
+        Some(b']' | b'P' | b'_' | b'^' | b'X') => {
+            let mut i = 2;
+            while i < b.len() {
+                match b[i] {
+                    0x07 => return i + 1,
+                    0x1b if b.get(i + 1) == Some(&b'\\') => return i + 2,
+                    _ => i += 1,
+                }
+            }
+            b.len()
+        }
+        Some(c) if c.is_ascii() => 2,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_escapes;
+
+    #[test]
+    fn escapes_go_and_words_stay() {
+        assert_eq!(without_escapes("plain"), "plain");
+        assert_eq!(without_escapes("\x1b[32mok\x1b[0m done"), "ok done");
+        assert_eq!(without_escapes("a\x1b]0;title\x07b"), "ab");
+        assert_eq!(
+            without_escapes("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"),
+            "alink"
+        );
+        assert_eq!(
+            without_escapes("caf\u{e9}\x1b[1m\u{e9}t\u{e9}"),
+            "caf\u{e9}\u{e9}t\u{e9}"
+        );
+        // Cut short, or ESC before a non-ASCII char: nothing is lost but the ESC.
+        assert_eq!(without_escapes("x\x1b[31"), "x");
+        assert_eq!(without_escapes("x\x1b\u{e9}y"), "x\u{e9}y");
+        assert_eq!(without_escapes("x\x1b"), "x");
+    }
 }

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OpenFlags};
 
 /// The schema this build writes (`PRAGMA user_version`). An index with another version
 /// is not read: an older one is rebuilt, a newer one (a later Trellis) is set aside.
-pub const SCHEMA: i64 = 6;
+pub const SCHEMA: i64 = 7;
 
 const TABLES: &str = r#"
 CREATE TABLE sessions(

@@ -178,6 +178,18 @@ fn hits_and_snippets_are_those_of_the_full_text() {
     logs.push((s.join("load.jsonl"), load_log(300, 6, 2.0e9)));
     logs.push((s.join("terminal.jsonl"), terminal_first()));
     let ix = index_of(dir.path(), &logs);
+    // A word right after a colour code is a word, and snippets show no codes.
+    let failed = ix.search("failed", None, None, false, 9).unwrap();
+    assert!(
+        failed
+            .iter()
+            .any(|h| h.snippet.contains("\u{2}FAILED\u{3} tests")),
+        "{failed:?}"
+    );
+    assert!(
+        failed.iter().all(|h| !h.snippet.contains('\u{1b}')),
+        "{failed:?}"
+    );
     let qs = queries(&logs);
     assert!(qs.len() > 50, "{}", qs.len());
     let mut compared = 0;
@@ -238,7 +250,7 @@ fn terminal_first() -> String {
         0.2,
         "client",
         serde_json::json!({"type": "terminal_output", "terminal_id": "t1",
-                           "data": "error: the narwhal is unhappy about walrus\n"}),
+                           "data": "error: the narwhal is unhappy about walrus\n\u{1b}[31mFAILED\u{1b}[0m tests::tusk\n"}),
     );
     s += &rec(
         0.3,
