@@ -38,8 +38,8 @@ pub struct Restored {
     pub restored: Vec<PathBuf>,
     /// Made since the checkpoint, and removed.
     pub removed: Vec<PathBuf>,
-    /// Different from the checkpoint but not to be put back: left as they are.
-    pub kept: Vec<PathBuf>,
+    /// Different from the checkpoint but left as they are, each with why.
+    pub kept: Vec<(PathBuf, &'static str)>,
     /// The checkpoint of the tree as it was before the restore.
     pub undo: String,
 }
@@ -139,43 +139,33 @@ pub fn take_unless(
 }
 
 /// Puts back, from checkpoint `to`, the files that differ from it and that `may` allows,
-/// after keeping the tree as it is on `undo_ref` (a checkpoint like any other: restoring
-/// it undoes the restore).
+/// after keeping the tree as it is on `undo_ref` (a checkpoint like any other: [`undo`]
+/// puts it back). Nothing is written or removed that the undo checkpoint does not hold:
+/// a file left out of it (ignored, or over [`SIZE_BOUND`]), a directory where the
+/// checkpoint has a file, a file or link where it has a directory are kept and said.
 pub fn restore(
     dir: &Path,
     to: &str,
     may: &dyn Fn(&Path) -> bool,
     undo_ref: &str,
 ) -> Result<Restored, Error> {
-    let target = Git::at(dir)
-        .args(["rev-parse", "--verify", &format!("{to}^{{commit}}")])
-        .line()
-        .map_err(|_| Error::Refused(format!("no checkpoint {to} in this repository")))?;
-    let now = take(dir, undo_ref, "trellis: the tree before a rewind")?;
-    let top = now.top;
-    let out = Git::at(&top)
-        .args([
-            "diff-tree",
-            "-r",
-            "-z",
-            "--no-renames",
-            "--name-status",
-            &target,
-            &now.commit,
-        ])
-        .output()?;
-    let mut fields = out.split(|&b| b == 0).filter(|f| !f.is_empty());
-    let mut put_back = Vec::new();
+    let target = commit_of(dir, to)?;
+    let message = format!("{UNDO_MESSAGE}{target}");
+    let now = take(dir, undo_ref, &message)?;
+    let top = now.top.clone();
+    let changes = diff(&top, &target, &now.commit)?;
+    let held = files_of(&top, &now.commit)?;
     let mut done = Restored {
         undo: now.commit,
         ..Restored::default()
     };
-    while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
-        use std::os::unix::ffi::OsStrExt;
-        let path = PathBuf::from(std::ffi::OsStr::from_bytes(path));
+    let mut put_back = Vec::new();
+    for (added, path) in changes {
         if !may(&path) {
-            done.kept.push(path);
-        } else if status == b"A" {
+            done.kept.push((path, KEPT_NOT_AGENTS));
+        } else if let Some(why) = unsafe_to_touch(&top, &path, &held) {
+            done.kept.push((path, why));
+        } else if added {
             // Made since the checkpoint (and in the undo checkpoint): removed.
             remove_inside(&top, &path)?;
             done.removed.push(path);
@@ -183,27 +173,194 @@ pub fn restore(
             put_back.push(path);
         }
     }
-    if !put_back.is_empty() {
-        let scratch =
-            tempfile::tempdir().map_err(|e| Error::Io(format!("temporary directory: {e}")))?;
-        let index = scratch.path().join("index");
-        let with_index = |g: Git| g.env("GIT_INDEX_FILE", &index);
-        with_index(Git::at(&top).args(["read-tree", &target])).output()?;
-        let list = scratch.path().join("paths");
-        let mut bytes = Vec::new();
-        for p in &put_back {
-            use std::os::unix::ffi::OsStrExt;
-            bytes.extend_from_slice(p.as_os_str().as_bytes());
-            bytes.push(0);
-        }
-        std::fs::write(&list, &bytes).map_err(|e| Error::Io(format!("{}: {e}", list.display())))?;
-        let file = std::fs::File::open(&list).map_err(|e| Error::Io(e.to_string()))?;
-        with_index(Git::at(&top).args(["checkout-index", "-f", "-z", "--stdin"]))
-            .stdin(file)
-            .output()?;
-        done.restored = put_back;
-    }
+    write_from(&top, &target, &put_back)?;
+    done.restored = put_back;
+    remove_emptied(&top, &target, &done.removed);
     Ok(done)
+}
+
+/// Puts back the tree as it was before the rewind that left `undo_commit`: only the files
+/// that rewind changed and that are still as it left them (a file made or changed since
+/// is kept), after keeping the tree as it is on `undo_ref`.
+pub fn undo(dir: &Path, undo_commit: &str, undo_ref: &str) -> Result<Restored, Error> {
+    let undo_commit = commit_of(dir, undo_commit)?;
+    let said = Git::at(dir)
+        .args(["log", "-1", "--format=%B", &undo_commit])
+        .output()?;
+    let said = String::from_utf8_lossy(&said);
+    let Some(target) = said.trim().strip_prefix(UNDO_MESSAGE).map(str::to_string) else {
+        return Err(Error::Refused(format!(
+            "{undo_commit} is not the tree before a rewind"
+        )));
+    };
+    let top = top(dir)?;
+    // What the rewind could have changed, and how it left each: as the checkpoint it
+    // went back to has it.
+    let rewound: Vec<PathBuf> = diff(&top, &target, &undo_commit)?
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect();
+    let as_left = |p: &Path| -> bool {
+        let spec = format!("{target}:{}", p.to_string_lossy());
+        let wanted = Git::at(&top)
+            .args(["rev-parse", "-q", "--verify", &spec])
+            .line()
+            .ok()
+            .filter(|s| !s.is_empty());
+        let on_disk = std::fs::symlink_metadata(top.join(p)).ok();
+        match (wanted, on_disk) {
+            (None, None) => true,
+            (Some(blob), Some(m)) if m.is_file() => Git::at(&top)
+                .args(["hash-object", "--"])
+                .arg(top.join(p))
+                .line()
+                .is_ok_and(|h| h == blob),
+            _ => false,
+        }
+    };
+    let may = |p: &Path| rewound.iter().any(|r| r == p) && as_left(p);
+    let mut done = restore(dir, &undo_commit, &may, undo_ref)?;
+    for (_, why) in &mut done.kept {
+        if *why == KEPT_NOT_AGENTS {
+            *why = KEPT_SINCE;
+        }
+    }
+    // Files the rewind did not touch are no news.
+    done.kept.retain(|(p, _)| rewound.iter().any(|r| r == p));
+    Ok(done)
+}
+
+/// The message of an undo checkpoint, before the commit the rewind went back to.
+const UNDO_MESSAGE: &str = "trellis: the tree before a rewind to ";
+
+/// Why a file was kept.
+pub const KEPT_NOT_AGENTS: &str = "changed by someone other than the agent";
+pub const KEPT_SINCE: &str = "changed since the rewind";
+pub const KEPT_UNSAVED: &str =
+    "in no checkpoint (ignored, or too large), so nothing could bring it back";
+pub const KEPT_DIR: &str = "a directory stands there now";
+pub const KEPT_THROUGH: &str = "a file or link stands where the checkpoint has a directory";
+
+fn commit_of(dir: &Path, rev: &str) -> Result<String, Error> {
+    Git::at(dir)
+        .args(["rev-parse", "--verify", &format!("{rev}^{{commit}}")])
+        .line()
+        .map_err(|_| Error::Refused(format!("no checkpoint {rev} in this repository")))
+}
+
+/// The paths that differ from `from` to `to`, each with whether `to` added it.
+fn diff(top: &Path, from: &str, to: &str) -> Result<Vec<(bool, PathBuf)>, Error> {
+    let out = Git::at(top)
+        .args([
+            "diff-tree",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--name-status",
+            from,
+            to,
+        ])
+        .output()?;
+    let mut fields = out.split(|&b| b == 0).filter(|f| !f.is_empty());
+    let mut v = Vec::new();
+    while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+        use std::os::unix::ffi::OsStrExt;
+        v.push((
+            status == b"A",
+            PathBuf::from(std::ffi::OsStr::from_bytes(path)),
+        ));
+    }
+    Ok(v)
+}
+
+/// Every file of `commit`.
+fn files_of(top: &Path, commit: &str) -> Result<std::collections::HashSet<PathBuf>, Error> {
+    Ok(Git::at(top)
+        .args(["ls-tree", "-r", "-z", "--name-only", commit])
+        .paths()?
+        .into_iter()
+        .collect())
+}
+
+/// Why writing or removing `rel` could lose what no checkpoint holds, if it could.
+fn unsafe_to_touch(
+    top: &Path,
+    rel: &Path,
+    held: &std::collections::HashSet<PathBuf>,
+) -> Option<&'static str> {
+    let mut at = top.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    for (i, c) in parts.iter().enumerate() {
+        at.push(c);
+        let Ok(m) = std::fs::symlink_metadata(&at) else {
+            // Nothing there, nor below.
+            return None;
+        };
+        if i + 1 < parts.len() {
+            if !m.is_dir() {
+                return Some(KEPT_THROUGH);
+            }
+        } else if m.is_dir() {
+            return Some(KEPT_DIR);
+        } else if !held.contains(rel) {
+            return Some(KEPT_UNSAVED);
+        }
+    }
+    None
+}
+
+/// Writes `paths` as commit `target` has them, through a private index.
+fn write_from(top: &Path, target: &str, paths: &[PathBuf]) -> Result<(), Error> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let scratch =
+        tempfile::tempdir().map_err(|e| Error::Io(format!("temporary directory: {e}")))?;
+    let index = scratch.path().join("index");
+    let with_index = |g: Git| g.env("GIT_INDEX_FILE", &index);
+    with_index(Git::at(top).args(["read-tree", target])).output()?;
+    let list = scratch.path().join("paths");
+    let mut bytes = Vec::new();
+    for p in paths {
+        use std::os::unix::ffi::OsStrExt;
+        bytes.extend_from_slice(p.as_os_str().as_bytes());
+        bytes.push(0);
+    }
+    std::fs::write(&list, &bytes).map_err(|e| Error::Io(format!("{}: {e}", list.display())))?;
+    let file = std::fs::File::open(&list).map_err(|e| Error::Io(e.to_string()))?;
+    with_index(Git::at(top).args(["checkout-index", "-f", "-z", "--stdin"]))
+        .stdin(file)
+        .output()?;
+    Ok(())
+}
+
+/// Removes the directories `removed` left empty that `target` does not have.
+fn remove_emptied(top: &Path, target: &str, removed: &[PathBuf]) {
+    let mut dirs: Vec<PathBuf> = removed
+        .iter()
+        .flat_map(|p| {
+            p.ancestors()
+                .skip(1)
+                .map(Path::to_path_buf)
+                .collect::<Vec<_>>()
+        })
+        .filter(|d| !d.as_os_str().is_empty())
+        .collect();
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    dirs.dedup();
+    for d in dirs {
+        let spec = format!("{target}:{}", d.to_string_lossy());
+        let in_target = Git::at(top)
+            .args(["cat-file", "-e", &spec])
+            .ok()
+            .unwrap_or(true);
+        let path = top.join(&d);
+        let real_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        if !in_target && real_dir {
+            // Fails, as it should, when something is in it.
+            let _ = std::fs::remove_dir(&path);
+        }
+    }
 }
 
 /// The checkpoints under `prefix` (`refs/trellis/checkpoints/S/`): each ref's last name

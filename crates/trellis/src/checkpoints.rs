@@ -80,10 +80,11 @@ fn listed(cwd: &Path, prefix: &str) -> anyhow::Result<Listed> {
         .filter_map(|(n, c)| Some((n.parse().ok()?, c.clone())))
         .collect();
     turns.sort();
-    let undo = all
+    let mut undo: Vec<(String, String)> = all
         .into_iter()
         .filter(|(n, _)| n.starts_with("undo-"))
         .collect();
+    undo.sort_by_key(|(n, _)| n.strip_prefix("undo-").and_then(|k| k.parse::<u32>().ok()));
     Ok((turns, undo))
 }
 
@@ -102,17 +103,29 @@ pub(crate) fn list(
             .iter()
             .map(|(t, c)| {
                 serde_json::json!({"turn": t, "commit": c, "ref": format!("{prefix}{t}"),
-                                   "files_changed_by_the_agent_since": paths.since(*t).len()})
+                                   "prompt": paths.prompts.get(*t as usize - 1),
+                                   "files_changed_by_the_agent_since": paths.since(*t)})
             })
             .collect();
+        let undo: Vec<serde_json::Value> = undo
+            .iter()
+            .map(
+                |(n, c)| serde_json::json!({"name": n, "commit": c, "ref": format!("{prefix}{n}")}),
+            )
+            .collect();
+        let v = serde_json::json!({"checkpoints": v, "undo": undo});
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(());
     }
     if turns.is_empty() {
         writeln!(
             out,
-            "session {} has no checkpoints (they are taken before each turn in a git repository)",
-            row.id
+            "session {} has no checkpoints{}",
+            row.id,
+            match paths.failures.last() {
+                Some(why) => format!(": {}", safe(why)),
+                None => String::new(),
+            }
         )?;
         return Ok(());
     }
@@ -164,18 +177,16 @@ pub(crate) fn rewind(
             .unwrap_or(0)
             + 1
     );
-    let (target, allowed, what): (String, Option<Vec<PathBuf>>, String) = if undo {
-        let Some((name, commit)) = undos
-            .iter()
-            .max_by_key(|(n, _)| n.strip_prefix("undo-").and_then(|n| n.parse::<u32>().ok()))
-        else {
+    let done = if undo {
+        let Some((name, commit)) = undos.last() else {
             bail!("session {} has no rewind to undo", row.id);
         };
-        (
-            commit.clone(),
-            None,
-            format!("the tree as it was before the last rewind ({name})"),
-        )
+        let done = checkpoint::undo(&cwd, commit, &next_undo)?;
+        writeln!(
+            out,
+            "put back the tree as it was before the last rewind ({name}):"
+        )?;
+        done
     } else {
         let Some(turn) = to else {
             bail!(
@@ -192,20 +203,28 @@ pub(crate) fn rewind(
         };
         let top = checkpoint::top(&cwd)?;
         let paths = agent_paths(Path::new(&row.path))?;
-        let rel: Vec<PathBuf> = paths
+        // The agent's files, as it left them: one changed since by anyone else is not.
+        let agents: Vec<PathBuf> = paths
             .since(turn)
             .iter()
+            .filter(|p| paths.as_left(p))
             .filter_map(|p| relative(&top, p))
             .collect();
-        (
-            commit.clone(),
-            (!force).then_some(rel),
-            format!("the tree before turn {turn}"),
-        )
+        // --force reaches only as far as the session's directory.
+        let within = relative(&top, &cwd.join("x"))
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .unwrap_or_default();
+        let may = |p: &Path| {
+            if force {
+                p.starts_with(&within)
+            } else {
+                agents.iter().any(|a| a == p)
+            }
+        };
+        let done = checkpoint::restore(&cwd, commit, &may, &next_undo)?;
+        writeln!(out, "put back the tree before turn {turn}:")?;
+        done
     };
-    let may = |p: &Path| allowed.as_ref().is_none_or(|a| a.iter().any(|x| x == p));
-    let done = checkpoint::restore(&cwd, &target, &may, &next_undo)?;
-    writeln!(out, "put back {what}:")?;
     for p in &done.restored {
         writeln!(out, "  restored  {}", safe(&p.to_string_lossy()))?;
     }
@@ -215,14 +234,25 @@ pub(crate) fn rewind(
     if done.restored.is_empty() && done.removed.is_empty() {
         writeln!(out, "  nothing to put back")?;
     }
-    if !done.kept.is_empty() {
+    for (p, why) in &done.kept {
+        writeln!(out, "  kept      {}: {why}", safe(&p.to_string_lossy()))?;
+    }
+    if done
+        .kept
+        .iter()
+        .any(|(_, w)| *w == checkpoint::KEPT_NOT_AGENTS)
+        && !undo
+    {
+        writeln!(out, "(--force puts back what someone else changed too)")?;
+    }
+    // The user's index is never touched: what is staged there stays staged.
+    let staged = staged_among(&cwd, &done.restored, &done.removed);
+    if !staged.is_empty() {
         writeln!(
             out,
-            "kept, changed by someone other than the agent (--force puts them back too):"
+            "still staged in your index as before: {} (`git restore --staged PATH` unstages)",
+            staged.join(", ")
         )?;
-        for p in &done.kept {
-            writeln!(out, "  kept      {}", safe(&p.to_string_lossy()))?;
-        }
     }
     writeln!(
         out,
@@ -249,6 +279,13 @@ fn cwd_of(row: &trellis_index::SessionRow) -> anyhow::Result<PathBuf> {
     if !cwd.is_dir() {
         bail!("{} (where session {} ran) is gone", cwd.display(), row.id);
     }
+    if checkpoint::top(&cwd).is_err() {
+        bail!(
+            "session {} ran outside a git repository ({}): checkpoints are taken in git repositories only",
+            row.id,
+            cwd.display()
+        );
+    }
     Ok(cwd)
 }
 
@@ -261,15 +298,52 @@ fn relative(top: &Path, p: &Path) -> Option<PathBuf> {
     Some(parent.strip_prefix(&top).ok()?.join(p.file_name()?))
 }
 
+/// Which of `restored` and `removed` the user's index has staged.
+fn staged_among(cwd: &Path, restored: &[PathBuf], removed: &[PathBuf]) -> Vec<String> {
+    let Ok(top) = checkpoint::top(cwd) else {
+        return Vec::new();
+    };
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&top)
+        .args(["diff", "--cached", "--name-only", "-z"])
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_DIR")
+        .output();
+    let Ok(out) = out else { return Vec::new() };
+    out.stdout
+        .split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(String::from_utf8_lossy(p).into_owned()))
+        .filter(|p| restored.contains(p) || removed.contains(p))
+        .map(|p| safe(&p.to_string_lossy()).into_owned())
+        .collect()
+}
+
 /// What the log says the agent changed, by turn, and each turn's prompt.
 #[derive(Default)]
 struct AgentPaths {
-    /// (turn, absolute path) of each write, edit, diff or move.
+    /// (turn, absolute path) of each write, edit, diff or move that took effect.
     changed: Vec<(u32, PathBuf)>,
     prompts: Vec<String>,
+    /// What the agent last wrote to each file (its writes and completed diffs): a file
+    /// that differs now was changed since by someone else.
+    last: std::collections::HashMap<PathBuf, Option<String>>,
+    /// Why a checkpoint was not taken (the log's marks).
+    failures: Vec<String>,
 }
 
 impl AgentPaths {
+    /// `p` is as the agent left it (or the log cannot say).
+    fn as_left(&self, p: &Path) -> bool {
+        match self.last.get(p) {
+            Some(Some(text)) => std::fs::read(p).is_ok_and(|now| now == text.as_bytes()),
+            // Deleted by the agent: still gone.
+            Some(None) => std::fs::symlink_metadata(p).is_err(),
+            None => true,
+        }
+    }
+
     /// The files changed in turn `turn` or later.
     fn since(&self, turn: u32) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = self
@@ -284,16 +358,26 @@ impl AgentPaths {
     }
 }
 
-/// Reads the log for the files the agent changed: `fs/write_text_file` requests, the
-/// diffs of its tool calls, and the locations of its edit, delete and move calls.
+/// Reads the log for the files the agent changed: `fs/write_text_file` requests that were
+/// carried out, and the diffs and locations of its edit, delete and move calls that
+/// completed (a refused or failed edit changed nothing).
 fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
     use std::io::BufRead;
     let file = trellis_os::fd::open_regular(log)?
         .with_context(|| format!("{} is not a session log", log.display()))?;
     let mut found = AgentPaths::default();
     let mut turn = 0u32;
-    // A call's kind, from its announcement (updates may not repeat it).
-    let mut kinds: std::collections::HashMap<String, String> = Default::default();
+    // Calls seen: kind, status, and what they would change (path, new text).
+    struct Call {
+        kind: String,
+        status: String,
+        turn: u32,
+        changes: Vec<(PathBuf, Option<String>)>,
+        locations: Vec<PathBuf>,
+    }
+    let mut calls: Vec<(String, Call)> = Vec::new();
+    // Writes asked for, by request id, until the log says they were done.
+    let mut writes: std::collections::HashMap<String, (u32, PathBuf, String)> = Default::default();
     for line in std::io::BufReader::new(file).split(b'\n') {
         let line = line?;
         let Ok(rec) = serde_json::from_slice::<serde_json::Value>(&line) else {
@@ -310,36 +394,97 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
                 found.prompts.push(text.to_string());
             }
             (Some("agent_to_client"), Some("fs/write_text_file")) => {
-                if let Some(p) = msg["params"]["path"].as_str() {
-                    found.changed.push((turn, PathBuf::from(p)));
+                let id = msg.get("id").and_then(|id| {
+                    trellis_core::wire::canonical_id(&id.to_string())
+                        .ok()
+                        .flatten()
+                });
+                if let (Some(p), Some(id)) = (msg["params"]["path"].as_str(), id) {
+                    let content = msg["params"]["content"].as_str().unwrap_or_default();
+                    writes.insert(id, (turn, PathBuf::from(p), content.to_string()));
                 }
             }
             (Some("agent_to_client"), Some("session/update")) => {
                 let u = &msg["params"]["update"];
-                for c in u["content"].as_array().into_iter().flatten() {
-                    if c["type"] == "diff"
-                        && let Some(p) = c["path"].as_str()
-                    {
-                        found.changed.push((turn, PathBuf::from(p)));
+                let Some(id) = u["toolCallId"].as_str() else {
+                    continue;
+                };
+                let i = match calls.iter().position(|(c, _)| c == id) {
+                    Some(i) => i,
+                    None => {
+                        calls.push((
+                            id.to_string(),
+                            Call {
+                                kind: String::new(),
+                                status: String::new(),
+                                turn,
+                                changes: Vec::new(),
+                                locations: Vec::new(),
+                            },
+                        ));
+                        calls.len() - 1
                     }
-                }
-                let id = u["toolCallId"].as_str().unwrap_or_default();
+                };
+                let c = &mut calls[i].1;
                 if let Some(k) = u["kind"].as_str() {
-                    kinds.insert(id.to_string(), k.to_string());
+                    c.kind = k.to_string();
                 }
-                if matches!(
-                    kinds.get(id).map(String::as_str),
-                    Some("edit" | "delete" | "move")
-                ) {
-                    for l in u["locations"].as_array().into_iter().flatten() {
-                        if let Some(p) = l["path"].as_str() {
-                            found.changed.push((turn, PathBuf::from(p)));
-                        }
+                if let Some(st) = u["status"].as_str() {
+                    c.status = st.to_string();
+                }
+                for item in u["content"].as_array().into_iter().flatten() {
+                    if item["type"] == "diff"
+                        && let Some(p) = item["path"].as_str()
+                    {
+                        c.changes.push((
+                            PathBuf::from(p),
+                            item["newText"].as_str().map(str::to_string),
+                        ));
                     }
+                }
+                for l in u["locations"].as_array().into_iter().flatten() {
+                    if let Some(p) = l["path"].as_str() {
+                        c.locations.push(PathBuf::from(p));
+                    }
+                }
+            }
+            (Some("client"), _) if msg["type"] == "file_written" => {
+                if let Some((t, p, content)) =
+                    msg["request_id"].as_str().and_then(|id| writes.remove(id))
+                {
+                    found.changed.push((t, p.clone()));
+                    found.last.insert(p, Some(content));
                 }
             }
             _ => {}
         }
+        if let Some(why) = checkpoint_failure(msg) {
+            found.failures.push(why);
+        }
+    }
+    for (_, c) in calls.into_iter().filter(|(_, c)| c.status == "completed") {
+        let diffed: Vec<PathBuf> = c.changes.iter().map(|(p, _)| p.clone()).collect();
+        for (p, text) in c.changes {
+            found.changed.push((c.turn, p.clone()));
+            found.last.insert(p, text);
+        }
+        if matches!(c.kind.as_str(), "edit" | "delete" | "move") {
+            for p in c.locations.into_iter().filter(|p| !diffed.contains(p)) {
+                found.changed.push((c.turn, p.clone()));
+                if c.kind == "delete" {
+                    found.last.insert(p, None);
+                } else {
+                    // What it left is not on the record: taken as it is.
+                    found.last.remove(&p);
+                }
+            }
+        }
     }
     Ok(found)
+}
+
+/// The reason a mark of the log gives for a turn without a checkpoint.
+fn checkpoint_failure(msg: &serde_json::Value) -> Option<String> {
+    let text = msg["text"].as_str()?;
+    (msg["type"] == "mark" && text.starts_with("no checkpoint")).then(|| text.to_string())
 }

@@ -387,8 +387,28 @@ fn search(
         return Ok(ExitCode::from(1));
     } else {
         let tty = std::io::stdout().is_terminal();
+        // Each session as `list` names it: a title several sessions share gives way to
+        // the session's first prompt.
+        let mut rows: Vec<SessionRow> = Vec::new();
         for h in &hits {
-            let what = h.title.as_deref().or(h.cwd.as_deref()).unwrap_or("");
+            if !rows.iter().any(|r| r.id == h.session)
+                && let Ok(r) = index.session(&h.session)
+            {
+                rows.push(r);
+            }
+        }
+        let names: std::collections::HashMap<&str, String> = rows
+            .iter()
+            .map(|r| r.id.as_str())
+            .zip(list::display_titles(&rows))
+            .collect();
+        for h in &hits {
+            let what = names
+                .get(h.session.as_str())
+                .map(String::as_str)
+                .or(h.title.as_deref())
+                .or(h.cwd.as_deref())
+                .unwrap_or("");
             let place = match &h.call_id {
                 Some(c) => format!("turn {} · {} of call {c}", h.turn, h.kind),
                 None => format!("turn {} · {}", h.turn, h.kind),

@@ -57,7 +57,7 @@ fn two_turns_are_rewound_to_the_first_a_users_file_is_kept_and_the_rewind_undone
             "--prompt",
             "fix the TODO",
             "--prompt",
-            "and the changelog",
+            "/edit notes.txt",
             "--permission",
             "allow-once",
             "--format",
@@ -81,10 +81,20 @@ fn two_turns_are_rewound_to_the_first_a_users_file_is_kept_and_the_rewind_undone
     // One checkpoint before each turn, on the record too.
     let (cps, _) = home.ok(&["sessions", "checkpoints", &id, "--json"], &repo);
     let cps: serde_json::Value = serde_json::from_str(&cps).unwrap();
+    let cps = &cps["checkpoints"];
     assert_eq!(cps.as_array().unwrap().len(), 2, "{cps}");
     let before_1 = cps[0]["commit"].as_str().unwrap().to_string();
+    assert_eq!(cps[0]["prompt"], "fix the TODO");
+    let changed: Vec<&str> = cps[0]["files_changed_by_the_agent_since"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
     assert!(
-        cps[0]["files_changed_by_the_agent_since"].as_u64().unwrap() > 0,
+        changed
+            .iter()
+            .any(|p| p.ends_with("demo-workspace/src/lib.rs")),
         "{cps}"
     );
     let log = std::fs::read_to_string(rows[0]["path"].as_str().unwrap()).unwrap();
@@ -92,19 +102,36 @@ fn two_turns_are_rewound_to_the_first_a_users_file_is_kept_and_the_rewind_undone
         log.contains("checkpoint of the working tree before turn 2"),
         "the log says so"
     );
-    // The agent changed the tree; the user changes a file of their own.
+    // The agent changed the tree (lib.rs in turn 1, notes.txt made in turn 2); the user
+    // changes a file of their own, and writes on top of one the agent made.
     assert_ne!(tree(&wt, &[]), commit_tree(&wt, &before_1, &[]));
     std::fs::write(wt.join("README.md"), "# the user's own words\n").unwrap();
+    let notes = "notes.txt";
+    let mut text = std::fs::read_to_string(wt.join(notes)).unwrap();
+    text.push_str("the user's line\n");
+    std::fs::write(wt.join(notes), &text).unwrap();
+    let lib = "demo-workspace/src/lib.rs";
+    let agents_lib = std::fs::read_to_string(wt.join(lib)).unwrap();
     let before_rewind = tree(&wt, &[]);
 
     let (said, _) = home.ok(&["sessions", "rewind", &id, "--to", "1", "--code"], &repo);
     assert!(said.contains("put back the tree before turn 1"), "{said}");
-    assert!(said.contains("kept      README.md"), "{said}");
-    assert_eq!(
-        tree(&wt, &["README.md"]),
-        commit_tree(&wt, &before_1, &["README.md"]),
-        "exactly the tree before turn 1, but for the user's file"
+    assert!(said.contains(&format!("restored  {lib}")), "{said}");
+    assert!(
+        said.contains("kept      README.md: changed by someone other than the agent"),
+        "{said}"
     );
+    assert!(
+        said.contains(&format!("kept      {notes}: changed by someone")),
+        "{said}"
+    );
+    assert_eq!(
+        tree(&wt, &["README.md", notes]),
+        commit_tree(&wt, &before_1, &["README.md", notes]),
+        "exactly the tree before turn 1, but for the user's files"
+    );
+    assert_ne!(std::fs::read_to_string(wt.join(lib)).unwrap(), agents_lib);
+    assert_eq!(std::fs::read_to_string(wt.join(notes)).unwrap(), text);
     assert_eq!(
         std::fs::read_to_string(wt.join("README.md")).unwrap(),
         "# the user's own words\n"

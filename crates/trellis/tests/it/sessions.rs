@@ -808,6 +808,19 @@ fn listings_say_where_sessions_ran_and_tell_alike_titles_apart() {
     ] {
         assert!(text.contains(prompt), "{prompt}: {text}");
     }
+    // A search names its hits' sessions the same way.
+    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["sessions", "search", "TODO", "--in", "messages"])
+        .current_dir(&a)
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let found = String::from_utf8(o.stdout).unwrap();
+    for prompt in ["first prompt in alpha", "first prompt in beta"] {
+        assert!(found.contains(prompt), "{prompt}: {found}");
+    }
     // This directory's sessions: the one that ran here and the one started from here.
     assert_eq!(
         home.listed_cwds(&[], &a),
