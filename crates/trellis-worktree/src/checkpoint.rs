@@ -93,7 +93,7 @@ pub fn take_unless(
             left_out.push((p, m.len()));
         }
     }
-    let mut add = with_index(Git::at(&top).args(["add", "-A"]));
+    let mut add = verbatim(with_index(Git::at(&top))).args(["add", "-A"]);
     if !left_out.is_empty() {
         let list = scratch.path().join("left-out");
         let mut bytes = Vec::new();
@@ -111,7 +111,15 @@ pub fn take_unless(
     } else {
         add = add.args(["--", ":(top)"]);
     }
-    add.output()?;
+    add.output().map_err(|e| match e {
+        Error::Git { said, .. } if said.contains("does not have a commit checked out") => {
+            Error::Refused(format!(
+                "git cannot record the tree: {}; commit in that repository, or add it to .gitignore",
+                said.lines().next().unwrap_or_default().trim_start_matches("error: ")
+            ))
+        }
+        e => e,
+    })?;
     let tree = with_index(Git::at(&top).arg("write-tree")).line()?;
     let head = Git::at(&top)
         .args(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
@@ -146,7 +154,7 @@ pub fn take_unless(
 pub fn restore(
     dir: &Path,
     to: &str,
-    may: &dyn Fn(&Path) -> bool,
+    may: &dyn Fn(&Path) -> Option<&'static str>,
     undo_ref: &str,
 ) -> Result<Restored, Error> {
     let target = commit_of(dir, to)?;
@@ -161,8 +169,8 @@ pub fn restore(
     };
     let mut put_back = Vec::new();
     for (added, path) in changes {
-        if !may(&path) {
-            done.kept.push((path, KEPT_NOT_AGENTS));
+        if let Some(why) = may(&path) {
+            done.kept.push((path, why));
         } else if let Some(why) = unsafe_to_touch(&top, &path, &held) {
             done.kept.push((path, why));
         } else if added {
@@ -176,6 +184,13 @@ pub fn restore(
     write_from(&top, &target, &put_back)?;
     done.restored = put_back;
     remove_emptied(&top, &target, &done.removed);
+    if done.restored.is_empty() && done.removed.is_empty() {
+        // Nothing changed: no undo point to keep.
+        Git::at(&top)
+            .args(["update-ref", "-d", undo_ref])
+            .output()?;
+        done.undo.clear();
+    }
     Ok(done)
 }
 
@@ -218,13 +233,8 @@ pub fn undo(dir: &Path, undo_commit: &str, undo_ref: &str) -> Result<Restored, E
             _ => false,
         }
     };
-    let may = |p: &Path| rewound.iter().any(|r| r == p) && as_left(p);
+    let may = |p: &Path| (!(rewound.iter().any(|r| r == p) && as_left(p))).then_some(KEPT_SINCE);
     let mut done = restore(dir, &undo_commit, &may, undo_ref)?;
-    for (_, why) in &mut done.kept {
-        if *why == KEPT_NOT_AGENTS {
-            *why = KEPT_SINCE;
-        }
-    }
     // Files the rewind did not touch are no news.
     done.kept.retain(|(p, _)| rewound.iter().any(|r| r == p));
     Ok(done)
@@ -235,11 +245,14 @@ const UNDO_MESSAGE: &str = "trellis: the tree before a rewind to ";
 
 /// Why a file was kept.
 pub const KEPT_NOT_AGENTS: &str = "changed by someone other than the agent";
+pub const KEPT_NOT_AS_LEFT: &str = "no longer as the agent left it";
+pub const KEPT_OUTSIDE: &str = "outside the session's directory";
 pub const KEPT_SINCE: &str = "changed since the rewind";
 pub const KEPT_UNSAVED: &str =
-    "in no checkpoint (ignored, or too large), so nothing could bring it back";
+    "what is there now (ignored, or over 8 MB) is in no checkpoint: left as it is";
 pub const KEPT_DIR: &str = "a directory stands there now";
-pub const KEPT_THROUGH: &str = "a file or link stands where the checkpoint has a directory";
+pub const KEPT_THROUGH: &str =
+    "a file or link stands where the checkpoint has a directory above it";
 
 fn commit_of(dir: &Path, rev: &str) -> Result<String, Error> {
     Git::at(dir)
@@ -328,7 +341,8 @@ fn write_from(top: &Path, target: &str, paths: &[PathBuf]) -> Result<(), Error> 
     }
     std::fs::write(&list, &bytes).map_err(|e| Error::Io(format!("{}: {e}", list.display())))?;
     let file = std::fs::File::open(&list).map_err(|e| Error::Io(e.to_string()))?;
-    with_index(Git::at(top).args(["checkout-index", "-f", "-z", "--stdin"]))
+    verbatim(with_index(Git::at(top)))
+        .args(["checkout-index", "-f", "-z", "--stdin"])
         .stdin(file)
         .output()?;
     Ok(())
@@ -450,6 +464,24 @@ fn remove_inside(top: &Path, rel: &Path) -> Result<(), Error> {
         }
     }
     std::fs::remove_file(&at).map_err(|e| Error::Io(format!("{}: {e}", at.display())))
+}
+
+/// Files as bytes, both ways: no line-ending conversion, no attribute (a filter, `text`)
+/// from the tree. A checkpoint holds the file as it is, and gives back the same bytes.
+fn verbatim(g: Git) -> Git {
+    // The empty tree: attributes are read from it instead of the work tree.
+    g.env(
+        "GIT_ATTR_SOURCE",
+        "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+    )
+    .args([
+        "-c",
+        "core.autocrlf=false",
+        "-c",
+        "core.eol=lf",
+        "-c",
+        "core.safecrlf=false",
+    ])
 }
 
 fn trellis_author(g: Git) -> Git {

@@ -120,7 +120,9 @@ fn a_restore_puts_back_what_it_may_keeps_the_rest_and_is_undone() {
     write(&r, "a.txt", "a-agent-2\n");
     write(&r, "c.txt", "the user's own change\n");
     let agent = ["a.txt", "dir/new.txt", "b.txt"];
-    let may = |p: &Path| agent.iter().any(|a| Path::new(a) == p);
+    let may = |p: &Path| {
+        (!agent.iter().any(|a| Path::new(a) == p)).then_some(checkpoint::KEPT_NOT_AGENTS)
+    };
     let done = checkpoint::restore(
         &r,
         &before_1.commit,
@@ -164,7 +166,7 @@ fn a_restore_puts_back_what_it_may_keeps_the_rest_and_is_undone() {
     let undone = checkpoint::restore(
         &r,
         &done.undo,
-        &|_| true,
+        &|_| None,
         "refs/trellis/checkpoints/s/undo-2",
     )
     .unwrap();
@@ -219,7 +221,7 @@ fn a_restore_never_follows_a_link_out_of_the_tree() {
     let r2 = checkpoint::restore(
         &r,
         &before.commit,
-        &|_| true,
+        &|_| None,
         "refs/trellis/checkpoints/l/u",
     );
     // Git sees `dir` as a link made since: removed as a link, never followed.
@@ -283,7 +285,7 @@ fn what_no_checkpoint_holds_is_kept() {
     let done = checkpoint::restore(
         &r,
         &before.commit,
-        &|_| true,
+        &|_| None,
         "refs/trellis/checkpoints/k/u",
     )
     .unwrap();
@@ -320,5 +322,45 @@ fn what_no_checkpoint_holds_is_kept() {
     assert_eq!(
         std::fs::read_to_string(r.join("b.txt")).unwrap(),
         "now ignored and mine\n"
+    );
+}
+
+/// A checkpoint holds files as bytes: a CRLF file in a repository that normalises line
+/// endings comes back with its CRLF.
+#[test]
+fn files_come_back_byte_for_byte() {
+    let (_t, r) = repo();
+    std::fs::write(r.join(".gitattributes"), "* text=auto\n").unwrap();
+    git(&r, &["add", ".gitattributes"]);
+    git(&r, &["commit", "-q", "-m", "attributes"]);
+    let before = checkpoint::take(&r, "refs/trellis/checkpoints/b/1", "before").unwrap();
+    std::fs::write(r.join("mine.txt"), "line1\r\nline2\r\n").unwrap();
+    let done = checkpoint::restore(
+        &r,
+        &before.commit,
+        &|_| None,
+        "refs/trellis/checkpoints/b/u",
+    )
+    .unwrap();
+    assert_eq!(done.removed, [PathBuf::from("mine.txt")]);
+    checkpoint::undo(&r, &done.undo, "refs/trellis/checkpoints/b/u2").unwrap();
+    assert_eq!(
+        std::fs::read(r.join("mine.txt")).unwrap(),
+        b"line1\r\nline2\r\n"
+    );
+}
+
+/// A repository without a commit inside the tree stops git from recording it: said in
+/// words, with what to do.
+#[test]
+fn a_nested_repository_without_a_commit_is_said() {
+    let (_t, r) = repo();
+    std::fs::create_dir_all(r.join("lib")).unwrap();
+    git(&r.join("lib"), &["init", "-q"]);
+    let e = checkpoint::take(&r, "refs/trellis/checkpoints/n/1", "t").unwrap_err();
+    let e = e.to_string();
+    assert!(
+        e.contains("lib") && e.contains("add it to .gitignore"),
+        "{e}"
     );
 }

@@ -203,12 +203,11 @@ pub(crate) fn rewind(
         };
         let top = checkpoint::top(&cwd)?;
         let paths = agent_paths(Path::new(&row.path))?;
-        // The agent's files, as it left them: one changed since by anyone else is not.
-        let agents: Vec<PathBuf> = paths
+        // The agent's files, and whether each is as it left them.
+        let agents: Vec<(PathBuf, bool)> = paths
             .since(turn)
             .iter()
-            .filter(|p| paths.as_left(p))
-            .filter_map(|p| relative(&top, p))
+            .filter_map(|p| Some((relative(&top, p)?, paths.as_left(p))))
             .collect();
         // --force reaches only as far as the session's directory.
         let within = relative(&top, &cwd.join("x"))
@@ -216,20 +215,25 @@ pub(crate) fn rewind(
             .unwrap_or_default();
         let may = |p: &Path| {
             if force {
-                p.starts_with(&within)
+                (!p.starts_with(&within)).then_some(checkpoint::KEPT_OUTSIDE)
             } else {
-                agents.iter().any(|a| a == p)
+                match agents.iter().find(|(a, _)| a == p) {
+                    Some((_, true)) => None,
+                    Some((_, false)) => Some(checkpoint::KEPT_NOT_AS_LEFT),
+                    None => Some(checkpoint::KEPT_NOT_AGENTS),
+                }
             }
         };
         let done = checkpoint::restore(&cwd, commit, &may, &next_undo)?;
         writeln!(out, "put back the tree before turn {turn}:")?;
         done
     };
+    let shown = |p: &Path| safe(&trellis_text::one_line(&p.to_string_lossy())).into_owned();
     for p in &done.restored {
-        writeln!(out, "  restored  {}", safe(&p.to_string_lossy()))?;
+        writeln!(out, "  restored  {}", shown(p))?;
     }
     for p in &done.removed {
-        writeln!(out, "  removed   {}", safe(&p.to_string_lossy()))?;
+        writeln!(out, "  removed   {}", shown(p))?;
     }
     if done.restored.is_empty() && done.removed.is_empty() {
         writeln!(out, "  nothing to put back")?;
@@ -254,11 +258,15 @@ pub(crate) fn rewind(
             staged.join(", ")
         )?;
     }
-    writeln!(
-        out,
-        "the tree as it was is kept on {next_undo}: `trellis sessions rewind {} --undo` puts it back",
-        row.id
-    )?;
+    if done.undo.is_empty() {
+        writeln!(out, "nothing was changed")?;
+    } else {
+        writeln!(
+            out,
+            "the tree as it was is kept on {next_undo}: `trellis sessions rewind {} --undo` puts it back",
+            row.id
+        )?;
+    }
     Ok(())
 }
 

@@ -122,7 +122,9 @@ fn two_turns_are_rewound_to_the_first_a_users_file_is_kept_and_the_rewind_undone
         "{said}"
     );
     assert!(
-        said.contains(&format!("kept      {notes}: changed by someone")),
+        said.contains(&format!(
+            "kept      {notes}: no longer as the agent left it"
+        )),
         "{said}"
     );
     assert_eq!(
