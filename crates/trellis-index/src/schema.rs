@@ -31,7 +31,8 @@ CREATE TABLE sessions(
     currency TEXT,
     continues TEXT,               -- the log this session continues
     launched_in TEXT,             -- where Trellis was started, when the session ran elsewhere
-    head TEXT NOT NULL,           -- hash of the first line: a replaced file is read again
+    head TEXT NOT NULL,           -- the first line's hash, and the file's device and inode: a
+                                  -- log written anew under its name is read again
     size INTEGER NOT NULL,        -- bytes read (complete lines)
     mtime INTEGER NOT NULL,       -- of the file when read, nanoseconds
     checkpoint INTEGER NOT NULL,  -- everything before is indexed for good

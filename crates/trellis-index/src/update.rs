@@ -61,7 +61,10 @@ fn open(log: &Path) -> Result<Option<Opened>> {
         .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_nanos() as i64)
         .unwrap_or_default();
-    let head = head_hash(&mut file)?;
+    // The first line's hash and which file it is: a log written anew in its place (an
+    // editor's save, `sed -i`) is read again from its start, not from its last turn end.
+    let (dev, ino) = trellis_os::fd::identity(&meta);
+    let head = format!("{}:{dev:x}:{ino:x}", head_hash(&mut file)?);
     Ok(Some(Opened {
         file,
         len: meta.len(),

@@ -369,3 +369,36 @@ fn damage_found_in_use_is_checked_at_the_next_open_and_set_aside() {
     drop(ix);
     assert_eq!(Index::open(&s.index).unwrap().1, Found::Ready);
 }
+
+/// A log written anew under its name (an editor's save, `sed -i`: a new file renamed over
+/// the old) is read again from its start, even when its size and first line are the same:
+/// a word taken out of an early turn is no longer found.
+#[test]
+fn a_log_written_anew_is_read_again_from_its_start() {
+    let s = setup();
+    let log = s.sessions.join("2026-12-06/100000-demo-1.jsonl");
+    write(&log, &log_text("demo", "/p/one", 1_000.0, 3, "zanzibar"));
+    let (mut ix, _) = Index::open(&s.index).unwrap();
+    ix.refresh(&s.sessions).unwrap();
+    assert_eq!(
+        ix.search("zanzibar", None, None, false, 9).unwrap().len(),
+        3
+    );
+    // The same length, the same first line: only the word differs.
+    let text = std::fs::read_to_string(&log)
+        .unwrap()
+        .replace("zanzibar", "xxxxxxxx");
+    let tmp = log.with_extension("tmp");
+    std::fs::write(&tmp, &text).unwrap();
+    std::fs::rename(&tmp, &log).unwrap();
+    ix.refresh(&s.sessions).unwrap();
+    assert!(
+        ix.search("zanzibar", None, None, false, 9)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        ix.search("xxxxxxxx", None, None, false, 9).unwrap().len(),
+        3
+    );
+}

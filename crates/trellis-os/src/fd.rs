@@ -46,6 +46,21 @@ pub fn open_regular(path: &std::path::Path) -> io::Result<Option<File>> {
     Ok(file.metadata()?.is_file().then_some(file))
 }
 
+/// Which file `meta` is (device and inode on Unix; `(0, 0)` elsewhere): a file put in
+/// another's place under the same name (an editor's save, `sed -i`) is another file.
+pub fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        (0, 0)
+    }
+}
+
 /// Waits until `fd` can be read without blocking (data, end of file or an error to
 /// report), at most `timeout` (whole milliseconds, at most 65 s): whether it can.
 pub fn wait_readable(
