@@ -66,7 +66,9 @@ pub enum SessionsCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Delete a session: its log file, its place in the index and its checkpoints.
+    /// Delete a session: its log file, its place in the index and its checkpoints. Give
+    /// its whole id (or its log's path). A log written outside the sessions directory
+    /// (`--log FILE`) is forgotten, not deleted.
     Rm { id: String },
     /// The checkpoints of a session's working tree: one before each turn, in a git
     /// repository (the files the agent changed since each, and its prompt).
@@ -200,18 +202,40 @@ pub fn main(cmd: SessionsCmd) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `trellis sessions rm ID`: the log, its place in the index, its checkpoints.
-fn rm(index: &mut Index, id: &str, out: &mut String) -> anyhow::Result<()> {
+/// `trellis sessions rm ID`: the log, its place in the index, its checkpoints. Deleting
+/// asks for the whole id (or the log's path): a prefix is enough to show a session, not
+/// to delete one. A log outside the sessions directory (`--log FILE`) is the user's file:
+/// it is forgotten, not deleted.
+fn rm(index: &mut Index, sessions: &Path, id: &str, out: &mut String) -> anyhow::Result<()> {
     use std::fmt::Write as _;
     let row = index.session(id)?;
-    match std::fs::remove_file(&row.path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => bail!("{}: {e}", row.path),
+    if id != row.id && id != row.path {
+        bail!(
+            "say the whole id to delete a session: `trellis sessions rm {}` ({}); a prefix is enough to show one, not to delete it",
+            row.id,
+            safe(&row.path)
+        );
+    }
+    let ours = Path::new(&row.path).starts_with(sessions);
+    if ours {
+        match std::fs::remove_file(&row.path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => bail!("{}: {e}", row.path),
+        }
     }
     index.forget(&row.path)?;
     let n = crate::checkpoints::forget(&row);
-    writeln!(out, "removed {} ({})", row.id, safe(&row.path))?;
+    if ours {
+        writeln!(out, "removed {} ({})", row.id, safe(&row.path))?;
+    } else {
+        writeln!(
+            out,
+            "forgot {}: its log {} is outside the sessions directory and was kept (delete it yourself if you mean to)",
+            row.id,
+            safe(&row.path)
+        )?;
+    }
     if n > 0 {
         writeln!(out, "and its {n} checkpoint(s) of the working tree")?;
     }
@@ -312,7 +336,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                 )?;
             }
         }
-        SessionsCmd::Rm { id } => rm(&mut index, &id, out)?,
+        SessionsCmd::Rm { id } => rm(&mut index, &sessions, &id, out)?,
         SessionsCmd::Checkpoints { id, json } => {
             let row = index.session(&id)?;
             crate::checkpoints::list(&row, json, out)?;

@@ -219,10 +219,16 @@ fn sessions_are_listed_searched_shown_and_removed() {
         &a,
     );
     assert_eq!(found[0]["path"], elsewhere.to_str().unwrap(), "{found}");
-    home.ok(
+    // A log written elsewhere is the user's file: forgotten, not deleted.
+    let said = home.ok(
         &["sessions", "rm", found[0]["session"].as_str().unwrap()],
         &a,
     );
+    assert!(
+        said.contains("outside the sessions directory and was kept"),
+        "{said}"
+    );
+    assert!(elsewhere.is_file());
 
     // Show, by a prefix of the id.
     let show = home.ok(&["sessions", "show", &id[..5]], &a);
@@ -238,7 +244,16 @@ fn sessions_are_listed_searched_shown_and_removed() {
     let log = PathBuf::from(row["path"].as_str().unwrap());
     assert!(log.is_file());
 
-    // rm: the log and the index entry go.
+    // rm: the whole id, not a prefix (enough to show a session, not to delete it).
+    let o = home.trellis(&["sessions", "rm", &id[..5]], &a);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("`trellis sessions rm {id}`")),
+        "{err}"
+    );
+    assert!(log.is_file());
+    // The log and the index entry go.
     home.ok(&["sessions", "rm", &id], &a);
     assert!(!log.exists());
     let all = home.json(&["sessions", "list", "--all", "--json"], &a);
