@@ -378,6 +378,18 @@ impl Demo {
                     "end_turn"
                 }
             }
+        } else if let Some((_, why)) = text.split_once("rejected the tool call") {
+            // A reject's reason, told as the next message: taken to heart, in words
+            // that show what arrived.
+            let why = why.split_once("Reason: ").map_or(why, |(_, r)| r);
+            self.say(
+                "agent_message_chunk",
+                &format!(
+                    "Understood, I will not do that. Your reason: {}",
+                    why.trim()
+                ),
+            )?;
+            "end_turn"
         } else if text.trim_start().starts_with("/elicit-url") {
             self.elicit(true)?
         } else if text.trim_start().starts_with("/elicit") {

@@ -92,6 +92,9 @@ pub enum Effect {
     ListSessions { cwd: Option<String>, cursor: String },
     /// Make the log durable (end of a turn).
     Sync,
+    /// Send `text` as the session's next prompt, once no turn runs: a reason given with
+    /// a reject, which the agent reads as the next message of the conversation.
+    Prompt { text: String },
 }
 
 /// Why a decision was refused.

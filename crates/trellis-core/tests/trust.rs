@@ -574,3 +574,114 @@ fn the_agents_session_pages_are_followed_and_joined_within_bounds() {
         "it still offers more"
     );
 }
+
+/// A reject with a reason (issue 48, item 8): the agent gets the one-time reject ACP
+/// defines, and the reason is its next message; a person's or an extension's reason
+/// only, only with a reject, cut at the limit and saying so.
+#[test]
+fn a_rejects_reason_becomes_the_agents_next_message() {
+    use trellis_core::{Choice, Decider};
+    let ask = |seq: u64, id: u64| {
+        frame(
+            seq,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission","params":{"sessionId":"s1",
+                "toolCall":{"toolCallId":format!("c{id}"),"title":"Edit src/lib.rs"},
+                "options":[{"optionId":"y","name":"Yes","kind":"allow_once"},
+                           {"optionId":"n","name":"No","kind":"reject_once"}]}}),
+        )
+    };
+    let decide = |s: &mut Session, id: u64, option: &str, decider: Decider, reason: &str| {
+        update(
+            s,
+            Action::Decide {
+                t: 1.0,
+                request_id: id.to_string(),
+                choice: Choice::Option(option.into()),
+                decider,
+                reason: Some(reason.into()),
+            },
+        )
+    };
+    let told = |fx: &[Effect]| -> Vec<String> {
+        fx.iter()
+            .filter_map(|e| match e {
+                Effect::Prompt { text } => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let outcome = |fx: &[Effect]| -> Option<trellis_core::Outcome> {
+        fx.iter().find_map(|e| match e {
+            Effect::Answer { outcome, .. } => Some(outcome.clone()),
+            _ => None,
+        })
+    };
+    let mut s = session();
+    update(&mut s, ask(1, 1));
+    let fx = decide(&mut s, 1, "n", Decider::User, "  keep the old API  ");
+    assert_eq!(
+        outcome(&fx),
+        Some(trellis_core::Outcome::Selected {
+            option_id: "n".into(),
+            kind: Some(trellis_core::permission::OptionKind::RejectOnce)
+        }),
+        "a user's no is the reject, never cancelled"
+    );
+    assert_eq!(
+        told(&fx),
+        ["I rejected the tool call \"Edit src/lib.rs\". Reason: keep the old API"]
+    );
+    // An extension's (a hook's) reason is passed on the same way, said as its.
+    update(&mut s, ask(2, 2));
+    let fx = decide(
+        &mut s,
+        2,
+        "n",
+        Decider::Extension("guard".into()),
+        "no edits on main",
+    );
+    assert_eq!(
+        told(&fx),
+        [
+            "The client's check `guard` rejected the tool call \"Edit src/lib.rs\". Reason: no edits on main"
+        ]
+    );
+    // An allow's words, a policy's, a cancel: nothing is told.
+    update(&mut s, ask(3, 3));
+    assert!(told(&decide(&mut s, 3, "y", Decider::User, "fine")).is_empty());
+    update(&mut s, ask(4, 4));
+    assert!(
+        told(&decide(
+            &mut s,
+            4,
+            "n",
+            Decider::Policy("reject".into()),
+            "policy"
+        ))
+        .is_empty()
+    );
+    update(&mut s, ask(5, 5));
+    let fx = update(
+        &mut s,
+        Action::Decide {
+            t: 1.0,
+            request_id: "5".into(),
+            choice: Choice::Cancelled,
+            decider: Decider::User,
+            reason: Some("bye".into()),
+        },
+    );
+    assert!(told(&fx).is_empty());
+    // A reason past the limit is cut, and says so; a second answer tells nothing more.
+    update(&mut s, ask(6, 6));
+    let long = "x".repeat(trellis_core::permission::REASON_LIMIT + 50);
+    let fx = decide(&mut s, 6, "n", Decider::Inbox, &long);
+    let t = &told(&fx)[0];
+    assert!(t.ends_with(" […cut]"), "{t}");
+    assert_eq!(
+        t.matches('x').count(),
+        trellis_core::permission::REASON_LIMIT
+    );
+    assert!(told(&decide(&mut s, 6, "n", Decider::User, "again")).is_empty());
+}

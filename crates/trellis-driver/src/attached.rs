@@ -21,6 +21,8 @@ pub enum Remote {
     Decide {
         request_id: String,
         choice: trellis_core::Choice,
+        /// Why, with a reject (the agent is told).
+        reason: Option<String>,
     },
     Elicit {
         request_id: String,

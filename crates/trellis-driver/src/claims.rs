@@ -32,6 +32,9 @@ pub struct Waiting {
     /// The "always" choices (option id, name): each saves a rule, so they are taken only
     /// from someone who saw the rule's reach and may make rules (see [`Claims::decide`]).
     pub always: Vec<(String, String)>,
+    /// The one-time reject, which takes a reason the agent is told (`None`: the agent
+    /// offered none).
+    pub reject_once: Option<String>,
     /// When it was asked (session seconds).
     pub asked_at: Option<f64>,
     /// What an edit would change: its unified diff (bounded, see [`DIFF_LIMIT`]).
@@ -145,6 +148,10 @@ fn collect(session: &Session, full: bool) -> Vec<Waiting> {
                 .filter(|o| always(o.kind))
                 .map(|o| (o.option_id.clone(), o.name.clone()))
                 .collect(),
+            reject_once: options
+                .iter()
+                .find(|o| o.kind == OptionKind::RejectOnce)
+                .map(|o| o.option_id.clone()),
         });
     }
     for e in session.pending_elicitations() {
@@ -154,12 +161,39 @@ fn collect(session: &Session, full: bool) -> Vec<Waiting> {
             subject: e.message.clone(),
             options: Vec::new(),
             always: Vec::new(),
+            reject_once: None,
             asked_at: None,
             diff: None,
             input: None,
         });
     }
     out
+}
+
+/// What is said once a reject's reason is taken.
+pub const REASON_SENT: &str =
+    "the reason goes to the agent as your next message, when its turn ends";
+
+/// Whether `reason` may go with an answer of `kind`: only a reject says why, and the
+/// agent reads at most [`trellis_core::permission::REASON_LIMIT`] characters of it.
+pub fn check_reason(kind: OptionKind, reason: &str) -> Result<(), Refusal> {
+    if !matches!(kind, OptionKind::RejectOnce | OptionKind::RejectAlways) {
+        return Err((
+            "bad_request",
+            "a reason goes only with a reject (the agent is told it as your next message)".into(),
+        ));
+    }
+    if reason.trim().is_empty() {
+        return Err(("bad_request", "the reason is empty".into()));
+    }
+    let limit = trellis_core::permission::REASON_LIMIT;
+    if reason.chars().count() > limit {
+        return Err((
+            "bad_request",
+            format!("a reason is at most {limit} characters"),
+        ));
+    }
+    Ok(())
 }
 
 fn always(kind: OptionKind) -> bool {
@@ -285,10 +319,14 @@ impl Claims {
         token: Option<&str>,
         who: String,
         rule_made: bool,
+        reason: Option<String>,
         notes: &mut Vec<Note>,
     ) -> Result<(), Refusal> {
         self.check_claim(request_id, token)?;
         let kind = option_of(&driver.session, request_id, option_id)?.0;
+        if let Some(r) = &reason {
+            check_reason(kind, r)?;
+        }
         if always(kind) && !rule_made {
             return Err((
                 "refused",
@@ -296,10 +334,11 @@ impl Claims {
                     .into(),
             ));
         }
-        driver.decide(
+        driver.decide_because(
             request_id.to_string(),
             Choice::Option(option_id.to_string()),
             Decider::Attached(who),
+            reason,
             notes,
         );
         self.claims.remove(request_id);

@@ -38,7 +38,13 @@ impl Driver {
             Some(h) => h.on_effects_synced(fx, now, Some(&|p| ledger.snapshot(p))),
             None => Vec::new(),
         };
+        let mut told = Vec::new();
         for e in fx.drain(..) {
+            // A reason for the agent waits its turn with the extensions' prompts.
+            if let Effect::Prompt { text } = e {
+                told.push(text);
+                continue;
+            }
             let e = match &self.conn {
                 Some(c) => c.handle.perform(e),
                 None => Some(e),
@@ -78,6 +84,12 @@ impl Driver {
             }
         }
         self.outs(outs, notes);
+        if self.conn.is_some() && !told.is_empty() {
+            let origin = "the reason for a reject";
+            self.driven
+                .extend(told.into_iter().map(|t| (origin.to_string(), t)));
+            self.send_driven();
+        }
         if turn_ended {
             // The log was synced at the turn's end (a performed effect): index it.
             if let Some(h) = &self.history {

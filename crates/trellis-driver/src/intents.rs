@@ -35,6 +35,7 @@ impl Driver {
         if self.to_hub(|| attached::Remote::Decide {
             request_id: request_id.clone(),
             choice: choice.clone(),
+            reason: reason.clone(),
         }) {
             return;
         }

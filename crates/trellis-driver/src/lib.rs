@@ -119,8 +119,8 @@ pub struct Driver {
     closed: bool,
     /// The closing record is written (its action may not have come back yet).
     ending: bool,
-    /// Prompts extensions sent while a turn ran: (extension, text), sent in order as
-    /// turns end.
+    /// Prompts extensions sent while a turn ran, and reasons given with rejects (the
+    /// reducer's `Effect::Prompt`): (origin, text), sent in order as turns end.
     driven: VecDeque<(String, String)>,
     /// A prompt was handed to the connection and its turn has not started yet.
     prompt_in_flight: bool,

@@ -35,6 +35,10 @@ pub enum Op {
         claim: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         always: Option<String>,
+        /// Why, with a reject: told to the agent as the session's next message (after
+        /// the running turn) and kept on the call's record.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// Claims a pending request for a while (`lease_s`, 30 s unless said, 5–300): others
     /// are told who is answering it and cannot answer it meanwhile. The claim goes when
@@ -298,6 +302,9 @@ pub struct PendingInfo {
     /// Its "always" choices and the rule each would save, with its reach.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub always: Vec<AlwaysInfo>,
+    /// The one-time reject, which takes a reason (`Op::Decide::reason`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reject_once: Option<String>,
 }
 
 /// An "always" choice of a pending request: the rule it saves and what that rule matches.

@@ -654,7 +654,12 @@ impl App {
                 return vec![Intent::Decide {
                     request_id: req,
                     option_id: o.option_id.clone(),
+                    reason: None,
                 }];
+            }
+            if key.code == KeyCode::Char('r') {
+                self.reason_for(req, call, &options);
+                return Vec::new();
             }
             if key.code == KeyCode::Esc {
                 return vec![Intent::Cancel];

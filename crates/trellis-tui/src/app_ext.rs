@@ -226,6 +226,7 @@ impl App {
                     }
                 }
             },
+            Overlay::Reason(r) => return self.reason_key(r, key),
             Overlay::Rule(mut p) => match p.key(key) {
                 None => self.overlay = Some(Overlay::Rule(p)),
                 Some(false) => {
@@ -237,6 +238,7 @@ impl App {
                         return vec![Intent::Decide {
                             request_id: p.request_id,
                             option_id: p.option_id,
+                            reason: None,
                         }];
                     }
                     Err(e) => {
@@ -247,6 +249,61 @@ impl App {
             },
         }
         Vec::new()
+    }
+
+    /// A key while a reject's reason is written: Enter sends the reject with it, unless
+    /// the request was answered meanwhile.
+    fn reason_key(&mut self, mut r: crate::reason::ReasonInput, key: KeyEvent) -> Vec<Intent> {
+        match r.key(key) {
+            crate::reason::ReasonKey::Stay => self.overlay = Some(Overlay::Reason(r)),
+            crate::reason::ReasonKey::Back => {}
+            crate::reason::ReasonKey::Send(reason) => {
+                if !self
+                    .driver
+                    .session
+                    .pending_permissions()
+                    .into_iter()
+                    .any(|(id, _, _)| id == r.request_id)
+                {
+                    self.message = Some("that request was answered meanwhile: nothing sent".into());
+                    return Vec::new();
+                }
+                self.message = Some(trellis_driver::claims::REASON_SENT.into());
+                return vec![Intent::Decide {
+                    request_id: r.request_id,
+                    option_id: r.option_id,
+                    reason: Some(reason),
+                }];
+            }
+        }
+        Vec::new()
+    }
+
+    /// `r` in the permission dialog: the reason's line opens, for the agent's one-time
+    /// reject (an "always" reject would also be the agent's rule: not taken with words).
+    pub(crate) fn reason_for(
+        &mut self,
+        request_id: String,
+        call: usize,
+        options: &[trellis_core::permission::PermissionOption],
+    ) {
+        use trellis_core::permission::OptionKind;
+        match options.iter().find(|o| o.kind == OptionKind::RejectOnce) {
+            Some(o) => {
+                let subject =
+                    trellis_core::enrich::card_title(&self.driver.session.ledger.at(call));
+                self.overlay = Some(Overlay::Reason(crate::reason::ReasonInput::new(
+                    request_id,
+                    o.option_id.clone(),
+                    subject,
+                )));
+            }
+            None => {
+                self.message = Some(
+                    "the agent offered no one-time reject: nothing to give a reason with".into(),
+                )
+            }
+        }
     }
 
     /// Saves the previewed rule in its scope and adds it to the rules in force.

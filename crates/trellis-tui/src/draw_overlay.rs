@@ -90,6 +90,11 @@ pub(crate) fn draw_overlay(
             crate::help::help_lines(app, inner_w, &theme),
             *scroll,
         ),
+        Overlay::Reason(r) => (
+            " Reject with a reason ".to_string(),
+            r.lines(inner_w, &theme),
+            0,
+        ),
         Overlay::Rule(p) => (
             " Always: save a rule? ".to_string(),
             p.lines(&app.driver.session, &theme),

@@ -568,4 +568,6 @@ pub enum Overlay {
     Sessions(crate::history::Picker),
     /// The agent's options (model, mode, …).
     Options(crate::agent_options::Picker),
+    /// A reject's reason being written (`r` in the permission dialog).
+    Reason(crate::reason::ReasonInput),
 }

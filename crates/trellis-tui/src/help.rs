@@ -53,6 +53,7 @@ const DIALOG: &[(&str, &str)] = &[
         "allow once / always (always previews the rule it saves)",
     ),
     ("n / N", "reject once / always"),
+    ("r", "reject with a reason the agent is told next"),
     (
         "↑ / ↓, PgUp / PgDn",
         "scroll a question taller than the screen",

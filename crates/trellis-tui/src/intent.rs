@@ -12,10 +12,12 @@ pub enum Intent {
     Cancel,
     /// Cancel a subagent's work (the child session id).
     CancelSubagent(String),
-    /// Answer permission request `request_id` with the option `option_id`.
+    /// Answer permission request `request_id` with the option `option_id` (and, with a
+    /// reject, the reason the agent is told).
     Decide {
         request_id: String,
         option_id: String,
+        reason: Option<String>,
     },
     /// Answer the agent's question `request_id` (`elicitation/create`).
     Elicit {

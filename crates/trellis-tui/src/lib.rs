@@ -31,6 +31,7 @@ mod plans;
 pub mod plugins_page;
 pub mod prompt;
 pub mod rail;
+pub mod reason;
 pub mod rules;
 mod siblings;
 pub mod sidebar;
@@ -276,10 +277,12 @@ pub fn perform_intent(app: &mut App, intent: Intent) {
         Intent::Decide {
             request_id,
             option_id,
-        } => app.driver.decide(
+            reason,
+        } => app.driver.decide_because(
             request_id,
             Choice::Option(option_id),
             Decider::User,
+            reason,
             &mut notes,
         ),
     }

@@ -1,7 +1,7 @@
 //! The prompt editor's text buffer: multi-line text, a cursor, history, and the Tab
 //! completion being cycled.
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Prompt {
     /// Completion candidates being cycled with Tab, and the one shown.
     pub(crate) completion: Option<(Vec<String>, usize, usize)>,

@@ -389,7 +389,7 @@ pub fn inbox_lines(
                 "    Enter opens the session · s skips".to_string()
             } else {
                 format!(
-                    "    {} · Enter opens the session · s skips",
+                    "    {} · r reject with a reason · Enter opens the session · s skips",
                     answers.join("  ")
                 )
             };

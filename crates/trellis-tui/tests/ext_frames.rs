@@ -383,7 +383,8 @@ fn always_opens_a_rule_preview_that_can_be_edited_or_abandoned() {
         intents,
         vec![Intent::Decide {
             request_id: "9".into(),
-            option_id: "always".into()
+            option_id: "always".into(),
+            reason: None,
         }]
     );
     let stored = app

@@ -70,11 +70,55 @@ fn permission_dialog_with_a_queue() {
         intents,
         vec![trellis_tui::Intent::Decide {
             request_id: "0".into(),
-            option_id: "y".into()
+            option_id: "y".into(),
+            reason: None,
         }]
     );
     // Keys of options the agent did not offer do nothing.
     assert!(app.on_key(key('N')).is_empty());
+}
+
+#[test]
+fn a_reject_with_a_reason_is_written_in_the_dialog_and_sent_with_the_one_time_reject() {
+    let mut b = B::new();
+    b.ask(0, "one", "Edit one.txt", "edit");
+    let mut app = App::new(b.s, "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    // The dialog offers it beside the agent's own choices.
+    assert!(frame_text(&mut app, 80, 30).contains("[r] reject with a reason"));
+    assert!(app.on_key(key('r')).is_empty());
+    // Enter on nothing sends nothing; Esc goes back to the question, unanswered.
+    assert!(
+        app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE))
+            .is_empty()
+    );
+    for c in "use the helper in util.rs".chars() {
+        assert!(app.on_key(key(c)).is_empty(), "typing {c} answered");
+    }
+    insta::assert_snapshot!("reason_80x20", frame_text(&mut app, 80, 20));
+    assert!(
+        app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE))
+            .is_empty()
+    );
+    assert!(frame_text(&mut app, 80, 30).contains("[r] reject with a reason"));
+    // Written again and sent: the one-time reject, with the words.
+    app.on_key(key('r'));
+    for c in " no: keep the old API ".chars() {
+        app.on_key(key(c));
+    }
+    let intents = app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert_eq!(
+        intents,
+        vec![trellis_tui::Intent::Decide {
+            request_id: "0".into(),
+            option_id: "n".into(),
+            reason: Some("no: keep the old API".into()),
+        }]
+    );
+    assert!(
+        frame_text(&mut app, 80, 30).contains("your next message"),
+        "what happens to the reason is said"
+    );
 }
 
 #[test]

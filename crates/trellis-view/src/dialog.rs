@@ -132,6 +132,10 @@ pub fn permission_dialog(
             keys.push(Span::raw(format!("{}   ", o.name)));
         }
     }
+    if options.iter().any(|o| o.kind == OptionKind::RejectOnce) {
+        keys.push(Span::styled("[r] ", theme.failed));
+        keys.push(Span::raw("reject with a reason   "));
+    }
     keys.push(Span::styled("[Esc] cancel the turn", theme.dim));
     Dialog {
         title,

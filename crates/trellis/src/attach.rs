@@ -224,6 +224,7 @@ fn op_of(session: u32, intent: Remote) -> Option<Op> {
         Remote::Decide {
             request_id,
             choice: trellis_core::Choice::Option(option_id),
+            reason,
         } => Op::Decide {
             session,
             request_id,
@@ -231,6 +232,7 @@ fn op_of(session: u32, intent: Remote) -> Option<Op> {
             claim: None,
             // The attached UI answers once ("always" is refused before it gets here).
             always: None,
+            reason,
         },
         Remote::Decide { .. } => return None,
         Remote::Elicit { request_id, answer } => Op::Answer {

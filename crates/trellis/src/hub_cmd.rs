@@ -268,7 +268,12 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
                 a.matches
             );
         }
-        print!("  {} · s skip · q quit > ", choices.join("  "));
+        let reasoned = if p.reject_once.is_some() {
+            " · r reject with a reason"
+        } else {
+            ""
+        };
+        print!("  {}{reasoned} · s skip · q quit > ", choices.join("  "));
         std::io::stdout().flush()?;
         let Some(Ok(answer)) = lines.next() else {
             return Ok(ExitCode::SUCCESS);
@@ -278,6 +283,30 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
             "s" | "" => {
                 release(&mut c, key, &request_id, claim);
                 skipped.insert((hub, key, request_id));
+            }
+            "r" if p.reject_once.is_some() => {
+                // One line the agent is told as the session's next message.
+                print!("  your reason (the agent reads it; Enter on nothing goes back) > ");
+                std::io::stdout().flush()?;
+                let Some(Ok(reason)) = lines.next() else {
+                    return Ok(ExitCode::SUCCESS);
+                };
+                if reason.trim().is_empty() {
+                    release(&mut c, key, &request_id, claim);
+                    continue;
+                }
+                let body = c.call(
+                    Op::Decide {
+                        session: key,
+                        request_id,
+                        option_id: p.reject_once.clone().unwrap_or_default(),
+                        claim: Some(claim),
+                        always: None,
+                        reason: Some(reason.trim().to_string()),
+                    },
+                    Some(operation_id()),
+                )?;
+                let _ = done(body)?;
             }
             n => match pick(n, &p) {
                 Some((option_id, is_always)) => {
@@ -309,15 +338,17 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
                             option_id,
                             claim: Some(claim),
                             always,
+                            reason: None,
                         },
                         Some(operation_id()),
                     )?;
                     let _ = done(body)?;
                 }
                 None => println!(
-                    "  a number from 1 to {}{}, s or q",
+                    "  a number from 1 to {}{}{}, s or q",
                     p.options.len(),
-                    if p.always.is_empty() { "" } else { ", aN" }
+                    if p.always.is_empty() { "" } else { ", aN" },
+                    if p.reject_once.is_some() { ", r" } else { "" }
                 ),
             },
         }

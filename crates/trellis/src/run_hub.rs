@@ -259,19 +259,30 @@ impl RunHub {
                 request_id,
                 option_id,
                 claim,
+                reason,
                 ..
-            } => self
-                .claims
-                .decide(
-                    driver,
-                    &request_id,
-                    &option_id,
-                    claim.as_deref(),
-                    who,
-                    false,
-                    notes,
-                )
-                .map(|()| format!("request {request_id} answered {option_id}")),
+            } => {
+                let reason_given = reason.is_some();
+                self.claims
+                    .decide(
+                        driver,
+                        &request_id,
+                        &option_id,
+                        claim.as_deref(),
+                        who,
+                        false,
+                        reason,
+                        notes,
+                    )
+                    .map(|()| {
+                        let told = if reason_given {
+                            format!("; {}", trellis_driver::claims::REASON_SENT)
+                        } else {
+                            String::new()
+                        };
+                        format!("request {request_id} answered {option_id}{told}")
+                    })
+            }
             Op::Answer {
                 request_id,
                 answer,
@@ -372,6 +383,7 @@ impl RunHub {
                     options: w.options,
                     // Not offered: a headless run's rules are its --permission.
                     always: Vec::new(),
+                    reject_once: w.reject_once,
                 })
                 .collect(),
         }

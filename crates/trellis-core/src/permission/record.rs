@@ -110,6 +110,45 @@ pub struct PermissionRecord {
     pub reason: Option<String>,
 }
 
+/// The longest reason passed on to an agent, in characters; a longer one is cut, and
+/// says so.
+pub const REASON_LIMIT: usize = 2000;
+
+/// What the agent is told when `decider` answered the call titled `title` with `outcome`
+/// and said why: the session's next message. Only a reject carries its reason on, and
+/// only a person's or an extension's (a policy's or a rule's words are Trellis's own,
+/// and a cancel is nobody's no).
+pub fn reason_for_agent(
+    outcome: &Outcome,
+    decider: &Decider,
+    title: &str,
+    reason: Option<&str>,
+) -> Option<String> {
+    let rejected = matches!(
+        outcome,
+        Outcome::Selected {
+            kind: Some(OptionKind::RejectOnce | OptionKind::RejectAlways),
+            ..
+        }
+    );
+    let reason = reason.map(str::trim).filter(|r| !r.is_empty())?;
+    if !rejected {
+        return None;
+    }
+    let who = match decider {
+        Decider::User | Decider::Inbox | Decider::Attached(_) => "I".to_string(),
+        Decider::Extension(name) => format!("The client's check `{name}`"),
+        _ => return None,
+    };
+    let mut said: String = reason.chars().take(REASON_LIMIT).collect();
+    if said.len() < reason.len() {
+        said.push_str(" […cut]");
+    }
+    Some(format!(
+        "{who} rejected the tool call \"{title}\". Reason: {said}"
+    ))
+}
+
 /// What a policy or rule wants done with a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

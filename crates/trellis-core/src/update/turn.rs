@@ -18,7 +18,9 @@ pub(crate) fn decide(
     reason: Option<String>,
 ) -> Result<(), DecideError> {
     let Some(AgentRequest::Permission {
-        options, answering, ..
+        options,
+        answering,
+        call,
     }) = cx.s.agent_requests.get_mut(request_id)
     else {
         return Err(DecideError::NotOpen(request_id.to_string()));
@@ -56,16 +58,27 @@ pub(crate) fn decide(
         },
     };
     *answering = true;
+    let call = *call;
     // Who answered is known from now on (its record follows through the log and says
     // the same): a second answerer in between is told who won, not "no such request".
     cx.s.deciders
         .insert(request_id.to_string(), decider.clone());
+    let told = crate::permission::reason_for_agent(
+        &outcome,
+        &decider,
+        &crate::enrich::card_title(&cx.s.ledger.at(call)),
+        reason.as_deref(),
+    );
     cx.fx.push(Effect::Answer {
         request_id: request_id.to_string(),
         outcome,
         decider,
         reason,
     });
+    // The reason reaches the agent as the next message (after this turn).
+    if let Some(text) = told {
+        cx.fx.push(Effect::Prompt { text });
+    }
     Ok(())
 }
 

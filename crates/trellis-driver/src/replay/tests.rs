@@ -272,7 +272,8 @@ fn an_attached_session_sends_its_intents_to_the_hub() {
             crate::attached::Remote::Cancel,
             crate::attached::Remote::Decide {
                 request_id: "7".into(),
-                choice: trellis_core::Choice::Option("allow".into())
+                choice: trellis_core::Choice::Option("allow".into()),
+                reason: None,
             },
         ]
     );

@@ -296,12 +296,25 @@ async fn decide(p: &Pairing, client: &str, body: &Value, admin: bool) -> Answer 
             "an \"always\" rule needs a token with the admin scope",
         );
     }
+    // A reject's reason, told to the agent (the hub checks it goes with a reject).
+    let reason = match &body["reason"] {
+        Value::Null => None,
+        Value::String(r) => Some(r.clone()),
+        _ => {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                "reason is text, when given",
+            );
+        }
+    };
     let op = Op::Decide {
         session,
         request_id: request_id.to_string(),
         option_id: option_id.to_string(),
         claim: body["claim"].as_str().map(str::to_string),
         always,
+        reason,
     };
     match call(p, client, op, operation_id(body)).await {
         Ok(b) => outcome(b),

@@ -37,15 +37,69 @@ function showLogin(why) {
   say(why);
 }
 
-async function answer(li, row, p, o, buttons) {
+// The request whose reason is being written ('session/request'): the list is not redrawn
+// under the user's fingers while it is still pending.
+let composing = null;
+
+async function answer(li, row, p, o, buttons, reason) {
   buttons.forEach((b) => { b.disabled = true; });
   const said = li.querySelector('.said');
-  const { status, v } = await api('POST', '/api/decide', {
-    session: row.session, request_id: p.request_id, option_id: o[0], operation_id: operationId(),
-  });
-  said.textContent = status === 200 ? 'Answered: ' + o[1] : (v.message || ('failed (' + status + ')'));
+  const body = { session: row.session, request_id: p.request_id, option_id: o[0], operation_id: operationId() };
+  if (reason !== undefined) body.reason = reason;
+  const { status, v } = await api('POST', '/api/decide', body);
+  if (status === 200) {
+    said.textContent = 'Answered: ' + o[1] + (reason !== undefined ? ' — your reason goes to the agent when its turn ends' : '');
+  } else {
+    said.textContent = v.message || ('failed (' + status + ')');
+    buttons.forEach((b) => { b.disabled = false; });
+  }
   li.dataset.answered = status === 200 ? 'yes' : 'no';
+  if (status === 200) composing = null;
   setTimeout(refresh, 800);
+}
+
+// "Reject with a reason": a line of text the agent is told as the next message.
+const REASON_LIMIT = 2000;
+function reasonForm(li, row, p, buttons) {
+  const key = row.session + '/' + p.request_id;
+  const reject = p.options.find((o) => o[0] === p.reject_once);
+  const box = el('div', 'why');
+  const open = el('button', 'reason', 'Reject with a reason…');
+  open.type = 'button';
+  const form = el('form', 'reasonform');
+  form.hidden = true;
+  const label = el('label', '', 'Why (the agent reads this as your next message)');
+  const input = el('input');
+  input.type = 'text';
+  input.maxLength = REASON_LIMIT;
+  input.name = 'reason';
+  input.autocomplete = 'off';
+  label.append(input);
+  const send = el('button', '', 'Reject and send');
+  send.type = 'submit';
+  const back = el('button', '', 'Back');
+  back.type = 'button';
+  form.append(label, send, back);
+  open.addEventListener('click', () => {
+    composing = key;
+    form.hidden = false;
+    open.hidden = true;
+    input.focus();
+  });
+  back.addEventListener('click', () => {
+    composing = null;
+    form.hidden = true;
+    open.hidden = false;
+  });
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = input.value.trim();
+    if (!text) { input.focus(); return; }
+    answer(li, row, p, reject, buttons.concat([open, send, back]), text);
+  });
+  buttons.push(open);
+  box.append(open, form);
+  return box;
 }
 
 // How long a request has waited, in words.
@@ -122,13 +176,16 @@ function render(data) {
         choices.append(b);
       }
       if (p.kind === 'question') choices.append(el('span', 'said', 'answer questions in the session (trellis attach)'));
+      const why = p.reject_once ? reasonForm(li, row, p, buttons) : null;
       const note = el('div', 'said');
       if (p.claimed_by) {
         // Someone is answering it elsewhere: their claim holds until they answer or it lapses.
         buttons.forEach((b) => { b.disabled = true; });
         note.textContent = p.claimed_by + ' is answering it';
       }
-      li.append(choices, note);
+      li.append(choices);
+      if (why) li.append(why);
+      li.append(note);
       list.append(li);
     }
   }
@@ -143,6 +200,10 @@ async function refresh() {
     if (status === 200) {
       $('#login').hidden = true;
       $('#forget').hidden = false;
+      // A reason being written stays under the user's fingers while its request waits.
+      const waiting = (v.sessions || []).some((row) => row.pending.some((p) => row.session + '/' + p.request_id === composing));
+      if (composing && waiting) return;
+      composing = null;
       render(v);
     } else if (status === 401 || status === 403) {
       localStorage.removeItem(KEY);

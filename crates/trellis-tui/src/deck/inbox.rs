@@ -1,6 +1,6 @@
 //! The inbox's keys: move through every session's pending requests, answer a permission
-//! request once with a one-time choice, answer a question in place with the session's own
-//! form, open the session, skip.
+//! request once with a one-time choice (or open it to reject with a reason), answer a
+//! question in place with the session's own form, open the session, skip.
 
 use crossterm::event::{KeyCode, KeyEvent};
 use trellis_core::attention::Blocked;
@@ -36,6 +36,22 @@ impl Deck {
             // A question is answered here, in its session's own form.
             KeyCode::Enter if p.kind == Blocked::Question => {
                 inbox.answering = Some((p.key, p.request_id.clone()));
+            }
+            // A reason is written in the session's own dialog, over its question.
+            KeyCode::Char('r') if p.kind != Blocked::Question => {
+                let (i, request_id) = (p.index, p.request_id.clone());
+                self.inbox = None;
+                self.show(i);
+                let app = &mut self.slots[i].app;
+                if let Some((_, call, options)) = app
+                    .driver
+                    .session
+                    .pending_permissions()
+                    .into_iter()
+                    .find(|(id, _, _)| *id == request_id)
+                {
+                    app.reason_for(request_id, call, &options);
+                }
             }
             KeyCode::Enter | KeyCode::Char('o') => {
                 let i = p.index;

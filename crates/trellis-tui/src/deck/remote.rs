@@ -45,6 +45,7 @@ impl Deck {
                             options: w.options,
                             claimed_by: self.claimant(s.key, &w.request_id),
                             always: always_infos(session, &w.request_id, &w.always),
+                            reject_once: w.reject_once,
                             request_id: w.request_id,
                         })
                         .collect(),
@@ -57,19 +58,27 @@ impl Deck {
     /// token, if they hold one): once; someone who comes second is told who answered. An
     /// "always" choice is taken only with `always` naming where its rule goes: the rule is
     /// the session's own dialog's (shown with its reach in [`Deck::session_infos`]), saved
-    /// there first, then the request is answered.
+    /// there first, then the request is answered. A reject's `reason` is told to the
+    /// agent as the session's next message.
     pub fn decide_attached(
         &mut self,
         key: SessionKey,
         (request_id, option_id): (&str, &str),
         claim: Option<&str>,
         always: Option<&str>,
+        reason: Option<String>,
         who: String,
     ) -> Result<(Vec<SessionNote>, Option<String>), Refusal> {
         let i = self
             .index_of(key)
             .ok_or(("not_found", format!("no session {key}")))?;
         let slot = &mut self.slots[i];
+        // A reason that cannot go is refused before any rule is saved.
+        if let Some(r) = &reason {
+            let (kind, _) =
+                trellis_driver::claims::option_of(&slot.app.driver.session, request_id, option_id)?;
+            trellis_driver::claims::check_reason(kind, r)?;
+        }
         let mut saved = None;
         if let Some(place) = always {
             slot.claims.check_claim(request_id, claim)?;
@@ -112,6 +121,7 @@ impl Deck {
             claim,
             who,
             always.is_some(),
+            reason,
             &mut notes,
         )?;
         let numbered = slot.number(notes);

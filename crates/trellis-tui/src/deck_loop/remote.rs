@@ -155,23 +155,25 @@ async fn carry_out(
             option_id,
             claim,
             always,
+            reason,
         } => match deck.decide_attached(
             session,
             (&request_id, &option_id),
             claim.as_deref(),
             always.as_deref(),
+            reason.clone(),
             who,
         ) {
             Ok((notes, saved)) => {
                 shown = slot_of(deck, session).map(|i| (i, notes));
-                Body::Done {
-                    said: match saved {
-                        Some(rule) => {
-                            format!("request {request_id} answered {option_id}; rule saved: {rule}")
-                        }
-                        None => format!("request {request_id} answered {option_id}"),
-                    },
+                let mut said = format!("request {request_id} answered {option_id}");
+                if let Some(rule) = saved {
+                    said.push_str(&format!("; rule saved: {rule}"));
                 }
+                if reason.is_some() {
+                    said.push_str(&format!("; {}", trellis_driver::claims::REASON_SENT));
+                }
+                Body::Done { said }
             }
             Err((code, message)) => error(code, message),
         },

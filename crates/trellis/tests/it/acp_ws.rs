@@ -274,6 +274,7 @@ fn an_acp_controller_racing_another_client_answers_each_request_once() {
                     option_id: "yes".into(),
                     claim: None,
                     always: None,
+                    reason: None,
                 };
                 if let Body::Done { .. } = c
                     .call(op, Some(format!("s-{round}-{}", p.request_id)))

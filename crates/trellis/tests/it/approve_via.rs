@@ -50,6 +50,7 @@ fn decide(c: &mut Client, claim: Option<String>) -> Body {
             option_id: "allow".into(),
             claim,
             always: None,
+            reason: None,
         },
         None,
     )
@@ -296,4 +297,101 @@ fn the_flags_of_a_hub_are_refused_where_they_mean_nothing() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
         assert!(text(&o).contains(says), "{args:?}: {}", text(&o));
     }
+}
+
+/// Rejecting with a reason from another terminal (issue 48, item 8): `trellis approve`'s
+/// `r` sends the agent's one-time reject with the words; the agent reads them as the
+/// next message once its turn ends, the call's record keeps them, and a reason that
+/// cannot go (with an allow) is refused before anything is answered.
+#[test]
+fn a_reject_with_a_reason_from_trellis_approve_is_the_agents_next_message() {
+    let d = Dirs::new();
+    let child = start(&d, "ci-9", &["--ask-timeout", "120s", "--format", "jsonl"]);
+    until("the run to ask through its hub", || {
+        d.ls()
+            .iter()
+            .any(|r| r["hub"] == "ci-9" && r["state"] == "permission")
+    });
+    let row = d.ls().into_iter().find(|r| r["hub"] == "ci-9").unwrap();
+    assert_eq!(row["pending"][0]["reject_once"], "reject", "{row}");
+    // Words with an allow are refused, and nothing is answered.
+    let mut c = client(&d, "ci-9", "script");
+    let refused = c
+        .call(
+            Op::Decide {
+                session: 1,
+                request_id: "1".into(),
+                option_id: "allow".into(),
+                claim: None,
+                always: None,
+                reason: Some("because".into()),
+            },
+            None,
+        )
+        .unwrap();
+    assert!(
+        matches!(&refused, Body::Error { code, message } if code == "bad_request" && message.contains("only with a reject")),
+        "{refused:?}"
+    );
+    // The person at `trellis approve`: r, then the reason.
+    let mut approve = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .arg("approve")
+        .env("XDG_RUNTIME_DIR", &d.runtime)
+        .env("XDG_DATA_HOME", &d.data)
+        .env("XDG_CONFIG_HOME", &d.config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        approve.stdin.as_mut().unwrap(),
+        b"r\nkeep the old API, it has users\n",
+    )
+    .unwrap();
+    drop(approve.stdin.take());
+    let said = approve.wait_with_output().unwrap();
+    let shown = text(&said);
+    assert!(said.status.success(), "{shown}");
+    assert!(shown.contains("r reject with a reason"), "{shown}");
+    assert!(
+        shown.contains("answered reject; the reason goes to the agent as your next message"),
+        "{shown}"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let log = session_log(&d);
+    // The one-time reject ACP defines, never `cancelled`; the words on the record.
+    let decided: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["msg"]["type"] == "permission_decided")
+        .collect();
+    assert_eq!(decided.len(), 1, "{log}");
+    assert_eq!(
+        decided[0]["msg"]["reason"], "keep the old API, it has users",
+        "{log}"
+    );
+    assert!(
+        log.contains(r#""outcome":{"optionId":"reject","outcome":"selected"}"#)
+            || log.contains(r#""outcome":{"outcome":"selected","optionId":"reject"}"#),
+        "{log}"
+    );
+    // The next turn's prompt carries it; the agent answered it.
+    assert!(
+        log.contains(r#"I rejected the tool call \"Edit src/lib.rs\". Reason: keep the old API, it has users"#),
+        "{log}"
+    );
+    // (Its answer arrives in chunks.)
+    assert!(log.contains("Your reason: keep the old API, "), "{log}");
+    let events = crate::jsonl(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "turn_started")
+            .count(),
+        2,
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

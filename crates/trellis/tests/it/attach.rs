@@ -363,6 +363,7 @@ fn racing_answers_and_claims_answer_each_request_exactly_once() {
                         option_id: "yes".into(),
                         claim: None,
                         always: None,
+                        reason: None,
                     };
                     match c
                         .call(op, Some(format!("{name}-{round}-{}", p.request_id)))
@@ -461,6 +462,7 @@ fn an_observers_answer_is_refused_by_the_hub() {
                 option_id: "allow".into(),
                 claim: None,
                 always: None,
+                reason: None,
             },
             None,
         )

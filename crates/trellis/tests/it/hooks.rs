@@ -77,6 +77,11 @@ fn permission_hooks_decide_in_order_and_faults_never_approve() {
             r#"{"by":"extension","name":"hooks"}"#.into()
         )]
     );
+    // Its words (stderr) are passed on: the agent's next message (issue 48, item 8).
+    assert!(
+        out.contains(r#"The client's check `hooks` rejected the tool call \"Edit src/lib.rs\". Reason: no edits"#),
+        "{out}"
+    );
     // No opinion, then a JSON allow: the second hook decides.
     let (_, out, _) = run(
         "[[hooks]]\non = \"permission_requested\"\nrun = \"exit 0\"\n\n[[hooks]]\non = \"permission_requested\"\ntitle = \"Edit *\"\nrun = \"echo '{\\\"decision\\\":\\\"allow\\\"}'\"\n",

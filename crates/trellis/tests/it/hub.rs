@@ -98,6 +98,7 @@ fn a_session_is_listed_approved_once_sent_to_and_stopped_from_another_terminal()
                 option_id: "reject".into(),
                 claim: None,
                 always: None,
+                reason: None,
             },
             None,
         )

@@ -79,6 +79,7 @@ fn a_hub_wide_plugin_in_a_hub_of_its_own_sees_every_session_and_ends_with_it() {
                     option_id: "allow".into(),
                     claim: None,
                     always: None,
+                    reason: None,
                 },
                 None,
             )

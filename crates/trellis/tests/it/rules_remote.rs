@@ -20,6 +20,7 @@ fn decide(c: &mut Client, request_id: &str, always: Option<&str>) -> Body {
             option_id: "allow-always".into(),
             claim: None,
             always: always.map(str::to_string),
+            reason: None,
         },
         None,
     )

@@ -586,6 +586,8 @@ impl Facade {
                 option_id: option_id.to_string(),
                 claim: None,
                 always: None,
+                // ACP's answer has no words: a reject's reason is given elsewhere.
+                reason: None,
             })
             .await;
     }
