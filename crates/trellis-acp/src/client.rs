@@ -312,7 +312,7 @@ async fn run(
                     tokio::time::sleep(next).await;
                 }
             };
-            let (session_id, embed): (SessionId, bool) = loop {
+            let (session_id, embed, forked): (SessionId, bool, bool) = loop {
                 tokio::select! {
                     r = &mut setup => break r?,
                     () = expired() => {
@@ -338,6 +338,15 @@ async fn run(
                 }
             };
             *lock(&session_slot) = Some(session_id.to_string());
+            if forked {
+                // The agent's own fork remembers the conversation: a transcript carried
+                // by a prompt held during setup is not sent as well.
+                for c in &mut queued {
+                    if let Command::Prompt { embedded, .. } = c {
+                        embedded.clear();
+                    }
+                }
+            }
             let _ = tx.send(Input::Ready);
             let turns = Turns { before: before_turn, recorder: recorder.clone(), n: 0 };
             serve(&cx, session_id, (embed, traceparent), queued, &mut cmd_rx, (&stopping, &terminals), turns).await

@@ -37,6 +37,9 @@ pub enum Input {
     /// The agent wants the user to log in by running it in the terminal: the front end
     /// runs the login and answers [`crate::client::Command::LoginDone`]; setup waits (its timeout too).
     Login(Login),
+    /// The agent forked its own session (`session/fork`): it remembers the conversation,
+    /// so no transcript needs to be carried to it.
+    Forked,
     /// The session is set up; prompts may be sent.
     Ready,
     /// The connection is over; `error` says why if it was not a clean shutdown.

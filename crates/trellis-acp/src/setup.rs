@@ -9,10 +9,10 @@ use agent_client_protocol::v1::schema::{
     AuthCapabilities, AuthMethod, AuthenticateRequest, BooleanConfigOptionCapabilities,
     ClientCapabilities, ClientSessionCapabilities, CompactionCapabilities, ContentBlock,
     ElicitationCapabilities, ElicitationFormCapabilities, ElicitationUrlCapabilities,
-    FileSystemCapabilities, Implementation, InitializeRequest, LoadSessionRequest,
-    NewSessionRequest, NoticeCapabilities, PlanCapabilities, ResumeSessionRequest,
-    SessionConfigOptionsCapabilities, SessionId, SubagentCapabilities, SystemPrompt,
-    SystemPromptMode, TextContent,
+    FileSystemCapabilities, ForkSessionRequest, Implementation, InitializeRequest,
+    LoadSessionRequest, NewSessionRequest, NoticeCapabilities, PlanCapabilities,
+    ResumeSessionRequest, SessionConfigOptionsCapabilities, SessionId, SubagentCapabilities,
+    SystemPrompt, SystemPromptMode, TextContent,
 };
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -82,7 +82,7 @@ pub(crate) async fn set_up(
     tx: &crate::inputs::Sender,
     deadline: &Mutex<Option<std::time::Instant>>,
     login_rx: &mut UnboundedReceiver<bool>,
-) -> Result<(SessionId, bool), agent_client_protocol::Error> {
+) -> Result<(SessionId, bool, bool), agent_client_protocol::Error> {
     let init = cx
         .send_request(
             InitializeRequest::new(ProtocolVersion::V1)
@@ -104,6 +104,15 @@ pub(crate) async fn set_up(
         .load_session
         .clone()
         .filter(|_| resume.is_none() && init.agent_capabilities.load_session);
+    let fork = spec
+        .fork_session
+        .clone()
+        .filter(|_| init.agent_capabilities.session_capabilities.fork.is_some());
+    if let (Some(id), None) = (&spec.fork_session, &fork) {
+        let _ = tx.send(Input::Warning(format!(
+            "the agent does not offer session/fork: a new session starts instead of a fork of {id}, and the first prompt carries the transcript"
+        )));
+    }
     if let (Some(id), None, None) = (&spec.load_session, &load, &resume) {
         let _ = tx.send(Input::Warning(format!(
             "the agent does not advertise session/load: a new session starts instead of {id}, without the agent's memory of it"
@@ -156,6 +165,14 @@ pub(crate) async fn set_up(
     }
     let session_id: SessionId = loop {
         let attempt = match (&resume, &load) {
+            _ if fork.is_some() => cx
+                .send_request(setup!(ForkSessionRequest::new(
+                    fork.clone().unwrap_or_default(),
+                    spec.cwd.clone()
+                )))
+                .block_task()
+                .await
+                .map(|s| s.session_id),
             (Some(id), _) => cx
                 .send_request(setup!(ResumeSessionRequest::new(
                     id.clone(),
@@ -192,7 +209,11 @@ pub(crate) async fn set_up(
         }
     };
     let embed = init.agent_capabilities.prompt_capabilities.embedded_context;
-    Ok((session_id, embed))
+    // Said before `Ready`: a prompt sent once the session is ready carries no transcript.
+    if fork.is_some() {
+        let _ = tx.send(Input::Forked);
+    }
+    Ok((session_id, embed, fork.is_some()))
 }
 
 /// The agent requires a login before a session: by its own method, or by a command run

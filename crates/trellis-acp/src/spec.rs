@@ -53,6 +53,10 @@ pub struct AgentSpec {
     pub system_prompt: Option<(String, bool)>,
     /// Resume this ACP session with `session/load` (when the agent advertises it).
     pub load_session: Option<String>,
+    /// Fork this ACP session with `session/fork` when the agent advertises it (a draft
+    /// of the protocol: the new session remembers the whole conversation); else a new
+    /// session starts, and the warning says so.
+    pub fork_session: Option<String>,
     /// Keep each frame's verbatim line with its message (an extension asked for ACP
     /// payloads).
     pub keep_lines: bool,

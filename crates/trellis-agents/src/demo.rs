@@ -39,6 +39,9 @@ pub struct DemoOptions {
     pub load_session: bool,
     /// Advertise `sessionCapabilities.resume` and answer `session/resume` (no replay).
     pub resume_session: bool,
+    /// Advertise `sessionCapabilities.fork` and answer `session/fork` (a draft of the
+    /// protocol): the new session says it remembers the one it forked.
+    pub fork_session: bool,
     /// Require a login, done once this file exists (see `crate::demo_login`).
     pub login_file: Option<PathBuf>,
     /// Play in the session's directory even when it is in a git repository the demo did
@@ -58,6 +61,7 @@ impl Default for DemoOptions {
             delay: Duration::from_millis(120),
             load_session: false,
             resume_session: false,
+            fork_session: false,
             login_file: None,
             here: false,
             edit: None,
@@ -158,6 +162,8 @@ struct Demo {
     /// not said yet: there they are part of the work, so they go on the record as an edit
     /// of its own with its first prompt.
     unsaid: Vec<(&'static str, &'static str)>,
+    /// The session this one forked (`session/fork`), said with the first answer.
+    forked: Option<String>,
 }
 
 /// Runs the agent until the client closes stdin.
@@ -171,6 +177,7 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
         workspace: PathBuf::new(),
         prompts: 0,
         unsaid: Vec::new(),
+        forked: None,
     };
     loop {
         let msg = match demo.peer.recv(None) {
@@ -222,6 +229,18 @@ pub fn run(opts: DemoOptions) -> Result<(), PeerError> {
                 demo.peer.respond(
                     &id,
                     json!({"configOptions": demo.config.options(demo.caps.boolean_options)}),
+                )?;
+            }
+            "session/fork" if demo.opts.fork_session => {
+                let cwd = params["cwd"].as_str().unwrap_or(".").to_string();
+                demo.workspace = Path::new(&cwd).join("demo-workspace");
+                let from = params["sessionId"].as_str().unwrap_or("").to_string();
+                demo.session_id = format!("{from}-fork-{}", std::process::id());
+                demo.forked = Some(from);
+                demo.peer.respond(
+                    &id,
+                    json!({"sessionId": demo.session_id,
+                        "configOptions": demo.config.options(demo.caps.boolean_options)}),
                 )?;
             }
             "session/resume" if demo.opts.resume_session => {
@@ -293,11 +312,7 @@ impl Demo {
             json!({
                 "protocolVersion": 1,
                 "agentCapabilities": {"loadSession": self.opts.load_session,
-                    "sessionCapabilities": match (self.opts.resume_session, self.opts.load_session) {
-                        (true, _) => json!({"resume": {}, "list": {}, "additionalDirectories": {}, "systemPrompt": {}}),
-                        (false, true) => json!({"list": {}, "additionalDirectories": {}, "systemPrompt": {}}),
-                        (false, false) => json!({"additionalDirectories": {}, "systemPrompt": {}}),
-                    },
+                    "sessionCapabilities": self.session_capabilities(),
                     "promptCapabilities": {"embeddedContext": true}},
                 "agentInfo": {"name": "trellis-demo", "title": "Trellis demo agent", "version": env!("CARGO_PKG_VERSION")},
                 "authMethods": demo_login::methods(self.opts.login_file.as_deref(), self.caps.terminal_login)
@@ -345,11 +360,32 @@ impl Demo {
         Ok(())
     }
 
+    /// What it offers for sessions: resume, list, fork as asked for.
+    fn session_capabilities(&self) -> Value {
+        let mut caps = match (self.opts.resume_session, self.opts.load_session) {
+            (true, _) => {
+                json!({"resume": {}, "list": {}, "additionalDirectories": {}, "systemPrompt": {}})
+            }
+            (false, true) => json!({"list": {}, "additionalDirectories": {}, "systemPrompt": {}}),
+            (false, false) => json!({"additionalDirectories": {}, "systemPrompt": {}}),
+        };
+        if self.opts.fork_session {
+            caps["fork"] = json!({});
+        }
+        caps
+    }
+
     /// `session/prompt`: the scene a prompt asks for (a slash command), the load of
     /// `--calls`, or the story; returns the stop reason.
     fn prompt(&mut self, params: &Value) -> Result<&'static str, PeerError> {
         self.prompts += 1;
         self.say_seeded()?;
+        if let Some(from) = self.forked.take() {
+            self.say(
+                "agent_message_chunk",
+                &format!("(forked from {from}: I remember our conversation) "),
+            )?;
+        }
         let text = params["prompt"][0]["text"].as_str().unwrap_or("");
         let stop = if text.trim_start().starts_with("/compact") {
             self.compact()?

@@ -366,6 +366,10 @@ pub enum LocalRecord {
         /// The log of the session this one continues (`trellis sessions resume`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         continues: Option<String>,
+        /// A fork (`trellis sessions fork`): the turn of `continues` it was forked before
+        /// (its history is the turns before that one; none: all of them).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        continues_at: Option<u32>,
         /// The directory Trellis was started in, when the session runs elsewhere (the
         /// demo's scratch workspace, `--cwd`): a session is listed for both.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -449,6 +449,17 @@ impl Driver {
     fn input(&mut self, input: Input, notes: &mut Vec<Note>) {
         match input {
             Input::Action(action) => self.recorded(action, notes),
+            Input::Forked => {
+                // The agent remembers the conversation itself: no transcript is sent.
+                self.carry = None;
+                let text = "the agent forked its own session (session/fork): it remembers the conversation, so no transcript is sent";
+                if let Some(c) = &self.conn {
+                    c.handle
+                        .recorder()
+                        .local(LocalRecord::Mark { text: text.into() });
+                }
+                notes.push(Note::Message(text.into()));
+            }
             Input::Ready => {
                 self.ready = true;
                 notes.push(Note::Ready);

@@ -88,6 +88,10 @@ pub enum Op {
         /// The asking client's directory (where `trellis sessions list` there finds it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         launched_in: Option<String>,
+        /// A fork of an earlier session (`trellis sessions fork`): its turns before `at`
+        /// as history, told to the agent as a transcript (or its own `session/fork`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fork: Option<ForkOf>,
     },
     /// A single-use pairing code for a phone (`trellis pair`), when the hub listens.
     Pair,
@@ -139,6 +143,15 @@ impl Op {
             | Op::Hangup => None,
         }
     }
+}
+
+/// Which session a new one forks, and before which of its turns (none: after the last).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkOf {
+    /// Its id (a prefix of one), or its log.
+    pub session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u32>,
 }
 
 /// An answer to an agent's question.

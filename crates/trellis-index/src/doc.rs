@@ -84,6 +84,9 @@ pub struct Facts {
     pub cost: Option<f64>,
     pub currency: Option<String>,
     pub continues: Option<String>,
+    /// A fork: the turn of `continues` it was forked before (its history is the turns
+    /// before that one).
+    pub continues_at: Option<i64>,
     /// The directory Trellis was started in, when the session ran elsewhere.
     pub launched_in: Option<String>,
     /// Lines that were not records (cut short, not JSON).

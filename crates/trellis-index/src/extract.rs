@@ -120,6 +120,7 @@ impl Extractor {
                 f.started = msg.get("started").and_then(Value::as_f64);
                 f.command = str_of(msg, "command").map(str::to_string);
                 f.continues = str_of(msg, "continues").map(str::to_string);
+                f.continues_at = msg.get("continues_at").and_then(Value::as_i64);
                 f.launched_in = str_of(msg, "launched_in").map(str::to_string);
                 f.worktree = msg
                     .get("worktree")

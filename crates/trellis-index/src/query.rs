@@ -35,6 +35,8 @@ pub struct SessionRow {
     pub currency: Option<String>,
     /// The log of the session this one continues.
     pub continues: Option<String>,
+    /// A fork: the turn of that session it was forked before.
+    pub continues_at: Option<u32>,
     /// The directory Trellis was started in, when the session ran elsewhere (the demo's
     /// scratch workspace, `--cwd`).
     pub launched_in: Option<String>,
@@ -116,7 +118,7 @@ const SESSION_COLUMNS: &str = "s.id, s.path, s.acp_id, s.agent, s.agent_title, s
     (SELECT count(*) FROM calls c WHERE c.session = s.n AND c.status = 'failed'),
     (SELECT e.note FROM entries e
      WHERE e.session = s.n AND e.kind = 'prompt' ORDER BY e.offset LIMIT 1),
-    s.launched_in, s.agent_name, s.worktree";
+    s.launched_in, s.agent_name, s.worktree, s.continues_at";
 
 fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     let started: Option<f64> = r.get(8)?;
@@ -142,6 +144,9 @@ fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         cost: r.get(14)?,
         currency: r.get(15)?,
         continues: r.get(16)?,
+        continues_at: r
+            .get::<_, Option<i64>>(25)?
+            .and_then(|t| u32::try_from(t).ok()),
         launched_in: r.get(22)?,
         agent_name: r.get(23)?,
         worktree: r.get(24)?,

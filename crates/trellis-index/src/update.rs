@@ -242,9 +242,9 @@ fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
         "INSERT INTO sessions(id, path, acp_id, agent, agent_title, command, cwd, title,
              started, last_t, end_reason, turns, tokens_used, tokens_size, cost, currency,
              continues, head, size, mtime, checkpoint, ck_turn, launched_in, agent_name,
-             worktree)
+             worktree, continues_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-             ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)
+             ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
          ON CONFLICT(id) DO UPDATE SET path = excluded.path, acp_id = excluded.acp_id,
              agent = excluded.agent, agent_title = excluded.agent_title,
              command = excluded.command, cwd = excluded.cwd, title = excluded.title,
@@ -255,7 +255,8 @@ fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
              continues = excluded.continues, head = excluded.head, size = excluded.size,
              mtime = excluded.mtime, checkpoint = excluded.checkpoint,
              ck_turn = excluded.ck_turn, launched_in = excluded.launched_in,
-             agent_name = excluded.agent_name, worktree = excluded.worktree",
+             agent_name = excluded.agent_name, worktree = excluded.worktree,
+             continues_at = excluded.continues_at",
     )?
     .execute(params![
         row.id,
@@ -283,6 +284,7 @@ fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
         row.facts.launched_in,
         row.facts.agent_name,
         row.facts.worktree,
+        row.facts.continues_at,
     ])?;
     Ok(())
 }
@@ -306,7 +308,7 @@ fn facts(conn: &Connection, id: &str) -> Result<Facts> {
             .prepare_cached(
                 "SELECT acp_id, agent, agent_title, command, cwd, title, started, last_t,
                     end_reason, tokens_used, tokens_size, cost, currency, continues, launched_in,
-                    agent_name, worktree
+                    agent_name, worktree, continues_at
              FROM sessions WHERE id = ?1",
             )?
             .query_row([id], |r| {
@@ -328,6 +330,7 @@ fn facts(conn: &Connection, id: &str) -> Result<Facts> {
                     launched_in: r.get(14)?,
                     agent_name: r.get(15)?,
                     worktree: r.get(16)?,
+                    continues_at: r.get(17)?,
                     bad_lines: 0,
                 })
             })?)

@@ -255,6 +255,7 @@ pub fn resolve(
             additional_directories: dirs,
             system_prompt,
             load_session: None,
+            fork_session: None,
             keep_lines: false,
             bulk_reads: false,
             setup_timeout: std::time::Duration::from_secs_f64(

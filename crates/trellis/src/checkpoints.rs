@@ -496,3 +496,40 @@ fn checkpoint_failure(msg: &serde_json::Value) -> Option<String> {
     let text = msg["text"].as_str()?;
     (msg["type"] == "mark" && text.starts_with("no checkpoint")).then(|| text.to_string())
 }
+
+/// The checkpoint a fork's worktree starts from: that of the turn the fork is before
+/// (none for a fork after the last turn, whose worktree is the tree as it is now).
+pub(crate) fn fork_base(resume: &crate::sessions::Resume) -> anyhow::Result<Option<String>> {
+    let Some(turn) = resume.fork.and_then(|f| f.at) else {
+        return Ok(None);
+    };
+    let row = &resume.row;
+    let cwd = cwd_of(row)?;
+    let (turns, _) = listed(&cwd, &prefix(Path::new(&row.path)))?;
+    match turns.into_iter().find(|(t, _)| *t == turn) {
+        Some((_, commit)) => Ok(Some(commit)),
+        None => bail!(
+            "session {} has no checkpoint before turn {turn}, so a worktree cannot start from that turn's files (see `trellis sessions checkpoints {}`; without --worktree the fork runs in its directory as it is now)",
+            row.id,
+            row.id
+        ),
+    }
+}
+
+/// Makes the new worktree `cwd` hold the files of checkpoint `commit` (a fork from that
+/// turn): the worktree as made is kept first, on the new session's first undo point.
+pub(crate) fn materialize(cwd: &Path, commit: &str, log: &Path) -> anyhow::Result<String> {
+    let undo_ref = format!("{}undo-1", prefix(log));
+    let done = checkpoint::restore(cwd, commit, &|_| None, &undo_ref)
+        .context("cannot put the checkpoint's files into the worktree")?;
+    let mut said = format!(
+        "the worktree holds the files of checkpoint {} ({} put back, {} removed)",
+        &commit[..commit.len().min(12)],
+        done.restored.len(),
+        done.removed.len()
+    );
+    if !done.kept.is_empty() {
+        said.push_str(&format!("; {} kept as they are", done.kept.len()));
+    }
+    Ok(said)
+}

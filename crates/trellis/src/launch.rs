@@ -50,17 +50,24 @@ impl Launch {
             req.cwd.as_deref(),
             req.worktree.is_some(),
         )?;
-        let (worktree, said) =
+        // A fork from a turn, in a worktree: that turn's checkpoint, found before anything
+        // is made.
+        let base = match (&req.resume, &req.worktree) {
+            (Some(r), Some(_)) => crate::checkpoints::fork_base(r)?,
+            _ => None,
+        };
+        let (worktree, mut said) =
             crate::worktree_cmd::isolate(req.worktree.as_ref(), req.carry, &mut resolved, config)?;
         // Held while the session's front end lives: endings from elsewhere see it.
         let lease = crate::worktree_cmd::lease(&resolved.spec.cwd)?;
         if let Some(r) = &req.resume {
-            resolved.spec.load_session = r.row.acp_id.clone();
+            resolved.spec.load_session = r.agent_load();
+            resolved.spec.fork_session = r.agent_fork();
         }
         if let Some(id) = &req.load {
             resolved.spec.load_session = Some(id.clone());
         }
-        let continues = req.resume.as_ref().map(|r| r.row.path.clone());
+        let continues = req.resume.as_ref().map(|r| r.continues());
         let command = resolved.command.clone();
         let live = crate::setup::Live {
             store: true,
@@ -88,6 +95,13 @@ impl Launch {
         }
         .context("cannot create the session log")?;
         let log_path = writer.path().to_path_buf();
+        if let (Some(commit), Some(_)) = (&base, &worktree) {
+            said.push(crate::checkpoints::materialize(
+                &resolved.spec.cwd,
+                commit,
+                &log_path,
+            )?);
+        }
         let cwd = resolved.spec.cwd.to_string_lossy().into_owned();
         let name = resolved.name.clone();
         let (source, branch) = crate::worktree_cmd::place_of(&resolved.spec.cwd, worktree.as_ref());
@@ -109,7 +123,9 @@ impl Launch {
             &handle,
             (&name, &command),
             (&cwd, begun.started),
-            continues.as_deref(),
+            continues
+                .as_ref()
+                .map_or((None, None), |(p, at)| (Some(p.as_str()), *at)),
             worktree,
             req.launched_in.as_deref(),
         );
@@ -164,16 +180,7 @@ impl Launch {
         app.name_from_agent = resolved.command_line;
         app.exit_after_first_frame = self.exit_after_first_frame;
         app.driver.connect(Connection { handle, rx });
-        app.history = Some(Box::new(crate::sessions::IndexHistory::new(cwd.clone())));
-        if let Some(p) = &paths {
-            app.driver.set_history(Box::new(crate::sessions::Indexing(
-                trellis_index::Background::start(
-                    p.data_dir.join(trellis_index::FILE),
-                    &p.sessions_dir(),
-                    log_path.clone(),
-                ),
-            )));
-        }
+        indexed(&mut app, paths.as_ref(), &cwd, &log_path);
         // The demo's scratch workspace lives as long as the session's front end.
         if let Some(dir) = resolved.scratch {
             app.keep_alive(Box::new(dir));
@@ -238,5 +245,22 @@ impl Launch {
                 }
             },
         )
+    }
+}
+
+/// The session's history and search: the user's sessions (the picker), and the index
+/// kept up to date as the log grows.
+fn indexed(app: &mut App, paths: Option<&Paths>, cwd: &str, log: &std::path::Path) {
+    app.history = Some(Box::new(crate::sessions::IndexHistory::new(
+        cwd.to_string(),
+    )));
+    if let Some(p) = paths {
+        app.driver.set_history(Box::new(crate::sessions::Indexing(
+            trellis_index::Background::start(
+                p.data_dir.join(trellis_index::FILE),
+                &p.sessions_dir(),
+                log.to_path_buf(),
+            ),
+        )));
     }
 }

@@ -9,6 +9,7 @@ mod attach;
 mod budgets;
 mod checkpoints;
 mod fan;
+mod fork;
 mod headless;
 mod hooks;
 mod hub_cmd;
@@ -217,6 +218,9 @@ enum AgentCmd {
         /// Advertise `session/resume` (reloading without replaying history).
         #[arg(long)]
         resume_session: bool,
+        /// Advertise `session/fork` (a draft of the protocol).
+        #[arg(long)]
+        fork_session: bool,
         /// Require a login before `session/new`, done once FILE exists (offered as a
         /// terminal method to clients that take one, and through `authenticate`).
         #[arg(long, value_name = "FILE")]
@@ -327,6 +331,40 @@ fn main() -> ExitCode {
             command: sessions::SessionsCmd::Resume { id, carry, session },
         }) => sessions::Resume::find(&id, carry)
             .and_then(|r| ui::main(session, cli.config, false, Some(r), false)),
+        Some(Cmd::Sessions {
+            command:
+                sessions::SessionsCmd::Fork {
+                    id,
+                    at,
+                    worktree,
+                    prompt,
+                    agent,
+                    hub,
+                },
+        }) => fork::fork(
+            fork::ForkArgs {
+                id,
+                at,
+                worktree,
+                prompt,
+                agent,
+                hub,
+            },
+            cli.config.as_deref(),
+        ),
+        Some(Cmd::Sessions {
+            command:
+                sessions::SessionsCmd::Rewind {
+                    id,
+                    to: Some(to),
+                    conversation,
+                    both,
+                    force,
+                    ..
+                },
+        }) if conversation || both => {
+            fork::rewind(&id, to, both.then_some(force), cli.config.as_deref())
+        }
         Some(Cmd::Replay {
             file,
             call,
@@ -508,6 +546,7 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
             delay_ms,
             load_session,
             resume_session,
+            fork_session,
             login_file,
             login,
             here,
@@ -527,6 +566,7 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
                 delay: std::time::Duration::from_millis(delay_ms),
                 load_session,
                 resume_session,
+                fork_session,
                 login_file,
                 here,
                 edit,

@@ -484,7 +484,10 @@ pub struct Detached {
     /// None: the agent's own default (the demo's scratch workspace).
     pub cwd: Option<PathBuf>,
     pub worktree: bool,
-    pub prompt: String,
+    /// Sent once the agent is ready (none: the session waits for one).
+    pub prompt: Option<String>,
+    /// A fork of an earlier session, before its turn (none: after the last).
+    pub fork: Option<(String, Option<u32>)>,
 }
 
 /// This directory, as a hub records where its session was asked for.
@@ -524,8 +527,11 @@ pub fn run_detached(d: Detached, config: Option<&std::path::Path>) -> anyhow::Re
             agent: d.agent,
             cwd,
             worktree: d.worktree,
-            prompt: Some(d.prompt),
+            prompt: d.prompt,
             launched_in: here(),
+            fork: d
+                .fork
+                .map(|(session, at)| trellis_hub::wire::ForkOf { session, at }),
         },
         Some(crate::hub_cmd::operation_id()),
     )?;
@@ -611,6 +617,7 @@ pub fn detachable(
             worktree: ui.worktree.is_some(),
             prompt: None,
             launched_in: here(),
+            fork: None,
         },
         Some(crate::hub_cmd::operation_id()),
     )? {

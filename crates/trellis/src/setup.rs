@@ -58,7 +58,7 @@ pub fn record_header(
     handle: &trellis_acp::Handle,
     (name, command): (&str, &str),
     (cwd, started): (&str, f64),
-    continues: Option<&str>,
+    (continues, continues_at): (Option<&str>, Option<u32>),
     worktree: Option<trellis_core::WorktreeRef>,
     launched_in: Option<&std::path::Path>,
 ) {
@@ -72,6 +72,7 @@ pub fn record_header(
             started,
             command: Some(command.to_string()),
             continues: continues.map(str::to_string),
+            continues_at,
             // Where it was asked for: this process's directory, or the client's that
             // asked a hub.
             launched_in: launched_in

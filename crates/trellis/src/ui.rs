@@ -189,6 +189,12 @@ pub(crate) fn notify_of(config: &Config) -> trellis_tui::deck::Notify {
 /// `trellis run --detach`), all alike.
 pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener {
     Box::new(move |req: trellis_tui::deck::NewSession| {
+        let resume = match &req.fork {
+            Some((id, at)) => {
+                Some(crate::sessions::Resume::fork(id, *at).map_err(|e| format!("{e:#}"))?)
+            }
+            None => None,
+        };
         let request = crate::launch::Request {
             agent: req.agent.clone(),
             cwd: req.cwd.clone(),
@@ -198,14 +204,18 @@ pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener
                 required: true,
             }),
             carry: false,
-            resume: None,
+            resume,
             load: None,
             launched_in: req.launched_in.clone(),
         };
         match launch.open(request) {
             Ok((mut opened, _, notes)) => {
-                if let Some(last) = notes.first() {
-                    opened.app.message = Some(trellis_text::one_line(last).into_owned());
+                if !notes.is_empty() {
+                    let said: Vec<String> = notes
+                        .iter()
+                        .map(|n| trellis_text::one_line(n).into_owned())
+                        .collect();
+                    opened.app.message = Some(said.join(" · "));
                 }
                 Ok(opened)
             }

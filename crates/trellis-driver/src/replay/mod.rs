@@ -34,6 +34,8 @@ pub struct Replay {
     reader: std::io::BufReader<std::fs::File>,
     session: Session,
     spill_error: Option<String>,
+    /// Read no further than this byte (a fork's history: the turns before one).
+    until: u64,
 }
 
 impl Replay {
@@ -53,7 +55,14 @@ impl Replay {
             reader: std::io::BufReader::with_capacity(1 << 16, file),
             session,
             spill_error,
+            until: u64::MAX,
         })
+    }
+
+    /// Reads no further than byte `until` (the start of a line: see [`turn_starts`]).
+    pub fn until(mut self, until: u64) -> Replay {
+        self.until = until;
+        self
     }
 
     /// Where finished chunks will go (an extension host's copy of the session should
@@ -68,11 +77,17 @@ impl Replay {
         let mut buf = Vec::new();
         let (mut number, mut problems, mut unreadable) = (0u64, Vec::new(), 0usize);
         let session = &mut self.session;
+        let mut at = 0u64;
         loop {
             buf.clear();
-            if self.reader.read_until(b'\n', &mut buf)? == 0 {
+            if at >= self.until {
                 break;
             }
+            let n = self.reader.read_until(b'\n', &mut buf)?;
+            if n == 0 {
+                break;
+            }
+            at += n as u64;
             number += 1;
             let line = String::from_utf8_lossy(&buf);
             let line = line.trim_end_matches(['\n', '\r']);
@@ -152,9 +167,22 @@ impl Feed {
     /// Opens the log at `path` (a regular file only): the empty session to rebuild it
     /// into (its finished calls leave memory into a store of its own), and the feed.
     pub fn start(path: &Path) -> std::io::Result<(Session, Option<String>, Feed)> {
-        Feed::reading(path, "replay-reader", |reader, tx, read| {
-            feed(reader, tx, read)
-        })
+        Feed::start_until(path, u64::MAX)
+    }
+
+    /// [`Feed::start`], reading no further than byte `until` (the start of a line: a
+    /// fork's history is the turns before one, see [`turn_starts`]).
+    pub fn start_until(
+        path: &Path,
+        until: u64,
+    ) -> std::io::Result<(Session, Option<String>, Feed)> {
+        let (session, spill_error, mut fed) =
+            Feed::reading(path, "replay-reader", move |reader, tx, read| {
+                feed(reader, tx, read, until)
+            })?;
+        // Progress is of what is read.
+        fed.size = fed.size.min(until);
+        Ok((session, spill_error, fed))
     }
 
     /// Opens a log that is still being written (a session running elsewhere), like
@@ -185,6 +213,7 @@ impl Feed {
             reader: file,
             session,
             spill_error,
+            ..
         } = Replay::open(path)?;
         let size = file.get_ref().metadata().map(|m| m.len()).unwrap_or(0);
         let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -222,16 +251,22 @@ fn feed(
     mut reader: std::io::BufReader<std::fs::File>,
     tx: &tokio::sync::mpsc::Sender<Fed>,
     read: &std::sync::atomic::AtomicU64,
+    until: u64,
 ) {
     let mut buf = Vec::new();
     let mut ended = Ended::default();
     let mut batch = Vec::with_capacity(FEED_BATCH);
     let mut number = 0u64;
+    let mut at = 0u64;
     loop {
         buf.clear();
+        if at >= until {
+            break;
+        }
         match reader.read_until(b'\n', &mut buf) {
             Ok(0) => break,
             Ok(n) => {
+                at += n as u64;
                 read.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
             }
             Err(e) => {
@@ -448,6 +483,32 @@ impl crate::Driver {
 /// [`Replay::open`] and [`Replay::run`].
 pub fn rebuild_log(path: &Path, on_effect: impl FnMut(Effect)) -> std::io::Result<Rebuilt> {
     Replay::open(path)?.run(on_effect)
+}
+
+/// Where each turn of the log at `path` begins: the byte offset of the line that sent
+/// its prompt (`session/prompt`, from the client), turn 1 first. The log is read a line
+/// at a time; a line that is no record is passed over.
+pub fn turn_starts(path: &Path) -> std::io::Result<Vec<u64>> {
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, trellis_store::open_log(path)?);
+    let (mut starts, mut buf, mut at) = (Vec::new(), Vec::new(), 0u64);
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        // Only a client's line can send a prompt; the agent's text is never looked into.
+        if memchr::memmem::find(&buf, br#""dir":"client_to_agent""#).is_some()
+            && memchr::memmem::find(&buf, br#""session/prompt""#).is_some()
+            && let Ok(rec) = serde_json::from_slice::<serde_json::Value>(&buf)
+            && rec["dir"] == "client_to_agent"
+            && rec["msg"]["method"] == "session/prompt"
+        {
+            starts.push(at);
+        }
+        at += n as u64;
+    }
+    Ok(starts)
 }
 
 #[cfg(test)]

@@ -80,6 +80,9 @@ pub struct NewSession {
     pub worktree: bool,
     /// Where it was asked for, when elsewhere (a client of a hub, in its directory).
     pub launched_in: Option<PathBuf>,
+    /// A fork of an earlier session (its id or log), before its turn (none: after the
+    /// last).
+    pub fork: Option<(String, Option<u32>)>,
 }
 
 /// What a session's work was, for the commit that lands it.

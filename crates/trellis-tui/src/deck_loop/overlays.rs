@@ -227,6 +227,7 @@ pub(super) fn form_key(deck: &mut Deck, k: &KeyEvent) {
                 cwd: Some(std::path::PathBuf::from(form.dir.trim())),
                 worktree: form.worktree,
                 launched_in: None,
+                fork: None,
             };
             let Some(open) = deck.opener.as_mut() else {
                 deck.form = None;

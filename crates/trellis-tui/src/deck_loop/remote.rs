@@ -199,12 +199,14 @@ async fn carry_out(
             worktree,
             prompt,
             launched_in,
+            fork,
         } => match deck.open_remote(
             crate::deck::NewSession {
                 agent,
                 cwd: cwd.map(std::path::PathBuf::from),
                 worktree,
                 launched_in: launched_in.map(std::path::PathBuf::from),
+                fork: fork.map(|f| (f.session, f.at)),
             },
             prompt,
         ) {

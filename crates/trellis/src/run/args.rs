@@ -23,6 +23,17 @@ pub struct RunArgs {
     /// advertises it; the new log names the old one.
     #[arg(long, value_name = "ID", conflicts_with = "load")]
     pub(super) resume: Option<String>,
+    /// Continue a fork of an earlier session (an id, a prefix of one, or its log): its
+    /// turns before `--at` as history, given to the agent as a transcript with the first
+    /// prompt (after its last turn, an agent that offers `session/fork` forks its own
+    /// copy instead). Its agent and directory unless given; the new log names the old
+    /// one and the turn.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["load", "resume"])]
+    pub(super) fork: Option<String>,
+    /// With --fork: the turn to fork before (1 = before the first prompt); without it,
+    /// after the last turn.
+    #[arg(long, value_name = "TURN", requires = "fork")]
+    pub(super) at: Option<u32>,
     /// With --resume: send the earlier session (as Markdown) with the first prompt, for an
     /// agent that cannot load it. With --worktree: copy the uncommitted work of the
     /// source (changes to tracked files, untracked files) into the new worktree.
@@ -164,6 +175,10 @@ impl RunArgs {
             ("--log", self.log.is_some()),
             ("--load", ui.load.is_some()),
             ("--resume", self.resume.is_some()),
+            (
+                "--fork (trellis sessions fork starts one in a hub)",
+                self.fork.is_some(),
+            ),
             ("--set", !self.set.is_empty()),
             ("--file", !self.files.is_empty()),
             ("--strict", self.strict),
@@ -237,7 +252,8 @@ impl RunArgs {
             agent,
             cwd,
             worktree: label,
-            prompt: prompt.clone(),
+            prompt: Some(prompt.clone()),
+            fork: None,
         })
     }
 }

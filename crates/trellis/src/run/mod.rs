@@ -88,11 +88,11 @@ fn stays(
     crate::hooks::hooks_of(&config.hooks, "", |table, key, why| {
         config.invalid(table, key, why).into()
     })?;
-    let resume = args
-        .resume
-        .as_deref()
-        .map(|id| crate::sessions::Resume::find(id, args.carry))
-        .transpose()?;
+    let resume = match (&args.resume, &args.fork) {
+        (Some(id), _) => Some(crate::sessions::Resume::find(id, args.carry)?),
+        (None, Some(id)) => Some(crate::sessions::Resume::fork(id, args.at)?),
+        (None, None) => None,
+    };
     let agent = common
         .one_agent()?
         .or_else(|| resume.as_ref().and_then(|r| r.agent.clone()))
@@ -104,13 +104,24 @@ fn stays(
         .or_else(|| resume.as_ref().and_then(|r| r.cwd.clone()));
     if args.carry && args.resume.is_none() && common.worktree.is_none() {
         anyhow::bail!(
-            "--carry needs --resume (the earlier session) or --worktree (uncommitted work)"
+            "--carry needs --resume (the earlier session) or --worktree (uncommitted work){}",
+            if args.fork.is_some() {
+                ": a fork always carries its transcript"
+            } else {
+                ""
+            }
         );
     }
     let mut resolved =
         crate::agents::resolve(&agent, config, cwd.as_deref(), common.worktree.is_some())?;
     // No one types into a headless run: a streaming agent is read in large pieces.
     resolved.spec.bulk_reads = true;
+    // A fork from a turn, in a worktree: that turn's checkpoint, found before anything
+    // is made.
+    let base = match (&resume, &common.worktree) {
+        (Some(r), Some(_)) => crate::checkpoints::fork_base(r)?,
+        _ => None,
+    };
     let (worktree, said) = crate::worktree_cmd::isolate(
         common.worktree.as_ref(),
         args.carry && common.worktree.is_some(),
@@ -123,7 +134,8 @@ fn stays(
     resolved.spec.load_session = common
         .load
         .clone()
-        .or_else(|| resume.as_ref().and_then(|r| r.row.acp_id.clone()));
+        .or_else(|| resume.as_ref().and_then(|r| r.agent_load()));
+    resolved.spec.fork_session = resume.as_ref().and_then(|r| r.agent_fork());
     let (policy, explicit) = policy_from(common.policy.permission.as_deref(), config)?;
     let answers = match &args.answers {
         Some(p) => crate::answers::Answers::load(p)?,
@@ -154,6 +166,10 @@ fn stays(
     }
     .context("cannot create the session log")?;
     let log_path = writer.path().to_path_buf();
+    if let (Some(commit), Some(_)) = (&base, &worktree) {
+        let said = crate::checkpoints::materialize(&resolved.spec.cwd, commit, &log_path)?;
+        eprintln!("trellis: {}", crate::output::safe(&said));
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -418,7 +434,10 @@ async fn drive(
     resume: Option<crate::sessions::Resume>,
     worktree: Option<trellis_core::WorktreeRef>,
 ) -> anyhow::Result<Finished> {
-    let continues = resume.as_ref().map(|r| r.row.path.clone());
+    let continues = resume.as_ref().map(|r| r.continues());
+    if let Some(r) = &resume {
+        eprintln!("trellis: {}", crate::output::safe(&r.headless_notice()));
+    }
     let log_path = writer.path().to_path_buf();
     let index = Paths::from_env().map(|p| {
         // Registered now, read by the next `trellis sessions` command: a run's machine
@@ -440,7 +459,9 @@ async fn drive(
         &handle,
         (&resolved.name, &resolved.command),
         (cwd, begun.started),
-        continues.as_deref(),
+        continues
+            .as_ref()
+            .map_or((None, None), |(p, at)| (Some(p.as_str()), *at)),
         worktree,
         None,
     );

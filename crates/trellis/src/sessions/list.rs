@@ -164,10 +164,18 @@ pub(super) fn lines(
                 .or_else(|| r.worktree.as_deref().map(|w| format!("worktree {w}")))
                 .unwrap_or_default();
             if t.sessions.len() > 1 {
-                let n = t.sessions.len() - 1;
+                // Resumptions counted; a fork says where it parted.
+                let forks: Vec<u32> = t.sessions.iter().filter_map(|s| s.continues_at).collect();
+                let resumed = t.sessions.len() - 1 - forks.len();
+                let mut said = Vec::new();
+                if resumed > 0 {
+                    said.push(format!("resumed {resumed}×"));
+                }
+                said.extend(forks.iter().map(|n| format!("forked before turn {n}")));
                 title = format!(
-                    "{title}{}(resumed {n}×)",
-                    if title.is_empty() { "" } else { " " }
+                    "{title}{}({})",
+                    if title.is_empty() { "" } else { " " },
+                    said.join(", ")
                 );
             }
             let dir = dir(r).map(|d| format!("{d:<32}  ")).unwrap_or_default();
@@ -201,6 +209,23 @@ mod tests {
             turns: u32::from(prompt.is_some()),
             ..SessionRow::default()
         }
+    }
+
+    #[test]
+    fn a_fork_says_where_it_parted_from_its_thread() {
+        let first = row("cccc0001", 100.0, Some("fix it"), Some("Fix"));
+        let mut resumed = row("cccc0002", 200.0, Some("go on"), Some("Fix"));
+        resumed.continues = Some(first.path.clone());
+        let mut fork = row("cccc0003", 300.0, Some("another way"), Some("Fix"));
+        fork.continues = Some(resumed.path.clone());
+        fork.continues_at = Some(2);
+        let rows = vec![fork, resumed, first];
+        let lines = lines(&threads(&rows), |_| None);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].contains("Fix (resumed 1×, forked before turn 2)"),
+            "{lines:?}"
+        );
     }
 
     #[test]

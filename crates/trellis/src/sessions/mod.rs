@@ -77,24 +77,56 @@ pub enum SessionsCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Put back the files of a session's working tree as they were before a turn: those
-    /// the agent changed since (its edits, diffs and writes on the record). A file changed
-    /// by anyone else is listed and kept unless --force. The tree as it was is kept first,
-    /// and `--undo` puts it back. The conversation is not rewound (see docs/sessions.md).
+    /// Go back to before a turn. `--code`: put back the files of the session's working
+    /// tree that the agent changed since (its edits, diffs and writes on the record); a
+    /// file changed by anyone else is listed and kept unless --force; the tree as it was
+    /// is kept first, and `--undo` puts it back. `--conversation`: a new session of its
+    /// agent in its directory, in a hub, with the turns before as history and transcript
+    /// (ACP cannot cut a conversation short); prints its name. `--both`: the two.
     Rewind {
         id: String,
         /// The turn to go back to the start of.
         #[arg(long, required_unless_present = "undo", conflicts_with = "undo")]
         to: Option<u32>,
-        /// The code: the files of the working tree (the only part rewound so far).
-        #[arg(long, required_unless_present = "undo")]
+        /// The code: the files of the working tree.
+        #[arg(long, group = "what")]
         code: bool,
+        /// The conversation: a new session from before the turn (see above).
+        #[arg(long, group = "what")]
+        conversation: bool,
+        /// The code, then the conversation.
+        #[arg(long, group = "what")]
+        both: bool,
         /// Also put back files changed by someone other than the agent.
         #[arg(long)]
         force: bool,
         /// Put back the tree as it was before the last rewind.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["conversation", "both"])]
         undo: bool,
+    },
+    /// A new session from an earlier one, before its turn --at (else after its last),
+    /// side by side with the others in a hub (started in the background when none
+    /// serves); prints its name (`HUB:KEY`, for `trellis attach`). Its history is the
+    /// earlier turns, told to the agent as a transcript with the first prompt; forked
+    /// after the last turn, an agent that offers `session/fork` forks its own copy.
+    Fork {
+        id: String,
+        /// The turn to fork before (1: before the first prompt).
+        #[arg(long, value_name = "TURN")]
+        at: Option<u32>,
+        /// In a worktree of its own, holding the files of that turn's checkpoint (the
+        /// files as they are now, forked after the last turn).
+        #[arg(long)]
+        worktree: bool,
+        /// Sent once the agent is ready (else the session waits for one).
+        #[arg(long)]
+        prompt: Option<String>,
+        /// Another agent than the earlier session's (a preset, `demo`, a command line).
+        #[arg(long)]
+        agent: Option<String>,
+        /// The hub to start it in (default: `default`).
+        #[arg(long)]
+        hub: Option<String>,
     },
     /// Rebuild the index from the logs.
     Reindex,
@@ -342,12 +374,23 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
             crate::checkpoints::list(&row, json, out)?;
         }
         SessionsCmd::Rewind {
+            conversation: true, ..
+        }
+        | SessionsCmd::Rewind { both: true, .. }
+        | SessionsCmd::Fork { .. } => {
+            bail!("`sessions fork` and a conversation's rewind start a session (see main)")
+        }
+        SessionsCmd::Rewind {
             id,
             to,
-            code: _,
             force,
             undo,
+            code,
+            ..
         } => {
+            if !code && !undo {
+                bail!("say what to rewind: --code, --conversation or --both (or --undo)");
+            }
             let row = index.session(&id)?;
             crate::checkpoints::rewind(&row, to, force, undo, out)?;
         }
@@ -452,9 +495,20 @@ fn search(
 
 /// The session of `row`, rebuilt from its log, as a document.
 pub fn export(row: &SessionRow, format: ExportFormat, redact: bool) -> anyhow::Result<String> {
+    export_until(row, format, redact, u64::MAX)
+}
+
+/// [`export`] of the log up to byte `until` (a fork's history: the turns before one).
+pub fn export_until(
+    row: &SessionRow,
+    format: ExportFormat,
+    redact: bool,
+    until: u64,
+) -> anyhow::Result<String> {
     // Read a line at a time, finished calls out of memory as it goes (texts are read
     // back from the log as the document is written).
-    let session = trellis_driver::replay::rebuild_log(Path::new(&row.path), |_| {})
+    let session = trellis_driver::replay::Replay::open(Path::new(&row.path))
+        .and_then(|r| r.until(until).run(|_| {}))
         .with_context(|| format!("the session's log {}", row.path))?
         .session;
     let redactor = trellis_builtins::redact::Redact::default();
@@ -572,7 +626,10 @@ fn show_text(r: &SessionRow, next: &[SessionRow]) -> String {
         line("acp id", a.clone());
     }
     if let Some(c) = &r.continues {
-        line("continues", c.clone());
+        match r.continues_at {
+            Some(n) => line("fork of", format!("{c}, before its turn {n}")),
+            None => line("continues", c.clone()),
+        }
     }
     for n in next {
         line("continued", format!("in {}", n.id));

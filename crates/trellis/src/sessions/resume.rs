@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use trellis_index::SessionRow;
 
-use super::{ExportFormat, export, open_index, when};
+use super::{ExportFormat, export_until, open_index, when};
 
 /// What resuming an earlier session brings: where its history is, and how to start its
 /// agent again.
@@ -16,6 +16,27 @@ pub struct Resume {
     pub cwd: Option<PathBuf>,
     /// The earlier session as Markdown, for the first prompt (`--carry`).
     pub carry: Option<trellis_acp::Embedded>,
+    /// A fork: where its history stops (none: a resume, all of it).
+    pub fork: Option<Fork>,
+}
+
+/// Where a fork's history stops: before turn `at` of the earlier session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fork {
+    /// The turn it is forked before (none: after the last one).
+    pub at: Option<u32>,
+    /// The earlier session's turns.
+    pub turns: u32,
+    /// The byte of its log where the history stops.
+    until: u64,
+}
+
+impl Fork {
+    /// The turn the fork is before, as its log's header says (after the last: one more
+    /// than there were).
+    pub fn before(&self) -> u32 {
+        self.at.unwrap_or(self.turns + 1)
+    }
 }
 
 impl Resume {
@@ -29,7 +50,7 @@ impl Resume {
             Some(trellis_acp::Embedded {
                 uri: format!("trellis://session/{}.md", row.id),
                 mime: "text/markdown".into(),
-                text: export(&row, ExportFormat::Md, true)?,
+                text: export_until(&row, ExportFormat::Md, true, u64::MAX)?,
             })
         } else {
             None
@@ -39,11 +60,117 @@ impl Resume {
             cwd: row.cwd.as_ref().map(PathBuf::from).filter(|p| p.is_dir()),
             row,
             carry,
+            fork: None,
         })
+    }
+
+    /// A fork of session `id` before its turn `at` (none: after its last turn): the
+    /// history is the turns before it, and the transcript of those turns goes with the
+    /// first prompt — unless the agent forks its own session (only a fork after the
+    /// last turn asks it: ACP's `session/fork` copies a whole conversation).
+    pub fn fork(id: &str, at: Option<u32>) -> anyhow::Result<Resume> {
+        let (index, _) = open_index()?;
+        let row = index.session(id)?;
+        let starts = trellis_driver::replay::turn_starts(Path::new(&row.path))
+            .with_context(|| format!("the session's log {}", row.path))?;
+        let turns = u32::try_from(starts.len()).unwrap_or(u32::MAX);
+        let at = at.filter(|n| *n != turns.saturating_add(1));
+        let until = match at {
+            None => u64::MAX,
+            Some(n) if (1..=turns).contains(&n) => starts[n as usize - 1],
+            Some(n) => anyhow::bail!(
+                "session {} has {turns} turn(s): --at {n} is not one of them (a fork starts before turn 1 to {turns}, or after the last)",
+                row.id
+            ),
+        };
+        let kept = match at {
+            Some(1) => "none of its turns".to_string(),
+            Some(2) => "its turn 1".to_string(),
+            Some(n) => format!("its turns 1 to {}", n - 1),
+            None => "all its turns".to_string(),
+        };
+        let text = format!(
+            "This session is a fork of an earlier one (session {}); here is the conversation up to where it was forked ({kept}), for context. The files may have changed since.\n\n{}",
+            row.id,
+            export_until(&row, ExportFormat::Md, true, until)?
+        );
+        Ok(Resume {
+            agent: row.command.clone().or(row.agent.clone()),
+            cwd: row.cwd.as_ref().map(PathBuf::from).filter(|p| p.is_dir()),
+            carry: Some(trellis_acp::Embedded {
+                uri: format!("trellis://session/{}.md", row.id),
+                mime: "text/markdown".into(),
+                text,
+            }),
+            fork: Some(Fork { at, turns, until }),
+            row,
+        })
+    }
+
+    /// The agent's own session to fork with `session/fork`: a fork after the last turn
+    /// of a session whose agent id is known.
+    pub fn agent_fork(&self) -> Option<String> {
+        match self.fork {
+            Some(Fork { at: None, .. }) => self.row.acp_id.clone(),
+            _ => None,
+        }
+    }
+
+    /// The agent's own session to load (`session/load` or `resume`): a resume's only.
+    pub fn agent_load(&self) -> Option<String> {
+        match self.fork {
+            None => self.row.acp_id.clone(),
+            Some(_) => None,
+        }
+    }
+
+    /// What the new log's header says it continues: the earlier log, and for a fork the
+    /// turn it was forked before.
+    pub fn continues(&self) -> (String, Option<u32>) {
+        (self.row.path.clone(), self.fork.map(|f| f.before()))
     }
 
     /// The divider under the history.
     fn notice(&self) -> String {
+        self.said(true)
+    }
+
+    /// What a headless run says first: whose history it continues, and how the agent
+    /// gets it.
+    pub fn headless_notice(&self) -> String {
+        self.said(false)
+    }
+
+    fn said(&self, shown: bool) -> String {
+        let above = if shown {
+            "the turns above are from its log; "
+        } else {
+            ""
+        };
+        if let Some(f) = &self.fork {
+            return match f.at {
+                Some(n) => format!(
+                    "forked from session {} before its turn {n} (of {}): {above}the agent is given the turns before it as a transcript with the first prompt (ACP cannot fork a conversation partway)",
+                    self.row.id, f.turns
+                ),
+                None => format!(
+                    "forked from session {} after its last turn ({}): {above}the agent forks its own copy where it offers session/fork, else it is given the turns as a transcript with the first prompt",
+                    self.row.id, f.turns
+                ),
+            };
+        }
+        if !shown {
+            return format!(
+                "resumed session {} ({}){}",
+                self.row.id,
+                when(self.row.started),
+                if self.carry.is_some() {
+                    ": the first prompt carries its turns to the agent"
+                } else {
+                    ""
+                }
+            );
+        }
         format!(
             "resumed session {} ({}): the turns above are from its log{}",
             self.row.id,
@@ -65,7 +192,9 @@ impl Resume {
         policy: trellis_core::Policy,
     ) -> anyhow::Result<(trellis_core::Session, Option<trellis_acp::Embedded>)> {
         let notice = self.notice();
-        let prev = trellis_driver::replay::rebuild_log(Path::new(&self.row.path), |_| {})
+        let until = self.fork.map_or(u64::MAX, |f| f.until);
+        let prev = trellis_driver::replay::Replay::open(Path::new(&self.row.path))
+            .and_then(|r| r.until(until).run(|_| {}))
             .with_context(|| format!("the session's log {}", self.row.path))?
             .session;
         Ok((
@@ -79,8 +208,9 @@ impl Resume {
     /// becomes then (its new log is `log`); see `Driver::resume`.
     pub fn shown(self, policy: trellis_core::Policy, log: PathBuf) -> anyhow::Result<Shown> {
         let notice = self.notice();
+        let until = self.fork.map_or(u64::MAX, |f| f.until);
         let (session, spill_error, feed) =
-            trellis_driver::replay::Feed::start(Path::new(&self.row.path))
+            trellis_driver::replay::Feed::start_until(Path::new(&self.row.path), until)
                 .with_context(|| format!("the session's log {}", self.row.path))?;
         Ok(Shown {
             session,

@@ -124,6 +124,7 @@ pub(crate) fn driver_for(
         additional_directories: vec![],
         system_prompt: None,
         load_session: None,
+        fork_session: None,
         keep_lines: false,
         bulk_reads: false,
         setup_timeout: Duration::from_secs(30),

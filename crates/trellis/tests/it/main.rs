@@ -14,6 +14,7 @@ mod deck;
 mod drive;
 mod elicit;
 mod faults;
+mod fork;
 mod headless_docs;
 mod held_output;
 mod hooks;

@@ -1,0 +1,117 @@
+//! `trellis sessions fork` and the conversation's part of `trellis sessions rewind`: a
+//! new session from an earlier one's turn, started in a hub (in the background when none
+//! serves) beside the sessions there, named as `HUB:KEY`.
+//!
+//! ACP cannot cut a conversation short: the new session gets the earlier one's turns
+//! before the fork as history (shown above a divider) and as a transcript with its first
+//! prompt. Forked after the last turn, an agent that offers `session/fork` forks its own
+//! copy instead. The new log names the old one and the turn (`continues`, `continues_at`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+/// What to fork, and where the new session runs.
+pub struct ForkArgs {
+    pub id: String,
+    /// The turn to fork before (none: after the last).
+    pub at: Option<u32>,
+    /// In a worktree of its own, holding the files of that turn's checkpoint.
+    pub worktree: bool,
+    pub prompt: Option<String>,
+    /// Another agent than the earlier session's.
+    pub agent: Option<String>,
+    pub hub: Option<String>,
+}
+
+/// Starts the fork in the hub and says its name on standard output.
+pub fn fork(args: ForkArgs, config: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
+    let (index, _) = crate::sessions::open_index()?;
+    let row = index.session(&args.id)?;
+    let turns = trellis_driver::replay::turn_starts(std::path::Path::new(&row.path))
+        .with_context(|| format!("the session's log {}", row.path))?
+        .len();
+    let turns = u32::try_from(turns).unwrap_or(u32::MAX);
+    if let Some(n) = args.at
+        && !(1..=turns.saturating_add(1)).contains(&n)
+    {
+        anyhow::bail!(
+            "session {} has {turns} turn(s): --at {n} is not one of them (a fork starts before turn 1 to {turns}, or after the last)",
+            row.id
+        );
+    }
+    let cwd = row
+        .cwd
+        .as_deref()
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir())
+        .with_context(|| {
+            format!(
+                "where session {} ran ({}) is gone: a fork runs there",
+                row.id,
+                row.cwd.as_deref().unwrap_or("not recorded")
+            )
+        })?;
+    let agent = args
+        .agent
+        .or_else(|| row.command.clone())
+        .or_else(|| row.agent.clone())
+        .unwrap_or_else(|| "demo".into());
+    let point = match args.at {
+        Some(n) if n <= turns => format!("before its turn {n} (of {turns})"),
+        _ => format!("after its last turn ({turns})"),
+    };
+    eprintln!(
+        "trellis: forking session {} {point}{}",
+        row.id,
+        if args.worktree {
+            ", in a worktree of its own"
+        } else {
+            ", in its directory (its files as they are now)"
+        }
+    );
+    crate::serve::run_detached(
+        crate::serve::Detached {
+            hub: args.hub.unwrap_or_else(|| crate::serve::DEFAULT_HUB.into()),
+            agent,
+            cwd: Some(cwd),
+            worktree: args.worktree,
+            prompt: args.prompt,
+            fork: Some((row.id.clone(), args.at)),
+        },
+        config,
+    )
+}
+
+/// `trellis sessions rewind ID --to N --conversation|--both`: the code first when asked
+/// (as `--code` does), then the conversation as a fork before turn N in the session's
+/// directory.
+pub fn rewind(
+    id: &str,
+    to: u32,
+    code: Option<bool>,
+    config: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    if let Some(force) = code {
+        let (index, _) = crate::sessions::open_index()?;
+        let row = index.session(id)?;
+        let mut out = String::new();
+        crate::checkpoints::rewind(&row, Some(to), force, false, &mut out)?;
+        eprint!("{out}");
+    }
+    eprintln!(
+        "trellis: the conversation is rewound as a new session: ACP cannot cut one short, so the agent is told the turns before {to} as a transcript"
+    );
+    fork(
+        ForkArgs {
+            id: id.to_string(),
+            at: Some(to),
+            worktree: false,
+            prompt: None,
+            agent: None,
+            hub: None,
+        },
+        config,
+    )
+}

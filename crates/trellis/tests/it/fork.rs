@@ -1,0 +1,282 @@
+//! Forking a session and rewinding its conversation (issue 48, items 3, 5 and 6) against
+//! the demo agent: with and without its own `session/fork`; headless (`run --fork`), and
+//! in a hub beside the others (`sessions fork`, `sessions rewind --conversation|--both`),
+//! in a worktree holding the files of the turn forked from.
+
+use std::path::{Path, PathBuf};
+
+use crate::hubkit::{Dirs, Hub, text, until};
+use crate::worktrees::git;
+
+/// A headless run of `agent` in `cwd` with the prompts, every request allowed: the
+/// session's id.
+fn two_turns(d: &Dirs, agent: &str, cwd: &Path, extra: &[&str]) -> String {
+    let mut args = vec![
+        "run",
+        "--agent",
+        agent,
+        "--cwd",
+        cwd.to_str().unwrap(),
+        "--prompt",
+        "fix the TODO",
+        "--prompt",
+        "/edit notes.txt",
+        "--permission",
+        "allow-once",
+    ];
+    args.extend_from_slice(extra);
+    let o = d.trellis(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    newest(d)["id"].as_str().unwrap().to_string()
+}
+
+/// The newest session `trellis sessions list` shows.
+fn newest(d: &Dirs) -> serde_json::Value {
+    let out = d.stdout(&["sessions", "list", "--all", "--empty", "--json"]);
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    rows[0].clone()
+}
+
+/// The log's records, parsed.
+fn records(path: &str) -> Vec<serde_json::Value> {
+    crate::jsonl(&std::fs::read_to_string(path).unwrap())
+}
+
+/// The text blocks and embedded resources of the prompts the log sent.
+fn prompts(recs: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    recs.iter()
+        .filter(|r| r["dir"] == "client_to_agent" && r["msg"]["method"] == "session/prompt")
+        .map(|r| r["msg"]["params"]["prompt"].clone())
+        .collect()
+}
+
+fn demo_with(flags: &str) -> String {
+    format!("{} agent demo {flags}", env!("CARGO_BIN_EXE_trellis"))
+}
+
+#[test]
+fn a_fork_before_a_turn_has_the_turns_before_it_and_the_agent_is_told_them() {
+    let d = Dirs::new();
+    let first = two_turns(&d, "demo", &d.work, &[]);
+    let o = d.trellis(&[
+        "run",
+        "--fork",
+        &first,
+        "--at",
+        "2",
+        "--prompt",
+        "go on",
+        "--permission",
+        "allow-once",
+    ]);
+    let err = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "forked from session {first} before its turn 2 (of 2): the agent is given the turns before it as a transcript"
+        )),
+        "{err}"
+    );
+    let fork = newest(&d);
+    assert_ne!(fork["id"], first.as_str());
+    let recs = records(fork["path"].as_str().unwrap());
+    // The header names the session and the turn; the list shows one thread.
+    assert_eq!(recs[0]["msg"]["continues_at"], 2, "{}", recs[0]);
+    assert!(recs[0]["msg"]["continues"].as_str().is_some());
+    // The first prompt carries turn 1 (its prompt and its edit), not turn 2.
+    let sent = prompts(&recs);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0][0]["text"], "go on");
+    let transcript = sent[0][1]["resource"]["text"].as_str().unwrap();
+    assert!(
+        transcript.starts_with(&format!(
+            "This session is a fork of an earlier one (session {first}); here is the conversation up to where it was forked (its turn 1)"
+        )),
+        "{transcript}"
+    );
+    assert!(transcript.contains("fix the TODO"), "{transcript}");
+    assert!(!transcript.contains("/edit notes.txt"), "{transcript}");
+    // Its history is the turns before: the index counts the fork's own turns only.
+    let list = d.stdout(&["sessions", "list", "--all"]);
+    assert!(
+        list.contains("go on") || list.contains("fix the TODO"),
+        "{list}"
+    );
+    // A turn the session does not have is refused, naming what it has.
+    let o = d.trellis(&["run", "--fork", &first, "--at", "7", "--prompt", "x"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains(&format!(
+            "session {first} has 2 turn(s): --at 7 is not one of them"
+        )),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn an_agent_with_its_own_fork_forks_its_copy_after_the_last_turn_and_only_then() {
+    let d = Dirs::new();
+    let forking = demo_with("--fork-session");
+    let first = two_turns(&d, &forking, &d.work, &[]);
+    let acp_id = newest(&d)["acp_id"].as_str().unwrap().to_string();
+    // After the last turn: the agent's own session/fork, and no transcript.
+    let o = d.trellis(&[
+        "run", "--agent", &forking, "--fork", &first, "--prompt", "go on",
+    ]);
+    let err = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("the agent forked its own session"), "{err}");
+    let recs = records(newest(&d)["path"].as_str().unwrap());
+    let asked = recs
+        .iter()
+        .find(|r| r["msg"]["method"] == "session/fork")
+        .unwrap_or_else(|| panic!("no session/fork: {recs:?}"));
+    assert_eq!(asked["msg"]["params"]["sessionId"], acp_id.as_str());
+    let sent = prompts(&recs);
+    assert_eq!(
+        sent[0].as_array().unwrap().len(),
+        1,
+        "no transcript: {sent:?}"
+    );
+    assert_eq!(recs[0]["msg"]["continues_at"], 3);
+    let said: String = recs
+        .iter()
+        .filter_map(|r| r["msg"]["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert!(said.contains("I remember our conversation"), "{said}");
+    // Before a turn: ACP's fork copies a whole conversation, so the transcript goes.
+    let o = d.trellis(&[
+        "run", "--agent", &forking, "--fork", &first, "--at", "2", "--prompt", "go on",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let recs = records(newest(&d)["path"].as_str().unwrap());
+    assert!(!recs.iter().any(|r| r["msg"]["method"] == "session/fork"));
+    assert_eq!(prompts(&recs)[0].as_array().unwrap().len(), 2);
+    // Another agent, without it: a new session, said, and the transcript.
+    let o = d.trellis(&[
+        "run", "--agent", "demo", "--fork", &first, "--prompt", "go on",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("the agent does not offer session/fork: a new session starts"),
+        "{}",
+        text(&o)
+    );
+    let recs = records(newest(&d)["path"].as_str().unwrap());
+    assert_eq!(prompts(&recs)[0].as_array().unwrap().len(), 2);
+}
+
+/// A repository with one commit in the work directory.
+fn repo(d: &Dirs) -> PathBuf {
+    let repo = d.work.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.name", "Test User"]);
+    git(&repo, &["config", "user.email", "user@example.com"]);
+    git(&repo, &["config", "commit.gpgsign", "false"]);
+    std::fs::write(repo.join("README.md"), "# project\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    repo
+}
+
+/// Every file of `dir` git would see (tracked and untracked, not ignored), with its bytes.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = git(dir, &["ls-files", "-co", "--exclude-standard"])
+        .lines()
+        .map(|p| (p.to_string(), std::fs::read(dir.join(p)).unwrap()))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The files of commit `c` in `dir`'s repository, with their bytes.
+fn files_of(dir: &Path, c: &str) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = git(dir, &["ls-tree", "-r", "--name-only", c])
+        .lines()
+        .map(|p| {
+            let o = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir)
+                .args(["cat-file", "blob", &format!("{c}:{p}")])
+                .output()
+                .unwrap();
+            (p.to_string(), o.stdout)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_fork_in_a_hub_gets_a_worktree_of_that_turns_files_and_a_rewind_of_both_undoes_the_code() {
+    let d = Dirs::new();
+    let repo = repo(&d);
+    let here = demo_with("--here");
+    let first = two_turns(&d, &here, &repo, &[]);
+    let cps = d.stdout(&["sessions", "checkpoints", &first, "--json"]);
+    let cps: serde_json::Value = serde_json::from_str(&cps).unwrap();
+    let before_2 = cps["checkpoints"][1]["commit"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Forked before turn 2, in a worktree: started in the hub, named.
+    let o = d.trellis(&["sessions", "fork", &first, "--at", "2", "--worktree"]);
+    let _hub = Hub(d.hub_pid());
+    assert!(o.status.success(), "{}", text(&o));
+    let name = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    assert_eq!(name, "default:1", "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("forking session {first} before its turn 2 (of 2)")),
+        "{}",
+        text(&o)
+    );
+    until("the fork to be listed", || {
+        d.ls().iter().any(|r| r["key"] == 1)
+    });
+    let row = d.ls().into_iter().find(|r| r["key"] == 1).unwrap();
+    let wt = PathBuf::from(row["cwd"].as_str().unwrap());
+    assert!(wt.starts_with(d.data.join("trellis/worktrees")), "{row}");
+    // Exactly the files of the checkpoint before turn 2 (the agent's fix of turn 1 in,
+    // its notes of turn 2 not), whatever the source's HEAD is.
+    assert_eq!(files(&wt), files_of(&repo, &before_2));
+    assert!(!wt.join("notes.txt").exists());
+    until("its log to name the session and the turn", || {
+        let fork = newest(&d);
+        fork["id"] != first.as_str()
+            && records(fork["path"].as_str().unwrap())[0]["msg"]["continues_at"] == 2
+    });
+    // Rewinding both: the code of the original goes back to before turn 2, and the
+    // conversation starts again from there as a new session in its directory.
+    assert!(repo.join("notes.txt").exists());
+    let o = d.trellis(&["sessions", "rewind", &first, "--to", "2", "--both"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let said = text(&o);
+    assert!(said.contains("put back the tree before turn 2"), "{said}");
+    assert!(
+        said.contains("the conversation is rewound as a new session"),
+        "{said}"
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "default:2");
+    assert!(!repo.join("notes.txt").exists(), "{said}");
+    assert_eq!(
+        files(&repo),
+        files_of(&repo, &before_2),
+        "the tree is the checkpoint's"
+    );
+    until("the second fork to run in the repository", || {
+        d.ls()
+            .iter()
+            .any(|r| r["key"] == 2 && r["cwd"] == repo.to_str().unwrap())
+    });
+    // Say what is missing: no --code/--conversation/--both.
+    let o = d.trellis(&["sessions", "rewind", &first, "--to", "2"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("--code, --conversation or --both"),
+        "{}",
+        text(&o)
+    );
+}
