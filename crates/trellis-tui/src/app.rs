@@ -148,6 +148,8 @@ pub struct App {
     /// `/worktree land|apply|keep|discard`: the ending asked for this session's worktree,
     /// carried out by the deck (which closes the session first when the tree goes).
     pub worktree_end: Option<String>,
+    /// `/fork` or `/agent`: a new session from this one, opened by the deck beside it.
+    pub fork_request: Option<crate::fork::ForkAsk>,
     /// The session keys in force (the deck's), for the help screen.
     pub session_keys: Vec<(String, &'static str)>,
     /// The keys of several sessions, shown at the rail's foot while several run (set by
@@ -280,6 +282,7 @@ impl App {
             status_sections: Vec::new(),
             session_keys: Vec::new(),
             worktree_end: None,
+            fork_request: None,
             kept: Vec::new(),
             return_focus: None,
             full_redraw: false,

@@ -279,6 +279,48 @@ impl App {
         Vec::new()
     }
 
+    /// `/fork [TURN] [worktree]`: a new session from before that turn (after the last
+    /// without one), beside this one.
+    fn ask_fork(&mut self, args: &str) {
+        let mut ask = crate::fork::ForkAsk::default();
+        for word in args.split_whitespace() {
+            match word {
+                "worktree" | "--worktree" => ask.worktree = true,
+                n => match n.parse::<u32>() {
+                    Ok(n) if n >= 1 => ask.at = Some(n),
+                    _ => {
+                        self.message =
+                            Some("/fork [TURN] [worktree]: TURN is the turn to fork before".into());
+                        return;
+                    }
+                },
+            }
+        }
+        if ask.at.is_none() && self.driver.session.turn_open {
+            self.message = Some(
+                "a turn is running: wait for its end, or /fork TURN to fork before a turn".into(),
+            );
+            return;
+        }
+        self.message = Some("forking…".into());
+        self.fork_request = Some(ask);
+    }
+
+    /// `/agent NAME`: a session of another agent here, with a brief of this one for you
+    /// to edit and send.
+    fn ask_handoff(&mut self, agent: &str) {
+        if agent.is_empty() {
+            self.message = Some("/agent NAME: the agent to hand this session to".into());
+            return;
+        }
+        self.message = Some(format!("handing off to {}…", trellis_text::one_line(agent)));
+        self.fork_request = Some(crate::fork::ForkAsk {
+            agent: Some(agent.to_string()),
+            handoff: true,
+            ..Default::default()
+        });
+    }
+
     /// `r` in the permission dialog: the reason's line opens, for the agent's one-time
     /// reject (an "always" reject would also be the agent's rule: not taken with words).
     pub(crate) fn reason_for(
@@ -404,6 +446,8 @@ impl App {
             "config" => self.open_options(Some(args)),
             "model" | "mode" => self.open_options(Some(name)),
             "export" => self.export(args.trim()),
+            "fork" => self.ask_fork(args),
+            "agent" => self.ask_handoff(args.trim()),
             "worktree" => {
                 let action = args.trim();
                 self.message = Some(match (&self.driver.session.worktree, action) {

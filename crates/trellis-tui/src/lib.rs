@@ -21,6 +21,7 @@ pub mod draw;
 mod draw_inspector;
 mod draw_overlay;
 pub mod extui;
+pub mod fork;
 pub mod help;
 pub mod history;
 mod intent;

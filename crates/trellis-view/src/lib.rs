@@ -7,6 +7,7 @@ pub mod card;
 pub mod dialog;
 pub mod diff;
 pub mod export;
+pub mod handoff;
 pub mod inspector;
 pub mod status;
 pub mod subagent;

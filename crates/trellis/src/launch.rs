@@ -62,7 +62,7 @@ impl Launch {
         let lease = crate::worktree_cmd::lease(&resolved.spec.cwd)?;
         if let Some(r) = &req.resume {
             resolved.spec.load_session = r.agent_load();
-            resolved.spec.fork_session = r.agent_fork();
+            resolved.spec.fork_session = r.agent_fork(&req.agent);
         }
         if let Some(id) = &req.load {
             resolved.spec.load_session = Some(id.clone());

@@ -190,8 +190,13 @@ pub(crate) fn notify_of(config: &Config) -> trellis_tui::deck::Notify {
 pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener {
     Box::new(move |req: trellis_tui::deck::NewSession| {
         let resume = match &req.fork {
-            Some((id, at)) => {
-                Some(crate::sessions::Resume::fork(id, *at).map_err(|e| format!("{e:#}"))?)
+            Some(f) => {
+                let mut r = crate::sessions::Resume::fork(&f.session, f.at)
+                    .map_err(|e| format!("{e:#}"))?;
+                if !f.transcript {
+                    r.carry = None;
+                }
+                Some(r)
             }
             None => None,
         };

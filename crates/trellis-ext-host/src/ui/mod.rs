@@ -134,7 +134,10 @@ fn command_name_ok(n: &str) -> bool {
 }
 
 /// Commands Trellis itself owns.
-pub const HOST_COMMANDS: &[&str] = &["settings", "status"];
+pub const HOST_COMMANDS: &[&str] = &[
+    "settings", "status", "sessions", "config", "model", "mode", "export", "worktree", "fork",
+    "agent",
+];
 
 impl Ui {
     pub(crate) fn build(slots: &[Arc<Slot>], shared: &Arc<Shared>, outbox: Arc<Outbox>) -> Ui {

@@ -80,9 +80,20 @@ pub struct NewSession {
     pub worktree: bool,
     /// Where it was asked for, when elsewhere (a client of a hub, in its directory).
     pub launched_in: Option<PathBuf>,
-    /// A fork of an earlier session (its id or log), before its turn (none: after the
-    /// last).
-    pub fork: Option<(String, Option<u32>)>,
+    /// A fork of an earlier session.
+    pub fork: Option<ForkFrom>,
+}
+
+/// Which session a new one forks, from where, and what its agent is given of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkFrom {
+    /// Its id, or its log.
+    pub session: String,
+    /// The turn it forks before (none: after the last).
+    pub at: Option<u32>,
+    /// The turns before as a transcript with the first prompt (else nothing: a hand-off
+    /// whose brief the user edits and sends).
+    pub transcript: bool,
 }
 
 /// What a session's work was, for the commit that lands it.

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use crossterm::event::{Event, EventStream, KeyEvent, KeyEventKind};
 use futures::StreamExt;
 
+mod fork;
 mod overlays;
 mod remote;
 mod serve;
@@ -482,6 +483,9 @@ async fn key_event(
             front_key(deck, *k);
             if let Some(action) = deck.front().worktree_end.take() {
                 end_worktree(deck, &action, said).await;
+            }
+            if let Some(ask) = deck.front().fork_request.take() {
+                fork::open(deck, ask);
             }
         }
     }

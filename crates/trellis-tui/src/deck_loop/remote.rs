@@ -206,7 +206,11 @@ async fn carry_out(
                 cwd: cwd.map(std::path::PathBuf::from),
                 worktree,
                 launched_in: launched_in.map(std::path::PathBuf::from),
-                fork: fork.map(|f| (f.session, f.at)),
+                fork: fork.map(|f| crate::deck::ForkFrom {
+                    session: f.session,
+                    at: f.at,
+                    transcript: true,
+                }),
             },
             prompt,
         ) {

@@ -231,11 +231,17 @@ impl TranscriptView {
         let mut out = match entry {
             Entry::Message(m) => match m.role {
                 Role::User => {
-                    let line = Line::from(vec![
-                        Span::styled("› ", theme.user),
-                        Span::styled(trellis_text::for_display(&m.text).into_owned(), theme.user),
-                    ]);
-                    trellis_text::wrap::wrap_line(&line, w)
+                    // Each line of a prompt of several keeps its own line.
+                    let text = trellis_text::for_display(&m.text);
+                    let mut out = Vec::new();
+                    for (i, l) in text.split('\n').enumerate() {
+                        let line = Line::from(vec![
+                            Span::styled(if i == 0 { "› " } else { "  " }, theme.user),
+                            Span::styled(l.to_string(), theme.user),
+                        ]);
+                        out.extend(trellis_text::wrap::wrap_line(&line, w));
+                    }
+                    out
                 }
                 Role::Agent => {
                     trellis_text::markdown::render(&trellis_text::for_display(&m.text), w, theme.md)

@@ -135,7 +135,7 @@ fn stays(
         .load
         .clone()
         .or_else(|| resume.as_ref().and_then(|r| r.agent_load()));
-    resolved.spec.fork_session = resume.as_ref().and_then(|r| r.agent_fork());
+    resolved.spec.fork_session = resume.as_ref().and_then(|r| r.agent_fork(&agent));
     let (policy, explicit) = policy_from(common.policy.permission.as_deref(), config)?;
     let answers = match &args.answers {
         Some(p) => crate::answers::Answers::load(p)?,

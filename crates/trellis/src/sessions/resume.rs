@@ -108,10 +108,15 @@ impl Resume {
     }
 
     /// The agent's own session to fork with `session/fork`: a fork after the last turn
-    /// of a session whose agent id is known.
-    pub fn agent_fork(&self) -> Option<String> {
+    /// of a session whose agent id is known, by the same agent (`agent`, as the user
+    /// named it), given the transcript otherwise (not a hand-off).
+    pub fn agent_fork(&self, agent: &str) -> Option<String> {
         match self.fork {
-            Some(Fork { at: None, .. }) => self.row.acp_id.clone(),
+            Some(Fork { at: None, .. })
+                if self.carry.is_some() && self.agent.as_deref() == Some(agent) =>
+            {
+                self.row.acp_id.clone()
+            }
             _ => None,
         }
     }
@@ -148,6 +153,13 @@ impl Resume {
             ""
         };
         if let Some(f) = &self.fork {
+            if self.carry.is_none() {
+                return format!(
+                    "handed off from session {} ({}): {above}the agent is given none of them, only the brief you send",
+                    self.row.id,
+                    self.agent.as_deref().unwrap_or("its agent")
+                );
+            }
             return match f.at {
                 Some(n) => format!(
                     "forked from session {} before its turn {n} (of {}): {above}the agent is given the turns before it as a transcript with the first prompt (ACP cannot fork a conversation partway)",

@@ -153,10 +153,17 @@ fn an_agent_with_its_own_fork_forks_its_copy_after_the_last_turn_and_only_then()
     let recs = records(newest(&d)["path"].as_str().unwrap());
     assert!(!recs.iter().any(|r| r["msg"]["method"] == "session/fork"));
     assert_eq!(prompts(&recs)[0].as_array().unwrap().len(), 2);
-    // Another agent, without it: a new session, said, and the transcript.
+    // Another agent: the transcript (its own fork would be of a session it never had).
     let o = d.trellis(&[
         "run", "--agent", "demo", "--fork", &first, "--prompt", "go on",
     ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let recs = records(newest(&d)["path"].as_str().unwrap());
+    assert!(!recs.iter().any(|r| r["msg"]["method"] == "session/fork"));
+    assert_eq!(prompts(&recs)[0].as_array().unwrap().len(), 2);
+    // The same agent without it: a new session, said, and the transcript.
+    let plain = two_turns(&d, "demo", &d.work, &[]);
+    let o = d.trellis(&["run", "--fork", &plain, "--prompt", "go on"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains("the agent does not offer session/fork: a new session starts"),
@@ -279,4 +286,60 @@ fn a_fork_in_a_hub_gets_a_worktree_of_that_turns_files_and_a_rewind_of_both_undo
         "{}",
         text(&o)
     );
+}
+
+/// In the UI (issue 48, items 6 and 7): `/fork 1` opens a fork from before the first
+/// turn beside the session, saying how its agent gets the history; `/agent demo` opens
+/// a hand-off whose brief waits in the prompt, sent only on Enter.
+#[test]
+fn in_the_ui_fork_opens_beside_the_session_and_agent_hands_off_with_a_brief() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = crate::tui::Tmux::start_allowing(dir.path(), &["--agent", "demo"], 120, 40)
+    else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["fix the TODO", "Enter"]);
+    t.wait_for("Done:");
+    // A running turn is not cut: /fork without a turn waits for its end (this one ended).
+    t.send(&["/fork 1", "Enter"]);
+    let s = t.wait("the fork's divider", |s| {
+        s.contains("forked from session") && s.contains("(of 1)")
+    });
+    assert!(
+        s.contains("▶2"),
+        "the fork is in front, second on the rail: {s}"
+    );
+    assert!(
+        s.contains("transcript") && s.contains("partway"),
+        "how the agent gets the history is said: {s}"
+    );
+    // Back to the first session; hand it off.
+    t.send(&["M-1"]);
+    t.wait_for("▶1");
+    t.send(&["/agent demo", "Enter"]);
+    let s = t.wait("the hand-off, its history read in", |s| {
+        s.contains("a brief of the session you left is in the prompt")
+            && s.contains("handed off from session")
+    });
+    assert!(s.contains("▶3"), "{s}");
+    assert!(
+        s.contains("› You are taking over a task from another coding agent"),
+        "the brief is in the prompt, for editing: {s}"
+    );
+    assert!(s.contains("- fix the TODO"), "{s}");
+    assert!(s.contains("handed off from session"), "{s}");
+    // Nothing went to the new agent yet: its log sent no prompt.
+    let logs = t.log();
+    let sent = logs
+        .lines()
+        .filter(|l| l.contains("You are taking over a task"))
+        .count();
+    assert_eq!(sent, 0, "the brief waits for the user");
+    t.send(&["Enter"]);
+    t.wait("the brief sent", |_| {
+        t.log()
+            .lines()
+            .any(|l| l.contains("session/prompt") && l.contains("You are taking over a task"))
+    });
 }
