@@ -206,6 +206,9 @@ pub struct Session {
     pub call_state: BTreeMap<(String, String), serde_json::Value>,
     /// The history above came from an earlier session's log (a resumed session).
     pub seeded: bool,
+    /// Turns of that history: this session's own turns (its log's, its checkpoints')
+    /// are numbered from the next one, as `turn - turns_before`.
+    pub turns_before: u32,
 }
 
 impl Session {
@@ -234,6 +237,7 @@ impl Session {
         s.usage = prev.usage;
         s.title = prev.title;
         s.turn = prev.turn;
+        s.turns_before = prev.turn;
         s.call_state = prev.call_state;
         // Kept for the history above (its entries point at them); a child of the new
         // connection is a new child.

@@ -150,6 +150,10 @@ pub struct App {
     pub worktree_end: Option<String>,
     /// `/fork` or `/agent`: a new session from this one, opened by the deck beside it.
     pub fork_request: Option<crate::fork::ForkAsk>,
+    /// Puts back the files of a turn (the front end's: the UI runs no git).
+    pub rewinder: Option<crate::rewind::Rewinder>,
+    /// When Esc left an empty prompt: a second Esc soon after opens the rewind list.
+    pub(crate) esc_left_prompt: Option<std::time::Instant>,
     /// The session keys in force (the deck's), for the help screen.
     pub session_keys: Vec<(String, &'static str)>,
     /// The keys of several sessions, shown at the rail's foot while several run (set by
@@ -283,6 +287,8 @@ impl App {
             session_keys: Vec::new(),
             worktree_end: None,
             fork_request: None,
+            rewinder: None,
+            esc_left_prompt: None,
             kept: Vec::new(),
             return_focus: None,
             full_redraw: false,

@@ -227,6 +227,7 @@ impl App {
                 }
             },
             Overlay::Reason(r) => return self.reason_key(r, key),
+            Overlay::Rewind(r) => self.rewind_key(r, key),
             Overlay::Rule(mut p) => match p.key(key) {
                 None => self.overlay = Some(Overlay::Rule(p)),
                 Some(false) => {
@@ -277,6 +278,58 @@ impl App {
             }
         }
         Vec::new()
+    }
+
+    /// Esc Esc on an empty prompt, `/rewind`: the session's turns to go back to.
+    pub(crate) fn open_rewind(&mut self) {
+        if self.replay {
+            return;
+        }
+        self.focus = Focus::Prompt;
+        self.overlay = Some(Overlay::Rewind(crate::rewind::RewindList::of(
+            &self.driver.session,
+        )));
+    }
+
+    /// A key in the rewind list: the code put back here (the list stays, saying what
+    /// was done), the conversation forked beside this session.
+    fn rewind_key(&mut self, mut r: crate::rewind::RewindList, key: KeyEvent) {
+        use crate::rewind::RewindKey;
+        let (code, fork) = match r.key(key) {
+            RewindKey::Close => return,
+            RewindKey::Stay => (None, None),
+            RewindKey::Code(t) => (Some(t), None),
+            RewindKey::Conversation(t) => (None, Some(t)),
+            RewindKey::Both(t) => (Some(t), Some(t)),
+        };
+        if (code.is_some() || fork.is_some()) && self.driver.session.turn_open {
+            r.said = vec!["a turn is running: wait for its end (or Esc cancels it)".into()];
+            self.overlay = Some(Overlay::Rewind(r));
+            return;
+        }
+        if let Some(turn) = code {
+            r.said = match (self.rewinder.as_mut(), self.log_path.as_deref()) {
+                (Some(rewind), Some(log)) => match rewind(log, turn) {
+                    Ok(lines) => lines,
+                    Err(e) => vec![format!("cannot rewind the code: {e}")],
+                },
+                _ => vec!["this session cannot rewind its code (no log, or no git here)".into()],
+            };
+            if fork.is_some() && r.said.iter().any(|l| l.starts_with("cannot")) {
+                // The conversation is not forked from code that did not go back.
+                self.overlay = Some(Overlay::Rewind(r));
+                return;
+            }
+        }
+        if let Some(turn) = fork {
+            self.message = Some(format!("forking from before turn {turn}…"));
+            self.fork_request = Some(crate::fork::ForkAsk {
+                at: Some(turn),
+                ..Default::default()
+            });
+            return;
+        }
+        self.overlay = Some(Overlay::Rewind(r));
     }
 
     /// `/fork [TURN] [worktree]`: a new session from before that turn (after the last
@@ -447,6 +500,7 @@ impl App {
             "model" | "mode" => self.open_options(Some(name)),
             "export" => self.export(args.trim()),
             "fork" => self.ask_fork(args),
+            "rewind" => self.open_rewind(),
             "agent" => self.ask_handoff(args.trim()),
             "worktree" => {
                 let action = args.trim();

@@ -7,6 +7,9 @@ use trellis_view::inspector::InspectorView;
 use crate::app::{App, Focus, Intent};
 use crate::keymap::{Key, KeyAction, Resolved};
 
+/// How soon a second Esc after the one that left an empty prompt opens the rewind list.
+const ESC_ESC: std::time::Duration = std::time::Duration::from_millis(600);
+
 impl App {
     pub(crate) fn inspector_key(&mut self, key: KeyEvent) -> Vec<Intent> {
         let Some(mut ins) = self.inspector else {
@@ -161,6 +164,16 @@ impl App {
                 KeyCode::Esc if self.driver.session.turn_open && !self.replay => {
                     return vec![Intent::Cancel];
                 }
+                // Esc Esc on an empty prompt: the rewind list.
+                KeyCode::Esc
+                    if !self.replay
+                        && self
+                            .esc_left_prompt
+                            .take()
+                            .is_some_and(|t| t.elapsed() < ESC_ESC) =>
+                {
+                    self.open_rewind();
+                }
                 KeyCode::Esc if !self.replay => self.focus = Focus::Prompt,
                 _ => {}
             },
@@ -271,6 +284,9 @@ impl App {
             }
             KeyCode::Esc if self.driver.session.turn_open => return vec![Intent::Cancel],
             KeyCode::Esc => {
+                if self.prompt.text.is_empty() {
+                    self.esc_left_prompt = Some(std::time::Instant::now());
+                }
                 self.focus = Focus::Transcript;
                 self.move_cursor(0);
             }

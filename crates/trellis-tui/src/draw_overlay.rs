@@ -90,6 +90,12 @@ pub(crate) fn draw_overlay(
             crate::help::help_lines(app, inner_w, &theme),
             *scroll,
         ),
+        Overlay::Rewind(r) => {
+            let (lines, at) = r.lines(inner_w, &theme);
+            let inner_h = area.height.saturating_sub(2) as usize;
+            let scroll = (at + 2).saturating_sub(inner_h);
+            (" Rewind: back to before a turn ".to_string(), lines, scroll)
+        }
         Overlay::Reason(r) => (
             " Reject with a reason ".to_string(),
             r.lines(inner_w, &theme),

@@ -570,4 +570,6 @@ pub enum Overlay {
     Options(crate::agent_options::Picker),
     /// A reject's reason being written (`r` in the permission dialog).
     Reason(crate::reason::ReasonInput),
+    /// The session's turns, to go back to before one (Esc Esc, `/rewind`).
+    Rewind(crate::rewind::RewindList),
 }

@@ -32,6 +32,18 @@ const PROMPT: &[(&str, &str)] = &[
         "Esc",
         "cancel the running turn; when idle, to the transcript",
     ),
+    (
+        "Esc Esc",
+        "on an empty prompt: go back to before a turn (also /rewind)",
+    ),
+    (
+        "/fork [TURN] [worktree]",
+        "a fork of this session (from before TURN) beside it",
+    ),
+    (
+        "/agent NAME",
+        "hand this session to another agent, with a brief",
+    ),
     ("Ctrl-↑", "to the transcript"),
 ];
 

@@ -33,6 +33,7 @@ pub mod plugins_page;
 pub mod prompt;
 pub mod rail;
 pub mod reason;
+pub mod rewind;
 pub mod rules;
 mod siblings;
 pub mod sidebar;

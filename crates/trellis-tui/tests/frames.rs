@@ -325,3 +325,64 @@ fn permission_alerts_only_when_the_terminal_is_elsewhere() {
     );
     assert_eq!(app.alert(&resolved), None);
 }
+
+/// The rewind list (issue 48, item 2): Esc Esc on an empty prompt (and `/rewind`) lists
+/// the turns with their prompts and the files changed in each; `c` puts the code back
+/// through the front end's rewinder, `v` asks the deck for a fork from before the turn,
+/// `b` does both; nothing while a turn runs.
+#[test]
+fn esc_esc_lists_the_turns_and_rewinds_the_code_the_conversation_or_both() {
+    let mut b = B::new();
+    // Turn 1 ("tidy up") edits one file; turn 2 edits none.
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"e1","title":"Edit a.txt","kind":"edit","status":"completed",
+        "content":[{"type":"diff","path":"/w/a.txt","oldText":"a\nb\n","newText":"a\nc\nd\n"}]}));
+    b.f(
+        Dir::AgentToClient,
+        json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}),
+    );
+    b.f(Dir::ClientToAgent, json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"now explain it"}]}}));
+    b.f(
+        Dir::AgentToClient,
+        json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}),
+    );
+    let mut app = App::new(b.s, "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    app.log_path = Some("/logs/s.jsonl".into());
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    app.rewinder = Some(Box::new(move |log: &std::path::Path, turn: u32| {
+        seen.lock().unwrap().push((log.to_path_buf(), turn));
+        Ok(vec![format!("put back the tree before turn {turn}:")])
+    }));
+    let esc = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
+    app.on_key(esc);
+    app.on_key(esc);
+    let f = frame_text(&mut app, 90, 24);
+    insta::assert_snapshot!("rewind_90x24", f);
+    assert!(
+        f.contains("turn   1") && f.contains("1 file(s) +2 −1"),
+        "{f}"
+    );
+    // The newest turn is chosen first; up to turn 1, its code put back.
+    app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE));
+    app.on_key(key('c'));
+    assert_eq!(
+        asked.lock().unwrap().as_slice(),
+        &[(std::path::PathBuf::from("/logs/s.jsonl"), 1)]
+    );
+    assert!(frame_text(&mut app, 90, 24).contains("put back the tree before turn 1:"));
+    assert!(app.fork_request.is_none());
+    // Both: the code again, then the conversation forked from before turn 1.
+    app.on_key(key('b'));
+    assert_eq!(asked.lock().unwrap().len(), 2);
+    assert_eq!(app.fork_request.as_ref().and_then(|f| f.at), Some(1));
+    // /rewind opens it too; Esc closes it, and Esc Esc slowly is only a change of focus.
+    app.fork_request = None;
+    for c in "/rewind".chars() {
+        app.on_key(key(c));
+    }
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert!(frame_text(&mut app, 90, 24).contains("Rewind: back to before a turn"));
+    app.on_key(esc);
+    assert!(!frame_text(&mut app, 90, 24).contains("Rewind: back to before a turn"));
+}

@@ -177,6 +177,7 @@ impl Launch {
             Box::new(crate::traces::status_lines),
         ];
         app.agent_arg = Some(req.agent.clone());
+        app.rewinder = Some(crate::checkpoints::ui_rewinder());
         app.name_from_agent = resolved.command_line;
         app.exit_after_first_frame = self.exit_after_first_frame;
         app.driver.connect(Connection { handle, rx });

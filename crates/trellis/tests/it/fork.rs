@@ -343,3 +343,42 @@ fn in_the_ui_fork_opens_beside_the_session_and_agent_hands_off_with_a_brief() {
             .any(|l| l.contains("session/prompt") && l.contains("You are taking over a task"))
     });
 }
+
+/// The rewind list in the UI, for real (issue 48, item 2): two turns of the demo in a
+/// repository; Esc Esc on the empty prompt, turn 2 chosen, `b`: its files go back to
+/// the checkpoint before turn 2, and the conversation starts again beside it.
+#[test]
+fn esc_esc_in_the_ui_rewinds_the_code_and_forks_the_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.name", "Test User"]);
+    git(&repo, &["config", "user.email", "user@example.com"]);
+    std::fs::write(repo.join("README.md"), "# project\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    let here = demo_with("--here");
+    let Some(t) = crate::tui::Tmux::start_allowing(&repo, &["--agent", &here], 120, 40) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["fix the TODO", "Enter"]);
+    t.wait_for("Done:");
+    t.send(&["/edit notes.txt", "Enter"]);
+    t.wait("the second turn's file", |_| {
+        repo.join("notes.txt").exists()
+    });
+    t.wait("its end", |s| {
+        s.matches("Done").count() >= 1 && !s.contains("working…")
+    });
+    t.send(&["Escape", "Escape"]);
+    let s = t.wait_for("Rewind: back to before a turn");
+    assert!(s.contains("turn   1") && s.contains("turn   2"), "{s}");
+    t.send(&["b"]);
+    let s = t.wait("the fork beside it", |s| {
+        s.contains("▶2") && s.contains("forked from session")
+    });
+    assert!(!repo.join("notes.txt").exists(), "the code went back: {s}");
+    assert!(repo.join("demo-workspace/src/lib.rs").exists());
+}
