@@ -154,6 +154,9 @@ pub struct App {
     pub rewinder: Option<crate::rewind::Rewinder>,
     /// When Esc left an empty prompt: a second Esc soon after opens the rewind list.
     pub(crate) esc_left_prompt: Option<std::time::Instant>,
+    /// A past prompt being edited (`e` on it): the turn it started (the log's numbering),
+    /// to go back to before when it is sent.
+    pub(crate) resend: Option<u32>,
     /// The session keys in force (the deck's), for the help screen.
     pub session_keys: Vec<(String, &'static str)>,
     /// The keys of several sessions, shown at the rail's foot while several run (set by
@@ -289,6 +292,7 @@ impl App {
             fork_request: None,
             rewinder: None,
             esc_left_prompt: None,
+            resend: None,
             kept: Vec::new(),
             return_focus: None,
             full_redraw: false,

@@ -332,6 +332,72 @@ impl App {
         self.overlay = Some(Overlay::Rewind(r));
     }
 
+    /// `e` on one of the user's prompts in the transcript: it goes into the prompt to be
+    /// edited; sent, it goes back to before its turn (code and conversation).
+    pub(crate) fn edit_past_prompt(&mut self) {
+        let s = &self.driver.session;
+        let found = self.cursor.and_then(|c| match s.transcript.get(c) {
+            Some(trellis_core::transcript::Entry::Message(m))
+                if m.role == trellis_core::transcript::Role::User =>
+            {
+                Some((m.turn, m.text.clone()))
+            }
+            _ => None,
+        });
+        match found {
+            Some((turn, _)) if turn <= s.turns_before => {
+                self.message =
+                    Some("that prompt is from an earlier session's log: resume it there".into())
+            }
+            Some((turn, text)) => {
+                let own = turn - s.turns_before;
+                self.prompt.set(text);
+                self.resend = Some(own);
+                self.focus = Focus::Prompt;
+                self.message = Some(format!(
+                    "editing the prompt of turn {own}: Enter goes back to before it (code and conversation) and sends it · Esc keeps it as a new prompt"
+                ));
+            }
+            None => self.message = Some("e edits one of your prompts: put the cursor on it".into()),
+        }
+    }
+
+    /// Enter on an edited past prompt: its turn's code put back, then a fork from before
+    /// it sends the edited prompt.
+    pub(crate) fn resend_edited(&mut self) -> Vec<Intent> {
+        let Some(turn) = self.resend else {
+            return Vec::new();
+        };
+        if self.driver.session.turn_open {
+            self.message = Some("a turn is running: wait for its end (Esc cancels it)".into());
+            return Vec::new();
+        }
+        let text = self.prompt.text.trim().to_string();
+        if text.is_empty() {
+            return Vec::new();
+        }
+        if let (Some(rewind), Some(log)) = (self.rewinder.as_mut(), self.log_path.as_deref()) {
+            match rewind(log, turn) {
+                Ok(_) => {}
+                // Outside git there is nothing to put back; anything else stops here.
+                Err(e) if e.contains("outside a git repository") => {}
+                Err(e) => {
+                    self.message = Some(format!("cannot put the code back: {e}"));
+                    return Vec::new();
+                }
+            }
+        }
+        self.resend = None;
+        self.prompt.take();
+        self.message = Some(format!("going back to before turn {turn} with your edit…"));
+        self.fork_request = Some(crate::fork::ForkAsk {
+            at: Some(turn),
+            prompt: Some(text),
+            ..Default::default()
+        });
+        Vec::new()
+    }
+
     /// `/fork [TURN] [worktree]`: a new session from before that turn (after the last
     /// without one), beside this one.
     fn ask_fork(&mut self, args: &str) {

@@ -161,6 +161,7 @@ impl App {
                 KeyCode::Up => self.move_entry(-1),
                 KeyCode::End => self.top = None,
                 KeyCode::Char('i') | KeyCode::Enter if !self.replay => self.focus = Focus::Prompt,
+                KeyCode::Char('e') if !self.replay => self.edit_past_prompt(),
                 KeyCode::Esc if self.driver.session.turn_open && !self.replay => {
                     return vec![Intent::Cancel];
                 }
@@ -241,6 +242,10 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {
             KeyCode::Enter if alt || shift => self.prompt.insert("\n"),
+            KeyCode::Enter if self.resend.is_some() => return self.resend_edited(),
+            KeyCode::Esc if self.resend.take().is_some() => {
+                self.message = Some("no longer a resend: Enter sends it as a new prompt".into());
+            }
             KeyCode::Enter => {
                 if self.prompt.text.trim().is_empty() {
                     if self.queued.is_empty() {

@@ -13,4 +13,6 @@ pub struct ForkAsk {
     pub agent: Option<String>,
     /// A hand-off: no transcript; the new prompt holds a brief to edit and send.
     pub handoff: bool,
+    /// Sent as the fork's first prompt (a past prompt edited and sent again).
+    pub prompt: Option<String>,
 }

@@ -54,6 +54,10 @@ const TRANSCRIPT: &[(&str, &str)] = &[
         "cancel the running turn; when idle, back to the prompt",
     ),
     ("↑ / ↓", "previous / next entry"),
+    (
+        "e",
+        "edit the prompt at the cursor; Enter resends it from before its turn",
+    ),
     ("PgUp / PgDn, mouse wheel", "scroll"),
     ("End", "to the end"),
     ("click", "inspect a card, collapse a sidebar section"),

@@ -386,3 +386,64 @@ fn esc_esc_lists_the_turns_and_rewinds_the_code_the_conversation_or_both() {
     app.on_key(esc);
     assert!(!frame_text(&mut app, 90, 24).contains("Rewind: back to before a turn"));
 }
+
+/// Edit and resend (issue 48, item 4): `e` on a past prompt puts it in the prompt; Enter
+/// puts the code back to before its turn and asks for a fork from there that sends the
+/// edit; Esc keeps the text as a new prompt instead.
+#[test]
+fn e_on_a_past_prompt_edits_it_and_resends_it_from_before_its_turn() {
+    let mut b = B::new();
+    b.f(
+        Dir::AgentToClient,
+        json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}),
+    );
+    b.f(Dir::ClientToAgent, json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"now explain it"}]}}));
+    b.f(
+        Dir::AgentToClient,
+        json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}),
+    );
+    let mut app = App::new(b.s, "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    app.log_path = Some("/logs/s.jsonl".into());
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    app.rewinder = Some(Box::new(move |_: &std::path::Path, turn: u32| {
+        seen.lock().unwrap().push(turn);
+        Ok(Vec::new())
+    }));
+    let esc = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
+    let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+    // To the transcript, onto the first prompt.
+    app.on_key(esc);
+    for _ in 0..5 {
+        app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE));
+    }
+    app.on_key(key('e'));
+    assert_eq!(app.prompt.text, "tidy up");
+    assert!(frame_text(&mut app, 100, 20).contains("editing the prompt of turn 1"));
+    for c in " and the docs".chars() {
+        app.on_key(key(c));
+    }
+    app.on_key(enter);
+    assert_eq!(asked.lock().unwrap().as_slice(), &[1]);
+    let ask = app.fork_request.take().unwrap();
+    assert_eq!(ask.at, Some(1));
+    assert_eq!(ask.prompt.as_deref(), Some("tidy up and the docs"));
+    assert!(app.prompt.text.is_empty());
+    // Esc while editing: a new prompt after all (nothing rewound).
+    app.on_key(esc);
+    for _ in 0..5 {
+        app.on_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE));
+    }
+    app.on_key(key('e'));
+    assert_eq!(app.prompt.text, "now explain it");
+    app.on_key(esc);
+    assert!(frame_text(&mut app, 100, 20).contains("no longer a resend"));
+    let sent = app.on_key(enter);
+    assert!(
+        matches!(sent.as_slice(), [trellis_tui::Intent::Prompt { .. }]),
+        "{sent:?}"
+    );
+    assert_eq!(asked.lock().unwrap().len(), 1);
+    assert!(app.fork_request.is_none());
+}

@@ -49,6 +49,10 @@ pub(super) fn open(deck: &mut Deck, ask: ForkAsk) {
                     None => said.into(),
                 });
             }
+            if let Some(text) = ask.prompt {
+                // Held by the connection until the agent is set up.
+                opened.app.driver.prompt(text, Vec::new());
+            }
             deck.add(opened, agent);
             let keys = deck.keys.listed();
             let front = deck.front;
