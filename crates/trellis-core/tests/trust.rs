@@ -685,3 +685,50 @@ fn a_rejects_reason_becomes_the_agents_next_message() {
     );
     assert!(told(&decide(&mut s, 6, "n", Decider::User, "again")).is_empty());
 }
+
+/// An update kind the client does not know (issue 48, item 9) is shown as text in the
+/// transcript — the first few of each kind, bounded and flattened — and counted, never
+/// silently dropped.
+#[test]
+fn unknown_update_kinds_are_shown_as_text_and_counted() {
+    let mut s = session();
+    let notices = |s: &Session| -> Vec<String> {
+        s.transcript
+            .iter()
+            .filter_map(|e| match e {
+                trellis_core::transcript::Entry::Notice { text } => Some(text.to_string()),
+                _ => None,
+            })
+            .collect()
+    };
+    for i in 0..6u64 {
+        update(
+            &mut s,
+            frame(
+                i + 1,
+                Dir::AgentToClient,
+                json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1",
+                    "update":{"sessionUpdate":"context_window_update","note":format!("line\u{1b}[2J{i}"),"pad":"x".repeat(500)}}}),
+            ),
+        );
+    }
+    let shown = notices(&s);
+    assert_eq!(shown.len(), 4, "{shown:?}");
+    assert!(
+        shown[0].starts_with(
+            "the agent sent a `context_window_update` update, which this client does not show: {"
+        ),
+        "{}",
+        shown[0]
+    );
+    assert!(
+        shown[0].ends_with('…') && !shown[0].contains('\u{1b}'),
+        "{}",
+        shown[0]
+    );
+    assert_eq!(
+        shown[3],
+        "more `context_window_update` updates are counted in /status, not shown"
+    );
+    assert_eq!(s.counters.unknown_updates["context_window_update"], 6);
+}

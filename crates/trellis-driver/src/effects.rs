@@ -85,7 +85,7 @@ impl Driver {
         }
         self.outs(outs, notes);
         if self.conn.is_some() && !told.is_empty() {
-            let origin = "the reason for a reject";
+            let origin = crate::REASON_ORIGIN;
             self.driven
                 .extend(told.into_iter().map(|t| (origin.to_string(), t)));
             self.send_driven();

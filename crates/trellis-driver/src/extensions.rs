@@ -30,6 +30,18 @@ impl Driver {
         self.prompt_in_flight || !self.driven.is_empty()
     }
 
+    /// What the next queued prompt that is not the user's is, in words: `the reason
+    /// given with a reject`, `a prompt from extension NAME`.
+    pub fn driven_said(&self) -> Option<String> {
+        self.driven.front().map(|(origin, _)| {
+            if origin == crate::REASON_ORIGIN {
+                "the reason given with a reject".to_string()
+            } else {
+                format!("a prompt from extension {origin}")
+            }
+        })
+    }
+
     /// Carries out what an extension holding `drive` asked for, recorded first with the
     /// extension as its origin.
     fn drive(&mut self, extension: String, action: DriveAction, notes: &mut Vec<Note>) {

@@ -32,6 +32,13 @@ impl Driver {
         reason: Option<String>,
         notes: &mut Vec<Note>,
     ) {
+        // Words from elsewhere (a phone, a script, a hook) reach the agent and the log
+        // without control characters, as a prompt sent from outside does.
+        let reason = reason.map(|r| {
+            r.chars()
+                .filter(|c| *c == '\n' || *c == '\t' || !c.is_control())
+                .collect::<String>()
+        });
         if self.to_hub(|| attached::Remote::Decide {
             request_id: request_id.clone(),
             choice: choice.clone(),

@@ -102,6 +102,9 @@ pub enum Note {
     Touched(Vec<usize>),
 }
 
+/// The origin of a queued prompt that carries a reject's reason to the agent.
+pub(crate) const REASON_ORIGIN: &str = "\0reason";
+
 /// How long closing waits for the session index to take the log's last records (the
 /// log is registered: what is left is read by the next `trellis sessions` command).
 const INDEX_WAIT: std::time::Duration = std::time::Duration::from_millis(500);

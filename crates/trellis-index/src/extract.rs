@@ -533,6 +533,10 @@ fn block_text(b: &Value, out: &mut String) {
         _ => None,
     };
     if let Some(p) = piece {
+        // Blocks apart (a prompt and the document it carries do not run together).
+        if !out.is_empty() {
+            push_capped(out, "\n\n", TEXT_CAP);
+        }
         push_capped(out, &p, TEXT_CAP);
     }
 }

@@ -11,7 +11,16 @@ const PROMPT_NOTE: usize = 300;
 /// Adds one entry of `session` and its words.
 pub(crate) fn insert(tx: &Transaction<'_>, session: i64, d: &Doc) -> rusqlite::Result<()> {
     let note = match d.kind {
-        DocKind::Prompt => Some(d.text.chars().take(PROMPT_NOTE).collect::<String>()),
+        // What the user wrote: its first paragraph, not a document it carries.
+        DocKind::Prompt => Some(
+            d.text
+                .split("\n\n")
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(PROMPT_NOTE)
+                .collect::<String>(),
+        ),
         DocKind::Title => Some(d.text.clone()),
         _ => None,
     };

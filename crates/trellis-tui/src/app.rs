@@ -45,6 +45,10 @@ pub struct Inspector {
     pub original: bool,
 }
 
+/// How long a permission question is on screen before its keys answer it: a key typed
+/// sooner was meant for the prompt.
+pub const DIALOG_ARM: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// What a sidebar line is, for clicks.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SidebarHit {
@@ -154,6 +158,12 @@ pub struct App {
     pub rewinder: Option<crate::rewind::Rewinder>,
     /// When Esc left an empty prompt: a second Esc soon after opens the rewind list.
     pub(crate) esc_left_prompt: Option<std::time::Instant>,
+    /// The permission question on screen and when it first showed: an answer key that
+    /// comes sooner than [`DIALOG_ARM`] after is the end of what was being typed, and goes
+    /// to the prompt.
+    pub(crate) dialog_shown: Option<(String, std::time::Instant)>,
+    /// When a character was last typed into the prompt (none since it was sent).
+    pub(crate) last_typed: Option<std::time::Instant>,
     /// A past prompt being edited (`e` on it): the turn it started (the log's numbering),
     /// to go back to before when it is sent.
     pub(crate) resend: Option<u32>,
@@ -293,6 +303,8 @@ impl App {
             rewinder: None,
             esc_left_prompt: None,
             resend: None,
+            dialog_shown: None,
+            last_typed: None,
             kept: Vec::new(),
             return_focus: None,
             full_redraw: false,
@@ -386,6 +398,19 @@ impl App {
         let v = std::sync::Arc::new(build());
         *c = Some((key, v.clone()));
         v
+    }
+
+    /// Whether a key now is the user still typing into the prompt over question `req`:
+    /// they typed within [`DIALOG_ARM`] before it showed, and it showed less than that ago
+    /// (or is not drawn yet).
+    fn just_shown(&self, req: &str) -> bool {
+        let Some(typed) = self.last_typed else {
+            return false;
+        };
+        match &self.dialog_shown {
+            Some((r, at)) if r == req => at.elapsed() < DIALOG_ARM && typed + DIALOG_ARM > *at,
+            _ => typed.elapsed() < DIALOG_ARM,
+        }
     }
 
     /// The request the dialog shows: (request id, call index, options, position, total).
@@ -640,6 +665,14 @@ impl App {
             return self.inspector_key(key);
         }
         if let Some((req, call, options, _, _)) = self.dialog() {
+            let answers = matches!(key.code, KeyCode::Char(c)
+                if c == 'r' || trellis_view::dialog::option_for_key(&options, c).is_some());
+            if answers && self.just_shown(&req) {
+                self.message = Some(
+                    "a permission question just opened: that key went to the prompt; answer in a moment".into(),
+                );
+                return self.prompt_key(key);
+            }
             if let KeyCode::Char(c) = key.code
                 && let Some(o) = trellis_view::dialog::option_for_key(&options, c)
             {

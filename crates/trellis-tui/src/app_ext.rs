@@ -332,6 +332,35 @@ impl App {
         self.overlay = Some(Overlay::Rewind(r));
     }
 
+    /// A paste (bracketed: it arrives whole, so a newline in it sends nothing): into a
+    /// reject's reason (one line: its newlines become spaces), or into the prompt; never
+    /// an answer to a question, whatever it holds.
+    pub fn on_paste(&mut self, text: &str) {
+        match self.overlay.as_mut() {
+            Some(Overlay::Reason(r)) => {
+                let room = trellis_core::permission::REASON_LIMIT
+                    .saturating_sub(r.text.text.chars().count());
+                let flat: String = text
+                    .chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .take(room)
+                    .collect();
+                r.text.insert(&flat);
+            }
+            Some(_) => {}
+            None if self.inspector.is_some() || self.replay => {}
+            None => {
+                let clean: String = text
+                    .replace("\r\n", "\n")
+                    .chars()
+                    .filter(|c| *c == '\n' || *c == '\t' || !c.is_control())
+                    .collect();
+                self.focus = Focus::Prompt;
+                self.prompt.insert(&clean);
+            }
+        }
+    }
+
     /// `e` on one of the user's prompts in the transcript: it goes into the prompt to be
     /// edited; sent, it goes back to before its turn (code and conversation).
     pub(crate) fn edit_past_prompt(&mut self) {

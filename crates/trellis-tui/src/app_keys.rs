@@ -267,6 +267,7 @@ impl App {
                     return Vec::new();
                 }
                 let text = self.prompt.take();
+                self.last_typed = None;
                 self.top = None;
                 let cwd = self.driver.session.cwd.as_deref().map(std::path::Path::new);
                 let files = crate::complete::mentioned_files(&text, cwd);
@@ -308,7 +309,10 @@ impl App {
             KeyCode::Char('b') if alt => self.prompt.word_left(),
             KeyCode::Char('f') if alt => self.prompt.word_right(),
             KeyCode::Char('g') if ctrl => return vec![Intent::Edit(self.prompt.text.clone())],
-            KeyCode::Char(c) if !ctrl && !alt => self.prompt.insert(c.encode_utf8(&mut [0; 4])),
+            KeyCode::Char(c) if !ctrl && !alt => {
+                self.last_typed = Some(std::time::Instant::now());
+                self.prompt.insert(c.encode_utf8(&mut [0; 4]));
+            }
             KeyCode::Backspace if alt || ctrl => self.prompt.kill_word(),
             KeyCode::Backspace => self.prompt.backspace(),
             KeyCode::Delete => self.prompt.delete(),

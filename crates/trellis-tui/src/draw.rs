@@ -311,6 +311,10 @@ fn draw_floating(f: &mut Frame<'_>, app: &mut App, main: Rect, area: Rect) {
     } else if let Some(ins) = app.inspector {
         crate::draw_inspector::draw_inspector(f, app, ins, main);
     } else if let Some((req, call, options, i, n)) = app.dialog() {
+        // When this question first showed: keys typed just before stay the prompt's.
+        if app.dialog_shown.as_ref().is_none_or(|(r, _)| *r != req) {
+            app.dialog_shown = Some((req.clone(), std::time::Instant::now()));
+        }
         draw_dialog(f, app, (req, call, options, i, n), main);
     } else if let Some(e) = app.question() {
         crate::ask_draw::draw(f, app, &e, main);

@@ -351,7 +351,11 @@ fn outside_run_with(
         child.wait()
     });
     let _ = ratatui::init();
-    let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        EnableMouseCapture,
+        crossterm::event::EnableBracketedPaste
+    );
     status
 }
 
@@ -405,7 +409,8 @@ fn restore() {
     let _ = crossterm::execute!(
         std::io::stdout(),
         DisableMouseCapture,
-        crossterm::event::DisableFocusChange
+        crossterm::event::DisableFocusChange,
+        crossterm::event::DisableBracketedPaste
     );
     // Not `ratatui::restore`: it reports a failure with `eprintln!`, which panics when the
     // terminal is gone (a hangup), and its panic hook restores (and prints) again — an abort
@@ -451,10 +456,12 @@ pub async fn run_deck(mut deck: deck::Deck) -> std::io::Result<Vec<String>> {
     }));
     // Panics inside extensions are recorded, never printed over the screen.
     trellis_ext_host::install_panic_guard();
+    // A paste arrives whole (never as keys: a newline in it is no Enter).
     crossterm::execute!(
         std::io::stdout(),
         EnableMouseCapture,
-        crossterm::event::EnableFocusChange
+        crossterm::event::EnableFocusChange,
+        crossterm::event::EnableBracketedPaste
     )?;
     let keys = deck.keys.listed();
     for s in &mut deck.slots {

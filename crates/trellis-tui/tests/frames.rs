@@ -447,3 +447,42 @@ fn e_on_a_past_prompt_edits_it_and_resends_it_from_before_its_turn() {
     assert_eq!(asked.lock().unwrap().len(), 1);
     assert!(app.fork_request.is_none());
 }
+
+/// A permission question that opens while the user types (a trial found `why not`
+/// approving an edit): keys that arrive within a moment of it showing, right after
+/// typing, go on into the prompt; then its keys answer it.
+#[test]
+fn a_question_that_opens_mid_word_does_not_take_the_keys_being_typed() {
+    let mut b = B::new();
+    b.f(
+        Dir::AgentToClient,
+        json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}),
+    );
+    let mut app = App::new(b.s, "demo".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    for c in "wh".chars() {
+        app.on_key(key(c));
+    }
+    // The question arrives and shows while "why not" is being typed.
+    let mut s = app.driver.session.clone();
+    let mut b2 = B {
+        s: std::mem::take(&mut s),
+        seq: 100,
+    };
+    b2.ask(7, "late", "Edit late.txt", "edit");
+    app.driver.session = b2.s;
+    frame_text(&mut app, 80, 30);
+    assert!(app.on_key(key('y')).is_empty(), "the y was being typed");
+    assert_eq!(app.prompt.text, "why");
+    assert!(frame_text(&mut app, 80, 30).contains("just opened"));
+    // A moment later the same key answers.
+    std::thread::sleep(trellis_tui::app::DIALOG_ARM);
+    assert_eq!(
+        app.on_key(key('y')),
+        vec![trellis_tui::Intent::Decide {
+            request_id: "7".into(),
+            option_id: "y".into(),
+            reason: None,
+        }]
+    );
+}

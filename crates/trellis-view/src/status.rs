@@ -111,6 +111,13 @@ pub fn status_line_with(
     }
     if let Some(u) = &session.usage {
         let mut s = format!("{}/{} tokens", tokens(u.used), tokens(u.size));
+        // Near the agent's limit: said before it compacts or stops.
+        if u.size > 0 && u.used.saturating_mul(100) / u.size >= 80 {
+            s.push_str(&format!(
+                " ({}%: near the limit)",
+                u.used.saturating_mul(100) / u.size
+            ));
+        }
         if let Some(c) = &u.cost {
             s.push_str(&format!(" · {}", c.display()));
         }

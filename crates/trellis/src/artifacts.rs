@@ -11,7 +11,7 @@ use trellis_core::{Session, ToolKind, ToolStatus};
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Seen {
     /// Permission requests answered with anything but an allow: (call title, decider).
-    pub denials: Vec<(String, String)>,
+    pub denials: Vec<(String, String, Option<String>)>,
     /// Files the agent wrote through Trellis (`fs/write_text_file`).
     pub written: Vec<String>,
     pub turns: u32,
@@ -52,7 +52,11 @@ pub(crate) fn summary(session: &Session, seen: &Seen, wall_s: f64) -> Value {
         "turns": seen.turns,
         "tool_calls": {"total": n, "by_kind": by_kind},
         "permission_denials": seen.denials.iter()
-            .map(|(t, d)| json!({"call": t, "decider": d})).collect::<Vec<_>>(),
+            .map(|(t, d, r)| match r {
+                Some(r) => json!({"call": t, "decider": d, "reason": r}),
+                None => json!({"call": t, "decider": d}),
+            })
+            .collect::<Vec<_>>(),
         "files_written": files,
         "tokens": usage.map(|u| json!({"used": u.used, "size": u.size})),
         "cost": usage.and_then(|u| u.cost.as_ref()).map(|c| json!({"amount": c.amount, "currency": c.currency})),
@@ -141,7 +145,11 @@ pub(crate) fn markdown(s: &Value) -> String {
     {
         out.push_str("\n**Permission denials**\n\n");
         for x in d {
-            out.push_str(&format!("- {} — {}\n", esc(&x["call"]), esc(&x["decider"])));
+            out.push_str(&format!("- {} — {}", esc(&x["call"]), esc(&x["decider"])));
+            if x["reason"].is_string() {
+                out.push_str(&format!(": {}", esc(&x["reason"])));
+            }
+            out.push('\n');
         }
     }
     if let Some(f) = s["files_written"].as_array()

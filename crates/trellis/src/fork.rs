@@ -37,7 +37,7 @@ pub fn fork(args: ForkArgs, config: Option<&std::path::Path>) -> anyhow::Result<
         && !(1..=turns.saturating_add(1)).contains(&n)
     {
         anyhow::bail!(
-            "session {} has {turns} turn(s): --at {n} is not one of them (a fork starts before turn 1 to {turns}, or after the last)",
+            "session {} has {turns} turn(s): turn {n} is not one of them (a fork starts before turn 1 to {turns}, or after the last)",
             row.id
         );
     }

@@ -286,9 +286,7 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
             }
             "r" if p.reject_once.is_some() => {
                 // One line the agent is told as the session's next message.
-                print!("  your reason (the agent reads it; Enter on nothing goes back) > ");
-                std::io::stdout().flush()?;
-                let Some(Ok(reason)) = lines.next() else {
+                let Some(reason) = ask_reason(&mut lines)? else {
                     return Ok(ExitCode::SUCCESS);
                 };
                 if reason.trim().is_empty() {
@@ -352,6 +350,26 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
                 ),
             },
         }
+    }
+}
+
+/// A reject's reason, read from `lines` (asked again while it is too long); none: the
+/// input ended.
+fn ask_reason(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+) -> anyhow::Result<Option<String>> {
+    let limit = trellis_core::permission::REASON_LIMIT;
+    loop {
+        print!("  your reason (the agent reads it; Enter on nothing goes back) > ");
+        std::io::stdout().flush()?;
+        let Some(Ok(reason)) = lines.next() else {
+            return Ok(None);
+        };
+        let n = reason.trim().chars().count();
+        if n <= limit {
+            return Ok(Some(reason));
+        }
+        println!("  at most {limit} characters (yours: {n}): shorter, please");
     }
 }
 

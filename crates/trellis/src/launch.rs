@@ -58,6 +58,10 @@ impl Launch {
         };
         let (worktree, mut said) =
             crate::worktree_cmd::isolate(req.worktree.as_ref(), req.carry, &mut resolved, config)?;
+        let mut req = req;
+        if let (Some(r), Some(_)) = (req.resume.as_mut(), &worktree) {
+            r.moved_to(&resolved.spec.cwd);
+        }
         // Held while the session's front end lives: endings from elsewhere see it.
         let lease = crate::worktree_cmd::lease(&resolved.spec.cwd)?;
         if let Some(r) = &req.resume {
@@ -146,11 +150,7 @@ impl Launch {
             app.driver.keep_output_in_log(&log_path);
         }
         app.log_path = Some(log_path.clone());
-        app.theme = if std::env::var_os("NO_COLOR").is_some() {
-            trellis_view::Theme::plain()
-        } else {
-            trellis_view::Theme::default()
-        };
+        app.theme = theme();
         crate::ui_config::apply_ui_config(&mut app, config)?;
         // After the key bindings are known: contributed keys must not clash with them.
         app.set_ext(host, host_rx);
@@ -263,5 +263,14 @@ fn indexed(app: &mut App, paths: Option<&Paths>, cwd: &str, log: &std::path::Pat
                 log.to_path_buf(),
             ),
         )));
+    }
+}
+
+/// Colours, unless `NO_COLOR` says none.
+fn theme() -> trellis_view::Theme {
+    if std::env::var_os("NO_COLOR").is_some() {
+        trellis_view::Theme::plain()
+    } else {
+        trellis_view::Theme::default()
     }
 }

@@ -116,7 +116,7 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
         .find(|k| k.tag == tag)
         .filter(|k| owner.is_none() || k.from_subagents);
     let Some(kind) = kind else {
-        return unknown(cx, owner, &tag);
+        return unknown(cx, owner, &tag, raw);
     };
     cx.s.counters.updates += 1;
     let update = Update { seq, owner, raw };
@@ -125,10 +125,17 @@ fn slow(cx: &mut Ctx<'_>, seq: u64, msg: &Message) {
     }
 }
 
-/// An update kind this client does not show: counted and warned once per kind (from a
-/// subagent: anything but its messages, calls, plan and children; the session's
-/// settings, usage and commands are the parent's).
-fn unknown(cx: &mut Ctx<'_>, owner: Option<usize>, tag: &str) {
+/// Unknown updates of one kind shown as text in the transcript; the rest are counted.
+const UNKNOWN_SHOWN: u64 = 3;
+/// Characters of an unknown update shown.
+const UNKNOWN_CHARS: usize = 300;
+
+/// An update kind this client does not know: counted, warned once per kind, and (the
+/// session's own, the first few of each kind) shown in the transcript as text, never
+/// silently dropped. From a subagent: anything but its messages, calls, plan and
+/// children is counted and warned (the session's settings, usage and commands are the
+/// parent's).
+fn unknown(cx: &mut Ctx<'_>, owner: Option<usize>, tag: &str, raw: &str) {
     let (key, warn_key, message) = match owner {
         None => (
             tag.to_string(),
@@ -141,8 +148,32 @@ fn unknown(cx: &mut Ctx<'_>, owner: Option<usize>, tag: &str) {
             format!("ignored {tag} from a subagent (only its messages, calls and plan are shown)"),
         ),
     };
-    *cx.s.counters.unknown_updates.entry(key).or_default() += 1;
+    let n = {
+        let n = cx.s.counters.unknown_updates.entry(key).or_default();
+        *n += 1;
+        *n
+    };
     cx.warn_once(warn_key, message);
+    if owner.is_none() && n <= UNKNOWN_SHOWN + 1 {
+        let kind: String = tag.chars().take(64).collect();
+        let text = if n <= UNKNOWN_SHOWN {
+            let flat: String = raw
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .take(UNKNOWN_CHARS + 1)
+                .collect();
+            let cut = if flat.chars().count() > UNKNOWN_CHARS {
+                let kept: String = flat.chars().take(UNKNOWN_CHARS).collect();
+                format!("{kept}…")
+            } else {
+                flat
+            };
+            format!("the agent sent a `{kind}` update, which this client does not show: {cut}")
+        } else {
+            format!("more `{kind}` updates are counted in /status, not shown")
+        };
+        cx.notice(text);
+    }
 }
 
 /// One `session/update` as a handler gets it: its frame number, whose it is (none: this

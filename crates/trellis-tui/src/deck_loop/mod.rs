@@ -399,6 +399,13 @@ pub(crate) async fn deck_loop(
                     deck.front().on_mouse(m);
                     dirty = true;
                 }
+                // Into the session in front, unless the deck's own page is open.
+                Some(Ok(Event::Paste(text))) => {
+                    if deck.inbox.is_none() && deck.compare.is_none() && deck.form.is_none() {
+                        deck.front().on_paste(&text);
+                    }
+                    dirty = true;
+                }
                 Some(Ok(Event::FocusGained)) => {
                     focused = true;
                     deck.front().focused = true;

@@ -358,6 +358,7 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
                 outcome,
                 call_id,
                 decider,
+                reason,
                 ..
             } => {
                 self.refused += usize::from(!outcome.is_allowed());
@@ -368,7 +369,9 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
                         .position(call_id)
                         .map(|p| trellis_core::enrich::card_title(&s.ledger.at(p)))
                         .unwrap_or_else(|| call_id.clone());
-                    self.seen.denials.push((title, decider.to_string()));
+                    self.seen
+                        .denials
+                        .push((title, decider.to_string(), reason.clone()));
                 }
             }
             EventBody::FileWritten { path, .. } => self.seen.written.push(path.clone()),
@@ -429,14 +432,14 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             && self.turns >= max
         {
             let left = self.queue.len();
+            let more = match self.driver.driven_said() {
+                Some(what) => format!(" and {what} not sent"),
+                None if self.driver.driven_pending() => " and one from an extension".to_string(),
+                None => String::new(),
+            };
             self.breach(
                 Breach::Budget(format!(
-                    "--max-turns {max} reached with {left} prompt(s) of yours left{}",
-                    if self.driver.driven_pending() {
-                        " and one from an extension"
-                    } else {
-                        ""
-                    }
+                    "--max-turns {max} reached with {left} prompt(s) of yours left{more}"
                 )),
                 notes,
             );

@@ -102,6 +102,14 @@ fn stays(
         .cwd
         .clone()
         .or_else(|| resume.as_ref().and_then(|r| r.cwd.clone()));
+    // A fork runs where its session ran, never silently here instead.
+    if let (Some(r), None, Some(_)) = (&resume, &cwd, &args.fork) {
+        anyhow::bail!(
+            "where session {} ran ({}) is gone: a fork runs there (give --cwd to run it elsewhere)",
+            r.row.id,
+            r.row.cwd.as_deref().unwrap_or("not recorded")
+        );
+    }
     if args.carry && args.resume.is_none() && common.worktree.is_none() {
         anyhow::bail!(
             "--carry needs --resume (the earlier session) or --worktree (uncommitted work){}",
@@ -129,6 +137,10 @@ fn stays(
         config,
     )?;
     crate::worktree_cmd::print(&said);
+    let mut resume = resume;
+    if let (Some(r), Some(_)) = (resume.as_mut(), &worktree) {
+        r.moved_to(&resolved.spec.cwd);
+    }
     // Held for the whole run: endings from elsewhere refuse while it runs.
     let _lease = crate::worktree_cmd::lease(&resolved.spec.cwd)?;
     resolved.spec.load_session = common

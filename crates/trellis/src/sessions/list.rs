@@ -40,11 +40,15 @@ pub(super) fn display_titles(rows: &[SessionRow]) -> Vec<String> {
         .collect()
 }
 
-/// One conversation: a session, and the sessions that resumed it (newest last).
+/// One conversation: a session, and the sessions that resumed it (newest last). A fork
+/// is a conversation of its own, that says where it parted.
 #[derive(Debug)]
 pub(super) struct Thread<'a> {
     /// Oldest first.
     pub sessions: Vec<&'a SessionRow>,
+    /// A fork: the session it came from (its id, or its log's name when not listed) and
+    /// the turn it was forked before.
+    pub fork_of: Option<(String, u32)>,
 }
 
 impl Thread<'_> {
@@ -68,8 +72,12 @@ pub(super) fn threads(rows: &[SessionRow]) -> Vec<Thread<'_>> {
         .collect();
     // The row each row's thread ends in (its newest resumption listed).
     let mut continued_by: Vec<Option<usize>> = vec![None; rows.len()];
+    // A resumption continues its thread; a fork starts one of its own.
+    fn resumes(r: &SessionRow) -> Option<&str> {
+        r.continues.as_deref().filter(|_| r.continues_at.is_none())
+    }
     for (i, r) in rows.iter().enumerate() {
-        if let Some(&prev) = r.continues.as_deref().and_then(|p| by_path.get(p))
+        if let Some(&prev) = resumes(r).and_then(|p| by_path.get(p))
             && prev != i
             && continued_by[prev].is_none()
         {
@@ -85,7 +93,7 @@ pub(super) fn threads(rows: &[SessionRow]) -> Vec<Thread<'_>> {
         let mut sessions = vec![r];
         let mut at = r;
         let mut seen = std::collections::HashSet::from([i]);
-        while let Some(&prev) = at.continues.as_deref().and_then(|p| by_path.get(p)) {
+        while let Some(&prev) = resumes(at).and_then(|p| by_path.get(p)) {
             if !seen.insert(prev) {
                 break;
             }
@@ -93,7 +101,22 @@ pub(super) fn threads(rows: &[SessionRow]) -> Vec<Thread<'_>> {
             sessions.push(at);
         }
         sessions.reverse();
-        out.push(Thread { sessions });
+        let first = sessions[0];
+        let fork_of = first
+            .continues_at
+            .zip(first.continues.as_deref())
+            .map(|(n, p)| {
+                let of = by_path.get(p).map_or_else(
+                    || {
+                        std::path::Path::new(p)
+                            .file_name()
+                            .map_or(p.to_string(), |f| f.to_string_lossy().into_owned())
+                    },
+                    |&j| rows[j].id.clone(),
+                );
+                (of, n)
+            });
+        out.push(Thread { sessions, fork_of });
     }
     out
 }
@@ -163,15 +186,14 @@ pub(super) fn lines(
                 .map(|x| trellis_text::squeezed(x, 50))
                 .or_else(|| r.worktree.as_deref().map(|w| format!("worktree {w}")))
                 .unwrap_or_default();
+            let mut said = Vec::new();
+            if let Some((of, n)) = &t.fork_of {
+                said.push(format!("fork of {of} before turn {n}"));
+            }
             if t.sessions.len() > 1 {
-                // Resumptions counted; a fork says where it parted.
-                let forks: Vec<u32> = t.sessions.iter().filter_map(|s| s.continues_at).collect();
-                let resumed = t.sessions.len() - 1 - forks.len();
-                let mut said = Vec::new();
-                if resumed > 0 {
-                    said.push(format!("resumed {resumed}×"));
-                }
-                said.extend(forks.iter().map(|n| format!("forked before turn {n}")));
+                said.push(format!("resumed {}×", t.sessions.len() - 1));
+            }
+            if !said.is_empty() {
                 title = format!(
                     "{title}{}({})",
                     if title.is_empty() { "" } else { " " },
@@ -221,11 +243,18 @@ mod tests {
         fork.continues_at = Some(2);
         let rows = vec![fork, resumed, first];
         let lines = lines(&threads(&rows), |_| None);
-        assert_eq!(lines.len(), 1, "{lines:?}");
+        // The fork is a row of its own, saying where it parted; the session it came from
+        // keeps its row (and its id, which a rewind needs).
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("cccc0003"), "{lines:?}");
         assert!(
-            lines[0].contains("Fix (resumed 1×, forked before turn 2)"),
+            lines[0].contains("another way")
+                && lines[0].ends_with("(fork of cccc0002 before turn 2)"),
             "{lines:?}"
         );
+        assert!(lines[0].contains("    1 "), "its own turns only: {lines:?}");
+        assert!(lines[1].starts_with("cccc0002"), "{lines:?}");
+        assert!(lines[1].ends_with("(resumed 1×)"), "{lines:?}");
     }
 
     #[test]

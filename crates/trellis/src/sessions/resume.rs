@@ -79,7 +79,7 @@ impl Resume {
             None => u64::MAX,
             Some(n) if (1..=turns).contains(&n) => starts[n as usize - 1],
             Some(n) => anyhow::bail!(
-                "session {} has {turns} turn(s): --at {n} is not one of them (a fork starts before turn 1 to {turns}, or after the last)",
+                "session {} has {turns} turn(s): turn {n} is not one of them (a fork starts before turn 1 to {turns}, or after the last)",
                 row.id
             ),
         };
@@ -119,6 +119,23 @@ impl Resume {
             }
             _ => None,
         }
+    }
+
+    /// The session runs in `cwd` (a worktree of its own): the transcript says where the
+    /// paths it names are now, so that an agent does not edit the session's old checkout.
+    pub fn moved_to(&mut self, cwd: &Path) {
+        let (Some(carry), Some(old)) = (self.carry.as_mut(), self.row.cwd.as_deref()) else {
+            return;
+        };
+        if Path::new(old) == cwd {
+            return;
+        }
+        carry.text = format!(
+            "Note: you work in {}, a worktree of its own; the paths under {old} in the conversation below are the same files there. Change only the files in {}.\n\n{}",
+            cwd.display(),
+            cwd.display(),
+            carry.text
+        );
     }
 
     /// The agent's own session to load (`session/load` or `resume`): a resume's only.

@@ -346,7 +346,8 @@ fn a_reject_with_a_reason_from_trellis_approve_is_the_agents_next_message() {
         .unwrap();
     std::io::Write::write_all(
         approve.stdin.as_mut().unwrap(),
-        b"r\nkeep the old API, it has users\n",
+        // A control character typed in is not passed on.
+        b"r\nkeep the old API,\x07 it has users\n",
     )
     .unwrap();
     drop(approve.stdin.take());

@@ -102,12 +102,24 @@ fn a_fork_before_a_turn_has_the_turns_before_it_and_the_agent_is_told_them() {
         list.contains("go on") || list.contains("fix the TODO"),
         "{list}"
     );
+    // Where the session ran is gone: refused, never run here instead.
+    let gone = d.work.join("gone");
+    std::fs::create_dir_all(&gone).unwrap();
+    let lost = two_turns(&d, "demo", &gone, &[]);
+    std::fs::remove_dir_all(&gone).unwrap();
+    let o = d.trellis(&["run", "--fork", &lost, "--prompt", "x"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("is gone: a fork runs there (give --cwd"),
+        "{}",
+        text(&o)
+    );
     // A turn the session does not have is refused, naming what it has.
     let o = d.trellis(&["run", "--fork", &first, "--at", "7", "--prompt", "x"]);
     assert!(!o.status.success());
     assert!(
         text(&o).contains(&format!(
-            "session {first} has 2 turn(s): --at 7 is not one of them"
+            "session {first} has 2 turn(s): turn 7 is not one of them"
         )),
         "{}",
         text(&o)
@@ -381,4 +393,54 @@ fn esc_esc_in_the_ui_rewinds_the_code_and_forks_the_conversation() {
     });
     assert!(!repo.join("notes.txt").exists(), "the code went back: {s}");
     assert!(repo.join("demo-workspace/src/lib.rs").exists());
+}
+
+/// A paste arrives whole (a trial pasted two lines into a reason: the newline sent it
+/// and the rest became a prompt): into the prompt with its lines, into a reason as one
+/// line; nothing is sent or answered by it.
+#[test]
+fn a_paste_of_several_lines_is_text_and_never_enter() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = crate::tui::Tmux::start_sized(
+        &["--agent", "demo", "--cwd", dir.path().to_str().unwrap()],
+        120,
+        40,
+    ) else {
+        return;
+    };
+    let paste = |text: &str| {
+        for args in [
+            vec!["set-buffer", "--", text],
+            vec!["paste-buffer", "-p", "-t", "t"],
+        ] {
+            let ok = std::process::Command::new("tmux")
+                .args(["-L", &t.socket])
+                .args(&args)
+                .status()
+                .unwrap();
+            assert!(ok.success());
+        }
+    };
+    t.wait_for("Enter send");
+    paste("first line\nsecond line");
+    let s = t.wait_for("second line");
+    assert!(s.contains("› first line"), "{s}");
+    assert!(
+        !t.log().contains("session/prompt"),
+        "a pasted newline sent nothing"
+    );
+    // Sent with Enter; its permission question, and a reason pasted into it.
+    t.send(&["Enter"]);
+    t.wait_for("reject with a reason");
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    t.send(&["r"]);
+    t.wait_for("Reject with a reason");
+    paste("not this file\nLEAKED PART");
+    let s = t.wait_for("LEAKED PART");
+    assert!(s.contains("> not this file LEAKED PART"), "{s}");
+    assert!(
+        !t.log().contains("permission_decided"),
+        "a pasted newline answered nothing"
+    );
+    assert_eq!(t.log().matches("\"method\":\"session/prompt\"").count(), 1);
 }
