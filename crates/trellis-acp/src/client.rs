@@ -74,8 +74,17 @@ pub enum Command {
     KillTerminal {
         terminal_id: String,
     },
+    /// Run the user's own command line (`!cmd`) in `cwd` in a terminal of Trellis's: its
+    /// output and exit are recorded as any terminal's, and its card as the user's.
+    UserCommand {
+        command: String,
+        cwd: PathBuf,
+    },
     Shutdown,
 }
+
+/// Output of a user's command kept (the rest of it is cut from the front, and said).
+pub const USER_OUTPUT_LIMIT: u64 = 1 << 20;
 
 /// The driver's handle on a running connection.
 #[derive(Clone)]
@@ -468,6 +477,25 @@ async fn serve(
                 Some(Command::KillTerminal { terminal_id }) => {
                     // One the agent released already, or never made here: nothing to do.
                     let _ = terminals.kill(&terminal_id);
+                }
+                Some(Command::UserCommand { command, cwd }) => {
+                    let spawn = crate::terminal::Spawn {
+                        command: command.clone(),
+                        args: Vec::new(),
+                        env: Vec::new(),
+                        cwd: cwd.clone(),
+                        output_byte_limit: Some(USER_OUTPUT_LIMIT),
+                    };
+                    turns.recorder.local(match terminals.create(spawn) {
+                        Ok(terminal_id) => trellis_core::LocalRecord::UserCommand {
+                            terminal_id,
+                            command,
+                            cwd: cwd.display().to_string(),
+                        },
+                        Err(e) => trellis_core::LocalRecord::Mark {
+                            text: format!("your command did not start: {e}"),
+                        },
+                    });
                 }
                 Some(Command::ListSessions { cwd, cursor }) => {
                     let _ = cx.send_request(ListSessionsRequest::new().cwd(cwd).cursor(cursor));

@@ -416,6 +416,14 @@ pub enum LocalRecord {
     ConnectionClosed,
     /// A user's note in the log.
     Mark { text: String },
+    /// The user ran `command` in `cwd` (`!cmd` at the prompt) in Trellis's terminal
+    /// `terminal_id`: a card of its own, marked as the user's (its output and exit are
+    /// the terminal's records).
+    UserCommand {
+        terminal_id: String,
+        command: String,
+        cwd: String,
+    },
     /// The client wrote the file of agent request `request_id` (before answering it).
     /// `old` is the previous content when the file existed and was small enough to keep.
     FileWritten {

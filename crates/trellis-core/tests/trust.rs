@@ -732,3 +732,97 @@ fn unknown_update_kinds_are_shown_as_text_and_counted() {
     );
     assert_eq!(s.counters.unknown_updates["context_window_update"], 6);
 }
+
+/// The user's own commands (`!cmd`): a card of theirs that ends with its terminal — even
+/// when the exit was read first — outlives a turn's end, and no agent can claim its id.
+#[test]
+fn a_users_command_is_its_own_card_and_no_agent_can_claim_it() {
+    use trellis_core::ToolStatus;
+    use trellis_core::wire::ExitStatus;
+    let local = |s: &mut Session, record: LocalRecord| {
+        update(
+            s,
+            Action::Local {
+                t: 1.0,
+                record: Box::new(record),
+            },
+        )
+    };
+    let mut s = session();
+    local(
+        &mut s,
+        LocalRecord::UserCommand {
+            terminal_id: "term-1".into(),
+            command: "make".into(),
+            cwd: "/w".into(),
+        },
+    );
+    let id = "!user/term-1";
+    let at = s.ledger.position(id).unwrap();
+    assert_eq!(s.ledger.at(at).title, "! make");
+    assert_eq!(s.ledger.at(at).status, ToolStatus::InProgress);
+    // A turn ends: the user's command goes on.
+    update(
+        &mut s,
+        frame(
+            9,
+            Dir::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}),
+        ),
+    );
+    assert!(s.turn_open);
+    update(
+        &mut s,
+        frame(
+            11,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","id":"p","result":{"stopReason":"end_turn"}}),
+        ),
+    );
+    assert!(!s.turn_open);
+    assert_eq!(s.ledger.at(at).status, ToolStatus::InProgress);
+    local(
+        &mut s,
+        LocalRecord::TerminalExited {
+            terminal_id: "term-1".into(),
+            status: ExitStatus {
+                exit_code: Some(2),
+                signal: None,
+            },
+        },
+    );
+    assert_eq!(s.ledger.at(at).status, ToolStatus::Failed);
+    // Its exit read before its record: it ends at once.
+    local(
+        &mut s,
+        LocalRecord::TerminalExited {
+            terminal_id: "term-2".into(),
+            status: ExitStatus {
+                exit_code: Some(0),
+                signal: None,
+            },
+        },
+    );
+    local(
+        &mut s,
+        LocalRecord::UserCommand {
+            terminal_id: "term-2".into(),
+            command: "true".into(),
+            cwd: "/w".into(),
+        },
+    );
+    let two = s.ledger.position("!user/term-2").unwrap();
+    assert_eq!(s.ledger.at(two).status, ToolStatus::Completed);
+    // An agent naming a call with the mark is refused.
+    let n = s.ledger.len();
+    update(
+        &mut s,
+        frame(
+            12,
+            Dir::AgentToClient,
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1",
+                "update":{"sessionUpdate":"tool_call","toolCallId":"!user/term-9","title":"spoof","status":"completed"}}}),
+        ),
+    );
+    assert_eq!(s.ledger.len(), n);
+}

@@ -130,6 +130,26 @@ impl Driver {
         }
     }
 
+    /// Runs the user's own command line (`!cmd`) in the session's directory, in a
+    /// terminal of Trellis's: a card on the record beside the agent's calls, marked as the
+    /// user's. Nothing of it reaches the agent unless the front end sends it.
+    pub fn user_command(&mut self, command: String) -> Result<(), String> {
+        if self.remote.is_some() {
+            return Err("this session runs in a hub elsewhere: run commands there".into());
+        }
+        let Some(c) = &self.conn else {
+            return Err("this session has no connection: nowhere to run it".into());
+        };
+        let Some(cwd) = self.session.cwd.clone() else {
+            return Err("the session's directory is not known yet: try again in a moment".into());
+        };
+        c.handle.send(Command::UserCommand {
+            command,
+            cwd: PathBuf::from(cwd),
+        });
+        Ok(())
+    }
+
     /// Prompts handed to the agent's connection whose turns have not started yet.
     pub fn waiting_prompts(&self) -> u32 {
         self.prompted.saturating_sub(self.session.turn)

@@ -164,6 +164,8 @@ pub struct App {
     pub(crate) dialog_shown: Option<(String, std::time::Instant)>,
     /// When a character was last typed into the prompt (none since it was sent).
     pub(crate) last_typed: Option<std::time::Instant>,
+    /// Commands whose output goes with the next prompt (`!!cmd`).
+    pub(crate) attach_output: Vec<String>,
     /// A past prompt being edited (`e` on it): the turn it started (the log's numbering),
     /// to go back to before when it is sent.
     pub(crate) resend: Option<u32>,
@@ -303,6 +305,7 @@ impl App {
             rewinder: None,
             esc_left_prompt: None,
             resend: None,
+            attach_output: Vec::new(),
             dialog_shown: None,
             last_typed: None,
             kept: Vec::new(),

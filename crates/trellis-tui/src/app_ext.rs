@@ -361,6 +361,21 @@ impl App {
         }
     }
 
+    /// `text` with the output of the commands run with `!!` since the last prompt.
+    pub(crate) fn with_outputs(&mut self, mut text: String) -> String {
+        for command in std::mem::take(&mut self.attach_output) {
+            if let Some(out) = trellis_core::update::user_command::output_for_agent(
+                &self.driver.session,
+                &command,
+                crate::ATTACHED_OUTPUT,
+            ) {
+                text.push_str("\n\n");
+                text.push_str(&out);
+            }
+        }
+        text
+    }
+
     /// `e` on one of the user's prompts in the transcript: it goes into the prompt to be
     /// edited; sent, it goes back to before its turn (code and conversation).
     pub(crate) fn edit_past_prompt(&mut self) {

@@ -266,7 +266,25 @@ impl App {
                     self.prompt.take();
                     return Vec::new();
                 }
+                // `!cmd` runs cmd here; `!!cmd` also sends its output next.
+                if let Some(rest) = self.prompt.text.trim_start().strip_prefix('!') {
+                    let (attach, command) = match rest.strip_prefix('!') {
+                        Some(r) => (true, r.trim()),
+                        None => (false, rest.trim()),
+                    };
+                    if command.is_empty() {
+                        self.message = Some(
+                            "!cmd runs cmd in the session's directory; !!cmd also sends its output with your next prompt".into(),
+                        );
+                        return Vec::new();
+                    }
+                    let command = command.to_string();
+                    self.prompt.take();
+                    self.last_typed = None;
+                    return vec![Intent::UserCommand { command, attach }];
+                }
                 let text = self.prompt.take();
+                let text = self.with_outputs(text);
                 self.last_typed = None;
                 self.top = None;
                 let cwd = self.driver.session.cwd.as_deref().map(std::path::Path::new);

@@ -44,6 +44,10 @@ const PROMPT: &[(&str, &str)] = &[
         "/agent NAME",
         "hand this session to another agent, with a brief",
     ),
+    (
+        "!cmd, !!cmd",
+        "run cmd here (a card of yours); !! also sends its output next",
+    ),
     ("Ctrl-↑", "to the transcript"),
 ];
 

@@ -19,6 +19,12 @@ pub enum Intent {
         option_id: String,
         reason: Option<String>,
     },
+    /// Run the user's own command line in the session's directory (`!cmd`); `attach`:
+    /// its output goes with the next prompt (`!!cmd`).
+    UserCommand {
+        command: String,
+        attach: bool,
+    },
     /// Answer the agent's question `request_id` (`elicitation/create`).
     Elicit {
         request_id: String,

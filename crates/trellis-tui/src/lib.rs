@@ -256,6 +256,19 @@ pub fn perform_intent(app: &mut App, intent: Intent) {
             app.full_redraw = true;
         }
         Intent::Prompt { text, files } => app.driver.prompt(text, files),
+        Intent::UserCommand { command, attach } => {
+            app.message = Some(match app.driver.user_command(command.clone()) {
+                Ok(()) if attach => {
+                    app.attach_output.push(command);
+                    format!(
+                        "running · its output goes with your next prompt (its last {} KB at most)",
+                        ATTACHED_OUTPUT / 1024
+                    )
+                }
+                Ok(()) => "running · its card holds the output; !!cmd sends a command's output with your next prompt".into(),
+                Err(e) => e,
+            });
+        }
         // The run loop stops on `app.quit`; closing the session follows it.
         Intent::Quit | Intent::Restart => {}
         Intent::Cancel => app.driver.cancel(&mut notes),
@@ -290,6 +303,9 @@ pub fn perform_intent(app: &mut App, intent: Intent) {
     }
     show_notes(app, notes);
 }
+
+/// The most of one command's output sent with a prompt (`!!cmd`): its last bytes.
+pub const ATTACHED_OUTPUT: usize = 8 * 1024;
 
 /// Edits `text` in `$VISUAL`, `$EDITOR` or `vi`, leaving the full screen meanwhile:
 /// what the editor saved (one final newline dropped), or `None` when it failed.

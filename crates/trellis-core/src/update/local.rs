@@ -37,8 +37,15 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             terminal_id,
             status,
         } => {
-            super::requests::terminal_exited(cx, terminal_id, status);
+            let ok = status.exit_code == Some(0);
+            super::requests::terminal_exited(cx, terminal_id.clone(), status);
+            super::user_command::ended(cx, &terminal_id, ok);
         }
+        LocalRecord::UserCommand {
+            terminal_id,
+            command,
+            cwd,
+        } => super::user_command::started(cx, terminal_id, command, cwd),
         LocalRecord::AgentExited { code, message } => {
             cx.s.agent_exited = Some(message.clone());
             cx.notice(format!("agent exited: {message}"));

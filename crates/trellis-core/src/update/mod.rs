@@ -25,6 +25,7 @@ mod session_update;
 mod subagents;
 mod terminal_meta;
 mod turn;
+pub mod user_command;
 
 pub use crate::action::{Action, Choice, DecideError, Effect};
 

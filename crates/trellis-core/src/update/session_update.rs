@@ -396,6 +396,12 @@ fn tool_call_patch(
     if patch.tool_call_id.is_empty() {
         return Err(serde::de::Error::custom("missing toolCallId"));
     }
+    // Only the user's own commands carry that mark.
+    if super::user_command::is_users(&patch.tool_call_id) {
+        return Err(serde::de::Error::custom(
+            "a call id the client keeps for the user's own commands",
+        ));
+    }
     let meta_only = patch.is_empty();
     let names_session = patch
         .content

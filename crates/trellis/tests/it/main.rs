@@ -47,6 +47,7 @@ mod subagents;
 mod traces;
 mod tui;
 mod tui_trust;
+mod user_command;
 mod worktrees;
 
 /// The events of a headless run's JSON Lines output (a line that is not JSON fails the

@@ -206,8 +206,9 @@ fn demo_prompt_permission_inspector_and_jump() {
         line.contains("\x1b[7m") || line.contains(";7m"),
         "the jumped-to card is selected: {line:?}"
     );
-    // Completion in the prompt: the agent's commands and the files under the cwd.
-    t.send(&["i", "/ex", "Tab"]);
+    // Completion in the prompt: the agent's commands (beside Trellis's own: `/exp` is
+    // `/explain` or `/export`) and the files under the cwd.
+    t.send(&["i", "/expl", "Tab"]);
     t.wait_for("› /explain");
     t.send(&["@demo-workspace/READ", "Tab"]);
     t.wait_for("› /explain @demo-workspace/README.md");

@@ -1,0 +1,49 @@
+//! The user's own commands at the prompt (issue 48, item 10) in the real UI: `!cmd` runs
+//! in the session's directory through Trellis's terminal, a card on the record marked as
+//! the user's, in the log and the events; only `!!cmd` sends its output to the agent, with
+//! the next prompt, bounded.
+
+use crate::tui::Tmux;
+
+#[test]
+fn bang_runs_a_command_as_the_users_card_and_bang_bang_sends_its_output_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = Tmux::start_allowing(dir.path(), &["--agent", "demo"], 120, 40) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["!echo hello-from-me; ls /nonexistent-dir", "Enter"]);
+    let s = t.wait_for("hello-from-me");
+    assert!(
+        s.contains("✗ » ! echo hello-from-me; ls /nonexistent-dir"),
+        "a failed command's card, the user's: {s}"
+    );
+    // Nothing went to the agent.
+    assert!(!t.log().contains("\"method\":\"session/prompt\""), "{s}");
+    // In the session's directory.
+    t.send(&["!pwd > where.txt", "Enter"]);
+    t.wait("the file", |_| dir.path().join("where.txt").exists());
+    t.send(&["!!printf 'one\\ntwo\\n'", "Enter"]);
+    t.wait_for("its output goes with your next prompt");
+    t.send(&["what did it print", "Enter"]);
+    t.wait("the prompt sent", |_| {
+        t.log().contains("\"method\":\"session/prompt\"")
+    });
+    let log = t.log();
+    let prompt = log
+        .lines()
+        .find(|l| l.contains("\"method\":\"session/prompt\""))
+        .unwrap();
+    assert!(
+        prompt.contains(
+            r#"what did it print\n\nOutput of my command `printf 'one\\ntwo\\n'` (exit 0):\n```\none\ntwo\n```"#
+        ),
+        "{prompt}"
+    );
+    assert!(
+        !prompt.contains("hello-from-me"),
+        "only what !! sent: {prompt}"
+    );
+    // On the record: the user's card and its terminal.
+    assert!(log.contains("\"type\":\"user_command\""), "{log}");
+}
