@@ -190,6 +190,16 @@ pub fn read_text(
 /// Writes `content` to `path` atomically; returns the previous content if there was one
 /// (and it was small enough to keep and text).
 pub fn write_text(roots: &Roots, path: &Path, content: &str) -> Result<Option<String>, FsError> {
+    write_text_said(roots, path, content).map(|(old, _)| old)
+}
+
+/// [`write_text`], also saying whether the file was there before (a rewind without git
+/// removes a file the agent made, and leaves alone one whose old text was not kept).
+pub fn write_text_said(
+    roots: &Roots,
+    path: &Path,
+    content: &str,
+) -> Result<(Option<String>, bool), FsError> {
     let real = roots.check(path)?;
     let old = match std::fs::symlink_metadata(&real) {
         Ok(meta) if meta.is_file() => {
@@ -236,7 +246,8 @@ pub fn write_text(roots: &Roots, path: &Path, content: &str) -> Result<Option<St
     }
     tmp.persist(parent.join(&name))
         .map_err(|e| io(path)(e.error))?;
-    Ok(old.and_then(|(_, text)| text))
+    let existed = old.is_some();
+    Ok((old.and_then(|(_, text)| text), existed))
 }
 
 fn confined_dir(roots: &Roots, shown: &Path, dir: &Path) -> Result<PathBuf, FsError> {

@@ -264,10 +264,14 @@ fn fs_request(s: &Services, method: &str, p: &Value, responder: Responder<Value,
                 let recorder = s.recorder.clone();
                 let request_id = id_key(&responder);
                 fs_task(responder, move || {
-                    let old = crate::fs::write_text(&roots, &p.path, &p.content)?;
+                    let (old, existed) = crate::fs::write_text_said(&roots, &p.path, &p.content)?;
                     // `file_written` (with the old content) is recorded after the write
                     // and before the response, so extensions see it first.
-                    recorder.local(trellis_core::LocalRecord::FileWritten { request_id, old });
+                    recorder.local(trellis_core::LocalRecord::FileWritten {
+                        request_id,
+                        old,
+                        existed: Some(existed),
+                    });
                     Ok(json!({}))
                 });
             }

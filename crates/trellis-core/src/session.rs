@@ -430,6 +430,9 @@ pub enum LocalRecord {
         request_id: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         old: Option<String>,
+        /// Whether the file was there before (none: a log from before this was said).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        existed: Option<bool>,
     },
     /// Agent stderr beyond what the log keeps (its head is logged line by line, then its
     /// tail after this record): `lines` and `bytes` left out between them.

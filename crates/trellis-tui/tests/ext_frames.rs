@@ -82,6 +82,7 @@ fn session() -> B {
     b.local(LocalRecord::FileWritten {
         request_id: "7".into(),
         old: Some("pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n".into()),
+        existed: Some(true),
     });
     b.f(
         Dir::ClientToAgent,

@@ -80,7 +80,9 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
                 "the agent wrote more on stderr than the log keeps: {lines} lines ({bytes} bytes) left out"
             ),
         }),
-        LocalRecord::FileWritten { request_id, old } => {
+        LocalRecord::FileWritten {
+            request_id, old, ..
+        } => {
             super::requests::file_written(cx, &request_id, old)
         }
         LocalRecord::CallState {

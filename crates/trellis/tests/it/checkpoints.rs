@@ -158,3 +158,92 @@ fn two_turns_are_rewound_to_the_first_a_users_file_is_kept_and_the_rewind_undone
         ""
     );
 }
+
+/// Outside git (issue 48, item 1): the log is the checkpoint. A rewind puts each file the
+/// agent changed since the turn back to what the first of those changes replaced
+/// (removing one it made), keeps a file someone changed since (unless --force) and files
+/// it never touched, keeps what it overwrote, and `--undo` puts that back.
+#[test]
+fn outside_git_the_log_rewinds_the_agents_files_and_the_rewind_is_undone() {
+    let home = Home::new();
+    let dir = home.path().join("plain");
+    std::fs::create_dir_all(&dir).unwrap();
+    home.ok(
+        &[
+            "run",
+            "--cwd",
+            dir.to_str().unwrap(),
+            "--prompt",
+            "fix the TODO",
+            "--prompt",
+            "/edit notes.txt",
+            "--permission",
+            "allow-once",
+        ],
+        &dir,
+    );
+    let (list, _) = home.ok(&["sessions", "list", "--all", "--json"], &dir);
+    let rows: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let id = rows[0]["id"].as_str().unwrap().to_string();
+    let lib = dir.join("demo-workspace/src/lib.rs");
+    let fixed = std::fs::read_to_string(&lib).unwrap();
+    assert!(fixed.contains("checked_add"), "{fixed}");
+    assert!(dir.join("notes.txt").exists());
+    let (cps, _) = home.ok(&["sessions", "checkpoints", &id], &dir);
+    assert!(cps.contains("no git here"), "{cps}");
+    assert!(
+        cps.contains("turn   2  1 file(s) changed by the agent since"),
+        "{cps}"
+    );
+    // The user's own file, and a line of theirs on top of the agent's notes.
+    std::fs::write(dir.join("mine.txt"), "mine\n").unwrap();
+    let mut notes = std::fs::read_to_string(dir.join("notes.txt")).unwrap();
+    notes.push_str("the user's line\n");
+    std::fs::write(dir.join("notes.txt"), &notes).unwrap();
+    let (said, _) = home.ok(&["sessions", "rewind", &id, "--to", "1", "--code"], &dir);
+    assert!(said.contains("no git here: from the log"), "{said}");
+    assert!(
+        said.contains("restored") && said.contains("src/lib.rs"),
+        "{said}"
+    );
+    assert!(
+        said.contains("notes.txt: no longer as the agent left it"),
+        "{said}"
+    );
+    assert!(
+        std::fs::read_to_string(&lib)
+            .unwrap()
+            .contains("// TODO: check for overflow")
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        notes
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("mine.txt")).unwrap(),
+        "mine\n"
+    );
+    // Undone: the agent's fix is back.
+    let (said, _) = home.ok(&["sessions", "rewind", &id, "--undo"], &dir);
+    assert!(said.contains("before the last rewind"), "{said}");
+    assert_eq!(std::fs::read_to_string(&lib).unwrap(), fixed);
+    // --force: the notes the agent made go too, the user's line with them; undone again.
+    let (said, _) = home.ok(
+        &["sessions", "rewind", &id, "--to", "1", "--code", "--force"],
+        &dir,
+    );
+    assert!(
+        said.contains("removed") && said.contains("notes.txt"),
+        "{said}"
+    );
+    assert!(!dir.join("notes.txt").exists());
+    home.ok(&["sessions", "rewind", &id, "--undo"], &dir);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        notes
+    );
+    let o = home.trellis(&["sessions", "rewind", &id, "--undo"], &dir);
+    assert!(!o.status.success(), "nothing left to undo");
+    // Removing the session removes its undo points.
+    home.ok(&["sessions", "rm", &id], &dir);
+}

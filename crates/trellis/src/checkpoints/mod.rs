@@ -17,6 +17,8 @@ use trellis_worktree::checkpoint;
 
 use crate::output::safe;
 
+mod plain;
+
 /// The refs of the session logged at `log`.
 pub(crate) fn prefix(log: &Path) -> String {
     format!(
@@ -94,6 +96,9 @@ pub(crate) fn list(
     json: bool,
     out: &mut String,
 ) -> anyhow::Result<()> {
+    if checkpoint::top(&dir_of(row)?).is_err() {
+        return plain::list(row, json, out);
+    }
     let cwd = cwd_of(row)?;
     let prefix = prefix(Path::new(&row.path));
     let (turns, undo) = listed(&cwd, &prefix)?;
@@ -165,6 +170,15 @@ pub(crate) fn rewind(
     undo: bool,
     out: &mut String,
 ) -> anyhow::Result<()> {
+    // Outside git the log is the checkpoint.
+    let dir = dir_of(row)?;
+    if checkpoint::top(&dir).is_err() {
+        return match (undo, to) {
+            (true, _) => plain::undo(row, out),
+            (false, Some(t)) => plain::rewind(row, &dir, t, force, out),
+            (false, None) => bail!("say which turn to go back to: --to TURN"),
+        };
+    }
     let cwd = cwd_of(row)?;
     let prefix = prefix(Path::new(&row.path));
     let (turns, undos) = listed(&cwd, &prefix)?;
@@ -272,13 +286,17 @@ pub(crate) fn rewind(
 
 /// Deletes the session's checkpoints (with the session).
 pub(crate) fn forget(row: &trellis_index::SessionRow) -> usize {
-    cwd_of(row)
-        .ok()
-        .and_then(|cwd| checkpoint::forget(&cwd, &prefix(Path::new(&row.path))).ok())
-        .unwrap_or(0)
+    // Undo points of rewinds outside git go with it too.
+    let plain = plain::forget(row);
+    plain
+        + cwd_of(row)
+            .ok()
+            .and_then(|cwd| checkpoint::forget(&cwd, &prefix(Path::new(&row.path))).ok())
+            .unwrap_or(0)
 }
 
-fn cwd_of(row: &trellis_index::SessionRow) -> anyhow::Result<PathBuf> {
+/// Where the session ran (it must still be there).
+fn dir_of(row: &trellis_index::SessionRow) -> anyhow::Result<PathBuf> {
     let cwd = row
         .cwd
         .as_deref()
@@ -287,6 +305,12 @@ fn cwd_of(row: &trellis_index::SessionRow) -> anyhow::Result<PathBuf> {
     if !cwd.is_dir() {
         bail!("{} (where session {} ran) is gone", cwd.display(), row.id);
     }
+    Ok(cwd)
+}
+
+/// Where the session ran, in a git repository.
+fn cwd_of(row: &trellis_index::SessionRow) -> anyhow::Result<PathBuf> {
+    let cwd = dir_of(row)?;
     if checkpoint::top(&cwd).is_err() {
         bail!(
             "session {} ran outside a git repository ({}): checkpoints are taken in git repositories only",
@@ -339,6 +363,26 @@ struct AgentPaths {
     last: std::collections::HashMap<PathBuf, Option<String>>,
     /// Why a checkpoint was not taken (the log's marks).
     failures: Vec<String>,
+    /// Each change with what the file was before it, in the order they took effect
+    /// (a rewind outside git puts back the oldest since a turn).
+    pre: Vec<Change>,
+}
+
+/// One change of a file by the agent, and what the file held before it.
+struct Change {
+    turn: u32,
+    path: PathBuf,
+    before: Before,
+}
+
+/// What a file held before a change, as the log tells it.
+#[derive(Clone, PartialEq)]
+enum Before {
+    /// It was not there.
+    Absent,
+    Text(String),
+    /// The log does not say (a write over a file too large to keep, a deletion).
+    Unknown,
 }
 
 impl AgentPaths {
@@ -366,6 +410,19 @@ impl AgentPaths {
     }
 }
 
+/// A call seen in the log: kind, status, and what it would change (path, new text; path,
+/// old text).
+struct Call {
+    kind: String,
+    status: String,
+    turn: u32,
+    changes: Vec<(PathBuf, Option<String>)>,
+    befores: Vec<(PathBuf, Option<String>)>,
+    locations: Vec<PathBuf>,
+    /// The log line it completed at.
+    done_at: Option<u64>,
+}
+
 /// Reads the log for the files the agent changed: `fs/write_text_file` requests that were
 /// carried out, and the diffs and locations of its edit, delete and move calls that
 /// completed (a refused or failed edit changed nothing).
@@ -375,19 +432,14 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
         .with_context(|| format!("{} is not a session log", log.display()))?;
     let mut found = AgentPaths::default();
     let mut turn = 0u32;
-    // Calls seen: kind, status, and what they would change (path, new text).
-    struct Call {
-        kind: String,
-        status: String,
-        turn: u32,
-        changes: Vec<(PathBuf, Option<String>)>,
-        locations: Vec<PathBuf>,
-    }
+    let mut line_no = 0u64;
+    let mut timed: Vec<(u64, Change)> = Vec::new();
     let mut calls: Vec<(String, Call)> = Vec::new();
     // Writes asked for, by request id, until the log says they were done.
     let mut writes: std::collections::HashMap<String, (u32, PathBuf, String)> = Default::default();
     for line in std::io::BufReader::new(file).split(b'\n') {
         let line = line?;
+        line_no += 1;
         let Ok(rec) = serde_json::from_slice::<serde_json::Value>(&line) else {
             continue;
         };
@@ -427,7 +479,9 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
                                 status: String::new(),
                                 turn,
                                 changes: Vec::new(),
+                                befores: Vec::new(),
                                 locations: Vec::new(),
+                                done_at: None,
                             },
                         ));
                         calls.len() - 1
@@ -439,6 +493,9 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
                 }
                 if let Some(st) = u["status"].as_str() {
                     c.status = st.to_string();
+                    if st == "completed" && c.done_at.is_none() {
+                        c.done_at = Some(line_no);
+                    }
                 }
                 for item in u["content"].as_array().into_iter().flatten() {
                     if item["type"] == "diff"
@@ -447,6 +504,10 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
                         c.changes.push((
                             PathBuf::from(p),
                             item["newText"].as_str().map(str::to_string),
+                        ));
+                        c.befores.push((
+                            PathBuf::from(p),
+                            item["oldText"].as_str().map(str::to_string),
                         ));
                     }
                 }
@@ -460,6 +521,19 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
                 if let Some((t, p, content)) =
                     msg["request_id"].as_str().and_then(|id| writes.remove(id))
                 {
+                    let before = match (msg["existed"].as_bool(), msg["old"].as_str()) {
+                        (Some(false), _) => Before::Absent,
+                        (_, Some(old)) => Before::Text(old.to_string()),
+                        _ => Before::Unknown,
+                    };
+                    timed.push((
+                        line_no,
+                        Change {
+                            turn: t,
+                            path: p.clone(),
+                            before,
+                        },
+                    ));
                     found.changed.push((t, p.clone()));
                     found.last.insert(p, Some(content));
                 }
@@ -470,7 +544,33 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
             found.failures.push(why);
         }
     }
+    completed_calls(&mut found, &mut timed, calls, line_no);
+    timed.sort_by_key(|(at, _)| *at);
+    found.pre = timed.into_iter().map(|(_, c)| c).collect();
+    Ok(found)
+}
+
+/// What the completed calls changed (a refused or failed edit changed nothing), into
+/// `found`, each change at the log line it completed at (`end`: still open at the end).
+fn completed_calls(
+    found: &mut AgentPaths,
+    timed: &mut Vec<(u64, Change)>,
+    calls: Vec<(String, Call)>,
+    line_no: u64,
+) {
     for (_, c) in calls.into_iter().filter(|(_, c)| c.status == "completed") {
+        let at = c.done_at.unwrap_or(line_no);
+        for (p, old) in &c.befores {
+            let before = old.clone().map_or(Before::Absent, Before::Text);
+            timed.push((
+                at,
+                Change {
+                    turn: c.turn,
+                    path: p.clone(),
+                    before,
+                },
+            ));
+        }
         let diffed: Vec<PathBuf> = c.changes.iter().map(|(p, _)| p.clone()).collect();
         for (p, text) in c.changes {
             found.changed.push((c.turn, p.clone()));
@@ -478,6 +578,14 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
         }
         if matches!(c.kind.as_str(), "edit" | "delete" | "move") {
             for p in c.locations.into_iter().filter(|p| !diffed.contains(p)) {
+                timed.push((
+                    at,
+                    Change {
+                        turn: c.turn,
+                        path: p.clone(),
+                        before: Before::Unknown,
+                    },
+                ));
                 found.changed.push((c.turn, p.clone()));
                 if c.kind == "delete" {
                     found.last.insert(p, None);
@@ -488,7 +596,6 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
             }
         }
     }
-    Ok(found)
 }
 
 /// The reason a mark of the log gives for a turn without a checkpoint.
