@@ -486,7 +486,7 @@ async fn serve(
                         cwd: cwd.clone(),
                         output_byte_limit: Some(USER_OUTPUT_LIMIT),
                     };
-                    turns.recorder.local(match terminals.create(spawn) {
+                    turns.recorder.local(match terminals.create_users(spawn) {
                         Ok(terminal_id) => trellis_core::LocalRecord::UserCommand {
                             terminal_id,
                             command,

@@ -281,6 +281,19 @@ fn fs_request(s: &Services, method: &str, p: &Value, responder: Responder<Value,
     }
 }
 
+/// A `terminal/*` request's terminal: one of the agent's (the user's own commands are
+/// never the agent's to read, wait on, kill or release: unknown to it).
+fn agents_terminal(p: &Value) -> Result<TermParams, agent_client_protocol::Error> {
+    let t = params::<TermParams>(p)?;
+    if crate::terminal::is_users(&t.terminal_id) {
+        return Err(rpc_error(
+            -32602,
+            format!("unknown terminal {}", t.terminal_id),
+        ));
+    }
+    Ok(t)
+}
+
 /// `terminal/*`: at once, or on a spawned task for a wait.
 fn terminal_request(s: &Services, method: &str, p: &Value, responder: Responder<Value, V1>) {
     match method {
@@ -307,7 +320,7 @@ fn terminal_request(s: &Services, method: &str, p: &Value, responder: Responder<
             answer(responder, r);
         }
         "terminal/output" if s.caps.terminal => {
-            let r = params::<TermParams>(p).and_then(|p| {
+            let r = agents_terminal(p).and_then(|p| {
                 s.terminals
                     .output(&p.terminal_id)
                     .map(|o| {
@@ -322,7 +335,7 @@ fn terminal_request(s: &Services, method: &str, p: &Value, responder: Responder<
             });
             answer(responder, r);
         }
-        "terminal/wait_for_exit" if s.caps.terminal => match params::<TermParams>(p) {
+        "terminal/wait_for_exit" if s.caps.terminal => match agents_terminal(p) {
             Ok(p) => {
                 let terms = s.terminals.clone();
                 // The agent may stop waiting (`$/cancel_request`, which the SDK routes to
@@ -344,7 +357,7 @@ fn terminal_request(s: &Services, method: &str, p: &Value, responder: Responder<
             Err(e) => answer(responder, Err(e)),
         },
         "terminal/kill" | "terminal/release" if s.caps.terminal => {
-            let r = params::<TermParams>(p)
+            let r = agents_terminal(p)
                 .and_then(|p| {
                     let done = if method == "terminal/kill" {
                         s.terminals.kill(&p.terminal_id)
@@ -357,5 +370,20 @@ fn terminal_request(s: &Services, method: &str, p: &Value, responder: Responder<
             answer(responder, r);
         }
         other => not_found(other, responder),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The user's own commands (`!cmd`) run in terminals the agent cannot name: it can
+    /// neither read their output nor wait on, kill or release them.
+    #[test]
+    fn an_agent_cannot_name_the_users_terminals() {
+        let users = serde_json::json!({"sessionId": "s", "terminalId": "user-3"});
+        let e = super::agents_terminal(&users).err().unwrap();
+        assert!(e.to_string().contains("unknown terminal user-3"), "{e}");
+        let own = serde_json::json!({"sessionId": "s", "terminalId": "term-3"});
+        assert_eq!(super::agents_terminal(&own).unwrap().terminal_id, "term-3");
+        assert!(!crate::terminal::is_users("users-1") && !crate::terminal::is_users("user"));
     }
 }

@@ -41,6 +41,14 @@ struct Term {
     pgid: Option<u32>,
 }
 
+/// What the ids of the user's own terminals start with.
+const USERS: &str = "user";
+
+/// Whether terminal `id` runs one of the user's own commands (never the agent's).
+pub fn is_users(id: &str) -> bool {
+    id.strip_prefix(USERS).is_some_and(|r| r.starts_with('-'))
+}
+
 #[derive(Clone)]
 pub struct Terminals {
     inner: Arc<Mutex<HashMap<String, Term>>>,
@@ -121,6 +129,15 @@ impl Terminals {
 
     /// Starts a command. A command without args is a shell line, run with `sh -c`.
     pub fn create(&self, spec: Spawn) -> Result<String, TerminalError> {
+        self.create_as(spec, "term")
+    }
+
+    /// Starts the user's own command (`!cmd`): a terminal the agent cannot name.
+    pub fn create_users(&self, spec: Spawn) -> Result<String, TerminalError> {
+        self.create_as(spec, USERS)
+    }
+
+    fn create_as(&self, spec: Spawn, prefix: &str) -> Result<String, TerminalError> {
         let mut cmd = if spec.args.is_empty() {
             let mut c = tokio::process::Command::new("sh");
             c.arg("-c").arg(&spec.command);
@@ -132,7 +149,7 @@ impl Terminals {
         };
         // Its id first: its trace context is made from it.
         let id = format!(
-            "term-{}",
+            "{prefix}-{}",
             self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         let tp = match &self.per_terminal {

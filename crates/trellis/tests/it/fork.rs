@@ -252,8 +252,14 @@ fn a_fork_in_a_hub_gets_a_worktree_of_that_turns_files_and_a_rewind_of_both_undo
         "{}",
         text(&o)
     );
-    until("the fork to be listed", || {
-        d.ls().iter().any(|r| r["key"] == 1)
+    // Listed once it runs in its worktree (while it starts, the row may name the source).
+    until("the fork to run in its worktree", || {
+        d.ls().iter().any(|r| {
+            r["key"] == 1
+                && r["cwd"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("/trellis/worktrees/"))
+        })
     });
     let row = d.ls().into_iter().find(|r| r["key"] == 1).unwrap();
     let wt = PathBuf::from(row["cwd"].as_str().unwrap());
@@ -443,4 +449,47 @@ fn a_paste_of_several_lines_is_text_and_never_enter() {
         "a pasted newline answered nothing"
     );
     assert_eq!(t.log().matches("\"method\":\"session/prompt\"").count(), 1);
+}
+
+/// A real agent that offers `session/fork` (issue 48's acceptance): Codex (codex-acp
+/// 2.6.0, recorded with `scripts/record/codex-fork`) asked to fork its own session after
+/// the last turn answers with a new session of its own; no transcript goes with the
+/// prompt, the log says so, and the recording reads back as any session.
+#[test]
+fn a_recorded_codex_forks_its_own_session_and_is_sent_no_transcript() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/acp/codex-acp-2.6.0-fork.jsonl");
+    let recs = records(path.to_str().unwrap());
+    assert_eq!(recs[0]["msg"]["continues_at"], 2, "{}", recs[0]);
+    let asked = recs
+        .iter()
+        .find(|r| r["msg"]["method"] == "session/fork")
+        .expect("Trellis asked Codex to fork");
+    let from = asked["msg"]["params"]["sessionId"].as_str().unwrap();
+    let answer = recs
+        .iter()
+        .find(|r| r["dir"] == "agent_to_client" && r["msg"]["id"] == asked["msg"]["id"])
+        .expect("Codex answered");
+    let new = answer["msg"]["result"]["sessionId"].as_str().unwrap();
+    assert_ne!(new, from, "a session of its own");
+    let sent = prompts(&recs);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].as_array().unwrap().len(),
+        1,
+        "no transcript: {sent:?}"
+    );
+    let prompt = recs
+        .iter()
+        .find(|r| r["msg"]["method"] == "session/prompt")
+        .unwrap();
+    assert_eq!(prompt["msg"]["params"]["sessionId"], new);
+    // As the log shows it.
+    let d = Dirs::new();
+    let shown = d.stdout(&["log", "show", path.to_str().unwrap()]);
+    assert!(
+        shown.starts_with("! the agent forked its own session (session/fork)"),
+        "{shown}"
+    );
+    assert!(shown.contains("last turn: end_turn"), "{shown}");
 }
