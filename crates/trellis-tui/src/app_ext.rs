@@ -295,12 +295,13 @@ impl App {
     /// was done), the conversation forked beside this session.
     fn rewind_key(&mut self, mut r: crate::rewind::RewindList, key: KeyEvent) {
         use crate::rewind::RewindKey;
-        let (code, fork) = match r.key(key) {
+        let (code, fork, force) = match r.key(key) {
             RewindKey::Close => return,
-            RewindKey::Stay => (None, None),
-            RewindKey::Code(t) => (Some(t), None),
-            RewindKey::Conversation(t) => (None, Some(t)),
-            RewindKey::Both(t) => (Some(t), Some(t)),
+            RewindKey::Stay => (None, None, false),
+            RewindKey::Code(t) => (Some(t), None, false),
+            RewindKey::CodeForce(t) => (Some(t), None, true),
+            RewindKey::Conversation(t) => (None, Some(t), false),
+            RewindKey::Both(t) => (Some(t), Some(t), false),
         };
         if (code.is_some() || fork.is_some()) && self.driver.session.turn_open {
             r.said = vec!["a turn is running: wait for its end (or Esc cancels it)".into()];
@@ -309,7 +310,7 @@ impl App {
         }
         if let Some(turn) = code {
             r.said = match (self.rewinder.as_mut(), self.log_path.as_deref()) {
-                (Some(rewind), Some(log)) => match rewind(log, turn) {
+                (Some(rewind), Some(log)) => match rewind(log, turn, force) {
                     Ok(lines) => lines,
                     Err(e) => vec![format!("cannot rewind the code: {e}")],
                 },
@@ -421,7 +422,7 @@ impl App {
             return Vec::new();
         }
         if let (Some(rewind), Some(log)) = (self.rewinder.as_mut(), self.log_path.as_deref()) {
-            match rewind(log, turn) {
+            match rewind(log, turn, false) {
                 Ok(_) => {}
                 // Outside git there is nothing to put back; anything else stops here.
                 Err(e) if e.contains("outside a git repository") => {}

@@ -12,8 +12,9 @@ use trellis_core::{Session, ToolStatus};
 use trellis_view::Theme;
 
 /// Puts back the files of the session logged at the path as they were before its turn
-/// (its own numbering); what it did, in lines, or why it could not.
-pub type Rewinder = Box<dyn FnMut(&std::path::Path, u32) -> Result<Vec<String>, String>>;
+/// (its own numbering; `true`: also those someone else changed since, the second yes);
+/// what it did, in lines, or why it could not.
+pub type Rewinder = Box<dyn FnMut(&std::path::Path, u32, bool) -> Result<Vec<String>, String>>;
 
 /// Calls looked at for the files each turn changed, from the newest.
 const LOOKED_AT: usize = 20_000;
@@ -47,6 +48,8 @@ pub enum RewindKey {
     Close,
     /// The code to before this turn.
     Code(u32),
+    /// The code, files changed by someone else since too (after `c` listed them).
+    CodeForce(u32),
     /// The conversation: a fork from before this turn.
     Conversation(u32),
     /// The code, then the conversation.
@@ -120,10 +123,20 @@ impl RewindList {
                 RewindKey::Stay
             }
             KeyCode::Char('c') => RewindKey::Code(turn),
+            // The second yes: only once `c` said what it kept.
+            KeyCode::Char('C') if self.kept_some() => RewindKey::CodeForce(turn),
             KeyCode::Char('v') => RewindKey::Conversation(turn),
             KeyCode::Char('b') => RewindKey::Both(turn),
             _ => RewindKey::Stay,
         }
+    }
+
+    /// Whether the last rewind kept files someone else changed (a second yes may take
+    /// them).
+    pub fn kept_some(&self) -> bool {
+        self.said
+            .iter()
+            .any(|l| l.trim_start().starts_with("kept") && !l.contains("in no checkpoint"))
     }
 
     /// The overlay's lines, `width` columns wide; the cursor's line is where it is.
@@ -170,6 +183,15 @@ impl RewindList {
         for l in &self.said {
             out.extend(trellis_text::wrap::wrap_line(
                 &Line::styled(l.clone(), theme.notice),
+                width.max(1),
+            ));
+        }
+        if self.kept_some() {
+            out.extend(trellis_text::wrap::wrap_line(
+                &Line::styled(
+                    "C puts those back too (what is there now is kept first: --undo brings it back)",
+                    theme.failed,
+                ),
                 width.max(1),
             ));
         }

@@ -350,10 +350,16 @@ fn esc_esc_lists_the_turns_and_rewinds_the_code_the_conversation_or_both() {
     app.log_path = Some("/logs/s.jsonl".into());
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = asked.clone();
-    app.rewinder = Some(Box::new(move |log: &std::path::Path, turn: u32| {
-        seen.lock().unwrap().push((log.to_path_buf(), turn));
-        Ok(vec![format!("put back the tree before turn {turn}:")])
-    }));
+    app.rewinder = Some(Box::new(
+        move |log: &std::path::Path, turn: u32, force: bool| {
+            seen.lock().unwrap().push((log.to_path_buf(), turn, force));
+            let mut said = vec![format!("put back the tree before turn {turn}:")];
+            if !force {
+                said.push("  kept      b.txt: changed by someone other than the agent".into());
+            }
+            Ok(said)
+        },
+    ));
     let esc = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
     app.on_key(esc);
     app.on_key(esc);
@@ -368,13 +374,19 @@ fn esc_esc_lists_the_turns_and_rewinds_the_code_the_conversation_or_both() {
     app.on_key(key('c'));
     assert_eq!(
         asked.lock().unwrap().as_slice(),
-        &[(std::path::PathBuf::from("/logs/s.jsonl"), 1)]
+        &[(std::path::PathBuf::from("/logs/s.jsonl"), 1, false)]
     );
-    assert!(frame_text(&mut app, 90, 24).contains("put back the tree before turn 1:"));
+    let f = frame_text(&mut app, 90, 24);
+    assert!(f.contains("put back the tree before turn 1:"), "{f}");
     assert!(app.fork_request.is_none());
+    // What someone else changed is kept; the second yes (C) takes it too.
+    assert!(f.contains("C puts those back too"), "{f}");
+    app.on_key(key('C'));
+    assert!(asked.lock().unwrap().last().unwrap().2, "forced");
+    assert!(!frame_text(&mut app, 90, 24).contains("C puts those back too"));
     // Both: the code again, then the conversation forked from before turn 1.
     app.on_key(key('b'));
-    assert_eq!(asked.lock().unwrap().len(), 2);
+    assert_eq!(asked.lock().unwrap().len(), 3);
     assert_eq!(app.fork_request.as_ref().and_then(|f| f.at), Some(1));
     // /rewind opens it too; Esc closes it, and Esc Esc slowly is only a change of focus.
     app.fork_request = None;
@@ -407,7 +419,7 @@ fn e_on_a_past_prompt_edits_it_and_resends_it_from_before_its_turn() {
     app.log_path = Some("/logs/s.jsonl".into());
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = asked.clone();
-    app.rewinder = Some(Box::new(move |_: &std::path::Path, turn: u32| {
+    app.rewinder = Some(Box::new(move |_: &std::path::Path, turn: u32, _: bool| {
         seen.lock().unwrap().push(turn);
         Ok(Vec::new())
     }));

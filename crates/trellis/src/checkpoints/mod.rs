@@ -644,13 +644,13 @@ pub(crate) fn materialize(cwd: &Path, commit: &str, log: &Path) -> anyhow::Resul
 /// The UI's rewind of the code (`c` in its rewind list): as `sessions rewind --to TURN
 /// --code`, on the session logged at the path, said in lines.
 pub(crate) fn ui_rewinder() -> trellis_tui::rewind::Rewinder {
-    Box::new(|log: &Path, turn: u32| {
+    Box::new(|log: &Path, turn: u32, force: bool| {
         let (index, _) = crate::sessions::open_index().map_err(|e| format!("{e:#}"))?;
         let row = index
             .session(&log.to_string_lossy())
             .map_err(|e| e.to_string())?;
         let mut out = String::new();
-        rewind(&row, Some(turn), false, false, &mut out).map_err(|e| format!("{e:#}"))?;
+        rewind(&row, Some(turn), force, false, &mut out).map_err(|e| format!("{e:#}"))?;
         Ok(out.lines().map(str::to_string).collect())
     })
 }
