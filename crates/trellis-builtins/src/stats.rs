@@ -71,6 +71,10 @@ fn tokens(n: u64) -> String {
 impl Stats {
     /// A call seen with `status`; `prev`: its status before (`None`: new call).
     fn seen(&mut self, call: &ToolCall, prev: Option<ToolStatus>, t: f64) {
+        // The user's own commands (`!cmd`) are not the agent's calls.
+        if trellis_core::update::user_command::is_users(&call.id) {
+            return;
+        }
         let kind = call.kind.as_str();
         let id = key(&call.id);
         let started = call.status_history.first().map(|s| s.t).unwrap_or(t);
