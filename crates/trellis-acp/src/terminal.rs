@@ -41,6 +41,16 @@ struct Term {
     pgid: Option<u32>,
 }
 
+/// A short mark of this connection, different from an earlier one's (the clock and the
+/// process, mixed).
+fn connection_mark() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mixed = nanos ^ (u64::from(std::process::id()) << 32);
+    format!("{:06x}", (mixed ^ (mixed >> 24)) & 0xff_ffff)
+}
+
 /// What the ids of the user's own terminals start with.
 const USERS: &str = "user";
 
@@ -57,6 +67,10 @@ pub struct Terminals {
     /// The output limit of terminals whose request gives none.
     default_limit: usize,
     next: Arc<std::sync::atomic::AtomicU64>,
+    /// This connection's mark in its terminals' ids: a session that continues another
+    /// (resumed, forked, its agent restarted) already holds `term-1`, `term-2`… of an
+    /// earlier connection, and a new one's must not be taken for them.
+    mark: String,
     recorder: Recorder,
     /// `TRACEPARENT` for every command (traces are exported), unless the agent set one.
     traceparent: Option<String>,
@@ -103,6 +117,7 @@ impl Terminals {
             groups: Arc::default(),
             inner: Arc::new(Mutex::new(HashMap::new())),
             next: Arc::new(std::sync::atomic::AtomicU64::new(1)),
+            mark: connection_mark(),
             recorder,
             traceparent: None,
             per_terminal: None,
@@ -149,7 +164,8 @@ impl Terminals {
         };
         // Its id first: its trace context is made from it.
         let id = format!(
-            "{prefix}-{}",
+            "{prefix}-{}-{}",
+            self.mark,
             self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         let tp = match &self.per_terminal {

@@ -161,7 +161,10 @@ mod tests {
     /// was built alone).
     #[test]
     fn every_shape_compiles() {
-        assert_eq!(super::Redact::default().patterns.len(), super::PATTERNS.len());
+        assert_eq!(
+            super::Redact::default().patterns.len(),
+            super::PATTERNS.len()
+        );
     }
 
     use super::*;

@@ -150,6 +150,25 @@ impl Driver {
         Ok(())
     }
 
+    /// Stops the user's own commands still running (`/stop`): how many were asked to.
+    pub fn stop_user_commands(&mut self) -> usize {
+        let Some(c) = &self.conn else {
+            return 0;
+        };
+        let prefix = trellis_core::update::user_command::USER_CALL;
+        let mut n = 0;
+        for i in self.session.ledger.open() {
+            let id = self.session.ledger.at(i).id.clone();
+            if let Some(terminal_id) = id.strip_prefix(prefix) {
+                c.handle.send(Command::KillTerminal {
+                    terminal_id: terminal_id.to_string(),
+                });
+                n += 1;
+            }
+        }
+        n
+    }
+
     /// Prompts handed to the agent's connection whose turns have not started yet.
     pub fn waiting_prompts(&self) -> u32 {
         self.prompted.saturating_sub(self.session.turn)

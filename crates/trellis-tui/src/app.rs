@@ -162,8 +162,10 @@ pub struct App {
     /// comes sooner than [`DIALOG_ARM`] after is the end of what was being typed, and goes
     /// to the prompt.
     pub(crate) dialog_shown: Option<(String, std::time::Instant)>,
-    /// When a character was last typed into the prompt (none since it was sent).
+    /// When a character was last typed into the prompt (none since it was sent), and
+    /// when that run of typing began.
     pub(crate) last_typed: Option<std::time::Instant>,
+    pub(crate) typing_since: Option<std::time::Instant>,
     /// Commands whose output goes with the next prompt (`!!cmd`).
     pub(crate) attach_output: Vec<String>,
     /// A past prompt being edited (`e` on it): the turn it started (the log's numbering),
@@ -308,6 +310,7 @@ impl App {
             attach_output: Vec::new(),
             dialog_shown: None,
             last_typed: None,
+            typing_since: None,
             kept: Vec::new(),
             return_focus: None,
             full_redraw: false,
@@ -404,15 +407,19 @@ impl App {
     }
 
     /// Whether a key now is the user still typing into the prompt over question `req`:
-    /// they typed within [`DIALOG_ARM`] before it showed, and it showed less than that ago
-    /// (or is not drawn yet).
+    /// a run of keys (each within [`DIALOG_ARM`] of the last) that began before the
+    /// question showed goes on into the prompt; after a pause, keys answer.
     fn just_shown(&self, req: &str) -> bool {
-        let Some(typed) = self.last_typed else {
+        let (Some(typed), Some(began)) = (self.last_typed, self.typing_since) else {
             return false;
         };
+        if typed.elapsed() >= DIALOG_ARM {
+            return false;
+        }
         match &self.dialog_shown {
-            Some((r, at)) if r == req => at.elapsed() < DIALOG_ARM && typed + DIALOG_ARM > *at,
-            _ => typed.elapsed() < DIALOG_ARM,
+            Some((r, at)) if r == req => began < *at,
+            // Not drawn yet: new to the user too.
+            _ => true,
         }
     }
 

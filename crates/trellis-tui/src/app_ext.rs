@@ -351,8 +351,10 @@ impl App {
             Some(_) => {}
             None if self.inspector.is_some() || self.replay => {}
             None => {
+                // Terminals paste lines ended by CR (or CR LF): they stay lines.
                 let clean: String = text
                     .replace("\r\n", "\n")
+                    .replace('\r', "\n")
                     .chars()
                     .filter(|c| *c == '\n' || *c == '\t' || !c.is_control())
                     .collect();
@@ -612,6 +614,13 @@ impl App {
             "export" => self.export(args.trim()),
             "fork" => self.ask_fork(args),
             "rewind" => self.open_rewind(),
+            "stop" => {
+                let n = self.driver.stop_user_commands();
+                self.message = Some(match n {
+                    0 => "none of your commands is running".into(),
+                    n => format!("stopping {n} command(s) of yours"),
+                });
+            }
             "agent" => self.ask_handoff(args.trim()),
             "worktree" => {
                 let action = args.trim();

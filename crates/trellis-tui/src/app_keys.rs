@@ -328,7 +328,14 @@ impl App {
             KeyCode::Char('f') if alt => self.prompt.word_right(),
             KeyCode::Char('g') if ctrl => return vec![Intent::Edit(self.prompt.text.clone())],
             KeyCode::Char(c) if !ctrl && !alt => {
-                self.last_typed = Some(std::time::Instant::now());
+                let now = std::time::Instant::now();
+                if self
+                    .last_typed
+                    .is_none_or(|t| now.duration_since(t) >= crate::app::DIALOG_ARM)
+                {
+                    self.typing_since = Some(now);
+                }
+                self.last_typed = Some(now);
                 self.prompt.insert(c.encode_utf8(&mut [0; 4]));
             }
             KeyCode::Backspace if alt || ctrl => self.prompt.kill_word(),

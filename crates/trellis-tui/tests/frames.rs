@@ -487,6 +487,13 @@ fn a_question_that_opens_mid_word_does_not_take_the_keys_being_typed() {
     assert!(app.on_key(key('y')).is_empty(), "the y was being typed");
     assert_eq!(app.prompt.text, "why");
     assert!(frame_text(&mut app, 80, 30).contains("just opened"));
+    // Typing goes on past the first moment: still the prompt's, while the keys keep
+    // coming (a trial's "please tidy up the readme and then say yes").
+    for c in " not, yes".chars() {
+        std::thread::sleep(std::time::Duration::from_millis(120));
+        assert!(app.on_key(key(c)).is_empty(), "{c} was being typed");
+    }
+    assert_eq!(app.prompt.text, "why not, yes");
     // A moment later the same key answers.
     std::thread::sleep(trellis_tui::app::DIALOG_ARM);
     assert_eq!(

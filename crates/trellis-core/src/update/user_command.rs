@@ -71,6 +71,12 @@ pub fn output_for_agent(session: &crate::Session, command: &str, limit: usize) -
     while !out.is_char_boundary(cut) {
         cut += 1;
     }
+    // From the start of a line.
+    if cut > 0
+        && let Some(nl) = out[cut..].find('\n')
+    {
+        cut += nl + 1;
+    }
     let end = match &term.exit {
         Some(e) => match (e.exit_code, &e.signal) {
             (Some(c), _) => format!("exit {c}"),
@@ -85,9 +91,17 @@ pub fn output_for_agent(session: &crate::Session, command: &str, limit: usize) -
     } else {
         String::new()
     };
+    let text = out[cut..].trim_end();
+    // A fence longer than any run of backticks in it: the output cannot close it.
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat((longest + 1).max(3));
     Some(format!(
-        "Output of my command `{command}` ({end}):\n```\n{head}{}\n```",
-        out[cut..].trim_end()
+        "Output of my command `{command}` ({end}):\n{fence}\n{head}{text}\n{fence}"
     ))
 }
 

@@ -136,7 +136,7 @@ fn command_name_ok(n: &str) -> bool {
 /// Commands Trellis itself owns.
 pub const HOST_COMMANDS: &[&str] = &[
     "settings", "status", "sessions", "config", "model", "mode", "export", "worktree", "fork",
-    "agent",
+    "agent", "rewind", "stop",
 ];
 
 impl Ui {

@@ -96,6 +96,30 @@ fn a_fork_before_a_turn_has_the_turns_before_it_and_the_agent_is_told_them() {
     );
     assert!(transcript.contains("fix the TODO"), "{transcript}");
     assert!(!transcript.contains("/edit notes.txt"), "{transcript}");
+    // Its terminals are its own: none takes the id of one in its history (a trial saw a
+    // fork's cards show the earlier session's results).
+    let terminals = |recs: &[serde_json::Value]| -> Vec<String> {
+        recs.iter()
+            .filter_map(|r| {
+                r["msg"]["result"]["terminalId"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .collect()
+    };
+    let parent = records(
+        d.stdout(&["sessions", "show", &first])
+            .lines()
+            .find_map(|l| l.strip_prefix("log"))
+            .unwrap()
+            .trim()
+            .split(" (")
+            .next()
+            .unwrap(),
+    );
+    let (old, new) = (terminals(&parent), terminals(&recs));
+    assert!(!old.is_empty() && !new.is_empty(), "{old:?} {new:?}");
+    assert!(new.iter().all(|t| !old.contains(t)), "{old:?} {new:?}");
     // Its history is the turns before: the index counts the fork's own turns only.
     let list = d.stdout(&["sessions", "list", "--all"]);
     assert!(
@@ -428,9 +452,15 @@ fn a_paste_of_several_lines_is_text_and_never_enter() {
         }
     };
     t.wait_for("Enter send");
-    paste("first line\nsecond line");
+    // As terminals paste: lines ended by CR.
+    paste("first line\rsecond line");
     let s = t.wait_for("second line");
     assert!(s.contains("› first line"), "{s}");
+    assert!(
+        s.lines()
+            .any(|l| l.contains("second line") && !l.contains("first line")),
+        "its own line: {s}"
+    );
     assert!(
         !t.log().contains("session/prompt"),
         "a pasted newline sent nothing"

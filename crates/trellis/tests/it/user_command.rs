@@ -47,3 +47,21 @@ fn bang_runs_a_command_as_the_users_card_and_bang_bang_sends_its_output_next() {
     // On the record: the user's card and its terminal.
     assert!(log.contains("\"type\":\"user_command\""), "{log}");
 }
+
+/// A command that never ends stops with `/stop` (its card says how it ended), and every
+/// one stops with the session.
+#[test]
+fn stop_ends_the_users_commands_still_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = Tmux::start_allowing(dir.path(), &["--agent", "demo"], 120, 40) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["!sleep 1000", "Enter"]);
+    t.wait_for("! sleep 1000");
+    t.send(&["/stop", "Enter"]);
+    t.wait_for("stopping 1 command(s) of yours");
+    t.wait("its card to end", |s| s.contains("✗ » ! sleep 1000"));
+    t.send(&["/stop", "Enter"]);
+    t.wait_for("none of your commands is running");
+}
