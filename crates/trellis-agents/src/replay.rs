@@ -42,8 +42,12 @@ enum Step {
     Send { text: String },
     /// Send an agent request (id replaced), remember the mapping.
     Request { recorded_id: Value, text: String },
-    /// Wait for the client's answer to the agent request `recorded_id`.
-    AwaitAnswer { recorded_id: Value },
+    /// Wait for the client's answer to the agent request `recorded_id` (a terminal the
+    /// recorded answer named is then called by the live answer's id).
+    AwaitAnswer {
+        recorded_id: Value,
+        terminal: Option<String>,
+    },
 }
 
 fn steps_of(text: &str) -> Result<Vec<Step>, ReplayError> {
@@ -78,7 +82,11 @@ fn steps_of(text: &str) -> Result<Vec<Step>, ReplayError> {
                         })
                     }
                     (Dir::ClientToAgent, false, true) => {
-                        steps.push(Step::AwaitAnswer { recorded_id: id })
+                        let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                        steps.push(Step::AwaitAnswer {
+                            recorded_id: id,
+                            terminal: answer["result"]["terminalId"].as_str().map(str::to_string),
+                        })
                     }
                     (Dir::ClientToAgent, _, false) => {} // client notifications (cancel) are not awaited
                     (Dir::AgentToClient, true, true) => steps.push(Step::Request {
@@ -107,12 +115,27 @@ fn key(v: &Value) -> String {
     v.to_string()
 }
 
-/// Rewrites the recorded cwd to the live one inside a JSON text.
-fn rewrite(text: &str, from: &Option<(String, String)>) -> String {
-    match from {
+/// What the recording names that the live session names otherwise: the cwd, and the
+/// terminals the client made (their ids are the client's own).
+#[derive(Default)]
+struct Rewrites {
+    cwd: Option<(String, String)>,
+    /// (`"recorded id"`, `"live id"`), quoted: `term-1` is not part of `term-10`.
+    terminals: Vec<(String, String)>,
+}
+
+/// Rewrites the recorded cwd and terminal ids to the live ones inside a JSON text.
+fn rewrite(text: &str, from: &Rewrites) -> String {
+    let mut out = match &from.cwd {
         Some((rec, live)) if rec != live => text.replace(rec.as_str(), live.as_str()),
         _ => text.to_string(),
+    };
+    for (rec, live) in &from.terminals {
+        if rec != live {
+            out = out.replace(rec.as_str(), live.as_str());
+        }
     }
+    out
 }
 
 /// Replaces the top-level `id` of a JSON-RPC message text.
@@ -131,7 +154,7 @@ pub fn run(recording: &str) -> Result<(), ReplayError> {
     let mut peer = Peer::stdio();
     let mut client_ids: HashMap<String, Value> = HashMap::new(); // recorded → live (client requests)
     let mut agent_ids: HashMap<String, Value> = HashMap::new(); // recorded → live (agent requests)
-    let mut cwd: Option<(String, String)> = None;
+    let mut rewrites = Rewrites::default();
     let mut prompt_open = false;
     for step in steps {
         match step {
@@ -155,7 +178,7 @@ pub fn run(recording: &str) -> Result<(), ReplayError> {
                             && let (Some(rec), Some(live)) =
                                 (params["cwd"].as_str(), msg["params"]["cwd"].as_str())
                         {
-                            cwd = Some((json_inner(rec), json_inner(live)));
+                            rewrites.cwd = Some((json_inner(rec), json_inner(live)));
                         }
                         break id.clone();
                     }
@@ -174,24 +197,35 @@ pub fn run(recording: &str) -> Result<(), ReplayError> {
                 let Some(live) = client_ids.remove(&key(&recorded_id)) else {
                     continue;
                 };
-                let text = rewrite(&text, &cwd);
+                let text = rewrite(&text, &rewrites);
                 if text.contains("\"stopReason\"") {
                     prompt_open = false;
                 }
                 peer.send_raw(&with_id(&text, &live)?)?;
             }
-            Step::Send { text } => peer.send_raw(&rewrite(&text, &cwd))?,
+            Step::Send { text } => peer.send_raw(&rewrite(&text, &rewrites))?,
             Step::Request { recorded_id, text } => {
                 let live = json!(peer.next_id());
                 agent_ids.insert(key(&recorded_id), live.clone());
-                peer.send_raw(&with_id(&rewrite(&text, &cwd), &live)?)?;
+                peer.send_raw(&with_id(&rewrite(&text, &rewrites), &live)?)?;
             }
-            Step::AwaitAnswer { recorded_id } => {
+            Step::AwaitAnswer {
+                recorded_id,
+                terminal,
+            } => {
                 let Some(live) = agent_ids.remove(&key(&recorded_id)) else {
                     continue;
                 };
                 match peer.wait_for(|v| v.get("method").is_none() && v.get("id") == Some(&live)) {
-                    Ok(_) => {}
+                    Ok(answer) => {
+                        if let (Some(rec), Some(now)) =
+                            (terminal, answer["result"]["terminalId"].as_str())
+                        {
+                            rewrites
+                                .terminals
+                                .push((Value::from(rec).to_string(), Value::from(now).to_string()));
+                        }
+                    }
                     Err(PeerError::Closed) => return Ok(()),
                     Err(e) => return Err(e.into()),
                 }

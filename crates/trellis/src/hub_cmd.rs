@@ -246,34 +246,7 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
             }
             _ => anyhow::bail!("the hub answered a claim with something else"),
         };
-        println!(
-            "{hub}:{key} {} in {}: {}",
-            safe(&s.agent),
-            safe(&s.cwd),
-            safe(&p.subject)
-        );
-        let choices: Vec<String> = p
-            .options
-            .iter()
-            .enumerate()
-            .map(|(i, (_, name))| format!("{} {}", i + 1, safe(name)))
-            .collect();
-        // "Always" saves a rule: shown with what it would match, taken as `aN`.
-        for (i, a) in p.always.iter().enumerate() {
-            println!(
-                "  a{} {} — saves the rule `{}` (matches {} call(s) of this session so far)",
-                i + 1,
-                safe(&a.name),
-                safe(&a.rule),
-                a.matches
-            );
-        }
-        let reasoned = if p.reject_once.is_some() {
-            " · r reject with a reason"
-        } else {
-            ""
-        };
-        print!("  {}{reasoned} · s skip · q quit > ", choices.join("  "));
+        ask(&hub, key, &s, &p);
         std::io::stdout().flush()?;
         let Some(Ok(answer)) = lines.next() else {
             return Ok(ExitCode::SUCCESS);
@@ -351,6 +324,44 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
             },
         }
     }
+}
+
+/// A pending request as `trellis approve` asks it: where, what, its one-time choices,
+/// its "always" choices with their rules, and the reason key when it takes one.
+fn ask(
+    hub: &str,
+    key: u32,
+    s: &trellis_hub::wire::SessionInfo,
+    p: &trellis_hub::wire::PendingInfo,
+) {
+    println!(
+        "{hub}:{key} {} in {}: {}",
+        safe(&s.agent),
+        safe(&s.cwd),
+        safe(&p.subject)
+    );
+    let choices: Vec<String> = p
+        .options
+        .iter()
+        .enumerate()
+        .map(|(i, (_, name))| format!("{} {}", i + 1, safe(name)))
+        .collect();
+    // "Always" saves a rule: shown with what it would match, taken as `aN`.
+    for (i, a) in p.always.iter().enumerate() {
+        println!(
+            "  a{} {} — saves the rule `{}` (matches {} call(s) of this session so far)",
+            i + 1,
+            safe(&a.name),
+            safe(&a.rule),
+            a.matches
+        );
+    }
+    let reasoned = if p.reject_once.is_some() {
+        " · r reject with a reason"
+    } else {
+        ""
+    };
+    print!("  {}{reasoned} · s skip · q quit > ", choices.join("  "));
 }
 
 /// A reject's reason, read from `lines` (asked again while it is too long); none: the

@@ -164,18 +164,7 @@ impl Launch {
         app.plugins = paths.as_ref().map(|p| {
             trellis_plugin::registry::Registry::new(p.data_dir.clone(), Some(PathBuf::from(&cwd)))
         });
-        if let Some(first) = mcp_problems.first() {
-            app.message = Some(format!("{first} (see /status)"));
-        }
-        // Shown where the user looks, not only in the terminal behind the full screen.
-        if let Some(w) = said.iter().find(|l| l.starts_with("NOT ISOLATED")) {
-            app.message = Some(trellis_text::one_line(w).into_owned());
-        }
-        app.mcp_problems = mcp_problems;
-        app.status_reports = vec![
-            Box::new(crate::worktree_cmd::status_lines),
-            Box::new(crate::traces::status_lines),
-        ];
+        problems(&mut app, mcp_problems, &said);
         app.agent_arg = Some(req.agent.clone());
         app.rewinder = Some(crate::checkpoints::ui_rewinder());
         app.name_from_agent = resolved.command_line;
@@ -273,4 +262,20 @@ fn theme() -> trellis_view::Theme {
     } else {
         trellis_view::Theme::default()
     }
+}
+
+/// What the session's start could not do, said where the user looks (not only in the
+/// terminal behind the full screen), and the pages of `/status` that say more.
+fn problems(app: &mut App, mcp_problems: Vec<String>, said: &[String]) {
+    if let Some(first) = mcp_problems.first() {
+        app.message = Some(format!("{first} (see /status)"));
+    }
+    if let Some(w) = said.iter().find(|l| l.starts_with("NOT ISOLATED")) {
+        app.message = Some(trellis_text::one_line(w).into_owned());
+    }
+    app.mcp_problems = mcp_problems;
+    app.status_reports = vec![
+        Box::new(crate::worktree_cmd::status_lines),
+        Box::new(crate::traces::status_lines),
+    ];
 }

@@ -75,6 +75,15 @@ pub fn main(mut args: RunArgs, config_path: Option<PathBuf>) -> anyhow::Result<E
     ran
 }
 
+/// The earlier session a run continues: `--resume` it, or `--fork` it before `--at`.
+fn continued(args: &RunArgs) -> anyhow::Result<Option<crate::sessions::Resume>> {
+    Ok(match (&args.resume, &args.fork) {
+        (Some(id), _) => Some(crate::sessions::Resume::find(id, args.carry)?),
+        (None, Some(id)) => Some(crate::sessions::Resume::fork(id, args.at)?),
+        (None, None) => None,
+    })
+}
+
 /// A run that stays (not `--detach`): set up, driven to its end, concluded.
 fn stays(
     args: &RunArgs,
@@ -88,11 +97,7 @@ fn stays(
     crate::hooks::hooks_of(&config.hooks, "", |table, key, why| {
         config.invalid(table, key, why).into()
     })?;
-    let resume = match (&args.resume, &args.fork) {
-        (Some(id), _) => Some(crate::sessions::Resume::find(id, args.carry)?),
-        (None, Some(id)) => Some(crate::sessions::Resume::fork(id, args.at)?),
-        (None, None) => None,
-    };
+    let resume = continued(args)?;
     let agent = common
         .one_agent()?
         .or_else(|| resume.as_ref().and_then(|r| r.agent.clone()))

@@ -237,6 +237,21 @@ pub fn main(cmd: SessionsCmd) -> anyhow::Result<ExitCode> {
 /// `trellis sessions rm ID`: the log, its place in the index, its checkpoints. Deleting
 /// asks for the whole id (or the log's path): a prefix is enough to show a session, not
 /// to delete one. A log outside the sessions directory (`--log FILE`) is the user's file:
+/// `trellis sessions reindex`: the index built again from the logs, and what it took.
+fn reindex(index: &mut Index, sessions: &Path, out: &mut String) -> anyhow::Result<()> {
+    use std::fmt::Write as _;
+    let t = std::time::Instant::now();
+    let done = index.reindex(sessions)?;
+    let s = t.elapsed().as_secs_f64();
+    writeln!(
+        out,
+        "indexed {} logs, {:.1} MB in {s:.2} s",
+        done.logs,
+        done.bytes as f64 / 1e6
+    )?;
+    Ok(())
+}
+
 /// it is forgotten, not deleted.
 fn rm(index: &mut Index, sessions: &Path, id: &str, out: &mut String) -> anyhow::Result<()> {
     use std::fmt::Write as _;
@@ -394,17 +409,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
             let row = index.session(&id)?;
             crate::checkpoints::rewind(&row, to, force, undo, out)?;
         }
-        SessionsCmd::Reindex => {
-            let t = std::time::Instant::now();
-            let done = index.reindex(&sessions)?;
-            let s = t.elapsed().as_secs_f64();
-            writeln!(
-                out,
-                "indexed {} logs, {:.1} MB in {s:.2} s",
-                done.logs,
-                done.bytes as f64 / 1e6
-            )?;
-        }
+        SessionsCmd::Reindex => reindex(&mut index, &sessions, out)?,
         SessionsCmd::Add { logs } => {
             for log in logs {
                 let id = add(&mut index, &sessions, &log)?;

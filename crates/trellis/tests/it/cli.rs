@@ -144,7 +144,21 @@ fn ledger_snapshot(s: &Session) -> String {
 /// Replaces the temp dir in a snapshot so it is stable.
 fn stable(text: &str, run: &Run) -> String {
     let cwd = std::fs::canonicalize(run.cwd()).unwrap();
-    text.replace(&cwd.display().to_string(), "<cwd>")
+    let text = text.replace(&cwd.display().to_string(), "<cwd>");
+    // A terminal's id carries its connection's mark (`term-3f09c1-1`): left out.
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("term-") {
+        out.push_str(&rest[..i + 5]);
+        rest = &rest[i + 5..];
+        let mark = rest.as_bytes().iter().take(6).all(u8::is_ascii_hexdigit)
+            && rest.as_bytes().get(6) == Some(&b'-');
+        if mark {
+            rest = &rest[7..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 #[test]

@@ -213,14 +213,7 @@ fn an_agent_with_its_own_fork_forks_its_copy_after_the_last_turn_and_only_then()
 /// A repository with one commit in the work directory.
 fn repo(d: &Dirs) -> PathBuf {
     let repo = d.work.join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["config", "user.name", "Test User"]);
-    git(&repo, &["config", "user.email", "user@example.com"]);
-    git(&repo, &["config", "commit.gpgsign", "false"]);
-    std::fs::write(repo.join("README.md"), "# project\n").unwrap();
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "first"]);
+    crate::worktrees::init_repo(&repo);
     repo
 }
 
@@ -393,13 +386,7 @@ fn in_the_ui_fork_opens_beside_the_session_and_agent_hands_off_with_a_brief() {
 fn esc_esc_in_the_ui_rewinds_the_code_and_forks_the_conversation() {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["config", "user.name", "Test User"]);
-    git(&repo, &["config", "user.email", "user@example.com"]);
-    std::fs::write(repo.join("README.md"), "# project\n").unwrap();
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "first"]);
+    crate::worktrees::init_repo(&repo);
     let here = demo_with("--here");
     let Some(t) = crate::tui::Tmux::start_allowing(&repo, &["--agent", &here], 120, 40) else {
         return;

@@ -39,14 +39,7 @@ impl Home {
     /// A repository with one commit.
     pub(crate) fn repo(&self, name: &str) -> PathBuf {
         let repo = self.path().join(name);
-        std::fs::create_dir_all(&repo).unwrap();
-        git(&repo, &["init", "-q", "-b", "main"]);
-        git(&repo, &["config", "user.name", "Test User"]);
-        git(&repo, &["config", "user.email", "user@example.com"]);
-        git(&repo, &["config", "commit.gpgsign", "false"]);
-        std::fs::write(repo.join("README.md"), "# project\n").unwrap();
-        git(&repo, &["add", "-A"]);
-        git(&repo, &["commit", "-q", "-m", "first"]);
+        init_repo(&repo);
         repo
     }
 
@@ -72,6 +65,18 @@ impl Home {
         let text = std::fs::read_to_string(log).unwrap();
         serde_json::from_str(text.lines().next().unwrap()).unwrap()
     }
+}
+
+/// A repository at `repo` (made), with one commit of a README.
+pub(crate) fn init_repo(repo: &Path) {
+    std::fs::create_dir_all(repo).unwrap();
+    git(repo, &["init", "-q", "-b", "main"]);
+    git(repo, &["config", "user.name", "Test User"]);
+    git(repo, &["config", "user.email", "user@example.com"]);
+    git(repo, &["config", "commit.gpgsign", "false"]);
+    std::fs::write(repo.join("README.md"), "# project\n").unwrap();
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", "first"]);
 }
 
 pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
