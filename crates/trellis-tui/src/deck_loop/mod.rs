@@ -301,7 +301,6 @@ pub(crate) async fn deck_loop(
     signals: &mut trellis_os::signals::Signals,
     said: &mut Vec<String>,
 ) -> std::io::Result<()> {
-    let start = Instant::now();
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -330,7 +329,7 @@ pub(crate) async fn deck_loop(
         if dirty {
             owed = false;
             deck.seen();
-            let now = start.elapsed().as_secs_f64();
+            let now = session_clock(deck);
             last_frame = Instant::now();
             terminal.draw(|f| crate::rail::draw_deck(f, deck, Clock { now, frame }))?;
             dirty = false;
@@ -498,6 +497,13 @@ async fn key_event(
     }
 }
 
+/// The clock the session in front is drawn with: its own (a session opened later — a
+/// fork, a hand-off, one from the form — counts from its own start, as its record does;
+/// the deck's clock made its calls look minutes old).
+fn session_clock(deck: &Deck) -> f64 {
+    deck.slots[deck.front].app.driver.now()
+}
+
 /// A key for the session in front (what a single session's loop does with it).
 fn front_key(deck: &mut Deck, k: KeyEvent) {
     let i = deck.front;
@@ -525,6 +531,20 @@ mod tests {
 
     use crate::deck::Deck;
     use crate::deck::tests::opened;
+
+    /// A session opened later (a fork, a hand-off) is drawn on its own clock, not the
+    /// deck's: the second trial saw a fork's new call "2m31s waiting" 4 s after it began.
+    #[test]
+    fn each_session_is_drawn_on_its_own_clock() {
+        let mut d = Deck::new(opened("a"), "demo".into());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        d.add(opened("b"), "demo".into());
+        d.show(1);
+        let b = super::session_clock(&d);
+        assert!(b < 0.2, "the second session's clock starts with it: {b}");
+        d.show(0);
+        assert!(super::session_clock(&d) >= 0.3);
+    }
 
     /// The window title's mark follows what still wants the human: a permission answered
     /// in the inbox while another session is done leaves "done", not "permission".
