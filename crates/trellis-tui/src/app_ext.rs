@@ -324,8 +324,11 @@ impl App {
         }
         if let Some(turn) = fork {
             self.message = Some(format!("forking from before turn {turn}…"));
+            // What the code's rewind did, said in the fork that takes the screen.
+            let said = code.map(|_| crate::rewind::summary(&r.said));
             self.fork_request = Some(crate::fork::ForkAsk {
                 at: Some(turn),
+                said,
                 ..Default::default()
             });
             return;

@@ -15,4 +15,6 @@ pub struct ForkAsk {
     pub handoff: bool,
     /// Sent as the fork's first prompt (a past prompt edited and sent again).
     pub prompt: Option<String>,
+    /// Said in the fork when it opens (what the code's rewind did, for `b`).
+    pub said: Option<String>,
 }

@@ -31,6 +31,25 @@ pub struct TurnRow {
     pub removed: usize,
 }
 
+/// What a rewind of the code did, in one line: how many files it put back, removed and
+/// kept (or why it could not).
+pub fn summary(said: &[String]) -> String {
+    let count = |word: &str| {
+        said.iter()
+            .filter(|l| l.trim_start().starts_with(word))
+            .count()
+    };
+    if let Some(e) = said.iter().find(|l| l.starts_with("cannot")) {
+        return e.clone();
+    }
+    format!(
+        "the code went back: {} restored, {} removed, {} kept as it is",
+        count("restored"),
+        count("removed"),
+        count("kept")
+    )
+}
+
 /// The list, its cursor, and what the last rewind said.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RewindList {

@@ -384,10 +384,15 @@ fn esc_esc_lists_the_turns_and_rewinds_the_code_the_conversation_or_both() {
     app.on_key(key('C'));
     assert!(asked.lock().unwrap().last().unwrap().2, "forced");
     assert!(!frame_text(&mut app, 90, 24).contains("C puts those back too"));
-    // Both: the code again, then the conversation forked from before turn 1.
+    // Both: the code again, then the conversation forked from before turn 1; what the
+    // code's rewind did goes with the fork (which takes the screen).
     app.on_key(key('b'));
     assert_eq!(asked.lock().unwrap().len(), 3);
     assert_eq!(app.fork_request.as_ref().and_then(|f| f.at), Some(1));
+    assert_eq!(
+        app.fork_request.as_ref().and_then(|f| f.said.as_deref()),
+        Some("the code went back: 0 restored, 0 removed, 1 kept as it is")
+    );
     // /rewind opens it too; Esc closes it, and Esc Esc slowly is only a change of focus.
     app.fork_request = None;
     for c in "/rewind".chars() {

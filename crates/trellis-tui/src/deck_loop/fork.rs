@@ -49,6 +49,12 @@ pub(super) fn open(deck: &mut Deck, ask: ForkAsk) {
                     None => said.into(),
                 });
             }
+            if let Some(said) = ask.said {
+                opened.app.message = Some(match opened.app.message.take() {
+                    Some(m) => format!("{said} · {m}"),
+                    None => said,
+                });
+            }
             if let Some(text) = ask.prompt {
                 // Held by the connection until the agent is set up.
                 opened.app.driver.prompt(text, Vec::new());

@@ -409,6 +409,7 @@ fn esc_esc_in_the_ui_rewinds_the_code_and_forks_the_conversation() {
         s.contains("▶2") && s.contains("forked from session")
     });
     assert!(!repo.join("notes.txt").exists(), "the code went back: {s}");
+    t.wait_for("the code went back: 0 restored, 1 removed");
     assert!(repo.join("demo-workspace/src/lib.rs").exists());
 }
 
