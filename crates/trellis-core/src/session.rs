@@ -175,6 +175,9 @@ pub struct Session {
     /// Turns started so far (the current one, if open, is `turn`).
     pub turn: u32,
     pub turn_open: bool,
+    /// When each turn began (session seconds; index `turn - 1`). Turns of a history from
+    /// an earlier log have the time they were replayed.
+    pub turn_started: Vec<f64>,
     /// Stop reason of the last finished turn.
     pub last_stop: Option<String>,
     pub counters: Counters,
@@ -224,6 +227,13 @@ impl Session {
     /// divider); everything about the connection (ids, open requests, the end) starts
     /// afresh. While the agent answers a `session/load` of it, the history it replays is
     /// not applied again (counted in `counters.replayed`).
+    /// When turn `turn` began (session seconds), if it did.
+    pub fn turn_started_at(&self, turn: u32) -> Option<f64> {
+        self.turn_started
+            .get(usize::try_from(turn).ok()?.checked_sub(1)?)
+            .copied()
+    }
+
     pub fn continuing(prev: Session, policy: Policy, notice: String) -> Session {
         let mut s = Session::new(policy);
         s.hub_session = prev.hub_session;
@@ -237,6 +247,7 @@ impl Session {
         s.usage = prev.usage;
         s.title = prev.title;
         s.turn = prev.turn;
+        s.turn_started = prev.turn_started;
         s.turns_before = prev.turn;
         s.call_state = prev.call_state;
         // Kept for the history above (its entries point at them); a child of the new

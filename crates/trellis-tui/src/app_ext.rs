@@ -288,6 +288,7 @@ impl App {
         self.focus = Focus::Prompt;
         self.overlay = Some(Overlay::Rewind(crate::rewind::RewindList::of(
             &self.driver.session,
+            self.driver.now(),
         )));
     }
 

@@ -25,6 +25,8 @@ pub struct TurnRow {
     /// Its number in the session's log (1: its first own turn).
     pub turn: u32,
     pub prompt: String,
+    /// How long ago it began (seconds, when the list was opened).
+    pub age: Option<f64>,
     /// Files the agent changed in it (completed edits), lines added and removed.
     pub files: usize,
     pub added: usize,
@@ -48,6 +50,17 @@ pub fn summary(said: &[String]) -> String {
         count("removed"),
         count("kept")
     )
+}
+
+/// `12s ago`, `4m ago`, `3h ago`, `2d ago`.
+fn ago(secs: f64) -> String {
+    let s = secs.max(0.0) as u64;
+    match s {
+        0..60 => format!("{s}s ago"),
+        60..3600 => format!("{}m ago", s / 60),
+        3600..86_400 => format!("{}h ago", s / 3600),
+        _ => format!("{}d ago", s / 86_400),
+    }
 }
 
 /// The list, its cursor, and what the last rewind said.
@@ -76,8 +89,9 @@ pub enum RewindKey {
 }
 
 impl RewindList {
-    /// The session's own turns, newest first in view (the cursor on the newest).
-    pub fn of(session: &Session) -> RewindList {
+    /// The session's own turns, newest first in view (the cursor on the newest); `now`
+    /// is the session's clock.
+    pub fn of(session: &Session, now: f64) -> RewindList {
         let before = session.turns_before;
         let mut rows: Vec<TurnRow> = Vec::new();
         for e in &session.transcript {
@@ -89,6 +103,7 @@ impl RewindList {
                 rows.push(TurnRow {
                     turn: m.turn - before,
                     prompt: trellis_text::one_line(&m.text).into_owned(),
+                    age: session.turn_started_at(m.turn).map(|t| (now - t).max(0.0)),
                     files: 0,
                     added: 0,
                     removed: 0,
@@ -178,7 +193,12 @@ impl RewindList {
             } else {
                 format!("{} file(s) +{} −{}", r.files, r.added, r.removed)
             };
-            let head = format!("{} turn {:>3}  ", if on { "▶" } else { " " }, r.turn);
+            let head = format!(
+                "{} turn {:>3}  {:>8}  ",
+                if on { "▶" } else { " " },
+                r.turn,
+                r.age.map(ago).unwrap_or_default()
+            );
             let room = width.saturating_sub(head.chars().count() + files.chars().count() + 2);
             out.push(Line::from(vec![
                 Span::styled(head, if on { theme.selected } else { theme.title }),
@@ -222,5 +242,46 @@ impl RewindList {
             width.max(1),
         ));
         (out, at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use trellis_core::wire::{Dir, Message};
+    use trellis_core::{Action, Policy, Session, update};
+
+    fn prompt_at(s: &mut Session, seq: u64, t: f64, text: &str) {
+        let v = serde_json::json!({"jsonrpc":"2.0","id":seq,"method":"session/prompt",
+            "params":{"sessionId":"S","prompt":[{"type":"text","text":text}]}});
+        update(
+            s,
+            Action::Frame {
+                seq,
+                t,
+                dir: Dir::ClientToAgent,
+                msg: Message::parse(&v.to_string()).unwrap(),
+            },
+        );
+    }
+
+    /// Each turn says how long ago it began, on the session's clock.
+    #[test]
+    fn each_turn_says_how_long_ago_it_began() {
+        let mut s = Session::new(Policy::Ask);
+        prompt_at(&mut s, 1, 10.0, "first");
+        prompt_at(&mut s, 2, 4000.0, "second");
+        let list = super::RewindList::of(&s, 4030.0);
+        let ages: Vec<_> = list.rows.iter().map(|r| r.age).collect();
+        assert_eq!(ages, [Some(4020.0), Some(30.0)]);
+        let (lines, _) = list.lines(90, &trellis_view::Theme::plain());
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        assert!(
+            text[0].contains("1h ago") && text[0].contains("first"),
+            "{text:?}"
+        );
+        assert!(text[1].contains("30s ago"), "{text:?}");
+        assert_eq!(super::ago(2.0 * 86_400.0 + 5.0), "2d ago");
+        assert_eq!(super::ago(-3.0), "0s ago");
     }
 }

@@ -326,16 +326,17 @@ fn permission_alerts_only_when_the_terminal_is_elsewhere() {
     assert_eq!(app.alert(&resolved), None);
 }
 
-/// The rewind list (issue 48, item 2): Esc Esc on an empty prompt (and `/rewind`) lists
-/// the turns with their prompts and the files changed in each; `c` puts the code back
-/// through the front end's rewinder, `v` asks the deck for a fork from before the turn,
-/// `b` does both; nothing while a turn runs.
-#[test]
-fn esc_esc_lists_the_turns_and_rewinds_the_code_the_conversation_or_both() {
-    let mut b = B::new();
-    // Turn 1 ("tidy up") edits one file; turn 2 edits none.
-    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"e1","title":"Edit a.txt","kind":"edit","status":"completed",
-        "content":[{"type":"diff","path":"/w/a.txt","oldText":"a\nb\n","newText":"a\nc\nd\n"}]}));
+/// The rewind tests' session: turn 1 (`tidy up`, with whatever the test gave it), then
+/// turn 2 (`now explain it`); an app on it whose rewinder records what it was asked
+/// (log, turn, force) and says `said`.
+#[allow(clippy::type_complexity)]
+fn rewinding(
+    mut b: B,
+    said: fn(u32, bool) -> Vec<String>,
+) -> (
+    App,
+    std::sync::Arc<std::sync::Mutex<Vec<(std::path::PathBuf, u32, bool)>>>,
+) {
     b.f(
         Dir::AgentToClient,
         json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}),
@@ -353,13 +354,29 @@ fn esc_esc_lists_the_turns_and_rewinds_the_code_the_conversation_or_both() {
     app.rewinder = Some(Box::new(
         move |log: &std::path::Path, turn: u32, force: bool| {
             seen.lock().unwrap().push((log.to_path_buf(), turn, force));
-            let mut said = vec![format!("put back the tree before turn {turn}:")];
-            if !force {
-                said.push("  kept      b.txt: changed by someone other than the agent".into());
-            }
-            Ok(said)
+            Ok(said(turn, force))
         },
     ));
+    (app, asked)
+}
+
+/// The rewind list (issue 48, item 2): Esc Esc on an empty prompt (and `/rewind`) lists
+/// the turns with their prompts and the files changed in each; `c` puts the code back
+/// through the front end's rewinder, `v` asks the deck for a fork from before the turn,
+/// `b` does both; nothing while a turn runs.
+#[test]
+fn esc_esc_lists_the_turns_and_rewinds_the_code_the_conversation_or_both() {
+    let mut b = B::new();
+    // Turn 1 ("tidy up") edits one file; turn 2 edits none.
+    b.up(json!({"sessionUpdate":"tool_call","toolCallId":"e1","title":"Edit a.txt","kind":"edit","status":"completed",
+        "content":[{"type":"diff","path":"/w/a.txt","oldText":"a\nb\n","newText":"a\nc\nd\n"}]}));
+    let (mut app, asked) = rewinding(b, |turn, force| {
+        let mut said = vec![format!("put back the tree before turn {turn}:")];
+        if !force {
+            said.push("  kept      b.txt: changed by someone other than the agent".into());
+        }
+        said
+    });
     let esc = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
     app.on_key(esc);
     app.on_key(esc);
@@ -409,25 +426,8 @@ fn esc_esc_lists_the_turns_and_rewinds_the_code_the_conversation_or_both() {
 /// edit; Esc keeps the text as a new prompt instead.
 #[test]
 fn e_on_a_past_prompt_edits_it_and_resends_it_from_before_its_turn() {
-    let mut b = B::new();
-    b.f(
-        Dir::AgentToClient,
-        json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}),
-    );
-    b.f(Dir::ClientToAgent, json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"now explain it"}]}}));
-    b.f(
-        Dir::AgentToClient,
-        json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}),
-    );
-    let mut app = App::new(b.s, "demo".into(), false);
-    app.theme = trellis_view::Theme::plain();
-    app.log_path = Some("/logs/s.jsonl".into());
-    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = asked.clone();
-    app.rewinder = Some(Box::new(move |_: &std::path::Path, turn: u32, _: bool| {
-        seen.lock().unwrap().push(turn);
-        Ok(Vec::new())
-    }));
+    let b = B::new();
+    let (mut app, asked) = rewinding(b, |_, _| Vec::new());
     let esc = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
     let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
     // To the transcript, onto the first prompt.
@@ -442,7 +442,10 @@ fn e_on_a_past_prompt_edits_it_and_resends_it_from_before_its_turn() {
         app.on_key(key(c));
     }
     app.on_key(enter);
-    assert_eq!(asked.lock().unwrap().as_slice(), &[1]);
+    assert_eq!(
+        asked.lock().unwrap().as_slice(),
+        &[(std::path::PathBuf::from("/logs/s.jsonl"), 1, false)]
+    );
     let ask = app.fork_request.take().unwrap();
     assert_eq!(ask.at, Some(1));
     assert_eq!(ask.prompt.as_deref(), Some("tidy up and the docs"));

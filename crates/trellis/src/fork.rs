@@ -12,6 +12,58 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+/// Whether this `sessions` command starts a session (through a hub, with the config):
+/// a fork, or a rewind of the conversation.
+pub fn starts_a_session(command: &crate::sessions::SessionsCmd) -> bool {
+    use crate::sessions::SessionsCmd;
+    match command {
+        SessionsCmd::Fork { .. } => true,
+        SessionsCmd::Rewind {
+            to: Some(_),
+            conversation,
+            both,
+            ..
+        } => *conversation || *both,
+        _ => false,
+    }
+}
+
+/// Runs a command [`starts_a_session`] said yes to.
+pub fn main(
+    command: crate::sessions::SessionsCmd,
+    config: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    use crate::sessions::SessionsCmd;
+    match command {
+        SessionsCmd::Fork {
+            id,
+            at,
+            worktree,
+            prompt,
+            agent,
+            hub,
+        } => fork(
+            ForkArgs {
+                id,
+                at,
+                worktree,
+                prompt,
+                agent,
+                hub,
+            },
+            config,
+        ),
+        SessionsCmd::Rewind {
+            id,
+            to: Some(to),
+            both,
+            force,
+            ..
+        } => rewind(&id, to, both.then_some(force), config),
+        _ => anyhow::bail!("not a command that starts a session"),
+    }
+}
+
 /// What to fork, and where the new session runs.
 pub struct ForkArgs {
     pub id: String,

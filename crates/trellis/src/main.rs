@@ -331,39 +331,8 @@ fn main() -> ExitCode {
             command: sessions::SessionsCmd::Resume { id, carry, session },
         }) => sessions::Resume::find(&id, carry)
             .and_then(|r| ui::main(session, cli.config, false, Some(r), false)),
-        Some(Cmd::Sessions {
-            command:
-                sessions::SessionsCmd::Fork {
-                    id,
-                    at,
-                    worktree,
-                    prompt,
-                    agent,
-                    hub,
-                },
-        }) => fork::fork(
-            fork::ForkArgs {
-                id,
-                at,
-                worktree,
-                prompt,
-                agent,
-                hub,
-            },
-            cli.config.as_deref(),
-        ),
-        Some(Cmd::Sessions {
-            command:
-                sessions::SessionsCmd::Rewind {
-                    id,
-                    to: Some(to),
-                    conversation,
-                    both,
-                    force,
-                    ..
-                },
-        }) if conversation || both => {
-            fork::rewind(&id, to, both.then_some(force), cli.config.as_deref())
+        Some(Cmd::Sessions { command }) if fork::starts_a_session(&command) => {
+            fork::main(command, cli.config.as_deref())
         }
         Some(Cmd::Replay {
             file,

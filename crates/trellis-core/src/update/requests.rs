@@ -435,6 +435,7 @@ pub(crate) fn client_request(cx: &mut Ctx<'_>, msg: Message) {
                 .unwrap_or_default();
             cx.s.turn += 1;
             cx.s.turn_open = true;
+            cx.s.turn_started.push(cx.t);
             let turn = cx.s.turn;
             cx.s.transcript.push(Entry::Message(Box::new(MessageBlock {
                 role: crate::event::Role::User,

@@ -107,9 +107,10 @@ pub(crate) fn list(
         let v: Vec<serde_json::Value> = turns
             .iter()
             .map(|(t, c)| {
-                serde_json::json!({"turn": t, "commit": c, "ref": format!("{prefix}{t}"),
-                                   "prompt": paths.prompts.get(*t as usize - 1),
-                                   "files_changed_by_the_agent_since": paths.since(*t)})
+                let mut v = paths.turn_json(*t);
+                v["commit"] = c.as_str().into();
+                v["ref"] = format!("{prefix}{t}").into();
+                v
             })
             .collect();
         let undo: Vec<serde_json::Value> = undo
@@ -135,22 +136,7 @@ pub(crate) fn list(
         return Ok(());
     }
     for (t, c) in &turns {
-        let prompt = paths
-            .prompts
-            .get(*t as usize - 1)
-            .map_or("", String::as_str);
-        writeln!(
-            out,
-            "turn {t:>3}  {}  {} file(s) changed by the agent since  {}",
-            &c[..c.len().min(12)],
-            paths.since(*t).len(),
-            safe(
-                &trellis_text::one_line(prompt)
-                    .chars()
-                    .take(60)
-                    .collect::<String>()
-            )
-        )?;
+        paths.turn_line(*t, Some(c), out)?;
     }
     for (n, c) in &undo {
         writeln!(
@@ -358,6 +344,8 @@ struct AgentPaths {
     /// (turn, absolute path) of each write, edit, diff or move that took effect.
     changed: Vec<(u32, PathBuf)>,
     prompts: Vec<String>,
+    /// When each turn began (Unix seconds), where the log says.
+    began: Vec<Option<f64>>,
     /// What the agent last wrote to each file (its writes and completed diffs): a file
     /// that differs now was changed since by someone else.
     last: std::collections::HashMap<PathBuf, Option<String>>,
@@ -394,6 +382,35 @@ impl AgentPaths {
             Some(None) => std::fs::symlink_metadata(p).is_err(),
             None => true,
         }
+    }
+
+    /// A turn of `sessions checkpoints`: when it began, its commit (in git), how many
+    /// files the agent changed since, its prompt.
+    fn turn_line(&self, t: u32, commit: Option<&str>, out: &mut String) -> std::fmt::Result {
+        let i = t as usize - 1;
+        let prompt = self.prompts.get(i).map_or("", String::as_str);
+        let began = self.began.get(i).copied().flatten();
+        writeln!(
+            out,
+            "turn {t:>3}  {}  {}{} file(s) changed by the agent since  {}",
+            began.map_or_else(|| "-".repeat(20), trellis_core::civil::utc_minutes),
+            commit.map_or(String::new(), |c| format!("{}  ", &c[..c.len().min(12)])),
+            self.since(t).len(),
+            safe(
+                &trellis_text::one_line(prompt)
+                    .chars()
+                    .take(60)
+                    .collect::<String>()
+            )
+        )
+    }
+
+    /// A turn of `sessions checkpoints --json`.
+    fn turn_json(&self, t: u32) -> serde_json::Value {
+        let i = t as usize - 1;
+        serde_json::json!({"turn": t, "prompt": self.prompts.get(i),
+            "began": self.began.get(i).copied().flatten(),
+            "files_changed_by_the_agent_since": self.since(t)})
     }
 
     /// The files changed in turn `turn` or later.
@@ -433,6 +450,7 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
     let mut found = AgentPaths::default();
     let mut turn = 0u32;
     let mut line_no = 0u64;
+    let mut started: Option<f64> = None;
     let mut timed: Vec<(u64, Change)> = Vec::new();
     let mut calls: Vec<(String, Call)> = Vec::new();
     // Writes asked for, by request id, until the log says they were done.
@@ -452,6 +470,9 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
                     .and_then(|b| b.iter().find_map(|b| b["text"].as_str()))
                     .unwrap_or_default();
                 found.prompts.push(text.to_string());
+                found
+                    .began
+                    .push(started.zip(rec["t"].as_f64()).map(|(s, t)| s + t));
             }
             (Some("agent_to_client"), Some("fs/write_text_file")) => {
                 let id = msg.get("id").and_then(|id| {
@@ -516,6 +537,9 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
                         c.locations.push(PathBuf::from(p));
                     }
                 }
+            }
+            (Some("client"), _) if msg["type"] == "session_log" => {
+                started = msg["started"].as_f64();
             }
             (Some("client"), _) if msg["type"] == "file_written" => {
                 if let Some((t, p, content)) =

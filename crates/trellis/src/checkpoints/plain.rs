@@ -73,9 +73,9 @@ pub(super) fn list(
     if json {
         let v: Vec<serde_json::Value> = turns
             .map(|t| {
-                serde_json::json!({"turn": t, "from": "log",
-                    "prompt": paths.prompts.get(t as usize - 1),
-                    "files_changed_by_the_agent_since": paths.since(t)})
+                let mut v = paths.turn_json(t);
+                v["from"] = "log".into();
+                v
             })
             .collect();
         let undo: Vec<String> = undo.iter().map(|n| format!("undo-{n}")).collect();
@@ -88,18 +88,7 @@ pub(super) fn list(
         "no git here: a turn is rewound from the log (what each change of the agent's replaced)"
     )?;
     for t in turns {
-        let prompt = paths.prompts.get(t as usize - 1).map_or("", String::as_str);
-        writeln!(
-            out,
-            "turn {t:>3}  {} file(s) changed by the agent since  {}",
-            paths.since(t).len(),
-            safe(
-                &trellis_text::one_line(prompt)
-                    .chars()
-                    .take(60)
-                    .collect::<String>()
-            )
-        )?;
+        paths.turn_line(t, None, out)?;
     }
     for n in undo {
         writeln!(out, "  undo-{n}  the files before a rewind")?;

@@ -1,10 +1,12 @@
 // Opens the hub's approvals page with a pairing code in headless Chromium, as a phone
-// would, and answers the one pending request. Usage: node approvals_check.cjs CHROMIUM URL
+// would, and answers the one pending request: allows it, or, given a REASON, rejects it
+// with that reason, written across one of the page's refreshes.
+// Usage: node approvals_check.cjs CHROMIUM URL [REASON]
 // Prints one JSON line of findings; exits 1 when a check fails.
 const puppeteer = require('puppeteer-core');
 
 (async () => {
-  const [chromium, url] = process.argv.slice(2);
+  const [chromium, url, reason] = process.argv.slice(2);
   const origin = new URL(url).origin;
   const browser = await puppeteer.launch({
     executablePath: chromium,
@@ -40,7 +42,19 @@ const puppeteer = require('puppeteer-core');
     out.diff = await page.$$eval('li.request pre.diff span', (s) => s.map((x) => [x.className, x.textContent.replace(/\n$/, '')]));
     out.input = await page.$eval('li.request details pre.input', (e) => e.textContent);
     out.waited = await page.$eval('li.request .waited', (e) => e.textContent);
-    await page.click('li.request button[data-option="allow"]');
+    if (reason === undefined) {
+      await page.click('li.request button[data-option="allow"]');
+    } else {
+      out.formShownFirst = await page.$eval('li.request form.reasonform', (f) => getComputedStyle(f).display !== 'none');
+      await page.click('li.request button.reason');
+      const half = Math.floor(reason.length / 2);
+      await page.type('li.request form.reasonform input', reason.slice(0, half));
+      // The page refreshes every 3 s: what is being written stays.
+      await new Promise((r) => setTimeout(r, 3500));
+      await page.type('li.request form.reasonform input', reason.slice(half));
+      out.typed = await page.$eval('li.request form.reasonform input', (i) => i.value);
+      await page.click('li.request form.reasonform button[type="submit"]');
+    }
     await page.waitForFunction(() => {
       const s = document.querySelector('li.request .said');
       return s && s.textContent.length > 0;

@@ -48,23 +48,13 @@ fn git_raw(dir: &Path, object: &str) -> String {
 fn two_turns_are_rewound_to_the_first_a_users_file_is_kept_and_the_rewind_undone() {
     let home = Home::new();
     let repo = home.repo("repo");
-    let (_, err) = home.ok(
-        &[
-            "run",
-            "--worktree=cp",
-            "--cwd",
-            repo.to_str().unwrap(),
-            "--prompt",
-            "fix the TODO",
-            "--prompt",
-            "/edit notes.txt",
-            "--permission",
-            "allow-once",
-            "--format",
-            "jsonl",
-        ],
-        &repo,
-    );
+    let args = [
+        &["run", "--worktree=cp", "--cwd", repo.to_str().unwrap()],
+        crate::TWO_EDITING_TURNS,
+        &["--format", "jsonl"],
+    ]
+    .concat();
+    let (_, err) = home.ok(&args, &repo);
     assert!(err.contains("worktree cp"), "{err}");
     let wt = home.path().join("data/trellis/worktrees");
     let wt = std::fs::read_dir(&wt)
@@ -85,6 +75,9 @@ fn two_turns_are_rewound_to_the_first_a_users_file_is_kept_and_the_rewind_undone
     assert_eq!(cps.as_array().unwrap().len(), 2, "{cps}");
     let before_1 = cps[0]["commit"].as_str().unwrap().to_string();
     assert_eq!(cps[0]["prompt"], "fix the TODO");
+    // When each turn began, in Unix seconds, in order.
+    let began = |i: usize| cps[i]["began"].as_f64().unwrap();
+    assert!(began(0) > 1.7e9 && began(0) <= began(1), "{cps}");
     let changed: Vec<&str> = cps[0]["files_changed_by_the_agent_since"]
         .as_array()
         .unwrap()
@@ -170,16 +163,10 @@ fn outside_git_the_log_rewinds_the_agents_files_and_the_rewind_is_undone() {
     std::fs::create_dir_all(&dir).unwrap();
     home.ok(
         &[
-            "run",
-            "--cwd",
-            dir.to_str().unwrap(),
-            "--prompt",
-            "fix the TODO",
-            "--prompt",
-            "/edit notes.txt",
-            "--permission",
-            "allow-once",
-        ],
+            &["run", "--cwd", dir.to_str().unwrap()],
+            crate::TWO_EDITING_TURNS,
+        ]
+        .concat(),
         &dir,
     );
     let (list, _) = home.ok(&["sessions", "list", "--all", "--json"], &dir);
@@ -191,8 +178,10 @@ fn outside_git_the_log_rewinds_the_agents_files_and_the_rewind_is_undone() {
     assert!(dir.join("notes.txt").exists());
     let (cps, _) = home.ok(&["sessions", "checkpoints", &id], &dir);
     assert!(cps.contains("no git here"), "{cps}");
+    // Each turn with when it began, how many files the agent changed since, its prompt.
+    let two = cps.lines().find(|l| l.starts_with("turn   2  ")).unwrap();
     assert!(
-        cps.contains("turn   2  1 file(s) changed by the agent since"),
+        two.contains(" UTC  1 file(s) changed by the agent since  /edit notes.txt"),
         "{cps}"
     );
     // The user's own file, and a line of theirs on top of the agent's notes.

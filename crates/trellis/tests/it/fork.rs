@@ -11,20 +11,12 @@ use crate::worktrees::git;
 /// A headless run of `agent` in `cwd` with the prompts, every request allowed: the
 /// session's id.
 fn two_turns(d: &Dirs, agent: &str, cwd: &Path, extra: &[&str]) -> String {
-    let mut args = vec![
-        "run",
-        "--agent",
-        agent,
-        "--cwd",
-        cwd.to_str().unwrap(),
-        "--prompt",
-        "fix the TODO",
-        "--prompt",
-        "/edit notes.txt",
-        "--permission",
-        "allow-once",
-    ];
-    args.extend_from_slice(extra);
+    let args = [
+        &["run", "--agent", agent, "--cwd", cwd.to_str().unwrap()],
+        crate::TWO_EDITING_TURNS,
+        extra,
+    ]
+    .concat();
     let o = d.trellis(&args);
     assert!(o.status.success(), "{}", text(&o));
     newest(d)["id"].as_str().unwrap().to_string()

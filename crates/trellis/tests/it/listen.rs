@@ -4,8 +4,6 @@
 //! binds refused.
 
 use std::io::Read;
-use std::path::Path;
-use std::process::Command;
 
 use crate::hubkit::{Dirs, text, until};
 
@@ -95,21 +93,7 @@ fn a_phone_pairs_and_answers_once_and_credentials_are_held_to_their_rules() {
         url.starts_with(&format!("http://{addr}/#pair=")),
         "{paired}"
     );
-    let (repo, chromium) = browser();
-    let o = Command::new("node")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/approvals_check.cjs"))
-        .arg(&chromium)
-        .arg(&url)
-        .env("NODE_PATH", repo.join(".ci/node/node_modules"))
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{report}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_str(report.trim()).unwrap();
+    let r = crate::in_chromium("approvals_check.cjs", &[url.as_ref()]);
     what_the_phone_saw(&r);
     // Once, by the paired device, on the record.
     until("the answer in the log", || {
@@ -147,28 +131,6 @@ fn a_phone_pairs_and_answers_once_and_credentials_are_held_to_their_rules() {
     assert_eq!(status, 401);
 }
 
-/// The repository and headless Chromium, which the approvals page is tried in.
-fn browser() -> (std::path::PathBuf, std::path::PathBuf) {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let puppeteer = repo.join(".ci/node/node_modules/puppeteer-core");
-    let chromium = ["chromium", "chromium-browser"].iter().find_map(|c| {
-        std::env::var_os("PATH").and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join(c))
-                .find(|f| f.is_file())
-        })
-    });
-    match (chromium, puppeteer.is_dir()) {
-        (Some(chromium), true) => (repo, chromium),
-        _ => {
-            crate::missing_tool(
-                "chromium and puppeteer-core (scripts/test installs both) for the approvals page",
-            );
-            unreachable!()
-        }
-    }
-}
-
 /// A phone rejects with a reason (issue 48, item 8): written on the approvals page across
 /// its refreshes, sent with the one-time reject, read by the agent as the next message.
 #[test]
@@ -179,23 +141,8 @@ fn a_phone_rejects_with_a_reason_the_agent_reads_next() {
     d.until_asking();
     let paired = d.stdout(&["pair"]);
     let url = paired.lines().last().unwrap().trim().to_string();
-    let (repo, chromium) = browser();
     let reason = "not in this file: the API is frozen";
-    let o = Command::new("node")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/approvals_reason_check.cjs"))
-        .arg(&chromium)
-        .arg(&url)
-        .arg(reason)
-        .env("NODE_PATH", repo.join(".ci/node/node_modules"))
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{report}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_str(report.trim()).unwrap();
+    let r = crate::in_chromium("approvals_check.cjs", &[url.as_ref(), reason.as_ref()]);
     assert_eq!(r["formShownFirst"], false, "{r}");
     assert_eq!(r["typed"], reason, "kept across a refresh: {r}");
     assert_eq!(

@@ -373,35 +373,16 @@ fn exports_in_markdown_and_html_checked_in_a_browser() {
     assert!(!html.contains("sk-ant-abcdefghijklmnopqrstuvwxyz0123"));
 
     // In a real browser.
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let puppeteer = repo.join(".ci/node/node_modules/puppeteer-core");
-    let chromium = ["chromium", "chromium-browser"]
-        .iter()
-        .find_map(|c| which(c));
-    let (Some(chromium), true) = (chromium, puppeteer.is_dir()) else {
-        crate::missing_tool(
-            "chromium and puppeteer-core (scripts/test installs both) for the HTML export",
-        );
-        return;
-    };
     let shot = artifact_dir().join("session-export.png");
-    let o = Command::new("node")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/export_check.cjs"))
-        .arg(&chromium)
-        .arg(&file)
-        .arg(&shot)
-        .arg("5")
-        .arg("passed")
-        .env("NODE_PATH", repo.join(".ci/node/node_modules"))
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{report}\n{}",
-        String::from_utf8_lossy(&o.stderr)
+    let r = crate::in_chromium(
+        "export_check.cjs",
+        &[
+            file.as_ref(),
+            shot.as_ref(),
+            "5".as_ref(),
+            "passed".as_ref(),
+        ],
     );
-    let r: serde_json::Value = serde_json::from_str(report.trim()).unwrap();
     assert_eq!(r["cards"], 5);
     assert_eq!(r["openAfter"], true);
     assert_eq!(r["requests"], serde_json::json!([]));
@@ -415,14 +396,6 @@ fn exports_in_markdown_and_html_checked_in_a_browser() {
         "{r}"
     );
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
-}
-
-fn which(cmd: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(cmd))
-            .find(|p| p.is_file())
-    })
 }
 
 /// Where tests leave files for a person to look at (screenshots): under the target dir.
