@@ -17,6 +17,23 @@ use trellis_view::{Theme, TranscriptView};
 
 pub use crate::intent::Intent;
 
+/// One of the user's commands whose output goes with the next prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Attached {
+    /// `!!cmd`: the newest run of that command line (its terminal is not known yet).
+    Newest(String),
+    /// `s` on a card: that run, by its terminal (and its command line, to show).
+    Terminal { id: String, command: String },
+}
+
+impl Attached {
+    pub(crate) fn command(&self) -> &str {
+        match self {
+            Attached::Newest(c) | Attached::Terminal { command: c, .. } => c,
+        }
+    }
+}
+
 /// What the user is alerted to when the terminal is not focused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Alert {
@@ -166,8 +183,9 @@ pub struct App {
     /// when that run of typing began.
     pub(crate) last_typed: Option<std::time::Instant>,
     pub(crate) typing_since: Option<std::time::Instant>,
-    /// Commands whose output goes with the next prompt (`!!cmd`).
-    pub(crate) attach_output: Vec<String>,
+    /// The user's commands whose output goes with the next prompt (`!!cmd`, `s` on a
+    /// card).
+    pub(crate) attach_output: Vec<Attached>,
     /// A past prompt being edited (`e` on it): the turn it started (the log's numbering),
     /// to go back to before when it is sent.
     pub(crate) resend: Option<u32>,

@@ -370,17 +370,70 @@ impl App {
 
     /// `text` with the output of the commands run with `!!` since the last prompt.
     pub(crate) fn with_outputs(&mut self, mut text: String) -> String {
-        for command in std::mem::take(&mut self.attach_output) {
-            if let Some(out) = trellis_core::update::user_command::output_for_agent(
-                &self.driver.session,
-                &command,
-                crate::ATTACHED_OUTPUT,
-            ) {
+        use trellis_core::update::user_command::{output_for_agent, terminal_output_for_agent};
+        let s = &self.driver.session;
+        for a in std::mem::take(&mut self.attach_output) {
+            let out = match &a {
+                crate::app::Attached::Newest(command) => {
+                    output_for_agent(s, command, crate::ATTACHED_OUTPUT)
+                }
+                crate::app::Attached::Terminal { id, .. } => {
+                    terminal_output_for_agent(s, id, crate::ATTACHED_OUTPUT)
+                }
+            };
+            // `!!cmd` and `s` on the same run send it once.
+            if let Some(out) = out.filter(|o| !text.contains(o.as_str())) {
                 text.push_str("\n\n");
                 text.push_str(&out);
             }
         }
         text
+    }
+
+    /// `s` on the card of one of the user's commands (or in its inspector): its output
+    /// goes with the next prompt; again, it does not.
+    pub(crate) fn toggle_send_output(&mut self, call: Option<usize>) {
+        use trellis_core::update::user_command::{USER_CALL, is_users};
+        let call = match call {
+            Some(c) => Ok(c),
+            None => self.card_at_cursor(),
+        };
+        let s = &self.driver.session;
+        let Some(c) = call.ok().map(|i| s.ledger.at(i)) else {
+            self.message = Some("s sends your command's output: put the cursor on its card".into());
+            return;
+        };
+        let Some(id) = c.id.strip_prefix(USER_CALL).filter(|_| is_users(&c.id)) else {
+            self.message = Some(
+                "s sends the output of your own commands (!cmd): the agent has its calls' output already"
+                    .into(),
+            );
+            return;
+        };
+        let id = id.to_string();
+        let command = s
+            .terminals
+            .get(&id)
+            .map(|t| t.command.clone())
+            .unwrap_or_default();
+        let shown = trellis_text::clip(&trellis_text::one_line(&command), 40).to_string();
+        if let Some(i) = self
+            .attach_output
+            .iter()
+            .position(|a| matches!(a, crate::app::Attached::Terminal { id: t, .. } if *t == id))
+        {
+            self.attach_output.remove(i);
+            self.message = Some(format!(
+                "the output of `{shown}` stays out of your next prompt"
+            ));
+            return;
+        }
+        self.attach_output
+            .push(crate::app::Attached::Terminal { id, command });
+        self.message = Some(format!(
+            "the output of `{shown}` goes with your next prompt (its last {} KB at most) · s again: not",
+            crate::ATTACHED_OUTPUT / 1024
+        ));
     }
 
     /// `e` on one of the user's prompts in the transcript: it goes into the prompt to be

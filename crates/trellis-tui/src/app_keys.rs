@@ -40,6 +40,7 @@ impl App {
                         .into_iter()
                         .collect();
                 }
+                KeyAction::SendOutput if !self.replay => self.toggle_send_output(Some(ins.call)),
                 KeyAction::Inspect => {
                     // In the float: close it and put the transcript cursor on the card.
                     self.inspector = None;
@@ -90,6 +91,7 @@ impl App {
                 | KeyAction::Settings
                 | KeyAction::Sidebar
                 | KeyAction::Sessions
+                | KeyAction::SendOutput
                 | KeyAction::Options => {}
             },
             Resolved::Pending => {}
@@ -134,6 +136,9 @@ impl App {
     pub(crate) fn transcript_key(&mut self, key: KeyEvent) -> Vec<Intent> {
         match self.keys.feed(Key::from_event(&key)) {
             Resolved::Action(KeyAction::Inspect) => self.open_inspector(),
+            Resolved::Action(KeyAction::SendOutput) if !self.replay => {
+                self.toggle_send_output(None)
+            }
             Resolved::Action(KeyAction::Down) => self.move_entry(1),
             Resolved::Action(KeyAction::Up) => self.move_entry(-1),
             Resolved::Action(KeyAction::NextCall) => self.move_cursor(1),

@@ -198,10 +198,26 @@ fn draw_prompt(f: &mut Frame<'_>, app: &App, prompt: Rect) {
             Focus::Prompt => " prompt · Enter send · Alt-Enter newline · Esc transcript ",
             Focus::Transcript => " transcript · j/k move · Tab next card · gT inspect · i prompt ",
         };
-        let block = Block::default()
+        let mut block = Block::default()
             .borders(Borders::TOP | Borders::BOTTOM)
             .title(title)
             .border_style(theme.dim);
+        if !app.attach_output.is_empty() {
+            let what: Vec<String> = app
+                .attach_output
+                .iter()
+                .map(|a| {
+                    format!(
+                        "`{}`",
+                        trellis_text::clip(&trellis_text::one_line(a.command()), 30)
+                    )
+                })
+                .collect();
+            block = block.title_bottom(Line::styled(
+                format!(" with your next prompt, the output of {} ", what.join(", ")),
+                theme.notice,
+            ));
+        }
         let text: Vec<Line<'static>> = app
             .prompt
             .text

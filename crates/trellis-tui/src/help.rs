@@ -46,7 +46,7 @@ const PROMPT: &[(&str, &str)] = &[
     ),
     (
         "!cmd, !!cmd",
-        "run cmd here (a card of yours); !! also sends its output next; /stop stops them",
+        "run cmd here (a card of yours); !! also sends its output next (s on its card: later); /stop stops them",
     ),
     ("Ctrl-↑", "to the transcript"),
 ];

@@ -45,10 +45,13 @@ pub enum KeyAction {
     StepOut,
     /// In the inspector: cancel the work of the subagent the call started (or belongs to).
     CancelSubagent,
+    /// On the card of one of the user's own commands (`!cmd`): its output goes with the
+    /// next prompt (again: it does not).
+    SendOutput,
 }
 
 impl KeyAction {
-    pub const ALL: [(KeyAction, &'static str, &'static str); 25] = [
+    pub const ALL: [(KeyAction, &'static str, &'static str); 26] = [
         (KeyAction::Inspect, "inspect", "gT"),
         (KeyAction::ToggleCall, "toggle_call", "K"),
         (KeyAction::NextCall, "next_call", "<Tab>"),
@@ -74,6 +77,7 @@ impl KeyAction {
         (KeyAction::StepIn, "step_in", "]s"),
         (KeyAction::StepOut, "step_out", "[s"),
         (KeyAction::CancelSubagent, "cancel_subagent", "X"),
+        (KeyAction::SendOutput, "send_output", "s"),
     ];
 
     /// What the action does, for the help screen.
@@ -106,6 +110,9 @@ impl KeyAction {
             KeyAction::StepIn => "into the subagent the call started",
             KeyAction::StepOut => "back to the call that started the subagent",
             KeyAction::CancelSubagent => "cancel the subagent's work (when the agent allows it)",
+            KeyAction::SendOutput => {
+                "on your command's card (!cmd): its output goes with your next prompt (again: not)"
+            }
         }
     }
 

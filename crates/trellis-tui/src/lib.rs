@@ -259,7 +259,7 @@ pub fn perform_intent(app: &mut App, intent: Intent) {
         Intent::UserCommand { command, attach } => {
             app.message = Some(match app.driver.user_command(command.clone()) {
                 Ok(()) if attach => {
-                    app.attach_output.push(command);
+                    app.attach_output.push(crate::app::Attached::Newest(command));
                     format!(
                         "running · its output goes with your next prompt (its last {} KB at most)",
                         ATTACHED_OUTPUT / 1024

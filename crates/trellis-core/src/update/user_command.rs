@@ -48,9 +48,9 @@ pub(crate) fn started(cx: &mut Ctx<'_>, terminal_id: String, command: String, cw
 }
 
 /// What the user's commands printed, for the next prompt (`!!cmd`): the newest call of
-/// `command`, its output cut to `limit` bytes from the front (and said), its exit.
+/// `command`, as [`terminal_output_for_agent`] gives it.
 pub fn output_for_agent(session: &crate::Session, command: &str, limit: usize) -> Option<String> {
-    let term = session
+    let id = session
         .terminals
         .iter()
         .filter(|(id, t)| {
@@ -65,7 +65,23 @@ pub fn output_for_agent(session: &crate::Session, command: &str, limit: usize) -
                 .partial_cmp(&b.1.started)
                 .unwrap_or(std::cmp::Ordering::Equal)
         })
-        .map(|(_, t)| t)?;
+        .map(|(id, _)| id)?;
+    terminal_output_for_agent(session, id, limit)
+}
+
+/// What the user's command in terminal `terminal_id` printed, for the next prompt (`s` on
+/// its card, or `!!cmd`): its output cut to `limit` bytes from the front (and said), and
+/// its exit; `None` when that terminal is not a user's command.
+pub fn terminal_output_for_agent(
+    session: &crate::Session,
+    terminal_id: &str,
+    limit: usize,
+) -> Option<String> {
+    session
+        .ledger
+        .position(&format!("{USER_CALL}{terminal_id}"))?;
+    let term = session.terminals.get(terminal_id)?;
+    let command = &term.command;
     let out = &term.output;
     let mut cut = out.len().saturating_sub(limit);
     while !out.is_char_boundary(cut) {

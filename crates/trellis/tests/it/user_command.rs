@@ -65,3 +65,51 @@ fn stop_ends_the_users_commands_still_running() {
     t.send(&["/stop", "Enter"]);
     t.wait_for("none of your commands is running");
 }
+
+/// Decided later (issue 48, item 10): `s` on the card of a command of the user's sends
+/// that run's output with the next prompt, named under the prompt until then; `s` again
+/// takes it back.
+#[test]
+fn s_on_the_users_card_sends_its_output_with_the_next_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = Tmux::start_allowing(dir.path(), &["--agent", "demo"], 120, 40) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["!echo alpha-out", "Enter"]);
+    t.wait("its card to end", |s| s.contains("✓ » ! echo alpha-out"));
+    // To the transcript: the cursor starts on the newest card, the user's.
+    t.send(&["Escape"]);
+    t.wait_for("transcript · j/k move");
+    t.send(&["s"]);
+    t.wait_for("with your next prompt, the output of `echo alpha-out`");
+    t.send(&["s"]);
+    t.wait_for("stays out of your next prompt");
+    assert!(
+        !t.screen().contains("with your next prompt, the output of"),
+        "{}",
+        t.screen()
+    );
+    t.send(&["s"]);
+    t.wait_for("with your next prompt, the output of `echo alpha-out`");
+    t.send(&["i"]);
+    t.send(&["what did it say", "Enter"]);
+    t.wait("the prompt sent", |_| {
+        t.log().contains("\"method\":\"session/prompt\"")
+    });
+    let log = t.log();
+    let prompt = log
+        .lines()
+        .find(|l| l.contains("\"method\":\"session/prompt\""))
+        .unwrap();
+    assert!(
+        prompt.contains(
+            r#"what did it say\n\nOutput of my command `echo alpha-out` (exit 0):\n```\nalpha-out\n```"#
+        ),
+        "{prompt}"
+    );
+    // Sent once: the prompt's line is gone from under the prompt.
+    t.wait("the line under the prompt to go", |s| {
+        !s.contains("with your next prompt, the output of")
+    });
+}
