@@ -408,6 +408,7 @@ fn bench(c: &mut Criterion) {
             restart: None,
             source: "/bench".into(),
             branch: None,
+            from: None,
         };
         let mut d = trellis_tui::deck::Deck::new(opened(a), "bench".into());
         d.add(opened(b), "bench".into());

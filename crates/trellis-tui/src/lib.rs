@@ -454,6 +454,7 @@ pub async fn run(app: App, restart: Option<Restart>) -> std::io::Result<Vec<Stri
             restart,
             source,
             branch: None,
+            from: None,
         },
         String::new(),
     );

@@ -50,6 +50,76 @@ fn base(path: &str) -> &str {
         .unwrap_or(path)
 }
 
+/// A group's sessions as threads: each in the deck's order, but a fork (or a hand-off)
+/// right under the session it came from, when that one is in the group.
+fn threaded(members: Vec<(usize, &Slot)>) -> Vec<(usize, &Slot)> {
+    let parent = |s: &Slot| {
+        let log = &s.from.as_ref()?.log;
+        members
+            .iter()
+            .find(|(_, p)| p.app.log_path.as_deref() == Some(log.as_path()))
+            .map(|(i, _)| *i)
+    };
+    let mut out: Vec<(usize, &Slot)> = Vec::with_capacity(members.len());
+    // Depth first from each root; a cycle (impossible: a log continues an older one)
+    // cannot lose a session, as whatever is left is added at the end.
+    let mut stack: Vec<(usize, &Slot)> = members
+        .iter()
+        .rev()
+        .filter(|(_, s)| parent(s).is_none())
+        .copied()
+        .collect();
+    while let Some((i, s)) = stack.pop() {
+        if out.iter().any(|(j, _)| *j == i) {
+            continue;
+        }
+        out.push((i, s));
+        stack.extend(
+            members
+                .iter()
+                .rev()
+                .filter(|(_, c)| parent(c) == Some(i))
+                .copied(),
+        );
+    }
+    for m in &members {
+        if !out.iter().any(|(j, _)| *j == m.0) {
+            out.push(*m);
+        }
+    }
+    out
+}
+
+/// `↳ 2 before turn 3` (a fork), `↳ fork of 2` (after its last turn), `↳ from 1` (a
+/// hand-off): the session a slot continues,
+/// by its number on the rail when the deck holds it, else by its log's name.
+fn lineage(deck: &Deck, s: &Slot) -> Option<String> {
+    let from = s.from.as_ref()?;
+    let whose = match deck
+        .slots
+        .iter()
+        .position(|p| p.app.log_path.as_deref() == Some(from.log.as_path()))
+    {
+        Some(i) => format!("{}", i + 1),
+        None => trellis_text::one_line(
+            &from
+                .log
+                .file_stem()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        )
+        .into_owned(),
+    };
+    let arrow = if deck.ascii { "<-" } else { "↳" };
+    // Short: the rail is narrow, and the age follows.
+    Some(match (from.handoff, from.at) {
+        (true, None) => format!("{arrow} from {whose}"),
+        (true, Some(t)) => format!("{arrow} from {whose} before turn {t}"),
+        (false, None) => format!("{arrow} fork of {whose}"),
+        (false, Some(t)) => format!("{arrow} {whose} before turn {t}"),
+    })
+}
+
 /// The rail's lines: sessions grouped by repository (in the order each group first
 /// appears), each group's header counting its blocked and done sessions in words.
 pub fn rail_lines(deck: &Deck, width: usize, theme: &Theme, now: Instant) -> Vec<Line<'static>> {
@@ -62,12 +132,13 @@ pub fn rail_lines(deck: &Deck, width: usize, theme: &Theme, now: Instant) -> Vec
     let clip = |s: &str, w: usize| trellis_text::clip(s, w).into_owned();
     let mut lines = Vec::new();
     for g in groups {
-        let members: Vec<(usize, &Slot)> = deck
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.source == g)
-            .collect();
+        let members = threaded(
+            deck.slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.source == g)
+                .collect(),
+        );
         let blocked = members
             .iter()
             .filter(|(_, s)| matches!(s.attention, Attention::Blocked(_)))
@@ -129,6 +200,9 @@ pub fn rail_lines(deck: &Deck, width: usize, theme: &Theme, now: Instant) -> Vec
             let (add, del) = s.diffstat();
             // The age and the line counts first: a long branch name is what gets cut.
             let mut third = vec![age(s.started, now)];
+            if let Some(from) = lineage(deck, s) {
+                third.insert(0, from);
+            }
             if add + del > 0 {
                 third.push(format!("+{add} −{del}"));
             }

@@ -34,6 +34,7 @@ fn opened(app: App, source: &str, branch: Option<&str>) -> Opened {
         restart: None,
         source: source.into(),
         branch: branch.map(str::to_string),
+        from: None,
     }
 }
 
@@ -144,6 +145,47 @@ fn the_rail_at_three_sizes_and_as_a_strip() {
     let f = deck_text(&mut d, 60, 20, now);
     insta::assert_snapshot!("rail_strip_60x20", f);
     assert!(f.contains("[1~working] of 7 · 1 blocked · 1 done"), "{f}");
+}
+
+/// Forks and hand-offs are one thread with the session they came from (issue 48, item 3):
+/// on the rail, right under it, saying from which session and turn — whatever order the
+/// deck opened them in; one whose session is not in the deck names its log.
+#[test]
+fn a_fork_sits_under_the_session_it_came_from() {
+    let now = Instant::now();
+    let mut d = deck(now);
+    d.slots[0].app.log_path = Some("/logs/first.jsonl".into());
+    let lineage = |log: &str, at, handoff| trellis_tui::deck::Lineage {
+        log: log.into(),
+        at,
+        handoff,
+    };
+    let mut fork = opened(
+        app(vec![prompt("the other way")], "demo"),
+        "/home/dev/app",
+        None,
+    );
+    fork.from = Some(lineage("/logs/first.jsonl", Some(2), false));
+    fork.app.log_path = Some("/logs/fork.jsonl".into());
+    d.add(fork, "demo".into());
+    let mut handoff = opened(app(vec![], "claude"), "/home/dev/app", None);
+    handoff.from = Some(lineage("/logs/fork.jsonl", None, true));
+    d.add(handoff, "claude".into());
+    let mut orphan = opened(app(vec![], "demo"), "/home/dev/tools", None);
+    orphan.from = Some(lineage("/logs/gone-away.jsonl", Some(1), false));
+    d.add(orphan, "demo".into());
+    d.show(0);
+    for s in d.slots.iter_mut().skip(3) {
+        s.started = now - Duration::from_secs(5);
+    }
+    let f = deck_text(&mut d, 120, 40, now);
+    insta::assert_snapshot!("rail_forks_120x40", f);
+    let at = |what: &str| f.find(what).unwrap_or_else(|| panic!("{what}: {f}"));
+    // 1, then its fork 4, then 4's hand-off 5, then 2 (opened before them).
+    assert!(at("▶1 ◐ working demo") < at(" 4 "), "{f}");
+    assert!(at("↳ 1 before turn 2 · 5s") < at("↳ from 4 · 5s"), "{f}");
+    assert!(at("↳ from 4") < at(" 2 ◆ permission claude"), "{f}");
+    assert!(f.contains("↳ gone-away before turn 1"), "{f}");
 }
 
 #[test]

@@ -184,6 +184,7 @@ impl Launch {
                 restart: Some(restart),
                 source,
                 branch,
+                from: None,
             },
             log_path,
             said,

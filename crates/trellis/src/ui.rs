@@ -189,6 +189,7 @@ pub(crate) fn notify_of(config: &Config) -> trellis_tui::deck::Notify {
 /// `trellis run --detach`), all alike.
 pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener {
     Box::new(move |req: trellis_tui::deck::NewSession| {
+        let mut from = None;
         let resume = match &req.fork {
             Some(f) => {
                 let mut r = crate::sessions::Resume::fork(&f.session, f.at)
@@ -196,6 +197,12 @@ pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener
                 if !f.transcript {
                     r.carry = None;
                 }
+                let (log, at) = r.continues();
+                from = Some(trellis_tui::deck::Lineage {
+                    log: log.into(),
+                    at,
+                    handoff: !f.transcript,
+                });
                 Some(r)
             }
             None => None,
@@ -222,6 +229,7 @@ pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener
                         .collect();
                     opened.app.message = Some(said.join(" · "));
                 }
+                opened.from = from;
                 Ok(opened)
             }
             Err(e) => Err(format!("{e:#}")),

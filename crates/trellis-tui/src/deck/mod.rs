@@ -67,6 +67,20 @@ pub struct Opened {
     pub source: String,
     /// The branch or worktree label shown on its row.
     pub branch: Option<String>,
+    /// The session it forks or was handed over from (the rail shows them as one thread).
+    pub from: Option<Lineage>,
+}
+
+/// Where a session came from, when it continues another one's thread: a fork, a rewound
+/// conversation, a hand-off to another agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lineage {
+    /// The earlier session's log.
+    pub log: PathBuf,
+    /// The turn it forks before (none: after the last).
+    pub at: Option<u32>,
+    /// Handed over to another agent with a brief (not forked with a transcript).
+    pub handoff: bool,
 }
 
 /// A new session asked for from the UI.
@@ -656,6 +670,7 @@ pub(crate) mod tests {
             restart: None,
             source: "/src/repo".into(),
             branch: None,
+            from: None,
         }
     }
 

@@ -20,6 +20,8 @@ pub struct Slot {
     pub restart: Option<crate::Restart>,
     pub source: String,
     pub branch: Option<String>,
+    /// The session it forks or was handed over from.
+    pub from: Option<super::Lineage>,
     /// The agent as the user named it (for the new-session form's default).
     pub agent_arg: String,
     pub started: Instant,
@@ -46,6 +48,7 @@ impl Slot {
             restart: opened.restart,
             source: opened.source,
             branch: opened.branch,
+            from: opened.from,
             agent_arg,
             started: now,
             seen_turn: 0,

@@ -396,6 +396,7 @@ fn esc_esc_in_the_ui_rewinds_the_code_and_forks_the_conversation() {
     t.send(&["Escape", "Escape"]);
     let s = t.wait_for("Rewind: back to before a turn");
     assert!(s.contains("turn   1") && s.contains("turn   2"), "{s}");
+    assert!(s.contains("s ago  fix the TODO"), "each turn's age: {s}");
     t.send(&["b"]);
     let s = t.wait("the fork beside it", |s| {
         s.contains("▶2") && s.contains("forked from session")
@@ -403,6 +404,8 @@ fn esc_esc_in_the_ui_rewinds_the_code_and_forks_the_conversation() {
     assert!(!repo.join("notes.txt").exists(), "the code went back: {s}");
     t.wait_for("the code went back: 0 restored, 1 removed");
     assert!(repo.join("demo-workspace/src/lib.rs").exists());
+    // One thread on the rail: the fork under the session, saying from where.
+    t.wait_for("↳ 1 before turn 2");
 }
 
 /// A paste arrives whole (a trial pasted two lines into a reason: the newline sent it
