@@ -414,6 +414,21 @@ impl Demo {
                     "end_turn"
                 }
             }
+        } else if let Some(rest) = text.trim_start().strip_prefix("/append ") {
+            let said = match crate::demo_edit::target(rest) {
+                Ok(rel) => {
+                    let id = self.id("append");
+                    let cwd = self
+                        .workspace
+                        .parent()
+                        .unwrap_or(&self.workspace)
+                        .to_path_buf();
+                    crate::demo_edit::append(&mut self.peer, &self.session_id, &id, &cwd, &rel)?
+                }
+                Err(e) => format!("/append PATH: {e}"),
+            };
+            self.say("agent_message_chunk", &said)?;
+            "end_turn"
         } else if let Some((_, why)) = text.split_once("rejected the tool call") {
             // A reject's reason, told as the next message: taken to heart, in words
             // that show what arrived.

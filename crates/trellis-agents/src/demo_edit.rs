@@ -170,6 +170,46 @@ impl Scene<'_> {
     }
 }
 
+/// What `/append` adds to the file.
+pub const APPENDED: &str = "appended by the Trellis demo agent (/append)\n";
+
+/// The prompt `/append PATH`: a line added, with the demo's own tool, to a file the demo
+/// made (one that starts with [`CONTENT`]; anything else is left alone), reported as some
+/// agents report such an edit: a diff with the new text and no old text.
+pub fn append(
+    peer: &mut Peer,
+    session_id: &str,
+    call_id: &str,
+    cwd: &Path,
+    rel: &Path,
+) -> Result<String, PeerError> {
+    let abs = cwd.join(rel);
+    let ours = std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_file())
+        && std::fs::read_to_string(&abs).is_ok_and(|t| t.starts_with(CONTENT));
+    if !ours {
+        return Ok(format!(
+            "{} is not a file the demo made: /append only adds to one (make it with /edit)",
+            rel.display()
+        ));
+    }
+    let old = std::fs::read_to_string(&abs).unwrap_or_default();
+    let appended = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&abs)
+        .and_then(|mut f| f.write_all(APPENDED.as_bytes()));
+    if let Err(e) = appended {
+        return Ok(format!("I could not add to {}: {e}", rel.display()));
+    }
+    peer.notify(
+        "session/update",
+        json!({"sessionId": session_id, "update": {"sessionUpdate": "tool_call",
+            "toolCallId": call_id, "title": format!("Append to {}", rel.display()),
+            "kind": "edit", "status": "completed", "locations": [{"path": abs}],
+            "content": [{"type": "diff", "path": abs, "newText": format!("{old}{APPENDED}")}]}}),
+    )?;
+    Ok(format!("Added a line to {}.", rel.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::target;

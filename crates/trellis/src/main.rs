@@ -235,7 +235,8 @@ enum AgentCmd {
         here: bool,
         /// After its own edit, also ask to create PATH (relative to the session's
         /// directory): try a path policy (a rule, a hook, a plugin) offline. The prompt
-        /// `/edit PATH` does the same at any time.
+        /// `/edit PATH` does the same at any time; `/append PATH` then adds a line to it
+        /// with the demo's own tool, reported without its old text (as some agents do).
         #[arg(long, value_name = "PATH", value_parser = trellis_agents::demo_edit::target)]
         edit: Option<PathBuf>,
     },

@@ -17,6 +17,7 @@ use trellis_worktree::checkpoint;
 
 use crate::output::safe;
 
+mod copies;
 mod plain;
 
 /// The refs of the session logged at `log`.
@@ -27,11 +28,12 @@ pub(crate) fn prefix(log: &Path) -> String {
     )
 }
 
-/// Takes a checkpoint before each turn of a session in a git repository (nothing
-/// elsewhere: a directory outside git has no checkpoints yet).
+/// Takes a checkpoint before each turn: of the tree in a git repository; elsewhere,
+/// copies of the files the agent changed so far (`copies`).
 pub(crate) fn arm(spec: &mut trellis_acp::AgentSpec, log: &Path) {
     let cwd = spec.cwd.clone();
     if checkpoint::top(&cwd).is_err() {
+        copies::arm(spec, log);
         return;
     }
     let prefix = prefix(log);
@@ -369,6 +371,8 @@ enum Before {
     /// It was not there.
     Absent,
     Text(String),
+    /// A copy taken before the turn (its name under the session's `rewinds`).
+    Copy(String),
     /// The log does not say (a write over a file too large to keep, a deletion).
     Unknown,
 }

@@ -1,7 +1,8 @@
 //! Rewinding the code of a session that ran outside git. There is no tree to go back to:
-//! the log holds what each file the agent changed was before the change (an edit's old
-//! text, a write's previous content, whether the file was there), and the oldest of those
-//! since a turn is what the file goes back to. What a rewind overwrites is first copied
+//! a file the agent had changed before the turn goes back to its copy taken right before
+//! the turn (`copies`); any other goes back to what the log says the first of the
+//! agent's changes since replaced (an edit's old text, a write's previous content,
+//! whether the file was there). What a rewind overwrites is first copied
 //! into the data directory (`rewinds/SESSION/undo-N/`), which `--undo` puts back.
 //!
 //! As in git: only the agent's files, only those still as it left them (`--force`: also
@@ -31,12 +32,14 @@ struct Saved {
     /// What the rewind left there (none: it removed it): `--undo` puts back only what is
     /// still as the rewind left it.
     left: Option<String>,
+    /// Or the turn's copy it left there (under the session's `rewinds`).
+    #[serde(default)]
+    left_copy: Option<String>,
 }
 
-/// Where a session's undo points are.
+/// Where a session's undo points (and its turns' copies) are.
 fn undo_root(row: &trellis_index::SessionRow) -> anyhow::Result<PathBuf> {
-    let paths = trellis_store::Paths::from_env().context("no data directory")?;
-    Ok(paths.data_dir.join("rewinds").join(&row.id))
+    super::copies::root(&row.id)
 }
 
 /// The numbered undo points of a session, oldest first.
@@ -112,23 +115,34 @@ pub(super) fn rewind(
             paths.prompts.len()
         );
     }
-    // Each file the agent changed since the turn, and what it held before the first of
-    // those changes.
+    let root = undo_root(row)?;
+    // Each file the agent changed since the turn, and what it held before: the copy
+    // taken before the turn when there is one, else what the first of those changes
+    // replaced.
+    let copies = super::copies::of_turn(&root, to).unwrap_or_default();
     let mut firsts: Vec<(PathBuf, Before)> = Vec::new();
     for c in paths.pre.iter().filter(|c| c.turn >= to) {
         if !firsts.iter().any(|(p, _)| *p == c.path) {
-            firsts.push((c.path.clone(), c.before.clone()));
+            let before = match copies.iter().find(|k| k.path == c.path) {
+                Some(k) => k.copy.clone().map_or(Before::Absent, Before::Copy),
+                None => c.before.clone(),
+            };
+            firsts.push((c.path.clone(), before));
         }
     }
     writeln!(
         out,
-        "put back the files before turn {to} (no git here: from the log):"
+        "put back the files before turn {to} (no git here: {}):",
+        if copies.is_empty() {
+            "from the log"
+        } else {
+            "from the copies taken before it, and the log"
+        }
     )?;
     if firsts.is_empty() {
         writeln!(out, "  nothing the agent changed since")?;
         return Ok(());
     }
-    let root = undo_root(row)?;
     let n = undo_points(&root).last().map_or(1, |(n, _)| n + 1);
     let point = root.join(format!("undo-{n}"));
     std::fs::create_dir_all(&root)?;
@@ -157,6 +171,10 @@ pub(super) fn rewind(
                 replace(p, text.as_bytes())?;
                 restored.push(p.clone());
             }
+            Before::Copy(name) => {
+                replace(p, &super::copies::read_copy(&root, name)?)?;
+                restored.push(p.clone());
+            }
             Before::Absent => {
                 if copy.is_some() {
                     std::fs::remove_file(p).with_context(|| format!("{}", p.display()))?;
@@ -170,6 +188,10 @@ pub(super) fn rewind(
             copy,
             left: match before {
                 Before::Text(t) => Some(t.clone()),
+                _ => None,
+            },
+            left_copy: match before {
+                Before::Copy(name) => Some(name.clone()),
                 _ => None,
             },
         });
@@ -236,11 +258,12 @@ pub(super) fn undo(row: &trellis_index::SessionRow, out: &mut String) -> anyhow:
     let (mut restored, mut removed, mut kept) = (Vec::new(), Vec::new(), Vec::new());
     for s in &saved {
         let now = std::fs::read(&s.path).ok();
-        let as_left = match (&now, &s.left) {
-            (Some(bytes), Some(text)) => bytes == text.as_bytes(),
-            (None, None) => true,
-            _ => false,
+        let left = match (&s.left, &s.left_copy) {
+            (Some(text), _) => Some(text.as_bytes().to_vec()),
+            (None, Some(name)) => super::copies::read_copy(&root, name).ok(),
+            (None, None) => None,
         };
+        let as_left = now == left;
         let link = std::fs::symlink_metadata(&s.path).is_ok_and(|m| !m.is_file());
         if !as_left || link {
             kept.push((s.path.clone(), KEPT_SINCE));
@@ -300,7 +323,7 @@ fn say(
 }
 
 /// A file of ours, created exclusively (never through what already sits at `path`).
-fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub(super) fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut f = std::fs::OpenOptions::new()
         .write(true)

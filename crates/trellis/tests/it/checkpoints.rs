@@ -236,3 +236,65 @@ fn outside_git_the_log_rewinds_the_agents_files_and_the_rewind_is_undone() {
     // Removing the session removes its undo points.
     home.ok(&["sessions", "rm", &id], &dir);
 }
+
+/// Outside git, the agent's earlier files are copied before each turn (issue 48, item 1):
+/// an edit reported without its old text (as some agents report their own tools' edits)
+/// is rewound from the copy — the file as it was before the turn, not removed as the log
+/// alone would have it — and the rewind is undone.
+#[test]
+fn outside_git_an_edit_without_its_old_text_is_rewound_from_the_copy_before_the_turn() {
+    let home = Home::new();
+    let dir = home.path().join("plain");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cwd = dir.to_str().unwrap();
+    home.ok(
+        &[
+            "run",
+            "--cwd",
+            cwd,
+            "--prompt",
+            "/edit notes.txt",
+            "--prompt",
+            "/append notes.txt",
+            "--permission",
+            "allow-once",
+        ],
+        &dir,
+    );
+    let notes = dir.join("notes.txt");
+    let appended = std::fs::read_to_string(&notes).unwrap();
+    assert!(
+        appended.contains("appended by the Trellis demo agent"),
+        "{appended}"
+    );
+    let (list, _) = home.ok(&["sessions", "list", "--all", "--json"], &dir);
+    let rows: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let id = rows[0]["id"].as_str().unwrap().to_string();
+    let log = std::fs::read_to_string(rows[0]["path"].as_str().unwrap()).unwrap();
+    assert!(
+        log.contains("no git here: the 1 file(s) the agent changed before, as they are before turn 2 (1 copied"),
+        "the copies are on the record"
+    );
+    let (said, _) = home.ok(&["sessions", "rewind", &id, "--to", "2", "--code"], &dir);
+    assert!(said.contains("from the copies taken before it"), "{said}");
+    assert!(
+        said.contains("restored") && said.contains("notes.txt"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "written by the Trellis demo agent (--edit)\n",
+        "{said}"
+    );
+    let (said, _) = home.ok(&["sessions", "rewind", &id, "--undo"], &dir);
+    assert!(said.contains("restored"), "{said}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), appended);
+    // Before turn 1 there was no notes.txt: removed (the log says the write made it).
+    let (said, _) = home.ok(&["sessions", "rewind", &id, "--to", "1", "--code"], &dir);
+    assert!(said.contains("removed"), "{said}");
+    assert!(!notes.exists());
+    // Removed with the session: its copies and undo points.
+    home.ok(&["sessions", "rm", &id], &dir);
+    let rewinds = home.path().join("data/trellis/rewinds").join(&id);
+    assert!(!rewinds.exists(), "{}", rewinds.display());
+}
