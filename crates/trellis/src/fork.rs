@@ -17,7 +17,7 @@ use anyhow::Context;
 pub fn starts_a_session(command: &crate::sessions::SessionsCmd) -> bool {
     use crate::sessions::SessionsCmd;
     match command {
-        SessionsCmd::Fork { .. } => true,
+        SessionsCmd::Fork(_) => true,
         SessionsCmd::Rewind {
             to: Some(_),
             conversation,
@@ -35,24 +35,7 @@ pub fn main(
 ) -> anyhow::Result<ExitCode> {
     use crate::sessions::SessionsCmd;
     match command {
-        SessionsCmd::Fork {
-            id,
-            at,
-            worktree,
-            prompt,
-            agent,
-            hub,
-        } => fork(
-            ForkArgs {
-                id,
-                at,
-                worktree,
-                prompt,
-                agent,
-                hub,
-            },
-            config,
-        ),
+        SessionsCmd::Fork(args) => fork(args, config),
         SessionsCmd::Rewind {
             id,
             to: Some(to),
@@ -64,16 +47,25 @@ pub fn main(
     }
 }
 
-/// What to fork, and where the new session runs.
+/// What to fork, and where the new session runs (`trellis sessions fork`).
+#[derive(clap::Args, Debug)]
 pub struct ForkArgs {
     pub id: String,
-    /// The turn to fork before (none: after the last).
+    /// The turn to fork before (1: before the first prompt).
+    #[arg(long, value_name = "TURN")]
     pub at: Option<u32>,
-    /// In a worktree of its own, holding the files of that turn's checkpoint.
+    /// In a worktree of its own, holding the files of that turn's checkpoint (the
+    /// files as they are now, forked after the last turn).
+    #[arg(long)]
     pub worktree: bool,
+    /// Sent once the agent is ready (else the session waits for one).
+    #[arg(long)]
     pub prompt: Option<String>,
-    /// Another agent than the earlier session's.
+    /// Another agent than the earlier session's (a preset, `demo`, a command line).
+    #[arg(long)]
     pub agent: Option<String>,
+    /// The hub to start it in (default: `default`).
+    #[arg(long)]
     pub hub: Option<String>,
 }
 

@@ -109,25 +109,7 @@ pub enum SessionsCmd {
     /// serves); prints its name (`HUB:KEY`, for `trellis attach`). Its history is the
     /// earlier turns, told to the agent as a transcript with the first prompt; forked
     /// after the last turn, an agent that offers `session/fork` forks its own copy.
-    Fork {
-        id: String,
-        /// The turn to fork before (1: before the first prompt).
-        #[arg(long, value_name = "TURN")]
-        at: Option<u32>,
-        /// In a worktree of its own, holding the files of that turn's checkpoint (the
-        /// files as they are now, forked after the last turn).
-        #[arg(long)]
-        worktree: bool,
-        /// Sent once the agent is ready (else the session waits for one).
-        #[arg(long)]
-        prompt: Option<String>,
-        /// Another agent than the earlier session's (a preset, `demo`, a command line).
-        #[arg(long)]
-        agent: Option<String>,
-        /// The hub to start it in (default: `default`).
-        #[arg(long)]
-        hub: Option<String>,
-    },
+    Fork(crate::fork::ForkArgs),
     /// Rebuild the index from the logs.
     Reindex,
     /// Add session logs to the history: a log written elsewhere (`--log`) that the index
@@ -392,7 +374,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
             conversation: true, ..
         }
         | SessionsCmd::Rewind { both: true, .. }
-        | SessionsCmd::Fork { .. } => {
+        | SessionsCmd::Fork(_) => {
             bail!("`sessions fork` and a conversation's rewind start a session (see main)")
         }
         SessionsCmd::Rewind {

@@ -5,6 +5,15 @@
 
 use crate::tui::Tmux;
 
+/// The session's log once its first prompt went, and that prompt's line.
+fn first_prompt(t: &Tmux) -> (String, String) {
+    let sent = "\"method\":\"session/prompt\"";
+    t.wait("the prompt sent", |_| t.log().contains(sent));
+    let log = t.log();
+    let prompt = log.lines().find(|l| l.contains(sent)).unwrap().to_string();
+    (log, prompt)
+}
+
 #[test]
 fn bang_runs_a_command_as_the_users_card_and_bang_bang_sends_its_output_next() {
     let dir = tempfile::tempdir().unwrap();
@@ -26,14 +35,7 @@ fn bang_runs_a_command_as_the_users_card_and_bang_bang_sends_its_output_next() {
     t.send(&["!!printf 'one\\ntwo\\n'", "Enter"]);
     t.wait_for("its output goes with your next prompt");
     t.send(&["what did it print", "Enter"]);
-    t.wait("the prompt sent", |_| {
-        t.log().contains("\"method\":\"session/prompt\"")
-    });
-    let log = t.log();
-    let prompt = log
-        .lines()
-        .find(|l| l.contains("\"method\":\"session/prompt\""))
-        .unwrap();
+    let (log, prompt) = first_prompt(&t);
     assert!(
         prompt.contains(
             r#"what did it print\n\nOutput of my command `printf 'one\\ntwo\\n'` (exit 0):\n```\none\ntwo\n```"#
@@ -94,14 +96,7 @@ fn s_on_the_users_card_sends_its_output_with_the_next_prompt() {
     t.wait_for("with your next prompt, the output of `echo alpha-out`");
     t.send(&["i"]);
     t.send(&["what did it say", "Enter"]);
-    t.wait("the prompt sent", |_| {
-        t.log().contains("\"method\":\"session/prompt\"")
-    });
-    let log = t.log();
-    let prompt = log
-        .lines()
-        .find(|l| l.contains("\"method\":\"session/prompt\""))
-        .unwrap();
+    let (_, prompt) = first_prompt(&t);
     assert!(
         prompt.contains(
             r#"what did it say\n\nOutput of my command `echo alpha-out` (exit 0):\n```\nalpha-out\n```"#
