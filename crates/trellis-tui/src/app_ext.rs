@@ -317,6 +317,7 @@ impl App {
                 },
                 _ => vec!["this session cannot rewind its code (no log, or no git here)".into()],
             };
+            self.rewound_on_the_record(turn, &r.said);
             if fork.is_some() && r.said.iter().any(|l| l.starts_with("cannot")) {
                 // The conversation is not forked from code that did not go back.
                 self.overlay = Some(Overlay::Rewind(r));
@@ -417,12 +418,14 @@ impl App {
             .map(|t| t.command.clone())
             .unwrap_or_default();
         let shown = trellis_text::clip(&trellis_text::one_line(&command), 40).to_string();
-        if let Some(i) = self
-            .attach_output
-            .iter()
-            .position(|a| matches!(a, crate::app::Attached::Terminal { id: t, .. } if *t == id))
-        {
-            self.attach_output.remove(i);
+        // This run, by its terminal or as the newest run of a `!!cmd`.
+        let newest = trellis_core::update::user_command::newest_run(s, &command) == Some(&id);
+        let this = |a: &crate::app::Attached| match a {
+            crate::app::Attached::Terminal { id: t, .. } => *t == id,
+            crate::app::Attached::Newest(c) => newest && *c == command,
+        };
+        if self.attach_output.iter().any(this) {
+            self.attach_output.retain(|a| !this(a));
             self.message = Some(format!(
                 "the output of `{shown}` stays out of your next prompt"
             ));
@@ -480,11 +483,13 @@ impl App {
         if text.is_empty() {
             return Vec::new();
         }
-        if let (Some(rewind), Some(log)) = (self.rewinder.as_mut(), self.log_path.as_deref()) {
-            match rewind(log, turn, false) {
-                Ok(_) => {}
-                // Outside git there is nothing to put back; anything else stops here.
-                Err(e) if e.contains("outside a git repository") => {}
+        let mut said = None;
+        if let (Some(rewind), Some(log)) = (self.rewinder.as_mut(), self.log_path.clone()) {
+            match rewind(&log, turn, false) {
+                Ok(lines) => {
+                    self.rewound_on_the_record(turn, &lines);
+                    said = Some(kept_said(&lines));
+                }
                 Err(e) => {
                     self.message = Some(format!("cannot put the code back: {e}"));
                     return Vec::new();
@@ -497,9 +502,27 @@ impl App {
         self.fork_request = Some(crate::fork::ForkAsk {
             at: Some(turn),
             prompt: Some(text),
+            said,
             ..Default::default()
         });
         Vec::new()
+    }
+
+    /// A rewind of the code from here, in the session's log (a mark): what it did in a
+    /// line, and each file it kept.
+    fn rewound_on_the_record(&self, turn: u32, said: &[String]) {
+        let Some(h) = self.driver.connection() else {
+            return;
+        };
+        let mut text = format!(
+            "the code was put back to before turn {turn} from the UI: {}",
+            crate::rewind::summary(said)
+        );
+        for l in said.iter().filter(|l| l.trim_start().starts_with("kept")) {
+            text.push_str("\n");
+            text.push_str(l.trim());
+        }
+        h.recorder().local(trellis_core::LocalRecord::Mark { text });
     }
 
     /// `/fork [TURN] [worktree]`: a new session from before that turn (after the last
@@ -785,4 +808,22 @@ fn scrolled(scroll: usize, key: &KeyEvent, page: usize) -> Option<usize> {
         KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => return None,
         _ => scroll,
     })
+}
+
+/// What a code rewind did, in one line, naming the files it kept (they stay as they are:
+/// `sessions rewind --force`, or `C` in the rewind list, puts them back).
+fn kept_said(said: &[String]) -> String {
+    let kept: Vec<&str> = said
+        .iter()
+        .filter_map(|l| l.trim_start().strip_prefix("kept"))
+        .map(str::trim)
+        .collect();
+    let mut line = crate::rewind::summary(said);
+    if !kept.is_empty() {
+        line.push_str(&format!(
+            " — kept: {} (C in the rewind list puts them back)",
+            kept.join("; ")
+        ));
+    }
+    line
 }

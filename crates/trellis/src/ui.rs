@@ -197,10 +197,10 @@ pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener
                 if !f.transcript {
                     r.carry = None;
                 }
-                let (log, at) = r.continues();
+                // The turn asked for (none: after the last), not the log's count.
                 from = Some(trellis_tui::deck::Lineage {
-                    log: log.into(),
-                    at,
+                    log: r.continues().0.into(),
+                    at: f.at,
                     handoff: !f.transcript,
                 });
                 Some(r)

@@ -50,7 +50,12 @@ pub(crate) fn started(cx: &mut Ctx<'_>, terminal_id: String, command: String, cw
 /// What the user's commands printed, for the next prompt (`!!cmd`): the newest call of
 /// `command`, as [`terminal_output_for_agent`] gives it.
 pub fn output_for_agent(session: &crate::Session, command: &str, limit: usize) -> Option<String> {
-    let id = session
+    terminal_output_for_agent(session, newest_run(session, command)?, limit)
+}
+
+/// The terminal of the newest of the user's calls of `command`.
+pub fn newest_run<'a>(session: &'a crate::Session, command: &str) -> Option<&'a str> {
+    session
         .terminals
         .iter()
         .filter(|(id, t)| {
@@ -65,8 +70,7 @@ pub fn output_for_agent(session: &crate::Session, command: &str, limit: usize) -
                 .partial_cmp(&b.1.started)
                 .unwrap_or(std::cmp::Ordering::Equal)
         })
-        .map(|(id, _)| id)?;
-    terminal_output_for_agent(session, id, limit)
+        .map(|(id, _)| id.as_str())
 }
 
 /// What the user's command in terminal `terminal_id` printed, for the next prompt (`s` on

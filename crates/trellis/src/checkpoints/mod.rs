@@ -150,6 +150,20 @@ pub(crate) fn list(
     Ok(())
 }
 
+/// The lock every rewind (and undo) of `row` holds, from any process.
+fn one_at_a_time(row: &trellis_index::SessionRow) -> anyhow::Result<trellis_os::lock::Held> {
+    let root = copies::root(&row.id)?;
+    let dir = root.parent().context("no data directory")?;
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("{}.lock", row.id));
+    trellis_os::lock::take_within(&path, std::time::Duration::from_secs(10))?.with_context(|| {
+        format!(
+            "another rewind of session {} is under way: try again once it is done",
+            row.id
+        )
+    })
+}
+
 /// `trellis sessions rewind ID --to TURN --code [--force]`, or `--undo`.
 pub(crate) fn rewind(
     row: &trellis_index::SessionRow,
@@ -158,6 +172,8 @@ pub(crate) fn rewind(
     undo: bool,
     out: &mut String,
 ) -> anyhow::Result<()> {
+    // One rewind of a session at a time: two at once would take the same undo point.
+    let _one = one_at_a_time(row)?;
     // Outside git the log is the checkpoint.
     let dir = dir_of(row)?;
     if checkpoint::top(&dir).is_err() {
@@ -206,11 +222,27 @@ pub(crate) fn rewind(
         let top = checkpoint::top(&cwd)?;
         let paths = agent_paths(Path::new(&row.path))?;
         // The agent's files, and whether each is as it left them.
-        let agents: Vec<(PathBuf, bool)> = paths
+        let mut agents: Vec<(PathBuf, bool)> = paths
             .since(turn)
             .iter()
             .filter_map(|p| Some((relative(&top, p)?, paths.as_left(p))))
             .collect();
+        // Or as a checkpoint after the turn holds it (where an earlier rewind left it):
+        // no one's new work, and a ref keeps it.
+        let later: Vec<String> = turns
+            .iter()
+            .filter(|(t, _)| *t > turn)
+            .map(|(_, c)| c.clone())
+            .collect();
+        let unsure: Vec<PathBuf> = agents
+            .iter()
+            .filter(|(_, ok)| !ok)
+            .map(|(p, _)| p.clone())
+            .collect();
+        let passed = checkpoint::as_in_any(&cwd, &later, &unsure)?;
+        for (p, ok) in &mut agents {
+            *ok = *ok || passed.contains(p);
+        }
         // --force reaches only as far as the session's directory.
         let within = relative(&top, &cwd.join("x"))
             .and_then(|p| p.parent().map(Path::to_path_buf))
@@ -241,7 +273,7 @@ pub(crate) fn rewind(
         writeln!(out, "  nothing to put back")?;
     }
     for (p, why) in &done.kept {
-        writeln!(out, "  kept      {}: {why}", safe(&p.to_string_lossy()))?;
+        writeln!(out, "  kept      {}: {why}", shown(p))?;
     }
     if done
         .kept
@@ -589,7 +621,10 @@ fn completed_calls(
     for (_, c) in calls.into_iter().filter(|(_, c)| c.status == "completed") {
         let at = c.done_at.unwrap_or(line_no);
         for (p, old) in &c.befores {
-            let before = old.clone().map_or(Before::Absent, Before::Text);
+            // No old text: ACP's word for a new file, but some agents report their own
+            // tools' edits of a file that was there this way. Only a copy from before the
+            // turn, or a write Trellis carried out, proves a file was not there.
+            let before = old.clone().map_or(Before::Unknown, Before::Text);
             timed.push((
                 at,
                 Change {

@@ -19,7 +19,7 @@ use super::{AgentPaths, Before, agent_paths};
 use crate::output::safe;
 
 /// Why a file was kept: the log does not hold what it was.
-const KEPT_UNKNOWN: &str = "what it held before is not on the record (too large to keep, or deleted by the agent's own tool)";
+const KEPT_UNKNOWN: &str = "what it held before is not on the record (an edit reported without its old text, a write too large to keep, a deletion by the agent's own tool), and no copy of it was taken before the turn";
 const KEPT_LINK: &str = "a link or a directory stands there now";
 
 /// One file of an undo point: where it is, and what it held before the rewind (none: it
@@ -151,7 +151,12 @@ pub(super) fn rewind(
     let mut saved: Vec<Saved> = Vec::new();
     let (mut restored, mut removed, mut kept) = (Vec::new(), Vec::new(), Vec::new());
     for (i, (p, before)) in firsts.iter().enumerate() {
-        let why = keep_why(&paths, cwd, p, before, force);
+        // Not there, as before the turn (an earlier rewind removed it): nothing to do.
+        if *before == Before::Absent && std::fs::symlink_metadata(p).is_err() {
+            continue;
+        }
+        let why = keep_why(&paths, cwd, p, before, force)
+            .filter(|w| *w != KEPT_NOT_AS_LEFT || !passed_through(&root, to, p));
         if let Some(why) = why {
             kept.push((p.clone(), why));
             continue;
@@ -241,6 +246,51 @@ fn keep_why(
     None
 }
 
+/// Whether `p` holds now what a copy taken before a turn after `to` held, or what an
+/// earlier rewind left there: a state the session passed through, kept in its data, so
+/// no one's new work (stepping back turn by turn needs no `--force`).
+fn passed_through(root: &Path, to: u32, p: &Path) -> bool {
+    let Ok(Some(mut f)) = trellis_os::fd::open_regular(p) else {
+        return false;
+    };
+    let mut now = Vec::new();
+    if std::io::Read::read_to_end(&mut f, &mut now).is_err() {
+        return false;
+    }
+    let copy_is = |name: &str| super::copies::read_copy(root, name).is_ok_and(|b| b == now);
+    let turns = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_prefix("turn-")?
+                .parse::<u32>()
+                .ok()
+        });
+    for k in turns.filter(|k| *k > to) {
+        let held = super::copies::of_turn(root, k).unwrap_or_default();
+        if held
+            .iter()
+            .any(|c| c.path == p && c.copy.as_deref().is_some_and(copy_is))
+        {
+            return true;
+        }
+    }
+    undo_points(root).iter().any(|(_, point)| {
+        let saved: Vec<Saved> = std::fs::read(point.join("manifest.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        saved.iter().any(|s| {
+            s.path == p
+                && (s.left.as_deref().is_some_and(|t| t.as_bytes() == now)
+                    || s.left_copy.as_deref().is_some_and(copy_is))
+        })
+    })
+}
+
 /// `--undo` outside git: the newest undo point put back, for the files still as the
 /// rewind left them; the point is used up.
 pub(super) fn undo(row: &trellis_index::SessionRow, out: &mut String) -> anyhow::Result<()> {
@@ -284,7 +334,23 @@ pub(super) fn undo(row: &trellis_index::SessionRow, out: &mut String) -> anyhow:
         }
     }
     say(out, &restored, &removed, &kept)?;
-    std::fs::remove_dir_all(&point)?;
+    if kept.is_empty() {
+        std::fs::remove_dir_all(&point)?;
+        return Ok(());
+    }
+    // What it holds of the files kept may be the only copy of someone's work: the point
+    // stays, holding only those.
+    let rest: Vec<&Saved> = saved
+        .iter()
+        .filter(|s| kept.iter().any(|(p, _)| *p == s.path))
+        .collect();
+    let manifest = serde_json::to_vec_pretty(&rest)?;
+    replace(&point.join("manifest.json"), &manifest)?;
+    writeln!(
+        out,
+        "undo-{n} stays in {}: it holds what the kept file(s) held before the rewind (each a numbered file, listed in its manifest.json)",
+        point.display()
+    )?;
     Ok(())
 }
 
@@ -297,6 +363,7 @@ pub(super) fn forget(row: &trellis_index::SessionRow) -> usize {
     if root.is_dir() {
         let _ = std::fs::remove_dir_all(&root);
     }
+    let _ = std::fs::remove_file(root.with_extension("lock"));
     n
 }
 

@@ -298,3 +298,194 @@ fn outside_git_an_edit_without_its_old_text_is_rewound_from_the_copy_before_the_
     let rewinds = home.path().join("data/trellis/rewinds").join(&id);
     assert!(!rewinds.exists(), "{}", rewinds.display());
 }
+
+/// The newest session's id, and the log of it.
+fn newest(home: &Home, dir: &Path) -> (String, String) {
+    let (list, _) = home.ok(&["sessions", "list", "--all", "--json"], dir);
+    let rows: serde_json::Value = serde_json::from_str(&list).unwrap();
+    (
+        rows[0]["id"].as_str().unwrap().to_string(),
+        rows[0]["path"].as_str().unwrap().to_string(),
+    )
+}
+
+/// From a new user's trial, outside git: stepping back turn by turn needs no `--force`
+/// (a rewind's own result is no one's new work); a file an earlier rewind removed is not
+/// "kept"; and an `--undo` that keeps a file someone wrote since keeps the undo point
+/// that may hold the only copy of what was there.
+#[test]
+fn outside_git_rewinds_step_back_turn_by_turn_and_an_undo_that_keeps_keeps_its_point() {
+    let home = Home::new();
+    let dir = home.path().join("plain");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cwd = dir.to_str().unwrap();
+    home.ok(
+        &[
+            "run",
+            "--cwd",
+            cwd,
+            "--prompt",
+            "/edit notes.txt",
+            "--prompt",
+            "/append notes.txt",
+            "--prompt",
+            "/edit other.txt",
+            "--permission",
+            "allow-once",
+        ],
+        &dir,
+    );
+    let (id, _) = newest(&home, &dir);
+    let notes = dir.join("notes.txt");
+    let rewind = |to: &str| {
+        home.ok(&["sessions", "rewind", &id, "--to", to, "--code"], &dir)
+            .0
+    };
+    let said = rewind("3");
+    assert!(
+        said.contains("removed") && said.contains("other.txt"),
+        "{said}"
+    );
+    let said = rewind("2");
+    assert!(
+        said.contains("restored") && !said.contains("  kept "),
+        "{said}"
+    );
+    let said = rewind("1");
+    assert!(
+        said.contains("removed") && said.contains("notes.txt"),
+        "{said}"
+    );
+    assert!(!said.contains("  kept "), "nothing to keep: {said}");
+    assert!(!notes.exists());
+    // The user writes a file where the rewind removed one; the undo keeps it, and its
+    // point stays.
+    std::fs::write(&notes, "MINE\n").unwrap();
+    let (said, _) = home.ok(&["sessions", "rewind", &id, "--undo"], &dir);
+    assert!(said.contains("kept") && said.contains("stays in"), "{said}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "MINE\n");
+    let point = home
+        .path()
+        .join("data/trellis/rewinds")
+        .join(&id)
+        .join("undo-3");
+    assert!(point.join("manifest.json").is_file(), "{said}");
+}
+
+/// From the same trial: a file that was there before the session, edited by the agent's
+/// own tool and reported without its old text, is not removed by a rewind (nothing on
+/// the record says it was made), and says so.
+#[test]
+fn outside_git_an_edit_without_old_text_never_makes_a_rewind_remove_a_file_that_was_there() {
+    let home = Home::new();
+    let dir = home.path().join("plain");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cwd = dir.to_str().unwrap();
+    let run = |prompt: &str| {
+        home.ok(
+            &[
+                "run",
+                "--cwd",
+                cwd,
+                "--prompt",
+                prompt,
+                "--permission",
+                "allow-once",
+            ],
+            &dir,
+        )
+    };
+    run("/edit shared.txt");
+    let shared = dir.join("shared.txt");
+    let mut text = std::fs::read_to_string(&shared).unwrap();
+    text.push_str("the user's line\n");
+    std::fs::write(&shared, &text).unwrap();
+    run("/append shared.txt");
+    let (id, _) = newest(&home, &dir);
+    let appended = std::fs::read_to_string(&shared).unwrap();
+    let (said, _) = home.ok(&["sessions", "rewind", &id, "--to", "1", "--code"], &dir);
+    assert!(
+        said.contains("kept") && said.contains("not on the record"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&shared).unwrap(), appended);
+}
+
+/// In git too, stepping back turn by turn needs no `--force`: a file as a later
+/// checkpoint holds it (where the last rewind left it) is no one's new work.
+#[test]
+fn in_git_rewinds_step_back_turn_by_turn() {
+    let home = Home::new();
+    let repo = home.repo("repo");
+    home.ok(
+        &[
+            "run",
+            "--worktree=st",
+            "--cwd",
+            repo.to_str().unwrap(),
+            "--prompt",
+            "fix the TODO",
+            "--prompt",
+            "/edit notes.txt",
+            "--prompt",
+            "/append notes.txt",
+            "--permission",
+            "allow-once",
+        ],
+        &repo,
+    );
+    let (id, _) = newest(&home, &repo);
+    let rewind = |to: &str| {
+        home.ok(&["sessions", "rewind", &id, "--to", to, "--code"], &repo)
+            .0
+    };
+    let said = rewind("3");
+    assert!(
+        said.contains("restored") && said.contains("notes.txt"),
+        "{said}"
+    );
+    let said = rewind("2");
+    assert!(
+        said.contains("removed") && said.contains("notes.txt"),
+        "{said}"
+    );
+    assert!(!said.contains("  kept "), "{said}");
+}
+
+/// Two rewinds of one session at once would take the same undo point: the second waits
+/// for the first (here, for a lock held elsewhere), then gives up and says why.
+#[test]
+fn one_rewind_of_a_session_at_a_time() {
+    let home = Home::new();
+    let dir = home.path().join("plain");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cwd = dir.to_str().unwrap();
+    home.ok(
+        &[
+            "run",
+            "--cwd",
+            cwd,
+            "--prompt",
+            "/edit notes.txt",
+            "--permission",
+            "allow-once",
+        ],
+        &dir,
+    );
+    let (id, _) = newest(&home, &dir);
+    let rewinds = home.path().join("data/trellis/rewinds");
+    std::fs::create_dir_all(&rewinds).unwrap();
+    let mut held = std::process::Command::new("flock")
+        .arg(rewinds.join(format!("{id}.lock")))
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let o = home.trellis(&["sessions", "rewind", &id, "--to", "1", "--code"], &dir);
+    let _ = held.kill();
+    let _ = held.wait();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("another rewind of session"), "{err}");
+    assert!(dir.join("notes.txt").exists(), "nothing was done");
+}

@@ -108,3 +108,28 @@ fn s_on_the_users_card_sends_its_output_with_the_next_prompt() {
         !s.contains("with your next prompt, the output of")
     });
 }
+
+/// `!!cmd` is taken back by `s` on its card, and `s` never names it twice (a trial saw a
+/// `!!` command listed twice under the prompt, and `s` unable to keep it out).
+#[test]
+fn s_takes_back_what_bang_bang_attached() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = Tmux::start_allowing(dir.path(), &["--agent", "demo"], 120, 40) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["!!echo beta-out", "Enter"]);
+    t.wait("its card to end", |s| s.contains("✓ » ! echo beta-out"));
+    let s = t.wait_for("with your next prompt, the output of `echo beta-out` ");
+    assert_eq!(s.matches("beta-out`").count(), 1, "{s}");
+    t.send(&["Escape"]);
+    t.wait_for("transcript · j/k move");
+    t.send(&["s"]);
+    t.wait_for("stays out of your next prompt");
+    assert!(!t.screen().contains("with your next prompt, the output of"));
+    t.send(&["i"]);
+    t.send(&["nothing attached", "Enter"]);
+    let (_, prompt) = first_prompt(&t);
+    assert!(prompt.contains("nothing attached"), "{prompt}");
+    assert!(!prompt.contains("beta-out"), "taken back: {prompt}");
+}
