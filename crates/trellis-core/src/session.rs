@@ -385,6 +385,10 @@ pub enum LocalRecord {
         /// (its history is the turns before that one; none: all of them).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         continues_at: Option<u32>,
+        /// A hand-off (`/agent NAME`): `continues` was handed to another agent with a
+        /// brief, not forked with a transcript.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        handed_over: bool,
         /// The directory Trellis was started in, when the session runs elsewhere (the
         /// demo's scratch workspace, `--cwd`): a session is listed for both.
         #[serde(default, skip_serializing_if = "Option::is_none")]

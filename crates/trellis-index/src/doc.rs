@@ -87,6 +87,8 @@ pub struct Facts {
     /// A fork: the turn of `continues` it was forked before (its history is the turns
     /// before that one).
     pub continues_at: Option<i64>,
+    /// A hand-off of `continues` to another agent (a brief, no transcript).
+    pub handed_over: bool,
     /// The directory Trellis was started in, when the session ran elsewhere.
     pub launched_in: Option<String>,
     /// Lines that were not records (cut short, not JSON).

@@ -121,6 +121,7 @@ impl Extractor {
                 f.command = str_of(msg, "command").map(str::to_string);
                 f.continues = str_of(msg, "continues").map(str::to_string);
                 f.continues_at = msg.get("continues_at").and_then(Value::as_i64);
+                f.handed_over = msg.get("handed_over").and_then(Value::as_bool) == Some(true);
                 f.launched_in = str_of(msg, "launched_in").map(str::to_string);
                 f.worktree = msg
                     .get("worktree")

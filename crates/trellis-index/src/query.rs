@@ -37,6 +37,8 @@ pub struct SessionRow {
     pub continues: Option<String>,
     /// A fork: the turn of that session it was forked before.
     pub continues_at: Option<u32>,
+    /// A hand-off of that session to another agent (a brief, no transcript).
+    pub handed_over: bool,
     /// The directory Trellis was started in, when the session ran elsewhere (the demo's
     /// scratch workspace, `--cwd`).
     pub launched_in: Option<String>,
@@ -118,7 +120,7 @@ const SESSION_COLUMNS: &str = "s.id, s.path, s.acp_id, s.agent, s.agent_title, s
     (SELECT count(*) FROM calls c WHERE c.session = s.n AND c.status = 'failed'),
     (SELECT e.note FROM entries e
      WHERE e.session = s.n AND e.kind = 'prompt' ORDER BY e.offset LIMIT 1),
-    s.launched_in, s.agent_name, s.worktree, s.continues_at";
+    s.launched_in, s.agent_name, s.worktree, s.continues_at, s.handed_over";
 
 fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     let started: Option<f64> = r.get(8)?;
@@ -147,6 +149,7 @@ fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         continues_at: r
             .get::<_, Option<i64>>(25)?
             .and_then(|t| u32::try_from(t).ok()),
+        handed_over: r.get(26)?,
         launched_in: r.get(22)?,
         agent_name: r.get(23)?,
         worktree: r.get(24)?,

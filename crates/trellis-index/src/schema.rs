@@ -6,7 +6,7 @@ use rusqlite::{Connection, OpenFlags};
 
 /// The schema this build writes (`PRAGMA user_version`). An index with another version
 /// is not read: an older one is rebuilt, a newer one (a later Trellis) is set aside.
-pub const SCHEMA: i64 = 8;
+pub const SCHEMA: i64 = 9;
 
 const TABLES: &str = r#"
 CREATE TABLE sessions(
@@ -31,6 +31,7 @@ CREATE TABLE sessions(
     currency TEXT,
     continues TEXT,               -- the log this session continues
     continues_at INTEGER,         -- a fork: the turn of that log it was forked before
+    handed_over INTEGER NOT NULL DEFAULT 0, -- a hand-off of that log to another agent
     launched_in TEXT,             -- where Trellis was started, when the session ran elsewhere
     head TEXT NOT NULL,           -- the first line's hash, and the file's device and inode: a
                                   -- log written anew under its name is read again

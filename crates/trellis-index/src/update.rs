@@ -242,9 +242,9 @@ fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
         "INSERT INTO sessions(id, path, acp_id, agent, agent_title, command, cwd, title,
              started, last_t, end_reason, turns, tokens_used, tokens_size, cost, currency,
              continues, head, size, mtime, checkpoint, ck_turn, launched_in, agent_name,
-             worktree, continues_at)
+             worktree, continues_at, handed_over)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-             ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
+             ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)
          ON CONFLICT(id) DO UPDATE SET path = excluded.path, acp_id = excluded.acp_id,
              agent = excluded.agent, agent_title = excluded.agent_title,
              command = excluded.command, cwd = excluded.cwd, title = excluded.title,
@@ -256,7 +256,7 @@ fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
              mtime = excluded.mtime, checkpoint = excluded.checkpoint,
              ck_turn = excluded.ck_turn, launched_in = excluded.launched_in,
              agent_name = excluded.agent_name, worktree = excluded.worktree,
-             continues_at = excluded.continues_at",
+             continues_at = excluded.continues_at, handed_over = excluded.handed_over",
     )?
     .execute(params![
         row.id,
@@ -285,6 +285,7 @@ fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
         row.facts.agent_name,
         row.facts.worktree,
         row.facts.continues_at,
+        row.facts.handed_over,
     ])?;
     Ok(())
 }
@@ -308,7 +309,7 @@ fn facts(conn: &Connection, id: &str) -> Result<Facts> {
             .prepare_cached(
                 "SELECT acp_id, agent, agent_title, command, cwd, title, started, last_t,
                     end_reason, tokens_used, tokens_size, cost, currency, continues, launched_in,
-                    agent_name, worktree, continues_at
+                    agent_name, worktree, continues_at, handed_over
              FROM sessions WHERE id = ?1",
             )?
             .query_row([id], |r| {
@@ -331,6 +332,7 @@ fn facts(conn: &Connection, id: &str) -> Result<Facts> {
                     agent_name: r.get(15)?,
                     worktree: r.get(16)?,
                     continues_at: r.get(17)?,
+                    handed_over: r.get(18)?,
                     bad_lines: 0,
                 })
             })?)

@@ -519,7 +519,7 @@ impl App {
             crate::rewind::summary(said)
         );
         for l in said.iter().filter(|l| l.trim_start().starts_with("kept")) {
-            text.push_str("\n");
+            text.push_str(" · ");
             text.push_str(l.trim());
         }
         h.recorder().local(trellis_core::LocalRecord::Mark { text });

@@ -53,7 +53,11 @@ pub fn permission_dialog(
         "Permission".to_string()
     };
     let mut body = vec![
-        Line::styled(trellis_core::enrich::card_title(call), theme.title),
+        // A newline in it (from the agent) is a space, not two words run together.
+        Line::styled(
+            trellis_text::one_line(&trellis_core::enrich::card_title(call)).into_owned(),
+            theme.title,
+        ),
         Line::styled(format!("kind: {}", call.kind.as_str()), theme.meta),
     ];
     // A subagent's request says whose it is: the child and the call that started it.

@@ -129,7 +129,9 @@ impl Launch {
             (&cwd, begun.started),
             continues
                 .as_ref()
-                .map_or((None, None), |(p, at)| (Some(p.as_str()), *at)),
+                .map_or((None, None, false), |(p, at, h)| {
+                    (Some(p.as_str()), *at, *h)
+                }),
             worktree,
             req.launched_in.as_deref(),
         );

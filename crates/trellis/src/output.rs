@@ -277,7 +277,7 @@ impl<W: Write> Output<W> {
                         self.out,
                         "{}{}{again}",
                         indent(call),
-                        safe(&tool_line(call, session))
+                        trellis_text::one_line(&tool_line(call, session))
                     )?;
                 }
                 Ok(())
@@ -288,7 +288,7 @@ impl<W: Write> Output<W> {
                     self.out,
                     "{}{}",
                     indent(call),
-                    safe(&tool_line(call, session))
+                    trellis_text::one_line(&tool_line(call, session))
                 )
             }
             EventBody::TurnEnded { stop_reason, .. } => {

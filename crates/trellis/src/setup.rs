@@ -58,7 +58,7 @@ pub fn record_header(
     handle: &trellis_acp::Handle,
     (name, command): (&str, &str),
     (cwd, started): (&str, f64),
-    (continues, continues_at): (Option<&str>, Option<u32>),
+    (continues, continues_at, handed_over): (Option<&str>, Option<u32>, bool),
     worktree: Option<trellis_core::WorktreeRef>,
     launched_in: Option<&std::path::Path>,
 ) {
@@ -73,6 +73,7 @@ pub fn record_header(
             command: Some(command.to_string()),
             continues: continues.map(str::to_string),
             continues_at,
+            handed_over,
             // Where it was asked for: this process's directory, or the client's that
             // asked a hub.
             launched_in: launched_in

@@ -196,6 +196,7 @@ pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener
                     .map_err(|e| format!("{e:#}"))?;
                 if !f.transcript {
                     r.carry = None;
+                    r.handed_over = true;
                 }
                 // The turn asked for (none: after the last), not the log's count.
                 from = Some(trellis_tui::deck::Lineage {

@@ -478,7 +478,9 @@ async fn drive(
         (cwd, begun.started),
         continues
             .as_ref()
-            .map_or((None, None), |(p, at)| (Some(p.as_str()), *at)),
+            .map_or((None, None, false), |(p, at, h)| {
+                (Some(p.as_str()), *at, *h)
+            }),
         worktree,
         None,
     );

@@ -46,9 +46,9 @@ pub(super) fn display_titles(rows: &[SessionRow]) -> Vec<String> {
 pub(super) struct Thread<'a> {
     /// Oldest first.
     pub sessions: Vec<&'a SessionRow>,
-    /// A fork: the session it came from (its id, or its log's name when not listed) and
-    /// the turn it was forked before.
-    pub fork_of: Option<(String, u32)>,
+    /// A fork or a hand-off: where it parted from the session it came from (that
+    /// session's id, or its log's name when not listed, and the turn), in words.
+    pub fork_of: Option<String>,
 }
 
 impl Thread<'_> {
@@ -114,7 +114,14 @@ pub(super) fn threads(rows: &[SessionRow]) -> Vec<Thread<'_>> {
                     },
                     |&j| rows[j].id.clone(),
                 );
-                (of, n)
+                // After its last turn when it had fewer than n (as far as the list knows).
+                let last = by_path.get(p).is_some_and(|&j| n > rows[j].turns);
+                match (first.handed_over, last) {
+                    (true, true) => format!("hand-off from {of}"),
+                    (true, false) => format!("hand-off from {of} before turn {n}"),
+                    (false, true) => format!("fork of {of} after its last turn"),
+                    (false, false) => format!("fork of {of} before turn {n}"),
+                }
             });
         out.push(Thread { sessions, fork_of });
     }
@@ -187,8 +194,8 @@ pub(super) fn lines(
                 .or_else(|| r.worktree.as_deref().map(|w| format!("worktree {w}")))
                 .unwrap_or_default();
             let mut said = Vec::new();
-            if let Some((of, n)) = &t.fork_of {
-                said.push(format!("fork of {of} before turn {n}"));
+            if let Some(parted) = &t.fork_of {
+                said.push(parted.clone());
             }
             if t.sessions.len() > 1 {
                 said.push(format!("resumed {}×", t.sessions.len() - 1));
@@ -238,10 +245,11 @@ mod tests {
         let first = row("cccc0001", 100.0, Some("fix it"), Some("Fix"));
         let mut resumed = row("cccc0002", 200.0, Some("go on"), Some("Fix"));
         resumed.continues = Some(first.path.clone());
+        resumed.turns = 3;
         let mut fork = row("cccc0003", 300.0, Some("another way"), Some("Fix"));
         fork.continues = Some(resumed.path.clone());
         fork.continues_at = Some(2);
-        let rows = vec![fork, resumed, first];
+        let rows = vec![fork, resumed, first.clone()];
         let lines = lines(&threads(&rows), |_| None);
         // The fork is a row of its own, saying where it parted; the session it came from
         // keeps its row (and its id, which a rewind needs).
@@ -255,6 +263,22 @@ mod tests {
         assert!(lines[0].contains("    1 "), "its own turns only: {lines:?}");
         assert!(lines[1].starts_with("cccc0002"), "{lines:?}");
         assert!(lines[1].ends_with("(resumed 1×)"), "{lines:?}");
+        // After its last turn, and a hand-off, say so (a trial saw "before turn 7" of a
+        // session of six turns, and a hand-off called a fork).
+        let mut after = row("cccc0004", 400.0, Some("and then"), Some("Fix"));
+        after.continues = Some(first.path.clone());
+        after.continues_at = Some(2);
+        let mut handed = row("cccc0005", 500.0, Some("brief"), Some("Fix"));
+        handed.continues = Some(first.path.clone());
+        handed.continues_at = Some(2);
+        handed.handed_over = true;
+        let rows = vec![handed, after, first.clone()];
+        let said = super::lines(&threads(&rows), |_| None);
+        assert!(said[0].ends_with("(hand-off from cccc0001)"), "{said:?}");
+        assert!(
+            said[1].ends_with("(fork of cccc0001 after its last turn)"),
+            "{said:?}"
+        );
     }
 
     #[test]

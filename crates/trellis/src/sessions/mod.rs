@@ -613,9 +613,10 @@ fn show_text(r: &SessionRow, next: &[SessionRow]) -> String {
         line("acp id", a.clone());
     }
     if let Some(c) = &r.continues {
-        match r.continues_at {
-            Some(n) => line("fork of", format!("{c}, before its turn {n}")),
-            None => line("continues", c.clone()),
+        match (r.continues_at, r.handed_over) {
+            (Some(n), true) => line("hand-off from", format!("{c}, before its turn {n}")),
+            (Some(n), false) => line("fork of", format!("{c}, before its turn {n}")),
+            (None, _) => line("continues", c.clone()),
         }
     }
     for n in next {

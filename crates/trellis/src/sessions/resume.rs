@@ -18,6 +18,8 @@ pub struct Resume {
     pub carry: Option<trellis_acp::Embedded>,
     /// A fork: where its history stops (none: a resume, all of it).
     pub fork: Option<Fork>,
+    /// A hand-off to another agent (`/agent NAME`): a brief, no transcript.
+    pub handed_over: bool,
 }
 
 /// Where a fork's history stops: before turn `at` of the earlier session.
@@ -61,6 +63,7 @@ impl Resume {
             row,
             carry,
             fork: None,
+            handed_over: false,
         })
     }
 
@@ -104,6 +107,7 @@ impl Resume {
             }),
             fork: Some(Fork { at, turns, until }),
             row,
+            handed_over: false,
         })
     }
 
@@ -148,8 +152,12 @@ impl Resume {
 
     /// What the new log's header says it continues: the earlier log, and for a fork the
     /// turn it was forked before.
-    pub fn continues(&self) -> (String, Option<u32>) {
-        (self.row.path.clone(), self.fork.map(|f| f.before()))
+    pub fn continues(&self) -> (String, Option<u32>, bool) {
+        (
+            self.row.path.clone(),
+            self.fork.map(|f| f.before()),
+            self.handed_over,
+        )
     }
 
     /// The divider under the history.
