@@ -515,7 +515,8 @@ impl App {
             return;
         };
         let mut text = format!(
-            "the code was put back to before turn {turn} from the UI: {}",
+            "{} {turn} from the UI: {}",
+            trellis_view::handoff::REWOUND,
             crate::rewind::summary(said)
         );
         for l in said.iter().filter(|l| l.trim_start().starts_with("kept")) {

@@ -312,6 +312,10 @@ impl App {
                 }
             }
             KeyCode::Esc if self.driver.session.turn_open => return vec![Intent::Cancel],
+            // Esc Esc arriving in one read reads as Alt-Esc: the same on an empty prompt.
+            KeyCode::Esc if alt && self.prompt.text.is_empty() && !self.replay => {
+                self.open_rewind();
+            }
             KeyCode::Esc => {
                 if self.prompt.text.is_empty() {
                     self.esc_left_prompt = Some(std::time::Instant::now());

@@ -421,6 +421,16 @@ fn esc_esc_lists_the_turns_and_rewinds_the_code_the_conversation_or_both() {
     assert!(!frame_text(&mut app, 90, 24).contains("Rewind: back to before a turn"));
 }
 
+/// Esc Esc that arrives in one read (a trial sent both at once) reads as Alt-Esc: it
+/// opens the rewind list too.
+#[test]
+fn esc_esc_in_one_read_opens_the_rewind_list() {
+    let (mut app, _) = rewinding(B::new(), |_, _| Vec::new());
+    app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::ALT));
+    let f = frame_text(&mut app, 90, 24);
+    assert!(f.contains("Rewind: back to before a turn"), "{f}");
+}
+
 /// Edit and resend (issue 48, item 4): `e` on a past prompt puts it in the prompt; Enter
 /// puts the code back to before its turn and asks for a fork from there that sends the
 /// edit; Esc keeps the text as a new prompt instead.

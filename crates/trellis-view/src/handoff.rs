@@ -22,6 +22,9 @@ const PROMPT_CHARS: usize = 400;
 const LAST_CHARS: usize = 800;
 
 /// The brief for an agent taking over `session` from `from` (as the rail names it).
+/// How the mark of a code rewind from the UI begins (written by the UI).
+pub const REWOUND: &str = "the code was put back to before turn";
+
 pub fn brief(session: &Session, from: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -85,6 +88,18 @@ pub fn brief(session: &Session, from: &str) -> String {
             let _ = writeln!(out, "- {p} (+{a} −{d})");
         }
     }
+    // A rewind of the code since (from the UI, on the record): those changes may be gone.
+    let rewound = session.transcript.iter().rev().find_map(|e| match e {
+        Entry::Notice { text } if text.starts_with(REWOUND) => Some(text.as_str()),
+        _ => None,
+    });
+    if let Some(r) = rewound {
+        let _ = writeln!(
+            out,
+            "\nSince then {}: the files above may no longer hold those changes.",
+            clip(r.split(" · ").next().unwrap_or(r), PROMPT_CHARS)
+        );
+    }
     if !failed.is_empty() {
         let _ = writeln!(out, "\nCommands that failed (latest first):");
         for c in &failed {
@@ -117,5 +132,71 @@ fn clip(text: &str, max: usize) -> String {
     match t.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &t[..i]),
         None => t.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use trellis_core::wire::{Dir, Message};
+    use trellis_core::{Action, LocalRecord, Policy, Session, update};
+
+    fn frame(s: &mut Session, seq: u64, dir: Dir, v: serde_json::Value) {
+        let msg = Message::parse(&v.to_string()).unwrap();
+        update(
+            s,
+            Action::Frame {
+                seq,
+                t: seq as f64,
+                dir,
+                msg,
+            },
+        );
+    }
+
+    /// The brief lists the prompts and the files changed, and says when the code was put
+    /// back since (a trial's brief listed edits a rewind had undone as if they stood).
+    #[test]
+    fn the_brief_says_the_code_was_put_back_since() {
+        let mut s = Session::new(Policy::Ask);
+        frame(
+            &mut s,
+            1,
+            Dir::ClientToAgent,
+            serde_json::json!({"jsonrpc":"2.0","id":1,
+            "method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"tidy up"}]}}),
+        );
+        frame(
+            &mut s,
+            2,
+            Dir::AgentToClient,
+            serde_json::json!({"jsonrpc":"2.0",
+            "method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"tool_call",
+            "toolCallId":"e1","title":"Edit a.txt","kind":"edit","status":"completed",
+            "content":[{"type":"diff","path":"/w/a.txt","oldText":"a\n","newText":"b\n"}]}}}),
+        );
+        let b = super::brief(&s, "demo");
+        assert!(
+            b.contains("- tidy up") && b.contains("/w/a.txt (+1 −1)"),
+            "{b}"
+        );
+        assert!(!b.contains("Since then"), "{b}");
+        update(
+            &mut s,
+            Action::Local {
+                t: 3.0,
+                record: Box::new(LocalRecord::Mark {
+                    text: format!(
+                        "{} 1 from the UI: the code went back: 1 restored, 0 removed, 0 kept as it is",
+                        super::REWOUND
+                    ),
+                }),
+            },
+        );
+        let b = super::brief(&s, "demo");
+        assert!(
+            b.contains("Since then the code was put back to before turn 1 from the UI"),
+            "{b}"
+        );
     }
 }

@@ -164,9 +164,20 @@ pub fn restore(
     let changes = diff(&top, &target, &now.commit)?;
     let held = files_of(&top, &now.commit)?;
     let mut done = Restored {
-        undo: now.commit,
+        undo: now.commit.clone(),
         ..Restored::default()
     };
+    // Left out of the undo checkpoint for its size, where the rewind would write (the
+    // checkpoint has that path) or the agent's file was: in no checkpoint, so untouched,
+    // and said.
+    if !now.left_out.is_empty() {
+        let wanted = files_of(&top, &target)?;
+        for (path, _) in &now.left_out {
+            if wanted.contains(path) || may(path) != Some(KEPT_NOT_AGENTS) {
+                done.kept.push((path.clone(), KEPT_UNSAVED));
+            }
+        }
+    }
     let mut put_back = Vec::new();
     for (added, path) in changes {
         if let Some(why) = may(&path) {

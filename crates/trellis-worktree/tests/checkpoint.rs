@@ -325,6 +325,35 @@ fn what_no_checkpoint_holds_is_kept() {
     );
 }
 
+/// A file too large for the undo checkpoint, where a rewind would act (a trial found it
+/// left alone but not listed): kept, and said.
+#[test]
+fn a_file_too_large_to_keep_is_said_to_be_kept() {
+    let (_t, r) = repo();
+    let before = checkpoint::take(&r, "refs/trellis/checkpoints/k/1", "before").unwrap();
+    write(&r, "e.txt", "the agent's\n");
+    std::fs::File::create(r.join("e.txt"))
+        .unwrap()
+        .set_len(checkpoint::SIZE_BOUND + 1)
+        .unwrap();
+    let done = checkpoint::restore(
+        &r,
+        &before.commit,
+        &|_| None,
+        "refs/trellis/checkpoints/k/u",
+    )
+    .unwrap();
+    assert!(
+        done.kept
+            .contains(&(PathBuf::from("e.txt"), checkpoint::KEPT_UNSAVED)),
+        "{done:?}"
+    );
+    assert_eq!(
+        std::fs::metadata(r.join("e.txt")).unwrap().len(),
+        checkpoint::SIZE_BOUND + 1
+    );
+}
+
 /// A checkpoint holds files as bytes: a CRLF file in a repository that normalises line
 /// endings comes back with its CRLF.
 #[test]

@@ -143,7 +143,7 @@ fn copy_before(
         &serde_json::to_vec_pretty(&manifest)?,
     )?;
     let mut said = format!(
-        "no git here: the {} file(s) the agent changed before, as they are before turn {turn} ({copied} copied, the others unchanged since their last copy): {}",
+        "no git here: the {} file(s) the agent changed (or asked to change) in earlier turns, as they are before turn {turn} ({copied} copied, the others unchanged since their last copy): {}",
         manifest.len(),
         dir.display()
     );

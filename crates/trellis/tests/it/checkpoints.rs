@@ -272,7 +272,7 @@ fn outside_git_an_edit_without_its_old_text_is_rewound_from_the_copy_before_the_
     let id = rows[0]["id"].as_str().unwrap().to_string();
     let log = std::fs::read_to_string(rows[0]["path"].as_str().unwrap()).unwrap();
     assert!(
-        log.contains("no git here: the 1 file(s) the agent changed before, as they are before turn 2 (1 copied"),
+        log.contains("no git here: the 1 file(s) the agent changed (or asked to change) in earlier turns, as they are before turn 2 (1 copied"),
         "the copies are on the record"
     );
     let (said, _) = home.ok(&["sessions", "rewind", &id, "--to", "2", "--code"], &dir);
