@@ -82,6 +82,7 @@ impl LogWriter {
                 .open(&path)
             {
                 Ok(file) => {
+                    written(&file);
                     return Ok(LogWriter {
                         file,
                         path,
@@ -109,6 +110,7 @@ impl LogWriter {
             .create(true)
             .mode(0o600)
             .open(path)?;
+        written(&file);
         let mut bytes = file.metadata()?.len();
         // Records already there (a log appended to): the next one's number follows them,
         // on a line of its own after a last one cut short.
@@ -161,6 +163,20 @@ impl LogWriter {
     }
 }
 
+/// Marks a log as being written for as long as its writer holds it open (a shared lock
+/// the system lets go with the process): [`is_being_written`] asks.
+fn written(file: &File) {
+    let _ = file.try_lock_shared();
+}
+
+/// Whether a Trellis process is writing the log at `path` now (its session runs).
+pub fn is_being_written(path: &Path) -> bool {
+    let Ok(file) = open_log(path) else {
+        return false;
+    };
+    matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+}
+
 /// Opens a log (or fixture) file to read it a line at a time. Only a regular file: a FIFO
 /// or a device named as a log would block or never end.
 pub fn open_log(path: &Path) -> io::Result<std::fs::File> {
@@ -188,6 +204,23 @@ fn civil(secs: u64) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A log is "being written" while its writer has it open, and not after (a
+    /// command-line rewind warns of a session that still runs).
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn a_log_is_being_written_while_its_writer_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = LogWriter::create_in(dir.path(), "demo").unwrap();
+        let path = w.path().to_path_buf();
+        assert!(is_being_written(&path));
+        drop(w);
+        assert!(!is_being_written(&path));
+        let w = LogWriter::open(&path).unwrap();
+        assert!(is_being_written(&path));
+        drop(w);
+        assert!(!is_being_written(&dir.path().join("none.jsonl")));
+    }
 
     #[test]
     fn civil_dates() {

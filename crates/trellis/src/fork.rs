@@ -140,6 +140,7 @@ pub fn rewind(
     if let Some(force) = code {
         let (index, _) = crate::sessions::open_index()?;
         let row = index.session(id)?;
+        crate::checkpoints::warn_if_running(&row);
         let mut out = String::new();
         crate::checkpoints::rewind(&row, Some(to), force, false, &mut out)?;
         eprint!("{out}");

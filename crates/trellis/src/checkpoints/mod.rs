@@ -150,6 +150,18 @@ pub(crate) fn list(
     Ok(())
 }
 
+/// Says on stderr, before a rewind from the command line, when the session still runs in
+/// another Trellis (its log is being written): an agent in the middle of a turn may write
+/// again as the files go back.
+pub(crate) fn warn_if_running(row: &trellis_index::SessionRow) {
+    if trellis_store::session_log::is_being_written(Path::new(&row.path)) {
+        eprintln!(
+            "trellis: session {} is still running in another Trellis: if a turn is under way, its agent may write again while the files go back (stop it, or rewind from its own screen: Esc Esc)",
+            row.id
+        );
+    }
+}
+
 /// The lock every rewind (and undo) of `row` holds, from any process.
 fn one_at_a_time(row: &trellis_index::SessionRow) -> anyhow::Result<trellis_os::lock::Held> {
     let root = copies::root(&row.id)?;

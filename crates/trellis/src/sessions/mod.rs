@@ -389,6 +389,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                 bail!("say what to rewind: --code, --conversation or --both (or --undo)");
             }
             let row = index.session(&id)?;
+            crate::checkpoints::warn_if_running(&row);
             crate::checkpoints::rewind(&row, to, force, undo, out)?;
         }
         SessionsCmd::Reindex => reindex(&mut index, &sessions, out)?,
