@@ -28,6 +28,9 @@ fn a_hubs_sessions_run_under_the_hubs_own_policy() {
         d.log()
             .contains(r#""decider":{"by":"policy","name":"allow-once"}"#)
     });
+    // And the turn to end (the story goes on after the edit): the cancel below finds
+    // none running.
+    until("the turn to end", || d.log().contains(r#""stopReason""#));
     // A hub that serves keeps its settings: asking for others is an error that says so.
     let o = d.trellis(&["serve", "--detach", "--permission", "reject"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
