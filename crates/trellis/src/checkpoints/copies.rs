@@ -170,15 +170,27 @@ fn read_new(st: &mut State, log: &Path, cwd: &Path) -> anyhow::Result<()> {
         anyhow::bail!("{} is not a session log", log.display());
     };
     f.seek(std::io::SeekFrom::Start(st.offset))?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)?;
-    // Whole lines only: the one being written is read next time.
-    let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
-        return Ok(());
-    };
-    st.offset += end as u64 + 1;
-    for line in bytes[..end].split(|b| *b == b'\n') {
-        for p in changed_paths(line) {
+    // Only lines that can name a changed file are parsed: a long turn's log is mostly
+    // output, and the prompt waits for this. A line at a time (the recorder bounds them).
+    let wanted = [
+        memchr::memmem::Finder::new(b"diff"),
+        memchr::memmem::Finder::new(b"write_text_file"),
+        memchr::memmem::Finder::new(b"locations"),
+    ];
+    let mut r = std::io::BufReader::with_capacity(1 << 16, f);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = std::io::BufRead::read_until(&mut r, b'\n', &mut line)?;
+        // The end, or the line being written: read next time.
+        if n == 0 || line.last() != Some(&b'\n') {
+            break;
+        }
+        st.offset += n as u64;
+        if !wanted.iter().any(|w| w.find(&line).is_some()) {
+            continue;
+        }
+        for p in changed_paths(&line[..n - 1]) {
             if p.is_absolute() && p.starts_with(cwd) {
                 st.known.insert(p);
             }
