@@ -369,6 +369,13 @@ fn in_the_ui_fork_opens_beside_the_session_and_agent_hands_off_with_a_brief() {
             .lines()
             .any(|l| l.contains("session/prompt") && l.contains("You are taking over a task"))
     });
+    // One thread on the rail: each under session 1, saying how it came.
+    let s = t.wait_for("↳ from 1");
+    assert!(s.contains("↳ 1 before turn 1"), "{s}");
+    // Two directions from one point, then the comparison that exists: all three in it.
+    t.send(&["M-c"]);
+    let s = t.wait_for("Compare · 3 sessions");
+    assert!(s.contains("demo"), "{s}");
 }
 
 /// The rewind list in the UI, for real (issue 48, item 2): two turns of the demo in a
