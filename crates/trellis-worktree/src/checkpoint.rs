@@ -297,59 +297,6 @@ fn diff(top: &Path, from: &str, to: &str) -> Result<Vec<(bool, PathBuf)>, Error>
     Ok(v)
 }
 
-/// Which of `paths` (relative to the top of the repository `dir` is in) hold now, byte
-/// for byte, what they held in one of `commits`: states the session passed through and
-/// a ref keeps, which a rewind may take back to without a second yes (a rewind's own
-/// result is one).
-pub fn as_in_any(
-    dir: &Path,
-    commits: &[String],
-    paths: &[PathBuf],
-) -> Result<std::collections::HashSet<PathBuf>, Error> {
-    let top = top(dir)?;
-    let mut found = std::collections::HashSet::new();
-    let regular: Vec<&PathBuf> = paths
-        .iter()
-        .filter(|p| std::fs::symlink_metadata(top.join(p)).is_ok_and(|m| m.is_file()))
-        .collect();
-    if regular.is_empty() || commits.is_empty() {
-        return Ok(found);
-    }
-    // Hashed as they are, with no filter: as a checkpoint stores them.
-    let now = verbatim(Git::at(&top))
-        .args(["hash-object", "--no-filters", "--"])
-        .args(regular.iter().map(|p| p.as_os_str()))
-        .output()?;
-    let now: Vec<&[u8]> = now
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .collect();
-    for commit in commits {
-        let listed = Git::at(&top)
-            .args(["ls-tree", "-r", "-z", commit, "--"])
-            .args(regular.iter().map(|p| p.as_os_str()))
-            .output()?;
-        // `MODE blob HASH\tPATH`.
-        for entry in listed.split(|&b| b == 0).filter(|e| !e.is_empty()) {
-            let Some(tab) = entry.iter().position(|&b| b == b'\t') else {
-                continue;
-            };
-            use std::os::unix::ffi::OsStrExt;
-            let path = PathBuf::from(std::ffi::OsStr::from_bytes(&entry[tab + 1..]));
-            let hash = entry[..tab]
-                .rsplit(|&b| b == b' ')
-                .next()
-                .unwrap_or_default();
-            if let Some(i) = regular.iter().position(|p| **p == path)
-                && now.get(i) == Some(&hash)
-            {
-                found.insert(path);
-            }
-        }
-    }
-    Ok(found)
-}
-
 /// Every file of `commit`.
 fn files_of(top: &Path, commit: &str) -> Result<std::collections::HashSet<PathBuf>, Error> {
     Ok(Git::at(top)

@@ -234,27 +234,11 @@ pub(crate) fn rewind(
         let top = checkpoint::top(&cwd)?;
         let paths = agent_paths(Path::new(&row.path))?;
         // The agent's files, and whether each is as it left them.
-        let mut agents: Vec<(PathBuf, bool)> = paths
+        let agents: Vec<(PathBuf, bool)> = paths
             .since(turn)
             .iter()
-            .filter_map(|p| Some((relative(&top, p)?, paths.as_left(p))))
+            .filter_map(|p| Some((relative(&top, p)?, paths.as_the_agent_had_it(p))))
             .collect();
-        // Or as a checkpoint after the turn holds it (where an earlier rewind left it):
-        // no one's new work, and a ref keeps it.
-        let later: Vec<String> = turns
-            .iter()
-            .filter(|(t, _)| *t > turn)
-            .map(|(_, c)| c.clone())
-            .collect();
-        let unsure: Vec<PathBuf> = agents
-            .iter()
-            .filter(|(_, ok)| !ok)
-            .map(|(p, _)| p.clone())
-            .collect();
-        let passed = checkpoint::as_in_any(&cwd, &later, &unsure)?;
-        for (p, ok) in &mut agents {
-            *ok = *ok || passed.contains(p);
-        }
         // --force reaches only as far as the session's directory.
         let within = relative(&top, &cwd.join("x"))
             .and_then(|p| p.parent().map(Path::to_path_buf))
@@ -395,6 +379,10 @@ struct AgentPaths {
     /// What the agent last wrote to each file (its writes and completed diffs): a file
     /// that differs now was changed since by someone else.
     last: std::collections::HashMap<PathBuf, Option<String>>,
+    /// Every state the agent left each file in (its content's digest; none: deleted):
+    /// a file in one of them holds no one else's work (an earlier rewind may have put
+    /// it back there), so stepping back turn by turn needs no second yes.
+    versions: std::collections::HashMap<PathBuf, Vec<Option<[u8; 32]>>>,
     /// Why a checkpoint was not taken (the log's marks).
     failures: Vec<String>,
     /// Each change with what the file was before it, in the order they took effect
@@ -430,6 +418,40 @@ impl AgentPaths {
             Some(None) => std::fs::symlink_metadata(p).is_err(),
             None => true,
         }
+    }
+
+    /// `p` is as the agent left it, or as it left it at some earlier point (where a
+    /// rewind put it back): no one else's work is in it.
+    fn as_the_agent_had_it(&self, p: &Path) -> bool {
+        if self.as_left(p) {
+            return true;
+        }
+        let Some(versions) = self.versions.get(p) else {
+            return false;
+        };
+        let now = match trellis_os::fd::open_regular(p) {
+            Ok(Some(mut f)) => {
+                let mut bytes = Vec::new();
+                if std::io::Read::read_to_end(&mut f, &mut bytes).is_err() {
+                    return false;
+                }
+                Some(digest(&bytes))
+            }
+            // Gone: as the agent left it if it deleted it once.
+            _ if std::fs::symlink_metadata(p).is_err() => None,
+            _ => return false,
+        };
+        versions.contains(&now)
+    }
+
+    /// What the agent left `p` holding (none: deleted), remembered as [`Self::last`] and
+    /// among its versions.
+    fn left(&mut self, p: PathBuf, text: Option<String>) {
+        self.versions
+            .entry(p.clone())
+            .or_default()
+            .push(text.as_deref().map(|t| digest(t.as_bytes())));
+        self.last.insert(p, text);
     }
 
     /// A turn of `sessions checkpoints`: when it began, its commit (in git), how many
@@ -607,7 +629,7 @@ fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
                         },
                     ));
                     found.changed.push((t, p.clone()));
-                    found.last.insert(p, Some(content));
+                    found.left(p, Some(content));
                 }
             }
             _ => {}
@@ -649,7 +671,7 @@ fn completed_calls(
         let diffed: Vec<PathBuf> = c.changes.iter().map(|(p, _)| p.clone()).collect();
         for (p, text) in c.changes {
             found.changed.push((c.turn, p.clone()));
-            found.last.insert(p, text);
+            found.left(p, text);
         }
         if matches!(c.kind.as_str(), "edit" | "delete" | "move") {
             for p in c.locations.into_iter().filter(|p| !diffed.contains(p)) {
@@ -663,7 +685,7 @@ fn completed_calls(
                 ));
                 found.changed.push((c.turn, p.clone()));
                 if c.kind == "delete" {
-                    found.last.insert(p, None);
+                    found.left(p, None);
                 } else {
                     // What it left is not on the record: taken as it is.
                     found.last.remove(&p);
@@ -671,6 +693,12 @@ fn completed_calls(
             }
         }
     }
+}
+
+/// A file's content, as a digest (its versions are compared, not kept).
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).into()
 }
 
 /// The reason a mark of the log gives for a turn without a checkpoint.

@@ -155,8 +155,7 @@ pub(super) fn rewind(
         if *before == Before::Absent && std::fs::symlink_metadata(p).is_err() {
             continue;
         }
-        let why = keep_why(&paths, cwd, p, before, force)
-            .filter(|w| *w != KEPT_NOT_AS_LEFT || !passed_through(&root, to, p));
+        let why = keep_why(&paths, cwd, p, before, force);
         if let Some(why) = why {
             kept.push((p.clone(), why));
             continue;
@@ -240,55 +239,10 @@ fn keep_why(
     {
         return Some(KEPT_LINK);
     }
-    if !force && !paths.as_left(p) {
+    if !force && !paths.as_the_agent_had_it(p) {
         return Some(KEPT_NOT_AS_LEFT);
     }
     None
-}
-
-/// Whether `p` holds now what a copy taken before a turn after `to` held, or what an
-/// earlier rewind left there: a state the session passed through, kept in its data, so
-/// no one's new work (stepping back turn by turn needs no `--force`).
-fn passed_through(root: &Path, to: u32, p: &Path) -> bool {
-    let Ok(Some(mut f)) = trellis_os::fd::open_regular(p) else {
-        return false;
-    };
-    let mut now = Vec::new();
-    if std::io::Read::read_to_end(&mut f, &mut now).is_err() {
-        return false;
-    }
-    let copy_is = |name: &str| super::copies::read_copy(root, name).is_ok_and(|b| b == now);
-    let turns = std::fs::read_dir(root)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_prefix("turn-")?
-                .parse::<u32>()
-                .ok()
-        });
-    for k in turns.filter(|k| *k > to) {
-        let held = super::copies::of_turn(root, k).unwrap_or_default();
-        if held
-            .iter()
-            .any(|c| c.path == p && c.copy.as_deref().is_some_and(copy_is))
-        {
-            return true;
-        }
-    }
-    undo_points(root).iter().any(|(_, point)| {
-        let saved: Vec<Saved> = std::fs::read(point.join("manifest.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-        saved.iter().any(|s| {
-            s.path == p
-                && (s.left.as_deref().is_some_and(|t| t.as_bytes() == now)
-                    || s.left_copy.as_deref().is_some_and(copy_is))
-        })
-    })
 }
 
 /// `--undo` outside git: the newest undo point put back, for the files still as the

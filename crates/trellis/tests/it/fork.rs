@@ -415,6 +415,44 @@ fn esc_esc_in_the_ui_rewinds_the_code_and_forks_the_conversation() {
     t.wait_for("↳ 1 before turn 2");
 }
 
+/// A file the user changed between two turns is theirs (a trial saw it removed without
+/// a second yes, in git and outside it): a rewind to before the first turn keeps it and
+/// says so; the agent's other file goes.
+#[test]
+fn a_rewind_from_the_ui_keeps_what_the_user_changed_between_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    crate::worktrees::init_repo(&repo);
+    let plain = dir.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let here = demo_with("--here");
+    for (place, agent) in [(&repo, here.as_str()), (&plain, "demo")] {
+        let Some(t) = crate::tui::Tmux::start_allowing(place, &["--agent", agent], 120, 40)
+        else {
+            return;
+        };
+        t.wait_for("Enter send");
+        t.send(&["/edit a.txt", "Enter"]);
+        t.wait("a.txt", |_| place.join("a.txt").exists());
+        t.wait_for("Created a.txt.");
+        let mut a = std::fs::read_to_string(place.join("a.txt")).unwrap();
+        a.push_str("MINE\n");
+        std::fs::write(place.join("a.txt"), &a).unwrap();
+        t.send(&["/edit b.txt", "Enter"]);
+        t.wait("b.txt", |_| place.join("b.txt").exists());
+        t.wait_for("Created b.txt.");
+        t.send(&["/rewind", "Enter"]);
+        t.wait_for("Rewind: back to before a turn");
+        t.send(&["Up"]);
+        t.wait_for("▶ turn   1");
+        t.send(&["c"]);
+        let s = t.wait_for("a.txt: no longer as the agent left it");
+        assert!(s.contains("removed   ") && s.contains("b.txt"), "{s}");
+        assert_eq!(std::fs::read_to_string(place.join("a.txt")).unwrap(), a);
+        assert!(!place.join("b.txt").exists(), "{s}");
+    }
+}
+
 /// A paste arrives whole (a trial pasted two lines into a reason: the newline sent it
 /// and the rest became a prompt): into the prompt with its lines, into a reason as one
 /// line; nothing is sent or answered by it.
