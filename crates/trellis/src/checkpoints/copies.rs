@@ -89,6 +89,11 @@ fn copy_before(
     let mut left_out = Vec::new();
     let mut copied = 0usize;
     for (i, p) in st.known.iter().enumerate() {
+        // Reached through a link: what is there is not the session's.
+        if !super::plain::inside(cwd, p) {
+            left_out.push(p.clone());
+            continue;
+        }
         let meta = match std::fs::symlink_metadata(p) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

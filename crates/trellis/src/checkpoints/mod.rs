@@ -190,7 +190,7 @@ pub(crate) fn rewind(
     let dir = dir_of(row)?;
     if checkpoint::top(&dir).is_err() {
         return match (undo, to) {
-            (true, _) => plain::undo(row, out),
+            (true, _) => plain::undo(row, &dir, out),
             (false, Some(t)) => plain::rewind(row, &dir, t, force, out),
             (false, None) => bail!("say which turn to go back to: --to TURN"),
         };

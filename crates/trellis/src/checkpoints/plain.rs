@@ -21,6 +21,8 @@ use crate::output::safe;
 /// Why a file was kept: the log does not hold what it was.
 const KEPT_UNKNOWN: &str = "what it held before is not on the record (an edit reported without its old text, a write too large to keep, a deletion by the agent's own tool), and no copy of it was taken before the turn";
 const KEPT_LINK: &str = "a link or a directory stands there now";
+const KEPT_ON_THE_WAY: &str =
+    "a link (or a file) stands on its way from the session's directory: it would land elsewhere";
 
 /// One file of an undo point: where it is, and what it held before the rewind (none: it
 /// was not there).
@@ -234,6 +236,9 @@ fn keep_why(
     if !p.starts_with(cwd) {
         return Some(KEPT_OUTSIDE);
     }
+    if !inside(cwd, p) {
+        return Some(KEPT_ON_THE_WAY);
+    }
     if let Ok(m) = std::fs::symlink_metadata(p)
         && !m.is_file()
     {
@@ -245,9 +250,37 @@ fn keep_why(
     None
 }
 
+/// Whether `p` is reached from `cwd` through directories only: plain names (no `..`),
+/// and no link or file on the way (writing or removing there would land elsewhere).
+pub(super) fn inside(cwd: &Path, p: &Path) -> bool {
+    use std::path::Component;
+    let Ok(rel) = p.strip_prefix(cwd) else {
+        return false;
+    };
+    let parts: Vec<Component<'_>> = rel.components().collect();
+    if parts.is_empty() || !parts.iter().all(|c| matches!(c, Component::Normal(_))) {
+        return false;
+    }
+    let mut at = cwd.to_path_buf();
+    for c in &parts[..parts.len() - 1] {
+        at.push(c);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            // Nothing further down: nothing to land on elsewhere.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// `--undo` outside git: the newest undo point put back, for the files still as the
 /// rewind left them; the point is used up.
-pub(super) fn undo(row: &trellis_index::SessionRow, out: &mut String) -> anyhow::Result<()> {
+pub(super) fn undo(
+    row: &trellis_index::SessionRow,
+    cwd: &Path,
+    out: &mut String,
+) -> anyhow::Result<()> {
     let root = undo_root(row)?;
     let Some((n, point)) = undo_points(&root).pop() else {
         bail!("session {} has no rewind to undo", row.id);
@@ -267,6 +300,10 @@ pub(super) fn undo(row: &trellis_index::SessionRow, out: &mut String) -> anyhow:
             (None, Some(name)) => super::copies::read_copy(&root, name).ok(),
             (None, None) => None,
         };
+        if !inside(cwd, &s.path) {
+            kept.push((s.path.clone(), KEPT_ON_THE_WAY));
+            continue;
+        }
         let as_left = now == left;
         let link = std::fs::symlink_metadata(&s.path).is_ok_and(|m| !m.is_file());
         if !as_left || link {

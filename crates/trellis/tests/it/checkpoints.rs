@@ -489,3 +489,50 @@ fn one_rewind_of_a_session_at_a_time() {
     assert!(err.contains("another rewind of session"), "{err}");
     assert!(dir.join("notes.txt").exists(), "nothing was done");
 }
+
+/// Outside git, a rewind never writes or removes through a link on the way to a file (a
+/// trial replaced the agent's folder with a link to another, and the rewind wrote and
+/// deleted there); neither does `--undo`.
+#[test]
+fn outside_git_a_rewind_never_goes_through_a_linked_folder() {
+    let home = Home::new();
+    let dir = home.path().join("plain");
+    let elsewhere = home.path().join("elsewhere");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let cwd = dir.to_str().unwrap();
+    home.ok(
+        &[
+            "run",
+            "--cwd",
+            cwd,
+            "--prompt",
+            "/edit sub/f.txt",
+            "--prompt",
+            "/append sub/f.txt",
+            "--permission",
+            "allow-once",
+        ],
+        &dir,
+    );
+    let (id, _) = newest(&home, &dir);
+    std::fs::rename(dir.join("sub/f.txt"), elsewhere.join("f.txt")).unwrap();
+    std::fs::remove_dir(dir.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.join("sub")).unwrap();
+    let theirs = std::fs::read_to_string(elsewhere.join("f.txt")).unwrap();
+    for to in ["2", "1"] {
+        let (said, _) = home.ok(
+            &["sessions", "rewind", &id, "--to", to, "--code", "--force"],
+            &dir,
+        );
+        assert!(
+            said.contains("a link (or a file) stands on its way"),
+            "{said}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("f.txt")).unwrap(),
+            theirs,
+            "{said}"
+        );
+    }
+}

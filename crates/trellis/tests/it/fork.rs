@@ -427,8 +427,7 @@ fn a_rewind_from_the_ui_keeps_what_the_user_changed_between_turns() {
     std::fs::create_dir_all(&plain).unwrap();
     let here = demo_with("--here");
     for (place, agent) in [(&repo, here.as_str()), (&plain, "demo")] {
-        let Some(t) = crate::tui::Tmux::start_allowing(place, &["--agent", agent], 120, 40)
-        else {
+        let Some(t) = crate::tui::Tmux::start_allowing(place, &["--agent", agent], 120, 40) else {
             return;
         };
         t.wait_for("Enter send");
