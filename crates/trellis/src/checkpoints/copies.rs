@@ -147,8 +147,13 @@ fn copy_before(
         &dir.join("manifest.json"),
         &serde_json::to_vec_pretty(&manifest)?,
     )?;
+    let how = if copied == manifest.len() {
+        "copied".to_string()
+    } else {
+        format!("{copied} copied, the others unchanged since their last copy")
+    };
     let mut said = format!(
-        "no git here: the {} file(s) the agent changed (or asked to change) in earlier turns, as they are before turn {turn} ({copied} copied, the others unchanged since their last copy): {}",
+        "no git here: the {} file(s) the agent changed (or asked to change) in earlier turns, as they are before turn {turn} ({how}): {}",
         manifest.len(),
         dir.display()
     );

@@ -311,6 +311,16 @@ pub(crate) fn forget(row: &trellis_index::SessionRow) -> usize {
             .unwrap_or(0)
 }
 
+/// How many undo points the session's rewinds left (in git and outside it).
+pub(crate) fn undo_points(row: &trellis_index::SessionRow) -> usize {
+    let plain = plain::undo_count(row);
+    let git = cwd_of(row)
+        .ok()
+        .and_then(|cwd| listed(&cwd, &prefix(Path::new(&row.path))).ok())
+        .map_or(0, |(_, undo)| undo.len());
+    plain + git
+}
+
 /// Where the session ran (it must still be there).
 fn dir_of(row: &trellis_index::SessionRow) -> anyhow::Result<PathBuf> {
     let cwd = row

@@ -345,6 +345,11 @@ pub(super) fn undo(
     Ok(())
 }
 
+/// How many undo points the session's rewinds left outside git.
+pub(super) fn undo_count(row: &trellis_index::SessionRow) -> usize {
+    undo_root(row).map_or(0, |r| undo_points(&r).len())
+}
+
 /// Deletes the session's undo points (with the session): how many there were.
 pub(super) fn forget(row: &trellis_index::SessionRow) -> usize {
     let Ok(root) = undo_root(row) else {

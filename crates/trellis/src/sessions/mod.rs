@@ -68,8 +68,14 @@ pub enum SessionsCmd {
     },
     /// Delete a session: its log file, its place in the index and its checkpoints. Give
     /// its whole id (or its log's path). A log written outside the sessions directory
-    /// (`--log FILE`) is forgotten, not deleted.
-    Rm { id: String },
+    /// (`--log FILE`) is forgotten, not deleted. A session still running, or one whose
+    /// rewinds left undo points (what they replaced), is refused unless `--force`.
+    Rm {
+        id: String,
+        /// Also when it has undo points: what its rewinds replaced goes with it.
+        #[arg(long)]
+        force: bool,
+    },
     /// The checkpoints of a session's working tree: one before each turn, in a git
     /// repository (the files the agent changed since each, and its prompt).
     Checkpoints {
@@ -98,7 +104,7 @@ pub enum SessionsCmd {
         #[arg(long, group = "what")]
         both: bool,
         /// Also put back files changed by someone other than the agent.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "undo")]
         force: bool,
         /// Put back the tree as it was before the last rewind.
         #[arg(long, conflicts_with_all = ["conversation", "both"])]
@@ -235,7 +241,13 @@ fn reindex(index: &mut Index, sessions: &Path, out: &mut String) -> anyhow::Resu
 }
 
 /// it is forgotten, not deleted.
-fn rm(index: &mut Index, sessions: &Path, id: &str, out: &mut String) -> anyhow::Result<()> {
+fn rm(
+    index: &mut Index,
+    sessions: &Path,
+    id: &str,
+    force: bool,
+    out: &mut String,
+) -> anyhow::Result<()> {
     use std::fmt::Write as _;
     let row = index.session(id)?;
     if id != row.id && id != row.path {
@@ -243,6 +255,21 @@ fn rm(index: &mut Index, sessions: &Path, id: &str, out: &mut String) -> anyhow:
             "say the whole id to delete a session: `trellis sessions rm {}` ({}); a prefix is enough to show one, not to delete it",
             row.id,
             safe(&row.path)
+        );
+    }
+    if trellis_store::session_log::is_being_written(Path::new(&row.path)) {
+        bail!(
+            "session {} is still running (its log is being written): stop it first",
+            row.id
+        );
+    }
+    let undo = crate::checkpoints::undo_points(&row);
+    if undo > 0 && !force {
+        bail!(
+            "session {} has {undo} undo point(s): what its rewinds replaced, perhaps the only copy of someone's work (`trellis sessions rewind {} --undo` puts the last back); `trellis sessions rm {} --force` deletes them with it",
+            row.id,
+            row.id,
+            row.id
         );
     }
     let ours = Path::new(&row.path).starts_with(sessions);
@@ -365,7 +392,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                 )?;
             }
         }
-        SessionsCmd::Rm { id } => rm(&mut index, &sessions, &id, out)?,
+        SessionsCmd::Rm { id, force } => rm(&mut index, &sessions, &id, force, out)?,
         SessionsCmd::Checkpoints { id, json } => {
             let row = index.session(&id)?;
             crate::checkpoints::list(&row, json, out)?;

@@ -143,8 +143,16 @@ fn two_turns_are_rewound_to_the_first_a_users_file_is_kept_and_the_rewind_undone
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("no checkpoint before turn 9"), "{err}");
-    // Removing the session removes its checkpoints.
-    let (said, _) = home.ok(&["sessions", "rm", &id], &repo);
+    // Its undo points may hold someone's only copy: removing it asks for --force; then
+    // it removes its checkpoints.
+    let o = home.trellis(&["sessions", "rm", &id], &repo);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("undo point(s)") && err.contains("--force"),
+        "{err}"
+    );
+    let (said, _) = home.ok(&["sessions", "rm", &id, "--force"], &repo);
     assert!(said.contains("checkpoint(s)"), "{said}");
     assert_eq!(
         git(&repo, &["for-each-ref", "refs/trellis/checkpoints"]),
@@ -272,7 +280,7 @@ fn outside_git_an_edit_without_its_old_text_is_rewound_from_the_copy_before_the_
     let id = rows[0]["id"].as_str().unwrap().to_string();
     let log = std::fs::read_to_string(rows[0]["path"].as_str().unwrap()).unwrap();
     assert!(
-        log.contains("no git here: the 1 file(s) the agent changed (or asked to change) in earlier turns, as they are before turn 2 (1 copied"),
+        log.contains("no git here: the 1 file(s) the agent changed (or asked to change) in earlier turns, as they are before turn 2 (copied)"),
         "the copies are on the record"
     );
     let (said, _) = home.ok(&["sessions", "rewind", &id, "--to", "2", "--code"], &dir);
@@ -293,8 +301,11 @@ fn outside_git_an_edit_without_its_old_text_is_rewound_from_the_copy_before_the_
     let (said, _) = home.ok(&["sessions", "rewind", &id, "--to", "1", "--code"], &dir);
     assert!(said.contains("removed"), "{said}");
     assert!(!notes.exists());
-    // Removed with the session: its copies and undo points.
-    home.ok(&["sessions", "rm", &id], &dir);
+    // Removed with the session (asked for: an undo point is left): its copies and undo
+    // points.
+    let o = home.trellis(&["sessions", "rm", &id], &dir);
+    assert!(!o.status.success());
+    home.ok(&["sessions", "rm", &id, "--force"], &dir);
     let rewinds = home.path().join("data/trellis/rewinds").join(&id);
     assert!(!rewinds.exists(), "{}", rewinds.display());
 }
