@@ -1,5 +1,6 @@
 //! A checkpoint of a repository of 10 000 files (issue 48): nothing changed since the
-//! last one, one file changed, and a hundred new files. The private index starts as a
+//! last one, one file changed, and a hundred new files; beside `git status` on the same
+//! tree, the floor of anything that looks at it. The private index starts as a
 //! copy of the user's, so git's stat cache spares hashing what did not change.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -55,6 +56,18 @@ fn bench(c: &mut Criterion) {
     );
     let mut g = c.benchmark_group("checkpoint_10000_files");
     g.sample_size(20);
+    // The floor: git's own look at the same tree (every file's stat, every directory
+    // read), which any checkpoint at a turn's start needs too.
+    let status = || {
+        Command::new("git")
+            .arg("-C")
+            .arg(&r)
+            .args(["status", "--porcelain", "-uall"])
+            .output()
+            .unwrap()
+    };
+    status();
+    g.bench_function("git_status_for_reference", |b| b.iter(status));
     let mut n = 0u32;
     g.bench_function("unchanged", |b| {
         b.iter(|| {
