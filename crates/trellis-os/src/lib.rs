@@ -15,6 +15,7 @@
 //! | plugin dies with Trellis ([`priority::die_with_parent`]) | `PR_SET_PDEATHSIG` | not possible: stopped at exit | same |
 //! | background priority ([`priority`]) | per-thread nice, `SCHED_IDLE` | process nice | process nice |
 //! | CPU time ([`usage`]) | `getrusage` | `getrusage` | `getrusage` |
+//! | did a tree change ([`watch`]) | inotify | none: the caller looks itself | same |
 //!
 //! A test (`tests/confined.rs`) fails when a system-specific call appears anywhere else in
 //! the workspace.
@@ -28,6 +29,7 @@ pub mod priority;
 pub mod reaper;
 pub mod signals;
 pub mod usage;
+pub mod watch;
 
 pub use nix::sys::signal::Signal;
 

@@ -1,6 +1,7 @@
 //! A checkpoint of a repository of 10 000 files (issue 48): nothing changed since the
-//! last one, one file changed, and a hundred new files; beside `git status` on the same
-//! tree, the floor of anything that looks at it. The private index starts as a
+//! last one (looked at, and as a session takes it: watched, not looked at), one file
+//! changed, and a hundred new files; beside `git status` on the same tree, the floor of
+//! anything that looks at it. The private index starts as a
 //! copy of the user's, so git's stat cache spares hashing what did not change.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -69,6 +70,22 @@ fn bench(c: &mut Criterion) {
     status();
     g.bench_function("git_status_for_reference", |b| b.iter(status));
     let mut n = 0u32;
+    // A session's checkpoints as Trellis takes them: with a watch on the tree, a turn
+    // after one that changed nothing does not look at it.
+    let mut keeper = checkpoint::Keeper::new(&r);
+    let never = std::sync::atomic::AtomicBool::new(false);
+    keeper
+        .take("refs/trellis/checkpoints/bench/w0", "b", &never)
+        .unwrap();
+    g.bench_function("unchanged_watched", |b| {
+        b.iter(|| {
+            n += 1;
+            let (_, same) = keeper
+                .take(&format!("refs/trellis/checkpoints/bench/w{n}"), "b", &never)
+                .unwrap();
+            assert!(same);
+        })
+    });
     g.bench_function("unchanged", |b| {
         b.iter(|| {
             n += 1;

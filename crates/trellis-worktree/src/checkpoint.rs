@@ -146,6 +146,72 @@ pub fn take_unless(
     })
 }
 
+/// The most directories a [`Keeper`] watches; a larger tree is looked at every turn.
+pub const WATCH_LIMIT: usize = 20_000;
+
+/// One session's checkpoints, turn after turn. A watch on the tree (Linux) says whether
+/// anything changed since the last checkpoint: when nothing did, the new ref points at
+/// the last one's commit and git does not look at the tree at all (a turn's start then
+/// costs one `git update-ref`); when something did, or with no watch, it is [`take`].
+pub struct Keeper {
+    dir: PathBuf,
+    top: Option<PathBuf>,
+    /// Made at the first checkpoint, before it looks (`None` inside: no watch here).
+    watch: Option<Option<trellis_os::watch::Watch>>,
+    last: Option<Taken>,
+}
+
+impl Keeper {
+    pub fn new(dir: &Path) -> Keeper {
+        Keeper {
+            dir: dir.to_path_buf(),
+            top: None,
+            watch: None,
+            last: None,
+        }
+    }
+
+    /// [`take_unless`], or the last checkpoint again when the watch saw nothing change
+    /// since; `true` with it in that case.
+    pub fn take(
+        &mut self,
+        refname: &str,
+        message: &str,
+        late: &std::sync::atomic::AtomicBool,
+    ) -> Result<(Taken, bool), Error> {
+        let top = match &self.top {
+            Some(t) => t.clone(),
+            None => {
+                let t = top(&self.dir)?;
+                self.top = Some(t.clone());
+                t
+            }
+        };
+        // Watching starts before the first look: whatever changes during a look is seen
+        // by the next one.
+        let watch = self
+            .watch
+            .get_or_insert_with(|| trellis_os::watch::Watch::new(&top, &[".git"], WATCH_LIMIT));
+        let unchanged = watch.as_mut().is_some_and(|w| !w.changed());
+        if unchanged && let Some(last) = &self.last {
+            if late.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(Error::Refused(
+                    "it came too late: the turn had begun".into(),
+                ));
+            }
+            Git::at(&top)
+                .args(["update-ref", refname, &last.commit])
+                .output()?;
+            return Ok((last.clone(), true));
+        }
+        // What the watch saw is used up: a look that fails leaves nothing to stand on.
+        self.last = None;
+        let taken = take_unless(&self.dir, refname, message, late)?;
+        self.last = Some(taken.clone());
+        Ok((taken, false))
+    }
+}
+
 /// Puts back, from checkpoint `to`, the files that differ from it and that `may` allows,
 /// after keeping the tree as it is on `undo_ref` (a checkpoint like any other: [`undo`]
 /// puts it back). Nothing is written or removed that the undo checkpoint does not hold:

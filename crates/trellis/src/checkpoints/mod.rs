@@ -37,20 +37,29 @@ pub(crate) fn arm(spec: &mut trellis_acp::AgentSpec, log: &Path) {
         return;
     }
     let prefix = prefix(log);
+    let keeper = std::sync::Mutex::new(checkpoint::Keeper::new(&cwd));
     spec.before_turn = Some(trellis_acp::BeforeTurn(std::sync::Arc::new(
         move |turn: u32, late: &std::sync::atomic::AtomicBool| {
             let refname = format!("{prefix}{turn}");
             let message = format!("trellis: the working tree before turn {turn}");
-            let taken = checkpoint::take_unless(&cwd, &refname, &message, late);
+            let taken = keeper
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(&refname, &message, late);
             // Too late: the prompt went without it, and said so.
             if late.load(std::sync::atomic::Ordering::SeqCst) {
                 return None;
             }
             Some(match taken {
-                Ok(t) => {
+                Ok((t, unchanged)) => {
                     let mut text = format!(
-                        "checkpoint of the working tree before turn {turn}: {} ({refname})",
-                        &t.commit[..t.commit.len().min(12)]
+                        "checkpoint of the working tree before turn {turn}: {} ({refname}){}",
+                        &t.commit[..t.commit.len().min(12)],
+                        if unchanged {
+                            "; nothing changed since the last one (the same commit)"
+                        } else {
+                            ""
+                        }
                     );
                     if !t.left_out.is_empty() {
                         let names: Vec<String> = t

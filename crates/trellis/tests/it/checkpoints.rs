@@ -547,3 +547,62 @@ fn outside_git_a_rewind_never_goes_through_a_linked_folder() {
         );
     }
 }
+
+/// A turn that changed nothing costs the next one no look at the tree (issue 48, item 1:
+/// "a few ms when nothing changed"): a watch on the tree saw nothing, and the checkpoint
+/// is the last one's commit again, said so in the log; a turn that changed something is
+/// looked at in full.
+#[test]
+fn a_checkpoint_after_a_turn_that_changed_nothing_is_the_last_one_again() {
+    let home = Home::new();
+    let repo = home.repo("repo");
+    home.ok(
+        &[
+            "run",
+            "--worktree=w",
+            "--cwd",
+            repo.to_str().unwrap(),
+            "--prompt",
+            "fix the TODO",
+            "--prompt",
+            "/plans",
+            "--prompt",
+            "/plans",
+            "--permission",
+            "allow-once",
+        ],
+        &repo,
+    );
+    let (id, log) = newest(&home, &repo);
+    let log = std::fs::read_to_string(log).unwrap();
+    let mark = |turn: u32| {
+        log.lines()
+            .find(|l| {
+                l.contains(&format!(
+                    "checkpoint of the working tree before turn {turn}:"
+                ))
+            })
+            .unwrap_or_else(|| panic!("turn {turn}: {log}"))
+            .to_string()
+    };
+    assert!(
+        !mark(2).contains("nothing changed"),
+        "turn 1 edited: {}",
+        mark(2)
+    );
+    assert!(
+        mark(3).contains("nothing changed since the last one"),
+        "{}",
+        mark(3)
+    );
+    let (cps, _) = home.ok(&["sessions", "checkpoints", &id, "--json"], &repo);
+    let cps: serde_json::Value = serde_json::from_str(&cps).unwrap();
+    let commit = |i: usize| {
+        cps["checkpoints"][i]["commit"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(commit(1), commit(2), "{cps}");
+    assert_ne!(commit(0), commit(1), "{cps}");
+}
