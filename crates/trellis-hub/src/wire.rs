@@ -82,6 +82,9 @@ pub enum Op {
         /// In a worktree of its own.
         #[serde(default)]
         worktree: bool,
+        /// Its label (none: one made up).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worktree_label: Option<String>,
         /// Sent once the agent is ready.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         prompt: Option<String>,

@@ -54,10 +54,11 @@ pub struct ForkArgs {
     /// The turn to fork before (1: before the first prompt).
     #[arg(long, value_name = "TURN")]
     pub at: Option<u32>,
-    /// In a worktree of its own, holding the files of that turn's checkpoint (the
-    /// files as they are now, forked after the last turn).
-    #[arg(long)]
-    pub worktree: bool,
+    /// In a worktree of its own (`--worktree=LABEL` names it), holding the files of
+    /// that turn's checkpoint (the files as they are now, forked after the last turn).
+    #[arg(long, value_name = "LABEL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "", value_parser = crate::session_args::parse_ask)]
+    pub worktree: Option<crate::session_args::Ask>,
     /// Sent once the agent is ready (else the session waits for one).
     #[arg(long)]
     pub prompt: Option<String>,
@@ -109,7 +110,7 @@ pub fn fork(args: ForkArgs, config: Option<&std::path::Path>) -> anyhow::Result<
     eprintln!(
         "trellis: forking session {} {point}{}",
         row.id,
-        if args.worktree {
+        if args.worktree.is_some() {
             ", in a worktree of its own"
         } else {
             ", in its directory (its files as they are now)"
@@ -120,7 +121,8 @@ pub fn fork(args: ForkArgs, config: Option<&std::path::Path>) -> anyhow::Result<
             hub: args.hub.unwrap_or_else(|| crate::serve::DEFAULT_HUB.into()),
             agent,
             cwd: Some(cwd),
-            worktree: args.worktree,
+            worktree: args.worktree.is_some(),
+            worktree_label: args.worktree.and_then(|w| w.label),
             prompt: args.prompt,
             fork: Some((row.id.clone(), args.at)),
         },
@@ -152,7 +154,7 @@ pub fn rewind(
         ForkArgs {
             id: id.to_string(),
             at: Some(to),
-            worktree: false,
+            worktree: None,
             prompt: None,
             agent: None,
             hub: None,

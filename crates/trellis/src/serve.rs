@@ -484,6 +484,8 @@ pub struct Detached {
     /// None: the agent's own default (the demo's scratch workspace).
     pub cwd: Option<PathBuf>,
     pub worktree: bool,
+    /// The worktree's label (none: one made up).
+    pub worktree_label: Option<String>,
     /// Sent once the agent is ready (none: the session waits for one).
     pub prompt: Option<String>,
     /// A fork of an earlier session, before its turn (none: after the last).
@@ -527,6 +529,7 @@ pub fn run_detached(d: Detached, config: Option<&std::path::Path>) -> anyhow::Re
             agent: d.agent,
             cwd,
             worktree: d.worktree,
+            worktree_label: d.worktree_label,
             prompt: d.prompt,
             launched_in: here(),
             fork: d
@@ -615,6 +618,7 @@ pub fn detachable(
             agent,
             cwd: cwd.map(|c| c.to_string_lossy().into_owned()),
             worktree: ui.worktree.is_some(),
+            worktree_label: None,
             prompt: None,
             launched_in: here(),
             fork: None,

@@ -213,7 +213,7 @@ pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener
             cwd: req.cwd.clone(),
             // Asked for from the UI: no worktree is an error shown in the form.
             worktree: req.worktree.then_some(crate::session_args::Ask {
-                label: None,
+                label: req.worktree_label.clone(),
                 required: true,
             }),
             carry: false,

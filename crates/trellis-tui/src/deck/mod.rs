@@ -92,6 +92,8 @@ pub struct NewSession {
     pub cwd: Option<PathBuf>,
     /// In a worktree of its own.
     pub worktree: bool,
+    /// Its label (none: one made up).
+    pub worktree_label: Option<String>,
     /// Where it was asked for, when elsewhere (a client of a hub, in its directory).
     pub launched_in: Option<PathBuf>,
     /// A fork of an earlier session.

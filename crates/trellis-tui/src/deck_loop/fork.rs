@@ -25,6 +25,7 @@ pub(super) fn open(deck: &mut Deck, ask: ForkAsk) {
         agent: agent.clone(),
         cwd: app.driver.session.cwd.clone().map(std::path::PathBuf::from),
         worktree: ask.worktree,
+        worktree_label: None,
         launched_in: None,
         fork: Some(ForkFrom {
             session: log.to_string_lossy().into_owned(),

@@ -226,6 +226,7 @@ pub(super) fn form_key(deck: &mut Deck, k: &KeyEvent) {
                 agent: form.agent.trim().to_string(),
                 cwd: Some(std::path::PathBuf::from(form.dir.trim())),
                 worktree: form.worktree,
+                worktree_label: None,
                 launched_in: None,
                 fork: None,
             };

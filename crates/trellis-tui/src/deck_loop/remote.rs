@@ -197,6 +197,7 @@ async fn carry_out(
             agent,
             cwd,
             worktree,
+            worktree_label,
             prompt,
             launched_in,
             fork,
@@ -205,6 +206,7 @@ async fn carry_out(
                 agent,
                 cwd: cwd.map(std::path::PathBuf::from),
                 worktree,
+                worktree_label,
                 launched_in: launched_in.map(std::path::PathBuf::from),
                 fork: fork.map(|f| crate::deck::ForkFrom {
                     session: f.session,

@@ -230,12 +230,7 @@ impl RunArgs {
         let [prompt] = self.prompt.as_slice() else {
             anyhow::bail!("--detach takes one --prompt (send more with trellis send)");
         };
-        let label = match &ui.worktree {
-            Some(a) if a.label.is_some() => {
-                anyhow::bail!("--detach makes the worktree's label itself: --worktree without one")
-            }
-            w => w.is_some(),
-        };
+        let label = ui.worktree.is_some();
         let agent = ui.one_agent()?.unwrap_or_else(|| default_agent.to_string());
         // The demo without --cwd plays in a scratch workspace of its own, as it does
         // without --detach (with --worktree, in a worktree of this directory); any other
@@ -252,6 +247,7 @@ impl RunArgs {
             agent,
             cwd,
             worktree: label,
+            worktree_label: ui.worktree.as_ref().and_then(|a| a.label.clone()),
             prompt: Some(prompt.clone()),
             fork: None,
         })

@@ -251,7 +251,14 @@ fn a_fork_in_a_hub_gets_a_worktree_of_that_turns_files_and_a_rewind_of_both_undo
         .unwrap()
         .to_string();
     // Forked before turn 2, in a worktree: started in the hub, named.
-    let o = d.trellis(&["sessions", "fork", &first, "--at", "2", "--worktree"]);
+    let o = d.trellis(&[
+        "sessions",
+        "fork",
+        &first,
+        "--at",
+        "2",
+        "--worktree=try-two",
+    ]);
     let _hub = Hub(d.hub_pid());
     assert!(o.status.success(), "{}", text(&o));
     let name = String::from_utf8_lossy(&o.stdout).trim().to_string();
@@ -273,6 +280,7 @@ fn a_fork_in_a_hub_gets_a_worktree_of_that_turns_files_and_a_rewind_of_both_undo
     let row = d.ls().into_iter().find(|r| r["key"] == 1).unwrap();
     let wt = PathBuf::from(row["cwd"].as_str().unwrap());
     assert!(wt.starts_with(d.data.join("trellis/worktrees")), "{row}");
+    assert!(wt.ends_with("try-two"), "the label asked for: {row}");
     // Exactly the files of the checkpoint before turn 2 (the agent's fix of turn 1 in,
     // its notes of turn 2 not), whatever the source's HEAD is.
     assert_eq!(files(&wt), files_of(&repo, &before_2));
