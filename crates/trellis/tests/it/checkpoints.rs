@@ -310,6 +310,26 @@ fn outside_git_an_edit_without_its_old_text_is_rewound_from_the_copy_before_the_
     assert!(!rewinds.exists(), "{}", rewinds.display());
 }
 
+/// A directory outside git (`plain`) where the demo ran `prompts` as one session, allowed;
+/// that session's id.
+fn plain_session(home: &Home, prompts: &[&str]) -> (std::path::PathBuf, String) {
+    let dir = home.path().join("plain");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut args = vec![
+        "run",
+        "--cwd",
+        dir.to_str().unwrap(),
+        "--permission",
+        "allow-once",
+    ];
+    for p in prompts {
+        args.extend(["--prompt", p]);
+    }
+    home.ok(&args, &dir);
+    let (id, _) = newest(home, &dir);
+    (dir, id)
+}
+
 /// The newest session's id, and the log of it.
 fn newest(home: &Home, dir: &Path) -> (String, String) {
     let (list, _) = home.ok(&["sessions", "list", "--all", "--json"], dir);
@@ -327,26 +347,10 @@ fn newest(home: &Home, dir: &Path) -> (String, String) {
 #[test]
 fn outside_git_rewinds_step_back_turn_by_turn_and_an_undo_that_keeps_keeps_its_point() {
     let home = Home::new();
-    let dir = home.path().join("plain");
-    std::fs::create_dir_all(&dir).unwrap();
-    let cwd = dir.to_str().unwrap();
-    home.ok(
-        &[
-            "run",
-            "--cwd",
-            cwd,
-            "--prompt",
-            "/edit notes.txt",
-            "--prompt",
-            "/append notes.txt",
-            "--prompt",
-            "/edit other.txt",
-            "--permission",
-            "allow-once",
-        ],
-        &dir,
+    let (dir, id) = plain_session(
+        &home,
+        &["/edit notes.txt", "/append notes.txt", "/edit other.txt"],
     );
-    let (id, _) = newest(&home, &dir);
     let notes = dir.join("notes.txt");
     let rewind = |to: &str| {
         home.ok(&["sessions", "rewind", &id, "--to", to, "--code"], &dir)
@@ -468,22 +472,7 @@ fn in_git_rewinds_step_back_turn_by_turn() {
 #[test]
 fn one_rewind_of_a_session_at_a_time() {
     let home = Home::new();
-    let dir = home.path().join("plain");
-    std::fs::create_dir_all(&dir).unwrap();
-    let cwd = dir.to_str().unwrap();
-    home.ok(
-        &[
-            "run",
-            "--cwd",
-            cwd,
-            "--prompt",
-            "/edit notes.txt",
-            "--permission",
-            "allow-once",
-        ],
-        &dir,
-    );
-    let (id, _) = newest(&home, &dir);
+    let (dir, id) = plain_session(&home, &["/edit notes.txt"]);
     let rewinds = home.path().join("data/trellis/rewinds");
     std::fs::create_dir_all(&rewinds).unwrap();
     let mut held = std::process::Command::new("flock")
@@ -507,26 +496,9 @@ fn one_rewind_of_a_session_at_a_time() {
 #[test]
 fn outside_git_a_rewind_never_goes_through_a_linked_folder() {
     let home = Home::new();
-    let dir = home.path().join("plain");
     let elsewhere = home.path().join("elsewhere");
-    std::fs::create_dir_all(&dir).unwrap();
     std::fs::create_dir_all(&elsewhere).unwrap();
-    let cwd = dir.to_str().unwrap();
-    home.ok(
-        &[
-            "run",
-            "--cwd",
-            cwd,
-            "--prompt",
-            "/edit sub/f.txt",
-            "--prompt",
-            "/append sub/f.txt",
-            "--permission",
-            "allow-once",
-        ],
-        &dir,
-    );
-    let (id, _) = newest(&home, &dir);
+    let (dir, id) = plain_session(&home, &["/edit sub/f.txt", "/append sub/f.txt"]);
     std::fs::rename(dir.join("sub/f.txt"), elsewhere.join("f.txt")).unwrap();
     std::fs::remove_dir(dir.join("sub")).unwrap();
     std::os::unix::fs::symlink(&elsewhere, dir.join("sub")).unwrap();
