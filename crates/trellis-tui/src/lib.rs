@@ -11,6 +11,7 @@ pub mod app;
 mod app_ext;
 mod app_inspector;
 mod app_keys;
+mod app_stepback;
 pub mod ask;
 mod ask_draw;
 pub mod compare;

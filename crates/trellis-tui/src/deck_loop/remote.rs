@@ -193,32 +193,7 @@ async fn carry_out(
             }
             Err((code, message)) => error(code, message),
         },
-        Op::New {
-            agent,
-            cwd,
-            worktree,
-            worktree_label,
-            prompt,
-            launched_in,
-            fork,
-        } => match deck.open_remote(
-            crate::deck::NewSession {
-                agent,
-                cwd: cwd.map(std::path::PathBuf::from),
-                worktree,
-                worktree_label,
-                launched_in: launched_in.map(std::path::PathBuf::from),
-                fork: fork.map(|f| crate::deck::ForkFrom {
-                    session: f.session,
-                    at: f.at,
-                    transcript: true,
-                }),
-            },
-            prompt,
-        ) {
-            Ok((key, said)) => Body::Started { session: key, said },
-            Err(message) => error("refused", message),
-        },
+        op @ Op::New { .. } => open_new(deck, op),
         Op::Stop { session, reason } => match slot_of(deck, session) {
             Some(i) => {
                 // A stop that starts an ending (`trellis worktree land`) says so; the
@@ -237,6 +212,48 @@ async fn carry_out(
         },
     };
     (body, shown)
+}
+
+/// `Op::New`: a session started in the deck, as asked from elsewhere (`trellis run
+/// --detach`, `sessions fork`).
+fn open_new(deck: &mut Deck, op: trellis_hub::wire::Op) -> trellis_hub::wire::Body {
+    use trellis_hub::wire::{Body, Op};
+    let Op::New {
+        agent,
+        cwd,
+        worktree,
+        worktree_label,
+        prompt,
+        launched_in,
+        fork,
+    } = op
+    else {
+        return Body::Error {
+            code: "refused".into(),
+            message: "not a new session".into(),
+        };
+    };
+    match deck.open_remote(
+        crate::deck::NewSession {
+            agent,
+            cwd: cwd.map(std::path::PathBuf::from),
+            worktree,
+            worktree_label,
+            launched_in: launched_in.map(std::path::PathBuf::from),
+            fork: fork.map(|f| crate::deck::ForkFrom {
+                session: f.session,
+                at: f.at,
+                transcript: true,
+            }),
+        },
+        prompt,
+    ) {
+        Ok((key, said)) => Body::Started { session: key, said },
+        Err(message) => Body::Error {
+            code: "refused".into(),
+            message,
+        },
+    }
 }
 
 /// Prompts from outside that may wait for their turns in one session.
