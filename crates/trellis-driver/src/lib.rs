@@ -25,6 +25,7 @@ mod extensions;
 mod intents;
 pub mod replay;
 mod resume;
+pub mod rules;
 mod settings;
 
 pub use resume::Resumed;
@@ -158,6 +159,8 @@ pub struct Driver {
     /// The reducer's effects vector, kept empty between actions so that applying one
     /// does not allocate it afresh.
     spare_fx: Vec<Effect>,
+    /// The rules saved from "always" answers, newest first (see [`rules`]).
+    pub saved_rules: Vec<rules::SavedRule>,
 }
 
 /// What keeps the session history up to date as a session runs (the binary gives the
@@ -209,6 +212,7 @@ impl Driver {
             calls_unnoted: false,
             batch_now: None,
             spare_fx: Vec::new(),
+            saved_rules: Vec::new(),
         }
     }
 

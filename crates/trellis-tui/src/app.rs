@@ -142,7 +142,6 @@ pub struct App {
     /// Screen row the mouse hovers in the sidebar.
     pub hover: Option<u16>,
     /// Rules the user saved from "always" answers (Settings → Rules).
-    pub saved_rules: Vec<crate::rules::SavedRule>,
     /// Where this session's plugins are found and enabled (Settings → Plugins); `None`
     /// in replays and tests.
     pub plugins: Option<trellis_plugin::registry::Registry>,
@@ -308,7 +307,6 @@ impl App {
             sidebar: true,
             sidebar_hits: Vec::new(),
             hover: None,
-            saved_rules: Vec::new(),
             plugins: None,
             history: None,
             then_run: None,
@@ -486,7 +484,7 @@ impl App {
     pub(crate) fn catching_up(&self) -> bool {
         self.view.settling()
             || matches!(&self.overlay, Some(crate::extui::Overlay::Rule(p))
-                if !p.hits.complete(&self.driver.session))
+                if !p.preview.hits.complete(&self.driver.session))
     }
 
     pub(crate) fn scroll_by(&mut self, delta: isize) {
@@ -717,11 +715,8 @@ impl App {
                 if always {
                     // "Always" saves a rule: show what it will match first.
                     let call = self.driver.session.ledger.at(call);
-                    self.overlay = Some(Overlay::Rule(RulePreview::new(
-                        req,
-                        o.option_id.clone(),
-                        o.kind,
-                        &call,
+                    self.overlay = Some(Overlay::Rule(crate::extui::RuleEdit::new(
+                        RulePreview::new(req, o.option_id.clone(), o.kind, &call),
                     )));
                     return Vec::new();
                 }

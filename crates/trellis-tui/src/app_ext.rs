@@ -5,7 +5,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 use trellis_view::inspector::InspectorView;
 
 use crate::app::{App, Focus, Inspector, Intent};
-use crate::extui::{Overlay, RulePreview, Scope, SettingsKey, SettingsState};
+use crate::extui::{Overlay, SettingsKey, SettingsState};
 use crate::keymap::Key;
 
 impl App {
@@ -127,7 +127,7 @@ impl App {
                     SettingsKey::Apply(trellis_ext_host::ui::RowTarget::Rule(i), choice) => {
                         if choice == "delete" {
                             self.delete_rule(i);
-                            st.row = st.row.min(self.saved_rules.len().saturating_sub(1));
+                            st.row = st.row.min(self.driver.saved_rules.len().saturating_sub(1));
                         }
                     }
                     SettingsKey::Apply(trellis_ext_host::ui::RowTarget::Plugin(name), choice) => {
@@ -233,12 +233,12 @@ impl App {
                 Some(false) => {
                     self.message = Some("rule not saved; the question is still open".into())
                 }
-                Some(true) => match self.save_rule(&p) {
+                Some(true) => match self.driver.save_rule(&p.preview) {
                     Ok(where_) => {
                         self.message = Some(format!("rule saved ({where_})"));
                         return vec![Intent::Decide {
-                            request_id: p.request_id,
-                            option_id: p.option_id,
+                            request_id: p.preview.request_id,
+                            option_id: p.preview.option_id,
                             reason: None,
                         }];
                     }
@@ -338,50 +338,11 @@ impl App {
         }
     }
 
-    /// Saves the previewed rule in its scope and adds it to the rules in force.
-    pub(crate) fn save_rule(&mut self, p: &RulePreview) -> Result<String, String> {
-        let rule = p.rule();
-        self.saved_rules.insert(
-            0,
-            crate::rules::SavedRule {
-                scope: p.scope,
-                rule: rule.clone(),
-            },
-        );
-        if p.scope != Scope::Session {
-            let stored = match &self.driver.host {
-                Some(host) => {
-                    let cwd = self.driver.session.cwd.clone().unwrap_or_default();
-                    crate::rules::store(host, &cwd, &self.saved_rules)
-                }
-                None => Err("no store in this session (only session rules)".into()),
-            };
-            if let Err(e) = stored {
-                self.saved_rules.remove(0);
-                return Err(e);
-            }
-        }
-        crate::rules::enforce(&mut self.driver.session.policy, rule);
-        Ok(p.scope.name().to_string())
-    }
-
     /// Deletes saved rule `i` (Settings → Rules): out of force, and out of the store.
     fn delete_rule(&mut self, i: usize) {
-        if i >= self.saved_rules.len() {
-            return;
+        if let Some(said) = self.driver.delete_rule(i) {
+            self.message = Some(said);
         }
-        let gone = self.saved_rules.remove(i);
-        crate::rules::retract(&mut self.driver.session.policy, &gone.rule);
-        let mut msg = format!("rule deleted: {}", gone.rule.describe());
-        if gone.scope != Scope::Session
-            && let Some(host) = &self.driver.host
-        {
-            let cwd = self.driver.session.cwd.clone().unwrap_or_default();
-            if let Err(e) = crate::rules::store(host, &cwd, &self.saved_rules) {
-                msg = format!("rule no longer applies, but the store was not updated: {e}");
-            }
-        }
-        self.message = Some(msg);
     }
 
     /// The Settings pages: the host's and extensions' pages, then `Rules` (saved rules,
@@ -397,8 +358,9 @@ impl App {
         if !self.plugin_rows.is_empty() {
             pages.push(crate::plugins_page::page(&self.plugin_rows));
         }
-        if !self.saved_rules.is_empty() {
+        if !self.driver.saved_rules.is_empty() {
             let rows = self
+                .driver
                 .saved_rules
                 .iter()
                 .enumerate()

@@ -320,7 +320,8 @@ fn draw_status(f: &mut Frame<'_>, app: &App, status: Rect, message_above: bool) 
 fn draw_floating(f: &mut Frame<'_>, app: &mut App, main: Rect, area: Rect) {
     if let Some(crate::extui::Overlay::Rule(p)) = app.overlay.as_mut() {
         // What the rule matches, a budget of calls per frame.
-        p.advance(&app.driver.session, crate::extui::Hits::BUDGET);
+        p.preview
+            .advance(&app.driver.session, crate::extui::Hits::BUDGET);
     }
     if let Some(ov) = app.overlay.clone() {
         crate::draw_overlay::draw_overlay(f, app, &ov, area);

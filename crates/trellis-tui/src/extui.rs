@@ -12,8 +12,8 @@ use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use trellis_core::ext::{StyledLine, Tone};
-use trellis_core::permission::{OptionKind, Rule, Verdict};
-use trellis_core::{Session, ToolCall, ToolKind};
+use trellis_core::permission::Verdict;
+use trellis_core::{Session, ToolCall};
 use trellis_ext_host::ui::{RowTarget, SettingsPage, Ui};
 use trellis_view::Theme;
 use trellis_view::transcript::{Decor, DesignedCard};
@@ -100,25 +100,7 @@ impl Decor for ExtDecor {
     }
 }
 
-/// Where a rule is saved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Session,
-    Project,
-    Global,
-}
-
-impl Scope {
-    pub const ALL: [Scope; 3] = [Scope::Session, Scope::Project, Scope::Global];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Scope::Session => "session",
-            Scope::Project => "project",
-            Scope::Global => "global",
-        }
-    }
-}
+pub use trellis_driver::rules::{Hits, RulePreview, Scope};
 
 /// The field of the rule preview being edited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,137 +109,24 @@ pub enum RuleField {
     Scope,
 }
 
-/// An "always" answer waiting for the user to confirm the rule it saves.
+/// An "always" answer's rule being edited before it is saved.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RulePreview {
-    pub request_id: String,
-    pub option_id: String,
-    pub verdict: Verdict,
-    pub kind: ToolKind,
-    /// Which matcher the pattern is: `command`, `path` or `title`.
-    pub matcher: &'static str,
-    pub pattern: String,
-    pub scope: Scope,
+pub struct RuleEdit {
+    pub preview: RulePreview,
     pub field: RuleField,
-    /// What the pattern matches so far (see [`RulePreview::advance`]).
-    pub hits: Hits,
 }
 
-/// Calls of the session a rule matches, counted from the newest down a budget at a time
-/// (a session of a million calls is not read back in one frame): calls `low..top` were
-/// looked at.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Hits {
-    low: usize,
-    top: usize,
-    pub count: usize,
-    /// The newest matches' card titles (at most [`Hits::SHOWN`]), newest first.
-    pub latest: Vec<String>,
-}
-
-impl Hits {
-    pub const SHOWN: usize = 4;
-    /// Calls looked at per frame.
-    pub const BUDGET: usize = 8192;
-
-    /// Whether every call of the session has been looked at.
-    pub fn complete(&self, session: &Session) -> bool {
-        self.low == 0 && self.top >= session.ledger.len()
-    }
-}
-
-impl RulePreview {
-    /// The preview for answering `call`'s request with an "always" option.
-    pub fn new(
-        request_id: String,
-        option_id: String,
-        kind: OptionKind,
-        call: &ToolCall,
-    ) -> RulePreview {
-        let verdict = if kind.is_allow() {
-            Verdict::Allow
-        } else {
-            Verdict::Reject
-        };
-        let (matcher, pattern) = if let Some(cmd) = trellis_core::enrich::command_of(call) {
-            ("command", cmd)
-        } else if let Some(p) = trellis_core::enrich::paths_of(call).into_iter().next() {
-            ("path", p)
-        } else {
-            ("title", call.title.clone())
-        };
-        RulePreview {
-            request_id,
-            option_id,
-            verdict,
-            kind: call.kind,
-            matcher,
-            pattern,
-            scope: Scope::Session,
+impl RuleEdit {
+    pub fn new(preview: RulePreview) -> RuleEdit {
+        RuleEdit {
+            preview,
             field: RuleField::Pattern,
-            hits: Hits::default(),
-        }
-    }
-
-    pub fn rule(&self) -> Rule {
-        let mut r = Rule::new(
-            self.verdict,
-            Some(self.kind.as_str().to_string()),
-            None,
-            None,
-            None,
-        );
-        let p = Some(self.pattern.clone()).filter(|p| !p.trim().is_empty());
-        match self.matcher {
-            "command" => r.command = p,
-            "path" => r.path = p,
-            _ => r.title = p,
-        }
-        r
-    }
-
-    /// Looks at up to `budget` more calls for [`RulePreview::hits`]: those that arrived
-    /// since first (the newest), then older ones.
-    pub fn advance(&mut self, session: &Session, budget: usize) {
-        let n = session.ledger.len();
-        if self.hits.top == 0 && self.hits.low == 0 {
-            (self.hits.low, self.hits.top) = (n, n);
-        }
-        let rule = self.rule();
-        let cwd = session.cwd.as_deref();
-        let mut left = budget;
-        let h = &mut self.hits;
-        let mut newer = Vec::new();
-        while h.top < n && left > 0 {
-            let c = session.ledger.at(h.top);
-            if rule.matches(&c, cwd) {
-                h.count += 1;
-                newer.push(trellis_core::enrich::card_title(&c));
-            }
-            h.top += 1;
-            left -= 1;
-        }
-        if !newer.is_empty() {
-            newer.reverse();
-            newer.append(&mut h.latest);
-            newer.truncate(Hits::SHOWN);
-            h.latest = newer;
-        }
-        while h.low > 0 && left > 0 {
-            h.low -= 1;
-            let c = session.ledger.at(h.low);
-            if rule.matches(&c, cwd) {
-                h.count += 1;
-                if h.latest.len() < Hits::SHOWN {
-                    h.latest.push(trellis_core::enrich::card_title(&c));
-                }
-            }
-            left -= 1;
         }
     }
 
     /// Edits the preview; returns `Some(true)` to save, `Some(false)` to abandon.
     pub fn key(&mut self, key: KeyEvent) -> Option<bool> {
+        let p = &mut self.preview;
         match key.code {
             KeyCode::Enter => return Some(true),
             KeyCode::Esc => return Some(false),
@@ -269,25 +138,22 @@ impl RulePreview {
             }
             // The scope, from either field (the pattern has no cursor to move).
             KeyCode::Left | KeyCode::Right => {
-                let i = Scope::ALL
-                    .iter()
-                    .position(|s| *s == self.scope)
-                    .unwrap_or(0);
+                let i = Scope::ALL.iter().position(|s| *s == p.scope).unwrap_or(0);
                 let n = Scope::ALL.len();
                 let j = if key.code == KeyCode::Left {
                     (i + n - 1) % n
                 } else {
                     (i + 1) % n
                 };
-                self.scope = Scope::ALL[j];
+                p.scope = Scope::ALL[j];
             }
             KeyCode::Backspace if self.field == RuleField::Pattern => {
-                self.pattern.pop();
-                self.hits = Hits::default();
+                p.pattern.pop();
+                p.edited();
             }
             KeyCode::Char(c) if self.field == RuleField::Pattern => {
-                self.pattern.push(c);
-                self.hits = Hits::default();
+                p.pattern.push(c);
+                p.edited();
             }
             _ => {}
         }
@@ -295,25 +161,8 @@ impl RulePreview {
     }
 
     /// The preview's lines (from what [`RulePreview::advance`] found).
-    /// What the rule would cover, said plainly (one line of a narrow dialog).
-    fn reach(&self) -> String {
-        let wild = self.pattern.contains(['*', '?', '[']);
-        let what = match (self.matcher, wild) {
-            ("path", false) => "this one file (add * to widen)",
-            ("command", false) => "this exact command (add * to widen)",
-            (_, false) => "this exact title (add * to widen)",
-            ("path", true) => "every file the glob matches",
-            ("command", true) => "every command the glob matches",
-            (_, true) => "every title the glob matches",
-        };
-        format!(
-            "Reach    {what}; other {} calls still ask",
-            self.kind.as_str()
-        )
-    }
-
     pub fn lines(&self, session: &Session, theme: &Theme) -> Vec<Line<'static>> {
-        let verdict = match self.verdict {
+        let verdict = match self.preview.verdict {
             Verdict::Allow => "allow",
             Verdict::Reject => "reject",
             Verdict::Ask => "ask",
@@ -323,24 +172,24 @@ impl RulePreview {
             Line::from(vec![
                 Span::styled("Rule     ", theme.dim),
                 Span::styled(
-                    format!("{verdict} {} calls", self.kind.as_str()),
+                    format!("{verdict} {} calls", self.preview.kind.as_str()),
                     theme.title,
                 ),
             ]),
             Line::from(vec![
-                Span::styled(format!("{:<9}", self.matcher), theme.dim),
+                Span::styled(format!("{:<9}", self.preview.matcher), theme.dim),
                 Span::styled(
-                    format!("{}▏", self.pattern),
+                    format!("{}▏", self.preview.pattern),
                     mark(self.field == RuleField::Pattern),
                 ),
                 Span::styled("  (glob: * any text)", theme.dim),
             ]),
             // Its reach in words, before anything is saved: one file is one file.
-            Line::styled(self.reach(), theme.text),
+            Line::styled(self.preview.reach(), theme.text),
         ];
         let mut scope = vec![Span::styled("Scope    ", theme.dim)];
         for s in Scope::ALL {
-            let on = s == self.scope;
+            let on = s == self.preview.scope;
             let text = if on {
                 format!("● {}", s.name())
             } else {
@@ -357,7 +206,7 @@ impl RulePreview {
             scope.push(Span::raw("  "));
         }
         out.push(Line::from(scope));
-        let h = &self.hits;
+        let h = &self.preview.hits;
         let plural = if h.count == 1 { "" } else { "s" };
         out.push(Line::default());
         out.push(Line::styled(
@@ -367,7 +216,7 @@ impl RulePreview {
                 format!(
                     "Matches {} call{plural} among the latest {} of {} (looking…)",
                     h.count,
-                    h.top - h.low,
+                    h.looked_at(),
                     session.ledger.len()
                 )
             },
@@ -563,7 +412,7 @@ pub enum Overlay {
     Help {
         scroll: usize,
     },
-    Rule(RulePreview),
+    Rule(RuleEdit),
     /// The sessions picker.
     Sessions(crate::history::Picker),
     /// The agent's options (model, mode, …).

@@ -35,7 +35,7 @@ pub mod prompt;
 pub mod rail;
 pub mod reason;
 pub mod rewind;
-pub mod rules;
+
 mod siblings;
 pub mod sidebar;
 

@@ -422,7 +422,7 @@ fn always_opens_a_rule_preview_that_can_be_edited_or_abandoned() {
     app.on_key(k(KeyCode::Right));
     app.on_key(k(KeyCode::Enter));
     app.on_key(k(KeyCode::Esc));
-    assert!(app.saved_rules.is_empty());
+    assert!(app.driver.saved_rules.is_empty());
     let stored = app
         .driver
         .host

@@ -90,7 +90,7 @@ impl Launch {
         resolved.spec.caps.terminal_login = true;
         resolved.spec.caps.elicitation_url = true;
         let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
-        let saved = trellis_tui::rules::load(&host, &cwd_now);
+        let saved = trellis_driver::rules::load(&host, &cwd_now);
         let stored: Vec<_> = saved.iter().map(|r| r.rule.clone()).collect();
         let policy = self.policy(stored)?;
         let writer = match &paths {
@@ -162,7 +162,7 @@ impl Launch {
                 app.message = Some(format!("the earlier session stays in memory: {e}"));
             }
         }
-        app.saved_rules = saved;
+        app.driver.saved_rules = saved;
         app.plugins = paths.as_ref().map(|p| {
             trellis_plugin::registry::Registry::new(p.data_dir.clone(), Some(PathBuf::from(&cwd)))
         });

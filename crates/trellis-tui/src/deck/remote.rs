@@ -84,13 +84,10 @@ impl Deck {
             slot.claims.check_claim(request_id, claim)?;
             let (kind, call) =
                 trellis_driver::claims::option_of(&slot.app.driver.session, request_id, option_id)?;
-            let scope = crate::extui::Scope::ALL
-                .into_iter()
-                .find(|s| s.name() == place)
-                .ok_or((
-                    "bad_request",
-                    format!("always: {place}: session, project or global"),
-                ))?;
+            let scope = crate::extui::Scope::named(place).ok_or((
+                "bad_request",
+                format!("always: {place}: session, project or global"),
+            ))?;
             if !matches!(
                 kind,
                 trellis_core::permission::OptionKind::AllowAlways
@@ -108,6 +105,7 @@ impl Deck {
             let rule = p.rule().describe();
             let place = slot
                 .app
+                .driver
                 .save_rule(&p)
                 .map_err(|e| ("refused", format!("cannot save the rule: {e}")))?;
             slot.app.message = Some(format!("rule saved by {who} ({place}): {rule}"));
