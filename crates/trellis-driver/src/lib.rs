@@ -174,6 +174,10 @@ pub trait History: Send {
     fn finish(&mut self, wait: std::time::Duration) -> Option<String>;
 }
 
+/// Starts the agent again, continuing the session log from an origin (Ctrl-R after the
+/// agent ended).
+pub type Restart = Box<dyn FnMut(trellis_acp::Origin) -> Result<Connection, String> + Send>;
+
 /// Something that sees a session's events as they are emitted, and its end (the trace
 /// exporter). It runs on the session's path: it must be quick.
 pub trait Observer: Send {

@@ -443,7 +443,7 @@ fn bench(c: &mut Criterion) {
     let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
     g.bench_function("back_and_forth_100000_calls", |b| {
         b.iter(|| {
-            let next = 1 - deck.front;
+            let next = 1 - deck.sessions.front;
             deck.show(next);
             term.draw(|f| trellis_tui::rail::draw_deck(f, &mut deck, Clock { now: 1.0, frame: 0 }))
                 .unwrap()

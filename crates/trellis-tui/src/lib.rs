@@ -441,8 +441,7 @@ fn restore() {
     }
 }
 
-/// Starts the agent again, continuing the session log from an origin.
-pub type Restart = Box<dyn FnMut(trellis_acp::Origin) -> Result<Connection, String> + Send>;
+pub use trellis_driver::Restart;
 
 /// Runs the UI on one session until the user quits (or a signal asks it to), then closes
 /// the session. Returns what closing the session had to tell the user (to print after
@@ -481,24 +480,23 @@ pub async fn run_deck(mut deck: deck::Deck) -> std::io::Result<Vec<String>> {
         crossterm::event::EnableFocusChange,
         crossterm::event::EnableBracketedPaste
     )?;
-    let keys = deck.keys.listed();
-    for s in &mut deck.slots {
-        s.app.session_keys = keys.clone();
-    }
+    deck.hint_keys();
     let mut signals = trellis_os::signals::Signals::new(true)?;
     let mut said = Vec::new();
     let result = deck_loop::deck_loop(&mut terminal, &mut deck, &mut signals, &mut said).await;
     restore();
     let reason = deck
+        .sessions
         .slots
-        .get(deck.front)
+        .get(deck.sessions.front)
         .and_then(|s| s.app.stop_reason.clone())
         .unwrap_or_else(|| "user quit".into());
     let then_run = deck
+        .sessions
         .slots
-        .get_mut(deck.front)
+        .get_mut(deck.sessions.front)
         .and_then(|s| s.app.then_run.take());
-    for slot in &mut deck.slots {
+    for slot in &mut deck.sessions.slots {
         if let Some(log) = &slot.app.log_path
             && !slot.app.replay
         {
@@ -531,22 +529,6 @@ pub async fn run_deck(mut deck: deck::Deck) -> std::io::Result<Vec<String>> {
         return Err(std::process::Command::new(exe).args(args).exec());
     }
     result.map(|()| said)
-}
-
-/// Runs a deck without a terminal (`trellis serve`) until a signal asks it to stop, then
-/// closes every session the way quitting the UI does. Returns what closing them had to
-/// say.
-pub async fn serve_deck(mut deck: deck::Deck) -> std::io::Result<Vec<String>> {
-    deck.headless = true;
-    trellis_ext_host::install_panic_guard();
-    let mut signals = trellis_os::signals::Signals::new(true)?;
-    let mut said = Vec::new();
-    let sig = deck_loop::serve_loop(&mut deck, &mut signals, &mut said).await;
-    let reason = format!("the hub stopped ({sig})");
-    while !deck.slots.is_empty() {
-        deck_loop::close_slot(&mut deck, 0, &reason, &mut said, true).await;
-    }
-    Ok(said)
 }
 
 /// How often a recording being read in is drawn.

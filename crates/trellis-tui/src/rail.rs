@@ -96,6 +96,7 @@ fn threaded(members: Vec<(usize, &Slot)>) -> Vec<(usize, &Slot)> {
 fn lineage(deck: &Deck, s: &Slot) -> Option<String> {
     let from = s.from.as_ref()?;
     let whose = match deck
+        .sessions
         .slots
         .iter()
         .position(|p| p.app.log_path.as_deref() == Some(from.log.as_path()))
@@ -124,7 +125,7 @@ fn lineage(deck: &Deck, s: &Slot) -> Option<String> {
 /// appears), each group's header counting its blocked and done sessions in words.
 pub fn rail_lines(deck: &Deck, width: usize, theme: &Theme, now: Instant) -> Vec<Line<'static>> {
     let mut groups: Vec<&str> = Vec::new();
-    for s in &deck.slots {
+    for s in &deck.sessions.slots {
         if !groups.contains(&s.source.as_str()) {
             groups.push(&s.source);
         }
@@ -133,7 +134,8 @@ pub fn rail_lines(deck: &Deck, width: usize, theme: &Theme, now: Instant) -> Vec
     let mut lines = Vec::new();
     for g in groups {
         let members = threaded(
-            deck.slots
+            deck.sessions
+                .slots
                 .iter()
                 .enumerate()
                 .filter(|(_, s)| s.source == g)
@@ -164,7 +166,7 @@ pub fn rail_lines(deck: &Deck, width: usize, theme: &Theme, now: Instant) -> Vec
         }
         lines.push(Line::styled(clip(&head, width), theme.title));
         for (i, s) in members {
-            let front = i == deck.front;
+            let front = i == deck.sessions.front;
             let a = s.attention;
             let number = if i < 9 {
                 format!("{}", i + 1)
@@ -221,10 +223,10 @@ pub fn rail_lines(deck: &Deck, width: usize, theme: &Theme, now: Instant) -> Vec
 /// The one-line strip of a narrow terminal: `1◆permission 2✓done [3◐working]`.
 pub fn strip_line(deck: &Deck, width: usize, theme: &Theme) -> Line<'static> {
     let mut spans = Vec::new();
-    for (i, s) in deck.slots.iter().enumerate() {
+    for (i, s) in deck.sessions.slots.iter().enumerate() {
         let a = s.attention;
         let text = format!("{}{}{}", i + 1, a.mark(deck.ascii), a.word());
-        let text = if i == deck.front {
+        let text = if i == deck.sessions.front {
             format!("[{text}]")
         } else {
             text
@@ -235,7 +237,7 @@ pub fn strip_line(deck: &Deck, width: usize, theme: &Theme) -> Line<'static> {
         let st = style(theme, a);
         spans.push(Span::styled(
             text,
-            if i == deck.front {
+            if i == deck.sessions.front {
                 st.add_modifier(Modifier::BOLD)
             } else {
                 st
@@ -246,22 +248,24 @@ pub fn strip_line(deck: &Deck, width: usize, theme: &Theme) -> Line<'static> {
     if line.width() > width {
         // Too many for the width: the counts that matter, in words.
         let blocked = deck
+            .sessions
             .slots
             .iter()
             .filter(|s| matches!(s.attention, Attention::Blocked(_)))
             .count();
         let done = deck
+            .sessions
             .slots
             .iter()
             .filter(|s| s.attention == Attention::Done)
             .count();
-        let f = &deck.slots[deck.front];
+        let f = &deck.sessions.slots[deck.sessions.front];
         let text = format!(
             "[{}{}{}] of {} · {blocked} blocked · {done} done",
-            deck.front + 1,
+            deck.sessions.front + 1,
             f.attention.mark(deck.ascii),
             f.attention.word(),
-            deck.slots.len()
+            deck.sessions.slots.len()
         );
         return Line::styled(trellis_text::clip(&text, width).into_owned(), theme.title);
     }
@@ -277,8 +281,8 @@ pub fn draw_deck(f: &mut Frame<'_>, deck: &mut Deck, clock: Clock) {
 /// [`draw_deck`] at a given instant (ages in snapshots).
 pub fn draw_deck_at(f: &mut Frame<'_>, deck: &mut Deck, clock: Clock, now: Instant) {
     let area = f.area();
-    let theme = deck.slots[deck.front].app.theme.clone();
-    let several = deck.slots.len() > 1;
+    let theme = deck.sessions.slots[deck.sessions.front].app.theme.clone();
+    let several = deck.sessions.slots.len() > 1;
     let main = if !several {
         area
     } else if deck.rail && area.width >= MIN_WIDE {
@@ -296,7 +300,7 @@ pub fn draw_deck_at(f: &mut Frame<'_>, deck: &mut Deck, clock: Clock, now: Insta
             rail,
         );
         // The keys between sessions, at the rail's foot when there is room for them.
-        let hint: Vec<Line<'static>> = deck.slots[deck.front]
+        let hint: Vec<Line<'static>> = deck.sessions.slots[deck.sessions.front]
             .app
             .deck_hint
             .as_deref()
@@ -326,8 +330,8 @@ pub fn draw_deck_at(f: &mut Frame<'_>, deck: &mut Deck, clock: Clock, now: Insta
         );
         main
     };
-    let front = deck.front;
-    draw_in(f, &mut deck.slots[front].app, main, clock);
+    let front = deck.sessions.front;
+    draw_in(f, &mut deck.sessions.slots[front].app, main, clock);
     if deck.form.is_some() {
         draw_form(f, deck, area, &theme);
     } else if deck.inbox.is_some() {
@@ -476,13 +480,13 @@ pub fn inbox_lines(
 fn draw_inbox(f: &mut Frame<'_>, deck: &mut Deck, area: Rect, theme: &Theme, now: Instant) {
     // A question answered here: its session's own form, over the deck.
     if let Some((i, e)) = deck.answering() {
-        let slot = &deck.slots[i];
+        let slot = &deck.sessions.slots[i];
         let from = format!("{} {} · {}", i + 1, slot.app.agent, base(&slot.source));
-        crate::ask_draw::draw_from(f, &mut deck.slots[i].app, &e, area, Some(&from));
+        crate::ask_draw::draw_from(f, &mut deck.sessions.slots[i].app, &e, area, Some(&from));
         return;
     }
     let Some(inbox) = &deck.inbox else { return };
-    let pending = deck.pending();
+    let pending = deck.sessions.pending();
     let w = area.width.saturating_sub(4).min(96);
     let lines = inbox_lines(
         &pending,

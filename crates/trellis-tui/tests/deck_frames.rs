@@ -85,7 +85,7 @@ fn deck(now: Instant) -> Deck {
         Attention::Blocked(Blocked::Permission),
         Attention::Done,
     ];
-    for (i, (s, a)) in d.slots.iter_mut().zip(states).enumerate() {
+    for (i, (s, a)) in d.sessions.slots.iter_mut().zip(states).enumerate() {
         s.attention = a;
         s.started = now - Duration::from_secs(60 * (i as u64 + 2));
         s.since = now - Duration::from_secs(30 * (3 - i as u64));
@@ -154,7 +154,7 @@ fn the_rail_at_three_sizes_and_as_a_strip() {
 fn a_fork_sits_under_the_session_it_came_from() {
     let now = Instant::now();
     let mut d = deck(now);
-    d.slots[0].app.log_path = Some("/logs/first.jsonl".into());
+    d.sessions.slots[0].app.log_path = Some("/logs/first.jsonl".into());
     let lineage = |log: &str, at, handoff| trellis_tui::deck::Lineage {
         log: log.into(),
         at,
@@ -175,7 +175,7 @@ fn a_fork_sits_under_the_session_it_came_from() {
     orphan.from = Some(lineage("/logs/gone-away.jsonl", Some(1), false));
     d.add(orphan, "demo".into());
     d.show(0);
-    for s in d.slots.iter_mut().skip(3) {
+    for s in d.sessions.slots.iter_mut().skip(3) {
         s.started = now - Duration::from_secs(5);
     }
     let f = deck_text(&mut d, 120, 40, now);
@@ -206,9 +206,9 @@ fn the_inbox_lists_every_pending_request_with_one_time_answers() {
         !f.contains("Always allow"),
         "always is made only in the session's dialog"
     );
-    let pending = d.pending();
+    let pending = d.sessions.pending();
     assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].key, d.slots[1].key);
+    assert_eq!(pending[0].key, d.sessions.slots[1].key);
 }
 
 #[test]
@@ -263,6 +263,12 @@ fn the_help_screen_lists_the_session_keys() {
 
 /// Worktree figures as git would give them, for the comparison (the UI crate runs no git).
 struct FakeTrees;
+
+impl trellis_tui::deck::Worktrees for FakeTrees {
+    fn reminder(&self, _: &str) -> Option<String> {
+        None
+    }
+}
 
 impl trellis_tui::deck::WorktreeOps for FakeTrees {
     fn diff(&self, _: &str, _: &str) -> Result<String, String> {
@@ -320,9 +326,6 @@ impl trellis_tui::deck::WorktreeOps for FakeTrees {
     ) -> Result<Vec<String>, String> {
         Err("no".into())
     }
-    fn reminder(&self, _: &str) -> Option<String> {
-        None
-    }
 }
 
 /// The comparison: the figures of each worktree are git's (measured off the UI's thread,
@@ -379,7 +382,7 @@ fn the_comparison_shows_one_row_per_session_from_its_ledger() {
         "codex".into(),
     );
     d.show(0);
-    for (i, s) in d.slots.iter_mut().enumerate() {
+    for (i, s) in d.sessions.slots.iter_mut().enumerate() {
         s.attention = Attention::Done;
         s.started = now - Duration::from_secs(90 + 30 * i as u64);
         s.since = now;
@@ -390,8 +393,8 @@ fn the_comparison_shows_one_row_per_session_from_its_ledger() {
             base: "0".repeat(40),
         });
     }
-    d.worktrees = Some(std::sync::Arc::new(FakeTrees));
-    d.fan = d.slots.iter().map(|s| s.key).collect();
+    d.set_worktrees(std::sync::Arc::new(FakeTrees));
+    d.sessions.fan = d.sessions.slots.iter().map(|s| s.key).collect();
     d.open_compare();
     {
         let c = d.compare.as_ref().unwrap();
@@ -509,8 +512,8 @@ fn the_inbox_answers_a_question_in_place() {
     );
     d.add(opened(asking, "/home/dev/site", None), "gemini".into());
     d.show(0);
-    let key = d.slots[3].key;
-    d.slots[3].since = now - Duration::from_secs(600);
+    let key = d.sessions.slots[3].key;
+    d.sessions.slots[3].since = now - Duration::from_secs(600);
     d.inbox = Some(trellis_tui::deck::Inbox::default());
     let press = |d: &mut Deck, code: KeyCode| d.inbox_key(&KeyEvent::new(code, KeyModifiers::NONE));
     let f = deck_text(&mut d, 120, 40, now);
@@ -526,10 +529,10 @@ fn the_inbox_answers_a_question_in_place() {
     insta::assert_snapshot!("inbox_question_120x40", f);
     assert!(f.contains("Which release should I cut?"), "{f}");
     assert!(f.contains("1.4.0"), "{f}");
-    assert_eq!(d.front, 0, "the session in front stays in front");
+    assert_eq!(d.sessions.front, 0, "the session in front stays in front");
     press(&mut d, KeyCode::Enter);
-    let i = d.index_of(key).unwrap();
-    let s = &d.slots[i].app.driver.session;
+    let i = d.sessions.index_of(key).unwrap();
+    let s = &d.sessions.slots[i].app.driver.session;
     assert_eq!(s.pending_elicitations().count(), 0);
     assert_eq!(
         s.answered_by("9").map(|by| by.to_string()).as_deref(),

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use trellis_core::Session;
 use trellis_core::permission::Policy;
+use trellis_deck::Headless;
 use trellis_store::{Config, LogWriter, Paths};
 use trellis_tui::deck::Opened;
 use trellis_tui::{App, Connection};
@@ -39,9 +40,87 @@ pub struct Request {
 }
 
 impl Launch {
-    /// Starts a session (within the runtime: the agent's tasks are spawned on it). Returns
-    /// it, its log, and what to tell the user about its worktree.
+    /// Starts a session for the UI (within the runtime: the agent's tasks are spawned on
+    /// it). Returns it, its log, and what to tell the user about its worktree.
     pub fn open(&self, req: Request) -> anyhow::Result<(Opened, PathBuf, Vec<String>)> {
+        let s = self.start(req)?;
+        let mut app = App::new(Session::new(Policy::Ask), s.name.clone(), false);
+        app.driver = s.driver;
+        app.log_path = Some(s.log_path.clone());
+        app.theme = theme();
+        crate::ui_config::apply_ui_config(&mut app, &self.config)?;
+        // After the key bindings are known: contributed keys must not clash with them.
+        app.set_ext(s.host, s.host_rx);
+        if let Some(e) = finish(&mut app.driver, s.history, s.saved, s.connection) {
+            app.message = Some(format!("the earlier session stays in memory: {e}"));
+        }
+        app.plugins = s.paths.as_ref().map(|p| {
+            trellis_plugin::registry::Registry::new(p.data_dir.clone(), Some(PathBuf::from(&s.cwd)))
+        });
+        problems(&mut app, s.mcp_problems, &s.said);
+        app.agent_arg = Some(s.agent_arg);
+        app.rewinder = Some(crate::checkpoints::ui_rewinder());
+        app.name_from_agent = s.command_line;
+        app.exit_after_first_frame = self.exit_after_first_frame;
+        app.history = Some(Box::new(crate::sessions::IndexHistory::new(s.cwd.clone())));
+        indexed(&mut app.driver, s.paths.as_ref(), &s.log_path);
+        // The demo's scratch workspace lives as long as the session's front end.
+        for kept in s.kept {
+            app.keep_alive(kept);
+        }
+        Ok((
+            Opened {
+                app,
+                restart: Some(s.restart),
+                source: s.source,
+                branch: s.branch,
+                from: None,
+            },
+            s.log_path,
+            s.said,
+        ))
+    }
+
+    /// Starts a session for a hub without a screen (`trellis serve`): the same session as
+    /// [`Launch::open`]'s, with no UI.
+    pub fn open_headless(
+        &self,
+        req: Request,
+    ) -> anyhow::Result<(trellis_deck::Opened<Headless>, PathBuf, Vec<String>)> {
+        let s = self.start(req)?;
+        let mut front = Headless::new(s.driver, s.name.clone());
+        front.log_path = Some(s.log_path.clone());
+        front.driver.set_host(s.host, s.host_rx);
+        if let Some(e) = finish(&mut front.driver, s.history, s.saved, s.connection) {
+            front.told = Some(format!("the earlier session stays in memory: {e}"));
+        }
+        if let Some(first) = s.mcp_problems.first() {
+            front.told = Some(format!("{first} (see the session's log)"));
+        }
+        if let Some(w) = s.said.iter().find(|l| l.starts_with("NOT ISOLATED")) {
+            front.told = Some(trellis_text::one_line(w).into_owned());
+        }
+        front.name_from_agent = s.command_line;
+        indexed(&mut front.driver, s.paths.as_ref(), &s.log_path);
+        for kept in s.kept {
+            front.keep_alive(kept);
+        }
+        Ok((
+            trellis_deck::Opened {
+                app: front,
+                restart: Some(s.restart),
+                source: s.source,
+                branch: s.branch,
+                from: None,
+            },
+            s.log_path,
+            s.said,
+        ))
+    }
+
+    /// Starts a session: its agent, log, extension host and plugins, permission policy,
+    /// all but its front end.
+    fn start(&self, req: Request) -> anyhow::Result<Started> {
         let config = &self.config;
         let paths = Paths::from_env();
         let mut resolved = crate::agents::resolve(
@@ -143,54 +222,41 @@ impl Launch {
             }
             None => (Session::new(policy), None, None),
         };
-        let mut app = App::new(session, name, false);
-        crate::traces::observe(&mut app.driver, &begun);
+        let mut driver = trellis_driver::Driver::offline(session);
+        crate::traces::observe(&mut driver, &begun);
         if let Some(doc) = carry {
-            app.driver.carry(doc);
+            driver.carry(doc);
         }
         if history.is_none() {
-            app.driver.keep_output_in_log(&log_path);
+            driver.keep_output_in_log(&log_path);
         }
-        app.log_path = Some(log_path.clone());
-        app.theme = theme();
-        crate::ui_config::apply_ui_config(&mut app, config)?;
-        // After the key bindings are known: contributed keys must not clash with them.
-        app.set_ext(host, host_rx);
-        if let Some((feed, then, spill_error)) = history {
-            app.driver.resume(feed, then);
-            if let Some(e) = spill_error {
-                app.message = Some(format!("the earlier session stays in memory: {e}"));
-            }
-        }
-        app.driver.saved_rules = saved;
-        app.plugins = paths.as_ref().map(|p| {
-            trellis_plugin::registry::Registry::new(p.data_dir.clone(), Some(PathBuf::from(&cwd)))
-        });
-        problems(&mut app, mcp_problems, &said);
-        app.agent_arg = Some(req.agent.clone());
-        app.rewinder = Some(crate::checkpoints::ui_rewinder());
-        app.name_from_agent = resolved.command_line;
-        app.exit_after_first_frame = self.exit_after_first_frame;
-        app.driver.connect(Connection { handle, rx });
-        indexed(&mut app, paths.as_ref(), &cwd, &log_path);
-        // The demo's scratch workspace lives as long as the session's front end.
+        let mut kept: Vec<Box<dyn std::any::Any>> = Vec::new();
         if let Some(dir) = resolved.scratch {
-            app.keep_alive(Box::new(dir));
+            kept.push(Box::new(dir));
         }
         if let Some(lease) = lease {
-            app.keep_alive(Box::new(lease));
+            kept.push(Box::new(lease));
         }
-        Ok((
-            Opened {
-                app,
-                restart: Some(restart),
-                source,
-                branch,
-                from: None,
-            },
+        Ok(Started {
+            driver,
+            name,
             log_path,
+            restart,
+            source,
+            branch,
             said,
-        ))
+            mcp_problems,
+            host,
+            host_rx,
+            history,
+            saved,
+            connection: Connection { handle, rx },
+            paths,
+            cwd,
+            agent_arg: req.agent.clone(),
+            command_line: resolved.command_line,
+            kept,
+        })
     }
 
     /// The host of the hub's plugins of `"scope": "hub"` (user-wide ones, those tried with
@@ -241,14 +307,65 @@ impl Launch {
     }
 }
 
-/// The session's history and search: the user's sessions (the picker), and the index
-/// kept up to date as the log grows.
-fn indexed(app: &mut App, paths: Option<&Paths>, cwd: &str, log: &std::path::Path) {
-    app.history = Some(Box::new(crate::sessions::IndexHistory::new(
-        cwd.to_string(),
-    )));
+/// A started session, before its front end is made.
+struct Started {
+    /// Its driver, not connected yet.
+    driver: trellis_driver::Driver,
+    name: String,
+    log_path: PathBuf,
+    restart: trellis_tui::Restart,
+    source: String,
+    branch: Option<String>,
+    /// What to tell the user about its worktree.
+    said: Vec<String>,
+    mcp_problems: Vec<String>,
+    host: trellis_ext_host::ExtHost,
+    host_rx: tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
+    /// An earlier session's history to read in while it is shown.
+    history: Option<(
+        trellis_driver::replay::Feed,
+        trellis_driver::Resumed,
+        Option<String>,
+    )>,
+    saved: Vec<trellis_driver::rules::SavedRule>,
+    connection: Connection,
+    paths: Option<Paths>,
+    cwd: String,
+    /// The agent as the user named it.
+    agent_arg: String,
+    /// The agent was given as a command line (named as it names itself).
+    command_line: bool,
+    /// What lives as long as the session (the demo's scratch workspace, the worktree's
+    /// lease).
+    kept: Vec<Box<dyn std::any::Any>>,
+}
+
+/// What every front end does last: the history read in, the saved rules in force, the
+/// agent connected. Why the history stays in memory, if it does.
+fn finish(
+    driver: &mut trellis_driver::Driver,
+    history: Option<(
+        trellis_driver::replay::Feed,
+        trellis_driver::Resumed,
+        Option<String>,
+    )>,
+    saved: Vec<trellis_driver::rules::SavedRule>,
+    connection: Connection,
+) -> Option<String> {
+    let mut spilled = None;
+    if let Some((feed, then, spill_error)) = history {
+        driver.resume(feed, then);
+        spilled = spill_error;
+    }
+    driver.saved_rules = saved;
+    driver.connect(connection);
+    spilled
+}
+
+/// The session's index kept up to date as the log grows.
+fn indexed(driver: &mut trellis_driver::Driver, paths: Option<&Paths>, log: &std::path::Path) {
     if let Some(p) = paths {
-        app.driver.set_history(Box::new(crate::sessions::Indexing(
+        driver.set_history(Box::new(crate::sessions::Indexing(
             trellis_index::Background::start(
                 p.data_dir.join(trellis_index::FILE),
                 &p.sessions_dir(),

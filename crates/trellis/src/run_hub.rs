@@ -293,7 +293,7 @@ impl RunHub {
                 .answer(
                     driver,
                     &request_id,
-                    trellis_tui::deck::elicit_answer(answer),
+                    trellis_deck::elicit_answer(answer),
                     claim.as_deref(),
                     who,
                     notes,

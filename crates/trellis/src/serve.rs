@@ -173,10 +173,10 @@ pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<Exi
     let dir = runtime_dir()?;
     let rt = crate::ui::runtime()?;
     let said = rt.block_on(async move {
-        let mut deck = trellis_tui::deck::Deck::empty();
+        let mut deck = trellis_deck::Sessions::<trellis_deck::Headless>::empty();
         deck.notify = notify;
         deck.worktrees = Some(std::sync::Arc::new(crate::worktree_cmd::Ops));
-        deck.settings = trellis_tui::deck::HubSettings {
+        deck.settings = trellis_deck::HubSettings {
             policy: Some(match launch.permission {
                 Some(_) => policy.describe(),
                 // Without one, requests wait for someone to answer (approve, attach, a
@@ -212,8 +212,11 @@ pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<Exi
         if let Some((host, rx)) = launch.hub_host()? {
             deck.set_hub_wide(host, rx);
         }
-        deck.opener = Some(crate::ui::opener(launch));
-        anyhow::Ok(trellis_tui::serve_deck(deck).await?)
+        deck.opener = Some(crate::ui::opener(
+            launch,
+            crate::launch::Launch::open_headless,
+        ));
+        anyhow::Ok(trellis_deck::serve(deck).await?)
     })?;
     for line in said {
         eprintln!("trellis: {}", safe(&line));

@@ -113,6 +113,7 @@ pub fn start(
                     // stay, and are said with how to end them.
                     if let Some(d) = &deck {
                         let left: Vec<String> = d
+                            .sessions
                             .slots
                             .iter()
                             .filter_map(|s| s.app.driver.session.worktree.as_ref())
@@ -141,26 +142,26 @@ pub fn start(
         };
         deck.show(0);
         if prompt.is_some() {
-            deck.fan = deck.slots.iter().map(|s| s.key).collect();
+            deck.sessions.fan = deck.sessions.slots.iter().map(|s| s.key).collect();
         }
         deck.keys = deck_keys;
         deck.hint_keys();
         deck.ascii = ascii;
-        deck.notify = notify;
-        deck.worktrees = Some(std::sync::Arc::new(crate::worktree_cmd::Ops));
+        deck.sessions.notify = notify;
+        deck.set_worktrees(std::sync::Arc::new(crate::worktree_cmd::Ops));
         // Reachable from elsewhere: `trellis ls`, `send`, `cancel`, `stop`, `approve`.
         match trellis_hub::place::runtime_dir()
             .and_then(|d| trellis_hub::serve::serve(&d, &format!("hub-{}", std::process::id())))
         {
-            Ok(served) => deck.set_hub(served),
+            Ok(served) => deck.sessions.set_hub(served),
             Err(e) => {
                 deck.front().message = Some(format!("no socket for trellis ls and approve: {e}"))
             }
         }
         if let Some((host, rx)) = launch.hub_host()? {
-            deck.set_hub_wide(host, rx);
+            deck.sessions.set_hub_wide(host, rx);
         }
-        deck.opener = Some(opener(launch));
+        deck.sessions.opener = Some(opener(launch, crate::launch::Launch::open));
         let said = trellis_tui::run_deck(deck)
             .await
             .map_err(anyhow::Error::from)?;
@@ -174,9 +175,9 @@ pub fn start(
 }
 
 /// `[notify]` as the deck takes it.
-pub(crate) fn notify_of(config: &Config) -> trellis_tui::deck::Notify {
+pub(crate) fn notify_of(config: &Config) -> trellis_deck::Notify {
     let n = &config.notify;
-    trellis_tui::deck::Notify {
+    trellis_deck::Notify {
         enabled: n.enabled.unwrap_or(true),
         blocked: n.blocked.unwrap_or(true),
         error: n.error.unwrap_or(true),
@@ -185,10 +186,20 @@ pub(crate) fn notify_of(config: &Config) -> trellis_tui::deck::Notify {
     }
 }
 
+/// How a front end of kind `F` starts a session (see [`crate::launch::Launch::open`]).
+pub(crate) type OpenWith<F> =
+    fn(
+        &crate::launch::Launch,
+        crate::launch::Request,
+    ) -> anyhow::Result<(trellis_deck::Opened<F>, std::path::PathBuf, Vec<String>)>;
+
 /// Starts the sessions a deck's human asks for (the new-session form, a hub's
-/// `trellis run --detach`), all alike.
-pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener {
-    Box::new(move |req: trellis_tui::deck::NewSession| {
+/// `trellis run --detach`), all alike, each with a front end made by `open`.
+pub(crate) fn opener<F: trellis_deck::Front + 'static>(
+    launch: crate::launch::Launch,
+    open: OpenWith<F>,
+) -> trellis_deck::Opener<F> {
+    Box::new(move |req: trellis_deck::NewSession| {
         let mut from = None;
         let resume = match &req.fork {
             Some(f) => {
@@ -199,7 +210,7 @@ pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener
                     r.handed_over = true;
                 }
                 // The turn asked for (none: after the last), not the log's count.
-                from = Some(trellis_tui::deck::Lineage {
+                from = Some(trellis_deck::Lineage {
                     log: r.continues().0.into(),
                     at: f.at,
                     handoff: !f.transcript,
@@ -221,14 +232,14 @@ pub(crate) fn opener(launch: crate::launch::Launch) -> trellis_tui::deck::Opener
             load: None,
             launched_in: req.launched_in.clone(),
         };
-        match launch.open(request) {
+        match open(&launch, request) {
             Ok((mut opened, _, notes)) => {
                 if !notes.is_empty() {
                     let said: Vec<String> = notes
                         .iter()
                         .map(|n| trellis_text::one_line(n).into_owned())
                         .collect();
-                    opened.app.message = Some(said.join(" · "));
+                    opened.app.tell(said.join(" · "));
                 }
                 opened.from = from;
                 Ok(opened)

@@ -573,7 +573,9 @@ impl trellis_tui::deck::WorktreeOps for Ops {
         .map(|o| o.lines)
         .map_err(|e| e.to_string())
     }
+}
 
+impl trellis_deck::Worktrees for Ops {
     fn reminder(&self, label: &str) -> Option<String> {
         let f = Self::find(label).ok()?;
         if f.status != Status::Owned {
@@ -606,7 +608,7 @@ pub fn lease(cwd: &std::path::Path) -> anyhow::Result<Option<trellis_worktree::l
 /// What to remind a user of the worktree `w` once the session is over (how to end it),
 /// while it is still open.
 pub fn reminder(w: &trellis_core::WorktreeRef) -> Option<String> {
-    trellis_tui::deck::WorktreeOps::reminder(&Ops, &w.label)
+    trellis_deck::Worktrees::reminder(&Ops, &w.label)
 }
 
 /// Lines for stderr, each as `trellis: …`, made harmless.

@@ -3,24 +3,29 @@
 
 use std::time::Instant;
 
-use super::key::SessionKey;
-use super::{Deck, slot};
+use trellis_core::attention::Attention;
+use trellis_core::tool_call::{ToolKind, ToolStatus};
+
+use super::{Deck, SessionKey, Slot};
+use crate::compare::{Reported, Row, Tree, test_like, test_run};
 
 impl Deck {
     /// Opens the comparison: the fan-out's sessions still on the deck, else all.
     pub fn open_compare(&mut self) {
         let mut keys: Vec<SessionKey> = self
+            .sessions
             .fan
             .iter()
             .copied()
-            .filter(|k| self.index_of(*k).is_some())
+            .filter(|k| self.sessions.index_of(*k).is_some())
             .collect();
         if keys.len() < 2 {
-            keys = self.slots.iter().map(|s| s.key).collect();
+            keys = self.sessions.slots.iter().map(|s| s.key).collect();
         }
         // The fan's worktrees whose sessions closed, still open.
         let closed = match &self.worktrees {
-            Some(ops) if keys.iter().all(|k| self.fan.contains(k)) => self
+            Some(ops) if keys.iter().all(|k| self.sessions.fan.contains(k)) => self
+                .sessions
                 .fan_closed
                 .iter()
                 .filter(|l| ops.reminder(l).is_some())
@@ -43,13 +48,19 @@ impl Deck {
         let Some(c) = self.compare.as_mut() else {
             return;
         };
-        c.keys.retain(|k| self.slots.iter().any(|s| s.key == *k));
+        c.keys
+            .retain(|k| self.sessions.slots.iter().any(|s| s.key == *k));
         let rows = c
             .keys
             .iter()
             .filter_map(|k| {
-                let i = self.slots.iter().position(|s| s.key == *k)?;
-                Some(slot::compare_row(&self.slots[i], i + 1, now, c.tree_of(*k)))
+                let i = self.sessions.slots.iter().position(|s| s.key == *k)?;
+                Some(compare_row(
+                    &self.sessions.slots[i],
+                    i + 1,
+                    now,
+                    c.tree_of(*k),
+                ))
             })
             .collect();
         c.rows = rows;
@@ -115,5 +126,72 @@ impl Deck {
                 }
             }
         }
+    }
+}
+
+/// A session's row, from its ledger; its worktree is measured apart (`tree` is what was
+/// known of it before).
+pub fn compare_row(slot: &Slot, number: usize, now: Instant, tree: Tree) -> Row {
+    let s = &slot.app.driver.session;
+    let mut files = std::collections::BTreeSet::new();
+    let (mut commands, mut failed) = (0, 0);
+    let (mut added, mut removed) = (0, 0);
+    let mut last_test = None;
+    let calls = s.ledger.len();
+    for p in 0..calls {
+        let c = s.ledger.at(p);
+        if c.status == ToolStatus::Failed {
+            failed += 1;
+        }
+        match c.kind {
+            ToolKind::Edit | ToolKind::Delete | ToolKind::Move
+                if c.status == ToolStatus::Completed =>
+            {
+                files.extend(trellis_core::enrich::paths_of(&c));
+                if let Some((a, d)) = trellis_core::enrich::diff_stat(&c) {
+                    added += a;
+                    removed += d;
+                }
+            }
+            ToolKind::Execute => {
+                commands += 1;
+                let cmd = trellis_core::enrich::command_of(&c).unwrap_or_else(|| c.display_title());
+                if test_like(&cmd) || test_like(&c.title) {
+                    last_test = Some(test_run(&c, s, &cmd));
+                }
+            }
+            _ => {}
+        }
+    }
+    let still = matches!(
+        slot.attention,
+        Attention::Working | Attention::Starting | Attention::Blocked(_)
+    );
+    let until = if still { now } else { slot.since };
+    let label = s.worktree.as_ref().map(|w| w.label.clone());
+    Row {
+        key: slot.key,
+        number,
+        agent: slot.agent_name(),
+        tree: if label.is_some() { tree } else { Tree::None },
+        label,
+        prompt: slot.first_prompt(),
+        attention: slot.attention,
+        reported: Reported {
+            added,
+            removed,
+            files: files.len(),
+        },
+        calls,
+        commands,
+        last_test,
+        failed,
+        tokens: s.usage.as_ref().map(|u| u.used).filter(|&u| u > 0),
+        cost: s
+            .usage
+            .as_ref()
+            .and_then(|u| u.cost.as_ref())
+            .map(|c| c.display()),
+        took: until.saturating_duration_since(slot.started),
     }
 }

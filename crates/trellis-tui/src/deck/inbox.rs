@@ -15,7 +15,7 @@ impl Deck {
             self.answer_key(k);
             return;
         }
-        let pending = self.pending();
+        let pending = self.sessions.pending();
         let Some(inbox) = self.inbox.as_mut() else {
             return;
         };
@@ -42,7 +42,7 @@ impl Deck {
                 let (i, request_id) = (p.index, p.request_id.clone());
                 self.inbox = None;
                 self.show(i);
-                let app = &mut self.slots[i].app;
+                let app = &mut self.sessions.slots[i].app;
                 if let Some((_, call, options)) = app
                     .driver
                     .session
@@ -63,17 +63,17 @@ impl Deck {
                 if let Some((option_id, _)) = p.options.get(n) {
                     let (key, request_id, option_id) =
                         (p.key, p.request_id.clone(), option_id.clone());
-                    let notes = self.command(
+                    let notes = self.sessions.command(
                         key,
                         Command::Decide {
                             request_id,
                             option_id,
                         },
                     );
-                    if let Some(i) = self.index_of(key) {
-                        let app = &mut self.slots[i].app;
+                    if let Some(i) = self.sessions.index_of(key) {
+                        let app = &mut self.sessions.slots[i].app;
                         show_notes(app, notes.into_iter().map(|n| n.note).collect());
-                        self.refresh(i);
+                        self.sessions.refresh(i);
                     }
                 }
             }
@@ -85,8 +85,8 @@ impl Deck {
     /// while it is still open (an agent that died, or an answer from elsewhere, closes it).
     pub fn answering(&self) -> Option<(usize, std::sync::Arc<trellis_core::Elicitation>)> {
         let (key, request_id) = self.inbox.as_ref()?.answering.as_ref()?;
-        let i = self.index_of(*key)?;
-        let e = self.slots[i]
+        let i = self.sessions.index_of(*key)?;
+        let e = self.sessions.slots[i]
             .app
             .driver
             .session
@@ -107,14 +107,14 @@ impl Deck {
             }
             return;
         };
-        let app = &mut self.slots[i].app;
+        let app = &mut self.sessions.slots[i].app;
         let asking = crate::ask::state_for(&mut app.asking, &e);
         let Some(intent) = asking.key(&e, *k) else {
             return;
         };
         let answered = matches!(intent, Intent::Elicit { .. } | Intent::Visit { .. });
         perform_intent(app, intent);
-        self.refresh(i);
+        self.sessions.refresh(i);
         if answered && let Some(inbox) = self.inbox.as_mut() {
             inbox.answering = None;
         }

@@ -1,116 +1,77 @@
-//! Several sessions in one terminal: the deck holds one front end ([`App`]) per session,
-//! each with its own driver, view, prompt draft and inspector, and shows one of them at a
-//! time beside the sessions rail.
+//! Several sessions in one terminal, as the UI shows them: the deck's sessions
+//! ([`trellis_deck::Sessions`], one `App` each, with its own driver, view, prompt draft and
+//! inspector), one of them in front beside the sessions rail, the deck's keys, the
+//! new-session form, the inbox's page and the comparison.
 //!
-//! A session's state for its human ([`Attention`]) is derived from its reducer's state on
-//! every change, never kept beside it; the deck only remembers what the human has seen
-//! (the last turn end looked at) and since when each state holds (to find the oldest
-//! one that needs the human). Background sessions cost no rendering: their notes only
-//! mark cards to lay out again when they come to the front.
-//!
-//! What crosses between the deck and a session is a message: notes out, each with the
-//! session's key and a sequence number ([`SessionNote`]); commands in ([`Command`]).
+//! Background sessions cost no rendering: their notes only mark cards to lay out again
+//! when they come to the front.
 
 mod comparing;
 mod inbox;
-pub mod key;
 mod keys;
-mod remote;
-mod slot;
 
-use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::Arc;
 
-use trellis_core::attention::{Attention, Blocked};
-use trellis_driver::Note;
+use trellis_core::attention::Attention;
+use trellis_deck::Sessions;
 
 pub use keys::{DeckAction, DeckKey, DeckKeys, LEADER};
-pub use remote::elicit_answer;
-pub use slot::Slot;
+pub use trellis_deck::{
+    Announcement, Command, ForkFrom, HubSettings, Lineage, NewSession, Notify, Pending, SessionKey,
+    SessionNote, Worktrees, elicit_answer,
+};
 
 use crate::app::App;
 
-pub use key::SessionKey;
+impl trellis_deck::Front for App {
+    fn driver(&self) -> &trellis_driver::Driver {
+        &self.driver
+    }
 
-/// A note of one session, numbered in the order that session produced them.
-#[derive(Debug)]
-pub struct SessionNote {
-    pub key: SessionKey,
-    pub seq: u64,
-    pub note: Note,
+    fn driver_mut(&mut self) -> &mut trellis_driver::Driver {
+        &mut self.driver
+    }
+
+    fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    fn log_path(&self) -> Option<&std::path::Path> {
+        self.log_path.as_deref()
+    }
+
+    fn login_waits(&self) -> bool {
+        self.login.is_some()
+    }
+
+    fn tell(&mut self, line: String) {
+        self.message = Some(line);
+    }
+
+    fn take_told(&mut self) -> Option<String> {
+        self.message.take()
+    }
+
+    fn show(&mut self, notes: Vec<trellis_driver::Note>) {
+        crate::show_notes(self, notes);
+        self.inspect_when_loaded();
+    }
+
+    fn add_status(&mut self, report: trellis_deck::StatusReport) {
+        self.status_reports.push(report);
+    }
+
+    fn redraw(&mut self) {
+        self.full_redraw = true;
+    }
 }
 
-/// What a front end asks of a session.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Command {
-    Prompt {
-        text: String,
-        files: Vec<PathBuf>,
-    },
-    Cancel,
-    /// Answers a permission request once (never an "always" rule: those are made only in
-    /// the session's own dialog, where their scope is shown).
-    Decide {
-        request_id: String,
-        option_id: String,
-    },
-    /// The human looked at the session (a finished turn is no longer news).
-    Seen,
-}
-
-/// What the binary does to start a session (the UI crate knows no configuration).
-pub struct Opened {
-    pub app: App,
-    pub restart: Option<crate::Restart>,
-    /// Where the session is grouped: the top level of its repository (the source's, for
-    /// a worktree), else its directory.
-    pub source: String,
-    /// The branch or worktree label shown on its row.
-    pub branch: Option<String>,
-    /// The session it forks or was handed over from (the rail shows them as one thread).
-    pub from: Option<Lineage>,
-}
-
-/// Where a session came from, when it continues another one's thread: a fork, a rewound
-/// conversation, a hand-off to another agent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lineage {
-    /// The earlier session's log.
-    pub log: PathBuf,
-    /// The turn it forks before (none: after the last).
-    pub at: Option<u32>,
-    /// Handed over to another agent with a brief (not forked with a transcript).
-    pub handoff: bool,
-}
-
-/// A new session asked for from the UI.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewSession {
-    /// The agent as the user names it (a preset, `demo`, a command line).
-    pub agent: String,
-    /// None: the agent's own default (the demo's scratch workspace).
-    pub cwd: Option<PathBuf>,
-    /// In a worktree of its own.
-    pub worktree: bool,
-    /// Its label (none: one made up).
-    pub worktree_label: Option<String>,
-    /// Where it was asked for, when elsewhere (a client of a hub, in its directory).
-    pub launched_in: Option<PathBuf>,
-    /// A fork of an earlier session.
-    pub fork: Option<ForkFrom>,
-}
-
-/// Which session a new one forks, from where, and what its agent is given of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ForkFrom {
-    /// Its id, or its log.
-    pub session: String,
-    /// The turn it forks before (none: after the last).
-    pub at: Option<u32>,
-    /// The turns before as a transcript with the first prompt (else nothing: a hand-off
-    /// whose brief the user edits and sends).
-    pub transcript: bool,
-}
+/// A session started for the deck, with its UI.
+pub type Opened = trellis_deck::Opened<App>;
+/// Starts a session for the deck, with its UI.
+pub type Opener = trellis_deck::Opener<App>;
+/// One session of the deck, with its UI.
+pub type Slot = trellis_deck::Slot<App>;
 
 /// What a session's work was, for the commit that lands it.
 #[derive(Debug, Clone, Copy)]
@@ -123,7 +84,7 @@ pub struct Work<'a> {
 
 /// What the UI asks of worktrees (the UI crate runs no git). Called off the UI's thread
 /// for measurements, so it is shared.
-pub trait WorktreeOps: Send + Sync {
+pub trait WorktreeOps: trellis_deck::Worktrees {
     /// The diff from worktree `a` to worktree `b` (labels).
     fn diff(&self, a: &str, b: &str) -> Result<String, String>;
     /// What worktree `label`'s work is against its base (committed, uncommitted and
@@ -147,45 +108,6 @@ pub trait WorktreeOps: Send + Sync {
     /// a land's commit says.
     fn end(&self, label: &str, action: &str, work: Option<Work<'_>>)
     -> Result<Vec<String>, String>;
-    /// What to remind the user of worktree `label` when its session has closed: how to
-    /// end it, while it is still open; nothing once it has ended.
-    fn reminder(&self, label: &str) -> Option<String>;
-}
-
-/// Starts a session for the deck.
-pub type Opener = Box<dyn FnMut(NewSession) -> Result<Opened, String>>;
-
-/// A state change worth telling the human about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Announcement {
-    pub key: SessionKey,
-    pub attention: Attention,
-    pub agent: String,
-    /// The ACP session id, once the agent gave one.
-    pub session_id: Option<String>,
-}
-
-/// Which state changes of background sessions are announced, and the command run for
-/// each (`[notify]`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notify {
-    pub enabled: bool,
-    pub blocked: bool,
-    pub error: bool,
-    pub done: bool,
-    pub command: Option<String>,
-}
-
-impl Default for Notify {
-    fn default() -> Self {
-        Notify {
-            enabled: true,
-            blocked: true,
-            error: true,
-            done: true,
-            command: None,
-        }
-    }
 }
 
 /// The new-session form: agent and directory, defaults from the session in front.
@@ -208,31 +130,10 @@ pub struct Inbox {
     pub answering: Option<(SessionKey, String)>,
 }
 
-/// One pending request as the inbox lists it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Pending {
-    pub key: SessionKey,
-    pub index: usize,
-    pub agent: String,
-    pub source: String,
-    pub branch: Option<String>,
-    pub kind: Blocked,
-    pub request_id: String,
-    /// What is asked: the command, the file and its diff summary, or the question.
-    pub subject: String,
-    /// The one-time choices (the inbox answers with these only: "always" is made in the
-    /// session's own dialog, where the rule's scope shows).
-    pub options: Vec<(String, String)>,
-    /// The "always" choices, offered to those elsewhere who may make rules.
-    pub always: Vec<(String, String)>,
-    pub since: Instant,
-}
-
 /// Several sessions, one in front.
 pub struct Deck {
-    pub slots: Vec<Slot>,
-    pub front: usize,
-    pub opener: Option<Opener>,
+    /// The sessions, their states and the hub's socket.
+    pub sessions: Sessions<App>,
     pub keys: DeckKeys,
     /// ASCII marks instead of Unicode ones.
     pub ascii: bool,
@@ -244,59 +145,9 @@ pub struct Deck {
     leader: bool,
     /// A close asked for while the session works: the next close confirms it.
     confirm_close: Option<SessionKey>,
-    next_key: SessionKey,
-    /// Announcements waiting for the loop to write them (bell, title, OSC 9/777).
-    pub announce: Vec<Announcement>,
-    pub notify: Notify,
-    /// Sessions started together for the same prompt (`trellis fan`).
-    pub fan: Vec<SessionKey>,
-    /// The worktrees of fan-out members whose sessions closed (a land of another member
-    /// discards them too, and says so).
-    pub fan_closed: Vec<String>,
     pub compare: Option<crate::compare::Compare>,
-    pub worktrees: Option<std::sync::Arc<dyn WorktreeOps>>,
-    /// This UI's socket (`trellis ls`, `send`, `approve`…), while it is served.
-    pub hub: Option<trellis_hub::serve::Served>,
-    /// Answers to the last mutations by operation id: a retry gets the first outcome.
-    pub(crate) done_ops: trellis_hub::serve::Outcomes,
-    /// A hub without a terminal (`trellis serve`): no session is in front, so every
-    /// session's changes are announced, and nothing is written to the screen.
-    pub headless: bool,
-    /// The host of the plugins of `"scope": "hub"`: every session's events go to it.
-    hub_wide: Option<HubWide>,
-    /// What the deck's new sessions run under, as `trellis ls` reports it.
-    pub settings: HubSettings,
-    /// `trellis serve --stop` asked the hub to end (a hub of its own only).
-    pub shutdown: Option<String>,
-}
-
-/// The settings a hub's new sessions get (its `--permission`, `--plugin`,
-/// `--allow-drive`), in words.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HubSettings {
-    pub policy: Option<String>,
-    pub plugins: Vec<String>,
-    pub allow_drive: bool,
-}
-
-/// Hands a session's events to the hub-wide host as the driver emits them.
-struct HubTap(std::sync::Arc<trellis_ext_host::ExtHost>);
-
-impl trellis_driver::Observer for HubTap {
-    fn event(&mut self, ev: &trellis_core::Event, _: &trellis_core::Session) {
-        self.0.dispatch(ev);
-        self.0.deliver();
-    }
-
-    fn closed(&mut self) {}
-}
-
-/// The extension host of a hub's plugins that see every session (`"scope": "hub"`), and
-/// its messages.
-struct HubWide {
-    /// Shared with every session's `/status`, which lists its plugins.
-    host: std::sync::Arc<trellis_ext_host::ExtHost>,
-    rx: tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
+    /// What the comparison and the endings ask of worktrees.
+    pub worktrees: Option<Arc<dyn WorktreeOps>>,
 }
 
 impl Deck {
@@ -307,12 +158,10 @@ impl Deck {
         deck
     }
 
-    /// A deck with no session yet (a hub's, `trellis serve`).
+    /// A deck with no session yet.
     pub fn empty() -> Deck {
         Deck {
-            slots: Vec::new(),
-            front: 0,
-            opener: None,
+            sessions: Sessions::empty(),
             keys: DeckKeys::default(),
             ascii: false,
             rail: true,
@@ -320,43 +169,34 @@ impl Deck {
             inbox: None,
             leader: false,
             confirm_close: None,
-            next_key: 1,
-            announce: Vec::new(),
-            notify: Notify::default(),
-            fan: Vec::new(),
-            fan_closed: Vec::new(),
             compare: None,
             worktrees: None,
-            hub: None,
-            done_ops: Default::default(),
-            headless: false,
-            hub_wide: None,
-            settings: HubSettings::default(),
-            shutdown: None,
         }
     }
 
     /// Adds a session (at the end of the rail) and brings it to the front.
     pub fn add(&mut self, opened: Opened, agent_arg: String) -> SessionKey {
-        let key = self.next_key;
-        self.next_key += 1;
-        self.slots.push(Slot::new(key, opened, agent_arg));
-        self.front = self.slots.len() - 1;
-        self.name(self.front);
-        self.join_hub_wide(self.front);
+        let key = self.sessions.add(opened, agent_arg);
         self.hint_keys();
         key
     }
 
+    /// What the deck asks of worktrees (the comparison, endings, reminders).
+    pub fn set_worktrees(&mut self, ops: Arc<dyn WorktreeOps>) {
+        self.sessions.worktrees = Some(ops.clone());
+        self.worktrees = Some(ops);
+    }
+
     /// The status bar's hint while several sessions run: the keys that move between them
-    /// (as bound now), on every session; none for one session.
+    /// (as bound now), on every session; none for one session. Every session's help lists
+    /// them.
     pub fn hint_keys(&mut self) {
-        let hint = (self.slots.len() > 1).then(|| {
+        let hint = (self.sessions.slots.len() > 1).then(|| {
             let key = |a: DeckAction| self.keys.spec(a).map(crate::help::show_spec);
             let mut parts = Vec::new();
             if let (Some(first), Some(last)) = (
                 key(DeckAction::Go(1)),
-                key(DeckAction::Go(self.slots.len().min(9) as u8)),
+                key(DeckAction::Go(self.sessions.slots.len().min(9) as u8)),
             ) {
                 parts.push(format!("{first}…{last} switch"));
             }
@@ -366,7 +206,7 @@ impl Deck {
             if let Some(k) = key(DeckAction::Attention) {
                 parts.push(format!("{k} needs you"));
             }
-            if self.fan.len() > 1
+            if self.sessions.fan.len() > 1
                 && let Some(k) = key(DeckAction::Compare)
             {
                 parts.push(format!("{k} compare"));
@@ -374,45 +214,23 @@ impl Deck {
             parts.push("F1 keys".into());
             parts.join(" · ")
         });
-        for s in &mut self.slots {
+        let keys = self.keys.listed();
+        for s in &mut self.sessions.slots {
             s.app.deck_hint = hint.clone();
+            s.app.session_keys = keys.clone();
         }
-    }
-
-    /// Serves the deck on `served` (its socket, and a listener if asked): its sessions
-    /// are named after it from now on.
-    pub fn set_hub(&mut self, served: trellis_hub::serve::Served) {
-        self.hub = Some(served);
-        for i in 0..self.slots.len() {
-            self.name(i);
-        }
-    }
-
-    /// Names slot `i`'s session after the hub (`HUB:KEY`, as `trellis ls` shows it): its
-    /// events, and what its extensions read, carry the name.
-    fn name(&mut self, i: usize) {
-        let Some(hub) = &self.hub else {
-            return;
-        };
-        let slot = &mut self.slots[i];
-        let name = format!("{}:{}", hub.files.name, slot.key);
-        slot.app.driver.session.hub_session = Some(name.into());
     }
 
     pub fn front(&mut self) -> &mut App {
-        &mut self.slots[self.front].app
-    }
-
-    pub fn index_of(&self, key: SessionKey) -> Option<usize> {
-        self.slots.iter().position(|s| s.key == key)
+        &mut self.sessions.slots[self.sessions.front].app
     }
 
     /// Brings slot `i` to the front: its view is laid out again at the next frame.
     pub fn show(&mut self, i: usize) {
-        if i < self.slots.len() && i != self.front {
-            self.front = i;
+        if i < self.sessions.slots.len() && i != self.sessions.front {
+            self.sessions.front = i;
             self.confirm_close = None;
-            let app = &mut self.slots[i].app;
+            let app = &mut self.sessions.slots[i].app;
             app.full_redraw = true;
             app.message = None;
             app.failures.clear();
@@ -422,195 +240,18 @@ impl Deck {
 
     /// The session in front is seen: a finished turn there is no longer news.
     pub fn seen(&mut self) {
-        let slot = &mut self.slots[self.front];
+        let slot = &mut self.sessions.slots[self.sessions.front];
         let turn = slot.app.driver.session.turn;
         if slot.seen_turn != turn && !slot.app.driver.session.turn_open {
             slot.seen_turn = turn;
-            self.refresh(self.front);
+            self.sessions.refresh(self.sessions.front);
         }
-    }
-
-    /// Handles what one session's driver reported: the same as for a single session,
-    /// then its state derived again (and announced when it asks for the human).
-    pub fn handle(&mut self, i: usize, incoming: trellis_driver::Incoming) -> Vec<SessionNote> {
-        let slot = &mut self.slots[i];
-        let mut notes = Vec::new();
-        slot.app.driver.handle(incoming, &mut notes);
-        let numbered = slot.number(notes);
-        slot.observe(&numbered);
-        self.hear_hub_wide();
-        numbered
-    }
-
-    /// Runs the plugins of `"scope": "hub"` in `host` (see [`Deck::handle`]).
-    pub fn set_hub_wide(
-        &mut self,
-        host: trellis_ext_host::ExtHost,
-        rx: tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
-    ) {
-        self.hub_wide = Some(HubWide {
-            host: std::sync::Arc::new(host),
-            rx,
-        });
-        for i in 0..self.slots.len() {
-            self.join_hub_wide(i);
-        }
-    }
-
-    /// Slot `i`'s events go to the hub-wide plugins too (each named by its
-    /// `hub_session`), as its driver emits them; its `/status` lists them.
-    fn join_hub_wide(&mut self, i: usize) {
-        let Some(h) = &self.hub_wide else {
-            return;
-        };
-        let app = &mut self.slots[i].app;
-        app.driver.observe(Box::new(HubTap(h.host.clone())));
-        let host = h.host.clone();
-        app.status_reports.push(Box::new(move || {
-            let mut lines = vec!["Hub-wide plugins (every session's events):".to_string()];
-            lines.extend(host.status().lines().into_iter().skip(1));
-            lines
-        }));
-    }
-
-    /// What the hub-wide plugins have to say (one stopped, say) is said in front.
-    fn hear_hub_wide(&mut self) {
-        let Some(h) = &mut self.hub_wide else {
-            return;
-        };
-        let mut said = Vec::new();
-        while let Ok(msg) = h.rx.try_recv() {
-            match msg {
-                trellis_ext_host::HostMsg::Disabled { extension, reason } => {
-                    said.push(format!("hub-wide plugin {extension} stopped: {reason}"));
-                }
-                trellis_ext_host::HostMsg::Failing {
-                    extension,
-                    what,
-                    message,
-                } => said.push(format!(
-                    "hub-wide plugin {extension}: {what} failed: {message} · /status shows more"
-                )),
-                _ => {}
-            }
-        }
-        if let Some(last) = said.pop()
-            && !self.slots.is_empty()
-        {
-            self.front().message = Some(trellis_text::one_line(&last).into_owned());
-        }
-    }
-
-    /// Derives slot `i`'s state again; a change into Blocked or Error, or into Done for a
-    /// session in the background, is announced (Done only when nothing else waits).
-    pub fn refresh(&mut self, i: usize) {
-        let now = self.slots[i].derive();
-        let was = self.slots[i].attention;
-        if now == was {
-            self.slots[i].publish(false);
-            return;
-        }
-        let slot = &mut self.slots[i];
-        slot.attention = now;
-        slot.since = Instant::now();
-        slot.publish(false);
-        let background = i != self.front || self.headless;
-        let others_wait = self
-            .slots
-            .iter()
-            .enumerate()
-            .any(|(j, s)| j != i && s.attention.wants_human());
-        let n = &self.notify;
-        let tell = n.enabled
-            && background
-            && match now {
-                Attention::Blocked(_) => n.blocked,
-                Attention::Error => n.error,
-                Attention::Done => n.done && !others_wait,
-                _ => false,
-            };
-        if tell {
-            let slot = &self.slots[i];
-            self.announce.push(Announcement {
-                key: slot.key,
-                attention: now,
-                agent: slot.app.agent.clone(),
-                session_id: slot.app.driver.session.id.as_deref().map(str::to_string),
-            });
-        }
-    }
-
-    /// The session that needs the human most: the oldest Blocked, then Error, then Done.
-    pub fn wanted(&self) -> Option<usize> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.attention.wants_human())
-            .min_by_key(|(_, s)| (s.attention.rank(), s.since))
-            .map(|(i, _)| i)
-    }
-
-    /// Every pending request of every session, oldest first.
-    pub fn pending(&self) -> Vec<Pending> {
-        let mut out = Vec::new();
-        for (index, slot) in self.slots.iter().enumerate() {
-            for w in trellis_driver::claims::waiting(&slot.app.driver.session) {
-                out.push(Pending {
-                    key: slot.key,
-                    index,
-                    agent: slot.app.agent.clone(),
-                    source: slot.source.clone(),
-                    branch: slot.branch.clone(),
-                    kind: if w.question {
-                        Blocked::Question
-                    } else {
-                        Blocked::Permission
-                    },
-                    request_id: w.request_id,
-                    subject: w.subject,
-                    options: w.options,
-                    always: w.always,
-                    since: slot.since,
-                });
-            }
-        }
-        out.sort_by_key(|p| p.since);
-        out
-    }
-
-    /// Carries out a command for session `key`; what it reported, numbered.
-    pub fn command(&mut self, key: SessionKey, cmd: Command) -> Vec<SessionNote> {
-        let Some(i) = self.index_of(key) else {
-            return Vec::new();
-        };
-        let slot = &mut self.slots[i];
-        let mut notes = Vec::new();
-        match cmd {
-            Command::Prompt { text, files } => slot.app.driver.prompt(text, files),
-            Command::Cancel => slot.app.driver.cancel(&mut notes),
-            Command::Decide {
-                request_id,
-                option_id,
-            } => slot.app.driver.decide(
-                request_id,
-                trellis_core::Choice::Option(option_id),
-                trellis_core::Decider::Inbox,
-                &mut notes,
-            ),
-            Command::Seen => {
-                let turn = slot.app.driver.session.turn;
-                slot.seen_turn = turn;
-            }
-        }
-        let numbered = self.slots[i].number(notes);
-        self.refresh(i);
-        numbered
     }
 
     /// Close asked for the session in front: `true` when it may go now (it is idle, or
     /// this is the second ask).
     pub fn may_close(&mut self) -> bool {
-        let slot = &self.slots[self.front];
+        let slot = &self.sessions.slots[self.sessions.front];
         let busy = matches!(
             slot.attention,
             Attention::Working | Attention::Blocked(_) | Attention::Starting
@@ -628,7 +269,7 @@ impl Deck {
                 Attention::Blocked(_) => "waits for your answer",
                 _ => "is busy",
             };
-            self.slots[self.front].app.message =
+            self.sessions.slots[self.sessions.front].app.message =
                 Some(format!("this session {what}: {close} again closes it"));
             return false;
         }
@@ -638,7 +279,7 @@ impl Deck {
 
     /// The form for a new session, from the one in front.
     pub fn open_form(&mut self, worktree: bool) {
-        let slot = &self.slots[self.front];
+        let slot = &self.sessions.slots[self.sessions.front];
         let dir = slot
             .app
             .driver
@@ -661,6 +302,7 @@ impl Deck {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use trellis_core::attention::Blocked;
 
     pub(crate) fn opened(name: &str) -> Opened {
         Opened {
@@ -687,60 +329,47 @@ pub(crate) mod tests {
         }
     }
 
+    /// The UI's front end says when its agent waits for a login: the deck announces it.
     #[test]
     fn a_background_change_is_announced_once_per_change_and_per_kind() {
         let mut d = Deck::new(opened("a"), "demo".into());
         d.add(opened("b"), "demo".into());
         d.show(0);
-        d.announce.clear();
-        d.slots[1].app.login = Some(login());
-        d.refresh(1);
-        d.refresh(1);
-        assert_eq!(d.announce.len(), 1, "once per change");
-        assert_eq!(d.announce[0].attention, Attention::Blocked(Blocked::Login));
-        assert_eq!(d.announce[0].key, d.slots[1].key);
+        d.sessions.announce.clear();
+        d.sessions.slots[1].app.login = Some(login());
+        d.sessions.refresh(1);
+        d.sessions.refresh(1);
+        assert_eq!(d.sessions.announce.len(), 1, "once per change");
+        assert_eq!(
+            d.sessions.announce[0].attention,
+            Attention::Blocked(Blocked::Login)
+        );
+        assert_eq!(d.sessions.announce[0].key, d.sessions.slots[1].key);
         // The session in front is never announced by the deck (it alerts on its own).
-        d.slots[0].app.login = Some(login());
-        d.refresh(0);
-        assert_eq!(d.announce.len(), 1);
+        d.sessions.slots[0].app.login = Some(login());
+        d.sessions.refresh(0);
+        assert_eq!(d.sessions.announce.len(), 1);
         // An agent that died: Error, announced; switched off per kind, not announced.
-        d.slots[1].app.login = None;
-        d.slots[1].app.driver.session.agent_exited = Some("killed".into());
-        d.refresh(1);
-        assert_eq!(d.announce.len(), 2);
-        assert_eq!(d.announce[1].attention, Attention::Error);
-        d.notify.blocked = false;
-        d.slots[1].app.driver.session.agent_exited = None;
-        d.slots[1].app.login = Some(login());
-        d.refresh(1);
-        assert_eq!(d.announce.len(), 2, "blocked announcements switched off");
-        d.notify = Notify {
+        d.sessions.slots[1].app.login = None;
+        d.sessions.slots[1].app.driver.session.agent_exited = Some("killed".into());
+        d.sessions.refresh(1);
+        assert_eq!(d.sessions.announce.len(), 2);
+        assert_eq!(d.sessions.announce[1].attention, Attention::Error);
+        d.sessions.notify.blocked = false;
+        d.sessions.slots[1].app.driver.session.agent_exited = None;
+        d.sessions.slots[1].app.login = Some(login());
+        d.sessions.refresh(1);
+        assert_eq!(
+            d.sessions.announce.len(),
+            2,
+            "blocked announcements switched off"
+        );
+        d.sessions.notify = Notify {
             enabled: false,
             ..Notify::default()
         };
-        d.slots[1].app.driver.session.agent_exited = Some("again".into());
-        d.refresh(1);
-        assert_eq!(d.announce.len(), 2, "the off switch");
-    }
-
-    #[test]
-    fn the_wanted_session_is_the_oldest_most_urgent() {
-        let mut d = Deck::new(opened("a"), "demo".into());
-        d.add(opened("b"), "demo".into());
-        d.add(opened("c"), "demo".into());
-        let t0 = Instant::now();
-        d.slots[0].attention = Attention::Done;
-        d.slots[0].since = t0;
-        d.slots[1].attention = Attention::Blocked(Blocked::Permission);
-        d.slots[1].since = t0 + std::time::Duration::from_secs(2);
-        d.slots[2].attention = Attention::Blocked(Blocked::Question);
-        d.slots[2].since = t0 + std::time::Duration::from_secs(1);
-        assert_eq!(d.wanted(), Some(2), "the older blocked one first");
-        d.slots[2].attention = Attention::Idle;
-        assert_eq!(d.wanted(), Some(1));
-        d.slots[1].attention = Attention::Working;
-        assert_eq!(d.wanted(), Some(0));
-        d.slots[0].attention = Attention::Idle;
-        assert_eq!(d.wanted(), None);
+        d.sessions.slots[1].app.driver.session.agent_exited = Some("again".into());
+        d.sessions.refresh(1);
+        assert_eq!(d.sessions.announce.len(), 2, "the off switch");
     }
 }

@@ -8,14 +8,15 @@ use crate::fork::ForkAsk;
 
 /// Opens what the session in front asked for; a failure is said in that session.
 pub(super) fn open(deck: &mut Deck, ask: ForkAsk) {
-    let i = deck.front;
-    let app = &deck.slots[i].app;
+    let i = deck.sessions.front;
+    let app = &deck.sessions.slots[i].app;
     let Some(log) = app.log_path.clone() else {
-        deck.slots[i].app.message = Some("this session has no log to fork from".into());
+        deck.sessions.slots[i].app.message = Some("this session has no log to fork from".into());
         return;
     };
     let Some(agent) = ask.agent.clone().or_else(|| app.agent_arg.clone()) else {
-        deck.slots[i].app.message = Some("this session cannot start its agent again".into());
+        deck.sessions.slots[i].app.message =
+            Some("this session cannot start its agent again".into());
         return;
     };
     let brief = ask
@@ -33,8 +34,8 @@ pub(super) fn open(deck: &mut Deck, ask: ForkAsk) {
             transcript: !ask.handoff,
         }),
     };
-    let Some(opener) = deck.opener.as_mut() else {
-        deck.slots[i].app.message = Some("this deck starts no sessions".into());
+    let Some(opener) = deck.sessions.opener.as_mut() else {
+        deck.sessions.slots[i].app.message = Some("this deck starts no sessions".into());
         return;
     };
     match opener(req) {
@@ -62,9 +63,9 @@ pub(super) fn open(deck: &mut Deck, ask: ForkAsk) {
             }
             deck.add(opened, agent);
             let keys = deck.keys.listed();
-            let front = deck.front;
-            deck.slots[front].app.session_keys = keys;
+            let front = deck.sessions.front;
+            deck.sessions.slots[front].app.session_keys = keys;
         }
-        Err(e) => deck.slots[i].app.message = Some(format!("cannot fork: {e}")),
+        Err(e) => deck.sessions.slots[i].app.message = Some(format!("cannot fork: {e}")),
     }
 }

@@ -9,44 +9,30 @@ use futures::StreamExt;
 
 mod fork;
 mod overlays;
-mod remote;
-mod serve;
-
-pub(crate) use serve::serve_loop;
 
 use overlays::{compare_key, end_worktree, form_key};
-use remote::{next_call, remote};
+use trellis_deck::{USER_CLOSED, next_call, recv_any, remote, run_hook};
 
-use crate::deck::{Deck, DeckAction, DeckKey, Inbox, Slot};
+use crate::deck::{Deck, DeckAction, DeckKey, Inbox};
 use crate::draw::Clock;
 use crate::{
     FIRST_FRAME_WAIT, Intent, READING_FRAME, perform_intent, reap_openers, run_login, show_notes,
 };
 
-/// Waits for the next thing any session's driver has to handle (forever, without a
-/// session). Cancel-safe (each driver's `recv` is).
-async fn recv_any(slots: &mut [Slot]) -> (usize, trellis_driver::Incoming) {
-    if slots.is_empty() {
-        return std::future::pending().await;
-    }
-    let futs = slots
-        .iter_mut()
-        .enumerate()
-        .map(|(i, s)| Box::pin(async move { (i, s.app.driver.recv().await) }));
-    futures::future::select_all(futs).await.0
-}
-
 /// A recording being read: what arrives in the first moments is in the first frame.
 async fn first_moments(deck: &mut Deck) {
     let until = tokio::time::Instant::now() + FIRST_FRAME_WAIT;
-    let i = deck.front;
-    while deck.slots[i].app.driver.loading().is_some() && tokio::time::Instant::now() < until {
-        let Ok(incoming) = tokio::time::timeout_at(until, deck.slots[i].app.driver.recv()).await
+    let i = deck.sessions.front;
+    while deck.sessions.slots[i].app.driver.loading().is_some()
+        && tokio::time::Instant::now() < until
+    {
+        let Ok(incoming) =
+            tokio::time::timeout_at(until, deck.sessions.slots[i].app.driver.recv()).await
         else {
             break;
         };
-        let notes = deck.handle(i, incoming);
-        let app = &mut deck.slots[i].app;
+        let notes = deck.sessions.handle(i, incoming);
+        let app = &mut deck.sessions.slots[i].app;
         show_notes(app, notes.into_iter().map(|n| n.note).collect());
         app.inspect_when_loaded();
     }
@@ -68,16 +54,16 @@ pub(super) fn announce(deck: &mut Deck, title_marked: &mut Option<String>) {
 /// The terminal sequences of [`announce`] (and the `[notify] command` run for each).
 fn announcements(deck: &mut Deck, title_marked: &mut Option<String>, tmux: bool) -> String {
     // The last session closed (stopped from elsewhere): nothing to announce to.
-    let Some(front) = deck.slots.get(deck.front) else {
+    let Some(front) = deck.sessions.slots.get(deck.sessions.front) else {
         return String::new();
     };
     let alerts = front.app.alerts;
     let mut seq = String::new();
-    for a in std::mem::take(&mut deck.announce) {
-        if let Some(cmd) = &deck.notify.command {
+    for a in std::mem::take(&mut deck.sessions.announce) {
+        if let Some(cmd) = &deck.sessions.notify.command {
             run_hook(cmd, &a);
         }
-        let number = deck.index_of(a.key).map(|i| i + 1).unwrap_or(0);
+        let number = deck.sessions.index_of(a.key).map(|i| i + 1).unwrap_or(0);
         let agent = trellis_text::sanitize::one_line(&a.agent).replace(['\x07', '\x1b'], "");
         let text = format!("session {number} ({agent}): {}", a.attention.word());
         if alerts.bell {
@@ -107,8 +93,8 @@ fn announcements(deck: &mut Deck, title_marked: &mut Option<String>, tmux: bool)
     // state that has passed (a request answered in the inbox while another session is
     // done, say).
     if title_marked.is_some() {
-        let now = deck.wanted().map(|i| {
-            let s = &deck.slots[i];
+        let now = deck.sessions.wanted().map(|i| {
+            let s = &deck.sessions.slots[i];
             let agent =
                 trellis_text::sanitize::one_line(&s.agent_name()).replace(['\x07', '\x1b'], "");
             format!("session {} ({agent}): {}", i + 1, s.attention.word())
@@ -128,59 +114,7 @@ fn announcements(deck: &mut Deck, title_marked: &mut Option<String>, tmux: bool)
     seq
 }
 
-/// Runs `[notify] command` for an announcement, with the session id, state and agent in
-/// its environment (never the prompt or the output). It runs in a process group of its
-/// own, dies with Trellis, and is stopped after 10 s.
-fn run_hook(cmd: &str, a: &crate::deck::Announcement) {
-    /// Between SIGTERM and SIGKILL, for the command past its time or what it left.
-    const GRACE: Duration = Duration::from_secs(1);
-    use std::os::unix::process::CommandExt;
-    let mut c = std::process::Command::new("sh");
-    c.arg("-c")
-        .arg(cmd)
-        .env("TRELLIS_SESSION", a.session_id.as_deref().unwrap_or(""))
-        .env("TRELLIS_STATE", a.attention.word())
-        .env("TRELLIS_AGENT", &a.agent)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .process_group(0);
-    trellis_os::priority::die_with_parent(&mut c);
-    let Ok(mut child) = trellis_os::reaper::spawn_owned(&mut c) else {
-        return;
-    };
-    let _ = std::thread::Builder::new()
-        .name("trellis-notify".into())
-        .spawn(move || {
-            let pid = child.id();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                match child.try_wait() {
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(50))
-                    }
-                    Ok(Some(_)) => break,
-                    _ => {
-                        trellis_os::group::stop_blocking(&[pid], GRACE, || {
-                            matches!(child.try_wait(), Ok(Some(_)))
-                        });
-                        let _ = child.wait();
-                        break;
-                    }
-                }
-            }
-            // What it left in its group goes with it.
-            trellis_os::reaper::disown(pid);
-            trellis_os::group::stop_leftovers(pid, GRACE);
-        });
-}
-
-/// Why a session the human closed in front of them closed (nothing more to tell them).
-const USER_CLOSED: &str = "user closed the session";
-
-/// Closes slot `i` (the closing sequence of its session, awaited) and takes it off the
-/// deck; what closing said goes to `said`. `remind`: the session's worktree stays, so how
-/// to end it is said too (not when the close is the start of an ending).
+/// Closes slot `i` (see [`trellis_deck::Sessions::close`]); the keys' hint follows.
 pub(super) async fn close_slot(
     deck: &mut Deck,
     i: usize,
@@ -188,74 +122,13 @@ pub(super) async fn close_slot(
     said: &mut Vec<String>,
     remind: bool,
 ) {
-    let mut slot = deck.slots.remove(i);
-    let number = i + 1;
-    // A member of the fan-out closed: its worktree stays one of the fan's, for a land of
-    // another member to discard (and to say so).
-    if deck.fan.contains(&slot.key)
-        && let Some(w) = &slot.app.driver.session.worktree
-        && !deck.fan_closed.contains(&w.label)
-    {
-        deck.fan_closed.push(w.label.clone());
-    }
-    if let Some(log) = &slot.app.log_path {
-        said.push(format!("session log: {}", log.display()));
-    }
-    if slot.app.driver.connection().is_some() {
-        let mut notes = Vec::new();
-        slot.app.driver.close(reason, &mut notes).await;
-        said.extend(notes.into_iter().filter_map(|n| match n {
-            trellis_driver::Note::Message(text) | trellis_driver::Note::Failure { text, .. } => {
-                Some(text)
-            }
-            _ => None,
-        }));
-    }
-    // Whoever follows it reads the log to its end and stops.
-    slot.publish(true);
-    let label = slot
-        .app
-        .driver
-        .session
-        .worktree
-        .as_ref()
-        .map(|w| w.label.clone());
-    // The lease on its worktree goes with its front end: an ending may act now.
-    let agent = slot.agent_name();
-    drop(slot);
-    let mut reminder = None;
-    if remind
-        && let (Some(label), Some(ops)) = (label, deck.worktrees.as_ref())
-        && let Some(r) = ops.reminder(&label)
-    {
-        said.push(r.clone());
-        reminder = Some(r);
-    }
-    if deck.front >= deck.slots.len() {
-        deck.front = deck.slots.len().saturating_sub(1);
-    } else if i < deck.front {
-        deck.front -= 1;
-    }
+    deck.sessions.close(i, reason, said, remind).await;
     deck.hint_keys();
-    if let Some(s) = deck.slots.get_mut(deck.front) {
-        s.app.full_redraw = true;
-        if reason != USER_CLOSED {
-            s.app.message = Some(
-                trellis_text::one_line(&format!("session {number} ({agent}) closed: {reason}"))
-                    .into_owned(),
-            );
-        } else if let Some(r) = reminder {
-            // Its worktree stays: said where the user looks, not only after the UI.
-            s.app.message = Some(trellis_text::one_line(&r).into_owned());
-        }
-    } else if reason != USER_CLOSED {
-        said.push(format!("session {number} ({agent}) closed: {reason}"));
-    }
 }
 
 /// Carries out a deck action.
 async fn act(deck: &mut Deck, a: DeckAction, said: &mut Vec<String>) {
-    let n = deck.slots.len();
+    let n = deck.sessions.slots.len();
     match a {
         DeckAction::Go(k) => {
             let i = usize::from(k).saturating_sub(1);
@@ -265,14 +138,14 @@ async fn act(deck: &mut Deck, a: DeckAction, said: &mut Vec<String>) {
                 deck.front().message = Some(format!("there is no session {k}"));
             }
         }
-        DeckAction::Next => deck.show((deck.front + 1) % n),
-        DeckAction::Prev => deck.show((deck.front + n - 1) % n),
-        DeckAction::Attention => match deck.wanted() {
+        DeckAction::Next => deck.show((deck.sessions.front + 1) % n),
+        DeckAction::Prev => deck.show((deck.sessions.front + n - 1) % n),
+        DeckAction::Attention => match deck.sessions.wanted() {
             Some(i) => deck.show(i),
             None => deck.front().message = Some("no session needs you".into()),
         },
         DeckAction::New | DeckAction::NewWorktree => {
-            if deck.opener.is_none() {
+            if deck.sessions.opener.is_none() {
                 deck.front().message = Some("no other session can be started here".into());
             } else {
                 deck.open_form(a == DeckAction::NewWorktree);
@@ -280,7 +153,7 @@ async fn act(deck: &mut Deck, a: DeckAction, said: &mut Vec<String>) {
         }
         DeckAction::Close => {
             if deck.may_close() {
-                let i = deck.front;
+                let i = deck.sessions.front;
                 close_slot(deck, i, USER_CLOSED, said, true).await;
             }
         }
@@ -314,11 +187,11 @@ pub(crate) async fn deck_loop(
     let mut focused = true;
     first_moments(deck).await;
     loop {
-        if deck.slots.is_empty() {
+        if deck.sessions.slots.is_empty() {
             return Ok(());
         }
-        let front = deck.front;
-        if std::mem::take(&mut deck.slots[front].app.full_redraw) {
+        let front = deck.sessions.front;
+        if std::mem::take(&mut deck.sessions.slots[front].app.full_redraw) {
             let size = terminal.size()?;
             terminal.resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))?;
             dirty = true;
@@ -333,19 +206,19 @@ pub(crate) async fn deck_loop(
             last_frame = Instant::now();
             terminal.draw(|f| crate::rail::draw_deck(f, deck, Clock { now, frame }))?;
             dirty = false;
-            if deck.slots[front].app.exit_after_first_frame {
+            if deck.sessions.slots[front].app.exit_after_first_frame {
                 return Ok(());
             }
         }
-        if deck.slots[front].app.quit {
+        if deck.sessions.slots[front].app.quit {
             return Ok(());
         }
-        if let Some(login) = deck.slots[front].app.login.take() {
+        if let Some(login) = deck.sessions.slots[front].app.login.take() {
             drop(events);
             let ran = run_login(&login);
             events = EventStream::new();
             let ok = ran.as_ref().is_ok_and(|s| s.success());
-            let app = &mut deck.slots[front].app;
+            let app = &mut deck.sessions.slots[front].app;
             app.driver.login_done(ok);
             app.full_redraw = true;
             let command = trellis_text::one_line(&login.command_line()).into_owned();
@@ -354,38 +227,36 @@ pub(crate) async fn deck_loop(
                 Ok(s) => format!("the login failed ({s}): {command}"),
                 Err(e) => format!("the login could not run ({e}): {command}"),
             });
-            deck.refresh(front);
+            deck.sessions.refresh(front);
             continue;
         }
-        for s in deck.slots.iter_mut() {
-            s.app.driver.deliver();
-        }
-        let app = &deck.slots[front].app;
+        deck.sessions.deliver();
+        let app = &deck.sessions.slots[front].app;
         let animating = trellis_view::TranscriptView::animating(&app.driver.session);
         let ticking = animating
             || app.catching_up()
             || !app.openers.is_empty()
             || app.driver.loading().is_some();
         tokio::select! {
-            (i, incoming) = recv_any(&mut deck.slots) => {
-                let notes = deck.handle(i, incoming);
-                let app = &mut deck.slots[i].app;
+            (i, incoming) = recv_any(&mut deck.sessions.slots) => {
+                let notes = deck.sessions.handle(i, incoming);
+                let app = &mut deck.sessions.slots[i].app;
                 show_notes(app, notes.into_iter().map(|n| n.note).collect());
                 app.inspect_when_loaded();
-                let was = deck.slots[i].attention;
-                deck.refresh(i);
-                if deck.slots[i].attention != was {
+                let was = deck.sessions.slots[i].attention;
+                deck.sessions.refresh(i);
+                if deck.sessions.slots[i].attention != was {
                     deck.refresh_compare();
                 }
-                if i == deck.front {
-                    if deck.slots[i].app.driver.loading().is_none() {
+                if i == deck.sessions.front {
+                    if deck.sessions.slots[i].app.driver.loading().is_none() {
                         owed = true;
                     } else {
                         dirty |= last_frame.elapsed() >= READING_FRAME;
                     }
                 } else {
                     // A background session redraws only the rail, when its state changed.
-                    dirty |= deck.slots[i].attention != was;
+                    dirty |= deck.sessions.slots[i].attention != was;
                 }
                 announce(deck, &mut title_marked);
             }
@@ -421,8 +292,10 @@ pub(crate) async fn deck_loop(
                 deck.measured(m);
                 dirty = true;
             }
-            call = next_call(&mut deck.hub) => {
-                remote(deck, call, said).await;
+            call = next_call(&mut deck.sessions.hub) => {
+                remote(&mut deck.sessions, call, said).await;
+                // A session may have opened or closed.
+                deck.hint_keys();
                 dirty = true;
                 announce(deck, &mut title_marked);
             }
@@ -478,8 +351,8 @@ async fn key_event(
             act(deck, a, said).await;
             // Only the session in front alerts on its own (when the terminal has no
             // focus); the deck announces the others.
-            let front = deck.front;
-            for (j, s) in deck.slots.iter_mut().enumerate() {
+            let front = deck.sessions.front;
+            for (j, s) in deck.sessions.slots.iter_mut().enumerate() {
                 s.app.focused = j != front || focused;
             }
             announce(deck, title_marked);
@@ -501,13 +374,13 @@ async fn key_event(
 /// fork, a hand-off, one from the form — counts from its own start, as its record does;
 /// the deck's clock made its calls look minutes old).
 fn session_clock(deck: &Deck) -> f64 {
-    deck.slots[deck.front].app.driver.now()
+    deck.sessions.slots[deck.sessions.front].app.driver.now()
 }
 
 /// A key for the session in front (what a single session's loop does with it).
 fn front_key(deck: &mut Deck, k: KeyEvent) {
-    let i = deck.front;
-    let slot = &mut deck.slots[i];
+    let i = deck.sessions.front;
+    let slot = &mut deck.sessions.slots[i];
     for intent in slot.app.on_key(k) {
         if intent == Intent::Restart {
             let origin = slot.app.driver.connection().map(|h| h.recorder().origin());
@@ -522,7 +395,7 @@ fn front_key(deck: &mut Deck, k: KeyEvent) {
         }
         perform_intent(&mut slot.app, intent);
     }
-    deck.refresh(i);
+    deck.sessions.refresh(i);
 }
 
 #[cfg(test)]
@@ -554,27 +427,27 @@ mod tests {
         d.add(opened("b"), "demo".into());
         d.add(opened("c"), "demo".into());
         d.show(0);
-        d.announce.clear();
+        d.sessions.announce.clear();
         let mut mark = None;
-        d.slots[1].attention = Attention::Blocked(Blocked::Permission);
-        d.announce.push(crate::deck::Announcement {
-            key: d.slots[1].key,
-            attention: d.slots[1].attention,
+        d.sessions.slots[1].attention = Attention::Blocked(Blocked::Permission);
+        d.sessions.announce.push(crate::deck::Announcement {
+            key: d.sessions.slots[1].key,
+            attention: d.sessions.slots[1].attention,
             agent: "b".into(),
             session_id: None,
         });
         let seq = super::announcements(&mut d, &mut mark, false);
         assert!(seq.contains("session 2 (b): permission"), "{seq:?}");
         // Answered in the inbox; session 3 is done meanwhile.
-        d.slots[1].attention = Attention::Working;
-        d.slots[2].attention = Attention::Done;
+        d.sessions.slots[1].attention = Attention::Working;
+        d.sessions.slots[2].attention = Attention::Done;
         let seq = super::announcements(&mut d, &mut mark, false);
         assert!(
             seq.contains("\x1b]2;◆ trellis — session 3 (c): done"),
             "{seq:?}"
         );
         assert!(!seq.contains("permission"), "{seq:?}");
-        d.slots[2].attention = Attention::Idle;
+        d.sessions.slots[2].attention = Attention::Idle;
         let seq = super::announcements(&mut d, &mut mark, false);
         assert_eq!(seq, "\x1b]2;trellis\x07", "nothing wants the human");
         assert_eq!(mark, None);

@@ -29,7 +29,7 @@ pub(super) async fn compare_key(deck: &mut Deck, k: &KeyEvent, said: &mut Vec<St
         KeyCode::Up | KeyCode::Char('k') => c.selected = (c.selected + n - 1) % n,
         KeyCode::Enter | KeyCode::Char('o') => {
             let key = c.rows.get(c.selected).map(|r| r.key);
-            if let Some(i) = key.and_then(|k| deck.index_of(k)) {
+            if let Some(i) = key.and_then(|k| deck.sessions.index_of(k)) {
                 deck.compare = None;
                 deck.show(i);
             }
@@ -132,7 +132,7 @@ async fn land_chosen(deck: &mut Deck, q: crate::compare::Confirm, said: &mut Vec
     });
     let others = c.others(chosen);
     for r in &c.rows {
-        if let Some(i) = deck.index_of(r.key) {
+        if let Some(i) = deck.sessions.index_of(r.key) {
             let why = format!("worktree {label} is being landed");
             close_slot(deck, i, &why, said, false).await;
         }
@@ -145,7 +145,7 @@ async fn land_chosen(deck: &mut Deck, q: crate::compare::Confirm, said: &mut Vec
         Ok(lines) => lines,
         Err(e) => vec![format!("landing {label} failed: {e}")],
     };
-    if let Some(s) = deck.slots.get_mut(deck.front) {
+    if let Some(s) = deck.sessions.slots.get_mut(deck.sessions.front) {
         s.app.message = lines.last().map(|l| trellis_text::one_line(l).into_owned());
     }
     said.extend(lines);
@@ -155,8 +155,8 @@ async fn land_chosen(deck: &mut Deck, q: crate::compare::Confirm, said: &mut Vec
 /// change or remove the tree close the session first (its agent must not write into a
 /// tree being changed). What happened is said in the message line, and again after the UI.
 pub(super) async fn end_worktree(deck: &mut Deck, action: &str, said: &mut Vec<String>) {
-    let i = deck.front;
-    let slot = &deck.slots[i];
+    let i = deck.sessions.front;
+    let slot = &deck.sessions.slots[i];
     let Some(label) = slot
         .app
         .driver
@@ -195,7 +195,7 @@ pub(super) async fn end_worktree(deck: &mut Deck, action: &str, said: &mut Vec<S
         None => Err("no worktrees here".into()),
     }
     .unwrap_or_else(|e| vec![format!("{action} {label}: {e}")]);
-    if let Some(s) = deck.slots.get_mut(deck.front) {
+    if let Some(s) = deck.sessions.slots.get_mut(deck.sessions.front) {
         s.app.message = lines.last().map(|l| trellis_text::one_line(l).into_owned());
     }
     said.extend(lines);
@@ -230,7 +230,7 @@ pub(super) fn form_key(deck: &mut Deck, k: &KeyEvent) {
                 launched_in: None,
                 fork: None,
             };
-            let Some(open) = deck.opener.as_mut() else {
+            let Some(open) = deck.sessions.opener.as_mut() else {
                 deck.form = None;
                 return;
             };
@@ -239,8 +239,8 @@ pub(super) fn form_key(deck: &mut Deck, k: &KeyEvent) {
                     deck.form = None;
                     deck.add(opened, req.agent);
                     let keys = deck.keys.listed();
-                    let front = deck.front;
-                    deck.slots[front].app.session_keys = keys;
+                    let front = deck.sessions.front;
+                    deck.sessions.slots[front].app.session_keys = keys;
                 }
                 Err(e) => {
                     if let Some(f) = deck.form.as_mut() {

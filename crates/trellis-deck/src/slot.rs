@@ -8,16 +8,14 @@ use trellis_core::attention::{Attention, Facts};
 use trellis_core::event::EventBody;
 use trellis_driver::Note;
 
-use super::{Opened, SessionKey, SessionNote};
-use crate::app::App;
-use crate::compare::{Reported, Row, Tree, test_like, test_run};
-use trellis_core::tool_call::{ToolKind, ToolStatus};
+use super::{Front, Opened, SessionKey, SessionNote};
 
 /// One session of the deck.
-pub struct Slot {
+pub struct Slot<F> {
     pub key: SessionKey,
-    pub app: App,
-    pub restart: Option<crate::Restart>,
+    /// Its front end.
+    pub app: F,
+    pub restart: Option<trellis_driver::Restart>,
     pub source: String,
     pub branch: Option<String>,
     /// The session it forks or was handed over from.
@@ -39,8 +37,8 @@ pub struct Slot {
     pub claims: trellis_driver::claims::Claims,
 }
 
-impl Slot {
-    pub fn new(key: SessionKey, opened: Opened, agent_arg: String) -> Slot {
+impl<F: Front> Slot<F> {
+    pub fn new(key: SessionKey, opened: Opened<F>, agent_arg: String) -> Slot<F> {
         let now = Instant::now();
         let mut slot = Slot {
             key,
@@ -60,7 +58,7 @@ impl Slot {
             claims: Default::default(),
         };
         // A session that starts with history (resumed) has its edits counted once.
-        let ledger = &slot.app.driver.session.ledger;
+        let ledger = &slot.app.driver().session.ledger;
         for p in 0..ledger.len() {
             if let Some(stat) = completed_edit(&ledger.at(p)) {
                 slot.edits.insert(p, stat);
@@ -70,25 +68,25 @@ impl Slot {
         slot
     }
 
-    pub(crate) fn facts(&self) -> Facts {
-        let d = &self.app.driver;
+    pub fn facts(&self) -> Facts {
+        let d = self.app.driver();
         Facts {
             ready: d.ready(),
             closed: d.closed() && d.connection().is_some(),
-            login: self.app.login.is_some(),
+            login: self.app.login_waits(),
             seen_turn: self.seen_turn,
         }
     }
 
-    pub(crate) fn derive(&self) -> Attention {
-        Attention::of(&self.app.driver.session, &self.facts())
+    pub fn derive(&self) -> Attention {
+        Attention::of(&self.app.driver().session, &self.facts())
     }
 
     /// What the session is called: the agent's title, else its first prompt's words.
     pub fn title(&self) -> String {
         let t = self
             .app
-            .driver
+            .driver()
             .session
             .title
             .clone()
@@ -96,15 +94,15 @@ impl Slot {
         trellis_text::one_line(t.as_deref().unwrap_or("new session")).into_owned()
     }
 
-    /// The session's agent as the human knows it (see [`App::agent`]).
+    /// The session's agent as the human knows it.
     pub fn agent_name(&self) -> String {
-        self.app.agent.clone()
+        self.app.agent().to_string()
     }
 
     /// The session's first prompt, as the user wrote it.
     pub fn first_prompt(&self) -> Option<String> {
         self.app
-            .driver
+            .driver()
             .session
             .transcript
             .iter()
@@ -127,14 +125,13 @@ impl Slot {
 
     /// Tells whoever follows the session how far its log is written and what state it
     /// is in (nothing to do when nobody follows).
-    pub(crate) fn publish(&self, ended: bool) {
+    pub fn publish(&self, ended: bool) {
         if !self.watched.followed() {
             return;
         }
         let len = self
             .app
-            .log_path
-            .as_ref()
+            .log_path()
             .and_then(|p| std::fs::metadata(p).ok())
             .map_or(0, |m| m.len());
         self.watched.publish(len, self.attention.word(), ended);
@@ -165,7 +162,7 @@ impl Slot {
                 )
                 && let Some(p) = ev.position
             {
-                let call = self.app.driver.session.ledger.at(p);
+                let call = self.app.driver().session.ledger.at(p);
                 match completed_edit(&call) {
                     Some(stat) => self.edits.insert(p, stat),
                     None => self.edits.remove(&p),
@@ -182,71 +179,4 @@ fn completed_edit(call: &trellis_core::ToolCall) -> Option<(usize, usize)> {
         return None;
     }
     trellis_core::enrich::diff_stat(call)
-}
-
-/// A session's row, from its ledger; its worktree is measured apart (`tree` is what was
-/// known of it before).
-pub fn compare_row(slot: &Slot, number: usize, now: Instant, tree: Tree) -> Row {
-    let s = &slot.app.driver.session;
-    let mut files = std::collections::BTreeSet::new();
-    let (mut commands, mut failed) = (0, 0);
-    let (mut added, mut removed) = (0, 0);
-    let mut last_test = None;
-    let calls = s.ledger.len();
-    for p in 0..calls {
-        let c = s.ledger.at(p);
-        if c.status == ToolStatus::Failed {
-            failed += 1;
-        }
-        match c.kind {
-            ToolKind::Edit | ToolKind::Delete | ToolKind::Move
-                if c.status == ToolStatus::Completed =>
-            {
-                files.extend(trellis_core::enrich::paths_of(&c));
-                if let Some((a, d)) = trellis_core::enrich::diff_stat(&c) {
-                    added += a;
-                    removed += d;
-                }
-            }
-            ToolKind::Execute => {
-                commands += 1;
-                let cmd = trellis_core::enrich::command_of(&c).unwrap_or_else(|| c.display_title());
-                if test_like(&cmd) || test_like(&c.title) {
-                    last_test = Some(test_run(&c, s, &cmd));
-                }
-            }
-            _ => {}
-        }
-    }
-    let still = matches!(
-        slot.attention,
-        Attention::Working | Attention::Starting | Attention::Blocked(_)
-    );
-    let until = if still { now } else { slot.since };
-    let label = s.worktree.as_ref().map(|w| w.label.clone());
-    Row {
-        key: slot.key,
-        number,
-        agent: slot.agent_name(),
-        tree: if label.is_some() { tree } else { Tree::None },
-        label,
-        prompt: slot.first_prompt(),
-        attention: slot.attention,
-        reported: Reported {
-            added,
-            removed,
-            files: files.len(),
-        },
-        calls,
-        commands,
-        last_test,
-        failed,
-        tokens: s.usage.as_ref().map(|u| u.used).filter(|&u| u > 0),
-        cost: s
-            .usage
-            .as_ref()
-            .and_then(|u| u.cost.as_ref())
-            .map(|c| c.display()),
-        took: until.saturating_duration_since(slot.started),
-    }
 }

@@ -1,18 +1,19 @@
 //! The deck as the hub's socket sees it: its sessions listed, a permission request
 //! answered once by someone attached.
 
-use super::{Deck, NewSession, SessionKey, SessionNote};
+use super::{Front, NewSession, SessionKey, SessionNote, Sessions};
 use trellis_driver::claims::Refusal;
+use trellis_driver::rules::{Hits, RulePreview, Scope};
 
-impl Deck {
+impl<F: Front> Sessions<F> {
     /// Every session as a hub's client sees it.
     pub fn session_infos(&self) -> Vec<trellis_hub::wire::SessionInfo> {
         self.slots
             .iter()
             .map(|s| {
-                let session = &s.app.driver.session;
+                let session = &s.app.driver().session;
                 // Session seconds now, for how long each request has waited.
-                let now = s.app.driver.connection().map(|h| h.recorder().origin().t);
+                let now = s.app.driver().connection().map(|h| h.recorder().origin().t);
                 trellis_hub::wire::SessionInfo {
                     key: s.key,
                     acp_id: session.id.as_deref().map(str::to_string),
@@ -57,7 +58,7 @@ impl Deck {
     /// A permission request answered through the socket by `who` (with their claim's
     /// token, if they hold one): once; someone who comes second is told who answered. An
     /// "always" choice is taken only with `always` naming where its rule goes: the rule is
-    /// the session's own dialog's (shown with its reach in [`Deck::session_infos`]), saved
+    /// the session's own dialog's (shown with its reach in [`Sessions::session_infos`]), saved
     /// there first, then the request is answered. A reject's `reason` is told to the
     /// agent as the session's next message.
     pub fn decide_attached(
@@ -75,16 +76,22 @@ impl Deck {
         let slot = &mut self.slots[i];
         // A reason that cannot go is refused before any rule is saved.
         if let Some(r) = &reason {
-            let (kind, _) =
-                trellis_driver::claims::option_of(&slot.app.driver.session, request_id, option_id)?;
+            let (kind, _) = trellis_driver::claims::option_of(
+                &slot.app.driver().session,
+                request_id,
+                option_id,
+            )?;
             trellis_driver::claims::check_reason(kind, r)?;
         }
         let mut saved = None;
         if let Some(place) = always {
             slot.claims.check_claim(request_id, claim)?;
-            let (kind, call) =
-                trellis_driver::claims::option_of(&slot.app.driver.session, request_id, option_id)?;
-            let scope = crate::extui::Scope::named(place).ok_or((
+            let (kind, call) = trellis_driver::claims::option_of(
+                &slot.app.driver().session,
+                request_id,
+                option_id,
+            )?;
+            let scope = Scope::named(place).ok_or((
                 "bad_request",
                 format!("always: {place}: session, project or global"),
             ))?;
@@ -95,25 +102,26 @@ impl Deck {
             ) {
                 return Err(("bad_request", format!("{option_id} is a one-time choice")));
             }
-            let mut p = crate::extui::RulePreview::new(
+            let mut p = RulePreview::new(
                 request_id.to_string(),
                 option_id.to_string(),
                 kind,
-                &slot.app.driver.session.ledger.at(call),
+                &slot.app.driver().session.ledger.at(call),
             );
             p.scope = scope;
             let rule = p.rule().describe();
             let place = slot
                 .app
-                .driver
+                .driver_mut()
                 .save_rule(&p)
                 .map_err(|e| ("refused", format!("cannot save the rule: {e}")))?;
-            slot.app.message = Some(format!("rule saved by {who} ({place}): {rule}"));
+            slot.app
+                .tell(format!("rule saved by {who} ({place}): {rule}"));
             saved = Some(format!("{rule} ({place})"));
         }
         let mut notes = Vec::new();
         slot.claims.decide(
-            &mut slot.app.driver,
+            slot.app.driver_mut(),
             request_id,
             option_id,
             claim,
@@ -143,7 +151,7 @@ impl Deck {
         let slot = &mut self.slots[i];
         let mut notes = Vec::new();
         slot.claims.answer(
-            &mut slot.app.driver,
+            slot.app.driver_mut(),
             request_id,
             elicit_answer(answer),
             claim,
@@ -172,19 +180,9 @@ impl Deck {
         };
         let agent = new.agent.clone();
         let mut opened = open(new)?;
-        let said: Vec<String> = opened.app.message.take().into_iter().collect();
+        let said: Vec<String> = opened.app.take_told().into_iter().collect();
         if let Some(p) = prompt.filter(|p| !p.trim().is_empty()) {
-            opened.app.driver.prompt(p, Vec::new());
-        }
-        opened.app.session_keys = self.keys.listed();
-        if self.headless {
-            // Nobody looks at this process's terminal: the deck's `[notify]` command
-            // is what tells the human.
-            opened.app.alerts = crate::app::Alerts {
-                bell: false,
-                title: false,
-                notify: false,
-            };
+            opened.app.driver_mut().prompt(p, Vec::new());
         }
         let front = self.front;
         let empty = self.slots.is_empty();
@@ -216,7 +214,7 @@ impl Deck {
             .ok_or(("not_found", format!("no session {key}")))?;
         let slot = &mut self.slots[i];
         slot.claims
-            .claim(&slot.app.driver.session, request_id, lease, who, conn)
+            .claim(&slot.app.driver().session, request_id, lease, who, conn)
     }
 
     /// Lets go of a claim (with its token).
@@ -245,13 +243,13 @@ fn always_infos(
         .filter_map(|(option_id, name)| {
             let (kind, call) =
                 trellis_driver::claims::option_of(session, request_id, option_id).ok()?;
-            let mut p = crate::extui::RulePreview::new(
+            let mut p = RulePreview::new(
                 request_id.to_string(),
                 option_id.clone(),
                 kind,
                 &session.ledger.at(call),
             );
-            p.advance(session, crate::extui::Hits::BUDGET);
+            p.advance(session, Hits::BUDGET);
             Some(trellis_hub::wire::AlwaysInfo {
                 option_id: option_id.clone(),
                 name: name.clone(),

@@ -1,14 +1,10 @@
-//! Requests from the UI's socket (`trellis ls`, `send`, `cancel`, `stop`, `approve`),
-//! carried out on the deck and answered.
+//! Requests from the hub's socket (`trellis ls`, `send`, `cancel`, `stop`, `approve`,
+//! `attach`, `run --detach`), carried out on the deck and answered.
 
-use super::close_slot;
-use crate::deck::{Command, Deck};
-use crate::show_notes;
+use crate::{Command, Front, Sessions};
 
 /// The next request from this UI's socket (never, without one).
-pub(super) async fn next_call(
-    hub: &mut Option<trellis_hub::serve::Served>,
-) -> trellis_hub::serve::Call {
+pub async fn next_call(hub: &mut Option<trellis_hub::serve::Served>) -> trellis_hub::serve::Call {
     match hub {
         Some(h) => match h.calls.recv().await {
             Some(c) => c,
@@ -19,8 +15,8 @@ pub(super) async fn next_call(
 }
 
 /// Carries out a request from the socket and answers it.
-pub(super) async fn remote(
-    deck: &mut Deck,
+pub async fn remote<F: Front>(
+    deck: &mut Sessions<F>,
     call: trellis_hub::serve::Call,
     said: &mut Vec<String>,
 ) {
@@ -69,11 +65,8 @@ pub(super) async fn remote(
         return;
     }
     let (body, shown) = carry_out(deck, request.op, who, conn, said).await;
-    if let Some((i, notes)) = shown
-        && let Some(slot) = deck.slots.get_mut(i)
-    {
-        show_notes(&mut slot.app, notes.into_iter().map(|n| n.note).collect());
-        deck.refresh(i);
+    if let Some((i, notes)) = shown {
+        deck.show_notes(i, notes);
     }
     if let Some(op) = request.operation_id {
         deck.done_ops.keep(op, body.clone());
@@ -82,18 +75,18 @@ pub(super) async fn remote(
 }
 
 /// The notes of the session a request was carried out on, to show (its slot).
-type Shown = Option<(usize, Vec<crate::deck::SessionNote>)>;
+type Shown = Option<(usize, Vec<crate::SessionNote>)>;
 
 /// Carries out one request on the deck: the answer's body, and the notes to show.
-async fn carry_out(
-    deck: &mut Deck,
+async fn carry_out<F: Front>(
+    deck: &mut Sessions<F>,
     op: trellis_hub::wire::Op,
     who: String,
     conn: u64,
     said: &mut Vec<String>,
 ) -> (trellis_hub::wire::Body, Shown) {
     use trellis_hub::wire::{Body, Op};
-    let slot_of = |deck: &Deck, key: u32| deck.index_of(key);
+    let slot_of = |deck: &Sessions<F>, key: u32| deck.index_of(key);
     let error = |code: &str, message: String| Body::Error {
         code: code.into(),
         message,
@@ -203,7 +196,7 @@ async fn carry_out(
                     Some(r) => format!("{} ({who})", trellis_text::one_line(&r)),
                     None => format!("stopped by {who}"),
                 };
-                close_slot(deck, i, &why, said, remind).await;
+                deck.close(i, &why, said, remind).await;
                 Body::Done {
                     said: format!("session {session} stopped"),
                 }
@@ -216,7 +209,10 @@ async fn carry_out(
 
 /// `Op::New`: a session started in the deck, as asked from elsewhere (`trellis run
 /// --detach`, `sessions fork`).
-fn open_new(deck: &mut Deck, op: trellis_hub::wire::Op) -> trellis_hub::wire::Body {
+fn open_new<F: Front>(
+    deck: &mut Sessions<F>,
+    op: trellis_hub::wire::Op,
+) -> trellis_hub::wire::Body {
     use trellis_hub::wire::{Body, Op};
     let Op::New {
         agent,
@@ -234,13 +230,13 @@ fn open_new(deck: &mut Deck, op: trellis_hub::wire::Op) -> trellis_hub::wire::Bo
         };
     };
     match deck.open_remote(
-        crate::deck::NewSession {
+        crate::NewSession {
             agent,
             cwd: cwd.map(std::path::PathBuf::from),
             worktree,
             worktree_label,
             launched_in: launched_in.map(std::path::PathBuf::from),
-            fork: fork.map(|f| crate::deck::ForkFrom {
+            fork: fork.map(|f| crate::ForkFrom {
                 session: f.session,
                 at: f.at,
                 transcript: true,
@@ -260,7 +256,11 @@ fn open_new(deck: &mut Deck, op: trellis_hub::wire::Op) -> trellis_hub::wire::Bo
 const QUEUED_PROMPTS: u32 = 32;
 
 /// Starts the hub's listener on `addr` (`trellis serve --listen` for a running hub).
-fn listen(deck: &mut Deck, addr: &str, hosts: Vec<String>) -> trellis_hub::wire::Body {
+fn listen<F: Front>(
+    deck: &mut Sessions<F>,
+    addr: &str,
+    hosts: Vec<String>,
+) -> trellis_hub::wire::Body {
     use trellis_hub::wire::Body;
     let error = |code: &str, message: String| Body::Error {
         code: code.into(),
@@ -290,8 +290,8 @@ fn listen(deck: &mut Deck, addr: &str, hosts: Vec<String>) -> trellis_hub::wire:
 }
 
 /// Follows session `key` for `who`: where its log is, and its progress from now on.
-fn watch(
-    deck: &mut Deck,
+fn watch<F: Front>(
+    deck: &mut Sessions<F>,
     key: u32,
     who: &str,
     observe: bool,
@@ -303,8 +303,8 @@ fn watch(
     let slot = &deck.slots[i];
     let log = slot
         .app
-        .log_path
-        .clone()
+        .log_path()
+        .map(std::path::Path::to_path_buf)
         .ok_or(("refused", format!("session {key} keeps no log")))?;
     let follow = slot
         .watched
@@ -314,7 +314,7 @@ fn watch(
     Ok((
         trellis_hub::wire::Body::Watching {
             log: log.to_string_lossy().into_owned(),
-            agent: slot.app.agent.clone(),
+            agent: slot.agent_name(),
             controller: follow.lease.is_some(),
             you: who.to_string(),
             attachment: follow.attachment.id.clone(),
@@ -324,7 +324,7 @@ fn watch(
 }
 
 /// The hub and its sessions, as `trellis ls` shows them.
-fn list(deck: &Deck) -> trellis_hub::wire::Body {
+fn list<F: Front>(deck: &Sessions<F>) -> trellis_hub::wire::Body {
     use trellis_hub::wire::{Body, HubInfo};
     Body::Sessions {
         hub: HubInfo {
@@ -349,8 +349,8 @@ fn list(deck: &Deck) -> trellis_hub::wire::Body {
 }
 
 /// Queues a prompt from outside for `session`.
-fn send(
-    deck: &mut Deck,
+fn send<F: Front>(
+    deck: &mut Sessions<F>,
     session: u32,
     text: String,
     files: Vec<String>,
@@ -364,7 +364,7 @@ fn send(
         Some(_) if text.trim().is_empty() => error("bad_request", "an empty prompt".into()),
         // What waits for a session from outside is bounded: a client that sends
         // faster than turns end is told, not queued without end.
-        Some(i) if deck.slots[i].app.driver.waiting_prompts() >= QUEUED_PROMPTS => error(
+        Some(i) if deck.slots[i].app.driver().waiting_prompts() >= QUEUED_PROMPTS => error(
             "busy",
             format!(
                 "session {session} has {QUEUED_PROMPTS} prompts waiting for their turns already: send more as they end"
@@ -396,14 +396,14 @@ fn send(
 }
 
 /// Cancels the running turn of `session`, from outside.
-fn cancel(deck: &mut Deck, session: u32) -> (trellis_hub::wire::Body, Shown) {
+fn cancel<F: Front>(deck: &mut Sessions<F>, session: u32) -> (trellis_hub::wire::Body, Shown) {
     use trellis_hub::wire::Body;
     let error = |code: &str, message: String| Body::Error {
         code: code.into(),
         message,
     };
     match deck.index_of(session) {
-        Some(i) if !deck.slots[i].app.driver.session.turn_open => (
+        Some(i) if !deck.slots[i].app.driver().session.turn_open => (
             error(
                 "idle",
                 format!("session {session} has no turn running: nothing was cancelled"),
