@@ -15,7 +15,7 @@ use trellis_core::attention::Attention;
 use trellis_core::tool_call::ToolStatus;
 use trellis_view::Theme;
 
-use crate::deck::SessionKey;
+use trellis_deck::SessionKey;
 
 /// What a worktree's work is against its base, as git counts it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
