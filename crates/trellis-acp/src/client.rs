@@ -254,15 +254,26 @@ async fn run(
     mut cmd_rx: UnboundedReceiver<Command>,
     stopping: Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<(), String> {
-    let (process, transport) = crate::transport::spawn(
-        &spec.command,
-        &spec.args,
-        &spec.env,
-        &spec.cwd,
-        spec.bulk_reads,
-        recorder.clone(),
-    )
-    .map_err(|e| format!("cannot start {}: {e}", spec.command))?;
+    let (process, transport) = match &spec.remote {
+        Some(remote) => {
+            crate::transport::dial(
+                remote,
+                spec.bulk_reads,
+                spec.setup_timeout,
+                recorder.clone(),
+            )
+            .await?
+        }
+        None => crate::transport::spawn(
+            &spec.command,
+            &spec.args,
+            &spec.env,
+            &spec.cwd,
+            spec.bulk_reads,
+            recorder.clone(),
+        )
+        .map_err(|e| format!("cannot start {}: {e}", spec.command))?,
+    };
     let session: Arc<Mutex<Option<String>>> = Arc::default();
     let mut roots = vec![spec.cwd.clone()];
     roots.extend(spec.extra_roots.iter().cloned());
@@ -364,7 +375,7 @@ async fn run(
     terminals.stop_all(std::time::Duration::from_secs(1)).await;
     let exit = process.finish(std::time::Duration::from_secs(1)).await;
     match (result, exit) {
-        (_, Some(exit)) => Err(format!("the agent ended with {exit}")),
+        (_, Some(exit)) => Err(exit),
         (Err(e), None) => Err(match e.data.as_ref() {
             Some(d) => format!("{} ({d})", e.message),
             None => e.message.clone(),

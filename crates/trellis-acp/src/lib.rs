@@ -11,12 +11,14 @@ pub mod lines;
 pub mod login;
 pub mod mcp;
 pub mod recorder;
+pub mod remote;
 mod responders;
 pub mod roots;
 mod services;
 mod setup;
 pub mod spec;
 pub mod terminal;
+mod tls;
 pub mod transport;
 
 pub use client::{Command, Handle, start, start_at};

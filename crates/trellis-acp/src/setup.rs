@@ -168,7 +168,7 @@ pub(crate) async fn set_up(
             _ if fork.is_some() => cx
                 .send_request(setup!(ForkSessionRequest::new(
                     fork.clone().unwrap_or_default(),
-                    spec.cwd.clone()
+                    spec.agent_cwd()
                 )))
                 .block_task()
                 .await
@@ -176,7 +176,7 @@ pub(crate) async fn set_up(
             (Some(id), _) => cx
                 .send_request(setup!(ResumeSessionRequest::new(
                     id.clone(),
-                    spec.cwd.clone()
+                    spec.agent_cwd()
                 )))
                 .block_task()
                 .await
@@ -184,13 +184,13 @@ pub(crate) async fn set_up(
             (None, Some(id)) => cx
                 .send_request(setup!(LoadSessionRequest::new(
                     id.clone(),
-                    spec.cwd.clone()
+                    spec.agent_cwd()
                 )))
                 .block_task()
                 .await
                 .map(|_| SessionId::from(id.clone())),
             (None, None) => cx
-                .send_request(setup!(NewSessionRequest::new(spec.cwd.clone())))
+                .send_request(setup!(NewSessionRequest::new(spec.agent_cwd())))
                 .block_task()
                 .await
                 .map(|s| s.session_id),

@@ -82,6 +82,20 @@ pub struct AgentSpec {
     /// for it), with the turn's number: what it returns is recorded as a mark. Trellis
     /// takes its checkpoint of the working tree here.
     pub before_turn: Option<BeforeTurn>,
+    /// The agent runs elsewhere and is dialed (see [`crate::remote`]); `command` and
+    /// `args` are then unused.
+    pub remote: Option<crate::remote::RemoteSpec>,
+}
+
+impl AgentSpec {
+    /// The session's directory as the agent sees it: its own for an agent elsewhere
+    /// (when the config names it), else this machine's.
+    pub fn agent_cwd(&self) -> PathBuf {
+        match self.remote.as_ref().and_then(|r| r.cwd.as_ref()) {
+            Some(dir) => PathBuf::from(dir),
+            None => self.cwd.clone(),
+        }
+    }
 }
 
 /// A terminal id → the `traceparent` its command runs with.

@@ -44,15 +44,23 @@ const SDK_QUEUE: usize = 64;
 const DRAIN_WAIT: Duration = Duration::from_secs(1);
 
 pub struct AgentProcess {
-    child: Child,
-    pgid: Option<u32>,
-    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    kind: Kind,
     /// The stdout and stderr readers: the session ends only after they reached the end
     /// of what the agent wrote (or [`DRAIN_WAIT`] after its group was stopped).
     readers: Vec<tokio::task::JoinHandle<()>>,
     /// Tells the stdout reader (a blocking thread: it cannot be aborted) to read no
     /// further.
     stop: Arc<AtomicBool>,
+}
+
+/// A process Trellis started, or a connection to an agent elsewhere.
+enum Kind {
+    Local {
+        child: Child,
+        pgid: Option<u32>,
+        stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    },
+    Remote(crate::remote::Link),
 }
 
 pub type Transport = Lines<
@@ -85,33 +93,8 @@ pub fn spawn(
     let stderr = child.stderr.take().ok_or_else(missing)?;
     let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
     let stderr_reader = tokio::spawn(drain_stderr(stderr, recorder.clone(), stderr_tail.clone()));
-    // The SDK gets the lines the recorder forwards (requests and responses) through a
-    // bounded channel; the reader itself belongs to Trellis and reads to the end.
-    let (to_sdk, from_reader) = tokio::sync::mpsc::channel::<std::io::Result<String>>(SDK_QUEUE);
-    let stop = Arc::new(AtomicBool::new(false));
     let pipe = std::fs::File::from(stdout.into_owned_fd()?);
-    // A roomy pipe lets a streaming agent's lines be read in fewer, fuller pieces
-    // (`lines::Coalesce`) where no one types meanwhile; where it cannot be had, the
-    // usual one is read as before.
-    let capacity = bulk_reads
-        .then(|| {
-            use std::os::fd::AsFd;
-            trellis_os::fd::grow_pipe(pipe.as_fd(), lines::Coalesce::ROOMY)
-        })
-        .flatten();
-    let pipe = Gathering {
-        pipe,
-        coalesce: lines::Coalesce::for_pipe(capacity),
-        stop: stop.clone(),
-        last_read: 0,
-        read_after_stop: 0,
-    };
-    let (tap, rt) = (recorder.clone(), tokio::runtime::Handle::current());
-    let stdout_reader = tokio::task::spawn_blocking(move || read_stdout(pipe, tap, to_sdk, rt));
-    let incoming = futures::stream::unfold(from_reader, |mut rx| async move {
-        rx.recv().await.map(|line| (line, rx))
-    })
-    .boxed();
+    let (stdout_reader, incoming, stop) = read_agent(pipe, bulk_reads, &recorder);
     let tap_out = recorder;
     let outgoing = futures::sink::unfold(stdin, move |mut w: ChildStdin, line: String| {
         let tap = tap_out.clone();
@@ -130,14 +113,81 @@ pub fn spawn(
     let transport = Lines::new(Box::pin(outgoing) as _, incoming);
     Ok((
         AgentProcess {
-            child,
-            pgid,
-            stderr_tail,
+            kind: Kind::Local {
+                child,
+                pgid,
+                stderr_tail,
+            },
             readers: vec![stdout_reader, stderr_reader],
             stop,
         },
         transport,
     ))
+}
+
+/// Dials an agent that runs elsewhere (see [`crate::remote`]); the connection and the
+/// transport for `connect_with`, as [`spawn`] gives for a local one.
+pub async fn dial(
+    spec: &crate::remote::RemoteSpec,
+    bulk_reads: bool,
+    setup: Duration,
+    recorder: Recorder,
+) -> Result<(AgentProcess, Transport), String> {
+    let (pipe, link) = crate::remote::dial(spec, &recorder, setup).await?;
+    let (reader, incoming, stop) = read_agent(pipe, bulk_reads, &recorder);
+    let out = link
+        .out
+        .clone()
+        .ok_or_else(|| "the connection closed at once".to_string())?;
+    let outgoing = crate::remote::outgoing(out, recorder);
+    let transport = Lines::new(Box::pin(outgoing) as _, incoming);
+    Ok((
+        AgentProcess {
+            kind: Kind::Remote(link),
+            readers: vec![reader],
+            stop,
+        },
+        transport,
+    ))
+}
+
+/// The lines the SDK is offered, from the reader of the agent's output.
+type Incoming = std::pin::Pin<Box<dyn futures::Stream<Item = std::io::Result<String>> + Send>>;
+
+/// Reads the agent's output from `pipe` on a thread of its own (see [`read_stdout`]);
+/// the reader, the lines for the SDK, and the flag that tells the reader to stop.
+fn read_agent(
+    pipe: std::fs::File,
+    bulk_reads: bool,
+    recorder: &Recorder,
+) -> (tokio::task::JoinHandle<()>, Incoming, Arc<AtomicBool>) {
+    // The SDK gets the lines the recorder forwards (requests and responses) through a
+    // bounded channel; the reader itself belongs to Trellis and reads to the end.
+    let (to_sdk, from_reader) = tokio::sync::mpsc::channel::<std::io::Result<String>>(SDK_QUEUE);
+    let stop = Arc::new(AtomicBool::new(false));
+    // A roomy pipe lets a streaming agent's lines be read in fewer, fuller pieces
+    // (`lines::Coalesce`) where no one types meanwhile; where it cannot be had, the
+    // usual one is read as before.
+    let capacity = bulk_reads
+        .then(|| {
+            use std::os::fd::AsFd;
+            trellis_os::fd::grow_pipe(pipe.as_fd(), lines::Coalesce::ROOMY)
+        })
+        .flatten();
+    let pipe = Gathering {
+        pipe,
+        coalesce: lines::Coalesce::for_pipe(capacity),
+        stop: stop.clone(),
+        last_read: 0,
+        read_after_stop: 0,
+    };
+    let (tap, rt) = (recorder.clone(), tokio::runtime::Handle::current());
+    let reader = tokio::task::spawn_blocking(move || read_stdout(pipe, tap, to_sdk, rt));
+    let incoming = futures::stream::unfold(from_reader, |mut rx| async move {
+        rx.recv().await.map(|line| (line, rx))
+    })
+    .boxed();
+    (reader, incoming, stop)
 }
 
 /// How often a reader waiting for the agent checks whether it was told to stop.
@@ -395,25 +445,37 @@ impl Drop for AgentProcess {
 
 impl AgentProcess {
     /// Stops the agent (stdin is already closed by then) and reads what it wrote to the
-    /// end; returns why it ended if that was not a clean exit.
+    /// end, or closes the connection to it; says why it ended if that was not a clean
+    /// exit (or a close of Trellis's).
     pub async fn finish(mut self, grace: Duration) -> Option<String> {
-        let status = match tokio::time::timeout(grace, self.child.wait()).await {
+        let (child, pgid, stderr_tail) = match &mut self.kind {
+            Kind::Remote(link) => {
+                let lost = link.finish(grace).await;
+                self.drain().await;
+                return lost;
+            }
+            Kind::Local {
+                child,
+                pgid,
+                stderr_tail,
+            } => (child, *pgid, stderr_tail.clone()),
+        };
+        let status = match tokio::time::timeout(grace, child.wait()).await {
             Ok(s) => s.ok(),
             Err(_) => {
-                let groups: Vec<u32> = self.pgid.into_iter().collect();
-                let child = &mut self.child;
+                let groups: Vec<u32> = pgid.into_iter().collect();
                 trellis_os::group::stop(&groups, Duration::from_secs(2), async {
                     let _ = child.wait().await;
                 })
                 .await;
-                let _ = self.child.wait().await;
+                let _ = child.wait().await;
                 // Stopped by Trellis: not the agent's failure.
                 None
             }
         };
         // Wrapper launchers may leave children behind holding the pipes: the same stop
         // sequence ends them (off the runtime's threads: it may wait its grace).
-        if let Some(pgid) = self.pgid {
+        if let Some(pgid) = pgid {
             let _ = tokio::task::spawn_blocking(move || {
                 trellis_os::group::stop_leftovers(pgid, Duration::from_secs(2));
             })
@@ -424,7 +486,7 @@ impl AgentProcess {
         if status.success() {
             return None;
         }
-        let tail: Vec<String> = match self.stderr_tail.lock() {
+        let tail: Vec<String> = match stderr_tail.lock() {
             Ok(t) => t.iter().cloned().collect(),
             Err(p) => p.into_inner().iter().cloned().collect(),
         };
@@ -437,9 +499,9 @@ impl AgentProcess {
             _ => "unknown status".into(),
         };
         Some(if tail.is_empty() {
-            what
+            format!("the agent ended with {what}")
         } else {
-            format!("{what}: {}", tail.join("\n"))
+            format!("the agent ended with {what}: {}", tail.join("\n"))
         })
     }
 

@@ -7,6 +7,8 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+#[cfg(feature = "listen")]
+pub mod agent_serve;
 pub mod call;
 pub mod client;
 #[cfg(feature = "listen")]

@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 use subtle::ConstantTimeEq;
 
-/// What a token may do. `admin` may do everything; `approve` and `prompt` may read.
+/// What a token may do. `admin` may do everything; `approve` and `prompt` may read;
+/// `agent` may open a connection to an agent `trellis agent serve` serves (and nothing
+/// of a hub's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
@@ -21,6 +23,7 @@ pub enum Scope {
     Prompt,
     Approve,
     Admin,
+    Agent,
 }
 
 impl Scope {
@@ -30,6 +33,7 @@ impl Scope {
             "prompt" => Scope::Prompt,
             "approve" => Scope::Approve,
             "admin" => Scope::Admin,
+            "agent" => Scope::Agent,
             _ => return None,
         })
     }
@@ -40,6 +44,7 @@ impl Scope {
             Scope::Prompt => "prompt",
             Scope::Approve => "approve",
             Scope::Admin => "admin",
+            Scope::Agent => "agent",
         }
     }
 }

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use trellis_core::permission::{Rule, Verdict};
 
-/// How to start one agent.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// How to start one agent, or where to dial it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentPreset {
-    /// Program to run (looked up on `PATH`).
+    /// Program to run (looked up on `PATH`); none for an agent given by `url`.
+    #[serde(default)]
     pub command: String,
     #[serde(default)]
     pub args: Vec<String>,
@@ -24,6 +25,79 @@ pub struct AgentPreset {
     /// Authentication method id to use when the agent requires one (default: the first).
     #[serde(default)]
     pub auth_method: Option<String>,
+    /// An agent that runs elsewhere, dialed over WebSocket (`wss://HOST/acp`, or
+    /// `ws://` to this machine) instead of started here.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Its token, sent as `Authorization: Bearer …`.
+    #[serde(default)]
+    pub token: Option<Secret>,
+    /// More headers sent when dialing it.
+    #[serde(default)]
+    pub headers: BTreeMap<String, Secret>,
+    /// Plain `ws://` to another machine: the session and its token cross the network
+    /// unencrypted (only on a network that is yours).
+    #[serde(default)]
+    pub plaintext: bool,
+    /// Certificates (PEM files) trusted for its TLS besides the public roots.
+    #[serde(default)]
+    pub ca: Vec<PathBuf>,
+    /// Whose files the agent works on: `"its own"` (the default for an agent elsewhere:
+    /// it is offered no file or terminal access here) or `"shared"` (it sees this
+    /// machine's files, as in a devcontainer with the project mounted).
+    #[serde(default)]
+    pub files: Option<String>,
+    /// Where the agent sees this machine's directories (`"/workspace" = "~/proj"`): its
+    /// paths are shown as the local ones, and the session's directory is sent as its.
+    #[serde(default)]
+    pub paths: BTreeMap<String, String>,
+    /// The session's directory as the agent sees it, when no `paths` entry gives it.
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+/// A header value from the environment, a file, or the config itself.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Secret {
+    /// `{ env = "AGENT_TOKEN" }`
+    Env { env: String },
+    /// `{ file = "~/.config/agent-token" }` (its first line)
+    File { file: PathBuf },
+    /// Written in the config (for what is no secret).
+    Text(String),
+}
+
+impl Secret {
+    /// The value, or why it cannot be had (never the value itself).
+    pub fn value(&self) -> Result<String, String> {
+        match self {
+            Secret::Text(t) => Ok(t.clone()),
+            Secret::Env { env } => std::env::var(env)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| v.trim().to_string())
+                .ok_or_else(|| format!("the environment variable {env} is not set")),
+            Secret::File { file } => {
+                let path = crate::config::expand_home(file);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                text.lines()
+                    .next()
+                    .map(|l| l.trim().to_string())
+                    .filter(|l| !l.is_empty())
+                    .ok_or_else(|| format!("{}: empty", path.display()))
+            }
+        }
+    }
+}
+
+/// `~/…` from the home directory.
+pub fn expand_home(path: &Path) -> PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => path.to_path_buf(),
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -296,8 +370,7 @@ pub fn builtin_presets() -> BTreeMap<String, AgentPreset> {
         command: command.into(),
         args: args.iter().map(|s| s.to_string()).collect(),
         env: BTreeMap::new(),
-        capabilities: CapabilityOverrides::default(),
-        auth_method: None,
+        ..Default::default()
     };
     let mut m = BTreeMap::new();
     m.insert(

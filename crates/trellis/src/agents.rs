@@ -206,6 +206,7 @@ pub fn resolve(
         auth,
         scratch,
         command_line,
+        remote,
     } = program(agent, config)?;
     let mut dir = None;
     let cwd = match cwd {
@@ -240,10 +241,16 @@ pub fn resolve(
                 == Some(trellis_store::config::SystemPromptMode::Override),
         )
     });
-    Ok(Resolved {
+    let mut resolved = Resolved {
         name,
         command_line,
-        command: agent.to_string(),
+        // An agent elsewhere: its URL, without what must not be shown (credentials, a
+        // query): the log's header says where the agent ran.
+        command: if remote.is_some() {
+            command.clone()
+        } else {
+            agent.to_string()
+        },
         spec: AgentSpec {
             command,
             args,
@@ -274,9 +281,19 @@ pub fn resolve(
             traceparent: None,
             terminal_trace: None,
             before_turn: None,
+            remote: None,
         },
         scratch: dir,
-    })
+    };
+    if let Some(r) = remote {
+        // An agent whose files are its own is given no directory of this machine's.
+        if !r.shared {
+            resolved.spec.extra_roots.clear();
+            resolved.spec.additional_directories.clear();
+        }
+        resolved.spec.remote = Some(r.spec);
+    }
+    Ok(resolved)
 }
 
 /// What starts agent `agent`, as [`resolve`] finds it.
@@ -289,6 +306,16 @@ struct Program {
     auth: Option<String>,
     scratch: bool,
     command_line: bool,
+    /// It runs elsewhere: how to dial it, and whether it sees this machine's files.
+    remote: Option<Remote>,
+}
+
+/// An agent dialed over WebSocket, as resolving finds it.
+struct Remote {
+    spec: trellis_acp::remote::RemoteSpec,
+    /// It works on this machine's files (a devcontainer with the project mounted): it is
+    /// offered file and terminal access here.
+    shared: bool,
 }
 
 /// Whether `agent` names an agent that can start here (a preset whose program is
@@ -300,6 +327,9 @@ pub fn check(agent: &str, config: &Config) -> anyhow::Result<()> {
 
 /// The program of agent `agent` (see [`resolve`]).
 fn program(agent: &str, config: &Config) -> anyhow::Result<Program> {
+    if let Some(remote) = remote_program(agent, config)? {
+        return Ok(remote);
+    }
     let mut command_line = false;
     let (name, command, args, env, caps, auth, scratch) = if agent == "demo" {
         (
@@ -385,7 +415,92 @@ fn program(agent: &str, config: &Config) -> anyhow::Result<Program> {
         auth,
         scratch,
         command_line,
+        remote: None,
     })
+}
+
+/// The agent `agent` when it runs elsewhere: a URL (`--agent wss://…`), or `[agents.X]`
+/// with a `url`.
+fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program>> {
+    let (name, preset) = if agent.starts_with("ws://") || agent.starts_with("wss://") {
+        let preset = trellis_store::AgentPreset {
+            url: Some(agent.to_string()),
+            ..Default::default()
+        };
+        ("remote".to_string(), preset)
+    } else if agent.starts_with("http://") || agent.starts_with("https://") {
+        bail!(
+            "--agent {}: ACP over streamable HTTP is not dialed yet; give the agent's WebSocket address (wss://… or ws://…)",
+            trellis_acp::remote::shown_url(agent)
+        );
+    } else {
+        match config.agents.get(agent) {
+            Some(p) if p.url.is_some() => (agent.to_string(), p.clone()),
+            _ => return Ok(None),
+        }
+    };
+    let place = format!("[agents.{name}]");
+    let url = preset.url.clone().unwrap_or_default();
+    if !preset.command.is_empty() {
+        bail!("{place} in the config: an agent has a command or a url, not both");
+    }
+    let target = trellis_acp::remote::Target::of(&url, preset.plaintext)
+        .map_err(|e| anyhow::anyhow!("{place}: {e}"))?;
+    let mut headers = Vec::new();
+    if let Some(t) = &preset.token {
+        let v = t
+            .value()
+            .map_err(|e| anyhow::anyhow!("{place} token: {e}"))?;
+        headers.push(("Authorization".to_string(), format!("Bearer {v}")));
+    }
+    for (k, v) in &preset.headers {
+        let v = v
+            .value()
+            .map_err(|e| anyhow::anyhow!("{place} headers.{k}: {e}"))?;
+        headers.push((k.clone(), v));
+    }
+    let shared = match preset.files.as_deref() {
+        None | Some("its own") => false,
+        Some("shared") => true,
+        Some(other) => bail!("{place} files = {other:?}: \"its own\" or \"shared\""),
+    };
+    let ca = preset
+        .ca
+        .iter()
+        .map(|p| trellis_store::config::expand_home(p))
+        .collect();
+    Ok(Some(Program {
+        // Where it runs is part of its name: the rail, the status line, `trellis ls`
+        // and the log all say it.
+        name: format!("{name}@{}", target.shown),
+        command: trellis_acp::remote::shown_url(&url),
+        args: Vec::new(),
+        env: Vec::new(),
+        caps: if shared {
+            caps_of(&preset.capabilities)
+        } else {
+            // Its files are its own: nothing here is offered.
+            Caps {
+                read_text_file: false,
+                write_text_file: false,
+                terminal: false,
+                ..Caps::default()
+            }
+        },
+        auth: preset.auth_method.clone(),
+        scratch: false,
+        command_line: false,
+        remote: Some(Remote {
+            spec: trellis_acp::remote::RemoteSpec {
+                url,
+                headers,
+                plaintext: preset.plaintext,
+                ca,
+                cwd: preset.cwd.clone(),
+            },
+            shared,
+        }),
+    }))
 }
 
 /// What is wrong with a command line's program, if it cannot run: not found on `PATH`,

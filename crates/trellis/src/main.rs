@@ -1,7 +1,9 @@
 //! `trellis`: the command-line entry point.
 
-mod agents;
 #[cfg(feature = "registry")]
+#[cfg(feature = "listen")]
+mod agent_serve;
+mod agents;
 mod agents_cmd;
 mod answers;
 mod artifacts;
@@ -245,6 +247,11 @@ enum AgentCmd {
     /// An agent that misbehaves on purpose, one way per scenario (for testing clients);
     /// `list` lists the scenarios.
     Hostile { scenario: String },
+    /// Serve an agent that speaks ACP on stdio over WebSocket, one agent process per
+    /// connection, for Trellis elsewhere to dial (`--agent ws://…/acp`): run it inside a
+    /// devcontainer, a VM or a sandbox.
+    #[cfg(feature = "listen")]
+    Serve(agent_serve::ServeArgs),
 }
 
 /// A `--config` given by name: a file that is there (a typo is said, never an empty
@@ -554,6 +561,8 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
             }
         }
         AgentCmd::Hostile { scenario } => trellis_agents::hostile::run(&scenario)?,
+        #[cfg(feature = "listen")]
+        AgentCmd::Serve(args) => return agent_serve::main(args),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -13,7 +13,8 @@ use crate::serve::{DEFAULT_HUB, token_store};
 
 #[derive(clap::Subcommand)]
 pub enum TokenCmd {
-    /// Make a token (shown once): `--scope` read, prompt, approve or admin (may repeat).
+    /// Make a token (shown once): `--scope` read, prompt, approve or admin for a hub's
+    /// listener, agent for `trellis agent serve` (may repeat).
     New {
         #[arg(long)]
         label: String,
@@ -60,7 +61,7 @@ pub fn token(cmd: TokenCmd) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|s| {
                     Scope::parse(s).ok_or_else(|| {
-                        anyhow::anyhow!("--scope {s}: one of read, prompt, approve, admin")
+                        anyhow::anyhow!("--scope {s}: one of read, prompt, approve, admin, agent")
                     })
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;

@@ -147,8 +147,16 @@ pub fn begin(spec: &mut trellis_acp::AgentSpec, agent: &str) -> Begun {
             started,
             agent: agent.to_string(),
             content: content(),
+            server: spec.remote.as_ref().and_then(|r| server_of(&r.url)),
         },
     }
+}
+
+/// Where an agent dialed at `url` runs (host, port), for `server.*` attributes.
+pub fn server_of(url: &str) -> Option<(String, u16)> {
+    trellis_acp::remote::Target::of(url, true)
+        .ok()
+        .map(|t| (t.host, t.port))
 }
 
 /// A session's live spans, as the driver's observer.

@@ -260,6 +260,7 @@ pub(super) fn authorize(
                     Scope::Prompt => "send prompts",
                     Scope::Approve => "answer requests",
                     Scope::Admin => "administer",
+                    Scope::Agent => "reach a served agent",
                 },
                 scope.name()
             ),

@@ -45,6 +45,8 @@ pub struct TraceInfo {
     pub agent: String,
     /// Record tool arguments, outputs and prompts (off unless the user opts in).
     pub content: bool,
+    /// Where the agent runs, when it is dialed (`server.address`, `server.port`).
+    pub server: Option<(String, u16)>,
 }
 
 /// The calls still open, (start, turn) by call id: the session's own by id alone (looked
@@ -509,6 +511,14 @@ impl Tracer {
         self.out.push(span);
     }
 
+    /// Where a dialed agent runs (OpenTelemetry's `server.*`).
+    fn server_attributes(&self, attributes: &mut Vec<(&'static str, Value)>) {
+        if let Some((host, port)) = &self.info.server {
+            attributes.push(("server.address", Value::Str(host.clone())));
+            attributes.push(("server.port", Value::Int(i64::from(*port))));
+        }
+    }
+
     fn end_turn(&mut self, end: f64, stop_reason: &str) {
         self.terminals_unclaimed();
         let Some(turn) = self.turn.take() else {
@@ -533,6 +543,7 @@ impl Tracer {
         if let Some(v) = &self.agent_version {
             attributes.push(("gen_ai.agent.version", Value::Str(v.clone())));
         }
+        self.server_attributes(&mut attributes);
         if let Some(c) = &self.conversation {
             attributes.push(("gen_ai.conversation.id", Value::Str(c.to_string())));
         }
@@ -605,6 +616,7 @@ impl Tracer {
             ("trellis.turns", Value::Int(i64::from(self.turns))),
             ("trellis.end_reason", Value::Str(reason.to_string())),
         ];
+        self.server_attributes(&mut attributes);
         if let Some(c) = &self.conversation {
             attributes.push(("gen_ai.conversation.id", Value::Str(c.to_string())));
         }

@@ -133,6 +133,7 @@ pub(crate) fn driver_for(
         traceparent: None,
         terminal_trace: None,
         before_turn: None,
+        remote: None,
     };
     let (handle, rx) = trellis_acp::start(spec, sink);
     let (host, host_rx) = ExtHost::new(

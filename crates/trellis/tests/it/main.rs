@@ -39,6 +39,7 @@ mod registry_binary;
 mod registry_install;
 mod registry_kit;
 mod registry_uvx;
+mod remote;
 mod replay_ui;
 mod rules_remote;
 mod sessions;

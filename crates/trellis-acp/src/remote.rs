@@ -1,0 +1,548 @@
+//! An agent that runs elsewhere, dialed over WebSocket (`ws://`, `wss://`).
+//!
+//! The connection's text messages become lines on a pipe that is read exactly as a local
+//! agent's stdout is (the recorder, the log, backpressure, oversized lines: one path for
+//! every agent), and the lines Trellis sends become text messages. Every wait is bounded:
+//! the dial, the TLS and WebSocket handshakes, each write, and the silence of a peer that
+//! no longer answers pings.
+//!
+//! Plain `ws://` is dialed only to this machine unless the spec says the user accepts an
+//! unencrypted connection. Header values (tokens) are never printed, logged or passed on.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use tokio::io::AsyncWriteExt;
+use tokio_tungstenite::tungstenite::{self, Message, http};
+use trellis_core::wire::Dir;
+
+use crate::recorder::{More, Recorder};
+
+/// Where and how to reach an agent that runs elsewhere.
+#[derive(Clone)]
+pub struct RemoteSpec {
+    /// `ws://` or `wss://`, its path included.
+    pub url: String,
+    /// Sent with the WebSocket upgrade (an `Authorization` among them): never shown.
+    pub headers: Vec<(String, String)>,
+    /// The user accepts plain `ws://` to another machine (the session then crosses the
+    /// network unencrypted).
+    pub plaintext: bool,
+    /// Certificates (PEM) trusted besides the public roots: a private CA's, or a
+    /// self-signed agent's.
+    pub ca: Vec<std::path::PathBuf>,
+    /// The session's directory as the agent sees it (sent in `session/new`); none: the
+    /// local one.
+    pub cwd: Option<String>,
+}
+
+impl std::fmt::Debug for RemoteSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSpec")
+            .field("url", &self.url)
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .iter()
+                    .map(|(k, _)| format!("{k}: (hidden)"))
+                    .collect::<Vec<_>>(),
+            )
+            .field("plaintext", &self.plaintext)
+            .field("ca", &self.ca)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
+}
+
+/// How long the dial, and each handshake, may take (less when the agent's setup timeout
+/// is shorter).
+const DIAL_WAIT: Duration = Duration::from_secs(15);
+/// How long one message to the agent may wait for the connection (its peer stopped
+/// reading) before the connection is taken as lost.
+const WRITE_WAIT: Duration = Duration::from_secs(30);
+/// Pings to the agent's end, and how long it may send nothing at all (not even the pong
+/// every WebSocket peer sends by itself) before the connection is taken as lost.
+const PING_EVERY: Duration = Duration::from_secs(20);
+const SILENCE: Duration = Duration::from_secs(60);
+/// Messages to the agent waiting for the connection.
+const OUTGOING: usize = 64;
+/// The largest message taken from the agent: a longer line than a local agent may write
+/// is recorded as oversized, as a local agent's is; past this the connection ends.
+pub const MESSAGE_LIMIT: usize = crate::lines::MAX_LINE + (1 << 20);
+
+/// Where a URL points, checked before anything is dialed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub tls: bool,
+    /// The host as written (no brackets around an IPv6 address).
+    pub host: String,
+    pub port: u16,
+    /// `host:port`, as shown to the user (a URL's credentials, path and query left out).
+    pub shown: String,
+}
+
+impl Target {
+    /// Reads `url`: a WebSocket URL whose plain form reaches only this machine unless
+    /// `plaintext`.
+    pub fn of(url: &str, plaintext: bool) -> Result<Target, String> {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| format!("{}: not a URL ({e})", shown_url(url)))?;
+        let tls = match uri.scheme_str() {
+            Some("wss") => true,
+            Some("ws") => false,
+            Some("https" | "http") => {
+                return Err(format!(
+                    "{}: ACP over streamable HTTP is not dialed yet; the agent's WebSocket address (wss://… or ws://…) is",
+                    shown_url(url)
+                ));
+            }
+            _ => return Err(format!("{}: not a ws:// or wss:// URL", shown_url(url))),
+        };
+        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+            return Err(format!(
+                "{}: credentials in a URL end up in logs and process lists; give them as a header (token = {{ env = \"…\" }})",
+                shown_url(url)
+            ));
+        }
+        let host = uri
+            .host()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| format!("{}: no host", shown_url(url)))?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        let shown = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        if !tls && !plaintext && !is_loopback(&host) {
+            return Err(format!(
+                "{}: plain ws:// to another machine sends the session, and any token, unencrypted; use wss://, or set plaintext = true for this agent if the network is yours",
+                shown_url(url)
+            ));
+        }
+        Ok(Target {
+            tls,
+            host,
+            port,
+            shown,
+        })
+    }
+}
+
+/// Whether `host` is this machine by name or address (what needs no encryption).
+pub fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A URL as it may be shown: scheme, host and path, never credentials or a query.
+pub fn shown_url(url: &str) -> String {
+    let cut = url.split(['?', '#']).next().unwrap_or("");
+    let (scheme, rest) = cut.split_once("://").unwrap_or(("", cut));
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    let shown = if scheme.is_empty() {
+        rest.to_string()
+    } else {
+        format!("{scheme}://{rest}")
+    };
+    one_line(&shown)
+}
+
+/// `s` on one line with no control characters (it came from the network).
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// The connection to a remote agent as the transport holds it.
+pub(crate) struct Link {
+    /// Messages to the agent (closed: the writer says goodbye and ends).
+    pub out: Option<tokio::sync::mpsc::Sender<String>>,
+    pub reader: tokio::task::JoinHandle<()>,
+    pub writer: tokio::task::JoinHandle<()>,
+    /// Why the connection ended, when not by Trellis's own close.
+    pub lost: Arc<Mutex<Option<String>>>,
+    pub shown: String,
+}
+
+/// Dials the agent at `spec`; the pipe its messages are written to as lines, and the
+/// link.
+pub(crate) async fn dial(
+    spec: &RemoteSpec,
+    recorder: &Recorder,
+    setup: Duration,
+) -> Result<(std::fs::File, Link), String> {
+    let target = Target::of(&spec.url, spec.plaintext)?;
+    let shown = target.shown.clone();
+    let wait = DIAL_WAIT.min(setup);
+    let tcp = tokio::time::timeout(
+        wait,
+        tokio::net::TcpStream::connect((target.host.as_str(), target.port)),
+    )
+    .await
+    .map_err(|_| format!("{shown}: no answer within {} s", wait.as_secs_f32()))?
+    .map_err(|e| format!("cannot reach {shown}: {e}"))?;
+    // A host that was named, not given as an address: what it resolved to must still
+    // be this machine when no encryption is asked for.
+    if !target.tls && !spec.plaintext && tcp.peer_addr().is_ok_and(|a| !a.ip().is_loopback()) {
+        return Err(format!(
+            "{shown} is not on this machine: plain ws:// is refused there (see plaintext)"
+        ));
+    }
+    let _ = tcp.set_nodelay(true);
+    let request = upgrade_request(spec)?;
+    let config = tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(MESSAGE_LIMIT))
+        .max_frame_size(Some(MESSAGE_LIMIT))
+        .max_write_buffer_size(MESSAGE_LIMIT * 2);
+    let (pipe, link) = if target.tls {
+        let tls = crate::tls::connect(&target, &spec.ca, tcp, wait).await?;
+        let ws = handshake(request, tls, config, &shown, wait).await?;
+        bridge(ws, recorder, shown)?
+    } else {
+        let ws = handshake(request, tcp, config, &shown, wait).await?;
+        bridge(ws, recorder, shown)?
+    };
+    Ok((pipe, link))
+}
+
+/// The upgrade request: the URL and the configured headers (values kept sensitive).
+fn upgrade_request(spec: &RemoteSpec) -> Result<http::Request<()>, String> {
+    use tungstenite::client::IntoClientRequest;
+    let mut req = spec
+        .url
+        .as_str()
+        .into_client_request()
+        .map_err(|e| format!("{}: {e}", shown_url(&spec.url)))?;
+    for (name, value) in &spec.headers {
+        let n = http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("header {name:?}: not a header name"))?;
+        let mut v = http::HeaderValue::from_str(value.trim())
+            .map_err(|_| format!("header {name}: its value is not valid in a header"))?;
+        v.set_sensitive(true);
+        req.headers_mut().insert(n, v);
+    }
+    Ok(req)
+}
+
+/// The WebSocket handshake over `stream`, bounded; a refusal says what the agent's end
+/// answered.
+async fn handshake<S>(
+    request: http::Request<()>,
+    stream: S,
+    config: tungstenite::protocol::WebSocketConfig,
+    shown: &str,
+    wait: Duration,
+) -> Result<tokio_tungstenite::WebSocketStream<S>, String>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let shake = tokio_tungstenite::client_async_with_config(request, stream, Some(config));
+    match tokio::time::timeout(wait, shake).await {
+        Err(_) => Err(format!(
+            "{shown}: no WebSocket answer within {} s",
+            wait.as_secs_f32()
+        )),
+        Ok(Ok((ws, _))) => Ok(ws),
+        Ok(Err(tungstenite::Error::Http(resp))) => {
+            let status = resp.status();
+            let hint = match status.as_u16() {
+                401 | 403 => ": check the agent's token",
+                404 => ": check the URL's path (trellis agent serve answers on /acp)",
+                _ => "",
+            };
+            Err(format!("{shown} refused the connection: {status}{hint}"))
+        }
+        Ok(Err(e)) => Err(format!("{shown}: the WebSocket handshake failed: {e}")),
+    }
+}
+
+/// Runs the connection: its messages to a pipe as lines (what the transport reads), the
+/// outgoing lines to it as messages, pings both ways.
+fn bridge<S>(
+    ws: tokio_tungstenite::WebSocketStream<S>,
+    recorder: &Recorder,
+    shown: String,
+) -> Result<(std::fs::File, Link), String>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = tokio::net::unix::pipe::pipe().map_err(|e| format!("no pipe: {e}"))?;
+    let fd = rx
+        .into_nonblocking_fd()
+        .map_err(|e| format!("no pipe: {e}"))?;
+    let (sink, stream) = ws.split();
+    let (out_tx, out_rx) = tokio::sync::mpsc::channel::<String>(OUTGOING);
+    let lost: Arc<Mutex<Option<String>>> = Arc::default();
+    let heard = Arc::new(Mutex::new(tokio::time::Instant::now()));
+    let reader = tokio::spawn(read_messages(
+        stream,
+        tx,
+        recorder.clone(),
+        lost.clone(),
+        heard.clone(),
+        shown.clone(),
+    ));
+    let writer = tokio::spawn(write_messages(
+        sink,
+        out_rx,
+        lost.clone(),
+        heard,
+        shown.clone(),
+    ));
+    Ok((
+        std::fs::File::from(fd),
+        Link {
+            out: Some(out_tx),
+            reader,
+            writer,
+            lost,
+            shown,
+        },
+    ))
+}
+
+/// Says why the connection ended (the first reason only).
+fn lose(lost: &Mutex<Option<String>>, why: String) {
+    let mut l = lost.lock().unwrap_or_else(|e| e.into_inner());
+    if l.is_none() {
+        *l = Some(why);
+    }
+}
+
+/// The agent's messages, one line each, into the pipe the transport reads. A message is
+/// one JSON-RPC message: line breaks in it (only whitespace between JSON tokens, when it
+/// is valid) become spaces, so it stays one line.
+async fn read_messages<S>(
+    mut stream: futures::stream::SplitStream<tokio_tungstenite::WebSocketStream<S>>,
+    mut pipe: tokio::net::unix::pipe::Sender,
+    recorder: Recorder,
+    lost: Arc<Mutex<Option<String>>>,
+    heard: Arc<Mutex<tokio::time::Instant>>,
+    shown: String,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut binary = 0u64;
+    loop {
+        let next = match tokio::time::timeout(SILENCE, stream.next()).await {
+            Ok(n) => n,
+            Err(_) => {
+                lose(
+                    &lost,
+                    format!(
+                        "{shown} sent nothing for {} s, not even an answer to a ping: the connection is taken as lost",
+                        SILENCE.as_secs()
+                    ),
+                );
+                break;
+            }
+        };
+        *heard.lock().unwrap_or_else(|e| e.into_inner()) = tokio::time::Instant::now();
+        let text = match next {
+            Some(Ok(Message::Text(t))) => t,
+            Some(Ok(Message::Binary(_))) => {
+                binary += 1;
+                if binary == 1 {
+                    recorder.warn(format!(
+                        "{shown} sent a binary message; ACP messages are text: it was left out"
+                    ));
+                }
+                continue;
+            }
+            Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+            Some(Ok(Message::Close(frame))) => {
+                let why = frame.map(|f| one_line(&f.reason)).filter(|r| !r.is_empty());
+                lose(
+                    &lost,
+                    match why {
+                        Some(r) => format!("{shown} closed the connection: {r}"),
+                        None => format!("{shown} closed the connection"),
+                    },
+                );
+                break;
+            }
+            Some(Err(tungstenite::Error::Capacity(e))) => {
+                lose(
+                    &lost,
+                    format!(
+                        "{shown} sent a message too large to take ({e}): the connection was closed"
+                    ),
+                );
+                break;
+            }
+            Some(Err(e)) => {
+                lose(&lost, format!("the connection to {shown} was lost: {e}"));
+                break;
+            }
+            None => {
+                lose(&lost, format!("the connection to {shown} was lost"));
+                break;
+            }
+        };
+        let mut line = text.as_bytes().to_vec();
+        for b in &mut line {
+            if *b == b'\n' || *b == b'\r' {
+                *b = b' ';
+            }
+        }
+        line.push(b'\n');
+        if pipe.write_all(&line).await.is_err() {
+            // The transport reads no further (the session is over).
+            break;
+        }
+    }
+}
+
+/// Lines from Trellis to the agent, each one text message; pings while nothing else is
+/// sent. The channel closing (the session's end) closes the connection politely.
+async fn write_messages<S>(
+    mut sink: futures::stream::SplitSink<tokio_tungstenite::WebSocketStream<S>, Message>,
+    mut out: tokio::sync::mpsc::Receiver<String>,
+    lost: Arc<Mutex<Option<String>>>,
+    heard: Arc<Mutex<tokio::time::Instant>>,
+    shown: String,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut ping = tokio::time::interval(PING_EVERY);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ping.tick().await;
+    loop {
+        let msg = tokio::select! {
+            line = out.recv() => match line {
+                Some(line) => Message::Text(line.into()),
+                None => {
+                    let _ = tokio::time::timeout(Duration::from_secs(2), sink.send(Message::Close(None))).await;
+                    return;
+                }
+            },
+            _ = ping.tick() => {
+                let quiet = heard.lock().unwrap_or_else(|e| e.into_inner()).elapsed();
+                if quiet > SILENCE {
+                    return;
+                }
+                Message::Ping(Vec::new().into())
+            }
+        };
+        match tokio::time::timeout(WRITE_WAIT, sink.send(msg)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                lose(&lost, format!("the connection to {shown} was lost: {e}"));
+                return;
+            }
+            Err(_) => {
+                lose(
+                    &lost,
+                    format!(
+                        "{shown} took no message for {} s: the connection is taken as lost",
+                        WRITE_WAIT.as_secs()
+                    ),
+                );
+                return;
+            }
+        }
+    }
+}
+
+/// The sink of the lines Trellis sends a remote agent: each is recorded, then queued for
+/// the connection (waiting while [`OUTGOING`] are queued).
+pub(crate) fn outgoing(
+    tx: tokio::sync::mpsc::Sender<String>,
+    tap: Recorder,
+) -> impl futures::Sink<String, Error = std::io::Error> + Send {
+    futures::sink::unfold(
+        tx,
+        move |tx: tokio::sync::mpsc::Sender<String>, line: String| {
+            let tap = tap.clone();
+            async move {
+                tap.line(Dir::ClientToAgent, &line, More::No);
+                tx.send(line).await.map_err(|_| {
+                    std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the connection is closed")
+                })?;
+                Ok::<_, std::io::Error>(tx)
+            }
+        },
+    )
+}
+
+impl Link {
+    /// Closes the connection (what was queued goes first) and waits, at most `grace`,
+    /// for the agent's end to close too; why it ended, if it was not this close.
+    pub async fn finish(&mut self, grace: Duration) -> Option<String> {
+        // Lost before Trellis closed it: that is why the session ended.
+        let before = self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        self.out = None;
+        let deadline = tokio::time::Instant::now() + grace;
+        if tokio::time::timeout_at(deadline, &mut self.writer)
+            .await
+            .is_err()
+        {
+            self.writer.abort();
+        }
+        if tokio::time::timeout_at(deadline, &mut self.reader)
+            .await
+            .is_err()
+        {
+            self.reader.abort();
+        }
+        // What happened once Trellis closed it (the agent's end closing too, or resetting)
+        // is no failure of the agent's.
+        before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_websocket_reaches_only_this_machine_unless_the_user_says_so() {
+        assert!(Target::of("ws://127.0.0.1:9000/acp", false).is_ok());
+        assert!(Target::of("ws://localhost:9000/acp", false).is_ok());
+        assert!(Target::of("ws://[::1]:9000/acp", false).is_ok());
+        let e = Target::of("ws://10.0.0.5:9000/acp", false).unwrap_err();
+        assert!(e.contains("unencrypted"), "{e}");
+        assert!(Target::of("ws://10.0.0.5:9000/acp", true).is_ok());
+        let t = Target::of("wss://agents.example/acp", false).unwrap();
+        assert_eq!(
+            (t.tls, t.port, t.shown.as_str()),
+            (true, 443, "agents.example:443")
+        );
+    }
+
+    #[test]
+    fn credentials_and_queries_are_never_shown() {
+        let e = Target::of("wss://user:secret@agents.example/acp", false).unwrap_err();
+        assert!(!e.contains("secret"), "{e}");
+        assert_eq!(
+            shown_url("wss://u:p@h.example/acp?token=abc"),
+            "wss://h.example/acp"
+        );
+        let e = Target::of("https://h.example/acp", false).unwrap_err();
+        assert!(e.contains("streamable HTTP"), "{e}");
+    }
+
+    #[test]
+    fn header_values_are_hidden_from_debug_output() {
+        let spec = RemoteSpec {
+            url: "wss://h.example/acp".into(),
+            headers: vec![("Authorization".into(), "Bearer trl_secret".into())],
+            plaintext: false,
+            ca: Vec::new(),
+            cwd: None,
+        };
+        let shown = format!("{spec:?}");
+        assert!(!shown.contains("trl_secret"), "{shown}");
+        assert!(upgrade_request(&spec).unwrap().headers()["authorization"].is_sensitive());
+    }
+}

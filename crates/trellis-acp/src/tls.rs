@@ -1,0 +1,63 @@
+//! TLS for agents dialed over `wss://`: rustls on the `ring` provider, the public roots
+//! (`webpki-roots`) and any certificates the agent's config trusts besides. The name
+//! checked is the URL's host, so a certificate for another name is refused.
+
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+
+use crate::remote::Target;
+
+/// The TLS session over `tcp` to `target`, its certificate checked against the public
+/// roots and `ca`.
+pub(crate) async fn connect(
+    target: &Target,
+    ca: &[std::path::PathBuf],
+    tcp: tokio::net::TcpStream,
+    wait: std::time::Duration,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+    let config = client_config(ca)?;
+    let name = ServerName::try_from(target.host.clone()).map_err(|_| {
+        format!(
+            "{}: not a name a certificate can be checked for",
+            target.shown
+        )
+    })?;
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    match tokio::time::timeout(wait, connector.connect(name, tcp)).await {
+        Err(_) => Err(format!(
+            "{}: no TLS answer within {} s",
+            target.shown,
+            wait.as_secs_f32()
+        )),
+        Ok(Err(e)) => Err(format!("{}: the TLS handshake failed: {e}", target.shown)),
+        Ok(Ok(tls)) => Ok(tls),
+    }
+}
+
+/// Public roots and the config's own certificates.
+fn client_config(ca: &[std::path::PathBuf]) -> Result<rustls::ClientConfig, String> {
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    for path in ca {
+        let mut found = 0;
+        for cert in CertificateDer::pem_file_iter(path)
+            .map_err(|e| format!("ca {}: {e}", path.display()))?
+        {
+            let cert = cert.map_err(|e| format!("ca {}: {e}", path.display()))?;
+            roots
+                .add(cert)
+                .map_err(|e| format!("ca {}: {e}", path.display()))?;
+            found += 1;
+        }
+        if found == 0 {
+            return Err(format!("ca {}: no certificate in it", path.display()));
+        }
+    }
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))
+        .map(|b| b.with_root_certificates(roots).with_no_client_auth())
+}

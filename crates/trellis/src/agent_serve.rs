@@ -1,0 +1,89 @@
+//! `trellis agent serve --listen ADDR -- CMD…`: an agent that speaks ACP on stdio, served
+//! over WebSocket for Trellis elsewhere to dial (see `trellis_hub::agent_serve`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::output::safe;
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Where to listen: a loopback address (127.0.0.1:PORT) unless TLS is given or the
+    /// address is reached only through a proxy or port forward of yours (--proxied).
+    /// Port 0 picks a free one (said on stderr).
+    #[arg(long, value_name = "ADDR")]
+    listen: std::net::SocketAddr,
+    /// A certificate chain (PEM) for TLS: clients dial wss://.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// A non-loopback address without TLS, reached only through something of yours
+    /// that protects it: `docker run -p 127.0.0.1:PORT:PORT`, `ssh -L`, a TLS proxy.
+    #[arg(long)]
+    proxied: bool,
+    /// Agents (connections) at once; one process each.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    max_agents: usize,
+    /// The agents' working directory (default: this one).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// The agent's command line (`trellis agent demo` for the demo).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// Serves until SIGINT, SIGTERM or SIGHUP; every agent ends with its connection, and all
+/// of them with this process.
+pub fn main(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let mut command = args.command;
+    if command.first().is_some_and(|c| c == "trellis") {
+        command[0] = std::env::current_exe()
+            .context("cannot find the trellis executable")?
+            .to_string_lossy()
+            .into_owned();
+    }
+    let cwd = match args.cwd {
+        Some(d) => std::fs::canonicalize(&d).with_context(|| format!("--cwd {}", d.display()))?,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let shown = safe(&command.join(" ")).into_owned();
+    let tls = args.tls_cert.zip(args.tls_key);
+    let scheme = if tls.is_some() { "wss" } else { "ws" };
+    let opts = trellis_hub::agent_serve::Options {
+        addr: args.listen,
+        command,
+        cwd,
+        store: crate::serve::token_store(),
+        tls,
+        proxied: args.proxied,
+        max_agents: args.max_agents,
+        say: std::sync::Arc::new(|line: String| {
+            eprintln!("trellis: {}", trellis_text::one_line(&safe(&line)));
+        }),
+    };
+    // What an agent leaves behind comes to this process, and goes with it.
+    if trellis_os::reaper::adopt_orphans() {
+        trellis_os::reaper::keep_reaping();
+    }
+    let rt = crate::ui::runtime()?;
+    let sig = rt.block_on(async move {
+        let serving = trellis_hub::agent_serve::serve(opts).map_err(anyhow::Error::msg)?;
+        eprintln!(
+            "trellis: serving {shown} on {scheme}://{}/acp (pid {}); clients need a token of scope agent (trellis token new --scope agent)",
+            serving.addr,
+            std::process::id()
+        );
+        let mut signals = trellis_os::signals::Signals::new(true)?;
+        let sig = signals.recv().await;
+        anyhow::Ok(sig)
+    })?;
+    // Every agent goes with the server (its group's stop sequence).
+    drop(rt);
+    let stopped = trellis_os::reaper::stop_descendants(std::time::Duration::from_secs(1));
+    eprintln!("trellis: stopped by {sig}; {stopped} agent process(es) ended with it");
+    Ok(ExitCode::SUCCESS)
+}

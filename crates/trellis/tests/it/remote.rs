@@ -1,0 +1,545 @@
+//! Agents that run elsewhere (issue 49): the demo served by `trellis agent serve` and
+//! dialed over WebSocket by `trellis run` — by name from the config and by URL — with
+//! tokens, TLS, refusals, hostile agents and servers, and a connection killed mid-turn.
+//! Everything on loopback.
+
+use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::hubkit::{Dirs, alive, text, until};
+
+/// A `trellis agent serve` running in the background (stopped when dropped).
+struct Served {
+    child: Child,
+    addr: String,
+    said: Arc<Mutex<String>>,
+}
+
+impl Served {
+    /// Serves `agent` (after `--`) with `flags`, in `d`'s directories.
+    fn start(d: &Dirs, flags: &[&str], agent: &[&str]) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .args(["agent", "serve"])
+            .args(flags)
+            .arg("--cwd")
+            .arg(&d.work)
+            .arg("--")
+            .args(agent)
+            .env("XDG_RUNTIME_DIR", &d.runtime)
+            .env("XDG_DATA_HOME", &d.data)
+            .env("XDG_CONFIG_HOME", &d.config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let said = Arc::new(Mutex::new(String::new()));
+        let err = child.stderr.take().unwrap();
+        let keep = said.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                let mut s = keep.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        let mut addr = String::new();
+        until("the server to listen", || {
+            let s = said.lock().unwrap();
+            if let Some(rest) = s.split("://").nth(1) {
+                addr = rest.split('/').next().unwrap_or("").to_string();
+            }
+            !addr.is_empty() || s.contains("trellis: ")
+        });
+        assert!(!addr.is_empty(), "{}", said.lock().unwrap());
+        Served { child, addr, said }
+    }
+
+    fn said(&self) -> String {
+        self.said.lock().unwrap().clone()
+    }
+
+    /// The agent processes it runs now.
+    fn agents(&self) -> Vec<u32> {
+        crate::procs::children(self.child.id())
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let until = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A token of `scope` from `d`'s store.
+fn token(d: &Dirs, scope: &str) -> String {
+    d.stdout(&["token", "new", "--label", scope, "--scope", scope])
+        .trim()
+        .to_string()
+}
+
+/// Writes `d`'s config.
+fn config(d: &Dirs, toml: &str) {
+    let dir = d.config.join("trellis");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), toml).unwrap();
+}
+
+/// `trellis run` of `agent` with one prompt, JSON Lines out, bounded by `limit`.
+fn run(d: &Dirs, agent: &str, env: &[(&str, &str)], extra: &[&str], limit: Duration) -> Output {
+    let local = d.work.join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args([
+            "run",
+            "--format",
+            "jsonl",
+            "--agent",
+            agent,
+            "--prompt",
+            "fix the TODO",
+        ])
+        .arg("--cwd")
+        .arg(&local)
+        .args(extra)
+        .env("XDG_RUNTIME_DIR", &d.runtime)
+        .env("XDG_DATA_HOME", &d.data)
+        .env("XDG_CONFIG_HOME", &d.config)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    bounded(&mut child, limit)
+}
+
+/// Waits for `child` at most `limit` (a hang fails the test), its pipes read meanwhile.
+fn bounded(child: &mut Child, limit: Duration) -> Output {
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let o = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let e = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("trellis run took longer than {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: o.join().unwrap(),
+        stderr: e.join().unwrap(),
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/tls")
+        .join(name)
+}
+
+/// Waits until the server runs no agent.
+fn until_no_agent(s: &Served) {
+    until("the served agent to end with its connection", || {
+        s.agents().is_empty()
+    });
+}
+
+#[test]
+fn the_demo_served_over_websocket_is_dialed_by_name_and_by_url() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &["trellis", "agent", "demo"],
+    );
+    let work = d.work.to_str().unwrap();
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n",
+            served.addr
+        ),
+    );
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &secret)],
+        &["--permission", "allow-once"],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}\n{}", text(&o), served.said());
+    let events = crate::jsonl(&String::from_utf8_lossy(&o.stdout));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "turn_ended" && e["stop_reason"] == "end_turn"),
+        "{}",
+        text(&o)
+    );
+    // The agent worked on its own files (it was offered none of this machine's).
+    assert!(
+        events.iter().any(|e| e["type"] == "tool_call_created"),
+        "{}",
+        text(&o)
+    );
+    let log = d.log();
+    let first = log.lines().next().unwrap();
+    assert!(
+        first.contains(&format!("box@{}", served.addr)),
+        "the log names where the agent runs: {first}"
+    );
+    let init = crate::sent(&log, "initialize");
+    assert_eq!(
+        init[0]["clientCapabilities"]["fs"]["readTextFile"], false,
+        "{init:?}"
+    );
+    assert_eq!(init[0]["clientCapabilities"]["terminal"], false, "{init:?}");
+    // The token went nowhere but the header.
+    assert!(!log.contains(&secret), "the token is not in the log");
+    assert!(!text(&o).contains(&secret));
+    // Its agent ended with the connection.
+    until_no_agent(&served);
+
+    // By URL, with the token in the environment only through the config: refused, and
+    // said so plainly.
+    let url = format!("ws://{}/acp", served.addr);
+    let o = run(&d, &url, &[], &[], Duration::from_secs(30));
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("401") && text(&o).contains("token"),
+        "{}",
+        text(&o)
+    );
+    // A token of another scope is refused too.
+    let approve = token(&d, "approve");
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\n",
+            served.addr
+        ),
+    );
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &approve)],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("403"), "{}", text(&o));
+    // A token variable that is not set is said before anything is dialed.
+    let o = run(&d, "box", &[], &[], Duration::from_secs(30));
+    assert!(!o.status.success());
+    assert!(text(&o).contains("BOX_TOKEN is not set"), "{}", text(&o));
+    assert!(served.agents().is_empty());
+    assert!(alive(served.child.id()));
+}
+
+#[test]
+fn plain_websocket_to_another_machine_and_credentials_in_urls_are_refused_before_dialing() {
+    let d = Dirs::new();
+    let o = run(
+        &d,
+        "ws://192.0.2.1:9/acp",
+        &[],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("unencrypted"), "{}", text(&o));
+    let o = run(
+        &d,
+        "wss://user:hunter2@192.0.2.1/acp",
+        &[],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(!text(&o).contains("hunter2"), "{}", text(&o));
+    assert!(text(&o).contains("credentials"), "{}", text(&o));
+    // A non-loopback address is served only with TLS, or when the user says a proxy of
+    // theirs is in front.
+    let o = d.trellis(&["agent", "serve", "--listen", "0.0.0.0:0", "--", "true"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--tls-cert"), "{}", text(&o));
+}
+
+#[test]
+fn tls_is_checked_against_the_name_dialed() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let cert = |n: &str| fixture(n).to_str().unwrap().to_string();
+    let good = Served::start(
+        &d,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            &cert("localhost.pem"),
+            "--tls-key",
+            &cert("localhost.key"),
+        ],
+        &["trellis", "agent", "demo"],
+    );
+    let work = d.work.to_str().unwrap();
+    let port = good.addr.rsplit(':').next().unwrap();
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"wss://localhost:{port}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\nca = [\"{}\"]\ncwd = \"{work}\"\n",
+            cert("ca.pem")
+        ),
+    );
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &secret)],
+        &["--permission", "allow-once"],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}\n{}", text(&o), good.said());
+    // Without the CA, the certificate is not trusted.
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"wss://localhost:{port}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\n"
+        ),
+    );
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &secret)],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("TLS handshake failed"), "{}", text(&o));
+    // A certificate for another name is refused, whoever signed it.
+    let other = Served::start(
+        &d,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            &cert("other.pem"),
+            "--tls-key",
+            &cert("other.key"),
+        ],
+        &["trellis", "agent", "demo"],
+    );
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"wss://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\nca = [\"{}\"]\n",
+            other.addr,
+            cert("ca.pem")
+        ),
+    );
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &secret)],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("TLS handshake failed") && text(&o).contains("certificate"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        other.agents().is_empty(),
+        "no agent started for a refused client"
+    );
+}
+
+/// Hostile agents behind the server: what a local one would get, over the network.
+#[test]
+fn hostile_agents_behind_the_server_are_held_to_the_same_bounds() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    for (scenario, ok) in [
+        ("huge-title", true),
+        ("die-with-permissions", false),
+        ("hang-init", false),
+    ] {
+        let served = Served::start(
+            &d,
+            &["--listen", "127.0.0.1:0"],
+            &[exe, "agent", "hostile", scenario],
+        );
+        config(
+            &d,
+            &format!(
+                "[connection]\nsetup_timeout = 3\n[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\n",
+                served.addr
+            ),
+        );
+        let o = run(
+            &d,
+            "box",
+            &[("BOX_TOKEN", &secret)],
+            &["--permission", "allow-once"],
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            o.status.success(),
+            ok,
+            "{scenario}: {}\n{}",
+            text(&o),
+            served.said()
+        );
+        if scenario == "die-with-permissions" {
+            // Every request the dead agent asked was answered exactly once.
+            let mut seen = std::collections::HashMap::<String, usize>::new();
+            for e in crate::jsonl(&String::from_utf8_lossy(&o.stdout)) {
+                if e["type"] == "permission_resolved" {
+                    *seen.entry(e["request_id"].to_string()).or_default() += 1;
+                }
+            }
+            assert!(seen.values().all(|n| *n == 1), "{seen:?}");
+        }
+        if scenario == "hang-init" {
+            assert!(
+                text(&o).contains("3 s")
+                    || text(&o).contains("timed out")
+                    || text(&o).contains("setup"),
+                "{}",
+                text(&o)
+            );
+        }
+        until_no_agent(&served);
+    }
+}
+
+/// Servers that misbehave: one that never answers the upgrade, one that announces a
+/// message far larger than any agent line.
+#[test]
+fn a_hostile_server_gives_a_clear_error_and_no_hang() {
+    let d = Dirs::new();
+    config(&d, "[connection]\nsetup_timeout = 2\n");
+    // Accepts, then says nothing.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let held = std::thread::spawn(move || {
+        let (s, _) = silent.accept().unwrap();
+        std::thread::sleep(Duration::from_secs(6));
+        drop(s);
+    });
+    let o = run(
+        &d,
+        &format!("ws://{addr}/acp"),
+        &[],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no WebSocket answer"), "{}", text(&o));
+    held.join().unwrap();
+    // Upgrades, then announces a 1 TiB message.
+    let huge = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = huge.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (s, _) = huge.accept().unwrap();
+        let mut ws = tungstenite::accept(s).unwrap();
+        let raw = ws.get_mut();
+        raw.write_all(&[0x81, 127, 0, 0, 1, 0, 0, 0, 0, 0]).unwrap();
+        raw.flush().unwrap();
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    let o = run(
+        &d,
+        &format!("ws://{addr}/acp"),
+        &[],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("too large"), "{}", text(&o));
+}
+
+/// The server killed in the middle of a turn: the run ends saying the connection was
+/// lost, every open request answered once, nothing left running.
+#[test]
+fn a_connection_lost_mid_turn_ends_the_run_clearly() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &["trellis", "agent", "demo", "--delay-ms", "400"],
+    );
+    let work = d.work.to_str().unwrap();
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n",
+            served.addr
+        ),
+    );
+    let local = d.work.join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args([
+            "run",
+            "--format",
+            "jsonl",
+            "--agent",
+            "box",
+            "--prompt",
+            "fix the TODO",
+        ])
+        .arg("--cwd")
+        .arg(&local)
+        .env("XDG_RUNTIME_DIR", &d.runtime)
+        .env("XDG_DATA_HOME", &d.data)
+        .env("XDG_CONFIG_HOME", &d.config)
+        .env("BOX_TOKEN", &secret)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    until("the turn to begin", || d.log().contains("\"tool_call\""));
+    let server = served.child.id();
+    let _ = Command::new("kill")
+        .args(["-9", &server.to_string()])
+        .status();
+    let o = bounded(&mut child, Duration::from_secs(30));
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("connection") && text(&o).contains(&served.addr),
+        "{}",
+        text(&o)
+    );
+}
