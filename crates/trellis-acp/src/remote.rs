@@ -171,7 +171,6 @@ pub(crate) struct Link {
     pub writer: tokio::task::JoinHandle<()>,
     /// Why the connection ended, when not by Trellis's own close.
     pub lost: Arc<Mutex<Option<String>>>,
-    pub shown: String,
 }
 
 /// Dials the agent at `spec`; the pipe its messages are written to as lines, and the
@@ -306,7 +305,6 @@ where
             reader,
             writer,
             lost,
-            shown,
         },
     ))
 }

@@ -57,6 +57,9 @@ pub enum EventBody {
         load_session: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         mode: Option<String>,
+        /// Where the agent runs when Trellis dialed it (`HOST:PORT`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remote: Option<String>,
     },
     SessionEnded {
         reason: String,

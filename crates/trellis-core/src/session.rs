@@ -143,6 +143,9 @@ pub struct Session {
     pub cwd: Option<String>,
     /// The worktree Trellis made for this session, when it runs in one.
     pub worktree: Option<WorktreeRef>,
+    /// Where the agent runs when it was dialed (`HOST:PORT`): its files are its own
+    /// unless it was offered this machine's.
+    pub remote: Option<String>,
     pub agent: AgentInfo,
     pub agent_capabilities: Option<serde_json::Value>,
     pub auth_methods: Vec<serde_json::Value>,
@@ -396,6 +399,9 @@ pub enum LocalRecord {
         /// The worktree Trellis made for the session (`--worktree`): `cwd` is in it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         worktree: Option<WorktreeRef>,
+        /// Where the agent runs when it was dialed (`HOST:PORT`), not started here.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remote: Option<String>,
     },
     /// Who answered a permission request (written just before the answer frame).
     PermissionDecided {

@@ -244,10 +244,10 @@ pub fn resolve(
     let mut resolved = Resolved {
         name,
         command_line,
-        // An agent elsewhere: its URL, without what must not be shown (credentials, a
-        // query): the log's header says where the agent ran.
-        command: if remote.is_some() {
-            command.clone()
+        // A URL without what must not be kept (credentials, a query); a name as given
+        // (resuming dials it again with its config).
+        command: if remote.is_some() && agent.contains("://") {
+            trellis_acp::remote::shown_url(agent)
         } else {
             agent.to_string()
         },
@@ -294,6 +294,14 @@ pub fn resolve(
         resolved.spec.remote = Some(r.spec);
     }
     Ok(resolved)
+}
+
+/// Where an agent that is dialed runs (`HOST:PORT`), for the log's header and the user.
+pub fn remote_at(spec: &AgentSpec) -> Option<String> {
+    let r = spec.remote.as_ref()?;
+    trellis_acp::remote::Target::of(&r.url, true)
+        .ok()
+        .map(|t| t.shown)
 }
 
 /// What starts agent `agent`, as [`resolve`] finds it.

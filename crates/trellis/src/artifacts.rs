@@ -47,6 +47,8 @@ pub(crate) fn summary(session: &Session, seen: &Seen, wall_s: f64) -> Value {
     json!({
         "stop_reason": session.last_stop,
         "agent": session.agent.name,
+        // Where it ran, when it was dialed.
+        "remote": session.remote,
         "session_id": session.id.as_deref(),
         "duration_s": (wall_s * 1000.0).round() / 1000.0,
         "turns": seen.turns,
@@ -109,6 +111,9 @@ pub(crate) fn markdown(s: &Value) -> String {
         "| tool calls | {} |\n",
         esc(&s["tool_calls"]["total"])
     ));
+    if let Some(at) = s["remote"].as_str() {
+        out.push_str(&format!("| agent runs at | {} |\n", esc(&Value::from(at))));
+    }
     if let Some(c) = s["cost"].as_object() {
         out.push_str(&format!(
             "| cost | {} {} |\n",

@@ -201,6 +201,7 @@ impl Launch {
                 trellis_acp::start_at(spec.clone(), Box::new(FileSink(writer)), origin);
             Ok(Connection { handle, rx })
         });
+        let remote = crate::agents::remote_at(&resolved.spec);
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
         crate::setup::record_header(
             &handle,
@@ -213,6 +214,7 @@ impl Launch {
                 }),
             worktree,
             req.launched_in.as_deref(),
+            remote.as_deref(),
         );
         // A resumed session is shown at once, its history read in while it is shown.
         let (session, carry, history) = match req.resume {

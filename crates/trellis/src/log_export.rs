@@ -41,22 +41,20 @@ fn header(log: &Path) -> anyhow::Result<(f64, String, String, Option<String>)> {
         m["started"].as_f64().unwrap_or_default(),
         m["agent"].as_str().unwrap_or_default().to_string(),
         m["cwd"].as_str().unwrap_or_default().to_string(),
-        m["command"].as_str().map(str::to_string),
+        m["remote"].as_str().map(str::to_string),
     ))
 }
 
 /// The spans of the session in `log`.
 pub fn spans_of(log: &Path) -> anyhow::Result<Vec<trellis_trace::Span>> {
-    let (started, agent, cwd, command) = header(log)?;
+    let (started, agent, cwd, remote) = header(log)?;
     let mut tracer = Tracer::new(TraceInfo {
         trace_id: trellis_trace::trace_id_of(started, &agent, &cwd),
         started,
         agent,
         content: crate::traces::content(),
-        // An agent that was dialed: its URL is the header's command.
-        server: command
-            .filter(|c| c.starts_with("ws://") || c.starts_with("wss://"))
-            .and_then(|c| crate::traces::server_of(&c)),
+        // An agent that was dialed: where it ran.
+        server: remote.and_then(|r| crate::traces::server_of(&format!("ws://{r}/"))),
     });
     let rebuilt = trellis_driver::replay::rebuild_log(log, |fx| {
         if let Effect::Emit(ev) = fx {

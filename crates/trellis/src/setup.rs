@@ -61,6 +61,7 @@ pub fn record_header(
     (continues, continues_at, handed_over): (Option<&str>, Option<u32>, bool),
     worktree: Option<trellis_core::WorktreeRef>,
     launched_in: Option<&std::path::Path>,
+    remote: Option<&str>,
 ) {
     handle
         .recorder()
@@ -82,6 +83,7 @@ pub fn record_header(
                 .map(|d| d.display().to_string())
                 .filter(|d| d != cwd),
             worktree,
+            remote: remote.map(str::to_string),
         });
 }
 

@@ -7,10 +7,16 @@ use crate::session::LocalRecord;
 
 pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
     match record {
-        LocalRecord::SessionLog { cwd, worktree, .. } => {
+        LocalRecord::SessionLog {
+            cwd,
+            worktree,
+            remote,
+            ..
+        } => {
             if cx.s.cwd.is_none() {
                 cx.s.cwd = Some(cwd);
                 cx.s.worktree = worktree;
+                cx.s.remote = remote;
             }
         }
         LocalRecord::PermissionDecided {

@@ -562,6 +562,7 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
                 cwd: cx.s.cwd.clone(),
                 load_session,
                 mode: cx.s.mode.clone(),
+                remote: cx.s.remote.clone(),
             });
             if let Some(options) = options {
                 set_config(cx, options);

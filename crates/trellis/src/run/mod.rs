@@ -470,6 +470,17 @@ async fn drive(
     let mut resolved = resolved;
     crate::checkpoints::arm(&mut resolved.spec, &log_path);
     let begun = crate::traces::begin(&mut resolved.spec, &resolved.name);
+    let remote = crate::agents::remote_at(&resolved.spec);
+    if let Some(at) = &remote {
+        eprintln!(
+            "trellis: the agent runs at {at}{}",
+            if resolved.spec.caps.read_text_file || resolved.spec.caps.terminal {
+                " and shares this machine's files"
+            } else {
+                "; its files are its own"
+            }
+        );
+    }
     let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
     trellis_ext_host::install_panic_guard();
     crate::setup::record_header(
@@ -483,6 +494,7 @@ async fn drive(
             }),
         worktree,
         None,
+        remote.as_deref(),
     );
     let stdout = std::io::stdout();
     // Not locked for the run: the output is written from the driver's observer, which

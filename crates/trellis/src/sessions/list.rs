@@ -141,6 +141,16 @@ pub(super) fn agent_of(r: &SessionRow) -> String {
         .as_deref()
         .map(|n| n.rsplit('/').next().unwrap_or(n))
         .filter(|n| !n.trim().is_empty());
+    // Dialed by URL: its own name, and where it ran (the header's name says it).
+    let dialed = r
+        .command
+        .as_deref()
+        .is_some_and(|c| c.starts_with("ws://") || c.starts_with("wss://"));
+    if dialed
+        && let (Some(n), Some((_, at))) = (own, r.agent.as_deref().and_then(|a| a.rsplit_once('@')))
+    {
+        return format!("{n}@{at}");
+    }
     match (command_line, own) {
         (true, Some(n)) => n.to_string(),
         _ => r

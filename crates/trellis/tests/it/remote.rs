@@ -163,6 +163,21 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The first session log under the data directory `data`.
+fn first_log(data: &Path) -> PathBuf {
+    let day = std::fs::read_dir(data.join("trellis/sessions"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap();
+    std::fs::read_dir(day.path())
+        .unwrap()
+        .flatten()
+        .map(|f| f.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap()
+}
+
 /// Waits until the server runs no agent.
 fn until_no_agent(s: &Served) {
     until("the served agent to end with its connection", || {
@@ -237,6 +252,16 @@ fn the_demo_served_over_websocket_is_dialed_by_name_and_by_url() {
         "{}",
         text(&o)
     );
+    // A token in the URL's query is never kept or shown.
+    let o = run(
+        &d,
+        &format!("{url}?token=qsecret"),
+        &[],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!text(&o).contains("qsecret"), "{}", text(&o));
+    assert!(!d.log().contains("qsecret"), "the query is not in the log");
     // A token of another scope is refused too.
     let approve = token(&d, "approve");
     config(
