@@ -254,7 +254,7 @@ async fn run(
     mut cmd_rx: UnboundedReceiver<Command>,
     stopping: Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<(), String> {
-    let (process, transport) = match &spec.remote {
+    let (mut process, transport) = match &spec.remote {
         Some(remote) => {
             crate::transport::dial(
                 remote,
@@ -274,6 +274,9 @@ async fn run(
         )
         .map_err(|e| format!("cannot start {}: {e}", spec.command))?,
     };
+    // The agent's output ended (it died, or its connection was lost): an idle session
+    // learns it then, not at its next prompt.
+    let mut ended = process.take_ended();
     let session: Arc<Mutex<Option<String>>> = Arc::default();
     let mut roots = vec![spec.cwd.clone()];
     roots.extend(spec.extra_roots.iter().cloned());
@@ -369,7 +372,7 @@ async fn run(
             }
             let _ = tx.send(Input::Ready);
             let turns = Turns { before: before_turn, recorder: recorder.clone(), n: 0 };
-            serve(&cx, session_id, (embed, traceparent), queued, &mut cmd_rx, (&stopping, &terminals), turns).await
+            serve(&cx, session_id, (embed, traceparent), queued, (&mut cmd_rx, &mut ended), (&stopping, &terminals), turns).await
         })
         .await;
     terminals.stop_all(std::time::Duration::from_secs(1)).await;
@@ -432,7 +435,10 @@ async fn serve(
     session_id: SessionId,
     (embed, traceparent): (bool, Option<String>),
     mut queued: std::collections::VecDeque<Command>,
-    cmd_rx: &mut UnboundedReceiver<Command>,
+    (cmd_rx, ended): (
+        &mut UnboundedReceiver<Command>,
+        &mut Option<tokio::sync::oneshot::Receiver<()>>,
+    ),
     (stopping, terminals): (&std::sync::atomic::AtomicBool, &Terminals),
     mut turns: Turns,
 ) -> Result<(), agent_client_protocol::Error> {
@@ -516,6 +522,11 @@ async fn serve(
                     break;
                 }
             },
+            // Between turns, the agent's output ended: it is gone (in a turn, the turn's
+            // answer says so).
+            _ = async { match ended.as_mut() { Some(e) => { let _ = e.await; } None => std::future::pending().await } }, if turn.is_none() => {
+                break;
+            }
             result = async { match turn.as_mut() { Some(f) => f.await, None => std::future::pending().await } } => {
                 turn = None;
                 // An error answer is already in the frame stream; a closed

@@ -51,6 +51,9 @@ pub struct AgentProcess {
     /// Tells the stdout reader (a blocking thread: it cannot be aborted) to read no
     /// further.
     stop: Arc<AtomicBool>,
+    /// Fires once the agent's output has ended and every line of it was recorded and
+    /// offered (the agent, or the connection to it, is gone).
+    ended: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 /// A process Trellis started, or a connection to an agent elsewhere.
@@ -94,7 +97,7 @@ pub fn spawn(
     let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
     let stderr_reader = tokio::spawn(drain_stderr(stderr, recorder.clone(), stderr_tail.clone()));
     let pipe = std::fs::File::from(stdout.into_owned_fd()?);
-    let (stdout_reader, incoming, stop) = read_agent(pipe, bulk_reads, &recorder);
+    let (stdout_reader, incoming, stop, ended) = read_agent(pipe, bulk_reads, &recorder);
     let tap_out = recorder;
     let outgoing = futures::sink::unfold(stdin, move |mut w: ChildStdin, line: String| {
         let tap = tap_out.clone();
@@ -120,6 +123,7 @@ pub fn spawn(
             },
             readers: vec![stdout_reader, stderr_reader],
             stop,
+            ended: Some(ended),
         },
         transport,
     ))
@@ -134,7 +138,7 @@ pub async fn dial(
     recorder: Recorder,
 ) -> Result<(AgentProcess, Transport), String> {
     let (pipe, link) = crate::remote::dial(spec, &recorder, setup).await?;
-    let (reader, incoming, stop) = read_agent(pipe, bulk_reads, &recorder);
+    let (reader, incoming, stop, ended) = read_agent(pipe, bulk_reads, &recorder);
     let out = link
         .out
         .clone()
@@ -146,6 +150,7 @@ pub async fn dial(
             kind: Kind::Remote(link),
             readers: vec![reader],
             stop,
+            ended: Some(ended),
         },
         transport,
     ))
@@ -154,13 +159,17 @@ pub async fn dial(
 /// The lines the SDK is offered, from the reader of the agent's output.
 type Incoming = std::pin::Pin<Box<dyn futures::Stream<Item = std::io::Result<String>> + Send>>;
 
-/// Reads the agent's output from `pipe` on a thread of its own (see [`read_stdout`]);
-/// the reader, the lines for the SDK, and the flag that tells the reader to stop.
-fn read_agent(
-    pipe: std::fs::File,
-    bulk_reads: bool,
-    recorder: &Recorder,
-) -> (tokio::task::JoinHandle<()>, Incoming, Arc<AtomicBool>) {
+/// What reading an agent's output gives: the reader, the lines for the SDK, the flag that
+/// tells the reader to stop, and the signal that its output ended.
+type Reading = (
+    tokio::task::JoinHandle<()>,
+    Incoming,
+    Arc<AtomicBool>,
+    tokio::sync::oneshot::Receiver<()>,
+);
+
+/// Reads the agent's output from `pipe` on a thread of its own (see [`read_stdout`]).
+fn read_agent(pipe: std::fs::File, bulk_reads: bool, recorder: &Recorder) -> Reading {
     // The SDK gets the lines the recorder forwards (requests and responses) through a
     // bounded channel; the reader itself belongs to Trellis and reads to the end.
     let (to_sdk, from_reader) = tokio::sync::mpsc::channel::<std::io::Result<String>>(SDK_QUEUE);
@@ -182,12 +191,16 @@ fn read_agent(
         read_after_stop: 0,
     };
     let (tap, rt) = (recorder.clone(), tokio::runtime::Handle::current());
-    let reader = tokio::task::spawn_blocking(move || read_stdout(pipe, tap, to_sdk, rt));
+    let (ended_tx, ended) = tokio::sync::oneshot::channel();
+    let reader = tokio::task::spawn_blocking(move || {
+        read_stdout(pipe, tap, to_sdk, rt);
+        let _ = ended_tx.send(());
+    });
     let incoming = futures::stream::unfold(from_reader, |mut rx| async move {
         rx.recv().await.map(|line| (line, rx))
     })
     .boxed();
-    (reader, incoming, stop)
+    (reader, incoming, stop, ended)
 }
 
 /// How often a reader waiting for the agent checks whether it was told to stop.
@@ -444,6 +457,11 @@ impl Drop for AgentProcess {
 }
 
 impl AgentProcess {
+    /// The signal that the agent's output ended (taken once).
+    pub fn take_ended(&mut self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        self.ended.take()
+    }
+
     /// Stops the agent (stdin is already closed by then) and reads what it wrote to the
     /// end, or closes the connection to it; says why it ended if that was not a clean
     /// exit (or a close of Trellis's).

@@ -72,6 +72,7 @@ impl Drop for Served {
     fn drop(&mut self) {
         let _ = Command::new("kill")
             .arg(self.child.id().to_string())
+            .stderr(Stdio::null())
             .status();
         let until = Instant::now() + Duration::from_secs(10);
         while self.child.try_wait().ok().flatten().is_none() && Instant::now() < until {
@@ -567,4 +568,60 @@ fn a_connection_lost_mid_turn_ends_the_run_clearly() {
         "{}",
         text(&o)
     );
+}
+
+/// In the UI: where the agent runs is on the status bar, a turn runs over the network,
+/// and a lost connection is said on the screen.
+#[test]
+fn the_ui_dials_an_agent_and_says_where_it_runs_and_when_it_is_lost() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let mut served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &["trellis", "agent", "demo"],
+    );
+    let work = d.work.to_str().unwrap();
+    let cfg = d.work.join("ui.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n",
+            served.addr
+        ),
+    )
+    .unwrap();
+    let local = d.work.join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    let env = format!("BOX_TOKEN={secret}");
+    let Some(t) = crate::tui::Tmux::start_env(
+        &[&env],
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--agent",
+            "box",
+            "--permission",
+            "allow-once",
+            "--cwd",
+            local.to_str().unwrap(),
+        ],
+        140,
+        30,
+    ) else {
+        return;
+    };
+    let at = format!("box@{}", served.addr);
+    t.wait(&format!("{at} on the status bar"), |s| {
+        s.lines().last().is_some_and(|l| l.contains(&at))
+    });
+    t.send(&["fix the TODO", "Enter"]);
+    t.wait("the turn to end", |s| s.contains("the tests pass"));
+    // The server goes away: said where the user looks.
+    let _ = served.child.kill();
+    let _ = served.child.wait();
+    let s = t.wait("the lost connection on the screen", |s| {
+        s.contains("connection") && s.contains(&served.addr)
+    });
+    assert!(!s.contains(&secret), "{s}");
 }

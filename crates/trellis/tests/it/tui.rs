@@ -388,6 +388,27 @@ fn a_dead_agent_is_reported_and_restarted_with_ctrl_r() {
     );
 }
 
+/// An agent that dies between turns is said at once, not at the next prompt (the session
+/// noticed only when a prompt failed).
+#[test]
+fn an_agent_that_dies_between_turns_is_reported_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = Tmux::start_allowing(dir.path(), &["--agent", "demo"], 120, 30) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["fix the TODO", "Enter"]);
+    t.wait_for("the tests pass");
+    let ui = t.program_pid().expect("the UI runs");
+    let agent = crate::procs::children(ui);
+    assert_eq!(agent.len(), 1, "{agent:?}");
+    let _ = Command::new("kill")
+        .args(["-9", &agent[0].to_string()])
+        .status();
+    let s = t.wait_for("Ctrl-R restarts");
+    assert!(s.contains("agent exited"), "{s}");
+}
+
 #[test]
 fn extensions_live_switch_a_card_design_collapse_a_section_and_watch_stats() {
     let Some(t) = Tmux::start_sized(&["demo"], 140, 40) else {
