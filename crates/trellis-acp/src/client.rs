@@ -216,28 +216,16 @@ pub fn start_at(
         recorder: recorder.clone(),
     };
     tokio::spawn(async move {
-        let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let result = run(
+        let result = crate::reconnect::keep_connected(
             spec,
-            recorder.clone(),
-            responders.clone(),
-            tx.clone(),
+            Link {
+                recorder: recorder.clone(),
+                responders,
+                tx: tx.clone(),
+            },
             cmd_rx,
-            stopping.clone(),
         )
         .await;
-        // Nobody will answer what is still open: say `cancelled`, exactly once each, and
-        // record why first (the reducer closes whatever the agent never saw answered).
-        let why = if stopping.load(std::sync::atomic::Ordering::Relaxed) {
-            "connection closed"
-        } else {
-            "agent exited"
-        };
-        let open: Vec<_> = lock(&responders).waiting.drain().collect();
-        for (request_id, (parked, responder)) in open {
-            recorder.local(parked.decided(request_id, trellis_core::Decider::Client(why.into())));
-            let _ = responder.respond(parked.closed());
-        }
         let _ = tx.send(Input::Closed {
             error: result.err(),
         });
@@ -246,14 +234,46 @@ pub fn start_at(
     (handle, inputs)
 }
 
-async fn run(
+/// What a connection's task talks through: the log, the requests parked for the driver,
+/// the driver's inputs.
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub recorder: Recorder,
+    pub responders: Arc<Mutex<Responders>>,
+    pub tx: crate::inputs::Sender,
+}
+
+impl Link {
+    /// Nobody will answer what is still open: say `cancelled`, exactly once each, and
+    /// record why first (the reducer closes whatever the agent never saw answered).
+    pub(crate) fn close_open(&self, why: &str) {
+        let open: Vec<_> = lock(&self.responders).waiting.drain().collect();
+        for (request_id, (parked, responder)) in open {
+            self.recorder
+                .local(parked.decided(request_id, trellis_core::Decider::Client(why.into())));
+            let _ = responder.respond(parked.closed());
+        }
+    }
+}
+
+/// One connection: the agent started or dialed, set up, and served until it ends.
+/// `pending`: commands that came while there was no connection; `carried`: what a
+/// reconnection takes over from the connection before.
+pub(crate) async fn run(
     spec: AgentSpec,
-    recorder: Recorder,
-    responders: Arc<Mutex<Responders>>,
-    tx: crate::inputs::Sender,
-    mut cmd_rx: UnboundedReceiver<Command>,
-    stopping: Arc<std::sync::atomic::AtomicBool>,
+    link: &Link,
+    cmd_rx: &mut UnboundedReceiver<Command>,
+    pending: std::collections::VecDeque<Command>,
+    carried: &Arc<Mutex<crate::reconnect::Carried>>,
+    stopping: &Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<(), String> {
+    let (recorder, responders, tx) = (
+        link.recorder.clone(),
+        link.responders.clone(),
+        link.tx.clone(),
+    );
+    let carried = carried.clone();
+    let stopping = stopping.clone();
     let (mut process, transport) = match &spec.remote {
         Some(remote) => {
             crate::transport::dial(
@@ -316,7 +336,7 @@ async fn run(
         .connect_with(transport, async |cx| {
             // Setup is bounded by the setup timeout, and the user can stop it at any time;
             // prompts sent meanwhile wait for it.
-            let mut queued: std::collections::VecDeque<Command> = Default::default();
+            let mut queued = pending;
             // The setup timeout stops while the user logs in (`None`).
             let timeout = spec.setup_timeout;
             let deadline = Mutex::new(Some(std::time::Instant::now() + timeout));
@@ -335,7 +355,7 @@ async fn run(
                     tokio::time::sleep(next).await;
                 }
             };
-            let (session_id, embed, forked): (SessionId, bool, bool) = loop {
+            let (session_id, embed, forked, resumable): (SessionId, bool, bool, bool) = loop {
                 tokio::select! {
                     r = &mut setup => break r?,
                     () = expired() => {
@@ -361,6 +381,7 @@ async fn run(
                 }
             };
             *lock(&session_slot) = Some(session_id.to_string());
+            let turns_before = crate::reconnect::established(&carried, &recorder, session_id.to_string(), resumable);
             if forked {
                 // The agent's own fork remembers the conversation: a transcript carried
                 // by a prompt held during setup is not sent as well.
@@ -371,8 +392,8 @@ async fn run(
                 }
             }
             let _ = tx.send(Input::Ready);
-            let turns = Turns { before: before_turn, recorder: recorder.clone(), n: 0 };
-            serve(&cx, session_id, (embed, traceparent), queued, (&mut cmd_rx, &mut ended), (&stopping, &terminals), turns).await
+            let turns = Turns { before: before_turn, recorder: recorder.clone(), n: turns_before, carried: carried.clone() };
+            serve(&cx, session_id, (embed, traceparent), queued, (cmd_rx, &mut ended), (&stopping, &terminals), turns).await
         })
         .await;
     terminals.stop_all(std::time::Duration::from_secs(1)).await;
@@ -392,6 +413,8 @@ struct Turns {
     before: Option<crate::spec::BeforeTurn>,
     recorder: Recorder,
     n: u32,
+    /// Where the count is kept for a reconnection (its turns go on counting).
+    carried: Arc<Mutex<crate::reconnect::Carried>>,
 }
 
 impl Turns {
@@ -400,6 +423,7 @@ impl Turns {
     /// [`crate::spec::BEFORE_TURN_LIMIT`]; past that, the hook is told it came too late.
     async fn starting(&mut self) {
         self.n += 1;
+        lock(&self.carried).turns = self.n;
         let Some(hook) = self.before.clone() else {
             return;
         };

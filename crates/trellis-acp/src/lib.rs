@@ -10,6 +10,7 @@ pub mod inputs;
 pub mod lines;
 pub mod login;
 pub mod mcp;
+mod reconnect;
 pub mod recorder;
 pub mod remote;
 mod responders;

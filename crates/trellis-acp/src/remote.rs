@@ -317,6 +317,17 @@ fn lose(lost: &Mutex<Option<String>>, why: String) {
     }
 }
 
+/// What ends the reading of a connection.
+enum End {
+    /// Lost (the reason is kept in `lost`).
+    Lost,
+}
+
+/// How much of the agent's messages is gathered before one write into the pipe: the
+/// messages that have already arrived go in one write, not one each (a write per
+/// message cost more than the rest of the path).
+const GATHER: usize = 256 << 10;
+
 /// The agent's messages, one line each, into the pipe the transport reads. A message is
 /// one JSON-RPC message: line breaks in it (only whitespace between JSON tokens, when it
 /// is valid) become spaces, so it stays one line.
@@ -330,7 +341,9 @@ async fn read_messages<S>(
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
+    use futures::FutureExt;
     let mut binary = 0u64;
+    let mut buf: Vec<u8> = Vec::with_capacity(GATHER);
     loop {
         let next = match tokio::time::timeout(SILENCE, stream.next()).await {
             Ok(n) => n,
@@ -346,59 +359,82 @@ async fn read_messages<S>(
             }
         };
         *heard.lock().unwrap_or_else(|e| e.into_inner()) = tokio::time::Instant::now();
-        let text = match next {
-            Some(Ok(Message::Text(t))) => t,
-            Some(Ok(Message::Binary(_))) => {
-                binary += 1;
-                if binary == 1 {
-                    recorder.warn(format!(
-                        "{shown} sent a binary message; ACP messages are text: it was left out"
-                    ));
-                }
-                continue;
-            }
-            Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
-            Some(Ok(Message::Close(frame))) => {
-                let why = frame.map(|f| one_line(&f.reason)).filter(|r| !r.is_empty());
-                lose(
-                    &lost,
-                    match why {
-                        Some(r) => format!("{shown} closed the connection: {r}"),
-                        None => format!("{shown} closed the connection"),
-                    },
-                );
-                break;
-            }
-            Some(Err(tungstenite::Error::Capacity(e))) => {
-                lose(
-                    &lost,
-                    format!(
-                        "{shown} sent a message too large to take ({e}): the connection was closed"
-                    ),
-                );
-                break;
-            }
-            Some(Err(e)) => {
-                lose(&lost, format!("the connection to {shown} was lost: {e}"));
-                break;
-            }
-            None => {
-                lose(&lost, format!("the connection to {shown} was lost"));
-                break;
-            }
-        };
-        let mut line = text.as_bytes().to_vec();
-        for b in &mut line {
-            if *b == b'\n' || *b == b'\r' {
-                *b = b' ';
+        let mut end = take(next, &mut buf, (&recorder, &lost, &shown), &mut binary);
+        // What else has arrived already goes in the same write.
+        while end.is_none() && buf.len() < GATHER {
+            match stream.next().now_or_never() {
+                Some(next) => end = take(next, &mut buf, (&recorder, &lost, &shown), &mut binary),
+                None => break,
             }
         }
-        line.push(b'\n');
-        if pipe.write_all(&line).await.is_err() {
+        if !buf.is_empty() && pipe.write_all(&buf).await.is_err() {
             // The transport reads no further (the session is over).
             break;
         }
+        buf.clear();
+        if end.is_some() {
+            break;
+        }
     }
+}
+
+/// Appends message `next` to `buf` as a line (or says why the connection ended).
+fn take(
+    next: Option<Result<Message, tungstenite::Error>>,
+    buf: &mut Vec<u8>,
+    (recorder, lost, shown): (&Recorder, &Mutex<Option<String>>, &str),
+    binary: &mut u64,
+) -> Option<End> {
+    let text = match next {
+        Some(Ok(Message::Text(t))) => t,
+        Some(Ok(Message::Binary(_))) => {
+            *binary += 1;
+            if *binary == 1 {
+                recorder.warn(format!(
+                    "{shown} sent a binary message; ACP messages are text: it was left out"
+                ));
+            }
+            return None;
+        }
+        Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => return None,
+        Some(Ok(Message::Close(frame))) => {
+            let why = frame.map(|f| one_line(&f.reason)).filter(|r| !r.is_empty());
+            lose(
+                lost,
+                match why {
+                    Some(r) => format!("{shown} closed the connection: {r}"),
+                    None => format!("{shown} closed the connection"),
+                },
+            );
+            return Some(End::Lost);
+        }
+        Some(Err(tungstenite::Error::Capacity(e))) => {
+            lose(
+                lost,
+                format!(
+                    "{shown} sent a message too large to take ({e}): the connection was closed"
+                ),
+            );
+            return Some(End::Lost);
+        }
+        Some(Err(e)) => {
+            lose(lost, format!("the connection to {shown} was lost: {e}"));
+            return Some(End::Lost);
+        }
+        None => {
+            lose(lost, format!("the connection to {shown} was lost"));
+            return Some(End::Lost);
+        }
+    };
+    let start = buf.len();
+    buf.extend_from_slice(text.as_bytes());
+    let mut i = start;
+    while let Some(j) = memchr::memchr2(b'\n', b'\r', &buf[i..]) {
+        buf[i + j] = b' ';
+        i += j + 1;
+    }
+    buf.push(b'\n');
+    None
 }
 
 /// Lines from Trellis to the agent, each one text message; pings while nothing else is

@@ -75,14 +75,16 @@ fn elicitation_caps(caps: &Caps) -> Option<ElicitationCapabilities> {
 }
 
 /// `initialize`, then a new, loaded or resumed session (logging in once when the agent
-/// requires it): the session's id, and whether prompts may embed file contents.
+/// requires it): the session's id, whether prompts may embed file contents, whether it
+/// is a fork, and whether the agent can take the session up again (`session/resume` or
+/// `session/load`).
 pub(crate) async fn set_up(
     cx: &Conn,
     spec: &AgentSpec,
     tx: &crate::inputs::Sender,
     deadline: &Mutex<Option<std::time::Instant>>,
     login_rx: &mut UnboundedReceiver<bool>,
-) -> Result<(SessionId, bool, bool), agent_client_protocol::Error> {
+) -> Result<(SessionId, bool, bool, bool), agent_client_protocol::Error> {
     let init = cx
         .send_request(
             InitializeRequest::new(ProtocolVersion::V1)
@@ -213,7 +215,13 @@ pub(crate) async fn set_up(
     if fork.is_some() {
         let _ = tx.send(Input::Forked);
     }
-    Ok((session_id, embed, fork.is_some()))
+    let resumable = init.agent_capabilities.load_session
+        || init
+            .agent_capabilities
+            .session_capabilities
+            .resume
+            .is_some();
+    Ok((session_id, embed, fork.is_some(), resumable))
 }
 
 /// The agent requires a login before a session: by its own method, or by a command run

@@ -404,8 +404,24 @@ where
                     let _ = tokio::time::timeout(Duration::from_secs(2), sink.send(Message::Close(None))).await;
                     break "the agent ended".into();
                 };
-                let text = String::from_utf8_lossy(&line).into_owned();
-                match tokio::time::timeout(WRITE_WAIT, sink.send(Message::Text(text.into()))).await {
+                // The lines already read go out together, flushed once (a flush per line
+                // cost more than the agent's own writing).
+                let mut batch = vec![line];
+                while batch.len() < 256 {
+                    match line_rx.try_recv() {
+                        Ok(l) => batch.push(l),
+                        Err(_) => break,
+                    }
+                }
+                let send = async {
+                    for line in batch {
+                        let text = String::from_utf8(line)
+                            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                        sink.feed(Message::Text(text.into())).await?;
+                    }
+                    sink.flush().await
+                };
+                match tokio::time::timeout(WRITE_WAIT, send).await {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => break format!("the client's connection failed: {e}"),
                     Err(_) => break format!("the client read nothing for {} s", WRITE_WAIT.as_secs()),

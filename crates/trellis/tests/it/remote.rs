@@ -514,7 +514,8 @@ fn a_hostile_server_gives_a_clear_error_and_no_hang() {
     assert!(text(&o).contains("too large"), "{}", text(&o));
 }
 
-/// The server killed in the middle of a turn: the run ends saying the connection was
+/// The server killed in the middle of a turn, with an agent that cannot take its session up
+/// again: the run ends saying the connection was
 /// lost, every open request answered once, nothing left running.
 #[test]
 fn a_connection_lost_mid_turn_ends_the_run_clearly() {
@@ -565,6 +566,12 @@ fn a_connection_lost_mid_turn_ends_the_run_clearly() {
     assert!(!o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains("connection") && text(&o).contains(&served.addr),
+        "{}",
+        text(&o)
+    );
+    // This demo offers neither session/resume nor session/load: nothing to dial again for.
+    assert!(
+        text(&o).contains("cannot be taken up again"),
         "{}",
         text(&o)
     );
@@ -624,4 +631,77 @@ fn the_ui_dials_an_agent_and_says_where_it_runs_and_when_it_is_lost() {
         s.contains("connection") && s.contains(&served.addr)
     });
     assert!(!s.contains(&secret), "{s}");
+}
+
+/// The server killed in the middle of a turn and started again on the same address: the
+/// session dials again, the agent takes its session up again (`session/resume`), the
+/// gap is on the record and on the screen, and the next prompt runs on the new
+/// connection. (A headless run holds its remaining prompts after a turn that did not end
+/// well, as for any agent.)
+#[test]
+fn a_connection_lost_mid_turn_is_restored_and_the_session_taken_up_again() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let demo = [
+        "trellis",
+        "agent",
+        "demo",
+        "--delay-ms",
+        "300",
+        "--resume-session",
+    ];
+    let first = Served::start(&d, &["--listen", "127.0.0.1:0"], &demo);
+    let addr = first.addr.clone();
+    let work = d.work.to_str().unwrap();
+    let cfg = d.work.join("ui.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[agents.box]\nurl = \"ws://{addr}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n"
+        ),
+    )
+    .unwrap();
+    let local = d.work.join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    let env = format!("BOX_TOKEN={secret}");
+    let Some(t) = crate::tui::Tmux::start_env(
+        &[&env],
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--agent",
+            "box",
+            "--permission",
+            "allow-once",
+            "--cwd",
+            local.to_str().unwrap(),
+        ],
+        140,
+        40,
+    ) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["fix the TODO", "Enter"]);
+    t.wait("a call of the turn", |s| s.contains("Read README.md"));
+    drop(first);
+    let _second = Served::start(&d, &["--listen", &addr], &demo);
+    let s = t.wait("the connection restored", |s| {
+        s.contains("connected again after")
+    });
+    assert!(s.contains("took up its session"), "{s}");
+    t.send(&["hello again", "Enter"]);
+    t.wait("the next turn on the new connection", |s| {
+        s.contains("the tests pass")
+    });
+    let log = t.log();
+    assert!(log.contains("dialing again"), "{log}");
+    assert_eq!(crate::sent(&log, "session/resume").len(), 1, "{log}");
+    assert_eq!(crate::sent(&log, "session/prompt").len(), 2, "{log}");
+    // The lost turn ended on the record, its calls closed.
+    let mut s = trellis_core::Session::new(trellis_core::Policy::Ask);
+    let problems = trellis_core::log::rebuild(&mut s, log.lines(), |_| {});
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(s.open_permissions().is_empty());
+    assert!(!s.turn_open);
 }

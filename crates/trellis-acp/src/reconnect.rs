@@ -1,0 +1,161 @@
+//! A connection kept up: a local agent runs once, but a connection to an agent elsewhere
+//! that drops is dialed again, with backoff, and its session taken up again
+//! (`session/resume`, else `session/load`) when the agent offers it; otherwise the
+//! session ends, saying why.
+//!
+//! What the log shows of a gap: the loss as the agent's exit (the turn ends
+//! `agent_exited`, the calls in flight are marked unfinished, every open request is
+//! answered once, `cancelled`), then, once dialed again, a mark saying after how long and
+//! which session the agent took up. Prompts sent meanwhile wait for the connection; a
+//! quit ends the wait at once.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::UnboundedReceiver;
+use trellis_core::LocalRecord;
+
+use crate::client::{Command, Link, run};
+use crate::recorder::Recorder;
+use crate::spec::AgentSpec;
+
+/// The waits before each new dial: 1 + 2 + 4 + 8 + 16 s, then the session ends.
+const BACKOFF: [Duration; 5] = [
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+    Duration::from_secs(8),
+    Duration::from_secs(16),
+];
+
+/// What one connection leaves to the next.
+#[derive(Debug, Default)]
+pub(crate) struct Carried {
+    /// The agent's session, once set up.
+    session: Option<String>,
+    /// The agent offers `session/resume` or `session/load`.
+    resumable: bool,
+    /// Turns sent so far (checkpoints go on counting).
+    pub turns: u32,
+    /// When the connection before was lost (a reconnection says how long it took).
+    lost_at: Option<Instant>,
+    /// This connection was set up.
+    up: bool,
+}
+
+/// A connection was set up with session `id`: what to keep for a reconnection. Says in
+/// the log when it ends a gap. Returns the turns sent before it.
+pub(crate) fn established(
+    carried: &Mutex<Carried>,
+    recorder: &Recorder,
+    id: String,
+    resumable: bool,
+) -> u32 {
+    let mut c = carried.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(at) = c.lost_at.take() {
+        let same = c.session.as_deref() == Some(id.as_str());
+        recorder.local(LocalRecord::Mark {
+            text: format!(
+                "connected again after {:.1} s: {}",
+                at.elapsed().as_secs_f64(),
+                if same {
+                    format!("the agent took up its session {id} again")
+                } else {
+                    format!(
+                        "the agent started a new session {id}; it does not remember the one before"
+                    )
+                }
+            ),
+        });
+    }
+    c.session = Some(id);
+    c.resumable = resumable;
+    c.up = true;
+    c.turns
+}
+
+/// Runs the session's connections until it ends: one for a local agent; for an agent
+/// elsewhere, again after a loss while its session can be taken up.
+pub(crate) async fn keep_connected(
+    mut spec: AgentSpec,
+    link: Link,
+    mut cmd_rx: UnboundedReceiver<Command>,
+) -> Result<(), String> {
+    let stopping = Arc::new(AtomicBool::new(false));
+    let carried = Arc::new(Mutex::new(Carried::default()));
+    let mut pending = VecDeque::new();
+    let mut tries = 0usize;
+    loop {
+        carried.lock().unwrap_or_else(|e| e.into_inner()).up = false;
+        let result = run(
+            spec.clone(),
+            &link,
+            &mut cmd_rx,
+            std::mem::take(&mut pending),
+            &carried,
+            &stopping,
+        )
+        .await;
+        let stopped = stopping.load(Ordering::Relaxed);
+        link.close_open(if stopped {
+            "connection closed"
+        } else {
+            "agent exited"
+        });
+        let Err(why) = result else {
+            return Ok(());
+        };
+        let (up, session, resumable) = {
+            let c = carried.lock().unwrap_or_else(|e| e.into_inner());
+            (c.up, c.session.clone(), c.resumable)
+        };
+        if stopped || spec.remote.is_none() || session.is_none() {
+            return Err(why);
+        }
+        if up {
+            // The loss of a connection that was working: its turn and its calls end
+            // here, on the record.
+            if !resumable {
+                return Err(format!(
+                    "{why}; the agent offers neither session/resume nor session/load, so its session cannot be taken up again"
+                ));
+            }
+            link.recorder.local(LocalRecord::AgentExited {
+                code: None,
+                message: format!("{why}; dialing again"),
+            });
+            carried.lock().unwrap_or_else(|e| e.into_inner()).lost_at = Some(Instant::now());
+            tries = 0;
+        }
+        let Some(wait) = BACKOFF.get(tries) else {
+            return Err(format!(
+                "{why}; gave up after {} tries over {} s",
+                BACKOFF.len(),
+                BACKOFF.iter().map(Duration::as_secs).sum::<u64>()
+            ));
+        };
+        tries += 1;
+        let _ = link.tx.send(crate::inputs::Input::Warning(format!(
+            "{why}; dialing again in {} s (try {tries} of {})",
+            wait.as_secs(),
+            BACKOFF.len()
+        )));
+        // Commands meanwhile wait for the connection; a quit ends the wait.
+        let until = tokio::time::Instant::now() + *wait;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(until) => break,
+                cmd = cmd_rx.recv() => match cmd {
+                    // Closed by the user meanwhile: an end of theirs, not a failure.
+                    Some(Command::Shutdown) | None => return Ok(()),
+                    Some(Command::Cancel | Command::CancelSubagent { .. }) => {}
+                    Some(c) => pending.push_back(c),
+                },
+            }
+        }
+        spec.load_session = session;
+        spec.fork_session = None;
+    }
+}
