@@ -47,11 +47,7 @@ pub struct AgentPreset {
     /// machine's files, as in a devcontainer with the project mounted).
     #[serde(default)]
     pub files: Option<String>,
-    /// Where the agent sees this machine's directories (`"/workspace" = "~/proj"`): its
-    /// paths are shown as the local ones, and the session's directory is sent as its.
-    #[serde(default)]
-    pub paths: BTreeMap<String, String>,
-    /// The session's directory as the agent sees it, when no `paths` entry gives it.
+    /// The session's directory as the agent sees it (default: this machine's).
     #[serde(default)]
     pub cwd: Option<String>,
 }

@@ -68,16 +68,8 @@ impl Launch {
         for kept in s.kept {
             app.keep_alive(kept);
         }
-        Ok((
-            Opened {
-                app,
-                restart: Some(s.restart),
-                source: s.source,
-                branch: s.branch,
-                from: None,
-            },
-            s.log_path,
-            s.said,
+        Ok(opened(
+            app, s.restart, s.source, s.branch, s.log_path, s.said,
         ))
     }
 
@@ -105,16 +97,8 @@ impl Launch {
         for kept in s.kept {
             front.keep_alive(kept);
         }
-        Ok((
-            trellis_deck::Opened {
-                app: front,
-                restart: Some(s.restart),
-                source: s.source,
-                branch: s.branch,
-                from: None,
-            },
-            s.log_path,
-            s.said,
+        Ok(opened(
+            front, s.restart, s.source, s.branch, s.log_path, s.said,
         ))
     }
 
@@ -340,6 +324,25 @@ struct Started {
     /// What lives as long as the session (the demo's scratch workspace, the worktree's
     /// lease).
     kept: Vec<Box<dyn std::any::Any>>,
+}
+
+/// A started session with its front end `app`, its log, and what to say of its worktree.
+fn opened<F>(
+    app: F,
+    restart: trellis_tui::Restart,
+    source: String,
+    branch: Option<String>,
+    log_path: PathBuf,
+    said: Vec<String>,
+) -> (trellis_deck::Opened<F>, PathBuf, Vec<String>) {
+    let opened = trellis_deck::Opened {
+        app,
+        restart: Some(restart),
+        source,
+        branch,
+        from: None,
+    };
+    (opened, log_path, said)
 }
 
 /// What every front end does last: the history read in, the saved rules in force, the

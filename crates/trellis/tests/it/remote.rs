@@ -164,6 +164,38 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The UI in tmux dialing `[agents.box]` at `addr` with token `secret` (its own config
+/// file), `height` rows.
+fn ui_dialing(d: &Dirs, addr: &str, secret: &str, height: u16) -> Option<crate::tui::Tmux> {
+    let work = d.work.to_str().unwrap();
+    let cfg = d.work.join("ui.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[agents.box]\nurl = \"ws://{addr}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n"
+        ),
+    )
+    .unwrap();
+    let local = d.work.join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    let env = format!("BOX_TOKEN={secret}");
+    crate::tui::Tmux::start_env(
+        &[&env],
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--agent",
+            "box",
+            "--permission",
+            "allow-once",
+            "--cwd",
+            local.to_str().unwrap(),
+        ],
+        140,
+        height,
+    )
+}
+
 /// The first session log under the data directory `data`.
 fn first_log(data: &Path) -> PathBuf {
     let day = std::fs::read_dir(data.join("trellis/sessions"))
@@ -588,34 +620,7 @@ fn the_ui_dials_an_agent_and_says_where_it_runs_and_when_it_is_lost() {
         &["--listen", "127.0.0.1:0"],
         &["trellis", "agent", "demo"],
     );
-    let work = d.work.to_str().unwrap();
-    let cfg = d.work.join("ui.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n",
-            served.addr
-        ),
-    )
-    .unwrap();
-    let local = d.work.join("local");
-    std::fs::create_dir_all(&local).unwrap();
-    let env = format!("BOX_TOKEN={secret}");
-    let Some(t) = crate::tui::Tmux::start_env(
-        &[&env],
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--agent",
-            "box",
-            "--permission",
-            "allow-once",
-            "--cwd",
-            local.to_str().unwrap(),
-        ],
-        140,
-        30,
-    ) else {
+    let Some(t) = ui_dialing(&d, &served.addr, &secret, 30) else {
         return;
     };
     let at = format!("box@{}", served.addr);
@@ -652,33 +657,7 @@ fn a_connection_lost_mid_turn_is_restored_and_the_session_taken_up_again() {
     ];
     let first = Served::start(&d, &["--listen", "127.0.0.1:0"], &demo);
     let addr = first.addr.clone();
-    let work = d.work.to_str().unwrap();
-    let cfg = d.work.join("ui.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[agents.box]\nurl = \"ws://{addr}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n"
-        ),
-    )
-    .unwrap();
-    let local = d.work.join("local");
-    std::fs::create_dir_all(&local).unwrap();
-    let env = format!("BOX_TOKEN={secret}");
-    let Some(t) = crate::tui::Tmux::start_env(
-        &[&env],
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--agent",
-            "box",
-            "--permission",
-            "allow-once",
-            "--cwd",
-            local.to_str().unwrap(),
-        ],
-        140,
-        40,
-    ) else {
+    let Some(t) = ui_dialing(&d, &addr, &secret, 40) else {
         return;
     };
     t.wait_for("Enter send");
@@ -704,4 +683,41 @@ fn a_connection_lost_mid_turn_is_restored_and_the_session_taken_up_again() {
     assert!(problems.is_empty(), "{problems:?}");
     assert!(s.open_permissions().is_empty());
     assert!(!s.turn_open);
+}
+
+/// A hub's session whose agent is dialed: `trellis ls` says where the agent runs.
+#[test]
+fn a_hub_lists_where_its_dialed_agent_runs() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &["trellis", "agent", "demo"],
+    );
+    let work = d.work.to_str().unwrap();
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n",
+            served.addr
+        ),
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args([
+            "run", "--detach", "--agent", "box", "--cwd", work, "--prompt", "hi",
+        ])
+        .env("XDG_RUNTIME_DIR", &d.runtime)
+        .env("XDG_DATA_HOME", &d.data)
+        .env("XDG_CONFIG_HOME", &d.config)
+        .env("BOX_TOKEN", &secret)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let _hub = crate::hubkit::Hub(d.hub_pid());
+    until("the session listed", || !d.ls().is_empty());
+    let rows = d.ls();
+    assert_eq!(rows[0]["agent"], format!("box@{}", served.addr), "{rows:?}");
+    assert!(!d.trellis(&["ls"]).stdout.is_empty());
 }
