@@ -235,15 +235,59 @@ fn the_demo_served_over_websocket_is_dialed_by_name_and_by_url() {
             served.addr
         ),
     );
+    let summary = d.work.join("summary.json");
     let o = run(
         &d,
         "box",
         &[("BOX_TOKEN", &secret)],
-        &["--permission", "allow-once"],
+        &[
+            "--permission",
+            "allow-once",
+            "--summary",
+            summary.to_str().unwrap(),
+        ],
         Duration::from_secs(60),
     );
     assert!(o.status.success(), "{}\n{}", text(&o), served.said());
     let events = crate::jsonl(&String::from_utf8_lossy(&o.stdout));
+    // Where the agent runs is said: on stderr, in the session's first event, in the
+    // summary, in the listing, in the trace.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "the agent runs at {}; its files are its own",
+            served.addr
+        )),
+        "{stderr}"
+    );
+    let started = events
+        .iter()
+        .find(|e| e["type"] == "session_started")
+        .unwrap();
+    assert_eq!(started["remote"], served.addr.as_str(), "{started}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert_eq!(summary["remote"], served.addr.as_str(), "{summary}");
+    let listed = d.stdout(&["sessions", "list", "--json"]);
+    assert!(
+        listed.contains(&format!("\"agent\": \"box@{}\"", served.addr)),
+        "{listed}"
+    );
+    let log_file = first_log(&d.data);
+    let spans = d.work.join("spans.json");
+    d.stdout(&[
+        "log",
+        "export",
+        log_file.to_str().unwrap(),
+        "--otlp-json",
+        spans.to_str().unwrap(),
+    ]);
+    let spans = std::fs::read_to_string(&spans).unwrap();
+    let port = served.addr.rsplit(':').next().unwrap();
+    assert!(
+        spans.contains("\"server.address\"") && spans.contains(&format!("\"{port}\"")),
+        "{spans}"
+    );
     assert!(
         events
             .iter()
@@ -285,6 +329,16 @@ fn the_demo_served_over_websocket_is_dialed_by_name_and_by_url() {
         "{}",
         text(&o)
     );
+    // A token in the URL's query is never kept or shown.
+    let o = run(
+        &d,
+        &format!("{url}?token=qsecret"),
+        &[],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!text(&o).contains("qsecret"), "{}", text(&o));
+    assert!(!d.log().contains("qsecret"), "the query is not in the log");
     // A token in the URL's query is never kept or shown.
     let o = run(
         &d,
