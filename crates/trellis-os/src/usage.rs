@@ -12,10 +12,16 @@ pub struct Usage {
     pub system: Duration,
     /// Peak resident memory, KiB (Linux's unit; macOS reports bytes and is converted).
     pub max_rss_kib: i64,
+    /// CPU (user + system) of its children it waited for (another process's: Linux only).
+    pub children: Duration,
 }
 
 /// This process's usage so far (zero when the system will not say).
 pub fn this_process() -> Usage {
+    let children = match getrusage(UsageWho::RUSAGE_CHILDREN) {
+        Ok(u) => duration(u.user_time()) + duration(u.system_time()),
+        Err(_) => Duration::ZERO,
+    };
     match getrusage(UsageWho::RUSAGE_SELF) {
         Ok(u) => Usage {
             user: duration(u.user_time()),
@@ -24,8 +30,12 @@ pub fn this_process() -> Usage {
             max_rss_kib: kib(u.max_rss()) / 1024,
             #[cfg(not(target_vendor = "apple"))]
             max_rss_kib: kib(u.max_rss()),
+            children,
         },
-        Err(_) => Usage::default(),
+        Err(_) => Usage {
+            children,
+            ..Usage::default()
+        },
     }
 }
 
@@ -53,11 +63,13 @@ pub fn of_process(pid: u32) -> Option<Usage> {
             .find_map(|l| l.strip_prefix("VmHWM:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .unwrap_or(0);
-        // After the command's name: utime and stime are the 12th and 13th fields.
+        // After the command's name: utime and stime are the 12th and 13th fields, then
+        // the waited-for children's.
         Some(Usage {
             user: ticks(11),
             system: ticks(12),
             max_rss_kib: hwm,
+            children: ticks(13) + ticks(14),
         })
     }
     #[cfg(not(target_os = "linux"))]

@@ -25,32 +25,13 @@ struct Figures {
 
 /// CPU of this process's waited-for children so far (user + system).
 fn children_cpu() -> Duration {
-    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given.
-    #[allow(unsafe_code)]
-    let u = unsafe {
-        libc::getrusage(libc::RUSAGE_CHILDREN, u.as_mut_ptr());
-        u.assume_init()
-    };
-    let t = |v: libc::timeval| Duration::new(v.tv_sec as u64, v.tv_usec as u32 * 1000);
-    t(u.ru_utime) + t(u.ru_stime)
+    trellis_os::usage::this_process().children
 }
 
-/// A process's own CPU and its waited-for children's, from `/proc/PID/stat`.
+/// A process's own CPU and its waited-for children's (Linux's `/proc`).
 fn proc_cpu(pid: u32) -> (Duration, Duration) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let rest = stat.rsplit_once(')').unwrap().1;
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .skip(11)
-        .take(4)
-        .map(|x| x.parse().unwrap())
-        .collect();
-    // SAFETY: sysconf only reads a constant.
-    #[allow(unsafe_code)]
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    let d = |ticks: u64| Duration::from_secs_f64(ticks as f64 / hz);
-    (d(f[0] + f[1]), d(f[2] + f[3]))
+    let u = trellis_os::usage::of_process(pid).expect("the server's usage (Linux)");
+    (u.user + u.system, u.children)
 }
 
 /// One run of `trellis run` against `agent`; its stats line.
