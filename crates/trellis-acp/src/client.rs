@@ -263,7 +263,7 @@ pub(crate) async fn run(
     spec: AgentSpec,
     link: &Link,
     cmd_rx: &mut UnboundedReceiver<Command>,
-    pending: std::collections::VecDeque<Command>,
+    pending: &mut std::collections::VecDeque<Command>,
     carried: &Arc<Mutex<crate::reconnect::Carried>>,
     stopping: &Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<(), String> {
@@ -336,7 +336,8 @@ pub(crate) async fn run(
         .connect_with(transport, async |cx| {
             // Setup is bounded by the setup timeout, and the user can stop it at any time;
             // prompts sent meanwhile wait for it.
-            let mut queued = pending;
+            // Prompts wait in `pending` until the session is set up: a setup that fails
+            // leaves them there for the next connection.
             // The setup timeout stops while the user logs in (`None`).
             let timeout = spec.setup_timeout;
             let deadline = Mutex::new(Some(std::time::Instant::now() + timeout));
@@ -376,10 +377,11 @@ pub(crate) async fn run(
                         Some(Command::LoginDone { ok }) => {
                             let _ = login_tx.send(ok);
                         }
-                        Some(prompt) => queued.push_back(prompt),
+                        Some(prompt) => pending.push_back(prompt),
                     },
                 }
             };
+            let mut queued = std::mem::take(pending);
             *lock(&session_slot) = Some(session_id.to_string());
             let turns_before = crate::reconnect::established(&carried, &recorder, session_id.to_string(), resumable);
             if forked {

@@ -93,7 +93,7 @@ pub(crate) async fn keep_connected(
             spec.clone(),
             &link,
             &mut cmd_rx,
-            std::mem::take(&mut pending),
+            &mut pending,
             &carried,
             &stopping,
         )
@@ -111,7 +111,10 @@ pub(crate) async fn keep_connected(
             let c = carried.lock().unwrap_or_else(|e| e.into_inner());
             (c.up, c.session.clone(), c.resumable)
         };
-        if stopped || spec.remote.is_none() || session.is_none() {
+        if stopped || spec.remote.is_none() {
+            return Err(why);
+        }
+        if session.is_none() {
             return Err(why);
         }
         if up {
@@ -130,11 +133,17 @@ pub(crate) async fn keep_connected(
             tries = 0;
         }
         let Some(wait) = BACKOFF.get(tries) else {
-            return Err(format!(
-                "{why}; gave up after {} tries over {} s",
+            let end = format!(
+                "{why}; gave up after {} tries over {} s{}",
                 BACKOFF.len(),
-                BACKOFF.iter().map(Duration::as_secs).sum::<u64>()
-            ));
+                BACKOFF.iter().map(Duration::as_secs).sum::<u64>(),
+                match pending.len() {
+                    0 => String::new(),
+                    n => format!(" ({n} prompt(s) not sent)"),
+                }
+            );
+            // The driver puts it on the record (the session ended at the loss).
+            return Err(end);
         };
         tries += 1;
         let _ = link.tx.send(crate::inputs::Input::Warning(format!(

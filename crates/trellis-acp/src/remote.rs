@@ -35,6 +35,9 @@ pub struct RemoteSpec {
     /// The session's directory as the agent sees it (sent in `session/new`); none: the
     /// local one.
     pub cwd: Option<String>,
+    /// The agent works on this machine's files (`files = "shared"`): it is offered them,
+    /// and its edits are this machine's to check point and rewind.
+    pub shared_files: bool,
 }
 
 impl std::fmt::Debug for RemoteSpec {
@@ -52,6 +55,7 @@ impl std::fmt::Debug for RemoteSpec {
             .field("plaintext", &self.plaintext)
             .field("ca", &self.ca)
             .field("cwd", &self.cwd)
+            .field("shared_files", &self.shared_files)
             .finish()
     }
 }
@@ -101,6 +105,14 @@ impl Target {
             }
             _ => return Err(format!("{}: not a ws:// or wss:// URL", shown_url(url))),
         };
+        if let Some(q) = uri.query()
+            && credential_in(q)
+        {
+            return Err(format!(
+                "{}: a credential in a URL's query ends up in logs and process lists; give it as a header (token = {{ env = \"…\" }})",
+                shown_url(url)
+            ));
+        }
         if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
             return Err(format!(
                 "{}: credentials in a URL end up in logs and process lists; give them as a header (token = {{ env = \"…\" }})",
@@ -133,6 +145,27 @@ impl Target {
             shown,
         })
     }
+}
+
+/// Whether a URL's query holds what looks like a credential: a parameter named like one,
+/// or a Trellis token under any name.
+fn credential_in(query: &str) -> bool {
+    query.split('&').any(|pair| {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let name = name.to_ascii_lowercase();
+        [
+            "token",
+            "key",
+            "secret",
+            "password",
+            "auth",
+            "credential",
+            "sig",
+        ]
+        .iter()
+        .any(|w| name.contains(w))
+            || value.starts_with("trl_")
+    })
 }
 
 /// Whether `host` is this machine by name or address (what needs no encryption).
@@ -254,10 +287,21 @@ where
         Ok(Ok((ws, _))) => Ok(ws),
         Ok(Err(tungstenite::Error::Http(resp))) => {
             let status = resp.status();
-            let hint = match status.as_u16() {
-                401 | 403 => ": check the agent's token",
-                404 => ": check the URL's path (trellis agent serve answers on /acp)",
-                _ => "",
+            // What the agent's end said, when it said something (one line, bounded).
+            let said: String = resp
+                .body()
+                .as_deref()
+                .map(|b| one_line(&String::from_utf8_lossy(&b[..b.len().min(300)])))
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            let hint = match (said.is_empty(), status.as_u16()) {
+                (false, _) => format!(": {said}"),
+                (true, 401 | 403) => ": check the agent's token".into(),
+                (true, 404) => {
+                    ": check the URL's path (trellis agent serve answers on /acp)".into()
+                }
+                _ => String::new(),
             };
             Err(format!("{shown} refused the connection: {status}{hint}"))
         }
@@ -562,6 +606,10 @@ mod tests {
             shown_url("wss://u:p@h.example/acp?token=abc"),
             "wss://h.example/acp"
         );
+        let e = Target::of("ws://127.0.0.1:9/acp?access_token=abc", false).unwrap_err();
+        assert!(e.contains("query") && !e.contains("abc"), "{e}");
+        assert!(Target::of("ws://127.0.0.1:9/acp?x=trl_abc", false).is_err());
+        assert!(Target::of("ws://127.0.0.1:9/acp?session=1", false).is_ok());
         let e = Target::of("https://h.example/acp", false).unwrap_err();
         assert!(e.contains("streamable HTTP"), "{e}");
     }
@@ -574,6 +622,7 @@ mod tests {
             plaintext: false,
             ca: Vec::new(),
             cwd: None,
+            shared_files: false,
         };
         let shown = format!("{spec:?}");
         assert!(!shown.contains("trl_secret"), "{shown}");

@@ -248,6 +248,16 @@ async fn log_in(
                 .block_task()
                 .await?;
         }
+        // An agent elsewhere logs in where it runs: nothing it names runs here.
+        Chosen::Terminal(login) if spec.remote.is_some() => {
+            return Err(agent_client_protocol::Error::new(
+                -32000,
+                format!(
+                    "the agent asks you to log in ({}) in a terminal where it runs; Trellis runs nothing an agent elsewhere names on this machine: log in there, then start again",
+                    login.name
+                ),
+            ));
+        }
         Chosen::Terminal(login) if !spec.caps.terminal_login => {
             return Err(agent_client_protocol::Error::new(
                 -32000,

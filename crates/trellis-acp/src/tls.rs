@@ -31,8 +31,35 @@ pub(crate) async fn connect(
             target.shown,
             wait.as_secs_f32()
         )),
-        Ok(Err(e)) => Err(format!("{}: the TLS handshake failed: {e}", target.shown)),
+        Ok(Err(e)) => Err(format!(
+            "{}: the TLS handshake failed: {}",
+            target.shown,
+            in_words(&e)
+        )),
         Ok(Ok(tls)) => Ok(tls),
+    }
+}
+
+/// A TLS failure in plain words, with what to do where there is something to do.
+fn in_words(e: &std::io::Error) -> String {
+    use rustls::CertificateError as C;
+    let Some(rustls::Error::InvalidCertificate(c)) =
+        e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>())
+    else {
+        return e.to_string();
+    };
+    match c {
+        C::UnknownIssuer => "its certificate is not signed by an authority trusted here (a private CA's or a self-signed certificate is trusted with ca = [\"PATH.pem\"] in the agent's entry)".into(),
+        C::NotValidForName | C::NotValidForNameContext { .. } => {
+            "its certificate is for another name than the URL's host".into()
+        }
+        C::Expired | C::ExpiredContext { .. } => format!("its certificate has expired ({c:?})"),
+        C::NotValidYet | C::NotValidYetContext { .. } => "its certificate is not valid yet".into(),
+        C::Revoked => "its certificate was revoked".into(),
+        C::Other(o) if format!("{o:?}").contains("CaUsedAsEndEntity") => {
+            "its certificate is a certificate authority's, not a server's (make the server's with basicConstraints=CA:FALSE, signed by that authority)".into()
+        }
+        other => format!("its certificate was refused ({other:?})"),
     }
 }
 

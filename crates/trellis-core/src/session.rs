@@ -402,6 +402,10 @@ pub enum LocalRecord {
         /// Where the agent runs when it was dialed (`HOST:PORT`), not started here.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         remote: Option<String>,
+        /// A dialed agent works on this machine's files (else its edits are on its own
+        /// machine: nothing here is check pointed or rewound for them).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        shared_files: bool,
     },
     /// Who answered a permission request (written just before the answer frame).
     PermissionDecided {

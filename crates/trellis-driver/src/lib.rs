@@ -514,6 +514,15 @@ impl Driver {
                 {
                     // A session we ended, with requests that came in meanwhile: closed too.
                     c.handle.recorder().local(LocalRecord::ConnectionClosed);
+                } else if self.session.agent_exited.is_some()
+                    && self.session.ended.is_none()
+                    && let (Some(c), Some(e)) = (&self.conn, &error)
+                {
+                    // A restart (or a dial again) that failed: on the record and on the
+                    // screen, not only in a message the next key clears.
+                    c.handle.recorder().local(LocalRecord::Mark {
+                        text: format!("the agent could not be started again: {e}"),
+                    });
                 }
                 notes.push(Note::Closed);
             }

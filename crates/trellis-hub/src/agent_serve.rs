@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{self, Message, handshake::server};
 
 use crate::tokens::{Scope, Store};
@@ -138,6 +139,9 @@ async fn accept(
     opts: Arc<Options>,
     tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
+    // Handshakes are bounded apart from agents: a client that never finishes one holds
+    // no agent's place, and a token is checked before any place is taken.
+    let shaking = Arc::new(tokio::sync::Semaphore::new(HANDSHAKES));
     let seats = Arc::new(tokio::sync::Semaphore::new(opts.max_agents.max(1)));
     let mut next = 0u64;
     loop {
@@ -150,30 +154,26 @@ async fn accept(
             }
         };
         next += 1;
+        let Ok(shake) = shaking.clone().try_acquire_owned() else {
+            // Too many handshakes at once: this one is dropped unread.
+            continue;
+        };
         let (opts, tls, seats) = (opts.clone(), tls.clone(), seats.clone());
         tokio::spawn(async move {
             let _ = tcp.set_nodelay(true);
             let conn = next;
-            let Ok(seat) = seats.try_acquire_owned() else {
-                (opts.say)(format!(
-                    "connection {conn} from {peer} refused: {} agents run already (--max-agents)",
-                    opts.max_agents
-                ));
-                // Said in the handshake: 503.
-                let _ = refuse_busy(tcp, tls).await;
-                return;
-            };
             let result = match tls {
                 Some(acceptor) => {
                     match tokio::time::timeout(HANDSHAKE_WAIT, acceptor.accept(tcp)).await {
-                        Ok(Ok(stream)) => connection(stream, &opts, conn, peer).await,
+                        Ok(Ok(stream)) => {
+                            connection(stream, &opts, (conn, peer), shake, &seats).await
+                        }
                         Ok(Err(e)) => Err(format!("TLS: {e}")),
                         Err(_) => Err("no TLS handshake in time".into()),
                     }
                 }
-                None => connection(tcp, &opts, conn, peer).await,
+                None => connection(tcp, &opts, (conn, peer), shake, &seats).await,
             };
-            drop(seat);
             if let Err(why) = result {
                 (opts.say)(format!("connection {conn} from {peer}: {why}"));
             }
@@ -181,41 +181,38 @@ async fn accept(
     }
 }
 
-/// Answers a connection there is no room for with 503 (after its handshake).
-async fn refuse_busy(
-    tcp: tokio::net::TcpStream,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-) -> Result<(), String> {
-    let busy = |_: &server::Request, _: server::Response| {
-        Err(refusal(
-            tungstenite::http::StatusCode::SERVICE_UNAVAILABLE,
-            "every agent of this server is at work: try again later",
-        ))
-    };
-    let shake = async {
-        match tls {
-            Some(a) => {
-                let s = a.accept(tcp).await.map_err(|e| e.to_string())?;
-                tokio_tungstenite::accept_hdr_async(s, busy)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            }
-            None => tokio_tungstenite::accept_hdr_async(tcp, busy)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-        }
-    };
-    tokio::time::timeout(HANDSHAKE_WAIT, shake)
-        .await
-        .map_err(|_| "no handshake in time".to_string())?
-}
+/// Handshakes (TLS and WebSocket, the token checked) going on at once.
+const HANDSHAKES: usize = 64;
 
 fn refusal(status: tungstenite::http::StatusCode, why: &str) -> server::ErrorResponse {
     let mut r = server::ErrorResponse::new(Some(format!("{why}\n")));
     *r.status_mut() = status;
     r
+}
+
+/// What a refused handshake's error says, with its status when it has one.
+fn refused(e: &tungstenite::Error) -> String {
+    match e {
+        tungstenite::Error::Http(r) => r.status().to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Closes `ws` with `code` and `reason` (cut to what a close frame holds), politely and
+/// within a bound.
+async fn close<S>(ws: &mut tokio_tungstenite::WebSocketStream<S>, code: CloseCode, reason: &str)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut cut = reason.to_string();
+    while cut.len() > 120 {
+        cut.pop();
+    }
+    let frame = tungstenite::protocol::CloseFrame {
+        code,
+        reason: cut.into(),
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), ws.close(Some(frame))).await;
 }
 
 /// Whether an upgrade request may have an agent: `/acp`, no web page's `Origin`, a live
@@ -238,7 +235,10 @@ fn admit(req: &server::Request, store: &Store) -> Result<(), server::ErrorRespon
         .headers()
         .get("authorization")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|v| {
+            let (scheme, token) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then_some(token)
+        })
         .map(str::trim)
         .filter(|t| !t.is_empty());
     let Some(secret) = bearer else {
@@ -265,7 +265,13 @@ fn admit(req: &server::Request, store: &Store) -> Result<(), server::ErrorRespon
 }
 
 /// One client: the handshake, its agent, and the lines between them until either ends.
-async fn connection<S>(stream: S, opts: &Options, conn: u64, peer: SocketAddr) -> Result<(), String>
+async fn connection<S>(
+    stream: S,
+    opts: &Options,
+    (conn, peer): (u64, SocketAddr),
+    shake: tokio::sync::OwnedSemaphorePermit,
+    seats: &Arc<tokio::sync::Semaphore>,
+) -> Result<(), String>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -281,7 +287,23 @@ where
     )
     .await
     .map_err(|_| "no WebSocket handshake in time".to_string())?
-    .map_err(|e| format!("refused: {e}"))?;
+    .map_err(|e| format!("refused: {}", refused(&e)))?;
+    drop(shake);
+    let mut ws = ws;
+    // A place for its agent, or a close that says why there is none.
+    let Ok(_seat) = seats.clone().try_acquire_owned() else {
+        (opts.say)(format!(
+            "connection {conn} from {peer} refused: {} agents run already (--max-agents)",
+            opts.max_agents
+        ));
+        close(
+            &mut ws,
+            CloseCode::Again,
+            "every agent of this server is at work: try again later",
+        )
+        .await;
+        return Ok(());
+    };
     let mut cmd = tokio::process::Command::new(&opts.command[0]);
     cmd.args(&opts.command[1..])
         .current_dir(&opts.cwd)
@@ -293,9 +315,14 @@ where
     // It dies with this process (Linux's parent-death signal); elsewhere its group is
     // stopped when the connection or the server ends.
     trellis_os::priority::die_with_parent(cmd.as_std_mut());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", opts.command[0]))?;
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let why = format!("cannot start the agent: {e}");
+            close(&mut ws, CloseCode::Error, &why).await;
+            return Err(why);
+        }
+    };
     let pid = child.id();
     if let Some(pid) = pid {
         trellis_os::reaper::own(pid);
@@ -401,7 +428,11 @@ where
             }
             line = line_rx.recv() => {
                 let Some(line) = line else {
-                    let _ = tokio::time::timeout(Duration::from_secs(2), sink.send(Message::Close(None))).await;
+                    let frame = tungstenite::protocol::CloseFrame {
+                        code: CloseCode::Away,
+                        reason: "the agent ended".into(),
+                    };
+                    let _ = tokio::time::timeout(Duration::from_secs(2), sink.send(Message::Close(Some(frame)))).await;
                     break "the agent ended".into();
                 };
                 // The lines already read go out together, flushed once (a flush per line

@@ -296,6 +296,24 @@ pub fn resolve(
     Ok(resolved)
 }
 
+/// The MCP servers offered to the agent of `spec`: none to an agent elsewhere (they are
+/// this machine's: their commands, addresses and the secrets in their environment and
+/// headers would go to another machine), said in `problems`.
+pub fn mcp_for(
+    spec: &AgentSpec,
+    mcp: Vec<trellis_acp::mcp::McpServerSpec>,
+    problems: &mut Vec<String>,
+) -> Vec<trellis_acp::mcp::McpServerSpec> {
+    if spec.remote.is_none() || mcp.is_empty() {
+        return mcp;
+    }
+    problems.push(format!(
+        "{} MCP server(s) of this machine not offered to the agent elsewhere: their commands, addresses and secrets are this machine's",
+        mcp.len()
+    ));
+    Vec::new()
+}
+
 /// Where an agent that is dialed runs (`HOST:PORT`), for the log's header and the user.
 pub fn remote_at(spec: &AgentSpec) -> Option<String> {
     let r = spec.remote.as_ref()?;
@@ -454,6 +472,19 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
     }
     let target = trellis_acp::remote::Target::of(&url, preset.plaintext)
         .map_err(|e| anyhow::anyhow!("{place}: {e}"))?;
+    if preset.token.is_some()
+        && preset
+            .headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"))
+    {
+        bail!("{place}: a token and an Authorization header: give one of them");
+    }
+    if let Some(cwd) = &preset.cwd
+        && !cwd.starts_with('/')
+    {
+        bail!("{place} cwd = {cwd:?}: the agent's directory is an absolute path on its machine");
+    }
     let mut headers = Vec::new();
     if let Some(t) = &preset.token {
         let v = t
@@ -472,11 +503,16 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
         Some("shared") => true,
         Some(other) => bail!("{place} files = {other:?}: \"its own\" or \"shared\""),
     };
-    let ca = preset
+    let ca: Vec<PathBuf> = preset
         .ca
         .iter()
         .map(|p| trellis_store::config::expand_home(p))
         .collect();
+    for path in &ca {
+        if !path.is_file() {
+            bail!("{place} ca: {} is not a file", path.display());
+        }
+    }
     Ok(Some(Program {
         // Where it runs is part of its name: the rail, the status line, `trellis ls`
         // and the log all say it.
@@ -505,6 +541,7 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
                 plaintext: preset.plaintext,
                 ca,
                 cwd: preset.cwd.clone(),
+                shared_files: shared,
             },
             shared,
         }),

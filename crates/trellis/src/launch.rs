@@ -146,11 +146,13 @@ impl Launch {
         };
         let plugins = crate::setup::session_plugins(&live)?;
         let (host, host_rx) = crate::setup::ext_host(config, &live, &plugins)?;
-        let (mcp, mcp_problems) = crate::setup::mcp_servers(config, &plugins)?;
-        resolved.spec.mcp_servers = mcp;
+        let (mcp, mut mcp_problems) = crate::setup::mcp_servers(config, &plugins)?;
+        resolved.spec.mcp_servers = crate::agents::mcp_for(&resolved.spec, mcp, &mut mcp_problems);
         resolved.spec.keep_lines = host.wants_acp();
         // The UI lends the terminal for an agent's login (`authMethods` of type terminal).
-        resolved.spec.caps.terminal_login = true;
+        // Never for an agent elsewhere: its login command is for its own machine, and
+        // running it here would run what the agent names on this one.
+        resolved.spec.caps.terminal_login = resolved.spec.remote.is_none();
         resolved.spec.caps.elicitation_url = true;
         let cwd_now = resolved.spec.cwd.to_string_lossy().into_owned();
         let saved = trellis_driver::rules::load(&host, &cwd_now);
@@ -186,6 +188,11 @@ impl Launch {
             Ok(Connection { handle, rx })
         });
         let remote = crate::agents::remote_at(&resolved.spec);
+        let shared_files = resolved
+            .spec
+            .remote
+            .as_ref()
+            .is_some_and(|r| r.shared_files);
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
         crate::setup::record_header(
             &handle,
@@ -198,7 +205,7 @@ impl Launch {
                 }),
             worktree,
             req.launched_in.as_deref(),
-            remote.as_deref(),
+            remote.as_deref().map(|at| (at, shared_files)),
         );
         // A resumed session is shown at once, its history read in while it is shown.
         let (session, carry, history) = match req.resume {

@@ -61,7 +61,7 @@ pub fn record_header(
     (continues, continues_at, handed_over): (Option<&str>, Option<u32>, bool),
     worktree: Option<trellis_core::WorktreeRef>,
     launched_in: Option<&std::path::Path>,
-    remote: Option<&str>,
+    remote: Option<(&str, bool)>,
 ) {
     handle
         .recorder()
@@ -83,7 +83,8 @@ pub fn record_header(
                 .map(|d| d.display().to_string())
                 .filter(|d| d != cwd),
             worktree,
-            remote: remote.map(str::to_string),
+            remote: remote.map(|(at, _)| at.to_string()),
+            shared_files: remote.is_some_and(|(_, shared)| shared),
         });
 }
 

@@ -31,6 +31,10 @@ pub(crate) fn prefix(log: &Path) -> String {
 /// Takes a checkpoint before each turn: of the tree in a git repository; elsewhere,
 /// copies of the files the agent changed so far (`copies`).
 pub(crate) fn arm(spec: &mut trellis_acp::AgentSpec, log: &Path) {
+    // An agent elsewhere with its own files edits nothing here.
+    if spec.remote.as_ref().is_some_and(|r| !r.shared_files) {
+        return;
+    }
     let cwd = spec.cwd.clone();
     if checkpoint::top(&cwd).is_err() {
         copies::arm(spec, log);
@@ -193,6 +197,14 @@ pub(crate) fn rewind(
     undo: bool,
     out: &mut String,
 ) -> anyhow::Result<()> {
+    // An agent elsewhere edited its own files: nothing here is the code it changed.
+    if let Some(at) = elsewhere(row) {
+        bail!(
+            "session {}'s agent ran at {at} with its own files: its edits are on that machine, not here, so no code is rewound here (its conversation can be forked: trellis sessions fork {} --at TURN)",
+            row.id,
+            row.id
+        );
+    }
     // One rewind of a session at a time: two at once would take the same undo point.
     let _one = one_at_a_time(row)?;
     // Outside git the log is the checkpoint.
@@ -765,6 +777,21 @@ pub(crate) fn materialize(cwd: &Path, commit: &str, log: &Path) -> anyhow::Resul
 
 /// The UI's rewind of the code (`c` in its rewind list): as `sessions rewind --to TURN
 /// --code`, on the session logged at the path, said in lines.
+/// Where a session's agent ran when it was dialed and worked on its own files (its log's
+/// header says).
+fn elsewhere(row: &trellis_index::SessionRow) -> Option<String> {
+    use std::io::{BufRead, Read};
+    let f = trellis_store::open_log(Path::new(&row.path)).ok()?;
+    let mut first = String::new();
+    std::io::BufReader::new(f.take(1 << 20))
+        .read_line(&mut first)
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_str(first.trim()).ok()?;
+    let m = &v["msg"];
+    let at = m["remote"].as_str()?;
+    (m["shared_files"] != true).then(|| at.to_string())
+}
+
 pub(crate) fn ui_rewinder() -> trellis_tui::rewind::Rewinder {
     Box::new(|log: &Path, turn: u32, force: bool| {
         let (index, _) = crate::sessions::open_index().map_err(|e| format!("{e:#}"))?;

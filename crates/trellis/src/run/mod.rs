@@ -267,7 +267,8 @@ fn extensions(
         eprintln!("trellis: {}", crate::output::safe(n));
     }
     let host = crate::setup::ext_host(config, &live, &plugins)?;
-    let (mcp, mcp_problems) = crate::setup::mcp_servers(config, &plugins)?;
+    let (mcp, mut mcp_problems) = crate::setup::mcp_servers(config, &plugins)?;
+    let mcp = crate::agents::mcp_for(&resolved.spec, mcp, &mut mcp_problems);
     for p in &mcp_problems {
         eprintln!("trellis: {}", crate::output::safe(p));
     }
@@ -471,6 +472,11 @@ async fn drive(
     crate::checkpoints::arm(&mut resolved.spec, &log_path);
     let begun = crate::traces::begin(&mut resolved.spec, &resolved.name);
     let remote = crate::agents::remote_at(&resolved.spec);
+    let shared_files = resolved
+        .spec
+        .remote
+        .as_ref()
+        .is_some_and(|r| r.shared_files);
     if let Some(at) = &remote {
         eprintln!(
             "trellis: the agent runs at {at}{}",
@@ -494,7 +500,7 @@ async fn drive(
             }),
         worktree,
         None,
-        remote.as_deref(),
+        remote.as_deref().map(|at| (at, shared_files)),
     );
     let stdout = std::io::stdout();
     // Not locked for the run: the output is written from the driver's observer, which

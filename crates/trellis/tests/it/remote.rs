@@ -231,7 +231,8 @@ fn the_demo_served_over_websocket_is_dialed_by_name_and_by_url() {
     config(
         &d,
         &format!(
-            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n",
+            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n\
+             [mcp_servers.files]\ncommand = \"mcp-files\"\nenv = {{ MCP_SECRET = \"mcp-s3cret\" }}\n",
             served.addr
         ),
     );
@@ -268,11 +269,28 @@ fn the_demo_served_over_websocket_is_dialed_by_name_and_by_url() {
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
     assert_eq!(summary["remote"], served.addr.as_str(), "{summary}");
+    // This machine's MCP servers (and their secrets) are not offered to an agent elsewhere.
+    assert!(
+        stderr.contains("MCP server(s) of this machine not offered"),
+        "{stderr}"
+    );
+    assert!(
+        !d.log().contains("mcp-s3cret"),
+        "an MCP server's secret went to the agent"
+    );
     let listed = d.stdout(&["sessions", "list", "--json"]);
     assert!(
         listed.contains(&format!("\"agent\": \"box@{}\"", served.addr)),
         "{listed}"
     );
+    // Its edits are on its machine: no code is rewound here.
+    let id = serde_json::from_str::<serde_json::Value>(&listed).unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let o = d.trellis(&["sessions", "rewind", &id, "--to", "1", "--code"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("with its own files"), "{}", text(&o));
     let log_file = first_log(&d.data);
     let spans = d.work.join("spans.json");
     d.stdout(&[
@@ -367,6 +385,8 @@ fn the_demo_served_over_websocket_is_dialed_by_name_and_by_url() {
     );
     assert!(!o.status.success());
     assert!(text(&o).contains("403"), "{}", text(&o));
+    // What the server said reaches the user.
+    assert!(text(&o).contains("scope agent"), "{}", text(&o));
     // A token variable that is not set is said before anything is dialed.
     let o = run(&d, "box", &[], &[], Duration::from_secs(30));
     assert!(!o.status.success());
@@ -774,4 +794,72 @@ fn a_hub_lists_where_its_dialed_agent_runs() {
     let rows = d.ls();
     assert_eq!(rows[0]["agent"], format!("box@{}", served.addr), "{rows:?}");
     assert!(!d.trellis(&["ls"]).stdout.is_empty());
+}
+
+/// Connections that never finish their handshake hold no agent's place: a client with a
+/// token still gets its agent.
+#[test]
+fn half_open_connections_hold_no_agents_place() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0", "--max-agents", "1"],
+        &["trellis", "agent", "demo"],
+    );
+    let held: Vec<_> = (0..3)
+        .map(|_| std::net::TcpStream::connect(&served.addr).unwrap())
+        .collect();
+    let work = d.work.to_str().unwrap();
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n",
+            served.addr
+        ),
+    );
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &secret)],
+        &["--permission", "allow-once"],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}\n{}", text(&o), served.said());
+    drop(held);
+}
+
+/// An agent elsewhere that asks for a login in a terminal: nothing it names runs here
+/// (its login command is for its own machine), and the user is told to log in there.
+#[test]
+fn a_remote_agents_terminal_login_never_runs_here() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &[exe, "agent", "hostile", "terminal-login-anyway"],
+    );
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\n",
+            served.addr
+        ),
+    );
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &secret)],
+        &[],
+        Duration::from_secs(60),
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("log in there"), "{}", text(&o));
+    assert!(
+        !text(&o).contains("ws://"),
+        "nothing of the URL was run: {}",
+        text(&o)
+    );
 }
