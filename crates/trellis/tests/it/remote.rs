@@ -336,6 +336,18 @@ fn the_demo_served_over_websocket_is_dialed_by_name_and_by_url() {
     assert!(!text(&o).contains(&secret));
     // Its agent ended with the connection.
     until_no_agent(&served);
+}
+
+/// What the server refuses is said plainly, with its reason: no token, a token of
+/// another scope, a token variable that is not set.
+#[test]
+fn refusals_reach_the_user_with_their_reason() {
+    let d = Dirs::new();
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &["trellis", "agent", "demo"],
+    );
 
     // By URL, with the token in the environment only through the config: refused, and
     // said so plainly.
