@@ -22,8 +22,9 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use trellis_core::permission::Outcome;
 
 use crate::inputs::Input;
+use crate::link::{Carried, Link, established};
 use crate::lock;
-use crate::recorder::{LogSink, Recorder};
+use crate::recorder::Recorder;
 use crate::responders::Responders;
 use crate::roots::Roots;
 use crate::services::{Services, route};
@@ -89,9 +90,9 @@ pub const USER_OUTPUT_LIMIT: u64 = 1 << 20;
 /// The driver's handle on a running connection.
 #[derive(Clone)]
 pub struct Handle {
-    cmd: UnboundedSender<Command>,
-    responders: Arc<Mutex<Responders>>,
-    recorder: Recorder,
+    pub(crate) cmd: UnboundedSender<Command>,
+    pub(crate) responders: Arc<Mutex<Responders>>,
+    pub(crate) recorder: Recorder,
 }
 
 fn outcome_json(outcome: &Outcome) -> Value {
@@ -194,68 +195,6 @@ impl Handle {
     }
 }
 
-/// Starts the agent and the connection on the current tokio runtime.
-pub fn start(spec: AgentSpec, sink: Box<dyn LogSink>) -> (Handle, crate::inputs::Inputs) {
-    start_at(spec, sink, crate::recorder::Origin::default())
-}
-
-/// [`start`], continuing a session log from `origin` (an agent restarted after it died).
-pub fn start_at(
-    spec: AgentSpec,
-    sink: Box<dyn LogSink>,
-    origin: crate::recorder::Origin,
-) -> (Handle, crate::inputs::Inputs) {
-    let (tx, rx) = crate::inputs::channel();
-    let (cmd_tx, cmd_rx) = unbounded_channel();
-    let recorder = Recorder::with_origin(sink, tx.clone(), origin);
-    recorder.keep_lines(spec.keep_lines);
-    let responders = Arc::new(Mutex::new(Responders::default()));
-    let handle = Handle {
-        cmd: cmd_tx,
-        responders: responders.clone(),
-        recorder: recorder.clone(),
-    };
-    tokio::spawn(async move {
-        let result = crate::reconnect::keep_connected(
-            spec,
-            Link {
-                recorder: recorder.clone(),
-                responders,
-                tx: tx.clone(),
-            },
-            cmd_rx,
-        )
-        .await;
-        let _ = tx.send(Input::Closed {
-            error: result.err(),
-        });
-    });
-    let inputs = handle.recorder.inputs(rx);
-    (handle, inputs)
-}
-
-/// What a connection's task talks through: the log, the requests parked for the driver,
-/// the driver's inputs.
-#[derive(Clone)]
-pub(crate) struct Link {
-    pub recorder: Recorder,
-    pub responders: Arc<Mutex<Responders>>,
-    pub tx: crate::inputs::Sender,
-}
-
-impl Link {
-    /// Nobody will answer what is still open: say `cancelled`, exactly once each, and
-    /// record why first (the reducer closes whatever the agent never saw answered).
-    pub(crate) fn close_open(&self, why: &str) {
-        let open: Vec<_> = lock(&self.responders).waiting.drain().collect();
-        for (request_id, (parked, responder)) in open {
-            self.recorder
-                .local(parked.decided(request_id, trellis_core::Decider::Client(why.into())));
-            let _ = responder.respond(parked.closed());
-        }
-    }
-}
-
 /// One connection: the agent started or dialed, set up, and served until it ends.
 /// `pending`: commands that came while there was no connection; `carried`: what a
 /// reconnection takes over from the connection before.
@@ -264,7 +203,7 @@ pub(crate) async fn run(
     link: &Link,
     cmd_rx: &mut UnboundedReceiver<Command>,
     pending: &mut std::collections::VecDeque<Command>,
-    carried: &Arc<Mutex<crate::reconnect::Carried>>,
+    carried: &Arc<Mutex<Carried>>,
     stopping: &Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<(), String> {
     let (recorder, responders, tx) = (
@@ -383,7 +322,7 @@ pub(crate) async fn run(
             };
             let mut queued = std::mem::take(pending);
             *lock(&session_slot) = Some(session_id.to_string());
-            let turns_before = crate::reconnect::established(&carried, &recorder, session_id.to_string(), resumable);
+            let turns_before = established(&carried, &recorder, session_id.to_string(), resumable);
             if forked {
                 // The agent's own fork remembers the conversation: a transcript carried
                 // by a prompt held during setup is not sent as well.
@@ -416,7 +355,7 @@ struct Turns {
     recorder: Recorder,
     n: u32,
     /// Where the count is kept for a reconnection (its turns go on counting).
-    carried: Arc<Mutex<crate::reconnect::Carried>>,
+    carried: Arc<Mutex<Carried>>,
 }
 
 impl Turns {

@@ -17,8 +17,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedReceiver;
 use trellis_core::LocalRecord;
 
-use crate::client::{Command, Link, run};
-use crate::recorder::Recorder;
+use tokio::sync::mpsc::unbounded_channel;
+
+use crate::client::{Command, Handle, run};
+use crate::inputs::Input;
+use crate::link::{Carried, Link};
+use crate::recorder::{LogSink, Recorder};
+use crate::responders::Responders;
 use crate::spec::AgentSpec;
 
 /// The waits before each new dial: 1 + 2 + 4 + 8 + 16 s, then the session ends.
@@ -30,50 +35,44 @@ const BACKOFF: [Duration; 5] = [
     Duration::from_secs(16),
 ];
 
-/// What one connection leaves to the next.
-#[derive(Debug, Default)]
-pub(crate) struct Carried {
-    /// The agent's session, once set up.
-    session: Option<String>,
-    /// The agent offers `session/resume` or `session/load`.
-    resumable: bool,
-    /// Turns sent so far (checkpoints go on counting).
-    pub turns: u32,
-    /// When the connection before was lost (a reconnection says how long it took).
-    lost_at: Option<Instant>,
-    /// This connection was set up.
-    up: bool,
+/// Starts the agent and the connection on the current tokio runtime.
+pub fn start(spec: AgentSpec, sink: Box<dyn LogSink>) -> (Handle, crate::inputs::Inputs) {
+    start_at(spec, sink, crate::recorder::Origin::default())
 }
 
-/// A connection was set up with session `id`: what to keep for a reconnection. Says in
-/// the log when it ends a gap. Returns the turns sent before it.
-pub(crate) fn established(
-    carried: &Mutex<Carried>,
-    recorder: &Recorder,
-    id: String,
-    resumable: bool,
-) -> u32 {
-    let mut c = carried.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(at) = c.lost_at.take() {
-        let same = c.session.as_deref() == Some(id.as_str());
-        recorder.local(LocalRecord::Mark {
-            text: format!(
-                "connected again after {:.1} s: {}",
-                at.elapsed().as_secs_f64(),
-                if same {
-                    format!("the agent took up its session {id} again")
-                } else {
-                    format!(
-                        "the agent started a new session {id}; it does not remember the one before"
-                    )
-                }
-            ),
+/// [`start`], continuing a session log from `origin` (an agent restarted after it died).
+pub fn start_at(
+    spec: AgentSpec,
+    sink: Box<dyn LogSink>,
+    origin: crate::recorder::Origin,
+) -> (Handle, crate::inputs::Inputs) {
+    let (tx, rx) = crate::inputs::channel();
+    let (cmd_tx, cmd_rx) = unbounded_channel();
+    let recorder = Recorder::with_origin(sink, tx.clone(), origin);
+    recorder.keep_lines(spec.keep_lines);
+    let responders = Arc::new(Mutex::new(Responders::default()));
+    let handle = Handle {
+        cmd: cmd_tx,
+        responders: responders.clone(),
+        recorder: recorder.clone(),
+    };
+    tokio::spawn(async move {
+        let result = keep_connected(
+            spec,
+            Link {
+                recorder: recorder.clone(),
+                responders,
+                tx: tx.clone(),
+            },
+            cmd_rx,
+        )
+        .await;
+        let _ = tx.send(Input::Closed {
+            error: result.err(),
         });
-    }
-    c.session = Some(id);
-    c.resumable = resumable;
-    c.up = true;
-    c.turns
+    });
+    let inputs = handle.recorder.inputs(rx);
+    (handle, inputs)
 }
 
 /// Runs the session's connections until it ends: one for a local agent; for an agent

@@ -237,7 +237,7 @@ pub(crate) async fn dial(
         .max_frame_size(Some(MESSAGE_LIMIT))
         .max_write_buffer_size(MESSAGE_LIMIT * 2);
     let (pipe, link) = if target.tls {
-        let tls = crate::tls::connect(&target, &spec.ca, tcp, wait).await?;
+        let tls = crate::tls::connect((&target.host, &target.shown), &spec.ca, tcp, wait).await?;
         let ws = handshake(request, tls, config, &shown, wait).await?;
         bridge(ws, recorder, shown)?
     } else {

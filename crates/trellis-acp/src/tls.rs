@@ -7,33 +7,27 @@ use std::sync::Arc;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 
-use crate::remote::Target;
-
 /// The TLS session over `tcp` to `target`, its certificate checked against the public
 /// roots and `ca`.
 pub(crate) async fn connect(
-    target: &Target,
+    (host, shown): (&str, &str),
     ca: &[std::path::PathBuf],
     tcp: tokio::net::TcpStream,
     wait: std::time::Duration,
 ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
     let config = client_config(ca)?;
-    let name = ServerName::try_from(target.host.clone()).map_err(|_| {
-        format!(
-            "{}: not a name a certificate can be checked for",
-            target.shown
-        )
-    })?;
+    let name = ServerName::try_from(host.to_string())
+        .map_err(|_| format!("{}: not a name a certificate can be checked for", shown))?;
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     match tokio::time::timeout(wait, connector.connect(name, tcp)).await {
         Err(_) => Err(format!(
             "{}: no TLS answer within {} s",
-            target.shown,
+            shown,
             wait.as_secs_f32()
         )),
         Ok(Err(e)) => Err(format!(
             "{}: the TLS handshake failed: {}",
-            target.shown,
+            shown,
             in_words(&e)
         )),
         Ok(Ok(tls)) => Ok(tls),
