@@ -1,9 +1,9 @@
 //! `trellis`: the command-line entry point.
 
-#[cfg(feature = "registry")]
 #[cfg(feature = "listen")]
 mod agent_serve;
 mod agents;
+#[cfg(feature = "registry")]
 mod agents_cmd;
 mod answers;
 mod artifacts;
