@@ -750,14 +750,18 @@ fn a_connection_lost_mid_turn_is_restored_and_the_session_taken_up_again() {
     t.send(&["fix the TODO", "Enter"]);
     t.wait("a call of the turn", |s| s.contains("Read README.md"));
     drop(first);
+    // A prompt typed while nobody answers waits for the connection, through a dial
+    // that fails.
+    t.wait("the loss on the screen", |s| s.contains("dialing again"));
+    t.send(&["hello again", "Enter"]);
+    std::thread::sleep(Duration::from_millis(1500));
     let _second = Served::start(&d, &["--listen", &addr], &demo);
     let s = t.wait("the connection restored", |s| {
         s.contains("connected again after")
     });
     assert!(s.contains("took up its session"), "{s}");
-    t.send(&["hello again", "Enter"]);
-    t.wait("the next turn on the new connection", |s| {
-        s.contains("the tests pass")
+    t.wait("the waiting prompt's turn on the new connection", |s| {
+        s.contains("› hello again") && s.contains("the tests pass")
     });
     let log = t.log();
     assert!(log.contains("dialing again"), "{log}");
@@ -874,4 +878,78 @@ fn a_remote_agents_terminal_login_never_runs_here() {
         "nothing of the URL was run: {}",
         text(&o)
     );
+}
+
+/// What an agent's entry may not say, said before anything is dialed (exit 2); and a
+/// bearer token in any letter case is taken.
+#[test]
+fn an_agents_entry_is_checked_before_dialing() {
+    let d = Dirs::new();
+    for (entry, says) in [
+        ("ca = [\"/nonexistent/ca.pem\"]", "is not a file"),
+        (
+            "token = \"x\"\nheaders = { Authorization = \"Bearer y\" }",
+            "a token and an Authorization header",
+        ),
+        ("cwd = \"relative/dir\"", "absolute path"),
+    ] {
+        config(
+            &d,
+            &format!("[agents.box]\nurl = \"ws://127.0.0.1:9/acp\"\n{entry}\n"),
+        );
+        let o = run(&d, "box", &[], &[], Duration::from_secs(30));
+        assert_eq!(o.status.code(), Some(2), "{entry}: {}", text(&o));
+        assert!(text(&o).contains(says), "{entry}: {}", text(&o));
+    }
+    let secret = token(&d, "agent");
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &["trellis", "agent", "demo"],
+    );
+    let work = d.work.to_str().unwrap();
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"ws://{}/acp\"\nheaders = {{ Authorization = {{ env = \"H\" }} }}\ncwd = \"{work}\"\n",
+            served.addr
+        ),
+    );
+    let lower = format!("bearer {secret}");
+    let o = run(
+        &d,
+        "box",
+        &[("H", &lower)],
+        &["--permission", "allow-once"],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}\n{}", text(&o), served.said());
+}
+
+/// Five dials that fail end the session on the record, where the user looks.
+#[test]
+fn dials_that_fail_end_the_session_on_the_record() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let first = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &["trellis", "agent", "demo", "--resume-session"],
+    );
+    let addr = first.addr.clone();
+    let Some(t) = ui_dialing(&d, &addr, &secret, 40) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["fix the TODO", "Enter"]);
+    t.wait("the turn to end", |s| s.contains("the tests pass"));
+    drop(first);
+    // 1 + 2 + 4 + 8 + 16 s of waits, then the end (the helper waits 20 s at a time).
+    t.wait("the first dials", |s| s.contains("try 3 of 5"));
+    t.wait("the last dial", |s| s.contains("try 5 of 5"));
+    let s = t.wait("the end on the screen", |s| {
+        s.contains("gave up after 5 tries")
+    });
+    assert!(s.contains("could not be started again"), "{s}");
+    assert!(t.log().contains("gave up after 5 tries over 31 s"));
 }
