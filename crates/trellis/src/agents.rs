@@ -314,12 +314,13 @@ pub fn mcp_for(
     Vec::new()
 }
 
-/// Where an agent that is dialed runs (`HOST:PORT`), for the log's header and the user.
-pub fn remote_at(spec: &AgentSpec) -> Option<String> {
+/// Where an agent that is dialed runs (`HOST:PORT`), and whether it works on this
+/// machine's files: for the log's header and the user.
+pub fn remote_at(spec: &AgentSpec) -> Option<(String, bool)> {
     let r = spec.remote.as_ref()?;
     trellis_acp::remote::Target::of(&r.url, true)
         .ok()
-        .map(|t| t.shown)
+        .map(|t| (t.shown, r.shared_files))
 }
 
 /// What starts agent `agent`, as [`resolve`] finds it.

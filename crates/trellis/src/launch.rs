@@ -188,11 +188,6 @@ impl Launch {
             Ok(Connection { handle, rx })
         });
         let remote = crate::agents::remote_at(&resolved.spec);
-        let shared_files = resolved
-            .spec
-            .remote
-            .as_ref()
-            .is_some_and(|r| r.shared_files);
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
         crate::setup::record_header(
             &handle,
@@ -205,7 +200,7 @@ impl Launch {
                 }),
             worktree,
             req.launched_in.as_deref(),
-            remote.as_deref().map(|at| (at, shared_files)),
+            remote.as_ref().map(|(at, shared)| (at.as_str(), *shared)),
         );
         // A resumed session is shown at once, its history read in while it is shown.
         let (session, carry, history) = match req.resume {
@@ -300,6 +295,14 @@ impl Launch {
     }
 }
 
+/// An earlier session's history to read in while it is shown: its feed, what follows,
+/// and why its calls stay in memory, if they do.
+type History = (
+    trellis_driver::replay::Feed,
+    trellis_driver::Resumed,
+    Option<String>,
+);
+
 /// A started session, before its front end is made.
 struct Started {
     /// Its driver, not connected yet.
@@ -315,11 +318,7 @@ struct Started {
     host: trellis_ext_host::ExtHost,
     host_rx: tokio::sync::mpsc::UnboundedReceiver<trellis_ext_host::HostMsg>,
     /// An earlier session's history to read in while it is shown.
-    history: Option<(
-        trellis_driver::replay::Feed,
-        trellis_driver::Resumed,
-        Option<String>,
-    )>,
+    history: Option<History>,
     saved: Vec<trellis_driver::rules::SavedRule>,
     connection: Connection,
     paths: Option<Paths>,
@@ -356,11 +355,7 @@ fn opened<F>(
 /// agent connected. Why the history stays in memory, if it does.
 fn finish(
     driver: &mut trellis_driver::Driver,
-    history: Option<(
-        trellis_driver::replay::Feed,
-        trellis_driver::Resumed,
-        Option<String>,
-    )>,
+    history: Option<History>,
     saved: Vec<trellis_driver::rules::SavedRule>,
     connection: Connection,
 ) -> Option<String> {

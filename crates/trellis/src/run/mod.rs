@@ -472,15 +472,10 @@ async fn drive(
     crate::checkpoints::arm(&mut resolved.spec, &log_path);
     let begun = crate::traces::begin(&mut resolved.spec, &resolved.name);
     let remote = crate::agents::remote_at(&resolved.spec);
-    let shared_files = resolved
-        .spec
-        .remote
-        .as_ref()
-        .is_some_and(|r| r.shared_files);
-    if let Some(at) = &remote {
+    if let Some((at, shared)) = &remote {
         eprintln!(
             "trellis: the agent runs at {at}{}",
-            if resolved.spec.caps.read_text_file || resolved.spec.caps.terminal {
+            if *shared {
                 " and shares this machine's files"
             } else {
                 "; its files are its own"
@@ -500,7 +495,7 @@ async fn drive(
             }),
         worktree,
         None,
-        remote.as_deref().map(|at| (at, shared_files)),
+        remote.as_ref().map(|(at, shared)| (at.as_str(), *shared)),
     );
     let stdout = std::io::stdout();
     // Not locked for the run: the output is written from the driver's observer, which

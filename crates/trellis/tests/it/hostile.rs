@@ -128,7 +128,7 @@ fn spawn_run(scenario: &str, cwd: &Path, log: &Path) -> std::process::Child {
         .unwrap()
 }
 
-fn wait_bounded(
+pub(crate) fn wait_bounded(
     child: &mut std::process::Child,
     limit: Duration,
     what: &str,

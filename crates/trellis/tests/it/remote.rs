@@ -3,7 +3,7 @@
 //! tokens, TLS, refusals, hostile agents and servers, and a connection killed mid-turn.
 //! Everything on loopback.
 
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -90,6 +90,18 @@ fn token(d: &Dirs, scope: &str) -> String {
         .to_string()
 }
 
+/// `d`'s config: `[agents.box]` dialing `addr` with the token of `BOX_TOKEN`, working in
+/// `d`'s work directory.
+fn box_config(d: &Dirs, addr: &str) {
+    let work = d.work.to_str().unwrap();
+    config(
+        d,
+        &format!(
+            "[agents.box]\nurl = \"ws://{addr}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n"
+        ),
+    );
+}
+
 /// Writes `d`'s config.
 fn config(d: &Dirs, toml: &str) {
     let dir = d.config.join("trellis");
@@ -128,34 +140,7 @@ fn run(d: &Dirs, agent: &str, env: &[(&str, &str)], extra: &[&str], limit: Durat
 
 /// Waits for `child` at most `limit` (a hang fails the test), its pipes read meanwhile.
 fn bounded(child: &mut Child, limit: Duration) -> Output {
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let o = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let e = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("trellis run took longer than {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: o.join().unwrap(),
-        stderr: e.join().unwrap(),
-    }
+    crate::hostile::wait_bounded(child, limit, "trellis run")
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -644,14 +629,7 @@ fn a_connection_lost_mid_turn_ends_the_run_clearly() {
         &["--listen", "127.0.0.1:0"],
         &["trellis", "agent", "demo", "--delay-ms", "400"],
     );
-    let work = d.work.to_str().unwrap();
-    config(
-        &d,
-        &format!(
-            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n",
-            served.addr
-        ),
-    );
+    box_config(&d, &served.addr);
     let local = d.work.join("local");
     std::fs::create_dir_all(&local).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_trellis"))
@@ -785,17 +763,17 @@ fn a_hub_lists_where_its_dialed_agent_runs() {
         &["--listen", "127.0.0.1:0"],
         &["trellis", "agent", "demo"],
     );
-    let work = d.work.to_str().unwrap();
-    config(
-        &d,
-        &format!(
-            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n",
-            served.addr
-        ),
-    );
+    box_config(&d, &served.addr);
     let o = Command::new(env!("CARGO_BIN_EXE_trellis"))
         .args([
-            "run", "--detach", "--agent", "box", "--cwd", work, "--prompt", "hi",
+            "run",
+            "--detach",
+            "--agent",
+            "box",
+            "--cwd",
+            d.work.to_str().unwrap(),
+            "--prompt",
+            "hi",
         ])
         .env("XDG_RUNTIME_DIR", &d.runtime)
         .env("XDG_DATA_HOME", &d.data)
@@ -826,14 +804,7 @@ fn half_open_connections_hold_no_agents_place() {
     let held: Vec<_> = (0..3)
         .map(|_| std::net::TcpStream::connect(&served.addr).unwrap())
         .collect();
-    let work = d.work.to_str().unwrap();
-    config(
-        &d,
-        &format!(
-            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n",
-            served.addr
-        ),
-    );
+    box_config(&d, &served.addr);
     let o = run(
         &d,
         "box",
