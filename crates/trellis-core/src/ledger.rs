@@ -54,6 +54,9 @@ pub struct Ledger {
     archived: usize,
     /// Every chunk before this one is frozen (`settle` starts here).
     settled: usize,
+    /// Calls before this position came over an earlier connection to the agent (see
+    /// [`Ledger::reconnected`]).
+    connected_from: usize,
 }
 
 impl Clone for Ledger {
@@ -67,6 +70,7 @@ impl Clone for Ledger {
             cold: self.cold.as_ref().map(|c| c.fork()),
             archived: self.archived,
             settled: self.settled,
+            connected_from: self.connected_from,
         }
     }
 }
@@ -114,6 +118,14 @@ impl Ledger {
             }
         }
         self.archived = self.len;
+    }
+
+    /// The agent's connection was lost and is set up again (a dial again, a restart):
+    /// the calls so far stay reachable by id for updates about them (an agent that kept
+    /// the session may finish one), but a `tool_call` that introduces an id of theirs is
+    /// a new call — a new agent process counts its ids from the start again.
+    pub fn reconnected(&mut self) {
+        self.connected_from = self.len;
     }
 
     pub fn len(&self) -> usize {
@@ -286,13 +298,22 @@ impl Ledger {
         if c.position < self.archived {
             return;
         }
+        // An id used again after a reconnection names the newest call: a thawed older
+        // one does not take its place.
+        let newest = |p: &mut usize| *p = (*p).max(c.position);
         match &c.subagent {
             None => {
-                self.index.insert(ShortId::new(&c.id), c.position);
+                self.index
+                    .entry(ShortId::new(&c.id))
+                    .and_modify(newest)
+                    .or_insert(c.position);
             }
             Some(sid) => {
                 if let Some(o) = self.owners.iter().position(|s| s.as_ref() == Some(sid)) {
-                    self.nested.insert((o, ShortId::new(&c.id)), c.position);
+                    self.nested
+                        .entry((o, ShortId::new(&c.id)))
+                        .and_modify(newest)
+                        .or_insert(c.position);
                 }
             }
         }
@@ -436,7 +457,9 @@ impl Ledger {
                 self.owners[o] = Some(sid.clone());
             }
         }
-        let known = self.position_of(owner.map(|(o, _)| o), &patch.tool_call_id);
+        let known = self
+            .position_of(owner.map(|(o, _)| o), &patch.tool_call_id)
+            .filter(|&i| !(announce && i < self.connected_from));
         let (index, created) = match known {
             Some(i) => (i, false),
             None => {
@@ -522,7 +545,10 @@ impl Ledger {
                     }
                     Some(sid) => {
                         if let Some(o) = self.owners.iter().position(|s| s.as_ref() == Some(sid)) {
-                            self.nested.remove(&(o, ShortId::new(&c.id)));
+                            let key = (o, ShortId::new(&c.id));
+                            if self.nested.get(&key) == Some(&c.position) {
+                                self.nested.remove(&key);
+                            }
                         }
                     }
                 }

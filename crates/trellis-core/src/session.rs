@@ -264,10 +264,11 @@ impl Session {
         s
     }
 
-    /// True while a `session/load` of a seeded session is unanswered: what the agent
-    /// sends now is the history the log already gave.
+    /// True while a `session/load` of a seeded session (or of this one, after its agent
+    /// ended or its connection was lost) is unanswered: what the agent sends now is the
+    /// history the log already gave.
     pub(crate) fn replaying(&self) -> bool {
-        self.seeded
+        (self.seeded || self.agent_exited.is_some())
             && self
                 .client_requests
                 .values()

@@ -346,3 +346,38 @@ fn hot_and_lenient_decoding_agree() {
         "the last list: the stray item skipped, the text kept"
     );
 }
+
+/// After a reconnection (a new agent process counts its ids from the start again), a
+/// `tool_call` that reuses an earlier connection's id is a new call, and what follows
+/// about that id is about the new one; an update for an id of before (an agent that kept
+/// its session finishing a call) still reaches the call it names.
+#[test]
+fn an_id_reused_after_a_reconnection_is_a_new_call() {
+    let patch = |id: &str, status: ToolStatus| ToolCallPatch {
+        tool_call_id: id.into(),
+        status: Some(status),
+        ..ToolCallPatch::default()
+    };
+    let mut l = Ledger::default();
+    l.apply(patch("read-1", ToolStatus::InProgress), true, 0.0, 1);
+    l.apply(patch("edit-1", ToolStatus::InProgress), true, 0.0, 1);
+    l.reconnected();
+    // Announced again: a new call.
+    let a = l.apply(patch("read-1", ToolStatus::InProgress), true, 1.0, 2);
+    assert!(a.created);
+    assert_eq!(a.index, 2);
+    // Its update finds the new call, and leaves the old one as it was.
+    let u = l.apply(patch("read-1", ToolStatus::Completed), false, 2.0, 2);
+    assert_eq!(u.index, 2);
+    assert_eq!(l.at(0).status, ToolStatus::InProgress);
+    assert_eq!(l.at(2).status, ToolStatus::Completed);
+    // An update (not an announcement) of an earlier call still reaches it.
+    let e = l.apply(patch("edit-1", ToolStatus::Completed), false, 3.0, 2);
+    assert!(!e.created);
+    assert_eq!(e.index, 1);
+    // Before any reconnection a repeated announcement stays an update.
+    let again = l.apply(patch("read-1", ToolStatus::Failed), true, 4.0, 2);
+    assert!(!again.created);
+    assert_eq!(again.index, 2);
+    assert_eq!(l.len(), 3);
+}

@@ -534,10 +534,15 @@ impl Cold {
             }
             out
         };
-        candidates.into_iter().find(|&p| {
-            self.call(p)
-                .is_some_and(|c| c.id == id && c.subagent.as_deref() == subagent)
-        })
+        // The newest of them: an id an agent used again after a reconnection names its
+        // newest call (see `Ledger::reconnected`).
+        candidates
+            .into_iter()
+            .filter(|&p| {
+                self.call(p)
+                    .is_some_and(|c| c.id == id && c.subagent.as_deref() == subagent)
+            })
+            .max()
     }
 }
 

@@ -536,6 +536,7 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
                 .unwrap_or_default();
             if let Some(why) = cx.s.agent_exited.take() {
                 cx.notice(format!("agent restarted (it had ended: {why})"));
+                cx.s.ledger.reconnected();
             }
             if let Some(id) = r.session_id.or(loaded) {
                 cx.s.id = Some(id.into());

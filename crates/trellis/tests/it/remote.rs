@@ -751,6 +751,21 @@ fn a_connection_lost_mid_turn_is_restored_and_the_session_taken_up_again() {
     assert!(problems.is_empty(), "{problems:?}");
     assert!(s.open_permissions().is_empty());
     assert!(!s.turn_open);
+    // The new agent process counts its call ids from the start again: its calls are
+    // new cards, and the lost turn's stay as they were left.
+    let reads: Vec<_> = s
+        .ledger
+        .calls()
+        .filter(|c| c.title == "Read README.md")
+        .collect();
+    assert_eq!(reads.len(), 2, "{log}");
+    assert_eq!(reads[0].id, reads[1].id, "{log}");
+    assert_ne!(reads[0].turn, reads[1].turn);
+    assert_eq!(
+        reads[1].status,
+        trellis_core::ToolStatus::Completed,
+        "{log}"
+    );
 }
 
 /// A hub's session whose agent is dialed: `trellis ls` says where the agent runs.
