@@ -1,4 +1,6 @@
-//! An agent that runs elsewhere, dialed over WebSocket (`ws://`, `wss://`).
+//! An agent that runs elsewhere, dialed over WebSocket (`ws://`, `wss://`); what every
+//! dialed agent's connection is ([`Link`], [`RemoteSpec`]). Streamable HTTP
+//! (`http://`, `https://`) is `crate::streamable`'s.
 //!
 //! The connection's text messages become lines on a pipe that is read exactly as a local
 //! agent's stdout is (the recorder, the log, backpressure, oversized lines: one path for
@@ -6,7 +8,7 @@
 //! the dial, the TLS and WebSocket handshakes, each write, and the silence of a peer that
 //! no longer answers pings.
 //!
-//! Plain `ws://` is dialed only to this machine unless the spec says the user accepts an
+//! Plain `ws://` (and `http://`) is dialed only to this machine unless the spec says the user accepts an
 //! unencrypted connection. Header values (tokens) are never printed, logged or passed on.
 
 use std::sync::{Arc, Mutex};
@@ -18,6 +20,8 @@ use tokio_tungstenite::tungstenite::{self, Message, http};
 use trellis_core::wire::Dir;
 
 use crate::recorder::{More, Recorder};
+pub(crate) use crate::target::one_line;
+pub use crate::target::{Target, is_loopback, shown_url};
 
 /// Where and how to reach an agent that runs elsewhere.
 #[derive(Clone)]
@@ -63,6 +67,12 @@ impl std::fmt::Debug for RemoteSpec {
 /// How long the dial, and each handshake, may take (less when the agent's setup timeout
 /// is shorter).
 const DIAL_WAIT: Duration = Duration::from_secs(15);
+
+/// How long the dial, and each handshake, may take for an agent whose setup timeout is
+/// `setup`.
+pub(crate) fn dial_wait(setup: Duration) -> Duration {
+    DIAL_WAIT.min(setup)
+}
 /// How long one message to the agent may wait for the connection (its peer stopped
 /// reading) before the connection is taken as lost.
 const WRITE_WAIT: Duration = Duration::from_secs(30);
@@ -75,126 +85,6 @@ const OUTGOING: usize = 64;
 /// The largest message taken from the agent: a longer line than a local agent may write
 /// is recorded as oversized, as a local agent's is; past this the connection ends.
 pub const MESSAGE_LIMIT: usize = crate::lines::MAX_LINE + (1 << 20);
-
-/// Where a URL points, checked before anything is dialed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    pub tls: bool,
-    /// The host as written (no brackets around an IPv6 address).
-    pub host: String,
-    pub port: u16,
-    /// `host:port`, as shown to the user (a URL's credentials, path and query left out).
-    pub shown: String,
-}
-
-impl Target {
-    /// Reads `url`: a WebSocket URL whose plain form reaches only this machine unless
-    /// `plaintext`.
-    pub fn of(url: &str, plaintext: bool) -> Result<Target, String> {
-        let uri: http::Uri = url
-            .parse()
-            .map_err(|e| format!("{}: not a URL ({e})", shown_url(url)))?;
-        let tls = match uri.scheme_str() {
-            Some("wss") => true,
-            Some("ws") => false,
-            Some("https" | "http") => {
-                return Err(format!(
-                    "{}: ACP over streamable HTTP is not dialed yet; the agent's WebSocket address (wss://… or ws://…) is",
-                    shown_url(url)
-                ));
-            }
-            _ => return Err(format!("{}: not a ws:// or wss:// URL", shown_url(url))),
-        };
-        if let Some(q) = uri.query()
-            && credential_in(q)
-        {
-            return Err(format!(
-                "{}: a credential in a URL's query ends up in logs and process lists; give it as a header (token = {{ env = \"…\" }})",
-                shown_url(url)
-            ));
-        }
-        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
-            return Err(format!(
-                "{}: credentials in a URL end up in logs and process lists; give them as a header (token = {{ env = \"…\" }})",
-                shown_url(url)
-            ));
-        }
-        let host = uri
-            .host()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| format!("{}: no host", shown_url(url)))?
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-        let shown = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
-        if !tls && !plaintext && !is_loopback(&host) {
-            return Err(format!(
-                "{}: plain ws:// to another machine sends the session, and any token, unencrypted; use wss://, or set plaintext = true for this agent if the network is yours",
-                shown_url(url)
-            ));
-        }
-        Ok(Target {
-            tls,
-            host,
-            port,
-            shown,
-        })
-    }
-}
-
-/// Whether a URL's query holds what looks like a credential: a parameter named like one,
-/// or a Trellis token under any name.
-fn credential_in(query: &str) -> bool {
-    query.split('&').any(|pair| {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let name = name.to_ascii_lowercase();
-        [
-            "token",
-            "key",
-            "secret",
-            "password",
-            "auth",
-            "credential",
-            "sig",
-        ]
-        .iter()
-        .any(|w| name.contains(w))
-            || value.starts_with("trl_")
-    })
-}
-
-/// Whether `host` is this machine by name or address (what needs no encryption).
-pub fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// A URL as it may be shown: scheme, host and path, never credentials or a query.
-pub fn shown_url(url: &str) -> String {
-    let cut = url.split(['?', '#']).next().unwrap_or("");
-    let (scheme, rest) = cut.split_once("://").unwrap_or(("", cut));
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
-    let shown = if scheme.is_empty() {
-        rest.to_string()
-    } else {
-        format!("{scheme}://{rest}")
-    };
-    one_line(&shown)
-}
-
-/// `s` on one line with no control characters (it came from the network).
-fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
 
 /// The connection to a remote agent as the transport holds it.
 pub(crate) struct Link {
@@ -215,7 +105,7 @@ pub(crate) async fn dial(
 ) -> Result<(std::fs::File, Link), String> {
     let target = Target::of(&spec.url, spec.plaintext)?;
     let shown = target.shown.clone();
-    let wait = DIAL_WAIT.min(setup);
+    let wait = dial_wait(setup);
     let tcp = tokio::time::timeout(
         wait,
         tokio::net::TcpStream::connect((target.host.as_str(), target.port)),
@@ -237,7 +127,8 @@ pub(crate) async fn dial(
         .max_frame_size(Some(MESSAGE_LIMIT))
         .max_write_buffer_size(MESSAGE_LIMIT * 2);
     let (pipe, link) = if target.tls {
-        let tls = crate::tls::connect((&target.host, &target.shown), &spec.ca, tcp, wait).await?;
+        let tls =
+            crate::tls::connect((&target.host, &target.shown), &spec.ca, tcp, wait, &[]).await?;
         let ws = handshake(request, tls, config, &shown, wait).await?;
         bridge(ws, recorder, shown)?
     } else {
@@ -295,17 +186,22 @@ where
                 .unwrap_or_default()
                 .trim()
                 .to_string();
-            let hint = match (said.is_empty(), status.as_u16()) {
-                (false, _) => format!(": {said}"),
-                (true, 401 | 403) => ": check the agent's token".into(),
-                (true, 404) => {
-                    ": check the URL's path (trellis agent serve answers on /acp)".into()
-                }
-                _ => String::new(),
-            };
-            Err(format!("{shown} refused the connection: {status}{hint}"))
+            Err(format!(
+                "{shown} refused the connection: {status}{}",
+                refusal_hint(&said, status.as_u16())
+            ))
         }
         Ok(Err(e)) => Err(format!("{shown}: the WebSocket handshake failed: {e}")),
+    }
+}
+
+/// What follows a refusal's status: what the agent's end said, else what to check.
+pub(crate) fn refusal_hint(said: &str, status: u16) -> String {
+    match (said.is_empty(), status) {
+        (false, _) => format!(": {said}"),
+        (true, 401 | 403) => ": check the agent's token".into(),
+        (true, 404) => ": check the URL's path (trellis agent serve answers on /acp)".into(),
+        _ => String::new(),
     }
 }
 
@@ -354,7 +250,7 @@ where
 }
 
 /// Says why the connection ended (the first reason only).
-fn lose(lost: &Mutex<Option<String>>, why: String) {
+pub(crate) fn lose(lost: &Mutex<Option<String>>, why: String) {
     let mut l = lost.lock().unwrap_or_else(|e| e.into_inner());
     if l.is_none() {
         *l = Some(why);
@@ -582,37 +478,6 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn plain_websocket_reaches_only_this_machine_unless_the_user_says_so() {
-        assert!(Target::of("ws://127.0.0.1:9000/acp", false).is_ok());
-        assert!(Target::of("ws://localhost:9000/acp", false).is_ok());
-        assert!(Target::of("ws://[::1]:9000/acp", false).is_ok());
-        let e = Target::of("ws://10.0.0.5:9000/acp", false).unwrap_err();
-        assert!(e.contains("unencrypted"), "{e}");
-        assert!(Target::of("ws://10.0.0.5:9000/acp", true).is_ok());
-        let t = Target::of("wss://agents.example/acp", false).unwrap();
-        assert_eq!(
-            (t.tls, t.port, t.shown.as_str()),
-            (true, 443, "agents.example:443")
-        );
-    }
-
-    #[test]
-    fn credentials_and_queries_are_never_shown() {
-        let e = Target::of("wss://user:secret@agents.example/acp", false).unwrap_err();
-        assert!(!e.contains("secret"), "{e}");
-        assert_eq!(
-            shown_url("wss://u:p@h.example/acp?token=abc"),
-            "wss://h.example/acp"
-        );
-        let e = Target::of("ws://127.0.0.1:9/acp?access_token=abc", false).unwrap_err();
-        assert!(e.contains("query") && !e.contains("abc"), "{e}");
-        assert!(Target::of("ws://127.0.0.1:9/acp?x=trl_abc", false).is_err());
-        assert!(Target::of("ws://127.0.0.1:9/acp?session=1", false).is_ok());
-        let e = Target::of("https://h.example/acp", false).unwrap_err();
-        assert!(e.contains("streamable HTTP"), "{e}");
-    }
 
     #[test]
     fn header_values_are_hidden_from_debug_output() {

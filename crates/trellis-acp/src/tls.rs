@@ -8,14 +8,16 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 
 /// The TLS session over `tcp` to `target`, its certificate checked against the public
-/// roots and `ca`.
+/// roots and `ca`, offering the protocols `alpn` (none: none said).
 pub(crate) async fn connect(
     (host, shown): (&str, &str),
     ca: &[std::path::PathBuf],
     tcp: tokio::net::TcpStream,
     wait: std::time::Duration,
+    alpn: &[&[u8]],
 ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
-    let config = client_config(ca)?;
+    let mut config = client_config(ca)?;
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     let name = ServerName::try_from(host.to_string())
         .map_err(|_| format!("{}: not a name a certificate can be checked for", shown))?;
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));

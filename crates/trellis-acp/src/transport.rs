@@ -129,7 +129,8 @@ pub fn spawn(
     ))
 }
 
-/// Dials an agent that runs elsewhere (see [`crate::remote`]); the connection and the
+/// Dials an agent that runs elsewhere, over WebSocket (see [`crate::remote`]) or
+/// streamable HTTP (`crate::streamable`); the connection and the
 /// transport for `connect_with`, as [`spawn`] gives for a local one.
 pub async fn dial(
     spec: &crate::remote::RemoteSpec,
@@ -137,7 +138,13 @@ pub async fn dial(
     setup: Duration,
     recorder: Recorder,
 ) -> Result<(AgentProcess, Transport), String> {
-    let (pipe, link) = crate::remote::dial(spec, &recorder, setup).await?;
+    let target = crate::remote::Target::of(&spec.url, spec.plaintext)?;
+    let (pipe, link) = if target.http {
+        let wait = crate::remote::dial_wait(setup);
+        crate::streamable::dial(spec, target, setup, wait).await?
+    } else {
+        crate::remote::dial(spec, &recorder, setup).await?
+    };
     let (reader, incoming, stop, ended) = read_agent(pipe, bulk_reads, &recorder);
     let out = link
         .out

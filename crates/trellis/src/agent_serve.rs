@@ -1,5 +1,6 @@
 //! `trellis agent serve --listen ADDR -- CMD…`: an agent that speaks ACP on stdio, served
-//! over WebSocket for Trellis elsewhere to dial (see `trellis_hub::agent_serve`).
+//! over WebSocket and streamable HTTP for Trellis elsewhere to dial (see
+//! `trellis_hub::agent_serve`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,7 +53,11 @@ pub fn main(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let shown = safe(&command.join(" ")).into_owned();
     let tls = args.tls_cert.zip(args.tls_key);
-    let scheme = if tls.is_some() { "wss" } else { "ws" };
+    let (ws, http) = if tls.is_some() {
+        ("wss", "https")
+    } else {
+        ("ws", "http")
+    };
     let opts = trellis_hub::agent_serve::Options {
         addr: args.listen,
         command,
@@ -73,9 +78,9 @@ pub fn main(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let sig = rt.block_on(async move {
         let serving = trellis_hub::agent_serve::serve(opts).map_err(anyhow::Error::msg)?;
         eprintln!(
-            "trellis: serving {shown} on {scheme}://{}/acp (pid {}); clients need a token of scope agent (trellis token new --scope agent)",
-            serving.addr,
-            std::process::id()
+            "trellis: serving {shown} on {ws}://{addr}/acp and {http}://{addr}/acp (pid {}); clients need a token of scope agent (trellis token new --scope agent)",
+            std::process::id(),
+            addr = serving.addr,
         );
         let mut signals = trellis_os::signals::Signals::new(true)?;
         let sig = signals.recv().await;

@@ -446,20 +446,18 @@ fn program(agent: &str, config: &Config) -> anyhow::Result<Program> {
     })
 }
 
-/// The agent `agent` when it runs elsewhere: a URL (`--agent wss://…`), or `[agents.X]`
-/// with a `url`.
+/// The agent `agent` when it runs elsewhere: a URL (`--agent wss://…` or `https://…`), or
+/// `[agents.X]` with a `url`.
 fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program>> {
-    let (name, preset) = if agent.starts_with("ws://") || agent.starts_with("wss://") {
+    let (name, preset) = if ["ws://", "wss://", "http://", "https://"]
+        .iter()
+        .any(|scheme| agent.starts_with(scheme))
+    {
         let preset = trellis_store::AgentPreset {
             url: Some(agent.to_string()),
             ..Default::default()
         };
         ("remote".to_string(), preset)
-    } else if agent.starts_with("http://") || agent.starts_with("https://") {
-        bail!(
-            "--agent {}: ACP over streamable HTTP is not dialed yet; give the agent's WebSocket address (wss://… or ws://…)",
-            trellis_acp::remote::shown_url(agent)
-        );
     } else {
         match config.agents.get(agent) {
             Some(p) if p.url.is_some() => (agent.to_string(), p.clone()),

@@ -247,9 +247,11 @@ enum AgentCmd {
     /// An agent that misbehaves on purpose, one way per scenario (for testing clients);
     /// `list` lists the scenarios.
     Hostile { scenario: String },
-    /// Serve an agent that speaks ACP on stdio over WebSocket, one agent process per
-    /// connection, for Trellis elsewhere to dial (`--agent ws://…/acp`): run it inside a
-    /// devcontainer, a VM or a sandbox.
+    /// Serve an agent that speaks ACP on stdio over WebSocket and streamable HTTP, for
+    /// Trellis elsewhere to dial (`--agent ws://…/acp` or `http://…/acp`): run it inside a
+    /// devcontainer, a VM or a sandbox. One agent process per connection (a WebSocket, or
+    /// a streamable-HTTP connection from its `initialize` to its `DELETE`), whatever
+    /// sessions the client opens on it; it ends with the connection.
     #[cfg(feature = "listen")]
     Serve(agent_serve::ServeArgs),
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use tokio::sync::mpsc;
 
-mod acp;
+pub(crate) mod acp;
 mod api;
 mod body;
 mod guard;

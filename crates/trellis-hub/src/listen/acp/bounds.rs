@@ -32,7 +32,7 @@ pub(super) const INBOUND: u64 = 4 << 20;
 /// How long a streamable-HTTP connection may go without a request and without a stream
 /// open before it is ended (a client that crashed, or forgot to `DELETE`): its place, and
 /// the control of a session it held, go with it.
-pub(super) const ABANDONED: Duration = Duration::from_secs(120);
+pub(crate) const ABANDONED: Duration = Duration::from_secs(120);
 
 /// The listener's ACP connections, by token.
 #[derive(Debug, Default, Clone)]
@@ -84,7 +84,7 @@ impl Drop for Seat {
 
 /// What one streamable-HTTP connection has on its way, both ways.
 #[derive(Debug)]
-pub(super) struct Window {
+pub(crate) struct Window {
     /// How long the window may stay full before the client is let go.
     stall: std::time::Duration,
     /// Bytes of lines handed to the transport.
@@ -126,13 +126,13 @@ impl Window {
     }
 
     /// The client made a request of the connection.
-    pub(super) fn touch(&self) {
+    pub(crate) fn touch(&self) {
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     }
 
     /// Whether the client left the connection: no request for [`ABANDONED`], no stream
     /// open.
-    pub(super) fn abandoned(&self) -> bool {
+    pub(crate) fn abandoned(&self) -> bool {
         self.open.load(Ordering::Acquire) == 0
             && self
                 .last
@@ -144,14 +144,14 @@ impl Window {
 
     /// Ends the connection from outside: its component's stream ends, and the transport
     /// with it.
-    pub(super) fn end(&self) {
+    pub(crate) fn end(&self) {
         self.close();
         self.gone.notify_waiters();
         self.gone.notify_one();
     }
 
     /// Resolves once the connection is ended from outside.
-    pub(super) async fn ended(&self) {
+    pub(crate) async fn ended(&self) {
         loop {
             let gone = self.gone.notified();
             tokio::pin!(gone);
@@ -165,7 +165,7 @@ impl Window {
 
     /// Waits (at most [`STALL`]) until the window has room, then counts `bytes` as
     /// handed over: `false` when the client left it full that long.
-    pub(super) async fn admit(&self, bytes: usize) -> bool {
+    pub(crate) async fn admit(&self, bytes: usize) -> bool {
         let wait = async {
             loop {
                 let room = self.room.notified();
@@ -186,13 +186,13 @@ impl Window {
     }
 
     /// `bytes` of a response's body went toward the client.
-    pub(super) fn took(&self, bytes: usize) {
+    pub(crate) fn took(&self, bytes: usize) {
         self.taken.fetch_add(bytes as u64, Ordering::AcqRel);
         self.room.notify_waiters();
     }
 
     /// Counts `bytes` sent by the client, unless more than [`INBOUND`] wait already.
-    pub(super) fn receive(&self, bytes: usize) -> bool {
+    pub(crate) fn receive(&self, bytes: usize) -> bool {
         let bytes = bytes as u64;
         self.inbound
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
@@ -202,7 +202,7 @@ impl Window {
     }
 
     /// `bytes` of the client's were read by its facade (or never reached it).
-    pub(super) fn received(&self, bytes: usize) {
+    pub(crate) fn received(&self, bytes: usize) {
         let _ = self
             .inbound
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
@@ -210,11 +210,11 @@ impl Window {
             });
     }
 
-    pub(super) fn close(&self) {
+    pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
     }
 
-    pub(super) fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
 }
@@ -231,7 +231,7 @@ impl Drop for Open {
 
 /// `body`, counting what of it is written toward the client against `window`, and open
 /// while it is written.
-pub(super) fn counted(body: axum::body::Body, window: Arc<Window>) -> axum::body::Body {
+pub(crate) fn counted(body: axum::body::Body, window: Arc<Window>) -> axum::body::Body {
     window.open.fetch_add(1, Ordering::AcqRel);
     let open = Open(window);
     crate::listen::body::Watched::body(body, move |bytes| open.0.took(bytes))

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-mod bounds;
+pub(crate) mod bounds;
 mod log;
 mod outbox;
 mod transport;

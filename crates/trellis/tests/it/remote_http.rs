@@ -1,0 +1,256 @@
+//! Agents that run elsewhere over streamable HTTP (issue 49): the demo served by
+//! `trellis agent serve` and dialed at `http://…/acp` by `trellis run` and the UI — its
+//! calls and permissions, a connection killed mid-turn and restored, refusals and the
+//! server's bounds said plainly. Everything on loopback.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use crate::hubkit::{Dirs, text};
+use crate::remote::{Served, config, run, token, ui_dialing_url, until_no_agent};
+
+/// `d`'s config: `[agents.box]` at `http://addr/acp` with the token of `BOX_TOKEN`.
+fn http_box(d: &Dirs, addr: &str) {
+    let work = d.work.to_str().unwrap();
+    config(
+        d,
+        &format!(
+            "[agents.box]\nurl = \"http://{addr}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n"
+        ),
+    );
+}
+
+#[test]
+fn the_demo_served_over_streamable_http_is_dialed() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &["trellis", "agent", "demo"],
+    );
+    assert!(
+        served
+            .said()
+            .contains(&format!("http://{}/acp", served.addr)),
+        "the server says both of its addresses: {}",
+        served.said()
+    );
+    http_box(&d, &served.addr);
+    let summary = d.work.join("summary.json");
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &secret)],
+        &[
+            "--permission",
+            "allow-once",
+            "--summary",
+            summary.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}\n{}", text(&o), served.said());
+    let events = crate::jsonl(&String::from_utf8_lossy(&o.stdout));
+    let count = |kind: &str| events.iter().filter(|e| e["type"] == kind).count();
+    assert!(count("tool_call_created") >= 3, "{}", text(&o));
+    // Requests of the agent's (permissions) came on its session's stream, and their
+    // answers went back: each answered once.
+    assert!(count("permission_requested") >= 1, "{}", text(&o));
+    assert_eq!(
+        count("permission_requested"),
+        count("permission_resolved"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "turn_ended" && e["stop_reason"] == "end_turn"),
+        "{}",
+        text(&o)
+    );
+    let started = events
+        .iter()
+        .find(|e| e["type"] == "session_started")
+        .unwrap();
+    assert_eq!(started["remote"], served.addr.as_str(), "{started}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert_eq!(summary["remote"], served.addr.as_str(), "{summary}");
+    let log = d.log();
+    let init = crate::sent(&log, "initialize");
+    assert_eq!(init[0]["clientCapabilities"]["terminal"], false, "{init:?}");
+    assert!(!log.contains(&secret), "the token is not in the log");
+    assert!(!text(&o).contains(&secret));
+    assert!(
+        served.said().contains("streamable HTTP"),
+        "{}",
+        served.said()
+    );
+    // The connection's DELETE ended its agent.
+    until_no_agent(&served);
+}
+
+/// The server killed in the middle of a turn and started again on the same address: the
+/// UI dials again over streamable HTTP, the agent takes its session up again, and the
+/// next prompt runs on the new connection.
+#[test]
+fn a_streamable_http_connection_lost_mid_turn_is_restored() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let demo = [
+        "trellis",
+        "agent",
+        "demo",
+        "--delay-ms",
+        "300",
+        "--resume-session",
+    ];
+    let first = Served::start(&d, &["--listen", "127.0.0.1:0"], &demo);
+    let addr = first.addr.clone();
+    let Some(t) = ui_dialing_url(&d, &format!("http://{addr}/acp"), &secret, 40) else {
+        return;
+    };
+    t.wait_for("Enter send");
+    t.send(&["fix the TODO", "Enter"]);
+    t.wait("a call of the turn", |s| s.contains("Read README.md"));
+    drop(first);
+    t.wait("the loss on the screen", |s| s.contains("dialing again"));
+    let _second = Served::start(&d, &["--listen", &addr], &demo);
+    let s = t.wait("the connection restored", |s| {
+        s.contains("connected again after")
+    });
+    assert!(s.contains("took up its session"), "{s}");
+    t.send(&["hello again", "Enter"]);
+    t.wait("the next turn on the new connection", |s| {
+        s.contains("› hello again") && s.contains("the tests pass")
+    });
+    let log = t.log();
+    assert_eq!(crate::sent(&log, "session/resume").len(), 1, "{log}");
+    let mut s = trellis_core::Session::new(trellis_core::Policy::Ask);
+    let problems = trellis_core::log::rebuild(&mut s, log.lines(), |_| {});
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(s.open_permissions().is_empty());
+}
+
+/// One HTTP/1.1 request to `addr` on a connection of its own: the status and the body.
+fn request(addr: &str, head: &str, body: &str) -> (u16, String, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "{head}\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    let got = String::from_utf8_lossy(&got).into_owned();
+    let (headers, body) = got.split_once("\r\n\r\n").unwrap_or((&got, ""));
+    let status = headers
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, headers.to_string(), body.to_string())
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+
+/// What the server refuses over streamable HTTP is said with its reason: no token, a
+/// token of another scope, a connection another token opened, an agent more than
+/// `--max-agents`.
+#[test]
+fn streamable_http_refusals_reach_the_user_with_their_reason() {
+    let d = Dirs::new();
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0", "--max-agents", "1"],
+        &["trellis", "agent", "demo"],
+    );
+    let url = format!("http://{}/acp", served.addr);
+    let o = run(&d, &url, &[], &[], Duration::from_secs(30));
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("401") && text(&o).contains("a token is needed"),
+        "{}",
+        text(&o)
+    );
+    let approve = token(&d, "approve");
+    http_box(&d, &served.addr);
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &approve)],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("scope agent"), "{}", text(&o));
+    assert!(served.agents().is_empty());
+
+    // A connection opened by hand holds the one agent's place.
+    let mine = token(&d, "agent");
+    let (status, headers, body) = request(
+        &served.addr,
+        &format!(
+            "POST /acp HTTP/1.1\r\nAuthorization: Bearer {mine}\r\nContent-Type: application/json\r\nAccept: application/json"
+        ),
+        INIT,
+    );
+    assert_eq!(status, 200, "{headers}\n{body}");
+    assert!(body.contains("\"result\""), "{body}");
+    let conn = headers
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("acp-connection-id")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap();
+    assert_eq!(served.agents().len(), 1);
+    // Another token may not use it.
+    let theirs = token(&d, "agent");
+    let (status, _, body) = request(
+        &served.addr,
+        &format!(
+            "DELETE /acp HTTP/1.1\r\nAuthorization: Bearer {theirs}\r\nAcp-Connection-Id: {conn}"
+        ),
+        "",
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("another token"), "{body}");
+    // No place is left: the next client is told so.
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &theirs)],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("503") && text(&o).contains("every agent of this server is at work"),
+        "{}",
+        text(&o)
+    );
+    // Its owner's DELETE ends the connection and its agent; the place is free again.
+    let (status, _, body) = request(
+        &served.addr,
+        &format!(
+            "DELETE /acp HTTP/1.1\r\nAuthorization: Bearer {mine}\r\nAcp-Connection-Id: {conn}"
+        ),
+        "",
+    );
+    assert!((200..300).contains(&status), "{status} {body}");
+    until_no_agent(&served);
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &theirs)],
+        &["--permission", "allow-once"],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}\n{}", text(&o), served.said());
+}
