@@ -35,10 +35,12 @@ tokio::task_local! {
     static OPENING: Opening;
 }
 
-/// What opens a connection: its agent's place, its window, who asked.
+/// What opens a connection: its agent's place, its window, who asked, and its id once
+/// the transport has named it.
 struct Opening {
     server: Arc<Server>,
     window: Arc<Window>,
+    id: Arc<std::sync::OnceLock<String>>,
     seat: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
     from: (u64, SocketAddr),
 }
@@ -111,6 +113,7 @@ fn component(opening: &Opening) -> Component {
         from: opening.from,
     });
     let window = opening.window.clone();
+    let ending = (Arc::downgrade(server), opening.id.clone());
     let sink = futures::sink::unfold(
         (stdin, window.clone(), stopper.clone()),
         |(mut stdin, window, stopper), line: String| async move {
@@ -121,8 +124,8 @@ fn component(opening: &Opening) -> Component {
     );
     let reader = tokio::io::BufReader::with_capacity(1 << 16, stdout);
     let stream = futures::stream::unfold(
-        (reader, window, stopper, seat),
-        |(mut reader, window, stopper, seat)| async move {
+        (reader, window, stopper, seat, ending),
+        |(mut reader, window, stopper, seat, ending)| async move {
             let mut buf = Vec::new();
             // Ended from outside (abandoned), or the agent's output ended.
             let read = tokio::select! {
@@ -131,14 +134,41 @@ fn component(opening: &Opening) -> Component {
             };
             if !read || !window.admit(buf.len()).await {
                 window.close();
+                tokio::spawn(end(ending.0, ending.1));
                 return None;
             }
             let line = String::from_utf8(buf)
                 .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-            Some((Ok(line), (reader, window, stopper, seat)))
+            Some((Ok(line), (reader, window, stopper, seat, ending)))
         },
     );
     agent_client_protocol::Lines::new(Box::pin(sink), Box::pin(stream))
+}
+
+/// The agent's side of connection `id` ended (its output, or a client that left): the
+/// transport ends the connection too, so its streams end once what is queued on them is
+/// sent, and the client learns it at once.
+async fn end(server: Weak<Server>, id: Arc<std::sync::OnceLock<String>>) {
+    use tower::ServiceExt;
+    let (Some(server), Some(id)) = (server.upgrade(), id.get()) else {
+        return;
+    };
+    server
+        .streamable
+        .owners
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(id);
+    let Some(router) = server.streamable.router.get().cloned() else {
+        return;
+    };
+    let Ok(req) = hyper::Request::delete("/acp")
+        .header("acp-connection-id", id.as_str())
+        .body(axum::body::Body::empty())
+    else {
+        return;
+    };
+    let _ = router.oneshot(req).await;
 }
 
 /// Ends the connections their clients left (see [`Window::abandoned`]), for as long as
@@ -300,9 +330,11 @@ pub(super) async fn request(
                     "every agent of this server is at work: try again later",
                 );
             };
+            let id = Arc::new(std::sync::OnceLock::new());
             let opening = Opening {
                 server: server.clone(),
                 window: Arc::default(),
+                id: id.clone(),
                 seat: Mutex::new(Some(seat)),
                 from,
             };
@@ -318,6 +350,11 @@ pub(super) async fn request(
                 // Connections whose agent ended are forgotten on the way.
                 owned.retain(|_, (_, w)| !w.is_closed());
                 owned.insert(opened.to_string(), (token, window.clone()));
+                let _ = id.set(opened.to_string());
+                if window.is_closed() {
+                    // Its agent ended before it was named.
+                    tokio::spawn(end(Arc::downgrade(server), id));
+                }
             }
             response.map(|b| counted(b, window))
         }

@@ -206,8 +206,11 @@ where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let srv = server.clone();
+    let served = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let any = served.clone();
     let service = hyper::service::service_fn(move |req| {
         let srv = srv.clone();
+        any.store(true, std::sync::atomic::Ordering::Relaxed);
         async move { Ok::<_, std::convert::Infallible>(route(&srv, req, from).await) }
     });
     hyper::server::conn::http1::Builder::new()
@@ -218,7 +221,9 @@ where
         .with_upgrades()
         .await
         .or_else(|e| {
-            if e.is_timeout() {
+            // A connection kept for more requests and left idle is closed without a
+            // word; one that never made a request is said.
+            if e.is_timeout() && !served.load(std::sync::atomic::Ordering::Relaxed) {
                 Err("no request in time".into())
             } else {
                 // A client that went away between requests: nothing to say.

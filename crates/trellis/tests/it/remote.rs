@@ -149,7 +149,7 @@ pub(crate) fn bounded(child: &mut Child, limit: Duration) -> Output {
     crate::hostile::wait_bounded(child, limit, "trellis run")
 }
 
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/tls")
         .join(name)

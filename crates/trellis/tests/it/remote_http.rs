@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use crate::hubkit::{Dirs, text};
-use crate::remote::{Served, config, run, token, ui_dialing_url, until_no_agent};
+use crate::remote::{Served, config, fixture, run, token, ui_dialing_url, until_no_agent};
 
 /// `d`'s config: `[agents.box]` at `http://addr/acp` with the token of `BOX_TOKEN`.
 fn http_box(d: &Dirs, addr: &str) {
@@ -253,4 +253,225 @@ fn streamable_http_refusals_reach_the_user_with_their_reason() {
         Duration::from_secs(60),
     );
     assert!(o.status.success(), "{}\n{}", text(&o), served.said());
+}
+
+/// `https://`: the certificate checked against the name dialed, with the config's CA.
+#[test]
+fn https_is_checked_against_the_name_dialed() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let cert = |n: &str| fixture(n).to_str().unwrap().to_string();
+    let served = Served::start(
+        &d,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            &cert("localhost.pem"),
+            "--tls-key",
+            &cert("localhost.key"),
+        ],
+        &["trellis", "agent", "demo"],
+    );
+    assert!(served.said().contains("https://"), "{}", served.said());
+    let port = served.addr.rsplit(':').next().unwrap();
+    let work = d.work.to_str().unwrap();
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"https://localhost:{port}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\nca = [\"{}\"]\ncwd = \"{work}\"\n",
+            cert("ca.pem")
+        ),
+    );
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &secret)],
+        &["--permission", "allow-once"],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}\n{}", text(&o), served.said());
+    // A certificate for another name: refused before anything is sent.
+    let other = Served::start(
+        &d,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            &cert("other.pem"),
+            "--tls-key",
+            &cert("other.key"),
+        ],
+        &["trellis", "agent", "demo"],
+    );
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"https://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\nca = [\"{}\"]\n",
+            other.addr,
+            cert("ca.pem")
+        ),
+    );
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &secret)],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("TLS handshake failed") && text(&o).contains("another name"),
+        "{}",
+        text(&o)
+    );
+    until_no_agent(&served);
+    assert!(other.agents().is_empty(), "no agent for a refused client");
+}
+
+/// A hand-made streamable-HTTP server: `initialize` answered (when `answer`), other
+/// `POST`s accepted, and every stream one event of `event_size` bytes never ended.
+fn fake_server(answer: bool, event_size: usize) -> std::net::SocketAddr {
+    use std::io::BufRead;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+                let mut w = s;
+                loop {
+                    let mut head = Vec::new();
+                    loop {
+                        let mut line = String::new();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        head.push(line);
+                    }
+                    let len = head
+                        .iter()
+                        .find_map(|h| {
+                            let (k, v) = h.split_once(':')?;
+                            k.eq_ignore_ascii_case("content-length")
+                                .then(|| v.trim().parse::<usize>().ok())?
+                        })
+                        .unwrap_or(0);
+                    let mut body = vec![0; len];
+                    r.read_exact(&mut body).unwrap();
+                    let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    if head[0].starts_with("GET") {
+                        let _ = write!(
+                            w,
+                            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: "
+                        );
+                        let chunk = vec![b'x'; 1 << 20];
+                        for _ in 0..event_size >> 20 {
+                            if w.write_all(&chunk).is_err() {
+                                return;
+                            }
+                        }
+                        std::thread::sleep(Duration::from_secs(20));
+                        return;
+                    }
+                    if body["method"] == "initialize" {
+                        if !answer {
+                            std::thread::sleep(Duration::from_secs(20));
+                            return;
+                        }
+                        let reply = serde_json::json!({"jsonrpc": "2.0", "id": body["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}}).to_string();
+                        let _ = write!(
+                            w,
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nAcp-Connection-Id: c1\r\nContent-Length: {}\r\n\r\n{reply}",
+                            reply.len()
+                        );
+                    } else {
+                        let _ = write!(w, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Servers that misbehave over streamable HTTP: one that never answers `initialize`, one
+/// whose stream sends an event far larger than any agent line. Each is said plainly,
+/// within the bounds, and nothing hangs.
+#[test]
+fn a_hostile_streamable_http_server_gives_a_clear_error_and_no_hang() {
+    let d = Dirs::new();
+    config(&d, "[connection]\nsetup_timeout = 2\n");
+    let silent = fake_server(false, 0);
+    let o = run(
+        &d,
+        &format!("http://{silent}/acp"),
+        &[],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("did not answer a request within 2 s"),
+        "{}",
+        text(&o)
+    );
+    let huge = fake_server(true, 80 << 20);
+    let o = run(
+        &d,
+        &format!("http://{huge}/acp"),
+        &[],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("too large"), "{}", text(&o));
+}
+
+/// Hostile agents behind the server, over streamable HTTP: an agent that dies with
+/// permission requests open has each answered exactly once; one that never answers
+/// `initialize` is given up on within the setup timeout.
+#[test]
+fn hostile_agents_behind_streamable_http_are_held_to_the_same_bounds() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    for scenario in ["die-with-permissions", "hang-init"] {
+        let served = Served::start(
+            &d,
+            &["--listen", "127.0.0.1:0"],
+            &[exe, "agent", "hostile", scenario],
+        );
+        config(
+            &d,
+            &format!(
+                "[connection]\nsetup_timeout = 3\n[agents.box]\nurl = \"http://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\n",
+                served.addr
+            ),
+        );
+        let o = run(
+            &d,
+            "box",
+            &[("BOX_TOKEN", &secret)],
+            &["--permission", "allow-once"],
+            Duration::from_secs(60),
+        );
+        assert!(!o.status.success(), "{scenario}: {}", text(&o));
+        if scenario == "die-with-permissions" {
+            let mut seen = std::collections::HashMap::<String, usize>::new();
+            for e in crate::jsonl(&String::from_utf8_lossy(&o.stdout)) {
+                if e["type"] == "permission_resolved" {
+                    *seen.entry(e["request_id"].to_string()).or_default() += 1;
+                }
+            }
+            assert!(!seen.is_empty(), "{}", text(&o));
+            assert!(seen.values().all(|n| *n == 1), "{seen:?}");
+        } else {
+            assert!(text(&o).contains("3 s"), "{scenario}: {}", text(&o));
+        }
+        until_no_agent(&served);
+    }
 }
