@@ -248,6 +248,11 @@ pub(crate) async fn run(
         terminals: Terminals::with_default_limit(recorder.clone(), spec.terminal_output_limit)
             .traced(spec.traceparent.clone(), spec.terminal_trace.clone()),
         recorder: recorder.clone(),
+        paths: spec
+            .remote
+            .as_ref()
+            .map(|r| r.paths.clone())
+            .unwrap_or_default(),
     };
     let terminals = services.terminals.clone();
     let traceparent = spec.traceparent.clone();

@@ -42,6 +42,9 @@ pub struct RemoteSpec {
     /// The agent works on this machine's files (`files = "shared"`): it is offered them,
     /// and its edits are this machine's to check point and rewind.
     pub shared_files: bool,
+    /// The shared directories as the agent names them and here (`files = "shared"` with
+    /// `paths`): its paths are mapped to this machine's.
+    pub paths: trellis_core::path_map::PathMap,
 }
 
 impl std::fmt::Debug for RemoteSpec {
@@ -60,6 +63,7 @@ impl std::fmt::Debug for RemoteSpec {
             .field("ca", &self.ca)
             .field("cwd", &self.cwd)
             .field("shared_files", &self.shared_files)
+            .field("paths", &self.paths)
             .finish()
     }
 }
@@ -488,6 +492,7 @@ mod tests {
             ca: Vec::new(),
             cwd: None,
             shared_files: false,
+            paths: Default::default(),
         };
         let shown = format!("{spec:?}");
         assert!(!shown.contains("trl_secret"), "{shown}");

@@ -32,6 +32,31 @@ pub(crate) struct Services {
     pub(crate) caps: Caps,
     pub(crate) terminals: Terminals,
     pub(crate) recorder: Recorder,
+    /// A dialed agent's shared directories: the paths it names are mapped to this
+    /// machine's (empty: they are this machine's).
+    pub(crate) paths: trellis_core::path_map::PathMap,
+}
+
+impl Services {
+    /// The agent's `path` on this machine: through the shared directories, when there
+    /// are any (a path outside them is not this machine's to serve).
+    fn here(&self, path: &std::path::Path) -> Result<PathBuf, agent_client_protocol::Error> {
+        if self.paths.is_empty() {
+            return Ok(path.to_path_buf());
+        }
+        path.to_str()
+            .and_then(|p| self.paths.to_local(p))
+            .map(PathBuf::from)
+            .ok_or_else(|| {
+                rpc_error(
+                    -32602,
+                    format!(
+                        "{}: not in a directory this machine shares with the agent",
+                        path.display()
+                    ),
+                )
+            })
+    }
 }
 
 #[derive(Deserialize)]
@@ -248,35 +273,46 @@ fn ask(s: &Services, to: &Asked<'_>, method: &str, p: &Value, responder: Respond
 /// `fs/*`: on the blocking pool, bounded.
 fn fs_request(s: &Services, method: &str, p: &Value, responder: Responder<Value, V1>) {
     match method {
-        "fs/read_text_file" if s.caps.read_text_file => match params::<ReadParams>(p) {
-            Ok(p) => {
-                let roots = s.roots.clone();
-                fs_task(responder, move || {
-                    crate::fs::read_text(&roots, &p.path, p.line, p.limit)
-                        .map(|content| json!({"content": content}))
-                });
-            }
-            Err(e) => answer(responder, Err(e)),
-        },
-        "fs/write_text_file" if s.caps.write_text_file => match params::<WriteParams>(p) {
-            Ok(p) => {
-                let roots = s.roots.clone();
-                let recorder = s.recorder.clone();
-                let request_id = id_key(&responder);
-                fs_task(responder, move || {
-                    let (old, existed) = crate::fs::write_text_said(&roots, &p.path, &p.content)?;
-                    // `file_written` (with the old content) is recorded after the write
-                    // and before the response, so extensions see it first.
-                    recorder.local(trellis_core::LocalRecord::FileWritten {
-                        request_id,
-                        old,
-                        existed: Some(existed),
+        "fs/read_text_file" if s.caps.read_text_file => {
+            match params::<ReadParams>(p).and_then(|mut p| {
+                p.path = s.here(&p.path)?;
+                Ok(p)
+            }) {
+                Ok(p) => {
+                    let roots = s.roots.clone();
+                    fs_task(responder, move || {
+                        crate::fs::read_text(&roots, &p.path, p.line, p.limit)
+                            .map(|content| json!({"content": content}))
                     });
-                    Ok(json!({}))
-                });
+                }
+                Err(e) => answer(responder, Err(e)),
             }
-            Err(e) => answer(responder, Err(e)),
-        },
+        }
+        "fs/write_text_file" if s.caps.write_text_file => {
+            match params::<WriteParams>(p).and_then(|mut p| {
+                p.path = s.here(&p.path)?;
+                Ok(p)
+            }) {
+                Ok(p) => {
+                    let roots = s.roots.clone();
+                    let recorder = s.recorder.clone();
+                    let request_id = id_key(&responder);
+                    fs_task(responder, move || {
+                        let (old, existed) =
+                            crate::fs::write_text_said(&roots, &p.path, &p.content)?;
+                        // `file_written` (with the old content) is recorded after the write
+                        // and before the response, so extensions see it first.
+                        recorder.local(trellis_core::LocalRecord::FileWritten {
+                            request_id,
+                            old,
+                            existed: Some(existed),
+                        });
+                        Ok(json!({}))
+                    });
+                }
+                Err(e) => answer(responder, Err(e)),
+            }
+        }
         other => not_found(other, responder),
     }
 }
@@ -302,7 +338,7 @@ fn terminal_request(s: &Services, method: &str, p: &Value, responder: Responder<
                 let cwd = match &p.cwd {
                     Some(c) => s
                         .roots
-                        .check(c)
+                        .check(&s.here(c)?)
                         .map_err(|e| rpc_error(-32602, e.to_string()))?,
                     None => s.cwd.clone(),
                 };

@@ -123,7 +123,11 @@ pub(crate) async fn set_up(
     // Additional directories and a system prompt go only to agents that take them.
     let session_caps = &init.agent_capabilities.session_capabilities;
     let dirs = if session_caps.additional_directories.is_some() {
-        spec.additional_directories.clone()
+        // As the agent sees them (an agent elsewhere, through its shared directories).
+        spec.additional_directories
+            .iter()
+            .map(|d| spec.agent_path(d))
+            .collect::<Vec<_>>()
     } else {
         if !spec.additional_directories.is_empty() {
             let _ = tx.send(Input::Warning(

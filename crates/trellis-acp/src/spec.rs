@@ -89,12 +89,26 @@ pub struct AgentSpec {
 
 impl AgentSpec {
     /// The session's directory as the agent sees it: its own for an agent elsewhere
-    /// (when the config names it), else this machine's.
+    /// (when the config names it, or through the shared directories), else this
+    /// machine's.
     pub fn agent_cwd(&self) -> PathBuf {
-        match self.remote.as_ref().and_then(|r| r.cwd.as_ref()) {
-            Some(dir) => PathBuf::from(dir),
-            None => self.cwd.clone(),
+        self.agent_path(&self.cwd)
+    }
+
+    /// This machine's directory `dir` as the agent sees it (the session's, or one of
+    /// its additional directories).
+    pub fn agent_path(&self, dir: &std::path::Path) -> PathBuf {
+        let Some(r) = &self.remote else {
+            return dir.to_path_buf();
+        };
+        if dir == self.cwd
+            && let Some(own) = &r.cwd
+        {
+            return PathBuf::from(own);
         }
+        dir.to_str()
+            .and_then(|d| r.paths.to_remote(d))
+            .map_or_else(|| dir.to_path_buf(), PathBuf::from)
     }
 }
 

@@ -28,6 +28,7 @@ pub mod hot;
 mod json_literal;
 pub mod ledger;
 pub mod log;
+pub mod path_map;
 pub mod permission;
 pub mod plans;
 pub mod session;

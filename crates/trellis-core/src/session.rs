@@ -146,6 +146,8 @@ pub struct Session {
     /// Where the agent runs when it was dialed (`HOST:PORT`): its files are its own
     /// unless it was offered this machine's.
     pub remote: Option<String>,
+    /// A dialed agent's shared directories: its paths in calls become this machine's.
+    pub paths: crate::path_map::PathMap,
     pub agent: AgentInfo,
     pub agent_capabilities: Option<serde_json::Value>,
     pub auth_methods: Vec<serde_json::Value>,
@@ -407,6 +409,10 @@ pub enum LocalRecord {
         /// machine: nothing here is check pointed or rewound for them).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         shared_files: bool,
+        /// Where the shared files are, as the agent names them and here: its paths in
+        /// the calls are shown as this machine's.
+        #[serde(default, skip_serializing_if = "crate::path_map::PathMap::is_empty")]
+        paths: crate::path_map::PathMap,
     },
     /// Who answered a permission request (written just before the answer frame).
     PermissionDecided {

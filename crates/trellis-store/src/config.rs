@@ -47,9 +47,16 @@ pub struct AgentPreset {
     /// machine's files, as in a devcontainer with the project mounted).
     #[serde(default)]
     pub files: Option<String>,
-    /// The session's directory as the agent sees it (default: this machine's).
+    /// The session's directory as the agent sees it (default: this machine's, or its
+    /// path through `paths`).
     #[serde(default)]
     pub cwd: Option<String>,
+    /// With `files = "shared"`: where the shared files are, as the agent names them and
+    /// on this machine (`"/workspace" = "~/proj"`). Its paths in calls are shown as this
+    /// machine's, its file requests are served from here, and the session's directory is
+    /// sent as its path.
+    #[serde(default)]
+    pub paths: BTreeMap<String, String>,
 }
 
 /// A header value from the environment, a file, or the config itself.

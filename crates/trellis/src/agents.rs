@@ -291,6 +291,24 @@ pub fn resolve(
             resolved.spec.extra_roots.clear();
             resolved.spec.additional_directories.clear();
         }
+        // Shared directories that leave the session's out: the agent would be sent a
+        // directory it cannot see.
+        let cwd = resolved.spec.cwd.display().to_string();
+        if !r.spec.paths.is_empty()
+            && r.spec.cwd.is_none()
+            && r.spec.paths.to_remote(&cwd).is_none()
+        {
+            bail!(
+                "{cwd} is not in a directory shared with agent {agent} (its paths: {}); start Trellis in one of them, or give its cwd",
+                r.spec
+                    .paths
+                    .pairs()
+                    .iter()
+                    .map(|p| format!("{} = {}", p.remote, p.local))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         resolved.spec.remote = Some(r.spec);
     }
     Ok(resolved)
@@ -314,13 +332,27 @@ pub fn mcp_for(
     Vec::new()
 }
 
-/// Where an agent that is dialed runs (`HOST:PORT`), and whether it works on this
-/// machine's files: for the log's header and the user.
-pub fn remote_at(spec: &AgentSpec) -> Option<(String, bool)> {
+/// Where an agent that is dialed runs, and whose files it works on: for the log's
+/// header and the user.
+pub struct RemoteAt {
+    /// `HOST:PORT`.
+    pub at: String,
+    /// It works on this machine's files.
+    pub shared: bool,
+    /// Where they are, as it names them and here.
+    pub paths: trellis_core::path_map::PathMap,
+}
+
+/// [`RemoteAt`] of the agent of `spec`, if it is dialed.
+pub fn remote_at(spec: &AgentSpec) -> Option<RemoteAt> {
     let r = spec.remote.as_ref()?;
     trellis_acp::remote::Target::of(&r.url, true)
         .ok()
-        .map(|t| (t.shown, r.shared_files))
+        .map(|t| RemoteAt {
+            at: t.shown,
+            shared: r.shared_files,
+            paths: r.paths.clone(),
+        })
 }
 
 /// What starts agent `agent`, as [`resolve`] finds it.
@@ -502,6 +534,7 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
         Some("shared") => true,
         Some(other) => bail!("{place} files = {other:?}: \"its own\" or \"shared\""),
     };
+    let paths = shared_paths(&place, &preset, shared)?;
     let ca: Vec<PathBuf> = preset
         .ca
         .iter()
@@ -541,10 +574,35 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
                 ca,
                 cwd: preset.cwd.clone(),
                 shared_files: shared,
+                paths,
             },
             shared,
         }),
     }))
+}
+
+/// The shared directories of an agent elsewhere (`paths = { "/workspace" = "~/proj" }`):
+/// its paths and this machine's (`~` expanded; a directory that exists taken as its real
+/// path, as the session's directory is).
+fn shared_paths(
+    place: &str,
+    preset: &trellis_store::AgentPreset,
+    shared: bool,
+) -> anyhow::Result<trellis_core::path_map::PathMap> {
+    if preset.paths.is_empty() {
+        return Ok(Default::default());
+    }
+    if !shared {
+        bail!(
+            "{place} paths: they say where shared files are; set files = \"shared\" too (else the agent is offered no files of this machine)"
+        );
+    }
+    let pairs = preset.paths.iter().map(|(remote, local)| {
+        let local = trellis_store::config::expand_home(std::path::Path::new(local));
+        let local = std::fs::canonicalize(&local).unwrap_or(local);
+        (remote.clone(), local.display().to_string())
+    });
+    trellis_core::path_map::PathMap::new(pairs).map_err(|e| anyhow::anyhow!("{place} paths: {e}"))
 }
 
 /// What is wrong with a command line's program, if it cannot run: not found on `PATH`,

@@ -200,7 +200,7 @@ impl Launch {
                 }),
             worktree,
             req.launched_in.as_deref(),
-            remote.as_ref().map(|(at, shared)| (at.as_str(), *shared)),
+            remote.as_ref(),
         );
         // A resumed session is shown at once, its history read in while it is shown.
         let (session, carry, history) = match req.resume {

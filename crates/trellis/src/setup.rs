@@ -61,7 +61,7 @@ pub fn record_header(
     (continues, continues_at, handed_over): (Option<&str>, Option<u32>, bool),
     worktree: Option<trellis_core::WorktreeRef>,
     launched_in: Option<&std::path::Path>,
-    remote: Option<(&str, bool)>,
+    remote: Option<&crate::agents::RemoteAt>,
 ) {
     handle
         .recorder()
@@ -83,8 +83,9 @@ pub fn record_header(
                 .map(|d| d.display().to_string())
                 .filter(|d| d != cwd),
             worktree,
-            remote: remote.map(|(at, _)| at.to_string()),
-            shared_files: remote.is_some_and(|(_, shared)| shared),
+            remote: remote.map(|r| r.at.clone()),
+            shared_files: remote.is_some_and(|r| r.shared),
+            paths: remote.map(|r| r.paths.clone()).unwrap_or_default(),
         });
 }
 

@@ -11,12 +11,14 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             cwd,
             worktree,
             remote,
+            paths,
             ..
         } => {
             if cx.s.cwd.is_none() {
                 cx.s.cwd = Some(cwd);
                 cx.s.worktree = worktree;
                 cx.s.remote = remote;
+                cx.s.paths = paths;
             }
         }
         LocalRecord::PermissionDecided {

@@ -29,7 +29,8 @@ pub(crate) fn agent_request(cx: &mut Ctx<'_>, seq: u64, msg: Message) {
         "fs/write_text_file" => match msg.params_as::<wire::WriteParams>() {
             Ok(p) => AgentRequest::Write {
                 bytes: p.content.len(),
-                path: p.path,
+                // This machine's path (an agent elsewhere names shared files its way).
+                path: cx.s.paths.to_local(&p.path).unwrap_or(p.path),
                 content: p.content.into(),
                 announced: false,
             },
@@ -531,6 +532,8 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
             }
         }
         ClientRequest::NewSession { cwd } | ClientRequest::LoadSession { cwd, .. } => {
+            // The session's directory here (the agent was sent its own path for it).
+            let cwd = cwd.map(|c| cx.s.paths.to_local(&c).unwrap_or(c));
             let r = msg
                 .result_as::<wire::NewSessionResult>()
                 .unwrap_or_default();

@@ -173,6 +173,12 @@ pub(super) fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
     let mut calls: Vec<(String, Call)> = Vec::new();
     // Writes asked for, by request id, until the log says they were done.
     let mut writes: std::collections::HashMap<String, (u32, PathBuf, String)> = Default::default();
+    // An agent elsewhere that shares this machine's files names them by its own paths
+    // (the header says where they are here).
+    let mut paths = trellis_core::path_map::PathMap::default();
+    let here = |paths: &trellis_core::path_map::PathMap, p: &str| {
+        PathBuf::from(paths.to_local(p).unwrap_or_else(|| p.to_string()))
+    };
     for line in std::io::BufReader::new(file).split(b'\n') {
         let line = line?;
         line_no += 1;
@@ -200,7 +206,7 @@ pub(super) fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
                 });
                 if let (Some(p), Some(id)) = (msg["params"]["path"].as_str(), id) {
                     let content = msg["params"]["content"].as_str().unwrap_or_default();
-                    writes.insert(id, (turn, PathBuf::from(p), content.to_string()));
+                    writes.insert(id, (turn, here(&paths, p), content.to_string()));
                 }
             }
             (Some("agent_to_client"), Some("session/update")) => {
@@ -241,23 +247,24 @@ pub(super) fn agent_paths(log: &Path) -> anyhow::Result<AgentPaths> {
                         && let Some(p) = item["path"].as_str()
                     {
                         c.changes.push((
-                            PathBuf::from(p),
+                            here(&paths, p),
                             item["newText"].as_str().map(str::to_string),
                         ));
                         c.befores.push((
-                            PathBuf::from(p),
+                            here(&paths, p),
                             item["oldText"].as_str().map(str::to_string),
                         ));
                     }
                 }
                 for l in u["locations"].as_array().into_iter().flatten() {
                     if let Some(p) = l["path"].as_str() {
-                        c.locations.push(PathBuf::from(p));
+                        c.locations.push(here(&paths, p));
                     }
                 }
             }
             (Some("client"), _) if msg["type"] == "session_log" => {
                 started = msg["started"].as_f64();
+                paths = serde_json::from_value(msg["paths"].clone()).unwrap_or_default();
             }
             (Some("client"), _) if msg["type"] == "file_written" => {
                 if let Some((t, p, content)) =

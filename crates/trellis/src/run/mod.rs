@@ -472,10 +472,11 @@ async fn drive(
     crate::checkpoints::arm(&mut resolved.spec, &log_path);
     let begun = crate::traces::begin(&mut resolved.spec, &resolved.name);
     let remote = crate::agents::remote_at(&resolved.spec);
-    if let Some((at, shared)) = &remote {
+    if let Some(r) = &remote {
         eprintln!(
-            "trellis: the agent runs at {at}{}",
-            if *shared {
+            "trellis: the agent runs at {}{}",
+            r.at,
+            if r.shared {
                 " and shares this machine's files"
             } else {
                 "; its files are its own"
@@ -495,7 +496,7 @@ async fn drive(
             }),
         worktree,
         None,
-        remote.as_ref().map(|(at, shared)| (at.as_str(), *shared)),
+        remote.as_ref(),
     );
     let stdout = std::io::stdout();
     // Not locked for the run: the output is written from the driver's observer, which

@@ -40,6 +40,7 @@ mod registry_install;
 mod registry_kit;
 mod registry_uvx;
 mod remote;
+mod remote_files;
 mod remote_http;
 mod replay_ui;
 mod rules_remote;

@@ -413,9 +413,10 @@ fn a_hostile_streamable_http_server_gives_a_clear_error_and_no_hang() {
         &[],
         Duration::from_secs(30),
     );
-    assert!(!o.status.success());
+    assert!(!o.status.success(), "{}", text(&o));
     assert!(
-        text(&o).contains("did not answer a request within 2 s"),
+        // The setup timeout, or the request's own bound (the same), whichever is first.
+        text(&o).contains("within 2 s"),
         "{}",
         text(&o)
     );

@@ -1,0 +1,185 @@
+//! An agent elsewhere that shares this machine's files through a mount (issue 49, item
+//! 2): the project at `/workspace` for the agent is `~/proj` here. Its paths become this
+//! machine's in the ledger (locations, diffs, written files), its file requests are served
+//! from here, the session's directory is sent as its path, and a rewind finds what it
+//! changed. The mount is a symbolic link, so the agent (the demo, served on loopback)
+//! sees the same files by another path.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::hubkit::{Dirs, text};
+use crate::remote::{Served, bounded, config, token};
+
+/// `trellis` in `dir` with `d`'s directories and the agent's token, bounded.
+fn trellis_in(d: &Dirs, dir: &Path, secret: &str, args: &[&str]) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(args)
+        .current_dir(dir)
+        .env("XDG_RUNTIME_DIR", &d.runtime)
+        .env("XDG_DATA_HOME", &d.data)
+        .env("XDG_CONFIG_HOME", &d.config)
+        .env("BOX_TOKEN", secret)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    bounded(&mut child, Duration::from_secs(60))
+}
+
+#[test]
+fn a_shared_mount_shows_and_serves_this_machines_paths() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let proj = d.work.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    let proj = std::fs::canonicalize(&proj).unwrap();
+    let mount = d.work.join("mnt");
+    std::os::unix::fs::symlink(&proj, &mount).unwrap();
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &["trellis", "agent", "demo"],
+    );
+    let (proj_s, mount_s) = (proj.to_str().unwrap(), mount.to_str().unwrap());
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\nfiles = \"shared\"\npaths = {{ \"{mount_s}\" = \"{proj_s}\" }}\n",
+            served.addr
+        ),
+    );
+    let o = trellis_in(
+        &d,
+        &proj,
+        &secret,
+        &[
+            "run",
+            "--format",
+            "jsonl",
+            "--agent",
+            "box",
+            "--prompt",
+            "fix the TODO",
+            "--permission",
+            "allow-once",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{}", text(&o), served.said());
+    assert!(
+        text(&o).contains("shares this machine's files"),
+        "{}",
+        text(&o)
+    );
+    let log = d.log();
+    // The agent was given its own path for the session's directory, and asked for files
+    // by its paths.
+    let new = crate::sent(&log, "session/new");
+    assert_eq!(new[0]["cwd"], mount_s, "{new:?}");
+    assert!(
+        log.contains(&format!("\"path\":\"{mount_s}/demo-workspace")),
+        "{log}"
+    );
+    // They were served from here.
+    let lib = proj.join("demo-workspace/src/lib.rs");
+    assert!(
+        std::fs::read_to_string(&lib)
+            .unwrap()
+            .contains("checked_add")
+    );
+    // What the user is shown is this machine's: the session's directory, every call's
+    // locations and diffs, the files written.
+    let events = crate::jsonl(&String::from_utf8_lossy(&o.stdout));
+    let started = events
+        .iter()
+        .find(|e| e["type"] == "session_started")
+        .unwrap();
+    assert_eq!(started["cwd"], proj_s, "{started}");
+    let mut located = 0;
+    for e in &events {
+        let call = &e["call"];
+        for l in call["locations"].as_array().into_iter().flatten() {
+            located += 1;
+            assert!(l["path"].as_str().unwrap().starts_with(proj_s), "{e}");
+        }
+        for c in call["content"].as_array().into_iter().flatten() {
+            if c["type"] == "diff" {
+                assert!(c["path"].as_str().unwrap().starts_with(proj_s), "{e}");
+            }
+        }
+        if e["type"] == "file_written" {
+            assert_eq!(e["path"], lib.to_str().unwrap(), "{e}");
+        }
+    }
+    assert!(located > 0, "{}", text(&o));
+    assert!(events.iter().any(|e| e["type"] == "file_written"));
+    // A rewind finds what the agent changed, by this machine's paths.
+    let listed = String::from_utf8_lossy(
+        &trellis_in(&d, &proj, &secret, &["sessions", "list", "--all", "--json"]).stdout,
+    )
+    .into_owned();
+    let rows: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let id = rows[0]["id"].as_str().unwrap().to_string();
+    let o = trellis_in(
+        &d,
+        &proj,
+        &secret,
+        &["sessions", "rewind", &id, "--to", "1", "--code"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    // By this machine's path (the agent's would reach the same file here, through the
+    // link, but not on a real mount).
+    assert!(
+        text(&o).contains(&format!("restored  {}", lib.display())),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        std::fs::read_to_string(&lib)
+            .unwrap()
+            .contains("// TODO: check for overflow"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Shared directories are checked before dialing: they need `files = "shared"`, absolute
+/// paths, and the session's directory in one of them.
+#[test]
+fn shared_directories_are_checked_before_dialing() {
+    let d = Dirs::new();
+    let elsewhere = d.work.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    for (entry, said) in [
+        (
+            "paths = { \"/workspace\" = \"/tmp\" }\n",
+            "set files = \"shared\" too",
+        ),
+        (
+            "files = \"shared\"\npaths = { \"workspace\" = \"/tmp\" }\n",
+            "must be absolute",
+        ),
+        (
+            "files = \"shared\"\npaths = { \"/workspace\" = \"/nowhere/near\" }\n",
+            "is not in a directory shared with agent box",
+        ),
+    ] {
+        config(
+            &d,
+            &format!(
+                "[agents.box]\nurl = \"ws://127.0.0.1:9/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\n{entry}"
+            ),
+        );
+        let o = trellis_in(
+            &d,
+            &elsewhere,
+            "x",
+            &["run", "--agent", "box", "--prompt", "hi"],
+        );
+        assert!(!o.status.success());
+        assert!(text(&o).contains(said), "{entry}: {}", text(&o));
+        assert!(!text(&o).contains("cannot reach"), "{}", text(&o));
+    }
+}
