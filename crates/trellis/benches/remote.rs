@@ -118,6 +118,12 @@ fn bench(c: &mut Criterion) {
         format!("[agents.box]\nurl = \"ws://{addr}/acp\"\ntoken = {{ env = \"BENCH_TOKEN\" }}\n"),
     )
     .unwrap();
+    let http_config = dir.join("http.toml");
+    std::fs::write(
+        &http_config,
+        format!("[agents.box]\nurl = \"http://{addr}/acp\"\ntoken = {{ env = \"BENCH_TOKEN\" }}\n"),
+    )
+    .unwrap();
     let stdio = |_: ()| {
         let before = children_cpu();
         let v = run(&load, dir, None, &token);
@@ -131,9 +137,9 @@ fn bench(c: &mut Criterion) {
         }
     };
     let pid = server.id();
-    let ws = |_: ()| {
+    let dialed = |config: &Path| {
         let (own, kids) = proc_cpu(pid);
-        let v = run("box", dir, Some(&config), &token);
+        let v = run("box", dir, Some(config), &token);
         // The agent ends with the connection; the server waits for it.
         std::thread::sleep(Duration::from_millis(1500));
         let (own2, kids2) = proc_cpu(pid);
@@ -144,17 +150,19 @@ fn bench(c: &mut Criterion) {
             server: own2 - own,
         }
     };
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let ws = |_: ()| dialed(&config);
+    let (mut a, mut b, mut h) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         a.push(stdio(()));
         b.push(ws(()));
+        h.push(dialed(&http_config));
     }
     let median = |v: &mut Vec<Figures>, f: fn(&Figures) -> Duration| {
         let mut x: Vec<Duration> = v.iter().map(f).collect();
         x.sort();
         x[x.len() / 2]
     };
-    for (name, v) in [("stdio", &mut a), ("websocket", &mut b)] {
+    for (name, v) in [("stdio", &mut a), ("websocket", &mut b), ("http", &mut h)] {
         let rss = v.iter().map(|f| f.rss_kb).max().unwrap_or(0);
         eprintln!(
             "remote: {name:9} client CPU {:.2} s (median of {ROUNDS}), peak RSS {} MiB, agent CPU {:.2} s, server CPU {:.2} s",
@@ -167,6 +175,9 @@ fn bench(c: &mut Criterion) {
     let ratio =
         median(&mut b, |f| f.client).as_secs_f64() / median(&mut a, |f| f.client).as_secs_f64();
     eprintln!("remote: the client's CPU over WebSocket is {ratio:.2}× its CPU over stdio");
+    let ratio =
+        median(&mut h, |f| f.client).as_secs_f64() / median(&mut a, |f| f.client).as_secs_f64();
+    eprintln!("remote: the client's CPU over streamable HTTP is {ratio:.2}× its CPU over stdio");
     let mut g = c.benchmark_group("remote");
     g.sample_size(10);
     g.bench_function("websocket 100k calls (client CPU)", |bencher| {
