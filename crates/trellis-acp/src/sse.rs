@@ -28,11 +28,18 @@ impl Sse {
             self.after_cr = false;
             match memchr::memchr2(b'\n', b'\r', rest) {
                 Some(i) => {
-                    self.line.extend_from_slice(&rest[..i]);
                     self.after_cr = rest[i] == b'\r';
+                    if self.line.is_empty() {
+                        // A whole line in this chunk: read where it is.
+                        self.field(&rest[..i], out);
+                    } else {
+                        self.line.extend_from_slice(&rest[..i]);
+                        let mut line = std::mem::take(&mut self.line);
+                        self.field(&line, out);
+                        line.clear();
+                        self.line = line;
+                    }
                     rest = &rest[i + 1..];
-                    let line = std::mem::take(&mut self.line);
-                    self.field(&line, out);
                 }
                 None => {
                     self.line.extend_from_slice(rest);

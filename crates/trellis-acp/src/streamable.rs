@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::FutureExt;
 use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use tokio::io::AsyncWriteExt;
@@ -532,17 +533,32 @@ async fn events(shared: &Arc<Shared>, session: Option<&str>) -> String {
     let mut body = resp.into_body();
     let mut sse = crate::sse::Sse::default();
     loop {
-        let frame = match body.frame().await {
-            None => return format!("{shown} ended the connection"),
-            Some(Err(e)) => return format!("the connection to {shown} was lost: {e}"),
-            Some(Ok(f)) => f,
-        };
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
+        // The frames that have already arrived go to the pipe together (a write per
+        // event cost more than the rest of the path).
         let mut batch = Vec::new();
-        if let Err(why) = sse.feed(&data, &mut batch) {
-            return format!("{shown} {why}: the connection was closed");
+        let mut end = None;
+        let mut next = Some(body.frame().await);
+        while let Some(frame) = next.take() {
+            match frame {
+                None => {
+                    end = Some(format!("{shown} ended the connection"));
+                    break;
+                }
+                Some(Err(e)) => {
+                    end = Some(format!("the connection to {shown} was lost: {e}"));
+                    break;
+                }
+                Some(Ok(f)) => {
+                    if let Ok(data) = f.into_data()
+                        && let Err(why) = sse.feed(&data, &mut batch)
+                    {
+                        return format!("{shown} {why}: the connection was closed");
+                    }
+                }
+            }
+            if batch.len() < GATHER {
+                next = body.frame().now_or_never();
+            }
         }
         if session.is_none() && !batch.is_empty() {
             opened_sessions(shared, &batch);
@@ -550,8 +566,14 @@ async fn events(shared: &Arc<Shared>, session: Option<&str>) -> String {
         if !batch.is_empty() && shared.lines.send(batch).await.is_err() {
             return "the session is over".into();
         }
+        if let Some(why) = end {
+            return why;
+        }
     }
 }
+
+/// How much of the events already arrived is gathered before one batch goes to the pipe.
+const GATHER: usize = 256 << 10;
 
 /// The connection's stream answers `session/new` and `session/fork`: the sessions they
 /// name get their streams.
