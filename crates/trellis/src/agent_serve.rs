@@ -84,11 +84,17 @@ pub fn main(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
         let mut signals = trellis_os::signals::Signals::new(true)?;
         let sig = signals.recv().await;
-        anyhow::Ok(sig)
+        // Clients are told, and each agent stopped with its connection's stop sequence.
+        let left = serving.stop(std::time::Duration::from_secs(3)).await;
+        anyhow::Ok((sig, left))
     })?;
-    // Every agent goes with the server (its group's stop sequence).
+    let (sig, left) = sig;
+    // What is left (an agent slow to end, what its agents left behind) goes with the
+    // server.
     drop(rt);
     let stopped = trellis_os::reaper::stop_descendants(std::time::Duration::from_secs(1));
-    eprintln!("trellis: stopped by {sig}; {stopped} agent process(es) ended with it");
+    eprintln!(
+        "trellis: stopped by {sig}; every client was told, {left} connection(s) still open then, {stopped} process(es) left ended with it"
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -171,6 +171,13 @@ async fn end(server: Weak<Server>, id: Arc<std::sync::OnceLock<String>>) {
     let _ = router.oneshot(req).await;
 }
 
+impl Streamable {
+    /// The open connections: their token and window, by id.
+    pub(super) fn owners(&self) -> &Mutex<HashMap<String, (String, Arc<Window>)>> {
+        &self.owners
+    }
+}
+
 /// Ends the connections their clients left (see [`Window::abandoned`]), for as long as
 /// the server lives.
 pub(super) async fn sweep(server: Weak<Server>) {

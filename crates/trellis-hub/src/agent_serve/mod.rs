@@ -69,12 +69,41 @@ const PER_AGENT: usize = 4;
 pub struct Serving {
     pub addr: SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    server: Arc<Server>,
 }
 
 impl Serving {
     /// Runs until the task ends (never, unless the runtime stops).
     pub async fn wait(self) {
         let _ = self.task.await;
+    }
+
+    /// Stops serving: no new connection is taken, every client is told the server is
+    /// stopping (a WebSocket's close, the end of a streamable-HTTP connection's streams
+    /// once what its agent sent is delivered), and every agent is stopped. Waits at most
+    /// `grace` for them; how many were still running then.
+    pub async fn stop(self, grace: Duration) -> usize {
+        self.task.abort();
+        let _ = self.server.stopping.send(true);
+        for (_, w) in self
+            .server
+            .streamable
+            .owners()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            w.end();
+        }
+        let all = self.server.opts.max_agents.max(1);
+        let seats = self.server.seats.clone();
+        let _ = tokio::time::timeout(grace, async {
+            while seats.available_permits() < all {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        all - seats.available_permits().min(all)
     }
 }
 
@@ -84,6 +113,8 @@ struct Server {
     /// One per agent running (a WebSocket's, or a streamable-HTTP connection's).
     seats: Arc<tokio::sync::Semaphore>,
     streamable: http::Streamable,
+    /// Set when the server stops: every WebSocket is closed saying so.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 /// Checks what `opts` asks for and binds its address; the agents are served within the
@@ -117,11 +148,12 @@ pub fn serve(opts: Options) -> Result<Serving, String> {
     let server = Arc::new(Server {
         seats: Arc::new(tokio::sync::Semaphore::new(opts.max_agents.max(1))),
         streamable: http::Streamable::default(),
+        stopping: tokio::sync::watch::channel(false).0,
         opts,
     });
     tokio::spawn(http::sweep(Arc::downgrade(&server)));
-    let task = tokio::spawn(accept(listener, server, tls));
-    Ok(Serving { addr, task })
+    let task = tokio::spawn(accept(listener, server.clone(), tls));
+    Ok(Serving { addr, task, server })
 }
 
 /// The TLS server side from a certificate chain and key in PEM files.

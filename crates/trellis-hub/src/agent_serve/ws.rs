@@ -121,7 +121,7 @@ async fn connection(
         "connection {conn} from {peer}: agent started (pid {})",
         agent.pid.unwrap_or(0)
     ));
-    let why = pump(ws, stdin, stdout).await;
+    let why = pump(ws, stdin, stdout, server.stopping.subscribe()).await;
     agent.stop().await;
     (opts.say)(format!("connection {conn} from {peer}: closed ({why})"));
     Ok(())
@@ -133,6 +133,7 @@ async fn pump(
     ws: Socket,
     mut stdin: tokio::process::ChildStdin,
     stdout: tokio::process::ChildStdout,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
 ) -> String {
     let (mut sink, mut stream) = ws.split();
     // The agent's lines, bounded: an agent that writes faster than its client reads
@@ -159,6 +160,14 @@ async fn pump(
     let mut heard = tokio::time::Instant::now();
     let why = loop {
         tokio::select! {
+            () = stopped(&mut stopping) => {
+                let frame = tungstenite::protocol::CloseFrame {
+                    code: CloseCode::Away,
+                    reason: "the server is stopping".into(),
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(2), sink.send(Message::Close(Some(frame)))).await;
+                break "the server is stopping".into();
+            }
             msg = stream.next() => {
                 heard = tokio::time::Instant::now();
                 match msg {
@@ -220,4 +229,17 @@ async fn pump(
     // The closing handshake is finished (a client's close answered), within a bound.
     let _ = tokio::time::timeout(Duration::from_secs(2), sink.close()).await;
     why
+}
+
+/// Resolves once the server stops (never, if it cannot tell).
+async fn stopped(rx: &mut tokio::sync::watch::Receiver<bool>) {
+    loop {
+        let now = *rx.borrow_and_update();
+        if now {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }

@@ -476,3 +476,86 @@ fn hostile_agents_behind_streamable_http_are_held_to_the_same_bounds() {
         until_no_agent(&served);
     }
 }
+
+/// The server stopped (SIGTERM) while a turn runs: its clients are told — a WebSocket
+/// client hears why, a streamable-HTTP client's streams end — and every agent ends with
+/// it, none left running.
+#[test]
+fn a_stopped_server_tells_its_clients_and_leaves_no_agent() {
+    for scheme in ["ws", "http"] {
+        let d = Dirs::new();
+        let secret = token(&d, "agent");
+        let mut served = Served::start(
+            &d,
+            &["--listen", "127.0.0.1:0"],
+            &["trellis", "agent", "demo", "--delay-ms", "400"],
+        );
+        let work = d.work.to_str().unwrap();
+        config(
+            &d,
+            &format!(
+                "[agents.box]\nurl = \"{scheme}://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\ncwd = \"{work}\"\n",
+                served.addr
+            ),
+        );
+        let o = std::thread::scope(|scope| {
+            let client = scope.spawn(|| {
+                run(
+                    &d,
+                    "box",
+                    &[("BOX_TOKEN", &secret)],
+                    &["--permission", "allow-once"],
+                    Duration::from_secs(60),
+                )
+            });
+            crate::hubkit::until("the agent to start", || {
+                served.said().contains("agent started")
+            });
+            let agent: u32 = served
+                .said()
+                .split("(pid ")
+                .nth(1)
+                .and_then(|r| r.split([',', ')']).next())
+                .and_then(|p| p.parse().ok())
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+            let _ = std::process::Command::new("kill")
+                .arg(served.child.id().to_string())
+                .status();
+            let until = std::time::Instant::now() + Duration::from_secs(15);
+            let status = loop {
+                if let Some(st) = served.child.try_wait().unwrap() {
+                    break st;
+                }
+                assert!(
+                    std::time::Instant::now() < until,
+                    "{scheme}: the server did not stop: {}",
+                    served.said()
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            // Its last words come on its stderr's reader.
+            crate::hubkit::until("the server's last words", || {
+                served.said().contains("stopped by")
+            });
+            assert!(status.success(), "{scheme}: {}", served.said());
+            assert!(
+                served.said().contains("every client was told"),
+                "{scheme}: {}",
+                served.said()
+            );
+            assert!(
+                !crate::hubkit::alive(agent),
+                "{scheme}: the agent outlived its server"
+            );
+            client.join().unwrap()
+        });
+        assert!(!o.status.success(), "{scheme}: {}", text(&o));
+        let said = if scheme == "ws" {
+            "the server is stopping"
+        } else {
+            "ended the connection"
+        };
+        assert!(text(&o).contains(said), "{scheme}: {}", text(&o));
+    }
+}
