@@ -195,6 +195,32 @@ impl Handle {
     }
 }
 
+/// What serves the agent's requests on one connection: the session's roots, its
+/// terminals, and the map of an agent elsewhere's shared directories.
+fn services(
+    spec: &AgentSpec,
+    session: &Arc<Mutex<Option<String>>>,
+    recorder: &Recorder,
+) -> Services {
+    let mut roots = vec![spec.cwd.clone()];
+    roots.extend(spec.extra_roots.iter().cloned());
+    Services {
+        roots: Arc::new(Roots::new(roots)),
+        session: session.clone(),
+        children: Default::default(),
+        cwd: spec.cwd.clone(),
+        caps: spec.caps,
+        terminals: Terminals::with_default_limit(recorder.clone(), spec.terminal_output_limit)
+            .traced(spec.traceparent.clone(), spec.terminal_trace.clone()),
+        recorder: recorder.clone(),
+        paths: spec
+            .remote
+            .as_ref()
+            .map(|r| r.paths.clone())
+            .unwrap_or_default(),
+    }
+}
+
 /// One connection: the agent started or dialed, set up, and served until it ends.
 /// `pending`: commands that came while there was no connection; `carried`: what a
 /// reconnection takes over from the connection before.
@@ -237,23 +263,7 @@ pub(crate) async fn run(
     // learns it then, not at its next prompt.
     let mut ended = process.take_ended();
     let session: Arc<Mutex<Option<String>>> = Arc::default();
-    let mut roots = vec![spec.cwd.clone()];
-    roots.extend(spec.extra_roots.iter().cloned());
-    let services = Services {
-        roots: Arc::new(Roots::new(roots)),
-        session: session.clone(),
-        children: Default::default(),
-        cwd: spec.cwd.clone(),
-        caps: spec.caps,
-        terminals: Terminals::with_default_limit(recorder.clone(), spec.terminal_output_limit)
-            .traced(spec.traceparent.clone(), spec.terminal_trace.clone()),
-        recorder: recorder.clone(),
-        paths: spec
-            .remote
-            .as_ref()
-            .map(|r| r.paths.clone())
-            .unwrap_or_default(),
-    };
+    let services = services(&spec, &session, &recorder);
     let terminals = services.terminals.clone();
     let traceparent = spec.traceparent.clone();
     let before_turn = spec.before_turn.clone();

@@ -150,15 +150,37 @@ fn upgrade_request(spec: &RemoteSpec) -> Result<http::Request<()>, String> {
         .as_str()
         .into_client_request()
         .map_err(|e| format!("{}: {e}", shown_url(&spec.url)))?;
-    for (name, value) in &spec.headers {
-        let n = http::HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("header {name:?}: not a header name"))?;
-        let mut v = http::HeaderValue::from_str(value.trim())
-            .map_err(|_| format!("header {name}: its value is not valid in a header"))?;
-        v.set_sensitive(true);
+    for (n, v) in headers(spec)? {
         req.headers_mut().insert(n, v);
     }
     Ok(req)
+}
+
+/// The configured headers (an `Authorization` among them), their values kept sensitive.
+pub(crate) fn headers(
+    spec: &RemoteSpec,
+) -> Result<Vec<(http::HeaderName, http::HeaderValue)>, String> {
+    spec.headers
+        .iter()
+        .map(|(name, value)| {
+            let n = http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("header {name:?}: not a header name"))?;
+            let mut v = http::HeaderValue::from_str(value.trim())
+                .map_err(|_| format!("header {name}: its value is not valid in a header"))?;
+            v.set_sensitive(true);
+            Ok((n, v))
+        })
+        .collect()
+}
+
+/// The pipe a dialed agent's messages are written to as lines: its writing end, and the
+/// reading end the transport reads as a local agent's stdout.
+pub(crate) fn pipe() -> Result<(tokio::net::unix::pipe::Sender, std::fs::File), String> {
+    let (tx, rx) = tokio::net::unix::pipe::pipe().map_err(|e| format!("no pipe: {e}"))?;
+    let fd = rx
+        .into_nonblocking_fd()
+        .map_err(|e| format!("no pipe: {e}"))?;
+    Ok((tx, std::fs::File::from(fd)))
 }
 
 /// The WebSocket handshake over `stream`, bounded; a refusal says what the agent's end
@@ -219,10 +241,7 @@ fn bridge<S>(
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, rx) = tokio::net::unix::pipe::pipe().map_err(|e| format!("no pipe: {e}"))?;
-    let fd = rx
-        .into_nonblocking_fd()
-        .map_err(|e| format!("no pipe: {e}"))?;
+    let (tx, file) = pipe()?;
     let (sink, stream) = ws.split();
     let (out_tx, out_rx) = tokio::sync::mpsc::channel::<String>(OUTGOING);
     let lost: Arc<Mutex<Option<String>>> = Arc::default();
@@ -243,7 +262,7 @@ where
         shown.clone(),
     ));
     Ok((
-        std::fs::File::from(fd),
+        file,
         Link {
             out: Some(out_tx),
             reader,

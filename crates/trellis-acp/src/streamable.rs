@@ -89,12 +89,7 @@ impl Shared {
             .method(method)
             .uri(self.path.as_str())
             .header(hyper::header::HOST, self.authority.as_str());
-        for (name, value) in &self.spec.headers {
-            let n = hyper::header::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("header {name:?}: not a header name"))?;
-            let mut v = hyper::header::HeaderValue::from_str(value.trim())
-                .map_err(|_| format!("header {name}: its value is not valid in a header"))?;
-            v.set_sensitive(true);
+        for (n, v) in crate::remote::headers(&self.spec)? {
             b = b.header(n, v);
         }
         if let Some(id) = self.id.lock().unwrap_or_else(|e| e.into_inner()).as_deref() {
@@ -166,10 +161,7 @@ pub(crate) async fn dial(
         .authority()
         .map(|a| a.as_str().rsplit('@').next().unwrap_or("").to_string())
         .unwrap_or_default();
-    let (tx, rx) = tokio::net::unix::pipe::pipe().map_err(|e| format!("no pipe: {e}"))?;
-    let fd = rx
-        .into_nonblocking_fd()
-        .map_err(|e| format!("no pipe: {e}"))?;
+    let (tx, file) = crate::remote::pipe()?;
     let (lines_tx, lines_rx) = tokio::sync::mpsc::channel(BATCHES);
     let lost: Arc<Mutex<Option<String>>> = Arc::default();
     let shared = Arc::new(Shared {
@@ -194,7 +186,7 @@ pub(crate) async fn dial(
     let reader = tokio::spawn(to_pipe(shared.clone(), lines_rx, tx));
     let writer = tokio::spawn(post_all(shared, poster, out_rx, setup));
     Ok((
-        std::fs::File::from(fd),
+        file,
         Link {
             out: Some(out_tx),
             reader,
