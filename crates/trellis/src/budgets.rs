@@ -42,7 +42,8 @@ pub(crate) struct Budgets {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Breach {
     Timeout(Duration),
-    Idle(Duration),
+    /// Nothing from the agent for this long; where it runs, when it was dialed.
+    Idle(Duration, Option<String>),
     /// A budget (tool calls, turns, cost), in words.
     Budget(String),
     /// A permission request nobody could answer, with `--on-ask fail`.
@@ -54,7 +55,7 @@ impl Breach {
     pub(crate) fn code(&self) -> u8 {
         match self {
             Breach::Timeout(_) => 10,
-            Breach::Idle(_) => 11,
+            Breach::Idle(..) => 11,
             Breach::Budget(_) => 12,
             Breach::Denied(_) => 13,
         }
@@ -63,8 +64,12 @@ impl Breach {
     pub(crate) fn reason(&self) -> String {
         match self {
             Breach::Timeout(d) => format!("timeout: {} s passed", d.as_secs_f64()),
-            Breach::Idle(d) => format!(
+            Breach::Idle(d, None) => format!(
                 "idle timeout: nothing from the agent for {} s",
+                d.as_secs_f64()
+            ),
+            Breach::Idle(d, Some(at)) => format!(
+                "idle timeout: nothing from the agent at {at} for {} s (it runs elsewhere: its connection may be what is slow)",
                 d.as_secs_f64()
             ),
             Breach::Budget(what) => format!("budget exceeded: {what}"),

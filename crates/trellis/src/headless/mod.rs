@@ -231,7 +231,8 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             if let Some(t) = b.idle.filter(|_| !asking) {
                 let at = self.heard + t;
                 if limit.as_ref().is_none_or(|(l, _)| at < *l) {
-                    limit = Some((at, Breach::Idle(t)));
+                    let remote = self.driver.session.remote.clone();
+                    limit = Some((at, Breach::Idle(t, remote)));
                 }
             }
         }

@@ -559,3 +559,40 @@ fn a_stopped_server_tells_its_clients_and_leaves_no_agent() {
         assert!(text(&o).contains(said), "{scheme}: {}", text(&o));
     }
 }
+
+/// A budget that stops a run says where its agent runs: an idle timeout of an agent
+/// elsewhere may be its connection's doing.
+#[test]
+fn an_idle_remote_agent_is_stopped_saying_where_it_runs() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &["trellis", "agent", "demo", "--delay-ms", "4000"],
+    );
+    http_box(&d, &served.addr);
+    let summary = d.work.join("summary.json");
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &secret)],
+        &[
+            "--idle-timeout",
+            "1",
+            "--summary",
+            summary.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(o.status.code(), Some(11), "{}", text(&o));
+    let said = format!("nothing from the agent at {} for 1 s", served.addr);
+    assert!(text(&o).contains(&said), "{}", text(&o));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert!(
+        summary["budget"].as_str().unwrap().contains(&said),
+        "{summary}"
+    );
+    until_no_agent(&served);
+}
