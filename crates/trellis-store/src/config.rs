@@ -71,13 +71,52 @@ pub enum Secret {
     Text(String),
 }
 
+/// Secrets taken out of this process's environment at its start (see
+/// [`Config::secret_env_names`]): no process Trellis starts inherits them, and
+/// [`Secret::value`] reads them here.
+static TAKEN: std::sync::OnceLock<BTreeMap<String, String>> = std::sync::OnceLock::new();
+
+/// Keeps the secrets taken out of the environment (once, at the start).
+pub fn keep_taken_secrets(taken: BTreeMap<String, String>) {
+    let _ = TAKEN.set(taken);
+}
+
+/// The secrets taken out of the environment: for a Trellis of this one's own (a hub
+/// started in the background), never an agent or anything else.
+pub fn taken_secrets() -> impl Iterator<Item = (&'static String, &'static String)> {
+    TAKEN.get().into_iter().flatten()
+}
+
+impl Config {
+    /// The environment variables the agents elsewhere take secrets from (`token` and
+    /// `headers` of `{ env = … }`): taken out of the environment at the start, so that
+    /// no process Trellis starts — an agent, its commands, a hook, a plugin — sees them.
+    pub fn secret_env_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .agents
+            .values()
+            .filter(|a| a.url.is_some())
+            .flat_map(|a| a.token.iter().chain(a.headers.values()))
+            .filter_map(|s| match s {
+                Secret::Env { env } => Some(env.clone()),
+                _ => None,
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
 impl Secret {
     /// The value, or why it cannot be had (never the value itself).
     pub fn value(&self) -> Result<String, String> {
         match self {
             Secret::Text(t) => Ok(t.clone()),
-            Secret::Env { env } => std::env::var(env)
-                .ok()
+            Secret::Env { env } => TAKEN
+                .get()
+                .and_then(|t| t.get(env).cloned())
+                .or_else(|| std::env::var(env).ok())
                 .filter(|v| !v.trim().is_empty())
                 .map(|v| v.trim().to_string())
                 .ok_or_else(|| format!("the environment variable {env} is not set")),

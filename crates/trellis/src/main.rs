@@ -284,11 +284,37 @@ fn lists_agents(_cmd: Option<&Cmd>) -> bool {
     false
 }
 
+/// Takes the secrets that the config's agents elsewhere read from the environment
+/// (`token = { env = "…" }`) out of it, so that no process Trellis starts inherits them —
+/// an agent's commands, a hook, a plugin — and keeps them for dialing. A config that
+/// cannot be read is said later, where it is used.
+fn take_secrets(config: Option<PathBuf>) {
+    let Ok(config) = ui::load_config(config) else {
+        return;
+    };
+    let names = config.secret_env_names();
+    if names.is_empty() {
+        return;
+    }
+    let taken = trellis_os::env::forget_names(&names)
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    trellis_store::config::keep_taken_secrets(taken);
+}
+
 fn main() -> ExitCode {
     // Before any thread: the collector's settings are read, then kept from every process
     // Trellis starts.
     traces::take_env();
     let cli = Cli::parse();
+    // Still before any thread: the secrets agents elsewhere take from the environment.
+    take_secrets(cli.config.clone());
     // The client commands start agents and terminals: whatever those leave behind (a
     // daemon, a `setsid` child) is reparented to us and stopped when we end.
     // A hub started in the background (`--detach`) outlives this command.

@@ -403,6 +403,10 @@ pub fn start_detached(
     cmd.args(settings.args());
     // The hub exports its sessions' traces where this process would.
     crate::traces::hand_on(&mut cmd);
+    // A hub of this one's own dials its agents with the same secrets.
+    for (k, v) in trellis_store::config::taken_secrets() {
+        cmd.env(k, v);
+    }
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(err);

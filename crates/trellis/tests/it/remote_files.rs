@@ -183,3 +183,64 @@ fn shared_directories_are_checked_before_dialing() {
         assert!(!text(&o).contains("cannot reach"), "{}", text(&o));
     }
 }
+
+/// The secrets an agent elsewhere takes from the environment (`token`, `headers` of
+/// `{ env = … }`) are read once and taken out of it: no process Trellis starts inherits
+/// them — a hook, the commands of an agent offered this machine's terminals — while the
+/// agent is still dialed with them.
+#[test]
+fn secrets_from_the_environment_reach_no_process() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &["trellis", "agent", "demo"],
+    );
+    let proj = d.work.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    let seen = d.work.join("hook-env.txt");
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"ws://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\nheaders = {{ X-Key = {{ env = \"BOX_KEY\" }} }}\nfiles = \"shared\"\n\n[[hooks]]\non = \"turn_ended\"\nrun = \"env > '{}'\"\n",
+            served.addr,
+            seen.display()
+        ),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args([
+            "run",
+            "--format",
+            "jsonl",
+            "--agent",
+            "box",
+            "--prompt",
+            "fix the TODO",
+            "--permission",
+            "allow-once",
+        ])
+        .current_dir(&proj)
+        .env("XDG_RUNTIME_DIR", &d.runtime)
+        .env("XDG_DATA_HOME", &d.data)
+        .env("XDG_CONFIG_HOME", &d.config)
+        .env("BOX_TOKEN", &secret)
+        .env("BOX_KEY", "key-s3cret-value")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = bounded(&mut child, Duration::from_secs(60));
+    assert!(o.status.success(), "{}\n{}", text(&o), served.said());
+    // The agent ran its tests in this machine's terminal, and the hook ran: neither saw
+    // the secrets.
+    let env = std::fs::read_to_string(&seen).unwrap();
+    assert!(env.contains("XDG_DATA_HOME"), "{env}");
+    for leak in [secret.as_str(), "key-s3cret-value", "BOX_TOKEN", "BOX_KEY"] {
+        assert!(!env.contains(leak), "the hook inherited {leak}");
+    }
+    let log = d.log();
+    assert!(crate::sent(&log, "terminal/create").is_empty() || !log.contains(&secret));
+    assert!(!log.contains("key-s3cret-value"));
+}
