@@ -110,10 +110,7 @@ pub(crate) async fn keep_connected(
             let c = carried.lock().unwrap_or_else(|e| e.into_inner());
             (c.up, c.session.clone(), c.resumable)
         };
-        if stopped || spec.remote.is_none() {
-            return Err(why);
-        }
-        if session.is_none() {
+        if stopped || spec.remote.is_none() || session.is_none() {
             return Err(why);
         }
         if up {
@@ -123,6 +120,10 @@ pub(crate) async fn keep_connected(
                 return Err(format!(
                     "{why}; the agent offers neither session/resume nor session/load, so its session cannot be taken up again"
                 ));
+            }
+            if spec.remote.as_ref().is_some_and(|r| !r.redial) {
+                // A headless run: it ends with this turn, so nothing is dialed for it.
+                return Err(why);
             }
             link.recorder.local(LocalRecord::AgentExited {
                 code: None,

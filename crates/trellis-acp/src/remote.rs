@@ -45,6 +45,10 @@ pub struct RemoteSpec {
     /// The shared directories as the agent names them and here (`files = "shared"` with
     /// `paths`): its paths are mapped to this machine's.
     pub paths: trellis_core::path_map::PathMap,
+    /// A lost connection is dialed again and the session taken up (a UI's or a hub's
+    /// session); else the loss ends the session (a headless run, which ends with a turn
+    /// that did not end well anyway).
+    pub redial: bool,
 }
 
 impl std::fmt::Debug for RemoteSpec {
@@ -64,6 +68,7 @@ impl std::fmt::Debug for RemoteSpec {
             .field("cwd", &self.cwd)
             .field("shared_files", &self.shared_files)
             .field("paths", &self.paths)
+            .field("redial", &self.redial)
             .finish()
     }
 }
@@ -512,6 +517,7 @@ mod tests {
             cwd: None,
             shared_files: false,
             paths: Default::default(),
+            redial: true,
         };
         let shown = format!("{spec:?}");
         assert!(!shown.contains("trl_secret"), "{shown}");

@@ -575,6 +575,7 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
                 cwd: preset.cwd.clone(),
                 shared_files: shared,
                 paths,
+                redial: true,
             },
             shared,
         }),

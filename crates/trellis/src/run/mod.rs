@@ -129,6 +129,11 @@ fn stays(
         crate::agents::resolve(&agent, config, cwd.as_deref(), common.worktree.is_some())?;
     // No one types into a headless run: a streaming agent is read in large pieces.
     resolved.spec.bulk_reads = true;
+    // A headless run ends with a turn that did not end well: a lost connection ends it,
+    // saying so, rather than dialing again for nothing.
+    if let Some(r) = &mut resolved.spec.remote {
+        r.redial = false;
+    }
     // A fork from a turn, in a worktree: that turn's checkpoint, found before anything
     // is made.
     let base = match (&resume, &common.worktree) {

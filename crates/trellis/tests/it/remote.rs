@@ -679,6 +679,56 @@ fn a_connection_lost_mid_turn_ends_the_run_clearly() {
     );
 }
 
+/// A headless run whose agent could take its session up again still ends with the lost
+/// turn (as it does with any turn that did not end well): it says the connection was
+/// lost, and never that it dials again.
+#[test]
+fn a_headless_run_ends_with_its_lost_turn_without_dialing_again() {
+    let d = Dirs::new();
+    let secret = token(&d, "agent");
+    let served = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &[
+            "trellis",
+            "agent",
+            "demo",
+            "--delay-ms",
+            "400",
+            "--resume-session",
+        ],
+    );
+    box_config(&d, &served.addr);
+    let local = d.work.join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["run", "--agent", "box", "--prompt", "fix the TODO"])
+        .arg("--cwd")
+        .arg(&local)
+        .env("XDG_RUNTIME_DIR", &d.runtime)
+        .env("XDG_DATA_HOME", &d.data)
+        .env("XDG_CONFIG_HOME", &d.config)
+        .env("BOX_TOKEN", &secret)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    until("the turn to begin", || d.log().contains("\"tool_call\""));
+    let _ = Command::new("kill")
+        .args(["-9", &served.child.id().to_string()])
+        .status();
+    let o = bounded(&mut child, Duration::from_secs(30));
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("the connection to {} was lost", served.addr)),
+        "{}",
+        text(&o)
+    );
+    assert!(!text(&o).contains("dialing again"), "{}", text(&o));
+    assert!(!d.log().contains("dialing again"), "{}", d.log());
+}
+
 /// In the UI: where the agent runs is on the status bar, a turn runs over the network,
 /// and a lost connection is said on the screen.
 #[test]
