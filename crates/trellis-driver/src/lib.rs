@@ -520,8 +520,13 @@ impl Driver {
                 {
                     // A restart (or a dial again) that failed: on the record and on the
                     // screen, not only in a message the next key clears.
+                    let again = if self.session.remote.is_some() {
+                        "dialed"
+                    } else {
+                        "started"
+                    };
                     c.handle.recorder().local(LocalRecord::Mark {
-                        text: format!("the agent could not be started again: {e}"),
+                        text: format!("the agent could not be {again} again: {e}"),
                     });
                 }
                 notes.push(Note::Closed);

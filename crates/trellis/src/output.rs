@@ -136,7 +136,14 @@ impl<W: Write> Output<W> {
             }
             EventBody::AgentExited { message, .. } => {
                 self.break_line();
-                eprintln!("trellis: agent exited: {}", safe(message))
+                if session.remote.is_some() {
+                    eprintln!(
+                        "trellis: the connection to the agent ended: {}",
+                        safe(message)
+                    )
+                } else {
+                    eprintln!("trellis: agent exited: {}", safe(message))
+                }
             }
             _ => {}
         }

@@ -56,7 +56,12 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
         } => super::user_command::started(cx, terminal_id, command, cwd),
         LocalRecord::AgentExited { code, message } => {
             cx.s.agent_exited = Some(message.clone());
-            cx.notice(format!("agent exited: {message}"));
+            // An agent elsewhere did not exit: its connection ended (it may run on).
+            cx.notice(if cx.s.remote.is_some() {
+                format!("the connection to the agent ended: {message}")
+            } else {
+                format!("agent exited: {message}")
+            });
             cx.emit(EventBody::AgentExited { code, message });
             end_turn(cx, "agent_exited".into());
             // Nobody is left to answer: open requests are closed on our side.

@@ -538,7 +538,10 @@ pub(crate) fn agent_response(cx: &mut Ctx<'_>, msg: Message) {
                 .result_as::<wire::NewSessionResult>()
                 .unwrap_or_default();
             if let Some(why) = cx.s.agent_exited.take() {
-                cx.notice(format!("agent restarted (it had ended: {why})"));
+                // (An agent elsewhere dialed again: the connection's mark says so.)
+                if cx.s.remote.is_none() {
+                    cx.notice(format!("agent restarted (it had ended: {why})"));
+                }
                 cx.s.ledger.reconnected();
             }
             if let Some(id) = r.session_id.or(loaded) {

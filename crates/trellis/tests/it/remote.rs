@@ -992,6 +992,6 @@ fn dials_that_fail_end_the_session_on_the_record() {
     let s = t.wait("the end on the screen", |s| {
         s.contains("gave up after 5 tries")
     });
-    assert!(s.contains("could not be started again"), "{s}");
+    assert!(s.contains("could not be dialed again"), "{s}");
     assert!(t.log().contains("gave up after 5 tries over 31 s"));
 }

@@ -177,6 +177,13 @@ fn streamable_http_refusals_reach_the_user_with_their_reason() {
         "{}",
         text(&o)
     );
+    // Nothing exited: the connection was refused, and that is what is said.
+    assert!(
+        text(&o).contains("the connection to the agent ended")
+            && !text(&o).contains("agent exited"),
+        "{}",
+        text(&o)
+    );
     let approve = token(&d, "approve");
     http_box(&d, &served.addr);
     let o = run(
