@@ -138,10 +138,10 @@ pub(crate) async fn dial(
     let (pipe, link) = if target.tls {
         let tls =
             crate::tls::connect((&target.host, &target.shown), &spec.ca, tcp, wait, &[]).await?;
-        let ws = handshake(request, tls, config, &shown, wait).await?;
+        let ws = handshake(spec, request, tls, config, &shown, wait).await?;
         bridge(ws, recorder, shown)?
     } else {
-        let ws = handshake(request, tcp, config, &shown, wait).await?;
+        let ws = handshake(spec, request, tcp, config, &shown, wait).await?;
         bridge(ws, recorder, shown)?
     };
     Ok((pipe, link))
@@ -165,7 +165,15 @@ fn upgrade_request(spec: &RemoteSpec) -> Result<http::Request<()>, String> {
 pub(crate) fn headers(
     spec: &RemoteSpec,
 ) -> Result<Vec<(http::HeaderName, http::HeaderValue)>, String> {
-    spec.headers
+    header_pairs(&spec.headers)
+}
+
+/// `pairs` as headers, or which one cannot be one (checked when the config is read, so
+/// a bad entry is said before anything is dialed; the value is never in the message).
+pub fn header_pairs(
+    pairs: &[(String, String)],
+) -> Result<Vec<(http::HeaderName, http::HeaderValue)>, String> {
+    pairs
         .iter()
         .map(|(name, value)| {
             let n = http::HeaderName::from_bytes(name.as_bytes())
@@ -191,6 +199,7 @@ pub(crate) fn pipe() -> Result<(tokio::net::unix::pipe::Sender, std::fs::File), 
 /// The WebSocket handshake over `stream`, bounded; a refusal says what the agent's end
 /// answered.
 async fn handshake<S>(
+    spec: &RemoteSpec,
     request: http::Request<()>,
     stream: S,
     config: tungstenite::protocol::WebSocketConfig,
@@ -219,7 +228,7 @@ where
                 .to_string();
             Err(format!(
                 "{shown} refused the connection: {status}{}",
-                refusal_hint(&said, status.as_u16())
+                refusal_hint(&said, status.as_u16(), spec)
             ))
         }
         Ok(Err(e)) => Err(format!("{shown}: the WebSocket handshake failed: {e}")),
@@ -227,13 +236,23 @@ where
 }
 
 /// What follows a refusal's status: what the agent's end said, else what to check.
-pub(crate) fn refusal_hint(said: &str, status: u16) -> String {
-    match (said.is_empty(), status) {
+pub(crate) fn refusal_hint(said: &str, status: u16, spec: &RemoteSpec) -> String {
+    let mut hint = match (said.is_empty(), status) {
         (false, _) => format!(": {said}"),
         (true, 401 | 403) => ": check the agent's token".into(),
         (true, 404) => ": check the URL's path (trellis agent serve answers on /acp)".into(),
         _ => String::new(),
+    };
+    let token_sent = spec
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    if status == 401 && !token_sent {
+        hint.push_str(
+            " (no token was sent: a URL given alone carries none; give the agent an entry [agents.NAME] with its url and token = { env = \"…\" } or { file = \"…\" })",
+        );
     }
+    hint
 }
 
 /// Runs the connection: its messages to a pipe as lines (what the transport reads), the

@@ -114,12 +114,15 @@ const FS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// hung file system never stalls the connection.
 fn fs_task(
     responder: Responder<Value, V1>,
+    paths: &trellis_core::path_map::PathMap,
     work: impl FnOnce() -> Result<Value, crate::fs::FsError> + Send + 'static,
 ) {
+    let paths = paths.clone();
     tokio::spawn(async move {
         let r = match tokio::time::timeout(FS_TIMEOUT, tokio::task::spawn_blocking(work)).await {
             Ok(Ok(Ok(v))) => Ok(v),
-            Ok(Ok(Err(e))) => Err(rpc_error(e.code(), e.to_string())),
+            // In the agent's words: its paths, not this machine's.
+            Ok(Ok(Err(e))) => Err(rpc_error(e.code(), paths.in_their_words(&e.to_string()))),
             Ok(Err(e)) => Err(rpc_error(-32603, format!("file request failed: {e}"))),
             Err(_) => Err(rpc_error(
                 -32603,
@@ -280,7 +283,7 @@ fn fs_request(s: &Services, method: &str, p: &Value, responder: Responder<Value,
             }) {
                 Ok(p) => {
                     let roots = s.roots.clone();
-                    fs_task(responder, move || {
+                    fs_task(responder, &s.paths, move || {
                         crate::fs::read_text(&roots, &p.path, p.line, p.limit)
                             .map(|content| json!({"content": content}))
                     });
@@ -297,7 +300,7 @@ fn fs_request(s: &Services, method: &str, p: &Value, responder: Responder<Value,
                     let roots = s.roots.clone();
                     let recorder = s.recorder.clone();
                     let request_id = id_key(&responder);
-                    fs_task(responder, move || {
+                    fs_task(responder, &s.paths, move || {
                         let (old, existed) =
                             crate::fs::write_text_said(&roots, &p.path, &p.content)?;
                         // `file_written` (with the old content) is recorded after the write
@@ -339,7 +342,7 @@ fn terminal_request(s: &Services, method: &str, p: &Value, responder: Responder<
                     Some(c) => s
                         .roots
                         .check(&s.here(c)?)
-                        .map_err(|e| rpc_error(-32602, e.to_string()))?,
+                        .map_err(|e| rpc_error(-32602, s.paths.in_their_words(&e.to_string())))?,
                     None => s.cwd.clone(),
                 };
                 s.terminals

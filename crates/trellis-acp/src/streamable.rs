@@ -336,13 +336,14 @@ async fn exchange(
 
 /// A refusal of the server's in words: its status, what it said (one line, bounded),
 /// else a hint.
-fn refused(shown: &str, status: hyper::StatusCode, body: &[u8]) -> String {
+fn refused(shared: &Shared, status: hyper::StatusCode, body: &[u8]) -> String {
+    let shown = shared.shown();
     let said = one_line(&String::from_utf8_lossy(&body[..body.len().min(300)]))
         .trim()
         .to_string();
     format!(
         "{shown} refused the connection: {status}{}",
-        refusal_hint(&said, status.as_u16())
+        refusal_hint(&said, status.as_u16(), &shared.spec)
     )
 }
 
@@ -362,7 +363,7 @@ async fn initialize(
         .map_err(|e| e.to_string())?;
     let (status, headers, body) = exchange(shared, poster, req, setup).await?;
     if !status.is_success() {
-        return Err(refused(shared.shown(), status, &body));
+        return Err(refused(shared, status, &body));
     }
     let id = headers
         .get("acp-connection-id")
@@ -520,7 +521,7 @@ async fn events(shared: &Arc<Shared>, session: Option<&str>) -> String {
             .await
             .map(|b| b.to_bytes())
             .unwrap_or_default();
-        return refused(&shown, status, &body);
+        return refused(shared, status, &body);
     }
     let mut body = resp.into_body();
     let mut sse = crate::sse::Sse::default();

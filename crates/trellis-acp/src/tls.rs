@@ -39,9 +39,11 @@ pub(crate) async fn connect(
 /// A TLS failure in plain words, with what to do where there is something to do.
 fn in_words(e: &std::io::Error) -> String {
     use rustls::CertificateError as C;
-    let Some(rustls::Error::InvalidCertificate(c)) =
-        e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>())
-    else {
+    let inner = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+    if let Some(rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)) = inner {
+        return "it did not answer in TLS (does it serve plain ws:// or http:// there?)".into();
+    }
+    let Some(rustls::Error::InvalidCertificate(c)) = inner else {
         return e.to_string();
     };
     match c {

@@ -65,14 +65,16 @@ impl PathMap {
                     return Err(format!("{p:?}: {side} path may not have a `..` in it"));
                 }
             }
-            let remote = trimmed(&remote);
+            let (remote, local) = (trimmed(&remote), trimmed(&local));
             if out.iter().any(|p| p.remote == remote) {
                 return Err(format!("{remote:?} is mapped twice"));
             }
-            out.push(PathPair {
-                remote,
-                local: trimmed(&local),
-            });
+            if out.iter().any(|p| p.local == local) {
+                return Err(format!(
+                    "{local:?} is given for two of the agent's paths: which to send would be a guess"
+                ));
+            }
+            out.push(PathPair { remote, local });
         }
         Ok(PathMap(out))
     }
@@ -110,6 +112,19 @@ impl PathMap {
     pub fn to_remote(&self, path: &str) -> Option<String> {
         self.find(path, |p| &p.local)
             .map(|(p, rest)| join(&p.remote, rest))
+    }
+
+    /// `text` (a message for the agent) with this machine's shared directories named as
+    /// the agent names them: an error about a file it asked for speaks of its path, and
+    /// shows nothing of this machine's layout there.
+    pub fn in_their_words(&self, text: &str) -> String {
+        let mut pairs: Vec<&PathPair> = self.0.iter().collect();
+        pairs.sort_by_key(|p| std::cmp::Reverse(p.local.len()));
+        let mut out = text.to_string();
+        for p in pairs.into_iter().filter(|p| p.local != "/") {
+            out = out.replace(&p.local, &p.remote);
+        }
+        out
     }
 
     /// The patch's locations and diffs with local paths (a path outside the shared
@@ -173,10 +188,23 @@ mod tests {
         assert!(PathMap::new([("w".into(), "/h".into())]).is_err());
         assert!(PathMap::new([("/w".into(), "h".into())]).is_err());
         assert!(PathMap::new([("/w".into(), "/a".into()), ("/w/".into(), "/b".into())]).is_err());
+        assert!(PathMap::new([("/v".into(), "/a".into()), ("/w".into(), "/a/".into())]).is_err());
         let root = PathMap::new([("/".into(), "/mnt/box".into())]).unwrap();
         assert_eq!(
             root.to_local("/etc/hosts").as_deref(),
             Some("/mnt/box/etc/hosts")
+        );
+    }
+
+    #[test]
+    fn messages_for_the_agent_name_its_paths() {
+        assert_eq!(
+            map().in_their_words("file not found: /home/u/proj/src/a.rs (roots: /home/u/proj)"),
+            "file not found: /workspace/src/a.rs (roots: /workspace)"
+        );
+        assert_eq!(
+            map().in_their_words("/srv/vendor/x: denied"),
+            "/workspace/vendor/x: denied"
         );
     }
 

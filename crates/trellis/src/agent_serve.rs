@@ -52,6 +52,10 @@ pub fn main(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let shown = safe(&command.join(" ")).into_owned();
+    // A command that cannot run is said now, not to each client that dials.
+    if let Some(why) = crate::agents::missing_program(&command) {
+        anyhow::bail!("cannot serve {shown}: {}", safe(&why));
+    }
     let tls = args.tls_cert.zip(args.tls_key);
     let (ws, http) = if tls.is_some() {
         ("wss", "https")

@@ -294,12 +294,9 @@ pub fn resolve(
         // Shared directories that leave the session's out: the agent would be sent a
         // directory it cannot see.
         let cwd = resolved.spec.cwd.display().to_string();
-        if !r.spec.paths.is_empty()
-            && r.spec.cwd.is_none()
-            && r.spec.paths.to_remote(&cwd).is_none()
-        {
+        if !r.spec.paths.is_empty() && r.spec.paths.to_remote(&cwd).is_none() {
             bail!(
-                "{cwd} is not in a directory shared with agent {agent} (its paths: {}); start Trellis in one of them, or give its cwd",
+                "{cwd} is not in a directory shared with agent {agent} (its paths: {}): its files could not be served from here; start Trellis in one of the directories of this machine named there, or give it with --cwd",
                 r.spec
                     .paths
                     .pairs()
@@ -496,7 +493,12 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
             _ => return Ok(None),
         }
     };
-    let place = format!("[agents.{name}]");
+    // What the user wrote: an entry of the config, or a URL on the command line.
+    let place = if preset.url.as_deref() == Some(agent) {
+        format!("--agent {}", trellis_acp::remote::shown_url(agent))
+    } else {
+        format!("[agents.{name}]")
+    };
     let url = preset.url.clone().unwrap_or_default();
     if !preset.command.is_empty() {
         bail!("{place} in the config: an agent has a command or a url, not both");
@@ -529,6 +531,7 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
             .map_err(|e| anyhow::anyhow!("{place} headers.{k}: {e}"))?;
         headers.push((k.clone(), v));
     }
+    trellis_acp::remote::header_pairs(&headers).map_err(|e| anyhow::anyhow!("{place}: {e}"))?;
     let shared = match preset.files.as_deref() {
         None | Some("its own") => false,
         Some("shared") => true,
@@ -608,7 +611,7 @@ fn shared_paths(
 
 /// What is wrong with a command line's program, if it cannot run: not found on `PATH`,
 /// or (a path) not an executable file.
-fn missing_program(words: &[String]) -> Option<String> {
+pub(crate) fn missing_program(words: &[String]) -> Option<String> {
     let program = program_of(words)?;
     if program == "trellis" && words.first().is_some_and(|w| w == "trellis") {
         return None;

@@ -35,14 +35,23 @@ tokio::task_local! {
     static OPENING: Opening;
 }
 
-/// What opens a connection: its agent's place, its window, who asked, and its id once
+/// What opens a connection: its agent's place, its window, its agent, and its id once
 /// the transport has named it.
 struct Opening {
     server: Arc<Server>,
     window: Arc<Window>,
     id: Arc<std::sync::OnceLock<String>>,
     seat: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
-    from: (u64, SocketAddr),
+    /// Its agent, started before the request reached the transport (so a failure to
+    /// start is said to the client in words); stopped if the transport takes no agent.
+    started: Mutex<Option<Started>>,
+}
+
+/// An agent started for a connection: what stops it, its stdin and stdout.
+struct Started {
+    stopper: Arc<Stopper>,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
 }
 
 type Component = agent_client_protocol::Lines<
@@ -87,31 +96,27 @@ impl Drop for Stopper {
 /// client's messages as lines, its stdout's lines go to the client through the window.
 fn component(opening: &Opening) -> Component {
     let server = &opening.server;
-    let (conn, peer) = opening.from;
-    let Some(seat) = opening
+    let seat = opening
         .seat
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .take()
+        .take();
+    let started = opening
+        .started
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    let (
+        Some(seat),
+        Some(Started {
+            stopper,
+            stdin,
+            stdout,
+        }),
+    ) = (seat, started)
     else {
         return ended();
     };
-    let (agent, stdin, stdout) = match Agent::start(&server.opts, conn) {
-        Ok(started) => started,
-        Err(why) => {
-            (server.opts.say)(format!("connection {conn} from {peer}: {why}"));
-            return ended();
-        }
-    };
-    (server.opts.say)(format!(
-        "connection {conn} from {peer}: agent started (pid {}, streamable HTTP)",
-        agent.pid.unwrap_or(0)
-    ));
-    let stopper = Arc::new(Stopper {
-        agent: Some(agent),
-        say: server.opts.say.clone(),
-        from: opening.from,
-    });
     let window = opening.window.clone();
     let ending = (Arc::downgrade(server), opening.id.clone());
     let sink = futures::sink::unfold(
@@ -199,6 +204,43 @@ pub(super) async fn sweep(server: Weak<Server>) {
             !w.is_closed()
         });
     }
+}
+
+/// The agent of a connection opening from `from`, or why it could not start.
+fn start(server: &Server, from: (u64, SocketAddr)) -> Result<Started, String> {
+    let (n, peer) = from;
+    match Agent::start(&server.opts, n) {
+        Ok((agent, stdin, stdout)) => {
+            (server.opts.say)(format!(
+                "connection {n} from {peer}: agent started (pid {}, streamable HTTP)",
+                agent.pid.unwrap_or(0)
+            ));
+            let stopper = Arc::new(Stopper {
+                agent: Some(agent),
+                say: server.opts.say.clone(),
+                from,
+            });
+            Ok(Started {
+                stopper,
+                stdin,
+                stdout,
+            })
+        }
+        Err(why) => {
+            (server.opts.say)(format!("connection {n} from {peer}: {why}"));
+            Err(why)
+        }
+    }
+}
+
+/// Whether a `POST`'s body is an `initialize` request (what opens a connection).
+fn initializing(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Peek<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+    }
+    serde_json::from_slice::<Peek<'_>>(body).is_ok_and(|p| p.method == Some("initialize"))
 }
 
 /// The body of a `POST`, read within [`BODY_WAIT`] and [`MESSAGE_LIMIT`]; else the
@@ -297,10 +339,12 @@ pub(super) async fn request(
             "a message is at most 65 MiB",
         );
     }
+    let mut body_bytes = hyper::body::Bytes::new();
     let (body, sent) = if posting {
         match body(incoming).await {
             Ok(bytes) => {
                 let n = bytes.len();
+                body_bytes = bytes.clone();
                 (axum::body::Body::from(bytes), n)
             }
             Err(refused) => return refused,
@@ -329,7 +373,7 @@ pub(super) async fn request(
             let Ok(seat) = server.seats.clone().try_acquire_owned() else {
                 let (n, peer) = from;
                 (server.opts.say)(format!(
-                    "connection {n} from {peer} refused: {} agents run already (--max-agents)",
+                    "connection {n} from {peer} refused: every agent runs already ({} of --max-agents)",
                     server.opts.max_agents
                 ));
                 return refusal(
@@ -337,13 +381,22 @@ pub(super) async fn request(
                     "every agent of this server is at work: try again later",
                 );
             };
+            // Its agent now, if it asks for one: a command that cannot start is said.
+            let started = if initializing(&body_bytes) {
+                match start(server, from) {
+                    Ok(started) => Some(started),
+                    Err(why) => return refusal(hyper::StatusCode::INTERNAL_SERVER_ERROR, &why),
+                }
+            } else {
+                None
+            };
             let id = Arc::new(std::sync::OnceLock::new());
             let opening = Opening {
+                started: Mutex::new(started),
                 server: server.clone(),
                 window: Arc::default(),
                 id: id.clone(),
                 seat: Mutex::new(Some(seat)),
-                from,
             };
             let window = opening.window.clone();
             window.receive(sent);

@@ -282,7 +282,9 @@ async fn route(
     let token = match admit(&req, &server.opts.store) {
         Ok(token) => token,
         Err((status, why)) => {
-            (server.opts.say)(format!("connection {conn} from {peer}: refused: {status}"));
+            (server.opts.say)(format!(
+                "connection {conn} from {peer}: refused: {status} ({why})"
+            ));
             return refusal(status, why);
         }
     };
@@ -316,8 +318,14 @@ fn admit<B>(
     store: &Store,
 ) -> Result<String, (hyper::StatusCode, &'static str)> {
     use hyper::StatusCode;
-    if req.uri().path() != "/acp" || req.uri().query().is_some() {
+    if req.uri().path() != "/acp" {
         return Err((StatusCode::NOT_FOUND, "the agent is served on /acp"));
+    }
+    if req.uri().query().is_some() {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            "/acp takes no query (a token goes in the Authorization header, never in a URL)",
+        ));
     }
     if req.headers().contains_key("origin") {
         return Err((

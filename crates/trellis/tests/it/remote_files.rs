@@ -165,6 +165,14 @@ fn shared_directories_are_checked_before_dialing() {
             "files = \"shared\"\npaths = { \"/workspace\" = \"/nowhere/near\" }\n",
             "is not in a directory shared with agent box",
         ),
+        (
+            "files = \"shared\"\npaths = { \"/workspace\" = \"/nowhere/near\" }\ncwd = \"/workspace\"\n",
+            "or give it with --cwd",
+        ),
+        (
+            "headers = { \"Bad Header\" = \"x\" }\n",
+            "not a header name",
+        ),
     ] {
         config(
             &d,

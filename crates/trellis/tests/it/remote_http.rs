@@ -177,6 +177,8 @@ fn streamable_http_refusals_reach_the_user_with_their_reason() {
         "{}",
         text(&o)
     );
+    // A URL alone carries no token, and the user is told how to give one.
+    assert!(text(&o).contains("no token was sent"), "{}", text(&o));
     // Nothing exited: the connection was refused, and that is what is said.
     assert!(
         text(&o).contains("the connection to the agent ended")
@@ -197,8 +199,23 @@ fn streamable_http_refusals_reach_the_user_with_their_reason() {
     assert!(text(&o).contains("scope agent"), "{}", text(&o));
     assert!(served.agents().is_empty());
 
-    // A connection opened by hand holds the one agent's place.
+    // A query is refused for what it is, not as a wrong path.
     let mine = token(&d, "agent");
+    let (status, _, body) = request(
+        &served.addr,
+        &format!(
+            "POST /acp?x=1 HTTP/1.1\r\nAuthorization: Bearer {mine}\r\nContent-Type: application/json"
+        ),
+        INIT,
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("takes no query"), "{body}");
+    assert!(
+        served.said().contains("(/acp takes no query"),
+        "{}",
+        served.said()
+    );
+    // A connection opened by hand holds the one agent's place.
     let (status, headers, body) = request(
         &served.addr,
         &format!(
@@ -334,6 +351,48 @@ fn https_is_checked_against_the_name_dialed() {
     );
     until_no_agent(&served);
     assert!(other.agents().is_empty(), "no agent for a refused client");
+    // https:// at a server that answers in plain HTTP: said so.
+    let plain = Served::start(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &["trellis", "agent", "demo"],
+    );
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"https://{}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\n",
+            plain.addr
+        ),
+    );
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &secret)],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("did not answer in TLS"), "{}", text(&o));
+}
+
+/// A command that cannot run is said when the server starts, not to each client.
+#[test]
+fn a_server_of_a_command_that_cannot_run_does_not_start() {
+    let d = Dirs::new();
+    let o = d.trellis(&[
+        "agent",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--",
+        "no-such-agent-here",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("cannot serve no-such-agent-here: no-such-agent-here is not on PATH"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// A hand-made streamable-HTTP server: `initialize` answered (when `answer`), other
