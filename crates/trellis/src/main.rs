@@ -123,7 +123,8 @@ enum Cmd {
         #[command(subcommand)]
         command: project_hooks::HooksCmd,
     },
-    /// Tokens for a hub's loopback listener (`trellis serve --listen`): new, list, revoke.
+    /// Tokens for a hub's loopback listener (`trellis serve --listen`) and for `trellis
+    /// agent serve` (scope agent): new, list, revoke.
     Token {
         #[command(subcommand)]
         command: pairing::TokenCmd,
