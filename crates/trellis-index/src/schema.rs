@@ -6,7 +6,7 @@ use rusqlite::{Connection, OpenFlags};
 
 /// The schema this build writes (`PRAGMA user_version`). An index with another version
 /// is not read: an older one is rebuilt, a newer one (a later Trellis) is set aside.
-pub const SCHEMA: i64 = 9;
+pub const SCHEMA: i64 = 10;
 
 const TABLES: &str = r#"
 CREATE TABLE sessions(
@@ -42,13 +42,14 @@ CREATE TABLE sessions(
 );
 CREATE INDEX sessions_started ON sessions(started);
 -- A call's final status, for the session's counts (its title, command and paths are
--- words in entries_fts).
+-- words in entries_fts). Keyed by where it was announced too: an agent that counts its
+-- ids from the start again (a new process after a reconnection) makes new calls.
 CREATE TABLE calls(
     session INTEGER NOT NULL,
     call_id TEXT NOT NULL,
     status TEXT NOT NULL,
     offset INTEGER NOT NULL,
-    PRIMARY KEY(session, call_id)
+    PRIMARY KEY(session, call_id, offset)
 ) WITHOUT ROWID;
 CREATE TABLE entries(
     id INTEGER PRIMARY KEY,

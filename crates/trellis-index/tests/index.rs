@@ -402,3 +402,19 @@ fn a_log_written_anew_is_read_again_from_its_start() {
         3
     );
 }
+
+/// A call id announced again after its call ended (an agent that counts its ids from the
+/// start again, in a new process after a reconnection) is a new call: counted apart,
+/// as the session's ledger shows it.
+#[test]
+fn an_id_announced_again_is_counted_as_a_new_call() {
+    let s = setup();
+    let a = s.sessions.join("2026-12-06/100000-demo-1.jsonl");
+    let mut text = log_text("demo", "/p/one", 1_000.0, 1, "zanzibar");
+    text.push_str(&turn_text("demo", 1, "zanzibar"));
+    write(&a, &text);
+    let (mut ix, _) = Index::open(&s.index).unwrap();
+    ix.refresh(&s.sessions).unwrap();
+    let all = ix.list(&ListFilter::default()).unwrap();
+    assert_eq!(all[0].calls.total, 2, "{:?}", all[0].calls);
+}
