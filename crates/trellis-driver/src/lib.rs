@@ -176,7 +176,8 @@ pub trait History: Send {
 
 /// Starts the agent again, continuing the session log from an origin (Ctrl-R after the
 /// agent ended).
-pub type Restart = Box<dyn FnMut(trellis_acp::Origin) -> Result<Connection, String> + Send>;
+pub type Restart =
+    Box<dyn FnMut(trellis_acp::Origin, Option<String>) -> Result<Connection, String> + Send>;
 
 /// Something that sees a session's events as they are emitted, and its end (the trace
 /// exporter). It runs on the session's path: it must be quick.

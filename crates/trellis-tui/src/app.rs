@@ -661,7 +661,11 @@ impl App {
             && self.driver.session.agent_exited.is_some()
             && !self.replay
         {
-            self.message = Some("restarting the agent…".into());
+            self.message = Some(if self.driver.session.remote.is_some() {
+                "dialing the agent again…".into()
+            } else {
+                "restarting the agent…".into()
+            });
             return vec![Intent::Restart];
         }
         // F1 anywhere: the help screen (again: closes it).

@@ -180,11 +180,24 @@ impl Launch {
         let spec = resolved.spec.clone();
         let restart_log = log_path.clone();
         // Ctrl-R after the agent ended: the same agent, appending to the same log.
-        let restart: trellis_tui::Restart = Box::new(move |origin| {
+        // An agent elsewhere that can take its session up again is asked to (`take_up`).
+        let restart: trellis_tui::Restart = Box::new(move |origin, take_up| {
             let writer = LogWriter::open(&restart_log)
                 .map_err(|e| format!("{}: {e}", restart_log.display()))?;
-            let (handle, rx) =
-                trellis_acp::start_at(spec.clone(), Box::new(FileSink(writer)), origin);
+            let mut spec = spec.clone();
+            if let Some(id) = &take_up {
+                spec.load_session = Some(id.clone());
+                spec.fork_session = None;
+            }
+            let (handle, rx) = trellis_acp::start_at(spec, Box::new(FileSink(writer)), origin);
+            handle.recorder().local(trellis_core::LocalRecord::Mark {
+                text: match &take_up {
+                    Some(id) => {
+                        format!("dialing the agent again by hand, to take up its session {id}")
+                    }
+                    None => "the agent started again by hand".into(),
+                },
+            });
             Ok(Connection { handle, rx })
         });
         let remote = crate::agents::remote_at(&resolved.spec);

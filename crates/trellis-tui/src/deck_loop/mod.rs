@@ -377,6 +377,17 @@ fn session_clock(deck: &Deck) -> f64 {
     deck.sessions.slots[deck.sessions.front].app.driver.now()
 }
 
+/// The agent's session to take up again when Ctrl-R dials an agent elsewhere again: its
+/// own, if it offered `session/resume` or `session/load` (a local agent starts anew, as
+/// it always did).
+fn taken_up(s: &trellis_core::Session) -> Option<String> {
+    let caps = s.agent_capabilities.as_ref()?;
+    let resumable = caps.get("loadSession").and_then(|v| v.as_bool()) == Some(true)
+        || caps.pointer("/sessionCapabilities/resume").is_some();
+    s.remote.as_ref()?;
+    s.id.as_deref().filter(|_| resumable).map(str::to_string)
+}
+
 /// A key for the session in front (what a single session's loop does with it).
 fn front_key(deck: &mut Deck, k: KeyEvent) {
     let i = deck.sessions.front;
@@ -384,8 +395,9 @@ fn front_key(deck: &mut Deck, k: KeyEvent) {
     for intent in slot.app.on_key(k) {
         if intent == Intent::Restart {
             let origin = slot.app.driver.connection().map(|h| h.recorder().origin());
+            let take_up = taken_up(&slot.app.driver.session);
             match (slot.restart.as_mut(), origin) {
-                (Some(start), Some(origin)) => match start(origin) {
+                (Some(start), Some(origin)) => match start(origin, take_up) {
                     Ok(c) => slot.app.driver.connect(c),
                     Err(e) => slot.app.message = Some(format!("cannot restart the agent: {e}")),
                 },

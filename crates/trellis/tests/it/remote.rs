@@ -994,4 +994,22 @@ fn dials_that_fail_end_the_session_on_the_record() {
     });
     assert!(s.contains("could not be dialed again"), "{s}");
     assert!(t.log().contains("gave up after 5 tries over 31 s"));
+    // Ctrl-R once the server is back: dialed again by hand, the same conversation
+    // taken up (not a new session), and said so.
+    let _second = Served::start(
+        &d,
+        &["--listen", &addr],
+        &["trellis", "agent", "demo", "--resume-session"],
+    );
+    t.send(&["C-r"]);
+    t.wait("the session taken up by hand", |s| {
+        s.contains("to take up its session")
+    });
+    t.send(&["hello again", "Enter"]);
+    t.wait("the next turn", |s| {
+        s.contains("› hello again") && s.matches("the tests pass").count() >= 2
+    });
+    let log = t.log();
+    assert_eq!(crate::sent(&log, "session/new").len(), 1, "{log}");
+    assert_eq!(crate::sent(&log, "session/resume").len(), 1, "{log}");
 }
