@@ -219,6 +219,16 @@ pub struct Session {
     pub turns_before: u32,
 }
 
+/// What is said when the connection to an agent elsewhere ended, with `message` (which
+/// may say it already: "the connection to HOST was lost: …").
+pub fn connection_ended(message: &str) -> String {
+    if message.starts_with("the connection to ") {
+        message.to_string()
+    } else {
+        format!("the connection to the agent ended: {message}")
+    }
+}
+
 impl Session {
     pub fn new(policy: Policy) -> Session {
         Session {

@@ -57,6 +57,8 @@ pub struct Extractor {
     /// The offset just after the line being read.
     next: u64,
     new_session_ids: Vec<String>,
+    /// The agent was dialed (the header says where it runs), not started here.
+    remote: bool,
     /// A `session/load` is unanswered: what the agent sends meanwhile is the history it
     /// replays, indexed already with the log it came from.
     load_id: Option<String>,
@@ -123,6 +125,7 @@ impl Extractor {
                 f.continues_at = msg.get("continues_at").and_then(Value::as_i64);
                 f.handed_over = msg.get("handed_over").and_then(Value::as_bool) == Some(true);
                 f.launched_in = str_of(msg, "launched_in").map(str::to_string);
+                self.remote = msg.get("remote").is_some_and(|r| !r.is_null());
                 f.worktree = msg
                     .get("worktree")
                     .and_then(|w| str_of(w, "label"))
@@ -130,10 +133,13 @@ impl Extractor {
             }
             Some("session_ended") => f.end_reason = str_of(msg, "reason").map(str::to_string),
             Some("agent_exited") if f.end_reason.is_none() => {
-                f.end_reason = Some(format!(
-                    "agent exited: {}",
-                    str_of(msg, "message").unwrap_or("")
-                ));
+                // An agent elsewhere did not exit: its connection ended.
+                let message = str_of(msg, "message").unwrap_or("");
+                f.end_reason = Some(if self.remote {
+                    trellis_core::session::connection_ended(message)
+                } else {
+                    format!("agent exited: {message}")
+                });
             }
             Some("terminal_output") => {
                 let (Some(tid), Some(data)) = (str_of(msg, "terminal_id"), str_of(msg, "data"))

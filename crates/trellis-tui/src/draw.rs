@@ -266,7 +266,11 @@ fn draw_status(f: &mut Frame<'_>, app: &App, status: Rect, message_above: bool) 
     } else if app.replay {
         None
     } else if app.driver.session.agent_exited.is_some() {
-        Some("agent ended · Ctrl-R restarts it".to_string())
+        Some(if app.driver.session.remote.is_some() {
+            "the connection to the agent ended · Ctrl-R dials again".to_string()
+        } else {
+            "agent ended · Ctrl-R restarts it".to_string()
+        })
     } else if app.driver.connection().is_some() && !app.driver.ready() && !app.driver.closed() {
         Some(format!("connecting to {}…", app.agent))
     } else {

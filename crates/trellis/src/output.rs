@@ -138,8 +138,8 @@ impl<W: Write> Output<W> {
                 self.break_line();
                 if session.remote.is_some() {
                     eprintln!(
-                        "trellis: the connection to the agent ended: {}",
-                        safe(message)
+                        "trellis: {}",
+                        safe(&trellis_core::session::connection_ended(message))
                     )
                 } else {
                     eprintln!("trellis: agent exited: {}", safe(message))

@@ -58,7 +58,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             cx.s.agent_exited = Some(message.clone());
             // An agent elsewhere did not exit: its connection ended (it may run on).
             cx.notice(if cx.s.remote.is_some() {
-                format!("the connection to the agent ended: {message}")
+                crate::session::connection_ended(&message)
             } else {
                 format!("agent exited: {message}")
             });

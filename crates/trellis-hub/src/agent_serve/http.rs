@@ -274,6 +274,30 @@ pub(super) async fn request(
     req: hyper::Request<hyper::body::Incoming>,
     from: (u64, SocketAddr),
 ) -> hyper::Response<axum::body::Body> {
+    let r = answer(server, token, req, from).await;
+    let status = r.status();
+    if status.is_client_error() || status.is_server_error() {
+        // Every refusal is said on the server too (the transport's own, by status).
+        let (n, peer) = from;
+        let why = r
+            .extensions()
+            .get::<super::Refused>()
+            .map(|w| format!(" ({})", w.0))
+            .unwrap_or_default();
+        (server.opts.say)(format!(
+            "connection {n} from {peer}: refused: {status}{why}"
+        ));
+    }
+    r
+}
+
+/// [`request`]'s answer.
+async fn answer(
+    server: &Arc<Server>,
+    token: String,
+    req: hyper::Request<hyper::body::Incoming>,
+    from: (u64, SocketAddr),
+) -> hyper::Response<axum::body::Body> {
     use tower::ServiceExt;
     let router = server
         .streamable
@@ -371,11 +395,6 @@ pub(super) async fn request(
         None if posting => {
             // A connection may open: its agent takes a place.
             let Ok(seat) = server.seats.clone().try_acquire_owned() else {
-                let (n, peer) = from;
-                (server.opts.say)(format!(
-                    "connection {n} from {peer} refused: every agent runs already ({} of --max-agents)",
-                    server.opts.max_agents
-                ));
                 return refusal(
                     hyper::StatusCode::SERVICE_UNAVAILABLE,
                     "every agent of this server is at work: try again later",

@@ -295,10 +295,15 @@ async fn route(
     }
 }
 
+/// Why a request was refused, kept with the answer for the server's own line about it.
+#[derive(Clone)]
+struct Refused(String);
+
 /// A refusal that says why, in words, and closes the TCP connection.
 fn refusal(status: hyper::StatusCode, why: &str) -> hyper::Response<axum::body::Body> {
     let mut r = hyper::Response::new(axum::body::Body::from(format!("{why}\n")));
     *r.status_mut() = status;
+    r.extensions_mut().insert(Refused(why.to_string()));
     let h = r.headers_mut();
     h.insert(
         hyper::header::CONTENT_TYPE,

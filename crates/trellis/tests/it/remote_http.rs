@@ -245,6 +245,14 @@ fn streamable_http_refusals_reach_the_user_with_their_reason() {
     );
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("another token"), "{body}");
+    // Said on the server too, with why.
+    assert!(
+        served
+            .said()
+            .contains("refused: 403 Forbidden (this connection was opened with another token)"),
+        "{}",
+        served.said()
+    );
     // No place is left: the next client is told so.
     let o = run(
         &d,
