@@ -231,6 +231,9 @@ where
                 refusal_hint(&said, status.as_u16(), spec)
             ))
         }
+        Ok(Err(e)) if e.to_string().contains("invalid HTTP version") => Err(format!(
+            "{shown}: it did not answer in plain HTTP (does it serve TLS there? then dial wss://)"
+        )),
         Ok(Err(e)) => Err(format!("{shown}: the WebSocket handshake failed: {e}")),
     }
 }

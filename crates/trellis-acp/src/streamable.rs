@@ -314,10 +314,15 @@ async fn exchange(
             .ready()
             .await
             .map_err(|e| format!("the connection to {shown} was lost: {e}"))?;
-        let resp = poster
-            .send_request(req)
-            .await
-            .map_err(|e| format!("the connection to {shown} was lost: {e}"))?;
+        let resp = poster.send_request(req).await.map_err(|e| {
+            if e.to_string().contains("invalid HTTP version") {
+                format!(
+                    "{shown}: it did not answer in plain HTTP (does it serve TLS there? then dial https://)"
+                )
+            } else {
+                format!("the connection to {shown} was lost: {e}")
+            }
+        })?;
         let (parts, body) = resp.into_parts();
         let body = http_body_util::Limited::new(body, MESSAGE_LIMIT)
             .collect()

@@ -131,6 +131,10 @@ pub fn show_notes(app: &mut App, notes: Vec<Note>) {
             Note::Login(login) => app.login = Some(login),
             // An agent given as a command line is named as it names itself.
             Note::Ready => {
+                // Connected (again): what was said while dialing is over.
+                if app.driver.session.remote.is_some() {
+                    app.message = None;
+                }
                 let own = &app.driver.session.agent.name;
                 let own = own.rsplit('/').next().unwrap_or(own).trim();
                 if app.name_from_agent && !own.is_empty() {

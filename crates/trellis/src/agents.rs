@@ -285,6 +285,14 @@ pub fn resolve(
         },
         scratch: dir,
     };
+    if let Some(r) = &remote
+        && worktree
+        && !r.shared
+    {
+        bail!(
+            "--worktree makes a worktree on this machine, and agent {agent} works on its own files elsewhere: leave --worktree out (or say files = \"shared\" if it sees this machine's)"
+        );
+    }
     if let Some(r) = remote {
         // An agent whose files are its own is given no directory of this machine's.
         if !r.shared {

@@ -217,6 +217,10 @@ async fn accept(
                 Some(acceptor) => {
                     match tokio::time::timeout(HANDSHAKE_WAIT, acceptor.accept(tcp)).await {
                         Ok(Ok(stream)) => requests(stream, &server, from).await,
+                        Ok(Err(e)) if e.to_string().contains("InvalidContentType") => Err(
+                            "TLS: the client did not speak TLS (it dialed ws:// or http://?)"
+                                .into(),
+                        ),
                         Ok(Err(e)) => Err(format!("TLS: {e}")),
                         Err(_) => Err("no TLS handshake in time".into()),
                     }

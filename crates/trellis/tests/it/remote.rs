@@ -794,6 +794,8 @@ fn a_connection_lost_mid_turn_is_restored_and_the_session_taken_up_again() {
         s.contains("connected again after")
     });
     assert!(s.contains("took up its session"), "{s}");
+    // What was said while dialing leaves the message line once connected.
+    t.wait("the dialing message gone", |s| !s.contains(" of 5)"));
     t.wait("the waiting prompt's turn on the new connection", |s| {
         s.contains("› hello again") && s.contains("the tests pass")
     });

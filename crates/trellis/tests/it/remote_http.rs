@@ -323,6 +323,43 @@ fn https_is_checked_against_the_name_dialed() {
         Duration::from_secs(60),
     );
     assert!(o.status.success(), "{}\n{}", text(&o), served.said());
+    // Plain ws:// or http:// at a TLS server: said so, and the server says why.
+    for scheme in ["ws", "http"] {
+        config(
+            &d,
+            &format!(
+                "[agents.box]\nurl = \"{scheme}://localhost:{port}/acp\"\ntoken = {{ env = \"BOX_TOKEN\" }}\n"
+            ),
+        );
+        let o = run(
+            &d,
+            "box",
+            &[("BOX_TOKEN", &secret)],
+            &[],
+            Duration::from_secs(30),
+        );
+        assert!(!o.status.success());
+        assert!(
+            text(&o).contains("did not answer in plain HTTP"),
+            "{scheme}: {}",
+            text(&o)
+        );
+    }
+    assert!(
+        served.said().contains("the client did not speak TLS"),
+        "{}",
+        served.said()
+    );
+    // --worktree makes a worktree here, which an agent with its own files never sees.
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &secret)],
+        &["--worktree"],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("leave --worktree out"), "{}", text(&o));
     // A certificate for another name: refused before anything is sent.
     let other = Served::start(
         &d,
