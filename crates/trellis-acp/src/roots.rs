@@ -17,8 +17,13 @@ pub enum RootsError {
     NotAbsolute(String),
     #[error("path {0} contains `..`")]
     ParentDir(String),
-    #[error("path {path} is outside the session roots ({roots})")]
-    Outside { path: String, roots: String },
+    #[error("path {path} is outside the session roots ({roots}){how}")]
+    Outside {
+        path: String,
+        roots: String,
+        /// How, when the path as written is inside: a link in it leads out.
+        how: &'static str,
+    },
 }
 
 impl Roots {
@@ -54,7 +59,13 @@ impl Roots {
         if self.contains(&real) {
             Ok(real)
         } else {
+            let linked = self.roots.iter().any(|r| path.starts_with(r));
             Err(RootsError::Outside {
+                how: if linked {
+                    ": a symbolic link in it leads out"
+                } else {
+                    ""
+                },
                 path: shown,
                 roots: self
                     .roots

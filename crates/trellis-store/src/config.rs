@@ -119,7 +119,11 @@ impl Secret {
                 .or_else(|| std::env::var(env).ok())
                 .filter(|v| !v.trim().is_empty())
                 .map(|v| v.trim().to_string())
-                .ok_or_else(|| format!("the environment variable {env} is not set")),
+                .ok_or_else(|| {
+                    format!(
+                        "the environment variable {env} is not set where this Trellis runs (a hub started before it was set does not have it: trellis serve --stop, then again; {{ file = \"…\" }} does not depend on it)"
+                    )
+                }),
             Secret::File { file } => {
                 let path = crate::config::expand_home(file);
                 let text = std::fs::read_to_string(&path)

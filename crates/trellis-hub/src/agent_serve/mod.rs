@@ -362,7 +362,7 @@ fn admit<B>(
         Ok(Ok(token)) if token.grants(Scope::Agent) => Ok(token.id),
         Ok(Ok(_)) => Err((
             StatusCode::FORBIDDEN,
-            "this token may not reach a served agent (scope agent)",
+            "this token's scope is not agent: it may not reach a served agent (trellis token new --scope agent)",
         )),
         Ok(Err(_)) => Err((StatusCode::UNAUTHORIZED, "the token is unknown or expired")),
         Err(_) => Err((
@@ -432,6 +432,19 @@ impl Agent {
             }
         });
         Ok((Agent { child, pid, stderr }, stdin, stdout))
+    }
+
+    /// How the agent ended, if it has (waiting a moment for it): its exit code, or a
+    /// signal's end.
+    async fn how_it_ended(&mut self) -> Option<String> {
+        let status = tokio::time::timeout(Duration::from_millis(300), self.child.wait())
+            .await
+            .ok()?
+            .ok()?;
+        Some(match status.code() {
+            Some(code) => format!("exit code {code}"),
+            None => "ended by a signal".into(),
+        })
     }
 
     /// The connection is over: the agent goes with it, and its whole group.

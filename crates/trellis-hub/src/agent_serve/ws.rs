@@ -121,7 +121,11 @@ async fn connection(
         "connection {conn} from {peer}: agent started (pid {})",
         agent.pid.unwrap_or(0)
     ));
-    let why = pump(ws, stdin, stdout, server.stopping.subscribe()).await;
+    let mut why = pump(ws, stdin, stdout, server.stopping.subscribe()).await;
+    let mut agent = agent;
+    if let Some(how) = agent.how_it_ended().await {
+        why = format!("{why}: {how}");
+    }
     agent.stop().await;
     (opts.say)(format!("connection {conn} from {peer}: closed ({why})"));
     Ok(())
@@ -174,7 +178,13 @@ async fn pump(
                     Some(Ok(Message::Text(t))) => {
                         let line = as_line(t.as_bytes());
                         if stdin.write_all(&line).await.is_err() {
-                            break "the agent closed its input".to_string();
+                            // It ended (it reads no more): its client is told so.
+                            let frame = tungstenite::protocol::CloseFrame {
+                                code: CloseCode::Away,
+                                reason: "the agent ended".into(),
+                            };
+                            let _ = tokio::time::timeout(Duration::from_secs(2), sink.send(Message::Close(Some(frame)))).await;
+                            break "the agent ended".to_string();
                         }
                     }
                     Some(Ok(Message::Close(_))) | None => break "the client closed it".into(),
