@@ -177,29 +177,7 @@ impl Launch {
         // Before the restart's copy of the spec: a restarted agent is in the same trace.
         crate::checkpoints::arm(&mut resolved.spec, &log_path);
         let begun = crate::traces::begin(&mut resolved.spec, &name);
-        let spec = resolved.spec.clone();
-        let restart_log = log_path.clone();
-        // Ctrl-R after the agent ended: the same agent, appending to the same log.
-        // An agent elsewhere that can take its session up again is asked to (`take_up`).
-        let restart: trellis_tui::Restart = Box::new(move |origin, take_up| {
-            let writer = LogWriter::open(&restart_log)
-                .map_err(|e| format!("{}: {e}", restart_log.display()))?;
-            let mut spec = spec.clone();
-            if let Some(id) = &take_up {
-                spec.load_session = Some(id.clone());
-                spec.fork_session = None;
-            }
-            let (handle, rx) = trellis_acp::start_at(spec, Box::new(FileSink(writer)), origin);
-            handle.recorder().local(trellis_core::LocalRecord::Mark {
-                text: match &take_up {
-                    Some(id) => {
-                        format!("dialing the agent again by hand, to take up its session {id}")
-                    }
-                    None => "the agent started again by hand".into(),
-                },
-            });
-            Ok(Connection { handle, rx })
-        });
+        let restart = restarter(resolved.spec.clone(), log_path.clone());
         let remote = crate::agents::remote_at(&resolved.spec);
         let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
         crate::setup::record_header(
@@ -418,4 +396,25 @@ fn problems(app: &mut App, mcp_problems: Vec<String>, said: &[String]) {
         Box::new(crate::worktree_cmd::status_lines),
         Box::new(crate::traces::status_lines),
     ];
+}
+
+/// Ctrl-R after the agent ended: the same agent, appending to the same log. An agent
+/// elsewhere that can take its session up again is asked to (`take_up`).
+fn restarter(spec: trellis_acp::spec::AgentSpec, log: PathBuf) -> trellis_tui::Restart {
+    Box::new(move |origin, take_up| {
+        let writer = LogWriter::open(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let mut spec = spec.clone();
+        if let Some(id) = &take_up {
+            spec.load_session = Some(id.clone());
+            spec.fork_session = None;
+        }
+        let (handle, rx) = trellis_acp::start_at(spec, Box::new(FileSink(writer)), origin);
+        handle.recorder().local(trellis_core::LocalRecord::Mark {
+            text: match &take_up {
+                Some(id) => format!("dialing the agent again by hand, to take up its session {id}"),
+                None => "the agent started again by hand".into(),
+            },
+        });
+        Ok(Connection { handle, rx })
+    })
 }

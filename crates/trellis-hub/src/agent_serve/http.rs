@@ -291,6 +291,38 @@ pub(super) async fn request(
     r
 }
 
+/// The window of connection `c`, if `token` opened it and it is open; else the answer
+/// that says why not.
+fn owned(
+    server: &Server,
+    c: &str,
+    token: &str,
+) -> Result<Arc<Window>, Box<hyper::Response<axum::body::Body>>> {
+    let owners = &server.streamable.owners;
+    let owner = owners
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(c)
+        .cloned();
+    match owner {
+        Some((id, _)) if id != token => Err(Box::new(refusal(
+            hyper::StatusCode::FORBIDDEN,
+            "this connection was opened with another token",
+        ))),
+        Some((_, window)) if !window.is_closed() => {
+            window.touch();
+            Ok(window)
+        }
+        _ => {
+            owners.lock().unwrap_or_else(|e| e.into_inner()).remove(c);
+            Err(Box::new(refusal(
+                hyper::StatusCode::NOT_FOUND,
+                "no such connection (it ended, its agent ended, or it was let go for not reading)",
+            )))
+        }
+    }
+}
+
 /// [`request`]'s answer.
 async fn answer(
     server: &Arc<Server>,
@@ -321,32 +353,10 @@ async fn answer(
         .map(str::to_string);
     let owners = &server.streamable.owners;
     let window = match &conn {
-        Some(c) => {
-            let owner = owners
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(c)
-                .cloned();
-            match owner {
-                Some((id, _)) if id != token => {
-                    return refusal(
-                        hyper::StatusCode::FORBIDDEN,
-                        "this connection was opened with another token",
-                    );
-                }
-                Some((_, window)) if !window.is_closed() => {
-                    window.touch();
-                    Some(window)
-                }
-                _ => {
-                    owners.lock().unwrap_or_else(|e| e.into_inner()).remove(c);
-                    return refusal(
-                        hyper::StatusCode::NOT_FOUND,
-                        "no such connection (it ended, its agent ended, or it was let go for not reading)",
-                    );
-                }
-            }
-        }
+        Some(c) => match owned(server, c, &token) {
+            Ok(window) => Some(window),
+            Err(refused) => return *refused,
+        },
         None => None,
     };
     let deleting = req.method() == hyper::Method::DELETE;

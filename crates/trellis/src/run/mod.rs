@@ -84,6 +84,17 @@ fn continued(args: &RunArgs) -> anyhow::Result<Option<crate::sessions::Resume>> 
     })
 }
 
+/// What a headless run changes in its agent's spec.
+fn headless(spec: &mut trellis_acp::spec::AgentSpec) {
+    // No one types into a headless run: a streaming agent is read in large pieces.
+    spec.bulk_reads = true;
+    // It ends with a turn that did not end well: a lost connection ends it, saying so,
+    // rather than dialing again for nothing.
+    if let Some(r) = &mut spec.remote {
+        r.redial = false;
+    }
+}
+
 /// A run that stays (not `--detach`): set up, driven to its end, concluded.
 fn stays(
     args: &RunArgs,
@@ -127,13 +138,7 @@ fn stays(
     }
     let mut resolved =
         crate::agents::resolve(&agent, config, cwd.as_deref(), common.worktree.is_some())?;
-    // No one types into a headless run: a streaming agent is read in large pieces.
-    resolved.spec.bulk_reads = true;
-    // A headless run ends with a turn that did not end well: a lost connection ends it,
-    // saying so, rather than dialing again for nothing.
-    if let Some(r) = &mut resolved.spec.remote {
-        r.redial = false;
-    }
+    headless(&mut resolved.spec);
     // A fork from a turn, in a worktree: that turn's checkpoint, found before anything
     // is made.
     let base = match (&resume, &common.worktree) {
