@@ -83,11 +83,9 @@ fn the_demo_served_over_streamable_http_is_dialed() {
     assert_eq!(init[0]["clientCapabilities"]["terminal"], false, "{init:?}");
     assert!(!log.contains(&secret), "the token is not in the log");
     assert!(!text(&o).contains(&secret));
-    assert!(
-        served.said().contains("streamable HTTP"),
-        "{}",
-        served.said()
-    );
+    crate::hubkit::until("the server to say the transport", || {
+        served.said().contains("streamable HTTP")
+    });
     // The connection's DELETE ended its agent.
     until_no_agent(&served);
 }
@@ -210,11 +208,10 @@ fn streamable_http_refusals_reach_the_user_with_their_reason() {
     );
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("takes no query"), "{body}");
-    assert!(
-        served.said().contains("(/acp takes no query"),
-        "{}",
-        served.said()
-    );
+    // (Its stderr is read as it comes.)
+    crate::hubkit::until("the server to say the refusal", || {
+        served.said().contains("(/acp takes no query")
+    });
     // A connection opened by hand holds the one agent's place.
     let (status, headers, body) = request(
         &served.addr,
@@ -246,13 +243,11 @@ fn streamable_http_refusals_reach_the_user_with_their_reason() {
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("another token"), "{body}");
     // Said on the server too, with why.
-    assert!(
+    crate::hubkit::until("the server to say the refusal", || {
         served
             .said()
-            .contains("refused: 403 Forbidden (this connection was opened with another token)"),
-        "{}",
-        served.said()
-    );
+            .contains("refused: 403 Forbidden (this connection was opened with another token)")
+    });
     // No place is left: the next client is told so.
     let o = run(
         &d,
@@ -345,11 +340,9 @@ fn https_is_checked_against_the_name_dialed() {
             text(&o)
         );
     }
-    assert!(
-        served.said().contains("the client did not speak TLS"),
-        "{}",
-        served.said()
-    );
+    crate::hubkit::until("the server to say what the client spoke", || {
+        served.said().contains("the client did not speak TLS")
+    });
     // --worktree makes a worktree here, which an agent with its own files never sees.
     let o = run(
         &d,
