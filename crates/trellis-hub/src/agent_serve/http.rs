@@ -7,7 +7,6 @@
 //! reach it through a [`Window`]: an agent that writes faster than its client reads
 //! waits on its pipe, and a client that leaves the window full is let go.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
@@ -17,7 +16,7 @@ use futures::SinkExt;
 use tokio::io::AsyncWriteExt;
 
 use super::{Agent, MESSAGE_LIMIT, Server, as_line, read_line, refusal};
-use crate::listen::acp::bounds::{ABANDONED, Window, counted};
+use crate::listen::acp::bounds::{Owners, Window, counted};
 
 /// How long a client has to send a message's body.
 const BODY_WAIT: Duration = Duration::from_secs(10);
@@ -27,7 +26,7 @@ const BODY_WAIT: Duration = Duration::from_secs(10);
 #[derive(Default)]
 pub(super) struct Streamable {
     router: std::sync::OnceLock<axum::Router>,
-    owners: Mutex<HashMap<String, (String, Arc<Window>)>>,
+    owners: Owners,
 }
 
 tokio::task_local! {
@@ -178,7 +177,7 @@ async fn end(server: Weak<Server>, id: Arc<std::sync::OnceLock<String>>) {
 
 impl Streamable {
     /// The open connections: their token and window, by id.
-    pub(super) fn owners(&self) -> &Mutex<HashMap<String, (String, Arc<Window>)>> {
+    pub(super) fn owners(&self) -> &Owners {
         &self.owners
     }
 }
@@ -186,24 +185,7 @@ impl Streamable {
 /// Ends the connections their clients left (see [`Window::abandoned`]), for as long as
 /// the server lives.
 pub(super) async fn sweep(server: Weak<Server>) {
-    let mut every = tokio::time::interval(ABANDONED / 8);
-    loop {
-        every.tick().await;
-        let Some(s) = server.upgrade() else {
-            return;
-        };
-        let mut owners = s
-            .streamable
-            .owners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        owners.retain(|_, (_, w)| {
-            if w.abandoned() {
-                w.end();
-            }
-            !w.is_closed()
-        });
-    }
+    crate::listen::acp::bounds::sweep(server, |s| &s.streamable.owners).await;
 }
 
 /// The agent of a connection opening from `from`, or why it could not start.

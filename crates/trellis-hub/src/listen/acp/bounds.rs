@@ -219,6 +219,30 @@ impl Window {
     }
 }
 
+/// Streamable-HTTP connections by id: the token that opened each, and its window.
+pub(crate) type Owners = Mutex<HashMap<String, (String, Arc<Window>)>>;
+
+/// Ends the connections of `owners` their clients left (see [`Window::abandoned`]) and
+/// forgets those that ended, every [`ABANDONED`]/8, for as long as `holder` gives them.
+pub(crate) async fn sweep<T>(holder: std::sync::Weak<T>, owners: impl Fn(&T) -> &Owners) {
+    let mut every = tokio::time::interval(ABANDONED / 8);
+    loop {
+        every.tick().await;
+        let Some(h) = holder.upgrade() else {
+            return;
+        };
+        owners(&h)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, (_, w)| {
+                if w.abandoned() {
+                    w.end();
+                }
+                !w.is_closed()
+            });
+    }
+}
+
 /// A response body of a connection being written (see [`Window::abandoned`]).
 struct Open(Arc<Window>);
 

@@ -7,7 +7,6 @@
 //!   (`initialize`) runs with its token in a task-local the factory reads, and every later
 //!   request of that connection (`Acp-Connection-Id`) must come with the same token.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::mpsc;
@@ -289,30 +288,13 @@ tokio::task_local! {
 #[derive(Debug, Default)]
 pub(in crate::listen) struct Streamable {
     router: std::sync::OnceLock<axum::Router>,
-    owners: Mutex<HashMap<String, (String, Arc<Window>)>>,
+    owners: super::bounds::Owners,
 }
 
 /// Ends the streamable-HTTP connections their clients left (see [`Window::abandoned`]),
 /// for as long as the listener lives.
 async fn sweep(pairing: Weak<Pairing>) {
-    let mut every = tokio::time::interval(super::bounds::ABANDONED / 8);
-    loop {
-        every.tick().await;
-        let Some(p) = pairing.upgrade() else {
-            return;
-        };
-        let mut owners = p
-            .streamable
-            .owners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        owners.retain(|_, (_, w)| {
-            if w.abandoned() {
-                w.end();
-            }
-            !w.is_closed()
-        });
-    }
+    super::bounds::sweep(pairing, |p| &p.streamable.owners).await;
 }
 
 /// A JSON-RPC error answered over HTTP (a message that cannot be one), as `400`.
