@@ -57,6 +57,11 @@ impl Attention {
             return Attention::Exited;
         }
         if s.agent_exited.is_some() {
+            // An agent elsewhere whose connection is still being dialed again is being
+            // set up, not failed: the human is wanted only if that gives up (closed).
+            if s.remote.is_some() && !f.closed {
+                return Attention::Starting;
+            }
             return Attention::Error;
         }
         if f.login {
@@ -206,6 +211,11 @@ mod tests {
         assert_eq!(Attention::of(&s, &f), Attention::Idle);
         s.agent_exited = Some("killed".into());
         assert_eq!(Attention::of(&s, &f), Attention::Error);
+        // An agent elsewhere being dialed again is starting; once that gives up, an error.
+        s.remote = Some("box:9000".into());
+        assert_eq!(Attention::of(&s, &f), Attention::Starting);
+        let gave_up = Facts { closed: true, ..f };
+        assert_eq!(Attention::of(&s, &gave_up), Attention::Error);
         s.ended = Some("user quit".into());
         assert_eq!(Attention::of(&s, &f), Attention::Exited);
     }

@@ -511,8 +511,16 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
     if !preset.command.is_empty() {
         bail!("{place} in the config: an agent has a command or a url, not both");
     }
-    let target = trellis_acp::remote::Target::of(&url, preset.plaintext)
-        .map_err(|e| anyhow::anyhow!("{place}: {e}"))?;
+    let target = trellis_acp::remote::Target::of(&url, preset.plaintext).map_err(|e| {
+        // A URL given alone has no entry to set anything in: say how to make one.
+        if place.starts_with("--agent") && e.contains("plaintext = true") {
+            anyhow::anyhow!(
+                "{e} (a URL given alone has no entry: make one, [agents.NAME] with url = \"…\" and plaintext = true, and dial it by name)"
+            )
+        } else {
+            anyhow::anyhow!("{place}: {e}")
+        }
+    })?;
     if preset.token.is_some()
         && preset
             .headers

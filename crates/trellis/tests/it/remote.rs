@@ -410,6 +410,12 @@ fn plain_websocket_to_another_machine_and_credentials_in_urls_are_refused_before
     );
     assert!(!o.status.success());
     assert!(text(&o).contains("unencrypted"), "{}", text(&o));
+    // A URL alone has no entry to set plaintext in: the user is told how to make one.
+    assert!(
+        text(&o).contains("a URL given alone has no entry"),
+        "{}",
+        text(&o)
+    );
     let o = run(
         &d,
         "wss://user:hunter2@192.0.2.1/acp",
