@@ -155,6 +155,27 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// `trellis run` of `[agents.box]` with the token `secret` and `extra`, left running (a
+/// test that kills its server meanwhile waits for it with [`bounded`]).
+fn running(d: &Dirs, secret: &str, extra: &[&str]) -> Child {
+    let local = d.work.join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["run", "--agent", "box", "--prompt", "fix the TODO"])
+        .args(extra)
+        .arg("--cwd")
+        .arg(&local)
+        .env("XDG_RUNTIME_DIR", &d.runtime)
+        .env("XDG_DATA_HOME", &d.data)
+        .env("XDG_CONFIG_HOME", &d.config)
+        .env("BOX_TOKEN", secret)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// The UI in tmux dialing `[agents.box]` at `addr` with token `secret` (its own config
 /// file), `height` rows.
 fn ui_dialing(d: &Dirs, addr: &str, secret: &str, height: u16) -> Option<crate::tui::Tmux> {
@@ -642,29 +663,7 @@ fn a_connection_lost_mid_turn_ends_the_run_clearly() {
         &["trellis", "agent", "demo", "--delay-ms", "400"],
     );
     box_config(&d, &served.addr);
-    let local = d.work.join("local");
-    std::fs::create_dir_all(&local).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trellis"))
-        .args([
-            "run",
-            "--format",
-            "jsonl",
-            "--agent",
-            "box",
-            "--prompt",
-            "fix the TODO",
-        ])
-        .arg("--cwd")
-        .arg(&local)
-        .env("XDG_RUNTIME_DIR", &d.runtime)
-        .env("XDG_DATA_HOME", &d.data)
-        .env("XDG_CONFIG_HOME", &d.config)
-        .env("BOX_TOKEN", &secret)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = running(&d, &secret, &["--format", "jsonl"]);
     until("the turn to begin", || d.log().contains("\"tool_call\""));
     let server = served.child.id();
     let _ = Command::new("kill")
@@ -705,21 +704,7 @@ fn a_headless_run_ends_with_its_lost_turn_without_dialing_again() {
         ],
     );
     box_config(&d, &served.addr);
-    let local = d.work.join("local");
-    std::fs::create_dir_all(&local).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trellis"))
-        .args(["run", "--agent", "box", "--prompt", "fix the TODO"])
-        .arg("--cwd")
-        .arg(&local)
-        .env("XDG_RUNTIME_DIR", &d.runtime)
-        .env("XDG_DATA_HOME", &d.data)
-        .env("XDG_CONFIG_HOME", &d.config)
-        .env("BOX_TOKEN", &secret)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = running(&d, &secret, &[]);
     until("the turn to begin", || d.log().contains("\"tool_call\""));
     let _ = Command::new("kill")
         .args(["-9", &served.child.id().to_string()])

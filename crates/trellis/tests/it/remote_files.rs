@@ -14,13 +14,18 @@ use crate::remote::{Served, bounded, config, token};
 
 /// `trellis` in `dir` with `d`'s directories and the agent's token, bounded.
 fn trellis_in(d: &Dirs, dir: &Path, secret: &str, args: &[&str]) -> std::process::Output {
+    trellis_env(d, dir, &[("BOX_TOKEN", secret)], args)
+}
+
+/// [`trellis_in`] with the environment `env` besides `d`'s directories.
+fn trellis_env(d: &Dirs, dir: &Path, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_trellis"))
         .args(args)
         .current_dir(dir)
         .env("XDG_RUNTIME_DIR", &d.runtime)
         .env("XDG_DATA_HOME", &d.data)
         .env("XDG_CONFIG_HOME", &d.config)
-        .env("BOX_TOKEN", secret)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -216,8 +221,11 @@ fn secrets_from_the_environment_reach_no_process() {
             seen.display()
         ),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trellis"))
-        .args([
+    let o = trellis_env(
+        &d,
+        &proj,
+        &[("BOX_TOKEN", &secret), ("BOX_KEY", "key-s3cret-value")],
+        &[
             "run",
             "--format",
             "jsonl",
@@ -227,19 +235,8 @@ fn secrets_from_the_environment_reach_no_process() {
             "fix the TODO",
             "--permission",
             "allow-once",
-        ])
-        .current_dir(&proj)
-        .env("XDG_RUNTIME_DIR", &d.runtime)
-        .env("XDG_DATA_HOME", &d.data)
-        .env("XDG_CONFIG_HOME", &d.config)
-        .env("BOX_TOKEN", &secret)
-        .env("BOX_KEY", "key-s3cret-value")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let o = bounded(&mut child, Duration::from_secs(60));
+        ],
+    );
     assert!(o.status.success(), "{}\n{}", text(&o), served.said());
     // The agent ran its tests in this machine's terminal, and the hook ran: neither saw
     // the secrets.
