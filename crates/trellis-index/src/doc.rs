@@ -12,24 +12,49 @@ pub enum DocKind {
     Prompt,
     Message,
     Thought,
-    /// A tool call's title, command and paths.
-    Tool,
-    /// A tool call's output (text content, terminal output, raw output, diff text).
-    Output,
+    /// A tool call: its output (text content, terminal output, raw output, diff text) as
+    /// the document's text, its title, command and paths as its head. One document per
+    /// call, not two: the index of a long turn is mostly its calls, and each row costs an
+    /// entry, a size record and a row id in every word's list.
+    Call,
     /// A title the agent gave the session.
     Title,
 }
 
 impl DocKind {
+    /// The word a hit of this kind is reported with (a call's hit says which part of the
+    /// call matched: `tool` or `output`, see [`crate::Hit::kind`]).
     pub fn as_str(self) -> &'static str {
         match self {
             DocKind::Prompt => "prompt",
             DocKind::Message => "message",
             DocKind::Thought => "thought",
-            DocKind::Tool => "tool",
-            DocKind::Output => "output",
+            DocKind::Call => "call",
             DocKind::Title => "title",
         }
+    }
+
+    /// The small number the `entries` table keeps (a word per row was 4% of the index).
+    pub(crate) fn code(self) -> i64 {
+        match self {
+            DocKind::Prompt => 0,
+            DocKind::Message => 1,
+            DocKind::Thought => 2,
+            DocKind::Call => 3,
+            DocKind::Title => 4,
+        }
+    }
+
+    pub(crate) fn of_code(code: i64) -> Option<DocKind> {
+        [
+            DocKind::Prompt,
+            DocKind::Message,
+            DocKind::Thought,
+            DocKind::Call,
+            DocKind::Title,
+        ]
+        .into_iter()
+        .find(|k| k.code() == code)
     }
 }
 
@@ -47,6 +72,8 @@ pub struct Doc {
     pub from: u64,
     pub to: u64,
     pub text: String,
+    /// A call's title, command and paths, one per line (empty for other kinds).
+    pub head: String,
 }
 
 /// A tool call as the index keeps it.

@@ -192,6 +192,7 @@ impl Extractor {
                         from: offset,
                         to: self.next,
                         text,
+                        head: String::new(),
                     });
                 }
             }
@@ -259,6 +260,7 @@ impl Extractor {
                     from: offset,
                     to: offset,
                     text: String::new(),
+                    head: String::new(),
                 });
                 if let Some(c) = update.get("content") {
                     let mut text = String::new();
@@ -321,6 +323,7 @@ impl Extractor {
                         from: offset,
                         to: self.next,
                         text: title.to_string(),
+                        head: String::new(),
                     });
                 }
             }
@@ -384,36 +387,26 @@ impl Extractor {
         if let Cow::Owned(t) = without_escapes(&c.output) {
             c.output = t;
         }
-        let mut tool = c.row.title.clone();
+        let mut head = c.row.title.clone();
         if let Some(cmd) = &c.row.command {
-            tool.push('\n');
-            tool.push_str(cmd);
+            head.push('\n');
+            head.push_str(cmd);
         }
         for p in &c.row.paths {
-            tool.push('\n');
-            tool.push_str(p);
+            head.push('\n');
+            head.push_str(p);
         }
         let (turn, offset, from, to) = (c.row.turn, c.row.offset, c.from, self.next);
         sink.doc(Doc {
-            kind: DocKind::Tool,
+            kind: DocKind::Call,
             turn,
             call_id: Some(c.row.call_id.clone()),
             offset,
             from,
             to,
-            text: tool,
+            text: c.output,
+            head,
         });
-        if !c.output.trim().is_empty() {
-            sink.doc(Doc {
-                kind: DocKind::Output,
-                turn,
-                call_id: Some(c.row.call_id.clone()),
-                offset,
-                from,
-                to,
-                text: c.output,
-            });
-        }
         sink.call(c.row);
     }
 }

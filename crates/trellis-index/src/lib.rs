@@ -30,6 +30,7 @@ pub use background::Background;
 pub use extract::{CallRow, Doc, DocKind, Extractor, Facts, Sink};
 pub use query::{CallCounts, Hit, ListFilter, Scope, SessionRow, fts_query};
 pub use schema::{Found, SCHEMA, suspect};
+pub use search::part_of_call;
 pub use update::Follow;
 
 /// The index file's name in Trellis's data directory.
@@ -200,7 +201,7 @@ impl Index {
         let known = self.known_paths()?;
         let tx = self.write_tx()?;
         write::clear(&tx)?;
-        tx.execute_batch("DELETE FROM calls; DELETE FROM sessions;")?;
+        tx.execute_batch("DELETE FROM sessions;")?;
         tx.commit()?;
         let mut logs = self.logs_outside(sessions_dir);
         collect_logs(sessions_dir, &mut logs, 0);
@@ -290,7 +291,6 @@ impl Index {
             .optional()?;
         if let Some(n) = n {
             write::delete_from(&tx, n, 0)?;
-            tx.execute("DELETE FROM calls WHERE session = ?1", [n])?;
             tx.execute("DELETE FROM sessions WHERE n = ?1", [n])?;
         }
         tx.commit()?;

@@ -3,6 +3,7 @@
 use rusqlite::{Row, params_from_iter, types::Value as Sql};
 use serde::Serialize;
 
+use crate::doc::DocKind;
 use crate::{Error, Index, Result};
 
 /// A session as `sessions list` and `show` report it.
@@ -83,12 +84,21 @@ pub enum Scope {
 }
 
 impl Scope {
-    pub(crate) fn kinds(self) -> &'static [&'static str] {
+    /// The kinds of entry it looks in.
+    pub(crate) fn kinds(self) -> &'static [DocKind] {
         match self {
-            Scope::Prompts => &["prompt"],
-            Scope::Messages => &["message", "thought", "title"],
-            Scope::Tools => &["tool"],
-            Scope::Output => &["output"],
+            Scope::Prompts => &[DocKind::Prompt],
+            Scope::Messages => &[DocKind::Message, DocKind::Thought, DocKind::Title],
+            Scope::Tools | Scope::Output => &[DocKind::Call],
+        }
+    }
+
+    /// The column of `entries_fts` it looks in, when it is one part of a call.
+    pub(crate) fn column(self) -> Option<&'static str> {
+        match self {
+            Scope::Tools => Some("head"),
+            Scope::Output => Some("text"),
+            Scope::Prompts | Scope::Messages => None,
         }
     }
 }
@@ -104,6 +114,8 @@ pub struct Hit {
     pub agent: Option<String>,
     pub cwd: Option<String>,
     pub started: Option<f64>,
+    /// `prompt`, `message`, `thought`, `title`, or for a tool call the part of it the
+    /// query was found in: `tool` (its title, command or paths) or `output`.
     pub kind: String,
     pub turn: u32,
     pub call_id: Option<String>,
@@ -115,11 +127,9 @@ pub struct Hit {
 const SESSION_COLUMNS: &str = "s.id, s.path, s.acp_id, s.agent, s.agent_title, s.command,
     s.cwd, s.title, s.started, s.last_t, s.end_reason, s.turns, s.tokens_used,
     s.tokens_size, s.cost, s.currency, s.continues, s.size,
-    (SELECT count(*) FROM calls c WHERE c.session = s.n),
-    (SELECT count(*) FROM calls c WHERE c.session = s.n AND c.status = 'completed'),
-    (SELECT count(*) FROM calls c WHERE c.session = s.n AND c.status = 'failed'),
+    s.calls, s.completed, s.failed,
     (SELECT e.note FROM entries e
-     WHERE e.session = s.n AND e.kind = 'prompt' ORDER BY e.offset LIMIT 1),
+     WHERE e.session = s.n AND e.kind = 0 ORDER BY e.offset LIMIT 1),
     s.launched_in, s.agent_name, s.worktree, s.continues_at, s.handed_over";
 
 fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {

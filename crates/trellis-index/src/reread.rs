@@ -25,7 +25,7 @@ pub(crate) struct Wanted<'a> {
 
 struct Find<'a> {
     want: &'a Wanted<'a>,
-    found: Option<String>,
+    found: Option<Doc>,
 }
 
 impl Sink for Find<'_> {
@@ -35,16 +35,16 @@ impl Sink for Find<'_> {
             && d.offset == self.want.offset
             && d.call_id.as_deref() == self.want.call_id
         {
-            self.found = Some(d.text);
+            self.found = Some(d);
         }
     }
     fn call(&mut self, _: CallRow) {}
     fn checkpoint(&mut self, _: u64, _: u32) {}
 }
 
-/// The text of the document `want` of the log at `log`, or `None` when the log is gone,
-/// is no longer a regular file, or no longer holds it.
-pub(crate) fn text(log: &Path, want: &Wanted<'_>) -> Option<String> {
+/// The document `want` of the log at `log`, or `None` when the log is gone, is no longer
+/// a regular file, or no longer holds it.
+pub(crate) fn doc(log: &Path, want: &Wanted<'_>) -> Option<Doc> {
     let mut file = trellis_os::fd::open_regular(log).ok()??;
     let len = file.metadata().ok()?.len();
     let (from, to) = (want.from.min(len), want.to.min(len));

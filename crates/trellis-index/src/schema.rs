@@ -6,7 +6,7 @@ use rusqlite::{Connection, OpenFlags};
 
 /// The schema this build writes (`PRAGMA user_version`). An index with another version
 /// is not read: an older one is rebuilt, a newer one (a later Trellis) is set aside.
-pub const SCHEMA: i64 = 10;
+pub const SCHEMA: i64 = 11;
 
 const TABLES: &str = r#"
 CREATE TABLE sessions(
@@ -38,37 +38,38 @@ CREATE TABLE sessions(
     size INTEGER NOT NULL,        -- bytes read (complete lines)
     mtime INTEGER NOT NULL,       -- of the file when read, nanoseconds
     checkpoint INTEGER NOT NULL,  -- everything before is indexed for good
-    ck_turn INTEGER NOT NULL
+    ck_turn INTEGER NOT NULL,
+    calls INTEGER NOT NULL DEFAULT 0,      -- tool calls by final status (counted as they
+    completed INTEGER NOT NULL DEFAULT 0,  -- are indexed: a listing of a thousand sessions
+    failed INTEGER NOT NULL DEFAULT 0,     -- counts no rows)
+    ck_calls INTEGER NOT NULL DEFAULT 0,   -- the same at the checkpoint, where a read of
+    ck_completed INTEGER NOT NULL DEFAULT 0, -- the log goes on from
+    ck_failed INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX sessions_started ON sessions(started);
--- A call's final status, for the session's counts (its title, command and paths are
--- words in entries_fts). Keyed by where it was announced too: an agent that counts its
--- ids from the start again (a new process after a reconnection) makes new calls.
-CREATE TABLE calls(
-    session INTEGER NOT NULL,
-    call_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    offset INTEGER NOT NULL,
-    PRIMARY KEY(session, call_id, offset)
-) WITHOUT ROWID;
+-- The searchable pieces of a session: prompts, messages, thoughts, titles, and one row
+-- per tool call (its output is the text, its title, command and paths the head). Small
+-- numbers where a row would repeat a word or a large offset: the index of a long turn is
+-- mostly these rows.
 CREATE TABLE entries(
     id INTEGER PRIMARY KEY,
     session INTEGER NOT NULL,
-    kind TEXT NOT NULL,
+    kind INTEGER NOT NULL,        -- DocKind::code: 0 prompt, 1 message, 2 thought, 3 call, 4 title
     turn INTEGER NOT NULL,
     call_id TEXT,
-    offset INTEGER NOT NULL,
-    start INTEGER NOT NULL,       -- the stretch of log [start, stop) its text is read from
-    stop INTEGER NOT NULL,        -- again for a snippet: the text itself is not kept
+    offset INTEGER NOT NULL,      -- the log line it starts at
+    back INTEGER NOT NULL,        -- the stretch of log [offset - back, offset + span) its
+    span INTEGER NOT NULL,        -- text is read from again for a snippet: the text is not kept
     note TEXT                     -- kept only for a prompt (its beginning) and a title
 );
 CREATE INDEX entries_offset ON entries(session, offset);
 -- The words and where they stand (a query's `foo-bar` is a phrase: positions make it
 -- exact), not the text: it is the log's, read again for a hit's snippet (a second copy
 -- made the index bigger than the log). Rows can be deleted (contentless_delete, which
--- needs the per-row sizes that columnsize=0 would leave out).
+-- needs the per-row sizes that columnsize=0 would leave out). A call's head is the second
+-- column: the first's words, most of them, are then stored without a column number.
 CREATE VIRTUAL TABLE entries_fts USING fts5(
-    text, content='', contentless_delete=1,
+    text, head, content='', contentless_delete=1,
     tokenize='unicode61 remove_diacritics 2'
 );
 -- Fewer, larger flushes of the in-memory term hash, and merges of 8 segments at a time:

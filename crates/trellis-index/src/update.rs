@@ -8,7 +8,7 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
-use crate::extract::{CallRow, Doc, Extractor, Facts, Sink};
+use crate::extract::{CallRow, Doc, DocKind, Extractor, Facts, Sink};
 use crate::{Result, Updated, read, session_id, write};
 
 /// A log being followed: the extractor that read it so far, with what is still open in
@@ -39,6 +39,40 @@ struct Row<'a> {
     /// The file's; -1 when it ended mid-line, [`FOLLOWED`]: read again next time.
     mtime: i64,
     checkpoint: (u64, u32),
+    calls: Calls,
+}
+
+/// Tool calls by final status as they were indexed: all of them, and at the checkpoint
+/// (where the next read goes on from, forgetting the calls after it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Calls {
+    now: [i64; 3],
+    at_checkpoint: [i64; 3],
+}
+
+impl Calls {
+    /// The session's counts as its row has them.
+    fn of(tx: &rusqlite::Transaction<'_>, session: i64) -> rusqlite::Result<Calls> {
+        tx.prepare_cached(
+            "SELECT calls, completed, failed, ck_calls, ck_completed, ck_failed
+             FROM sessions WHERE n = ?1",
+        )?
+        .query_row([session], |r| {
+            Ok(Calls {
+                now: [r.get(0)?, r.get(1)?, r.get(2)?],
+                at_checkpoint: [r.get(3)?, r.get(4)?, r.get(5)?],
+            })
+        })
+    }
+
+    fn count(&mut self, status: &str) {
+        self.now[0] += 1;
+        match status {
+            "completed" => self.now[1] += 1,
+            "failed" => self.now[2] += 1,
+            _ => {}
+        }
+    }
 }
 
 /// The file, its length, modification time and head hash.
@@ -106,11 +140,11 @@ pub(crate) fn once(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated
     }
     let id = session_id(log);
     let (n, mut ex, from) = restart(tx, &id, &key, known.as_ref(), &o)?;
-    let mut sink = SqlSink::new(tx, n, from, (from, ex.turn()));
+    let mut sink = SqlSink::new(tx, n, from, (from, ex.turn()), Calls::of(tx, n)?);
     let mut file = o.file;
     file.seek(SeekFrom::Start(from))?;
     let end = read::read_into(file, from, o.len, &mut ex, &mut sink, true)?;
-    let checkpoint = sink.done()?;
+    let (checkpoint, calls) = sink.done()?;
     upsert(
         tx,
         &Row {
@@ -123,6 +157,7 @@ pub(crate) fn once(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated
             // A file that ended mid-line is read again next time.
             mtime: if end == o.len { o.mtime } else { -1 },
             checkpoint,
+            calls,
         },
     )?;
     Ok(Updated {
@@ -171,11 +206,12 @@ pub(crate) fn follow(
     };
     let n = session_key(tx, &id, &key)?;
     let from = st.at;
-    let mut sink = SqlSink::new(tx, n, from, st.checkpoint);
+    let mut sink = SqlSink::new(tx, n, from, st.checkpoint, Calls::of(tx, n)?);
     let mut file = o.file;
     file.seek(SeekFrom::Start(from))?;
     let end = read::read_into(file, from, o.len, &mut st.ex, &mut sink, last)?;
-    st.checkpoint = sink.done()?;
+    let (checkpoint, calls) = sink.done()?;
+    st.checkpoint = checkpoint;
     st.at = end;
     upsert(
         tx,
@@ -192,6 +228,7 @@ pub(crate) fn follow(
                 (false, _) => FOLLOWED,
             },
             checkpoint: st.checkpoint,
+            calls,
         },
     )?;
     if !last {
@@ -222,16 +259,27 @@ fn restart(
     };
     let n = session_key(tx, id, key)?;
     write::delete_from(tx, n, from)?;
-    tx.prepare_cached("DELETE FROM calls WHERE session = ?1 AND offset >= ?2")?
-        .execute(params![n, from as i64])?;
+    // The calls after the checkpoint are read again: counted again.
+    tx.prepare_cached(
+        "UPDATE sessions SET
+             ck_calls = iif(?2 = 0, 0, ck_calls), ck_completed = iif(?2 = 0, 0, ck_completed),
+             ck_failed = iif(?2 = 0, 0, ck_failed)
+         WHERE n = ?1",
+    )?
+    .execute(params![n, from as i64])?;
+    tx.prepare_cached(
+        "UPDATE sessions SET calls = ck_calls, completed = ck_completed, failed = ck_failed
+         WHERE n = ?1",
+    )?
+    .execute([n])?;
     let mut ex = Extractor::resuming(turn);
     ex.facts = facts;
     ex.last_title = tx
         .prepare_cached(
-            "SELECT note FROM entries WHERE session = ?1 AND kind = 'title' AND offset < ?2
+            "SELECT note FROM entries WHERE session = ?1 AND kind = ?3 AND offset < ?2
              ORDER BY offset DESC LIMIT 1",
         )?
-        .query_row(params![n, from as i64], |r| r.get(0))
+        .query_row(params![n, from as i64, DocKind::Title.code()], |r| r.get(0))
         .optional()?;
     Ok((n, ex, from))
 }
@@ -242,9 +290,11 @@ fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
         "INSERT INTO sessions(id, path, acp_id, agent, agent_title, command, cwd, title,
              started, last_t, end_reason, turns, tokens_used, tokens_size, cost, currency,
              continues, head, size, mtime, checkpoint, ck_turn, launched_in, agent_name,
-             worktree, continues_at, handed_over)
+             worktree, continues_at, handed_over, calls, completed, failed, ck_calls,
+             ck_completed, ck_failed)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-             ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)
+             ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,
+             ?32, ?33)
          ON CONFLICT(id) DO UPDATE SET path = excluded.path, acp_id = excluded.acp_id,
              agent = excluded.agent, agent_title = excluded.agent_title,
              command = excluded.command, cwd = excluded.cwd, title = excluded.title,
@@ -256,7 +306,10 @@ fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
              mtime = excluded.mtime, checkpoint = excluded.checkpoint,
              ck_turn = excluded.ck_turn, launched_in = excluded.launched_in,
              agent_name = excluded.agent_name, worktree = excluded.worktree,
-             continues_at = excluded.continues_at, handed_over = excluded.handed_over",
+             continues_at = excluded.continues_at, handed_over = excluded.handed_over,
+             calls = excluded.calls, completed = excluded.completed,
+             failed = excluded.failed, ck_calls = excluded.ck_calls,
+             ck_completed = excluded.ck_completed, ck_failed = excluded.ck_failed",
     )?
     .execute(params![
         row.id,
@@ -286,6 +339,12 @@ fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
         row.facts.worktree,
         row.facts.continues_at,
         row.facts.handed_over,
+        row.calls.now[0],
+        row.calls.now[1],
+        row.calls.now[2],
+        row.calls.at_checkpoint[0],
+        row.calls.at_checkpoint[1],
+        row.calls.at_checkpoint[2],
     ])?;
     Ok(())
 }
@@ -344,6 +403,7 @@ struct SqlSink<'a> {
     /// The session's key (`sessions.n`).
     session: i64,
     checkpoint: (u64, u32),
+    calls: Calls,
     err: Option<rusqlite::Error>,
     /// Log offset up to which rows are committed (see [`COMMIT_EVERY`]).
     committed_at: u64,
@@ -362,21 +422,23 @@ impl<'a> SqlSink<'a> {
         session: i64,
         from: u64,
         checkpoint: (u64, u32),
+        calls: Calls,
     ) -> SqlSink<'a> {
         SqlSink {
             tx,
             session,
             checkpoint,
+            calls,
             err: None,
             committed_at: from,
         }
     }
 
-    /// The last checkpoint, or the first error.
-    fn done(self) -> Result<(u64, u32)> {
+    /// The last checkpoint and the calls counted, or the first error.
+    fn done(self) -> Result<((u64, u32), Calls)> {
         match self.err {
             Some(e) => Err(e.into()),
-            None => Ok(self.checkpoint),
+            None => Ok((self.checkpoint, self.calls)),
         }
     }
 
@@ -406,19 +468,12 @@ impl Sink for SqlSink<'_> {
     }
 
     fn call(&mut self, c: CallRow) {
-        let session = self.session;
-        self.run(|tx| {
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO calls(session, call_id, status, offset)
-                 VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![session, c.call_id, c.status, c.offset as i64])?;
-            Ok(())
-        });
+        self.calls.count(&c.status);
     }
 
     fn checkpoint(&mut self, offset: u64, turn: u32) {
         self.checkpoint = (offset, turn);
+        self.calls.at_checkpoint = self.calls.now;
     }
 }
 

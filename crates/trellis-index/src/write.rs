@@ -25,22 +25,24 @@ pub(crate) fn insert(tx: &Transaction<'_>, session: i64, d: &Doc) -> rusqlite::R
         _ => None,
     };
     tx.prepare_cached(
-        "INSERT INTO entries(session, kind, turn, call_id, offset, start, stop, note)
+        "INSERT INTO entries(session, kind, turn, call_id, offset, back, span, note)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
         session,
-        d.kind.as_str(),
+        d.kind.code(),
         d.turn,
         d.call_id,
         d.offset as i64,
-        d.from as i64,
-        d.to as i64,
+        d.offset.saturating_sub(d.from) as i64,
+        d.to.saturating_sub(d.offset) as i64,
         note
     ])?;
     let id = tx.last_insert_rowid();
-    tx.prepare_cached("INSERT INTO entries_fts(rowid, text) VALUES (?1, ?2)")?
-        .execute(params![id, d.text])?;
+    // A head only a call has: NULL, not '', costs a row nothing.
+    let head = (!d.head.is_empty()).then_some(d.head.as_str());
+    tx.prepare_cached("INSERT INTO entries_fts(rowid, text, head) VALUES (?1, ?2, ?3)")?
+        .execute(params![id, d.text, head])?;
     Ok(())
 }
 

@@ -134,11 +134,18 @@ fn a_growing_log_is_read_from_its_last_turn_end() {
     assert_eq!(ix.search("beta", None, None, false, 9).unwrap().len(), 1);
     let row = ix.session(&session_id(&a)).unwrap();
     assert_eq!(row.turns, 2);
-    // The rest of the line arrives: the open turn is read again, not twice.
+    let calls = |ix: &Index| {
+        let c = ix.session(&session_id(&a)).unwrap().calls;
+        (c.total, c.completed, c.failed)
+    };
+    assert_eq!(calls(&ix), (2, 1, 1));
+    // The rest of the line arrives: the open turn is read again, not twice, and its
+    // calls counted again, not twice.
     words_match_entries(&s.index);
     append(&a, &second[cut..]);
     ix.update(&a).unwrap();
     words_match_entries(&s.index);
+    assert_eq!(calls(&ix), (2, 1, 1));
     assert_eq!(ix.search("beta", None, None, false, 9).unwrap().len(), 1);
     // Per turn: the prompt, the message, the call; the title, sent every turn, once.
     assert_eq!(ix.search("build", None, None, false, 99).unwrap().len(), 7);
@@ -161,6 +168,7 @@ fn a_growing_log_is_read_from_its_last_turn_end() {
     let before = whole(&ix);
     ix.reindex(&s.sessions).unwrap();
     assert_eq!(whole(&ix), before);
+    assert_eq!(calls(&ix), (2, 1, 1));
     words_match_entries(&s.index);
 }
 
@@ -401,6 +409,9 @@ fn a_log_written_anew_is_read_again_from_its_start() {
         ix.search("xxxxxxxx", None, None, false, 9).unwrap().len(),
         3
     );
+    // Its calls counted from its start again, not on top of the first reading's.
+    let all = ix.list(&ListFilter::default()).unwrap();
+    assert_eq!(all[0].calls.total, 3, "{:?}", all[0].calls);
 }
 
 /// A call id announced again after its call ended (an agent that counts its ids from the

@@ -47,16 +47,18 @@ fn oracle(logs: &[(PathBuf, String)], query: &str) -> Found {
 fn oracle_as(logs: &[(PathBuf, String)], query: &str, prefix: bool) -> Found {
     let db = Connection::open_in_memory().unwrap();
     db.execute_batch(
-        "CREATE VIRTUAL TABLE f USING fts5(text, log UNINDEXED, kind UNINDEXED,
+        "CREATE VIRTUAL TABLE f USING fts5(text, head, log UNINDEXED, kind UNINDEXED,
              offset UNINDEXED, call UNINDEXED, tokenize='unicode61 remove_diacritics 2');",
     )
     .unwrap();
     for (path, text) in logs {
         for d in docs_of(text) {
             db.execute(
-                "INSERT INTO f(text, log, kind, offset, call) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO f(text, head, log, kind, offset, call)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 rusqlite::params![
                     d.text,
+                    d.head,
                     path.to_str().unwrap(),
                     d.kind.as_str(),
                     d.offset as i64,
@@ -69,17 +71,24 @@ fn oracle_as(logs: &[(PathBuf, String)], query: &str, prefix: bool) -> Found {
     let q = trellis_index::fts_query(query, prefix).unwrap();
     let mut st = db
         .prepare(
-            "SELECT log, kind, offset, call, snippet(f, 0, char(2), char(3), '…', 16)
+            "SELECT log, kind, offset, call, snippet(f, 0, char(2), char(3), '…', 16),
+                    snippet(f, 1, char(2), char(3), '…', 16)
              FROM f WHERE f MATCH ?1",
         )
         .unwrap();
     st.query_map([q], |r| {
+        let (mut kind, mut snippet) = (r.get::<_, String>(1)?, r.get::<_, String>(4)?);
+        // A call's hit names the part of it that matched.
+        if kind == "call" {
+            let (part, s) = trellis_index::part_of_call(snippet, r.get(5)?);
+            (kind, snippet) = (part.to_string(), s);
+        }
         Ok((
             r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
+            kind,
             r.get::<_, i64>(2)? as u64,
             r.get::<_, Option<String>>(3)?,
-            r.get::<_, String>(4)?,
+            snippet,
         ))
     })
     .unwrap()
@@ -104,8 +113,7 @@ fn queries(logs: &[(PathBuf, String)]) -> Vec<String> {
     let mut words = BTreeSet::new();
     for (_, text) in logs {
         for d in docs_of(text) {
-            for w in d
-                .text
+            for w in format!("{}\n{}", d.head, d.text)
                 .split(|c: char| !c.is_alphanumeric())
                 .filter(|w| w.len() > 3)
                 .step_by(5)
@@ -120,8 +128,8 @@ fn queries(logs: &[(PathBuf, String)]) -> Vec<String> {
     let mut phrases = BTreeSet::new();
     for (_, text) in logs {
         for d in docs_of(text) {
-            let toks: Vec<&str> = d
-                .text
+            let all = format!("{}\n{}", d.head, d.text);
+            let toks: Vec<&str> = all
                 .split(|c: char| !c.is_alphanumeric())
                 .filter(|w| !w.is_empty())
                 .collect();
