@@ -12,12 +12,15 @@ fn indexing(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("sessions/d/load.jsonl");
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
-    let text = load_log(10_000, 20, 1.0);
+    // `CALLS=100000` for a longer turn (the index of a long one is a little larger: more
+    // distinct words, and more pages its merges free).
+    let calls: usize = std::env::var("CALLS").map_or(10_000, |v| v.parse().unwrap());
+    let text = load_log(calls, 20, 1.0);
     std::fs::write(&log, &text).unwrap();
     let mut g = c.benchmark_group("index");
     g.throughput(Throughput::Bytes(text.len() as u64));
     g.sample_size(10);
-    g.bench_function("demo_load_10000_calls", |b| {
+    g.bench_function(format!("demo_load_{calls}_calls"), |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for i in 0..iters {
@@ -26,6 +29,41 @@ fn indexing(c: &mut Criterion) {
                 let t = Instant::now();
                 ix.update(&log).unwrap();
                 total += t.elapsed();
+                drop(ix);
+                for s in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{}{s}", path.display()));
+                }
+            }
+            total
+        })
+    });
+    // As a running session's index thread reads its log: followed as it grows (here a
+    // read per 4 MiB written), with the session's small term hash.
+    let grown = dir.path().join("sessions/d/grown.jsonl");
+    g.bench_function(format!("demo_load_{calls}_calls_followed"), |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for i in 0..iters {
+                let path = dir.path().join(format!("fx-{i}.sqlite"));
+                let (mut ix, _) = Index::open(&path).unwrap();
+                ix.set_bulk(false).unwrap();
+                std::fs::write(&grown, "").unwrap();
+                let mut state = None;
+                let bytes = text.as_bytes();
+                let mut at = 0;
+                while at < bytes.len() {
+                    let end = (at + (4 << 20)).min(bytes.len());
+                    let mut f = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(&grown)
+                        .unwrap();
+                    std::io::Write::write_all(&mut f, &bytes[at..end]).unwrap();
+                    drop(f);
+                    at = end;
+                    let t = Instant::now();
+                    ix.follow(&grown, &mut state, at == bytes.len()).unwrap();
+                    total += t.elapsed();
+                }
                 drop(ix);
                 for s in ["", "-wal", "-shm"] {
                     let _ = std::fs::remove_file(format!("{}{s}", path.display()));
@@ -46,7 +84,7 @@ fn indexing(c: &mut Criterion) {
         }
         fn checkpoint(&mut self, _: u64, _: u32) {}
     }
-    g.bench_function("demo_load_10000_calls_extract_only", |b| {
+    g.bench_function(format!("demo_load_{calls}_calls_extract_only"), |b| {
         b.iter(|| {
             let mut ex = trellis_index::Extractor::default();
             let mut sink = Count(0);
@@ -66,7 +104,7 @@ fn indexing(c: &mut Criterion) {
     let (mut ix, _) = Index::open(&path).unwrap();
     ix.update(&log).unwrap();
     drop(ix);
-    report_size("a 10 000-call turn", &path, text.len());
+    report_size(&format!("a {calls}-call turn"), &path, text.len());
 }
 
 /// Prints the index file's size (with its write-ahead log) against `log_bytes`.

@@ -129,7 +129,7 @@ const SESSION_COLUMNS: &str = "s.id, s.path, s.acp_id, s.agent, s.agent_title, s
     s.tokens_size, s.cost, s.currency, s.continues, s.size,
     s.calls, s.completed, s.failed,
     (SELECT e.note FROM entries e
-     WHERE e.session = s.n AND e.kind = 0 ORDER BY e.offset LIMIT 1),
+     WHERE e.session = s.n AND e.kind = 1 ORDER BY e.id LIMIT 1),
     s.launched_in, s.agent_name, s.worktree, s.continues_at, s.handed_over";
 
 fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {

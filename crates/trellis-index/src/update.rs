@@ -39,37 +39,71 @@ struct Row<'a> {
     /// The file's; -1 when it ended mid-line, [`FOLLOWED`]: read again next time.
     mtime: i64,
     checkpoint: (u64, u32),
-    calls: Calls,
+    progress: Progress,
 }
 
-/// Tool calls by final status as they were indexed: all of them, and at the checkpoint
-/// (where the next read goes on from, forgetting the calls after it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Calls {
-    now: [i64; 3],
-    at_checkpoint: [i64; 3],
+/// What a read keeps count of as it goes: as it stands, and as it stood at the checkpoint
+/// (where the next read goes on from, forgetting what came after it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Progress {
+    now: Tally,
+    at_checkpoint: Tally,
 }
 
-impl Calls {
-    /// The session's counts as its row has them.
-    fn of(tx: &rusqlite::Transaction<'_>, session: i64) -> rusqlite::Result<Calls> {
-        tx.prepare_cached(
-            "SELECT calls, completed, failed, ck_calls, ck_completed, ck_failed
-             FROM sessions WHERE n = ?1",
-        )?
-        .query_row([session], |r| {
-            Ok(Calls {
-                now: [r.get(0)?, r.get(1)?, r.get(2)?],
-                at_checkpoint: [r.get(3)?, r.get(4)?, r.get(5)?],
-            })
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Tally {
+    /// Tool calls by final status: all, completed, failed.
+    calls: [i64; 3],
+    /// The id of the session's last entry: the entries after a checkpoint are those with
+    /// larger ids (they were written after everything before it).
+    last_entry: i64,
+    /// The title last indexed (a title sent again is not indexed again).
+    title: Option<String>,
+}
+
+impl Progress {
+    /// The session's, as its row and its entries have them; `title`: the last title the
+    /// extractor handed over.
+    fn of(
+        tx: &rusqlite::Transaction<'_>,
+        session: i64,
+        title: Option<String>,
+    ) -> rusqlite::Result<Progress> {
+        let (calls, at_checkpoint) = tx
+            .prepare_cached(
+                "SELECT calls, completed, failed, ck_calls, ck_completed, ck_failed, ck_entry,
+                     ck_title
+                 FROM sessions WHERE n = ?1",
+            )?
+            .query_row([session], |r| {
+                Ok((
+                    [r.get(0)?, r.get(1)?, r.get(2)?],
+                    Tally {
+                        calls: [r.get(3)?, r.get(4)?, r.get(5)?],
+                        last_entry: r.get(6)?,
+                        title: r.get(7)?,
+                    },
+                ))
+            })?;
+        let last_entry = tx
+            .prepare_cached("SELECT coalesce(max(id), 0) FROM entries WHERE session = ?1")?
+            .query_row([session], |r| r.get(0))?;
+        Ok(Progress {
+            now: Tally {
+                calls,
+                last_entry,
+                title,
+            },
+            at_checkpoint,
         })
     }
 
     fn count(&mut self, status: &str) {
-        self.now[0] += 1;
+        let calls = &mut self.now.calls;
+        calls[0] += 1;
         match status {
-            "completed" => self.now[1] += 1,
-            "failed" => self.now[2] += 1,
+            "completed" => calls[1] += 1,
+            "failed" => calls[2] += 1,
             _ => {}
         }
     }
@@ -140,11 +174,12 @@ pub(crate) fn once(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated
     }
     let id = session_id(log);
     let (n, mut ex, from) = restart(tx, &id, &key, known.as_ref(), &o)?;
-    let mut sink = SqlSink::new(tx, n, from, (from, ex.turn()), Calls::of(tx, n)?);
+    let progress = Progress::of(tx, n, ex.last_title.clone())?;
+    let mut sink = SqlSink::new(tx, n, from, (from, ex.turn()), progress);
     let mut file = o.file;
     file.seek(SeekFrom::Start(from))?;
     let end = read::read_into(file, from, o.len, &mut ex, &mut sink, true)?;
-    let (checkpoint, calls) = sink.done()?;
+    let (checkpoint, progress) = sink.done()?;
     upsert(
         tx,
         &Row {
@@ -157,7 +192,7 @@ pub(crate) fn once(tx: &rusqlite::Transaction<'_>, log: &Path) -> Result<Updated
             // A file that ended mid-line is read again next time.
             mtime: if end == o.len { o.mtime } else { -1 },
             checkpoint,
-            calls,
+            progress,
         },
     )?;
     Ok(Updated {
@@ -206,11 +241,12 @@ pub(crate) fn follow(
     };
     let n = session_key(tx, &id, &key)?;
     let from = st.at;
-    let mut sink = SqlSink::new(tx, n, from, st.checkpoint, Calls::of(tx, n)?);
+    let progress = Progress::of(tx, n, st.ex.last_title.clone())?;
+    let mut sink = SqlSink::new(tx, n, from, st.checkpoint, progress);
     let mut file = o.file;
     file.seek(SeekFrom::Start(from))?;
     let end = read::read_into(file, from, o.len, &mut st.ex, &mut sink, last)?;
-    let (checkpoint, calls) = sink.done()?;
+    let (checkpoint, progress) = sink.done()?;
     st.checkpoint = checkpoint;
     st.at = end;
     upsert(
@@ -228,7 +264,7 @@ pub(crate) fn follow(
                 (false, _) => FOLLOWED,
             },
             checkpoint: st.checkpoint,
-            calls,
+            progress,
         },
     )?;
     if !last {
@@ -251,36 +287,41 @@ fn restart(
     known: Option<&Known>,
     o: &Opened,
 ) -> Result<(i64, Extractor, u64)> {
-    let (from, turn, facts) = match known {
+    let resumed = match known {
         Some((_, _, h, ck, turn)) if *h == o.head && o.len as i64 >= *ck => {
-            (*ck as u64, *turn as u32, facts(tx, id)?)
+            Some((*ck as u64, *turn as u32))
         }
-        _ => (0, 0, Facts::default()),
+        _ => None,
     };
     let n = session_key(tx, id, key)?;
-    write::delete_from(tx, n, from)?;
-    // The calls after the checkpoint are read again: counted again.
+    let (from, turn, facts, at) = match resumed {
+        Some((from, turn)) => (
+            from,
+            turn,
+            facts(tx, id)?,
+            Progress::of(tx, n, None)?.at_checkpoint,
+        ),
+        None => (0, 0, Facts::default(), Tally::default()),
+    };
+    // What came after the checkpoint is read again: its entries deleted, its calls
+    // counted again.
+    write::delete_after(tx, n, at.last_entry)?;
     tx.prepare_cached(
-        "UPDATE sessions SET
-             ck_calls = iif(?2 = 0, 0, ck_calls), ck_completed = iif(?2 = 0, 0, ck_completed),
-             ck_failed = iif(?2 = 0, 0, ck_failed)
+        "UPDATE sessions SET calls = ?2, completed = ?3, failed = ?4, ck_calls = ?2,
+             ck_completed = ?3, ck_failed = ?4, ck_entry = ?5, ck_title = ?6
          WHERE n = ?1",
     )?
-    .execute(params![n, from as i64])?;
-    tx.prepare_cached(
-        "UPDATE sessions SET calls = ck_calls, completed = ck_completed, failed = ck_failed
-         WHERE n = ?1",
-    )?
-    .execute([n])?;
+    .execute(params![
+        n,
+        at.calls[0],
+        at.calls[1],
+        at.calls[2],
+        at.last_entry,
+        at.title
+    ])?;
     let mut ex = Extractor::resuming(turn);
     ex.facts = facts;
-    ex.last_title = tx
-        .prepare_cached(
-            "SELECT note FROM entries WHERE session = ?1 AND kind = ?3 AND offset < ?2
-             ORDER BY offset DESC LIMIT 1",
-        )?
-        .query_row(params![n, from as i64, DocKind::Title.code()], |r| r.get(0))
-        .optional()?;
+    ex.last_title = at.title;
     Ok((n, ex, from))
 }
 
@@ -291,10 +332,10 @@ fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
              started, last_t, end_reason, turns, tokens_used, tokens_size, cost, currency,
              continues, head, size, mtime, checkpoint, ck_turn, launched_in, agent_name,
              worktree, continues_at, handed_over, calls, completed, failed, ck_calls,
-             ck_completed, ck_failed)
+             ck_completed, ck_failed, ck_entry, ck_title)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
              ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,
-             ?32, ?33)
+             ?32, ?33, ?34, ?35)
          ON CONFLICT(id) DO UPDATE SET path = excluded.path, acp_id = excluded.acp_id,
              agent = excluded.agent, agent_title = excluded.agent_title,
              command = excluded.command, cwd = excluded.cwd, title = excluded.title,
@@ -309,7 +350,8 @@ fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
              continues_at = excluded.continues_at, handed_over = excluded.handed_over,
              calls = excluded.calls, completed = excluded.completed,
              failed = excluded.failed, ck_calls = excluded.ck_calls,
-             ck_completed = excluded.ck_completed, ck_failed = excluded.ck_failed",
+             ck_completed = excluded.ck_completed, ck_failed = excluded.ck_failed,
+             ck_entry = excluded.ck_entry, ck_title = excluded.ck_title",
     )?
     .execute(params![
         row.id,
@@ -339,12 +381,14 @@ fn upsert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()> {
         row.facts.worktree,
         row.facts.continues_at,
         row.facts.handed_over,
-        row.calls.now[0],
-        row.calls.now[1],
-        row.calls.now[2],
-        row.calls.at_checkpoint[0],
-        row.calls.at_checkpoint[1],
-        row.calls.at_checkpoint[2],
+        row.progress.now.calls[0],
+        row.progress.now.calls[1],
+        row.progress.now.calls[2],
+        row.progress.at_checkpoint.calls[0],
+        row.progress.at_checkpoint.calls[1],
+        row.progress.at_checkpoint.calls[2],
+        row.progress.at_checkpoint.last_entry,
+        row.progress.at_checkpoint.title,
     ])?;
     Ok(())
 }
@@ -403,7 +447,7 @@ struct SqlSink<'a> {
     /// The session's key (`sessions.n`).
     session: i64,
     checkpoint: (u64, u32),
-    calls: Calls,
+    progress: Progress,
     err: Option<rusqlite::Error>,
     /// Log offset up to which rows are committed (see [`COMMIT_EVERY`]).
     committed_at: u64,
@@ -422,23 +466,23 @@ impl<'a> SqlSink<'a> {
         session: i64,
         from: u64,
         checkpoint: (u64, u32),
-        calls: Calls,
+        progress: Progress,
     ) -> SqlSink<'a> {
         SqlSink {
             tx,
             session,
             checkpoint,
-            calls,
+            progress,
             err: None,
             committed_at: from,
         }
     }
 
-    /// The last checkpoint and the calls counted, or the first error.
-    fn done(self) -> Result<((u64, u32), Calls)> {
+    /// The last checkpoint and what was counted, or the first error.
+    fn done(self) -> Result<((u64, u32), Progress)> {
         match self.err {
             Some(e) => Err(e.into()),
-            None => Ok((self.checkpoint, self.calls)),
+            None => Ok((self.checkpoint, self.progress)),
         }
     }
 
@@ -463,17 +507,27 @@ impl<'a> SqlSink<'a> {
 impl Sink for SqlSink<'_> {
     fn doc(&mut self, d: Doc) {
         let session = self.session;
-        self.run(|tx| write::insert(tx, session, &d));
+        let mut id = None;
+        self.run(|tx| {
+            id = Some(write::insert(tx, session, &d)?);
+            Ok(())
+        });
+        if let Some(id) = id {
+            self.progress.now.last_entry = id;
+        }
+        if d.kind == DocKind::Title {
+            self.progress.now.title = Some(d.text);
+        }
         self.commit_at(d.offset);
     }
 
     fn call(&mut self, c: CallRow) {
-        self.calls.count(&c.status);
+        self.progress.count(&c.status);
     }
 
     fn checkpoint(&mut self, offset: u64, turn: u32) {
         self.checkpoint = (offset, turn);
-        self.calls.at_checkpoint = self.calls.now;
+        self.progress.at_checkpoint = self.progress.now.clone();
     }
 }
 

@@ -9,7 +9,8 @@ use crate::extract::{Doc, DocKind};
 const PROMPT_NOTE: usize = 300;
 
 /// Adds one entry of `session` and its words.
-pub(crate) fn insert(tx: &Transaction<'_>, session: i64, d: &Doc) -> rusqlite::Result<()> {
+/// Returns the entry's id.
+pub(crate) fn insert(tx: &Transaction<'_>, session: i64, d: &Doc) -> rusqlite::Result<i64> {
     let note = match d.kind {
         // What the user wrote: its first paragraph, not a document it carries.
         DocKind::Prompt => Some(
@@ -43,27 +44,28 @@ pub(crate) fn insert(tx: &Transaction<'_>, session: i64, d: &Doc) -> rusqlite::R
     let head = (!d.head.is_empty()).then_some(d.head.as_str());
     tx.prepare_cached("INSERT INTO entries_fts(rowid, text, head) VALUES (?1, ?2, ?3)")?
         .execute(params![id, d.text, head])?;
-    Ok(())
+    Ok(id)
 }
 
-/// Removes the entries of `session` from log offset `from` on, and their words (one
-/// statement for all of them: the full-text index flushes once).
-pub(crate) fn delete_from(tx: &Transaction<'_>, session: i64, from: u64) -> rusqlite::Result<()> {
-    // Nothing to delete (a log read for the first time) is the common case of a refresh:
-    // the statement on the full-text index would write its pending words all the same.
+/// Removes the entries of `session` after the entry `last` (0: all of them), and their
+/// words (one statement for all of them: the full-text index flushes once).
+pub(crate) fn delete_after(tx: &Transaction<'_>, session: i64, last: i64) -> rusqlite::Result<()> {
+    // Nothing to delete (a log read for the first time, a turn that ended where the last
+    // read stopped) is the common case: the statement on the full-text index would write
+    // its pending words all the same.
     let any = tx
-        .prepare_cached("SELECT 1 FROM entries WHERE session = ?1 AND offset >= ?2 LIMIT 1")?
-        .exists(params![session, from as i64])?;
+        .prepare_cached("SELECT 1 FROM entries WHERE session = ?1 AND id > ?2 LIMIT 1")?
+        .exists(params![session, last])?;
     if !any {
         return Ok(());
     }
     tx.prepare_cached(
         "DELETE FROM entries_fts WHERE rowid IN
-         (SELECT id FROM entries WHERE session = ?1 AND offset >= ?2)",
+         (SELECT id FROM entries WHERE session = ?1 AND id > ?2)",
     )?
-    .execute(params![session, from as i64])?;
-    tx.prepare_cached("DELETE FROM entries WHERE session = ?1 AND offset >= ?2")?
-        .execute(params![session, from as i64])?;
+    .execute(params![session, last])?;
+    tx.prepare_cached("DELETE FROM entries WHERE session = ?1 AND id > ?2")?
+        .execute(params![session, last])?;
     Ok(())
 }
 

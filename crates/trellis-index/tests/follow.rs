@@ -148,3 +148,34 @@ fn a_turn_under_way_is_searchable_before_it_ends() {
     );
     assert_eq!(ix.list(&ListFilter::default()).unwrap()[0].calls.total, 50);
 }
+
+/// The pages FTS5's merges free while a long turn is followed are given back once the
+/// session is over: the file is not left a twentieth empty.
+#[test]
+fn a_session_over_leaves_no_free_pages_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("s/a.jsonl");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let text = load_log(8_000, 20, 1.0e9);
+    std::fs::write(&log, "").unwrap();
+    let index = dir.path().join("i.sqlite");
+    let (mut ix, _) = Index::open(&index).unwrap();
+    ix.set_bulk(false).unwrap();
+    let mut state = None;
+    let pieces = 12;
+    for k in 1..=pieces {
+        let (from, to) = ((k - 1) * text.len() / pieces, k * text.len() / pieces);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        f.write_all(&text.as_bytes()[from..to]).unwrap();
+        ix.follow(&log, &mut state, k == pieces).unwrap();
+    }
+    let c = rusqlite::Connection::open(&index).unwrap();
+    let pragma = |p: &str| {
+        c.query_row(&format!("PRAGMA {p}"), [], |r| r.get::<_, i64>(0))
+            .unwrap()
+    };
+    assert_eq!(pragma("auto_vacuum"), 2, "incremental");
+    let (free, all) = (pragma("freelist_count"), pragma("page_count"));
+    assert!(all > 600, "{all} pages: merges happened");
+    assert!(free < 64 || free * 100 < all, "{free} of {all} pages free");
+}
