@@ -4,7 +4,8 @@
 //! (`script`, 120×40; the UI process's CPU from the prompt to the moment it is idle again,
 //! its session index caught up). Rounds alternate the two; the UI's CPU is also given by
 //! thread, so the index thread's share (work a headless run leaves to the next
-//! `trellis sessions`) is seen apart.
+//! `trellis sessions`) is seen apart, and the UI is also set against the headless run and
+//! the `trellis sessions list` that indexes its log after it.
 //!
 //! `cargo bench -p trellis --bench ui_cost`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
@@ -70,12 +71,34 @@ impl Sampler {
     }
 }
 
-fn headless(dir: &std::path::Path) -> Duration {
-    let v = load::run(env!("CARGO_BIN_EXE_trellis"), (CALLS, 20), dir, |cmd| {
+/// The headless run's CPU, and that of the indexing it leaves to the next `trellis
+/// sessions` command (run here at once, as a user looking at their history would).
+fn headless(dir: &std::path::Path) -> (Duration, Duration) {
+    let exe = env!("CARGO_BIN_EXE_trellis");
+    // Where a session's log goes by default, so that `trellis sessions` finds it.
+    let log = dir.join("data/trellis/sessions/2026-12-07/000000-demo-1.jsonl");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let v = load::run_logged(exe, (CALLS, 20), dir, &log, |cmd| {
         cmd.env("XDG_DATA_HOME", dir.join("data"))
             .env("XDG_CONFIG_HOME", dir.join("config"));
     });
-    load::cpu(&v)
+    let before = trellis_os::usage::this_process().children;
+    let listed = Command::new(exe)
+        .args(["sessions", "list", "--all", "--json"])
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    let index = trellis_os::usage::this_process().children - before;
+    let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(
+        rows[0]["calls"]["total"], CALLS,
+        "the run's session indexed, its calls counted: {rows}"
+    );
+    let _ = std::fs::remove_file(&log);
+    (load::cpu(&v), index)
 }
 
 fn ui(dir: &std::path::Path) -> (Duration, BTreeMap<String, Duration>) {
@@ -148,7 +171,7 @@ fn main() {
     for round in 1..=rounds {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let h = headless(&dir);
+        let (h, later) = headless(&dir);
         let (u, by) = ui(&dir);
         let index = by
             .iter()
@@ -167,10 +190,13 @@ fn main() {
         ratios.push(r);
         eprintln!(
             "round {round}: headless {:.2} s, UI {:.2} s ({r:.2}x; without its index thread \
-             {:.2}x); UI threads: {}",
+             {:.2}x; against headless and its indexing by the next `trellis sessions`, \
+             {:.2} s more, {:.2}x); UI threads: {}",
             h.as_secs_f64(),
             u.as_secs_f64(),
             (u.saturating_sub(index)).as_secs_f64() / h.as_secs_f64(),
+            later.as_secs_f64(),
+            u.as_secs_f64() / (h + later).as_secs_f64(),
             top.join(", ")
         );
     }

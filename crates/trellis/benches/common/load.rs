@@ -8,8 +8,23 @@ use std::process::{Command, Stdio};
 
 pub fn run(
     client: &str,
+    load: (usize, usize),
+    dir: &Path,
+    setup: impl FnOnce(&mut Command),
+) -> serde_json::Value {
+    let log = dir.join("session.jsonl");
+    let stats = run_logged(client, load, dir, &log, setup);
+    let _ = std::fs::remove_file(&log);
+    stats
+}
+
+/// [`run`], its session log written to `log` and kept.
+#[allow(dead_code)]
+pub fn run_logged(
+    client: &str,
     (calls, lines): (usize, usize),
     dir: &Path,
+    log: &Path,
     setup: impl FnOnce(&mut Command),
 ) -> serde_json::Value {
     let exe = env!("CARGO_BIN_EXE_trellis");
@@ -28,7 +43,7 @@ pub fn run(
     .arg("--cwd")
     .arg(dir)
     .arg("--log")
-    .arg(dir.join("session.jsonl"));
+    .arg(log);
     // After `run`: its own options, and the global ones.
     setup(&mut cmd);
     let out = cmd
@@ -36,7 +51,6 @@ pub fn run(
         .stderr(Stdio::piped())
         .output()
         .unwrap();
-    let _ = std::fs::remove_file(dir.join("session.jsonl"));
     assert!(
         out.status.success(),
         "{}",
