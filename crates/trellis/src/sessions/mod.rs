@@ -59,7 +59,8 @@ pub enum SessionsCmd {
         #[arg(long)]
         json: bool,
     },
-    /// One session: its facts and its tool calls.
+    /// One session's facts: where and when it ran, its agent, turns, calls by status,
+    /// tokens, cost, and its log (`trellis sessions export` gives its calls).
     Show {
         /// A session id (or a unique prefix of one), or a log file.
         id: String,
@@ -504,6 +505,9 @@ fn search(
             )?;
             writeln!(out, "    {}", highlight(&h.snippet, tty))?;
         }
+        if hits.len() == limit {
+            writeln!(out, "(the newest {limit} hits; --limit N for more)")?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -559,11 +563,17 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `p` with its links resolved; a directory that is gone (a demo's scratch workspace, a
+/// worktree discarded) as written, made absolute: its sessions are still in the index.
 fn canonical(p: &Path) -> anyhow::Result<String> {
-    Ok(std::fs::canonicalize(p)
-        .with_context(|| p.display().to_string())?
-        .to_string_lossy()
-        .into_owned())
+    let path = match std::fs::canonicalize(p) {
+        Ok(path) => path,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::path::absolute(p).with_context(|| p.display().to_string())?
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context(p.display().to_string())),
+    };
+    Ok(path.to_string_lossy().into_owned())
 }
 
 /// `2026-11-30`, or an age: `3d`, `12h`, `2w`, `30m` → Unix seconds.

@@ -198,6 +198,13 @@ fn sessions_are_listed_searched_shown_and_removed() {
     let id = beta[0]["session"].as_str().unwrap().to_string();
     let text = home.ok(&["sessions", "search", "scratch"], &a);
     assert!(text.contains("«scratch»"), "{text}");
+    // Hits cut short by the limit say so.
+    assert!(!text.contains("--limit N for more"), "{text}");
+    let few = home.ok(&["sessions", "search", "scratch", "--limit", "2"], &a);
+    assert!(
+        few.ends_with("(the newest 2 hits; --limit N for more)\n"),
+        "{few}"
+    );
     // Nothing found: exit 1, like grep.
     let none = home.trellis(&["sessions", "search", "zyzzyva"], &a);
     assert_eq!(none.status.code(), Some(1));
@@ -961,4 +968,23 @@ fn an_agent_behind_env_is_named_by_its_program() {
         text.lines().nth(1).unwrap().contains("trellis-demo"),
         "its own name: {text}"
     );
+}
+
+/// The sessions of a directory that is gone (a demo's scratch workspace, a worktree
+/// discarded) are still listed and searched by it: it was canonical when they ran.
+#[test]
+fn a_gone_directory_still_names_its_sessions() {
+    let home = Home::new();
+    let (a, gone) = (home.project("alpha"), home.project("gone"));
+    home.demo(&gone, "a prompt in a directory since removed");
+    std::fs::remove_dir_all(&gone).unwrap();
+    let dir = gone.to_str().unwrap();
+    let rows = home.json(&["sessions", "list", "--cwd", dir, "--json"], &a);
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["cwd"], dir);
+    let hits = home.json(
+        &["sessions", "search", "removed", "--cwd", dir, "--json"],
+        &a,
+    );
+    assert_eq!(hits.as_array().unwrap().len(), 1, "{hits}");
 }
