@@ -72,7 +72,7 @@ impl Stats {
     /// A call seen with `status`; `prev`: its status before (`None`: new call).
     fn seen(&mut self, call: &ToolCall, prev: Option<ToolStatus>, t: f64) {
         // The user's own commands (`!cmd`) are not the agent's calls.
-        if trellis_core::update::user_command::is_users(&call.id) {
+        if trellis_core::tool_call::is_users(&call.id) {
             return;
         }
         let kind = call.kind.as_str();

@@ -12,6 +12,15 @@ use serde_json::value::RawValue;
 
 pub use trellis_plugin_protocol::ToolKind;
 
+/// What the id of a user's own call (`!cmd` at the prompt) starts with; the terminal's id
+/// follows.
+pub const USER_CALL: &str = "!user/";
+
+/// Whether the call with this id is the user's own command, not the agent's.
+pub fn is_users(call_id: &str) -> bool {
+    call_id.starts_with(USER_CALL)
+}
+
 /// Lifecycle of a call. `Cancelled` and `Unfinished` are client-side marks for calls still
 /// open when a turn ends (cancelled turn, or a turn that ended without closing them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, PartialOrd, Ord)]

@@ -155,7 +155,7 @@ impl Driver {
         let Some(c) = &self.conn else {
             return 0;
         };
-        let prefix = trellis_core::update::user_command::USER_CALL;
+        let prefix = trellis_core::tool_call::USER_CALL;
         let mut n = 0;
         for i in self.session.ledger.open() {
             let id = self.session.ledger.at(i).id.clone();

@@ -91,7 +91,7 @@ impl App {
     /// `s` on the card of one of the user's commands (or in its inspector): its output
     /// goes with the next prompt; again, it does not.
     pub(crate) fn toggle_send_output(&mut self, call: Option<usize>) {
-        use trellis_core::update::user_command::{USER_CALL, is_users};
+        use trellis_core::tool_call::{USER_CALL, is_users};
         let call = match call {
             Some(c) => Ok(c),
             None => self.card_at_cursor(),

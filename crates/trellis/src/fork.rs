@@ -47,31 +47,11 @@ pub fn main(
     }
 }
 
-/// What to fork, and where the new session runs (`trellis sessions fork`).
-#[derive(clap::Args, Debug)]
-pub struct ForkArgs {
-    pub id: String,
-    /// The turn to fork before (1: before the first prompt).
-    #[arg(long, value_name = "TURN")]
-    pub at: Option<u32>,
-    /// In a worktree of its own (`--worktree=LABEL` names it), holding the files of
-    /// that turn's checkpoint (the files as they are now, forked after the last turn).
-    #[arg(long, value_name = "LABEL", num_args = 0..=1, require_equals = true,
-          default_missing_value = "", value_parser = crate::session_args::parse_ask)]
-    pub worktree: Option<crate::session_args::Ask>,
-    /// Sent once the agent is ready (else the session waits for one).
-    #[arg(long)]
-    pub prompt: Option<String>,
-    /// Another agent than the earlier session's (a preset, `demo`, a command line).
-    #[arg(long)]
-    pub agent: Option<String>,
-    /// The hub to start it in (default: `default`).
-    #[arg(long)]
-    pub hub: Option<String>,
-}
-
 /// Starts the fork in the hub and says its name on standard output.
-pub fn fork(args: ForkArgs, config: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
+pub fn fork(
+    args: crate::sessions::ForkArgs,
+    config: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
     let (index, _) = crate::sessions::open_index()?;
     let row = index.session(&args.id)?;
     let turns = trellis_driver::replay::turn_starts(std::path::Path::new(&row.path))
@@ -151,7 +131,7 @@ pub fn rewind(
         "trellis: the conversation is rewound as a new session: ACP cannot cut one short, so the agent is told the turns before {to} as a transcript"
     );
     fork(
-        ForkArgs {
+        crate::sessions::ForkArgs {
             id: id.to_string(),
             at: Some(to),
             worktree: None,

@@ -59,7 +59,7 @@ impl Launch {
         });
         problems(&mut app, s.mcp_problems, &s.said);
         app.agent_arg = Some(s.agent_arg);
-        app.rewinder = Some(crate::checkpoints::ui_rewinder());
+        app.rewinder = Some(ui_rewinder());
         app.name_from_agent = s.command_line;
         app.exit_after_first_frame = self.exit_after_first_frame;
         app.history = Some(Box::new(crate::sessions::IndexHistory::new(s.cwd.clone())));
@@ -116,7 +116,7 @@ impl Launch {
         // A fork from a turn, in a worktree: that turn's checkpoint, found before anything
         // is made.
         let base = match (&req.resume, &req.worktree) {
-            (Some(r), Some(_)) => crate::checkpoints::fork_base(r)?,
+            (Some(r), Some(_)) => crate::checkpoints::fork_base(&r.row, r.fork.and_then(|f| f.at))?,
             _ => None,
         };
         let (worktree, mut said) =
@@ -416,5 +416,20 @@ fn restarter(spec: trellis_acp::spec::AgentSpec, log: PathBuf) -> trellis_tui::R
             },
         });
         Ok(Connection { handle, rx })
+    })
+}
+
+/// The UI's rewind of the code (`c` in its rewind list): as `sessions rewind --to TURN
+/// --code`, on the session logged at the path, said in lines.
+fn ui_rewinder() -> trellis_tui::rewind::Rewinder {
+    Box::new(|log: &std::path::Path, turn: u32, force: bool| {
+        let (index, _) = crate::sessions::open_index().map_err(|e| format!("{e:#}"))?;
+        let row = index
+            .session(&log.to_string_lossy())
+            .map_err(|e| e.to_string())?;
+        let mut out = String::new();
+        crate::checkpoints::rewind(&row, Some(turn), force, false, &mut out)
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(out.lines().map(str::to_string).collect())
     })
 }

@@ -397,7 +397,7 @@ fn tool_call_patch(
         return Err(serde::de::Error::custom("missing toolCallId"));
     }
     // Only the user's own commands carry that mark.
-    if super::user_command::is_users(&patch.tool_call_id) {
+    if crate::tool_call::is_users(&patch.tool_call_id) {
         return Err(serde::de::Error::custom(
             "a call id the client keeps for the user's own commands",
         ));

@@ -85,7 +85,7 @@ pub(crate) fn decide(
 /// Marks every still-open call with `status` as the turn ends; returns their ids.
 pub(crate) fn mark_open_calls(cx: &mut Ctx<'_>, status: ToolStatus) -> Vec<String> {
     // The user's own commands are not the turn's: they end with their terminal.
-    mark_open_calls_of(cx, status, |c| !super::user_command::is_users(&c.id))
+    mark_open_calls_of(cx, status, |c| !crate::tool_call::is_users(&c.id))
 }
 
 /// [`mark_open_calls`] for the calls `which` picks.

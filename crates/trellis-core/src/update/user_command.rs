@@ -7,13 +7,7 @@ use super::ctx::Ctx;
 use crate::event::EventBody;
 use crate::tool_call::{ToolCallPatch, ToolContent, ToolKind, ToolStatus};
 
-/// What a user's call's id starts with (the terminal's id follows).
-pub const USER_CALL: &str = "!user/";
-
-/// Whether the call with this id is the user's own command.
-pub fn is_users(call_id: &str) -> bool {
-    call_id.starts_with(USER_CALL)
-}
+use crate::tool_call::USER_CALL;
 
 pub(crate) fn started(cx: &mut Ctx<'_>, terminal_id: String, command: String, cwd: String) {
     let input = serde_json::json!({"command": command, "cwd": cwd}).to_string();

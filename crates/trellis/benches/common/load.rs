@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+#[allow(dead_code)]
 pub fn run(
     client: &str,
     load: (usize, usize),

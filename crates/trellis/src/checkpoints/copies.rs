@@ -90,7 +90,7 @@ fn copy_before(
     let mut copied = 0usize;
     for (i, p) in st.known.iter().enumerate() {
         // Reached through a link: what is there is not the session's.
-        if !super::plain::inside(cwd, p) {
+        if !super::files::inside(cwd, p) {
             left_out.push(p.clone());
             continue;
         }
@@ -131,7 +131,7 @@ fn copy_before(
                     continue;
                 }
                 let name = format!("{dir_name}/{i}");
-                super::plain::write_new(&root.join(&name), &bytes)?;
+                super::files::write_new(&root.join(&name), &bytes)?;
                 copied += 1;
                 st.last
                     .insert(p.clone(), (meta.len(), modified, name.clone()));
@@ -143,7 +143,7 @@ fn copy_before(
             copy: Some(copy),
         });
     }
-    super::plain::write_new(
+    super::files::write_new(
         &dir.join("manifest.json"),
         &serde_json::to_vec_pretty(&manifest)?,
     )?;

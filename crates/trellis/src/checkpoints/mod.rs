@@ -19,6 +19,7 @@ use crate::output::safe;
 
 mod agent_paths;
 mod copies;
+mod files;
 mod plain;
 
 pub(crate) use agent_paths::Before;
@@ -411,11 +412,14 @@ pub(super) fn checkpoint_failure(msg: &serde_json::Value) -> Option<String> {
 
 /// The checkpoint a fork's worktree starts from: that of the turn the fork is before
 /// (none for a fork after the last turn, whose worktree is the tree as it is now).
-pub(crate) fn fork_base(resume: &crate::sessions::Resume) -> anyhow::Result<Option<String>> {
-    let Some(turn) = resume.fork.and_then(|f| f.at) else {
+/// `row`: the earlier session; `before`: the turn the fork is before.
+pub(crate) fn fork_base(
+    row: &trellis_index::SessionRow,
+    before: Option<u32>,
+) -> anyhow::Result<Option<String>> {
+    let Some(turn) = before else {
         return Ok(None);
     };
-    let row = &resume.row;
     let cwd = cwd_of(row)?;
     let (turns, _) = listed(&cwd, &prefix(Path::new(&row.path)))?;
     match turns.into_iter().find(|(t, _)| *t == turn) {
@@ -446,8 +450,6 @@ pub(crate) fn materialize(cwd: &Path, commit: &str, log: &Path) -> anyhow::Resul
     Ok(said)
 }
 
-/// The UI's rewind of the code (`c` in its rewind list): as `sessions rewind --to TURN
-/// --code`, on the session logged at the path, said in lines.
 /// Where a session's agent ran when it was dialed and worked on its own files (its log's
 /// header says).
 fn elsewhere(row: &trellis_index::SessionRow) -> Option<String> {
@@ -461,16 +463,4 @@ fn elsewhere(row: &trellis_index::SessionRow) -> Option<String> {
     let m = &v["msg"];
     let at = m["remote"].as_str()?;
     (m["shared_files"] != true).then(|| at.to_string())
-}
-
-pub(crate) fn ui_rewinder() -> trellis_tui::rewind::Rewinder {
-    Box::new(|log: &Path, turn: u32, force: bool| {
-        let (index, _) = crate::sessions::open_index().map_err(|e| format!("{e:#}"))?;
-        let row = index
-            .session(&log.to_string_lossy())
-            .map_err(|e| e.to_string())?;
-        let mut out = String::new();
-        rewind(&row, Some(turn), force, false, &mut out).map_err(|e| format!("{e:#}"))?;
-        Ok(out.lines().map(str::to_string).collect())
-    })
 }

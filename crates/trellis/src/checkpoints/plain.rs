@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use trellis_worktree::checkpoint::{KEPT_NOT_AS_LEFT, KEPT_OUTSIDE, KEPT_SINCE};
 
+use super::files::{inside, write_new};
 use super::{AgentPaths, Before, agent_paths};
 use crate::output::safe;
 
@@ -250,30 +251,6 @@ fn keep_why(
     None
 }
 
-/// Whether `p` is reached from `cwd` through directories only: plain names (no `..`),
-/// and no link or file on the way (writing or removing there would land elsewhere).
-pub(super) fn inside(cwd: &Path, p: &Path) -> bool {
-    use std::path::Component;
-    let Ok(rel) = p.strip_prefix(cwd) else {
-        return false;
-    };
-    let parts: Vec<Component<'_>> = rel.components().collect();
-    if parts.is_empty() || !parts.iter().all(|c| matches!(c, Component::Normal(_))) {
-        return false;
-    }
-    let mut at = cwd.to_path_buf();
-    for c in &parts[..parts.len() - 1] {
-        at.push(c);
-        match std::fs::symlink_metadata(&at) {
-            Ok(m) if m.is_dir() => {}
-            // Nothing further down: nothing to land on elsewhere.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
-            _ => return false,
-        }
-    }
-    true
-}
-
 /// `--undo` outside git: the newest undo point put back, for the files still as the
 /// rewind left them; the point is used up.
 pub(super) fn undo(
@@ -382,19 +359,6 @@ fn say(
     for (p, why) in kept {
         writeln!(out, "  kept      {}: {why}", shown(p))?;
     }
-    Ok(())
-}
-
-/// A file of ours, created exclusively (never through what already sits at `path`).
-pub(super) fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .with_context(|| format!("{}", path.display()))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
     Ok(())
 }
 

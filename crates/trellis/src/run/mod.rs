@@ -142,7 +142,7 @@ fn stays(
     // A fork from a turn, in a worktree: that turn's checkpoint, found before anything
     // is made.
     let base = match (&resume, &common.worktree) {
-        (Some(r), Some(_)) => crate::checkpoints::fork_base(r)?,
+        (Some(r), Some(_)) => crate::checkpoints::fork_base(&r.row, r.fork.and_then(|f| f.at))?,
         _ => None,
     };
     let (worktree, said) = crate::worktree_cmd::isolate(

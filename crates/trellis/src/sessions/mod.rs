@@ -17,7 +17,7 @@ mod picker;
 mod resume;
 
 pub use picker::IndexHistory;
-pub use resume::Resume;
+pub use resume::{ForkArgs, Resume};
 
 #[derive(Subcommand)]
 pub enum SessionsCmd {
@@ -116,7 +116,7 @@ pub enum SessionsCmd {
     /// serves); prints its name (`HUB:KEY`, for `trellis attach`). Its history is the
     /// earlier turns, told to the agent as a transcript with the first prompt; forked
     /// after the last turn, an agent that offers `session/fork` forks its own copy.
-    Fork(crate::fork::ForkArgs),
+    Fork(ForkArgs),
     /// Rebuild the index from the logs.
     Reindex,
     /// Add session logs to the history: a log written elsewhere (`--log`) that the index

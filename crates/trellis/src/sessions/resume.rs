@@ -272,3 +272,26 @@ pub struct Shown {
     /// Why every call of the history stays in memory, if it does.
     pub spill_error: Option<String>,
 }
+
+/// What to fork, and where the new session runs (`trellis sessions fork`).
+#[derive(clap::Args, Debug)]
+pub struct ForkArgs {
+    pub id: String,
+    /// The turn to fork before (1: before the first prompt).
+    #[arg(long, value_name = "TURN")]
+    pub at: Option<u32>,
+    /// In a worktree of its own (`--worktree=LABEL` names it), holding the files of
+    /// that turn's checkpoint (the files as they are now, forked after the last turn).
+    #[arg(long, value_name = "LABEL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "", value_parser = crate::session_args::parse_ask)]
+    pub worktree: Option<crate::session_args::Ask>,
+    /// Sent once the agent is ready (else the session waits for one).
+    #[arg(long)]
+    pub prompt: Option<String>,
+    /// Another agent than the earlier session's (a preset, `demo`, a command line).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The hub to start it in (default: `default`).
+    #[arg(long)]
+    pub hub: Option<String>,
+}
