@@ -14,6 +14,9 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::content::{
+    OpenCall, Unclaimed, block_text, finished, floor, merge, push_capped, str_of, without_escapes,
+};
 pub use crate::doc::{CallRow, Doc, DocKind, Facts, OUTPUT_CAP, Sink, TEXT_CAP};
 
 #[derive(Deserialize)]
@@ -24,22 +27,6 @@ struct Line<'a> {
     dir: Option<&'a str>,
     #[serde(default)]
     msg: Option<Value>,
-}
-
-#[derive(Default)]
-struct OpenCall {
-    row: CallRow,
-    output: String,
-    terminals: Vec<String>,
-    /// The first line its text comes from.
-    from: u64,
-}
-
-/// Terminal output no call has claimed yet, and the line it starts at.
-#[derive(Default)]
-struct Unclaimed {
-    text: String,
-    from: u64,
 }
 
 /// The state machine; see the module documentation.
@@ -236,8 +223,20 @@ impl Extractor {
             }
             return;
         }
-        if str_of(msg, "method") != Some("session/update") || self.load_id.is_some() {
+        if self.load_id.is_some() {
             return;
+        }
+        match str_of(msg, "method") {
+            Some("session/update") => {}
+            // The call a permission is asked for, as the request shows it (an edit's
+            // diff, often there only: a rejected edit has no other).
+            Some("session/request_permission") => {
+                if let Some(call) = msg.pointer("/params/toolCall") {
+                    self.announced(call, offset, sink);
+                }
+                return;
+            }
+            _ => return,
         }
         let Some(update) = msg.pointer("/params/update") else {
             return;
@@ -268,32 +267,7 @@ impl Extractor {
                     push_capped(&mut m.text, &text, TEXT_CAP);
                 }
             }
-            Some("tool_call") => {
-                self.close_message(sink);
-                let Some(id) = str_of(update, "toolCallId") else {
-                    return;
-                };
-                // A second announcement of a call is an update of it.
-                let call = self
-                    .calls
-                    .entry(id.to_string())
-                    .or_insert_with(|| OpenCall {
-                        row: CallRow {
-                            call_id: id.to_string(),
-                            turn: self.turn,
-                            status: "pending".into(),
-                            kind: "other".into(),
-                            offset,
-                            ..CallRow::default()
-                        },
-                        from: offset,
-                        ..OpenCall::default()
-                    });
-                merge(call, update, &mut self.terminals);
-                if finished(&call.row.status) {
-                    self.finish_call(id, sink);
-                }
-            }
+            Some("tool_call") => self.announced(update, offset, sink),
             Some("tool_call_update") => {
                 self.close_message(sink);
                 let Some(id) = str_of(update, "toolCallId") else {
@@ -371,6 +345,34 @@ impl Extractor {
         }
     }
 
+    /// A `tool_call`, or the call of a permission request: a call announced, or, when it
+    /// is open already, an update of it.
+    fn announced(&mut self, update: &Value, offset: u64, sink: &mut dyn Sink) {
+        self.close_message(sink);
+        let Some(id) = str_of(update, "toolCallId") else {
+            return;
+        };
+        let call = self
+            .calls
+            .entry(id.to_string())
+            .or_insert_with(|| OpenCall {
+                row: CallRow {
+                    call_id: id.to_string(),
+                    turn: self.turn,
+                    status: "pending".into(),
+                    kind: "other".into(),
+                    offset,
+                    ..CallRow::default()
+                },
+                from: offset,
+                ..OpenCall::default()
+            });
+        merge(call, update, &mut self.terminals);
+        if finished(&call.row.status) {
+            self.finish_call(id, sink);
+        }
+    }
+
     fn finish_call(&mut self, id: &str, sink: &mut dyn Sink) {
         if let Some(c) = self.calls.remove(id) {
             self.emit_call(c, sink);
@@ -411,230 +413,9 @@ impl Extractor {
     }
 }
 
-fn finished(status: &str) -> bool {
-    matches!(status, "completed" | "failed" | "cancelled")
-}
-
-/// Merges a `tool_call` or `tool_call_update` into the open call.
-fn merge(call: &mut OpenCall, u: &Value, terminals: &mut HashMap<String, Unclaimed>) {
-    let row = &mut call.row;
-    if let Some(t) = str_of(u, "title") {
-        row.title = t.to_string();
-    }
-    if let Some(k) = str_of(u, "kind") {
-        row.kind = k.to_string();
-    }
-    if let Some(s) = str_of(u, "status") {
-        row.status = s.to_string();
-    }
-    if let Some(locs) = u.get("locations").and_then(Value::as_array) {
-        for l in locs {
-            if let Some(p) = str_of(l, "path") {
-                add_path(&mut row.paths, p);
-            }
-        }
-    }
-    if let Some(input) = u.get("rawInput") {
-        if let Some(c) = input.get("command").or_else(|| input.get("cmd")) {
-            row.command = match c {
-                Value::String(s) => Some(s.clone()),
-                Value::Array(words) => Some(
-                    words
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                ),
-                _ => row.command.take(),
-            };
-        }
-        for key in ["path", "file_path", "abs_path", "filePath", "notebook_path"] {
-            if let Some(p) = str_of(input, key) {
-                add_path(&mut row.paths, p);
-            }
-        }
-    }
-    if let Some(content) = u.get("content").and_then(Value::as_array) {
-        // Content replaces the call's content: output gathered from an earlier update
-        // is dropped, terminal output (kept apart) stays.
-        call.output.clear();
-        for c in content {
-            match str_of(c, "type") {
-                Some("content") => {
-                    if let Some(b) = c.get("content") {
-                        let mut text = String::new();
-                        block_text(b, &mut text);
-                        push_capped(&mut call.output, &text, OUTPUT_CAP);
-                    }
-                }
-                Some("diff") => {
-                    if let Some(p) = str_of(c, "path") {
-                        add_path(&mut row.paths, p);
-                    }
-                    if let Some(t) = str_of(c, "newText") {
-                        push_capped(&mut call.output, t, OUTPUT_CAP);
-                    }
-                }
-                Some("terminal") => {
-                    if let Some(t) = str_of(c, "terminalId")
-                        && !call.terminals.iter().any(|x| x == t)
-                    {
-                        call.terminals.push(t.to_string());
-                        if let Some(out) = terminals.remove(t) {
-                            push_capped(&mut call.output, &out.text, OUTPUT_CAP);
-                            call.from = call.from.min(out.from);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    if let Some(out) = u.get("rawOutput") {
-        let text = match out {
-            Value::String(s) => Some(s.as_str()),
-            o => [
-                "output",
-                "stdout",
-                "stderr",
-                "formatted_output",
-                "aggregated_output",
-            ]
-            .iter()
-            .find_map(|k| str_of(o, k)),
-        };
-        if let Some(t) = text
-            && !call.output.contains(t)
-        {
-            push_capped(&mut call.output, t, OUTPUT_CAP);
-        }
-    }
-}
-
-fn add_path(paths: &mut Vec<String>, p: &str) {
-    if !paths.iter().any(|x| x == p) && paths.len() < 64 {
-        paths.push(p.to_string());
-    }
-}
-
-/// The text of a content block: text, a resource's text, a link's name and address.
-fn block_text(b: &Value, out: &mut String) {
-    let piece = match str_of(b, "type") {
-        Some("text") => str_of(b, "text").map(str::to_string),
-        Some("resource") => b
-            .pointer("/resource/text")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        Some("resource_link") => Some(format!(
-            "{} {}",
-            str_of(b, "name").unwrap_or(""),
-            str_of(b, "uri").unwrap_or("")
-        )),
-        _ => None,
-    };
-    if let Some(p) = piece {
-        // Blocks apart (a prompt and the document it carries do not run together).
-        if !out.is_empty() {
-            push_capped(out, "\n\n", TEXT_CAP);
-        }
-        push_capped(out, &p, TEXT_CAP);
-    }
-}
-
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 fn id_of(msg: &Value) -> Option<String> {
     let id = msg.get("id")?;
     trellis_core::wire::canonical_id(&id.to_string())
         .ok()
         .flatten()
-}
-
-fn push_capped(s: &mut String, add: &str, cap: usize) {
-    if s.len() >= cap {
-        return;
-    }
-    let room = cap - s.len();
-    s.push_str(&add[..floor(add, room)]);
-}
-
-/// The largest char boundary of `s` at or below `i`.
-fn floor(s: &str, i: usize) -> usize {
-    if i >= s.len() {
-        return s.len();
-    }
-    (0..=i).rev().find(|&j| s.is_char_boundary(j)).unwrap_or(0)
-}
-
-/// `text` without terminal escape sequences (colours, cursor moves, titles), which the
-/// tokenizer would glue to the next word (`\x1b[32mok` was found as `32mok`, not `ok`) and
-/// snippets would show. (The index does not link the terminal text crate that draws them.)
-pub(crate) fn without_escapes(text: &str) -> Cow<'_, str> {
-    let b = text.as_bytes();
-    let Some(first) = memchr::memchr(0x1b, b) else {
-        return Cow::Borrowed(text);
-    };
-    let mut out = String::with_capacity(text.len());
-    let (mut from, mut at) = (0, first);
-    loop {
-        out.push_str(&text[from..at]);
-        // Each sequence ends on an ASCII byte: the rest starts on a char boundary.
-        from = at + escape_len(&b[at..]);
-        match memchr::memchr(0x1b, &b[from..]) {
-            Some(k) => at = from + k,
-            None => break,
-        }
-    }
-    out.push_str(&text[from..]);
-    Cow::Owned(out)
-}
-
-/// Bytes of the escape sequence at the start of `b` (which starts with ESC): CSI up to its
-/// final byte, OSC and the other strings up to BEL or ST, else ESC and one more byte.
-fn escape_len(b: &[u8]) -> usize {
-    match b.get(1) {
-        Some(b'[') => b[2..]
-            .iter()
-            .position(|c| (0x40..=0x7e).contains(c))
-            .map_or(b.len(), |i| i + 3),
-        Some(b']' | b'P' | b'_' | b'^' | b'X') => {
-            let mut i = 2;
-            while i < b.len() {
-                match b[i] {
-                    0x07 => return i + 1,
-                    0x1b if b.get(i + 1) == Some(&b'\\') => return i + 2,
-                    _ => i += 1,
-                }
-            }
-            b.len()
-        }
-        Some(c) if c.is_ascii() => 2,
-        _ => 1,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_escapes;
-
-    #[test]
-    fn escapes_go_and_words_stay() {
-        assert_eq!(without_escapes("plain"), "plain");
-        assert_eq!(without_escapes("\x1b[32mok\x1b[0m done"), "ok done");
-        assert_eq!(without_escapes("a\x1b]0;title\x07b"), "ab");
-        assert_eq!(
-            without_escapes("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"),
-            "alink"
-        );
-        assert_eq!(
-            without_escapes("caf\u{e9}\x1b[1m\u{e9}t\u{e9}"),
-            "caf\u{e9}\u{e9}t\u{e9}"
-        );
-        // Cut short, or ESC before a non-ASCII char: nothing is lost but the ESC.
-        assert_eq!(without_escapes("x\x1b[31"), "x");
-        assert_eq!(without_escapes("x\x1b\u{e9}y"), "x\u{e9}y");
-        assert_eq!(without_escapes("x\x1b"), "x");
-    }
 }

@@ -10,6 +10,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod background;
+mod content;
 mod doc;
 pub mod extract;
 pub mod outside_logs;

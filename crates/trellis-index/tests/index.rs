@@ -429,3 +429,94 @@ fn an_id_announced_again_is_counted_as_a_new_call() {
     let all = ix.list(&ListFilter::default()).unwrap();
     assert_eq!(all[0].calls.total, 2, "{:?}", all[0].calls);
 }
+
+/// An edit's call is found by what it took out as well as by what it put in, and a call
+/// whose diff is only in its permission request (an edit the user rejected) by that diff.
+#[test]
+fn an_edit_is_found_by_its_removed_lines_and_a_rejected_one_by_its_request() {
+    let s = setup();
+    let a = s.sessions.join("2026-12-07/100000-demo-1.jsonl");
+    let rec = |t: f64, dir: &str, msg: serde_json::Value| {
+        format!("{}\n", serde_json::json!({"t": t, "dir": dir, "msg": msg}))
+    };
+    let upd = |u: serde_json::Value| {
+        serde_json::json!({"jsonrpc": "2.0", "method": "session/update",
+                           "params": {"sessionId": "s", "update": u}})
+    };
+    let diff = |path: &str, old: &str, new: &str| serde_json::json!([{"type": "diff", "path": path, "oldText": old, "newText": new}]);
+    let mut text = log_text("demo", "/p", 1.0, 0, "x");
+    text += &rec(
+        0.1,
+        "client_to_agent",
+        serde_json::json!({"jsonrpc": "2.0", "id": "p1", "method": "session/prompt",
+            "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "tidy up"}]}}),
+    );
+    // Allowed: announced with its diff, then completed.
+    text += &rec(
+        0.2,
+        "agent_to_client",
+        upd(
+            serde_json::json!({"sessionUpdate": "tool_call", "toolCallId": "e1",
+            "title": "Edit lib.rs", "kind": "edit", "status": "in_progress",
+            "content": diff("/p/lib.rs", "fn a() {}\n// TODO: walrus overflow\nfn b() {}\n",
+                            "fn a() {}\nfn b() {}\n")}),
+        ),
+    );
+    text += &rec(
+        0.3,
+        "agent_to_client",
+        upd(
+            serde_json::json!({"sessionUpdate": "tool_call_update", "toolCallId": "e1",
+            "status": "completed"}),
+        ),
+    );
+    // Rejected: its diff only in the permission request.
+    text += &rec(
+        0.4,
+        "agent_to_client",
+        serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "session/request_permission",
+            "params": {"sessionId": "s", "options": [],
+                "toolCall": {"toolCallId": "e2", "title": "Edit main.rs", "kind": "edit",
+                    "content": diff("/p/main.rs", "old line\n", "narwhal_checked_add(b)\n")}}}),
+    );
+    text += &rec(
+        0.5,
+        "agent_to_client",
+        upd(
+            serde_json::json!({"sessionUpdate": "tool_call_update", "toolCallId": "e2",
+            "status": "failed"}),
+        ),
+    );
+    text += &rec(
+        0.6,
+        "agent_to_client",
+        serde_json::json!({"jsonrpc": "2.0", "id": "p1", "result": {"stopReason": "end_turn"}}),
+    );
+    write(&a, &text);
+    let (mut ix, _) = Index::open(&s.index).unwrap();
+    ix.refresh(&s.sessions).unwrap();
+    let removed = ix.search("walrus-overflow", None, None, false, 9).unwrap();
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert_eq!(
+        (removed[0].kind.as_str(), removed[0].call_id.as_deref()),
+        ("output", Some("e1"))
+    );
+    assert!(
+        removed[0].snippet.contains("\u{2}walrus overflow\u{3}"),
+        "{removed:?}"
+    );
+    let rejected = ix
+        .search("narwhal_checked_add", None, None, false, 9)
+        .unwrap();
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert_eq!(rejected[0].call_id.as_deref(), Some("e2"));
+    let row = ix.list(&ListFilter::default()).unwrap();
+    assert_eq!(
+        (
+            row[0].calls.total,
+            row[0].calls.completed,
+            row[0].calls.failed
+        ),
+        (2, 1, 1)
+    );
+}
