@@ -130,6 +130,7 @@ pub(crate) async fn dial(
         ));
     }
     let _ = tcp.set_nodelay(true);
+    let _ = trellis_os::net::keepalive(&tcp);
     let request = upgrade_request(spec)?;
     let config = tungstenite::protocol::WebSocketConfig::default()
         .max_message_size(Some(MESSAGE_LIMIT))

@@ -117,6 +117,9 @@ impl Shared {
             ));
         }
         let _ = tcp.set_nodelay(true);
+        // A stream of events can be silent for as long as the agent thinks: a host gone
+        // is noticed by the probes, not by the next message.
+        let _ = trellis_os::net::keepalive(&tcp);
         let io: Box<dyn Io> = if self.target.tls {
             Box::new(
                 crate::tls::connect(

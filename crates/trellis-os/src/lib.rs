@@ -16,6 +16,7 @@
 //! | background priority ([`priority`]) | per-thread nice, `SCHED_IDLE` | process nice | process nice |
 //! | CPU time ([`usage`]) | `getrusage` | `getrusage` | `getrusage` |
 //! | did a tree change ([`watch`]) | inotify | none: the caller looks itself | same |
+//! | a TCP peer gone without a word ([`net`]) | keepalive, its timing set | keepalive, its timing set | keepalive, the system's timing |
 //!
 //! A test (`tests/confined.rs`) fails when a system-specific call appears anywhere else in
 //! the workspace.
@@ -25,6 +26,7 @@ pub mod env;
 pub mod fd;
 pub mod group;
 pub mod lock;
+pub mod net;
 pub mod priority;
 pub mod reaper;
 pub mod signals;

@@ -205,6 +205,9 @@ async fn accept(
             }
         };
         next += 1;
+        // A client whose machine vanished (a laptop closed) ends its agent within a
+        // minute, not when the agent next writes.
+        let _ = trellis_os::net::keepalive(&tcp);
         let Ok(held) = connections.clone().try_acquire_owned() else {
             // Too many at once: this one is dropped unread.
             continue;

@@ -186,6 +186,8 @@ async fn accept(listener: tokio::net::TcpListener, p: Arc<Pairing>) {
                 continue;
             }
         };
+        // A phone that left without closing frees its slot within a minute.
+        let _ = trellis_os::net::keepalive(&stream);
         let p = p.clone();
         let slots = slots.clone();
         tokio::spawn(async move {
