@@ -501,24 +501,32 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
             _ => return Ok(None),
         }
     };
-    // What the user wrote: an entry of the config, or a URL on the command line.
-    let place = if preset.url.as_deref() == Some(agent) {
-        format!("--agent {}", trellis_acp::remote::shown_url(agent))
-    } else {
-        format!("[agents.{name}]")
+    // What the user wrote: an entry of the config (its errors point at the file and
+    // line), or a URL on the command line.
+    let given_alone = preset.url.as_deref() == Some(agent);
+    let table = format!("agents.{name}");
+    let fault = |key: &str, why: String| -> anyhow::Error {
+        if given_alone {
+            anyhow::anyhow!("--agent {}: {why}", trellis_acp::remote::shown_url(agent))
+        } else {
+            config.invalid(&table, key, why).into()
+        }
     };
     let url = preset.url.clone().unwrap_or_default();
     if !preset.command.is_empty() {
-        bail!("{place} in the config: an agent has a command or a url, not both");
+        return Err(fault(
+            "url",
+            "an agent has a command or a url, not both".into(),
+        ));
     }
     let target = trellis_acp::remote::Target::of(&url, preset.plaintext).map_err(|e| {
         // A URL given alone has no entry to set anything in: say how to make one.
-        if place.starts_with("--agent") && e.contains("plaintext = true") {
+        if given_alone && e.contains("plaintext = true") {
             anyhow::anyhow!(
                 "{e} (a URL given alone has no entry: make one, [agents.NAME] with url = \"…\" and plaintext = true, and dial it by name)"
             )
         } else {
-            anyhow::anyhow!("{place}: {e}")
+            fault("url", e)
         }
     })?;
     if preset.token.is_some()
@@ -527,33 +535,42 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
             .keys()
             .any(|k| k.eq_ignore_ascii_case("authorization"))
     {
-        bail!("{place}: a token and an Authorization header: give one of them");
+        return Err(fault(
+            "token",
+            "a token and an Authorization header: give one of them".into(),
+        ));
     }
     if let Some(cwd) = &preset.cwd
         && !cwd.starts_with('/')
     {
-        bail!("{place} cwd = {cwd:?}: the agent's directory is an absolute path on its machine");
+        return Err(fault(
+            "cwd",
+            format!("{cwd:?}: the agent's directory is an absolute path on its machine"),
+        ));
     }
     let mut headers = Vec::new();
     if let Some(t) = &preset.token {
-        let v = t
-            .value()
-            .map_err(|e| anyhow::anyhow!("{place} token: {e}"))?;
+        let v = t.value().map_err(|e| fault("token", e.to_string()))?;
         headers.push(("Authorization".to_string(), format!("Bearer {v}")));
     }
     for (k, v) in &preset.headers {
         let v = v
             .value()
-            .map_err(|e| anyhow::anyhow!("{place} headers.{k}: {e}"))?;
+            .map_err(|e| fault("headers", format!("{k}: {e}")))?;
         headers.push((k.clone(), v));
     }
-    trellis_acp::remote::header_pairs(&headers).map_err(|e| anyhow::anyhow!("{place}: {e}"))?;
+    trellis_acp::remote::header_pairs(&headers).map_err(|e| fault("headers", e.to_string()))?;
     let shared = match preset.files.as_deref() {
         None | Some("its own") => false,
         Some("shared") => true,
-        Some(other) => bail!("{place} files = {other:?}: \"its own\" or \"shared\""),
+        Some(other) => {
+            return Err(fault(
+                "files",
+                format!("{other:?}: \"its own\" or \"shared\""),
+            ));
+        }
     };
-    let paths = shared_paths(&place, &preset, shared)?;
+    let paths = shared_paths(&preset, shared).map_err(|e| fault("paths", e))?;
     let ca: Vec<PathBuf> = preset
         .ca
         .iter()
@@ -561,7 +578,7 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
         .collect();
     for path in &ca {
         if !path.is_file() {
-            bail!("{place} ca: {} is not a file", path.display());
+            return Err(fault("ca", format!("{} is not a file", path.display())));
         }
     }
     Ok(Some(Program {
@@ -605,16 +622,15 @@ fn remote_program(agent: &str, config: &Config) -> anyhow::Result<Option<Program
 /// its paths and this machine's (`~` expanded; a directory that exists taken as its real
 /// path, as the session's directory is).
 fn shared_paths(
-    place: &str,
     preset: &trellis_store::AgentPreset,
     shared: bool,
-) -> anyhow::Result<trellis_core::path_map::PathMap> {
+) -> Result<trellis_core::path_map::PathMap, String> {
     if preset.paths.is_empty() {
         return Ok(Default::default());
     }
     if !shared {
-        bail!(
-            "{place} paths: they say where shared files are; set files = \"shared\" too (else the agent is offered no files of this machine)"
+        return Err(
+            "they say where shared files are; set files = \"shared\" too (else the agent is offered no files of this machine)".into()
         );
     }
     let pairs = preset.paths.iter().map(|(remote, local)| {
@@ -622,7 +638,7 @@ fn shared_paths(
         let local = std::fs::canonicalize(&local).unwrap_or(local);
         (remote.clone(), local.display().to_string())
     });
-    trellis_core::path_map::PathMap::new(pairs).map_err(|e| anyhow::anyhow!("{place} paths: {e}"))
+    trellis_core::path_map::PathMap::new(pairs).map_err(|e| e.to_string())
 }
 
 /// What is wrong with a command line's program, if it cannot run: not found on `PATH`,

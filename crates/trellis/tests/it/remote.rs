@@ -935,6 +935,12 @@ fn an_agents_entry_is_checked_before_dialing() {
         let o = run(&d, "box", &[], &[], Duration::from_secs(30));
         assert_eq!(o.status.code(), Some(2), "{entry}: {}", text(&o));
         assert!(text(&o).contains(says), "{entry}: {}", text(&o));
+        // Pointing at the entry's line (the third of the file), with its key.
+        assert!(
+            text(&o).contains("config.toml:3: agents.box."),
+            "{entry}: {}",
+            text(&o)
+        );
     }
     let secret = token(&d, "agent");
     let served = Served::start(

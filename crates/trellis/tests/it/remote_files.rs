@@ -157,26 +157,31 @@ fn shared_directories_are_checked_before_dialing() {
     let d = Dirs::new();
     let elsewhere = d.work.join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
-    for (entry, said) in [
+    for (entry, said, at) in [
         (
             "paths = { \"/workspace\" = \"/tmp\" }\n",
             "set files = \"shared\" too",
+            Some("config.toml:4: agents.box.paths: "),
         ),
         (
             "files = \"shared\"\npaths = { \"workspace\" = \"/tmp\" }\n",
             "must be absolute",
+            Some("config.toml:5: agents.box.paths: "),
         ),
         (
             "files = \"shared\"\npaths = { \"/workspace\" = \"/nowhere/near\" }\n",
             "is not in a directory shared with agent box",
+            None,
         ),
         (
             "files = \"shared\"\npaths = { \"/workspace\" = \"/nowhere/near\" }\ncwd = \"/workspace\"\n",
             "or give it with --cwd",
+            None,
         ),
         (
             "headers = { \"Bad Header\" = \"x\" }\n",
             "not a header name",
+            Some("config.toml:4: agents.box.headers: "),
         ),
     ] {
         config(
@@ -194,6 +199,10 @@ fn shared_directories_are_checked_before_dialing() {
         assert!(!o.status.success());
         assert!(text(&o).contains(said), "{entry}: {}", text(&o));
         assert!(!text(&o).contains("cannot reach"), "{}", text(&o));
+        // A mistake in the entry points at its line.
+        if let Some(at) = at {
+            assert!(text(&o).contains(at), "{entry}: {}", text(&o));
+        }
     }
 }
 
