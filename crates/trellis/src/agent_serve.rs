@@ -14,7 +14,7 @@ pub struct ServeArgs {
     /// Where to listen: a loopback address (127.0.0.1:PORT) unless TLS is given or the
     /// address is reached only through a proxy or port forward of yours (--proxied).
     /// Port 0 picks a free one (said on stderr).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = crate::serve::listen_addr)]
     listen: std::net::SocketAddr,
     /// A certificate chain (PEM) for TLS: clients dial wss://.
     #[arg(long, value_name = "FILE", requires = "tls_key")]

@@ -1,0 +1,168 @@
+//! Agents that run elsewhere, as the command line (`--agent wss://…`) or the config
+//! (`[agents.X]` with a `url`) names them: checked before anything is dialed, each mistake
+//! of an entry pointing at its file and line.
+
+use std::path::PathBuf;
+
+use trellis_acp::Caps;
+use trellis_store::Config;
+
+use super::{Program, Remote, caps_of};
+
+/// The agent `agent` when it runs elsewhere: a URL (`--agent wss://…` or `https://…`), or
+/// `[agents.X]` with a `url`.
+pub(super) fn program(agent: &str, config: &Config) -> anyhow::Result<Option<Program>> {
+    let (name, preset) = if ["ws://", "wss://", "http://", "https://"]
+        .iter()
+        .any(|scheme| agent.starts_with(scheme))
+    {
+        let preset = trellis_store::AgentPreset {
+            url: Some(agent.to_string()),
+            ..Default::default()
+        };
+        ("remote".to_string(), preset)
+    } else {
+        match config.agents.get(agent) {
+            Some(p) if p.url.is_some() => (agent.to_string(), p.clone()),
+            _ => return Ok(None),
+        }
+    };
+    // What the user wrote: an entry of the config (its errors point at the file and
+    // line), or a URL on the command line.
+    let given_alone = preset.url.as_deref() == Some(agent);
+    let table = format!("agents.{name}");
+    let fault = |key: &str, why: String| -> anyhow::Error {
+        if given_alone {
+            anyhow::anyhow!("--agent {}: {why}", trellis_acp::remote::shown_url(agent))
+        } else {
+            config.invalid(&table, key, why).into()
+        }
+    };
+    let url = preset.url.clone().unwrap_or_default();
+    if !preset.command.is_empty() {
+        return Err(fault(
+            "url",
+            "an agent has a command or a url, not both".into(),
+        ));
+    }
+    let target = trellis_acp::remote::Target::of(&url, preset.plaintext).map_err(|e| {
+        // A URL given alone has no entry to set anything in: say how to make one.
+        if given_alone && e.contains("plaintext = true") {
+            anyhow::anyhow!(
+                "{e} (a URL given alone has no entry: make one, [agents.NAME] with url = \"…\" and plaintext = true, and dial it by name)"
+            )
+        } else {
+            fault("url", e)
+        }
+    })?;
+    if preset.token.is_some()
+        && preset
+            .headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"))
+    {
+        return Err(fault(
+            "token",
+            "a token and an Authorization header: give one of them".into(),
+        ));
+    }
+    if let Some(cwd) = &preset.cwd
+        && !cwd.starts_with('/')
+    {
+        return Err(fault(
+            "cwd",
+            format!("{cwd:?}: the agent's directory is an absolute path on its machine"),
+        ));
+    }
+    let mut headers = Vec::new();
+    if let Some(t) = &preset.token {
+        let v = t.value().map_err(|e| fault("token", e.to_string()))?;
+        headers.push(("Authorization".to_string(), format!("Bearer {v}")));
+    }
+    for (k, v) in &preset.headers {
+        let v = v
+            .value()
+            .map_err(|e| fault("headers", format!("{k}: {e}")))?;
+        headers.push((k.clone(), v));
+    }
+    trellis_acp::remote::header_pairs(&headers).map_err(|e| fault("headers", e.to_string()))?;
+    let shared = match preset.files.as_deref() {
+        None | Some("its own") => false,
+        Some("shared") => true,
+        Some(other) => {
+            return Err(fault(
+                "files",
+                format!("{other:?}: \"its own\" or \"shared\""),
+            ));
+        }
+    };
+    let paths = shared_paths(&preset, shared).map_err(|e| fault("paths", e))?;
+    let ca: Vec<PathBuf> = preset
+        .ca
+        .iter()
+        .map(|p| trellis_store::config::expand_home(p))
+        .collect();
+    for path in &ca {
+        if !path.is_file() {
+            return Err(fault("ca", format!("{} is not a file", path.display())));
+        }
+    }
+    Ok(Some(Program {
+        // Where it runs is part of its name: the rail, the status line, `trellis ls`
+        // and the log all say it.
+        name: format!("{name}@{}", target.shown),
+        command: trellis_acp::remote::shown_url(&url),
+        args: Vec::new(),
+        env: Vec::new(),
+        caps: if shared {
+            caps_of(&preset.capabilities)
+        } else {
+            // Its files are its own: nothing here is offered.
+            Caps {
+                read_text_file: false,
+                write_text_file: false,
+                terminal: false,
+                ..Caps::default()
+            }
+        },
+        auth: preset.auth_method.clone(),
+        scratch: false,
+        command_line: false,
+        remote: Some(Remote {
+            spec: trellis_acp::remote::RemoteSpec {
+                url,
+                headers,
+                plaintext: preset.plaintext,
+                ca,
+                cwd: preset.cwd.clone(),
+                shared_files: shared,
+                paths,
+                redial: true,
+            },
+            shared,
+        }),
+    }))
+}
+
+/// The shared directories of an agent elsewhere (`paths = { "/workspace" = "~/proj" }`):
+/// its paths and this machine's (`~` expanded; a directory that exists taken as its real
+/// path, as the session's directory is).
+fn shared_paths(
+    preset: &trellis_store::AgentPreset,
+    shared: bool,
+) -> Result<trellis_core::path_map::PathMap, String> {
+    if preset.paths.is_empty() {
+        return Ok(Default::default());
+    }
+    if !shared {
+        return Err(
+            "they say where shared files are; set files = \"shared\" too (else the agent is offered no files of this machine)".into()
+        );
+    }
+    let pairs = preset.paths.iter().map(|(remote, local)| {
+        let local = trellis_store::config::expand_home(std::path::Path::new(local));
+        let local = std::fs::canonicalize(&local).unwrap_or(local);
+        (remote.clone(), local.display().to_string())
+    });
+    trellis_core::path_map::PathMap::new(pairs).map_err(|e| e.to_string())
+}
