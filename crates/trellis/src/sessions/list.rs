@@ -23,21 +23,37 @@ fn telling<'a>(rows: impl Iterator<Item = &'a SessionRow> + Clone) -> impl Fn(&s
     }
 }
 
+/// What a session is called wherever it shows (a search's hit), as `sessions list --all`
+/// decides it: its title when that tells it apart among every session's, else its first
+/// prompt. `all`: every session `sessions list --all` lists; `of`: the sessions whose
+/// names are wanted, by id.
+pub(super) fn names(
+    all: &[SessionRow],
+    of: impl Fn(&str) -> bool,
+) -> std::collections::HashMap<String, String> {
+    let threads = threads(all);
+    let tells = telling(threads.iter().map(|t| t.newest()));
+    all.iter()
+        .filter(|r| of(&r.id))
+        .map(|r| (r.id.clone(), name(r, &tells)))
+        .collect()
+}
+
+fn name(r: &SessionRow, tells: &impl Fn(&str) -> bool) -> String {
+    let title = r.title.as_deref().filter(|t| tells(t));
+    match (title, r.first_prompt.as_deref()) {
+        (Some(t), _) => t,
+        (None, Some(p)) => p,
+        (None, None) => "(no prompt)",
+    }
+    .to_string()
+}
+
 /// What each row is called (the sessions picker's one column): the agent's title when it
 /// tells the session apart, else the user's first prompt.
 pub(super) fn display_titles(rows: &[SessionRow]) -> Vec<String> {
     let tells = telling(rows.iter());
-    rows.iter()
-        .map(|r| {
-            let title = r.title.as_deref().filter(|t| tells(t));
-            match (title, r.first_prompt.as_deref()) {
-                (Some(t), _) => t,
-                (None, Some(p)) => p,
-                (None, None) => "(no prompt)",
-            }
-            .to_string()
-        })
-        .collect()
+    rows.iter().map(|r| name(r, &tells)).collect()
 }
 
 /// One conversation: a session, and the sessions that resumed it (newest last). A fork

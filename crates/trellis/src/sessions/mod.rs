@@ -2,19 +2,20 @@
 //! and their exports. Every command first brings the index up to date with the logs on
 //! disk (new logs from headless runs, copied from other machines, grown or deleted).
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
-use trellis_index::{Found, Index, ListFilter, Scope, SessionRow};
+use trellis_index::{Found, Index, ListFilter, SessionRow};
 
 use crate::output::safe;
 
 mod list;
 mod picker;
 mod resume;
+mod search;
 
 pub use picker::IndexHistory;
 pub use resume::{ForkArgs, Resume};
@@ -380,7 +381,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
             cwd,
             limit,
             json,
-        } => return search(&mut index, &query.join(" "), scope, cwd, (limit, json), out),
+        } => return search::search(&mut index, &query.join(" "), scope, cwd, (limit, json), out),
         SessionsCmd::Show { id, json } => {
             let row = index.session(&id)?;
             if json {
@@ -440,73 +441,6 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                 Some(path) => write_new(&path, text.as_bytes())?,
                 None => out.push_str(&text),
             }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `trellis sessions search`: the hits of `query`, as lines or JSON (`limit`, `json`).
-fn search(
-    index: &mut Index,
-    query: &str,
-    scope: Option<ScopeArg>,
-    cwd: Option<PathBuf>,
-    (limit, json): (usize, bool),
-    out: &mut String,
-) -> anyhow::Result<ExitCode> {
-    use std::fmt::Write as _;
-    let scope = scope.map(|s| match s {
-        ScopeArg::Prompts => Scope::Prompts,
-        ScopeArg::Messages => Scope::Messages,
-        ScopeArg::Tools => Scope::Tools,
-        ScopeArg::Output => Scope::Output,
-    });
-    let cwd = cwd.as_deref().map(canonical).transpose()?;
-    let hits = index.search(query, scope, cwd.as_deref(), false, limit)?;
-    if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
-    } else if hits.is_empty() {
-        eprintln!("nothing found");
-        return Ok(ExitCode::from(1));
-    } else {
-        let tty = std::io::stdout().is_terminal();
-        // Each session as `list` names it: a title several sessions share gives way to
-        // the session's first prompt.
-        let mut rows: Vec<SessionRow> = Vec::new();
-        for h in &hits {
-            if !rows.iter().any(|r| r.id == h.session)
-                && let Ok(r) = index.session(&h.session)
-            {
-                rows.push(r);
-            }
-        }
-        let names: std::collections::HashMap<&str, String> = rows
-            .iter()
-            .map(|r| r.id.as_str())
-            .zip(list::display_titles(&rows))
-            .collect();
-        for h in &hits {
-            let what = names
-                .get(h.session.as_str())
-                .map(String::as_str)
-                .or(h.title.as_deref())
-                .or(h.cwd.as_deref())
-                .unwrap_or("");
-            let place = match &h.call_id {
-                Some(c) => format!("turn {} · {} of call {c}", h.turn, h.kind),
-                None => format!("turn {} · {}", h.turn, h.kind),
-            };
-            writeln!(
-                out,
-                "{}  {}  {}",
-                h.session,
-                safe(&place),
-                safe(&trellis_text::squeezed(what, 60))
-            )?;
-            writeln!(out, "    {}", highlight(&h.snippet, tty))?;
-        }
-        if hits.len() == limit {
-            writeln!(out, "(the newest {limit} hits; --limit N for more)")?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -662,30 +596,6 @@ fn show_text(r: &SessionRow, next: &[SessionRow]) -> String {
     }
     line("log", format!("{} ({} bytes)", r.path, r.bytes));
     s
-}
-
-/// A snippet for the terminal: its text sanitized, its matches bold (or in «» when
-/// standard output is not a terminal).
-fn highlight(snippet: &str, tty: bool) -> String {
-    let (open, close) = if tty {
-        ("\x1b[1m", "\x1b[22m")
-    } else {
-        ("«", "»")
-    };
-    let mut out = String::new();
-    for (i, part) in trellis_text::squeezed(snippet, 400)
-        .split(['\u{2}', '\u{3}'])
-        .enumerate()
-    {
-        if i % 2 == 1 {
-            out.push_str(open);
-            out.push_str(&safe(part));
-            out.push_str(close);
-        } else {
-            out.push_str(&safe(part));
-        }
-    }
-    out
 }
 
 /// The search index kept up to date as a session runs: the driver's [`History`], over

@@ -198,6 +198,13 @@ fn sessions_are_listed_searched_shown_and_removed() {
     let id = beta[0]["session"].as_str().unwrap().to_string();
     let text = home.ok(&["sessions", "search", "scratch"], &a);
     assert!(text.contains("«scratch»"), "{text}");
+    // A session's name in a hit is its own: the same whatever else the query found.
+    let label = |text: &str| {
+        let line = text.lines().find(|l| l.starts_with(&id)).unwrap();
+        line.rsplit("  ").next().unwrap().to_string()
+    };
+    let alone = home.ok(&["sessions", "search", "beta", "--in", "prompts"], &a);
+    assert_eq!(label(&text), label(&alone), "{text}\n{alone}");
     // Hits cut short by the limit say so.
     assert!(!text.contains("--limit N for more"), "{text}");
     let few = home.ok(&["sessions", "search", "scratch", "--limit", "2"], &a);
