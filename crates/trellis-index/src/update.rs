@@ -69,22 +69,7 @@ impl Progress {
         session: i64,
         title: Option<String>,
     ) -> rusqlite::Result<Progress> {
-        let (calls, at_checkpoint) = tx
-            .prepare_cached(
-                "SELECT calls, completed, failed, ck_calls, ck_completed, ck_failed, ck_entry,
-                     ck_title
-                 FROM sessions WHERE n = ?1",
-            )?
-            .query_row([session], |r| {
-                Ok((
-                    [r.get(0)?, r.get(1)?, r.get(2)?],
-                    Tally {
-                        calls: [r.get(3)?, r.get(4)?, r.get(5)?],
-                        last_entry: r.get(6)?,
-                        title: r.get(7)?,
-                    },
-                ))
-            })?;
+        let (calls, at_checkpoint) = Progress::counts(tx, session)?;
         let last_entry = tx
             .prepare_cached("SELECT coalesce(max(id), 0) FROM entries WHERE session = ?1")?
             .query_row([session], |r| r.get(0))?;
@@ -95,6 +80,25 @@ impl Progress {
                 title,
             },
             at_checkpoint,
+        })
+    }
+
+    /// The session's row: its calls counted so far, and what stood at its checkpoint.
+    fn counts(tx: &rusqlite::Transaction<'_>, session: i64) -> rusqlite::Result<([i64; 3], Tally)> {
+        tx.prepare_cached(
+            "SELECT calls, completed, failed, ck_calls, ck_completed, ck_failed, ck_entry,
+                     ck_title
+                 FROM sessions WHERE n = ?1",
+        )?
+        .query_row([session], |r| {
+            Ok((
+                [r.get(0)?, r.get(1)?, r.get(2)?],
+                Tally {
+                    calls: [r.get(3)?, r.get(4)?, r.get(5)?],
+                    last_entry: r.get(6)?,
+                    title: r.get(7)?,
+                },
+            ))
         })
     }
 
@@ -295,12 +299,7 @@ fn restart(
     };
     let n = session_key(tx, id, key)?;
     let (from, turn, facts, at) = match resumed {
-        Some((from, turn)) => (
-            from,
-            turn,
-            facts(tx, id)?,
-            Progress::of(tx, n, None)?.at_checkpoint,
-        ),
+        Some((from, turn)) => (from, turn, facts(tx, id)?, Progress::counts(tx, n)?.1),
         None => (0, 0, Facts::default(), Tally::default()),
     };
     // What came after the checkpoint is read again: its entries deleted, its calls
