@@ -253,7 +253,7 @@ pub(crate) fn refusal_hint(said: &str, status: u16, spec: &RemoteSpec) -> String
         .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
     if status == 401 && !token_sent {
         hint.push_str(
-            " (no token was sent: a URL given alone carries none; give the agent an entry [agents.NAME] with its url and token = { env = \"…\" } or { file = \"…\" })",
+            " (no token was sent: give the agent's entry [agents.NAME] a token = { env = \"…\" } or { file = \"…\" }; a URL given alone with --agent carries none)",
         );
     }
     hint

@@ -40,13 +40,13 @@ impl Target {
             && credential_in(q)
         {
             return Err(format!(
-                "{}: a credential in a URL's query ends up in logs and process lists; give it as a header (token = {{ env = \"…\" }})",
+                "{}: a credential in a URL's query ends up in logs and process lists; give it as the token of an entry [agents.NAME] with this url (token = {{ env = \"…\" }})",
                 shown_url(url)
             ));
         }
         if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
             return Err(format!(
-                "{}: credentials in a URL end up in logs and process lists; give them as a header (token = {{ env = \"…\" }})",
+                "{}: credentials in a URL end up in logs and process lists; give them as the token of an entry [agents.NAME] with this url (token = {{ env = \"…\" }})",
                 shown_url(url)
             ));
         }

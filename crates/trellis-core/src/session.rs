@@ -222,7 +222,11 @@ pub struct Session {
 /// What is said when the connection to an agent elsewhere ended, with `message` (which
 /// may say it already: "the connection to HOST was lost: …").
 pub fn connection_ended(message: &str) -> String {
-    if message.starts_with("the connection to ") {
+    // A connection that never opened, or was refused, says so itself.
+    if message.starts_with("the connection to ")
+        || message.starts_with("cannot reach ")
+        || message.contains(" refused the connection: ")
+    {
         message.to_string()
     } else {
         format!("the connection to the agent ended: {message}")

@@ -309,10 +309,17 @@ impl<W: Write> Output<W> {
                 } else {
                     String::new()
                 };
+                // The stop in words where the reason is Trellis's own: an agent elsewhere
+                // did not exit, its connection ended.
+                let stop = match stop_reason.as_str() {
+                    "agent_exited" if session.remote.is_some() => "connection ended",
+                    "agent_exited" => "agent exited",
+                    other => other,
+                };
                 writeln!(
                     self.out,
                     "— {} · {calls} tool calls, {failed} failed{flagged}",
-                    safe(stop_reason)
+                    safe(stop)
                 )
             }
             EventBody::AgentExited { .. } => self.end_line(),

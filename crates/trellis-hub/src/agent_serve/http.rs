@@ -264,7 +264,7 @@ pub(super) async fn request(
         let why = r
             .extensions()
             .get::<super::Refused>()
-            .map(|w| format!(" ({})", w.0))
+            .map(|w| format!(": {}", w.0))
             .unwrap_or_default();
         (server.opts.say)(format!(
             "connection {n} from {peer}: refused: {status}{why}"

@@ -135,8 +135,8 @@ pub fn serve(opts: Options) -> Result<Serving, String> {
             opts.addr
         ));
     }
-    let listener =
-        std::net::TcpListener::bind(opts.addr).map_err(|e| format!("{}: {e}", opts.addr))?;
+    let listener = std::net::TcpListener::bind(opts.addr)
+        .map_err(|e| format!("{}: {}", opts.addr, crate::listen::bind_failed(&e)))?;
     listener
         .set_nonblocking(true)
         .map_err(|e| format!("{}: {e}", opts.addr))?;
@@ -290,7 +290,7 @@ async fn route(
         Ok(token) => token,
         Err((status, why)) => {
             (server.opts.say)(format!(
-                "connection {conn} from {peer}: refused: {status} ({why})"
+                "connection {conn} from {peer}: refused: {status}: {why}"
             ));
             return refusal(status, why);
         }

@@ -99,7 +99,7 @@ async fn connection(
     let opts = &server.opts;
     let Ok(_seat) = server.seats.clone().try_acquire_owned() else {
         (opts.say)(format!(
-            "connection {conn} from {peer} refused: every agent runs already ({} of --max-agents)",
+            "connection {conn} from {peer}: refused: 503 Service Unavailable: every agent runs already ({} of --max-agents)",
             opts.max_agents
         ));
         close(

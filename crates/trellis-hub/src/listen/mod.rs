@@ -147,7 +147,8 @@ pub fn listen(
             ),
         ));
     }
-    let listener = std::net::TcpListener::bind(addr)?;
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{addr}: {}", bind_failed(&e))))?;
     listener.set_nonblocking(true)?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let addr = listener.local_addr()?;
@@ -247,4 +248,16 @@ fn held(body: axum::body::Body, busy: crate::slots::Busy) -> axum::body::Body {
     body::Watched::body(body, move |_| {
         let _working = &busy;
     })
+}
+
+/// Why a listener's address could not be taken, with what to do when it is taken.
+pub fn bind_failed(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            format!(
+                "{e}: another server listens there; give another port, or port 0 for a free one"
+            )
+        }
+        _ => e.to_string(),
+    }
 }

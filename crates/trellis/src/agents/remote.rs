@@ -33,7 +33,8 @@ pub(super) fn program(agent: &str, config: &Config) -> anyhow::Result<Option<Pro
     let table = format!("agents.{name}");
     let fault = |key: &str, why: String| -> anyhow::Error {
         if given_alone {
-            anyhow::anyhow!("--agent {}: {why}", trellis_acp::remote::shown_url(agent))
+            // Only the URL can be wrong, and its errors name it.
+            anyhow::anyhow!("--agent: {why}")
         } else {
             config.invalid(&table, key, why).into()
         }
@@ -145,7 +146,7 @@ pub(super) fn program(agent: &str, config: &Config) -> anyhow::Result<Option<Pro
 }
 
 /// The shared directories of an agent elsewhere (`paths = { "/workspace" = "~/proj" }`):
-/// its paths and this machine's (`~` expanded; a directory that exists taken as its real
+/// its paths and this machine's (`~` expanded; each a directory here, taken as its real
 /// path, as the session's directory is).
 fn shared_paths(
     preset: &trellis_store::AgentPreset,
@@ -159,10 +160,18 @@ fn shared_paths(
             "they say where shared files are; set files = \"shared\" too (else the agent is offered no files of this machine)".into()
         );
     }
-    let pairs = preset.paths.iter().map(|(remote, local)| {
+    let mut pairs = Vec::new();
+    for (remote, local) in &preset.paths {
         let local = trellis_store::config::expand_home(std::path::Path::new(local));
+        // Its files are served from here: a directory that is not here serves none.
+        if local.is_absolute() && !local.is_dir() {
+            return Err(format!(
+                "{}: not a directory of this machine",
+                local.display()
+            ));
+        }
         let local = std::fs::canonicalize(&local).unwrap_or(local);
-        (remote.clone(), local.display().to_string())
-    });
+        pairs.push((remote.clone(), local.display().to_string()));
+    }
     trellis_core::path_map::PathMap::new(pairs).map_err(|e| e.to_string())
 }

@@ -157,6 +157,14 @@ fn shared_directories_are_checked_before_dialing() {
     let d = Dirs::new();
     let elsewhere = d.work.join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
+    // A directory of this machine that is not where Trellis runs.
+    let near = d.work.join("near");
+    std::fs::create_dir_all(&near).unwrap();
+    let near_only = format!(
+        "files = \"shared\"\npaths = {{ \"/workspace\" = \"{}\" }}\n",
+        near.display()
+    );
+    let near_cwd = format!("{near_only}cwd = \"/workspace\"\n");
     for (entry, said, at) in [
         (
             "paths = { \"/workspace\" = \"/tmp\" }\n",
@@ -170,14 +178,15 @@ fn shared_directories_are_checked_before_dialing() {
         ),
         (
             "files = \"shared\"\npaths = { \"/workspace\" = \"/nowhere/near\" }\n",
+            "/nowhere/near: not a directory of this machine",
+            Some("config.toml:5: agents.box.paths: "),
+        ),
+        (
+            near_only.as_str(),
             "is not in a directory shared with agent box",
             None,
         ),
-        (
-            "files = \"shared\"\npaths = { \"/workspace\" = \"/nowhere/near\" }\ncwd = \"/workspace\"\n",
-            "or give it with --cwd",
-            None,
-        ),
+        (near_cwd.as_str(), "or give it with --cwd", None),
         (
             "headers = { \"Bad Header\" = \"x\" }\n",
             "not a header name",

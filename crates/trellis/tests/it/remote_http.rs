@@ -179,8 +179,7 @@ fn streamable_http_refusals_reach_the_user_with_their_reason() {
     assert!(text(&o).contains("no token was sent"), "{}", text(&o));
     // Nothing exited: the connection was refused, and that is what is said.
     assert!(
-        text(&o).contains("the connection to the agent ended")
-            && !text(&o).contains("agent exited"),
+        text(&o).contains("refused the connection") && !text(&o).contains("agent exited"),
         "{}",
         text(&o)
     );
@@ -210,7 +209,7 @@ fn streamable_http_refusals_reach_the_user_with_their_reason() {
     assert!(body.contains("takes no query"), "{body}");
     // (Its stderr is read as it comes.)
     crate::hubkit::until("the server to say the refusal", || {
-        served.said().contains("(/acp takes no query")
+        served.said().contains(": /acp takes no query")
     });
     // A connection opened by hand holds the one agent's place.
     let (status, headers, body) = request(
@@ -246,7 +245,7 @@ fn streamable_http_refusals_reach_the_user_with_their_reason() {
     crate::hubkit::until("the server to say the refusal", || {
         served
             .said()
-            .contains("refused: 403 Forbidden (this connection was opened with another token)")
+            .contains("refused: 403 Forbidden: this connection was opened with another token")
     });
     // No place is left: the next client is told so.
     let o = run(
