@@ -49,6 +49,10 @@ pub struct RemoteSpec {
     /// session); else the loss ends the session (a headless run, which ends with a turn
     /// that did not end well anyway).
     pub redial: bool,
+    /// The HTTP status the agent's end refused a dial with (0: none yet), shared by the
+    /// spec's clones: a headless run refused for its token or its URL (401, 403, 404)
+    /// exits as for a config error, since dialing again cannot help.
+    pub refused: std::sync::Arc<std::sync::atomic::AtomicU16>,
 }
 
 impl std::fmt::Debug for RemoteSpec {
@@ -227,6 +231,8 @@ where
                 .unwrap_or_default()
                 .trim()
                 .to_string();
+            spec.refused
+                .store(status.as_u16(), std::sync::atomic::Ordering::Relaxed);
             Err(format!(
                 "{shown} refused the connection: {status}{}",
                 refusal_hint(&said, status.as_u16(), spec)
@@ -541,6 +547,7 @@ mod tests {
             shared_files: false,
             paths: Default::default(),
             redial: true,
+            refused: Default::default(),
         };
         let shown = format!("{spec:?}");
         assert!(!shown.contains("trl_secret"), "{shown}");

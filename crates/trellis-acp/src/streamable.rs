@@ -345,6 +345,10 @@ async fn exchange(
 /// A refusal of the server's in words: its status, what it said (one line, bounded),
 /// else a hint.
 fn refused(shared: &Shared, status: hyper::StatusCode, body: &[u8]) -> String {
+    shared
+        .spec
+        .refused
+        .store(status.as_u16(), std::sync::atomic::Ordering::Relaxed);
     let shown = shared.shown();
     let said = one_line(&String::from_utf8_lossy(&body[..body.len().min(300)]))
         .trim()

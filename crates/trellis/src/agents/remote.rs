@@ -139,6 +139,7 @@ pub(super) fn program(agent: &str, config: &Config) -> anyhow::Result<Option<Pro
                 shared_files: shared,
                 paths,
                 redial: true,
+                refused: Default::default(),
             },
             shared,
         }),

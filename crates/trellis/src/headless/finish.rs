@@ -108,6 +108,7 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
             output_bytes: tally.output_bytes,
             settings_failed: self.settings.failed,
             last_message: last_message(session),
+            dial_refused: None,
         })
     }
 }
@@ -134,6 +135,8 @@ pub(crate) struct Finished {
     pub(crate) settings_failed: bool,
     /// The agent's last message (`--output-file`).
     pub(crate) last_message: Option<String>,
+    /// The status an agent elsewhere refused the dial with (the run sets it).
+    pub(crate) dial_refused: Option<u16>,
 }
 
 /// The text of the agent's last message in the session.

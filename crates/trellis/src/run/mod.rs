@@ -406,6 +406,15 @@ fn outcome(stop: &Finished, strict: bool) -> (u8, String) {
         return (signal_code(sig), why);
     }
     let code = exit_code(stop.reason.as_deref());
+    // Refused for its token or its URL: a config error, not worth a retry.
+    if code == 7
+        && let Some(status @ (401 | 403 | 404)) = stop.dial_refused
+    {
+        return (
+            EXIT_USAGE,
+            format!("the agent's end refused the connection ({status}): check its token and URL"),
+        );
+    }
     if strict && code == 0 && (stop.failed > 0 || stop.refused > 0) {
         eprintln!(
             "trellis: --strict: {} failed call(s), {} refused permission request(s)",
@@ -493,6 +502,7 @@ async fn drive(
             }
         );
     }
+    let dial = resolved.spec.remote.as_ref().map(|r| r.refused.clone());
     let (handle, rx) = trellis_acp::start(resolved.spec, Box::new(FileSink(writer)));
     trellis_ext_host::install_panic_guard();
     crate::setup::record_header(
@@ -560,6 +570,9 @@ async fn drive(
     .with_hub(hub);
     run.run(signals).await.map(|mut f| {
         f.trace_id = begun.trace_id;
+        f.dial_refused = dial
+            .map(|d| d.load(std::sync::atomic::Ordering::Relaxed))
+            .filter(|s| *s != 0);
         f
     })
 }

@@ -381,6 +381,8 @@ fn refusals_reach_the_user_with_their_reason() {
         "{}",
         text(&o)
     );
+    // A refusal for the token is a config error (2), not a crash worth a retry (7).
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     // A token in the URL's query is never kept or shown.
     let o = run(
         &d,
@@ -407,7 +409,7 @@ fn refusals_reach_the_user_with_their_reason() {
         &[],
         Duration::from_secs(30),
     );
-    assert!(!o.status.success());
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("403"), "{}", text(&o));
     // What the server said reaches the user.
     assert!(text(&o).contains("scope agent"), "{}", text(&o));

@@ -175,6 +175,8 @@ fn streamable_http_refusals_reach_the_user_with_their_reason() {
         "{}",
         text(&o)
     );
+    // Not worth a retry: exit 2, as for a config error.
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     // A URL alone carries no token, and the user is told how to give one.
     assert!(text(&o).contains("no token was sent"), "{}", text(&o));
     // Nothing exited: the connection was refused, and that is what is said.
