@@ -139,12 +139,20 @@ pub async fn dial(
     recorder: Recorder,
 ) -> Result<(AgentProcess, Transport), String> {
     let target = crate::remote::Target::of(&spec.url, spec.plaintext)?;
-    let (pipe, link) = if target.http {
+    let dialed = if target.http {
         let wait = crate::remote::dial_wait(setup);
-        crate::streamable::dial(spec, target, setup, wait).await?
+        crate::streamable::dial(spec, target, setup, wait).await
     } else {
-        crate::remote::dial(spec, &recorder, setup).await?
+        crate::remote::dial(spec, &recorder, setup).await
     };
+    // A connection that never opened says so (not "ended", which it never began).
+    let (pipe, link) = dialed.map_err(|e| {
+        if e.starts_with("cannot reach ") {
+            e
+        } else {
+            format!("could not connect: {e}")
+        }
+    })?;
     let (reader, incoming, stop, ended) = read_agent(pipe, bulk_reads, &recorder);
     let out = link
         .out

@@ -225,7 +225,7 @@ pub fn connection_ended(message: &str) -> String {
     // A connection that never opened, or was refused, says so itself.
     if message.starts_with("the connection to ")
         || message.starts_with("cannot reach ")
-        || message.contains(" refused the connection: ")
+        || message.starts_with("could not connect: ")
     {
         message.to_string()
     } else {

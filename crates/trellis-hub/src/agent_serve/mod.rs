@@ -262,13 +262,29 @@ where
         .or_else(|e| {
             // A connection kept for more requests and left idle is closed without a
             // word; one that never made a request is said.
-            if e.is_timeout() && !served.load(std::sync::atomic::Ordering::Relaxed) {
+            let none_yet = !served.load(std::sync::atomic::Ordering::Relaxed);
+            if e.is_timeout() && none_yet {
                 Err("no request in time".into())
+            } else if e.is_parse() && none_yet {
+                // Most often a TLS handshake: said, or the client's user never learns
+                // why its dial failed here.
+                Err(if tls_hello(&e) {
+                    "the client did not speak HTTP (it dialed wss:// or https://? this server has no TLS: dial ws:// or http://, or serve with --tls-cert)".into()
+                } else {
+                    format!("not an HTTP request ({e})")
+                })
             } else {
                 // A client that went away between requests: nothing to say.
                 Ok(())
             }
         })
+}
+
+/// Whether a parse error is hyper's at a first byte no HTTP method starts with (a TLS
+/// record's 0x16 is one).
+fn tls_hello(e: &hyper::Error) -> bool {
+    let said = e.to_string();
+    said.contains("invalid HTTP method") || said.contains("invalid token")
 }
 
 /// Whether the request is a WebSocket upgrade.
