@@ -33,8 +33,16 @@ pub enum PeerError {
     Closed,
     #[error("client answered with an error: {0}")]
     Rpc(Value),
+    /// Said once: the error is the message, not also its source (printed with its causes,
+    /// the reason came twice).
     #[error("write failed: {0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
+}
+
+impl From<io::Error> for PeerError {
+    fn from(e: io::Error) -> Self {
+        PeerError::Io(e)
+    }
 }
 
 impl Peer {

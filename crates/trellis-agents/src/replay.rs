@@ -23,8 +23,15 @@ pub enum ReplayError {
     Record { line: usize, message: String },
     #[error(transparent)]
     Peer(#[from] PeerError),
+    /// Said once (see `PeerError::Io`).
     #[error("write failed: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for ReplayError {
+    fn from(e: std::io::Error) -> Self {
+        ReplayError::Io(e)
+    }
 }
 
 /// One step of the agent's script.
