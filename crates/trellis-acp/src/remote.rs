@@ -21,7 +21,7 @@ use trellis_core::wire::Dir;
 
 use crate::recorder::{More, Recorder};
 pub(crate) use crate::target::one_line;
-pub use crate::target::{Target, is_loopback, shown_url};
+pub use crate::target::{Target, is_loopback, named_like_credential, shown_url};
 
 /// Where and how to reach an agent that runs elsewhere.
 #[derive(Clone)]

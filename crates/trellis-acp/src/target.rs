@@ -89,20 +89,25 @@ impl Target {
 fn credential_in(query: &str) -> bool {
     query.split('&').any(|pair| {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let name = name.to_ascii_lowercase();
-        [
-            "token",
-            "key",
-            "secret",
-            "password",
-            "auth",
-            "credential",
-            "sig",
-        ]
-        .iter()
-        .any(|w| name.contains(w))
-            || value.starts_with("trl_")
+        named_like_credential(name) || value.starts_with("trl_")
     })
+}
+
+/// Whether a name (a query parameter's, a header's) says its value is a credential: it
+/// holds token, key, secret, password, auth, credential or sig, in any case.
+pub fn named_like_credential(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "token",
+        "key",
+        "secret",
+        "password",
+        "auth",
+        "credential",
+        "sig",
+    ]
+    .iter()
+    .any(|w| name.contains(w))
 }
 
 /// Whether `host` is this machine by name or address (what needs no encryption).

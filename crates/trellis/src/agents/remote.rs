@@ -75,6 +75,12 @@ pub(super) fn program(agent: &str, config: &Config) -> anyhow::Result<Option<Pro
             format!("{cwd:?}: the agent's directory is an absolute path on its machine"),
         ));
     }
+    if let Some(key) = written_secret(&preset) {
+        return Err(fault(
+            &key,
+            "a secret written in the config is read by whoever reads the file, and goes wherever it is copied: give { env = \"NAME\" } or { file = \"PATH\" }".into(),
+        ));
+    }
     let mut headers = Vec::new();
     if let Some(t) = &preset.token {
         let v = t.value().map_err(|e| fault("token", e.to_string()))?;
@@ -175,4 +181,25 @@ fn shared_paths(
         pairs.push((remote.clone(), local.display().to_string()));
     }
     trellis_core::path_map::PathMap::new(pairs).map_err(|e| e.to_string())
+}
+
+/// The key of a secret written in the config itself (a `token`, or a header named like a
+/// credential or holding a Trellis token or a bearer credential), if any: the config's
+/// text is for what is no secret (`docs/agents.md`).
+fn written_secret(preset: &trellis_store::config::AgentPreset) -> Option<String> {
+    use trellis_store::config::Secret;
+    if let Some(Secret::Text(_)) = &preset.token {
+        return Some("token".into());
+    }
+    preset.headers.iter().find_map(|(name, v)| match v {
+        Secret::Text(t)
+            if trellis_acp::remote::named_like_credential(name)
+                || t.starts_with("trl_")
+                || t.get(..7)
+                    .is_some_and(|b| b.eq_ignore_ascii_case("bearer ")) =>
+        {
+            Some("headers".into())
+        }
+        _ => None,
+    })
 }

@@ -215,6 +215,60 @@ fn shared_directories_are_checked_before_dialing() {
     }
 }
 
+/// A secret written in the config itself (a `token`, a header named like a credential or
+/// holding a bearer credential) is refused at its line before anything is dialed; a
+/// header that is no secret may be written there.
+#[test]
+fn secrets_written_in_the_config_are_refused_at_their_line() {
+    let d = Dirs::new();
+    for (entry, refused) in [
+        (
+            "token = \"trl_abc\"\n",
+            Some("config.toml:3: agents.box.token: "),
+        ),
+        (
+            "token = { env = \"BOX_TOKEN\" }\nheaders = { X-Api-Key = \"abc\" }\n",
+            Some("config.toml:4: agents.box.headers: "),
+        ),
+        (
+            "headers = { Authorization = \"Bearer abc\" }\n",
+            Some("config.toml:3: agents.box.headers: "),
+        ),
+        (
+            "headers = { X-Via = \"bearer abc\" }\n",
+            Some("config.toml:3: agents.box.headers: "),
+        ),
+        (
+            "token = { env = \"BOX_TOKEN\" }\nheaders = { X-Project = \"trellis\" }\n",
+            None,
+        ),
+    ] {
+        config(
+            &d,
+            &format!("[agents.box]\nurl = \"ws://127.0.0.1:9/acp\"\n{entry}"),
+        );
+        let o = trellis_in(
+            &d,
+            &d.work,
+            "x",
+            &["run", "--agent", "box", "--prompt", "hi"],
+        );
+        assert!(!o.status.success());
+        let said = text(&o);
+        match refused {
+            Some(at) => {
+                assert!(said.contains(at), "{entry}: {said}");
+                assert!(said.contains("{ env = \"NAME\" }"), "{entry}: {said}");
+                assert!(!said.contains("abc"), "the secret was printed: {said}");
+                assert!(!said.contains("cannot reach"), "{entry}: {said}");
+                assert_eq!(o.status.code(), Some(2), "{entry}: {said}");
+            }
+            // Port 9 on this machine: nothing listens, the dial itself fails.
+            None => assert!(said.contains("cannot reach 127.0.0.1:9"), "{entry}: {said}"),
+        }
+    }
+}
+
 /// The secrets an agent elsewhere takes from the environment (`token`, `headers` of
 /// `{ env = … }`) are read once and taken out of it: no process Trellis starts inherits
 /// them — a hook, the commands of an agent offered this machine's terminals — while the
