@@ -5,12 +5,12 @@
 //! answers at most one request; the transcript follows the bottom until the user scrolls
 //! away, and follows again once they scroll back to the bottom.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use trellis_core::Session;
 use trellis_core::session::Entry;
 use trellis_view::inspector::InspectorView;
 
-use crate::extui::{Overlay, RulePreview};
+use crate::extui::Overlay;
 use crate::keymap::{Key, KeyAction, Keymap, Resolved};
 pub use crate::prompt::Prompt;
 use trellis_view::{Theme, TranscriptView};
@@ -422,23 +422,6 @@ impl App {
         v
     }
 
-    /// Whether a key now is the user still typing into the prompt over question `req`:
-    /// a run of keys (each within [`DIALOG_ARM`] of the last) that began before the
-    /// question showed goes on into the prompt; after a pause, keys answer.
-    fn just_shown(&self, req: &str) -> bool {
-        let (Some(typed), Some(began)) = (self.last_typed, self.typing_since) else {
-            return false;
-        };
-        if typed.elapsed() >= DIALOG_ARM {
-            return false;
-        }
-        match &self.dialog_shown {
-            Some((r, at)) if r == req => began < *at,
-            // Not drawn yet: new to the user too.
-            _ => true,
-        }
-    }
-
     /// The request the dialog shows: (request id, call index, options, position, total).
     pub fn dialog(
         &self,
@@ -485,121 +468,6 @@ impl App {
         self.view.settling()
             || matches!(&self.overlay, Some(crate::extui::Overlay::Rule(p))
                 if !p.preview.hits.complete(&self.driver.session))
-    }
-
-    pub(crate) fn scroll_by(&mut self, delta: isize) {
-        let total = self.view.total_height();
-        let max_top = total.saturating_sub(self.page);
-        let cur = self.top.unwrap_or(max_top) as isize;
-        let next = (cur + delta).clamp(0, max_top as isize) as usize;
-        self.top = if next >= max_top { None } else { Some(next) };
-    }
-
-    /// Moves the card cursor by `delta` cards and scrolls it into view. Walks only the
-    /// entries between (a session of a million calls has a million cards).
-    pub(crate) fn move_cursor(&mut self, delta: isize) {
-        let t = &self.driver.session.transcript;
-        let is_card = |i: usize| matches!(t.get(i), Some(Entry::ToolCall { .. }));
-        let first = || (0..t.len()).find(|&i| is_card(i));
-        let last = || (0..t.len()).rev().find(|&i| is_card(i));
-        let target = match self.cursor.filter(|&c| is_card(c)) {
-            Some(c) => {
-                let (mut at, mut left, mut i) = (c, delta.unsigned_abs(), c);
-                while left > 0 {
-                    i = match (delta > 0, i) {
-                        (true, i) if i + 1 < t.len() => i + 1,
-                        (false, i) if i > 0 => i - 1,
-                        _ => break,
-                    };
-                    if is_card(i) {
-                        at = i;
-                        left -= 1;
-                    }
-                }
-                Some(at)
-            }
-            // Entering the transcript (delta 0) or moving up starts from the latest card.
-            None if delta <= 0 => last(),
-            None => first(),
-        };
-        let Some(entry) = target else {
-            self.message = Some("no tool calls yet".into());
-            return;
-        };
-        self.cursor = Some(entry);
-        self.reveal(entry);
-    }
-
-    pub(crate) fn reveal(&mut self, entry: usize) {
-        let y = self.view.offset_of(entry);
-        let total = self.view.total_height();
-        let max_top = total.saturating_sub(self.page);
-        let top = self.top.unwrap_or(max_top);
-        if y < top || y >= top + self.page {
-            let t = y.saturating_sub(self.page / 3).min(max_top);
-            self.top = if t >= max_top { None } else { Some(t) };
-        }
-    }
-
-    pub fn on_mouse(&mut self, m: MouseEvent) {
-        match m.kind {
-            MouseEventKind::ScrollUp if self.inspector.is_some() => {
-                if let Some(i) = self.inspector.as_mut() {
-                    i.scroll = i.scroll.saturating_sub(3);
-                }
-            }
-            MouseEventKind::ScrollDown if self.inspector.is_some() => {
-                if let Some(i) = self.inspector.as_mut() {
-                    i.scroll += 3;
-                }
-            }
-            MouseEventKind::ScrollUp => self.scroll_by(-3),
-            MouseEventKind::ScrollDown => self.scroll_by(3),
-            MouseEventKind::Moved => {
-                self.hover = self
-                    .sidebar_hits
-                    .iter()
-                    .any(|(y, x, _)| *y == m.row && m.column >= *x)
-                    .then_some(m.row);
-            }
-            MouseEventKind::Down(crossterm::event::MouseButton::Left)
-                if self.overlay.is_none()
-                    && self
-                        .sidebar_hits
-                        .iter()
-                        .any(|(y, x, _)| *y == m.row && m.column >= *x) =>
-            {
-                let hit = self
-                    .sidebar_hits
-                    .iter()
-                    .find(|(y, x, _)| *y == m.row && m.column >= *x)
-                    .map(|(_, _, h)| h.clone());
-                if let (Some(hit), Some(h)) = (hit, &self.driver.host) {
-                    match hit {
-                        SidebarHit::Header(key) => h.ui.toggle_collapsed(&key),
-                        SidebarHit::Row { section, row } => h.ui.click(&section, &row),
-                    }
-                }
-            }
-            // A click on a card inspects it.
-            MouseEventKind::Down(crossterm::event::MouseButton::Left)
-                if self.inspector.is_none() =>
-            {
-                let (y0, h) = self.transcript_area;
-                if m.row >= y0 && m.row < y0 + h {
-                    let y = self.shown_top + (m.row - y0) as usize;
-                    if let Some(e) = self.view.entry_at(y)
-                        && self.ledger_index(e).is_some()
-                    {
-                        self.cursor = Some(e);
-                        self.return_focus = Some(self.focus);
-                        self.focus = Focus::Transcript;
-                        self.open_inspector();
-                    }
-                }
-            }
-            _ => {}
-        }
     }
 
     /// The terminal sequences that tell a user who is elsewhere about a permission request
@@ -694,64 +562,10 @@ impl App {
         if self.inspector.is_some() {
             return self.inspector_key(key);
         }
-        if let Some((req, call, options, _, _)) = self.dialog() {
-            let answers = matches!(key.code, KeyCode::Char(c)
-                if c == 'r' || trellis_view::dialog::option_for_key(&options, c).is_some());
-            if answers && self.just_shown(&req) {
-                self.message = Some(
-                    "a permission question just opened: that key went to the prompt; answer in a moment".into(),
-                );
-                return self.prompt_key(key);
-            }
-            if let KeyCode::Char(c) = key.code
-                && let Some(o) = trellis_view::dialog::option_for_key(&options, c)
-            {
-                use trellis_core::permission::OptionKind;
-                let always = matches!(o.kind, OptionKind::AllowAlways | OptionKind::RejectAlways);
-                if always && self.driver.attached() {
-                    // The rules in force are the hub's: they are made where it runs.
-                    self.message = Some(
-                        "\"always\" rules are the hub's own (its config or --permission): answer once here"
-                            .into(),
-                    );
-                    return Vec::new();
-                }
-                if always {
-                    // "Always" saves a rule: show what it will match first.
-                    let call = self.driver.session.ledger.at(call);
-                    self.overlay = Some(Overlay::Rule(crate::extui::RuleEdit::new(
-                        RulePreview::new(req, o.option_id.clone(), o.kind, &call),
-                    )));
-                    return Vec::new();
-                }
-                return vec![Intent::Decide {
-                    request_id: req,
-                    option_id: o.option_id.clone(),
-                    reason: None,
-                }];
-            }
-            if key.code == KeyCode::Char('r') {
-                self.reason_for(req, call, &options);
-                return Vec::new();
-            }
-            if key.code == KeyCode::Esc {
-                return vec![Intent::Cancel];
-            }
-            // The question scrolls (the answer keys stay in view); the drawing clamps.
-            let step: isize = match key.code {
-                KeyCode::Down => 1,
-                KeyCode::Up => -1,
-                KeyCode::PageDown => self.page as isize / 2,
-                KeyCode::PageUp => -(self.page as isize / 2),
-                _ => 0,
-            };
-            if step != 0 {
-                if self.dialog_scroll.0 != req {
-                    self.dialog_scroll = (req, 0);
-                }
-                self.dialog_scroll.1 = self.dialog_scroll.1.saturating_add_signed(step);
-                return Vec::new();
-            }
+        if let Some((req, call, options, _, _)) = self.dialog()
+            && let Some(done) = self.dialog_key(key, req, call, &options)
+        {
+            return done;
         }
         if let Some(e) = self.question() {
             let asking = crate::ask::state_for(&mut self.asking, &e);
@@ -766,10 +580,5 @@ impl App {
             Focus::Prompt => self.prompt_key(key),
             Focus::Transcript => self.transcript_key(key),
         }
-    }
-
-    pub(crate) fn scrolled(&mut self, d: isize) -> Vec<Intent> {
-        self.scroll_by(d);
-        Vec::new()
     }
 }

@@ -4,7 +4,8 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use trellis_view::inspector::InspectorView;
 
-use crate::app::{App, Focus, Intent};
+use crate::app::{App, DIALOG_ARM, Focus, Intent};
+use crate::extui::{Overlay, RulePreview};
 use crate::keymap::{Key, KeyAction, Resolved};
 
 /// How soon a second Esc after the one that left an empty prompt opens the rewind list.
@@ -340,7 +341,7 @@ impl App {
                 let now = std::time::Instant::now();
                 if self
                     .last_typed
-                    .is_none_or(|t| now.duration_since(t) >= crate::app::DIALOG_ARM)
+                    .is_none_or(|t| now.duration_since(t) >= DIALOG_ARM)
                 {
                     self.typing_since = Some(now);
                 }
@@ -362,5 +363,92 @@ impl App {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// A key while the permission dialog shows request `req` (of the call at ledger place
+    /// `call`): an answer, `r` (answer with a reason), Esc (cancel the turn) or a scroll of
+    /// the question. `None`: the key is not the dialog's.
+    pub(crate) fn dialog_key(
+        &mut self,
+        key: KeyEvent,
+        req: String,
+        call: usize,
+        options: &[trellis_core::permission::PermissionOption],
+    ) -> Option<Vec<Intent>> {
+        let answers = matches!(key.code, KeyCode::Char(c)
+            if c == 'r' || trellis_view::dialog::option_for_key(options, c).is_some());
+        if answers && self.just_shown(&req) {
+            self.message = Some(
+                "a permission question just opened: that key went to the prompt; answer in a moment".into(),
+            );
+            return Some(self.prompt_key(key));
+        }
+        if let KeyCode::Char(c) = key.code
+            && let Some(o) = trellis_view::dialog::option_for_key(options, c)
+        {
+            use trellis_core::permission::OptionKind;
+            let always = matches!(o.kind, OptionKind::AllowAlways | OptionKind::RejectAlways);
+            if always && self.driver.attached() {
+                // The rules in force are the hub's: they are made where it runs.
+                self.message = Some(
+                    "\"always\" rules are the hub's own (its config or --permission): answer once here"
+                        .into(),
+                );
+                return Some(Vec::new());
+            }
+            if always {
+                // "Always" saves a rule: show what it will match first.
+                let call = self.driver.session.ledger.at(call);
+                self.overlay = Some(Overlay::Rule(crate::extui::RuleEdit::new(
+                    RulePreview::new(req, o.option_id.clone(), o.kind, &call),
+                )));
+                return Some(Vec::new());
+            }
+            return Some(vec![Intent::Decide {
+                request_id: req,
+                option_id: o.option_id.clone(),
+                reason: None,
+            }]);
+        }
+        if key.code == KeyCode::Char('r') {
+            self.reason_for(req, call, options);
+            return Some(Vec::new());
+        }
+        if key.code == KeyCode::Esc {
+            return Some(vec![Intent::Cancel]);
+        }
+        // The question scrolls (the answer keys stay in view); the drawing clamps.
+        let step: isize = match key.code {
+            KeyCode::Down => 1,
+            KeyCode::Up => -1,
+            KeyCode::PageDown => self.page as isize / 2,
+            KeyCode::PageUp => -(self.page as isize / 2),
+            _ => 0,
+        };
+        if step != 0 {
+            if self.dialog_scroll.0 != req {
+                self.dialog_scroll = (req, 0);
+            }
+            self.dialog_scroll.1 = self.dialog_scroll.1.saturating_add_signed(step);
+            return Some(Vec::new());
+        }
+        None
+    }
+
+    /// Whether a key now is the user still typing into the prompt over question `req`:
+    /// a run of keys (each within [`DIALOG_ARM`] of the last) that began before the
+    /// question showed goes on into the prompt; after a pause, keys answer.
+    fn just_shown(&self, req: &str) -> bool {
+        let (Some(typed), Some(began)) = (self.last_typed, self.typing_since) else {
+            return false;
+        };
+        if typed.elapsed() >= DIALOG_ARM {
+            return false;
+        }
+        match &self.dialog_shown {
+            Some((r, at)) if r == req => began < *at,
+            // Not drawn yet: new to the user too.
+            _ => true,
+        }
     }
 }

@@ -12,6 +12,7 @@ mod app_ext;
 mod app_inspector;
 mod app_keys;
 mod app_stepback;
+mod app_view;
 pub mod ask;
 mod ask_draw;
 pub mod compare;
