@@ -65,7 +65,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             cx.emit(EventBody::AgentExited { code, message });
             end_turn(cx, "agent_exited".into());
             // Nobody is left to answer: open requests are closed on our side.
-            super::requests::close_open_permissions(cx, "agent exited");
+            super::permission::close_open_permissions(cx, "agent exited");
             super::elicit::close_open(cx, "agent exited");
         }
         LocalRecord::SessionEnded { reason } => {
@@ -74,7 +74,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, record: LocalRecord) {
             cx.emit(EventBody::SessionEnded { reason });
         }
         LocalRecord::ConnectionClosed => {
-            super::requests::close_open_permissions(cx, "connection closed");
+            super::permission::close_open_permissions(cx, "connection closed");
             super::elicit::close_open(cx, "connection closed");
         }
         LocalRecord::Mark { text } => cx.notice(text),

@@ -19,6 +19,7 @@ mod ctx;
 mod elicit;
 mod limit;
 mod local;
+mod permission;
 mod plans;
 mod requests;
 mod session_update;
