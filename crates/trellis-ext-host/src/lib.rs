@@ -14,7 +14,9 @@ pub mod board;
 mod chain;
 pub mod diag;
 pub mod host;
+mod messages;
 mod mirror;
+mod options;
 mod outbox;
 mod pace;
 pub mod settings;
@@ -24,7 +26,6 @@ pub mod ui;
 mod worker;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -37,6 +38,8 @@ use trellis_core::ext::{Capability, Extension, PermissionAsk, QuestionAsk};
 use trellis_core::{Effect, Event, EventBody};
 
 pub use diag::{ExtState, ExtStatus, StatusReport};
+pub use messages::{ClaimFailed, HostMsg, Out};
+pub use options::{DRIVE_PER_MINUTE, ExtConfig, HostOptions};
 use outbox::Outbox;
 pub use shared::Shared;
 use slot::Job;
@@ -49,190 +52,6 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
         Ok(g) => g,
         Err(p) => p.into_inner(),
     }
-}
-
-/// The user's config for one extension (`[extensions.NAME]`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ExtConfig {
-    /// Built-ins default to enabled; anything else must be enabled explicitly.
-    pub enabled: Option<bool>,
-    /// Capabilities granted; `None`: everything a built-in requests (plugins: nothing).
-    pub grant: Option<Vec<Capability>>,
-    /// `[extensions.NAME.options]`, as JSON (`Null` when absent).
-    pub options: Value,
-}
-
-/// Host settings (`[extensions]`).
-#[derive(Debug, Clone)]
-pub struct HostOptions {
-    /// Failures before an extension is disabled.
-    pub failure_limit: u32,
-    /// Events queued per extension before it is disabled as too slow.
-    pub queue: usize,
-    /// Seconds a claimant has to answer a permission request.
-    pub permission_timeout: f64,
-    /// Agent path prefix → local path prefix.
-    pub path_map: Vec<(String, String)>,
-    /// Where stores live (`None`: in memory, e.g. tests and replays).
-    pub store_dir: Option<PathBuf>,
-    /// With `store_dir` `None`: the in-memory stores start as a copy of the ones under
-    /// this directory (replays: the user's chosen designs and extension stores, read
-    /// only).
-    pub store_seed: Option<PathBuf>,
-    /// A headless run: extensions whose manifest says `ui_only` are not started.
-    pub headless: bool,
-    pub config: BTreeMap<String, ExtConfig>,
-    /// Facts found while choosing what to load (plugins not started and why), shown in
-    /// `/status`.
-    pub notes: Vec<String>,
-    /// Prompts an extension holding `drive` may send per minute; more are refused.
-    pub drive_per_minute: u32,
-    /// A hub's host of its hub-wide plugins: events of every session come through it, so
-    /// it keeps no session's state (reads answer nothing; events carry everything).
-    pub hub_wide: bool,
-}
-
-impl Default for HostOptions {
-    fn default() -> HostOptions {
-        HostOptions {
-            failure_limit: 5,
-            queue: 16384,
-            permission_timeout: 30.0,
-            path_map: Vec::new(),
-            store_dir: None,
-            store_seed: None,
-            headless: false,
-            config: BTreeMap::new(),
-            notes: Vec::new(),
-            drive_per_minute: DRIVE_PER_MINUTE,
-            hub_wide: false,
-        }
-    }
-}
-
-/// Prompts an extension may send per minute unless `[extensions] drive_per_minute` says
-/// otherwise: a "please continue" plugin is stopped long before it runs dozens of turns.
-pub const DRIVE_PER_MINUTE: u32 = 6;
-
-/// Why an offer was not answered: in words, and whether that was counted as a failure of
-/// the extension already (its callback failed).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClaimFailed {
-    pub reason: String,
-    pub counted: bool,
-}
-
-/// From workers (and host functions) to the runtime.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HostMsg {
-    /// Reply to a permission offer: `Ok(true)` claimed, `Ok(false)` passed, `Err` failed.
-    Claim {
-        extension: String,
-        request_id: String,
-        result: Result<bool, ClaimFailed>,
-    },
-    Respond {
-        extension: String,
-        request_id: String,
-        option_id: String,
-        /// Why, in its words, when it said.
-        reason: Option<String>,
-    },
-    /// An extension's answer to a question it holds.
-    Answer {
-        extension: String,
-        request_id: String,
-        answer: trellis_core::ElicitAnswer,
-    },
-    CallState {
-        extension: String,
-        call_id: String,
-        value: Value,
-    },
-    Notify {
-        extension: String,
-        text: String,
-    },
-    OpenInspector {
-        call_id: String,
-    },
-    Repaint,
-    Disabled {
-        extension: String,
-        reason: String,
-    },
-    /// A disabled extension changed (a plugin being tried): `Ok` it runs again, `Err` why
-    /// it cannot in this session.
-    Revived {
-        extension: String,
-        result: Result<(), String>,
-    },
-    /// Something of an extension's failed, for the first time of its kind (`what`): said
-    /// where the user looks once, `/status` keeps the rest.
-    Failing {
-        extension: String,
-        what: String,
-        message: String,
-    },
-    /// An extension holding `drive` acts on the session.
-    Drive {
-        extension: String,
-        action: trellis_core::ext::DriveAction,
-    },
-}
-
-/// What the runtime must do.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Out {
-    /// Answer a request with an option; the decider is the extension.
-    Decide {
-        request_id: String,
-        option_id: String,
-        extension: String,
-        /// Why, in the extension's words, when it said.
-        reason: Option<String>,
-    },
-    /// Nobody claimed the request: the dialog (or the headless fallback) takes it.
-    Dialog {
-        request_id: String,
-    },
-    /// Answer the agent's question with an extension's answer; the decider is the
-    /// extension.
-    Elicit {
-        request_id: String,
-        answer: trellis_core::ElicitAnswer,
-        extension: String,
-    },
-    /// No extension took the question: the dialog (or, headless, `--answers` and the
-    /// default decline) takes it.
-    Question {
-        request_id: String,
-    },
-    /// Record an extension's call state in the session log.
-    CallState {
-        extension: String,
-        call_id: String,
-        value: Value,
-    },
-    Notify(String),
-    OpenInspector(String),
-    Repaint,
-    /// Something the user should know (a hand-on).
-    Notice(String),
-    /// An extension or hook failed — its first failure of a kind, or it was disabled: said
-    /// once where the user looks, and the front end says where to see more (the UI's
-    /// `/status`, a run's closing status).
-    Failure {
-        text: String,
-        /// The extension was disabled (nothing more of it will fail).
-        stopped: bool,
-    },
-    /// An extension holding `drive` acts on the session (the front end records it with
-    /// the extension as its origin).
-    Drive {
-        extension: String,
-        action: trellis_core::ext::DriveAction,
-    },
 }
 
 /// An extension to load, with where it comes from.

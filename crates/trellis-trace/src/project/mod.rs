@@ -21,19 +21,14 @@ use trellis_core::wire::Usage;
 
 use crate::span::{Kind, Span, SpanId, Status, TraceId, Value, span_id};
 
+mod bounds;
+mod ids;
 mod terminals;
+use bounds::{ATTRIBUTE_LIMIT, ATTRIBUTES, NAME_LIMIT, bounded, clip, clip_to, ms, nanos};
+use ids::call_span;
+pub use ids::{session_span, turn_span};
 use terminals::Exited;
 pub use terminals::terminal_span;
-
-/// Longest argument or output text recorded (when content is asked for).
-const CONTENT_LIMIT: usize = 4096;
-/// What any attribute's text may be, at most (a title, a name, an id, an error), and how
-/// many texts a list and a span may carry: a 1 MiB title is not a 1 MiB attribute.
-const ATTRIBUTE_LIMIT: usize = 4096;
-const LIST_LIMIT: usize = 128;
-const ATTRIBUTES: usize = 128;
-/// A span's name, at most.
-const NAME_LIMIT: usize = 256;
 
 /// What a session's trace is made from besides its events.
 #[derive(Debug, Clone)]
@@ -135,75 +130,6 @@ pub struct Tracer {
     ended: Option<String>,
     out: Vec<Span>,
     finished: bool,
-}
-
-/// A session time as the log keeps it (milliseconds).
-fn ms(t: f64) -> f64 {
-    (t.max(0.0) * 1000.0).round() / 1000.0
-}
-
-fn nanos(started: f64, t: f64) -> u64 {
-    ((started + t.max(0.0)) * 1e9).max(0.0) as u64
-}
-
-fn clip(s: &str) -> String {
-    clip_to(s, CONTENT_LIMIT)
-}
-
-/// `s`, cut at a character boundary to at most `limit` bytes and marked cut (`…`).
-fn clip_to(s: &str, limit: usize) -> String {
-    if s.len() <= limit {
-        return s.to_string();
-    }
-    let mut end = limit;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
-
-/// `v` within the bounds of any attribute.
-fn bounded(v: Value) -> Value {
-    match v {
-        Value::Str(s) if s.len() > ATTRIBUTE_LIMIT => Value::Str(clip_to(&s, ATTRIBUTE_LIMIT)),
-        Value::StrList(l) => Value::StrList(
-            l.into_iter()
-                .take(LIST_LIMIT)
-                .map(|s| {
-                    if s.len() > ATTRIBUTE_LIMIT {
-                        clip_to(&s, ATTRIBUTE_LIMIT)
-                    } else {
-                        s
-                    }
-                })
-                .collect(),
-        ),
-        v => v,
-    }
-}
-
-/// The span id of turn `n` of a trace (what `_meta.traceparent` on that turn's prompt
-/// names).
-pub fn turn_span(trace: &TraceId, n: u32) -> SpanId {
-    span_id(trace, &[b"turn", &n.to_be_bytes()])
-}
-
-/// The span id of the whole session (what the agent's `TRACEPARENT` names).
-pub fn session_span(trace: &TraceId) -> SpanId {
-    span_id(trace, &[b"session"])
-}
-
-/// A call's span: agents may use a call id again in a later turn, so the turn is in it.
-fn call_span(trace: &TraceId, subagent: Option<&str>, id: &str, turn: u32) -> SpanId {
-    span_id(
-        trace,
-        &[
-            b"call",
-            subagent.unwrap_or("").as_bytes(),
-            id.as_bytes(),
-            &turn.to_be_bytes(),
-        ],
-    )
 }
 
 /// The tool's name for a call: the agent's own name for it, else its kind.
