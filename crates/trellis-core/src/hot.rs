@@ -12,9 +12,8 @@ use serde_json::value::RawValue;
 
 pub(crate) use crate::json_literal::{Raw, unescape};
 use crate::short_id::ShortId;
-use crate::tool_call::{
-    FastItem, ToolCallPatch, ToolKind, ToolStatus, fast_content, parse_locations,
-};
+use crate::tool_call::{ToolCallPatch, ToolKind, ToolStatus, parse_locations};
+use crate::tool_content::{FastItem, fast_content};
 use crate::transcript::Role;
 
 /// A decoded hot update.

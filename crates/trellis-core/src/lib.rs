@@ -37,6 +37,7 @@ pub mod short_id;
 pub mod subagents;
 pub mod summary;
 pub mod tool_call;
+mod tool_content;
 pub mod transcript;
 pub mod update;
 pub mod wire;

@@ -16,7 +16,8 @@ use serde_json::value::RawValue;
 
 use super::{Content, Hot, HotBlock, HotEnvelope, HotParams, Locations, Raw};
 use crate::short_id::ShortId;
-use crate::tool_call::{FastBlock, FastItem, Location};
+use crate::tool_call::Location;
+use crate::tool_content::{FastBlock, FastItem};
 
 /// Nesting given up on (serde_json allows 128 levels; agents' values nest a few).
 const MAX_DEPTH: u32 = 64;
