@@ -31,6 +31,7 @@ mod mcp;
 mod plugin_death;
 mod plugin_failures;
 mod plugins;
+mod plugins_sdks;
 mod procs;
 mod prompts;
 mod questions;
