@@ -1,4 +1,4 @@
-"""A test plugin that uses every part of the SDK (driven by crates/trellis-plugin/tests/python.rs)."""
+"""A test plugin that uses every part of the SDK (driven by crates/trellis-plugin/tests/python/)."""
 from trellis_plugin import Plugin, HostError, log, text_of
 
 plugin = Plugin()

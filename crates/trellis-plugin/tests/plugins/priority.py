@@ -1,4 +1,4 @@
-"""Says on stderr the CPU priority it started with (driven by crates/trellis-plugin/tests/python.rs)."""
+"""Says on stderr the CPU priority it started with (driven by crates/trellis-plugin/tests/python/)."""
 import os
 import sys
 import threading
