@@ -21,7 +21,9 @@ use trellis_core::wire::Dir;
 
 use crate::recorder::{More, Recorder};
 pub(crate) use crate::target::one_line;
-pub use crate::target::{Target, is_loopback, named_like_credential, shown_url};
+pub use crate::target::{
+    Target, credential_value, holds_trellis_token, is_loopback, named_like_credential, shown_url,
+};
 
 /// Where and how to reach an agent that runs elsewhere.
 #[derive(Clone)]
@@ -178,11 +180,29 @@ pub(crate) fn headers(
 pub fn header_pairs(
     pairs: &[(String, String)],
 ) -> Result<Vec<(http::HeaderName, http::HeaderValue)>, String> {
+    let mut seen = std::collections::HashSet::new();
     pairs
         .iter()
         .map(|(name, value)| {
-            let n = http::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("header {name:?}: not a header name"))?;
+            if crate::target::holds_trellis_token(name) {
+                return Err("a header's name holds a Trellis token: a token goes in `token`".into());
+            }
+            let n = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                // Said up to what is wrong, never whole: a pasted `Name: value` line
+                // would print its value.
+                let ok: String = name
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(*c))
+                    .take(40)
+                    .collect();
+                format!("header name \"{ok}…\": not a header name (a name is letters, digits and -; its value goes after =)")
+            })?;
+            if RESERVED.iter().any(|r| n.as_str() == *r) || n.as_str().starts_with("sec-websocket-") {
+                return Err(format!("header {name}: Trellis sets it for the connection itself"));
+            }
+            if !seen.insert(n.clone()) {
+                return Err(format!("header {name}: given twice (names are the same in any case)"));
+            }
             let mut v = http::HeaderValue::from_str(value.trim())
                 .map_err(|_| format!("header {name}: its value is not valid in a header"))?;
             v.set_sensitive(true);
@@ -190,6 +210,21 @@ pub fn header_pairs(
         })
         .collect()
 }
+
+/// Headers the connection's own (HTTP/1.1 and the WebSocket handshake, ACP's ids on
+/// streamable HTTP): an entry's would replace them or be sent twice.
+const RESERVED: [&str; 10] = [
+    "host",
+    "content-length",
+    "content-type",
+    "transfer-encoding",
+    "connection",
+    "upgrade",
+    "te",
+    "trailer",
+    "acp-connection-id",
+    "acp-session-id",
+];
 
 /// The pipe a dialed agent's messages are written to as lines: its writing end, and the
 /// reading end the transport reads as a local agent's stdout.

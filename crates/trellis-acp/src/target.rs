@@ -89,25 +89,70 @@ impl Target {
 fn credential_in(query: &str) -> bool {
     query.split('&').any(|pair| {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        named_like_credential(name) || value.starts_with("trl_")
+        named_like_credential(name).is_some() || credential_value(value).is_some()
     })
 }
 
-/// Whether a name (a query parameter's, a header's) says its value is a credential: it
-/// holds token, key, secret, password, auth, credential or sig, in any case.
-pub fn named_like_credential(name: &str) -> bool {
+/// The words that make a name (a query parameter's, a header's) a credential's.
+const CREDENTIAL_WORDS: [&str; 12] = [
+    "token",
+    "key",
+    "secret",
+    "password",
+    "passwd",
+    "auth",
+    "authorization",
+    "credential",
+    "credentials",
+    "sig",
+    "signature",
+    "cookie",
+];
+
+/// The word that says a name's value is a credential, if one does: a word of the name
+/// (split at `-`, `_` and `.`, any case) that is one of [`CREDENTIAL_WORDS`] or ends with
+/// one (`X-Api-Key`, `access_token`, `apikey`, `Proxy-Authorization`, but not
+/// `X-Keyboard`, `X-Design` or `X-Author`).
+pub fn named_like_credential(name: &str) -> Option<&'static str> {
     let name = name.to_ascii_lowercase();
-    [
-        "token",
-        "key",
-        "secret",
-        "password",
-        "auth",
-        "credential",
-        "sig",
+    name.split(['-', '_', '.']).find_map(|word| {
+        CREDENTIAL_WORDS
+            .iter()
+            .copied()
+            .find(|w| word == *w || (word.len() > w.len() && word.ends_with(w)))
+    })
+}
+
+/// What a value is, when it is plainly a credential: a bearer or basic credential, a
+/// Trellis token anywhere in it, or a key in a well-known vendor's format.
+pub fn credential_value(value: &str) -> Option<&'static str> {
+    let v = value.trim().to_ascii_lowercase();
+    let starts = |p: &str| v.starts_with(p);
+    if starts("bearer ") || starts("bearer%20") || starts("bearer+") {
+        Some("a bearer credential")
+    } else if starts("basic ") || starts("basic%20") || starts("basic+") {
+        Some("a basic credential")
+    } else if holds_trellis_token(&v) {
+        Some("a Trellis token")
+    } else if [
+        "sk-",
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "github_pat_",
+        "glpat-",
+        "xoxb-",
+        "xoxp-",
     ]
     .iter()
-    .any(|w| name.contains(w))
+    .any(|p| starts(p))
+    {
+        Some("an API key")
+    } else {
+        None
+    }
 }
 
 /// Whether `host` is this machine by name or address (what needs no encryption).
@@ -138,9 +183,58 @@ pub(crate) fn one_line(s: &str) -> String {
         .collect()
 }
 
+/// Whether `s` holds a Trellis token (`trl_…`, not inside another word: `ctrl_x` is none).
+pub fn holds_trellis_token(s: &str) -> bool {
+    s.match_indices("trl_")
+        .any(|(i, _)| i == 0 || !s.as_bytes()[i - 1].is_ascii_alphanumeric())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_credential_is_known_by_a_word_of_its_name_or_by_its_value() {
+        for name in [
+            "X-Api-Key",
+            "access_token",
+            "apikey",
+            "Proxy-Authorization",
+            "X-Auth-Token",
+            "X-Amz-Signature",
+            "Cookie",
+            "sig",
+        ] {
+            assert!(named_like_credential(name).is_some(), "{name}");
+        }
+        for name in [
+            "X-Keyboard",
+            "X-Design",
+            "X-Author",
+            "X-Team",
+            "keyword",
+            "q",
+        ] {
+            assert_eq!(named_like_credential(name), None, "{name}");
+        }
+        for value in [
+            "Bearer abc",
+            " bearer abc",
+            "Basic dXNlcg==",
+            "x trl_abc",
+            "x=trl_abc",
+        ] {
+            assert!(credential_value(value).is_some(), "{value}");
+        }
+        assert!(credential_value("sk-ant-abc").is_some());
+        for value in ["core", "ctrl_x", "a bearer of news", "trellis"] {
+            assert_eq!(credential_value(value), None, "{value}");
+        }
+        // A query too: `?q=Bearer%20…` is refused before dialing.
+        let e = Target::of("wss://h.example/acp?q=Bearer%20abc", false).unwrap_err();
+        assert!(e.contains("credential"), "{e}");
+        assert!(Target::of("wss://h.example/acp?keyword=x", false).is_ok());
+    }
 
     #[test]
     fn plain_websocket_reaches_only_this_machine_unless_the_user_says_so() {

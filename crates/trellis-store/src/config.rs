@@ -60,8 +60,7 @@ pub struct AgentPreset {
 }
 
 /// A header value from the environment, a file, or the config itself.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Secret {
     /// `{ env = "AGENT_TOKEN" }`
     Env { env: String },
@@ -69,6 +68,60 @@ pub enum Secret {
     File { file: PathBuf },
     /// Written in the config (for what is no secret).
     Text(String),
+}
+
+/// What a secret's value may be, said where one is written otherwise.
+const SECRET_SHAPES: &str =
+    "a value is { env = \"NAME\" }, { file = \"PATH\" } or text (for what is no secret)";
+
+impl<'de> Deserialize<'de> for Secret {
+    /// Read by hand, not as an untagged enum: serde's "did not match any variant" says
+    /// nothing of what to write, and `{ env, file }` together would be taken as `env`.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Shape {
+            Text(String),
+            Table(BTreeMap<String, toml::Value>),
+        }
+        let table = match Shape::deserialize(d).map_err(|_| D::Error::custom(SECRET_SHAPES))? {
+            Shape::Text(t) => return Ok(Secret::Text(t)),
+            Shape::Table(t) => t,
+        };
+        let text = |v: &toml::Value, key: &str| -> Result<String, D::Error> {
+            match v.as_str() {
+                Some(s) if !s.trim().is_empty() => Ok(s.to_string()),
+                Some(_) => Err(D::Error::custom(format!(
+                    "{{ {key} = \"\" }}: give the {}",
+                    if key == "env" {
+                        "variable's name"
+                    } else {
+                        "file's path"
+                    }
+                ))),
+                None => Err(D::Error::custom(format!("{key} is text: {SECRET_SHAPES}"))),
+            }
+        };
+        match (table.get("env"), table.get("file"), table.len()) {
+            (Some(e), None, 1) => Ok(Secret::Env {
+                env: text(e, "env")?,
+            }),
+            (None, Some(f), 1) => Ok(Secret::File {
+                file: PathBuf::from(text(f, "file")?),
+            }),
+            (Some(_), Some(_), 2) => Err(D::Error::custom(
+                "{ env } and { file } together: give one of them",
+            )),
+            _ => {
+                let keys: Vec<&str> = table.keys().map(String::as_str).collect();
+                Err(D::Error::custom(format!(
+                    "{{ {} }}: {SECRET_SHAPES}",
+                    keys.join(", ")
+                )))
+            }
+        }
+    }
 }
 
 /// Secrets taken out of this process's environment at its start (see
@@ -117,22 +170,33 @@ impl Secret {
                 .get()
                 .and_then(|t| t.get(env).cloned())
                 .or_else(|| std::env::var(env).ok())
-                .filter(|v| !v.trim().is_empty())
-                .map(|v| v.trim().to_string())
                 .ok_or_else(|| {
                     format!(
                         "the environment variable {env} is not set where this Trellis runs (a hub started before it was set does not have it: trellis serve --stop, then again; {{ file = \"…\" }} does not depend on it)"
                     )
+                })
+                .and_then(|v| {
+                    let v = v.trim();
+                    if v.is_empty() {
+                        Err(format!("the environment variable {env} is set but empty"))
+                    } else {
+                        Ok(v.to_string())
+                    }
                 }),
             Secret::File { file } => {
                 let path = crate::config::expand_home(file);
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
-                text.lines()
-                    .next()
-                    .map(|l| l.trim().to_string())
-                    .filter(|l| !l.is_empty())
-                    .ok_or_else(|| format!("{}: empty", path.display()))
+                match text.lines().next().map(str::trim) {
+                    Some(l) if !l.is_empty() => Ok(l.to_string()),
+                    _ if text.trim().is_empty() => Err(format!("{}: empty", path.display())),
+                    // The secret is the first line's: a file that starts with a blank
+                    // line has none there.
+                    _ => Err(format!(
+                        "{}: its first line is blank (the secret is the file's first line)",
+                        path.display()
+                    )),
+                }
             }
         }
     }
@@ -401,6 +465,52 @@ pub enum ConfigError {
     },
 }
 
+/// The line (1-based) where `key` of `table` is written: `key = …`, a dotted `key.… = …`,
+/// or the `[table.key]` section. `hooks[2]` is the third `[[hooks]]` table.
+fn line_of(text: &str, table: &str, key: &str) -> Option<usize> {
+    let (base, index) = match table.strip_suffix(']').and_then(|t| t.split_once('[')) {
+        Some((base, i)) => (base, i.parse::<usize>().ok()),
+        None => (table, None),
+    };
+    // Quotes and the spaces around dots do not change a key.
+    let bare = |k: &str| -> String {
+        k.split('.')
+            .map(|p| p.trim().trim_matches('"'))
+            .collect::<Vec<_>>()
+            .join(".")
+    };
+    let own = if table.is_empty() {
+        key.to_string()
+    } else {
+        format!("{table}.{key}")
+    };
+    let mut in_table = table.is_empty();
+    let mut seen = 0usize;
+    for (n, l) in text.lines().enumerate() {
+        let t = l.trim();
+        if t.starts_with('[') {
+            let name = bare(t.trim_matches(|c| c == '[' || c == ']'));
+            if index.is_none() && name == own {
+                return Some(n + 1);
+            }
+            in_table = match index {
+                Some(i) if name == base && t.starts_with("[[") => {
+                    seen += 1;
+                    seen == i + 1
+                }
+                Some(_) => false,
+                None => name == table,
+            };
+        } else if in_table
+            && let Some(k) = t.split('=').next().map(bare)
+            && (k == key || k.starts_with(&format!("{key}.")))
+        {
+            return Some(n + 1);
+        }
+    }
+    None
+}
+
 /// `path:line`, or `path` when the line is not known.
 fn place(path: &Path, line: usize) -> String {
     if line == 0 {
@@ -463,33 +573,16 @@ impl Config {
     /// file like parse errors are.
     pub fn invalid(&self, table: &str, key: &str, message: impl Into<String>) -> ConfigError {
         let (path, text) = self.source.clone().unwrap_or_default();
-        // `hooks[2]` is the third `[[hooks]]` table.
-        let (base, index) = match table.strip_suffix(']').and_then(|t| t.split_once('[')) {
-            Some((base, i)) => (base, i.parse::<usize>().ok()),
-            None => (table, None),
-        };
-        let mut in_table = table.is_empty();
-        let mut seen = 0usize;
-        let mut line = 0;
-        for (n, l) in text.lines().enumerate() {
-            let t = l.trim();
-            if t.starts_with('[') {
-                let name = t.trim_matches(|c| c == '[' || c == ']').trim();
-                in_table = match index {
-                    Some(i) if name == base && t.starts_with("[[") => {
-                        seen += 1;
-                        seen == i + 1
-                    }
-                    Some(_) => false,
-                    None => name == table,
-                };
-            } else if in_table
-                && t.split('=').next().map(|k| k.trim().trim_matches('"')) == Some(key)
-            {
-                line = n + 1;
-                break;
-            }
-        }
+        // A key of a table inside (`headers.X-Key`) is written in one of three ways: as a
+        // dotted key, in the table's own `[…]` section, or in an inline table on its
+        // parent key's line.
+        let line = line_of(&text, table, key)
+            .or_else(|| {
+                let (first, rest) = key.split_once('.')?;
+                line_of(&text, &format!("{table}.{first}"), rest)
+                    .or_else(|| line_of(&text, table, first))
+            })
+            .unwrap_or(0);
         let dotted = if table.is_empty() {
             key.to_string()
         } else {
@@ -583,6 +676,44 @@ fn key_at(text: &str, offset: usize, message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_of_a_table_inside_is_found_in_any_of_its_three_forms() {
+        let text = "[agents.a]\nheaders = { X-One = \"1\" }\n\n[agents.b]\nheaders.\"X-Two\" = \"2\"\n\n[agents.c.headers]\nX-Zero = \"0\"\nX-Three = \"3\"\n";
+        let at = |table: &str, key: &str| {
+            let c = Config {
+                source: Some((PathBuf::from("c.toml"), text.to_string())),
+                ..Config::default()
+            };
+            match c.invalid(table, key, "x") {
+                ConfigError::Invalid { line, .. } => line,
+                ConfigError::Io { .. } => 0,
+            }
+        };
+        assert_eq!(at("agents.a", "headers.X-One"), 2);
+        assert_eq!(at("agents.b", "headers.X-Two"), 5);
+        assert_eq!(at("agents.c", "headers.X-Three"), 9);
+        assert_eq!(at("agents.c", "headers"), 7);
+        assert_eq!(at("agents.a", "nothing"), 0);
+    }
+
+    #[test]
+    fn a_secret_of_the_wrong_shape_says_what_to_write() {
+        let err = |toml: &str| {
+            toml::from_str::<BTreeMap<String, Secret>>(toml)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err("s = { env = \"A\", file = \"b\" }").contains("give one of them"));
+        assert!(err("s = { env = \"\" }").contains("give the variable's name"));
+        assert!(err("s = 42").contains("{ env = \"NAME\" }"));
+        assert!(err("s = { envv = \"A\" }").contains("{ envv }"));
+        let ok: BTreeMap<String, Secret> =
+            toml::from_str("a = { env = \"A\" }\nb = { file = \"f\" }\nc = \"t\"").unwrap();
+        assert_eq!(ok["a"], Secret::Env { env: "A".into() });
+        assert_eq!(ok["b"], Secret::File { file: "f".into() });
+        assert_eq!(ok["c"], Secret::Text("t".into()));
+    }
 
     fn err(text: &str) -> String {
         Config::parse(text, Path::new("config.toml"))

@@ -372,10 +372,14 @@ fn admit<B>(
         .map(str::trim)
         .filter(|t| !t.is_empty());
     let Some(secret) = bearer else {
-        return Err((
-            StatusCode::UNAUTHORIZED,
-            "a token is needed (Authorization: Bearer …; trellis token new --scope agent)",
-        ));
+        // An Authorization header of another shape is said as such: the client did send
+        // something, only not `Bearer TOKEN`.
+        let why = if req.headers().contains_key("authorization") {
+            "the Authorization header is not \"Bearer TOKEN\" (an entry's token = { … } sends it so)"
+        } else {
+            "a token is needed (Authorization: Bearer …; trellis token new --scope agent)"
+        };
+        return Err((StatusCode::UNAUTHORIZED, why));
     };
     match store.check(secret) {
         Ok(Ok(token)) if token.grants(Scope::Agent) => Ok(token.id),

@@ -75,10 +75,12 @@ pub(super) fn program(agent: &str, config: &Config) -> anyhow::Result<Option<Pro
             format!("{cwd:?}: the agent's directory is an absolute path on its machine"),
         ));
     }
-    if let Some(key) = written_secret(&preset) {
+    if let Some((key, what)) = written_secret(&preset) {
         return Err(fault(
             &key,
-            "a secret written in the config is read by whoever reads the file, and goes wherever it is copied: give { env = \"NAME\" } or { file = \"PATH\" }".into(),
+            format!(
+                "{what}, written in the config: whoever reads the file has it, and it goes wherever the file is copied; give {{ env = \"NAME\" }} or {{ file = \"PATH\" }}"
+            ),
         ));
     }
     let mut headers = Vec::new();
@@ -87,9 +89,7 @@ pub(super) fn program(agent: &str, config: &Config) -> anyhow::Result<Option<Pro
         headers.push(("Authorization".to_string(), format!("Bearer {v}")));
     }
     for (k, v) in &preset.headers {
-        let v = v
-            .value()
-            .map_err(|e| fault("headers", format!("{k}: {e}")))?;
+        let v = v.value().map_err(|e| fault(&format!("headers.{k}"), e))?;
         headers.push((k.clone(), v));
     }
     trellis_acp::remote::header_pairs(&headers).map_err(|e| fault("headers", e.to_string()))?;
@@ -183,23 +183,24 @@ fn shared_paths(
     trellis_core::path_map::PathMap::new(pairs).map_err(|e| e.to_string())
 }
 
-/// The key of a secret written in the config itself (a `token`, or a header named like a
-/// credential or holding a Trellis token or a bearer credential), if any: the config's
-/// text is for what is no secret (`docs/agents.md`).
-fn written_secret(preset: &trellis_store::config::AgentPreset) -> Option<String> {
+/// A secret written in the config itself, if any: its key and what makes it one (a
+/// `token`; a header whose name says it is a credential, or whose value plainly is one).
+/// The config's text is for what is no secret (`docs/agents.md`).
+fn written_secret(preset: &trellis_store::config::AgentPreset) -> Option<(String, String)> {
+    use trellis_acp::remote::{credential_value, named_like_credential};
     use trellis_store::config::Secret;
     if let Some(Secret::Text(_)) = &preset.token {
-        return Some("token".into());
+        return Some(("token".into(), "a token".into()));
     }
-    preset.headers.iter().find_map(|(name, v)| match v {
-        Secret::Text(t)
-            if trellis_acp::remote::named_like_credential(name)
-                || t.starts_with("trl_")
-                || t.get(..7)
-                    .is_some_and(|b| b.eq_ignore_ascii_case("bearer ")) =>
-        {
-            Some("headers".into())
-        }
-        _ => None,
+    preset.headers.iter().find_map(|(name, v)| {
+        let Secret::Text(t) = v else {
+            return None;
+        };
+        let what = match (named_like_credential(name), credential_value(t)) {
+            (_, Some(value)) => format!("its value is {value}"),
+            (Some(word), None) => format!("its name says it is a credential (\"{word}\")"),
+            (None, None) => return None,
+        };
+        Some((format!("headers.{name}"), what))
     })
 }

@@ -406,13 +406,18 @@ fn outcome(stop: &Finished, strict: bool) -> (u8, String) {
         return (signal_code(sig), why);
     }
     let code = exit_code(stop.reason.as_deref());
-    // Refused for its token or its URL: a config error, not worth a retry.
+    // Refused for its token, its URL or what it sent (a 4xx but a timeout or too many
+    // requests): a config error, not worth a retry.
     if code == 7
-        && let Some(status @ (401 | 403 | 404)) = stop.dial_refused
+        && let Some(status @ 400..=499) = stop.dial_refused
+        && status != 408
+        && status != 429
     {
         return (
             EXIT_USAGE,
-            format!("the agent's end refused the connection ({status}): check its token and URL"),
+            format!(
+                "the agent's end refused the connection ({status}): check its token, URL and headers"
+            ),
         );
     }
     if strict && code == 0 && (stop.failed > 0 || stop.refused > 0) {

@@ -417,6 +417,29 @@ fn refusals_reach_the_user_with_their_reason() {
     let o = run(&d, "box", &[], &[], Duration::from_secs(30));
     assert!(!o.status.success());
     assert!(text(&o).contains("BOX_TOKEN is not set"), "{}", text(&o));
+    // A token sent without its scheme is said as such, not as no token at all.
+    let agent = token(&d, "agent");
+    config(
+        &d,
+        &format!(
+            "[agents.box]\nurl = \"ws://{}/acp\"\nheaders = {{ Authorization = {{ env = \"BOX_TOKEN\" }} }}\n",
+            served.addr
+        ),
+    );
+    let o = run(
+        &d,
+        "box",
+        &[("BOX_TOKEN", &agent)],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("not \"Bearer TOKEN\""), "{}", text(&o));
+    assert!(!text(&o).contains(&agent), "{}", text(&o));
+    // Another 4xx (here the server's 400 for a query on /acp) is no more worth a retry.
+    let o = run(&d, &format!("{url}?q=1"), &[], &[], Duration::from_secs(30));
+    assert!(text(&o).contains("400"), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(served.agents().is_empty());
     assert!(alive(served.child.id()));
 }

@@ -215,56 +215,125 @@ fn shared_directories_are_checked_before_dialing() {
     }
 }
 
-/// A secret written in the config itself (a `token`, a header named like a credential or
-/// holding a bearer credential) is refused at its line before anything is dialed; a
-/// header that is no secret may be written there.
+/// A secret written in the config itself (a `token`, a header whose name says it is a
+/// credential or whose value plainly is one) is refused at its line — in an inline table,
+/// a `[….headers]` section or a dotted key — before anything is dialed, and never printed;
+/// so are a header name that holds a token, a header given twice or one the connection
+/// sets. A header that is no secret may be written there, whatever its name holds.
 #[test]
 fn secrets_written_in_the_config_are_refused_at_their_line() {
     let d = Dirs::new();
-    for (entry, refused) in [
+    let empty_first = d.work.join("blank-first");
+    std::fs::write(&empty_first, "\ntrl_second_line\n").unwrap();
+    let env = "token = { env = \"BOX_TOKEN\" }\n";
+    let cases: Vec<(String, Option<&str>, &str)> = vec![
         (
-            "token = \"trl_abc\"\n",
+            "token = \"trl_abc\"\n".into(),
             Some("config.toml:3: agents.box.token: "),
+            "a token, written in the config",
         ),
         (
-            "token = { env = \"BOX_TOKEN\" }\nheaders = { X-Api-Key = \"abc\" }\n",
+            format!("{env}headers = {{ X-Api-Key = \"abc\" }}\n"),
+            Some("config.toml:4: agents.box.headers.X-Api-Key: "),
+            "its name says it is a credential (\"key\")",
+        ),
+        (
+            format!("{env}[agents.box.headers]\nX-Team = \"core\"\nX-Auth-Token = \"abc\"\n"),
+            Some("config.toml:6: agents.box.headers.X-Auth-Token: "),
+            "(\"auth\")",
+        ),
+        (
+            format!("{env}headers.\"X-Secret\" = \"abc\"\n"),
+            Some("config.toml:4: agents.box.headers.X-Secret: "),
+            "(\"secret\")",
+        ),
+        (
+            "headers = { Authorization = \"Bearer abc\" }\n".into(),
+            Some("config.toml:3: agents.box.headers.Authorization: "),
+            "its value is a bearer credential",
+        ),
+        (
+            format!("{env}headers = {{ X-Via = \"x trl_abc\" }}\n"),
+            Some("config.toml:4: agents.box.headers.X-Via: "),
+            "its value is a Trellis token",
+        ),
+        (
+            format!("{env}headers = {{ \"X-Team: trl_abc\" = {{ env = \"BOX_TOKEN\" }} }}\n"),
             Some("config.toml:4: agents.box.headers: "),
+            "a header's name holds a Trellis token",
         ),
         (
-            "headers = { Authorization = \"Bearer abc\" }\n",
-            Some("config.toml:3: agents.box.headers: "),
+            format!("{env}headers = {{ \"X-Team: abc\" = \"x\" }}\n"),
+            Some("config.toml:4: agents.box.headers: "),
+            "header name \"X-Team…\": not a header name",
         ),
         (
-            "headers = { X-Via = \"bearer abc\" }\n",
-            Some("config.toml:3: agents.box.headers: "),
+            format!("{env}headers = {{ X-Team = \"a\", x-team = \"b\" }}\n"),
+            Some("config.toml:4: agents.box.headers: "),
+            "given twice",
         ),
         (
-            "token = { env = \"BOX_TOKEN\" }\nheaders = { X-Project = \"trellis\" }\n",
+            format!("{env}headers = {{ Host = \"elsewhere\" }}\n"),
+            Some("config.toml:4: agents.box.headers: "),
+            "Trellis sets it for the connection itself",
+        ),
+        (
+            "token = { env = \"BOX_TOKEN\", file = \"/etc/hostname\" }\n".into(),
+            Some("config.toml:3"),
+            "{ env } and { file } together: give one of them",
+        ),
+        (
+            "token = { envv = \"BOX_TOKEN\" }\n".into(),
+            Some("config.toml:3"),
+            "{ envv }: a value is { env = \"NAME\" }, { file = \"PATH\" } or text",
+        ),
+        (
+            "token = { env = \"EMPTY_TOKEN\" }\n".into(),
+            Some("config.toml:3: agents.box.token: "),
+            "the environment variable EMPTY_TOKEN is set but empty",
+        ),
+        (
+            format!("token = {{ file = \"{}\" }}\n", empty_first.display()),
+            Some("config.toml:3: agents.box.token: "),
+            "its first line is blank",
+        ),
+        // No secret: words that only end a name's word in part, a plain value.
+        (
+            format!(
+                "{env}headers = {{ X-Keyboard = \"qwerty\", X-Design = \"blue\", X-Author = \"me\" }}\n"
+            ),
             None,
+            "cannot reach 127.0.0.1:9",
         ),
-    ] {
+    ];
+    for (entry, at, said) in cases {
         config(
             &d,
             &format!("[agents.box]\nurl = \"ws://127.0.0.1:9/acp\"\n{entry}"),
         );
-        let o = trellis_in(
+        let o = trellis_env(
             &d,
             &d.work,
-            "x",
+            &[("BOX_TOKEN", "x"), ("EMPTY_TOKEN", " ")],
             &["run", "--agent", "box", "--prompt", "hi"],
         );
         assert!(!o.status.success());
-        let said = text(&o);
-        match refused {
+        let out = text(&o);
+        assert!(out.contains(said), "{entry}: {out}");
+        for secret in ["trl_abc", "Bearer abc", "trl_second_line", "X-Team: abc"] {
+            assert!(
+                !out.contains(secret),
+                "{entry}: the secret was printed: {out}"
+            );
+        }
+        match at {
             Some(at) => {
-                assert!(said.contains(at), "{entry}: {said}");
-                assert!(said.contains("{ env = \"NAME\" }"), "{entry}: {said}");
-                assert!(!said.contains("abc"), "the secret was printed: {said}");
-                assert!(!said.contains("cannot reach"), "{entry}: {said}");
-                assert_eq!(o.status.code(), Some(2), "{entry}: {said}");
+                assert!(out.contains(at), "{entry}: {out}");
+                assert!(!out.contains("cannot reach"), "{entry}: {out}");
+                assert_eq!(o.status.code(), Some(2), "{entry}: {out}");
             }
             // Port 9 on this machine: nothing listens, the dial itself fails.
-            None => assert!(said.contains("cannot reach 127.0.0.1:9"), "{entry}: {said}"),
+            None => assert!(!out.contains("config.toml"), "{entry}: {out}"),
         }
     }
 }
