@@ -43,6 +43,7 @@ mod registry_uvx;
 mod remote;
 mod remote_files;
 mod remote_http;
+mod remote_lost;
 mod replay_ui;
 mod rules_remote;
 mod sessions;
