@@ -99,6 +99,21 @@ fn retire_ref(record: &Record, commit: &str) -> Result<String, Error> {
     Ok(name)
 }
 
+/// Refuses, before anything is committed, a worktree holding a repository of its own
+/// that is not tracked: `git add -A` would commit it as a bare link (no submodule, no
+/// `.gitmodules` entry) to commits no ref of this repository keeps.
+fn no_untracked_repos(record: &Record, action: &str, then: &str) -> Result<(), Error> {
+    let repos = crate::state::untracked_repos(&record.path)?;
+    if repos.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Refused(format!(
+        "{action} would commit {} in {} as a bare link to commits this repository does not have; nothing was changed: move it out of the worktree (or make it a submodule), then {then}",
+        crate::state::repos_said(&repos),
+        record.path.display()
+    )))
+}
+
 /// Removes the tree, checked once more to be Trellis's right before.
 fn remove_tree(record: &Record, force: bool) -> Result<(), Error> {
     if status(record) != Status::Owned {
@@ -167,7 +182,7 @@ pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
     // would hold), so a refusal leaves the worktree as it was too.
     let crate::plan::Checked {
         target, ff, dirty, ..
-    } = crate::plan::check(&record)?;
+    } = crate::plan::check(&record, false)?;
     // The source moved on: refused before anything is committed (a sync commits, and
     // says so; an apply needs no commit).
     if !ff {
@@ -177,6 +192,7 @@ pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
             label: record.label.clone(),
         });
     }
+    no_untracked_repos(&record, "landing", "land again")?;
     if dirty {
         let msg = message
             .map(str::to_string)
@@ -260,6 +276,7 @@ pub fn sync(found: &Found) -> Result<Outcome, Error> {
             "sync again",
         ));
     }
+    no_untracked_repos(&record, "syncing", "sync again")?;
     // Its uncommitted work is committed first (a merge must not mix with it), and said.
     let (_, dirty) = snapshot(&record.path, &record.label)?;
     if dirty {
@@ -329,6 +346,13 @@ pub fn apply(found: &Found) -> Result<Outcome, Error> {
     let (snap, _) = snapshot(&record.path, &record.label)?;
     // Its own work: from where it parts from the branch it was made from.
     let base = crate::plan::base(&record, &snap);
+    crate::plan::uncommitted_overlap(
+        &record,
+        &base,
+        &snap,
+        "apply",
+        &format!("the worktree's work is safe in {}", record.path.display()),
+    )?;
     // The paths the patch writes, in the source as it is (at HEAD).
     let endangered = crate::guard::endangered(&record.source, &base, &snap, false)?;
     if !endangered.is_empty() {

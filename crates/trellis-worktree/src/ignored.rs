@@ -5,8 +5,9 @@
 //!
 //! - a copy of the source's own file at the same place, unchanged (what
 //!   `.worktreeinclude` copied in: the original is still in the source);
-//! - a cache by its own declaration: a directory holding `CACHEDIR.TAG` (the Cache
-//!   Directory Tagging Specification: Cargo's `target/`, pytest's and mypy's caches…), a
+//! - a cache by its own declaration: a directory holding a `CACHEDIR.TAG` that begins with
+//!   the signature of the Cache Directory Tagging Specification (Cargo's `target/`,
+//!   pytest's and mypy's caches…; a file of that name without it is no tag), a
 //!   Python virtual environment (`pyvenv.cfg`), `node_modules`, `__pycache__` — each named
 //!   in what the ending says.
 //!
@@ -40,8 +41,24 @@ fn cache_dir(dir: &Path) -> bool {
     let name = dir.file_name().map(|n| n.as_bytes()).unwrap_or_default();
     name == b"node_modules"
         || name == b"__pycache__"
-        || std::fs::symlink_metadata(dir.join("CACHEDIR.TAG")).is_ok_and(|m| m.is_file())
+        || tagged_cache(&dir.join("CACHEDIR.TAG"))
         || std::fs::symlink_metadata(dir.join("pyvenv.cfg")).is_ok_and(|m| m.is_file())
+}
+
+/// The header a `CACHEDIR.TAG` begins with (the Cache Directory Tagging Specification):
+/// a file of that name without it is no tag, and its directory no cache.
+const CACHE_TAG: &[u8] = b"Signature: 8a477f597d28d172789f06886806bc55";
+
+/// Whether `tag` is a regular file (never followed) that begins with [`CACHE_TAG`].
+fn tagged_cache(tag: &Path) -> bool {
+    use std::io::Read;
+    if !std::fs::symlink_metadata(tag).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut head = [0u8; CACHE_TAG.len()];
+    std::fs::File::open(tag)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == CACHE_TAG)
 }
 
 /// Whether `path` in the tree is a copy of `source`'s file at the same place.

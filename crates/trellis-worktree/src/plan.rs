@@ -39,8 +39,10 @@ fn names(out: &[u8]) -> HashSet<PathBuf> {
 }
 
 /// The checks a land makes before it changes anything (read-only: the snapshot goes
-/// through a private index and is referenced by nothing).
-pub(crate) fn check(record: &Record) -> Result<Checked, Error> {
+/// through a private index and is referenced by nothing). With `or_apply`, a source that
+/// moved on is checked for the apply that takes the land's place (landing one of
+/// several); without, it is only reported (`ff` false: a plain land refuses).
+pub(crate) fn check(record: &Record, or_apply: bool) -> Result<Checked, Error> {
     let tree = &record.path;
     let on = Git::at(tree).args(["symbolic-ref", "-q", "HEAD"]).line();
     let want = format!("refs/heads/{}", record.branch);
@@ -76,31 +78,8 @@ pub(crate) fn check(record: &Record) -> Result<Checked, Error> {
         }
         // The source's own uncommitted changes to files the land would change: the
         // fast-forward would refuse them, after the worktree's work was committed.
-        let changed = names(
-            &Git::at(&record.source)
-                .args(["diff", "--name-only", "-z", "--no-renames", &target, &snap])
-                .output()?,
-        );
-        let local = names(
-            &Git::at(&record.source)
-                .args(["diff", "--name-only", "-z", "--no-renames", "HEAD"])
-                .output()?,
-        );
-        let mut both: Vec<String> = changed
-            .intersection(&local)
-            .map(|p| p.display().to_string())
-            .collect();
-        if !both.is_empty() {
-            both.sort();
-            let n = both.len();
-            both.truncate(crate::guard::LISTED);
-            return Err(Error::Refused(format!(
-                "{} has uncommitted changes to {n} file(s) the worktree changed too ({}): commit or stash them there, then land again. Nothing was changed; {safe_in}",
-                record.source.display(),
-                both.join(", ")
-            )));
-        }
-    } else {
+        uncommitted_overlap(record, &target, &snap, "land", &safe_in)?;
+    } else if or_apply {
         applies(record, &snap).map_err(|e| match e {
             Error::Refused(why) => Error::Refused(format!(
                 "{target} moved on since worktree {} began, so a land would apply its changes instead, but {why}",
@@ -110,6 +89,43 @@ pub(crate) fn check(record: &Record) -> Result<Checked, Error> {
         })?;
     }
     Ok(Checked { target, ff, dirty })
+}
+
+/// Refuses when the source has uncommitted changes, staged or not, to files the change
+/// `from..to` writes: a fast-forward would refuse them, and an apply would mix the
+/// worktree's changes into them (the user's own version then in no commit, no stash).
+pub(crate) fn uncommitted_overlap(
+    record: &Record,
+    from: &str,
+    to: &str,
+    action: &str,
+    safe_in: &str,
+) -> Result<(), Error> {
+    let changed = names(
+        &Git::at(&record.source)
+            .args(["diff", "--name-only", "-z", "--no-renames", from, to])
+            .output()?,
+    );
+    let local = names(
+        &Git::at(&record.source)
+            .args(["diff", "--name-only", "-z", "--no-renames", "HEAD"])
+            .output()?,
+    );
+    let mut both: Vec<String> = changed
+        .intersection(&local)
+        .map(|p| p.display().to_string())
+        .collect();
+    if both.is_empty() {
+        return Ok(());
+    }
+    both.sort();
+    let n = both.len();
+    both.truncate(crate::guard::LISTED);
+    Err(Error::Refused(format!(
+        "{} has uncommitted changes (staged or not) to {n} file(s) the worktree changed too ({}): commit or stash them there, then {action} again (nothing was changed; {safe_in})",
+        record.source.display(),
+        both.join(", ")
+    )))
 }
 
 /// What a worktree's work is measured from: where its state and the branch it was made
@@ -135,6 +151,13 @@ pub(crate) fn base(record: &Record, snap: &str) -> String {
 /// source as it is, as staged changes: an apply's checks, read-only.
 fn applies(record: &Record, snap: &str) -> Result<(), Error> {
     let base = base(record, snap);
+    uncommitted_overlap(
+        record,
+        &base,
+        snap,
+        "apply",
+        &format!("the worktree's work is safe in {}", record.path.display()),
+    )?;
     let endangered = crate::guard::endangered(&record.source, &base, snap, false)?;
     if !endangered.is_empty() {
         return Err(crate::guard::refusal(
@@ -166,7 +189,7 @@ fn applies(record: &Record, snap: &str) -> Result<(), Error> {
         .map(|_| ())
         .map_err(|_| {
             Error::Refused(format!(
-                "its changes do not apply to {} as it is now (nothing was changed; sync it first: trellis worktree sync {})",
+                "its changes do not apply to {} as it is now: uncommitted changes there to the files it changes must be committed or stashed first, or, where the source's commits changed them, the worktree synced (trellis worktree sync {}). Nothing was changed",
                 record.source.display(),
                 record.label
             ))
@@ -180,7 +203,7 @@ pub fn ending(found: &Found, action: &str) -> Result<(), Error> {
     let record = owned(found)?;
     match action {
         "land" => {
-            let c = check(&record)?;
+            let c = check(&record, false)?;
             if c.ff {
                 Ok(())
             } else {
@@ -222,7 +245,7 @@ pub fn ending(found: &Found, action: &str) -> Result<(), Error> {
 /// may still run in it (the land itself waits for it to close).
 pub fn landing(found: &Found) -> Result<Landing, Error> {
     let record = owned(found)?;
-    let c = check(&record)?;
+    let c = check(&record, true)?;
     Ok(if c.ff {
         Landing::FastForward {
             target: c.target,

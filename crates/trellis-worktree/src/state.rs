@@ -3,7 +3,7 @@
 //! branch the source has out, the ignored files a removal would take. Below both the
 //! checks that ask first (`plan`) and the endings that act (`end`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::git::Git;
 use crate::record::Record;
@@ -88,9 +88,19 @@ pub(crate) fn source_branch(source: &Path) -> Result<String, Error> {
         })
 }
 
-/// The tree's ignored files surveyed before it is removed: over the bound, the removal is
-/// refused (`action` names the ending).
+/// The tree's ignored files surveyed before it is removed: over the bound, or with a
+/// repository of its own inside ([`nested_repos`]), the removal is refused (`action`
+/// names the ending).
 pub(crate) fn survey(record: &Record, action: &str) -> Result<crate::ignored::Ignored, Error> {
+    let nested = nested_repos(&record.path)?;
+    if !nested.is_empty() {
+        return Err(Error::Refused(format!(
+            "{action} would remove {}, but it holds {}: no commit of this repository has their history or their uncommitted work; nothing was changed (move them out, or keep the worktree: trellis worktree keep {})",
+            record.path.display(),
+            repos_said(&nested),
+            record.label
+        )));
+    }
     let s = crate::ignored::survey(&record.path, &record.source)?;
     match &s.too_much {
         Some(why) => Err(Error::Refused(format!(
@@ -99,4 +109,66 @@ pub(crate) fn survey(record: &Record, action: &str) -> Result<crate::ignored::Ig
         ))),
         None => Ok(s),
     }
+}
+
+/// Whether `dir` is the top of a repository of its own (its `.git`, a directory or a
+/// file, never followed).
+fn is_repo(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(".git")).is_ok()
+}
+
+/// Repositories of their own that git would add to `tree`'s next commit as a bare link
+/// (mode 160000) to commits this repository does not have: among the untracked files
+/// git lists one by one, a repository is the one entry that ends with `/` (git does not
+/// look inside it), however deep in untracked directories it is.
+pub(crate) fn untracked_repos(tree: &Path) -> Result<Vec<PathBuf>, Error> {
+    use std::os::unix::ffi::OsStrExt;
+    Ok(Git::at(tree)
+        .args(["ls-files", "-z", "--others", "--exclude-standard"])
+        .paths()?
+        .into_iter()
+        .filter(|rel| rel.as_os_str().as_bytes().ends_with(b"/") && is_repo(&tree.join(rel)))
+        .collect())
+}
+
+/// Every repository of its own inside `tree`: the untracked ones, and the links the
+/// tree's index holds (submodules) that are checked out. Removing the tree would take
+/// their history and their uncommitted work with it.
+pub(crate) fn nested_repos(tree: &Path) -> Result<Vec<PathBuf>, Error> {
+    let mut out = untracked_repos(tree)?;
+    let staged = Git::at(tree).args(["ls-files", "-z", "--stage"]).output()?;
+    for entry in staged.split(|b| *b == 0) {
+        // `MODE SHA STAGE\tPATH`
+        let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+            continue;
+        };
+        if entry.starts_with(b"160000 ") {
+            let rel = PathBuf::from(String::from_utf8_lossy(&entry[tab + 1..]).into_owned());
+            if is_repo(&tree.join(&rel)) {
+                out.push(rel);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Nested repositories as a refusal names them: the first few.
+pub(crate) fn repos_said(repos: &[PathBuf]) -> String {
+    let named: Vec<String> = repos
+        .iter()
+        .take(crate::guard::LISTED)
+        .map(|p| p.to_string_lossy().trim_end_matches('/').to_string())
+        .collect();
+    let more = repos.len().saturating_sub(named.len());
+    format!(
+        "a repository of its own ({}{})",
+        named.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )
 }

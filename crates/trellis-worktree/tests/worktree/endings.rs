@@ -447,10 +447,13 @@ fn a_land_is_planned_before_anything_changes() {
     std::fs::write(f.repo.join("a.txt"), "one\ntwo\nmine\n").unwrap();
     let branch_before = git(&f.repo, &["rev-parse", "trellis/plan"]);
     let e = landing(&found).unwrap_err().to_string();
-    assert!(e.contains("uncommitted changes to 1 file(s)"), "{e}");
+    assert!(
+        e.contains("uncommitted changes (staged or not) to 1 file(s)"),
+        "{e}"
+    );
     assert!(e.contains("a.txt"), "{e}");
     let e = end::land(&found, Some("x")).unwrap_err().to_string();
-    assert!(e.contains("Nothing was changed"), "{e}");
+    assert!(e.contains("nothing was changed"), "{e}");
     assert_eq!(
         git(&f.repo, &["rev-parse", "trellis/plan"]),
         branch_before,
@@ -556,4 +559,33 @@ fn a_land_whose_discard_cannot_happen_says_what_happened() {
     );
     assert_eq!(f.wt.find("heavy", None).unwrap().status, Status::Owned);
     assert!(b.record.path.join(".env").exists());
+}
+
+/// An apply over the source's own uncommitted changes to the files it changes — staged
+/// ones too — is refused with nothing changed: mixed into them, the user's version would
+/// be in no commit and no stash.
+#[test]
+fn apply_over_staged_changes_to_its_files_changes_nothing() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("stg")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join("a.txt"), "one\ntwo\nthree\n").unwrap();
+    std::fs::write(f.repo.join("a.txt"), "zero\none\ntwo\n").unwrap();
+    git(&f.repo, &["add", "a.txt"]);
+    let staged = git(&f.repo, &["diff", "--cached"]);
+    let found = f.wt.find("stg", None).unwrap();
+    let e = end::apply(&found).unwrap_err().to_string();
+    assert!(e.contains("staged or not"), "{e}");
+    assert!(e.contains("a.txt"), "{e}");
+    assert_eq!(git(&f.repo, &["diff", "--cached"]), staged);
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("a.txt")).unwrap(),
+        "zero\none\ntwo\n"
+    );
+    assert!(t.exists());
+    // Put away, the apply goes through.
+    git(&f.repo, &["reset", "-q", "--", "a.txt"]);
+    git(&f.repo, &["checkout", "--", "a.txt"]);
+    let found = f.wt.find("stg", None).unwrap();
+    end::apply(&found).unwrap();
 }

@@ -335,3 +335,86 @@ fn prune_deletes_only_branches_whose_commits_are_kept_elsewhere() {
     let r = retired.lines().find(|r| r.contains("gone-")).unwrap();
     assert_eq!(git(&f.repo, &["show", &format!("{r}:g.txt")]), "g");
 }
+
+/// A repository of its own inside a worktree (its history and its uncommitted work in no
+/// commit of this repository) is never removed with the tree, nor committed onto the
+/// branch as a bare link: every ending refuses with nothing changed.
+#[test]
+fn a_repository_inside_a_worktree_is_never_removed_or_committed_as_a_link() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("nest")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join("feature.txt"), "f\n").unwrap();
+    let inner = t.join("nested/two");
+    std::fs::create_dir_all(&inner).unwrap();
+    git(&inner, &["init", "-q", "-b", "main"]);
+    git(&inner, &["config", "user.name", "Inner"]);
+    git(&inner, &["config", "user.email", "inner@example.com"]);
+    git(&inner, &["config", "commit.gpgsign", "false"]);
+    std::fs::write(inner.join("history.txt"), "only here\n").unwrap();
+    git(&inner, &["add", "-A"]);
+    git(&inner, &["commit", "-q", "-m", "inner"]);
+    std::fs::write(inner.join("dirty.txt"), "uncommitted\n").unwrap();
+    let before = git(&f.repo, &["rev-parse", "main"]);
+    for ending in ["land", "sync", "apply", "discard"] {
+        let found = f.wt.find("nest", None).unwrap();
+        let e = match ending {
+            "land" => end::land(&found, Some("feature")).unwrap_err(),
+            "sync" => end::sync(&found).unwrap_err(),
+            "apply" => end::apply(&found).unwrap_err(),
+            _ => end::discard(&found).unwrap_err(),
+        }
+        .to_string();
+        assert!(
+            e.contains("a repository of its own (nested/two)"),
+            "{ending}: {e}"
+        );
+        assert!(e.contains("nothing was changed"), "{ending}: {e}");
+        assert!(inner.join(".git").exists(), "{ending}");
+        assert_eq!(
+            std::fs::read_to_string(inner.join("dirty.txt")).unwrap(),
+            "uncommitted\n"
+        );
+    }
+    // Nothing was committed in the worktree, nothing moved in the source.
+    assert_eq!(git(&f.repo, &["rev-parse", "main"]), before);
+    assert_eq!(
+        git(&t, &["rev-parse", "HEAD"]),
+        git(&f.repo, &["rev-parse", "trellis/nest"])
+    );
+    assert!(
+        status_of(&t).contains("?? feature.txt"),
+        "{}",
+        status_of(&t)
+    );
+    // Moved out, the worktree ends as any other.
+    std::fs::rename(t.join("nested"), f.repo.join("../moved-out")).unwrap();
+    let found = f.wt.find("nest", None).unwrap();
+    end::land(&found, Some("feature")).unwrap();
+    assert!(!t.exists());
+}
+
+/// A directory is a cache by its `CACHEDIR.TAG` only when the tag begins with the
+/// specification's signature: another file of that name makes nothing a cache, and what
+/// is beside it is kept in the snapshot.
+#[test]
+fn a_cachedir_tag_without_its_signature_makes_no_cache() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("tag")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::create_dir_all(t.join("build/data")).unwrap();
+    std::fs::write(t.join("build/data/CACHEDIR.TAG"), "not a real tag\n").unwrap();
+    std::fs::write(t.join("build/data/important.csv"), "1,2\n").unwrap();
+    let found = f.wt.find("tag", None).unwrap();
+    let out = end::discard(&found).unwrap();
+    let said = out.lines.join("\n");
+    assert!(!said.contains("caches removed"), "{said}");
+    let snap = out.record.unwrap().snapshot.unwrap();
+    assert_eq!(
+        git(
+            &f.repo,
+            &["show", &format!("{snap}:build/data/important.csv")]
+        ),
+        "1,2"
+    );
+}
