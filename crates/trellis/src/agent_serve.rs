@@ -71,7 +71,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<ExitCode> {
         proxied: args.proxied,
         max_agents: args.max_agents,
         say: std::sync::Arc::new(|line: String| {
-            eprintln!("trellis: {}", trellis_text::one_line(&safe(&line)));
+            say!("trellis: {}", trellis_text::one_line(&safe(&line)));
         }),
     };
     // What an agent leaves behind comes to this process, and goes with it.
@@ -81,7 +81,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let rt = crate::ui::runtime()?;
     let sig = rt.block_on(async move {
         let serving = trellis_hub::agent_serve::serve(opts).map_err(anyhow::Error::msg)?;
-        eprintln!(
+        say!(
             "trellis: serving {shown} on {ws}://{addr}/acp and {http}://{addr}/acp (pid {}); clients need a token of scope agent (trellis token new --scope agent)",
             std::process::id(),
             addr = serving.addr,
@@ -97,7 +97,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // server.
     drop(rt);
     let stopped = trellis_os::reaper::stop_descendants(std::time::Duration::from_secs(1));
-    eprintln!(
+    say!(
         "trellis: stopped by {sig}; every client was told, {left} connection(s) still open then, {stopped} process(es) left ended with it"
     );
     Ok(ExitCode::SUCCESS)

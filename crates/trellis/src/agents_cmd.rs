@@ -49,7 +49,7 @@ pub(crate) fn offer_install(agent: &str, config: &Config) -> anyhow::Result<()> 
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return Ok(());
     }
-    eprint!("{hint}.\nInstall it now? [y/N] ");
+    say_part!("{hint}.\nInstall it now? [y/N] ");
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
@@ -63,9 +63,9 @@ pub(crate) fn offer_install(agent: &str, config: &Config) -> anyhow::Result<()> 
         .ok_or_else(|| anyhow::anyhow!("{id} is no longer in the registry"))?;
     let agents = installed_agents().ok_or_else(|| anyhow::anyhow!("no data directory"))?;
     let launch = agents
-        .add(a, None, &mut |s| eprintln!("{}", safe(&s)))
+        .add(a, None, &mut |s| say!("{}", safe(&s)))
         .map_err(|e| anyhow::anyhow!("{}", safe(&e)))?;
-    eprintln!("trellis: {} {} installed", safe(&id), safe(&launch.version));
+    say!("trellis: {} {} installed", safe(&id), safe(&launch.version));
     Ok(())
 }
 
@@ -86,10 +86,10 @@ fn load(config: &Config) -> anyhow::Result<Loaded> {
         anyhow::anyhow!("the agent registry ({}): {e}{hint}", source.describe())
     })?;
     if let Some(said) = &loaded.said {
-        eprintln!("trellis: {}", safe(said));
+        say!("trellis: {}", safe(said));
     }
     for (id, why) in &loaded.index.refused {
-        eprintln!(
+        say!(
             "trellis: registry entry {} refused: {}",
             safe(id),
             safe(why)
@@ -106,14 +106,14 @@ pub fn main(cmd: AgentsCmd, config: &Config) -> anyhow::Result<ExitCode> {
             agents
                 .use_version(id, version)
                 .map_err(|e| anyhow::anyhow!("{}", safe(&e)))?;
-            println!("{} {} is in use", safe(id), safe(version));
+            out!("{} {} is in use", safe(id), safe(version));
             return Ok(ExitCode::SUCCESS);
         }
         AgentsCmd::Remove { id } => {
             agents
                 .remove(id)
                 .map_err(|e| anyhow::anyhow!("{}", safe(&e)))?;
-            println!("{} removed", safe(id));
+            out!("{} removed", safe(id));
             return Ok(ExitCode::SUCCESS);
         }
         _ => {}
@@ -130,9 +130,9 @@ pub fn main(cmd: AgentsCmd, config: &Config) -> anyhow::Result<ExitCode> {
                 )
             })?;
             let launch = agents
-                .add(a, version.as_deref(), &mut |s| eprintln!("{}", safe(&s)))
+                .add(a, version.as_deref(), &mut |s| say!("{}", safe(&s)))
                 .map_err(|e| anyhow::anyhow!("{}", safe(&e)))?;
-            println!(
+            out!(
                 "{} {} installed: trellis --agent {} starts it",
                 safe(&a.id),
                 safe(&launch.version),
@@ -141,7 +141,7 @@ pub fn main(cmd: AgentsCmd, config: &Config) -> anyhow::Result<ExitCode> {
             // It starts and answers: and says whether it needs a login.
             match answers_initialize(&launch) {
                 Ok(result) => say_login(&result),
-                Err(e) => eprintln!(
+                Err(e) => say!(
                     "trellis: installed, but it did not answer initialize: {}",
                     safe(&e)
                 ),
@@ -156,14 +156,14 @@ pub fn main(cmd: AgentsCmd, config: &Config) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|(id, why)| serde_json::json!({"id": id, "reason": why}))
                 .collect();
-            println!(
+            out!(
                 "{}",
                 serde_json::json!({"agents": agents, "refused": refused, "said": loaded.said})
             );
         }
         AgentsCmd::List { json: false } => {
             if index.agents.is_empty() {
-                println!("no agents in the registry");
+                out!("no agents in the registry");
             }
             let w = index
                 .agents
@@ -178,7 +178,7 @@ pub fn main(cmd: AgentsCmd, config: &Config) -> anyhow::Result<ExitCode> {
                     Some(i) => format!("{} → {} waiting", i.current, a.version),
                     None => String::new(),
                 };
-                println!(
+                out!(
                     "{:<w$}  {:<10}  {:<8}  {:<22}  {}",
                     safe(&a.id),
                     safe(&trellis_text::clip(&a.version, 10)),
@@ -199,7 +199,7 @@ pub fn main(cmd: AgentsCmd, config: &Config) -> anyhow::Result<ExitCode> {
                     safe(&id)
                 );
             };
-            print!("{}", info(a));
+            out_part!("{}", info(a));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -296,7 +296,7 @@ fn say_login(initialized: &serde_json::Value) {
         .map(|n| safe(n).into_owned())
         .collect();
     if !methods.is_empty() {
-        println!(
+        out!(
             "it may ask you to log in ({}): its first session offers it",
             methods.join(", ")
         );
@@ -322,12 +322,12 @@ fn update(
     let mut failed = false;
     for id in ids {
         let Some(a) = index.get(&id) else {
-            eprintln!("trellis: {} is not in the registry", safe(&id));
+            say!("trellis: {} is not in the registry", safe(&id));
             failed = true;
             continue;
         };
         let Some(old) = agents.installed(&id) else {
-            eprintln!(
+            say!(
                 "trellis: {} is not installed (trellis agents add {})",
                 safe(&id),
                 safe(&id)
@@ -338,29 +338,29 @@ fn update(
         if old.current == a.version {
             // The same version: nothing to install, unless the registry now gives another
             // archive for it, which is refused.
-            match agents.add(a, Some(&a.version), &mut |s| eprintln!("{}", safe(&s))) {
-                Ok(_) => println!(
+            match agents.add(a, Some(&a.version), &mut |s| say!("{}", safe(&s))) {
+                Ok(_) => out!(
                     "{} {} is the registry's version",
                     safe(&id),
                     safe(&old.current)
                 ),
                 Err(e) => {
-                    eprintln!("trellis: {}", safe(&e));
+                    say!("trellis: {}", safe(&e));
                     failed = true;
                 }
             }
             continue;
         }
-        println!(
+        out!(
             "{}: {} → {}",
             safe(&id),
             safe(&old.current),
             safe(&a.version)
         );
-        let launch = match agents.add(a, Some(&a.version), &mut |s| eprintln!("{}", safe(&s))) {
+        let launch = match agents.add(a, Some(&a.version), &mut |s| say!("{}", safe(&s))) {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("trellis: {}: {}", safe(&id), safe(&e));
+                say!("trellis: {}: {}", safe(&id), safe(&e));
                 failed = true;
                 continue;
             }
@@ -368,7 +368,7 @@ fn update(
         if let Err(e) = answers_initialize(&launch) {
             // Back to the one that worked; the new one stays installed beside it.
             let _ = agents.use_version(&id, &old.current);
-            eprintln!(
+            say!(
                 "trellis: {} {} did not start ({}): {} stays in use",
                 safe(&id),
                 safe(&a.version),
@@ -381,12 +381,12 @@ fn update(
         // The one it replaced is kept (for `use`); older ones go.
         match agents.prune(&id, &[&a.version, &old.current]) {
             Ok(gone) if !gone.is_empty() => {
-                println!("{}: removed {}", safe(&id), safe(&gone.join(", ")))
+                out!("{}: removed {}", safe(&id), safe(&gone.join(", ")))
             }
             Ok(_) => {}
-            Err(e) => eprintln!("trellis: {}: {}", safe(&id), safe(&e)),
+            Err(e) => say!("trellis: {}: {}", safe(&id), safe(&e)),
         }
-        println!(
+        out!(
             "{} {} in use ({} kept: trellis agents use {} {})",
             safe(&id),
             safe(&a.version),

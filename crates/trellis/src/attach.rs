@@ -60,7 +60,7 @@ pub fn main(args: AttachArgs, config_path: Option<std::path::PathBuf>) -> anyhow
     {
         Ok(f) => f,
         Err((code, message)) => {
-            eprintln!("trellis: {}: {}", safe(&code), safe(&message));
+            say!("trellis: {}: {}", safe(&code), safe(&message));
             return Ok(ExitCode::from(1));
         }
     };
@@ -91,10 +91,10 @@ pub fn main(args: AttachArgs, config_path: Option<std::path::PathBuf>) -> anyhow
     for line in said {
         // The log is the hub's: this copy only read it.
         if !line.starts_with("session log:") {
-            eprintln!("trellis: {}", safe(&line));
+            say!("trellis: {}", safe(&line));
         }
     }
-    eprintln!(
+    say!(
         "trellis: left {named}; it goes on in its hub unless it ended (trellis attach {named}); log: {}",
         log.display()
     );

@@ -87,7 +87,7 @@ pub fn fork(
         Some(n) if n <= turns => format!("before its turn {n} (of {turns})"),
         _ => format!("after its last turn ({turns})"),
     };
-    eprintln!(
+    say!(
         "trellis: forking session {} {point}{}",
         row.id,
         if args.worktree.is_some() {
@@ -125,9 +125,9 @@ pub fn rewind(
         crate::checkpoints::warn_if_running(&row);
         let mut out = String::new();
         crate::checkpoints::rewind(&row, Some(to), force, false, &mut out)?;
-        eprint!("{out}");
+        say_part!("{out}");
     }
-    eprintln!(
+    say!(
         "trellis: the conversation is rewound as a new session: ACP cannot cut one short, so the agent is told the turns before {to} as a transcript"
     );
     fork(

@@ -58,11 +58,11 @@ pub(crate) fn operation_id() -> String {
 fn done(body: Body) -> anyhow::Result<ExitCode> {
     match body {
         Body::Done { said } => {
-            println!("{}", safe(&said));
+            out!("{}", safe(&said));
             Ok(ExitCode::SUCCESS)
         }
         Body::Error { code, message } => {
-            eprintln!("trellis: {}: {}", safe(&code), safe(&message));
+            say!("trellis: {}: {}", safe(&code), safe(&message));
             Ok(ExitCode::from(1))
         }
         _ => anyhow::bail!("the hub answered something else"),
@@ -81,7 +81,7 @@ pub fn ls(json: bool) -> anyhow::Result<ExitCode> {
             Ok(sessions) => rows.extend(sessions.into_iter().map(|s| (hub.clone(), s))),
             Err(e) => {
                 unasked += 1;
-                eprintln!("trellis: hub {}: {}", safe(&hub), safe(&e));
+                say!("trellis: hub {}: {}", safe(&hub), safe(&e));
             }
         }
     }
@@ -95,12 +95,12 @@ pub fn ls(json: bool) -> anyhow::Result<ExitCode> {
         for (hub, s) in &rows {
             let mut v = serde_json::to_value(s)?;
             v["hub"] = serde_json::json!(hub);
-            println!("{v}");
+            out!("{v}");
         }
         return Ok(status);
     }
     if rows.is_empty() && unasked == 0 {
-        println!("no running sessions");
+        out!("no running sessions");
     }
     for (hub, s) in &rows {
         let worktree = s
@@ -108,7 +108,7 @@ pub fn ls(json: bool) -> anyhow::Result<ExitCode> {
             .as_deref()
             .map(|w| format!(" · worktree {}", safe(w)))
             .unwrap_or_default();
-        println!(
+        out!(
             "{:<16} {:<11} {:<10} {}  {}",
             format!("{hub}:{}", s.key),
             safe(&s.state),
@@ -117,7 +117,7 @@ pub fn ls(json: bool) -> anyhow::Result<ExitCode> {
             safe(&s.cwd)
         );
         if !s.policy.is_empty() {
-            println!(
+            out!(
                 "{:<16} permission policy: {}{worktree}",
                 "",
                 safe(&s.policy)
@@ -129,7 +129,7 @@ pub fn ls(json: bool) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .map(|who| format!(" ({} is answering it)", safe(who)))
                 .unwrap_or_default();
-            println!(
+            out!(
                 "{:<16} waiting: {} — {}{claimed}",
                 "",
                 safe(&p.kind),
@@ -170,7 +170,7 @@ pub fn stop(session: &str) -> anyhow::Result<ExitCode> {
     match answer {
         // Named as the user names it: HUB:KEY.
         Ok(Body::Done { .. }) => {
-            println!("session {}:{key} stopped", safe(&hub));
+            out!("session {}:{key} stopped", safe(&hub));
             Ok(ExitCode::SUCCESS)
         }
         Ok(body) => done(body),
@@ -178,7 +178,7 @@ pub fn stop(session: &str) -> anyhow::Result<ExitCode> {
         // the session being gone is the answer.
         Err(e) if gone(&hub, key) => {
             let _ = e;
-            println!("session {}:{key} stopped", safe(&hub));
+            out!("session {}:{key} stopped", safe(&hub));
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => Err(e.into()),
@@ -221,7 +221,7 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
         }
         let Some(((hub, key, request_id), s, p)) = pending.into_iter().next() else {
             if !wait {
-                println!("nothing waits for an answer");
+                out!("nothing waits for an answer");
                 return Ok(ExitCode::SUCCESS);
             }
             std::thread::sleep(std::time::Duration::from_secs(1));
@@ -240,7 +240,7 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
         )? {
             Body::Claimed { claim, .. } => claim,
             Body::Error { message, .. } => {
-                println!("{hub}:{key} {}", safe(&message));
+                out!("{hub}:{key} {}", safe(&message));
                 skipped.insert((hub, key, request_id));
                 continue;
             }
@@ -283,7 +283,7 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
                 Some((option_id, is_always)) => {
                     // "Always" saves a rule: where it goes is asked (Enter goes back).
                     let always = if is_always {
-                        print!(
+                        out_part!(
                             "  the rule goes to: s(ession) p(roject) g(lobal), or Enter to go back > "
                         );
                         std::io::stdout().flush()?;
@@ -315,7 +315,7 @@ pub fn approve(wait: bool) -> anyhow::Result<ExitCode> {
                     )?;
                     let _ = done(body)?;
                 }
-                None => println!(
+                None => out!(
                     "  a number from 1 to {}{}{}, s or q",
                     p.options.len(),
                     if p.always.is_empty() { "" } else { ", aN" },
@@ -334,7 +334,7 @@ fn ask(
     s: &trellis_hub::wire::SessionInfo,
     p: &trellis_hub::wire::PendingInfo,
 ) {
-    println!(
+    out!(
         "{hub}:{key} {} in {}: {}",
         safe(&s.agent),
         safe(&s.cwd),
@@ -348,7 +348,7 @@ fn ask(
         .collect();
     // "Always" saves a rule: shown with what it would match, taken as `aN`.
     for (i, a) in p.always.iter().enumerate() {
-        println!(
+        out!(
             "  a{} {} — saves the rule `{}` (matches {} call(s) of this session so far)",
             i + 1,
             safe(&a.name),
@@ -361,7 +361,7 @@ fn ask(
     } else {
         ""
     };
-    print!("  {}{reasoned} · s skip · q quit > ", choices.join("  "));
+    out_part!("  {}{reasoned} · s skip · q quit > ", choices.join("  "));
 }
 
 /// A reject's reason, read from `lines` (asked again while it is too long); none: the
@@ -371,7 +371,7 @@ fn ask_reason(
 ) -> anyhow::Result<Option<String>> {
     let limit = trellis_core::permission::REASON_LIMIT;
     loop {
-        print!("  your reason (the agent reads it; Enter on nothing goes back) > ");
+        out_part!("  your reason (the agent reads it; Enter on nothing goes back) > ");
         std::io::stdout().flush()?;
         let Some(Ok(reason)) = lines.next() else {
             return Ok(None);
@@ -380,7 +380,7 @@ fn ask_reason(
         if n <= limit {
             return Ok(Some(reason));
         }
-        println!("  at most {limit} characters (yours: {n}): shorter, please");
+        out!("  at most {limit} characters (yours: {n}): shorter, please");
     }
 }
 

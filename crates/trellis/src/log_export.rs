@@ -63,7 +63,7 @@ pub fn spans_of(log: &Path) -> anyhow::Result<Vec<trellis_trace::Span>> {
     })
     .with_context(|| format!("{}", log.display()))?;
     if rebuilt.unreadable > 0 {
-        eprintln!(
+        say!(
             "trellis: {}: {} unreadable lines left out",
             log.display(),
             rebuilt.unreadable
@@ -80,7 +80,7 @@ pub fn main(args: ExportArgs) -> anyhow::Result<ExitCode> {
         let mut text = trellis_trace::json::request(&resource, &spans).to_string();
         text.push('\n');
         crate::sessions::write_new(file, text.as_bytes())?;
-        eprintln!(
+        say!(
             "trellis: {} spans written to {}",
             spans.len(),
             file.display()
@@ -88,7 +88,7 @@ pub fn main(args: ExportArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(url) = &args.otlp {
         send(url, &resource, &spans)?;
-        eprintln!(
+        say!(
             "trellis: {} spans sent to {}",
             spans.len(),
             crate::output::safe(url)

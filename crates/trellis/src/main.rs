@@ -1,5 +1,39 @@
 //! `trellis`: the command-line entry point.
 
+/// `eprintln!` that never panics. A closed or full stderr (`2>&1 | head`) loses the line,
+/// never the command: `eprintln!` panics there, and a panic mid-way (exit 101) leaves
+/// what the command was doing — a worktree's ending, a session's close — half done.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
+/// `eprint!` that never panics (see [`say!`]).
+macro_rules! say_part {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($t)*);
+    }};
+}
+
+/// `println!` that never panics: a closed stdout (`| head -1`) stops nothing half way.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
+/// `print!` that never panics (see [`out!`]).
+macro_rules! out_part {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+
 #[cfg(feature = "listen")]
 mod agent_serve;
 mod agents;
@@ -416,7 +450,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("trellis: {}", output::safe(&format!("{e:#}")));
+            say!("trellis: {}", output::safe(&format!("{e:#}")));
             ExitCode::from(run::EXIT_USAGE)
         }
     }
@@ -498,21 +532,21 @@ fn status(config: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         let mut v = serde_json::to_value(&report)?;
         v["mcp_servers"] = serde_json::json!(mcp_lines);
         v["worktrees"] = serde_json::json!(worktrees);
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        out!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for l in report.lines() {
-            println!("{}", output::safe(&l));
+            out!("{}", output::safe(&l));
         }
         if !mcp_lines.is_empty() {
-            println!("\nMCP servers");
+            out!("\nMCP servers");
             for l in &mcp_lines {
-                println!("  {}", output::safe(l));
+                out!("  {}", output::safe(l));
             }
         }
         if let Some((head, rest)) = worktrees.split_first() {
-            println!("\n{}", output::safe(head));
+            out!("\n{}", output::safe(head));
             for l in rest {
-                println!("  {}", output::safe(l));
+                out!("  {}", output::safe(l));
             }
         }
     }
@@ -525,17 +559,17 @@ fn log_show(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     let (session, problems, unreadable) = (rebuilt.session, rebuilt.problems, rebuilt.unreadable);
     // Everything in a log came from outside: print it with control sequences made visible.
     let transcript = trellis_core::summary::transcript_text(&session);
-    print!("{}", output::safe(&transcript));
-    println!();
-    print!(
+    out_part!("{}", output::safe(&transcript));
+    out!();
+    out_part!(
         "{}",
         output::safe(&trellis_core::summary::ledger_summary(&session))
     );
     for p in &problems {
-        eprintln!("{}: {}", file.display(), output::safe(p));
+        say!("{}: {}", file.display(), output::safe(p));
     }
     if unreadable > problems.len() {
-        eprintln!(
+        say!(
             "{}: {} more unreadable lines",
             file.display(),
             unreadable - problems.len()
@@ -586,7 +620,7 @@ fn agent(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
         }
         AgentCmd::Hostile { scenario } if scenario == "list" => {
             for (name, what) in trellis_agents::hostile::SCENARIOS {
-                println!("{name:22} {what}");
+                out!("{name:22} {what}");
             }
         }
         AgentCmd::Hostile { scenario } => trellis_agents::hostile::run(&scenario)?,

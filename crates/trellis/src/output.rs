@@ -132,17 +132,17 @@ impl<W: Write> Output<W> {
         match &ev.body {
             EventBody::Warning { message } => {
                 self.break_line();
-                eprintln!("trellis: warning: {}", safe(message))
+                say!("trellis: warning: {}", safe(message))
             }
             EventBody::AgentExited { message, .. } => {
                 self.break_line();
                 if session.remote.is_some() {
-                    eprintln!(
+                    say!(
                         "trellis: {}",
                         safe(&trellis_core::session::connection_ended(message))
                     )
                 } else {
-                    eprintln!("trellis: agent exited: {}", safe(message))
+                    say!("trellis: agent exited: {}", safe(message))
                 }
             }
             _ => {}
@@ -183,7 +183,7 @@ impl<W: Write> Output<W> {
         for e in &report.extensions {
             let failed: u64 = e.failures.iter().map(|f| f.count).sum();
             if matches!(e.state, trellis_ext_host::ExtState::Degraded(_)) && failed > 1 {
-                eprintln!(
+                say!(
                     "trellis: extension {} failed {failed} times in this run",
                     safe(&e.name)
                 );

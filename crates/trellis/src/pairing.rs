@@ -66,10 +66,11 @@ pub fn token(cmd: TokenCmd) -> anyhow::Result<ExitCode> {
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let (t, secret) = store.mint(&label, &scopes, ttl_of(&ttl)?)?;
-            println!("{secret}");
-            eprintln!(
+            out!("{secret}");
+            say!(
                 "trellis: token {} ({}) made; it is shown only now. Send it as Authorization: Bearer …, never in a URL.",
-                t.id, t.label
+                t.id,
+                t.label
             );
         }
         TokenCmd::List => {
@@ -81,7 +82,7 @@ pub fn token(cmd: TokenCmd) -> anyhow::Result<ExitCode> {
                     Some(e) if e <= now => "expired".to_string(),
                     Some(e) => format!("expires in {}h", (e - now) / 3600),
                 };
-                println!(
+                out!(
                     "{}  {:<24} {:<20} {life}",
                     t.id,
                     safe(&t.label),
@@ -91,7 +92,7 @@ pub fn token(cmd: TokenCmd) -> anyhow::Result<ExitCode> {
         }
         TokenCmd::Revoke { id_or_label } => match store.revoke(&id_or_label)? {
             0 => anyhow::bail!("no token {}", safe(&id_or_label)),
-            n => println!("revoked {n} token(s)"),
+            n => out!("revoked {n} token(s)"),
         },
     }
     Ok(ExitCode::SUCCESS)
@@ -114,16 +115,16 @@ pub fn pair(hub: Option<&str>) -> anyhow::Result<ExitCode> {
                 .render::<qrcode::render::unicode::Dense1x2>()
                 .quiet_zone(true)
                 .build();
-            println!("{art}");
-            println!("{url}");
-            eprintln!(
+            out!("{art}");
+            out!("{url}");
+            say!(
                 "trellis: hub {hub}: open it on the phone within {} minutes (once); the address is this machine's loopback: reach it through ssh -L or a tunnel you run",
                 expires_s / 60
             );
             Ok(ExitCode::SUCCESS)
         }
         trellis_hub::wire::Body::Error { code, message } => {
-            eprintln!("trellis: hub {hub}: {}: {}", safe(&code), safe(&message));
+            say!("trellis: hub {hub}: {}: {}", safe(&code), safe(&message));
             Ok(ExitCode::from(1))
         }
         _ => anyhow::bail!("the hub answered something else"),

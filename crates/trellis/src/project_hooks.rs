@@ -146,14 +146,14 @@ pub fn main(cmd: HooksCmd) -> anyhow::Result<ExitCode> {
             crate::hooks::hooks_of(&hooks, "project ", |table, key, why| {
                 anyhow::anyhow!("{}: {table}.{key}: {why}", path.display())
             })?;
-            println!("{} runs, on your machine, as you:", path.display());
+            out!("{} runs, on your machine, as you:", path.display());
             for h in &hooks {
-                println!("  on {}: {}", safe(&h.on), safe(&h.run));
+                out!("  on {}: {}", safe(&h.on), safe(&h.run));
             }
             let mut map = trusted();
             map.insert(key(&project), hash(&bytes));
             save(&map)?;
-            println!("trusted as it is now; a change to it stops it until you trust it again");
+            out!("trusted as it is now; a change to it stops it until you trust it again");
         }
         HooksCmd::Forget { dir } => {
             let project = here(dir)?;
@@ -162,7 +162,7 @@ pub fn main(cmd: HooksCmd) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("{}: its hooks were not trusted", project.display());
             }
             save(&map)?;
-            println!("{}: its hooks are no longer run", project.display());
+            out!("{}: its hooks are no longer run", project.display());
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -83,7 +83,7 @@ impl RunHub {
         if self.asks.iter().any(|(r, ..)| *r == w.request_id) {
             return;
         }
-        eprintln!(
+        say!(
             "trellis: waiting up to {} s for an answer through hub {} (trellis approve): {}",
             self.ask_timeout.as_secs_f64(),
             self.name(),
@@ -308,7 +308,7 @@ impl RunHub {
                 Ok(format!("session {KEY}: turn cancelled"))
             }
             Op::Stop { .. } => {
-                eprintln!("trellis: stopped by {}", crate::output::safe(&who));
+                say!("trellis: stopped by {}", crate::output::safe(&who));
                 driver.end(&format!("stopped by {who}"), notes);
                 Ok(format!("session {KEY} stopped"))
             }

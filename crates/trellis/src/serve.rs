@@ -128,7 +128,7 @@ impl Settings {
 /// `trellis serve`.
 pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     // What the hub has to say on its own goes where `trellis serve` says things.
-    trellis_hub::notices::on_notice(|line| eprintln!("trellis: {line}"));
+    trellis_hub::notices::on_notice(|line| say!("trellis: {line}"));
     if !valid_name(&args.name) {
         anyhow::bail!(
             "{}: a hub's name is letters, digits, - and _",
@@ -155,12 +155,12 @@ pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<Exi
         let pid = start_detached(&args.name, config_path.as_deref(), listen, &settings)?;
         match pid {
             Some(pid) => {
-                println!("hub {} serving in the background (pid {pid})", args.name);
+                out!("hub {} serving in the background (pid {pid})", args.name);
                 // The listener's address (a port 0 was chosen by the system).
                 let log = runtime_dir()?.join(format!("{}.log", args.name));
                 let said = std::fs::read_to_string(log).unwrap_or_default();
                 if let Some(l) = said.lines().find(|l| l.contains("approvals page on")) {
-                    println!("{}", safe(l.trim_start_matches("trellis: ")));
+                    out!("{}", safe(l.trim_start_matches("trellis: ")));
                 }
             }
             None => {
@@ -168,7 +168,7 @@ pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<Exi
                 if let Some(info) = running(&args.name) {
                     return already_serving(&args, &settings, &info);
                 }
-                println!("hub {} is already serving", args.name);
+                out!("hub {} is already serving", args.name);
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -211,7 +211,7 @@ pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<Exi
         let served =
             trellis_hub::serve::serve_listening(&dir, &args.name, listen, Some(token_store()))
                 .with_context(|| format!("cannot serve hub {}", args.name))?;
-        eprintln!(
+        say!(
             "trellis: hub {} serving on {} (pid {}); new sessions: permission policy {}",
             args.name,
             served.files.sock.display(),
@@ -219,7 +219,7 @@ pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<Exi
             deck.settings.policy.as_deref().unwrap_or("ask"),
         );
         if let Some(addr) = served.listening_on() {
-            eprintln!("trellis: approvals page on http://{addr} (trellis pair for a phone)");
+            say!("trellis: approvals page on http://{addr} (trellis pair for a phone)");
         }
         deck.set_hub(served);
         if let Some((host, rx)) = launch.hub_host()? {
@@ -232,7 +232,7 @@ pub fn main(args: ServeArgs, config_path: Option<PathBuf>) -> anyhow::Result<Exi
         anyhow::Ok(trellis_deck::serve(deck).await?)
     })?;
     for line in said {
-        eprintln!("trellis: {}", safe(&line));
+        say!("trellis: {}", safe(&line));
     }
     crate::traces::flush();
     Ok(ExitCode::SUCCESS)
@@ -300,11 +300,11 @@ fn already_serving(
         )? {
             trellis_hub::wire::Body::Listening { addr, already } => {
                 if already {
-                    println!("hub {name} listens already: approvals page on http://{addr}");
+                    out!("hub {name} listens already: approvals page on http://{addr}");
                 } else {
-                    println!("hub {name} now listens: approvals page on http://{addr}");
+                    out!("hub {name} now listens: approvals page on http://{addr}");
                 }
-                eprintln!("trellis: trellis pair makes a code for a phone");
+                say!("trellis: trellis pair makes a code for a phone");
             }
             trellis_hub::wire::Body::Error { message, .. } => {
                 anyhow::bail!("hub {name} took no listener: {}", safe(&message))
@@ -313,7 +313,7 @@ fn already_serving(
         }
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    out!(
         "hub {name} is already serving (pid {}; permission policy {now}{})",
         info.pid,
         info.listening
@@ -336,7 +336,7 @@ fn stop(name: &str) -> anyhow::Result<ExitCode> {
     };
     let mut c = crate::hub_cmd::client(name, "trellis serve --stop")?;
     match c.call(trellis_hub::wire::Op::Shutdown, None) {
-        Ok(trellis_hub::wire::Body::Done { said }) => println!("hub {name}: {}", safe(&said)),
+        Ok(trellis_hub::wire::Body::Done { said }) => out!("hub {name}: {}", safe(&said)),
         Ok(trellis_hub::wire::Body::Error { message, .. }) => {
             anyhow::bail!("hub {name} was not stopped: {}", safe(&message))
         }
@@ -356,7 +356,7 @@ fn stop(name: &str) -> anyhow::Result<ExitCode> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    println!("hub {name} stopped");
+    out!("hub {name} stopped");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -218,7 +218,7 @@ pub fn ext_host(config: &Config, live: &Live, plugins: &SessionPlugins) -> anyho
             crate::project_hooks::Found::Refused(note) => {
                 // Said where the user looks: stderr for a run, `/status` in the UI.
                 if live.headless {
-                    eprintln!("trellis: {note}");
+                    say!("trellis: {note}");
                 }
                 opts.notes.push(note);
             }

@@ -55,13 +55,13 @@ pub fn exporter() -> Option<std::sync::Arc<trellis_trace::export::Exporter>> {
                 Ok(Some(c)) => match trellis_trace::export::Exporter::start(c) {
                     Ok(e) => Some(e),
                     Err(e) => {
-                        eprintln!("trellis: traces are not exported: {e}");
+                        say!("trellis: traces are not exported: {e}");
                         None
                     }
                 },
                 Ok(None) => None,
                 Err(e) => {
-                    eprintln!(
+                    say!(
                         "trellis: traces are not exported: {}",
                         crate::output::safe(&e)
                     );
@@ -81,7 +81,7 @@ pub fn exporter() -> Option<()> {
     });
     if asked {
         SAID.get_or_init(|| {
-            eprintln!(
+            say!(
                 "trellis: this build has no OTLP export (cargo feature `otel`): traces are not sent"
             );
         });

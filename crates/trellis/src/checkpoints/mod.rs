@@ -173,7 +173,7 @@ pub(crate) fn list(
 /// again as the files go back.
 pub(crate) fn warn_if_running(row: &trellis_index::SessionRow) {
     if trellis_store::session_log::is_being_written(Path::new(&row.path)) {
-        eprintln!(
+        say!(
             "trellis: session {} is still running in another Trellis: if a turn is under way, its agent may write again while the files go back (stop it, or rewind from its own screen: Esc Esc)",
             row.id
         );

@@ -103,7 +103,7 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
         let waited = hub.ask_timeout.as_secs_f64();
         let name = hub.name().to_string();
         for w in hub.expired(&self.driver) {
-            eprintln!(
+            say!(
                 "trellis: nobody answered through hub {name} within {waited} s: {}",
                 safe(&w.subject)
             );
@@ -141,6 +141,6 @@ fn answer_question(
         .cloned();
     let Some(elicitation) = open else { return };
     let (answer, said) = answers.answer(&elicitation);
-    eprintln!("trellis: {}", safe(&said));
+    say!("trellis: {}", safe(&said));
     driver.elicit(request_id.to_string(), answer, answers.decider(), notes);
 }

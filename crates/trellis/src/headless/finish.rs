@@ -25,7 +25,7 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
         for note in notes.drain(..) {
             // (Its events are written: the output is the driver's observer.)
             if let Some(text) = said(note) {
-                eprintln!("trellis: {}", safe(&text));
+                say!("trellis: {}", safe(&text));
             }
         }
         if let Some(hub) = &mut self.hub {
@@ -41,7 +41,7 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
                 // Whatever it still had (a hook on the last event) never ran: said, not
                 // left to look like a run that handled everything.
                 for (name, n) in host.busy() {
-                    eprintln!(
+                    say!(
                         "trellis: extension {} was still busy {} s after the session ended; {n} of its jobs were not handled",
                         safe(&name),
                         FLUSH_LIMIT.as_secs()
@@ -51,7 +51,7 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
             // What they said meanwhile (a hook on the last events that failed) is said
             // too, before the diagnostics.
             for text in driver.last_news().into_iter().filter_map(said) {
-                eprintln!("trellis: {}", safe(&text));
+                say!("trellis: {}", safe(&text));
             }
             if let Some(host) = &driver.host {
                 lock(&self.out).status(&host.status(), now)?;
@@ -80,7 +80,7 @@ impl<W: std::io::Write + Send + 'static> Headless<'_, W> {
         if let Some(max) = self.rules.budgets.max_cost
             && !self.cost_seen
         {
-            eprintln!(
+            say!(
                 "trellis: --max-cost {max}: the agent reported no cost, so the budget could not be enforced"
             );
         }

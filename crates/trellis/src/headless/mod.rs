@@ -154,7 +154,7 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
     /// the agent's message is ended first, so the two never share a line).
     fn say(&self, text: &str) {
         lock(&self.out).break_line();
-        eprintln!("trellis: {text}");
+        say!("trellis: {text}");
     }
 
     /// Runs until the session is closed and drained, then closes it and says how it ended.
@@ -268,7 +268,7 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
                     None => std::future::pending().await,
                 }
             } => {
-                eprintln!(
+                say!(
                     "trellis: the agent did not answer the settings (--set) within {} s: no prompt sent",
                     self.rules.settings_timeout.as_secs_f64()
                 );
@@ -475,7 +475,7 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
             match self.driver.resolve_setting(k, v) {
                 Ok(s) => checked.push(s),
                 Err(e) => {
-                    eprintln!("trellis: --set {}={}: {}", safe(k), safe(v), safe(&e));
+                    say!("trellis: --set {}={}: {}", safe(k), safe(v), safe(&e));
                     st.failed = true;
                 }
             }
@@ -483,7 +483,7 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
         let mut sent = 0;
         if !st.failed {
             for s in checked {
-                eprintln!("trellis: setting {}", safe(&s.to_string()));
+                say!("trellis: setting {}", safe(&s.to_string()));
                 self.driver.send_setting(s);
                 sent += 1;
             }
@@ -507,7 +507,7 @@ impl<'a, W: std::io::Write + Send + 'static> Headless<'a, W> {
         }
         if session.settings_refused > st.refused_before {
             // The agent's reason is on stderr already (a warning).
-            eprintln!("trellis: the agent refused a --set: no prompt sent");
+            say!("trellis: the agent refused a --set: no prompt sent");
             st.failed = true;
             self.driver.end("a --set was refused", notes);
             return;

@@ -23,14 +23,14 @@ pub(super) fn test(
         for (i, l) in outcome.stderr.iter().enumerate() {
             let l = safe(l);
             match i {
-                0 => eprintln!("plugin {}", l.trim_start()),
-                _ => eprintln!("  {l}"),
+                0 => say!("plugin {}", l.trim_start()),
+                _ => say!("  {l}"),
             }
         }
     }
     match snapshot {
         None => {
-            print!("{}", outcome.snapshot);
+            out_part!("{}", outcome.snapshot);
             Ok(if outcome.failed {
                 ExitCode::from(1)
             } else {
@@ -39,7 +39,7 @@ pub(super) fn test(
         }
         // A snapshot of a plugin that was disabled would pass from then on: not taken.
         Some(file) if update && outcome.failed => {
-            println!(
+            out!(
                 "✗ {} was disabled in the replay (why: its stderr above, and `trellis plugin test {}` without --snapshot); {} is left as it was",
                 safe(&path.display().to_string()),
                 safe(&path.display().to_string()),
@@ -60,7 +60,7 @@ pub(super) fn test(
                 .with_context(|| format!("cannot write {}", file.display()))?;
             tmp.persist(file)
                 .with_context(|| format!("cannot write {}", file.display()))?;
-            println!("wrote {}", file.display());
+            out!("wrote {}", file.display());
             Ok(ExitCode::SUCCESS)
         }
         Some(file) => {
@@ -68,17 +68,17 @@ pub(super) fn test(
                 format!("cannot read {} (create it with --update)", file.display())
             })?;
             if want == outcome.snapshot {
-                println!("✓ {} matches {}", path.display(), file.display());
+                out!("✓ {} matches {}", path.display(), file.display());
                 Ok(ExitCode::SUCCESS)
             } else {
-                println!("✗ {} differs from {}:", path.display(), file.display());
-                print!("{}", safe(&snapshot_diff(file, &want, &outcome.snapshot)));
+                out!("✗ {} differs from {}:", path.display(), file.display());
+                out_part!("{}", safe(&snapshot_diff(file, &want, &outcome.snapshot)));
                 if outcome.failed {
-                    println!(
+                    out!(
                         "The plugin was disabled in the replay: fix it first (its stderr is above)."
                     );
                 } else {
-                    println!(
+                    out!(
                         "If the change is what you meant, accept it: trellis plugin test {} --replay {} --snapshot {} --update",
                         safe(&path.display().to_string()),
                         safe(&replay.display().to_string()),
@@ -119,18 +119,18 @@ pub(super) fn new(name: &str, lang: &str) -> anyhow::Result<ExitCode> {
         }
         std::fs::write(path, text)?;
     }
-    println!("Created {}/ ({lang}):", dir.display());
+    out!("Created {}/ ({lang}):", dir.display());
     for (rel, _) in &files {
-        println!("  {rel}");
+        out!("  {rel}");
     }
     let test_line = format!(
         "trellis plugin test {name} --replay {name}/tests/session.jsonl --snapshot {name}/tests/snapshot.txt"
     );
     if matches!(lang, "rust" | "rs") {
         // A Rust plugin runs once built; its snapshot is recorded then.
-        println!("\nBuild it:  (cd {name} && cargo build --release)");
-        println!("Record its replay test:  {test_line} --update");
-        println!("Then test it with:       {test_line}");
+        out!("\nBuild it:  (cd {name} && cargo build --release)");
+        out!("Record its replay test:  {test_line} --update");
+        out!("Then test it with:       {test_line}");
         return Ok(ExitCode::SUCCESS);
     }
     // The scaffold's replay test passes from the start.
@@ -138,11 +138,11 @@ pub(super) fn new(name: &str, lang: &str) -> anyhow::Result<ExitCode> {
     let data = tempfile::tempdir()?;
     let outcome = crate::plugin_test::run(&dir, &dir.join("tests/session.jsonl"), data.path())?;
     std::fs::write(&snap, &outcome.snapshot)?;
-    println!("  tests/snapshot.txt");
-    println!("\nTry it:   trellis plugin try {name}");
-    println!("Test it:  {test_line}");
+    out!("  tests/snapshot.txt");
+    out!("\nTry it:   trellis plugin try {name}");
+    out!("Test it:  {test_line}");
     if outcome.failed {
-        println!("\n! the plugin did not start here; see tests/snapshot.txt");
+        out!("\n! the plugin did not start here; see tests/snapshot.txt");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -106,7 +106,7 @@ pub fn main(cmd: PluginCmd, config: Option<PathBuf>) -> anyhow::Result<ExitCode>
         PluginCmd::Install { source } => install(&source),
         PluginCmd::List => list(),
         PluginCmd::Schema => {
-            print!("{}", trellis_plugin::schema::text());
+            out_part!("{}", trellis_plugin::schema::text());
             Ok(ExitCode::SUCCESS)
         }
         PluginCmd::Enable { name, yes } => enable(&name, yes),
@@ -125,7 +125,7 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
     let p = match Package::load(path) {
         Ok(p) => p,
         Err(e) => {
-            println!("✗ {}: {}", path.display(), safe(&e));
+            out!("✗ {}: {}", path.display(), safe(&e));
             return Ok(ExitCode::from(1));
         }
     };
@@ -134,33 +134,35 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
     // A key no Trellis knows is a mistake here (`"capabilites"` would leave the plugin
     // asking for nothing), said with the key meant; elsewhere it is said and ignored.
     if p.unknown_keys.is_empty() {
-        println!(
+        out!(
             "✓ plugin.json: {} {} (Agent Plugins {})",
-            p.name, p.version, p.spec_version
+            p.name,
+            p.version,
+            p.spec_version
         );
     } else {
         for k in &p.unknown_keys {
-            println!("✗ plugin.json: {}", safe(k));
+            out!("✗ plugin.json: {}", safe(k));
         }
         wrong = true;
     }
     for w in &p.warnings {
-        println!("! {}", safe(w));
+        out!("! {}", safe(w));
     }
     let Some(t) = &p.trellis else {
-        println!(
+        out!(
             "✗ no \"dev.trellis\" part: not a Trellis plugin (its skills and MCP servers are not Trellis's business)"
         );
         return Ok(ExitCode::from(1));
     };
     match command_of(&p, t) {
-        Ok(f) => println!("✓ command: {} ({})", t.command.join(" "), f.display()),
+        Ok(f) => out!("✓ command: {} ({})", t.command.join(" "), f.display()),
         Err(e) => {
-            println!("✗ command: {}", safe(&e));
+            out!("✗ command: {}", safe(&e));
             wrong = true;
         }
     }
-    println!(
+    out!(
         "✓ capabilities: {}",
         if t.capabilities.is_empty() {
             "none".to_string()
@@ -172,7 +174,7 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
                 .join(", ")
         }
     );
-    println!(
+    out!(
         "✓ scope: {}",
         if t.hub {
             "hub (one process for every session of a UI or trellis serve)"
@@ -181,11 +183,11 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
         }
     );
     if !t.api.contains(&1) {
-        println!("✗ api: speaks {:?}; this Trellis speaks [1]", t.api);
+        out!("✗ api: speaks {:?}; this Trellis speaks [1]", t.api);
         wrong = true;
     }
     if wrong {
-        println!("(not started: the lines marked ✗ come first)");
+        out!("(not started: the lines marked ✗ come first)");
         return Ok(ExitCode::from(1));
     }
     // Start it and see it answer.
@@ -196,7 +198,7 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
     {
         Ok(spec) => spec,
         Err(e) => {
-            println!("✗ start: {}", safe(&e));
+            out!("✗ start: {}", safe(&e));
             return Ok(ExitCode::from(1));
         }
     };
@@ -225,15 +227,15 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
     match e.map(|e| &e.state) {
         Some(trellis_ext_host::ExtState::Disabled(r))
         | Some(trellis_ext_host::ExtState::Degraded(r)) => {
-            println!("✗ start: {}", safe(r));
+            out!("✗ start: {}", safe(r));
             for l in e.map(|e| e.extra.clone()).unwrap_or_default() {
-                println!("  {}", safe(&l));
+                out!("  {}", safe(&l));
             }
             Ok(ExitCode::from(1))
         }
         Some(trellis_ext_host::ExtState::Ready) => {
             let regs = e.map(|e| e.registrations.join(", ")).unwrap_or_default();
-            println!(
+            out!(
                 "✓ start: answered initialize (protocol v1){}",
                 if regs.is_empty() {
                     String::new()
@@ -242,13 +244,13 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
                 }
             );
             for r in e.map(|e| e.rejections.clone()).unwrap_or_default() {
-                println!("! rejected {}: {:?} — {}", r.what, safe(&r.text), r.rule);
+                out!("! rejected {}: {:?} — {}", r.what, safe(&r.text), r.rule);
             }
             Ok(ExitCode::SUCCESS)
         }
         None => {
             for n in &st.notes {
-                println!("✗ {}", safe(n));
+                out!("✗ {}", safe(n));
             }
             Ok(ExitCode::from(1))
         }
@@ -275,7 +277,7 @@ fn command_of(p: &Package, t: &trellis_plugin::package::TrellisPart) -> Result<P
 /// The package's warnings (an unknown key, a part ignored), said before it is used.
 fn warn(p: &Package) {
     for w in &p.warnings {
-        eprintln!("trellis: {} plugin.json: {}", p.name, safe(w));
+        say!("trellis: {} plugin.json: {}", p.name, safe(w));
     }
 }
 
@@ -290,11 +292,11 @@ fn list() -> anyhow::Result<ExitCode> {
     let reg = registry()?;
     let (state, problem) = reg.state();
     if let Some(p) = problem {
-        println!("! {}", safe(&p));
+        out!("! {}", safe(&p));
     }
     let found = reg.found();
     if found.is_empty() {
-        println!("No plugins installed (user: {}).", reg.user_dir().display());
+        out!("No plugins installed (user: {}).", reg.user_dir().display());
     }
     for f in found {
         let scope = match f.scope {
@@ -302,7 +304,7 @@ fn list() -> anyhow::Result<ExitCode> {
             Scope::Project => "project",
         };
         match &f.package {
-            Err(e) => println!("✗ {} ({scope}): {}", f.dir.display(), safe(e)),
+            Err(e) => out!("✗ {} ({scope}): {}", f.dir.display(), safe(e)),
             Ok(p) => {
                 let hash = p.hash().unwrap_or_default();
                 let enabled = state
@@ -319,7 +321,7 @@ fn list() -> anyhow::Result<ExitCode> {
                     ),
                     (Some(e), _) => format!("enabled, granted {}", e.grant.join(", ")),
                 };
-                println!(
+                out!(
                     "{} {} ({scope}) — {}\n    {}\n    {} · {}",
                     p.name,
                     p.version,
@@ -358,33 +360,31 @@ fn enable(name: &str, yes: bool) -> anyhow::Result<ExitCode> {
         Scope::User => "for you (every session)",
         Scope::Project => "for this project only",
     };
-    println!("{} {} — {}", p.name, p.version, safe(&p.description));
-    println!("  from {}", p.root.display());
-    println!("  runs: {}", safe(&t.command.join(" ")));
-    println!("  content: {}", short(&hash));
+    out!("{} {} — {}", p.name, p.version, safe(&p.description));
+    out!("  from {}", p.root.display());
+    out!("  runs: {}", safe(&t.command.join(" ")));
+    out!("  content: {}", short(&hash));
     if t.hub {
-        println!(
-            "  runs once for every session of a UI or trellis serve, and sees all their events"
-        );
+        out!("  runs once for every session of a UI or trellis serve, and sees all their events");
     }
     if t.capabilities.is_empty() {
-        println!("  asks for no capabilities");
+        out!("  asks for no capabilities");
     } else {
-        println!("  asks to:");
+        out!("  asks to:");
         for c in &t.capabilities {
-            println!("    {:22} {}", c.as_str(), meaning(*c));
+            out!("    {:22} {}", c.as_str(), meaning(*c));
         }
     }
     if !yes {
         if !std::io::stdin().is_terminal() {
             bail!("not enabled: confirm on a terminal, or pass --yes");
         }
-        print!("Enable {name} {scope_word}, granted exactly this? [y/N] ");
+        out_part!("Enable {name} {scope_word}, granted exactly this? [y/N] ");
         std::io::stdout().flush()?;
         let mut answer = String::new();
         std::io::stdin().read_line(&mut answer)?;
         if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            println!("Not enabled.");
+            out!("Not enabled.");
             return Ok(ExitCode::from(1));
         }
     }
@@ -408,7 +408,7 @@ fn enable(name: &str, yes: bool) -> anyhow::Result<ExitCode> {
         hash,
     });
     reg.save_state(&state).map_err(|e| anyhow!(e))?;
-    println!("Enabled {name} {scope_word}.");
+    out!("Enabled {name} {scope_word}.");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -420,11 +420,11 @@ fn disable(name: &str) -> anyhow::Result<ExitCode> {
         .enabled
         .retain(|e| !(e.name == name && reg.applies(e)));
     if state.enabled.len() == before {
-        println!("{name} was not enabled here.");
+        out!("{name} was not enabled here.");
         return Ok(ExitCode::SUCCESS);
     }
     reg.save_state(&state).map_err(|e| anyhow!(e))?;
-    println!("Disabled {name}.");
+    out!("Disabled {name}.");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -449,7 +449,7 @@ fn remove(name: &str) -> anyhow::Result<ExitCode> {
     let (mut lock, _) = reg.lock();
     lock.plugins.remove(name);
     reg.save_lock(&lock).map_err(|e| anyhow!(e))?;
-    println!("Removed {name}.");
+    out!("Removed {name}.");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -527,7 +527,7 @@ fn install(source: &str) -> anyhow::Result<ExitCode> {
         },
     );
     reg.save_lock(&lock).map_err(|e| anyhow!(e))?;
-    println!(
+    out!(
         "Installed {} {} into {} ({}).",
         p.name,
         p.version,
@@ -541,7 +541,7 @@ fn install(source: &str) -> anyhow::Result<ExitCode> {
         .iter()
         .any(|e| e.name == p.name && e.scope == Scope::User && e.hash != hash)
     {
-        println!(
+        out!(
             "It was enabled with other content: run `trellis plugin enable {}` to review and trust this version.",
             p.name
         );
@@ -550,7 +550,7 @@ fn install(source: &str) -> anyhow::Result<ExitCode> {
         .iter()
         .any(|e| e.name == p.name && e.scope == Scope::User)
     {
-        println!("Enable it with `trellis plugin enable {}`.", p.name);
+        out!("Enable it with `trellis plugin enable {}`.", p.name);
     }
     Ok(ExitCode::SUCCESS)
 }

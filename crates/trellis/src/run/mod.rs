@@ -173,18 +173,18 @@ fn stays(
         ..
     } = &policy
     {
-        eprintln!(
+        say!(
             "trellis: permission fallback \"ask\": nobody to ask in a headless run; --on-ask {} answers those requests",
             args.on_ask().word()
         );
     }
     if !explicit && args.approve_via == ApproveVia::Policy {
-        eprintln!(
+        say!(
             "trellis: permission policy: reject (the default of headless runs; use --permission to change)"
         );
     }
     if resolved.scratch.is_some() {
-        eprintln!("trellis: demo workspace: {}", resolved.spec.cwd.display());
+        say!("trellis: demo workspace: {}", resolved.spec.cwd.display());
     }
     let writer = match (&args.log, &paths) {
         (Some(p), _) => LogWriter::open(p),
@@ -195,7 +195,7 @@ fn stays(
     let log_path = writer.path().to_path_buf();
     if let (Some(commit), Some(_)) = (&base, &worktree) {
         let said = crate::checkpoints::materialize(&resolved.spec.cwd, commit, &log_path)?;
-        eprintln!("trellis: {}", crate::output::safe(&said));
+        say!("trellis: {}", crate::output::safe(&said));
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -226,14 +226,14 @@ fn stays(
         resume,
         worktree,
     ))?;
-    eprintln!("trellis: session log: {}", log_path.display());
+    say!("trellis: session log: {}", log_path.display());
     if let Some(r) = remind.as_ref().and_then(crate::worktree_cmd::reminder) {
         crate::worktree_cmd::print(&[r]);
     }
     if let Some(f) = &args.output_file {
         let text = stop.last_message.as_deref().unwrap_or_default();
         if let Err(e) = crate::sessions::write_new(f, text.as_bytes()) {
-            eprintln!("trellis: --output-file: {e:#}");
+            say!("trellis: --output-file: {e:#}");
         }
     }
     if args.stats {
@@ -247,7 +247,7 @@ fn stays(
 /// `--stats`: the run's own resource use, one JSON line on stderr (for the benchmarks).
 fn print_stats(stop: &Finished) {
     let (user, sys, rss) = crate::stats::self_usage();
-    eprintln!(
+    say!(
         "{}",
         serde_json::json!({"cpu_user_s": user, "cpu_sys_s": sys, "max_rss_kb": rss,
             "updates": stop.updates, "output_bytes": stop.output_bytes})
@@ -274,13 +274,13 @@ fn extensions(
     // Why a plugin did not start as asked (its files changed since it was enabled, a
     // capability not granted, its plugin.json): said where a run's user looks.
     for n in &plugins.notes {
-        eprintln!("trellis: {}", crate::output::safe(n));
+        say!("trellis: {}", crate::output::safe(n));
     }
     let host = crate::setup::ext_host(config, &live, &plugins)?;
     let (mcp, mut mcp_problems) = crate::setup::mcp_servers(config, &plugins)?;
     let mcp = crate::agents::mcp_for(&resolved.spec, mcp, &mut mcp_problems);
     for p in &mcp_problems {
-        eprintln!("trellis: {}", crate::output::safe(p));
+        say!("trellis: {}", crate::output::safe(p));
     }
     resolved.spec.mcp_servers = mcp;
     resolved.spec.keep_lines = host.0.wants_acp();
@@ -308,7 +308,7 @@ fn run_hub(
         crate::worktree_cmd::place_of(&resolved.spec.cwd, worktree),
         log_path.to_path_buf(),
     )?;
-    eprintln!(
+    say!(
         "trellis: requests nothing decides wait for an answer through hub {name} (trellis approve; trellis attach {name}:{}), then --on-ask {}",
         crate::run_hub::KEY,
         args.on_ask().word()
@@ -374,7 +374,7 @@ struct Want {
 fn write_artifacts(args: &RunArgs, summary: Option<&serde_json::Value>, patch: Option<&str>) {
     let write = |flag: &str, f: &std::path::Path, bytes: &[u8]| {
         if let Err(e) = crate::sessions::write_new(f, bytes) {
-            eprintln!("trellis: {flag}: {e:#}");
+            say!("trellis: {flag}: {e:#}");
         }
     };
     if let (Some(f), Some(s)) = (&args.summary, summary) {
@@ -421,9 +421,10 @@ fn outcome(stop: &Finished, strict: bool) -> (u8, String) {
         );
     }
     if strict && code == 0 && (stop.failed > 0 || stop.refused > 0) {
-        eprintln!(
+        say!(
             "trellis: --strict: {} failed call(s), {} refused permission request(s)",
-            stop.failed, stop.refused
+            stop.failed,
+            stop.refused
         );
         return (
             EXIT_STRICT,
@@ -478,7 +479,7 @@ async fn drive(
 ) -> anyhow::Result<Finished> {
     let continues = resume.as_ref().map(|r| r.continues());
     if let Some(r) = &resume {
-        eprintln!("trellis: {}", crate::output::safe(&r.headless_notice()));
+        say!("trellis: {}", crate::output::safe(&r.headless_notice()));
     }
     let log_path = writer.path().to_path_buf();
     let index = Paths::from_env().map(|p| {
@@ -497,7 +498,7 @@ async fn drive(
     let begun = crate::traces::begin(&mut resolved.spec, &resolved.name);
     let remote = crate::agents::remote_at(&resolved.spec);
     if let Some(r) = &remote {
-        eprintln!(
+        say!(
             "trellis: the agent runs at {}{}",
             r.at,
             if r.shared {

@@ -185,9 +185,10 @@ pub fn run_detached(d: Detached, config: Option<&std::path::Path>) -> anyhow::Re
     if let Some(pid) = start_detached(&d.hub, config, None, &Settings::default())? {
         // A hub started for this session is said where the user looks (a typo in --hub
         // starts a hub of that name).
-        eprintln!(
+        say!(
             "trellis: started hub {} in the background (pid {pid}; trellis serve --stop --name {} stops it)",
-            d.hub, d.hub
+            d.hub,
+            d.hub
         );
     }
     let mut c = crate::hub_cmd::client(&d.hub, "trellis run --detach")?;
@@ -208,17 +209,17 @@ pub fn run_detached(d: Detached, config: Option<&std::path::Path>) -> anyhow::Re
     match body {
         trellis_hub::wire::Body::Started { session, said } => {
             for line in said {
-                eprintln!("trellis: {}", safe(&line));
+                say!("trellis: {}", safe(&line));
             }
-            println!("{}:{session}", d.hub);
-            eprintln!(
+            out!("{}:{session}", d.hub);
+            say!(
                 "trellis: the session runs in hub {h}: trellis attach {h}:{session} (trellis ls lists it)",
                 h = d.hub
             );
             Ok(ExitCode::SUCCESS)
         }
         trellis_hub::wire::Body::Error { code, message } => {
-            eprintln!("trellis: {}: {}", safe(&code), safe(&message));
+            say!("trellis: {}: {}", safe(&code), safe(&message));
             Ok(ExitCode::from(1))
         }
         _ => anyhow::bail!("the hub answered something else"),
@@ -294,7 +295,7 @@ pub fn detachable(
     )? {
         trellis_hub::wire::Body::Started { session, said } => {
             for line in said {
-                eprintln!("trellis: {}", safe(&line));
+                say!("trellis: {}", safe(&line));
             }
             session
         }

@@ -175,7 +175,7 @@ pub fn open_index() -> anyhow::Result<(Index, PathBuf)> {
     let sessions = paths.sessions_dir();
     let (mut index, found) = Index::open(&paths.data_dir.join(trellis_index::FILE))?;
     match &found {
-        Found::SetAside { why, to } => eprintln!(
+        Found::SetAside { why, to } => say!(
             "trellis: the session index was {why}; it was moved to {} and is rebuilt from the logs",
             to.display()
         ),
@@ -356,7 +356,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                     (true, _) => " here (--all lists every directory's)".to_string(),
                     (false, _) => String::new(),
                 };
-                eprintln!("{what}{hint}");
+                say!("{what}{hint}");
             } else {
                 let home = std::env::var("HOME").ok();
                 writeln!(out, "{}", list::header(all))?;
@@ -372,7 +372,7 @@ fn run(cmd: SessionsCmd, out: &mut String) -> anyhow::Result<ExitCode> {
                     writeln!(out, "{}", safe(&line))?;
                 }
                 if unprompted > 0 {
-                    eprintln!(
+                    say!(
                         "({unprompted} session(s) where no prompt was sent are not shown: --empty lists them)"
                     );
                 }

@@ -31,7 +31,7 @@ pub(super) fn search(
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
     } else if hits.is_empty() {
-        eprintln!("nothing found");
+        say!("nothing found");
         return Ok(ExitCode::from(1));
     } else {
         let tty = std::io::stdout().is_terminal();

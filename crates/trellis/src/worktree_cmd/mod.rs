@@ -91,11 +91,11 @@ pub fn main(cmd: WorktreeCmd) -> anyhow::Result<ExitCode> {
             // What is about to land, before it does.
             let stat = measure::stat(&found)?;
             if stat.is_empty() {
-                println!("worktree {} has no changes against its base", safe(&label));
+                out!("worktree {} has no changes against its base", safe(&label));
             } else {
-                println!("worktree {} against its base:", safe(&label));
+                out!("worktree {} against its base:", safe(&label));
                 for line in stat.lines() {
-                    println!("  {}", safe(line));
+                    out!("  {}", safe(line));
                 }
             }
             let message = message.or_else(|| work_of(&found.record));
@@ -119,7 +119,7 @@ pub fn main(cmd: WorktreeCmd) -> anyhow::Result<ExitCode> {
         }
     }?;
     for line in outcome.lines {
-        println!("{}", safe(&line));
+        out!("{}", safe(&line));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -193,7 +193,7 @@ fn close_sessions(found: &trellis_worktree::Found, action: &str) -> anyhow::Resu
             Err(e) => return Err(e.into()),
         };
         match body {
-            trellis_hub::wire::Body::Done { .. } => println!(
+            trellis_hub::wire::Body::Done { .. } => out!(
                 "closed session {hub}:{} ({}), which ran in worktree {}",
                 s.key,
                 safe(&s.agent),
@@ -248,15 +248,15 @@ fn work_of(record: &trellis_worktree::Record) -> Option<String> {
 fn prune(wt: &Worktrees, dry: bool, only: Option<&std::path::Path>) -> ExitCode {
     let done = trellis_worktree::prune::prune(&wt.list(), dry, only);
     if done.is_empty() {
-        println!("no branch of an ended worktree is left to prune");
+        out!("no branch of an ended worktree is left to prune");
     }
     for p in &done {
         let branch = safe(&p.branch);
         let source = p.source.display().to_string();
         let source = safe(&source);
         match &p.kept {
-            Some(why) => println!("kept {branch} in {source}: {}", safe(why)),
-            None => println!(
+            Some(why) => out!("kept {branch} in {source}: {}", safe(why)),
+            None => out!(
                 "{} {branch} in {source} (its commits are in {})",
                 if dry { "would delete" } else { "deleted" },
                 safe(&p.kept_by.join(", "))
@@ -288,7 +288,7 @@ fn list(wt: &Worktrees, all: bool, json: bool) {
                 "snapshot": r.snapshot,
                 "diffstat": stat.map(|s| serde_json::json!({"added": s.added, "removed": s.removed, "files": s.files})),
             });
-            println!("{v}");
+            out!("{v}");
             continue;
         }
         let state = match (&f.status, r.stage) {
@@ -300,29 +300,29 @@ fn list(wt: &Worktrees, all: bool, json: bool) {
         let stat = stat
             .map(|s| format!("  +{} −{} in {} file(s)", s.added, s.removed, s.files))
             .unwrap_or_default();
-        println!(
+        out!(
             "{:<24} {:<10} {}{}",
             safe(&r.label),
             state,
             safe(&r.path.display().to_string()),
             stat
         );
-        println!("{:<24} from {}", "", safe(&r.source.display().to_string()));
+        out!("{:<24} from {}", "", safe(&r.source.display().to_string()));
         if let Some(w) = why {
-            println!("{:<24} {}", "", safe(w));
+            out!("{:<24} {}", "", safe(w));
         }
         if let Some(s) = &r.snapshot {
-            println!("{:<24} snapshot {}", "", safe(s));
+            out!("{:<24} snapshot {}", "", safe(s));
         }
     }
     for o in &listing.orphans {
         if json {
-            println!(
+            out!(
                 "{}",
                 serde_json::json!({"path": o.path, "status": "orphaned", "why": o.why})
             );
         } else {
-            println!(
+            out!(
                 "{:<24} {:<10} {}\n{:<24} {}",
                 "-",
                 "orphaned",
@@ -333,10 +333,10 @@ fn list(wt: &Worktrees, all: bool, json: bool) {
         }
     }
     for u in &listing.unreadable {
-        eprintln!("trellis: {}", safe(u));
+        say!("trellis: {}", safe(u));
     }
     if !json && listing.found.is_empty() && listing.orphans.is_empty() {
-        println!("no worktrees (trellis --worktree or trellis run --worktree make one)");
+        out!("no worktrees (trellis --worktree or trellis run --worktree make one)");
     }
 }
 
@@ -497,7 +497,7 @@ pub fn reminder(w: &trellis_core::WorktreeRef) -> Option<String> {
 /// Lines for stderr, each as `trellis: …`, made harmless.
 pub fn print(lines: &[String]) {
     for l in lines {
-        eprintln!("trellis: {}", safe(l));
+        say!("trellis: {}", safe(l));
     }
 }
 

@@ -151,6 +151,58 @@ fn a_headless_session_runs_in_its_own_worktree_and_lands() {
     );
 }
 
+/// A closed stderr or stdout (`2>&1 | head`, `| head -1`) loses lines, never the
+/// command: a run in a worktree and its ending go through whole, with their own exit
+/// codes (a print that failed used to panic, exit 101, mid-way).
+#[test]
+fn closed_output_never_cuts_a_run_or_an_ending_short() {
+    use std::process::Stdio;
+    let home = Home::new();
+    let repo = home.repo("repo");
+    let closed = |args: &[&str], stderr: bool| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .args(args)
+            .current_dir(&repo)
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .stdin(Stdio::null())
+            .stdout(if stderr {
+                Stdio::null()
+            } else {
+                Stdio::piped()
+            })
+            .stderr(if stderr {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .spawn()
+            .unwrap();
+        // The reading end goes at once: every write there fails (EPIPE).
+        drop(child.stderr.take());
+        drop(child.stdout.take());
+        child.wait().unwrap()
+    };
+    let status = closed(
+        &[
+            "run",
+            "--worktree=cut",
+            "--prompt",
+            "fix the TODO",
+            "--permission",
+            "allow-once",
+        ],
+        true,
+    );
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let rows = home.worktrees(&repo);
+    assert_eq!(rows[0]["status"], "owned", "{rows:?}");
+    let status = closed(&["worktree", "land", "cut", "-m", "cut short?"], false);
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert_eq!(git(&repo, &["log", "-1", "--format=%s"]), "cut short?");
+    assert_eq!(home.worktrees(&repo)[0]["stage"], "landed");
+}
+
 #[test]
 fn isolation_that_fails_is_loud_and_required_makes_it_fatal() {
     let home = Home::new();
