@@ -65,10 +65,58 @@ pub fn main(cmd: WorktreeCmd) -> anyhow::Result<ExitCode> {
     let wt = worktrees()?;
     let here = std::env::current_dir().ok();
     let find = |label: &str| wt.find(label, here.as_deref());
+    let label = match &cmd {
+        WorktreeCmd::Land { label, .. }
+        | WorktreeCmd::Sync { label }
+        | WorktreeCmd::Apply { label }
+        | WorktreeCmd::Keep { label }
+        | WorktreeCmd::Discard { label } => Some(label.clone()),
+        _ => None,
+    };
+    let outcome = ending(cmd, &wt, &find).map_err(|e| match &label {
+        Some(l) => meanwhile(&wt, here.as_deref(), l, e),
+        None => e,
+    })?;
+    let Some(outcome) = outcome else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    for line in outcome.lines {
+        out!("{}", safe(&line));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An ending that failed because another command ended the worktree meanwhile (its
+/// checks before the lock read a tree that went away) is said as that, not as what git
+/// said of a directory that is gone.
+fn meanwhile(
+    wt: &Worktrees,
+    here: Option<&std::path::Path>,
+    label: &str,
+    e: anyhow::Error,
+) -> anyhow::Error {
+    match wt.find(label, here) {
+        Ok(f) if !f.record.stage.has_tree() && f.record.stage != Stage::Creating => {
+            anyhow::anyhow!(
+                "worktree {} was ended meanwhile by another command ({}); nothing more was done here",
+                safe(label),
+                f.record.stage.word()
+            )
+        }
+        _ => e,
+    }
+}
+
+/// Runs a `trellis worktree` command: the outcome of an ending, or none (list, prune).
+fn ending(
+    cmd: WorktreeCmd,
+    wt: &Worktrees,
+    find: &dyn Fn(&str) -> Result<trellis_worktree::Found, trellis_worktree::Error>,
+) -> anyhow::Result<Option<end::Outcome>> {
     let outcome = match cmd {
         WorktreeCmd::List { all, json } => {
-            list(&wt, all, json);
-            return Ok(ExitCode::SUCCESS);
+            list(wt, all, json);
+            return Ok(None);
         }
         WorktreeCmd::Prune { dry_run, all } => {
             let only = if all {
@@ -83,7 +131,8 @@ pub fn main(cmd: WorktreeCmd) -> anyhow::Result<ExitCode> {
                     ),
                 }
             };
-            return Ok(prune(&wt, dry_run, only.as_deref()));
+            prune(wt, dry_run, only.as_deref());
+            return Ok(None);
         }
         WorktreeCmd::Land { label, message } => {
             let found = find(&label)?;
@@ -118,10 +167,7 @@ pub fn main(cmd: WorktreeCmd) -> anyhow::Result<ExitCode> {
             end::discard(&found)
         }
     }?;
-    for line in outcome.lines {
-        out!("{}", safe(&line));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(Some(outcome))
 }
 
 /// How long an ending waits for the sessions it closed to let go of the worktree.
@@ -245,7 +291,7 @@ fn work_of(record: &trellis_worktree::Record) -> Option<String> {
 }
 
 /// `trellis worktree prune`: each ended worktree's branch, deleted (or kept, saying why).
-fn prune(wt: &Worktrees, dry: bool, only: Option<&std::path::Path>) -> ExitCode {
+fn prune(wt: &Worktrees, dry: bool, only: Option<&std::path::Path>) {
     let done = trellis_worktree::prune::prune(&wt.list(), dry, only);
     if done.is_empty() {
         out!("no branch of an ended worktree is left to prune");
@@ -263,7 +309,6 @@ fn prune(wt: &Worktrees, dry: bool, only: Option<&std::path::Path>) -> ExitCode 
             ),
         }
     }
-    ExitCode::SUCCESS
 }
 
 fn list(wt: &Worktrees, all: bool, json: bool) {
