@@ -86,6 +86,21 @@ pub fn main(cmd: WorktreeCmd) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What is about to land or be applied, before it is: the worktree's diff stat against
+/// its base.
+fn say_stat(found: &trellis_worktree::Found, label: &str) -> anyhow::Result<()> {
+    let stat = measure::stat(found)?;
+    if stat.is_empty() {
+        out!("worktree {} has no changes against its base", safe(label));
+    } else {
+        out!("worktree {} against its base:", safe(label));
+        for line in stat.lines() {
+            out!("  {}", safe(line));
+        }
+    }
+    Ok(())
+}
+
 /// An ending that failed because another command ended the worktree meanwhile (its
 /// checks before the lock read a tree that went away) is said as that, not as what git
 /// said of a directory that is gone.
@@ -137,16 +152,7 @@ fn ending(
         WorktreeCmd::Land { label, message } => {
             let found = find(&label)?;
             close_sessions(&found, "land")?;
-            // What is about to land, before it does.
-            let stat = measure::stat(&found)?;
-            if stat.is_empty() {
-                out!("worktree {} has no changes against its base", safe(&label));
-            } else {
-                out!("worktree {} against its base:", safe(&label));
-                for line in stat.lines() {
-                    out!("  {}", safe(line));
-                }
-            }
+            say_stat(&found, &label)?;
             let message = message.or_else(|| work_of(&found.record));
             end::land(&found, message.as_deref())
         }
@@ -158,6 +164,7 @@ fn ending(
         WorktreeCmd::Apply { label } => {
             let found = find(&label)?;
             close_sessions(&found, "apply")?;
+            say_stat(&found, &label)?;
             end::apply(&found)
         }
         WorktreeCmd::Keep { label } => end::keep(&find(&label)?),
@@ -290,6 +297,27 @@ fn work_of(record: &trellis_worktree::Record) -> Option<String> {
     ))
 }
 
+/// The refs that keep a pruned branch's commits, as said: branches first, then a
+/// worktree's retired snapshot, checkpoints last, at most three named.
+fn keepers(refs: &[String]) -> String {
+    let rank = |r: &String| {
+        if r.starts_with("refs/trellis/checkpoints/") {
+            2
+        } else if r.starts_with("refs/") {
+            1
+        } else {
+            0
+        }
+    };
+    let mut sorted: Vec<&String> = refs.iter().collect();
+    sorted.sort_by_key(|r| rank(r));
+    let named: Vec<&str> = sorted.iter().take(3).map(|r| r.as_str()).collect();
+    match refs.len().saturating_sub(named.len()) {
+        0 => named.join(", "),
+        more => format!("{} and {more} more", named.join(", ")),
+    }
+}
+
 /// `trellis worktree prune`: each ended worktree's branch, deleted (or kept, saying why).
 fn prune(wt: &Worktrees, dry: bool, only: Option<&std::path::Path>) {
     let done = trellis_worktree::prune::prune(&wt.list(), dry, only);
@@ -305,7 +333,7 @@ fn prune(wt: &Worktrees, dry: bool, only: Option<&std::path::Path>) {
             None => out!(
                 "{} {branch} in {source} (its commits are in {})",
                 if dry { "would delete" } else { "deleted" },
-                safe(&p.kept_by.join(", "))
+                safe(&keepers(&p.kept_by))
             ),
         }
     }
