@@ -1,4 +1,6 @@
 //! `trellis`: the command-line entry point.
+// Every print goes through `say!`/`out!` below, which never panic.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 /// `eprintln!` that never panics. A closed or full stderr (`2>&1 | head`) loses the line,
 /// never the command: `eprintln!` panics there, and a panic mid-way (exit 101) leaves
