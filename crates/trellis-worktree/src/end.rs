@@ -108,7 +108,7 @@ fn no_untracked_repos(record: &Record, action: &str, then: &str) -> Result<(), E
         return Ok(());
     }
     Err(Error::Refused(format!(
-        "{action} would commit {} in {} as a bare link to commits this repository does not have; nothing was changed: move it out of the worktree (or make it a submodule), then {then}",
+        "{action} would commit {} in {} as a bare link to commits this repository does not have; nothing was changed: move it out of the worktree, then {then}",
         crate::state::repos_said(&repos),
         record.path.display()
     )))
@@ -223,7 +223,7 @@ pub fn land(found: &Found, message: Option<&str>) -> Result<Outcome, Error> {
     out.say(format!("{target} fast-forwarded to {}", record.branch));
     // Everything but its ignored files is on the branch now: those go into a snapshot
     // first (or the tree stays).
-    let removed = survey(&record, "landing").and_then(|kept| {
+    let removed = survey(&record, "landing", false).and_then(|kept| {
         let mut record = record.clone();
         if !kept.keep.is_empty() {
             let (snap, _) = snapshot_with(tree, &record.label, &kept.keep)?;
@@ -267,7 +267,12 @@ pub fn sync(found: &Found) -> Result<Outcome, Error> {
         None => source_branch(&record.source)?,
     };
     let mut out = Outcome::default();
-    let endangered = crate::guard::endangered(&record.path, "HEAD", &target, true)?;
+    // Its untracked files are committed below before the merge (they are its work, safe
+    // on its branch then): only ignored ones, which no commit takes, are in the way.
+    let endangered: Vec<_> = crate::guard::endangered(&record.path, "HEAD", &target, true)?
+        .into_iter()
+        .filter(|e| e.what != "untracked")
+        .collect();
     if !endangered.is_empty() {
         return Err(crate::guard::refusal(
             "syncing",
@@ -341,7 +346,7 @@ pub fn apply(found: &Found) -> Result<Outcome, Error> {
     let _lock = Lock::take(&found.file)?;
     let record = owned(found)?;
     idle(found)?;
-    let kept = survey(&record, "applying")?;
+    let kept = survey(&record, "applying", true)?;
     let mut out = Outcome::default();
     let (snap, _) = snapshot(&record.path, &record.label)?;
     // Its own work: from where it parts from the branch it was made from.
@@ -473,7 +478,7 @@ pub fn discard(found: &Found) -> Result<Outcome, Error> {
     }
     let record = owned(found)?;
     idle(found)?;
-    let kept = survey(&record, "discarding")?;
+    let kept = survey(&record, "discarding", true)?;
     let (_, dirty) = snapshot(&record.path, &record.label)?;
     let what = if dirty {
         " of the uncommitted work"

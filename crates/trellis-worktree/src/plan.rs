@@ -188,9 +188,12 @@ fn applies(record: &Record, snap: &str) -> Result<(), Error> {
         .output()
         .map(|_| ())
         .map_err(|_| {
+            // The source's own uncommitted changes to these files refused already
+            // (`uncommitted_overlap`): what is left is what its commits did to them.
             Error::Refused(format!(
-                "its changes do not apply to {} as it is now: uncommitted changes there to the files it changes must be committed or stashed first, or, where the source's commits changed them, the worktree synced (trellis worktree sync {}). Nothing was changed",
+                "its changes do not apply to {} as it is now: its commits since worktree {} began changed the same files; sync the worktree (trellis worktree sync {}), then apply again. Nothing was changed",
                 record.source.display(),
+                record.label,
                 record.label
             ))
         })
@@ -215,11 +218,11 @@ pub fn ending(found: &Found, action: &str) -> Result<(), Error> {
             }
         }
         "apply" => {
-            crate::state::survey(&record, "applying")?;
+            crate::state::survey(&record, "applying", true)?;
             let (snap, _) = snapshot(&record.path, &record.label)?;
             applies(&record, &snap)
         }
-        "discard" => crate::state::survey(&record, "discarding").map(|_| ()),
+        "discard" => crate::state::survey(&record, "discarding", true).map(|_| ()),
         "sync" => {
             let target = match &record.onto {
                 Some(o) => o.clone(),

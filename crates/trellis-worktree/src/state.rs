@@ -90,12 +90,18 @@ pub(crate) fn source_branch(source: &Path) -> Result<String, Error> {
 
 /// The tree's ignored files surveyed before it is removed: over the bound, or with a
 /// repository of its own inside ([`nested_repos`]), the removal is refused (`action`
-/// names the ending).
-pub(crate) fn survey(record: &Record, action: &str) -> Result<crate::ignored::Ignored, Error> {
+/// names the ending). `before`: nothing was changed yet (else the ending did something
+/// already, and says what).
+pub(crate) fn survey(
+    record: &Record,
+    action: &str,
+    before: bool,
+) -> Result<crate::ignored::Ignored, Error> {
+    let unchanged = if before { "; nothing was changed" } else { "" };
     let nested = nested_repos(&record.path)?;
     if !nested.is_empty() {
         return Err(Error::Refused(format!(
-            "{action} would remove {}, but it holds {}: no commit of this repository has their history or their uncommitted work; nothing was changed (move them out, or keep the worktree: trellis worktree keep {})",
+            "{action} would remove {}, but it holds {}: no commit of this repository has their history or their uncommitted work{unchanged} (move them out of the worktree, or keep it: trellis worktree keep {})",
             record.path.display(),
             repos_said(&nested),
             record.label
@@ -104,7 +110,7 @@ pub(crate) fn survey(record: &Record, action: &str) -> Result<crate::ignored::Ig
     let s = crate::ignored::survey(&record.path, &record.source)?;
     match &s.too_much {
         Some(why) => Err(Error::Refused(format!(
-            "{action} would remove {}, but {why}; nothing was changed",
+            "{action} would remove {}, but {why}{unchanged}",
             record.path.display()
         ))),
         None => Ok(s),
@@ -117,25 +123,35 @@ fn is_repo(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir.join(".git")).is_ok()
 }
 
-/// Repositories of their own that git would add to `tree`'s next commit as a bare link
-/// (mode 160000) to commits this repository does not have: among the untracked files
-/// git lists one by one, a repository is the one entry that ends with `/` (git does not
-/// look inside it), however deep in untracked directories it is.
-pub(crate) fn untracked_repos(tree: &Path) -> Result<Vec<PathBuf>, Error> {
+/// Repositories of their own among the files git does not track in `tree`, ignored ones
+/// too with `ignored`: git lists such files one by one, and a repository as the one entry
+/// that ends with `/` (it does not look inside), however deep it is — inside an ignored
+/// directory or a cache too.
+fn repos_among_others(tree: &Path, ignored: bool) -> Result<Vec<PathBuf>, Error> {
     use std::os::unix::ffi::OsStrExt;
-    Ok(Git::at(tree)
-        .args(["ls-files", "-z", "--others", "--exclude-standard"])
-        .paths()?
+    let mut g = Git::at(tree).args(["ls-files", "-z", "--others", "--exclude-standard"]);
+    if ignored {
+        g = g.arg("--ignored");
+    }
+    Ok(g.paths()?
         .into_iter()
         .filter(|rel| rel.as_os_str().as_bytes().ends_with(b"/") && is_repo(&tree.join(rel)))
         .collect())
 }
 
-/// Every repository of its own inside `tree`: the untracked ones, and the links the
-/// tree's index holds (submodules) that are checked out. Removing the tree would take
-/// their history and their uncommitted work with it.
+/// Repositories of their own that git would add to `tree`'s next commit as a bare link
+/// (mode 160000) to commits this repository does not have: the untracked ones.
+pub(crate) fn untracked_repos(tree: &Path) -> Result<Vec<PathBuf>, Error> {
+    repos_among_others(tree, false)
+}
+
+/// Every repository of its own inside `tree`: the untracked ones, those in ignored
+/// directories (caches included), and the links the tree's index holds (submodules)
+/// that are checked out. Removing the tree would take their history and their
+/// uncommitted work with it.
 pub(crate) fn nested_repos(tree: &Path) -> Result<Vec<PathBuf>, Error> {
     let mut out = untracked_repos(tree)?;
+    out.extend(repos_among_others(tree, true)?);
     let staged = Git::at(tree).args(["ls-files", "-z", "--stage"]).output()?;
     for entry in staged.split(|b| *b == 0) {
         // `MODE SHA STAGE\tPATH`

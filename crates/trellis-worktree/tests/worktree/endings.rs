@@ -589,3 +589,28 @@ fn apply_over_staged_changes_to_its_files_changes_nothing() {
     let found = f.wt.find("stg", None).unwrap();
     end::apply(&found).unwrap();
 }
+
+/// A sync is not refused for the worktree's own untracked files: they are committed on
+/// its branch before the merge (and said), so nothing of them is in the way.
+#[test]
+fn sync_commits_the_worktrees_untracked_work_before_merging_over_it() {
+    let f = fixture();
+    let made = f.wt.create(&f.repo, &plan("same")).unwrap();
+    let t = made.record.path.clone();
+    std::fs::write(t.join("new.txt"), "the same\n").unwrap();
+    std::fs::write(f.repo.join("new.txt"), "the same\n").unwrap();
+    git(&f.repo, &["add", "new.txt"]);
+    git(&f.repo, &["commit", "-q", "-m", "meanwhile"]);
+    let found = f.wt.find("same", None).unwrap();
+    let out = end::sync(&found).unwrap();
+    let said = out.lines.join("\n");
+    assert!(
+        said.contains("committed the worktree's uncommitted work"),
+        "{said}"
+    );
+    assert!(said.contains("merged main"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(t.join("new.txt")).unwrap(),
+        "the same\n"
+    );
+}

@@ -394,6 +394,44 @@ fn a_repository_inside_a_worktree_is_never_removed_or_committed_as_a_link() {
     assert!(!t.exists());
 }
 
+/// A repository inside an ignored directory — a cache by its tag too — is never removed
+/// with the tree either: git lists it as one entry and its snapshot could hold nothing of
+/// it. After a land the tree stays, said as what happened (the land did happen).
+#[test]
+fn a_repository_in_an_ignored_directory_or_a_cache_stays() {
+    let f = fixture();
+    for (label, dir) in [("ign", "build/x/repo"), ("cache", "build/tagged")] {
+        let made = f.wt.create(&f.repo, &plan(label)).unwrap();
+        let t = made.record.path.clone();
+        let inner = t.join(dir);
+        std::fs::create_dir_all(&inner).unwrap();
+        if label == "cache" {
+            std::fs::write(
+                inner.join("CACHEDIR.TAG"),
+                "Signature: 8a477f597d28d172789f06886806bc55\n",
+            )
+            .unwrap();
+        }
+        git(&inner, &["init", "-q", "-b", "main"]);
+        std::fs::write(inner.join("mine.txt"), "only here\n").unwrap();
+        let found = f.wt.find(label, None).unwrap();
+        let e = end::discard(&found).unwrap_err().to_string();
+        assert!(e.contains("a repository of its own"), "{label}: {e}");
+        assert!(e.contains("nothing was changed"), "{label}: {e}");
+        assert!(inner.join("mine.txt").exists(), "{label}");
+        // A land goes through, and says the tree stays (and why), not that nothing was
+        // changed.
+        std::fs::write(t.join("feature.txt"), "f\n").unwrap();
+        let out = end::land(&found, Some(label)).unwrap();
+        let said = out.lines.join("\n");
+        assert!(said.contains("fast-forwarded"), "{label}: {said}");
+        assert!(said.contains("the tree stays at"), "{label}: {said}");
+        assert!(!said.contains("nothing was changed"), "{label}: {said}");
+        assert!(inner.join("mine.txt").exists(), "{label}");
+        assert_eq!(out.record.unwrap().stage, Stage::Kept);
+    }
+}
+
 /// A directory is a cache by its `CACHEDIR.TAG` only when the tag begins with the
 /// specification's signature: another file of that name makes nothing a cache, and what
 /// is beside it is kept in the snapshot.

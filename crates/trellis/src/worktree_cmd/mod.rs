@@ -73,8 +73,11 @@ pub fn main(cmd: WorktreeCmd) -> anyhow::Result<ExitCode> {
         | WorktreeCmd::Discard { label } => Some(label.clone()),
         _ => None,
     };
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let outcome = ending(cmd, &wt, &find).map_err(|e| match &label {
-        Some(l) => meanwhile(&wt, here.as_deref(), l, e),
+        Some(l) => meanwhile(&wt, here.as_deref(), l, started, e),
         None => e,
     })?;
     let Some(outcome) = outcome else {
@@ -108,10 +111,16 @@ fn meanwhile(
     wt: &Worktrees,
     here: Option<&std::path::Path>,
     label: &str,
+    started: u64,
     e: anyhow::Error,
 ) -> anyhow::Error {
     match wt.find(label, here) {
-        Ok(f) if !f.record.stage.has_tree() && f.record.stage != Stage::Creating => {
+        // Ended since this command began (one ended before is said as ended already).
+        Ok(f)
+            if !f.record.stage.has_tree()
+                && f.record.stage != Stage::Creating
+                && f.record.ended_at.is_some_and(|t| t >= started) =>
+        {
             anyhow::anyhow!(
                 "worktree {} was ended meanwhile by another command ({}); nothing more was done here",
                 safe(label),
