@@ -383,6 +383,15 @@ pub fn apply(found: &Found) -> Result<Outcome, Error> {
             record.label
         )));
     }
+    // The user's own staged changes (to other files: those to its files refused above)
+    // stay in the index beside the applied ones: said, so that a commit takes both
+    // knowingly.
+    let mine = Git::at(&record.source)
+        .args(["diff", "--cached", "--name-only", "-z"])
+        .output()?
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .count();
     Git::at(&record.source)
         .args(["apply", "--index", "--binary", "--whitespace=nowarn"])
         .arg(&patch)
@@ -402,6 +411,11 @@ pub fn apply(found: &Found) -> Result<Outcome, Error> {
         record.branch,
         record.source.display()
     ));
+    if mine > 0 {
+        out.say(format!(
+            "your own {mine} staged file(s) stay staged beside them (`git diff --cached` shows both)"
+        ));
+    }
     retire(found, record, &kept, "", Stage::Applied, &mut out)?;
     Ok(out)
 }

@@ -583,11 +583,22 @@ fn apply_over_staged_changes_to_its_files_changes_nothing() {
         "zero\none\ntwo\n"
     );
     assert!(t.exists());
-    // Put away, the apply goes through.
+    // Put away, the apply goes through; a staged change to another file stays staged
+    // beside it, and is said to.
     git(&f.repo, &["reset", "-q", "--", "a.txt"]);
     git(&f.repo, &["checkout", "--", "a.txt"]);
+    std::fs::write(f.repo.join("sub/b.txt"), "bee, mine\n").unwrap();
+    git(&f.repo, &["add", "sub/b.txt"]);
     let found = f.wt.find("stg", None).unwrap();
-    end::apply(&found).unwrap();
+    let said = end::apply(&found).unwrap().lines.join("\n");
+    assert!(
+        said.contains("your own 1 staged file(s) stay staged"),
+        "{said}"
+    );
+    assert_eq!(
+        git(&f.repo, &["diff", "--cached", "--name-only"]),
+        "a.txt\nsub/b.txt"
+    );
 }
 
 /// A sync is not refused for the worktree's own untracked files: they are committed on
