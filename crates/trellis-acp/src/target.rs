@@ -148,6 +148,9 @@ pub fn credential_value(value: &str) -> Option<&'static str> {
     ]
     .iter()
     .any(|p| starts(p))
+        // A key is long and of one piece (`sk-SK`, a locale, is none).
+        && v.len() >= 20
+        && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     {
         Some("an API key")
     } else {
@@ -226,7 +229,8 @@ mod tests {
         ] {
             assert!(credential_value(value).is_some(), "{value}");
         }
-        assert!(credential_value("sk-ant-abc").is_some());
+        assert!(credential_value("sk-ant-api03-abcdefghijklmnop").is_some());
+        assert_eq!(credential_value("sk-SK"), None);
         for value in ["core", "ctrl_x", "a bearer of news", "trellis"] {
             assert_eq!(credential_value(value), None, "{value}");
         }
