@@ -174,6 +174,7 @@ pub fn resolve(
     cwd: Option<&Path>,
     worktree: bool,
 ) -> anyhow::Result<Resolved> {
+    remote::warn_written_secrets(config, agent);
     if agent == "demo" {
         match cwd {
             // An explicit --worktree of a repository wins over the demo's scratch

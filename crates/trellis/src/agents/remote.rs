@@ -183,6 +183,30 @@ fn shared_paths(
     trellis_core::path_map::PathMap::new(pairs).map_err(|e| e.to_string())
 }
 
+/// Says once per process, on stderr, each entry of agents elsewhere other than `used`
+/// that holds a secret written in the config: it is refused when that entry is used, but
+/// the file holds it already, whatever agent runs now.
+pub(super) fn warn_written_secrets(config: &Config, used: &str) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        for (name, preset) in &config.agents {
+            if name == used || preset.url.is_none() {
+                continue;
+            }
+            if let Some((key, what)) = written_secret(preset) {
+                let e = config.invalid(
+                    &format!("agents.{name}"),
+                    &key,
+                    format!(
+                        "{what}, written in the config: whoever reads the file has it; give {{ env = \"NAME\" }} or {{ file = \"PATH\" }} (this entry is refused when used)"
+                    ),
+                );
+                say!("trellis: warning: {e}");
+            }
+        }
+    });
+}
+
 /// A secret written in the config itself, if any: its key and what makes it one (a
 /// `token`; a header whose name says it is a credential, or whose value plainly is one).
 /// The config's text is for what is no secret (`docs/agents.md`).
@@ -201,6 +225,19 @@ fn written_secret(preset: &trellis_store::config::AgentPreset) -> Option<(String
             (Some(word), None) => format!("its name says it is a credential (\"{word}\")"),
             (None, None) => return None,
         };
-        Some((format!("headers.{name}"), what))
+        // A name is said only when it is one (a pasted `Name: value` or a token is not).
+        let said = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            && !trellis_acp::remote::holds_trellis_token(name);
+        Some((
+            if said {
+                format!("headers.{name}")
+            } else {
+                "headers".into()
+            },
+            what,
+        ))
     })
 }

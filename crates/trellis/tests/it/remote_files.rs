@@ -338,6 +338,40 @@ fn secrets_written_in_the_config_are_refused_at_their_line() {
     }
 }
 
+/// A secret written in another entry than the agent in use is warned about, at its
+/// line, once: the run goes on (that entry is refused only when used), the secret is
+/// never printed.
+#[test]
+fn a_secret_in_an_entry_not_in_use_is_warned_about_once() {
+    let d = Dirs::new();
+    config(
+        &d,
+        "[agents.box]\nurl = \"ws://127.0.0.1:9/acp\"\ntoken = \"trl_abc\"\n",
+    );
+    let o = trellis_env(
+        &d,
+        &d.work,
+        &[],
+        &[
+            "run",
+            "--agent",
+            "demo",
+            "--prompt",
+            "hi",
+            "--permission",
+            "allow-once",
+        ],
+    );
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let warned: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("warning: ") && l.contains("config.toml:3: agents.box.token: "))
+        .collect();
+    assert_eq!(warned.len(), 1, "{out}");
+    assert!(!out.contains("trl_abc"), "{out}");
+}
+
 /// The secrets an agent elsewhere takes from the environment (`token`, `headers` of
 /// `{ env = … }`) are read once and taken out of it: no process Trellis starts inherits
 /// them — a hook, the commands of an agent offered this machine's terminals — while the
