@@ -39,7 +39,7 @@ fn run(client: &str) -> Vec<Duration> {
     // Only keys typed while the turn streams count: it ends at the last call (the
     // session stats' count).
     let echoes = pty.echoes(
-        KEY,
+        &[KEY],
         CALLS.to_string().as_bytes(),
         Duration::from_millis(150),
         KEYS,

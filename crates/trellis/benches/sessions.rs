@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 #[path = "common/pty.rs"]
 mod pty;
 
-/// Typed while the turns stream: in no output of the demo agent, one cell wide.
-const KEY: &str = "Ж";
+/// Typed while the turns stream, in turn: in no output of the demo agent, one cell wide.
+const KEYS: [&str; 2] = ["Ж", "Щ"];
 const CALLS: usize = 10_000;
 
 struct Figures {
@@ -76,7 +76,9 @@ fn run(sessions: usize) -> Figures {
             "b",
         ],
     );
-    let agent = format!("{exe} agent demo --calls {CALLS} --lines 20");
+    // `--here`: the one session runs in the repository itself (`fan` makes worktrees),
+    // which the demo never writes into unasked; it only streams its load there.
+    let agent = format!("{exe} agent demo --here --calls {CALLS} --lines 20");
     let what = if sessions == 1 {
         format!("--agent '{agent}'")
     } else {
@@ -99,7 +101,7 @@ fn run(sessions: usize) -> Figures {
     // Only keys typed while the session in front streams count: it ends at the last call (the
     // session stats' count).
     let echoes = pty.echoes(
-        KEY,
+        &KEYS,
         CALLS.to_string().as_bytes(),
         Duration::from_millis(20),
         usize::MAX,
