@@ -359,6 +359,8 @@ impl App {
             KeyCode::Right => self.prompt.right(),
             KeyCode::Up if !self.prompt.text.contains('\n') => self.prompt.history(true),
             KeyCode::Down if !self.prompt.text.contains('\n') => self.prompt.history(false),
+            KeyCode::Up => self.prompt.vertical(true),
+            KeyCode::Down => self.prompt.vertical(false),
             KeyCode::Tab => self.complete(),
             _ => {}
         }

@@ -23,11 +23,12 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
 
 /// A session's screen in `area` (the rest of the terminal holds the sessions rail).
 pub fn draw_in(f: &mut Frame<'_>, app: &mut App, area: Rect, clock: Clock) {
-    let prompt_lines = if app.replay {
-        0
-    } else {
-        app.prompt.text.split('\n').count().clamp(1, 6) as u16 + 2
-    };
+    // The prompt's rows as they wrap at this width (without side borders, the width is
+    // the area's).
+    let prompt_view = (!app.replay).then(|| {
+        crate::prompt_view::layout(&app.prompt.text, app.prompt.cursor, area.width as usize)
+    });
+    let prompt_lines = prompt_view.as_ref().map_or(0, |v| v.rows.len() as u16 + 2);
     let mut plan = crate::plans::plan_lines(app);
     plan.extend(queue_lines(app, area.width as usize));
     // A message too long for the status bar is shown whole above the prompt instead.
@@ -50,7 +51,9 @@ pub fn draw_in(f: &mut Frame<'_>, app: &mut App, area: Rect, clock: Clock) {
 
     let main = draw_sidebar(f, app, main, area);
     draw_transcript(f, app, main, clock);
-    draw_prompt(f, app, prompt);
+    if let Some(view) = prompt_view {
+        draw_prompt(f, app, prompt, view);
+    }
     if app.focus == Focus::Prompt
         && app.inspector.is_none()
         && app.overlay.is_none()
@@ -190,51 +193,39 @@ fn draw_transcript(f: &mut Frame<'_>, app: &mut App, main: Rect, clock: Clock) {
 }
 
 /// The prompt editor, its title saying what the keys do now, and the cursor in it.
-fn draw_prompt(f: &mut Frame<'_>, app: &App, prompt: Rect) {
+fn draw_prompt(f: &mut Frame<'_>, app: &App, prompt: Rect, view: crate::prompt_view::PromptView) {
     let theme = &app.theme;
-    if !app.replay {
-        let title = match app.focus {
-            Focus::Prompt if app.driver.session.turn_open => " working… Esc cancels ",
-            Focus::Prompt => " prompt · Enter send · Alt-Enter newline · Esc transcript ",
-            Focus::Transcript => " transcript · j/k move · Tab next card · gT inspect · i prompt ",
-        };
-        let mut block = Block::default()
-            .borders(Borders::TOP | Borders::BOTTOM)
-            .title(title)
-            .border_style(theme.dim);
-        if !app.attach_output.is_empty() {
-            let what: Vec<String> = app
-                .attach_output
-                .iter()
-                .map(|a| {
-                    format!(
-                        "`{}`",
-                        trellis_text::clip(&trellis_text::one_line(a.command()), 30)
-                    )
-                })
-                .collect();
-            block = block.title_bottom(Line::styled(
-                format!(" with your next prompt, the output of {} ", what.join(", ")),
-                theme.notice,
-            ));
-        }
-        let text: Vec<Line<'static>> = app
-            .prompt
-            .text
-            .split('\n')
-            .map(|l| Line::from(format!("› {l}")))
+    let title = match app.focus {
+        Focus::Prompt if app.driver.session.turn_open => " working… Esc cancels ",
+        Focus::Prompt => " prompt · Enter send · Alt-Enter newline · Esc transcript ",
+        Focus::Transcript => " transcript · j/k move · Tab next card · gT inspect · i prompt ",
+    };
+    let mut block = Block::default()
+        .borders(Borders::TOP | Borders::BOTTOM)
+        .title(title)
+        .border_style(theme.dim);
+    if !app.attach_output.is_empty() {
+        let what: Vec<String> = app
+            .attach_output
+            .iter()
+            .map(|a| {
+                format!(
+                    "`{}`",
+                    trellis_text::clip(&trellis_text::one_line(a.command()), 30)
+                )
+            })
             .collect();
-        f.render_widget(Paragraph::new(text).block(block), prompt);
-        if app.focus == Focus::Prompt && app.inspector.is_none() {
-            let before = &app.prompt.text[..app.prompt.cursor];
-            let row = before.matches('\n').count() as u16;
-            let col =
-                trellis_text::display_width(before.rsplit('\n').next().unwrap_or("")) as u16 + 2;
-            f.set_cursor_position((
-                prompt.x + col.min(prompt.width.saturating_sub(1)),
-                prompt.y + 1 + row,
-            ));
-        }
+        block = block.title_bottom(Line::styled(
+            format!(" with your next prompt, the output of {} ", what.join(", ")),
+            theme.notice,
+        ));
+    }
+    let (row, col) = view.cursor;
+    let text: Vec<Line<'static>> = view.rows.into_iter().map(Line::from).collect();
+    f.render_widget(Paragraph::new(text).block(block), prompt);
+    // (A terminal too short for the prompt's rows: no cursor outside it.)
+    if app.focus == Focus::Prompt && app.inspector.is_none() && 1 + (row as u16) < prompt.height {
+        f.set_cursor_position((prompt.x + col as u16, prompt.y + 1 + row as u16));
     }
 }
 

@@ -33,6 +33,7 @@ pub mod opener;
 mod plans;
 pub mod plugins_page;
 pub mod prompt;
+mod prompt_view;
 pub mod rail;
 pub mod reason;
 pub mod rewind;

@@ -119,6 +119,49 @@ impl Prompt {
         self.text.replace_range(self.cursor..end, "");
     }
 
+    /// One line up or down in a prompt of several lines (↑, ↓), at the cursor's column as
+    /// far as that line reaches; from the first line up goes to the start, from the last
+    /// line down to the end.
+    pub(crate) fn vertical(&mut self, up: bool) {
+        self.completion = None;
+        let start = self.line_start();
+        let col = trellis_text::display_width(&self.text[start..self.cursor]);
+        let (from, to) = if up {
+            if start == 0 {
+                self.cursor = 0;
+                return;
+            }
+            let end = start - 1;
+            (self.text[..end].rfind('\n').map_or(0, |i| i + 1), end)
+        } else {
+            let end = self.line_end();
+            if end == self.text.len() {
+                self.cursor = end;
+                return;
+            }
+            let next = end + 1;
+            let next_end = self.text[next..]
+                .find('\n')
+                .map_or(self.text.len(), |i| next + i);
+            (next, next_end)
+        };
+        // The first place on that line at or past the column.
+        let mut at = from;
+        let mut c = 0;
+        for p in trellis_text::width::pieces(&self.text[from..to]) {
+            if c >= col {
+                break;
+            }
+            c = trellis_text::width::advance(c, p);
+            at += match p {
+                trellis_text::width::Piece::Escape(e) => e.len(),
+                trellis_text::width::Piece::Tab => 1,
+                trellis_text::width::Piece::Grapheme(g, _) => g.len(),
+            };
+        }
+        self.cursor = at;
+    }
+
     /// Deletes the word before the cursor (Ctrl-W, Alt-Backspace).
     pub(crate) fn kill_word(&mut self) {
         let start = self.word_back();
@@ -191,6 +234,25 @@ mod tests {
     }
 
     type Case = (&'static str, fn(&mut Prompt), &'static str);
+
+    #[test]
+    fn up_and_down_move_between_lines_at_the_same_column() {
+        let cases: [(&str, bool, &str); 7] = [
+            ("first\nsec|ond", true, "fir|st\nsecond"),
+            ("fir|st\nsecond", false, "first\nsec|ond"),
+            ("a\nlonger li|ne", true, "a|\nlonger line"),
+            ("fi|rst\nsecond", true, "|first\nsecond"),
+            ("first\nsec|ond", false, "first\nsecond|"),
+            // By columns, not bytes: a wide character takes two.
+            ("日本|\nabcdef", false, "日本\nabcd|ef"),
+            ("ab|cd\n日本語", false, "abcd\n日|本語"),
+        ];
+        for (before, up, after) in cases {
+            let mut p = at(before);
+            p.vertical(up);
+            assert_eq!(shown(&p), after, "{before:?} up={up}");
+        }
+    }
 
     #[test]
     fn editing_keys_act_on_the_line_and_the_word() {

@@ -1,0 +1,145 @@
+//! The prompt as drawn: each of its lines wrapped at the width the editor has, behind a
+//! two-cell lead (`› ` on a line's first row, two spaces on the rows it wraps onto), and
+//! the rows that show the cursor when there are more than fit. A long prompt used to be
+//! cut at the right edge: its end, and the cursor typing it, were out of sight.
+
+use trellis_text::width::{Piece, TAB_STOP, pieces};
+
+/// Rows the prompt shows at most; a longer one scrolls to keep the cursor in sight.
+pub const MAX_ROWS: usize = 6;
+
+/// Cells before the text on every row.
+const LEAD: usize = 2;
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct PromptView {
+    /// The rows that show (at most [`MAX_ROWS`]), lead included, tabs as spaces.
+    pub rows: Vec<String>,
+    /// The cursor: its row among `rows`, its column (lead included).
+    pub cursor: (usize, usize),
+}
+
+/// Lays `text` out in `width` cells, the cursor at byte `cursor`.
+pub fn layout(text: &str, cursor: usize, width: usize) -> PromptView {
+    let room = width.saturating_sub(LEAD).max(1);
+    let mut rows: Vec<String> = Vec::new();
+    let mut at_cursor = (0, LEAD);
+    let mut offset = 0;
+    for (n, line) in text.split('\n').enumerate() {
+        let mut row = String::from(if n == 0 { "› " } else { "  " });
+        let mut col = 0;
+        let mut at = offset;
+        for p in pieces(line) {
+            let (cells, len) = match p {
+                // An escape would draw as text it is not: shown as nothing (the prompt
+                // holds none unless pasted, and it is sent as typed).
+                Piece::Escape(e) => (0, e.len()),
+                Piece::Tab => ((col / TAB_STOP + 1) * TAB_STOP - col, 1),
+                Piece::Grapheme(g, w) => (w, g.len()),
+            };
+            if col > 0 && col + cells > room {
+                rows.push(std::mem::replace(&mut row, "  ".into()));
+                col = 0;
+            }
+            if at == cursor {
+                at_cursor = (rows.len(), LEAD + col);
+            }
+            match p {
+                Piece::Grapheme(g, _) => row.push_str(g),
+                Piece::Tab => row.extend(std::iter::repeat_n(' ', cells)),
+                Piece::Escape(_) => {}
+            }
+            col += cells;
+            at += len;
+        }
+        if at == cursor {
+            if col >= room {
+                // At the end of a full row: the cursor starts the next one.
+                rows.push(std::mem::replace(&mut row, "  ".into()));
+                col = 0;
+            }
+            at_cursor = (rows.len(), LEAD + col);
+        }
+        rows.push(row);
+        offset = at + 1;
+    }
+    // The rows around the cursor: as many as fit, the cursor's last.
+    let first = (at_cursor.0 + 1).saturating_sub(MAX_ROWS);
+    let shown: Vec<String> = rows.into_iter().skip(first).take(MAX_ROWS).collect();
+    PromptView {
+        rows: shown,
+        cursor: (
+            at_cursor.0 - first,
+            at_cursor.1.min(width.saturating_sub(1)),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(text: &str, cursor: usize, width: usize) -> (Vec<String>, (usize, usize)) {
+        let v = layout(text, cursor, width);
+        (v.rows, v.cursor)
+    }
+
+    #[test]
+    fn a_short_prompt_is_one_row_with_the_cursor_after_it() {
+        assert_eq!(rows("abc", 3, 20), (vec!["› abc".into()], (0, 5)));
+        assert_eq!(rows("", 0, 20), (vec!["› ".into()], (0, 2)));
+    }
+
+    #[test]
+    fn a_long_line_wraps_and_the_cursor_follows_its_end() {
+        let text = "abcdefghij";
+        let (r, c) = rows(text, text.len(), 6);
+        assert_eq!(r, vec!["› abcd", "  efgh", "  ij"]);
+        assert_eq!(c, (2, 4));
+        // In the middle: the cursor on the 'f'.
+        assert_eq!(rows(text, 5, 6).1, (1, 3));
+    }
+
+    #[test]
+    fn a_row_filled_to_the_edge_puts_the_cursor_on_the_next() {
+        let (r, c) = rows("abcd", 4, 6);
+        assert_eq!(r, vec!["› abcd", "  "]);
+        assert_eq!(c, (1, 2));
+    }
+
+    #[test]
+    fn wide_characters_never_straddle_the_edge() {
+        // Each takes two cells; four cells of room hold two.
+        let (r, c) = rows("日本語", "日本語".len(), 6);
+        assert_eq!(r, vec!["› 日本", "  語"]);
+        assert_eq!(c, (1, 4));
+    }
+
+    #[test]
+    fn more_rows_than_fit_show_those_ending_at_the_cursor() {
+        let text: String = (0..10).map(|i| format!("line {i}\n")).collect();
+        let text = text.trim_end();
+        let (r, c) = rows(text, text.len(), 40);
+        assert_eq!(r.len(), MAX_ROWS);
+        assert_eq!(r[MAX_ROWS - 1], "  line 9");
+        assert_eq!(c, (MAX_ROWS - 1, 8));
+        // At the start: the first rows.
+        let (r, c) = rows(text, 0, 40);
+        assert_eq!(r[0], "› line 0");
+        assert_eq!(c, (0, 2));
+    }
+
+    #[test]
+    fn tabs_are_drawn_as_the_spaces_they_take() {
+        let (r, c) = rows("a\tb", 3, 40);
+        assert_eq!(r, vec![format!("› a{}b", " ".repeat(TAB_STOP - 1))]);
+        assert_eq!(c, (0, 2 + TAB_STOP + 1));
+    }
+
+    #[test]
+    fn a_terminal_too_narrow_still_shows_one_cell_per_row() {
+        let (r, c) = rows("ab", 2, 2);
+        assert_eq!(r, vec!["› a", "  b", "  "]);
+        assert_eq!(c, (2, 1));
+    }
+}

@@ -1,0 +1,110 @@
+//! The prompt as the user types it: a line longer than the terminal wraps onto the next
+//! rows, so its end and the cursor stay in sight (it was cut at the right edge, the
+//! cursor stuck on the last column while keys went on going in unseen); more rows than
+//! the prompt holds scroll to the cursor's.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Position;
+use trellis_tui::{App, Clock, draw};
+
+mod common;
+use common::{buffer_text, new_session, session_of};
+
+fn app() -> App {
+    let mut app = App::new(session_of(new_session(Vec::new())), "agent".into(), false);
+    app.theme = trellis_view::Theme::plain();
+    app
+}
+
+fn type_in(app: &mut App, text: &str) {
+    for c in text.chars() {
+        let k = if c == '\n' {
+            KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT)
+        } else {
+            KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+        };
+        app.on_key(k);
+    }
+}
+
+/// The frame as text, and where the terminal's cursor is.
+fn frame(app: &mut App, w: u16, h: u16) -> (String, Position) {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| {
+        draw(
+            f,
+            app,
+            Clock {
+                now: 10.0,
+                frame: 0,
+            },
+        )
+    })
+    .unwrap();
+    let text = buffer_text(term.backend().buffer(), w, h);
+    let cursor = term.get_cursor_position().unwrap();
+    (text, cursor)
+}
+
+fn row(text: &str, y: u16) -> &str {
+    text.lines().nth(y as usize).unwrap_or("")
+}
+
+#[test]
+fn a_prompt_longer_than_the_terminal_wraps_and_its_end_stays_in_sight() {
+    let mut app = app();
+    let words = "please read every file under src and tell me which functions are never called \
+                 from anywhere, then remove them one commit at a time";
+    type_in(&mut app, words);
+    let (f, at) = frame(&mut app, 60, 16);
+    insta::assert_snapshot!("prompt_wrapped_60x16", f);
+    // Every word shows: nothing is cut at the edge.
+    let shown: String = f.split_whitespace().collect();
+    let typed: String = words.split_whitespace().collect();
+    assert!(shown.contains(&typed[typed.len() - 20..]), "{f}");
+    // The cursor is right after the last character typed, on the prompt's last row.
+    let line = row(&f, at.y);
+    assert!(line.trim_end().ends_with("time"), "cursor row {}: {line:?}\n{f}", at.y);
+    assert_eq!(at.x as usize, line.trim_end().chars().count(), "{f}");
+    // A character more shows where the cursor was.
+    type_in(&mut app, "!");
+    let (f2, at2) = frame(&mut app, 60, 16);
+    assert!(row(&f2, at.y).trim_end().ends_with("time!"), "{f2}");
+    assert_eq!(at2, Position::new(at.x + 1, at.y));
+}
+
+#[test]
+fn a_prompt_of_more_rows_than_fit_shows_the_cursors_row_never_the_status_bar() {
+    let mut app = app();
+    let text: Vec<String> = (1..=9).map(|i| format!("step {i}")).collect();
+    type_in(&mut app, &text.join("\n"));
+    let (f, at) = frame(&mut app, 40, 20);
+    insta::assert_snapshot!("prompt_nine_lines_40x20", f);
+    assert_eq!(row(&f, at.y).trim_end(), "  step 9", "{f}");
+    assert!(!f.contains("step 3"), "six rows show, ending at the cursor's: {f}");
+    // The status bar is the last row; the prompt's bottom border is above it.
+    assert!(at.y < 18, "{f}");
+    // Back to the top: the first rows show.
+    for _ in 0..8 {
+        app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE));
+    }
+    let (f, at) = frame(&mut app, 40, 20);
+    assert!(row(&f, at.y).contains("step 1"), "{f}");
+}
+
+#[test]
+fn wide_characters_wrap_whole() {
+    let mut app = app();
+    type_in(&mut app, &"日本語".repeat(10));
+    let (f, at) = frame(&mut app, 20, 12);
+    // Nine wide characters fill 18 cells behind the lead; no half glyph at the edge.
+    assert!(f.contains("› 日本語日本語日本語\n"), "{f}");
+    assert_eq!(row(&f, at.y).trim_end(), "  日本語", "{f}");
+    assert_eq!(at.x, 8, "{f}");
+    // On a narrower terminal, an odd number of cells: eight fit, never a half of one.
+    let (f, _) = frame(&mut app, 19, 12);
+    assert!(f.contains("› 日本語日本語日本\n"), "{f}");
+}
