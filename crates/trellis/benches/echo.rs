@@ -40,7 +40,7 @@ fn run(client: &str) -> Vec<Duration> {
     // session stats' count).
     let echoes = pty.echoes(
         &[KEY],
-        CALLS.to_string().as_bytes(),
+        (CALLS.to_string().as_bytes(), pty.started),
         Duration::from_millis(150),
         KEYS,
     );

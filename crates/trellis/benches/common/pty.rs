@@ -9,12 +9,15 @@ use std::time::{Duration, Instant};
 /// Output as read, each chunk with the moment it was read.
 type Chunks = Vec<(Instant, Vec<u8>)>;
 
+/// Ended when dropped, also when a benchmark panics: `script` and the UI below it (in a
+/// session of its own, so no signal to `script`'s group reaches it) are killed, so a failed
+/// run leaves nothing behind holding the pipe.
 pub struct Pty {
     pub child: Child,
-    pub stdin: ChildStdin,
+    stdin: Option<ChildStdin>,
     pub started: Instant,
     seen: Arc<Mutex<Chunks>>,
-    reader: std::thread::JoinHandle<()>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Pty {
@@ -51,10 +54,10 @@ impl Pty {
         let stdin = child.stdin.take().unwrap();
         Pty {
             child,
-            stdin,
+            stdin: Some(stdin),
             started,
             seen,
-            reader,
+            reader: Some(reader),
         }
     }
 
@@ -87,15 +90,15 @@ impl Pty {
 
     /// Types `key` every `every` (at most `max` times) while the stream runs, and returns
     /// each echo: from writing the key to the first output that carries it. A key typed
-    /// after `end` (the stream's last output, e.g. the session stats' count) shows up
-    /// does not count, and ends the typing.
-    /// The keys are typed in turn from `keys`: a prompt full of one key scrolls without a
-    /// cell changing, so the terminal is sent nothing to echo (two keys alternating change
-    /// every cell).
+    /// after `end.0` (the stream's last output, e.g. the session stats' count) shows up
+    /// in what was read from `end.1` on does not count, and ends the typing.
+    /// The keys are typed in turn from `keys`: a screen that shows the same cells after a key
+    /// (a prompt of one key repeated, scrolled a row up) sends the terminal nothing to echo,
+    /// so a long run of keys needs many, in a cycle no row's width is a multiple of.
     pub fn echoes(
         &mut self,
         keys: &[&str],
-        end: &[u8],
+        end: (&[u8], Instant),
         every: Duration,
         max: usize,
     ) -> Vec<Duration> {
@@ -105,12 +108,15 @@ impl Pty {
             let at = Instant::now();
             let key = keys[n % keys.len()];
             self.send(key.as_bytes());
-            let t = self
-                .wait_for(key.as_bytes(), at, Duration::from_secs(5))
-                .expect("no echo");
+            let Some(t) = self.wait_for(key.as_bytes(), at, Duration::from_secs(5)) else {
+                panic!(
+                    "no echo of key {n} ({key}) within 5 s; read since it was typed:\n{}",
+                    self.since(at)
+                )
+            };
             echoes.push(t - at);
             if self
-                .wait_for(end, self.started, Duration::ZERO)
+                .wait_for(end.0, end.1, Duration::ZERO)
                 .is_some_and(|done| done <= at)
             {
                 echoes.pop();
@@ -132,20 +138,57 @@ impl Pty {
         String::from_utf8_lossy(&all).into_owned()
     }
 
+    /// What was read after `at` (its last 4 KiB, control bytes escaped), for a failure's
+    /// message.
+    pub fn since(&self, at: Instant) -> String {
+        let bytes: Vec<u8> = self
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(t, _)| *t >= at)
+            .flat_map(|(_, b)| b.clone())
+            .collect();
+        let tail = &bytes[bytes.len().saturating_sub(4096)..];
+        String::from_utf8_lossy(tail).escape_debug().to_string()
+    }
+
     /// Types `bytes`.
     pub fn send(&mut self, bytes: &[u8]) {
-        self.stdin.write_all(bytes).unwrap();
-        self.stdin.flush().unwrap();
+        let stdin = self.stdin.as_mut().expect("the pty's input is open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
     }
 
     /// Ctrl-C twice, then waits for the UI to end.
     pub fn quit(mut self) {
         self.send(b"\x03");
         std::thread::sleep(Duration::from_millis(200));
-        let _ = self.stdin.write_all(b"\x03");
-        let _ = self.stdin.flush();
-        drop(self.stdin);
+        if let Some(mut stdin) = self.stdin.take() {
+            let _ = stdin.write_all(b"\x03");
+            let _ = stdin.flush();
+        }
         let _ = self.child.wait();
-        let _ = self.reader.join();
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        // A run that did not quit (a panic): everything below `script`, then `script`.
+        for pid in trellis_os::reaper::descendants(self.child.id()) {
+            trellis_os::group::signal_process(pid, trellis_os::Signal::SIGKILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.stdin.take();
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
     }
 }
