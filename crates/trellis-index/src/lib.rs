@@ -21,8 +21,13 @@ mod schema;
 mod search;
 mod update;
 mod write;
+mod writers;
 
 use std::path::{Path, PathBuf};
+
+/// How long a session's read waits for the other sessions of this process writing into
+/// the same index (SQLite's busy timeout, 5 s, then waits for other processes).
+const FOLLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
@@ -239,6 +244,9 @@ impl Index {
         state: &mut Option<Follow>,
         last: bool,
     ) -> Result<Updated> {
+        // The sessions of one process follow their logs into one index: in turn, handed
+        // on at once (see `writers`).
+        let _turn = writers::take(&self.path, FOLLOW_WAIT);
         let tx = self.write_tx()?;
         let done = update::follow(&tx, log, state, last)?;
         tx.commit()?;
