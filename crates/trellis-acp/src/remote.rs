@@ -190,11 +190,7 @@ pub fn header_pairs(
             let n = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
                 // Said up to what is wrong, never whole: a pasted `Name: value` line
                 // would print its value.
-                let ok: String = name
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(*c))
-                    .take(40)
-                    .collect();
+                let ok: String = name_prefix(name).chars().take(40).collect();
                 format!("header name \"{ok}…\": not a header name (a name is letters, digits and -; its value goes after =)")
             })?;
             if RESERVED.iter().any(|r| n.as_str() == *r) || n.as_str().starts_with("sec-websocket-") {
@@ -209,6 +205,16 @@ pub fn header_pairs(
             Ok((n, v))
         })
         .collect()
+}
+
+/// The longest start of `name` that can be in a header name (HTTP's token characters):
+/// what of a bad name may be said (a pasted `Name: value` stops before its value).
+pub fn name_prefix(name: &str) -> &str {
+    let end = name
+        .bytes()
+        .position(|b| !(b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)))
+        .unwrap_or(name.len());
+    &name[..end]
 }
 
 /// Headers the connection's own (HTTP/1.1 and the WebSocket handshake, ACP's ids on
@@ -570,6 +576,16 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_header_name_is_said_only_up_to_what_is_wrong() {
+        assert_eq!(name_prefix("X-Team"), "X-Team");
+        assert_eq!(name_prefix("X-Team: trl_secret"), "X-Team");
+        assert_eq!(name_prefix("ключ"), "");
+        assert_eq!(name_prefix("a~b ключ"), "a~b");
+        let e = header_pairs(&[("X-Team: sk-live-123".into(), "v".into())]).unwrap_err();
+        assert!(e.contains("\"X-Team…\"") && !e.contains("sk-live"), "{e}");
+    }
 
     #[test]
     fn header_values_are_hidden_from_debug_output() {

@@ -26,7 +26,10 @@ const PROMPT: &[(&str, &str)] = &[
     ("Ctrl-U / Ctrl-K", "delete to the start / end of the line"),
     ("Ctrl-W, Alt-Backspace", "delete the word before the cursor"),
     ("Delete", "delete the character under the cursor"),
-    ("↑ / ↓", "prompt history (one line), the line above / below (several)"),
+    (
+        "↑ / ↓",
+        "prompt history (one line), the line above / below (several)",
+    ),
     ("Ctrl-G", "edit the prompt in $VISUAL / $EDITOR"),
     (
         "Esc",

@@ -67,7 +67,11 @@ fn a_prompt_longer_than_the_terminal_wraps_and_its_end_stays_in_sight() {
     assert!(shown.contains(&typed[typed.len() - 20..]), "{f}");
     // The cursor is right after the last character typed, on the prompt's last row.
     let line = row(&f, at.y);
-    assert!(line.trim_end().ends_with("time"), "cursor row {}: {line:?}\n{f}", at.y);
+    assert!(
+        line.trim_end().ends_with("time"),
+        "cursor row {}: {line:?}\n{f}",
+        at.y
+    );
     assert_eq!(at.x as usize, line.trim_end().chars().count(), "{f}");
     // A character more shows where the cursor was.
     type_in(&mut app, "!");
@@ -84,7 +88,10 @@ fn a_prompt_of_more_rows_than_fit_shows_the_cursors_row_never_the_status_bar() {
     let (f, at) = frame(&mut app, 40, 20);
     insta::assert_snapshot!("prompt_nine_lines_40x20", f);
     assert_eq!(row(&f, at.y).trim_end(), "  step 9", "{f}");
-    assert!(!f.contains("step 3"), "six rows show, ending at the cursor's: {f}");
+    assert!(
+        !f.contains("step 3"),
+        "six rows show, ending at the cursor's: {f}"
+    );
     // The status bar is the last row; the prompt's bottom border is above it.
     assert!(at.y < 18, "{f}");
     // Back to the top: the first rows show.

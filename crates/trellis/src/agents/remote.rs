@@ -227,9 +227,7 @@ fn written_secret(preset: &trellis_store::config::AgentPreset) -> Option<(String
         };
         // A name is said only when it is one (a pasted `Name: value` or a token is not).
         let said = !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            && trellis_acp::remote::name_prefix(name) == name
             && !trellis_acp::remote::holds_trellis_token(name);
         Some((
             if said {
