@@ -118,6 +118,67 @@ impl Git {
     }
 
     /// Runs it for NUL-separated paths (`-z` output).
+    /// Runs it and hands each NUL-ended record of its output to `each` as it is read:
+    /// for listings of any length (every ignored file of a tree with `node_modules/`),
+    /// of which the caller keeps a few, held one record at a time. What git says on its
+    /// error output is kept up to [`MESSAGE_LIMIT`] bytes, the rest read and dropped.
+    pub(crate) fn each_record(mut self, mut each: impl FnMut(&[u8])) -> Result<(), Error> {
+        use std::io::{BufRead, Read};
+        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = trellis_os::reaper::spawn_owned(&mut self.cmd).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::NoGit
+            } else {
+                Error::Io(format!("cannot run git: {e}"))
+            }
+        })?;
+        let pid = child.id();
+        let stderr = child.stderr.take().map(|mut err| {
+            std::thread::spawn(move || {
+                let mut kept = Vec::new();
+                let _ = (&mut err).take(MESSAGE_LIMIT as u64).read_to_end(&mut kept);
+                let _ = std::io::copy(&mut err, &mut std::io::sink());
+                kept
+            })
+        });
+        let mut read = Ok(());
+        if let Some(out) = child.stdout.take() {
+            let mut r = std::io::BufReader::new(out);
+            let mut record = Vec::new();
+            loop {
+                record.clear();
+                match r.read_until(0, &mut record) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        let rec = record.strip_suffix(&[0]).unwrap_or(&record);
+                        if !rec.is_empty() {
+                            each(rec);
+                        }
+                    }
+                    Err(e) => {
+                        read = Err(Error::Io(format!("git: {e}")));
+                        break;
+                    }
+                }
+            }
+        }
+        if read.is_err() {
+            let _ = child.kill();
+        }
+        let status = child.wait();
+        trellis_os::reaper::disown(pid);
+        let said_err = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+        read?;
+        match status {
+            Ok(st) if st.success() => Ok(()),
+            Ok(_) => Err(Error::Git {
+                command: self.shown,
+                said: said(&said_err, b""),
+            }),
+            Err(e) => Err(Error::Io(format!("git: {e}"))),
+        }
+    }
+
     pub(crate) fn paths(self) -> Result<Vec<PathBuf>, Error> {
         let out = self.output()?;
         Ok(out
@@ -148,4 +209,34 @@ fn said(stderr: &[u8], stdout: &[u8]) -> String {
         s.push('…');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_handed_over_one_at_a_time_and_a_failure_says_what_git_said() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(Git::at(dir.path()).args(["init", "-q"]).ok().unwrap());
+        for name in ["a file", "b\nnewline"] {
+            std::fs::write(dir.path().join(name), "x").unwrap();
+        }
+        let mut seen = Vec::new();
+        Git::at(dir.path())
+            .args(["ls-files", "-z", "--others"])
+            .each_record(|r| seen.push(String::from_utf8_lossy(r).into_owned()))
+            .unwrap();
+        seen.sort();
+        assert_eq!(seen, ["a file", "b\nnewline"]);
+        let missing = dir.path().join("nowhere");
+        let err = Git::at(&missing)
+            .args(["ls-files", "-z"])
+            .each_record(|_| panic!("no output"))
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Git { said, .. } if said.contains("nowhere")),
+            "{err:?}"
+        );
+    }
 }

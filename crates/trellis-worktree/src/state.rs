@@ -133,10 +133,17 @@ fn repos_among_others(tree: &Path, ignored: bool) -> Result<Vec<PathBuf>, Error>
     if ignored {
         g = g.arg("--ignored");
     }
-    Ok(g.paths()?
-        .into_iter()
-        .filter(|rel| rel.as_os_str().as_bytes().ends_with(b"/") && is_repo(&tree.join(rel)))
-        .collect())
+    // Read as listed, the repositories kept: a tree's ignored files can be millions.
+    let mut repos = Vec::new();
+    g.each_record(|rel| {
+        if rel.ends_with(b"/") {
+            let rel = PathBuf::from(std::ffi::OsStr::from_bytes(rel));
+            if is_repo(&tree.join(&rel)) {
+                repos.push(rel);
+            }
+        }
+    })?;
+    Ok(repos)
 }
 
 /// Repositories of their own that git would add to `tree`'s next commit as a bare link
@@ -152,19 +159,22 @@ pub(crate) fn untracked_repos(tree: &Path) -> Result<Vec<PathBuf>, Error> {
 pub(crate) fn nested_repos(tree: &Path) -> Result<Vec<PathBuf>, Error> {
     let mut out = untracked_repos(tree)?;
     out.extend(repos_among_others(tree, true)?);
-    let staged = Git::at(tree).args(["ls-files", "-z", "--stage"]).output()?;
-    for entry in staged.split(|b| *b == 0) {
-        // `MODE SHA STAGE\tPATH`
-        let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
-            continue;
-        };
-        if entry.starts_with(b"160000 ") {
-            let rel = PathBuf::from(String::from_utf8_lossy(&entry[tab + 1..]).into_owned());
-            if is_repo(&tree.join(&rel)) {
-                out.push(rel);
+    // Every tracked file is listed: read as listed, the links kept.
+    Git::at(tree)
+        .args(["ls-files", "-z", "--stage"])
+        .each_record(|entry| {
+            // `MODE SHA STAGE\tPATH`
+            let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                return;
+            };
+            if entry.starts_with(b"160000 ") {
+                use std::os::unix::ffi::OsStrExt;
+                let rel = PathBuf::from(std::ffi::OsStr::from_bytes(&entry[tab + 1..]));
+                if is_repo(&tree.join(&rel)) {
+                    out.push(rel);
+                }
             }
-        }
-    }
+        })?;
     out.sort();
     out.dedup();
     Ok(out)
