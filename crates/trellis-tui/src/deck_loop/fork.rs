@@ -41,8 +41,10 @@ pub(super) fn open(deck: &mut Deck, ask: ForkAsk) {
     match opener(req) {
         Ok(mut opened) => {
             if let Some(text) = brief {
-                // Shown for editing: nothing reaches the agent before Enter.
-                opened.app.prompt.cursor = text.len();
+                // Shown for editing: nothing reaches the agent before Enter. The cursor at
+                // its start, so that its first rows show (the prompt shows the rows around
+                // the cursor).
+                opened.app.prompt.cursor = 0;
                 opened.app.prompt.text = text;
                 let said =
                     "a brief of the session you left is in the prompt: edit it, Enter sends it";

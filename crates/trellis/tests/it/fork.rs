@@ -4,8 +4,9 @@
 //! in a worktree holding the files of the turn forked from.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use crate::hubkit::{Dirs, Hub, text, until};
+use crate::hubkit::{Dirs, Hub, text, until, until_seen};
 use crate::worktrees::git;
 
 /// A headless run of `agent` in `cwd` with the prompts, every request allowed: the
@@ -269,14 +270,26 @@ fn a_fork_in_a_hub_gets_a_worktree_of_that_turns_files_and_a_rewind_of_both_undo
         text(&o)
     );
     // Listed once it runs in its worktree (while it starts, the row may name the source).
-    until("the fork to run in its worktree", || {
-        d.ls().iter().any(|r| {
-            r["key"] == 1
-                && r["cwd"]
-                    .as_str()
-                    .is_some_and(|c| c.contains("/trellis/worktrees/"))
-        })
-    });
+    // Making the worktree and putting the checkpoint's files in it runs git a dozen times:
+    // under a loaded machine (the whole suite on two cores), 20 s was not always enough.
+    until_seen(
+        "the fork to run in its worktree",
+        Duration::from_secs(60),
+        || {
+            let rows = d.ls();
+            let there = rows.iter().any(|r| {
+                r["key"] == 1
+                    && r["cwd"]
+                        .as_str()
+                        .is_some_and(|c| c.contains("/trellis/worktrees/"))
+            });
+            if there {
+                Ok(())
+            } else {
+                Err(format!("{rows:?}"))
+            }
+        },
+    );
     let row = d.ls().into_iter().find(|r| r["key"] == 1).unwrap();
     let wt = PathBuf::from(row["cwd"].as_str().unwrap());
     assert!(wt.starts_with(d.data.join("trellis/worktrees")), "{row}");
@@ -503,7 +516,7 @@ fn a_paste_of_several_lines_is_text_and_never_enter() {
     // Sent with Enter; its permission question, and a reason pasted into it.
     t.send(&["Enter"]);
     t.wait_for("reject with a reason");
-    std::thread::sleep(std::time::Duration::from_millis(600));
+    std::thread::sleep(Duration::from_millis(600));
     t.send(&["r"]);
     t.wait_for("Reject with a reason");
     paste("not this file\nLEAKED PART");

@@ -136,11 +136,26 @@ impl Drop for Hub {
 pub(crate) use crate::procs::{alive, children};
 
 pub(crate) fn until(what: &str, mut ok: impl FnMut() -> bool) {
+    until_seen(what, Duration::from_secs(20), || {
+        if ok() { Ok(()) } else { Err(String::new()) }
+    });
+}
+
+/// Waits up to `limit` for `seen` to be `Ok`; on a timeout, says what it saw last.
+pub(crate) fn until_seen(
+    what: &str,
+    limit: Duration,
+    mut seen: impl FnMut() -> Result<(), String>,
+) {
     let start = Instant::now();
-    while !ok() {
+    loop {
+        let last = match seen() {
+            Ok(()) => return,
+            Err(last) => last,
+        };
         assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "timed out: {what}"
+            start.elapsed() < limit,
+            "timed out: {what}; last seen: {last}"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
