@@ -30,6 +30,7 @@ mod login;
 mod mcp;
 mod plugin_death;
 mod plugin_failures;
+mod plugin_trials;
 mod plugins;
 mod plugins_sdks;
 mod procs;
