@@ -239,6 +239,13 @@ impl App {
     }
 
     pub(crate) fn prompt_key(&mut self, key: KeyEvent) -> Vec<Intent> {
+        // Esc with the completions showing closes them and does nothing else (it left the
+        // prompt, or cancelled the running turn).
+        if key.code == KeyCode::Esc && self.prompt.popup.is_some() {
+            self.prompt.completion = None;
+            self.prompt.popup = None;
+            return Vec::new();
+        }
         if key.code != KeyCode::Tab {
             self.prompt.completion = None;
             self.prompt.popup = None;
@@ -357,8 +364,7 @@ impl App {
             KeyCode::Right if ctrl || alt => self.prompt.word_right(),
             KeyCode::Left => self.prompt.left(),
             KeyCode::Right => self.prompt.right(),
-            KeyCode::Up if !self.prompt.text.contains('\n') => self.prompt.history(true),
-            KeyCode::Down if !self.prompt.text.contains('\n') => self.prompt.history(false),
+            // A line up or down; from the first line up (the last down), the history.
             KeyCode::Up => self.prompt.vertical(true),
             KeyCode::Down => self.prompt.vertical(false),
             KeyCode::Tab => self.complete(),

@@ -25,8 +25,21 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
 pub fn draw_in(f: &mut Frame<'_>, app: &mut App, area: Rect, clock: Clock) {
     // The prompt's rows as they wrap at this width (without side borders, the width is
     // the area's).
+    // At most half of what the status bar and the prompt's borders leave, and one row
+    // while a question to answer is open (its keys must show above it).
+    let asking = app.dialog().is_some() || app.question().is_some();
+    let rows_cap = if asking {
+        1
+    } else {
+        usize::from(area.height.saturating_sub(3) / 2)
+    };
     let prompt_view = (!app.replay).then(|| {
-        crate::prompt_view::layout(&app.prompt.text, app.prompt.cursor, area.width as usize)
+        crate::prompt_view::layout(
+            &app.prompt.text,
+            app.prompt.cursor,
+            area.width as usize,
+            rows_cap,
+        )
     });
     let prompt_lines = prompt_view.as_ref().map_or(0, |v| v.rows.len() as u16 + 2);
     let mut plan = crate::plans::plan_lines(app);
@@ -35,7 +48,10 @@ pub fn draw_in(f: &mut Frame<'_>, app: &mut App, area: Rect, clock: Clock) {
     let long = long_message(app, area.width as usize);
     let message_above = !long.is_empty();
     plan.extend(long);
-    let plan_h = (plan.len() as u16).min(area.height / 4);
+    // The plan gives way to the prompt and the status bar (a row of transcript stays).
+    let plan_h = (plan.len() as u16)
+        .min(area.height / 4)
+        .min(area.height.saturating_sub(prompt_lines + 2));
     let [main, plan_area, prompt, status] = Layout::vertical([
         Constraint::Min(1),
         Constraint::Length(plan_h),
@@ -219,6 +235,16 @@ fn draw_prompt(f: &mut Frame<'_>, app: &App, prompt: Rect, view: crate::prompt_v
             format!(" with your next prompt, the output of {} ", what.join(", ")),
             theme.notice,
         ));
+    }
+    // Rows out of sight are said on the borders, as other panels say them.
+    if view.above > 0 {
+        block = block
+            .title(Line::styled(format!(" ↑ {} more ", view.above), theme.dim).right_aligned());
+    }
+    if view.below > 0 {
+        block = block.title_bottom(
+            Line::styled(format!(" ↓ {} more ", view.below), theme.dim).right_aligned(),
+        );
     }
     let (row, col) = view.cursor;
     let text: Vec<Line<'static>> = view.rows.into_iter().map(Line::from).collect();

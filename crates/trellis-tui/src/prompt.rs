@@ -1,6 +1,8 @@
 //! The prompt editor's text buffer: multi-line text, a cursor, history, and the Tab
 //! completion being cycled.
 
+use unicode_segmentation::UnicodeSegmentation;
+
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Prompt {
     /// Completion candidates being cycled with Tab, and the one shown.
@@ -12,6 +14,8 @@ pub struct Prompt {
     pub cursor: usize,
     pub history: Vec<String>,
     hist_pos: Option<usize>,
+    /// What was in the prompt when ↑ went into the history: back past the newest entry.
+    draft: Option<String>,
 }
 
 impl Prompt {
@@ -27,31 +31,41 @@ impl Prompt {
         self.cursor += s.len();
     }
 
+    /// Bytes of the character before the cursor, as the user sees one (an accented letter
+    /// written as two code points, a flag, an emoji with its skin tone: one grapheme).
+    fn before(&self) -> usize {
+        self.text[..self.cursor]
+            .graphemes(true)
+            .next_back()
+            .map_or(0, str::len)
+    }
+
+    /// Bytes of the character after the cursor (one grapheme).
+    fn after(&self) -> usize {
+        self.text[self.cursor..]
+            .graphemes(true)
+            .next()
+            .map_or(0, str::len)
+    }
+
     pub(crate) fn backspace(&mut self) {
-        if let Some(c) = self.text[..self.cursor].chars().next_back() {
-            self.cursor -= c.len_utf8();
-            self.text.remove(self.cursor);
-        }
+        let n = self.before();
+        self.text.replace_range(self.cursor - n..self.cursor, "");
+        self.cursor -= n;
     }
 
     pub(crate) fn left(&mut self) {
-        if let Some(c) = self.text[..self.cursor].chars().next_back() {
-            self.cursor -= c.len_utf8();
-        }
+        self.cursor -= self.before();
     }
 
     pub(crate) fn right(&mut self) {
-        if let Some(c) = self.text[self.cursor..].chars().next() {
-            self.cursor += c.len_utf8();
-        }
+        self.cursor += self.after();
     }
 
     /// Deletes the character after the cursor (Delete).
     pub(crate) fn delete(&mut self) {
-        if let Some(c) = self.text[self.cursor..].chars().next() {
-            self.text
-                .replace_range(self.cursor..self.cursor + c.len_utf8(), "");
-        }
+        let n = self.after();
+        self.text.replace_range(self.cursor..self.cursor + n, "");
     }
 
     /// Byte offset where the cursor's line starts.
@@ -120,15 +134,15 @@ impl Prompt {
     }
 
     /// One line up or down in a prompt of several lines (↑, ↓), at the cursor's column as
-    /// far as that line reaches; from the first line up goes to the start, from the last
-    /// line down to the end.
+    /// far as that line reaches; from the first line up (the last line down), through the
+    /// history, as a shell does.
     pub(crate) fn vertical(&mut self, up: bool) {
         self.completion = None;
         let start = self.line_start();
         let col = trellis_text::display_width(&self.text[start..self.cursor]);
         let (from, to) = if up {
             if start == 0 {
-                self.cursor = 0;
+                self.history(true);
                 return;
             }
             let end = start - 1;
@@ -136,7 +150,7 @@ impl Prompt {
         } else {
             let end = self.line_end();
             if end == self.text.len() {
-                self.cursor = end;
+                self.history(false);
                 return;
             }
             let next = end + 1;
@@ -173,23 +187,29 @@ impl Prompt {
     pub(crate) fn set(&mut self, text: String) {
         self.completion = None;
         self.hist_pos = None;
+        self.draft = None;
         self.cursor = text.len();
         self.text = text;
     }
 
+    /// An older (`back`) or newer entry of the history. Going in keeps what was typed,
+    /// which comes back past the newest entry: ↑ never loses a draft.
     pub(crate) fn history(&mut self, back: bool) {
         if self.history.is_empty() {
             return;
         }
         let pos = match (self.hist_pos, back) {
-            (None, true) => self.history.len() - 1,
+            (None, true) => {
+                self.draft = Some(std::mem::take(&mut self.text));
+                self.history.len() - 1
+            }
             (None, false) => return,
             (Some(p), true) => p.saturating_sub(1),
             (Some(p), false) if p + 1 < self.history.len() => p + 1,
             (Some(_), false) => {
                 self.hist_pos = None;
-                self.text.clear();
-                self.cursor = 0;
+                self.text = self.draft.take().unwrap_or_default();
+                self.cursor = self.text.len();
                 return;
             }
         };
@@ -200,6 +220,7 @@ impl Prompt {
 
     pub(crate) fn take(&mut self) -> String {
         self.hist_pos = None;
+        self.draft = None;
         self.cursor = 0;
         let text = std::mem::take(&mut self.text);
         if !text.trim().is_empty() && self.history.last() != Some(&text) {
@@ -237,12 +258,10 @@ mod tests {
 
     #[test]
     fn up_and_down_move_between_lines_at_the_same_column() {
-        let cases: [(&str, bool, &str); 7] = [
+        let cases: [(&str, bool, &str); 5] = [
             ("first\nsec|ond", true, "fir|st\nsecond"),
             ("fir|st\nsecond", false, "first\nsec|ond"),
             ("a\nlonger li|ne", true, "a|\nlonger line"),
-            ("fi|rst\nsecond", true, "|first\nsecond"),
-            ("first\nsec|ond", false, "first\nsecond|"),
             // By columns, not bytes: a wide character takes two.
             ("日本|\nabcdef", false, "日本\nabcd|ef"),
             ("ab|cd\n日本語", false, "abcd\n日|本語"),
@@ -252,6 +271,48 @@ mod tests {
             p.vertical(up);
             assert_eq!(shown(&p), after, "{before:?} up={up}");
         }
+    }
+
+    #[test]
+    fn the_history_keeps_the_draft_and_is_reached_from_the_first_and_last_lines() {
+        let mut p = Prompt {
+            history: vec!["older\ntwo lines".into(), "newer".into()],
+            ..at("my dra|ft")
+        };
+        p.vertical(true);
+        assert_eq!(shown(&p), "newer|");
+        p.vertical(true);
+        assert_eq!(shown(&p), "older\ntwo lines|");
+        // Inside an entry of two lines, ↑ moves up a line first; from its first line, on.
+        p.vertical(true);
+        assert_eq!(shown(&p), "older|\ntwo lines");
+        // ↓ from its last line leaves it for the newer one, then the draft, unchanged.
+        p.vertical(false);
+        p.vertical(false);
+        assert_eq!(shown(&p), "newer|");
+        p.vertical(false);
+        assert_eq!(shown(&p), "my draft|");
+        p.vertical(false);
+        assert_eq!(shown(&p), "my draft|");
+    }
+
+    #[test]
+    fn the_cursor_moves_and_deletes_by_the_character_seen() {
+        // `e` and a combining accent, a thumb with a skin tone, a flag.
+        let text = "ae\u{301}b👍🏽c🇫🇷";
+        let mut p = at(&format!("{text}|"));
+        p.backspace();
+        assert_eq!(p.text, "ae\u{301}b👍🏽c");
+        p.left();
+        p.left();
+        assert_eq!(shown(&p), "ae\u{301}b|👍🏽c");
+        p.delete();
+        assert_eq!(p.text, "ae\u{301}bc");
+        p.left();
+        p.left();
+        assert_eq!(shown(&p), "a|e\u{301}bc");
+        p.right();
+        assert_eq!(shown(&p), "ae\u{301}|bc");
     }
 
     #[test]

@@ -5,7 +5,8 @@
 
 use trellis_text::width::{Piece, TAB_STOP, pieces};
 
-/// Rows the prompt shows at most; a longer one scrolls to keep the cursor in sight.
+/// Rows the prompt shows at most; a longer one scrolls to keep the cursor in sight (and
+/// fewer on a short terminal: see [`layout`]).
 pub const MAX_ROWS: usize = 6;
 
 /// Cells before the text on every row.
@@ -17,32 +18,43 @@ pub struct PromptView {
     pub rows: Vec<String>,
     /// The cursor: its row among `rows`, its column (lead included).
     pub cursor: (usize, usize),
+    /// Rows out of sight above and below the ones shown.
+    pub above: usize,
+    pub below: usize,
 }
 
-/// Lays `text` out in `width` cells, the cursor at byte `cursor`.
-pub fn layout(text: &str, cursor: usize, width: usize) -> PromptView {
+/// Lays `text` out in `width` cells, the cursor at byte `cursor`, showing at most
+/// `max_rows` rows (at least one, at most [`MAX_ROWS`]).
+pub fn layout(text: &str, cursor: usize, width: usize, max_rows: usize) -> PromptView {
+    let max_rows = max_rows.clamp(1, MAX_ROWS);
     let room = width.saturating_sub(LEAD).max(1);
+    let tab = |col: usize| (col / TAB_STOP + 1) * TAB_STOP - col;
     let mut rows: Vec<String> = Vec::new();
-    let mut at_cursor = (0, LEAD);
+    let mut at_cursor: Option<(usize, usize)> = None;
     let mut offset = 0;
     for (n, line) in text.split('\n').enumerate() {
         let mut row = String::from(if n == 0 { "› " } else { "  " });
         let mut col = 0;
         let mut at = offset;
         for p in pieces(line) {
-            let (cells, len) = match p {
+            let (mut cells, len) = match p {
                 // An escape would draw as text it is not: shown as nothing (the prompt
                 // holds none unless pasted, and it is sent as typed).
                 Piece::Escape(e) => (0, e.len()),
-                Piece::Tab => ((col / TAB_STOP + 1) * TAB_STOP - col, 1),
+                Piece::Tab => (tab(col), 1),
                 Piece::Grapheme(g, w) => (w, g.len()),
             };
             if col > 0 && col + cells > room {
                 rows.push(std::mem::replace(&mut row, "  ".into()));
                 col = 0;
+                if matches!(p, Piece::Tab) {
+                    cells = tab(0).min(room);
+                }
             }
-            if at == cursor {
-                at_cursor = (rows.len(), LEAD + col);
+            // The cursor before this piece, or inside it (the editor never leaves it
+            // there; drawn before it, never lost).
+            if at_cursor.is_none() && (at..at + len.max(1)).contains(&cursor) {
+                at_cursor = Some((rows.len(), LEAD + col));
             }
             match p {
                 Piece::Grapheme(g, _) => row.push_str(g),
@@ -52,21 +64,27 @@ pub fn layout(text: &str, cursor: usize, width: usize) -> PromptView {
             col += cells;
             at += len;
         }
-        if at == cursor {
-            if col >= room {
-                // At the end of a full row: the cursor starts the next one.
-                rows.push(std::mem::replace(&mut row, "  ".into()));
-                col = 0;
-            }
-            at_cursor = (rows.len(), LEAD + col);
+        if col >= room {
+            // A line that fills its last row: the place after it is the next row (always,
+            // not only with the cursor there, so the box keeps its height as the cursor
+            // moves).
+            rows.push(std::mem::replace(&mut row, "  ".into()));
+            col = 0;
+        }
+        if at_cursor.is_none() && at == cursor {
+            at_cursor = Some((rows.len(), LEAD + col));
         }
         rows.push(row);
         offset = at + 1;
     }
+    let at_cursor = at_cursor.unwrap_or((rows.len() - 1, LEAD));
     // The rows around the cursor: as many as fit, the cursor's last.
-    let first = (at_cursor.0 + 1).saturating_sub(MAX_ROWS);
-    let shown: Vec<String> = rows.into_iter().skip(first).take(MAX_ROWS).collect();
+    let first = (at_cursor.0 + 1).saturating_sub(max_rows);
+    let total = rows.len();
+    let shown: Vec<String> = rows.into_iter().skip(first).take(max_rows).collect();
     PromptView {
+        above: first,
+        below: total - first - shown.len(),
         rows: shown,
         cursor: (
             at_cursor.0 - first,
@@ -80,7 +98,7 @@ mod tests {
     use super::*;
 
     fn rows(text: &str, cursor: usize, width: usize) -> (Vec<String>, (usize, usize)) {
-        let v = layout(text, cursor, width);
+        let v = layout(text, cursor, width, MAX_ROWS);
         (v.rows, v.cursor)
     }
 
@@ -105,6 +123,28 @@ mod tests {
         let (r, c) = rows("abcd", 4, 6);
         assert_eq!(r, vec!["› abcd", "  "]);
         assert_eq!(c, (1, 2));
+        // Wherever the cursor is: the box keeps its height as the cursor moves.
+        let (r, c) = rows("abcd", 2, 6);
+        assert_eq!(r, vec!["› abcd", "  "]);
+        assert_eq!(c, (0, 4));
+    }
+
+    #[test]
+    fn a_cursor_inside_a_character_is_drawn_before_it() {
+        // Byte 2 is inside `é` (two bytes): never drawn at the row's start by mistake.
+        assert_eq!(rows("aéb", 2, 20).1, (0, 3));
+    }
+
+    #[test]
+    fn a_short_terminal_shows_fewer_rows_the_cursors_among_them_and_says_how_many_are_not() {
+        let text: String = (0..10).map(|i| format!("line {i}\n")).collect();
+        let text = text.trim_end();
+        let at = text.find("line 4").unwrap();
+        let v = layout(text, at, 40, 3);
+        assert_eq!(v.rows, vec!["  line 2", "  line 3", "  line 4"]);
+        assert_eq!(v.cursor, (2, 2));
+        assert_eq!((v.above, v.below), (2, 5));
+        assert_eq!(layout(text, 0, 40, 0).rows.len(), 1);
     }
 
     #[test]
@@ -134,6 +174,15 @@ mod tests {
         let (r, c) = rows("a\tb", 3, 40);
         assert_eq!(r, vec![format!("› a{}b", " ".repeat(TAB_STOP - 1))]);
         assert_eq!(c, (0, 2 + TAB_STOP + 1));
+        // A tab that does not fit the row is a whole stop on the next one.
+        let (r, _) = rows("abcdefghij\tk", 0, 14);
+        assert_eq!(
+            r,
+            vec![
+                "› abcdefghij".to_string(),
+                format!("  {}k", " ".repeat(TAB_STOP))
+            ]
+        );
     }
 
     #[test]

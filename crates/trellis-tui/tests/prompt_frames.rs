@@ -115,3 +115,73 @@ fn wide_characters_wrap_whole() {
     let (f, _) = frame(&mut app, 19, 12);
     assert!(f.contains("› 日本語日本語日本\n"), "{f}");
 }
+
+#[test]
+fn on_a_short_terminal_the_cursors_row_shows_and_the_rows_out_of_sight_are_said() {
+    let mut app = app();
+    let text: String = ('a'..='z').cycle().take(250).collect();
+    type_in(&mut app, &text);
+    type_in(&mut app, "Z");
+    let (f, at) = frame(&mut app, 40, 9);
+    // Rows 0.. are the transcript, then the prompt's top border, its rows, its bottom
+    // border, the status bar: the cursor is on a row of the prompt, after the `Z`.
+    assert!(at.y < 9 - 2, "the cursor below the prompt: {at:?}\n{f}");
+    assert!(row(&f, at.y).trim_end().ends_with('Z'), "{f}");
+    assert_eq!(
+        at.x as usize,
+        row(&f, at.y).trim_end().chars().count(),
+        "{f}"
+    );
+    assert!(f.contains("↑ 4 more"), "{f}");
+}
+
+/// A session asking to edit a file.
+fn asking() -> App {
+    let mut app = App::new(
+        session_of(new_session(vec![
+            (
+                trellis_core::wire::Dir::AgentToClient,
+                serde_json::json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{
+                "sessionUpdate":"tool_call","toolCallId":"e","title":"Edit notes.txt","kind":"edit","status":"pending",
+                "content":[{"type":"diff","path":"/w/notes.txt","oldText":"a\n","newText":"b\n"}]}}}),
+            ),
+            (
+                trellis_core::wire::Dir::AgentToClient,
+                serde_json::json!({"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"S",
+                "toolCall":{"toolCallId":"e"},
+                "options":[{"optionId":"y","name":"Allow","kind":"allow_once"},{"optionId":"n","name":"Reject","kind":"reject_once"}]}}),
+            ),
+        ])),
+        "agent".into(),
+        false,
+    );
+    app.theme = trellis_view::Theme::plain();
+    app
+}
+
+#[test]
+fn a_long_draft_leaves_room_for_the_question_and_its_keys() {
+    let mut app = asking();
+    app.prompt.text = "1234567890".repeat(50);
+    app.prompt.cursor = app.prompt.text.len();
+    let (f, at) = frame(&mut app, 80, 12);
+    assert!(f.contains("[y] Allow") && f.contains("[n] Reject"), "{f}");
+    // One row of the draft, the cursor's, the rest said.
+    assert!(f.contains("↑ 6 more"), "{f}");
+    assert!(row(&f, at.y).contains("1234567890"), "{f}");
+}
+
+#[test]
+fn esc_closes_the_completions_and_stays_in_the_prompt() {
+    let mut app = app();
+    type_in(&mut app, "/");
+    app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    assert!(app.prompt.popup.is_some());
+    app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    assert!(app.prompt.popup.is_none());
+    let (f, _) = frame(&mut app, 80, 20);
+    assert!(
+        f.contains(" prompt · Enter send"),
+        "still in the prompt: {f}"
+    );
+}
