@@ -385,10 +385,12 @@ impl App {
     ) -> Option<Vec<Intent>> {
         let answers = matches!(key.code, KeyCode::Char(c)
             if c == 'r' || trellis_view::dialog::option_for_key(options, c).is_some());
-        if answers && self.just_shown(&req) {
-            self.message = Some(
-                "a permission question just opened: that key went to the prompt; answer in a moment".into(),
-            );
+        if answers && let Some(opened) = self.typing_over(&req) {
+            self.message = Some(if opened {
+                "a permission question just opened: that key went to the prompt; answer in a moment"
+            } else {
+                "that key went to the prompt you are typing in; pause, then answer the question"
+            }.into());
             return Some(self.prompt_key(key));
         }
         if let KeyCode::Char(c) = key.code
@@ -444,19 +446,21 @@ impl App {
     }
 
     /// Whether a key now is the user still typing into the prompt over question `req`:
-    /// a run of keys (each within [`DIALOG_ARM`] of the last) that began before the
-    /// question showed goes on into the prompt; after a pause, keys answer.
-    fn just_shown(&self, req: &str) -> bool {
+    /// any key within [`DIALOG_ARM`] of the last one typed goes on into the prompt — the
+    /// `n` of "line" never rejects, whether the run of keys began before the question
+    /// showed or after it — and only a key after a pause answers. `Some(true)` when the
+    /// run began before the question showed (it just opened).
+    fn typing_over(&self, req: &str) -> Option<bool> {
         let (Some(typed), Some(began)) = (self.last_typed, self.typing_since) else {
-            return false;
+            return None;
         };
         if typed.elapsed() >= DIALOG_ARM {
-            return false;
+            return None;
         }
-        match &self.dialog_shown {
+        Some(match &self.dialog_shown {
             Some((r, at)) if r == req => began < *at,
             // Not drawn yet: new to the user too.
             _ => true,
-        }
+        })
     }
 }

@@ -28,7 +28,7 @@ const PROMPT: &[(&str, &str)] = &[
     ("Delete", "delete the character under the cursor"),
     (
         "↑ / ↓",
-        "prompt history (one line), the line above / below (several)",
+        "the line above / below; from the first / last line, the history",
     ),
     ("Ctrl-G", "edit the prompt in $VISUAL / $EDITOR"),
     (

@@ -512,6 +512,18 @@ fn a_question_that_opens_mid_word_does_not_take_the_keys_being_typed() {
         assert!(app.on_key(key(c)).is_empty(), "{c} was being typed");
     }
     assert_eq!(app.prompt.text, "why not, yes");
+    // After a pause, a word typed into the prompt keeps its letters: the `n` of "line"
+    // comes right after the `i` (a trial's queued prompt rejected an edit this way).
+    std::thread::sleep(trellis_tui::app::DIALOG_ARM);
+    for c in " li".chars() {
+        assert!(app.on_key(key(c)).is_empty(), "{c} was being typed");
+    }
+    assert!(
+        app.on_key(key('n')).is_empty(),
+        "the n of line was being typed"
+    );
+    assert_eq!(app.prompt.text, "why not, yes lin");
+    assert!(frame_text(&mut app, 80, 30).contains("pause, then answer"));
     // A moment later the same key answers.
     std::thread::sleep(trellis_tui::app::DIALOG_ARM);
     assert_eq!(
