@@ -231,15 +231,18 @@ impl TranscriptView {
         let mut out = match entry {
             Entry::Message(m) => match m.role {
                 Role::User => {
-                    // Each line of a prompt of several keeps its own line.
+                    // Each line of a prompt of several keeps its own line; the rows a
+                    // long one wraps onto stay under its text, behind the lead.
                     let text = trellis_text::for_display(&m.text);
                     let mut out = Vec::new();
                     for (i, l) in text.split('\n').enumerate() {
-                        let line = Line::from(vec![
-                            Span::styled(if i == 0 { "› " } else { "  " }, theme.user),
-                            Span::styled(l.to_string(), theme.user),
-                        ]);
-                        out.extend(trellis_text::wrap::wrap_line(&line, w));
+                        let line = Line::styled(l.to_string(), theme.user);
+                        let rows = trellis_text::wrap::wrap_line(&line, w.saturating_sub(2).max(1));
+                        for (j, mut row) in rows.into_iter().enumerate() {
+                            let lead = if i == 0 && j == 0 { "› " } else { "  " };
+                            row.spans.insert(0, Span::styled(lead, theme.user));
+                            out.push(row);
+                        }
                     }
                     out
                 }
