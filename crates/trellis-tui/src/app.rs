@@ -182,6 +182,8 @@ pub struct App {
     /// when that run of typing began.
     pub(crate) last_typed: Option<std::time::Instant>,
     pub(crate) typing_since: Option<std::time::Instant>,
+    /// The width the prompt was last drawn in: ↑ and ↓ move by the rows drawn.
+    pub(crate) prompt_drawn_width: u16,
     /// The user's commands whose output goes with the next prompt (`!!cmd`, `s` on a
     /// card).
     pub(crate) attach_output: Vec<Attached>,
@@ -327,6 +329,7 @@ impl App {
             dialog_shown: None,
             last_typed: None,
             typing_since: None,
+            prompt_drawn_width: 0,
             kept: Vec::new(),
             return_focus: None,
             full_redraw: false,

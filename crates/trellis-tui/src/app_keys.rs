@@ -365,8 +365,8 @@ impl App {
             KeyCode::Left => self.prompt.left(),
             KeyCode::Right => self.prompt.right(),
             // A line up or down; from the first line up (the last down), the history.
-            KeyCode::Up => self.prompt.vertical(true),
-            KeyCode::Down => self.prompt.vertical(false),
+            KeyCode::Up => self.prompt.vertical(true, self.prompt_width()),
+            KeyCode::Down => self.prompt.vertical(false, self.prompt_width()),
             KeyCode::Tab => self.complete(),
             _ => {}
         }
@@ -443,6 +443,15 @@ impl App {
             return Some(Vec::new());
         }
         None
+    }
+
+    /// The width the prompt is drawn in (before the first frame, as if without limit:
+    /// a row per line).
+    fn prompt_width(&self) -> usize {
+        match self.prompt_drawn_width {
+            0 => usize::MAX / 4,
+            w => usize::from(w),
+        }
     }
 
     /// Whether a key now is the user still typing into the prompt over question `req`:

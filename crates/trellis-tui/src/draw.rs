@@ -33,6 +33,7 @@ pub fn draw_in(f: &mut Frame<'_>, app: &mut App, area: Rect, clock: Clock) {
     } else {
         usize::from(area.height.saturating_sub(3) / 2)
     };
+    app.prompt_drawn_width = area.width;
     let prompt_view = (!app.replay).then(|| {
         crate::prompt_view::layout(
             &app.prompt.text,

@@ -28,7 +28,7 @@ const PROMPT: &[(&str, &str)] = &[
     ("Delete", "delete the character under the cursor"),
     (
         "↑ / ↓",
-        "the line above / below; from the first / last line, the history",
+        "the row above / below; from the first / last row, the history",
     ),
     ("Ctrl-G", "edit the prompt in $VISUAL / $EDITOR"),
     (

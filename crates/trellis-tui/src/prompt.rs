@@ -133,47 +133,15 @@ impl Prompt {
         self.text.replace_range(self.cursor..end, "");
     }
 
-    /// One line up or down in a prompt of several lines (↑, ↓), at the cursor's column as
-    /// far as that line reaches; from the first line up (the last line down), through the
-    /// history, as a shell does.
-    pub(crate) fn vertical(&mut self, up: bool) {
+    /// One row up or down (↑, ↓) as the prompt is drawn `width` cells wide (a wrapped
+    /// line is rows too), at the cursor's column as far as that row reaches; from the
+    /// first row up (the last row down), through the history, as a shell does.
+    pub(crate) fn vertical(&mut self, up: bool, width: usize) {
         self.completion = None;
-        let start = self.line_start();
-        let col = trellis_text::display_width(&self.text[start..self.cursor]);
-        let (from, to) = if up {
-            if start == 0 {
-                self.history(true);
-                return;
-            }
-            let end = start - 1;
-            (self.text[..end].rfind('\n').map_or(0, |i| i + 1), end)
-        } else {
-            let end = self.line_end();
-            if end == self.text.len() {
-                self.history(false);
-                return;
-            }
-            let next = end + 1;
-            let next_end = self.text[next..]
-                .find('\n')
-                .map_or(self.text.len(), |i| next + i);
-            (next, next_end)
-        };
-        // The first place on that line at or past the column.
-        let mut at = from;
-        let mut c = 0;
-        for p in trellis_text::width::pieces(&self.text[from..to]) {
-            if c >= col {
-                break;
-            }
-            c = trellis_text::width::advance(c, p);
-            at += match p {
-                trellis_text::width::Piece::Escape(e) => e.len(),
-                trellis_text::width::Piece::Tab => 1,
-                trellis_text::width::Piece::Grapheme(g, _) => g.len(),
-            };
+        match crate::prompt_view::vertical(&self.text, self.cursor, width, up) {
+            Some(at) => self.cursor = at,
+            None => self.history(up),
         }
-        self.cursor = at;
     }
 
     /// Deletes the word before the cursor (Ctrl-W, Alt-Backspace).
@@ -268,7 +236,7 @@ mod tests {
         ];
         for (before, up, after) in cases {
             let mut p = at(before);
-            p.vertical(up);
+            p.vertical(up, 1000);
             assert_eq!(shown(&p), after, "{before:?} up={up}");
         }
     }
@@ -279,20 +247,20 @@ mod tests {
             history: vec!["older\ntwo lines".into(), "newer".into()],
             ..at("my dra|ft")
         };
-        p.vertical(true);
+        p.vertical(true, 1000);
         assert_eq!(shown(&p), "newer|");
-        p.vertical(true);
+        p.vertical(true, 1000);
         assert_eq!(shown(&p), "older\ntwo lines|");
         // Inside an entry of two lines, ↑ moves up a line first; from its first line, on.
-        p.vertical(true);
+        p.vertical(true, 1000);
         assert_eq!(shown(&p), "older|\ntwo lines");
         // ↓ from its last line leaves it for the newer one, then the draft, unchanged.
-        p.vertical(false);
-        p.vertical(false);
+        p.vertical(false, 1000);
+        p.vertical(false, 1000);
         assert_eq!(shown(&p), "newer|");
-        p.vertical(false);
+        p.vertical(false, 1000);
         assert_eq!(shown(&p), "my draft|");
-        p.vertical(false);
+        p.vertical(false, 1000);
         assert_eq!(shown(&p), "my draft|");
     }
 

@@ -23,17 +23,26 @@ pub struct PromptView {
     pub below: usize,
 }
 
-/// Lays `text` out in `width` cells, the cursor at byte `cursor`, showing at most
-/// `max_rows` rows (at least one, at most [`MAX_ROWS`]).
-pub fn layout(text: &str, cursor: usize, width: usize, max_rows: usize) -> PromptView {
-    let max_rows = max_rows.clamp(1, MAX_ROWS);
+/// One row as drawn: its text (lead included) and the places a cursor can be on it, as
+/// (byte offset in the prompt, column after the lead), in order. A row a line wraps from
+/// has no place after its last character: that place is the next row's first.
+struct Row {
+    text: String,
+    stops: Vec<(usize, usize)>,
+}
+
+/// The rows of `text` in `width` cells.
+fn rows_of(text: &str, width: usize) -> Vec<Row> {
     let room = width.saturating_sub(LEAD).max(1);
     let tab = |col: usize| (col / TAB_STOP + 1) * TAB_STOP - col;
-    let mut rows: Vec<String> = Vec::new();
-    let mut at_cursor: Option<(usize, usize)> = None;
+    let mut rows: Vec<Row> = Vec::new();
     let mut offset = 0;
     for (n, line) in text.split('\n').enumerate() {
-        let mut row = String::from(if n == 0 { "› " } else { "  " });
+        let lead = if n == 0 { "› " } else { "  " };
+        let mut row = Row {
+            text: lead.into(),
+            stops: Vec::new(),
+        };
         let mut col = 0;
         let mut at = offset;
         for p in pieces(line) {
@@ -45,20 +54,20 @@ pub fn layout(text: &str, cursor: usize, width: usize, max_rows: usize) -> Promp
                 Piece::Grapheme(g, w) => (w, g.len()),
             };
             if col > 0 && col + cells > room {
-                rows.push(std::mem::replace(&mut row, "  ".into()));
+                let next = Row {
+                    text: "  ".into(),
+                    stops: Vec::new(),
+                };
+                rows.push(std::mem::replace(&mut row, next));
                 col = 0;
                 if matches!(p, Piece::Tab) {
                     cells = tab(0).min(room);
                 }
             }
-            // The cursor before this piece, or inside it (the editor never leaves it
-            // there; drawn before it, never lost).
-            if at_cursor.is_none() && (at..at + len.max(1)).contains(&cursor) {
-                at_cursor = Some((rows.len(), LEAD + col));
-            }
+            row.stops.push((at, col));
             match p {
-                Piece::Grapheme(g, _) => row.push_str(g),
-                Piece::Tab => row.extend(std::iter::repeat_n(' ', cells)),
+                Piece::Grapheme(g, _) => row.text.push_str(g),
+                Piece::Tab => row.text.extend(std::iter::repeat_n(' ', cells)),
                 Piece::Escape(_) => {}
             }
             col += cells;
@@ -68,29 +77,72 @@ pub fn layout(text: &str, cursor: usize, width: usize, max_rows: usize) -> Promp
             // A line that fills its last row: the place after it is the next row (always,
             // not only with the cursor there, so the box keeps its height as the cursor
             // moves).
-            rows.push(std::mem::replace(&mut row, "  ".into()));
+            let next = Row {
+                text: "  ".into(),
+                stops: Vec::new(),
+            };
+            rows.push(std::mem::replace(&mut row, next));
             col = 0;
         }
-        if at_cursor.is_none() && at == cursor {
-            at_cursor = Some((rows.len(), LEAD + col));
-        }
+        row.stops.push((at, col));
         rows.push(row);
         offset = at + 1;
     }
-    let at_cursor = at_cursor.unwrap_or((rows.len() - 1, LEAD));
+    rows
+}
+
+/// The row and column (after the lead) of the byte `cursor`: the last place at or before
+/// it (inside a character, which the editor never leaves it, is before that character).
+fn place_of(rows: &[Row], cursor: usize) -> (usize, usize) {
+    let mut found = (0, 0);
+    for (r, row) in rows.iter().enumerate() {
+        for &(at, col) in &row.stops {
+            if at > cursor {
+                return found;
+            }
+            found = (r, col);
+        }
+    }
+    found
+}
+
+/// Lays `text` out in `width` cells, the cursor at byte `cursor`, showing at most
+/// `max_rows` rows (at least one, at most [`MAX_ROWS`]).
+pub fn layout(text: &str, cursor: usize, width: usize, max_rows: usize) -> PromptView {
+    let max_rows = max_rows.clamp(1, MAX_ROWS);
+    let rows = rows_of(text, width);
+    let (row, col) = place_of(&rows, cursor);
     // The rows around the cursor: as many as fit, the cursor's last.
-    let first = (at_cursor.0 + 1).saturating_sub(max_rows);
+    let first = (row + 1).saturating_sub(max_rows);
     let total = rows.len();
-    let shown: Vec<String> = rows.into_iter().skip(first).take(max_rows).collect();
+    let shown: Vec<String> = rows
+        .into_iter()
+        .skip(first)
+        .take(max_rows)
+        .map(|r| r.text)
+        .collect();
     PromptView {
         above: first,
         below: total - first - shown.len(),
         rows: shown,
-        cursor: (
-            at_cursor.0 - first,
-            at_cursor.1.min(width.saturating_sub(1)),
-        ),
+        cursor: (row - first, (LEAD + col).min(width.saturating_sub(1))),
     }
+}
+
+/// Where the cursor goes one row up or down from byte `cursor` as the prompt is drawn in
+/// `width` cells: the place of that row at or before its column (its last place when the
+/// row is shorter). `None` on the first row up or the last row down.
+pub fn vertical(text: &str, cursor: usize, width: usize, up: bool) -> Option<usize> {
+    let rows = rows_of(text, width);
+    let (row, col) = place_of(&rows, cursor);
+    let target = if up { row.checked_sub(1)? } else { row + 1 };
+    let stops = &rows.get(target)?.stops;
+    let pick = stops
+        .iter()
+        .rev()
+        .find(|(_, c)| *c <= col)
+        .or(stops.first())?;
+    Some(pick.0)
 }
 
 #[cfg(test)]
@@ -183,6 +235,27 @@ mod tests {
                 format!("  {}k", " ".repeat(TAB_STOP))
             ]
         );
+    }
+
+    #[test]
+    fn up_and_down_move_by_the_rows_drawn_and_stop_at_the_first_and_last() {
+        // "abcdefghij" in rows of four: `abcd`, `efgh`, `ij`; then a second line.
+        let text = "abcdefghij\nxy";
+        let at = |c: char| text.find(c).unwrap();
+        assert_eq!(vertical(text, at('f'), 6, true), Some(at('b')));
+        assert_eq!(vertical(text, at('b'), 6, false), Some(at('f')));
+        // To a shorter row: its last place (after `j`, the end of the line).
+        assert_eq!(vertical(text, at('h'), 6, false), Some(at('j') + 1));
+        // From the line's last row to the next line, at the same column.
+        assert_eq!(vertical(text, at('j'), 6, false), Some(at('y')));
+        assert_eq!(vertical(text, at('y'), 6, true), Some(at('j')));
+        assert_eq!(vertical(text, at('c'), 6, true), None);
+        assert_eq!(vertical(text, text.len(), 6, false), None);
+        // Up from the end of `ij` (column 2): `g`, at the same column.
+        assert_eq!(vertical(text, at('j') + 1, 6, true), Some(at('g')));
+        // A row a line wraps from has no place after its last character: down from the
+        // end of `abcd` would be `e`'s place, the next row's first; from `d`, `h`.
+        assert_eq!(vertical(text, at('d'), 6, false), Some(at('h')));
     }
 
     #[test]

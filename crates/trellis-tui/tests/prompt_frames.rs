@@ -78,6 +78,12 @@ fn a_prompt_longer_than_the_terminal_wraps_and_its_end_stays_in_sight() {
     let (f2, at2) = frame(&mut app, 60, 16);
     assert!(row(&f2, at.y).trim_end().ends_with("time!"), "{f2}");
     assert_eq!(at2, Position::new(at.x + 1, at.y));
+    // ↑ moves up a row of the wrapped line, at the same column; the text stays.
+    let before = app.prompt.text.clone();
+    app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE));
+    let (_, at3) = frame(&mut app, 60, 16);
+    assert_eq!(at3, Position::new(at2.x, at2.y - 1));
+    assert_eq!(app.prompt.text, before);
 }
 
 #[test]
