@@ -16,6 +16,9 @@ pub struct Prompt {
     hist_pos: Option<usize>,
     /// What was in the prompt when ↑ went into the history: back past the newest entry.
     draft: Option<String>,
+    /// The column ↑ or ↓ aimed at, and where they left the cursor: the next move aims at
+    /// it again while the cursor is still there.
+    goal: Option<(usize, usize)>,
 }
 
 impl Prompt {
@@ -138,8 +141,15 @@ impl Prompt {
     /// first row up (the last row down), through the history, as a shell does.
     pub(crate) fn vertical(&mut self, up: bool, width: usize) {
         self.completion = None;
-        match crate::prompt_view::vertical(&self.text, self.cursor, width, up) {
-            Some(at) => self.cursor = at,
+        let goal = self
+            .goal
+            .filter(|(at, _)| *at == self.cursor)
+            .map(|(_, col)| col);
+        match crate::prompt_view::vertical(&self.text, self.cursor, width, up, goal) {
+            Some((at, col)) => {
+                self.cursor = at;
+                self.goal = Some((at, col));
+            }
             None => self.history(up),
         }
     }

@@ -130,11 +130,20 @@ pub fn layout(text: &str, cursor: usize, width: usize, max_rows: usize) -> Promp
 }
 
 /// Where the cursor goes one row up or down from byte `cursor` as the prompt is drawn in
-/// `width` cells: the place of that row at or before its column (its last place when the
-/// row is shorter). `None` on the first row up or the last row down.
-pub fn vertical(text: &str, cursor: usize, width: usize, up: bool) -> Option<usize> {
+/// `width` cells: the place of that row at or before column `goal` (the cursor's own when
+/// `None`; its last place when the row is shorter). Returns it and the column aimed at,
+/// kept for the next move (through a short row, back to the column it left). `None` on
+/// the first row up or the last row down.
+pub fn vertical(
+    text: &str,
+    cursor: usize,
+    width: usize,
+    up: bool,
+    goal: Option<usize>,
+) -> Option<(usize, usize)> {
     let rows = rows_of(text, width);
     let (row, col) = place_of(&rows, cursor);
+    let col = goal.unwrap_or(col);
     let target = if up { row.checked_sub(1)? } else { row + 1 };
     let stops = &rows.get(target)?.stops;
     let pick = stops
@@ -142,7 +151,7 @@ pub fn vertical(text: &str, cursor: usize, width: usize, up: bool) -> Option<usi
         .rev()
         .find(|(_, c)| *c <= col)
         .or(stops.first())?;
-    Some(pick.0)
+    Some((pick.0, col))
 }
 
 #[cfg(test)]
@@ -237,25 +246,38 @@ mod tests {
         );
     }
 
+    fn v(text: &str, cursor: usize, width: usize, up: bool) -> Option<usize> {
+        vertical(text, cursor, width, up, None).map(|(at, _)| at)
+    }
+
+    #[test]
+    fn through_a_short_row_the_column_aimed_at_is_kept() {
+        let text = "abcdef\nx\nabcdef";
+        let (at, goal) = vertical(text, 5, 80, false, None).unwrap();
+        assert_eq!((at, goal), (text.find('x').unwrap() + 1, 5));
+        let (at, _) = vertical(text, at, 80, false, Some(goal)).unwrap();
+        assert_eq!(&text[at..], "f");
+    }
+
     #[test]
     fn up_and_down_move_by_the_rows_drawn_and_stop_at_the_first_and_last() {
         // "abcdefghij" in rows of four: `abcd`, `efgh`, `ij`; then a second line.
         let text = "abcdefghij\nxy";
         let at = |c: char| text.find(c).unwrap();
-        assert_eq!(vertical(text, at('f'), 6, true), Some(at('b')));
-        assert_eq!(vertical(text, at('b'), 6, false), Some(at('f')));
+        assert_eq!(v(text, at('f'), 6, true), Some(at('b')));
+        assert_eq!(v(text, at('b'), 6, false), Some(at('f')));
         // To a shorter row: its last place (after `j`, the end of the line).
-        assert_eq!(vertical(text, at('h'), 6, false), Some(at('j') + 1));
+        assert_eq!(v(text, at('h'), 6, false), Some(at('j') + 1));
         // From the line's last row to the next line, at the same column.
-        assert_eq!(vertical(text, at('j'), 6, false), Some(at('y')));
-        assert_eq!(vertical(text, at('y'), 6, true), Some(at('j')));
-        assert_eq!(vertical(text, at('c'), 6, true), None);
-        assert_eq!(vertical(text, text.len(), 6, false), None);
+        assert_eq!(v(text, at('j'), 6, false), Some(at('y')));
+        assert_eq!(v(text, at('y'), 6, true), Some(at('j')));
+        assert_eq!(v(text, at('c'), 6, true), None);
+        assert_eq!(v(text, text.len(), 6, false), None);
         // Up from the end of `ij` (column 2): `g`, at the same column.
-        assert_eq!(vertical(text, at('j') + 1, 6, true), Some(at('g')));
+        assert_eq!(v(text, at('j') + 1, 6, true), Some(at('g')));
         // A row a line wraps from has no place after its last character: down from the
         // end of `abcd` would be `e`'s place, the next row's first; from `d`, `h`.
-        assert_eq!(vertical(text, at('d'), 6, false), Some(at('h')));
+        assert_eq!(v(text, at('d'), 6, false), Some(at('h')));
     }
 
     #[test]
