@@ -97,8 +97,18 @@ impl Serving {
         }
         let all = self.server.opts.max_agents.max(1);
         let seats = self.server.seats.clone();
+        let (conns, open) = (
+            self.server.connections.clone(),
+            connections_for(self.server.opts.max_agents),
+        );
         let _ = tokio::time::timeout(grace, async {
             while seats.available_permits() < all {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            // Then the connections: a streamable-HTTP stream's end is written by its
+            // connection's task, which the process's end would cut short (the client
+            // saw its connection lost, not ended).
+            while conns.available_permits() < open {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
@@ -115,6 +125,14 @@ struct Server {
     streamable: http::Streamable,
     /// Set when the server stops: every WebSocket is closed saying so.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// One per TCP connection open (see [`accept`]): a stop waits for them to be done, so
+    /// that what each was told (a stream's end) is written before the process goes.
+    connections: Arc<tokio::sync::Semaphore>,
+}
+
+/// The TCP connections a server takes at once.
+fn connections_for(max_agents: usize) -> usize {
+    HANDSHAKES + PER_AGENT * max_agents.max(1)
 }
 
 /// Checks what `opts` asks for and binds its address; the agents are served within the
@@ -147,6 +165,9 @@ pub fn serve(opts: Options) -> Result<Serving, String> {
         .map_err(|e| format!("{}: {e}", opts.addr))?;
     let server = Arc::new(Server {
         seats: Arc::new(tokio::sync::Semaphore::new(opts.max_agents.max(1))),
+        connections: Arc::new(tokio::sync::Semaphore::new(connections_for(
+            opts.max_agents,
+        ))),
         streamable: http::Streamable::default(),
         stopping: tokio::sync::watch::channel(false).0,
         opts,
@@ -191,9 +212,7 @@ async fn accept(
 ) {
     // TCP connections are bounded apart from agents: a client that never finishes a
     // handshake holds no agent's place, and a token is checked before any place is taken.
-    let connections = Arc::new(tokio::sync::Semaphore::new(
-        HANDSHAKES + PER_AGENT * server.opts.max_agents.max(1),
-    ));
+    let connections = server.connections.clone();
     let mut next = 0u64;
     loop {
         let (tcp, peer) = match listener.accept().await {
