@@ -5,13 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use ratatui::layout::Position;
-use trellis_tui::{App, Clock, draw};
+use trellis_tui::App;
 
 mod common;
-use common::{buffer_text, new_session, session_of};
+use common::{buffer_text, draw_with_cursor, new_session, session_of};
 
 fn app() -> App {
     let mut app = App::new(session_of(new_session(Vec::new())), "agent".into(), false);
@@ -32,21 +30,8 @@ fn type_in(app: &mut App, text: &str) {
 
 /// The frame as text, and where the terminal's cursor is.
 fn frame(app: &mut App, w: u16, h: u16) -> (String, Position) {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| {
-        draw(
-            f,
-            app,
-            Clock {
-                now: 10.0,
-                frame: 0,
-            },
-        )
-    })
-    .unwrap();
-    let text = buffer_text(term.backend().buffer(), w, h);
-    let cursor = term.get_cursor_position().unwrap();
-    (text, cursor)
+    let (buf, cursor) = draw_with_cursor(app, w, h);
+    (buffer_text(&buf, w, h), cursor)
 }
 
 fn row(text: &str, y: u16) -> &str {

@@ -76,16 +76,21 @@ impl Git {
         self
     }
 
-    /// Runs it; its standard output when it succeeds, else an error with what it said.
-    pub(crate) fn output(mut self) -> Result<Vec<u8>, Error> {
+    /// Starts it, its output and error output piped.
+    fn spawn(&mut self) -> Result<std::process::Child, Error> {
         self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let child = trellis_os::reaper::spawn_owned(&mut self.cmd).map_err(|e| {
+        trellis_os::reaper::spawn_owned(&mut self.cmd).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 Error::NoGit
             } else {
                 Error::Io(format!("cannot run git: {e}"))
             }
-        })?;
+        })
+    }
+
+    /// Runs it; its standard output when it succeeds, else an error with what it said.
+    pub(crate) fn output(mut self) -> Result<Vec<u8>, Error> {
+        let child = self.spawn()?;
         let pid = child.id();
         let out = child.wait_with_output();
         trellis_os::reaper::disown(pid);
@@ -124,14 +129,7 @@ impl Git {
     /// error output is kept up to [`MESSAGE_LIMIT`] bytes, the rest read and dropped.
     pub(crate) fn each_record(mut self, mut each: impl FnMut(&[u8])) -> Result<(), Error> {
         use std::io::{BufRead, Read};
-        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = trellis_os::reaper::spawn_owned(&mut self.cmd).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Error::NoGit
-            } else {
-                Error::Io(format!("cannot run git: {e}"))
-            }
-        })?;
+        let mut child = self.spawn()?;
         let pid = child.id();
         let stderr = child.stderr.take().map(|mut err| {
             std::thread::spawn(move || {

@@ -24,6 +24,15 @@ pub fn frame_text(app: &mut App, w: u16, h: u16) -> String {
 
 /// One frame drawn now (without waiting for extensions), as the terminal's cells.
 pub fn draw_buffer(app: &mut App, w: u16, h: u16) -> ratatui::buffer::Buffer {
+    draw_with_cursor(app, w, h).0
+}
+
+/// One frame drawn now, and where the terminal's cursor is left.
+pub fn draw_with_cursor(
+    app: &mut App,
+    w: u16,
+    h: u16,
+) -> (ratatui::buffer::Buffer, ratatui::layout::Position) {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
     term.draw(|f| {
         draw(
@@ -36,7 +45,8 @@ pub fn draw_buffer(app: &mut App, w: u16, h: u16) -> ratatui::buffer::Buffer {
         )
     })
     .unwrap();
-    term.backend().buffer().clone()
+    let cursor = term.get_cursor_position().unwrap();
+    (term.backend().buffer().clone(), cursor)
 }
 
 /// A session built from ACP frames (direction, JSON), numbered from 1, one second apart.
