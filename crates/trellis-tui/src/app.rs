@@ -182,6 +182,8 @@ pub struct App {
     /// when that run of typing began.
     pub(crate) last_typed: Option<std::time::Instant>,
     pub(crate) typing_since: Option<std::time::Instant>,
+    /// The question's key that opened a rule to save or a reason to write, and when.
+    pub(crate) opened_by_key: Option<(char, std::time::Instant)>,
     /// The width the prompt was last drawn in: ↑ and ↓ move by the rows drawn.
     pub(crate) prompt_drawn_width: u16,
     /// The user's commands whose output goes with the next prompt (`!!cmd`, `s` on a
@@ -329,6 +331,7 @@ impl App {
             dialog_shown: None,
             last_typed: None,
             typing_since: None,
+            opened_by_key: None,
             prompt_drawn_width: 0,
             kept: Vec::new(),
             return_focus: None,
@@ -548,6 +551,29 @@ impl App {
             return Vec::new();
         }
         if let Some(ov) = self.overlay.take() {
+            // A question's key that opened a rule to save or a reason, followed at once by
+            // another letter, was the start of a word (`a` of "ase fix", `r` of "run"):
+            // the rest went into the rule's path and Enter saved it. The question stays
+            // open, unanswered, and both keys go to the prompt.
+            if let Some((first, at)) = self.opened_by_key.take()
+                && at.elapsed() < DIALOG_ARM
+                && matches!(ov, Overlay::Rule(_) | Overlay::Reason(_))
+                && let KeyCode::Char(next) = key.code
+                && !key
+                    .modifiers
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+            {
+                self.focus = Focus::Prompt;
+                for c in [first, next] {
+                    self.prompt.insert(c.encode_utf8(&mut [0; 4]));
+                }
+                self.typed_now();
+                self.message = Some(
+                    "that was typing: the question is still open, unanswered; pause, then answer"
+                        .into(),
+                );
+                return Vec::new();
+            }
             return self.overlay_key(ov, key);
         }
         // Ctrl-T in every place (the prompt, the transcript, a replay, the inspector, over

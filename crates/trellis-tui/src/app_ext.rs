@@ -307,6 +307,8 @@ impl App {
                     .collect();
                 self.focus = Focus::Prompt;
                 self.prompt.insert(&clean);
+                // A paste is typing: a question's keys wait for a pause after it.
+                self.typed_now();
             }
         }
     }

@@ -253,6 +253,25 @@ impl App {
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        // Every key that edits the prompt is typing (a question's keys wait for a pause
+        // after it): a character, a new line, a deletion, the cursor moved.
+        let editing = match key.code {
+            KeyCode::Enter => alt || shift,
+            KeyCode::Char(_)
+            | KeyCode::Backspace
+            | KeyCode::Delete
+            | KeyCode::Left
+            | KeyCode::Right
+            | KeyCode::Up
+            | KeyCode::Down
+            | KeyCode::Home
+            | KeyCode::End
+            | KeyCode::Tab => true,
+            _ => false,
+        };
+        if editing {
+            self.typed_now();
+        }
         match key.code {
             KeyCode::Enter if alt || shift => self.prompt.insert("\n"),
             KeyCode::Enter if self.resend.is_some() => return self.resend_edited(),
@@ -345,14 +364,6 @@ impl App {
             KeyCode::Char('f') if alt => self.prompt.word_right(),
             KeyCode::Char('g') if ctrl => return vec![Intent::Edit(self.prompt.text.clone())],
             KeyCode::Char(c) if !ctrl && !alt => {
-                let now = std::time::Instant::now();
-                if self
-                    .last_typed
-                    .is_none_or(|t| now.duration_since(t) >= DIALOG_ARM)
-                {
-                    self.typing_since = Some(now);
-                }
-                self.last_typed = Some(now);
                 self.prompt.insert(c.encode_utf8(&mut [0; 4]));
             }
             KeyCode::Backspace if alt || ctrl => self.prompt.kill_word(),
@@ -383,8 +394,27 @@ impl App {
         call: usize,
         options: &[trellis_core::permission::PermissionOption],
     ) -> Option<Vec<Intent>> {
+        // Esc with the completions showing closes them only (it cancelled the turn).
+        if key.code == KeyCode::Esc && self.prompt.popup.is_some() {
+            return Some(self.prompt_key(key));
+        }
+        // A letter with Ctrl or Alt is the prompt's (Ctrl-A is the line's start, not
+        // "always"), never an answer.
+        if matches!(key.code, KeyCode::Char(_))
+            && key
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+        {
+            return None;
+        }
         let answers = matches!(key.code, KeyCode::Char(c)
             if c == 'r' || trellis_view::dialog::option_for_key(options, c).is_some());
+        // Right after typing, ↑ and ↓ move in the prompt too (they scroll the question
+        // after a pause).
+        let moving = matches!(key.code, KeyCode::Up | KeyCode::Down);
+        if moving && self.typing_over(&req).is_some() {
+            return None;
+        }
         if answers && let Some(opened) = self.typing_over(&req) {
             self.message = Some(if opened {
                 "a permission question just opened: that key went to the prompt; answer in a moment"
@@ -412,6 +442,7 @@ impl App {
                 self.overlay = Some(Overlay::Rule(crate::extui::RuleEdit::new(
                     RulePreview::new(req, o.option_id.clone(), o.kind, &call),
                 )));
+                self.opened_by(c);
                 return Some(Vec::new());
             }
             return Some(vec![Intent::Decide {
@@ -422,6 +453,7 @@ impl App {
         }
         if key.code == KeyCode::Char('r') {
             self.reason_for(req, call, options);
+            self.opened_by('r');
             return Some(Vec::new());
         }
         if key.code == KeyCode::Esc {
@@ -443,6 +475,26 @@ impl App {
             return Some(Vec::new());
         }
         None
+    }
+
+    /// The question's key `c` opened a rule to save or a reason: while the prompt holds
+    /// words being written, a letter right after it makes it the start of a word instead
+    /// (see `App::on_key`). With an empty prompt, a reason typed at once is the reason.
+    fn opened_by(&mut self, c: char) {
+        self.opened_by_key =
+            (!self.prompt.text.trim().is_empty()).then(|| (c, std::time::Instant::now()));
+    }
+
+    /// A key edited the prompt now: the run of typing goes on, or begins after a pause.
+    pub(crate) fn typed_now(&mut self) {
+        let now = std::time::Instant::now();
+        if self
+            .last_typed
+            .is_none_or(|t| now.duration_since(t) >= DIALOG_ARM)
+        {
+            self.typing_since = Some(now);
+        }
+        self.last_typed = Some(now);
     }
 
     /// The width the prompt is drawn in (before the first frame, as if without limit:

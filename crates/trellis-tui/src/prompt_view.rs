@@ -37,6 +37,7 @@ fn rows_of(text: &str, width: usize) -> Vec<Row> {
     let tab = |col: usize| (col / TAB_STOP + 1) * TAB_STOP - col;
     let mut rows: Vec<Row> = Vec::new();
     let mut offset = 0;
+    let last = text.split('\n').count() - 1;
     for (n, line) in text.split('\n').enumerate() {
         let lead = if n == 0 { "› " } else { "  " };
         let mut row = Row {
@@ -73,10 +74,11 @@ fn rows_of(text: &str, width: usize) -> Vec<Row> {
             col += cells;
             at += len;
         }
-        if col >= room {
-            // A line that fills its last row: the place after it is the next row (always,
-            // not only with the cursor there, so the box keeps its height as the cursor
-            // moves).
+        if col >= room && n == last {
+            // The prompt's last line fills its row: the place after it is the next row
+            // (always, not only with the cursor there, so the box keeps its height as the
+            // cursor moves). After a line further up, the cursor stays on the row's last
+            // cell: an empty row there would read as an empty line.
             let next = Row {
                 text: "  ".into(),
                 stops: Vec::new(),
@@ -188,6 +190,13 @@ mod tests {
         let (r, c) = rows("abcd", 2, 6);
         assert_eq!(r, vec!["› abcd", "  "]);
         assert_eq!(c, (0, 4));
+    }
+
+    #[test]
+    fn a_full_line_above_another_gets_no_empty_row() {
+        let (r, c) = rows("abcd\nxy", 4, 6);
+        assert_eq!(r, vec!["› abcd", "  xy"]);
+        assert_eq!(c, (0, 5));
     }
 
     #[test]

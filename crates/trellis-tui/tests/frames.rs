@@ -524,6 +524,26 @@ fn a_question_that_opens_mid_word_does_not_take_the_keys_being_typed() {
     );
     assert_eq!(app.prompt.text, "why not, yes lin");
     assert!(frame_text(&mut app, 80, 30).contains("pause, then answer"));
+    // A question's key after a pause that opens a rule to save (`a`), followed at once by
+    // more of the word ("ple", a pause, "ase"): the rule dialog goes, the question stays,
+    // and the letters are the prompt's. (They went into the rule's path, and Enter saved
+    // the rule.)
+    std::thread::sleep(trellis_tui::app::DIALOG_ARM);
+    assert!(app.on_key(key('a')).is_empty());
+    assert!(app.on_key(key('s')).is_empty());
+    assert_eq!(app.prompt.text, "why not, yes linas");
+    let f = frame_text(&mut app, 80, 30);
+    assert!(
+        f.contains("that was typing") && f.contains("[y] Allow"),
+        "{f}"
+    );
+    // Ctrl with a letter is the prompt's: Ctrl-A goes to the line's start, never "always".
+    std::thread::sleep(trellis_tui::app::DIALOG_ARM);
+    assert!(
+        app.on_key(KeyEvent::new(KeyCode::Char('a'), KeyModifiers::CONTROL))
+            .is_empty()
+    );
+    assert!(app.overlay.is_none());
     // A moment later the same key answers.
     std::thread::sleep(trellis_tui::app::DIALOG_ARM);
     assert_eq!(

@@ -157,8 +157,9 @@ fn a_long_draft_leaves_room_for_the_question_and_its_keys() {
     app.prompt.cursor = app.prompt.text.len();
     let (f, at) = frame(&mut app, 80, 12);
     assert!(f.contains("[y] Allow") && f.contains("[n] Reject"), "{f}");
-    // One row of the draft, the cursor's, the rest said.
-    assert!(f.contains("↑ 6 more"), "{f}");
+    // A quarter of the height for the draft (two rows here), the cursor's last, the rest
+    // said.
+    assert!(f.contains("↑ 5 more"), "{f}");
     assert!(row(&f, at.y).contains("1234567890"), "{f}");
 }
 
