@@ -240,8 +240,10 @@ impl App {
 
     pub(crate) fn prompt_key(&mut self, key: KeyEvent) -> Vec<Intent> {
         // Esc with the completions showing closes them and does nothing else (it left the
-        // prompt, or cancelled the running turn).
-        if key.code == KeyCode::Esc && self.prompt.popup.is_some() {
+        // prompt, or cancelled the running turn); Enter takes the one in the prompt and
+        // closes them (it sent the prompt with a candidate the user had not chosen yet).
+        let plain_enter = key.code == KeyCode::Enter && key.modifiers.is_empty();
+        if (key.code == KeyCode::Esc || plain_enter) && self.prompt.popup.is_some() {
             self.prompt.completion = None;
             self.prompt.popup = None;
             return Vec::new();

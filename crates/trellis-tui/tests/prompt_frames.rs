@@ -176,4 +176,14 @@ fn esc_closes_the_completions_and_stays_in_the_prompt() {
         f.contains(" prompt · Enter send"),
         "still in the prompt: {f}"
     );
+    // Enter with them showing takes the one in the prompt and sends nothing; the next
+    // Enter sends.
+    app.prompt.text = "/".into();
+    app.prompt.cursor = 1;
+    app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    assert!(app.prompt.popup.is_some());
+    let shown = app.prompt.text.clone();
+    let sent = app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert!(sent.is_empty() && app.prompt.popup.is_none(), "{sent:?}");
+    assert_eq!(app.prompt.text, shown);
 }
