@@ -186,6 +186,8 @@ pub struct App {
     pub(crate) opened_by_key: Option<(char, std::time::Instant)>,
     /// The width the prompt was last drawn in: ↑ and ↓ move by the rows drawn.
     pub(crate) prompt_drawn_width: u16,
+    /// The prompt's last layout, made again only when it changed.
+    pub(crate) prompt_layout: crate::prompt_view::Cached,
     /// The user's commands whose output goes with the next prompt (`!!cmd`, `s` on a
     /// card).
     pub(crate) attach_output: Vec<Attached>,
@@ -333,6 +335,7 @@ impl App {
             typing_since: None,
             opened_by_key: None,
             prompt_drawn_width: 0,
+            prompt_layout: Default::default(),
             kept: Vec::new(),
             return_focus: None,
             full_redraw: false,

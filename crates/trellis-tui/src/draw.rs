@@ -24,15 +24,14 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, clock: Clock) {
 /// A session's screen in `area` (the rest of the terminal holds the sessions rail).
 pub fn draw_in(f: &mut Frame<'_>, app: &mut App, area: Rect, clock: Clock) {
     // The prompt's rows as they wrap at this width (without side borders, the width is
-    // the area's).
-    // At most half of what the status bar and the prompt's borders leave, and a quarter
-    // while a question to answer is open (its keys must show above it).
+    // the area's): at most half of what the status bar and the prompt's borders leave, a
+    // quarter while a question to answer is open (its keys must show above it).
     let asking = app.dialog().is_some() || app.question().is_some();
     let left = area.height.saturating_sub(3);
     let rows_cap = usize::from(if asking { left / 4 } else { left / 2 });
     app.prompt_drawn_width = area.width;
     let prompt_view = (!app.replay).then(|| {
-        crate::prompt_view::layout(
+        app.prompt_layout.layout(
             &app.prompt.text,
             app.prompt.cursor,
             area.width as usize,

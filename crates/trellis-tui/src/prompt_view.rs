@@ -12,7 +12,7 @@ pub const MAX_ROWS: usize = 6;
 /// Cells before the text on every row.
 const LEAD: usize = 2;
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromptView {
     /// The rows that show (at most [`MAX_ROWS`]), lead included, tabs as spaces.
     pub rows: Vec<String>,
@@ -21,6 +21,40 @@ pub struct PromptView {
     /// Rows out of sight above and below the ones shown.
     pub above: usize,
     pub below: usize,
+}
+
+/// The last layout and what it was made from: a frame whose prompt did not change (most
+/// of them, while an agent streams) does not walk the prompt's text again. The text is
+/// known by a hash, so no copy of a large draft is kept.
+#[derive(Debug, Default)]
+pub struct Cached {
+    from: Option<(u64, usize, usize, usize)>,
+    view: Option<PromptView>,
+}
+
+impl Cached {
+    /// [`layout`] of these, made again only when one of them changed.
+    pub fn layout(
+        &mut self,
+        text: &str,
+        cursor: usize,
+        width: usize,
+        max_rows: usize,
+    ) -> PromptView {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        let from = (h.finish(), cursor, width, max_rows);
+        match &self.view {
+            Some(v) if self.from == Some(from) => v.clone(),
+            _ => {
+                let v = layout(text, cursor, width, max_rows);
+                self.from = Some(from);
+                self.view = Some(v.clone());
+                v
+            }
+        }
+    }
 }
 
 /// One row as drawn: its text (lead included) and the places a cursor can be on it, as
@@ -190,6 +224,16 @@ mod tests {
         let (r, c) = rows("abcd", 2, 6);
         assert_eq!(r, vec!["› abcd", "  "]);
         assert_eq!(c, (0, 4));
+    }
+
+    #[test]
+    fn the_cached_layout_is_made_again_when_the_text_cursor_or_width_change() {
+        let mut c = Cached::default();
+        assert_eq!(c.layout("abc", 3, 20, 6), layout("abc", 3, 20, 6));
+        assert_eq!(c.layout("abc", 3, 20, 6), layout("abc", 3, 20, 6));
+        assert_eq!(c.layout("abd", 3, 20, 6).rows, vec!["› abd"]);
+        assert_eq!(c.layout("abd", 1, 20, 6).cursor, (0, 3));
+        assert_eq!(c.layout("abd", 1, 4, 6).rows.len(), 2);
     }
 
     #[test]
