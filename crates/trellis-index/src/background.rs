@@ -15,9 +15,11 @@ use std::time::Duration;
 
 use crate::Index;
 
-/// How often a running turn's log is looked at, and by how much it must have grown to be
-/// read before the turn ends.
+/// How often a running turn's log is looked at (more often while it grows: a read that
+/// starts later leaves more to read at the turn's end), and by how much it must have
+/// grown to be read before the turn ends.
 const POLL: Duration = Duration::from_millis(250);
+const POLL_GROWING: Duration = Duration::from_millis(100);
 const FOLLOW_AT: u64 = 1 << 20;
 
 #[derive(Debug)]
@@ -140,6 +142,11 @@ fn serve(
     let open = || -> crate::Result<Index> {
         let (mut ix, _) = Index::open(&index)?;
         ix.register(&log)?;
+        if content {
+            // In the session's process: the smaller cache and term hash (each read sets
+            // the hash again, in its turn, when another process changed it).
+            let _ = ix.set_bulk(false);
+        }
         Ok(ix)
     };
     // The log is known to the index from the start: whatever this thread does not get
@@ -156,8 +163,11 @@ fn serve(
     // has grown by FOLLOW_AT, so that the end of a long turn leaves little to read.
     let mut state: Option<crate::Follow> = None;
     let mut read_len = 0u64;
+    // The log's length when last looked at, and whether it had grown then.
+    let mut seen_len = 0u64;
+    let mut growing = false;
     loop {
-        let last = match rx.recv_timeout(POLL) {
+        let last = match rx.recv_timeout(if growing { POLL_GROWING } else { POLL }) {
             Ok(()) => {
                 // Everything asked meanwhile is served by this one read.
                 let mut closed = false;
@@ -175,6 +185,8 @@ fn serve(
             }
             Err(RecvTimeoutError::Timeout) => {
                 let len = std::fs::metadata(&log).map_or(0, |m| m.len());
+                growing = len != seen_len;
+                seen_len = len;
                 if !content || len < read_len + FOLLOW_AT {
                     continue;
                 }
@@ -189,8 +201,6 @@ fn serve(
             }
         }
         if let Some(i) = ix.as_mut().filter(|_| content) {
-            // In the session's process: the small in-memory term hash.
-            let _ = i.set_bulk(false);
             read_len = std::fs::metadata(&log).map_or(read_len, |m| m.len());
             // A failure here (a locked or full disk) is caught up later by the next
             // read or `trellis sessions`; the session is never disturbed.

@@ -32,6 +32,31 @@ const FOLLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
+/// The full-text index's in-memory term hash, in bytes: for a command reading many logs,
+/// and for a running session's reads (see [`Index::set_bulk`]). The sessions of one
+/// process write in turn (`writers`), and the hash is emptied at each commit, so one is
+/// full at a time. 1 MB flushed a small segment to disk so often that merging them was a
+/// quarter of the writing: the eight sessions of a `fan 8` were caught up 0.9–1.3 s after
+/// their turns ended, 0.6 s with 4 MB (8 MB did no better).
+const BULK_HASH: i64 = 16 << 20;
+const SMALL_HASH: i64 = 4 << 20;
+
+/// Sets the term hash's size when the file says another: the setting is the file's, and
+/// writing it takes the write lock. Written on every read of a running session, it made
+/// the eight sessions of a `fan 8` wait for each other outside their turns, in SQLite's
+/// busy handler (up to 100 ms a try), so that a log went unread for over a second.
+fn hash_size(conn: &Connection, bytes: i64) -> Result<()> {
+    let now: Option<i64> = conn
+        .prepare_cached("SELECT v FROM entries_fts_config WHERE k = 'hashsize'")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    if now != Some(bytes) {
+        conn.prepare_cached("INSERT INTO entries_fts(entries_fts, rank) VALUES('hashsize', ?1)")?
+            .execute([bytes])?;
+    }
+    Ok(())
+}
+
 pub use background::Background;
 pub use extract::{CallRow, Doc, DocKind, Extractor, Facts, Sink};
 pub use query::{CallCounts, Hit, ListFilter, Scope, SessionRow, fts_query};
@@ -187,19 +212,16 @@ impl Index {
     }
 
     /// How much of the full-text index's work is held in memory between flushes to disk:
-    /// `bulk` (16 MB) for commands that read many logs, else 1 MB for a running session,
+    /// `bulk` (16 MB) for commands that read many logs, else 4 MB for a running session,
     /// which indexes in its own process (the setting is the index file's, so each user
     /// sets it), with a 2 MB page cache instead of 8. Indexing the small way is slower
     /// (it runs in the background).
     pub fn set_bulk(&self, bulk: bool) -> Result<()> {
-        let bytes: i64 = if bulk { 16 << 20 } else { 1 << 20 };
         let cache_kib: i64 = if bulk { -8_000 } else { -2_000 };
         self.conn.pragma_update(None, "cache_size", cache_kib)?;
-        self.conn.execute(
-            "INSERT INTO entries_fts(entries_fts, rank) VALUES('hashsize', ?1)",
-            [bytes],
-        )?;
-        Ok(())
+        // A write: in turn with this process's other writers (see `writers`).
+        let _turn = writers::take(&self.path, FOLLOW_WAIT);
+        hash_size(&self.conn, if bulk { BULK_HASH } else { SMALL_HASH })
     }
 
     /// Forgets everything and reads every log again.
@@ -248,6 +270,7 @@ impl Index {
         // on at once (see `writers`).
         let _turn = writers::take(&self.path, FOLLOW_WAIT);
         let tx = self.write_tx()?;
+        hash_size(&tx, SMALL_HASH)?;
         let done = update::follow(&tx, log, state, last)?;
         tx.commit()?;
         if last {
@@ -312,6 +335,7 @@ impl Index {
     /// Makes a log known to the index without reading it (a running session's, before
     /// its first turn ends): the next update or refresh reads it.
     pub fn register(&mut self, log: &Path) -> Result<()> {
+        let _turn = writers::take(&self.path, FOLLOW_WAIT);
         self.conn.execute(
             "INSERT OR IGNORE INTO sessions(id, path, head, size, mtime, checkpoint, ck_turn)
              VALUES (?1, ?2, '', -1, -1, 0, 0)",

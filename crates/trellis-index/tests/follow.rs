@@ -179,3 +179,33 @@ fn a_session_over_leaves_no_free_pages_behind() {
     assert!(all > 600, "{all} pages: merges happened");
     assert!(free < 64 || free * 100 < all, "{free} of {all} pages free");
 }
+
+/// A running session's reads use the smaller term hash, whatever the last command of
+/// another process (a `trellis sessions`, reading many logs) left in the file.
+#[test]
+fn a_running_sessions_reads_set_their_own_term_hash_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("s/a.jsonl");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, the_log()).unwrap();
+    let index = dir.path().join("i.sqlite");
+    let hash = || {
+        rusqlite::Connection::open(&index)
+            .unwrap()
+            .query_row(
+                "SELECT v FROM entries_fts_config WHERE k = 'hashsize'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+    };
+    let (mut following, _) = Index::open(&index).unwrap();
+    following.set_bulk(false).unwrap();
+    assert_eq!(hash(), 4 << 20);
+    let (other, _) = Index::open(&index).unwrap();
+    other.set_bulk(true).unwrap();
+    assert_eq!(hash(), 16 << 20);
+    let mut state = None;
+    following.follow(&log, &mut state, false).unwrap();
+    assert_eq!(hash(), 4 << 20);
+}
