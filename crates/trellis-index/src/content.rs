@@ -5,9 +5,10 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use serde_json::Value;
-
 use crate::doc::{CallRow, OUTPUT_CAP, TEXT_CAP};
+
+/// A record of the log, parsed in place: its strings borrow from the line.
+pub(crate) type Json<'a> = serde_json_borrow::Value<'a>;
 
 #[derive(Default)]
 pub(crate) struct OpenCall {
@@ -30,7 +31,7 @@ pub(crate) fn finished(status: &str) -> bool {
 }
 
 /// Merges a `tool_call` or `tool_call_update` into the open call.
-pub(crate) fn merge(call: &mut OpenCall, u: &Value, terminals: &mut HashMap<String, Unclaimed>) {
+pub(crate) fn merge(call: &mut OpenCall, u: &Json<'_>, terminals: &mut HashMap<String, Unclaimed>) {
     let row = &mut call.row;
     if let Some(t) = str_of(u, "title") {
         row.title = t.to_string();
@@ -41,21 +42,21 @@ pub(crate) fn merge(call: &mut OpenCall, u: &Value, terminals: &mut HashMap<Stri
     if let Some(s) = str_of(u, "status") {
         row.status = s.to_string();
     }
-    if let Some(locs) = u.get("locations").and_then(Value::as_array) {
+    if let Some(locs) = field(u, "locations").and_then(Json::as_array) {
         for l in locs {
             if let Some(p) = str_of(l, "path") {
                 add_path(&mut row.paths, p);
             }
         }
     }
-    if let Some(input) = u.get("rawInput") {
-        if let Some(c) = input.get("command").or_else(|| input.get("cmd")) {
+    if let Some(input) = field(u, "rawInput") {
+        if let Some(c) = field(input, "command").or_else(|| field(input, "cmd")) {
             row.command = match c {
-                Value::String(s) => Some(s.clone()),
-                Value::Array(words) => Some(
+                Json::Str(s) => Some(s.to_string()),
+                Json::Array(words) => Some(
                     words
                         .iter()
-                        .filter_map(Value::as_str)
+                        .filter_map(Json::as_str)
                         .collect::<Vec<_>>()
                         .join(" "),
                 ),
@@ -68,14 +69,14 @@ pub(crate) fn merge(call: &mut OpenCall, u: &Value, terminals: &mut HashMap<Stri
             }
         }
     }
-    if let Some(content) = u.get("content").and_then(Value::as_array) {
+    if let Some(content) = field(u, "content").and_then(Json::as_array) {
         // Content replaces the call's content: output gathered from an earlier update
         // is dropped, terminal output (kept apart) stays.
         call.output.clear();
         for c in content {
             match str_of(c, "type") {
                 Some("content") => {
-                    if let Some(b) = c.get("content") {
+                    if let Some(b) = field(c, "content") {
                         let mut text = String::new();
                         block_text(b, &mut text);
                         push_capped(&mut call.output, &text, OUTPUT_CAP);
@@ -109,9 +110,9 @@ pub(crate) fn merge(call: &mut OpenCall, u: &Value, terminals: &mut HashMap<Stri
             }
         }
     }
-    if let Some(out) = u.get("rawOutput") {
+    if let Some(out) = field(u, "rawOutput") {
         let text = match out {
-            Value::String(s) => Some(s.as_str()),
+            Json::Str(s) => Some(s.as_ref()),
             o => [
                 "output",
                 "stdout",
@@ -156,12 +157,11 @@ fn add_path(paths: &mut Vec<String>, p: &str) {
 }
 
 /// The text of a content block: text, a resource's text, a link's name and address.
-pub(crate) fn block_text(b: &Value, out: &mut String) {
+pub(crate) fn block_text(b: &Json<'_>, out: &mut String) {
     let piece = match str_of(b, "type") {
         Some("text") => str_of(b, "text").map(str::to_string),
-        Some("resource") => b
-            .pointer("/resource/text")
-            .and_then(Value::as_str)
+        Some("resource") => at(b, &["resource", "text"])
+            .and_then(Json::as_str)
             .map(str::to_string),
         Some("resource_link") => Some(format!(
             "{} {}",
@@ -179,8 +179,18 @@ pub(crate) fn block_text(b: &Value, out: &mut String) {
     }
 }
 
-pub(crate) fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
+/// The member `key` of `v`, when `v` is an object that has one.
+pub(crate) fn field<'v, 'a>(v: &'v Json<'a>, key: &str) -> Option<&'v Json<'a>> {
+    v.as_object()?.get(key)
+}
+
+/// The member reached through the objects named by `path`.
+pub(crate) fn at<'v, 'a>(v: &'v Json<'a>, path: &[&str]) -> Option<&'v Json<'a>> {
+    path.iter().try_fold(v, |v, key| field(v, key))
+}
+
+pub(crate) fn str_of<'v>(v: &'v Json<'_>, key: &str) -> Option<&'v str> {
+    field(v, key).and_then(Json::as_str)
 }
 
 pub(crate) fn push_capped(s: &mut String, add: &str, cap: usize) {

@@ -11,23 +11,11 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use serde::Deserialize;
-use serde_json::Value;
-
 use crate::content::{
-    OpenCall, Unclaimed, block_text, finished, floor, merge, push_capped, str_of, without_escapes,
+    Json, OpenCall, Unclaimed, at, block_text, field, finished, floor, merge, push_capped, str_of,
+    without_escapes,
 };
 pub use crate::doc::{CallRow, Doc, DocKind, Facts, OUTPUT_CAP, Sink, TEXT_CAP};
-
-#[derive(Deserialize)]
-struct Line<'a> {
-    #[serde(default)]
-    t: f64,
-    #[serde(borrow, default)]
-    dir: Option<&'a str>,
-    #[serde(default)]
-    msg: Option<Value>,
-}
 
 /// The state machine; see the module documentation.
 #[derive(Default)]
@@ -71,20 +59,22 @@ impl Extractor {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let Ok(rec) = serde_json::from_slice::<Line>(line) else {
+        // A record: `{"t": seconds, "dir": …, "msg": …}`; anything else is a bad line.
+        let rec = serde_json::from_slice::<Json<'_>>(line);
+        let Some((t, dir, msg)) = rec.as_ref().ok().and_then(record) else {
             self.facts.bad_lines += 1;
             return;
         };
-        if rec.t.is_finite() && rec.t > self.facts.last_t {
-            self.facts.last_t = rec.t;
+        if t.is_finite() && t > self.facts.last_t {
+            self.facts.last_t = t;
         }
-        let (Some(dir), Some(msg)) = (rec.dir, rec.msg) else {
+        let (Some(dir), Some(msg)) = (dir, msg) else {
             return;
         };
         match dir {
-            "client" => self.client(&msg, offset),
-            "client_to_agent" => self.outgoing(&msg, offset, sink),
-            "agent_to_client" => self.incoming(&msg, offset, next, sink),
+            "client" => self.client(msg, offset),
+            "client_to_agent" => self.outgoing(msg, offset, sink),
+            "agent_to_client" => self.incoming(msg, offset, next, sink),
             _ => {}
         }
     }
@@ -100,21 +90,20 @@ impl Extractor {
         }
     }
 
-    fn client(&mut self, msg: &Value, offset: u64) {
+    fn client(&mut self, msg: &Json<'_>, offset: u64) {
         let f = &mut self.facts;
         match str_of(msg, "type") {
             Some("session_log") => {
                 f.agent = str_of(msg, "agent").map(str::to_string);
                 f.cwd = str_of(msg, "cwd").map(str::to_string);
-                f.started = msg.get("started").and_then(Value::as_f64);
+                f.started = field(msg, "started").and_then(Json::as_f64);
                 f.command = str_of(msg, "command").map(str::to_string);
                 f.continues = str_of(msg, "continues").map(str::to_string);
-                f.continues_at = msg.get("continues_at").and_then(Value::as_i64);
-                f.handed_over = msg.get("handed_over").and_then(Value::as_bool) == Some(true);
+                f.continues_at = field(msg, "continues_at").and_then(Json::as_i64);
+                f.handed_over = field(msg, "handed_over").and_then(Json::as_bool) == Some(true);
                 f.launched_in = str_of(msg, "launched_in").map(str::to_string);
-                self.remote = msg.get("remote").is_some_and(|r| !r.is_null());
-                f.worktree = msg
-                    .get("worktree")
+                self.remote = field(msg, "remote").is_some_and(|r| !r.is_null());
+                f.worktree = field(msg, "worktree")
                     .and_then(|w| str_of(w, "label"))
                     .map(str::to_string);
             }
@@ -155,7 +144,7 @@ impl Extractor {
         }
     }
 
-    fn outgoing(&mut self, msg: &Value, offset: u64, sink: &mut dyn Sink) {
+    fn outgoing(&mut self, msg: &Json<'_>, offset: u64, sink: &mut dyn Sink) {
         match str_of(msg, "method") {
             Some("session/prompt") => {
                 self.close_message(sink);
@@ -164,7 +153,7 @@ impl Extractor {
                 }
                 self.turn += 1;
                 let mut text = String::new();
-                if let Some(blocks) = msg.pointer("/params/prompt").and_then(Value::as_array) {
+                if let Some(blocks) = at(msg, &["params", "prompt"]).and_then(Json::as_array) {
                     for b in blocks {
                         block_text(b, &mut text);
                     }
@@ -184,7 +173,7 @@ impl Extractor {
                 }
             }
             Some("session/load") => {
-                if let Some(id) = msg.pointer("/params/sessionId").and_then(Value::as_str) {
+                if let Some(id) = at(msg, &["params", "sessionId"]).and_then(Json::as_str) {
                     self.facts.acp_id = Some(id.to_string());
                 }
                 self.load_id = id_of(msg);
@@ -198,8 +187,8 @@ impl Extractor {
         }
     }
 
-    fn incoming(&mut self, msg: &Value, offset: u64, next: u64, sink: &mut dyn Sink) {
-        if msg.get("method").is_none() {
+    fn incoming(&mut self, msg: &Json<'_>, offset: u64, next: u64, sink: &mut dyn Sink) {
+        if field(msg, "method").is_none() {
             // A response.
             let Some(id) = id_of(msg) else { return };
             if self.load_id.as_ref() == Some(&id) {
@@ -212,10 +201,10 @@ impl Extractor {
                 }
             } else if let Some(i) = self.new_session_ids.iter().position(|p| *p == id) {
                 self.new_session_ids.swap_remove(i);
-                if let Some(s) = msg.pointer("/result/sessionId").and_then(Value::as_str) {
+                if let Some(s) = at(msg, &["result", "sessionId"]).and_then(Json::as_str) {
                     self.facts.acp_id = Some(s.to_string());
                 }
-            } else if let Some(info) = msg.pointer("/result/agentInfo") {
+            } else if let Some(info) = at(msg, &["result", "agentInfo"]) {
                 self.facts.agent_title = str_of(info, "title")
                     .or_else(|| str_of(info, "name"))
                     .map(str::to_string);
@@ -231,14 +220,14 @@ impl Extractor {
             // The call a permission is asked for, as the request shows it (an edit's
             // diff, often there only: a rejected edit has no other).
             Some("session/request_permission") => {
-                if let Some(call) = msg.pointer("/params/toolCall") {
+                if let Some(call) = at(msg, &["params", "toolCall"]) {
                     self.announced(call, offset, sink);
                 }
                 return;
             }
             _ => return,
         }
-        let Some(update) = msg.pointer("/params/update") else {
+        let Some(update) = at(msg, &["params", "update"]) else {
             return;
         };
         match str_of(update, "sessionUpdate") {
@@ -261,7 +250,7 @@ impl Extractor {
                     text: String::new(),
                     head: String::new(),
                 });
-                if let Some(c) = update.get("content") {
+                if let Some(c) = field(update, "content") {
                     let mut text = String::new();
                     block_text(c, &mut text);
                     push_capped(&mut m.text, &text, TEXT_CAP);
@@ -303,10 +292,14 @@ impl Extractor {
             }
             Some("usage_update") => {
                 let f = &mut self.facts;
-                f.tokens_used = update.get("used").and_then(Value::as_i64).or(f.tokens_used);
-                f.tokens_size = update.get("size").and_then(Value::as_i64).or(f.tokens_size);
-                if let Some(c) = update.get("cost") {
-                    f.cost = c.get("amount").and_then(Value::as_f64).or(f.cost);
+                f.tokens_used = field(update, "used")
+                    .and_then(Json::as_i64)
+                    .or(f.tokens_used);
+                f.tokens_size = field(update, "size")
+                    .and_then(Json::as_i64)
+                    .or(f.tokens_size);
+                if let Some(c) = field(update, "cost") {
+                    f.cost = field(c, "amount").and_then(Json::as_f64).or(f.cost);
                     f.currency = str_of(c, "currency")
                         .map(str::to_string)
                         .or(f.currency.take());
@@ -316,12 +309,11 @@ impl Extractor {
         }
     }
 
-    fn end_turn(&mut self, response: &Value, sink: &mut dyn Sink) {
+    fn end_turn(&mut self, response: &Json<'_>, sink: &mut dyn Sink) {
         self.close_message(sink);
         // Token totals some agents put on the prompt response.
-        if let Some(total) = response
-            .pointer("/result/usage/totalTokens")
-            .and_then(Value::as_i64)
+        if let Some(total) =
+            at(response, &["result", "usage", "totalTokens"]).and_then(Json::as_i64)
         {
             self.facts.tokens_used = Some(self.facts.tokens_used.unwrap_or(0).max(total));
         }
@@ -347,7 +339,7 @@ impl Extractor {
 
     /// A `tool_call`, or the call of a permission request: a call announced, or, when it
     /// is open already, an update of it.
-    fn announced(&mut self, update: &Value, offset: u64, sink: &mut dyn Sink) {
+    fn announced(&mut self, update: &Json<'_>, offset: u64, sink: &mut dyn Sink) {
         self.close_message(sink);
         let Some(id) = str_of(update, "toolCallId") else {
             return;
@@ -413,9 +405,25 @@ impl Extractor {
     }
 }
 
-fn id_of(msg: &Value) -> Option<String> {
-    let id = msg.get("id")?;
-    trellis_core::wire::canonical_id(&id.to_string())
+/// A record's time, direction and message, when its fields have their types (a missing
+/// one is 0, none and none).
+fn record<'v>(rec: &'v Json<'_>) -> Option<(f64, Option<&'v str>, Option<&'v Json<'v>>)> {
+    let rec = rec.as_object()?;
+    let t = match rec.get("t") {
+        None => 0.0,
+        Some(t) => t.as_f64()?,
+    };
+    let dir = match rec.get("dir") {
+        None | Some(Json::Null) => None,
+        Some(d) => Some(d.as_str()?),
+    };
+    let msg = rec.get("msg").filter(|m| !m.is_null());
+    Some((t, dir, msg))
+}
+
+fn id_of(msg: &Json<'_>) -> Option<String> {
+    let id = field(msg, "id")?;
+    trellis_core::wire::canonical_id(&serde_json::to_string(id).ok()?)
         .ok()
         .flatten()
 }
