@@ -145,7 +145,7 @@ fn serve(
         if content {
             // In the session's process: the smaller cache and term hash (each read sets
             // the hash again, in its turn, when another process changed it).
-            let _ = ix.set_bulk(false);
+            let _ = ix.following();
         }
         Ok(ix)
     };

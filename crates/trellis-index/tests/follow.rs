@@ -209,3 +209,30 @@ fn a_running_sessions_reads_set_their_own_term_hash_again() {
     following.follow(&log, &mut state, false).unwrap();
     assert_eq!(hash(), 4 << 20);
 }
+
+/// A running session's reads copy what they wrote into the index file itself after their
+/// turn (the commit no longer does until the write-ahead log is large): each read's rows
+/// are in the file, not only in the log beside it.
+#[test]
+fn a_running_sessions_reads_reach_the_file_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("s/a.jsonl");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, the_log()).unwrap();
+    let index = dir.path().join("i.sqlite");
+    let (mut ix, _) = Index::open(&index).unwrap();
+    ix.following().unwrap();
+    let mut state = None;
+    ix.follow(&log, &mut state, false).unwrap();
+    // The file as it is on disk, without its write-ahead log.
+    let url = format!("file:{}?immutable=1", index.display());
+    let file = rusqlite::Connection::open_with_flags(
+        url,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+    )
+    .unwrap();
+    let entries: i64 = file
+        .query_row("SELECT count(*) FROM entries", [], |r| r.get(0))
+        .unwrap();
+    assert!(entries > 0, "nothing in the file itself");
+}
