@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use trellis_core::ext::SessionInfo;
-use trellis_core::short_id::ShortId;
 use trellis_core::{Event, EventBody, ToolCall};
 
 /// Session state as extensions see it.
@@ -19,14 +18,11 @@ use trellis_core::{Event, EventBody, ToolCall};
 #[derive(Debug, Default)]
 pub(crate) struct Mirror {
     pub info: SessionInfo,
-    /// Calls in memory, in the order they came.
+    /// Calls in memory, in ledger order (by place, which is unique to a call): an update's
+    /// call is found by a binary search, at the end for nearly all. (Two maps, by place and
+    /// by id, were a tenth of a headless run's main thread; a call is looked up by id only
+    /// for a permission question.)
     calls: Vec<Arc<ToolCall>>,
-    /// Ledger place by (subagent, call id) of the calls held: a subagent's call ids are
-    /// its own.
-    index: rustc_hash::FxHashMap<(Option<Arc<str>>, ShortId), usize>,
-    /// Position in `calls` by ledger place (unique to a call): the key of every update,
-    /// looked up without making an owned key of the id.
-    by_place: rustc_hash::FxHashMap<usize, usize>,
     cold: Option<Arc<trellis_core::cold::Cold>>,
     /// With a store, the ledger's snapshots carry their places: the calls so far are the
     /// furthest place seen, plus one (those let go included).
@@ -59,7 +55,7 @@ impl Mirror {
                     out.extend(
                         t.calls
                             .iter()
-                            .filter(|c| !self.by_place.contains_key(&c.position))
+                            .filter(|c| self.held(c.position).is_err())
                             .cloned(),
                     );
                 }
@@ -71,13 +67,27 @@ impl Mirror {
 
     /// The call `id` of `subagent` (none: the session's own).
     pub fn call(&self, subagent: Option<Arc<str>>, id: &str) -> Option<Arc<ToolCall>> {
-        let key = (subagent, ShortId::new(id));
-        if let Some(i) = self.index.get(&key).and_then(|p| self.by_place.get(p)) {
-            return Some(self.calls[*i].clone());
+        // A subagent's call ids are its own.
+        let held = self
+            .calls
+            .iter()
+            .rev()
+            .find(|c| c.id == id && c.subagent.as_deref() == subagent.as_deref());
+        if let Some(c) = held {
+            return Some(c.clone());
         }
         let cold = self.cold.as_ref()?;
-        let p = cold.find(key.0.as_deref(), id)?;
+        let p = cold.find(subagent.as_deref(), id)?;
         cold.call(p)
+    }
+
+    /// Where the call at ledger place `place` is held, or where it would go.
+    fn held(&self, place: usize) -> Result<usize, usize> {
+        match self.calls.last() {
+            // New calls come last.
+            Some(c) if c.position < place => Err(self.calls.len()),
+            _ => self.calls.binary_search_by_key(&place, |c| c.position),
+        }
     }
 
     /// Takes calls from the ledger at sync time from now on (see `deferred`).
@@ -105,17 +115,10 @@ impl Mirror {
 
     /// Holds `call` (the newest snapshot of it).
     pub fn put(&mut self, call: &Arc<ToolCall>) {
-        match self.by_place.get(&call.position) {
-            Some(&i) => self.calls[i] = call.clone(),
-            None => {
-                let i = self.calls.len();
-                self.by_place.insert(call.position, i);
-                self.index.insert(
-                    (call.subagent.clone(), ShortId::new(&call.id)),
-                    call.position,
-                );
-                self.calls.push(call.clone());
-            }
+        match self.held(call.position) {
+            Ok(i) => self.calls[i] = call.clone(),
+            // A frozen call changed again goes back among the others.
+            Err(i) => self.calls.insert(i, call.clone()),
         }
         self.seen = self.seen.max(call.position + 1);
         self.info.calls = self.count();
@@ -131,12 +134,6 @@ impl Mirror {
             return;
         };
         cold.retain_unfrozen(&mut self.calls, |c| c.position);
-        self.by_place.clear();
-        for (i, c) in self.calls.iter().enumerate() {
-            self.by_place.insert(c.position, i);
-        }
-        let held = &self.by_place;
-        self.index.retain(|_, place| held.contains_key(place));
         self.swept_at = self.calls.len();
     }
 
