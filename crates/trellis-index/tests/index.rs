@@ -520,3 +520,24 @@ fn an_edit_is_found_by_its_removed_lines_and_a_rejected_one_by_its_request() {
         (2, 1, 1)
     );
 }
+
+/// A record whose keys and strings are written with escapes (`\u0074itle` for `title`)
+/// is read like any other: the parse borrows from the line where it can and unescapes
+/// where it must.
+#[test]
+fn records_written_with_escapes_are_read_like_any_other() {
+    let s = setup();
+    let a = s.sessions.join("2026-12-07/100000-demo-2.jsonl");
+    let mut text = log_text("demo", "/p", 1.0, 0, "x");
+    text += r#"{"t":0.1,"dir":"client_to_agent","msg":{"jsonrpc":"2.0","id":"p1","method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"look around"}]}}}
+{"t":0.2,"dir":"\u0061gent_to_client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c1","\u0074itle":"Run \u0067repper","status":"completed","rawOutput":{"out\u0070ut":"quokka\u0020found"}}}}}
+{"t":0.3,"dir":"agent_to_client","msg":{"jsonrpc":"2.0","id":"p1","result":{"stopReason":"end_turn"}}}
+"#;
+    write(&a, &text);
+    let (mut ix, _) = Index::open(&s.index).unwrap();
+    ix.refresh(&s.sessions).unwrap();
+    assert_eq!(ix.search("quokka", None, None, false, 9).unwrap().len(), 1);
+    assert_eq!(ix.search("grepper", None, None, false, 9).unwrap().len(), 1);
+    let all = ix.list(&ListFilter::default()).unwrap();
+    assert_eq!(all[0].calls.total, 1, "{:?}", all[0].calls);
+}
