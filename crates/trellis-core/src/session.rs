@@ -385,6 +385,13 @@ impl Session {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
+// The first record is the large one, written once per log and never held in bulk. (The
+// lint fires only where serde_json's `Value` is the smaller, without `preserve_order`:
+// `cargo clippy -p trellis-core` alone, not the workspace.)
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per log; boxing would only move it"
+)]
 pub enum LocalRecord {
     /// First record of a Trellis log.
     SessionLog {

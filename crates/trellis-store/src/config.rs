@@ -8,6 +8,13 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use trellis_core::permission::{Rule, Verdict};
 
+mod located;
+mod secret;
+
+use located::line_of;
+pub use located::{ConfigError, parse_toml};
+pub use secret::{Secret, keep_taken_secrets, taken_secrets};
+
 /// How to start one agent, or where to dial it.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,149 +64,6 @@ pub struct AgentPreset {
     /// sent as its path.
     #[serde(default)]
     pub paths: BTreeMap<String, String>,
-}
-
-/// A header value from the environment, a file, or the config itself.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Secret {
-    /// `{ env = "AGENT_TOKEN" }`
-    Env { env: String },
-    /// `{ file = "~/.config/agent-token" }` (its first line)
-    File { file: PathBuf },
-    /// Written in the config (for what is no secret).
-    Text(String),
-}
-
-/// What a secret's value may be, said where one is written otherwise.
-const SECRET_SHAPES: &str =
-    "a value is { env = \"NAME\" }, { file = \"PATH\" } or text (for what is no secret)";
-
-impl<'de> Deserialize<'de> for Secret {
-    /// Read by hand, not as an untagged enum: serde's "did not match any variant" says
-    /// nothing of what to write, and `{ env, file }` together would be taken as `env`.
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Shape {
-            Text(String),
-            Table(BTreeMap<String, toml::Value>),
-        }
-        let table = match Shape::deserialize(d).map_err(|_| D::Error::custom(SECRET_SHAPES))? {
-            Shape::Text(t) => return Ok(Secret::Text(t)),
-            Shape::Table(t) => t,
-        };
-        let text = |v: &toml::Value, key: &str| -> Result<String, D::Error> {
-            match v.as_str() {
-                Some(s) if !s.trim().is_empty() => Ok(s.to_string()),
-                Some(_) => Err(D::Error::custom(format!(
-                    "{{ {key} = \"\" }}: give the {}",
-                    if key == "env" {
-                        "variable's name"
-                    } else {
-                        "file's path"
-                    }
-                ))),
-                None => Err(D::Error::custom(format!("{key} is text: {SECRET_SHAPES}"))),
-            }
-        };
-        match (table.get("env"), table.get("file"), table.len()) {
-            (Some(e), None, 1) => Ok(Secret::Env {
-                env: text(e, "env")?,
-            }),
-            (None, Some(f), 1) => Ok(Secret::File {
-                file: PathBuf::from(text(f, "file")?),
-            }),
-            (Some(_), Some(_), 2) => Err(D::Error::custom(
-                "{ env } and { file } together: give one of them",
-            )),
-            _ => {
-                let keys: Vec<&str> = table.keys().map(String::as_str).collect();
-                Err(D::Error::custom(format!(
-                    "{{ {} }}: {SECRET_SHAPES}",
-                    keys.join(", ")
-                )))
-            }
-        }
-    }
-}
-
-/// Secrets taken out of this process's environment at its start (see
-/// [`Config::secret_env_names`]): no process Trellis starts inherits them, and
-/// [`Secret::value`] reads them here.
-static TAKEN: std::sync::OnceLock<BTreeMap<String, String>> = std::sync::OnceLock::new();
-
-/// Keeps the secrets taken out of the environment (once, at the start).
-pub fn keep_taken_secrets(taken: BTreeMap<String, String>) {
-    let _ = TAKEN.set(taken);
-}
-
-/// The secrets taken out of the environment: for a Trellis of this one's own (a hub
-/// started in the background), never an agent or anything else.
-pub fn taken_secrets() -> impl Iterator<Item = (&'static String, &'static String)> {
-    TAKEN.get().into_iter().flatten()
-}
-
-impl Config {
-    /// The environment variables the agents elsewhere take secrets from (`token` and
-    /// `headers` of `{ env = … }`): taken out of the environment at the start, so that
-    /// no process Trellis starts — an agent, its commands, a hook, a plugin — sees them.
-    pub fn secret_env_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .agents
-            .values()
-            .filter(|a| a.url.is_some())
-            .flat_map(|a| a.token.iter().chain(a.headers.values()))
-            .filter_map(|s| match s {
-                Secret::Env { env } => Some(env.clone()),
-                _ => None,
-            })
-            .collect();
-        names.sort();
-        names.dedup();
-        names
-    }
-}
-
-impl Secret {
-    /// The value, or why it cannot be had (never the value itself).
-    pub fn value(&self) -> Result<String, String> {
-        match self {
-            Secret::Text(t) => Ok(t.clone()),
-            Secret::Env { env } => TAKEN
-                .get()
-                .and_then(|t| t.get(env).cloned())
-                .or_else(|| std::env::var(env).ok())
-                .ok_or_else(|| {
-                    format!(
-                        "the environment variable {env} is not set where this Trellis runs (a hub started before it was set does not have it: trellis serve --stop, then again; {{ file = \"…\" }} does not depend on it)"
-                    )
-                })
-                .and_then(|v| {
-                    let v = v.trim();
-                    if v.is_empty() {
-                        Err(format!("the environment variable {env} is set but empty"))
-                    } else {
-                        Ok(v.to_string())
-                    }
-                }),
-            Secret::File { file } => {
-                let path = crate::config::expand_home(file);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                match text.lines().next().map(str::trim) {
-                    Some(l) if !l.is_empty() => Ok(l.to_string()),
-                    _ if text.trim().is_empty() => Err(format!("{}: empty", path.display())),
-                    // The secret is the first line's: a file that starts with a blank
-                    // line has none there.
-                    _ => Err(format!(
-                        "{}: its first line is blank (the secret is the file's first line)",
-                        path.display()
-                    )),
-                }
-            }
-        }
-    }
 }
 
 /// `~/…` from the home directory.
@@ -449,77 +313,6 @@ pub struct McpServerConfig {
     pub headers: BTreeMap<String, String>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{}: {key}: {message}", place(path, *line))]
-    Invalid {
-        path: PathBuf,
-        line: usize,
-        key: String,
-        message: String,
-    },
-    #[error("{path}: cannot read: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-}
-
-/// The line (1-based) where `key` of `table` is written: `key = …`, a dotted `key.… = …`,
-/// or the `[table.key]` section. `hooks[2]` is the third `[[hooks]]` table.
-fn line_of(text: &str, table: &str, key: &str) -> Option<usize> {
-    let (base, index) = match table.strip_suffix(']').and_then(|t| t.split_once('[')) {
-        Some((base, i)) => (base, i.parse::<usize>().ok()),
-        None => (table, None),
-    };
-    // Quotes and the spaces around dots do not change a key.
-    let bare = |k: &str| -> String {
-        k.split('.')
-            .map(|p| p.trim().trim_matches('"'))
-            .collect::<Vec<_>>()
-            .join(".")
-    };
-    let own = if table.is_empty() {
-        key.to_string()
-    } else {
-        format!("{table}.{key}")
-    };
-    let mut in_table = table.is_empty();
-    let mut seen = 0usize;
-    for (n, l) in text.lines().enumerate() {
-        let t = l.trim();
-        if t.starts_with('[') {
-            let name = bare(t.trim_matches(|c| c == '[' || c == ']'));
-            if index.is_none() && name == own {
-                return Some(n + 1);
-            }
-            in_table = match index {
-                Some(i) if name == base && t.starts_with("[[") => {
-                    seen += 1;
-                    seen == i + 1
-                }
-                Some(_) => false,
-                None => name == table,
-            };
-        } else if in_table
-            && let Some(k) = t.split('=').next().map(bare)
-            && (k == key || k.starts_with(&format!("{key}.")))
-        {
-            return Some(n + 1);
-        }
-    }
-    None
-}
-
-/// `path:line`, or `path` when the line is not known.
-fn place(path: &Path, line: usize) -> String {
-    if line == 0 {
-        path.display().to_string()
-    } else {
-        format!("{}:{line}", path.display())
-    }
-}
-
 /// The presets Trellis knows without any config, with their documented commands.
 pub fn builtin_presets() -> BTreeMap<String, AgentPreset> {
     let preset = |command: &str, args: &[&str]| AgentPreset {
@@ -602,74 +395,6 @@ impl Config {
             .get(name)
             .cloned()
             .or_else(|| builtin_presets().remove(name))
-    }
-}
-
-/// Parses any TOML document into `T`, with errors that name file, line and key.
-pub fn parse_toml<T: for<'de> Deserialize<'de>>(text: &str, path: &Path) -> Result<T, ConfigError> {
-    toml::from_str(text).map_err(|e| {
-        let offset = e.span().map(|s| s.start).unwrap_or(0).min(text.len());
-        let line = text[..offset].matches('\n').count() + 1;
-        let message = e.message().trim().to_string();
-        let key = key_at(text, offset, &message);
-        ConfigError::Invalid {
-            path: path.to_path_buf(),
-            line,
-            key,
-            message,
-        }
-    })
-}
-
-/// The dotted key an error points at: the table header above `offset` plus the key on its
-/// line (or the field the message names).
-fn key_at(text: &str, offset: usize, message: &str) -> String {
-    let before = &text[..offset];
-    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let line_end = text[offset..]
-        .find('\n')
-        .map(|i| offset + i)
-        .unwrap_or(text.len());
-    let line = &text[line_start..line_end];
-    let mut table = String::new();
-    for l in before[..line_start].lines() {
-        let l = l.trim();
-        if l.starts_with('[') {
-            table = l.trim_matches(|c| c == '[' || c == ']').trim().to_string();
-        }
-    }
-    let own = line.trim();
-    let key = if own.starts_with('[') {
-        own.trim_matches(|c| c == '[' || c == ']')
-            .trim()
-            .to_string()
-    } else if let Some((k, _)) = own.split_once('=') {
-        let k = k.trim().trim_matches('"').to_string();
-        if table.is_empty() {
-            k
-        } else {
-            format!("{table}.{k}")
-        }
-    } else {
-        table
-    };
-    // "unknown field `x`" names the key better than the span does.
-    if let Some(field) = message
-        .strip_prefix("unknown field `")
-        .and_then(|rest| rest.split('`').next())
-    {
-        return if key.is_empty() {
-            field.to_string()
-        } else if key.ends_with(field) {
-            key
-        } else {
-            format!("{key}.{field}")
-        };
-    }
-    if key.is_empty() {
-        "(top level)".into()
-    } else {
-        key
     }
 }
 
