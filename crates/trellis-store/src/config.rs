@@ -345,7 +345,17 @@ pub fn builtin_presets() -> BTreeMap<String, AgentPreset> {
 impl Config {
     /// Loads `path`; a missing file is an empty config.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        match std::fs::read_to_string(path) {
+        // A FIFO or a device where the file should be is refused, not waited on.
+        let read = |path: &Path| -> std::io::Result<String> {
+            use std::io::Read;
+            let Some(mut file) = trellis_os::fd::open_regular(path)? else {
+                return Err(std::io::Error::other("not a regular file"));
+            };
+            let mut text = String::new();
+            file.read_to_string(&mut text)?;
+            Ok(text)
+        };
+        match read(path) {
             Ok(text) => Config::parse(&text, path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
             Err(source) => Err(ConfigError::Io {
@@ -491,5 +501,26 @@ kind = "read"
         assert!(e.starts_with("config.toml:3: agents.a.comand:"), "{e}");
         let e = err("default_agent = \n");
         assert!(e.starts_with("config.toml:1:"), "{e}");
+    }
+
+    /// A secret's file that is a FIFO is refused at once, never waited on; a long one is
+    /// read only as far as its first line needs.
+    #[cfg(unix)]
+    #[test]
+    fn a_secret_file_that_is_no_regular_file_is_refused_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("token");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = Secret::File { file: fifo }.value().unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+        let long = dir.path().join("long");
+        let mut text = "s3cret\n".to_string();
+        text.push_str(&"x".repeat(1 << 20));
+        std::fs::write(&long, text).unwrap();
+        assert_eq!(Secret::File { file: long }.value().unwrap(), "s3cret");
     }
 }

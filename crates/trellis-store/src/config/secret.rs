@@ -135,8 +135,7 @@ impl Secret {
                 }),
             Secret::File { file } => {
                 let path = crate::config::expand_home(file);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let text = first_bytes(&path).map_err(|e| format!("{}: {e}", path.display()))?;
                 match text.lines().next().map(str::trim) {
                     Some(l) if !l.is_empty() => Ok(l.to_string()),
                     _ if text.trim().is_empty() => Err(format!("{}: empty", path.display())),
@@ -150,4 +149,24 @@ impl Secret {
             }
         }
     }
+}
+
+/// The most of a secret's file read: its first line is the secret.
+const SECRET_FILE_CAP: u64 = 64 << 10;
+
+/// The start of the regular file at `path`, as text: a FIFO or a device named by mistake
+/// is refused, not waited on or read without end.
+fn first_bytes(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let Some(file) = trellis_os::fd::open_regular(path)? else {
+        return Err(std::io::Error::other("not a regular file"));
+    };
+    let mut bytes = Vec::new();
+    file.take(SECRET_FILE_CAP).read_to_end(&mut bytes)?;
+    // The first line, the secret, must be text as it is; the rest is only looked at.
+    let first = memchr::memchr(b'\n', &bytes).unwrap_or(bytes.len());
+    if std::str::from_utf8(&bytes[..first]).is_err() {
+        return Err(std::io::Error::other("its first line is not UTF-8 text"));
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
