@@ -55,8 +55,9 @@ pub(crate) struct HotEnvelope<'a> {
 pub(crate) struct HotParams<'a> {
     #[serde(default, borrow)]
     session_id: Option<Cow<'a, str>>,
+    /// Boxed: the reading moves it up three levels, and the box is what moves.
     #[serde(borrow)]
-    update: Hot<'a>,
+    update: Box<Hot<'a>>,
 }
 
 /// The union of the fields of the hot update kinds; big values stay raw until needed.
@@ -108,7 +109,7 @@ fn not_null(raw: Option<Raw<'_>>) -> Option<&str> {
 
 impl HotParams<'_> {
     pub(crate) fn decode(self) -> Option<Decoded> {
-        let h = self.update;
+        let h = *self.update;
         let role = match h.session_update.as_ref() {
             "user_message_chunk" => Some(Role::User),
             "agent_message_chunk" => Some(Role::Agent),

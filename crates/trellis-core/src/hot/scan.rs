@@ -313,7 +313,7 @@ fn params_of<'a>(c: &mut Cur<'a>) -> Option<HotParams<'a>> {
     })
 }
 
-fn hot<'a>(c: &mut Cur<'a>) -> Option<Hot<'a>> {
+fn hot<'a>(c: &mut Cur<'a>) -> Option<Box<Hot<'a>>> {
     let mut session_update = None;
     let (mut tool_call_id, mut title, mut name, mut message_id) = (None, None, None, None);
     let (mut kind, mut status) = (None, None);
@@ -335,7 +335,7 @@ fn hot<'a>(c: &mut Cur<'a>) -> Option<Hot<'a>> {
         "rawOutput" => once_opt(&mut raw_output, c.opt_boxed()?),
         _ => c.value(0).map(drop),
     })?;
-    Some(Hot {
+    Some(Box::new(Hot {
         session_update: session_update?,
         tool_call_id: tool_call_id.flatten(),
         title: title.flatten(),
@@ -348,7 +348,7 @@ fn hot<'a>(c: &mut Cur<'a>) -> Option<Hot<'a>> {
         name: name.flatten(),
         message_id: message_id.flatten(),
         meta: meta.flatten(),
-    })
+    }))
 }
 
 /// `locations`, read as the lenient list reader reads them (`parse_locations`): an item
