@@ -45,9 +45,11 @@ impl Driver {
                 told.push(text);
                 continue;
             }
+            // Events are the caller's: nearly every effect, kept in place (264 bytes moved
+            // into the connection's `perform` and back out was 2 % of a headless run).
             let e = match &self.conn {
-                Some(c) => c.handle.perform(e),
-                None => Some(e),
+                Some(c) if !matches!(e, Effect::Emit(_)) => c.handle.perform(e),
+                _ => Some(e),
             };
             if let Some(Effect::Emit(ev)) = e {
                 for o in &mut self.observers {
