@@ -16,7 +16,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-mod escaped;
+pub(crate) mod escaped;
 
 /// Reads the text of content item `item` of the call a log line (`seq`) describes.
 pub trait BulkSource: Send + Sync {
@@ -92,6 +92,12 @@ impl Text {
     pub(crate) fn escaped(literal: &str) -> Option<Text> {
         let literal = literal.trim();
         let m = escaped::measure(literal)?;
+        Text::measured(literal, m)
+    }
+
+    /// [`Text::escaped`] with the literal's measure taken already (by the reader that
+    /// found the string's end, [`escaped::Tally`]): the output is not walked twice.
+    pub(crate) fn measured(literal: &str, m: escaped::Measured) -> Option<Text> {
         // Output budgets count the text's bytes: a literal much longer than its text (a
         // terminal's colours are six bytes an escape) is held as text instead.
         if literal.len() > m.len + m.len / 4 + 2 {

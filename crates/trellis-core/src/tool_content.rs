@@ -175,6 +175,10 @@ pub(crate) struct FastBlock<'a> {
     /// ([`crate::json_literal::unescape`]), rather than through a scratch buffer grown per line.
     #[serde(default, borrow)]
     pub(crate) text: Option<crate::json_literal::Raw<'a>>,
+    /// The text's measure, when the reader took it as it found the string's end (the hot
+    /// reader does; serde's does not).
+    #[serde(skip)]
+    pub(crate) measured: Option<crate::bulk::escaped::Measured>,
 }
 
 /// Parses a `content` array. The fast path reads text, diff and terminal items in one pass;
@@ -205,10 +209,14 @@ pub(crate) fn fast_content(items: Vec<FastItem>) -> Option<Vec<ToolContent>> {
                 Some(FastBlock {
                     ty,
                     text: Some(text),
+                    measured,
                 }),
             ) if ty == "text" => ToolContent::Text {
                 // Kept as written where the events and the spill would write it so.
-                text: match crate::bulk::Text::escaped(text.0) {
+                text: match measured.map_or_else(
+                    || crate::bulk::Text::escaped(text.0),
+                    |m| crate::bulk::Text::measured(text.0, m),
+                ) {
                     Some(t) => t,
                     None => crate::json_literal::unescape(text.0)?.into(),
                 },

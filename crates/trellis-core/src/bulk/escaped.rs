@@ -12,7 +12,7 @@
 
 /// What a canonical literal's text measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Measured {
+pub(crate) struct Measured {
     /// Bytes of the unescaped text.
     pub len: usize,
     /// [`super::output_lines`] of the text, when its one-pass branch applies (no
@@ -23,36 +23,77 @@ pub(super) struct Measured {
 /// Measures `literal` (quotes included) if it is written the way `write_str` writes.
 /// `literal` is a JSON string literal a reader checked (no raw quote or control
 /// character inside): only its escapes are looked at here.
-pub(super) fn measure(literal: &str) -> Option<Measured> {
+pub(crate) fn measure(literal: &str) -> Option<Measured> {
     let body = literal.strip_prefix('"')?.strip_suffix('"')?;
     let b = body.as_bytes();
-    // Escapes write only ASCII letters and digits, so these bytes are in the literal
-    // exactly where they are in the text.
-    let plain = memchr::memchr3(b'`', b'<', 0xE2, b).is_none();
-    // Bytes the escapes take beyond the one each stands for.
-    let mut extra = 0;
-    let mut newlines = 0;
-    // Newlines before the last character that is not white space, once there is one.
-    let mut kept: Option<usize> = None;
+    let mut tally = Tally::default();
     let mut i = 0;
     loop {
         let at = memchr::memchr(b'\\', &b[i..]).map_or(b.len(), |k| i + k);
-        // Between escapes: characters as they are (none of them a line break: JSON has
-        // no raw control character in a string).
-        if plain && has_content(&body[i..at]) {
-            kept = Some(newlines);
-        }
+        tally.run(body, i, at);
         if at == b.len() {
             break;
         }
-        let (white, width) = match *b.get(at + 1)? {
+        i = at + tally.escape(&b[at..])?;
+    }
+    tally.finish(body)
+}
+
+/// [`measure`] taken as a literal's escapes are found, by whoever walks them anyway (the
+/// hot reader finding a string's end): the runs of characters between escapes, and each
+/// escape, in order; then [`Tally::finish`].
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    /// Bytes the escapes take beyond the one each stands for.
+    extra: usize,
+    newlines: usize,
+    /// Newlines before the last character that is not white space, once there is one.
+    kept: Option<usize>,
+    /// An escape `write_str` does not write was seen.
+    refused: bool,
+}
+
+impl Tally {
+    /// The characters `text[from..to]`, between escapes (none of them a line break: JSON
+    /// has no raw control character in a string).
+    #[inline]
+    pub(crate) fn run(&mut self, text: &str, from: usize, to: usize) {
+        if to > from && has_content(&text[from..to]) {
+            self.kept = Some(self.newlines);
+        }
+    }
+
+    /// The escape `esc` starts with (a backslash, then the rest of the literal): its width,
+    /// or `None` when it is not one `write_str` writes (the literal is refused).
+    #[inline]
+    pub(crate) fn escape(&mut self, esc: &[u8]) -> Option<usize> {
+        if self.refused {
+            return None;
+        }
+        let (white, width) = match self.shape(esc) {
+            Some(s) => s,
+            None => {
+                self.refused = true;
+                return None;
+            }
+        };
+        self.extra += width - 1;
+        if !white {
+            self.kept = Some(self.newlines);
+        }
+        Some(width)
+    }
+
+    /// Whether the escape stands for white space, and its width.
+    fn shape(&mut self, esc: &[u8]) -> Option<(bool, usize)> {
+        Some(match *esc.get(1)? {
             b'n' => {
-                newlines += 1;
+                self.newlines += 1;
                 (true, 2)
             }
             b'r' | b't' | b'f' => (true, 2),
             b'"' | b'\\' | b'b' => (false, 2),
-            b'u' => match b.get(at + 2..at + 6)? {
+            b'u' => match esc.get(2..6)? {
                 [b'0', b'0', hi, lo] => {
                     let v = hex(*hi)? << 4 | hex(*lo)?;
                     // write_str has a short escape for these, and leaves the rest as is.
@@ -65,17 +106,22 @@ pub(super) fn measure(literal: &str) -> Option<Measured> {
                 _ => return None,
             },
             _ => return None,
-        };
-        extra += width - 1;
-        if !white {
-            kept = Some(newlines);
-        }
-        i = at + width;
+        })
     }
-    Some(Measured {
-        len: b.len() - extra,
-        lines: plain.then(|| kept.map_or(0, |n| n + 1)),
-    })
+
+    /// The measure of the literal whose body (between its quotes) was walked.
+    pub(crate) fn finish(self, body: &str) -> Option<Measured> {
+        if self.refused {
+            return None;
+        }
+        // Escapes write only ASCII letters and digits, so these bytes are in the literal
+        // exactly where they are in the text.
+        let plain = memchr::memchr3(b'`', b'<', 0xE2, body.as_bytes()).is_none();
+        Some(Measured {
+            len: body.len() - self.extra,
+            lines: plain.then(|| self.kept.map_or(0, |n| n + 1)),
+        })
+    }
 }
 
 /// Whether `run` (no control character in it) has a character that is not white space:

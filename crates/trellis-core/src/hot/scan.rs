@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use super::{Content, Hot, HotBlock, HotEnvelope, HotParams, Locations, Raw};
+use crate::bulk::escaped::{Measured, Tally};
 use crate::short_id::ShortId;
 use crate::tool_call::Location;
 use crate::tool_content::{FastBlock, FastItem};
@@ -77,11 +78,28 @@ impl<'a> Cur<'a> {
     /// A string literal, its escapes checked as serde_json checks a string it skips (a
     /// known escape, or `\u` and four hex digits); no control character inside.
     fn string(&mut self) -> Option<Str<'a>> {
+        self.string_seen(&mut ())
+    }
+
+    /// [`Cur::string`], also measuring the text as [`crate::bulk::Text::escaped`] would
+    /// (`None` in the second place: not written the way it keeps): a tool's output is
+    /// walked once, not a second time for its measure.
+    fn measured_string(&mut self) -> Option<(Str<'a>, Option<Measured>)> {
+        let mut tally = Tally::default();
+        let s = self.string_seen(&mut tally)?;
+        let body = &s.raw[1..s.raw.len() - 1];
+        Some((s, tally.finish(body)))
+    }
+
+    /// A string literal, what is between its escapes (as places in the line) and each
+    /// escape shown to `seen` as they are found.
+    fn string_seen(&mut self, seen: &mut impl Seen) -> Option<Str<'a>> {
         self.eat(b'"')?;
         let (b, start) = (self.bytes(), self.i - 1);
         let mut escaped = false;
         loop {
             let at = crate::escape_scan::next_escape(b, self.i)?;
+            seen.run(self.s, self.i, at);
             match b[at] {
                 b'"' => {
                     self.i = at + 1;
@@ -92,6 +110,7 @@ impl<'a> Cur<'a> {
                 }
                 b'\\' => {
                     escaped = true;
+                    seen.escape(&b[at..]);
                     self.i = match *b.get(at + 1)? {
                         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => at + 2,
                         b'u' if b.get(at + 2..at + 6)?.iter().all(u8::is_ascii_hexdigit) => at + 6,
@@ -250,6 +269,32 @@ impl<'a> Cur<'a> {
     /// a tool's input is small next to its output).
     fn opt_boxed(&mut self) -> Option<Option<Box<RawValue>>> {
         self.nullable(|c| RawValue::from_string(c.value(0)?.to_owned()).ok())
+    }
+}
+
+/// What a string's reader shows of it as it goes (see [`Cur::string_seen`]): nothing, for
+/// most strings; its measure, for a tool's output.
+trait Seen {
+    fn run(&mut self, body: &str, from: usize, to: usize);
+    fn escape(&mut self, esc: &[u8]);
+}
+
+impl Seen for () {
+    #[inline]
+    fn run(&mut self, _: &str, _: usize, _: usize) {}
+    #[inline]
+    fn escape(&mut self, _: &[u8]) {}
+}
+
+impl Seen for Tally {
+    #[inline]
+    fn run(&mut self, body: &str, from: usize, to: usize) {
+        Tally::run(self, body, from, to);
+    }
+    #[inline]
+    fn escape(&mut self, esc: &[u8]) {
+        // A refused literal is unescaped instead; its measure is not used.
+        let _ = Tally::escape(self, esc);
     }
 }
 
@@ -459,14 +504,22 @@ fn item<'a>(c: &mut Cur<'a>) -> Option<FastItem<'a>> {
 
 fn fast_block<'a>(c: &mut Cur<'a>) -> Option<FastBlock<'a>> {
     let (mut ty, mut text) = (None, None);
+    let mut measured = None;
     c.object(|c, key| match key {
         "type" => once(&mut ty, c.string()?.cow()?),
+        // A tool's output: measured as it is read.
+        "text" if c.peek()? == b'"' => {
+            let (s, m) = c.measured_string()?;
+            measured = m;
+            once_opt(&mut text, Some(Raw(s.raw)))
+        }
         "text" => once_opt(&mut text, c.opt_raw()?),
         _ => c.value(0).map(drop),
     })?;
     Some(FastBlock {
         ty: ty?,
         text: text.flatten(),
+        measured,
     })
 }
 

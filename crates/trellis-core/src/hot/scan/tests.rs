@@ -390,3 +390,34 @@ fn what_the_hand_reader_is_not_sure_of_is_left_to_serde_json() {
         assert!(envelope(&line).is_none(), "{line}");
     }
 }
+
+/// Pieces of a literal's body as agents write them: plain characters, the escapes
+/// `write_str` writes, and valid escapes it does not (which the measure refuses).
+fn literal_bodies() -> impl Strategy<Value = String> {
+    let piece = prop::sample::select(vec![
+        "a", "line 12", " ", "\\n", "\\r", "\\t", "\\b", "\\f", "\\\"", "\\\\", "\\u000b",
+        "\\u0001", "\\u001f", "\\u001F", "\\/", "\\u00e9", "\\u0020", "é", "→", "`", "<", "\u{a0}",
+        "\u{3000}", "\u{2003}",
+    ]);
+    prop::collection::vec(piece, 0..40).prop_map(|p| p.concat())
+}
+
+proptest! {
+    /// A tool's output measured while the reader finds its end is measured exactly as
+    /// `Text::escaped` measures the literal on its own (both the figures and what is
+    /// refused).
+    #[test]
+    fn an_output_measured_as_it_is_read_is_measured_as_on_its_own(body in literal_bodies()) {
+        let lit = format!("\"{body}\"");
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[{{"type":"content","content":{{"type":"text","text":{lit}}}}}]}}}}}}"#
+        );
+        let e = envelope(&line).expect("the hand reader reads it");
+        let Content::Items(items) = &e.params.update.content else {
+            panic!("no items");
+        };
+        let block = items[0].content.as_ref().expect("a block");
+        prop_assert_eq!(block.text.map(|t| t.0), Some(lit.as_str()));
+        prop_assert_eq!(block.measured, crate::bulk::escaped::measure(&lit));
+    }
+}
