@@ -52,6 +52,12 @@ impl ShortId {
         self.bytes().is_empty()
     }
 
+    /// Whether the id starts with `prefix` (the `str`'s method, answered without making
+    /// the `str`: a check of every byte, per update, was 0.6 % of a headless run).
+    pub fn starts_with(&self, prefix: &str) -> bool {
+        self.bytes().starts_with(prefix.as_bytes())
+    }
+
     pub fn as_str(&self) -> &str {
         match self {
             // Copied whole from a `str`: always valid.

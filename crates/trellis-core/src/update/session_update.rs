@@ -397,7 +397,7 @@ fn tool_call_patch(
         return Err(serde::de::Error::custom("missing toolCallId"));
     }
     // Only the user's own commands carry that mark.
-    if crate::tool_call::is_users(&patch.tool_call_id) {
+    if patch.tool_call_id.starts_with(crate::tool_call::USER_CALL) {
         return Err(serde::de::Error::custom(
             "a call id the client keeps for the user's own commands",
         ));
