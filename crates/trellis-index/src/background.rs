@@ -208,6 +208,9 @@ fn serve(
                 i.follow(&log, &mut state, last).map(|_| ()),
                 "the session index could not read it",
             );
+            // The term hash the read freed goes back to the system, not kept by this
+            // thread while it waits (see `trim_c_heap`).
+            trellis_os::usage::trim_c_heap();
         }
         if last {
             break;
