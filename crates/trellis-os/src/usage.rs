@@ -1,4 +1,5 @@
-//! CPU time and peak memory this process used (`--stats`, the benchmarks).
+//! CPU time and peak memory this process used (`--stats`, the benchmarks), and the C
+//! heap's free memory given back to the system.
 
 use std::time::Duration;
 
