@@ -15,6 +15,7 @@
 //! | plugin dies with Trellis ([`priority::die_with_parent`]) | `PR_SET_PDEATHSIG` | not possible: stopped at exit | same |
 //! | background priority ([`priority`]) | per-thread nice, `SCHED_IDLE` | process nice | process nice |
 //! | CPU time ([`usage`]) | `getrusage` | `getrusage` | `getrusage` |
+//! | the C heap's free memory back ([`usage::trim_c_heap`]) | `malloc_trim` (glibc) | none: the system allocator's own | same |
 //! | did a tree change ([`watch`]) | inotify | none: the caller looks itself | same |
 //! | a TCP peer gone without a word ([`net`]) | keepalive, its timing set | keepalive, its timing set | keepalive, the system's timing |
 //!
