@@ -11,6 +11,7 @@ use trellis_core::permission::{Rule, Verdict};
 mod located;
 mod secret;
 
+pub use crate::paths::expand_home;
 use located::line_of;
 pub use located::{ConfigError, parse_toml};
 pub use secret::{Secret, keep_taken_secrets, taken_secrets};
@@ -66,11 +67,24 @@ pub struct AgentPreset {
     pub paths: BTreeMap<String, String>,
 }
 
-/// `~/…` from the home directory.
-pub fn expand_home(path: &Path) -> PathBuf {
-    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
-        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => path.to_path_buf(),
+impl Config {
+    /// The environment variables the agents elsewhere take secrets from (`token` and
+    /// `headers` of `{ env = … }`): taken out of the environment at the start, so that
+    /// no process Trellis starts — an agent, its commands, a hook, a plugin — sees them.
+    pub fn secret_env_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .agents
+            .values()
+            .filter(|a| a.url.is_some())
+            .flat_map(|a| a.token.iter().chain(a.headers.values()))
+            .filter_map(|s| match s {
+                Secret::Env { env } => Some(env.clone()),
+                _ => None,
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 }
 

@@ -26,3 +26,11 @@ impl Paths {
         self.data_dir.join("sessions")
     }
 }
+
+/// `~/…` from the home directory.
+pub fn expand_home(path: &std::path::Path) -> std::path::PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => std::path::PathBuf::from(home).join(rest),
+        _ => path.to_path_buf(),
+    }
+}

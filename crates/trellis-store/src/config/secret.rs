@@ -7,8 +7,6 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::Config;
-
 /// A header value from the environment, a file, or the config itself.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Secret {
@@ -90,27 +88,6 @@ pub fn taken_secrets() -> impl Iterator<Item = (&'static String, &'static String
     TAKEN.get().into_iter().flatten()
 }
 
-impl Config {
-    /// The environment variables the agents elsewhere take secrets from (`token` and
-    /// `headers` of `{ env = … }`): taken out of the environment at the start, so that
-    /// no process Trellis starts — an agent, its commands, a hook, a plugin — sees them.
-    pub fn secret_env_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .agents
-            .values()
-            .filter(|a| a.url.is_some())
-            .flat_map(|a| a.token.iter().chain(a.headers.values()))
-            .filter_map(|s| match s {
-                Secret::Env { env } => Some(env.clone()),
-                _ => None,
-            })
-            .collect();
-        names.sort();
-        names.dedup();
-        names
-    }
-}
-
 impl Secret {
     /// The value, or why it cannot be had (never the value itself).
     pub fn value(&self) -> Result<String, String> {
@@ -134,7 +111,7 @@ impl Secret {
                     }
                 }),
             Secret::File { file } => {
-                let path = crate::config::expand_home(file);
+                let path = crate::paths::expand_home(file);
                 let text = first_bytes(&path).map_err(|e| format!("{}: {e}", path.display()))?;
                 match text.lines().next().map(str::trim) {
                     Some(l) if !l.is_empty() => Ok(l.to_string()),
