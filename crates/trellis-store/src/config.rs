@@ -372,9 +372,9 @@ impl Config {
         match read(path) {
             Ok(text) => Config::parse(&text, path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-            Err(source) => Err(ConfigError::Io {
+            Err(error) => Err(ConfigError::Io {
                 path: path.to_path_buf(),
-                source,
+                error,
             }),
         }
     }
@@ -536,5 +536,19 @@ kind = "read"
         text.push_str(&"x".repeat(1 << 20));
         std::fs::write(&long, text).unwrap();
         assert_eq!(Secret::File { file: long }.value().unwrap(), "s3cret");
+    }
+
+    /// A config that cannot be read says why once, pointing at the file, whoever prints
+    /// it (the binary prints an error and its causes).
+    #[test]
+    fn a_config_that_cannot_be_read_says_why_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Config::load(dir.path()).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!("{}: cannot read: ", dir.path().display())),
+            "{text}"
+        );
+        assert!(std::error::Error::source(&e).is_none(), "{text}");
     }
 }

@@ -14,10 +14,13 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
-    #[error("{path}: cannot read: {source}")]
+    /// Its text says the cause; the cause is not also the error's source, or a printer of
+    /// the chain (`{:#}`) said it twice (`cannot read: not a regular file: not a regular
+    /// file`).
+    #[error("{path}: cannot read: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
