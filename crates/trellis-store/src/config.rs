@@ -277,6 +277,9 @@ pub struct ExtensionEntry {
     pub options: Option<toml::Table>,
 }
 
+/// The most of `config.toml` read: far more than any config, and a bound.
+const CONFIG_CAP: u64 = 4 << 20;
+
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -359,15 +362,15 @@ pub fn builtin_presets() -> BTreeMap<String, AgentPreset> {
 impl Config {
     /// Loads `path`; a missing file is an empty config.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        // A FIFO or a device where the file should be is refused, not waited on.
         let read = |path: &Path| -> std::io::Result<String> {
-            use std::io::Read;
-            let Some(mut file) = trellis_os::fd::open_regular(path)? else {
-                return Err(std::io::Error::other("not a regular file"));
-            };
-            let mut text = String::new();
-            file.read_to_string(&mut text)?;
-            Ok(text)
+            let (bytes, more) = crate::paths::read_regular(path, CONFIG_CAP)?;
+            if more {
+                return Err(std::io::Error::other(format!(
+                    "larger than {} MiB, which no config is",
+                    CONFIG_CAP >> 20
+                )));
+            }
+            String::from_utf8(bytes).map_err(|_| std::io::Error::other("not UTF-8 text"))
         };
         match read(path) {
             Ok(text) => Config::parse(&text, path),
@@ -550,5 +553,22 @@ kind = "read"
             "{text}"
         );
         assert!(std::error::Error::source(&e).is_none(), "{text}");
+    }
+
+    #[test]
+    fn a_config_past_its_bound_is_refused_not_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let mut text = "# a comment\n".repeat((CONFIG_CAP / 12 + 1) as usize);
+        std::fs::write(&path, &text).unwrap();
+        let e = Config::load(&path).unwrap_err().to_string();
+        assert!(
+            e.ends_with("cannot read: larger than 4 MiB, which no config is"),
+            "{e}"
+        );
+        text.truncate(CONFIG_CAP as usize - 1);
+        text.push('\n');
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(Config::load(&path).unwrap().default_agent, None);
     }
 }

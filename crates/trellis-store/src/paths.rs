@@ -34,3 +34,18 @@ pub fn expand_home(path: &std::path::Path) -> std::path::PathBuf {
         _ => path.to_path_buf(),
     }
 }
+
+/// At most `cap` bytes from the start of the regular file at `path`, and whether the file
+/// held more. A FIFO or a device where a file is expected (named by mistake, or put there)
+/// is refused at once rather than waited on or read without end.
+pub fn read_regular(path: &std::path::Path, cap: u64) -> std::io::Result<(Vec<u8>, bool)> {
+    use std::io::Read;
+    let Some(file) = trellis_os::fd::open_regular(path)? else {
+        return Err(std::io::Error::other("not a regular file"));
+    };
+    let mut bytes = Vec::new();
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    let more = bytes.len() as u64 > cap;
+    bytes.truncate(usize::try_from(cap).unwrap_or(usize::MAX).min(bytes.len()));
+    Ok((bytes, more))
+}

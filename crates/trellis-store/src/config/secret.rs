@@ -134,12 +134,7 @@ const SECRET_FILE_CAP: u64 = 64 << 10;
 /// The start of the regular file at `path`, as text: a FIFO or a device named by mistake
 /// is refused, not waited on or read without end.
 fn first_bytes(path: &std::path::Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let Some(file) = trellis_os::fd::open_regular(path)? else {
-        return Err(std::io::Error::other("not a regular file"));
-    };
-    let mut bytes = Vec::new();
-    file.take(SECRET_FILE_CAP).read_to_end(&mut bytes)?;
+    let (bytes, _) = crate::paths::read_regular(path, SECRET_FILE_CAP)?;
     // The first line, the secret, must be text as it is; the rest is only looked at.
     let first = memchr::memchr(b'\n', &bytes).unwrap_or(bytes.len());
     if std::str::from_utf8(&bytes[..first]).is_err() {
