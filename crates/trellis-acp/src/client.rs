@@ -114,8 +114,8 @@ impl Handle {
     }
 
     /// Performs a reducer effect that concerns the connection (answers, cancel, log sync);
-    /// returns the effect back when it is the caller's (events).
-    pub fn perform(&self, effect: trellis_core::Effect) -> Option<trellis_core::Effect> {
+    /// the caller keeps its own (events, prompts), which are ignored here.
+    pub fn perform(&self, effect: trellis_core::Effect) {
         use trellis_core::Effect;
         match effect {
             Effect::Answer {
@@ -131,7 +131,6 @@ impl Handle {
                         reason,
                     });
                 self.answer_permission(&request_id, &outcome);
-                None
             }
             Effect::Elicit {
                 request_id,
@@ -144,34 +143,29 @@ impl Handle {
                         decider,
                     });
                 self.answer(&request_id, answer.to_json());
-                None
             }
             Effect::SendCancel => {
                 self.send(Command::Cancel);
-                None
             }
             Effect::KillTerminal { terminal_id } => {
                 self.send(Command::KillTerminal { terminal_id });
-                None
             }
             Effect::CancelSubagent { session_id } => {
                 self.send(Command::CancelSubagent { session_id });
-                None
             }
             Effect::ListSessions { cwd, cursor } => {
                 self.send(Command::ListSessions {
                     cwd: cwd.map(PathBuf::from),
                     cursor: Some(cursor),
                 });
-                None
             }
             // A turn's end: durable soon, without holding the front end (the close
             // syncs in place).
             Effect::Sync => {
                 self.recorder.sync_soon();
-                None
             }
-            other => Some(other),
+            // Events and prompts are the caller's.
+            _ => {}
         }
     }
 

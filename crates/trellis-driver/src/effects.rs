@@ -40,49 +40,51 @@ impl Driver {
         };
         let mut told = Vec::new();
         for e in fx.drain(..) {
-            // A reason for the agent waits its turn with the extensions' prompts.
-            if let Effect::Prompt { text } = e {
-                told.push(text);
-                continue;
-            }
-            // Events are the caller's: nearly every effect, kept in place (264 bytes moved
-            // into the connection's `perform` and back out was 2 % of a headless run).
-            let e = match &self.conn {
-                Some(c) if !matches!(e, Effect::Emit(_)) => c.handle.perform(e),
-                _ => Some(e),
+            let ev = match e {
+                Effect::Emit(ev) => ev,
+                // A reason for the agent waits its turn with the extensions' prompts.
+                Effect::Prompt { text } => {
+                    told.push(text);
+                    continue;
+                }
+                // The rest is the connection's: answers, cancels, the log's sync.
+                other => {
+                    if let Some(c) = &self.conn {
+                        c.handle.perform(other);
+                    }
+                    continue;
+                }
             };
-            if let Some(Effect::Emit(ev)) = e {
-                for o in &mut self.observers {
-                    o.event(&ev, &self.session);
-                }
-                match &ev.body {
-                    EventBody::ToolCallUpdated {
-                        previous_status,
-                        status,
-                        ..
-                    } if status.is_terminal() && previous_status.is_some() => {
-                        if let Some(b) = self.bulk.as_mut()
-                            && let Some(i) = ev.position
-                        {
-                            b.finished(&self.session, i);
-                        }
+            for o in &mut self.observers {
+                o.event(&ev, &self.session);
+            }
+            match &ev.body {
+                EventBody::ToolCallUpdated {
+                    previous_status,
+                    status,
+                    ..
+                } if status.is_terminal() && previous_status.is_some() => {
+                    if let Some(b) = self.bulk.as_mut()
+                        && let Some(i) = ev.position
+                    {
+                        b.finished(&self.session, i);
                     }
-                    EventBody::TurnStarted { .. } => self.prompt_in_flight = false,
-                    EventBody::TurnEnded { .. } => {
-                        self.prompt_in_flight = false;
-                        turn_ended = true;
-                    }
-                    _ => {}
                 }
-                let call = matches!(
-                    ev.body,
-                    EventBody::ToolCallCreated { .. } | EventBody::ToolCallUpdated { .. }
-                );
-                match self.touched.as_mut() {
-                    Some(t) => t.extend(ev.position),
-                    None if call && self.calls_unnoted => {}
-                    None => notes.push(Note::Event(ev)),
+                EventBody::TurnStarted { .. } => self.prompt_in_flight = false,
+                EventBody::TurnEnded { .. } => {
+                    self.prompt_in_flight = false;
+                    turn_ended = true;
                 }
+                _ => {}
+            }
+            let call = matches!(
+                ev.body,
+                EventBody::ToolCallCreated { .. } | EventBody::ToolCallUpdated { .. }
+            );
+            match self.touched.as_mut() {
+                Some(t) => t.extend(ev.position),
+                None if call && self.calls_unnoted => {}
+                None => notes.push(Note::Event(ev)),
             }
         }
         self.outs(outs, notes);
