@@ -1,0 +1,163 @@
+//! A package's files as Trellis reads them: the script a command names (a regular file of
+//! the package, never a link out of it), every file with its mode (bounded in number and
+//! bytes), and the content hash over them, which sees any change to what would run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// Files a package may hold (hashing and copying stop beyond these).
+pub const MAX_FILES: usize = 10_000;
+pub const MAX_BYTES: u64 = 256 << 20;
+
+/// Where `script` (an argument of the command, relative to the package directory, where
+/// the process starts) is: a regular file of the package, not a link out of it.
+pub fn check_script(root: &Path, script: &str) -> Result<PathBuf, String> {
+    let root = root
+        .canonicalize()
+        .map_err(|e| format!("the package directory: {e}"))?;
+    let path = root.join(script);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Err(format!("{script}: no such file in the package"));
+    }
+    let resolved = path
+        .canonicalize()
+        .map_err(|e| format!("{script}: {e} (a link to nothing?)"))?;
+    if !resolved.starts_with(&root) {
+        return Err(format!(
+            "{script} is outside the package (a plugin runs only its own files)"
+        ));
+    }
+    if !resolved.is_file() {
+        return Err(format!("{script} is not a regular file"));
+    }
+    Ok(resolved)
+}
+
+/// Every file under `root` (relative path → (executable, bytes or link target)),
+/// bounded by [`MAX_FILES`] and [`MAX_BYTES`]. `.git` is left out.
+pub fn files(root: &Path) -> Result<BTreeMap<String, (bool, Vec<u8>)>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = BTreeMap::new();
+    let mut total = 0u64;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let rd = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for e in rd {
+            let e = e.map_err(|e| e.to_string())?;
+            let p = e.path();
+            let rel = p
+                .strip_prefix(root)
+                .map_err(|e| e.to_string())?
+                .to_string_lossy()
+                .into_owned();
+            if rel == ".git" {
+                continue;
+            }
+            let ft = e.file_type().map_err(|e| e.to_string())?;
+            if ft.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if out.len() >= MAX_FILES {
+                return Err(format!("more than {MAX_FILES} files in the package"));
+            }
+            if ft.is_symlink() {
+                let t = std::fs::read_link(&p).map_err(|e| e.to_string())?;
+                out.insert(rel, (false, format!("link:{}", t.display()).into_bytes()));
+            } else if ft.is_file() {
+                let m = e.metadata().map_err(|e| e.to_string())?;
+                total += m.len();
+                if total > MAX_BYTES {
+                    return Err(format!("more than {} MiB in the package", MAX_BYTES >> 20));
+                }
+                // Read no further than the bound, should the file grow meanwhile.
+                let mut bytes = Vec::new();
+                std::fs::File::open(&p)
+                    .and_then(|f| {
+                        f.take(MAX_BYTES + 1 - (total - m.len()))
+                            .read_to_end(&mut bytes)
+                    })
+                    .map_err(|e| format!("{rel}: {e}"))?;
+                total = total - m.len() + bytes.len() as u64;
+                if total > MAX_BYTES {
+                    return Err(format!("more than {} MiB in the package", MAX_BYTES >> 20));
+                }
+                out.insert(rel, (m.permissions().mode() & 0o111 != 0, bytes));
+            }
+            // Sockets, FIFOs, devices: not package content, never read.
+        }
+    }
+    Ok(out)
+}
+
+/// The content hash of a package directory.
+pub fn content_hash(root: &Path) -> Result<String, String> {
+    let mut h = Sha256::new();
+    for (rel, (exec, bytes)) in files(root)? {
+        h.update((rel.len() as u64).to_le_bytes());
+        h.update(rel.as_bytes());
+        h.update([u8::from(exec)]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    let digest = h.finalize();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("sha256:{hex}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_must_be_a_regular_file_of_the_package() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("p");
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::write(root.join("plugin.py"), "").unwrap();
+        std::fs::write(d.path().join("outside.py"), "").unwrap();
+        std::os::unix::fs::symlink("../outside.py", root.join("escape.py")).unwrap();
+        std::os::unix::fs::symlink("plugin.py", root.join("inside.py")).unwrap();
+        assert!(check_script(&root, "./plugin.py").is_ok());
+        assert!(check_script(&root, "inside.py").is_ok());
+        let e = check_script(&root, "./missing.py").unwrap_err();
+        assert_eq!(e, "./missing.py: no such file in the package");
+        let e = check_script(&root, "./escape.py").unwrap_err();
+        assert!(e.starts_with("./escape.py is outside the package"), "{e}");
+        let e = check_script(&root, "../outside.py").unwrap_err();
+        assert!(e.starts_with("../outside.py is outside the package"), "{e}");
+        let e = check_script(&root, "./lib").unwrap_err();
+        assert_eq!(e, "./lib is not a regular file");
+        let abs = d.path().join("outside.py");
+        let e = check_script(&root, abs.to_str().unwrap()).unwrap_err();
+        assert!(e.contains("is outside the package"), "{e}");
+    }
+
+    #[test]
+    fn the_hash_sees_every_change_to_what_would_run() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("plugin.json"), "{}").unwrap();
+        std::fs::create_dir(d.path().join("lib")).unwrap();
+        std::fs::write(d.path().join("lib/a.py"), "print(1)").unwrap();
+        let h1 = content_hash(d.path()).unwrap();
+        assert_eq!(h1, content_hash(d.path()).unwrap());
+        std::fs::write(d.path().join("lib/a.py"), "print(2)").unwrap();
+        let h2 = content_hash(d.path()).unwrap();
+        assert_ne!(h1, h2);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            d.path().join("lib/a.py"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        assert_ne!(h2, content_hash(d.path()).unwrap());
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("l")).unwrap();
+        let h3 = content_hash(d.path()).unwrap();
+        std::fs::remove_file(d.path().join("l")).unwrap();
+        std::os::unix::fs::symlink("/etc/hosts", d.path().join("l")).unwrap();
+        assert_ne!(h3, content_hash(d.path()).unwrap());
+    }
+}
