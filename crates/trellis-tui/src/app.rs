@@ -15,6 +15,7 @@ use crate::keymap::{Key, KeyAction, Keymap, Resolved};
 pub use crate::prompt::Prompt;
 use trellis_view::{Theme, TranscriptView};
 
+pub use crate::app_alerts::{Alert, Alerts};
 pub use crate::intent::Intent;
 
 /// One of the user's commands whose output goes with the next prompt.
@@ -32,17 +33,6 @@ impl Attached {
             Attached::Newest(c) | Attached::Terminal { command: c, .. } => c,
         }
     }
-}
-
-/// What the user is alerted to when the terminal is not focused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Alert {
-    /// A permission request reached the dialog: the requesting call's title.
-    Permission { title: String },
-    /// A question reached the dialog: its message.
-    Question { message: String },
-    /// A request was answered (the title's marker goes once none is left).
-    Answered,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,26 +213,6 @@ type FloatCache = (
     String,
     std::sync::Arc<(String, Vec<ratatui::text::Line<'static>>)>,
 );
-
-/// Alerts for a permission request while the terminal does not have focus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Alerts {
-    pub bell: bool,
-    /// A mark in the terminal title until the request is answered.
-    pub title: bool,
-    /// A desktop notification (OSC 9).
-    pub notify: bool,
-}
-
-impl Default for Alerts {
-    fn default() -> Self {
-        Alerts {
-            bell: true,
-            title: true,
-            notify: true,
-        }
-    }
-}
 
 /// How the inspector finds "the card at the cursor" when the cursor is not on a card.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -477,42 +447,6 @@ impl App {
         self.view.settling()
             || matches!(&self.overlay, Some(crate::extui::Overlay::Rule(p))
                 if !p.preview.hits.complete(&self.driver.session))
-    }
-
-    /// The terminal sequences that tell a user who is elsewhere about a permission request
-    /// or a question of the agent (bell, title mark, OSC 9 notification, as configured), or
-    /// that clear the title mark once nothing is pending.
-    pub fn alert(&mut self, alert: &Alert) -> Option<String> {
-        let (need, text) = match alert {
-            Alert::Permission { title } => ("permission needed", title.as_str()),
-            Alert::Question { message } => ("input needed", message.as_str()),
-            Alert::Answered
-                if self.title_marked
-                    && self.driver.session.pending_permissions().is_empty()
-                    && self.driver.session.pending_elicitations().next().is_none() =>
-            {
-                self.title_marked = false;
-                return Some(format!("\x1b]2;trellis — {}\x07", self.agent));
-            }
-            _ => return None,
-        };
-        if self.focused {
-            return None;
-        }
-        let mut seq = String::new();
-        if self.alerts.bell {
-            seq.push('\x07');
-        }
-        if self.alerts.title {
-            seq.push_str(&format!("\x1b]2;● trellis — {need} ({})\x07", self.agent));
-            self.title_marked = true;
-        }
-        if self.alerts.notify {
-            let text = trellis_text::clip(&trellis_text::sanitize::one_line(text), 120)
-                .replace(['\x07', '\x1b'], "");
-            seq.push_str(&format!("\x1b]9;Trellis: {need}: {text}\x07"));
-        }
-        (!seq.is_empty()).then_some(seq)
     }
 
     /// Handles a key; returns what the loop must do.

@@ -8,6 +8,7 @@
 
 pub mod agent_options;
 pub mod app;
+mod app_alerts;
 mod app_ext;
 mod app_inspector;
 mod app_keys;

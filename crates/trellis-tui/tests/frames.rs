@@ -326,6 +326,24 @@ fn permission_alerts_only_when_the_terminal_is_elsewhere() {
     assert_eq!(app.alert(&resolved), None);
 }
 
+#[test]
+fn text_from_outside_cannot_end_an_alerts_sequence_and_write_its_own() {
+    let mut b = B::new();
+    b.ask(0, "one", "Edit \u{1b}]2;owned\u{7} now", "edit");
+    let mut app = App::new(b.s, "demo\u{7}\u{1b}]0;x".into(), false);
+    app.focused = false;
+    app.alerts.bell = false;
+    let asked = trellis_tui::Alert::Permission {
+        title: "Edit \u{1b}]2;owned\u{7} now".into(),
+    };
+    let seq = app.alert(&asked).unwrap();
+    // The title's sequence and the notification's, each ended once: nothing else.
+    assert_eq!(seq.matches('\u{1b}').count(), 2, "{seq:?}");
+    assert_eq!(seq.matches('\u{7}').count(), 2, "{seq:?}");
+    assert!(seq.contains("(demo^G^[]0;x)"), "{seq:?}");
+    assert!(seq.contains("Edit ^[]2;owned^G now"), "{seq:?}");
+}
+
 /// The rewind tests' session: turn 1 (`tidy up`, with whatever the test gave it), then
 /// turn 2 (`now explain it`); an app on it whose rewinder records what it was asked
 /// (log, turn, force) and says `said`.

@@ -64,7 +64,7 @@ fn announcements(deck: &mut Deck, title_marked: &mut Option<String>, tmux: bool)
             run_hook(cmd, &a);
         }
         let number = deck.sessions.index_of(a.key).map(|i| i + 1).unwrap_or(0);
-        let agent = trellis_text::sanitize::one_line(&a.agent).replace(['\x07', '\x1b'], "");
+        let agent = trellis_text::sanitize::one_line(&a.agent);
         let text = format!("session {number} ({agent}): {}", a.attention.word());
         if alerts.bell {
             seq.push('\x07');
@@ -95,8 +95,8 @@ fn announcements(deck: &mut Deck, title_marked: &mut Option<String>, tmux: bool)
     if title_marked.is_some() {
         let now = deck.sessions.wanted().map(|i| {
             let s = &deck.sessions.slots[i];
-            let agent =
-                trellis_text::sanitize::one_line(&s.agent_name()).replace(['\x07', '\x1b'], "");
+            let name = s.agent_name();
+            let agent = trellis_text::sanitize::one_line(&name);
             format!("session {} ({agent}): {}", i + 1, s.attention.word())
         });
         match now {
