@@ -18,7 +18,7 @@ fn event() -> Event {
     let mut call = ToolCall::placeholder("call_00001".into(), 0.5, 1);
     call.title = "Run `bench-tool --step 1`".into();
     call.raw_input = Some(
-        serde_json::value::RawValue::from_string(
+        trellis_core::RawJson::from_string(
             r#"{"command":"bench-tool","args":["--step","1"],"cwd":"."}"#.into(),
         )
         .unwrap(),

@@ -117,7 +117,7 @@ impl ser::Error for Error {
 /// The name serde_json's `RawValue` serializes under (a struct of one field of the same
 /// name holding the raw JSON): stable since raw values exist, and the equality test
 /// below fails if it ever changes.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// Appends a status's or kind's name (`as_str()`): snake-case ASCII, which JSON writes as
 /// it is, so no scan for escapes (the event writer's property tests hold the names to the

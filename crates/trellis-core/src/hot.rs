@@ -8,7 +8,6 @@
 use std::borrow::Cow;
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 pub(crate) use crate::json_literal::{Raw, unescape};
 use crate::short_id::ShortId;
@@ -79,9 +78,9 @@ struct Hot<'a> {
     #[serde(default, borrow)]
     locations: Option<Locations<'a>>,
     #[serde(default)]
-    raw_input: Option<Box<RawValue>>,
+    raw_input: Option<crate::RawJson>,
     #[serde(default)]
-    raw_output: Option<Box<RawValue>>,
+    raw_output: Option<crate::RawJson>,
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]

@@ -10,6 +10,8 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
+use crate::RawJson;
+
 pub use trellis_plugin_protocol::ToolKind;
 
 use crate::tool_content::de_content;
@@ -114,9 +116,9 @@ fn de_locations<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Location>>
 }
 
 /// Optional verbatim JSON: `null` is absent.
-fn de_raw<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+fn de_raw<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RawJson>, D::Error> {
     let raw = Option::<Box<RawValue>>::deserialize(d)?;
-    Ok(raw.filter(|r| r.get() != "null"))
+    Ok(raw.filter(|r| r.get() != "null").map(RawJson::from))
 }
 
 fn de_kind<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ToolKind>, D::Error> {
@@ -142,9 +144,9 @@ pub struct ToolCallPatch {
     #[serde(default, deserialize_with = "de_locations")]
     pub locations: Option<Vec<Location>>,
     #[serde(default, deserialize_with = "de_raw")]
-    pub raw_input: Option<Box<RawValue>>,
+    pub raw_input: Option<RawJson>,
     #[serde(default, deserialize_with = "de_raw")]
-    pub raw_output: Option<Box<RawValue>>,
+    pub raw_output: Option<RawJson>,
     #[serde(default)]
     pub name: Option<String>,
 }
@@ -187,10 +189,10 @@ pub struct ToolCall {
     pub locations: Vec<Location>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(with = "Option<serde_json::Value>"))]
-    pub raw_input: Option<Box<RawValue>>,
+    pub raw_input: Option<RawJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(with = "Option<serde_json::Value>"))]
-    pub raw_output: Option<Box<RawValue>>,
+    pub raw_output: Option<RawJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// False while the call exists only because an update or permission request named it.
@@ -255,7 +257,7 @@ impl PartialEq for ToolCallPatch {
     }
 }
 
-pub(crate) fn raw_eq(a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>) -> bool {
+pub(crate) fn raw_eq(a: &Option<RawJson>, b: &Option<RawJson>) -> bool {
     a.as_ref().map(|r| r.get()) == b.as_ref().map(|r| r.get())
 }
 

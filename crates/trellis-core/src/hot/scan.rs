@@ -12,8 +12,6 @@
 
 use std::borrow::Cow;
 
-use serde_json::value::RawValue;
-
 use super::{Content, Hot, HotBlock, HotEnvelope, HotParams, Locations, Raw};
 use crate::bulk::escaped::{Measured, Tally};
 use crate::short_id::ShortId;
@@ -265,10 +263,9 @@ impl<'a> Cur<'a> {
         self.nullable(|c| c.value(0).map(Raw))
     }
 
-    /// [`Cur::opt_raw`] owned, as serde_json's boxed raw value (which checks it again:
-    /// a tool's input is small next to its output).
-    fn opt_boxed(&mut self) -> Option<Option<Box<RawValue>>> {
-        self.nullable(|c| RawValue::from_string(c.value(0)?.to_owned()).ok())
+    /// [`Cur::opt_raw`] owned: checked here, not again (see [`crate::RawJson`]).
+    fn opt_boxed(&mut self) -> Option<Option<crate::RawJson>> {
+        self.nullable(|c| c.value(0).map(crate::RawJson::scanned))
     }
 }
 

@@ -28,7 +28,7 @@ pub(crate) fn append(term: &mut TerminalState, data: &str) {
 }
 
 /// The command of a call, from its `rawInput` (`command` as a string or an argv).
-fn command_of(raw: Option<&serde_json::value::RawValue>) -> String {
+fn command_of(raw: Option<&crate::RawJson>) -> String {
     let Some(v) = raw.and_then(|r| serde_json::from_str::<Value>(r.get()).ok()) else {
         return String::new();
     };
@@ -61,7 +61,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, index: usize, meta: &str) -> bool {
         let (Some(tid), Some(data)) = (id_of(o), o.get("data").and_then(Value::as_str)) else {
             continue;
         };
-        let command = command_of(cx.s.ledger.at(index).raw_input.as_deref());
+        let command = command_of(cx.s.ledger.at(index).raw_input.as_ref());
         let t = cx.t;
         let term = cx.s.terminals.entry(tid.clone()).or_default();
         if term.command.is_empty() {

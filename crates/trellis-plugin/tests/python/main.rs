@@ -272,7 +272,11 @@ fn a_python_plugin_uses_every_part_of_the_api() {
     );
     let mut call = (*s.s.ledger.get("c1").unwrap()).clone();
     call.status = trellis_core::ToolStatus::Completed;
-    call.raw_output = Some(serde_json::value::to_raw_value(&json!({"exit_code": 0})).unwrap());
+    call.raw_output = Some(
+        serde_json::value::to_raw_value(&json!({"exit_code": 0}))
+            .unwrap()
+            .into(),
+    );
     call.content = vec![trellis_core::tool_call::ToolContent::Text {
         text: "a b\nshout id-42\n".into(),
     }];

@@ -4,7 +4,6 @@
 //! value of another type, an escaped key, bad numbers and escapes, trailing bytes).
 
 use proptest::prelude::*;
-use serde_json::value::RawValue;
 
 use super::super::{Content, HotEnvelope, Locations};
 use super::envelope;
@@ -46,8 +45,8 @@ fn describe(e: &HotEnvelope) -> String {
         h.title,
         h.kind,
         h.status,
-        h.raw_input.as_deref().map(RawValue::get),
-        h.raw_output.as_deref().map(RawValue::get),
+        h.raw_input.as_ref().map(crate::RawJson::get),
+        h.raw_output.as_ref().map(crate::RawJson::get),
         h.name,
         h.message_id,
         h.meta
