@@ -295,29 +295,31 @@ impl ToolCall {
     }
 
     /// Applies the merge rule. Returns the previous status when the status changed.
-    pub fn apply(&mut self, patch: ToolCallPatch, t: f64) -> Option<ToolStatus> {
-        if let Some(title) = patch.title {
+    /// (The patch's fields are taken, not the patch moved: it is a few hundred bytes, and
+    /// on its way from the reader it was copied at each call.)
+    pub fn apply(&mut self, patch: &mut ToolCallPatch, t: f64) -> Option<ToolStatus> {
+        if let Some(title) = patch.title.take() {
             self.title = title;
         }
-        if let Some(kind) = patch.kind {
+        if let Some(kind) = patch.kind.take() {
             self.kind = kind;
         }
-        if let Some(content) = patch.content {
+        if let Some(content) = patch.content.take() {
             self.content = content;
         }
-        if let Some(locations) = patch.locations {
+        if let Some(locations) = patch.locations.take() {
             self.locations = locations;
         }
-        if let Some(raw) = patch.raw_input {
+        if let Some(raw) = patch.raw_input.take() {
             self.raw_input = Some(raw);
         }
-        if let Some(raw) = patch.raw_output {
+        if let Some(raw) = patch.raw_output.take() {
             self.raw_output = Some(raw);
         }
-        if let Some(name) = patch.name {
+        if let Some(name) = patch.name.take() {
             self.name = Some(name);
         }
-        match patch.status {
+        match patch.status.take() {
             Some(status) => self.set_status(status, t),
             None => None,
         }

@@ -58,7 +58,7 @@ fn ledger(n: usize) -> (Ledger, Arc<Cold>, Arc<MemSpill>) {
         };
         let a = l.apply_in(
             owner,
-            patch(
+            &mut patch(
                 json!({"toolCallId": id, "title": format!("T{i}"), "kind": "execute",
                 "status": "in_progress", "rawInput": {"n": i}}),
             ),
@@ -69,7 +69,7 @@ fn ledger(n: usize) -> (Ledger, Arc<Cold>, Arc<MemSpill>) {
         l.push_frame(a.index, 2 * i as u64);
         let a = l.apply_in(
             owner,
-            patch(json!({"toolCallId": id, "status": "completed",
+            &mut patch(json!({"toolCallId": id, "status": "completed",
                 "content": [{"type": "content", "content": {"type": "text", "text": format!("out {}/0\n", 2 * i + 1)}}]})),
             false,
             i as f64 + 0.5,
@@ -144,7 +144,7 @@ fn a_call_changed_after_it_was_sealed_freezes_as_it_is_then() {
     // A later frame about a finished call (its title).
     let a = l.apply_in(
         None,
-        patch(json!({"toolCallId": "c3", "title": "renamed"})),
+        &mut patch(json!({"toolCallId": "c3", "title": "renamed"})),
         false,
         9.0,
         1,

@@ -356,8 +356,14 @@ impl Ledger {
     /// Applies one message about a call. A `tool_call` for a known id and an update for an
     /// unknown id are both upserts: the first creates a placeholder, the merge rule is the same.
     /// `announce` is true for `tool_call` messages (the agent introduced the call).
-    pub fn apply(&mut self, patch: ToolCallPatch, announce: bool, t: f64, turn: u32) -> Applied {
-        self.apply_in(None, patch, announce, t, turn)
+    pub fn apply(
+        &mut self,
+        mut patch: ToolCallPatch,
+        announce: bool,
+        t: f64,
+        turn: u32,
+    ) -> Applied {
+        self.apply_in(None, &mut patch, announce, t, turn)
     }
 
     /// [`Ledger::apply`] for a call of session `owner` (see [`Ledger::position_in`]);
@@ -365,7 +371,7 @@ impl Ledger {
     pub fn apply_in(
         &mut self,
         owner: Option<(usize, &Arc<str>)>,
-        mut patch: ToolCallPatch,
+        patch: &mut ToolCallPatch,
         announce: bool,
         t: f64,
         turn: u32,

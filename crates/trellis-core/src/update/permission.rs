@@ -36,10 +36,10 @@ pub(super) fn permission_asked(
         return AgentRequest::Other;
     };
     let subagent = owner.map(|c| cx.s.subagents.list[c].session_id.clone());
-    let patch: ToolCallPatch = p.tool_call;
+    let mut patch: ToolCallPatch = p.tool_call;
     let call_id = patch.tool_call_id.to_string();
     let t = cx.t;
-    let applied = super::subagents::apply_call(cx, owner, patch, false);
+    let applied = super::subagents::apply_call(cx, owner, &mut patch, false);
     if applied.created {
         cx.s.counters.unannounced_calls += 1;
     }

@@ -16,15 +16,17 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &mut Message) {
         cx.s.counters.replayed += 1;
         return;
     }
-    // Taken, not copied: the frame is the reducer's own and nothing reads it after this.
+    // Taken, not copied: the frame is the reducer's own and nothing reads it after this
+    // (and kept in its box: its fields are taken from it where they are used).
     let decoded = match msg.decoded.take() {
-        Some(d) => Some(*d),
+        Some(d) => Some(d),
         None => msg
             .params
             .as_deref()
-            .and_then(|p| crate::hot::decode_params(p.get())),
+            .and_then(|p| crate::hot::decode_params(p.get()))
+            .map(Box::new),
     };
-    let Some(d) = decoded else {
+    let Some(mut d) = decoded else {
         return slow(cx, seq, msg);
     };
     // This session's own line (nearly every one), told by comparing bytes: the id is
@@ -42,12 +44,13 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &mut Message) {
         return;
     };
     cx.s.counters.updates += 1;
-    match d.update {
+    match &mut d.update {
         HotUpdate::ToolCall {
             patch,
             announce,
             meta,
         } => {
+            let announce = *announce;
             let tag = if announce {
                 "tool_call"
             } else {
@@ -61,7 +64,7 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &mut Message) {
             role,
             text,
             message_id,
-        } => append_chunk(cx, owner, text, message_id, role),
+        } => append_chunk(cx, owner, std::mem::take(text), message_id.take(), *role),
     }
 }
 
@@ -376,20 +379,20 @@ fn tool_call(
     raw: &str,
     announce: bool,
 ) -> Result<(), serde_json::Error> {
-    let patch: ToolCallPatch = serde_json::from_str(raw)?;
+    let mut patch: ToolCallPatch = serde_json::from_str(raw)?;
     let meta = serde_json::from_str::<wire::MetaOnly>(raw)
         .ok()
         .and_then(|m| m.meta)
         .map(|m| m.get().to_string())
         .filter(|m| m.contains("\"terminal_"));
-    tool_call_patch(cx, seq, owner, patch, announce, meta.as_deref())
+    tool_call_patch(cx, seq, owner, &mut patch, announce, meta.as_deref())
 }
 
 fn tool_call_patch(
     cx: &mut Ctx<'_>,
     seq: u64,
     owner: Option<usize>,
-    patch: ToolCallPatch,
+    patch: &mut ToolCallPatch,
     announce: bool,
     meta: Option<&str>,
 ) -> Result<(), serde_json::Error> {

@@ -27,12 +27,12 @@ pub(crate) fn route(cx: &Ctx<'_>, theirs: &str) -> Option<Option<usize>> {
 pub(crate) fn apply_call(
     cx: &mut Ctx<'_>,
     owner: Option<usize>,
-    mut patch: crate::ToolCallPatch,
+    patch: &mut crate::ToolCallPatch,
     announce: bool,
 ) -> crate::ledger::Applied {
     let (t, turn) = (cx.t, cx.s.turn);
     if !cx.s.paths.is_empty() {
-        cx.s.paths.localize(&mut patch);
+        cx.s.paths.localize(patch);
     }
     let child = owner.map(|c| (c, cx.s.subagents.list[c].session_id.clone()));
     let applied = cx.s.ledger.apply_in(

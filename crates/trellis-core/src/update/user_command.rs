@@ -11,7 +11,7 @@ use crate::tool_call::USER_CALL;
 
 pub(crate) fn started(cx: &mut Ctx<'_>, terminal_id: String, command: String, cwd: String) {
     let input = serde_json::json!({"command": command, "cwd": cwd}).to_string();
-    let patch = ToolCallPatch {
+    let mut patch = ToolCallPatch {
         tool_call_id: format!("{USER_CALL}{terminal_id}").into(),
         title: Some(format!("! {command}")),
         kind: Some(ToolKind::Execute),
@@ -23,7 +23,7 @@ pub(crate) fn started(cx: &mut Ctx<'_>, terminal_id: String, command: String, cw
         name: Some("user command".into()),
         ..ToolCallPatch::default()
     };
-    let applied = super::subagents::apply_call(cx, None, patch, true);
+    let applied = super::subagents::apply_call(cx, None, &mut patch, true);
     let term = cx.s.terminals.entry(terminal_id.clone()).or_default();
     term.call = Some(applied.index);
     if term.command.is_empty() {
@@ -130,12 +130,12 @@ pub(crate) fn ended(cx: &mut Ctx<'_>, terminal_id: &str, ok: bool) {
     } else {
         ToolStatus::Failed
     };
-    let patch = ToolCallPatch {
+    let mut patch = ToolCallPatch {
         tool_call_id: id.into(),
         status: Some(status),
         ..ToolCallPatch::default()
     };
-    let applied = super::subagents::apply_call(cx, None, patch, true);
+    let applied = super::subagents::apply_call(cx, None, &mut patch, true);
     let call = cx.s.ledger.snapshot(applied.index);
     cx.emit_about(
         applied.index,
