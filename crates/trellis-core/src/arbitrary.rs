@@ -25,18 +25,19 @@ pub(crate) fn text() -> impl Strategy<Value = String> {
     prop_oneof![any::<String>(), "[a-z\"\\\\\n\t\r\u{0}-\u{1f}é→😀 ]{0,80}",]
 }
 
-fn raw() -> impl Strategy<Value = Option<crate::RawJson>> {
+fn raw() -> impl Strategy<Value = Option<crate::raw_json::RawJson>> {
     prop_oneof![
         Just(None),
         Just(Some(
-            crate::RawJson::from_string(r#"{"command":"ls","args":["-l"]}"#.into()).unwrap()
+            crate::raw_json::RawJson::from_string(r#"{"command":"ls","args":["-l"]}"#.into())
+                .unwrap()
         )),
         Just(Some(
-            crate::RawJson::from_string("[1, 2.5e3, \"\\u0041\"]".into()).unwrap()
+            crate::raw_json::RawJson::from_string("[1, 2.5e3, \"\\u0041\"]".into()).unwrap()
         )),
         // Not `null`: the wire's `null` is no value (`None`), never a raw `null`.
         Just(Some(
-            crate::RawJson::from_string("\"text\"".into()).unwrap()
+            crate::raw_json::RawJson::from_string("\"text\"".into()).unwrap()
         )),
     ]
 }

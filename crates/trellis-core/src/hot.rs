@@ -78,9 +78,9 @@ struct Hot<'a> {
     #[serde(default, borrow)]
     locations: Option<Locations<'a>>,
     #[serde(default)]
-    raw_input: Option<crate::RawJson>,
+    raw_input: Option<crate::raw_json::RawJson>,
     #[serde(default)]
-    raw_output: Option<crate::RawJson>,
+    raw_output: Option<crate::raw_json::RawJson>,
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]

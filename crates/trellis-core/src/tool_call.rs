@@ -10,7 +10,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
-use crate::RawJson;
+use crate::raw_json::RawJson;
 
 pub use trellis_plugin_protocol::ToolKind;
 

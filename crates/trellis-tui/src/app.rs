@@ -15,7 +15,6 @@ use crate::keymap::{Key, KeyAction, Keymap, Resolved};
 pub use crate::prompt::Prompt;
 use trellis_view::{Theme, TranscriptView};
 
-pub use crate::app_alerts::{Alert, Alerts};
 pub use crate::intent::Intent;
 
 /// One of the user's commands whose output goes with the next prompt.
@@ -31,6 +30,37 @@ impl Attached {
     pub(crate) fn command(&self) -> &str {
         match self {
             Attached::Newest(c) | Attached::Terminal { command: c, .. } => c,
+        }
+    }
+}
+
+/// What the user is alerted to when the terminal is not focused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Alert {
+    /// A permission request reached the dialog: the requesting call's title.
+    Permission { title: String },
+    /// A question reached the dialog: its message.
+    Question { message: String },
+    /// A request was answered (the title's marker goes once none is left).
+    Answered,
+}
+
+/// Alerts for a permission request while the terminal does not have focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Alerts {
+    pub bell: bool,
+    /// A mark in the terminal title until the request is answered.
+    pub title: bool,
+    /// A desktop notification (OSC 9).
+    pub notify: bool,
+}
+
+impl Default for Alerts {
+    fn default() -> Self {
+        Alerts {
+            bell: true,
+            title: true,
+            notify: true,
         }
     }
 }

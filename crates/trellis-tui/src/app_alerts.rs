@@ -4,38 +4,7 @@
 //! pending. Every text put into a sequence is made one plain line first: an agent's name
 //! or a call's title holding `ESC` or `BEL` must not end the sequence and write its own.
 
-use crate::app::App;
-
-/// What the user is alerted to when the terminal is not focused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Alert {
-    /// A permission request reached the dialog: the requesting call's title.
-    Permission { title: String },
-    /// A question reached the dialog: its message.
-    Question { message: String },
-    /// A request was answered (the title's marker goes once none is left).
-    Answered,
-}
-
-/// Alerts for a permission request while the terminal does not have focus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Alerts {
-    pub bell: bool,
-    /// A mark in the terminal title until the request is answered.
-    pub title: bool,
-    /// A desktop notification (OSC 9).
-    pub notify: bool,
-}
-
-impl Default for Alerts {
-    fn default() -> Self {
-        Alerts {
-            bell: true,
-            title: true,
-            notify: true,
-        }
-    }
-}
+use crate::app::{Alert, App};
 
 impl App {
     /// The terminal sequences that tell a user who is elsewhere about a permission request

@@ -51,9 +51,9 @@ pub(super) struct FrozenCall {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     locations: Vec<Location>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    raw_input: Option<crate::RawJson>,
+    raw_input: Option<crate::raw_json::RawJson>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    raw_output: Option<crate::RawJson>,
+    raw_output: Option<crate::raw_json::RawJson>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     name: Option<String>,
     announced: bool,

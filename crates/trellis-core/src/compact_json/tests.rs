@@ -128,7 +128,7 @@ fn serde_bytes_like(b: &[u8]) -> impl Serialize + '_ {
 fn a_tool_call_event_is_written_as_serde_json_writes_it() {
     let mut call = crate::ToolCall::placeholder("call_1".into(), 0.5, 3);
     call.title = "Run `ls`\n\t\"quoted\"".into();
-    call.raw_input = Some(crate::RawJson::from_string(r#"{"cmd":"ls"}"#.into()).unwrap());
+    call.raw_input = Some(crate::raw_json::RawJson::from_string(r#"{"cmd":"ls"}"#.into()).unwrap());
     call.content.push(crate::tool_call::ToolContent::Text {
         text: crate::bulk::Text::new("line 1\nline 2\u{0}\u{1f}é→\r\n".into()),
     });

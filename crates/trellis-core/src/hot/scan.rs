@@ -263,9 +263,9 @@ impl<'a> Cur<'a> {
         self.nullable(|c| c.value(0).map(Raw))
     }
 
-    /// [`Cur::opt_raw`] owned: checked here, not again (see [`crate::RawJson`]).
-    fn opt_boxed(&mut self) -> Option<Option<crate::RawJson>> {
-        self.nullable(|c| c.value(0).map(crate::RawJson::scanned))
+    /// [`Cur::opt_raw`] owned: checked here, not again (see [`crate::raw_json::RawJson`]).
+    fn opt_boxed(&mut self) -> Option<Option<crate::raw_json::RawJson>> {
+        self.nullable(|c| c.value(0).map(crate::raw_json::RawJson::scanned))
     }
 }
 

@@ -28,7 +28,7 @@ pub(crate) fn append(term: &mut TerminalState, data: &str) {
 }
 
 /// The command of a call, from its `rawInput` (`command` as a string or an argv).
-fn command_of(raw: Option<&crate::RawJson>) -> String {
+fn command_of(raw: Option<&crate::raw_json::RawJson>) -> String {
     let Some(v) = raw.and_then(|r| serde_json::from_str::<Value>(r.get()).ok()) else {
         return String::new();
     };

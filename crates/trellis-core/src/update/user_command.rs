@@ -19,7 +19,7 @@ pub(crate) fn started(cx: &mut Ctx<'_>, terminal_id: String, command: String, cw
         content: Some(vec![ToolContent::Terminal {
             terminal_id: terminal_id.clone(),
         }]),
-        raw_input: crate::RawJson::from_string(input).ok(),
+        raw_input: crate::raw_json::RawJson::from_string(input).ok(),
         name: Some("user command".into()),
         ..ToolCallPatch::default()
     };

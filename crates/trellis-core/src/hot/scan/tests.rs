@@ -45,8 +45,8 @@ fn describe(e: &HotEnvelope) -> String {
         h.title,
         h.kind,
         h.status,
-        h.raw_input.as_ref().map(crate::RawJson::get),
-        h.raw_output.as_ref().map(crate::RawJson::get),
+        h.raw_input.as_ref().map(crate::raw_json::RawJson::get),
+        h.raw_output.as_ref().map(crate::raw_json::RawJson::get),
         h.name,
         h.message_id,
         h.meta
