@@ -10,10 +10,9 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
-use crate::raw_json::RawJson;
-
 pub use trellis_plugin_protocol::ToolKind;
 
+use crate::raw_json::RawJson;
 use crate::tool_content::de_content;
 pub use crate::tool_content::{
     LenientItem, LenientList, ToolContent, count_lines, parse_content, text_in_record,
@@ -127,7 +126,7 @@ fn de_kind<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ToolKind>, D::Error
 }
 
 /// What one message says about a call. `None` means "not said".
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallPatch {
     /// (Held in place: most updates name a call only to find it.)
@@ -237,28 +236,10 @@ impl PartialEq for ToolCall {
             && self.status == o.status
             && self.content == o.content
             && self.locations == o.locations
-            && raw_eq(&self.raw_input, &o.raw_input)
-            && raw_eq(&self.raw_output, &o.raw_output)
+            && self.raw_input == o.raw_input
+            && self.raw_output == o.raw_output
             && self.name == o.name
     }
-}
-
-impl PartialEq for ToolCallPatch {
-    fn eq(&self, o: &Self) -> bool {
-        self.tool_call_id == o.tool_call_id
-            && self.title == o.title
-            && self.kind == o.kind
-            && self.status == o.status
-            && self.content == o.content
-            && self.locations == o.locations
-            && raw_eq(&self.raw_input, &o.raw_input)
-            && raw_eq(&self.raw_output, &o.raw_output)
-            && self.name == o.name
-    }
-}
-
-pub(crate) fn raw_eq(a: &Option<RawJson>, b: &Option<RawJson>) -> bool {
-    a.as_ref().map(|r| r.get()) == b.as_ref().map(|r| r.get())
 }
 
 impl ToolCall {

@@ -367,7 +367,8 @@ impl Ledger {
     }
 
     /// [`Ledger::apply`] for a call of session `owner` (see [`Ledger::position_in`]);
-    /// `subagent` names that child on a call it creates.
+    /// `subagent` names that child on a call it creates. The patch's fields are taken
+    /// (see [`ToolCall::apply`]).
     pub fn apply_in(
         &mut self,
         owner: Option<(usize, &Arc<str>)>,

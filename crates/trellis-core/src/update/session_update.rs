@@ -18,14 +18,12 @@ pub(crate) fn apply(cx: &mut Ctx<'_>, seq: u64, msg: &mut Message) {
     }
     // Taken, not copied: the frame is the reducer's own and nothing reads it after this
     // (and kept in its box: its fields are taken from it where they are used).
-    let decoded = match msg.decoded.take() {
-        Some(d) => Some(d),
-        None => msg
-            .params
+    let decoded = msg.decoded.take().or_else(|| {
+        msg.params
             .as_deref()
             .and_then(|p| crate::hot::decode_params(p.get()))
-            .map(Box::new),
-    };
+            .map(Box::new)
+    });
     let Some(mut d) = decoded else {
         return slow(cx, seq, msg);
     };
