@@ -111,6 +111,9 @@ pub(crate) fn markdown(s: &Value) -> String {
         "| tool calls | {} |\n",
         esc(&s["tool_calls"]["total"])
     ));
+    if let Some(n) = s["tool_calls"]["past_limit"].as_u64() {
+        out.push_str(&format!("| tool calls past --max-tool-calls | {n} |\n"));
+    }
     if let Some(at) = s["remote"].as_str() {
         out.push_str(&format!("| agent runs at | {} |\n", esc(&Value::from(at))));
     }

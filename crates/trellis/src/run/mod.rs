@@ -330,6 +330,14 @@ fn conclude(args: &RunArgs, stop: &Finished, exported: Option<crate::traces::Exp
         if let Some(b) = &stop.breach {
             s["budget"] = serde_json::json!(b.reason());
         }
+        // The calls an agent reported past `--max-tool-calls` (sent before the cancel
+        // reached it, or after it ignored it) stay on the record as it reported them;
+        // the summary says how many they are, so no count reads as work within budget.
+        if let (Some(limit), Some(total)) = (args.max_tool_calls, s["tool_calls"]["total"].as_u64())
+            && total > limit as u64
+        {
+            s["tool_calls"]["past_limit"] = serde_json::json!(total - limit as u64);
+        }
         s
     });
     write_artifacts(args, summary.as_ref(), stop.patch.as_deref());

@@ -324,6 +324,7 @@ fn the_summary_and_the_patch_are_written_on_every_end() {
     );
     let s = json(&r.dir.path().join("work/s.json"));
     assert_eq!(s["exit_code"], 0);
+    assert!(s["tool_calls"].get("past_limit").is_none(), "{s}");
     assert_eq!(
         s["permission_denials"][0]["decider"], "policy reject",
         "{s}"
@@ -387,6 +388,10 @@ fn a_tool_call_budget_holds_at_the_call_past_it() {
             "allow-once",
             "--max-tool-calls",
             "3",
+            "--summary",
+            "s.json",
+            "--summary-md",
+            "s.md",
         ],
     );
     assert_eq!(r.code(), Some(12), "{}", r.stderr());
@@ -395,6 +400,20 @@ fn a_tool_call_budget_holds_at_the_call_past_it() {
             .contains("4 tool calls started, --max-tool-calls 3"),
         "noticed at the fourth call: {}",
         r.stderr()
+    );
+    // The calls the fast agent had sent before the cancel reached it are on the record as
+    // it reported them, and the summary counts them apart.
+    let s = json(&r.dir.path().join("work/s.json"));
+    let total = s["tool_calls"]["total"].as_u64().unwrap();
+    assert!(total > 3, "{s}");
+    assert_eq!(s["tool_calls"]["past_limit"], total - 3, "{s}");
+    let md = std::fs::read_to_string(r.dir.path().join("work/s.md")).unwrap();
+    assert!(
+        md.contains(&format!(
+            "| tool calls past --max-tool-calls | {} |",
+            total - 3
+        )),
+        "{md}"
     );
     // The demo story: read, search, an edit that asks permission, then the tests in a
     // terminal. With 2, the edit is past the limit: refused although the policy allows.
