@@ -33,7 +33,7 @@ use serde_json::Value;
 use trellis_core::ext::{Capability, Manifest};
 
 mod files;
-pub use files::{MAX_BYTES, MAX_FILES, check_script, content_hash, files};
+pub use files::{Entry, MAX_BYTES, MAX_FILES, check_script, content_hash, files, link_out};
 
 /// Trellis's namespace in `plugin.json`'s `extensions`.
 pub const NAMESPACE: &str = "dev.trellis";

@@ -35,9 +35,47 @@ pub fn check_script(root: &Path, script: &str) -> Result<PathBuf, String> {
     Ok(resolved)
 }
 
-/// Every file under `root` (relative path → (executable, bytes or link target)),
+/// One file of a package as [`files`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    /// A regular file: whether it is executable, and its bytes.
+    File { exec: bool, bytes: Vec<u8> },
+    /// A symbolic link, by its target as written (never followed here).
+    Link(PathBuf),
+}
+
+impl Entry {
+    /// What the content hash takes of it: a link as `link:` and its target (as it always
+    /// was, so hashes taken before stay the same).
+    fn hashed(&self) -> (bool, std::borrow::Cow<'_, [u8]>) {
+        match self {
+            Entry::File { exec, bytes } => (*exec, bytes.as_slice().into()),
+            Entry::Link(t) => (false, format!("link:{}", t.display()).into_bytes().into()),
+        }
+    }
+}
+
+/// The first link among `files` (read from `root`) that leads out of the package or to
+/// nothing, by its path: a package holds what it runs and reads, and a link out would
+/// let it reach past that (install copies links only when they stay inside).
+pub fn link_out(root: &Path, files: &BTreeMap<String, Entry>) -> Option<String> {
+    let root = root.canonicalize().ok()?;
+    files.iter().find_map(|(rel, e)| {
+        let Entry::Link(target) = e else {
+            return None;
+        };
+        let resolved = root
+            .join(rel)
+            .parent()
+            .map(|d| d.join(target))
+            .and_then(|x| x.canonicalize().ok());
+        (!resolved.is_some_and(|r| r.starts_with(&root))).then(|| rel.clone())
+    })
+}
+
+/// Every file under `root` (relative path → its [`Entry`]),
 /// bounded by [`MAX_FILES`] and [`MAX_BYTES`]. `.git` is left out.
-pub fn files(root: &Path) -> Result<BTreeMap<String, (bool, Vec<u8>)>, String> {
+pub fn files(root: &Path) -> Result<BTreeMap<String, Entry>, String> {
     use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
     let mut out = BTreeMap::new();
@@ -66,7 +104,7 @@ pub fn files(root: &Path) -> Result<BTreeMap<String, (bool, Vec<u8>)>, String> {
             }
             if ft.is_symlink() {
                 let t = std::fs::read_link(&p).map_err(|e| e.to_string())?;
-                out.insert(rel, (false, format!("link:{}", t.display()).into_bytes()));
+                out.insert(rel, Entry::Link(t));
             } else if ft.is_file() {
                 let m = e.metadata().map_err(|e| e.to_string())?;
                 total += m.len();
@@ -74,8 +112,10 @@ pub fn files(root: &Path) -> Result<BTreeMap<String, (bool, Vec<u8>)>, String> {
                     return Err(format!("more than {} MiB in the package", MAX_BYTES >> 20));
                 }
                 // Read no further than the bound, should the file grow meanwhile.
+                // (A file swapped for a FIFO meanwhile is refused, not waited on.)
                 let mut bytes = Vec::new();
-                std::fs::File::open(&p)
+                trellis_os::fd::open_regular(&p)
+                    .and_then(|f| f.ok_or_else(|| std::io::Error::other("not a regular file")))
                     .and_then(|f| {
                         f.take(MAX_BYTES + 1 - (total - m.len()))
                             .read_to_end(&mut bytes)
@@ -85,7 +125,8 @@ pub fn files(root: &Path) -> Result<BTreeMap<String, (bool, Vec<u8>)>, String> {
                 if total > MAX_BYTES {
                     return Err(format!("more than {} MiB in the package", MAX_BYTES >> 20));
                 }
-                out.insert(rel, (m.permissions().mode() & 0o111 != 0, bytes));
+                let exec = m.permissions().mode() & 0o111 != 0;
+                out.insert(rel, Entry::File { exec, bytes });
             }
             // Sockets, FIFOs, devices: not package content, never read.
         }
@@ -96,7 +137,8 @@ pub fn files(root: &Path) -> Result<BTreeMap<String, (bool, Vec<u8>)>, String> {
 /// The content hash of a package directory.
 pub fn content_hash(root: &Path) -> Result<String, String> {
     let mut h = Sha256::new();
-    for (rel, (exec, bytes)) in files(root)? {
+    for (rel, entry) in files(root)? {
+        let (exec, bytes) = entry.hashed();
         h.update((rel.len() as u64).to_le_bytes());
         h.update(rel.as_bytes());
         h.update([u8::from(exec)]);
@@ -134,6 +176,32 @@ mod tests {
         let abs = d.path().join("outside.py");
         let e = check_script(&root, abs.to_str().unwrap()).unwrap_err();
         assert!(e.contains("is outside the package"), "{e}");
+    }
+
+    #[test]
+    fn a_link_out_of_the_package_is_found_and_a_file_is_never_taken_for_a_link() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("p");
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::write(root.join("plugin.py"), "").unwrap();
+        // A regular file whose text looks like a link stays a file.
+        std::fs::write(root.join("note.txt"), "link:../../etc/passwd").unwrap();
+        std::os::unix::fs::symlink("../plugin.py", root.join("lib/inside.py")).unwrap();
+        let f = files(&root).unwrap();
+        assert!(matches!(f["note.txt"], Entry::File { .. }));
+        assert_eq!(f["lib/inside.py"], Entry::Link("../plugin.py".into()));
+        assert_eq!(link_out(&root, &f), None);
+        std::os::unix::fs::symlink("/etc", root.join("etc")).unwrap();
+        assert_eq!(
+            link_out(&root, &files(&root).unwrap()).as_deref(),
+            Some("etc")
+        );
+        std::fs::remove_file(root.join("etc")).unwrap();
+        std::os::unix::fs::symlink("missing", root.join("dangling")).unwrap();
+        assert_eq!(
+            link_out(&root, &files(&root).unwrap()).as_deref(),
+            Some("dangling")
+        );
     }
 
     #[test]

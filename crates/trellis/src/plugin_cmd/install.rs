@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, anyhow, bail};
 use trellis_plugin::Package;
+use trellis_plugin::package::Entry;
 use trellis_plugin::registry::{Locked, Scope, short};
 
 use super::{command_of, registry, warn};
@@ -39,31 +40,27 @@ pub(super) fn install(source: &str) -> anyhow::Result<ExitCode> {
     let staging = tempfile::Builder::new()
         .prefix(&format!(".{}-", p.name))
         .tempdir_in(&user)?;
-    for (rel, (exec, bytes)) in &files {
+    if let Some(rel) = trellis_plugin::package::link_out(&p.root, &files) {
+        bail!(
+            "{source}: {} links outside the package (or to nothing)",
+            safe(&rel)
+        );
+    }
+    for (rel, entry) in &files {
         let target = staging.path().join(rel);
         if let Some(d) = target.parent() {
             std::fs::create_dir_all(d)?;
         }
-        if let Some(link) = bytes.strip_prefix(b"link:") {
-            // Links are kept only when they stay inside the package.
-            let t = PathBuf::from(String::from_utf8_lossy(link).into_owned());
-            let resolved = p
-                .root
-                .join(rel)
-                .parent()
-                .map(|d| d.join(&t))
-                .and_then(|x| x.canonicalize().ok());
-            if resolved.is_some_and(|r| r.starts_with(&p.root)) {
-                std::os::unix::fs::symlink(&t, &target)?;
-            } else {
-                bail!("{source}: {rel} links outside the package");
+        match entry {
+            // Inside the package (checked above): kept as the link it is.
+            Entry::Link(t) => std::os::unix::fs::symlink(t, &target)?,
+            Entry::File { exec, bytes } => {
+                std::fs::write(&target, bytes)?;
+                if *exec {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))?;
+                }
             }
-            continue;
-        }
-        std::fs::write(&target, bytes)?;
-        if *exec {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))?;
         }
     }
     let hash = trellis_plugin::package::content_hash(staging.path()).map_err(|e| anyhow!(e))?;

@@ -158,9 +158,30 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     };
     match command_of(&p, t) {
-        Ok(f) => out!("✓ command: {} ({})", t.command.join(" "), f.display()),
+        Ok(f) => out!(
+            "✓ command: {} ({})",
+            safe(&t.command.join(" ")),
+            safe(&f.display().to_string())
+        ),
         Err(e) => {
             out!("✗ command: {}", safe(&e));
+            wrong = true;
+        }
+    }
+    // What install would refuse is refused here too.
+    match trellis_plugin::package::files(&p.root) {
+        Ok(files) => match trellis_plugin::package::link_out(&p.root, &files) {
+            None => out!("✓ files: {} (every link stays inside)", files.len()),
+            Some(rel) => {
+                out!(
+                    "✗ files: {} links outside the package (or to nothing)",
+                    safe(&rel)
+                );
+                wrong = true;
+            }
+        },
+        Err(e) => {
+            out!("✗ files: {}", safe(&e));
             wrong = true;
         }
     }

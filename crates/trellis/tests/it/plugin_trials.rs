@@ -135,13 +135,16 @@ fn a_manifest_with_an_unknown_key_or_a_missing_command_is_said_or_refused() {
         out.contains("not installed") && out.contains("no-such-program-xyz"),
         "{out}"
     );
-    // validate lists every problem it finds without starting it, not the first only.
+    // validate lists every problem it finds without starting it, not the first only —
+    // what install would refuse too: a link out of the package.
+    std::os::unix::fs::symlink("/etc", home.path().join("broken/etc")).unwrap();
     let (code, out) = run(&["plugin", "validate", "broken"]);
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains("✗ plugin.json: unknown key \"ui_onyl\"")
             && out.contains("✗ command:")
             && out.contains("no-such-program-xyz")
+            && out.contains("✗ files: etc links outside the package")
             && out.contains("not started"),
         "{out}"
     );
