@@ -318,8 +318,21 @@ fn list(wt: &Worktrees, all: bool, json: bool) {
     for u in &listing.unreadable {
         say!("trellis: {}", safe(u));
     }
-    if !json && listing.found.is_empty() && listing.orphans.is_empty() {
+    if json || !listing.orphans.is_empty() {
+        return;
+    }
+    let ended = listing
+        .found
+        .iter()
+        .filter(|f| f.status == Status::Ended)
+        .count();
+    if listing.found.is_empty() {
         out!("no worktrees (trellis --worktree or trellis run --worktree make one)");
+    } else if !all && ended == listing.found.len() {
+        // Every one has ended: say so, rather than print nothing at all.
+        out!(
+            "no live worktrees; {ended} ended (trellis worktree list --all shows them, with their snapshots)"
+        );
     }
 }
 
@@ -428,20 +441,7 @@ pub fn isolate(
         &r.base.get(..10).unwrap_or(&r.base)
     ));
     if carry {
-        said.push(format!(
-            "carried: {}{} file(s){}",
-            if made.carried.patch {
-                "changes to tracked files, "
-            } else {
-                ""
-            },
-            made.carried.files,
-            if made.carried.skipped.is_empty() {
-                String::new()
-            } else {
-                format!(", skipped {}", made.carried.skipped.join(", "))
-            }
-        ));
+        said.push(carried_line(&made.carried));
     }
     if let Some(why) = &made.setup_failed {
         if ask.required {
@@ -478,6 +478,28 @@ pub fn reminder(w: &trellis_core::WorktreeRef) -> Option<String> {
 }
 
 /// Lines for stderr, each as `trellis: …`, made harmless.
+/// What `--carry` brought, in words: the changes to tracked files (a patch) and the
+/// files copied, which are untracked ones or ignored ones `.worktreeinclude` names.
+fn carried_line(c: &trellis_worktree::Carried) -> String {
+    let copied = match c.files {
+        0 => None,
+        1 => Some("1 file copied (untracked, or named in .worktreeinclude)".to_string()),
+        n => Some(format!(
+            "{n} files copied (untracked, or named in .worktreeinclude)"
+        )),
+    };
+    let mut line = match (c.patch, copied) {
+        (true, Some(f)) => format!("carried: the changes to tracked files, and {f}"),
+        (true, None) => "carried: the changes to tracked files".to_string(),
+        (false, Some(f)) => format!("carried: {f}"),
+        (false, None) => "carried: nothing (no uncommitted work)".to_string(),
+    };
+    if !c.skipped.is_empty() {
+        line.push_str(&format!("; skipped {}", c.skipped.join(", ")));
+    }
+    line
+}
+
 pub fn print(lines: &[String]) {
     for l in lines {
         say!("trellis: {}", safe(l));

@@ -266,7 +266,7 @@ fn setup_carry_discard_and_a_worktree_removed_behind_trellis_back() {
     .unwrap();
     std::fs::write(repo.join("notes.txt"), "uncommitted notes\n").unwrap();
     let cwd = repo.to_str().unwrap();
-    home.ok(
+    let (_, said) = home.ok(
         &[
             "run",
             "--worktree=one",
@@ -277,6 +277,11 @@ fn setup_carry_discard_and_a_worktree_removed_behind_trellis_back() {
             "hi",
         ],
         &repo,
+    );
+    // notes.txt is untracked: no tracked change was carried, one file was copied.
+    assert!(
+        said.contains("carried: 1 file copied (untracked, or named in .worktreeinclude)"),
+        "{said}"
     );
     let tree = PathBuf::from(
         home.worktrees(&repo)[0]["path"]
@@ -315,6 +320,12 @@ fn setup_carry_discard_and_a_worktree_removed_behind_trellis_back() {
         "uncommitted notes"
     );
     assert!(!tree.exists());
+    // Every worktree ended: the list says so (and where the ended ones are), not nothing.
+    let (out, _) = home.ok(&["worktree", "list"], &repo);
+    assert!(
+        out.contains("no live worktrees; 1 ended (trellis worktree list --all"),
+        "{out}"
+    );
     // One removed by hand: reported by list and status, never a hang.
     home.ok(
         &["run", "--worktree=two", "--cwd", cwd, "--prompt", "hi"],
