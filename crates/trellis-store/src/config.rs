@@ -374,7 +374,18 @@ impl Config {
         };
         match read(path) {
             Ok(text) => Config::parse(&text, path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            // A link to nothing (dotfiles not checked out) is a config the user meant, not
+            // none: said, never taken as empty in silence.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::read_link(path) {
+                Ok(to) => Err(ConfigError::Io {
+                    path: path.to_path_buf(),
+                    error: std::io::Error::other(format!(
+                        "a link to {}, which is not there",
+                        to.display()
+                    )),
+                }),
+                Err(_) => Ok(Config::default()),
+            },
             Err(error) => Err(ConfigError::Io {
                 path: path.to_path_buf(),
                 error,
@@ -553,6 +564,23 @@ kind = "read"
             "{text}"
         );
         assert!(std::error::Error::source(&e).is_none(), "{text}");
+    }
+
+    #[test]
+    fn a_config_that_is_a_link_to_nothing_is_said_not_taken_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        assert_eq!(
+            Config::load(&path).unwrap(),
+            Config::default(),
+            "no file: no config"
+        );
+        std::os::unix::fs::symlink("dotfiles/trellis.toml", &path).unwrap();
+        let e = Config::load(&path).unwrap_err().to_string();
+        assert!(
+            e.ends_with("cannot read: a link to dotfiles/trellis.toml, which is not there"),
+            "{e}"
+        );
     }
 
     #[test]
