@@ -168,23 +168,7 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
             wrong = true;
         }
     }
-    // What install would refuse is refused here too.
-    match trellis_plugin::package::files(&p.root) {
-        Ok(files) => match trellis_plugin::package::link_out(&p.root, &files) {
-            None => out!("✓ files: {} (every link stays inside)", files.len()),
-            Some(rel) => {
-                out!(
-                    "✗ files: {} links outside the package (or to nothing)",
-                    safe(&rel)
-                );
-                wrong = true;
-            }
-        },
-        Err(e) => {
-            out!("✗ files: {}", safe(&e));
-            wrong = true;
-        }
-    }
+    wrong |= !files_line(&p);
     out!(
         "✓ capabilities: {}",
         if t.capabilities.is_empty() {
@@ -283,6 +267,30 @@ fn validate(path: &Path) -> anyhow::Result<ExitCode> {
 /// Where the plugin's command is: a file of the package (`./…`) or a program on `PATH`;
 /// and the script it runs (`python3 ./plugin.py`) is a file of the package: a command
 /// that cannot start is refused here, not at every session's start.
+/// `validate`'s line about the package's files: what install would refuse (a link out of
+/// the package, too many files or bytes) is refused here too. False when it is.
+fn files_line(p: &Package) -> bool {
+    match trellis_plugin::package::files(&p.root) {
+        Ok(files) => match trellis_plugin::package::link_out(&p.root, &files) {
+            None => {
+                out!("✓ files: {} (every link stays inside)", files.len());
+                true
+            }
+            Some(rel) => {
+                out!(
+                    "✗ files: {} links outside the package (or to nothing)",
+                    safe(&rel)
+                );
+                false
+            }
+        },
+        Err(e) => {
+            out!("✗ files: {}", safe(&e));
+            false
+        }
+    }
+}
+
 fn command_of(p: &Package, t: &trellis_plugin::package::TrellisPart) -> Result<PathBuf, String> {
     let prog = t.command.first().map(String::as_str).unwrap_or("");
     let found = match trellis_plugin::process::program(&p.root, prog) {
