@@ -1,7 +1,8 @@
-//! The prompt as drawn: each of its lines wrapped at the width the editor has, behind a
-//! two-cell lead (`› ` on a line's first row, two spaces on the rows it wraps onto), and
-//! the rows that show the cursor when there are more than fit. A long prompt used to be
-//! cut at the right edge: its end, and the cursor typing it, were out of sight.
+//! The prompt as drawn: each of its lines wrapped at the width the editor has (between
+//! words where it can), behind a two-cell lead (`› ` on a line's first row, two spaces on
+//! the rows it wraps onto), and the rows that show the cursor when there are more than
+//! fit. A long prompt used to be cut at the right edge: its end, and the cursor typing
+//! it, were out of sight.
 
 use trellis_text::width::{Piece, TAB_STOP, pieces};
 
@@ -65,7 +66,17 @@ struct Row {
     stops: Vec<(usize, usize)>,
 }
 
-/// The rows of `text` in `width` cells.
+/// A place a row may break at: after a space or a tab (the row's stops and text up to
+/// there, and the column there).
+struct Gap {
+    stop: usize,
+    text: usize,
+    col: usize,
+}
+
+/// The rows of `text` in `width` cells: a line breaks between words where it can, and
+/// inside a word only when the word is longer than a row (a word cut at the edge read as
+/// two words).
 fn rows_of(text: &str, width: usize) -> Vec<Row> {
     let room = width.saturating_sub(LEAD).max(1);
     let tab = |col: usize| (col / TAB_STOP + 1) * TAB_STOP - col;
@@ -80,6 +91,9 @@ fn rows_of(text: &str, width: usize) -> Vec<Row> {
         };
         let mut col = 0;
         let mut at = offset;
+        // Where the row may break between words: after its last space or tab (the stop
+        // and text length that follow it, and its column).
+        let mut gap: Option<Gap> = None;
         for p in pieces(line) {
             let (mut cells, len) = match p {
                 // An escape would draw as text it is not: shown as nothing (the prompt
@@ -93,10 +107,26 @@ fn rows_of(text: &str, width: usize) -> Vec<Row> {
                     text: "  ".into(),
                     stops: Vec::new(),
                 };
-                rows.push(std::mem::replace(&mut row, next));
-                col = 0;
+                match gap.take() {
+                    // The word being written goes to the next row (a word longer than a
+                    // row is then cut where that row ends).
+                    Some(g) if col - g.col + cells <= room => {
+                        let mut next = next;
+                        next.text.push_str(&row.text.split_off(g.text));
+                        next.stops = row.stops.split_off(g.stop);
+                        for s in &mut next.stops {
+                            s.1 -= g.col;
+                        }
+                        col -= g.col;
+                        rows.push(std::mem::replace(&mut row, next));
+                    }
+                    _ => {
+                        rows.push(std::mem::replace(&mut row, next));
+                        col = 0;
+                    }
+                }
                 if matches!(p, Piece::Tab) {
-                    cells = tab(0).min(room);
+                    cells = tab(col).min(room);
                 }
             }
             row.stops.push((at, col));
@@ -107,6 +137,13 @@ fn rows_of(text: &str, width: usize) -> Vec<Row> {
             }
             col += cells;
             at += len;
+            if matches!(p, Piece::Tab | Piece::Grapheme(" ", _)) {
+                gap = Some(Gap {
+                    stop: row.stops.len(),
+                    text: row.text.len(),
+                    col,
+                });
+            }
         }
         if col >= room && n == last {
             // The prompt's last line fills its row: the place after it is the next row
@@ -213,6 +250,27 @@ mod tests {
         assert_eq!(c, (2, 4));
         // In the middle: the cursor on the 'f'.
         assert_eq!(rows(text, 5, 6).1, (1, 3));
+    }
+
+    #[test]
+    fn a_line_breaks_between_words_and_inside_one_only_when_it_is_longer_than_a_row() {
+        // Room for 8 cells after the lead.
+        let text = "fix the tests please";
+        let (r, c) = rows(text, text.len(), 10);
+        assert_eq!(r, vec!["› fix the ", "  tests ", "  please"]);
+        assert_eq!(c, (2, 8));
+        // The cursor on the 't' of "tests": the start of the second row, not the end of
+        // the first (the place after the space is the next row's first).
+        assert_eq!(rows(text, text.find("tests").unwrap(), 10).1, (1, 2));
+        // Up and down keep to the rows drawn.
+        let down = vertical(text, 1, 10, false, None).unwrap().0;
+        assert_eq!(&text[down..down + 2], "es");
+        // A word longer than a row starts a row and is cut at its edge.
+        let (r, _) = rows("a verylongword", 14, 10);
+        assert_eq!(r, vec!["› a ", "  verylong", "  word"]);
+        // A tab is a place to break too.
+        let (r, _) = rows("abcd\tefghij", 11, 12);
+        assert_eq!(r, vec!["› abcd    ", "  efghij"]);
     }
 
     #[test]
