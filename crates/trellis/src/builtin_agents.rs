@@ -98,7 +98,7 @@ pub fn main(cmd: AgentCmd) -> anyhow::Result<ExitCode> {
             trellis_agents::demo::run(opts)?;
         }
         AgentCmd::Replay { file } => {
-            let text = std::fs::read_to_string(&file)
+            let text = trellis_store::paths::read_text(&file, trellis_store::paths::LOG_CAP)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             trellis_agents::replay::run(&text)?;
         }

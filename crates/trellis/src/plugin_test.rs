@@ -38,8 +38,8 @@ fn clean(s: &str) -> String {
 pub fn run(dir: &Path, log: &Path, data: &Path) -> anyhow::Result<Outcome> {
     let package = trellis_plugin::Package::load(dir)
         .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
-    let text =
-        std::fs::read_to_string(log).with_context(|| format!("cannot read {}", log.display()))?;
+    let text = trellis_store::paths::read_text(log, trellis_store::paths::LOG_CAP)
+        .with_context(|| format!("cannot read {}", log.display()))?;
     let (name, mut host, mut rx) = start(&package, data)?;
     let replayed = replay(&mut host, &mut rx, &text);
     let session = &replayed.session;

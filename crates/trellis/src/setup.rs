@@ -39,7 +39,11 @@ pub fn policy_from(arg: Option<&str>, config: &Config) -> anyhow::Result<(Policy
         },
         path => {
             let path = PathBuf::from(path);
-            let text = std::fs::read_to_string(&path).with_context(|| {
+            let text = trellis_store::paths::read_text(
+                &path,
+                trellis_store::config::CONFIG_CAP,
+            )
+            .with_context(|| {
                 format!("--permission {}: not a policy (reject, allow-once, allow-reads) nor a readable rules file", path.display())
             })?;
             let file: trellis_store::config::RulesFile =

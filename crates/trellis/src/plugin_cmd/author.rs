@@ -64,9 +64,10 @@ pub(super) fn test(
             Ok(ExitCode::SUCCESS)
         }
         Some(file) => {
-            let want = std::fs::read_to_string(file).with_context(|| {
-                format!("cannot read {} (create it with --update)", file.display())
-            })?;
+            let want = trellis_store::paths::read_text(file, trellis_store::paths::LOG_CAP)
+                .with_context(|| {
+                    format!("cannot read {} (create it with --update)", file.display())
+                })?;
             if want == outcome.snapshot {
                 out!("✓ {} matches {}", path.display(), file.display());
                 Ok(ExitCode::SUCCESS)
