@@ -45,6 +45,7 @@ mod remote;
 mod remote_files;
 mod remote_http;
 mod remote_lost;
+mod remote_refusals;
 mod replay_ui;
 mod rules_remote;
 mod sessions;
