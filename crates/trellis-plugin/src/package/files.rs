@@ -45,12 +45,15 @@ pub enum Entry {
 }
 
 impl Entry {
-    /// What the content hash takes of it: a link as `link:` and its target (as it always
-    /// was, so hashes taken before stay the same).
-    fn hashed(&self) -> (bool, std::borrow::Cow<'_, [u8]>) {
+    /// What the content hash takes of it: a kind (0 a file, 1 an executable one, 2 a link)
+    /// and its bytes (a link's target exactly as written). Links were once hashed as a
+    /// file holding `link:TARGET`, which a file holding that text hashed the same as: a
+    /// package with links hashes anew since, and an installed one is enabled again once.
+    fn hashed(&self) -> (u8, &[u8]) {
+        use std::os::unix::ffi::OsStrExt;
         match self {
-            Entry::File { exec, bytes } => (*exec, bytes.as_slice().into()),
-            Entry::Link(t) => (false, format!("link:{}", t.display()).into_bytes().into()),
+            Entry::File { exec, bytes } => (u8::from(*exec), bytes),
+            Entry::Link(t) => (2, t.as_os_str().as_bytes()),
         }
     }
 }
@@ -138,12 +141,12 @@ pub fn files(root: &Path) -> Result<BTreeMap<String, Entry>, String> {
 pub fn content_hash(root: &Path) -> Result<String, String> {
     let mut h = Sha256::new();
     for (rel, entry) in files(root)? {
-        let (exec, bytes) = entry.hashed();
+        let (kind, bytes) = entry.hashed();
         h.update((rel.len() as u64).to_le_bytes());
         h.update(rel.as_bytes());
-        h.update([u8::from(exec)]);
+        h.update([kind]);
         h.update((bytes.len() as u64).to_le_bytes());
-        h.update(&bytes);
+        h.update(bytes);
     }
     let digest = h.finalize();
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
@@ -226,6 +229,11 @@ mod tests {
         let h3 = content_hash(d.path()).unwrap();
         std::fs::remove_file(d.path().join("l")).unwrap();
         std::os::unix::fs::symlink("/etc/hosts", d.path().join("l")).unwrap();
-        assert_ne!(h3, content_hash(d.path()).unwrap());
+        let h4 = content_hash(d.path()).unwrap();
+        assert_ne!(h3, h4);
+        // A file holding what a link's entry once hashed as is not that link.
+        std::fs::remove_file(d.path().join("l")).unwrap();
+        std::fs::write(d.path().join("l"), "link:/etc/hosts").unwrap();
+        assert_ne!(h4, content_hash(d.path()).unwrap());
     }
 }
