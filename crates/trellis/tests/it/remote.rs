@@ -155,6 +155,27 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A test certificate or key of `fixtures/` (`localhost.pem`, `other.key`, `ca.pem`…), by path.
+pub(crate) fn cert(name: &str) -> String {
+    fixture(name).to_str().unwrap().to_string()
+}
+
+/// The demo served on loopback behind TLS with the certificate `NAME.pem` (and its key).
+pub(crate) fn served_tls(d: &Dirs, name: &str) -> Served {
+    Served::start(
+        d,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            &cert(&format!("{name}.pem")),
+            "--tls-key",
+            &cert(&format!("{name}.key")),
+        ],
+        &["trellis", "agent", "demo"],
+    )
+}
+
 /// `trellis run` of `[agents.box]` with the token `secret` and `extra`, left running (a
 /// test that kills its server meanwhile waits for it with [`bounded`]).
 pub(crate) fn running(d: &Dirs, secret: &str, extra: &[&str]) -> Child {

@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use crate::hubkit::{Dirs, text};
-use crate::remote::{Served, config, fixture, run, token, ui_dialing_url, until_no_agent};
+use crate::remote::{Served, cert, config, run, served_tls, token, ui_dialing_url, until_no_agent};
 
 /// `d`'s config: `[agents.box]` at `http://addr/acp` with the token of `BOX_TOKEN`.
 fn http_box(d: &Dirs, addr: &str) {
@@ -288,19 +288,7 @@ fn streamable_http_refusals_reach_the_user_with_their_reason() {
 fn https_is_checked_against_the_name_dialed() {
     let d = Dirs::new();
     let secret = token(&d, "agent");
-    let cert = |n: &str| fixture(n).to_str().unwrap().to_string();
-    let served = Served::start(
-        &d,
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            &cert("localhost.pem"),
-            "--tls-key",
-            &cert("localhost.key"),
-        ],
-        &["trellis", "agent", "demo"],
-    );
+    let served = served_tls(&d, "localhost");
     assert!(served.said().contains("https://"), "{}", served.said());
     let port = served.addr.rsplit(':').next().unwrap();
     let work = d.work.to_str().unwrap();
@@ -355,18 +343,7 @@ fn https_is_checked_against_the_name_dialed() {
     assert!(!o.status.success());
     assert!(text(&o).contains("leave --worktree out"), "{}", text(&o));
     // A certificate for another name: refused before anything is sent.
-    let other = Served::start(
-        &d,
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            &cert("other.pem"),
-            "--tls-key",
-            &cert("other.key"),
-        ],
-        &["trellis", "agent", "demo"],
-    );
+    let other = served_tls(&d, "other");
     config(
         &d,
         &format!(

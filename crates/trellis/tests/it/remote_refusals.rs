@@ -132,19 +132,7 @@ fn plain_websocket_to_another_machine_and_credentials_in_urls_are_refused_before
 fn tls_is_checked_against_the_name_dialed() {
     let d = Dirs::new();
     let secret = token(&d, "agent");
-    let cert = |n: &str| fixture(n).to_str().unwrap().to_string();
-    let good = Served::start(
-        &d,
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            &cert("localhost.pem"),
-            "--tls-key",
-            &cert("localhost.key"),
-        ],
-        &["trellis", "agent", "demo"],
-    );
+    let good = served_tls(&d, "localhost");
     let work = d.work.to_str().unwrap();
     let port = good.addr.rsplit(':').next().unwrap();
     config(
@@ -179,18 +167,7 @@ fn tls_is_checked_against_the_name_dialed() {
     assert!(!o.status.success());
     assert!(text(&o).contains("TLS handshake failed"), "{}", text(&o));
     // A certificate for another name is refused, whoever signed it.
-    let other = Served::start(
-        &d,
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            &cert("other.pem"),
-            "--tls-key",
-            &cert("other.key"),
-        ],
-        &["trellis", "agent", "demo"],
-    );
+    let other = served_tls(&d, "other");
     config(
         &d,
         &format!(
